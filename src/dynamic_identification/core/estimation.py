@@ -1,0 +1,528 @@
+"""Linear least-squares estimation of base parameters and its statistics.
+
+The identification model sampled over ``N`` instants is ``Y = W χ + ρ`` (seed 000
+eq. (14)) with the observation matrix ``W`` of shape ``(N, n, p)`` (sample, joint
+equation, parameter) and the measured torques ``Y`` of shape ``(N, n)``. Every
+estimator stacks the rows into the ``(N·n, p)`` system, optionally divides each row
+by the standard deviation of its error (weighted least squares, seed 000 eq. (20);
+seed 004 eq. (7)-(9)) and solves it by a QR factorisation, never by the normal
+equations, so the accuracy is that of ``cond(W)`` and not of ``cond(W)²``.
+
+Statistics follow seed 000 §IV.A: the error variance ``σ̂_ρ²`` of the (weighted)
+system (eq. (17)), the covariance ``σ̂_ρ² (WᵀW)⁻¹`` (eq. (18)) computed as
+``σ̂_ρ² R⁻¹R⁻ᵀ`` from the R factor, the relative standard deviations ``%σ`` (eq. (19)),
+and the model errors per joint ``e_j`` and ``e*_j`` of seed 004 eq. (11)-(12).
+Essential parameters are obtained by the iterative removal of seed 000 §V.B
+(Pham & Gautier).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
+
+_EXACT_DATA_FLOOR = float(np.sqrt(np.finfo(float).eps))
+"""Smallest per-joint error std, relative to the largest one, used as a weight (≈1.5e-8)."""
+
+_ROUNDING_LEVEL = 1e3 * float(np.finfo(float).eps)
+"""Per-joint error std, relative to the RMS torque of that joint, treated as an exact fit."""
+
+_RANK_TOLERANCE = 1e-8
+"""Default relative threshold on ``|R_kk|`` below which a column is dependent."""
+
+
+@dataclass(frozen=True)
+class _PivotedQR:
+    """``A D P = Q R``: ``D`` scales the columns of ``A`` to unit norm, ``P`` is the pivoting.
+
+    ``projected`` is ``Qᵀ b`` for the right-hand side given to :func:`_pivoted_qr`
+    (``Q`` itself is never formed).
+    """
+
+    r: np.ndarray
+    pivots: np.ndarray
+    norms: np.ndarray
+    projected: np.ndarray
+
+    def dependent(self, tolerance: float) -> np.ndarray:
+        """Columns pivoted after the numerical rank (``|R_kk| < tolerance · |R_00|``)."""
+        diagonal = np.abs(np.diag(self.r))
+        if diagonal[0] == 0.0:
+            return self.pivots.copy()
+        rank = int(np.count_nonzero(diagonal >= tolerance * diagonal[0]))
+        return self.pivots[rank:]
+
+
+def _pivoted_qr(a: np.ndarray, b: np.ndarray | None = None) -> _PivotedQR:
+    """Pivoted QR of ``a`` with unit-norm columns; zero columns stay zero and pivot last."""
+    norms = np.linalg.norm(a, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    if b is None:
+        r, pivots = scipy.linalg.qr(a / norms, mode="r", pivoting=True)
+        return _PivotedQR(r=r[: a.shape[1]], pivots=pivots, norms=norms, projected=np.empty(0))
+    projected, r, pivots = scipy.linalg.qr_multiply(a / norms, b[None, :], mode="right", pivoting=True)
+    return _PivotedQR(r=r, pivots=pivots, norms=norms, projected=projected[0])
+
+
+@dataclass(frozen=True)
+class LeastSquaresResult:
+    """Estimate ``χ̂`` of ``Y = W χ + ρ`` with its statistics (seed 000 eq. (15)-(19)).
+
+    Attributes
+    ----------
+    parameters : numpy.ndarray
+        Estimate ``χ̂``, shape ``(p,)``, in the units of the parameters (SI).
+    std : numpy.ndarray
+        Standard deviations ``σ_χ̂``, shape ``(p,)``: square roots of the diagonal of
+        :attr:`covariance` (seed 000 eq. (18)).
+    relative_std_percent : numpy.ndarray
+        ``%σ = 100 σ_χ̂ / |χ̂|`` (seed 000 eq. (19)), shape ``(p,)``; ``inf`` where ``χ̂ == 0``.
+    covariance : numpy.ndarray
+        ``σ̂_ρ² (WᵀW)⁻¹`` of the weighted system, shape ``(p, p)`` (seed 000 eq. (18)).
+    residual_std : float
+        ``σ̂_ρ`` of the weighted system, ``‖Y − Wχ̂‖ / sqrt(r − b)`` with ``r = N·n`` rows and
+        ``b = p`` parameters (seed 000 eq. (17)); close to 1 when the weights are the true
+        error standard deviations, in N·m for ordinary least squares.
+    joint_std : numpy.ndarray
+        Standard deviation of the error per joint used for weighting, N·m, shape ``(n,)``:
+        ones for ordinary least squares; the root mean square of the per-sample standard
+        deviations when per-sample weights were used.
+    condition_number : float
+        2-norm condition number of the weighted stacked observation matrix after scaling
+        each of its columns to unit Euclidean norm (so parameter units do not matter).
+    relative_error : float
+        ``‖Y − Wχ̂‖ / ‖Y‖`` of the unweighted system over all joints (seed 000 Table IV).
+    joint_errors : numpy.ndarray
+        Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` (seed 004 eq. (11)).
+    joint_relative_errors : numpy.ndarray
+        ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent (seed 004 eq. (12)).
+    samples : int
+        Number of samples ``N``.
+    """
+
+    parameters: np.ndarray
+    std: np.ndarray
+    relative_std_percent: np.ndarray
+    covariance: np.ndarray
+    residual_std: float
+    joint_std: np.ndarray
+    condition_number: float
+    relative_error: float
+    joint_errors: np.ndarray
+    joint_relative_errors: np.ndarray
+    samples: int
+
+    def predict(self, observation_matrix: np.ndarray) -> np.ndarray:
+        """Torques ``W χ̂`` predicted by the estimate, N·m.
+
+        Parameters
+        ----------
+        observation_matrix : numpy.ndarray
+            Observation matrix of shape ``(N, n, p)`` with the parameters of this result.
+
+        Returns
+        -------
+        numpy.ndarray
+            Predicted torques, shape ``(N, n)``.
+        """
+        w = np.asarray(observation_matrix, dtype=float)
+        p = self.parameters.shape[0]
+        if w.ndim != 3 or w.shape[2] != p:
+            raise DataError(f"observation_matrix must have shape (N, n, {p}), got {w.shape}")
+        return w @ self.parameters
+
+
+@dataclass(frozen=True)
+class EssentialParametersResult:
+    """Outcome of the essential-parameter reduction (seed 000 §V.B).
+
+    Attributes
+    ----------
+    kept : numpy.ndarray
+        Indices of the kept columns of the original observation matrix, increasing.
+    removed : numpy.ndarray
+        Indices of the removed columns, in the order they were removed.
+    result : LeastSquaresResult
+        Weighted estimate of the kept parameters only, ordered like :attr:`kept`.
+    """
+
+    kept: np.ndarray
+    removed: np.ndarray
+    result: LeastSquaresResult
+
+
+def ordinary_least_squares(
+    observation_matrix: np.ndarray,
+    torques: np.ndarray,
+    *,
+    parameter_names: Sequence[str] | None = None,
+) -> LeastSquaresResult:
+    """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` (seed 000 eq. (15)-(19)).
+
+    Parameters
+    ----------
+    observation_matrix : numpy.ndarray
+        ``W``, shape ``(N, n, p)``.
+    torques : numpy.ndarray
+        Measured torques ``Y``, N·m, shape ``(N, n)``.
+    parameter_names : sequence of str, optional
+        ``p`` names used in error messages.
+
+    Returns
+    -------
+    LeastSquaresResult
+        Estimate and statistics; :attr:`~LeastSquaresResult.joint_std` is all ones.
+
+    Raises
+    ------
+    DataError
+        On NaN/inf, mismatched shapes or fewer equations than parameters.
+    RankDeficientError
+        When some parameters cannot be identified from this data (the message names them).
+    """
+    w, y = _validated_system(observation_matrix, torques)
+    names = _validated_names(parameter_names, w.shape[2])
+    return _solve(w, y, np.ones_like(y), np.ones(y.shape[1]), names)
+
+
+def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.ndarray:
+    """Standard deviation of the error of each joint equation (seed 000 §IV.A).
+
+    For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
+    ordinary least-squares solution of joint ``j``'s own ``N`` equations. ``rank(W_j)`` is
+    the numerical rank found by :func:`rank_deficient_columns` (pivoted QR), so the zero
+    columns of the block-triangular IDIM matrix (seed 000 eq. (20)) are handled.
+
+    A joint fitted exactly (``σ_j`` at rounding level: below ``1000 eps`` times its RMS
+    torque) would get an infinite weight; its ``σ_j`` is raised to ``sqrt(eps) ≈ 1.5e-8``
+    times the largest ``σ_j``, which still makes its equations quasi-constraints. When every joint is fitted exactly all ``σ_j`` are 1
+    (any common weight gives the same estimate).
+
+    Parameters
+    ----------
+    observation_matrix : numpy.ndarray
+        ``W``, shape ``(N, n, p)``.
+    torques : numpy.ndarray
+        Measured torques ``Y``, N·m, shape ``(N, n)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``σ_j`` in N·m, shape ``(n,)``, all positive.
+
+    Raises
+    ------
+    DataError
+        On NaN/inf, mismatched shapes, or when a joint has no more samples than the rank
+        of its equations (``N <= rank(W_j)``), so its error variance is undefined.
+    """
+    w, y = _validated_system(observation_matrix, torques)
+    n_samples, n_joints, _ = w.shape
+    sigma = np.empty(n_joints)
+    for j in range(n_joints):
+        w_j = w[:, j, :]
+        deficient = rank_deficient_columns(w_j[:, None, :])
+        independent = np.setdiff1d(np.arange(w.shape[2]), deficient)
+        rank = independent.size
+        if n_samples <= rank:
+            raise DataError(
+                f"joint {j} has {n_samples} samples but its equations have rank {rank}: "
+                "cannot estimate its error std (need more samples)"
+            )
+        residual = y[:, j]
+        if rank:
+            solution = scipy.linalg.lstsq(w_j[:, independent], y[:, j])[0]
+            residual = y[:, j] - w_j[:, independent] @ solution
+        sigma[j] = np.linalg.norm(residual) / np.sqrt(n_samples - rank)
+        # A residual at rounding level of the torques means an exact fit, not a noise level.
+        if sigma[j] <= _ROUNDING_LEVEL * np.sqrt(np.mean(y[:, j] ** 2)):
+            sigma[j] = 0.0
+    largest = sigma.max()
+    if largest == 0.0:
+        return np.ones(n_joints)
+    return np.maximum(sigma, _EXACT_DATA_FLOOR * largest)
+
+
+def weighted_least_squares(
+    observation_matrix: np.ndarray,
+    torques: np.ndarray,
+    *,
+    joint_std: np.ndarray | None = None,
+    sample_std: np.ndarray | None = None,
+    parameter_names: Sequence[str] | None = None,
+) -> LeastSquaresResult:
+    """Weighted least-squares estimate (IDIM-WLS, seed 000 eq. (20); seed 004 eq. (7)-(9)).
+
+    Each equation of joint ``j`` is divided by the standard deviation of its error, then
+    the stacked ``(N·n, p)`` system is solved by QR.
+
+    Parameters
+    ----------
+    observation_matrix : numpy.ndarray
+        ``W``, shape ``(N, n, p)``.
+    torques : numpy.ndarray
+        Measured torques ``Y``, N·m, shape ``(N, n)``.
+    joint_std : numpy.ndarray, optional
+        ``σ_j`` per joint, N·m, shape ``(n,)``, positive. Computed by
+        :func:`joint_error_std` (per-joint OLS) when omitted.
+    sample_std : numpy.ndarray, optional
+        ``σ_{j,p}`` per sample and joint, N·m, shape ``(N, n)``, positive, e.g. from the
+        variance over repetitions (seed 004 eq. (7)). Replaces per-joint weighting; give
+        either this or ``joint_std``, not both.
+    parameter_names : sequence of str, optional
+        ``p`` names used in error messages.
+
+    Returns
+    -------
+    LeastSquaresResult
+        Estimate and statistics of the weighted system.
+
+    Raises
+    ------
+    DataError
+        On NaN/inf, mismatched shapes, non-positive weights or fewer equations than parameters.
+    RankDeficientError
+        When some parameters cannot be identified from this data (the message names them).
+    IdentificationError
+        When both ``joint_std`` and ``sample_std`` are given.
+    """
+    w, y = _validated_system(observation_matrix, torques)
+    names = _validated_names(parameter_names, w.shape[2])
+    if joint_std is not None and sample_std is not None:
+        raise IdentificationError("give joint_std or sample_std, not both")
+    if sample_std is not None:
+        per_sample = _validated_std(sample_std, y.shape, "sample_std")
+        per_joint = np.sqrt(np.mean(per_sample**2, axis=0))
+    else:
+        if joint_std is None:
+            _raise_if_rank_deficient(rank_deficient_columns(w), names)
+            per_joint = joint_error_std(w, y)
+        else:
+            per_joint = _validated_std(joint_std, (y.shape[1],), "joint_std")
+        per_sample = np.broadcast_to(per_joint, y.shape)
+    return _solve(w, y, per_sample, per_joint, names)
+
+
+def rank_deficient_columns(observation_matrix: np.ndarray, *, tolerance: float = 1e-8) -> np.ndarray:
+    """Columns of ``W`` that cannot be identified from this data.
+
+    Zero columns, plus the columns a pivoted QR (``scipy.linalg.qr(pivoting=True)``) of the
+    stacked ``(N·n, p)`` matrix with unit-norm columns places after its numerical rank,
+    i.e. at positions ``k`` with ``|R_kk| < tolerance · |R_00|``. Which member of a set of
+    dependent columns is reported is decided by the pivoting (the later, weaker one).
+
+    Parameters
+    ----------
+    observation_matrix : numpy.ndarray
+        ``W``, shape ``(N, n, p)``, finite.
+    tolerance : float, keyword-only
+        Relative threshold on the diagonal of ``R``, in ``(0, 1)``; ``1e-8`` flags columns
+        dependent to about 8 significant digits.
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer column indices, increasing (empty when ``W`` has full column rank).
+    """
+    w = np.asarray(observation_matrix, dtype=float)
+    if w.ndim != 3:
+        raise DataError(f"observation_matrix must have shape (N, n, p), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise DataError("observation_matrix contains NaN or inf")
+    if not 0.0 < tolerance < 1.0:
+        raise IdentificationError(f"tolerance must be in (0, 1), got {tolerance}")
+    factors = _pivoted_qr(w.reshape(-1, w.shape[2]))
+    return np.sort(factors.dependent(tolerance)).astype(int)
+
+
+def essential_parameters(
+    observation_matrix: np.ndarray,
+    torques: np.ndarray,
+    *,
+    r_sigma: float = 20.0,
+    joint_std: np.ndarray | None = None,
+    parameter_names: Sequence[str] | None = None,
+    min_parameters: int = 1,
+) -> EssentialParametersResult:
+    """Essential parameters by iterative removal of the worst one (seed 000 §V.B, Pham & Gautier).
+
+    Starting from the weighted estimate of all columns, while
+    ``max(%σ) / min(%σ) >= r_sigma`` and more than ``min_parameters`` remain, the parameter
+    with the largest ``%σ`` is removed and the reduced model re-estimated.
+
+    The joint weights ``σ_j`` are computed once, from the full model (per-joint OLS,
+    :func:`joint_error_std`), unless given, and kept fixed through the iterations: the
+    errors of the reduced models include the modelling error of the removed parameters,
+    which must not change the weighting the ``%σ`` are compared under.
+
+    Parameters
+    ----------
+    observation_matrix : numpy.ndarray
+        ``W``, shape ``(N, n, p)``, full column rank.
+    torques : numpy.ndarray
+        Measured torques ``Y``, N·m, shape ``(N, n)``.
+    r_sigma : float, keyword-only
+        Stopping ratio ``r_σ > 1``; seed 000 recommends 10 to 30 and uses 20.
+    joint_std : numpy.ndarray, optional
+        ``σ_j`` per joint, N·m, shape ``(n,)``.
+    parameter_names : sequence of str, optional
+        ``p`` names used in error messages.
+    min_parameters : int, keyword-only
+        Never keep fewer parameters than this, in ``[1, p]``.
+
+    Returns
+    -------
+    EssentialParametersResult
+        Kept and removed column indices and the estimate of the kept parameters.
+
+    Raises
+    ------
+    DataError, RankDeficientError
+        As :func:`weighted_least_squares` on the full model.
+    IdentificationError
+        On an invalid ``r_sigma`` or ``min_parameters``.
+    """
+    w, y = _validated_system(observation_matrix, torques)
+    p = w.shape[2]
+    names = _validated_names(parameter_names, p)
+    if not (np.isfinite(r_sigma) and r_sigma > 1.0):
+        raise IdentificationError(f"r_sigma must be a finite ratio > 1, got {r_sigma}")
+    if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
+        raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
+    if not 1 <= min_parameters <= p:
+        raise IdentificationError(f"min_parameters must be in [1, {p}], got {min_parameters}")
+    if joint_std is None:
+        _raise_if_rank_deficient(rank_deficient_columns(w), names)
+        weights = joint_error_std(w, y)
+    else:
+        weights = _validated_std(joint_std, (y.shape[1],), "joint_std")
+    kept = np.arange(p)
+    removed: list[int] = []
+    result = _solve(w, y, np.broadcast_to(weights, y.shape), weights, names)
+    while kept.size > min_parameters and _sigma_ratio(result.relative_std_percent) >= r_sigma:
+        worst = int(np.argmax(result.relative_std_percent))
+        removed.append(int(kept[worst]))
+        kept = np.delete(kept, worst)
+        sub_names = None if names is None else tuple(names[i] for i in kept)
+        result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names)
+    return EssentialParametersResult(kept=kept, removed=np.asarray(removed, dtype=int), result=result)
+
+
+def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
+    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
+    largest = float(np.max(relative_std_percent))
+    smallest = float(np.min(relative_std_percent))
+    if largest == 0.0:
+        return 0.0
+    if smallest == 0.0:
+        return float("inf")
+    return largest / smallest
+
+
+def _solve(
+    w: np.ndarray,
+    y: np.ndarray,
+    sample_std: np.ndarray,
+    joint_std: np.ndarray,
+    names: tuple[str, ...] | None,
+) -> LeastSquaresResult:
+    """Solve the system weighted by ``1 / sample_std`` by QR and compute its statistics."""
+    n_samples, _, p = w.shape
+    a = (w / sample_std[:, :, None]).reshape(-1, p)
+    b = (y / sample_std).reshape(-1)
+    factors = _pivoted_qr(a, b)
+    _raise_if_rank_deficient(factors.dependent(_RANK_TOLERANCE), names)
+    # A D P = Q R with D the inverse column norms and P the pivoting, so
+    # χ̂ = D P R⁻¹ Qᵀ b and (AᵀA)⁻¹ = D P R⁻¹ R⁻ᵀ Pᵀ D.
+    scaled = np.empty(p)
+    scaled[factors.pivots] = scipy.linalg.solve_triangular(factors.r, factors.projected)
+    parameters = scaled / factors.norms
+    weighted_residual = b - a @ parameters
+    residual_std = float(np.linalg.norm(weighted_residual) / np.sqrt(a.shape[0] - p))
+    r_inverse = np.empty((p, p))
+    r_inverse[factors.pivots] = scipy.linalg.solve_triangular(factors.r, np.eye(p))
+    r_inverse /= factors.norms[:, None]
+    covariance = residual_std**2 * (r_inverse @ r_inverse.T)
+    std = np.sqrt(np.diag(covariance))
+    absolute = np.abs(parameters)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative_std_percent = np.where(absolute > 0.0, 100.0 * std / absolute, np.inf)
+    singular_values = scipy.linalg.svdvals(factors.r)
+    condition_number = float(singular_values[0] / singular_values[-1])
+    residual = y - w @ parameters
+    joint_errors = np.mean(np.abs(residual), axis=0)
+    return LeastSquaresResult(
+        parameters=parameters,
+        std=std,
+        relative_std_percent=relative_std_percent,
+        covariance=covariance,
+        residual_std=residual_std,
+        joint_std=np.array(joint_std, dtype=float),
+        condition_number=condition_number,
+        relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(y))),
+        joint_errors=joint_errors,
+        joint_relative_errors=np.array(
+            [_ratio(e, m) for e, m in zip(joint_errors, np.mean(np.abs(y), axis=0), strict=True)]
+        ),
+        samples=n_samples,
+    )
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """``numerator / denominator`` with 0/0 = 0 and x/0 = inf (a zero reference signal)."""
+    if denominator == 0.0:
+        return 0.0 if numerator == 0.0 else float("inf")
+    return numerator / denominator
+
+
+def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | None) -> None:
+    if deficient.size:
+        deficient = np.sort(deficient)
+        labels = [str(i) for i in deficient] if names is None else [names[i] for i in deficient]
+        raise RankDeficientError(
+            f"observation_matrix is rank-deficient: parameters {', '.join(labels)} "
+            f"(columns {deficient.tolist()}) cannot be identified from this data"
+        )
+
+
+def _validated_system(observation_matrix: np.ndarray, torques: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = np.asarray(observation_matrix, dtype=float)
+    y = np.asarray(torques, dtype=float)
+    if w.ndim != 3:
+        raise DataError(f"observation_matrix must have shape (N, n, p), got {w.shape}")
+    if y.shape != w.shape[:2]:
+        raise DataError(f"torques must have shape {w.shape[:2]} (N, n) to match observation_matrix, got {y.shape}")
+    if not np.all(np.isfinite(w)):
+        bad = np.argwhere(~np.isfinite(w))[0]
+        raise DataError(
+            f"observation_matrix contains NaN or inf (first at sample {bad[0]}, joint {bad[1]}, column {bad[2]})"
+        )
+    if not np.all(np.isfinite(y)):
+        bad = np.argwhere(~np.isfinite(y))[0]
+        raise DataError(f"torques contains NaN or inf (first at sample {bad[0]}, joint {bad[1]})")
+    if y.size <= w.shape[2]:
+        raise DataError(f"need more equations than parameters: N*n = {y.size} <= p = {w.shape[2]}")
+    return w, y
+
+
+def _validated_names(parameter_names: Sequence[str] | None, p: int) -> tuple[str, ...] | None:
+    if parameter_names is None:
+        return None
+    names = tuple(str(name) for name in parameter_names)
+    if len(names) != p:
+        raise IdentificationError(f"parameter_names must have {p} entries (one per column), got {len(names)}")
+    return names
+
+
+def _validated_std(value: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if array.shape != shape:
+        raise DataError(f"{name} must have shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array) & (array > 0.0)):
+        raise DataError(f"{name} must be finite and positive, got min {np.min(array)}")
+    return array

@@ -1,0 +1,261 @@
+"""Inverse dynamic identification model (IDIM) and base parameters.
+
+The IDIM (seed 000 eq. (2), (6)) writes the joint torques linearly in the
+standard parameters, ``τ = IDM_st(q, q̇, q̈) χ_st``. The inertial columns come from
+``pinocchio.computeJointTorqueRegressor``; the drive-chain columns (rotor inertia,
+viscous and Coulomb friction, offset) follow the motor-side model of
+:mod:`dynamic_identification.core.model`.
+
+Base parameters (seed 000 eq. (4), ref. [11], Gautier 1991) are found
+numerically: a QR factorisation of the observation matrix of random samples tells
+which standard columns are linear combinations of earlier ones; those parameters
+are regrouped into the independent ones, ``χ = χ_1 + β χ_2``, and every base
+parameter keeps a readable expression such as ``XX3 - YY3`` or ``ZZ1 + Ia1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+import scipy.linalg
+
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.model import (
+    INERTIAL_PARAMETER_NAMES,
+    DriveChain,
+    DriveTerms,
+    RobotModel,
+    standard_parameter_names,
+)
+
+_PREFERENCE = ("XX", "XY", "XZ", "YZ", "ZZ", "MX", "MY", "MZ", "M", "YY", "Ia", "Fv", "Fc", "off")
+"""Order in which columns of one joint are offered to the QR: earlier names stay
+independent, so regrouping reads as in Khalil & Dombre (``M``, ``MZ``, ``YY`` of a
+link regrouped into the links before it)."""
+
+
+def _validated_motion(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> tuple[np.ndarray, ...]:
+    arrays = []
+    for name, value in (("q", q), ("dq", dq), ("ddq", ddq)):
+        array = np.atleast_2d(np.asarray(value, dtype=float))
+        if array.ndim != 2 or array.shape[1] != robot.n_joints:
+            raise DataError(f"{name} must have shape (N, {robot.n_joints}), got {np.shape(value)}")
+        if not np.all(np.isfinite(array)):
+            row = int(np.argwhere(~np.isfinite(array))[0, 0])
+            raise DataError(f"{name} has a non-finite value at sample {row}")
+        arrays.append(array)
+    if not arrays[0].shape == arrays[1].shape == arrays[2].shape:
+        raise DataError(f"q, dq, ddq differ in shape: {[a.shape for a in arrays]}")
+    return tuple(arrays)
+
+
+def inertial_observation_matrix(
+    robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, data: pin.Data | None = None
+) -> np.ndarray:
+    """Rigid-body part of the IDIM: ``(N, n, 10 n)`` from ``computeJointTorqueRegressor``.
+
+    One Pinocchio ``Data`` is reused for all samples (pass ``data`` to reuse it
+    across calls).
+    """
+    q, dq, ddq = _validated_motion(robot, q, dq, ddq)
+    configurations = robot.configurations(q)
+    model = robot.model
+    data = data if data is not None else model.createData()
+    n = robot.n_joints
+    out = np.empty((q.shape[0], n, 10 * n))
+    regressor = pin.computeJointTorqueRegressor
+    for k in range(q.shape[0]):
+        out[k] = regressor(model, data, configurations[k], dq[k], ddq[k])
+    return out
+
+
+def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Drive-chain part of the IDIM: ``(N, n, n · len(terms.names))``.
+
+    Motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with ``v_m = C[m] · q̇`` and
+    ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m`` (seed 000 eq. (9), (26)).
+    Columns are grouped by motor, then by term in ``terms.names`` order.
+    """
+    coupling = drive_chain.coupling
+    velocity = np.asarray(dq, dtype=float) @ coupling.T
+    signals = {
+        "Ia": np.asarray(ddq, dtype=float) @ coupling.T,
+        "Fv": velocity,
+        "Fc": np.sign(velocity),
+        "off": np.ones_like(velocity),
+    }
+    n = drive_chain.n_joints
+    stacked = np.stack([signals[name] for name in terms.names], axis=-1)
+    out = stacked[:, None, :, :] * coupling.T[None, :, :, None]
+    return out.reshape(stacked.shape[0], n, n * len(terms.names))
+
+
+def observation_matrix(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    *,
+    data: pin.Data | None = None,
+) -> np.ndarray:
+    """IDIM observation matrix in the standard parameters, shape ``(N, n, n · terms.per_joint)``.
+
+    ``observation_matrix(...) @ standard_parameters(...)`` equals
+    ``pinocchio.rnea`` plus the drive-chain torques (seed 000 eq. (2)). Columns
+    follow :func:`~dynamic_identification.core.model.standard_parameter_names`.
+    """
+    if drive_chain.n_joints != robot.n_joints:
+        raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {robot.n_joints}")
+    inertial = inertial_observation_matrix(robot, q, dq, ddq, data=data)
+    drive = drive_observation_matrix(drive_chain, terms, dq, ddq)
+    n = robot.n_joints
+    samples = inertial.shape[0]
+    n_terms = len(terms.names)
+    out = np.empty((samples, n, n * terms.per_joint))
+    blocks = out.reshape(samples, n, n, terms.per_joint)
+    blocks[..., :10] = inertial.reshape(samples, n, n, 10)
+    blocks[..., 10:] = drive.reshape(samples, n, n, n_terms)
+    return out
+
+
+@dataclass(frozen=True)
+class BaseParameters:
+    """Base parameters and how they regroup the standard parameters.
+
+    Attributes
+    ----------
+    standard_names
+        Names of all standard parameters (columns of the standard IDIM).
+    independent
+        Indices of the standard columns kept as base columns, shape ``(b,)``.
+    regrouping
+        ``K`` of shape ``(b, p)`` with ``χ_base = K χ_st`` (identity on the
+        independent columns plus the regrouping coefficients ``β``).
+    names
+        Base-parameter names: the names of their independent columns.
+    expressions
+        Readable regrouping of each base parameter, e.g. ``"XX2 - YY2 + 0.18 M3"``.
+    """
+
+    standard_names: tuple[str, ...]
+    independent: np.ndarray
+    regrouping: np.ndarray
+    names: tuple[str, ...]
+    expressions: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return int(self.independent.shape[0])
+
+    def from_standard(self, standard: np.ndarray) -> np.ndarray:
+        """Base-parameter values of a standard-parameter vector."""
+        return self.regrouping @ np.asarray(standard, dtype=float)
+
+    def select(self, standard_observation_matrix: np.ndarray) -> np.ndarray:
+        """Base observation matrix: the independent columns of a standard one."""
+        return standard_observation_matrix[..., self.independent]
+
+    def subset(self, names: tuple[str, ...] | list[str]) -> np.ndarray:
+        """Indices (into these base parameters) of the given base-parameter names."""
+        position = {name: i for i, name in enumerate(self.names)}
+        unknown = [name for name in names if name not in position]
+        if unknown:
+            raise ModelError(f"{unknown} are not base parameters of this model")
+        return np.array([position[name] for name in names], dtype=int)
+
+
+def random_motion(
+    robot: RobotModel, samples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random positions within the joint limits (±π where unbounded), velocities and accelerations."""
+    lower = np.where(np.isfinite(robot.lower_position_limits), robot.lower_position_limits, -np.pi)
+    upper = np.where(np.isfinite(robot.upper_position_limits), robot.upper_position_limits, np.pi)
+    q = rng.uniform(lower, upper, size=(samples, robot.n_joints))
+    dq = rng.uniform(-2.0, 2.0, size=(samples, robot.n_joints))
+    ddq = rng.uniform(-5.0, 5.0, size=(samples, robot.n_joints))
+    return q, dq, ddq
+
+
+def base_parameters(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    *,
+    samples: int = 200,
+    seed: int = 0,
+    tolerance: float = 1e-8,
+) -> BaseParameters:
+    """Numerical base parameters of the IDIM (seed 000 ref. [11]).
+
+    The standard observation matrix of ``samples`` random states is column-scaled
+    and factorised by QR in a preferred column order (joint by joint,
+    :data:`_PREFERENCE` within a joint). A column whose diagonal entry of ``R`` is
+    below ``tolerance`` (relative to the largest) lies in the span of the columns
+    before it and is regrouped into them: solving ``W_2 = W_1 β`` gives
+    ``χ_base = χ_1 + β χ_2``. The count is cross-checked against the numerical
+    rank from QR with column pivoting.
+    """
+    rng = np.random.default_rng(seed)
+    names = standard_parameter_names(robot.n_joints, terms)
+    q, dq, ddq = random_motion(robot, samples, rng)
+    stacked = observation_matrix(robot, drive_chain, terms, q, dq, ddq).reshape(-1, len(names))
+    norms = np.linalg.norm(stacked, axis=0)
+    structurally_zero = norms <= 1e-9 * norms.max()
+    scale = np.where(structurally_zero, 1.0, norms)
+    normalised = np.where(structurally_zero, 0.0, stacked / scale)
+    order = _preference_order(robot.n_joints, terms)
+    _, r_factor = scipy.linalg.qr(normalised[:, order], mode="economic")
+    diagonal = np.abs(np.diag(r_factor))
+    independent_in_order = diagonal > tolerance * max(diagonal.max(), 1.0)
+    independent = np.sort(order[independent_in_order])
+    dependent = np.setdiff1d(np.arange(len(names)), independent)
+    _, pivoted_r, _ = scipy.linalg.qr(normalised, mode="economic", pivoting=True)
+    pivoted_diagonal = np.abs(np.diag(pivoted_r))
+    rank = int(np.sum(pivoted_diagonal > tolerance * pivoted_diagonal[0]))
+    if rank != independent.size:
+        raise ModelError(
+            f"base-parameter rank is ambiguous: ordered QR finds {independent.size}, pivoted QR {rank};"
+            " try another tolerance"
+        )
+    beta_scaled, *_ = np.linalg.lstsq(normalised[:, independent], normalised[:, dependent], rcond=None)
+    beta = beta_scaled * scale[independent][:, None] ** -1 * scale[dependent][None, :]
+    beta[np.abs(beta) < 1e-10 * max(1.0, np.abs(beta).max(initial=0.0))] = 0.0
+    regrouping = np.zeros((independent.size, len(names)))
+    regrouping[np.arange(independent.size), independent] = 1.0
+    regrouping[:, dependent] = beta
+    base_names = tuple(names[i] for i in independent)
+    expressions = tuple(_expression(row, names) for row in regrouping)
+    for array in (independent, regrouping):
+        array.setflags(write=False)
+    return BaseParameters(
+        standard_names=names,
+        independent=independent,
+        regrouping=regrouping,
+        names=base_names,
+        expressions=expressions,
+    )
+
+
+def _preference_order(n_joints: int, terms: DriveTerms) -> np.ndarray:
+    per_joint = INERTIAL_PARAMETER_NAMES + terms.names
+    local = [per_joint.index(name) for name in _PREFERENCE if name in per_joint]
+    return np.array([j * len(per_joint) + i for j in range(n_joints) for i in local], dtype=int)
+
+
+def _expression(row: np.ndarray, names: tuple[str, ...], digits: int = 4) -> str:
+    terms = []
+    for index in np.flatnonzero(row):
+        coefficient = float(row[index])
+        magnitude = abs(coefficient)
+        text = names[index] if np.isclose(magnitude, 1.0, rtol=1e-9) else f"{magnitude:.{digits}g} {names[index]}"
+        sign = "-" if coefficient < 0 else "+"
+        terms.append((sign, text))
+    if not terms:
+        return "0"
+    first_sign, first_text = terms[0]
+    head = f"-{first_text}" if first_sign == "-" else first_text
+    return " ".join([head] + [f"{sign} {text}" for sign, text in terms[1:]])
