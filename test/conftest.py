@@ -1,0 +1,79 @@
+"""Test-wide setup: the DDS network rule and robot-model fixtures.
+
+The environment is set at import time, before any test module can import rclpy, and again
+before every test: every ROS context created by the suite discovers on loopback only, in a
+domain of its own (one per test process, so parallel runs never cross-talk).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import pathlib
+from collections.abc import Callable, Iterator
+
+import pytest
+
+ROS_DOMAIN_ID = 100 + os.getpid() % 100
+"""This test process's ROS domain (100..199; valid IDs go up to 232)."""
+
+ROS_NETWORK_ENV = {
+    "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+    "ROS_LOCALHOST_ONLY": "1",
+    "ROS_DOMAIN_ID": str(ROS_DOMAIN_ID),
+}
+os.environ.update(ROS_NETWORK_ENV)
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+
+
+def find_example_urdf(filename: str) -> pathlib.Path:
+    """Return the path of a URDF shipped by the ``example-robot-data`` wheel.
+
+    The wheel has no Python module: its files live under
+    ``cmeel.prefix/share/example-robot-data/robots/<robot>_description/...``.
+
+    Parameters
+    ----------
+    filename
+        Base name of the URDF, e.g. ``"ur5_robot.urdf"`` or ``"panda.urdf"``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When no file of that name is in the installed distribution.
+    """
+    files = importlib.metadata.files("example-robot-data") or []
+    for entry in files:
+        if entry.name == filename and "robots" in entry.parts:
+            path = pathlib.Path(str(entry.locate())).resolve()
+            if path.is_file():
+                return path
+    raise FileNotFoundError(f"filename={filename!r} is not a URDF of the installed example-robot-data")
+
+
+@pytest.fixture(autouse=True)
+def _ros_localhost_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Re-apply the network rule before each test, whatever an earlier test changed."""
+    for name, value in ROS_NETWORK_ENV.items():
+        monkeypatch.setenv(name, value)
+    yield
+
+
+@pytest.fixture(scope="session")
+def ros_domain_id() -> int:
+    """The ROS domain of this test process, for tests that start subprocesses."""
+    return ROS_DOMAIN_ID
+
+
+@pytest.fixture(scope="session")
+def example_urdf() -> Callable[[str], pathlib.Path]:
+    """Finder of URDFs in ``example-robot-data``: ``example_urdf("ur5_robot.urdf")``."""
+    return find_example_urdf
+
+
+@pytest.fixture(scope="session")
+def arm6_urdf() -> pathlib.Path:
+    """Path of the shipped 6-axis arm ``urdf/dynid_arm6.urdf`` (the embedded default robot)."""
+    return ARM6_URDF
