@@ -66,30 +66,41 @@ def inertial_observation_matrix(
     n = robot.n_joints
     out = np.empty((q.shape[0], n, 10 * n))
     regressor = pin.computeJointTorqueRegressor
-    for k in range(q.shape[0]):
-        out[k] = regressor(model, data, configurations[k], dq[k], ddq[k])
+    for k, (configuration, velocity, acceleration) in enumerate(zip(configurations, dq, ddq, strict=True)):
+        out[k] = regressor(model, data, configuration, velocity, acceleration)
     return out
 
 
-def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-    """Drive-chain part of the IDIM: ``(N, n, n · len(terms.names))``.
+def drive_observation_matrix(
+    drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray, *, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Drive-chain part of the IDIM: ``(N, n, n, len(terms.names))``.
 
-    Motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with ``v_m = C[m] · q̇`` and
-    ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m`` (seed 000 eq. (9), (26)).
-    Columns are grouped by motor, then by term in ``terms.names`` order.
+    Entry ``[k, i, m, t]`` is the torque on joint ``i`` per unit of term ``t`` of
+    motor ``m``: motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with
+    ``v_m = C[m] · q̇`` and ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m``
+    (seed 000 eq. (9), (26)). ``out`` may be a view to fill in place.
     """
     coupling = drive_chain.coupling
     velocity = np.asarray(dq, dtype=float) @ coupling.T
     signals = {
-        "Ia": np.asarray(ddq, dtype=float) @ coupling.T,
-        "Fv": velocity,
-        "Fc": np.sign(velocity),
-        "off": np.ones_like(velocity),
+        "Ia": lambda: np.asarray(ddq, dtype=float) @ coupling.T,
+        "Fv": lambda: velocity,
+        "Fc": lambda: np.sign(velocity),
+        "off": lambda: np.ones_like(velocity),
     }
     n = drive_chain.n_joints
-    stacked = np.stack([signals[name] for name in terms.names], axis=-1)
-    out = stacked[:, None, :, :] * coupling.T[None, :, :, None]
-    return out.reshape(stacked.shape[0], n, n * len(terms.names))
+    if out is None:
+        out = np.empty((velocity.shape[0], n, n, len(terms.names)))
+    diagonal = np.array_equal(coupling, np.eye(n))
+    for t, name in enumerate(terms.names):
+        signal = signals[name]()
+        if diagonal:
+            out[..., t] = 0.0
+            out[:, np.arange(n), np.arange(n), t] = signal
+        else:
+            np.multiply(signal[:, None, :], coupling.T[None, :, :], out=out[..., t])
+    return out
 
 
 def observation_matrix(
@@ -111,14 +122,12 @@ def observation_matrix(
     if drive_chain.n_joints != robot.n_joints:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {robot.n_joints}")
     inertial = inertial_observation_matrix(robot, q, dq, ddq, data=data)
-    drive = drive_observation_matrix(drive_chain, terms, dq, ddq)
     n = robot.n_joints
     samples = inertial.shape[0]
-    n_terms = len(terms.names)
     out = np.empty((samples, n, n * terms.per_joint))
     blocks = out.reshape(samples, n, n, terms.per_joint)
     blocks[..., :10] = inertial.reshape(samples, n, n, 10)
-    blocks[..., 10:] = drive.reshape(samples, n, n, n_terms)
+    drive_observation_matrix(drive_chain, terms, dq, ddq, out=blocks[..., 10:])
     return out
 
 
