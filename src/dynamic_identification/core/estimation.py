@@ -161,6 +161,7 @@ def ordinary_least_squares(
     torques: np.ndarray,
     *,
     parameter_names: Sequence[str] | None = None,
+    valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
     """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` (seed 000 eq. (15)-(19)).
 
@@ -172,6 +173,9 @@ def ordinary_least_squares(
         Measured torques ``Y``, N·m, shape ``(N, n)``.
     parameter_names : sequence of str, optional
         ``p`` names used in error messages.
+    valid : numpy.ndarray, optional
+        ``(N, n)`` booleans: the equations to use; the others are left out of the
+        estimate and of every statistic (e.g. a joint too slow for the Coulomb model).
 
     Returns
     -------
@@ -187,10 +191,12 @@ def ordinary_least_squares(
     """
     w, y = _validated_system(observation_matrix, torques)
     names = _validated_names(parameter_names, w.shape[2])
-    return _solve(w, y, np.ones_like(y), np.ones(y.shape[1]), names)
+    return _solve(w, y, np.ones_like(y), np.ones(y.shape[1]), names, _validated_mask(valid, y.shape))
 
 
-def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.ndarray:
+def joint_error_std(
+    observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np.ndarray | None = None
+) -> np.ndarray:
     """Standard deviation of the error of each joint equation (seed 000 §IV.A).
 
     For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
@@ -198,10 +204,11 @@ def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.n
     the numerical rank found by :func:`rank_deficient_columns` (pivoted QR), so the zero
     columns of the block-triangular IDIM matrix (seed 000 eq. (20)) are handled.
 
+    A joint without valid equations gets the largest ``σ_j`` (its rows are unused).
     A joint fitted exactly (``σ_j`` at rounding level: below ``1000 eps`` times its RMS
     torque) would get an infinite weight; its ``σ_j`` is raised to ``sqrt(eps) ≈ 1.5e-8``
-    times the largest ``σ_j``, which still makes its equations quasi-constraints. When every joint is fitted exactly all ``σ_j`` are 1
-    (any common weight gives the same estimate).
+    times the largest ``σ_j``, which still makes its equations quasi-constraints. When every
+    joint is fitted exactly all ``σ_j`` are 1 (any common weight gives the same estimate).
 
     Parameters
     ----------
@@ -209,6 +216,8 @@ def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.n
         ``W``, shape ``(N, n, p)``.
     torques : numpy.ndarray
         Measured torques ``Y``, N·m, shape ``(N, n)``.
+    valid : numpy.ndarray, optional
+        ``(N, n)`` booleans: the equations to use (all by default).
 
     Returns
     -------
@@ -222,10 +231,16 @@ def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.n
         of its equations (``N <= rank(W_j)``), so its error variance is undefined.
     """
     w, y = _validated_system(observation_matrix, torques)
-    n_samples, n_joints, _ = w.shape
+    mask = _validated_mask(valid, y.shape)
+    n_joints = w.shape[1]
     sigma = np.empty(n_joints)
     for j in range(n_joints):
-        w_j = w[:, j, :]
+        rows = mask[:, j]
+        n_samples = int(rows.sum())
+        if n_samples == 0:
+            sigma[j] = np.nan
+            continue
+        w_j = w[rows, j, :]
         deficient = rank_deficient_columns(w_j[:, None, :])
         independent = np.setdiff1d(np.arange(w.shape[2]), deficient)
         rank = independent.size
@@ -234,18 +249,20 @@ def joint_error_std(observation_matrix: np.ndarray, torques: np.ndarray) -> np.n
                 f"joint {j} has {n_samples} samples but its equations have rank {rank}: "
                 "cannot estimate its error std (need more samples)"
             )
-        residual = y[:, j]
+        y_j = y[rows, j]
+        residual = y_j
         if rank:
-            solution = scipy.linalg.lstsq(w_j[:, independent], y[:, j])[0]
-            residual = y[:, j] - w_j[:, independent] @ solution
+            solution = scipy.linalg.lstsq(w_j[:, independent], y_j)[0]
+            residual = y_j - w_j[:, independent] @ solution
         sigma[j] = np.linalg.norm(residual) / np.sqrt(n_samples - rank)
         # A residual at rounding level of the torques means an exact fit, not a noise level.
-        if sigma[j] <= _ROUNDING_LEVEL * np.sqrt(np.mean(y[:, j] ** 2)):
+        if sigma[j] <= _ROUNDING_LEVEL * np.sqrt(np.mean(y_j**2)):
             sigma[j] = 0.0
-    largest = sigma.max()
+    largest = np.nanmax(sigma, initial=0.0)
     if largest == 0.0:
         return np.ones(n_joints)
-    return np.maximum(sigma, _EXACT_DATA_FLOOR * largest)
+    # A joint without valid equations gets any positive weight: none of its rows is used.
+    return np.maximum(np.nan_to_num(sigma, nan=largest), _EXACT_DATA_FLOOR * largest)
 
 
 def weighted_least_squares(
@@ -255,6 +272,7 @@ def weighted_least_squares(
     joint_std: np.ndarray | None = None,
     sample_std: np.ndarray | None = None,
     parameter_names: Sequence[str] | None = None,
+    valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
     """Weighted least-squares estimate (IDIM-WLS, seed 000 eq. (20); seed 004 eq. (7)-(9)).
 
@@ -276,6 +294,8 @@ def weighted_least_squares(
         either this or ``joint_std``, not both.
     parameter_names : sequence of str, optional
         ``p`` names used in error messages.
+    valid : numpy.ndarray, optional
+        ``(N, n)`` booleans: the equations to use (all by default).
 
     Returns
     -------
@@ -295,20 +315,23 @@ def weighted_least_squares(
     names = _validated_names(parameter_names, w.shape[2])
     if joint_std is not None and sample_std is not None:
         raise IdentificationError("give joint_std or sample_std, not both")
+    mask = _validated_mask(valid, y.shape)
     if sample_std is not None:
         per_sample = _validated_std(sample_std, y.shape, "sample_std")
         per_joint = np.sqrt(np.mean(per_sample**2, axis=0))
     else:
         if joint_std is None:
-            _raise_if_rank_deficient(rank_deficient_columns(w), names)
-            per_joint = joint_error_std(w, y)
+            _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
+            per_joint = joint_error_std(w, y, valid=mask)
         else:
             per_joint = _validated_std(joint_std, (y.shape[1],), "joint_std")
         per_sample = np.broadcast_to(per_joint, y.shape)
-    return _solve(w, y, per_sample, per_joint, names)
+    return _solve(w, y, per_sample, per_joint, names, mask)
 
 
-def rank_deficient_columns(observation_matrix: np.ndarray, *, tolerance: float = 1e-8) -> np.ndarray:
+def rank_deficient_columns(
+    observation_matrix: np.ndarray, *, tolerance: float = 1e-8, valid: np.ndarray | None = None
+) -> np.ndarray:
     """Columns of ``W`` that cannot be identified from this data.
 
     Zero columns, plus the columns a pivoted QR (``scipy.linalg.qr(pivoting=True)``) of the
@@ -323,6 +346,8 @@ def rank_deficient_columns(observation_matrix: np.ndarray, *, tolerance: float =
     tolerance : float, keyword-only
         Relative threshold on the diagonal of ``R``, in ``(0, 1)``; ``1e-8`` flags columns
         dependent to about 8 significant digits.
+    valid : numpy.ndarray, optional
+        ``(N, n)`` booleans: the equations to use (all by default).
 
     Returns
     -------
@@ -336,7 +361,8 @@ def rank_deficient_columns(observation_matrix: np.ndarray, *, tolerance: float =
         raise DataError("observation_matrix contains NaN or inf")
     if not 0.0 < tolerance < 1.0:
         raise IdentificationError(f"tolerance must be in (0, 1), got {tolerance}")
-    factors = _pivoted_qr(w.reshape(-1, w.shape[2]))
+    rows = _validated_mask(valid, w.shape[:2]).reshape(-1)
+    factors = _pivoted_qr(w.reshape(-1, w.shape[2])[rows])
     return np.sort(factors.dependent(tolerance)).astype(int)
 
 
@@ -348,6 +374,7 @@ def essential_parameters(
     joint_std: np.ndarray | None = None,
     parameter_names: Sequence[str] | None = None,
     min_parameters: int = 1,
+    valid: np.ndarray | None = None,
 ) -> EssentialParametersResult:
     """Essential parameters by iterative removal of the worst one (seed 000 §V.B, Pham & Gautier).
 
@@ -374,6 +401,8 @@ def essential_parameters(
         ``p`` names used in error messages.
     min_parameters : int, keyword-only
         Never keep fewer parameters than this, in ``[1, p]``.
+    valid : numpy.ndarray, optional
+        ``(N, n)`` booleans: the equations to use (all by default).
 
     Returns
     -------
@@ -396,20 +425,21 @@ def essential_parameters(
         raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
     if not 1 <= min_parameters <= p:
         raise IdentificationError(f"min_parameters must be in [1, {p}], got {min_parameters}")
+    mask = _validated_mask(valid, y.shape)
     if joint_std is None:
-        _raise_if_rank_deficient(rank_deficient_columns(w), names)
-        weights = joint_error_std(w, y)
+        _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
+        weights = joint_error_std(w, y, valid=mask)
     else:
         weights = _validated_std(joint_std, (y.shape[1],), "joint_std")
     kept = np.arange(p)
     removed: list[int] = []
-    result = _solve(w, y, np.broadcast_to(weights, y.shape), weights, names)
+    result = _solve(w, y, np.broadcast_to(weights, y.shape), weights, names, mask)
     while kept.size > min_parameters and _sigma_ratio(result.relative_std_percent) >= r_sigma:
         worst = int(np.argmax(result.relative_std_percent))
         removed.append(int(kept[worst]))
         kept = np.delete(kept, worst)
         sub_names = None if names is None else tuple(names[i] for i in kept)
-        result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names)
+        result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
     return EssentialParametersResult(kept=kept, removed=np.asarray(removed, dtype=int), result=result)
 
 
@@ -430,11 +460,15 @@ def _solve(
     sample_std: np.ndarray,
     joint_std: np.ndarray,
     names: tuple[str, ...] | None,
+    valid: np.ndarray,
 ) -> LeastSquaresResult:
-    """Solve the system weighted by ``1 / sample_std`` by QR and compute its statistics."""
+    """Solve the valid equations weighted by ``1 / sample_std`` by QR and compute their statistics."""
     n_samples, _, p = w.shape
-    a = (w / sample_std[:, :, None]).reshape(-1, p)
-    b = (y / sample_std).reshape(-1)
+    rows = valid.reshape(-1)
+    a = (w / sample_std[:, :, None]).reshape(-1, p)[rows]
+    b = (y / sample_std).reshape(-1)[rows]
+    if a.shape[0] <= p:
+        raise DataError(f"only {a.shape[0]} valid equations for {p} parameters")
     factors = _pivoted_qr(a, b)
     _raise_if_rank_deficient(factors.dependent(_RANK_TOLERANCE), names)
     # A D P = Q R with D the inverse column norms and P the pivoting, so
@@ -454,8 +488,10 @@ def _solve(
         relative_std_percent = np.where(absolute > 0.0, 100.0 * std / absolute, np.inf)
     singular_values = scipy.linalg.svdvals(factors.r)
     condition_number = float(singular_values[0] / singular_values[-1])
-    residual = y - w @ parameters
-    joint_errors = np.mean(np.abs(residual), axis=0)
+    residual = np.where(valid, y - w @ parameters, 0.0)
+    measured = np.where(valid, y, 0.0)
+    counts = np.maximum(valid.sum(axis=0), 1)
+    joint_errors = np.sum(np.abs(residual), axis=0) / counts
     return LeastSquaresResult(
         parameters=parameters,
         std=std,
@@ -464,10 +500,10 @@ def _solve(
         residual_std=residual_std,
         joint_std=np.array(joint_std, dtype=float),
         condition_number=condition_number,
-        relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(y))),
+        relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
         joint_errors=joint_errors,
         joint_relative_errors=np.array(
-            [_ratio(e, m) for e, m in zip(joint_errors, np.mean(np.abs(y), axis=0), strict=True)]
+            [_ratio(e, m) for e, m in zip(joint_errors, np.sum(np.abs(measured), axis=0) / counts, strict=True)]
         ),
         samples=n_samples,
     )
@@ -517,6 +553,16 @@ def _validated_names(parameter_names: Sequence[str] | None, p: int) -> tuple[str
     if len(names) != p:
         raise IdentificationError(f"parameter_names must have {p} entries (one per column), got {len(names)}")
     return names
+
+
+def _validated_mask(valid: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """``valid`` as a boolean ``(N, n)`` array; all true when omitted."""
+    if valid is None:
+        return np.ones(shape, dtype=bool)
+    mask = np.asarray(valid)
+    if mask.shape != tuple(shape) or mask.dtype != bool:
+        raise DataError(f"valid must be a boolean array of shape {tuple(shape)}, got {mask.dtype} {mask.shape}")
+    return mask
 
 
 def _validated_std(value: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
