@@ -1,0 +1,578 @@
+"""The simulated robot: ground-truth inverse dynamics, forward dynamics and sensors.
+
+The robot is the rigid-body model of a URDF (Pinocchio) driven through the drive
+chain of :mod:`dynamic_identification.core.model`: joint torques are
+
+``τ = M(q) q̈ + b(q, q̇) + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off)``, ``v = C q̇``
+
+(seed 000 eq. (1)-(3), (9), (26)), and the motors see currents
+``i = (Gᵀ)⁻¹ τ / k`` (seed 000 eq. (7)). Everything here is written from these
+physical formulas, independently of the regressors, so that it can serve as the
+ground truth the identification is tested against.
+
+The Pinocchio model's own ``armature`` must stay zero (a URDF has none): rotor
+inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
+
+DEFAULT_BANDWIDTH_HZ = 10.0
+"""Closed-loop bandwidth of the default per-joint PD gains, Hz."""
+
+
+def _motion(name: str, value: np.ndarray, n: int) -> np.ndarray:
+    array = np.atleast_2d(np.asarray(value, dtype=float))
+    if array.ndim != 2 or array.shape[1] != n:
+        raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
+    if not np.all(np.isfinite(array)):
+        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
+    return array
+
+
+def _check_sizes(robot: RobotModel, drive_chain: DriveChain, drive: DriveParameters) -> None:
+    if drive_chain.n_joints != robot.n_joints or drive.rotor_inertia.shape[0] != robot.n_joints:
+        raise ModelError(
+            f"robot has {robot.n_joints} joints but the drive chain has {drive_chain.n_joints}"
+            f" and the drive parameters {drive.rotor_inertia.shape[0]}"
+        )
+
+
+def _coulomb_sign(velocity: np.ndarray, smoothing_rad_s: float) -> np.ndarray:
+    return np.tanh(velocity / smoothing_rad_s) if smoothing_rad_s > 0.0 else np.sign(velocity)
+
+
+def drive_torques(
+    drive_chain: DriveChain,
+    drive: DriveParameters,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    *,
+    coulomb_smoothing_rad_s: float = 0.0,
+) -> np.ndarray:
+    """Joint torques of rotor inertia, friction and offset, shape ``(N, n)`` in N·m.
+
+    ``τ_d = Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off)`` with ``v = C q̇``
+    (seed 000 eq. (3), (9), (26)); rows are samples.
+
+    Parameters
+    ----------
+    coulomb_smoothing_rad_s
+        ``ε`` > 0 replaces ``sign(v)`` by ``tanh(v / ε)`` (what the forward
+        simulation integrates); 0 keeps the discontinuous sign of the IDIM.
+    """
+    if coulomb_smoothing_rad_s < 0.0:
+        raise ModelError(f"coulomb_smoothing_rad_s must be >= 0, got {coulomb_smoothing_rad_s}")
+    n = drive_chain.n_joints
+    coupling = drive_chain.coupling
+    velocity = _motion("dq", dq, n) @ coupling.T
+    motor_acceleration = _motion("ddq", ddq, n) @ coupling.T
+    motor_side = (
+        drive.rotor_inertia * motor_acceleration
+        + drive.viscous * velocity
+        + drive.coulomb * _coulomb_sign(velocity, coulomb_smoothing_rad_s)
+        + drive.offset
+    )
+    return motor_side @ coupling
+
+
+def inverse_dynamics(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    drive: DriveParameters,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+) -> np.ndarray:
+    """Exact joint torques ``(N, n)`` in N·m: ``pinocchio.rnea`` per sample plus :func:`drive_torques`.
+
+    The ground truth of the IDIM (seed 000 eq. (1)): independent of the regressor.
+    """
+    _check_sizes(robot, drive_chain, drive)
+    n = robot.n_joints
+    q, dq, ddq = _motion("q", q, n), _motion("dq", dq, n), _motion("ddq", ddq, n)
+    if not q.shape == dq.shape == ddq.shape:
+        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    data = robot.model.createData()
+    configurations = robot.configurations(q)
+    rigid = np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    return rigid + drive_torques(drive_chain, drive, dq, ddq)
+
+
+@dataclass(frozen=True)
+class SensorModel:
+    """What the robot's sensors report.
+
+    Attributes
+    ----------
+    current_noise_std_a
+        Standard deviation of the white Gaussian noise on each motor current, A.
+    encoder_counts_per_rev
+        Counts per revolution of the encoder on the motor shaft; the joint-side
+        resolution is ``2π / (counts · N)`` for gear ratio ``N``.
+    velocity_noise_std_rad_s
+        Standard deviation of the white Gaussian noise on reported joint
+        velocities, rad/s (the true velocity otherwise).
+    """
+
+    current_noise_std_a: float = 0.02
+    encoder_counts_per_rev: int = 2**16
+    velocity_noise_std_rad_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.current_noise_std_a) and self.current_noise_std_a >= 0.0):
+            raise ModelError(f"current_noise_std_a must be finite and >= 0, got {self.current_noise_std_a}")
+        if int(self.encoder_counts_per_rev) < 1:
+            raise ModelError(f"encoder_counts_per_rev must be >= 1, got {self.encoder_counts_per_rev}")
+        if not (np.isfinite(self.velocity_noise_std_rad_s) and self.velocity_noise_std_rad_s >= 0.0):
+            raise ModelError(f"velocity_noise_std_rad_s must be finite and >= 0, got {self.velocity_noise_std_rad_s}")
+
+
+def quantize_positions(drive_chain: DriveChain, sensor: SensorModel, q: np.ndarray) -> np.ndarray:
+    """Joint positions seen through motor-side encoders, same shape as ``q``.
+
+    Motor angles ``θ = G q`` (``G = diag(N) C``) are rounded to ``2π / counts`` and
+    mapped back to the joints, ``q_m = G⁻¹ θ_quantised``.
+    """
+    resolution = 2.0 * np.pi / int(sensor.encoder_counts_per_rev)
+    transmission = drive_chain.transmission
+    motor_angles = np.asarray(q, dtype=float) @ transmission.T
+    quantised = np.round(motor_angles / resolution) * resolution
+    return np.linalg.solve(transmission, quantised.T).T
+
+
+def measure(
+    drive_chain: DriveChain,
+    sensor: SensorModel,
+    q: np.ndarray,
+    joint_torques: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Measured positions (rad) and motor currents (A) of true positions and joint torques.
+
+    Positions are quantised by :func:`quantize_positions`; currents are
+    ``drive_chain.motor_currents(τ)`` plus white Gaussian noise of
+    ``sensor.current_noise_std_a`` (seed 000 eq. (7), the noise the WLS weights).
+    """
+    currents = drive_chain.motor_currents(joint_torques)
+    noise = rng.normal(0.0, sensor.current_noise_std_a, size=currents.shape) if sensor.current_noise_std_a else 0.0
+    return quantize_positions(drive_chain, sensor, q), currents + noise
+
+
+def synthesize_measurements(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    drive: DriveParameters,
+    time_s: np.ndarray,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    sensor: SensorModel,
+    *,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse-dynamics data for tests: exact torques at the exact motion, then :func:`measure`.
+
+    Returns measured positions ``(N, n)`` in rad and currents ``(N, n)`` in A at
+    the instants ``time_s`` (used only to check the shapes: the data is the exact
+    model, there is no integration error).
+    """
+    time = np.asarray(time_s, dtype=float)
+    if time.ndim != 1 or time.shape[0] != np.atleast_2d(q).shape[0]:
+        raise DataError(f"time_s must have shape ({np.atleast_2d(q).shape[0]},), got {time.shape}")
+    torques = inverse_dynamics(robot, drive_chain, drive, q, dq, ddq)
+    return measure(drive_chain, sensor, np.atleast_2d(q), torques, np.random.default_rng(seed))
+
+
+def interpolate_trajectory(
+    times: np.ndarray,
+    positions: np.ndarray,
+    velocities: np.ndarray | None,
+    accelerations: np.ndarray | None,
+    t: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Desired ``q, q̇, q̈`` at time(s) ``t`` from trajectory way points.
+
+    Between points: quintic polynomials when velocities and accelerations are
+    given, cubic Hermite when only velocities are, linear otherwise (the rule of
+    ``joint_trajectory_controller``). Before the first point the first point is
+    held; after the last point its position is held at rest.
+
+    Parameters
+    ----------
+    times
+        Strictly increasing way-point times ``(K,)``, s.
+    positions, velocities, accelerations
+        Way points ``(K, n)`` in rad, rad/s, rad/s²; ``None`` when absent.
+    t
+        A time (returns ``(n,)`` arrays) or times ``(M,)`` (returns ``(M, n)``).
+    """
+    knots = np.asarray(times, dtype=float)
+    p = np.atleast_2d(np.asarray(positions, dtype=float))
+    if knots.ndim != 1 or knots.shape[0] != p.shape[0] or knots.shape[0] == 0:
+        raise DataError(f"times must have shape ({p.shape[0]},) and be non-empty, got {knots.shape}")
+    if np.any(np.diff(knots) <= 0.0):
+        raise DataError(f"times must increase strictly, got {knots.tolist()}")
+    for name, value in (("velocities", velocities), ("accelerations", accelerations)):
+        if value is not None and np.shape(value) != p.shape:
+            raise DataError(f"{name} must have shape {p.shape}, got {np.shape(value)}")
+    v = None if velocities is None else np.asarray(velocities, dtype=float)
+    a = None if accelerations is None or v is None else np.asarray(accelerations, dtype=float)
+    scalar = np.ndim(t) == 0
+    query = np.atleast_1d(np.asarray(t, dtype=float))
+    segment = np.clip(np.searchsorted(knots, query, side="right") - 1, 0, max(knots.shape[0] - 2, 0))
+    q_out = np.empty((query.shape[0], p.shape[1]))
+    dq_out = np.zeros_like(q_out)
+    ddq_out = np.zeros_like(q_out)
+    before = query <= knots[0]
+    after = query >= knots[-1]
+    inside = ~(before | after)
+    q_out[before] = p[0]
+    if v is not None:
+        dq_out[before] = v[0]
+    if a is not None:
+        ddq_out[before] = a[0]
+    q_out[after] = p[-1]
+    if np.any(inside):
+        k = segment[inside]
+        h = (knots[k + 1] - knots[k])[:, None]
+        s = (query[inside] - knots[k])[:, None]
+        p0, p1 = p[k], p[k + 1]
+        delta = p1 - p0
+        if v is None:
+            q_out[inside] = p0 + delta * s / h
+            dq_out[inside] = delta / h
+        else:
+            v0, v1 = v[k], v[k + 1]
+            a0 = np.zeros_like(p0) if a is None else a[k]
+            a1 = np.zeros_like(p0) if a is None else a[k + 1]
+            if a is None:
+                c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
+                c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
+                c4 = c5 = np.zeros_like(p0)
+            else:
+                c2 = 0.5 * a0
+                c3 = (20.0 * delta - (8.0 * v1 + 12.0 * v0) * h - (3.0 * a0 - a1) * h**2) / (2.0 * h**3)
+                c4 = (-30.0 * delta + (14.0 * v1 + 16.0 * v0) * h + (3.0 * a0 - 2.0 * a1) * h**2) / (2.0 * h**4)
+                c5 = (12.0 * delta - 6.0 * (v1 + v0) * h + (a1 - a0) * h**2) / (2.0 * h**5)
+            q_out[inside] = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+            dq_out[inside] = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+            ddq_out[inside] = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+    if scalar:
+        return q_out[0], dq_out[0], ddq_out[0]
+    return q_out, dq_out, ddq_out
+
+
+def _per_joint(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | None:
+    if value is None:
+        return None
+    array = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy() if np.size(value) in (1, n) else None
+    if array is None or not np.all(np.isfinite(array)) or np.any(array < 0.0):
+        raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {np.asarray(value).tolist()}")
+    return array
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """Settings of :class:`RobotSimulator`.
+
+    Attributes
+    ----------
+    dt_s
+        Integration step, s.
+    kp, kd
+        PD gains, N·m/rad and N·m·s/rad, a scalar or one per joint; ``None``
+        chooses, per joint, the gains of a critically damped second-order loop of
+        ``bandwidth_hz`` on the diagonal inertia ``m_j`` of ``M(q0) + Cᵀ diag(Ia) C``:
+        ``kp = m_j ω²``, ``kd = 2 m_j ω`` with ``ω = 2π bandwidth_hz``.
+    bandwidth_hz
+        Bandwidth of the default gains, Hz.
+    coulomb_smoothing_rad_s
+        ``ε`` of the ``tanh(v / ε)`` Coulomb friction integrated, rad/s.
+    sensor
+        The sensor model of :meth:`RobotSimulator.measure`.
+    saturate_effort
+        Clip the commanded joint torque to the URDF effort limits (non-positive
+        or non-finite limits mean unlimited); saturated samples are counted.
+    """
+
+    dt_s: float = 1e-3
+    kp: float | np.ndarray | None = None
+    kd: float | np.ndarray | None = None
+    bandwidth_hz: float = DEFAULT_BANDWIDTH_HZ
+    coulomb_smoothing_rad_s: float = 1e-3
+    sensor: SensorModel = field(default_factory=SensorModel)
+    saturate_effort: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("dt_s", "bandwidth_hz", "coulomb_smoothing_rad_s"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0.0):
+                raise ModelError(f"{name} must be finite and > 0, got {value}")
+
+
+class RobotSimulator:
+    """Forward dynamics of the robot and its drive chain under PD + feedforward control.
+
+    Each step solves ``(M(q) + Cᵀ diag(Ia) C) q̈ = τ_m − b(q, q̇) − τ_f(q̇)`` with
+    ``M`` from ``pinocchio.crba`` and ``b`` from ``pinocchio.nonLinearEffects``,
+    the friction ``τ_f = Cᵀ (Fv ⊙ v + Fc ⊙ tanh(v/ε) + off)`` and the motor torque
+    ``τ_m = kp (q_d − q) + kd (q̇_d − q̇) + τ_ff`` clipped to the effort limits.
+    Integration is semi-implicit Euler (``q̇⁺ = q̇ + dt q̈``, ``q⁺ = q + dt q̇⁺``)
+    in which the velocity derivative of the friction, ``Cᵀ diag(Fv + Fc sech²(v/ε)/ε) C``,
+    and the PD terms are taken at the new state (linearised backward Euler):
+
+    ``(M + dt (D_f + kd) + dt² kp) Δq̇ = dt (τ_m − b − τ_f)``,
+
+    so neither the stiff smoothed Coulomb friction nor high gains make it chatter.
+    The motor torque reported by :meth:`measure` is the one this step applied,
+    ``kp (q_d⁺ − q⁺) + kd (q̇_d⁺ − q̇⁺) + τ_ff`` (rigid-body terms at the start of
+    the step, so it matches the inverse dynamics to ``O(dt)``).
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        drive: DriveParameters,
+        settings: SimulationSettings,
+        *,
+        q0: np.ndarray | None = None,
+        seed: int = 0,
+    ) -> None:
+        _check_sizes(robot, drive_chain, drive)
+        self._robot = robot
+        self._chain = drive_chain
+        self._drive = drive
+        self._settings = settings
+        self._data = robot.model.createData()
+        self._rng = np.random.default_rng(seed)
+        n = robot.n_joints
+        self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
+        limits = robot.effort_limits
+        self._effort_limits = np.where(np.isfinite(limits) & (limits > 0.0), limits, np.inf)
+        self._q = np.zeros(n)
+        self._dq = np.zeros(n)
+        self._time_s = 0.0
+        self._applied = np.zeros(n)
+        self.saturated_steps = 0
+        """Number of steps in which at least one joint torque was clipped to its effort limit."""
+        self.reset(np.zeros(n) if q0 is None else q0)
+        omega = 2.0 * np.pi * settings.bandwidth_hz
+        inertia = np.diag(self.mass_matrix())
+        kp, kd = _per_joint("kp", settings.kp, n), _per_joint("kd", settings.kd, n)
+        self._kp = inertia * omega**2 if kp is None else kp
+        self._kd = 2.0 * inertia * omega if kd is None else kd
+
+    @property
+    def settings(self) -> SimulationSettings:
+        return self._settings
+
+    @property
+    def robot(self) -> RobotModel:
+        return self._robot
+
+    @property
+    def drive_chain(self) -> DriveChain:
+        return self._chain
+
+    @property
+    def drive(self) -> DriveParameters:
+        """The true drive-chain parameters (rotor inertia, friction, offset)."""
+        return self._drive
+
+    @property
+    def time_s(self) -> float:
+        """Simulated time, s."""
+        return self._time_s
+
+    @property
+    def q(self) -> np.ndarray:
+        """True joint positions, rad (a copy)."""
+        return self._q.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        """True joint velocities, rad/s (a copy)."""
+        return self._dq.copy()
+
+    @property
+    def kp(self) -> np.ndarray:
+        """Proportional gains in use, N·m/rad."""
+        return self._kp.copy()
+
+    @property
+    def kd(self) -> np.ndarray:
+        """Derivative gains in use, N·m·s/rad."""
+        return self._kd.copy()
+
+    @property
+    def applied_torques(self) -> np.ndarray:
+        """Joint torques the motors applied over the last step, N·m."""
+        return self._applied.copy()
+
+    def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
+        """Put the robot at ``q`` (rad) with velocity ``dq`` (rad/s, default rest)."""
+        n = self._robot.n_joints
+        self._q = _motion("q", q, n)[0].copy()
+        self._dq = np.zeros(n) if dq is None else _motion("dq", dq, n)[0].copy()
+        if time_s is not None:
+            self._time_s = float(time_s)
+        self._applied = np.zeros(n)
+
+    def mass_matrix(self) -> np.ndarray:
+        """``M(q) + Cᵀ diag(Ia) C`` at the current state, kg·m²."""
+        configuration = self._robot.configurations(self._q[None])[0]
+        upper = np.triu(pin.crba(self._robot.model, self._data, configuration))
+        return upper + np.triu(upper, 1).T + self._rotor_inertia
+
+    def step(
+        self,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None = None,
+        feedforward_nm: np.ndarray | None = None,
+    ) -> None:
+        """Advance by ``dt_s`` towards the desired motion given at the current time.
+
+        The PD acts on the state at the end of the step, so the desired state is
+        carried there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``,
+        ``q̇_d⁺ = q̇_d + dt q̈_d`` (``q̈_d`` = 0 when omitted). ``feedforward_nm``
+        (N·m, per joint) is added to the PD torque.
+        """
+        n = self._robot.n_joints
+        dt = self._settings.dt_s
+        eps = self._settings.coulomb_smoothing_rad_s
+        qd = _motion("q_desired", q_desired, n)[0]
+        dqd = _motion("dq_desired", dq_desired, n)[0]
+        ddqd = np.zeros(n) if ddq_desired is None else _motion("ddq_desired", ddq_desired, n)[0]
+        ff = np.zeros(n) if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n)[0]
+        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
+        dq_target = dqd + dt * ddqd
+        # PD at the predicted state q + dt q̇ (the Δq̇-dependent part is implicit below).
+        command = self._kp * (q_target - self._q - dt * self._dq) + self._kd * (dq_target - self._dq) + ff
+        saturated = np.abs(command) > self._effort_limits if self._settings.saturate_effort else np.zeros(n, bool)
+        if np.any(saturated):
+            self.saturated_steps += 1
+            command = np.clip(command, -self._effort_limits, self._effort_limits)
+        coupling = self._chain.coupling
+        drive = self._drive
+        velocity = coupling @ self._dq
+        tanh = np.tanh(velocity / eps)
+        friction = coupling.T @ (drive.viscous * velocity + drive.coulomb * tanh + drive.offset)
+        friction_slope = coupling.T @ ((drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps)[:, None] * coupling)
+        configuration = self._robot.configurations(self._q[None])[0]
+        bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
+        gains = np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
+        system = self.mass_matrix() + dt * friction_slope + np.diag(gains)
+        delta_dq = np.linalg.solve(system, dt * (command - bias - friction))
+        self._applied = command - gains / dt * delta_dq
+        self._dq = self._dq + delta_dq
+        self._q = self._q + dt * self._dq
+        self._time_s += dt
+
+    def measure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What the robot reports now: ``(q, q̇, τ, i)``, each ``(n,)``.
+
+        ``q`` (rad) through the motor encoders (:func:`quantize_positions`); ``q̇``
+        (rad/s) the true velocity plus ``sensor.velocity_noise_std_rad_s`` noise
+        (as a drive's observer would give); ``i`` (A) the currents of the motor
+        torques applied over the last step plus noise; ``τ`` (N·m) the joint
+        torques those noisy currents mean, ``drive_chain.joint_torques(i)``.
+        """
+        sensor = self._settings.sensor
+        q_measured, currents = measure(self._chain, sensor, self._q[None], self._applied[None], self._rng)
+        dq_measured = self._dq + (
+            self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=self._dq.shape)
+            if sensor.velocity_noise_std_rad_s
+            else 0.0
+        )
+        return q_measured[0], dq_measured, self._chain.joint_torques(currents)[0], currents[0]
+
+
+@dataclass(frozen=True)
+class TrackingRun:
+    """Result of :func:`simulate_tracking`, one row per step (``N − 1`` rows).
+
+    Attributes
+    ----------
+    time_s
+        Instants of the samples, s (``time_s[1:]`` of the input).
+    q_desired
+        Desired positions at those instants, rad.
+    q, dq
+        Measured positions (rad, quantised) and velocities (rad/s).
+    currents_a
+        Measured motor currents, A.
+    joint_torques_nm
+        Joint torques from the measured currents, N·m.
+    tracking_error
+        True position minus desired position, rad.
+    applied_torques_nm
+        Joint torques the motors applied, without measurement noise, N·m.
+    """
+
+    time_s: np.ndarray
+    q_desired: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    currents_a: np.ndarray
+    joint_torques_nm: np.ndarray
+    tracking_error: np.ndarray
+    applied_torques_nm: np.ndarray
+
+
+def simulate_tracking(
+    simulator: RobotSimulator,
+    time_s: np.ndarray,
+    q_des: np.ndarray,
+    dq_des: np.ndarray,
+    ddq_des: np.ndarray,
+    feedforward_nm: np.ndarray | None = None,
+) -> TrackingRun:
+    """Step ``simulator`` along a desired trajectory sampled every ``dt_s``.
+
+    Step ``k`` goes from ``time_s[k]`` to ``time_s[k + 1]`` with the desired
+    motion (and feedforward, N·m) of sample ``k``; the robot is measured after
+    each step. The simulator's state is used as it is (reset it to the start of
+    the trajectory first for a run without initial transient).
+    """
+    time = np.asarray(time_s, dtype=float)
+    n = simulator.q.shape[0]
+    q_des, dq_des, ddq_des = _motion("q_des", q_des, n), _motion("dq_des", dq_des, n), _motion("ddq_des", ddq_des, n)
+    if (
+        time.ndim != 1
+        or time.shape[0] < 2
+        or not time.shape[0] == q_des.shape[0] == dq_des.shape[0] == ddq_des.shape[0]
+    ):
+        raise DataError(f"time_s must have shape ({q_des.shape[0]},) with at least 2 samples, got {time.shape}")
+    dt = simulator.settings.dt_s
+    if not np.allclose(np.diff(time), dt, rtol=1e-6, atol=1e-12):
+        raise DataError(f"time_s must be spaced by the simulator step {dt} s")
+    ff = None if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n)
+    if ff is not None and ff.shape != q_des.shape:
+        raise DataError(f"feedforward_nm must have shape {q_des.shape}, got {ff.shape}")
+    samples = time.shape[0] - 1
+    q, dq, torques, currents, error, applied = (np.empty((samples, n)) for _ in range(6))
+    for k in range(samples):
+        simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
+        q[k], dq[k], torques[k], currents[k] = simulator.measure()
+        error[k] = simulator.q - q_des[k + 1]
+        applied[k] = simulator.applied_torques
+    return TrackingRun(
+        time_s=time[1:].copy(),
+        q_desired=q_des[1:].copy(),
+        q=q,
+        dq=dq,
+        currents_a=currents,
+        joint_torques_nm=torques,
+        tracking_error=error,
+        applied_torques_nm=applied,
+    )

@@ -1,0 +1,40 @@
+"""Quality-of-service profiles of every topic of the package, defined once.
+
+``SENSOR_QOS`` (joint states, motor currents, recorder samples) is *reliable*,
+keep-last depth 100, rather than ROS's best-effort ``qos_profile_sensor_data``:
+identification differentiates positions and fits every sample, so a dropped
+sample costs more than the small latency of reliability, and 100 samples (0.1 s
+at 1 kHz) absorb a subscriber that is briefly late. A reliable publisher also
+serves best-effort subscribers (``ros2 topic echo``, plotting tools). The one
+incompatible case is a best-effort *publisher* (a driver using sensor-data QoS)
+with this reliable subscription: then subscribe with
+``rclpy.qos.qos_profile_sensor_data`` instead.
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+SENSOR_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=100,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""Joint states, motor currents and time-aligned samples: reliable, keep last 100."""
+
+COMMAND_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""Trajectories and feedforward efforts: reliable, keep last 10."""
+
+LATCHED_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Identified parameters: the last message is delivered to late subscribers."""

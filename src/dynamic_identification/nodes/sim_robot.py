@@ -1,0 +1,432 @@
+"""``sim_robot``: the simulated robot as a ROS node.
+
+Subscribes ``/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) and
+``/feedforward/effort`` (``std_msgs/Float64MultiArray``, N·m in the node's joint
+order); publishes ``/joint_states`` (quantised position, velocity, effort = joint
+torque measured through the drive chain, N·m) and ``/motor_currents``
+(``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A).
+
+The physics is :class:`dynamic_identification.core.simulation.RobotSimulator`;
+this node only reads parameters, converts messages and keeps simulated time on
+the node clock (wall clock, or ``/clock`` with ``use_sim_time``): each timer tick
+steps as many ``1 / rate_hz`` steps as the clock advanced, so simulated time does
+not drift; when the process falls more than ``max_catch_up_s`` behind, the
+backlog is dropped with a warning instead of being replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
+from dynamic_identification.core.simulation import (
+    RobotSimulator,
+    SensorModel,
+    SimulationSettings,
+    interpolate_trajectory,
+)
+from dynamic_identification.nodes.conversions import (
+    NS_PER_S,
+    float64_array,
+    joint_state_message,
+    trajectory_points,
+)
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.resources import shipped_path
+
+DEFAULT_URDF_NAME = "dynid_arm6.urdf"
+
+# Drive chain of the shipped dynid_arm6 (joint side, per joint 1..6). Friction is the
+# URDF's <dynamics> (rounded from seed 000 Table II); rotor inertia Ia3..Ia6 are of the
+# order of seed 000 Table II, Ia1, Ia2 (not given there) plausible for this class.
+DEFAULT_GEAR_RATIOS = (100.0, 100.0, 80.0, 60.0, 60.0, 50.0)
+DEFAULT_DRIVE_GAINS = (0.45, 0.45, 0.4, 0.35, 0.3, 0.3)
+DEFAULT_ROTOR_INERTIA = (0.5, 0.4, 0.2, 0.1, 0.08, 0.05)
+DEFAULT_VISCOUS = (6.9, 4.5, 1.6, 0.85, 1.6, 0.5)
+DEFAULT_COULOMB = (6.7, 7.9, 6.3, 2.6, 2.7, 1.8)
+DEFAULT_OFFSET = (0.3, -0.5, 0.2, 0.1, -0.1, 0.05)
+
+FEEDFORWARD_TIMEOUT_S = 0.1
+"""A feedforward older than this (node clock) is ignored."""
+
+
+@dataclass(frozen=True)
+class SimRobotConfig:
+    """The node's parameters, read once at start (units as in the ROS parameter descriptions).
+
+    Empty tuples mean "automatic": all joints, identity coupling, gains from the
+    mass matrix (see :class:`~dynamic_identification.core.simulation.SimulationSettings`),
+    initial positions 0 (or mid-range when 0 is outside the limits).
+    """
+
+    urdf: str
+    joints: tuple[str, ...] = ()
+    rate_hz: float = 1000.0
+    gear_ratios: tuple[float, ...] = DEFAULT_GEAR_RATIOS
+    drive_gains: tuple[float, ...] = DEFAULT_DRIVE_GAINS
+    coupling: tuple[float, ...] = ()
+    rotor_inertia: tuple[float, ...] = DEFAULT_ROTOR_INERTIA
+    viscous_friction: tuple[float, ...] = DEFAULT_VISCOUS
+    coulomb_friction: tuple[float, ...] = DEFAULT_COULOMB
+    offset: tuple[float, ...] = DEFAULT_OFFSET
+    current_noise_std: float = 0.02
+    velocity_noise_std: float = 0.0
+    encoder_counts: int = 2**16
+    kp: tuple[float, ...] = ()
+    kd: tuple[float, ...] = ()
+    initial_positions: tuple[float, ...] = ()
+    max_catch_up_s: float = 0.05
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class _Parameter:
+    name: str
+    default: object
+    kind: Parameter.Type
+    description: str
+    floating: tuple[float, float] | None = None
+    integer: tuple[int, int] | None = None
+
+
+_PARAMETERS = (
+    _Parameter("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
+    _Parameter("joints", None, Parameter.Type.STRING_ARRAY, "joints to simulate, kinematic order; unset = all"),
+    _Parameter("rate_hz", 1000.0, Parameter.Type.DOUBLE, "simulation and publishing rate, Hz", floating=(1.0, 10000.0)),
+    _Parameter(
+        "gear_ratios", list(DEFAULT_GEAR_RATIOS), Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint"
+    ),
+    _Parameter("drive_gains", list(DEFAULT_DRIVE_GAINS), Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A"),
+    _Parameter("coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n coupling matrix, row-major; unset = identity"),
+    _Parameter("rotor_inertia", list(DEFAULT_ROTOR_INERTIA), Parameter.Type.DOUBLE_ARRAY, "Ia (joint side), kg.m^2"),
+    _Parameter("viscous_friction", list(DEFAULT_VISCOUS), Parameter.Type.DOUBLE_ARRAY, "Fv (joint side), N.m.s/rad"),
+    _Parameter("coulomb_friction", list(DEFAULT_COULOMB), Parameter.Type.DOUBLE_ARRAY, "Fc (joint side), N.m"),
+    _Parameter("offset", list(DEFAULT_OFFSET), Parameter.Type.DOUBLE_ARRAY, "torque offsets (joint side), N.m"),
+    _Parameter("current_noise_std", 0.02, Parameter.Type.DOUBLE, "current noise std, A", floating=(0.0, 100.0)),
+    _Parameter("velocity_noise_std", 0.0, Parameter.Type.DOUBLE, "velocity noise std, rad/s", floating=(0.0, 100.0)),
+    _Parameter("encoder_counts", 2**16, Parameter.Type.INTEGER, "motor encoder counts per rev", integer=(1, 2**31 - 1)),
+    _Parameter("kp", None, Parameter.Type.DOUBLE_ARRAY, "PD stiffness, N.m/rad, 1 or n values; unset = 10 Hz loop"),
+    _Parameter("kd", None, Parameter.Type.DOUBLE_ARRAY, "PD damping, N.m.s/rad, 1 or n values; unset = critical"),
+    _Parameter("initial_positions", None, Parameter.Type.DOUBLE_ARRAY, "initial joint positions, rad; unset = 0"),
+    _Parameter(
+        "max_catch_up_s",
+        0.05,
+        Parameter.Type.DOUBLE,
+        "largest clock lag simulated in one tick, s",
+        floating=(0.001, 10.0),
+    ),
+    _Parameter("seed", 0, Parameter.Type.INTEGER, "seed of the sensor noise", integer=(0, 2**31 - 1)),
+)
+
+
+def _descriptor(parameter: _Parameter) -> ParameterDescriptor:
+    descriptor = ParameterDescriptor(description=parameter.description, read_only=True)
+    if parameter.floating is not None:
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=parameter.floating[0], to_value=parameter.floating[1], step=0.0)
+        ]
+    if parameter.integer is not None:
+        descriptor.integer_range = [
+            IntegerRange(from_value=parameter.integer[0], to_value=parameter.integer[1], step=0)
+        ]
+    return descriptor
+
+
+def declare_and_read(node: Node) -> SimRobotConfig:
+    """Declare every parameter with its descriptor and read them once into a config."""
+    values: dict[str, object] = {}
+    for parameter in _PARAMETERS:
+        if parameter.default is None:
+            node.declare_parameter(parameter.name, parameter.kind, _descriptor(parameter))
+        else:
+            node.declare_parameter(parameter.name, parameter.default, _descriptor(parameter))
+        try:
+            value = node.get_parameter(parameter.name).value
+        except ParameterUninitializedException:
+            value = None
+        if value is not None:
+            values[parameter.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    return replace(SimRobotConfig(urdf=urdf), **values)
+
+
+@dataclass(frozen=True)
+class SimRobotSetup:
+    """What a validated configuration builds."""
+
+    robot: RobotModel
+    drive_chain: DriveChain
+    simulator: RobotSimulator
+    dt_ns: int
+
+
+def _per_joint(
+    config: SimRobotConfig, name: str, selected: np.ndarray, n_urdf: int, *, allow_scalar: bool = False
+) -> np.ndarray | None:
+    """Values of a per-joint parameter for the simulated joints.
+
+    One value per simulated joint, or one per joint of the URDF (then the
+    simulated joints' entries are taken: the defaults stay valid for a subset of
+    the shipped arm), or, where allowed, one value for all.
+    """
+    values = getattr(config, name)
+    if len(values) == 0:
+        return None
+    array = np.asarray(values, dtype=float)
+    n = selected.shape[0]
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"parameter '{name}' must be finite, got {list(values)}")
+    if len(values) == n:
+        return array
+    if len(values) == n_urdf:
+        return array[selected]
+    if allow_scalar and len(values) == 1:
+        return np.full(n, array[0])
+    counts = sorted({n, n_urdf} | ({1} if allow_scalar else set()))
+    raise ValueError(
+        f"parameter '{name}' needs {' or '.join(map(str, counts))} values ({n} simulated joints,"
+        f" {n_urdf} in the URDF), got {len(values)}: {list(values)}"
+    )
+
+
+def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
+    """Validate ``config`` and build the simulator; ``ValueError`` names the bad parameter."""
+    if not config.rate_hz > 0.0:
+        raise ValueError(f"parameter 'rate_hz' must be > 0, got {config.rate_hz}")
+    try:
+        robot = load_robot(config.urdf, list(config.joints) or None)
+        all_joints = load_robot(config.urdf).joint_names
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+    n = robot.n_joints
+    selected = np.array([all_joints.index(name) for name in robot.joint_names], dtype=int)
+    arrays = {
+        name: _per_joint(config, name, selected, len(all_joints))
+        for name in ("gear_ratios", "drive_gains", "rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
+    }
+    for name in ("rotor_inertia", "viscous_friction", "coulomb_friction"):
+        value = arrays[name]
+        if value is not None and np.any(value < 0.0):
+            raise ValueError(f"parameter '{name}' must be >= 0, got {value.tolist()}")
+    gains = {name: _per_joint(config, name, selected, len(all_joints), allow_scalar=True) for name in ("kp", "kd")}
+    for name, value in gains.items():
+        if value is not None and np.any(value < 0.0):
+            raise ValueError(f"parameter '{name}' must be >= 0, got {value.tolist()}")
+    coupling = None
+    if config.coupling:
+        m = len(all_joints)
+        if len(config.coupling) == n * n:
+            coupling = np.asarray(config.coupling, dtype=float).reshape(n, n)
+        elif len(config.coupling) == m * m:
+            coupling = np.asarray(config.coupling, dtype=float).reshape(m, m)[np.ix_(selected, selected)]
+        else:
+            raise ValueError(
+                f"parameter 'coupling' needs {n * n} or {m * m} values (row-major), got {len(config.coupling)}"
+            )
+    initial = _per_joint(config, "initial_positions", selected, len(all_joints))
+    if initial is None:
+        lower, upper = robot.lower_position_limits, robot.upper_position_limits
+        initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
+    dt_ns = round(NS_PER_S / config.rate_hz)
+    try:
+        chain = DriveChain.create(
+            n,
+            gear_ratios=arrays["gear_ratios"],
+            drive_gains=arrays["drive_gains"],
+            coupling=coupling,
+        )
+        drive = DriveParameters.create(
+            n,
+            rotor_inertia=arrays["rotor_inertia"],
+            viscous=arrays["viscous_friction"],
+            coulomb=arrays["coulomb_friction"],
+            offset=arrays["offset"],
+        )
+        sensor = SensorModel(
+            current_noise_std_a=config.current_noise_std,
+            encoder_counts_per_rev=config.encoder_counts,
+            velocity_noise_std_rad_s=config.velocity_noise_std,
+        )
+        settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
+        simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
+    except IdentificationError as error:
+        raise ValueError(f"invalid sim_robot parameters: {error}") from error
+    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns)
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """The motion being followed: a held state and, optionally, a trajectory of some joints."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    start_ns: int = 0
+    joints: np.ndarray | None = None
+    times_s: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    accelerations: np.ndarray | None = None
+
+    def at(self, stamp_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.joints is None or self.times_s is None or self.positions is None:
+            return self.q, self.dq, self.ddq
+        q, dq, ddq = self.q.copy(), self.dq.copy(), self.ddq.copy()
+        t = (stamp_ns - self.start_ns) / NS_PER_S
+        q[self.joints], dq[self.joints], ddq[self.joints] = interpolate_trajectory(
+            self.times_s, self.positions, self.velocities, self.accelerations, t
+        )
+        return q, dq, ddq
+
+
+class SimRobotNode(Node):
+    """The simulated robot: PD + feedforward tracking of ``/joint_trajectory``, sensors on topics."""
+
+    def __init__(self, *, node_name: str = "sim_robot", **kwargs: object) -> None:
+        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        self.config = declare_and_read(self)
+        setup = build_simulation(self.config)
+        self.robot = setup.robot
+        self.drive_chain = setup.drive_chain
+        self.simulator = setup.simulator
+        self._dt_ns = setup.dt_ns
+        self._names = list(self.robot.joint_names)
+        n = self.robot.n_joints
+        self._reference = _Reference(q=self.simulator.q, dq=np.zeros(n), ddq=np.zeros(n))
+        self._feedforward: tuple[np.ndarray, int] | None = None
+        self._anchor_ns: int | None = None
+        self._steps = 0
+        self._max_steps = max(1, round(self.config.max_catch_up_s * NS_PER_S / self._dt_ns))
+        self._joint_states = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+        self._currents = self.create_publisher(JointState, "/motor_currents", SENSOR_QOS)
+        self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "/feedforward/effort", self._on_feedforward, COMMAND_QOS)
+        self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
+        self.get_logger().info(
+            f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz"
+        )
+
+    @property
+    def joint_names(self) -> list[str]:
+        return list(self._names)
+
+    def _now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def _sim_stamp_ns(self) -> int:
+        return (self._anchor_ns if self._anchor_ns is not None else self._now_ns()) + self._steps * self._dt_ns
+
+    def _on_trajectory(self, message: JointTrajectory) -> None:
+        try:
+            points = trajectory_points(message, self._names)
+        except IdentificationError as error:
+            self.get_logger().error(f"ignoring /joint_trajectory: {error}")
+            return
+        now_ns = self._sim_stamp_ns()
+        q, dq, ddq = self._reference.at(now_ns)
+        start_ns = points.start_ns if points.start_ns > 0 else now_ns
+        times, positions = points.times_s, points.positions
+        velocities, accelerations = points.velocities, points.accelerations
+        if times[0] > 0.0:
+            # Start from the current desired state, as joint_trajectory_controller does.
+            times = np.concatenate([[0.0], times])
+            positions = np.vstack([q[points.joints], positions])
+            velocities = None if velocities is None else np.vstack([dq[points.joints], velocities])
+            accelerations = None if accelerations is None else np.vstack([ddq[points.joints], accelerations])
+        self._reference = _Reference(
+            q=q,
+            dq=np.zeros_like(dq),
+            ddq=np.zeros_like(ddq),
+            start_ns=start_ns,
+            joints=points.joints,
+            times_s=times,
+            positions=positions,
+            velocities=velocities,
+            accelerations=accelerations,
+        )
+
+    def _on_feedforward(self, message: Float64MultiArray) -> None:
+        values = float64_array(message)
+        if values.shape != (len(self._names),) or not np.all(np.isfinite(values)):
+            self.get_logger().warning(
+                f"ignoring /feedforward/effort with {values.size} values; need {len(self._names)} finite efforts"
+                f" in the order {self._names}",
+                throttle_duration_sec=1.0,
+            )
+            return
+        self._feedforward = (values, self._now_ns())
+
+    def _current_feedforward(self, now_ns: int) -> np.ndarray | None:
+        if self._feedforward is None:
+            return None
+        values, received_ns = self._feedforward
+        if now_ns - received_ns > FEEDFORWARD_TIMEOUT_S * NS_PER_S:
+            self.get_logger().warning(
+                f"feedforward is older than {FEEDFORWARD_TIMEOUT_S} s; running on PD alone", throttle_duration_sec=1.0
+            )
+            self._feedforward = None
+            return None
+        return values
+
+    def _on_timer(self) -> None:
+        now_ns = self._now_ns()
+        if now_ns <= 0:
+            return
+        if self._anchor_ns is None or now_ns < self._sim_stamp_ns() - self._dt_ns:
+            self._anchor_ns, self._steps = now_ns, 0  # first tick, or the clock jumped back
+        due = (now_ns - self._anchor_ns) // self._dt_ns - self._steps
+        if due > self._max_steps:
+            self.get_logger().warning(
+                f"simulation is {due * self._dt_ns / NS_PER_S:.3f} s behind the clock; dropping the backlog",
+                throttle_duration_sec=1.0,
+            )
+            self._anchor_ns += (due - self._max_steps) * self._dt_ns
+            due = self._max_steps
+        if due <= 0:
+            return
+        feedforward = self._current_feedforward(now_ns)
+        for _ in range(due):
+            q, dq, ddq = self._reference.at(self._sim_stamp_ns())
+            self.simulator.step(q, dq, ddq, feedforward)
+            self._steps += 1
+        self._publish(self._sim_stamp_ns())
+
+    def _publish(self, stamp_ns: int) -> None:
+        q, dq, torques, currents = self.simulator.measure()
+        self._joint_states.publish(joint_state_message(self._names, stamp_ns, q, dq, torques))
+        self._currents.publish(joint_state_message(self._names, stamp_ns, None, None, currents))
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Entry point of ``ros2 run dynamic_identification sim_robot``."""
+    rclpy.init(args=args)
+    node: SimRobotNode | None = None
+    try:
+        node = SimRobotNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger("sim_robot").fatal(f"refusing to start: {error}")
+        raise SystemExit(1) from error
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

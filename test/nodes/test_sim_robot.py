@@ -1,0 +1,163 @@
+"""The sim_robot node over real rclpy on loopback, and the message conversions it uses."""
+
+from __future__ import annotations
+
+import os
+
+# The network rule, before rclpy is imported (test/conftest.py sets the same values).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
+from numpy.testing import assert_allclose  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from dynamic_identification.core.errors import DataError  # noqa: E402
+from dynamic_identification.nodes.conversions import (  # noqa: E402
+    arrays_from_joint_state,
+    float64_array,
+    float64_multi_array,
+    joint_state_message,
+    joint_trajectory_message,
+    stamp_to_ns,
+    trajectory_points,
+)
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS  # noqa: E402
+from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
+
+RATE_HZ = 250.0
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+def _spin(executor: SingleThreadedExecutor, seconds: float, until: object = None) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not (callable(until) and until()):
+        executor.spin_once(timeout_sec=0.01)
+
+
+def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context: Context) -> None:
+    sim = SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=RATE_HZ)])
+    probe = Node("sim_robot_probe", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(sim)
+    executor.add_node(probe)
+    states: dict[int, JointState] = {}
+    currents: dict[int, JointState] = {}
+    probe.create_subscription(
+        JointState, "/joint_states", lambda m: states.setdefault(stamp_to_ns(m.header.stamp), m), SENSOR_QOS
+    )
+    probe.create_subscription(
+        JointState, "/motor_currents", lambda m: currents.setdefault(stamp_to_ns(m.header.stamp), m), SENSOR_QOS
+    )
+    publisher = probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+    try:
+        _spin(executor, 3.0, until=lambda: publisher.get_subscription_count() > 0 and len(states) > 5)
+        start = sim.simulator.q
+        names = sim.joint_names
+        target = start[0] + 0.2
+        publisher.publish(
+            joint_trajectory_message(
+                [names[0]], np.array([1.0]), np.array([[target]]), np.zeros((1, 1)), np.zeros((1, 1))
+            )
+        )
+        _spin(executor, 2.0)
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        sim.destroy_node()
+
+    stamps = sorted(states)
+    last = states[stamps[-1]]
+    assert last.name == names and len(last.position) == len(names)
+    _, q, _, _ = arrays_from_joint_state(last, names)
+    assert abs(q[0] - target) < 5e-3
+    assert_allclose(q[3:], start[3:], atol=0.05)  # the wrist holds its place under PD alone
+
+    common = sorted(set(states) & set(currents))
+    assert len(common) >= 0.9 * len(states)
+    dt_ns = round(1e9 / RATE_HZ)
+    assert np.all(np.diff(stamps) > 0) and np.all(np.diff(stamps) % dt_ns == 0)
+    for stamp in common[:: max(1, len(common) // 50)]:
+        _, _, _, effort = arrays_from_joint_state(states[stamp], names)
+        _, _, _, amps = arrays_from_joint_state(currents[stamp], names)
+        assert currents[stamp].name == names
+        assert_allclose(effort, sim.drive_chain.joint_torques(amps), rtol=1e-12, atol=1e-9)
+
+
+def test_sim_robot_refuses_bad_parameters(context: Context) -> None:
+    with pytest.raises(ValueError, match="gear_ratios"):
+        SimRobotNode(context=context, parameter_overrides=[Parameter("gear_ratios", value=[100.0, 50.0])])
+    with pytest.raises(ValueError, match="joints"):
+        SimRobotNode(context=context, parameter_overrides=[Parameter("joints", value=["no_such_joint"])])
+
+
+def test_sim_robot_applies_fresh_feedforward_and_ignores_wrong_sizes(context: Context) -> None:
+    sim = SimRobotNode(
+        context=context,
+        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("joints", value=["joint_1"])],
+    )
+    probe = Node("sim_robot_feedforward_probe", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(sim)
+    executor.add_node(probe)
+    publisher = probe.create_publisher(Float64MultiArray, "/feedforward/effort", COMMAND_QOS)
+    try:
+        _spin(executor, 3.0, until=lambda: publisher.get_subscription_count() > 0)
+        publisher.publish(float64_multi_array([1.0, 2.0]))
+        _spin(executor, 0.2)
+        assert np.allclose(sim.simulator.applied_torques, 0.0, atol=1.0)
+        for _ in range(40):  # 20 N·m on joint 1, kept fresh
+            publisher.publish(float64_multi_array([20.0]))
+            _spin(executor, 0.02)
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        sim.destroy_node()
+    # The PD holds 0 against the push: the static deflection lies between the one with the joint
+    # sticking on Coulomb friction and the frictionless one, (20 N·m - offset [- Fc]) / kp.
+    kp, offset, coulomb = sim.simulator.kp[0], sim.config.offset[0], sim.config.coulomb_friction[0]
+    assert (20.0 - offset - coulomb) / kp <= sim.simulator.q[0] <= 1.05 * (20.0 - offset) / kp
+
+
+def test_joint_state_round_trip_reorders_by_name() -> None:
+    message = joint_state_message(["b", "a"], 1_500_000_001, [2.0, 1.0], [20.0, 10.0], None)
+    stamp, q, dq, effort = arrays_from_joint_state(message, ["a", "b"])
+    assert stamp == pytest.approx(1.500000001)
+    assert_allclose(q, [1.0, 2.0])
+    assert_allclose(dq, [10.0, 20.0])
+    assert effort is None
+    with pytest.raises(DataError, match="'c'"):
+        arrays_from_joint_state(message, ["a", "c"])
+
+
+def test_trajectory_message_round_trip_selects_joints_in_node_order() -> None:
+    message = joint_trajectory_message(["j3", "j1"], np.array([0.5, 1.0]), np.array([[3.0, 1.0], [4.0, 2.0]]))
+    points = trajectory_points(message, ["j1", "j2", "j3"])
+    assert points.joints.tolist() == [0, 2]
+    assert_allclose(points.positions, [[1.0, 3.0], [2.0, 4.0]])
+    assert_allclose(points.times_s, [0.5, 1.0])
+    assert points.velocities is None
+    with pytest.raises(DataError, match="joint_names"):
+        trajectory_points(message, ["j1", "j2"])
+    assert_allclose(float64_array(float64_multi_array([1.0, 2.0])), [1.0, 2.0])
