@@ -1,0 +1,379 @@
+"""Identification configuration, read from a ROS 2 parameter YAML file.
+
+The nodes and ``dynid --config`` share one file format, the one ``ros2 run … --ros-args
+--params-file`` takes: one ``node_name: ros__parameters: {...}`` block per node, with a
+``/**`` block for parameters shared by every node. Nested mappings inside
+``ros__parameters`` are dotted parameter names (``signal: {decimation: 4}`` is the
+parameter ``signal.decimation``). A plain mapping without ``ros__parameters`` blocks is
+accepted too and read as the parameters themselves.
+
+Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
+
+    estimator:
+      ros__parameters:
+        joints: [shoulder, elbow]
+        drive_chain: {gear_ratios: [100.0, 80.0], drive_gains: [0.1, 0.1], coupling: [1.0, 0.0, 0.0, 1.0]}
+        drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
+        signal: {position_cutoff_hz: 20.0, decimation: 0, use_measured_velocity: false, rate_hz: 0.0,
+                 min_speed_rad_s: 0.05}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
+        topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
+
+ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
+flattened row by row (a list of rows is accepted as well).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveChain, DriveTerms
+
+CONFIG_KEYS: dict[str, str] = {
+    "joints": "identified joints, in any order (empty: every joint of the recording)",
+    "drive_chain.gear_ratios": "gear ratio per joint, motor rad per joint rad (empty: 1)",
+    "drive_chain.drive_gains": "motor torque constant per joint in N·m/A, motor side (empty: 1)",
+    "drive_chain.coupling": "n×n dimensionless coupling matrix, row by row (empty: identity)",
+    "drive_terms.rotor_inertia": "identify the rotor inertia Ia per joint",
+    "drive_terms.viscous_friction": "identify the viscous friction Fv per joint",
+    "drive_terms.coulomb_friction": "identify the Coulomb friction Fc per joint",
+    "drive_terms.offset": "identify the torque offset per joint",
+    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (> 0)",
+    "signal.decimation": "parallel decimation factor (0: automatic)",
+    "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
+    "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
+    "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
+    "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
+    "estimation.reduction": "parameter reduction: 'essential' (seed 000 §V.B) or 'none'",
+    "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
+    "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
+    "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
+    "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
+    "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
+}
+"""Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
+
+SECTIONS: tuple[str, ...] = ("drive_chain", "drive_terms", "signal", "estimation", "topics")
+"""Parameter prefixes owned by this configuration: unknown keys under them are typos."""
+
+METHODS: tuple[str, ...] = ("ols", "wls")
+REDUCTIONS: tuple[str, ...] = ("essential", "none")
+
+
+@dataclass(frozen=True)
+class IdentificationConfig:
+    """Settings of an identification run (defaults suit the demo robot).
+
+    Attributes
+    ----------
+    joints
+        Identified joints; ``None`` takes every joint of the data.
+    gear_ratios, drive_gains, coupling
+        Drive chain (see :class:`~dynamic_identification.core.model.DriveChain`);
+        ``None`` means a direct drive (ones, identity).
+    drive_terms
+        Which drive-chain parameters are identified.
+    position_cutoff_hz
+        Cut-off of the position low-pass filter in Hz.
+    decimation
+        Parallel decimation factor; 0 chooses it from the rate and the cut-off.
+    use_measured_velocity
+        Use recorded velocities instead of differentiating filtered positions.
+    method
+        ``"ols"`` or ``"wls"`` (seed 000 eq. (20)).
+    reduction
+        ``"essential"`` (seed 000 §V.B) or ``"none"``.
+    r_sigma
+        Essential-parameter stopping ratio of the largest to smallest %σ.
+    rate_hz
+        Sample rate in Hz; 0 takes it from the median time step of the data.
+    min_speed_rad_s
+        A joint's equations are left out where its motor is slower than this,
+        rad/s, since Coulomb friction ``Fc sign(q̇)`` fails while it sticks.
+    min_samples
+        Fewest recorded samples an identification may use.
+    joint_states_topic, currents_topic, effort_is_torque
+        Where a rosbag holds the joint states and the motor currents; with
+        ``effort_is_torque`` the joint torques come from ``JointState.effort``.
+    """
+
+    joints: tuple[str, ...] | None = None
+    gear_ratios: tuple[float, ...] | None = None
+    drive_gains: tuple[float, ...] | None = None
+    coupling: tuple[tuple[float, ...], ...] | None = None
+    drive_terms: DriveTerms = field(default_factory=DriveTerms)
+    position_cutoff_hz: float = 20.0
+    decimation: int = 0
+    use_measured_velocity: bool = False
+    method: str = "wls"
+    reduction: str = "none"
+    r_sigma: float = 20.0
+    rate_hz: float = 0.0
+    min_speed_rad_s: float = 0.05
+    min_samples: int = 200
+    joint_states_topic: str = "/joint_states"
+    currents_topic: str = "/motor_currents"
+    effort_is_torque: bool = False
+
+    def drive_chain(self, n_joints: int) -> DriveChain:
+        """The drive chain for ``n_joints`` joints (raises ``ModelError`` on a size mismatch)."""
+        return DriveChain.create(
+            n_joints, gear_ratios=self.gear_ratios, drive_gains=self.drive_gains, coupling=self.coupling
+        )
+
+
+def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
+    """Flat parameters of ``node_name`` in a ROS 2 parameter YAML file.
+
+    The ``/**`` block is merged with the node's block (matched by its name, with or
+    without a leading ``/``, namespace or ``/**/`` prefix); the node's values win.
+    With ``node_name=None`` only ``/**`` is read. A file without ``ros__parameters``
+    blocks is taken as the parameters themselves. Nested mappings become dotted
+    names: ``{"signal": {"decimation": 4}}`` → ``{"signal.decimation": 4}``.
+
+    Raises
+    ------
+    DataError
+        If the file is missing, is not valid YAML, or is not a mapping of blocks.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"configuration file not found: {file}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read configuration file {file}: {error}") from error
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DataError(f"configuration file {file} is not valid YAML: {' '.join(str(error).split())}") from error
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise DataError(f"configuration file {file} must be a YAML mapping, got {type(document).__name__}")
+    if not any(isinstance(block, dict) and "ros__parameters" in block for block in document.values()):
+        return _flatten(document, "")
+    wildcard: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    for key, block in document.items():
+        if not isinstance(block, dict) or "ros__parameters" not in block:
+            raise DataError(f"block {key!r} of {file} has no 'ros__parameters' mapping")
+        parameters = block["ros__parameters"]
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, dict):
+            raise DataError(f"{key}.ros__parameters in {file} must be a mapping, got {parameters!r}")
+        name = str(key)
+        if name == "/**":
+            wildcard.update(_flatten(parameters, ""))
+        elif node_name is not None and _matches(name, node_name):
+            own.update(_flatten(parameters, ""))
+    return {**wildcard, **own}
+
+
+def load_config(
+    path: str | os.PathLike[str] | None,
+    *,
+    node_name: str = "estimator",
+    extra_keys: Iterable[str] = (),
+) -> IdentificationConfig:
+    """Identification settings from a ROS 2 parameter YAML file (``None``: defaults).
+
+    Reads :func:`ros_parameters` of ``node_name`` and converts them with
+    :func:`config_from_parameters`; keys are listed in :data:`CONFIG_KEYS`.
+
+    Raises
+    ------
+    DataError
+        Naming the file and the offending key and value.
+    """
+    if path is None:
+        return IdentificationConfig()
+    parameters = ros_parameters(path, node_name)
+    return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
+
+
+def config_from_parameters(
+    parameters: Mapping[str, Any], *, source: str = "parameters", extra_keys: Iterable[str] = ()
+) -> IdentificationConfig:
+    """Identification settings from flat, dotted parameters (a file or a node's ROS parameters).
+
+    Keys under :data:`SECTIONS` that are neither in :data:`CONFIG_KEYS` nor in
+    ``extra_keys`` (settings the caller reads itself, e.g. a node's window length) are
+    rejected as typos; keys outside those sections belong to others and are ignored.
+
+    Raises
+    ------
+    DataError
+        Naming ``source``, the key and the bad value.
+    """
+    allowed = set(CONFIG_KEYS) | set(extra_keys)
+    unknown = sorted(key for key in parameters if key.split(".", 1)[0] in SECTIONS and key not in allowed)
+    if unknown:
+        raise DataError(f"unknown configuration keys {unknown} in {source} (known: {sorted(CONFIG_KEYS)})")
+    reader = _Reader(parameters, source)
+    joints = reader.names("joints")
+    gear_ratios = reader.numbers("drive_chain.gear_ratios")
+    drive_gains = reader.numbers("drive_chain.drive_gains")
+    coupling = reader.matrix("drive_chain.coupling")
+    _check_sizes(source, joints, gear_ratios, drive_gains, coupling)
+    defaults = IdentificationConfig()
+    terms = DriveTerms(
+        rotor_inertia=reader.flag("drive_terms.rotor_inertia", defaults.drive_terms.rotor_inertia),
+        viscous_friction=reader.flag("drive_terms.viscous_friction", defaults.drive_terms.viscous_friction),
+        coulomb_friction=reader.flag("drive_terms.coulomb_friction", defaults.drive_terms.coulomb_friction),
+        offset=reader.flag("drive_terms.offset", defaults.drive_terms.offset),
+    )
+    return IdentificationConfig(
+        joints=joints,
+        gear_ratios=gear_ratios,
+        drive_gains=drive_gains,
+        coupling=coupling,
+        drive_terms=terms,
+        position_cutoff_hz=reader.real("signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0),
+        decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0),
+        use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
+        rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True),
+        min_speed_rad_s=reader.real("signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True),
+        method=reader.choice("estimation.method", defaults.method, METHODS),
+        reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
+        r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0),
+        min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1),
+        joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
+        currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),
+        effort_is_torque=reader.flag("topics.effort_is_torque", defaults.effort_is_torque),
+    )
+
+
+def _matches(key: str, node_name: str) -> bool:
+    """Whether a block key (``estimator``, ``/estimator``, ``/ns/estimator``, ``/**/estimator``) names the node."""
+    wanted = node_name.strip("/").rsplit("/", 1)[-1]
+    return key.strip("/").rsplit("/", 1)[-1] == wanted
+
+
+def _flatten(mapping: Mapping[Any, Any], prefix: str) -> dict[str, Any]:
+    """Nested mappings as dotted names; an empty mapping contributes nothing."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _check_sizes(
+    source: str,
+    joints: tuple[str, ...] | None,
+    gear_ratios: tuple[float, ...] | None,
+    drive_gains: tuple[float, ...] | None,
+    coupling: tuple[tuple[float, ...], ...] | None,
+) -> None:
+    sizes = {
+        key: len(value)
+        for key, value in (
+            ("joints", joints),
+            ("drive_chain.gear_ratios", gear_ratios),
+            ("drive_chain.drive_gains", drive_gains),
+            ("drive_chain.coupling", coupling),
+        )
+        if value is not None
+    }
+    if len(set(sizes.values())) > 1:
+        raise DataError(f"sizes disagree in {source}: {sizes} (one entry, or coupling row, per joint)")
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Typed access to flat parameters with errors naming the source, key and value."""
+
+    parameters: Mapping[str, Any]
+    source: str
+
+    def _fail(self, key: str, value: Any, expected: str) -> DataError:
+        return DataError(f"{key} in {self.source} must be {expected}, got {value!r}")
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.parameters.get(key, default)
+        if not isinstance(value, bool):
+            raise self._fail(key, value, "true or false")
+        return value
+
+    def real(self, key: str, default: float, *, minimum: float, inclusive: bool = False) -> float:
+        value = self.parameters.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._fail(key, value, "a number")
+        number = float(value)
+        below = number < minimum if inclusive else number <= minimum
+        if not math.isfinite(number) or below:
+            raise self._fail(key, value, f"finite and {'>=' if inclusive else '>'} {minimum:g}")
+        return number
+
+    def integer(self, key: str, default: int, *, minimum: int) -> int:
+        value = self.parameters.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, value, "an integer")
+        if value < minimum:
+            raise self._fail(key, value, f">= {minimum}")
+        return value
+
+    def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
+        value = self.parameters.get(key, default)
+        if value not in choices:
+            raise self._fail(key, value, f"one of {list(choices)}")
+        return str(value)
+
+    def text(self, key: str, default: str) -> str:
+        value = self.parameters.get(key, default)
+        if not isinstance(value, str) or not value.strip():
+            raise self._fail(key, value, "a non-empty string")
+        return value
+
+    def names(self, key: str) -> tuple[str, ...] | None:
+        value = self.parameters.get(key)
+        if value is None or value == [] or value == [""]:
+            return None
+        if not isinstance(value, list) or not all(isinstance(name, str) and name for name in value):
+            raise self._fail(key, value, "a list of joint names")
+        if len(set(value)) != len(value):
+            raise self._fail(key, value, "a list of distinct joint names")
+        return tuple(value)
+
+    def numbers(self, key: str) -> tuple[float, ...] | None:
+        value = self.parameters.get(key)
+        if value is None or value == []:
+            return None
+        if not isinstance(value, list) or not all(_is_real(item) for item in value):
+            raise self._fail(key, value, "a list of finite numbers")
+        return tuple(float(item) for item in value)
+
+    def matrix(self, key: str) -> tuple[tuple[float, ...], ...] | None:
+        value = self.parameters.get(key)
+        if value is None or value == []:
+            return None
+        expected = "a square matrix: n×n finite numbers, row by row, or a list of rows"
+        if not isinstance(value, list):
+            raise self._fail(key, value, expected)
+        if all(isinstance(row, list) for row in value):
+            rows = value
+        else:
+            size = math.isqrt(len(value))
+            if size * size != len(value):
+                raise self._fail(key, value, expected)
+            rows = [value[i * size : (i + 1) * size] for i in range(size)]
+        if any(len(row) != len(rows) or not all(_is_real(item) for item in row) for row in rows):
+            raise self._fail(key, value, expected)
+        return tuple(tuple(float(item) for item in row) for row in rows)
+
+
+def _is_real(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)

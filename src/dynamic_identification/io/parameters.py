@@ -1,0 +1,364 @@
+"""Identified-parameter YAML (``format: dynamic_identification/parameters/v1``).
+
+The file is self-contained: with the URDF it names, it reproduces joint torques. It
+is published on ``/estimator/parameters`` (as the text of a ``std_msgs/String``) and
+written by ``dynid identify --out``. Keys, in this order::
+
+    format: dynamic_identification/parameters/v1
+    robot:
+      urdf: /path/to/robot.urdf
+      joints: [joint1, joint2, ...]          # identified joints, model order
+    model:
+      regression: idim
+      drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
+      drive_chain:
+        gear_ratios: [...]                   # motor rad per joint rad
+        drive_gains: [...]                   # N·m/A, motor side
+        coupling: [[...], ...]               # dimensionless, n×n
+    parameters:                              # base (or essential) parameters
+      - {name: XX1R, value: 0.0123, std_percent: 1.8, expression: "XX1 + YY2 + ..."}
+    removed: [MX3, ...]                      # removed by reduction / essential / unidentifiable
+    quality:
+      condition_number: ...
+      relative_error: ...                    # ‖ρ‖/‖Y‖ (seed 000 §IV.A)
+      joint_errors: {joint1: ...}            # e_j in N·m (seed 004 eq. (11))
+      joint_relative_errors: {joint1: ...}   # e*_j (seed 004 eq. (12))
+      samples: ...
+      window: ...                            # s
+    stamp: 1700000000.0                      # s
+
+Floats are written with :func:`repr` (PyYAML's float representer), so every value
+reads back bit-identical. ``std_percent`` is ``null`` when unknown (or NaN) and
+``.inf`` when the parameter is not identifiable.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveChain, DriveTerms
+
+FORMAT = "dynamic_identification/parameters/v1"
+"""Value of the ``format`` key this module reads and writes."""
+
+_DRIVE_TERM_KEYS: tuple[str, ...] = ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
+_DRIVE_CHAIN_KEYS: tuple[str, ...] = ("gear_ratios", "drive_gains", "coupling")
+
+
+@dataclass(frozen=True)
+class ParameterEntry:
+    """One identified parameter.
+
+    Attributes
+    ----------
+    name
+        Base-parameter name, e.g. ``"ZZ1R"``.
+    value
+        Estimated value in SI units of the regrouped standard parameters.
+    std_percent
+        Relative standard deviation ``%σ`` (seed 000 eq. (19)); ``None`` if unknown,
+        ``inf`` if the parameter is not identifiable.
+    expression
+        Which standard parameters the base parameter regroups, e.g. ``"ZZ1 + YY2"``.
+    """
+
+    name: str
+    value: float
+    std_percent: float | None = None
+    expression: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DataError(f"parameter name must be a non-empty string, got {self.name!r}")
+        value = _number(self.value, f"value of parameter {self.name}")
+        if not math.isfinite(value):
+            raise DataError(f"value of parameter {self.name} must be finite, got {value!r}")
+        std = None if self.std_percent is None else _number(self.std_percent, f"std_percent of {self.name}")
+        if std is not None and math.isnan(std):
+            std = None
+        if not isinstance(self.expression, str):
+            raise DataError(f"expression of parameter {self.name} must be a string, got {self.expression!r}")
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "std_percent", std)
+
+
+@dataclass(frozen=True)
+class ParameterFile:
+    """Contents of a parameter YAML file (see the module docstring)."""
+
+    urdf: str
+    joints: tuple[str, ...]
+    model: dict[str, Any]
+    parameters: tuple[ParameterEntry, ...]
+    removed: tuple[str, ...] = ()
+    quality: dict[str, Any] = field(default_factory=dict)
+    stamp: float = 0.0
+
+    def __post_init__(self) -> None:
+        joints = tuple(self.joints)
+        if not joints or not all(isinstance(name, str) and name for name in joints):
+            raise DataError(f"robot.joints must be a non-empty list of names, got {list(joints)}")
+        if len(set(joints)) != len(joints):
+            raise DataError(f"robot.joints repeat: {list(joints)}")
+        parameters = tuple(self.parameters)
+        names = [entry.name for entry in parameters]
+        if len(set(names)) != len(names):
+            raise DataError(f"parameter names repeat: {names}")
+        object.__setattr__(self, "urdf", str(self.urdf))
+        object.__setattr__(self, "joints", joints)
+        object.__setattr__(self, "model", _plain(self.model))
+        object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "removed", tuple(str(name) for name in self.removed))
+        object.__setattr__(self, "quality", _plain(self.quality))
+        object.__setattr__(self, "stamp", _number(self.stamp, "stamp"))
+        self.drive_terms()
+        self.drive_chain()
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        urdf: str | os.PathLike[str],
+        joints: Sequence[str],
+        drive_terms: DriveTerms,
+        drive_chain: DriveChain,
+        names: Sequence[str],
+        values: Sequence[float] | np.ndarray,
+        std_percent: Sequence[float | None] | np.ndarray | None = None,
+        expressions: Sequence[str] | None = None,
+        removed: Sequence[str] = (),
+        quality: Mapping[str, Any] | None = None,
+        stamp: float = 0.0,
+        regression: str = "idim",
+    ) -> ParameterFile:
+        """Build a file from identification results (numpy arrays welcome)."""
+        count = len(names)
+        stds = [None] * count if std_percent is None else list(std_percent)
+        texts = [""] * count if expressions is None else list(expressions)
+        value_list = list(np.asarray(values, dtype=float).ravel())
+        for label, items in (("values", value_list), ("std_percent", stds), ("expressions", texts)):
+            if len(items) != count:
+                raise DataError(f"{label} has {len(items)} entries, names has {count}")
+        entries = tuple(
+            ParameterEntry(name=name, value=value, std_percent=std, expression=text)
+            for name, value, std, text in zip(names, value_list, stds, texts, strict=True)
+        )
+        return cls(
+            urdf=str(urdf),
+            joints=tuple(joints),
+            model=model_section(drive_terms, drive_chain, regression=regression),
+            parameters=entries,
+            removed=tuple(removed),
+            quality=dict(quality or {}),
+            stamp=stamp,
+        )
+
+    def drive_terms(self) -> DriveTerms:
+        """The drive-chain terms of ``model.drive_terms``."""
+        terms = _mapping(self.model.get("drive_terms"), "model.drive_terms")
+        unknown = sorted(set(terms) - set(_DRIVE_TERM_KEYS))
+        if unknown:
+            raise DataError(f"unknown keys {unknown} in model.drive_terms (known: {list(_DRIVE_TERM_KEYS)})")
+        flags = {}
+        for key in _DRIVE_TERM_KEYS:
+            if key not in terms:
+                raise DataError(f"missing key model.drive_terms.{key}")
+            if not isinstance(terms[key], bool):
+                raise DataError(f"model.drive_terms.{key} must be true or false, got {terms[key]!r}")
+            flags[key] = terms[key]
+        return DriveTerms(**flags)
+
+    def drive_chain(self) -> DriveChain:
+        """The drive chain of ``model.drive_chain``; omitted entries are a direct drive."""
+        chain = _mapping(self.model.get("drive_chain", {}), "model.drive_chain")
+        unknown = sorted(set(chain) - set(_DRIVE_CHAIN_KEYS))
+        if unknown:
+            raise DataError(f"unknown keys {unknown} in model.drive_chain (known: {list(_DRIVE_CHAIN_KEYS)})")
+        try:
+            return DriveChain.create(len(self.joints), **{key: chain.get(key) for key in _DRIVE_CHAIN_KEYS})
+        except (TypeError, ValueError) as error:
+            raise DataError(f"model.drive_chain: {error}") from error
+
+    def values(self) -> dict[str, float]:
+        """Parameter values by name, in file order."""
+        return {entry.name: entry.value for entry in self.parameters}
+
+
+def model_section(drive_terms: DriveTerms, drive_chain: DriveChain, *, regression: str = "idim") -> dict[str, Any]:
+    """The ``model`` mapping of a parameter file for the given drive terms and chain."""
+    return {
+        "regression": regression,
+        "drive_terms": {key: bool(getattr(drive_terms, key)) for key in _DRIVE_TERM_KEYS},
+        "drive_chain": {
+            "gear_ratios": [float(x) for x in drive_chain.gear_ratios],
+            "drive_gains": [float(x) for x in drive_chain.drive_gains],
+            "coupling": [[float(x) for x in row] for row in drive_chain.coupling],
+        },
+    }
+
+
+def dump_parameters(pf: ParameterFile) -> str:
+    """YAML text of ``pf``; :func:`load_parameters` of it returns an equal object."""
+    document = {
+        "format": FORMAT,
+        "robot": {"urdf": pf.urdf, "joints": list(pf.joints)},
+        "model": pf.model,
+        "parameters": [
+            {
+                "name": entry.name,
+                "value": entry.value,
+                "std_percent": entry.std_percent,
+                "expression": entry.expression,
+            }
+            for entry in pf.parameters
+        ],
+        "removed": list(pf.removed),
+        "quality": pf.quality,
+        "stamp": pf.stamp,
+    }
+    return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
+
+
+def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:
+    """Parse parameter YAML ``text``; ``source`` names it in error messages."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DataError(f"{source} is not valid YAML: {' '.join(str(error).split())}") from error
+    if not isinstance(document, dict):
+        raise DataError(f"{source} must be a YAML mapping, got {type(document).__name__}")
+    for key in ("format", "robot", "model", "parameters"):
+        if key not in document:
+            raise DataError(f"{source} misses the key {key!r}")
+    if document["format"] != FORMAT:
+        raise DataError(f"{source} has format {document['format']!r}, expected {FORMAT!r}")
+    robot = _mapping(document["robot"], f"robot in {source}")
+    for key in ("urdf", "joints"):
+        if key not in robot:
+            raise DataError(f"{source} misses the key 'robot.{key}'")
+    model = _mapping(document["model"], f"model in {source}")
+    for key in ("regression", "drive_terms"):
+        if key not in model:
+            raise DataError(f"{source} misses the key 'model.{key}'")
+    if not isinstance(document["parameters"], list):
+        raise DataError(f"parameters in {source} must be a list, got {document['parameters']!r}")
+    entries = []
+    for index, item in enumerate(document["parameters"]):
+        entry = _mapping(item, f"parameters[{index}] in {source}")
+        for key in ("name", "value"):
+            if key not in entry:
+                raise DataError(f"{source} misses the key 'parameters[{index}].{key}'")
+        unknown = sorted(set(entry) - {"name", "value", "std_percent", "expression"})
+        if unknown:
+            raise DataError(f"unknown keys {unknown} in parameters[{index}] of {source}")
+        entries.append(
+            ParameterEntry(
+                name=entry["name"],
+                value=entry["value"],
+                std_percent=entry.get("std_percent"),
+                expression=entry.get("expression") or "",
+            )
+        )
+    removed = document.get("removed") or []
+    if not isinstance(removed, list):
+        raise DataError(f"removed in {source} must be a list of names, got {removed!r}")
+    joints = robot["joints"]
+    if not isinstance(joints, list):
+        raise DataError(f"robot.joints in {source} must be a list of names, got {joints!r}")
+    try:
+        return ParameterFile(
+            urdf=robot["urdf"],
+            joints=tuple(joints),
+            model=model,
+            parameters=tuple(entries),
+            removed=tuple(removed),
+            quality=_mapping(document.get("quality") or {}, f"quality in {source}"),
+            stamp=document.get("stamp", 0.0),
+        )
+    except DataError as error:
+        raise DataError(f"{source}: {error}") from error
+
+
+def load_parameters(path_or_text: str | os.PathLike[str]) -> ParameterFile:
+    """Load a parameter file from a path, or parse YAML text.
+
+    A :class:`os.PathLike` or a one-line string is a path; a string containing a
+    newline is YAML text (the payload of ``/estimator/parameters``).
+
+    Raises
+    ------
+    DataError
+        If the file is missing or unreadable, the ``format`` is not :data:`FORMAT`,
+        or a required key is missing (the message names it).
+    """
+    if isinstance(path_or_text, str) and "\n" in path_or_text:
+        return parse_parameters(path_or_text)
+    path = Path(path_or_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"parameter file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read parameter file {path}: {error}") from error
+    return parse_parameters(text, source=str(path))
+
+
+def write_parameters_atomic(path: str | os.PathLike[str], pf: ParameterFile) -> None:
+    """Write ``pf`` to ``path`` atomically: a temporary file in the same directory, then :func:`os.replace`.
+
+    A reader (the feedforward node, a user's editor) sees either the old file or the
+    new one, never a partial write.
+    """
+    target = Path(path)
+    text = dump_parameters(pf)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DataError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _mapping(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise DataError(f"{name} must be a mapping, got {value!r}")
+    return dict(value)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays and tuples turned into plain Python for YAML."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return value

@@ -1,0 +1,410 @@
+"""Recordings of joint motion and effort, and their CSV file format.
+
+A recording is what the recorder node writes and what ``dynid`` reads: one row per
+sample, the sample time in s, and per joint ``J`` the columns
+
+* ``J/position`` in rad (required),
+* ``J/velocity`` in rad/s (optional),
+* ``J/effort`` (joint torque in N·m) and/or ``J/current`` (motor current in A; at
+  least one of the two).
+
+Columns may come in any order after a header row; a joint name may itself contain
+``/`` because the column name is split at its *last* ``/``. Every joint must carry the
+same kinds of column (all have velocities or none, all have currents or none, …):
+a recording is a set of ``(N, n)`` arrays, not a patchwork. Time stamps are kept as
+recorded; :func:`dynamic_identification.core.signal.clean_time_stamps` cleans them.
+
+Numbers are written with :func:`repr`, the shortest text that reads back as the same
+binary64 value, so ``read_recording_csv(write_recording_csv(r)) == r`` bit for bit.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveChain
+
+TIME_COLUMN = "time"
+"""Name of the sample-time column (s)."""
+
+COLUMN_KINDS: tuple[str, ...] = ("position", "velocity", "effort", "current")
+"""Per-joint column suffixes, in the order they are written."""
+
+_MIN_ROWS = 2
+_WRITE_CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Samples of joint positions, optional velocities and measured efforts or currents.
+
+    Attributes
+    ----------
+    time
+        Sample times in s, shape ``(N,)``, as recorded (not cleaned).
+    joint_names
+        Joint names, one per column of the arrays below.
+    position
+        Joint positions in rad, shape ``(N, n)``.
+    velocity
+        Measured joint velocities in rad/s, shape ``(N, n)``, or ``None``.
+    effort
+        Measured joint torques in N·m, shape ``(N, n)``, or ``None``.
+    current
+        Measured motor currents in A, shape ``(N, n)``, or ``None``.
+
+    The arrays are converted to read-only float arrays; every value must be finite.
+    """
+
+    time: np.ndarray
+    joint_names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray | None = None
+    effort: np.ndarray | None = None
+    current: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        names = tuple(self.joint_names)
+        if not names:
+            raise DataError("a recording needs at least one joint, got joint_names=()")
+        bad = [name for name in names if not isinstance(name, str) or not name]
+        if bad:
+            raise DataError(f"joint names must be non-empty strings, got {bad}")
+        if len(set(names)) != len(names):
+            raise DataError(f"joint names repeat: {list(names)}")
+        time = _read_only(self.time)
+        if time.ndim != 1 or time.shape[0] < 1:
+            raise DataError(f"time must have shape (N,) with N >= 1, got shape {time.shape}")
+        _check_finite("time", time[:, None], ("time",))
+        object.__setattr__(self, "joint_names", names)
+        object.__setattr__(self, "time", time)
+        shape = (time.shape[0], len(names))
+        for kind in COLUMN_KINDS:
+            value = getattr(self, kind)
+            if value is None:
+                if kind == "position":
+                    raise DataError("position is required, got None")
+                continue
+            array = _read_only(value)
+            if array.shape != shape:
+                raise DataError(f"{kind} must have shape {shape} (samples, joints), got shape {array.shape}")
+            _check_finite(kind, array, names)
+            object.__setattr__(self, kind, array)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.time.shape[0])
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    def select(self, joint_names: Sequence[str]) -> Recording:
+        """The same samples with only ``joint_names``, in that order.
+
+        Raises
+        ------
+        DataError
+            Naming the requested joints the recording does not have.
+        """
+        wanted = _joint_list(joint_names)
+        column = {name: j for j, name in enumerate(self.joint_names)}
+        missing = [name for name in wanted if name not in column]
+        if missing:
+            raise DataError(f"joints {missing} are not in the recording (it has {list(self.joint_names)})")
+        index = np.array([column[name] for name in wanted], dtype=int)
+        return Recording(
+            time=self.time,
+            joint_names=tuple(wanted),
+            **{kind: _columns(getattr(self, kind), index) for kind in COLUMN_KINDS},
+        )
+
+    def rows(self, index: int | slice | Sequence[int] | np.ndarray) -> Recording:
+        """The samples selected by ``index`` (an int, a slice, indices or a boolean mask)."""
+        if isinstance(index, (int, np.integer)):
+            index = [int(index)]
+        return Recording(
+            time=self.time[index],
+            joint_names=self.joint_names,
+            **{kind: _rows(getattr(self, kind), index) for kind in COLUMN_KINDS},
+        )
+
+    def joint_torques(self, drive_chain: DriveChain | None = None) -> np.ndarray:
+        """Joint torques in N·m, shape ``(N, n)``.
+
+        The measured ``effort`` when the recording has it; otherwise the currents
+        converted with ``drive_chain`` (``τ = Gᵀ (k ⊙ i)``, seed 000 eq. (7)).
+
+        Raises
+        ------
+        DataError
+            If the recording only has currents and no ``drive_chain`` is given, or the
+            drive chain is for a different number of joints.
+        """
+        if self.effort is not None:
+            return self.effort
+        if self.current is None:
+            raise DataError("the recording has neither effort nor current")
+        if drive_chain is None:
+            raise DataError("the recording has motor currents but no efforts: a drive_chain is needed to convert them")
+        if drive_chain.n_joints != self.n_joints:
+            raise DataError(
+                f"drive_chain has {drive_chain.n_joints} joints, the recording has {self.n_joints} "
+                f"({list(self.joint_names)})"
+            )
+        return drive_chain.joint_torques(self.current)
+
+
+def recording_from_arrays(
+    time: Sequence[float] | np.ndarray,
+    joint_names: Sequence[str],
+    position: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    velocity: Sequence[Sequence[float]] | np.ndarray | None = None,
+    effort: Sequence[Sequence[float]] | np.ndarray | None = None,
+    current: Sequence[Sequence[float]] | np.ndarray | None = None,
+) -> Recording:
+    """Validated :class:`Recording` from array-likes (e.g. lists collected by a node).
+
+    Raises
+    ------
+    DataError
+        If shapes disagree with ``(N, len(joint_names))``, a value is not finite,
+        there are fewer than 2 samples, or neither ``effort`` nor ``current`` is given.
+    """
+    if effort is None and current is None:
+        raise DataError("a recording needs effort (N·m) or current (A), got neither")
+    recording = Recording(
+        time=time,
+        joint_names=_joint_list(joint_names),
+        position=position,
+        velocity=velocity,
+        effort=effort,
+        current=current,
+    )
+    if recording.n_samples < _MIN_ROWS:
+        raise DataError(f"a recording needs at least {_MIN_ROWS} samples, got {recording.n_samples}")
+    return recording
+
+
+def read_recording_csv(path: str | os.PathLike[str], *, joint_names: Sequence[str] | None = None) -> Recording:
+    """Read a recording CSV file.
+
+    Parameters
+    ----------
+    path
+        The file (see the module docstring for its columns).
+    joint_names
+        Joints to keep, in this order; ``None`` keeps all, in order of first appearance.
+
+    Raises
+    ------
+    DataError
+        With a one-line message naming the file and the offending column or line:
+        missing or empty file, no ``time`` column, repeated or unknown column, a joint
+        without ``position`` or without ``effort``/``current``, joints with different
+        kinds of column, a non-numeric or non-finite cell, a row with the wrong number
+        of cells, fewer than 2 samples, or requested joints the file does not have.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"recording file not found: {file}")
+    header = _read_header(file)
+    time_column, layout = _parse_header(header, file)
+    if joint_names is not None:
+        wanted = _joint_list(joint_names)
+        missing = [name for name in wanted if name not in layout]
+        if missing:
+            raise DataError(f"joints {missing} are not in {file} (it has {list(layout)})")
+        layout = {name: layout[name] for name in wanted}
+    data = _read_body(file, len(header))
+    if data.shape[0] < _MIN_ROWS:
+        raise DataError(f"{file} has {data.shape[0]} data rows, a recording needs at least {_MIN_ROWS}")
+    _check_file_finite(data, header, file)
+    names = tuple(layout)
+    arrays: dict[str, Any] = {}
+    for kind in COLUMN_KINDS:
+        if kind in layout[names[0]]:
+            arrays[kind] = data[:, [layout[name][kind] for name in names]]
+    return Recording(time=data[:, time_column], joint_names=names, **arrays)
+
+
+def write_recording_csv(path: str | os.PathLike[str], recording: Recording) -> None:
+    """Write ``recording`` as CSV so that :func:`read_recording_csv` returns it exactly.
+
+    Columns: ``time``, then per joint ``J/position``, ``J/velocity``, ``J/effort``,
+    ``J/current`` (those present). The file is written to a temporary name in the
+    same directory and renamed, so a reader never sees half a file.
+    """
+    header = [TIME_COLUMN]
+    blocks = [recording.time[:, None]]
+    kinds = [kind for kind in COLUMN_KINDS if getattr(recording, kind) is not None]
+    for j, name in enumerate(recording.joint_names):
+        for kind in kinds:
+            header.append(f"{name}/{kind}")
+            blocks.append(getattr(recording, kind)[:, j : j + 1])
+    table = np.concatenate(blocks, axis=1)
+    row_format = ",".join(["%r"] * table.shape[1]) + "\n"
+    file = Path(path)
+    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="") as stream:
+            csv.writer(stream, lineterminator="\n").writerow(header)
+            for start in range(0, table.shape[0], _WRITE_CHUNK):
+                chunk = table[start : start + _WRITE_CHUNK].tolist()
+                stream.write("".join(row_format % tuple(row) for row in chunk))
+        os.replace(temporary, file)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _read_only(value: Any) -> np.ndarray:
+    """A read-only float copy of ``value`` (a copy, so the caller's array stays writable)."""
+    array = np.array(value, dtype=float)
+    array.setflags(write=False)
+    return array
+
+
+def _check_finite(kind: str, array: np.ndarray, names: tuple[str, ...]) -> None:
+    bad = np.argwhere(~np.isfinite(array))
+    if bad.size:
+        row, col = (int(i) for i in bad[0])
+        raise DataError(f"{kind} of joint {names[col]!r} at sample {row} is not finite ({array[row, col]!r})")
+
+
+def _joint_list(joint_names: Sequence[str]) -> list[str]:
+    if isinstance(joint_names, str):
+        raise DataError(f"joint_names must be a sequence of names, got the string {joint_names!r}")
+    names = list(joint_names)
+    if len(set(names)) != len(names):
+        raise DataError(f"joint names repeat: {names}")
+    if not names:
+        raise DataError("joint_names is empty")
+    return names
+
+
+def _columns(array: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
+    return None if array is None else array[:, index]
+
+
+def _rows(array: np.ndarray | None, index: Any) -> np.ndarray | None:
+    return None if array is None else array[index]
+
+
+def _read_header(file: Path) -> list[str]:
+    with file.open("r", encoding="utf-8", newline="") as stream:
+        try:
+            header = next(csv.reader(stream))
+        except StopIteration:
+            raise DataError(f"recording file is empty: {file}") from None
+        except (csv.Error, UnicodeDecodeError) as error:
+            raise DataError(f"cannot read the header row of {file}: {error}") from error
+    header = [name.strip() for name in header]
+    if not any(header):
+        raise DataError(f"recording file {file} has an empty header row")
+    return header
+
+
+def _parse_header(header: list[str], file: Path) -> tuple[int, dict[str, dict[str, int]]]:
+    """Index of the time column and, per joint (in order of appearance), column index per kind."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise DataError(f"column {name!r} appears twice in {file}")
+        seen.add(name)
+    if TIME_COLUMN not in seen:
+        raise DataError(f"{file} has no {TIME_COLUMN!r} column (header: {header})")
+    layout: dict[str, dict[str, int]] = {}
+    for index, name in enumerate(header):
+        if name == TIME_COLUMN:
+            continue
+        joint, _, kind = name.rpartition("/")
+        if not joint or kind not in COLUMN_KINDS:
+            raise DataError(
+                f"unknown column {name!r} in {file}: expected {TIME_COLUMN!r} or 'JOINT/KIND' with KIND in "
+                f"{list(COLUMN_KINDS)}"
+            )
+        layout.setdefault(joint, {})[kind] = index
+    if not layout:
+        raise DataError(f"{file} has no joint columns (header: {header})")
+    for joint, kinds in layout.items():
+        if "position" not in kinds:
+            raise DataError(f"joint {joint!r} in {file} has {sorted(kinds)} columns but no {joint + '/position'!r}")
+        if "effort" not in kinds and "current" not in kinds:
+            raise DataError(f"joint {joint!r} in {file} has neither {joint + '/effort'!r} nor {joint + '/current'!r}")
+    first, reference = next(iter(layout.items()))
+    for joint, kinds in layout.items():
+        if set(kinds) != set(reference):
+            raise DataError(
+                f"joints of {file} have different columns: {first!r} has {sorted(reference)}, {joint!r} has "
+                f"{sorted(kinds)} (every joint needs the same kinds)"
+            )
+    return header.index(TIME_COLUMN), layout
+
+
+def _read_body(file: Path, n_columns: int) -> np.ndarray:
+    """All data rows as floats, shape ``(rows, n_columns)``; on failure, diagnose in Python."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            data = np.loadtxt(file, delimiter=",", skiprows=1, ndmin=2, comments=None, dtype=float, encoding="utf-8")
+    except (ValueError, UnicodeDecodeError) as error:
+        _diagnose_body(file, n_columns)
+        raise DataError(f"cannot read the data rows of {file}: {error}") from error
+    if data.size == 0:
+        return np.empty((0, n_columns))
+    if data.shape[1] != n_columns:
+        raise DataError(f"data rows of {file} have {data.shape[1]} cells but the header has {n_columns} columns")
+    return data
+
+
+def _diagnose_body(file: Path, n_columns: int) -> None:
+    """Raise a :class:`DataError` naming the first bad line and column of ``file``."""
+    with file.open("r", encoding="utf-8", errors="replace", newline="") as stream:
+        header = [name.strip() for name in next(csv.reader(stream))]
+        for line_number, line in enumerate(stream, start=2):
+            if not line.strip():
+                continue
+            cells = line.rstrip("\r\n").split(",")
+            if len(cells) != n_columns:
+                raise DataError(f"line {line_number} of {file} has {len(cells)} cells, the header has {n_columns}")
+            for column, cell in zip(header, cells, strict=True):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise DataError(
+                        f"line {line_number} of {file}, column {column!r}: {cell.strip()!r} is not a number"
+                    ) from None
+
+
+def _check_file_finite(data: np.ndarray, header: list[str], file: Path) -> None:
+    bad = np.argwhere(~np.isfinite(data))
+    if bad.size:
+        row, col = (int(i) for i in bad[0])
+        line = _line_of_row(file, row)
+        value = float(data[row, col])
+        text = "nan" if math.isnan(value) else repr(value)
+        raise DataError(f"line {line} of {file}, column {header[col]!r}: {text} is not finite")
+
+
+def _line_of_row(file: Path, row: int) -> int:
+    """1-based line number of data row ``row`` (blank lines are skipped by the reader)."""
+    with file.open("r", encoding="utf-8", newline="") as stream:
+        next(stream)
+        count = -1
+        for line_number, line in enumerate(stream, start=2):
+            if line.strip():
+                count += 1
+                if count == row:
+                    return line_number
+    return row + 2

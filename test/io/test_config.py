@@ -1,0 +1,148 @@
+"""Identification configuration from ROS 2 parameter YAML files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from numpy.testing import assert_array_equal
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveTerms
+from dynamic_identification.io.config import IdentificationConfig, config_from_parameters, load_config, ros_parameters
+
+EXAMPLE = """\
+/**:
+  ros__parameters:
+    joints: [shoulder, elbow]
+    drive_chain:
+      gear_ratios: [100.0, 80.0]     # motor rad / joint rad
+      drive_gains: [0.11, 0.07]      # N·m/A
+      coupling: [1.0, 0.0, 1.0, 1.0] # row by row
+    signal:
+      position_cutoff_hz: 10.0       # Hz
+estimator:
+  ros__parameters:
+    drive_terms:
+      offset: false
+    signal:
+      position_cutoff_hz: 15.0       # Hz, wins over /**
+      decimation: 4
+      use_measured_velocity: true
+    estimation:
+      method: ols
+      reduction: none
+      r_sigma: 30.0
+      min_samples: 500
+    topics:
+      effort_is_torque: true
+    window_s: 20.0                   # the node's own parameter, not ours
+recorder:
+  ros__parameters:
+    signal:
+      position_cutoff_hz: 99.0
+    output_dir: /tmp
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "dynid.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_flattening_merges_wildcard_and_node_blocks(tmp_path: Path) -> None:
+    parameters = ros_parameters(_write(tmp_path, EXAMPLE), "estimator")
+    assert parameters["signal.position_cutoff_hz"] == 15.0
+    assert parameters["drive_chain.gear_ratios"] == [100.0, 80.0]
+    assert parameters["signal.decimation"] == 4
+    assert "output_dir" not in parameters
+    assert ros_parameters(_write(tmp_path, EXAMPLE), "/recorder")["signal.position_cutoff_hz"] == 99.0
+    assert ros_parameters(_write(tmp_path, EXAMPLE))["signal.position_cutoff_hz"] == 10.0
+
+
+def test_plain_mapping_is_accepted_and_flattened(tmp_path: Path) -> None:
+    path = _write(tmp_path, "signal: {decimation: 2}\nestimation:\n  method: ols\n")
+    assert ros_parameters(path, "estimator") == {"signal.decimation": 2, "estimation.method": "ols"}
+    assert load_config(path).decimation == 2
+
+
+def test_example_config_is_read(tmp_path: Path) -> None:
+    config = load_config(_write(tmp_path, EXAMPLE))
+    assert config.joints == ("shoulder", "elbow")
+    assert config.drive_terms == DriveTerms(offset=False)
+    assert (config.position_cutoff_hz, config.decimation, config.use_measured_velocity) == (15.0, 4, True)
+    assert (config.method, config.reduction, config.r_sigma, config.min_samples) == ("ols", "none", 30.0, 500)
+    assert config.effort_is_torque and config.joint_states_topic == "/joint_states"
+    chain = config.drive_chain(2)
+    assert_array_equal(chain.transmission, [[100.0, 0.0], [80.0, 80.0]])
+    assert_array_equal(chain.drive_gains, [0.11, 0.07])
+
+
+def test_defaults_without_a_file() -> None:
+    config = load_config(None)
+    assert config == IdentificationConfig()
+    assert (config.method, config.reduction, config.decimation) == ("wls", "none", 0)
+    assert_array_equal(config.drive_chain(3).transmission, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+
+def test_empty_file_gives_defaults(tmp_path: Path) -> None:
+    assert load_config(_write(tmp_path, "")) == IdentificationConfig()
+
+
+def test_typo_in_an_owned_section_is_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, "estimator:\n  ros__parameters:\n    signal:\n      positon_cutoff_hz: 5.0\n")
+    with pytest.raises(DataError, match=r"unknown configuration keys \['signal.positon_cutoff_hz'\] in .*dynid.yaml"):
+        load_config(path)
+
+
+def test_extra_keys_declared_by_the_caller_are_accepted() -> None:
+    config = config_from_parameters({"estimation.window_s": 20.0}, extra_keys=["estimation.window_s"])
+    assert config == IdentificationConfig()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("signal.position_cutoff_hz", 0.0, "signal.position_cutoff_hz in test must be finite and > 0, got 0.0"),
+        ("signal.position_cutoff_hz", "fast", "must be a number, got 'fast'"),
+        ("signal.decimation", 2.5, "signal.decimation in test must be an integer, got 2.5"),
+        ("signal.decimation", -1, "must be >= 0, got -1"),
+        ("signal.use_measured_velocity", "yes", "must be true or false, got 'yes'"),
+        ("signal.rate_hz", -100.0, "must be finite and >= 0, got -100.0"),
+        ("estimation.method", "tls", r"estimation.method in test must be one of \['ols', 'wls'\], got 'tls'"),
+        ("estimation.reduction", "sensitivity", r"one of \['essential', 'none'\]"),
+        ("estimation.min_samples", 0, "must be >= 1, got 0"),
+        ("drive_terms.offset", 1, "drive_terms.offset in test must be true or false, got 1"),
+        ("drive_chain.gear_ratios", [1.0, "x"], "must be a list of finite numbers"),
+        ("drive_chain.coupling", [1.0, 0.0, 1.0], "must be a square matrix"),
+        ("joints", ["a", "a"], "distinct joint names"),
+        ("topics.joint_states", "", "must be a non-empty string"),
+    ],
+)
+def test_bad_values_are_named(key: str, value: object, message: str) -> None:
+    with pytest.raises(DataError, match=message):
+        config_from_parameters({key: value}, source="test")
+
+
+def test_sizes_must_agree() -> None:
+    with pytest.raises(DataError, match="sizes disagree"):
+        config_from_parameters({"joints": ["a", "b"], "drive_chain.gear_ratios": [1.0, 2.0, 3.0]})
+
+
+def test_coupling_accepts_rows() -> None:
+    config = config_from_parameters({"drive_chain.coupling": [[1.0, 0.0], [-1.0, 1.0]]})
+    assert config.coupling == ((1.0, 0.0), (-1.0, 1.0))
+
+
+def test_unreadable_yaml_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="dynid.yaml is not valid YAML"):
+        ros_parameters(_write(tmp_path, "estimator: [\n"))
+    with pytest.raises(DataError, match="configuration file not found: .*missing.yaml"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_block_without_ros_parameters_is_rejected(tmp_path: Path) -> None:
+    path = _write(tmp_path, "estimator:\n  ros__parameters: {}\nrecorder:\n  ros_parameters: {}\n")
+    with pytest.raises(DataError, match="block 'recorder' of .* has no 'ros__parameters'"):
+        ros_parameters(path, "estimator")

@@ -1,0 +1,212 @@
+"""Recording CSV: exact round trip, column layout, and one-line errors for bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveChain
+from dynamic_identification.io.recording import (
+    Recording,
+    read_recording_csv,
+    recording_from_arrays,
+    write_recording_csv,
+)
+
+JOINTS = ("shoulder", "arm/elbow", "wrist")
+
+
+def _recording(*, velocity: bool = True, effort: bool = True, current: bool = False, samples: int = 50) -> Recording:
+    rng = np.random.default_rng(7)
+    shape = (samples, len(JOINTS))
+    # Irregular stamps and values with many significant digits, tiny and huge magnitudes.
+    time = 1.7e9 + np.cumsum(rng.uniform(0.9e-3, 1.1e-3, samples))
+    position = rng.standard_normal(shape) * np.array([1.0, 1e-12, 1e6])
+    return recording_from_arrays(
+        time,
+        JOINTS,
+        position,
+        velocity=rng.standard_normal(shape) / 3.0 if velocity else None,
+        effort=rng.standard_normal(shape) * 1e-7 if effort else None,
+        current=rng.standard_normal(shape) * 7.0 if current else None,
+    )
+
+
+def _assert_same(actual: Recording, expected: Recording) -> None:
+    assert actual.joint_names == expected.joint_names
+    assert_array_equal(actual.time, expected.time)
+    for kind in ("position", "velocity", "effort", "current"):
+        a, e = getattr(actual, kind), getattr(expected, kind)
+        assert (a is None) == (e is None), kind
+        if e is not None:
+            assert_array_equal(a, e)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "rec.csv"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("velocity", "effort", "current"),
+    [(True, True, False), (False, True, False), (True, False, True), (False, False, True), (True, True, True)],
+)
+def test_round_trip_is_bit_exact(tmp_path: Path, velocity: bool, effort: bool, current: bool) -> None:
+    recording = _recording(velocity=velocity, effort=effort, current=current)
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, recording)
+    _assert_same(read_recording_csv(path), recording)
+    assert [p.name for p in tmp_path.iterdir()] == ["rec.csv"]
+
+
+def test_header_lists_time_then_joint_columns(tmp_path: Path) -> None:
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, _recording(velocity=False, effort=False, current=True, samples=3))
+    header = path.read_text().splitlines()[0]
+    assert (
+        header
+        == "time,shoulder/position,shoulder/current,arm/elbow/position,arm/elbow/current,wrist/position,wrist/current"
+    )
+
+
+def test_columns_in_any_order_and_joint_names_with_slash(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ns/j2/effort,time,j1/position,ns/j2/position,j1/effort\n1,0.0,2,3,4\n5,0.5,6,7,8\n")
+    recording = read_recording_csv(path)
+    assert recording.joint_names == ("ns/j2", "j1")
+    assert_array_equal(recording.time, [0.0, 0.5])
+    assert_array_equal(recording.position, [[3, 2], [7, 6]])
+    assert_array_equal(recording.effort, [[1, 4], [5, 8]])
+    assert recording.velocity is None and recording.current is None
+
+
+def test_time_stamps_are_kept_as_recorded(tmp_path: Path) -> None:
+    path = _write(tmp_path, "time,a/position,a/effort\n0.2,1,1\n0.1,1,1\n0.1,1,1\n")
+    assert_array_equal(read_recording_csv(path).time, [0.2, 0.1, 0.1])
+
+
+def test_read_selects_requested_joints_in_order(tmp_path: Path) -> None:
+    recording = _recording()
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, recording)
+    selected = read_recording_csv(path, joint_names=["wrist", "shoulder"])
+    assert selected.joint_names == ("wrist", "shoulder")
+    assert_array_equal(selected.position, recording.position[:, [2, 0]])
+    assert_array_equal(selected.velocity, recording.velocity[:, [2, 0]])
+
+
+def test_select_reorders_columns_by_name() -> None:
+    recording = _recording(current=True)
+    selected = recording.select(["wrist", "arm/elbow"])
+    assert selected.joint_names == ("wrist", "arm/elbow")
+    for kind in ("position", "velocity", "effort", "current"):
+        assert_array_equal(getattr(selected, kind), getattr(recording, kind)[:, [2, 1]])
+    assert_array_equal(selected.time, recording.time)
+
+
+def test_select_names_missing_joints() -> None:
+    with pytest.raises(DataError, match=r"\['knee'\] are not in the recording"):
+        _recording().select(["shoulder", "knee"])
+
+
+def test_rows_subsets_samples() -> None:
+    recording = _recording()
+    head = recording.rows(slice(0, 10))
+    assert head.n_samples == 10
+    assert_array_equal(head.position, recording.position[:10])
+    mask = recording.time > recording.time[39]
+    assert_array_equal(recording.rows(mask).effort, recording.effort[40:])
+    assert recording.rows(3).n_samples == 1
+
+
+def test_arrays_are_read_only_copies() -> None:
+    position = np.zeros((3, 1))
+    recording = recording_from_arrays([0.0, 1.0, 2.0], ["a"], position, effort=np.ones((3, 1)))
+    position[0, 0] = 5.0
+    assert recording.position[0, 0] == 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        recording.position[0, 0] = 1.0
+
+
+def test_joint_torques_convert_currents_with_the_drive_chain() -> None:
+    recording = _recording(effort=False, current=True)
+    chain = DriveChain.create(3, gear_ratios=[100.0, 50.0, 20.0], drive_gains=[0.1, 0.2, 0.05])
+    expected = recording.current * np.array([10.0, 10.0, 1.0])
+    np.testing.assert_allclose(recording.joint_torques(chain), expected, rtol=1e-15)
+    with pytest.raises(DataError, match="drive_chain is needed"):
+        recording.joint_torques()
+
+
+def test_joint_torques_prefer_measured_effort() -> None:
+    recording = _recording(effort=True, current=True)
+    assert_array_equal(recording.joint_torques(DriveChain.create(3)), recording.effort)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"position": np.zeros((5, 2))}, r"position must have shape \(5, 1\)"),
+        ({"effort": None}, "needs effort .* or current"),
+        ({"velocity": np.full((5, 1), np.nan)}, "velocity of joint 'a' at sample 0 is not finite"),
+    ],
+)
+def test_recording_from_arrays_validates(kwargs: dict, message: str) -> None:
+    arguments = {"time": np.arange(5.0), "joint_names": ["a"], "position": np.zeros((5, 1)), "effort": np.zeros((5, 1))}
+    arguments.update(kwargs)
+    with pytest.raises(DataError, match=message):
+        recording_from_arrays(**arguments)
+
+
+def test_recording_from_arrays_needs_two_samples() -> None:
+    with pytest.raises(DataError, match="at least 2 samples, got 1"):
+        recording_from_arrays([0.0], ["a"], [[0.0]], effort=[[0.0]])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "recording file is empty"),
+        ("a/position,a/effort\n1,2\n3,4\n", "has no 'time' column"),
+        (
+            "time,a/velocity,a/effort\n0,1,2\n1,1,2\n",
+            r"joint 'a' .* has \['effort', 'velocity'\] columns but no 'a/position'",
+        ),
+        ("time,a/position,a/velocity\n0,1,2\n1,1,2\n", "joint 'a' .* has neither 'a/effort' nor 'a/current'"),
+        (
+            "time,a/position,a/effort,b/position,b/current\n0,1,2,3,4\n1,1,2,3,4\n",
+            r"different columns: 'a' has \['effort', 'position'\], 'b' has \['current', 'position'\]",
+        ),
+        ("time,a/position,a/effort,a/position\n0,1,2,3\n1,1,2,3\n", "column 'a/position' appears twice"),
+        ("time,a/position,a/torque\n0,1,2\n1,1,2\n", "unknown column 'a/torque'"),
+        (
+            "time,a/position,a/effort\n0,1,2\n1,oops,2\n",
+            "line 3 of .*rec.csv, column 'a/position': 'oops' is not a number",
+        ),
+        ("time,a/position,a/effort\n0,1,2\n\n1,1,nan\n", "line 4 of .*rec.csv, column 'a/effort': nan is not finite"),
+        ("time,a/position,a/effort\n0,1,2\n1,inf,2\n", "line 3 of .*, column 'a/position': inf is not finite"),
+        ("time,a/position,a/effort\n0,1,2\n", "has 1 data rows, a recording needs at least 2"),
+        ("time,a/position,a/effort\n", "has 0 data rows"),
+        ("time,a/position,a/effort\n0,1,2\n1,2\n2,3,4\n", "line 3 of .*rec.csv has 2 cells, the header has 3"),
+        ("time,a/position,a/effort\n0,1,2,9\n1,2,3,9\n", "4 cells|has 3 columns"),
+    ],
+)
+def test_bad_files_raise_one_line_data_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError, match=message) as caught:
+        read_recording_csv(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="recording file not found: .*nope.csv"):
+        read_recording_csv(tmp_path / "nope.csv")
+
+
+def test_unknown_requested_joints_are_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, "time,a/position,a/effort\n0,1,2\n1,1,2\n")
+    with pytest.raises(DataError, match=r"joints \['b'\] are not in .*rec.csv \(it has \['a'\]\)"):
+        read_recording_csv(path, joint_names=["a", "b"])
