@@ -1,0 +1,204 @@
+"""File-level operations behind ``dynid``: read, identify, predict, report.
+
+Each function takes paths, calls the core through the io layer and returns the
+text report the CLI prints; errors propagate as
+:class:`~dynamic_identification.core.errors.IdentificationError`.
+"""
+
+from __future__ import annotations
+
+import time as wall_clock
+from pathlib import Path
+
+import numpy as np
+
+from dynamic_identification.core.identification import (
+    IdentificationResult,
+    IdentificationSettings,
+    SignalSettings,
+    estimate_motion,
+    identify,
+    predict_torques,
+)
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.io.config import IdentificationConfig, load_config
+from dynamic_identification.io.parameters import (
+    ParameterFile,
+    load_parameters,
+    write_parameters_atomic,
+)
+from dynamic_identification.io.recording import (
+    Recording,
+    read_recording_csv,
+    recording_from_arrays,
+    write_recording_csv,
+)
+
+
+def settings_from_config(config: IdentificationConfig) -> IdentificationSettings:
+    """Core identification settings from a parsed configuration."""
+    return IdentificationSettings(
+        signal=SignalSettings(
+            position_cutoff_hz=config.position_cutoff_hz or None,
+            decimation=config.decimation,
+            rate_hz=config.rate_hz or None,
+            use_measured_velocity=config.use_measured_velocity,
+            min_speed_rad_s=config.min_speed_rad_s,
+        ),
+        method=config.method,
+        reduction=config.reduction,
+        r_sigma=config.r_sigma,
+        min_samples=config.min_samples,
+    )
+
+
+def load_identification_inputs(
+    urdf: Path, data: Path, config_path: Path | None
+) -> tuple[RobotModel, IdentificationConfig, DriveChain, Recording]:
+    """Robot model restricted to the recorded (or configured) joints, and the recording in model order."""
+    config = load_config(str(config_path) if config_path else None)
+    recording = read_recording_csv(data)
+    joints = config.joints or recording.joint_names
+    robot = load_robot(urdf, joints)
+    recording = recording.select(robot.joint_names)
+    return robot, config, config.drive_chain(robot.n_joints), recording
+
+
+def identify_recording(
+    robot: RobotModel, config: IdentificationConfig, drive_chain: DriveChain, recording: Recording
+) -> IdentificationResult:
+    """Identify a recording already in model joint order."""
+    base = base_parameters(robot, drive_chain, config.drive_terms)
+    return identify(
+        robot,
+        drive_chain,
+        config.drive_terms,
+        base,
+        recording.time,
+        recording.position,
+        recording.joint_torques(drive_chain),
+        dq_measured=recording.velocity,
+        settings=settings_from_config(config),
+    )
+
+
+def parameter_file(
+    robot: RobotModel,
+    terms: DriveTerms,
+    drive_chain: DriveChain,
+    result: IdentificationResult,
+    *,
+    window_s: float,
+) -> ParameterFile:
+    """The self-contained parameter YAML content of an identification."""
+    estimate = result.estimate
+    joints = robot.joint_names
+    return ParameterFile.create(
+        urdf=robot.urdf_path,
+        joints=joints,
+        drive_terms=terms,
+        drive_chain=drive_chain,
+        names=result.names,
+        values=estimate.parameters,
+        std_percent=estimate.relative_std_percent,
+        expressions=result.expressions,
+        removed=tuple(name for name, _ in result.removed),
+        quality={
+            "condition_number": float(estimate.condition_number),
+            "relative_error": float(estimate.relative_error),
+            "joint_errors": dict(zip(joints, estimate.joint_errors.tolist(), strict=True)),
+            "joint_relative_errors": dict(zip(joints, estimate.joint_relative_errors.tolist(), strict=True)),
+            "samples": int(result.observations.input_samples),
+            "window": float(window_s),
+        },
+        stamp=wall_clock.time(),
+    )
+
+
+def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
+    """Human-readable table of the identified parameters and the quality figures."""
+    estimate = result.estimate
+    width = max(len(name) for name in result.names) if result.names else 4
+    lines = [f"{'parameter':<{max(width, 9)}}  {'value':>13}  {'%σ':>8}  expression"]
+    for name, value, std, expression in zip(
+        result.names, estimate.parameters, estimate.relative_std_percent, result.expressions, strict=True
+    ):
+        lines.append(f"{name:<{max(width, 9)}}  {value:>13.6g}  {std:>8.2f}  {expression}")
+    observations = result.observations
+    lines += [
+        "",
+        f"kept {len(result.names)} of {result.base.count} base parameters; removed: "
+        + (", ".join(f"{name} ({why})" for name, why in result.removed) or "none"),
+        f"samples {observations.input_samples} (duplicates dropped {observations.duplicates_dropped},"
+        f" segments {observations.segments}), rate {observations.rate_hz:.6g} Hz,"
+        f" decimation {observations.decimation} -> {observations.observation_matrix.shape[0]} equations per joint",
+        f"condition number {estimate.condition_number:.4g}, relative error ||rho||/||Y|| {estimate.relative_error:.4g}",
+        "per-joint e_j [N·m] / e*_j [%]: "
+        + ", ".join(
+            f"{joint} {e:.3g}/{100 * r:.2f}"
+            for joint, e, r in zip(joints, estimate.joint_errors, estimate.joint_relative_errors, strict=True)
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def identify_file(*, urdf: Path, data: Path, config: Path | None, out: Path) -> str:
+    """``dynid identify``: identify a recording CSV and write the parameter YAML."""
+    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config)
+    result = identify_recording(robot, parsed, drive_chain, recording)
+    window = float(recording.time[-1] - recording.time[0])
+    write_parameters_atomic(out, parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window))
+    return format_result(result, robot.joint_names) + f"\nparameters written to {out}"
+
+
+def predicted_recording(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> tuple[Recording, np.ndarray]:
+    """The model's predicted torques at the recording's stamps, and which rows they cover.
+
+    Rows outside every usable segment (edges, gaps) are left out; the mask says
+    which rows of ``recording`` the prediction has.
+    """
+    drive_chain = params.drive_chain()
+    motions, _ = estimate_motion(recording.time, recording.position, signal, dq_measured=recording.velocity)
+    values = params.values()
+    stamps = recording.time
+    covered = np.zeros(stamps.shape[0], dtype=bool)
+    effort = np.zeros((stamps.shape[0], robot.n_joints))
+    for motion in motions:
+        torques = predict_torques(robot, drive_chain, params.drive_terms(), values, motion.q, motion.dq, motion.ddq)
+        inside = (stamps >= motion.time[0]) & (stamps <= motion.time[-1])
+        for j in range(robot.n_joints):
+            effort[inside, j] = np.interp(stamps[inside], motion.time, torques[:, j])
+        covered |= inside
+    predicted = recording_from_arrays(
+        time=stamps[covered],
+        joint_names=robot.joint_names,
+        position=recording.position[covered],
+        effort=effort[covered],
+    )
+    return predicted, covered
+
+
+def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) -> str:
+    """``dynid predict``: write predicted torques for a recording's motion."""
+    parameters = load_parameters(params)
+    robot = load_robot(parameters.urdf, parameters.joints)
+    recording = read_recording_csv(data).select(robot.joint_names)
+    settings = settings_from_config(load_config(str(config) if config else None)).signal
+    predicted, covered = predicted_recording(robot, parameters, recording, settings)
+    write_recording_csv(out, predicted)
+    report = [f"predicted torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written to {out}"]
+    if recording.effort is not None or recording.current is not None:
+        measured = recording.joint_torques(parameters.drive_chain())[covered]
+        error = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
+        report.append(f"relative error ||predicted - recorded|| / ||recorded||: {error:.4g}")
+    return "\n".join(report)
+
+
+def run_demo(*, out_dir: Path, duration_s: float, seed: int) -> str:
+    """``dynid demo``: simulate, identify and validate the shipped arm."""
+    from dynamic_identification.demo import run
+
+    return run(out_dir=out_dir, duration_s=duration_s, seed=seed)

@@ -1,0 +1,82 @@
+"""``dynid``: offline identification from the command line (DESIGN.md CLI contract).
+
+Thin adapter: argparse, files and printing; the work happens in
+:mod:`dynamic_identification.api` and the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dynamic_identification import api
+from dynamic_identification.core.errors import IdentificationError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dynid",
+        description="Identify a robot's inverse-dynamics model (IDIM, base parameters) from recordings.",
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    identify = verbs.add_parser(
+        "identify",
+        help="identify base parameters from a recording",
+        description=(
+            "Identify the base dynamic parameters (seed 000: IDIM, OLS or per-joint WLS, essential parameters)"
+            " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)."
+        ),
+    )
+    identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    identify.add_argument("--data", required=True, type=Path, help="recording CSV")
+    identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
+    identify.add_argument("--out", required=True, type=Path, help="parameter YAML to write")
+
+    predict = verbs.add_parser(
+        "predict",
+        help="predict joint torques of a recording from identified parameters",
+        description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion.",
+    )
+    predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
+    predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
+    predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
+    predict.add_argument("--out", required=True, type=Path, help="CSV of predicted torques to write")
+
+    demo = verbs.add_parser(
+        "demo",
+        help="simulate the shipped 6-axis arm, identify it and validate on a fresh trajectory",
+        description="What 'make demo' runs: simulated excitation, identification, validation report.",
+    )
+    demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for CSV and YAML outputs")
+    demo.add_argument("--duration", type=float, default=60.0, help="excitation duration in s (default 60)")
+    demo.add_argument("--seed", type=int, default=1, help="random seed")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dynid``; returns the process exit code."""
+    arguments = _parser().parse_args(argv)
+    try:
+        if arguments.verb == "identify":
+            report = api.identify_file(
+                urdf=arguments.urdf, data=arguments.data, config=arguments.config, out=arguments.out
+            )
+        elif arguments.verb == "predict":
+            report = api.predict_file(
+                params=arguments.params, data=arguments.data, config=arguments.config, out=arguments.out
+            )
+        else:
+            report = api.run_demo(out_dir=arguments.out_dir, duration_s=arguments.duration, seed=arguments.seed)
+    except (IdentificationError, OSError) as error:
+        message = " ".join(str(error).split())
+        print(f"dynid {arguments.verb}: error: {message}", file=sys.stderr)
+        return 2
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
