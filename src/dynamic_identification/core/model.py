@@ -177,8 +177,10 @@ class DriveParameters:
     def values(self, terms: DriveTerms) -> np.ndarray:
         """Per-joint values of the enabled terms, shape ``(n, len(terms.names))``."""
         columns = {"Ia": self.rotor_inertia, "Fv": self.viscous, "Fc": self.coulomb, "off": self.offset}
-        return np.stack([columns[name] for name in terms.names], axis=1) if terms.names else np.zeros(
-            (self.rotor_inertia.shape[0], 0)
+        return (
+            np.stack([columns[name] for name in terms.names], axis=1)
+            if terms.names
+            else np.zeros((self.rotor_inertia.shape[0], 0))
         )
 
 
@@ -315,15 +317,15 @@ def load_robot(
         raise ModelError(f"{path.name} has no joint to identify")
     locked = [name for name in moving if name not in wanted]
     reference = _locked_reference(full, locked, locked_positions or {})
-    model = (
-        pin.buildReducedModel(full, [full.getJointId(name) for name in locked], reference) if locked else full
-    )
+    model = pin.buildReducedModel(full, [full.getJointId(name) for name in locked], reference) if locked else full
     names = tuple(model.names[i] for i in range(1, model.njoints))
     continuous = []
     for i in range(1, model.njoints):
         joint = model.joints[i]
         if joint.nv != 1:
-            raise ModelError(f"joint {model.names[i]} has {joint.nv} degrees of freedom; only 1-DoF joints are identified")
+            raise ModelError(
+                f"joint {model.names[i]} has {joint.nv} degrees of freedom; only 1-DoF joints are identified"
+            )
         continuous.append(joint.nq == 2)
     return RobotModel(model=model, joint_names=names, urdf_path=str(path.resolve()), continuous=tuple(continuous))
 

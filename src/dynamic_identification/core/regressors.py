@@ -71,16 +71,23 @@ def inertial_observation_matrix(
     return out
 
 
-def drive_observation_matrix(
-    drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray, *, out: np.ndarray | None = None
-) -> np.ndarray:
-    """Drive-chain part of the IDIM: ``(N, n, n, len(terms.names))``.
+def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Drive-chain part of the IDIM: ``(N, n, n · len(terms.names))``.
 
-    Entry ``[k, i, m, t]`` is the torque on joint ``i`` per unit of term ``t`` of
-    motor ``m``: motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with
-    ``v_m = C[m] · q̇`` and ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m``
-    (seed 000 eq. (9), (26)). ``out`` may be a view to fill in place.
+    Motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with ``v_m = C[m] · q̇`` and
+    ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m`` (seed 000 eq. (9), (26)).
+    Columns are grouped by motor, then by term in ``terms.names`` order.
     """
+    samples, n = np.shape(dq)[0], drive_chain.n_joints
+    out = np.empty((samples, n, n, len(terms.names)))
+    _fill_drive_columns(drive_chain, terms, dq, ddq, out)
+    return out.reshape(samples, n, n * len(terms.names))
+
+
+def _fill_drive_columns(
+    drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray, out: np.ndarray
+) -> None:
+    """Write the drive-chain columns into ``out[k, joint, motor, term]`` (a view may be passed)."""
     coupling = drive_chain.coupling
     velocity = np.asarray(dq, dtype=float) @ coupling.T
     signals = {
@@ -90,8 +97,6 @@ def drive_observation_matrix(
         "off": lambda: np.ones_like(velocity),
     }
     n = drive_chain.n_joints
-    if out is None:
-        out = np.empty((velocity.shape[0], n, n, len(terms.names)))
     diagonal = np.array_equal(coupling, np.eye(n))
     for t, name in enumerate(terms.names):
         signal = signals[name]()
@@ -100,7 +105,6 @@ def drive_observation_matrix(
             out[:, np.arange(n), np.arange(n), t] = signal
         else:
             np.multiply(signal[:, None, :], coupling.T[None, :, :], out=out[..., t])
-    return out
 
 
 def observation_matrix(
@@ -127,7 +131,7 @@ def observation_matrix(
     out = np.empty((samples, n, n * terms.per_joint))
     blocks = out.reshape(samples, n, n, terms.per_joint)
     blocks[..., :10] = inertial.reshape(samples, n, n, 10)
-    drive_observation_matrix(drive_chain, terms, dq, ddq, out=blocks[..., 10:])
+    _fill_drive_columns(drive_chain, terms, dq, ddq, blocks[..., 10:])
     return out
 
 
