@@ -219,7 +219,8 @@ def prepare_observations(
 
     ``W`` is built in blocks of ``settings.block_samples`` with the decimation
     filter's support on both sides, so the result equals decimating the whole
-    full-rate matrix while memory stays bounded.
+    full-rate matrix while memory stays bounded; only the entries that are not
+    structural zeros (:attr:`BaseParameters.structure`) are filtered.
     """
     settings = settings or IdentificationSettings()
     motions, duplicates = estimate_motion(time, q, settings.signal, torques=torques, dq_measured=dq_measured)
@@ -228,6 +229,9 @@ def prepare_observations(
     factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
     decimator = ParallelDecimator.create(factor)
     data = robot.model.createData()
+    standard_count = len(base.standard_names)
+    rows = np.arange(robot.n_joints)[:, None] * standard_count
+    gather = (rows + base.independent[None, :])[base.structure]
     matrices, targets, masks = [], [], []
     for motion in motions:
         length = motion.time.shape[0]
@@ -240,10 +244,12 @@ def prepare_observations(
             full = observation_matrix(
                 robot, drive_chain, terms, motion.q[block], motion.dq[block], motion.ddq[block], data=data
             )
-            w_out, w_index = decimator.decimate(base.select(full), start=start)
+            packed, w_index = decimator.decimate(full.reshape(full.shape[0], -1)[:, gather], start=start)
             y_out, _ = decimator.decimate(motion.torques[block], start=start)
             inside = (w_index >= first_output) & (w_index < first_output + step)
-            matrices.append(w_out[inside])
+            w_out = np.zeros((int(inside.sum()), robot.n_joints, base.count))
+            w_out[:, base.structure] = packed[inside]
+            matrices.append(w_out)
             targets.append(y_out[inside])
             speed_limit = settings.signal.min_speed_rad_s if terms.coulomb_friction else 0.0
             slow = slow_equations(drive_chain, motion.dq[block], min_speed_rad_s=speed_limit, reach=margin)

@@ -60,15 +60,21 @@ def inertial_observation_matrix(
     across calls).
     """
     q, dq, ddq = _validated_motion(robot, q, dq, ddq)
-    configurations = robot.configurations(q)
-    model = robot.model
-    data = data if data is not None else model.createData()
     n = robot.n_joints
-    out = np.empty((q.shape[0], n, 10 * n))
+    out = np.empty((q.shape[0], n, n, 10))
+    _fill_inertial_columns(robot, q, dq, ddq, data if data is not None else robot.model.createData(), out)
+    return out.reshape(q.shape[0], n, 10 * n)
+
+
+def _fill_inertial_columns(
+    robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, data: pin.Data, out: np.ndarray
+) -> None:
+    """Write ``computeJointTorqueRegressor`` into ``out[k, joint, body, 10]`` (a view may be passed)."""
+    model = robot.model
+    n = robot.n_joints
     regressor = pin.computeJointTorqueRegressor
-    for k, (configuration, velocity, acceleration) in enumerate(zip(configurations, dq, ddq, strict=True)):
-        out[k] = regressor(model, data, configuration, velocity, acceleration)
-    return out
+    for k, (configuration, velocity, acceleration) in enumerate(zip(robot.configurations(q), dq, ddq, strict=True)):
+        out[k] = regressor(model, data, configuration, velocity, acceleration).reshape(n, n, 10)
 
 
 def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -79,7 +85,7 @@ def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.
     Columns are grouped by motor, then by term in ``terms.names`` order.
     """
     samples, n = np.shape(dq)[0], drive_chain.n_joints
-    out = np.empty((samples, n, n, len(terms.names)))
+    out = np.zeros((samples, n, n, len(terms.names)))
     _fill_drive_columns(drive_chain, terms, dq, ddq, out)
     return out.reshape(samples, n, n * len(terms.names))
 
@@ -87,7 +93,12 @@ def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.
 def _fill_drive_columns(
     drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray, out: np.ndarray
 ) -> None:
-    """Write the drive-chain columns into ``out[k, joint, motor, term]`` (a view may be passed)."""
+    """Write the drive-chain columns into ``out[k, joint, motor, term]``, which must hold zeros.
+
+    ``out`` may be a view into a larger observation matrix.
+    """
+    if not terms.names:
+        return
     coupling = drive_chain.coupling
     velocity = np.asarray(dq, dtype=float) @ coupling.T
     signals = {
@@ -96,15 +107,13 @@ def _fill_drive_columns(
         "Fc": lambda: np.sign(velocity),
         "off": lambda: np.ones_like(velocity),
     }
+    motor_signals = np.stack([signals[name]() for name in terms.names], axis=-1)
     n = drive_chain.n_joints
-    diagonal = np.array_equal(coupling, np.eye(n))
-    for t, name in enumerate(terms.names):
-        signal = signals[name]()
-        if diagonal:
-            out[..., t] = 0.0
-            out[:, np.arange(n), np.arange(n), t] = signal
-        else:
-            np.multiply(signal[:, None, :], coupling.T[None, :, :], out=out[..., t])
+    if np.array_equal(coupling, np.eye(n)):
+        diagonal = np.arange(n)
+        out[:, diagonal, diagonal, :] = motor_signals
+    else:
+        out[...] = motor_signals[:, None, :, :] * coupling.T[None, :, :, None]
 
 
 def observation_matrix(
@@ -125,12 +134,12 @@ def observation_matrix(
     """
     if drive_chain.n_joints != robot.n_joints:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {robot.n_joints}")
-    inertial = inertial_observation_matrix(robot, q, dq, ddq, data=data)
+    q, dq, ddq = _validated_motion(robot, q, dq, ddq)
     n = robot.n_joints
-    samples = inertial.shape[0]
-    out = np.empty((samples, n, n * terms.per_joint))
+    samples = q.shape[0]
+    out = np.zeros((samples, n, n * terms.per_joint))
     blocks = out.reshape(samples, n, n, terms.per_joint)
-    blocks[..., :10] = inertial.reshape(samples, n, n, 10)
+    _fill_inertial_columns(robot, q, dq, ddq, data if data is not None else robot.model.createData(), blocks[..., :10])
     _fill_drive_columns(drive_chain, terms, dq, ddq, blocks[..., 10:])
     return out
 
@@ -152,6 +161,10 @@ class BaseParameters:
         Base-parameter names: the names of their independent columns.
     expressions
         Readable regrouping of each base parameter, e.g. ``"XX2 - YY2 + 0.18 M3"``.
+    structure
+        ``(n, b)``: whether base parameter ``i`` can appear in joint ``j``'s
+        equation at all (False for the zeros of the block-triangular IDIM, seed
+        000 eq. (5)); lets long recordings skip work on structural zeros.
     """
 
     standard_names: tuple[str, ...]
@@ -159,6 +172,7 @@ class BaseParameters:
     regrouping: np.ndarray
     names: tuple[str, ...]
     expressions: tuple[str, ...]
+    structure: np.ndarray
 
     @property
     def count(self) -> int:
@@ -215,7 +229,8 @@ def base_parameters(
     rng = np.random.default_rng(seed)
     names = standard_parameter_names(robot.n_joints, terms)
     q, dq, ddq = random_motion(robot, samples, rng)
-    stacked = observation_matrix(robot, drive_chain, terms, q, dq, ddq).reshape(-1, len(names))
+    sampled = observation_matrix(robot, drive_chain, terms, q, dq, ddq)
+    stacked = sampled.reshape(-1, len(names))
     norms = np.linalg.norm(stacked, axis=0)
     structurally_zero = norms <= 1e-9 * norms.max()
     scale = np.where(structurally_zero, 1.0, norms)
@@ -242,7 +257,8 @@ def base_parameters(
     regrouping[:, dependent] = beta
     base_names = tuple(names[i] for i in independent)
     expressions = tuple(_expression(row, names) for row in regrouping)
-    for array in (independent, regrouping):
+    structure = np.any(sampled[..., independent] != 0.0, axis=0)
+    for array in (independent, regrouping, structure):
         array.setflags(write=False)
     return BaseParameters(
         standard_names=names,
@@ -250,6 +266,7 @@ def base_parameters(
         regrouping=regrouping,
         names=base_names,
         expressions=expressions,
+        structure=structure,
     )
 
 
