@@ -161,7 +161,8 @@ def predicted_recording(
     which rows of ``recording`` the prediction has.
     """
     drive_chain = params.drive_chain()
-    motions, _ = estimate_motion(recording.time, recording.position, signal, dq_measured=recording.velocity)
+    positions = robot.unwrap_positions(recording.position)
+    motions, _ = estimate_motion(recording.time, positions, signal, dq_measured=recording.velocity)
     values = params.values()
     stamps = recording.time
     covered = np.zeros(stamps.shape[0], dtype=bool)

@@ -11,6 +11,7 @@ compared with its true value.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -67,8 +68,49 @@ def simulated_recording(simulator: RobotSimulator, *, duration_s: float, seed: i
     return recording, run.applied_torques_nm
 
 
+@dataclass(frozen=True)
+class Validation:
+    """Prediction quality of the identified model on a fresh run of another trajectory.
+
+    ``moving_errors`` (per joint) and ``overall_error`` are relative norms against
+    the noise-free motor torques; ``moving_errors`` only counts samples where the
+    joint moves faster than ``min_speed_rad_s`` (at a velocity reversal the joint
+    sticks and no ``Fc sign(q̇)`` model predicts its friction).
+    """
+
+    samples: int
+    min_speed_rad_s: float
+    moving_errors: np.ndarray
+    overall_error: float
+    recorded_error: float
+    noise_level: float
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What ``dynid demo`` found: the identification report, validation and truth comparison."""
+
+    identification_report: str
+    validation: Validation
+    names: tuple[str, ...]
+    true_values: np.ndarray
+    identified_values: np.ndarray
+    std: np.ndarray
+
+    @property
+    def deviations_in_sigma(self) -> np.ndarray:
+        """``(identified − true) / σ`` per parameter."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (self.identified_values - self.true_values) / self.std
+
+
 def run(*, out_dir: Path, duration_s: float = 60.0, seed: int = 1) -> str:
     """Simulate, identify, validate; write CSV and YAML files to ``out_dir`` and return the report."""
+    return format_result(identify_simulated_arm(out_dir=out_dir, duration_s=duration_s, seed=seed), duration_s)
+
+
+def identify_simulated_arm(*, out_dir: Path, duration_s: float = 60.0, seed: int = 1) -> DemoResult:
+    """Simulate the shipped arm, identify it through ``dynid identify`` and validate it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     urdf = shipped_path("urdf", "dynid_arm6.urdf")
     config = shipped_path("config", "dynid_arm6.yaml")
@@ -78,18 +120,28 @@ def run(*, out_dir: Path, duration_s: float = 60.0, seed: int = 1) -> str:
     excitation = out_dir / "excitation.csv"
     write_recording_csv(excitation, simulated_recording(simulator, duration_s=duration_s, seed=seed)[0])
     parameters_path = out_dir / "parameters.yaml"
-    report = [
-        f"simulated {duration_s:g} s of excitation at {SIMULATION_RATE_HZ:g} Hz -> {excitation}",
-        api.identify_file(urdf=urdf, data=excitation, config=config, out=parameters_path),
-        _validation(robot, simulator, parameters_path, config, out_dir, seed=seed + 1000),
-        _truth_table(robot, simulator, parameters_path),
-    ]
-    return "\n".join(report)
+    report = api.identify_file(urdf=urdf, data=excitation, config=config, out=parameters_path)
+    validation = _validation(robot, simulator, parameters_path, config, out_dir, seed=seed + 1000)
+
+    identified = load_parameters(parameters_path)
+    terms = identified.drive_terms()
+    base = base_parameters(robot, simulator.drive_chain, terms)
+    truth = dict(zip(base.names, base.from_standard(standard_parameters(robot, terms, simulator.drive)), strict=True))
+    values = np.array([entry.value for entry in identified.parameters])
+    percent = np.array([np.inf if entry.std_percent is None else entry.std_percent for entry in identified.parameters])
+    return DemoResult(
+        identification_report=report,
+        validation=validation,
+        names=tuple(entry.name for entry in identified.parameters),
+        true_values=np.array([truth[entry.name] for entry in identified.parameters]),
+        identified_values=values,
+        std=np.abs(values) * percent / 100.0,
+    )
 
 
 def _validation(
     robot: RobotModel, simulator: RobotSimulator, parameters_path: Path, config: Path, out_dir: Path, *, seed: int
-) -> str:
+) -> Validation:
     """Predict a fresh 30 s run on another trajectory; compare with recorded and noise-free torques."""
     recording, noise_free = simulated_recording(simulator, duration_s=30.0, seed=seed)
     write_recording_csv(out_dir / "validation.csv", recording)
@@ -100,39 +152,41 @@ def _validation(
     truth = noise_free[covered]
     error = predicted.effort - truth
     moving = np.abs(recording.velocity[covered]) >= signal.min_speed_rad_s
-    on_moving = [
-        np.linalg.norm(error[moving[:, j], j]) / np.linalg.norm(truth[moving[:, j], j]) for j in range(robot.n_joints)
-    ]
-    overall = np.linalg.norm(error) / np.linalg.norm(truth)
-    recorded = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
-    noise = np.linalg.norm(measured - truth) / np.linalg.norm(truth)
-    return "\n".join(
-        [
-            "",
-            f"validation on a different trajectory (30 s, {predicted.time.shape[0]} samples):",
-            "  relative error against the noise-free torques where the joint moves faster than"
-            f" {signal.min_speed_rad_s} rad/s:",
-            "    "
-            + ", ".join(f"{joint} {value:.4f}" for joint, value in zip(robot.joint_names, on_moving, strict=True)),
-            f"  all samples, stick phases at velocity reversals included: {overall:.4f}",
-            f"  against the recorded torques: {recorded:.4f} (current noise alone: {noise:.4f})",
-        ]
+    return Validation(
+        samples=int(predicted.time.shape[0]),
+        min_speed_rad_s=signal.min_speed_rad_s,
+        moving_errors=np.array(
+            [
+                np.linalg.norm(error[moving[:, j], j]) / np.linalg.norm(truth[moving[:, j], j])
+                for j in range(robot.n_joints)
+            ]
+        ),
+        overall_error=float(np.linalg.norm(error) / np.linalg.norm(truth)),
+        recorded_error=float(np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)),
+        noise_level=float(np.linalg.norm(measured - truth) / np.linalg.norm(truth)),
     )
 
 
-def _truth_table(robot: RobotModel, simulator: RobotSimulator, parameters_path: Path) -> str:
-    """Identified against true base parameters (known in simulation), deviation in σ."""
-    identified = load_parameters(parameters_path)
-    terms = identified.drive_terms()
-    base = base_parameters(robot, simulator.drive_chain, terms)
-    truth = dict(zip(base.names, base.from_standard(standard_parameters(robot, terms, simulator.drive)), strict=True))
+def format_result(result: DemoResult, duration_s: float) -> str:
+    """The demo's printed report."""
+    validation = result.validation
     lines = [
+        f"simulated {duration_s:g} s of excitation at {SIMULATION_RATE_HZ:g} Hz",
+        result.identification_report,
+        "",
+        f"validation on a different trajectory (30 s, {validation.samples} samples):",
+        "  relative error against the noise-free torques where the joint moves faster than"
+        f" {validation.min_speed_rad_s} rad/s:",
+        "    " + ", ".join(f"joint {j + 1} {value:.4f}" for j, value in enumerate(validation.moving_errors)),
+        f"  all samples, stick phases at velocity reversals included: {validation.overall_error:.4f}",
+        f"  against the recorded torques: {validation.recorded_error:.4f}"
+        f" (current noise alone: {validation.noise_level:.4f})",
         "",
         "identified vs true base parameters (simulation):",
         f"{'parameter':<10} {'true':>12} {'identified':>12} {'dev/σ':>7}",
     ]
-    for entry in identified.parameters:
-        sigma = abs(entry.value) * (entry.std_percent or 0.0) / 100.0
-        deviation = (entry.value - truth[entry.name]) / sigma if sigma > 0 else float("nan")
-        lines.append(f"{entry.name:<10} {truth[entry.name]:>12.5g} {entry.value:>12.5g} {deviation:>7.2f}")
+    for name, true, value, deviation in zip(
+        result.names, result.true_values, result.identified_values, result.deviations_in_sigma, strict=True
+    ):
+        lines.append(f"{name:<10} {true:>12.5g} {value:>12.5g} {deviation:>7.2f}")
     return "\n".join(lines)

@@ -301,3 +301,32 @@ def test_essential_parameters_honour_ratio_and_minimum_count() -> None:
         essential_parameters(w, y, r_sigma=0.5)
     with pytest.raises(IdentificationError, match="min_parameters"):
         essential_parameters(w, y, min_parameters=5)
+
+
+def test_equations_marked_invalid_are_ignored_by_estimate_and_statistics() -> None:
+    """Stick phases: equations flagged invalid (here corrupted by gross errors) change nothing."""
+    rng = np.random.default_rng(21)
+    w = _observation_matrix(rng, 200, 3, 4)
+    y = w @ TRUE_PARAMETERS + rng.normal(scale=[0.1, 0.5, 1.0], size=(200, 3))
+    valid = rng.uniform(size=(200, 3)) > 0.2
+    corrupted = np.where(valid, y, y + 1e3)
+    masked = weighted_least_squares(w, corrupted, valid=valid)
+    rows = valid.reshape(-1)
+    sigma = joint_error_std(w, y, valid=valid)
+    stacked = (w / sigma[:, None]).reshape(-1, 4)[rows]
+    expected = np.linalg.lstsq(stacked, (y / sigma).reshape(-1)[rows], rcond=None)[0]
+    assert_allclose(masked.parameters, expected, rtol=1e-10)
+    for j in range(3):
+        residual = (y - w @ masked.parameters)[valid[:, j], j]
+        assert_allclose(masked.joint_errors[j], np.mean(np.abs(residual)), rtol=1e-10)
+
+
+def test_a_joint_without_valid_equations_does_not_break_the_weights() -> None:
+    rng = np.random.default_rng(22)
+    w = _observation_matrix(rng, 100, 2, 4)
+    y = w @ TRUE_PARAMETERS + rng.normal(scale=0.1, size=(100, 2))
+    valid = np.ones((100, 2), dtype=bool)
+    valid[:, 1] = False
+    sigma = joint_error_std(w, y, valid=valid)
+    assert np.all(np.isfinite(sigma)) and np.all(sigma > 0)
+    assert_allclose(weighted_least_squares(w, y, valid=valid).parameters, TRUE_PARAMETERS, rtol=0.05)

@@ -45,12 +45,14 @@ def _drive(robot: RobotModel, rng: np.random.Generator) -> DriveParameters:
     )
 
 
-@pytest.fixture(params=["ur5", "panda", "arm6"])
+@pytest.fixture(params=["ur5", "panda", "arm6", "continuous_pendulum"])
 def robot(request: pytest.FixtureRequest, example_urdf, arm6_urdf: Path) -> RobotModel:
     if request.param == "ur5":
         return load_robot(example_urdf("ur5_robot.urdf"))
     if request.param == "panda":
         return load_robot(example_urdf("panda.urdf"), PANDA_ARM)
+    if request.param == "continuous_pendulum":
+        return load_robot(example_urdf("double_pendulum_continuous.urdf"))
     return load_robot(arm6_urdf)
 
 
@@ -136,6 +138,16 @@ def test_joint_order_of_the_request_does_not_matter(example_urdf) -> None:
     robot = load_robot(example_urdf("panda.urdf"), tuple(reversed(PANDA_ARM)))
     assert robot.joint_names == PANDA_ARM
     assert list(robot.order_of(tuple(reversed(PANDA_ARM)))) == list(range(6, -1, -1))
+
+
+def test_continuous_joints_take_angles_and_unwrap(example_urdf) -> None:
+    robot = load_robot(example_urdf("double_pendulum_continuous.urdf"))
+    assert robot.continuous == (True, True)
+    assert robot.model.nq == 4
+    angles = np.linspace(0.0, 8.0, 50)[:, None] * np.array([1.0, -1.0])
+    wrapped = np.angle(np.exp(1j * angles))
+    assert_allclose(robot.unwrap_positions(wrapped), angles, atol=1e-12)
+    assert_allclose(robot.configurations(wrapped), robot.configurations(angles), atol=1e-12)
 
 
 def test_unknown_joint_is_named(example_urdf) -> None:

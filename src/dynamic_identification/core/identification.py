@@ -325,6 +325,7 @@ def identify(
         if bad.any():
             row, column = (int(i) for i in np.argwhere(bad)[0])
             raise DataError(f"{name} of joint {robot.joint_names[column]} is not finite at sample {row}")
+    q = robot.unwrap_positions(q)
     check_motion(q, robot.joint_names, min_motion_rad=settings.min_motion_rad)
     observations = prepare_observations(
         robot, drive_chain, terms, base, time, q, torques, dq_measured=dq_measured, settings=settings

@@ -254,6 +254,14 @@ class RobotModel:
                 configs[:, index] = positions[:, j]
         return configs
 
+    def unwrap_positions(self, q: np.ndarray) -> np.ndarray:
+        """Positions with the ±π jumps of continuous joints removed, so they can be filtered and differentiated."""
+        positions = np.array(q, dtype=float)
+        for j, is_continuous in enumerate(self.continuous):
+            if is_continuous:
+                positions[:, j] = np.unwrap(positions[:, j])
+        return positions
+
     def standard_inertial_parameters(self) -> np.ndarray:
         """The URDF's inertial parameters, shape ``(n, 10)``, Pinocchio order."""
         return np.stack([self.model.inertias[j + 1].toDynamicParameters() for j in range(self.n_joints)])
