@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
@@ -62,6 +63,11 @@ def load_identification_inputs(
     joints = config.joints or recording.joint_names
     robot = load_robot(urdf, joints)
     recording = recording.select(robot.joint_names)
+    if recording.effort is None and config.drive_gains is None:
+        raise DataError(
+            f"{data} has motor currents but no drive gains are configured:"
+            " give drive_chain.drive_gains (N·m/A) and gear_ratios in --config"
+        )
     return robot, config, config.drive_chain(robot.n_joints), recording
 
 

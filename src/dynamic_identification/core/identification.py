@@ -156,7 +156,9 @@ def estimate_motion(
         raise DataError(
             f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency {0.5 * rate:.6g} Hz"
         )
-    kept_time = np.asarray(time, dtype=float)[report.keep]
+    # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
+    origin = float(np.asarray(time, dtype=float)[0])
+    kept_time = np.asarray(time, dtype=float)[report.keep] - origin
     kept_q = np.asarray(q, dtype=float)[report.keep]
     motions = []
     for start, stop in report.segments:
@@ -182,7 +184,7 @@ def estimate_motion(
         inner = slice(edge, grid.shape[0] - edge)
         motions.append(
             Motion(
-                time=grid[inner],
+                time=grid[inner] + origin,
                 q=q_filtered[inner],
                 dq=dq[inner],
                 ddq=ddq[inner],
