@@ -149,8 +149,15 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def _check_output(out: Path) -> None:
+    """Refuse an output path whose folder does not exist before any work is done."""
+    if not out.parent.is_dir():
+        raise DataError(f"output folder {out.parent} does not exist (--out {out})")
+
+
 def identify_file(*, urdf: Path, data: Path, config: Path | None, out: Path) -> str:
     """``dynid identify``: identify a recording CSV and write the parameter YAML."""
+    _check_output(out)
     robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config)
     result = identify_recording(robot, parsed, drive_chain, recording)
     window = float(recording.time[-1] - recording.time[0])
@@ -190,9 +197,10 @@ def predicted_recording(
 
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) -> str:
     """``dynid predict``: write predicted torques for a recording's motion."""
+    _check_output(out)
     parameters = load_parameters(params)
     robot = load_robot(parameters.urdf, parameters.joints)
-    recording = read_recording_csv(data).select(robot.joint_names)
+    recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     settings = settings_from_config(load_config(str(config) if config else None)).signal
     predicted, covered = predicted_recording(robot, parameters, recording, settings)
     write_recording_csv(out, predicted)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pinocchio as pin
@@ -307,6 +308,12 @@ def load_robot(
     path = Path(urdf_path)
     if not path.is_file():
         raise ModelError(f"URDF file not found: {path}")
+    try:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError as error:
+        raise ModelError(f"{path} is not a URDF: not well-formed XML ({error})") from error
+    if root.tag != "robot":
+        raise ModelError(f"{path} is not a URDF: its root element is <{root.tag}>, not <robot>")
     try:
         full = pin.buildModelFromUrdf(str(path))
     except (RuntimeError, ValueError) as error:

@@ -197,7 +197,9 @@ def recording_from_arrays(
     return recording
 
 
-def read_recording_csv(path: str | os.PathLike[str], *, joint_names: Sequence[str] | None = None) -> Recording:
+def read_recording_csv(
+    path: str | os.PathLike[str], *, joint_names: Sequence[str] | None = None, require_torque: bool = True
+) -> Recording:
     """Read a recording CSV file.
 
     Parameters
@@ -206,6 +208,9 @@ def read_recording_csv(path: str | os.PathLike[str], *, joint_names: Sequence[st
         The file (see the module docstring for its columns).
     joint_names
         Joints to keep, in this order; ``None`` keeps all, in order of first appearance.
+    require_torque
+        Whether every joint needs an ``effort`` or ``current`` column; ``False`` for
+        a motion to predict torques along.
 
     Raises
     ------
@@ -220,7 +225,7 @@ def read_recording_csv(path: str | os.PathLike[str], *, joint_names: Sequence[st
     if not file.is_file():
         raise DataError(f"recording file not found: {file}")
     header = _read_header(file)
-    time_column, layout = _parse_header(header, file)
+    time_column, layout = _parse_header(header, file, require_torque=require_torque)
     if joint_names is not None:
         wanted = _joint_list(joint_names)
         missing = [name for name in wanted if name not in layout]
@@ -315,7 +320,9 @@ def _read_header(file: Path) -> list[str]:
     return header
 
 
-def _parse_header(header: list[str], file: Path) -> tuple[int, dict[str, dict[str, int]]]:
+def _parse_header(
+    header: list[str], file: Path, *, require_torque: bool = True
+) -> tuple[int, dict[str, dict[str, int]]]:
     """Index of the time column and, per joint (in order of appearance), column index per kind."""
     seen: set[str] = set()
     for name in header:
@@ -340,7 +347,7 @@ def _parse_header(header: list[str], file: Path) -> tuple[int, dict[str, dict[st
     for joint, kinds in layout.items():
         if "position" not in kinds:
             raise DataError(f"joint {joint!r} in {file} has {sorted(kinds)} columns but no {joint + '/position'!r}")
-        if "effort" not in kinds and "current" not in kinds:
+        if require_torque and "effort" not in kinds and "current" not in kinds:
             raise DataError(f"joint {joint!r} in {file} has neither {joint + '/effort'!r} nor {joint + '/current'!r}")
     first, reference = next(iter(layout.items()))
     for joint, kinds in layout.items():

@@ -1,0 +1,557 @@
+"""End-to-end tests of the ``dynid`` command line: CSV round trip and one-line errors for bad input.
+
+The recordings are synthesised once per module from the exact inverse dynamics of the
+shipped 6-axis arm (``urdf/dynid_arm6.urdf``, drive chain and true drive parameters from
+``config/dynid_arm6.yaml``) along random Fourier excitations, at 1 kHz with jittered
+stamps, quantised encoder positions and noisy motor currents (seed 000 eq. (7)).
+``dynid`` runs in-process through :func:`dynamic_identification.cli.main`; one test runs
+the module as a child process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from numpy.testing import assert_allclose, assert_array_equal
+
+from dynamic_identification import cli
+from dynamic_identification.core.excitation import FourierTrajectory, random_fourier_trajectory
+from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
+from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, load_parameters
+from dynamic_identification.io.recording import (
+    Recording,
+    read_recording_csv,
+    recording_from_arrays,
+    write_recording_csv,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+JOINTS = tuple(f"joint_{k}" for k in range(1, 7))
+
+RATE_HZ = 1000.0
+JITTER_S = 2e-4
+"""Stamps are ``k / RATE_HZ`` plus uniform jitter in ``±JITTER_S`` s."""
+IDENTIFY_S = 40.0
+VALIDATE_S = 20.0
+IDENTIFY_SEED = 3
+VALIDATE_SEED = 4
+SMALL_ROWS = 3000
+"""Rows of the short effort recording the bad-input tests corrupt (errors come before any fit)."""
+MIN_SPEED_RAD_S = 0.05
+"""Below this joint speed the IDIM's ``Fc sign(q̇)`` does not hold (config ``signal.min_speed_rad_s``)."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The shipped arm, its drive chain and the true drive parameters of its simulation."""
+
+    robot: RobotModel
+    chain: DriveChain
+    drive: DriveParameters
+    sensor: SensorModel
+    sim: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """A synthesised recording, the trajectory it follows and its CSV file."""
+
+    trajectory: FourierTrajectory
+    recording: Recording
+    path: Path
+
+
+@dataclass(frozen=True)
+class Run:
+    """Exit code and captured output of one ``dynid`` call."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run_captured(argv: Sequence[str]) -> Run:
+    """``cli.main(argv)`` with stdout and stderr captured (usable from module-scoped fixtures)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(arg) for arg in argv])
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def run_dynid(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> Run:
+    code = cli.main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
+def identify_argv(data: Path, out: Path, *, config: Path | None = ARM6_CONFIG, urdf: Path = ARM6_URDF) -> list[str]:
+    argv = ["identify", "--urdf", str(urdf), "--data", str(data), "--out", str(out)]
+    return argv + (["--config", str(config)] if config is not None else [])
+
+
+def assert_one_line_error(run: Run, verb: str, *needles: str) -> str:
+    """The run failed with exactly one stderr line ``dynid VERB: error: ...`` containing every needle."""
+    assert run.code != 0
+    assert run.out == ""
+    lines = run.err.splitlines()
+    assert len(lines) == 1, run.err
+    assert lines[0].startswith(f"dynid {verb}: error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def synthesize(arm: Arm, *, seconds: float, seed: int) -> tuple[FourierTrajectory, np.ndarray, np.ndarray, np.ndarray]:
+    """Trajectory, jittered stamps (s), measured positions (rad) and motor currents (A)."""
+    rng = np.random.default_rng(seed)
+    samples = int(round(seconds * RATE_HZ))
+    stamps = np.arange(samples) / RATE_HZ + rng.uniform(-JITTER_S, JITTER_S, samples)
+    trajectory = random_fourier_trajectory(arm.robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq, ddq = trajectory.evaluate(stamps)
+    q_measured, currents = synthesize_measurements(
+        arm.robot, arm.chain, arm.drive, stamps, q, dq, ddq, arm.sensor, seed=seed
+    )
+    return trajectory, stamps, q_measured, currents
+
+
+def write_synthetic(arm: Arm, path: Path, *, seconds: float, seed: int) -> Synthetic:
+    trajectory, stamps, q_measured, currents = synthesize(arm, seconds=seconds, seed=seed)
+    recording = recording_from_arrays(time=stamps, joint_names=JOINTS, position=q_measured, current=currents)
+    write_recording_csv(path, recording)
+    return Synthetic(trajectory, recording, path)
+
+
+def csv_cells(path: Path) -> list[list[str]]:
+    return [line.split(",") for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def write_cells(path: Path, cells: list[list[str]]) -> Path:
+    path.write_text("".join(",".join(row) + "\n" for row in cells), encoding="utf-8")
+    return path
+
+
+def config_with(path: Path, block: str, dotted_key: str, value: Any) -> Path:
+    """The shipped configuration with ``block.ros__parameters.<dotted_key>`` set to ``value``."""
+    document = yaml.safe_load(ARM6_CONFIG.read_text(encoding="utf-8"))
+    node = document[block]["ros__parameters"]
+    *parents, leaf = dotted_key.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def parameter_values(path: Path) -> dict[str, float]:
+    return load_parameters(path).values()
+
+
+def assert_same_parameters(actual: Path, expected: Path) -> None:
+    got, want = parameter_values(actual), parameter_values(expected)
+    assert list(got) == list(want)
+    assert_allclose(list(got.values()), list(want.values()), rtol=1e-9, atol=0.0)
+
+
+@pytest.fixture(scope="module")
+def arm() -> Arm:
+    robot = load_robot(ARM6_URDF)
+    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
+    drive = DriveParameters.create(
+        robot.n_joints,
+        rotor_inertia=sim["rotor_inertia"],
+        viscous=sim["viscous_friction"],
+        coulomb=sim["coulomb_friction"],
+        offset=sim["offset"],
+    )
+    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    return Arm(robot, load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints), drive, sensor, sim)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dynid")
+
+
+@pytest.fixture(scope="module")
+def good(arm: Arm, folder: Path) -> Synthetic:
+    """40 s of excitation at 1 kHz with motor currents: the recording to identify from."""
+    return write_synthetic(arm, folder / "excitation.csv", seconds=IDENTIFY_S, seed=IDENTIFY_SEED)
+
+
+@pytest.fixture(scope="module")
+def validation(arm: Arm, folder: Path) -> Synthetic:
+    """20 s of a different excitation of the same robot."""
+    return write_synthetic(arm, folder / "validation.csv", seconds=VALIDATE_S, seed=VALIDATE_SEED)
+
+
+@pytest.fixture(scope="module")
+def identified(good: Synthetic, folder: Path) -> tuple[Run, Path]:
+    """``dynid identify`` on the good recording with the shipped configuration."""
+    out = folder / "parameters.yaml"
+    return run_captured(identify_argv(good.path, out)), out
+
+
+@pytest.fixture(scope="module")
+def predicted(identified: tuple[Run, Path], validation: Synthetic, folder: Path) -> tuple[Run, Path]:
+    """``dynid predict`` of the validation recording's torques with the identified parameters."""
+    _, params = identified
+    out = folder / "predicted.csv"
+    argv = ["predict", "--params", params, "--data", validation.path, "--config", ARM6_CONFIG, "--out", out]
+    return run_captured(argv), out
+
+
+@pytest.fixture(scope="module")
+def small(arm: Arm, good: Synthetic, folder: Path) -> Path:
+    """The first 3 s of the good recording with joint torques (``J/effort``) instead of currents."""
+    head = good.recording.rows(slice(0, SMALL_ROWS))
+    recording = recording_from_arrays(
+        time=head.time, joint_names=JOINTS, position=head.position, effort=arm.chain.joint_torques(head.current)
+    )
+    path = folder / "small_effort.csv"
+    write_recording_csv(path, recording)
+    return path
+
+
+# --- the command and its help -------------------------------------------------------------------------------
+
+
+def test_help_of_the_installed_module_lists_the_verbs() -> None:
+    command = [sys.executable, "-m", "dynamic_identification.cli"]
+    top = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=120, check=False)
+    assert top.returncode == 0, top.stderr
+    for verb in ("identify", "predict", "demo"):
+        assert re.search(rf"^\s+{verb}\s", top.stdout, flags=re.MULTILINE), top.stdout
+    identify = subprocess.run(
+        [*command, "identify", "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert identify.returncode == 0, identify.stderr
+    for option in ("--urdf", "--data", "--config", "--out"):
+        assert option in identify.stdout
+
+
+# --- identify -----------------------------------------------------------------------------------------------
+
+
+def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identified: tuple[Run, Path]) -> None:
+    run, out = identified
+    assert run.code == 0, run.err
+    assert run.err == ""
+    names_in_table = {line.split()[0] for line in run.out.splitlines() if line.strip()}
+    assert {"ZZ1", "Fv1", "Fc6", "off6"} <= names_in_table
+    assert "condition number" in run.out
+    assert str(out) in run.out
+
+    assert yaml.safe_load(out.read_text(encoding="utf-8"))["format"] == FORMAT
+    params = load_parameters(out)
+    assert params.joints == JOINTS
+    assert Path(params.urdf) == ARM6_URDF
+    assert len(params.parameters) > 0
+    for entry in params.parameters:
+        assert np.isfinite(entry.value), entry
+        assert entry.expression.strip(), entry
+        assert entry.name in names_in_table
+    assert np.isfinite(params.quality["condition_number"])
+    assert params.quality["samples"] == IDENTIFY_S * RATE_HZ
+
+
+def test_identified_friction_matches_the_simulated_robot(arm: Arm, identified: tuple[Run, Path]) -> None:
+    values = parameter_values(identified[1])
+    for term, key in (("Fv", "viscous_friction"), ("Fc", "coulomb_friction")):
+        found = [values[f"{term}{k}"] for k in range(1, 7)]
+        assert_allclose(found, arm.sim[key], rtol=0.03, err_msg=term)
+
+
+def test_identify_does_not_depend_on_the_csv_column_order(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
+) -> None:
+    """Joints taken from a reversed CSV (no ``joints:`` in the config) give the parameters of the normal order."""
+    config = config_with(tmp_path / "no_joints.yaml", "/**", "joints", [])
+    assert load_config(str(config)).joints is None
+    reversed_csv = tmp_path / "reversed.csv"
+    write_recording_csv(reversed_csv, good.recording.select(JOINTS[::-1]))
+    assert csv_cells(reversed_csv)[0][1] == "joint_6/position"
+    out = tmp_path / "reversed.yaml"
+    run = run_dynid(capsys, *identify_argv(reversed_csv, out, config=config))
+    assert run.code == 0, run.err
+    assert load_parameters(out).joints == JOINTS
+    assert_same_parameters(out, identified[1])
+
+
+def test_identify_ignores_a_joint_the_config_does_not_list(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
+) -> None:
+    cells = csv_cells(good.path)
+    header = cells[0]
+    source = [header.index("joint_6/position"), header.index("joint_6/current")]
+    extended = [row + [row[i] for i in source] for row in cells]
+    extended[0][-2:] = ["joint_7/position", "joint_7/current"]
+    data = write_cells(tmp_path / "extra_joint.csv", extended)
+    out = tmp_path / "extra_joint.yaml"
+    run = run_dynid(capsys, *identify_argv(data, out))
+    assert run.code == 0, run.err
+    assert load_parameters(out).joints == JOINTS
+    assert_same_parameters(out, identified[1])
+
+
+def test_identify_names_a_recorded_joint_the_urdf_lacks(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    header = cells[0]
+    source = [header.index("joint_6/position"), header.index("joint_6/effort")]
+    extended = [row + [row[i] for i in source] for row in cells]
+    extended[0][-2:] = ["joint_7/position", "joint_7/effort"]
+    data = write_cells(tmp_path / "extra_joint.csv", extended)
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml", config=None))
+    assert_one_line_error(run, "identify", "joint_7", "dynid_arm6.urdf")
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_identify_drops_duplicate_stamps_and_reports_them(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
+) -> None:
+    rows = np.arange(good.recording.n_samples)
+    repeated = np.repeat(rows, np.where(rows % 50 == 0, 2, 1))
+    data = tmp_path / "duplicates.csv"
+    write_recording_csv(data, good.recording.rows(repeated))
+    out = tmp_path / "duplicates.yaml"
+    run = run_dynid(capsys, *identify_argv(data, out))
+    assert run.code == 0, run.err
+    dropped = re.search(r"duplicates dropped (\d+)", run.out)
+    assert dropped is not None, run.out
+    assert int(dropped.group(1)) == repeated.size - rows.size > 0
+    assert_same_parameters(out, identified[1])
+
+
+def test_identify_splits_a_recording_with_a_gap_into_two_segments(
+    capsys: pytest.CaptureFixture[str], arm: Arm, good: Synthetic, tmp_path: Path
+) -> None:
+    time = good.recording.time
+    data = tmp_path / "gap.csv"
+    write_recording_csv(data, good.recording.rows((time < 19.0) | (time >= 21.0)))
+    out = tmp_path / "gap.yaml"
+    run = run_dynid(capsys, *identify_argv(data, out))
+    assert run.code == 0, run.err
+    segments = re.search(r"segments (\d+)", run.out)
+    assert segments is not None, run.out
+    assert int(segments.group(1)) == 2
+    values = parameter_values(out)
+    assert_allclose([values[f"Fv{k}"] for k in range(1, 7)], arm.sim["viscous_friction"], rtol=0.05)
+
+
+# --- predict ------------------------------------------------------------------------------------------------
+
+
+def test_predict_reproduces_the_exact_torques_of_a_different_trajectory(
+    arm: Arm, predicted: tuple[Run, Path], validation: Synthetic
+) -> None:
+    run, out = predicted
+    assert run.code == 0, run.err
+    header = csv_cells(out)[0]
+    assert header[0] == "time"
+    assert {f"{joint}/effort" for joint in JOINTS} <= set(header)
+    result = read_recording_csv(out)
+    assert result.joint_names == JOINTS
+    assert result.n_samples > 0.9 * validation.recording.n_samples
+    q, dq, ddq = validation.trajectory.evaluate(result.time)
+    exact = inverse_dynamics(arm.robot, arm.chain, arm.drive, q, dq, ddq)
+    for j, joint in enumerate(JOINTS):
+        moving = np.abs(dq[:, j]) >= MIN_SPEED_RAD_S
+        assert moving.mean() > 0.8, joint
+        error = np.linalg.norm(result.effort[moving, j] - exact[moving, j]) / np.linalg.norm(exact[moving, j])
+        assert error < 0.01, f"{joint}: relative error {error:.4f}"
+
+
+def test_predict_csv_reads_back_with_the_stamps_of_the_rows_it_covers(
+    predicted: tuple[Run, Path], validation: Synthetic
+) -> None:
+    run, out = predicted
+    assert run.code == 0, run.err
+    result = read_recording_csv(out)
+    source = validation.recording
+    covered = (source.time >= result.time[0]) & (source.time <= result.time[-1])
+    assert_array_equal(result.time, source.time[covered])
+    assert_array_equal(result.position, source.position[covered])
+    assert np.all(np.isfinite(result.effort))
+    assert f"for {result.n_samples} of {source.n_samples} samples" in run.out
+
+
+def test_predict_accepts_a_recording_of_positions_only(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    keep = [i for i, name in enumerate(cells[0]) if not name.endswith("/effort")]
+    data = write_cells(tmp_path / "positions.csv", [[row[i] for i in keep] for row in cells])
+    out = tmp_path / "predicted.csv"
+    run = run_dynid(capsys, "predict", "--params", identified[1], "--data", data, "--out", out)
+    assert run.code == 0, run.err
+    assert read_recording_csv(out).joint_names == JOINTS
+
+
+# --- bad input: one line on stderr naming the problem, non-zero exit ----------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["data", "urdf", "config"])
+def test_identify_names_a_missing_file(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path, missing: str
+) -> None:
+    absent = tmp_path / f"no_such_{missing}"
+    paths = {"data": small, "urdf": ARM6_URDF, "config": ARM6_CONFIG, missing: absent}
+    out = tmp_path / "out.yaml"
+    run = run_dynid(capsys, *identify_argv(paths["data"], out, config=paths["config"], urdf=paths["urdf"]))
+    assert_one_line_error(run, "identify", str(absent), "not found")
+    assert not out.exists()
+
+
+def test_predict_names_a_missing_parameter_file(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    absent = tmp_path / "no_such_params.yaml"
+    run = run_dynid(capsys, "predict", "--params", absent, "--data", small, "--out", tmp_path / "out.csv")
+    assert_one_line_error(run, "predict", str(absent), "not found")
+
+
+def test_identify_names_a_missing_position_column(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    drop = cells[0].index("joint_3/position")
+    data = write_cells(tmp_path / "no_position.csv", [row[:drop] + row[drop + 1 :] for row in cells])
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "joint_3/position", str(data))
+
+
+def test_identify_names_the_line_and_column_of_a_nan_effort(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    column = cells[0].index("joint_2/effort")
+    cells[100][column] = "nan"
+    data = write_cells(tmp_path / "nan.csv", cells)
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "line 101", "joint_2/effort", "nan")
+
+
+def test_identify_names_a_non_numeric_cell(capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path) -> None:
+    cells = csv_cells(small)
+    column = cells[0].index("joint_4/position")
+    cells[7][column] = "0.1rad"
+    data = write_cells(tmp_path / "text.csv", cells)
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "line 8", "joint_4/position", "0.1rad", "not a number")
+
+
+def test_identify_names_the_missing_time_column(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    assert cells[0][0] == "time"
+    data = write_cells(tmp_path / "no_time.csv", [row[1:] for row in cells])
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "'time'", str(data))
+
+
+def test_identify_refuses_too_few_samples(capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path) -> None:
+    data = write_cells(tmp_path / "short.csv", csv_cells(small)[:51])
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "too few samples", "50", "min_samples")
+
+
+def test_identify_refuses_a_robot_standing_still(capsys: pytest.CaptureFixture[str], arm: Arm, tmp_path: Path) -> None:
+    samples = int(5.0 * RATE_HZ)
+    rest = 0.5 * (arm.robot.lower_position_limits + arm.robot.upper_position_limits)
+    recording = recording_from_arrays(
+        time=np.arange(samples) / RATE_HZ,
+        joint_names=JOINTS,
+        position=np.tile(rest, (samples, 1)),
+        effort=np.tile(np.linspace(1.0, 6.0, 6), (samples, 1)),
+    )
+    data = tmp_path / "still.csv"
+    write_recording_csv(data, recording)
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "standing still")
+
+
+def test_identify_names_a_stamp_earlier_than_its_predecessor(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    cells = csv_cells(small)
+    cells[501][0], cells[502][0] = cells[502][0], cells[501][0]
+    data = write_cells(tmp_path / "backwards.csv", cells)
+    run = run_dynid(capsys, *identify_argv(data, tmp_path / "out.yaml"))
+    assert_one_line_error(run, "identify", "earlier", cells[501][0])
+
+
+def test_identify_names_a_configured_joint_the_urdf_lacks(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "joints.yaml", "/**", "joints", [*JOINTS[:5], "joint_9"])
+    run = run_dynid(capsys, *identify_argv(small, tmp_path / "out.yaml", config=config))
+    assert_one_line_error(run, "identify", "joint_9")
+
+
+def test_identify_names_a_misspelt_configuration_key(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "typo.yaml", "estimator", "estimation.metod", "ols")
+    run = run_dynid(capsys, *identify_argv(small, tmp_path / "out.yaml", config=config))
+    assert_one_line_error(run, "identify", "estimation.metod", str(config))
+
+
+@pytest.mark.parametrize(
+    ("cutoff_hz", "needles"),
+    [
+        (0.0, ("signal.position_cutoff_hz", "> 0")),
+        (-5.0, ("signal.position_cutoff_hz", "-5.0")),
+        (600.0, ("position_cutoff_hz", "600", "Nyquist")),
+    ],
+)
+def test_identify_names_a_position_cutoff_out_of_range(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path, cutoff_hz: float, needles: tuple[str, ...]
+) -> None:
+    config = config_with(tmp_path / "cutoff.yaml", "estimator", "signal.position_cutoff_hz", cutoff_hz)
+    run = run_dynid(capsys, *identify_argv(small, tmp_path / "out.yaml", config=config))
+    assert_one_line_error(run, "identify", *needles)
+
+
+def test_predict_names_a_wrong_format_key(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], small: Path, tmp_path: Path
+) -> None:
+    text = identified[1].read_text(encoding="utf-8")
+    params = tmp_path / "old.yaml"
+    params.write_text(text.replace(FORMAT, "dynamic_identification/parameters/v0", 1), encoding="utf-8")
+    out = tmp_path / "out.csv"
+    run = run_dynid(capsys, "predict", "--params", params, "--data", small, "--out", out)
+    assert_one_line_error(run, "predict", "format", "parameters/v0")
+    assert not out.exists()
+
+
+def test_identify_names_an_output_folder_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "no_such_folder" / "parameters.yaml"
+    run = run_dynid(capsys, *identify_argv(small, out))
+    assert_one_line_error(run, "identify", str(out))
+
+
+def test_identify_names_a_urdf_that_is_not_xml_in_one_line(
+    capfd: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    code = cli.main(identify_argv(small, tmp_path / "out.yaml", urdf=small))
+    captured = capfd.readouterr()
+    assert_one_line_error(Run(code, captured.out, captured.err), "identify", str(small), "URDF")
