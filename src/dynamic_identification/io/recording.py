@@ -20,10 +20,7 @@ binary64 value, so ``read_recording_csv(write_recording_csv(r)) == r`` bit for b
 
 from __future__ import annotations
 
-import csv
-import math
 import os
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +30,7 @@ import numpy as np
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
+from dynamic_identification.io.table import check_finite_cells, read_body, read_header, write_table
 
 TIME_COLUMN = "time"
 """Name of the sample-time column (s)."""
@@ -41,7 +39,6 @@ COLUMN_KINDS: tuple[str, ...] = ("position", "velocity", "effort", "current")
 """Per-joint column suffixes, in the order they are written."""
 
 _MIN_ROWS = 2
-_WRITE_CHUNK = 10_000
 
 
 @dataclass(frozen=True)
@@ -224,7 +221,7 @@ def read_recording_csv(
     file = Path(path)
     if not file.is_file():
         raise DataError(f"recording file not found: {file}")
-    header = _read_header(file)
+    header = read_header(file)
     time_column, layout = _parse_header(header, file, require_torque=require_torque)
     if joint_names is not None:
         wanted = _joint_list(joint_names)
@@ -232,10 +229,10 @@ def read_recording_csv(
         if missing:
             raise DataError(f"joints {missing} are not in {file} (it has {list(layout)})")
         layout = {name: layout[name] for name in wanted}
-    data = _read_body(file, len(header))
+    data = read_body(file, len(header))
     if data.shape[0] < _MIN_ROWS:
         raise DataError(f"{file} has {data.shape[0]} data rows, a recording needs at least {_MIN_ROWS}")
-    _check_file_finite(data, header, file)
+    check_finite_cells(data, header, file)
     names = tuple(layout)
     arrays: dict[str, Any] = {}
     for kind in COLUMN_KINDS:
@@ -258,19 +255,7 @@ def write_recording_csv(path: str | os.PathLike[str], recording: Recording) -> N
         for kind in kinds:
             header.append(f"{name}/{kind}")
             blocks.append(getattr(recording, kind)[:, j : j + 1])
-    table = np.concatenate(blocks, axis=1)
-    row_format = ",".join(["%r"] * table.shape[1]) + "\n"
-    file = Path(path)
-    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("w", encoding="utf-8", newline="") as stream:
-            csv.writer(stream, lineterminator="\n").writerow(header)
-            for start in range(0, table.shape[0], _WRITE_CHUNK):
-                chunk = table[start : start + _WRITE_CHUNK].tolist()
-                stream.write("".join(row_format % tuple(row) for row in chunk))
-        os.replace(temporary, file)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_table(path, header, np.concatenate(blocks, axis=1))
 
 
 def _read_only(value: Any) -> np.ndarray:
@@ -304,20 +289,6 @@ def _columns(array: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:
 
 def _rows(array: np.ndarray | None, index: Any) -> np.ndarray | None:
     return None if array is None else array[index]
-
-
-def _read_header(file: Path) -> list[str]:
-    with file.open("r", encoding="utf-8", newline="") as stream:
-        try:
-            header = next(csv.reader(stream))
-        except StopIteration:
-            raise DataError(f"recording file is empty: {file}") from None
-        except (csv.Error, UnicodeDecodeError) as error:
-            raise DataError(f"cannot read the header row of {file}: {error}") from error
-    header = [name.strip() for name in header]
-    if not any(header):
-        raise DataError(f"recording file {file} has an empty header row")
-    return header
 
 
 def _parse_header(
@@ -357,61 +328,3 @@ def _parse_header(
                 f"{sorted(kinds)} (every joint needs the same kinds)"
             )
     return header.index(TIME_COLUMN), layout
-
-
-def _read_body(file: Path, n_columns: int) -> np.ndarray:
-    """All data rows as floats, shape ``(rows, n_columns)``; on failure, diagnose in Python."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            data = np.loadtxt(file, delimiter=",", skiprows=1, ndmin=2, comments=None, dtype=float, encoding="utf-8")
-    except (ValueError, UnicodeDecodeError) as error:
-        _diagnose_body(file, n_columns)
-        raise DataError(f"cannot read the data rows of {file}: {error}") from error
-    if data.size == 0:
-        return np.empty((0, n_columns))
-    if data.shape[1] != n_columns:
-        raise DataError(f"data rows of {file} have {data.shape[1]} cells but the header has {n_columns} columns")
-    return data
-
-
-def _diagnose_body(file: Path, n_columns: int) -> None:
-    """Raise a :class:`DataError` naming the first bad line and column of ``file``."""
-    with file.open("r", encoding="utf-8", errors="replace", newline="") as stream:
-        header = [name.strip() for name in next(csv.reader(stream))]
-        for line_number, line in enumerate(stream, start=2):
-            if not line.strip():
-                continue
-            cells = line.rstrip("\r\n").split(",")
-            if len(cells) != n_columns:
-                raise DataError(f"line {line_number} of {file} has {len(cells)} cells, the header has {n_columns}")
-            for column, cell in zip(header, cells, strict=True):
-                try:
-                    float(cell)
-                except ValueError:
-                    raise DataError(
-                        f"line {line_number} of {file}, column {column!r}: {cell.strip()!r} is not a number"
-                    ) from None
-
-
-def _check_file_finite(data: np.ndarray, header: list[str], file: Path) -> None:
-    bad = np.argwhere(~np.isfinite(data))
-    if bad.size:
-        row, col = (int(i) for i in bad[0])
-        line = _line_of_row(file, row)
-        value = float(data[row, col])
-        text = "nan" if math.isnan(value) else repr(value)
-        raise DataError(f"line {line} of {file}, column {header[col]!r}: {text} is not finite")
-
-
-def _line_of_row(file: Path, row: int) -> int:
-    """1-based line number of data row ``row`` (blank lines are skipped by the reader)."""
-    with file.open("r", encoding="utf-8", newline="") as stream:
-        next(stream)
-        count = -1
-        for line_number, line in enumerate(stream, start=2):
-            if line.strip():
-                count += 1
-                if count == row:
-                    return line_number
-    return row + 2

@@ -287,10 +287,24 @@ def stop_ramp(
 ) -> SampledTrajectory:
     """Bring the joints smoothly to rest from ``state`` = ``(q, q̇, q̈)`` within the limits.
 
-    The rest position is where a constant deceleration would stop each joint,
-    ``q + q̇ |q̇| / (2 a_max)``, clipped into the position limits.
+    Each joint comes to rest ``k q̇ |q̇| / a_max`` ahead of where it is (clipped into
+    its position range), for the first ``k`` in 0.75, 1, 1.5, 2 whose quintic keeps
+    every limit: short stops first, longer ones when a short stop would need more
+    than the allowed deceleration.
+
+    Raises
+    ------
+    LimitViolationError
+        When no stop keeps the limits (the state itself is outside them).
     """
     q, dq, ddq = (np.asarray(x, dtype=float) for x in state)
-    stop = np.clip(q + dq * np.abs(dq) / (2.0 * limits.acceleration), limits.lower, limits.upper)
     zero = np.zeros_like(q)
-    return ramp((q, dq, ddq), (stop, zero, zero), limits, rate_hz=rate_hz)
+    factors = (0.75, 1.0, 1.5, 2.0)
+    for factor in factors:
+        stop = np.clip(q + factor * dq * np.abs(dq) / limits.acceleration, limits.lower, limits.upper)
+        try:
+            return ramp((q, dq, ddq), (stop, zero, zero), limits, rate_hz=rate_hz, max_duration_s=30.0)
+        except LimitViolationError:
+            if factor == factors[-1]:
+                raise
+    raise LimitViolationError(joint="all", time_s=0.0, quantity="stop", value=float("nan"), limit=float("nan"))
