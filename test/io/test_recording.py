@@ -169,7 +169,7 @@ def test_recording_from_arrays_needs_two_samples() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "recording file is empty"),
+        ("", "file is empty"),
         ("a/position,a/effort\n1,2\n3,4\n", "has no 'time' column"),
         (
             "time,a/velocity,a/effort\n0,1,2\n1,1,2\n",
