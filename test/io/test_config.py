@@ -9,7 +9,13 @@ from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveTerms
-from dynamic_identification.io.config import IdentificationConfig, config_from_parameters, load_config, ros_parameters
+from dynamic_identification.io.config import (
+    IdentificationConfig,
+    config_from_parameters,
+    load_config,
+    load_excitation_settings,
+    ros_parameters,
+)
 
 EXAMPLE = """\
 /**:
@@ -146,3 +152,33 @@ def test_block_without_ros_parameters_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, "estimator:\n  ros__parameters: {}\nrecorder:\n  ros_parameters: {}\n")
     with pytest.raises(DataError, match="block 'recorder' of .* has no 'ros__parameters'"):
         ros_parameters(path, "estimator")
+
+
+def test_excitation_settings_come_from_the_excitation_block(tmp_path: Path) -> None:
+    path = tmp_path / "robot.yaml"
+    path.write_text(
+        "/**:\n  ros__parameters:\n    joints: [a, b]\n"
+        "excitation:\n  ros__parameters:\n    mode: segmented\n    harmonics: 3\n    box_min: [0.1, -0.2, 0.3]\n"
+        "    output_topic: /joint_trajectory\n",
+        encoding="utf-8",
+    )
+    settings = load_excitation_settings(path)
+    assert (settings.mode, settings.harmonics, settings.box_min) == ("segmented", 3, (0.1, -0.2, 0.3))
+    assert load_excitation_settings(path, mode="process").mode == "process"
+    assert load_excitation_settings(None).mode == "fourier"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("mode: sinus", r"mode .* one of \['fourier', 'segmented', 'process'\]"),
+        ("harmonics: 0", "harmonics .* >= 1"),
+        ("velocity_scale: 1.5", "velocity_scale must be in"),
+        ("fundamental_hz: -1", "fundamental_hz .* > 0"),
+    ],
+)
+def test_bad_excitation_settings_name_the_key(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "robot.yaml"
+    path.write_text(f"excitation:\n  ros__parameters:\n    {line}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        load_excitation_settings(path)

@@ -34,7 +34,8 @@ from typing import Any
 
 import yaml
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
 
 CONFIG_KEYS: dict[str, str] = {
@@ -377,3 +378,81 @@ class _Reader:
 
 def _is_real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+EXCITATION_KEYS: dict[str, str] = {
+    "mode": "fourier | segmented | process",
+    "fundamental_hz": "Fourier fundamental frequency, Hz (> 0)",
+    "harmonics": "number of Fourier harmonics n_h (>= 1)",
+    "periods": "repetitions of the trajectory (>= 1)",
+    "rate_hz": "sampling of the planned trajectory, Hz (> 0)",
+    "position_margin_rad": "distance kept from the URDF position limits, rad (>= 0)",
+    "velocity_scale": "fraction of the URDF velocity limits allowed, (0, 1]",
+    "acceleration_scale": "fraction of the acceleration limits allowed, (0, 1]",
+    "acceleration_limits": "acceleration limits per joint, rad/s² (default 4 /s × velocity limit)",
+    "optimise": "optimise the Fourier coefficients for the condition number",
+    "time_budget_s": "wall-time budget of the optimisation, s (> 0)",
+    "seed": "random seed (>= 0)",
+    "workspace_lower": "restricted workspace: lower joint positions, rad",
+    "workspace_upper": "restricted workspace: upper joint positions, rad",
+    "box_min": "end-effector box lower corner x, y, z in the base frame, m",
+    "box_max": "end-effector box upper corner x, y, z in the base frame, m",
+    "frame": "end-effector frame for the box and the process trajectories",
+    "process": "pick_and_place | square",
+    "cycles": "pick-and-place cycles or square laps (>= 1)",
+}
+"""Excitation settings: parameters of the ``excitation`` node block of a configuration file,
+read by the node and by ``dynid excite``."""
+
+
+def excitation_settings_from_parameters(
+    parameters: Mapping[str, Any], *, source: str = "parameters", mode: str | None = None
+) -> ExcitationSettings:
+    """Excitation settings from the ``excitation`` node's parameters; ``mode`` overrides ``mode``.
+
+    Keys are those of :data:`EXCITATION_KEYS`; the node's own parameters (topics,
+    rates) may sit beside them and are ignored here.
+
+    Raises
+    ------
+    DataError
+        Naming ``source``, the key and the bad value.
+    """
+    reader = _Reader(parameters, source)
+    defaults = ExcitationSettings()
+    frame = parameters.get("frame")
+    try:
+        return ExcitationSettings(
+            mode=mode or reader.choice("mode", defaults.mode, MODES),  # type: ignore[arg-type]
+            fundamental_hz=reader.real("fundamental_hz", defaults.fundamental_hz, minimum=0.0),
+            harmonics=reader.integer("harmonics", defaults.harmonics, minimum=1),
+            periods=reader.integer("periods", defaults.periods, minimum=1),
+            rate_hz=reader.real("rate_hz", defaults.rate_hz, minimum=0.0),
+            position_margin_rad=reader.real(
+                "position_margin_rad", defaults.position_margin_rad, minimum=0.0, inclusive=True
+            ),
+            velocity_scale=reader.real("velocity_scale", defaults.velocity_scale, minimum=0.0),
+            acceleration_scale=reader.real("acceleration_scale", defaults.acceleration_scale, minimum=0.0),
+            acceleration_limits=reader.numbers("acceleration_limits"),
+            optimise=reader.flag("optimise", defaults.optimise),
+            time_budget_s=reader.real("time_budget_s", defaults.time_budget_s, minimum=0.0),
+            seed=reader.integer("seed", defaults.seed, minimum=0),
+            workspace_lower=reader.numbers("workspace_lower"),
+            workspace_upper=reader.numbers("workspace_upper"),
+            box_min=reader.numbers("box_min"),
+            box_max=reader.numbers("box_max"),
+            frame=None if frame in (None, "") else reader.text("frame", ""),
+            process=reader.choice("process", defaults.process, PROCESSES),  # type: ignore[arg-type]
+            cycles=reader.integer("cycles", defaults.cycles, minimum=1),
+        )
+    except IdentificationError as error:
+        if isinstance(error, DataError):
+            raise
+        raise DataError(f"excitation settings in {source}: {error}") from error
+
+
+def load_excitation_settings(path: str | os.PathLike[str] | None, *, mode: str | None = None) -> ExcitationSettings:
+    """Excitation settings of a configuration file (``/**`` and ``excitation`` blocks); ``None``: defaults."""
+    if path is None:
+        return ExcitationSettings() if mode is None else ExcitationSettings(mode=mode)  # type: ignore[arg-type]
+    return excitation_settings_from_parameters(ros_parameters(path, "excitation"), source=str(path), mode=mode)

@@ -1,0 +1,88 @@
+"""Excitation settings: what to excite the robot with, and within which limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.safety import JointLimits
+from dynamic_identification.core.model import RobotModel
+
+MODES: tuple[str, ...] = ("fourier", "segmented", "process")
+PROCESSES: tuple[str, ...] = ("pick_and_place", "square")
+
+
+@dataclass(frozen=True)
+class ExcitationSettings:
+    """What to excite the robot with, and within which limits.
+
+    Attributes
+    ----------
+    mode
+        ``fourier``, ``segmented`` or ``process``.
+    fundamental_hz, harmonics
+        Fourier fundamental frequency (Hz) and number of harmonics ``n_h`` (seed 004: 0.1 Hz, 5).
+    periods
+        Repetitions of the trajectory.
+    rate_hz
+        Sampling of the planned trajectory, Hz.
+    position_margin_rad, velocity_scale, acceleration_scale, acceleration_limits
+        Margins on the URDF limits (see :meth:`JointLimits.from_robot`); acceleration
+        limits in rad/s², one per joint, or ``None`` for the default.
+    optimise, time_budget_s, seed
+        Fourier mode: optimise the coefficients (within the budget, s) or draw them at random.
+    workspace_lower, workspace_upper
+        Narrower joint ranges, rad (restricted workspace), or ``None``.
+    box_min, box_max, frame
+        End-effector box in the base frame, m, checked on ``frame`` (Fourier optimisation).
+    process, cycles
+        Process mode: ``pick_and_place`` (``cycles`` pick-and-place cycles) or ``square``
+        (``cycles`` laps).
+    """
+
+    mode: Literal["fourier", "segmented", "process"] = "fourier"
+    fundamental_hz: float = 0.1
+    harmonics: int = 5
+    periods: int = 1
+    rate_hz: float = 100.0
+    position_margin_rad: float = 0.05
+    velocity_scale: float = 0.8
+    acceleration_scale: float = 0.8
+    acceleration_limits: tuple[float, ...] | None = None
+    optimise: bool = True
+    time_budget_s: float = 30.0
+    seed: int = 0
+    workspace_lower: tuple[float, ...] | None = None
+    workspace_upper: tuple[float, ...] | None = None
+    box_min: tuple[float, ...] | None = None
+    box_max: tuple[float, ...] | None = None
+    frame: str | None = None
+    process: Literal["pick_and_place", "square"] = "pick_and_place"
+    cycles: int = 3
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise IdentificationError(f"mode must be one of {list(MODES)}, got {self.mode!r}")
+        if self.process not in PROCESSES:
+            raise IdentificationError(f"process must be one of {list(PROCESSES)}, got {self.process!r}")
+        for name in ("fundamental_hz", "rate_hz", "time_budget_s"):
+            if not getattr(self, name) > 0.0:
+                raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("velocity_scale", "acceleration_scale"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise IdentificationError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        for name in ("harmonics", "periods", "cycles"):
+            if getattr(self, name) < 1:
+                raise IdentificationError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def limits(self, robot: RobotModel) -> JointLimits:
+        """The robot's limits with these margins and workspace restrictions."""
+        limits = JointLimits.from_robot(
+            robot,
+            position_margin_rad=self.position_margin_rad,
+            velocity_scale=self.velocity_scale,
+            acceleration_limits=self.acceleration_limits,
+            acceleration_scale=self.acceleration_scale,
+        )
+        return limits.restricted(lower=self.workspace_lower, upper=self.workspace_upper)
