@@ -2,10 +2,22 @@
 
 * :mod:`.fourier` — periodic finite Fourier series (seed 004 eq. (6), seed 002 eq. (15)-(17));
 * :mod:`.trajectory` — sampled trajectories, what is streamed and written;
-* :mod:`.safety` — the one limit check every commanded motion passes, and C² ramps.
+* :mod:`.safety` — the one limit check every commanded motion passes, and C² ramps;
+* :mod:`.optimisation` — Fourier coefficients optimised for the condition number (seed 004 §II.C);
+* :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still (seed 000 §IV.B);
+* :mod:`.process` — pick-and-place and square process trajectories (seed 004 §III.B);
+* :mod:`.settings`, :mod:`.plan` — from configured settings to a checked trajectory.
 """
 
 from dynamic_identification.core.excitation.fourier import FourierTrajectory, random_fourier_trajectory
+from dynamic_identification.core.excitation.process import (
+    default_process_areas,
+    inverse_kinematics,
+    pick_and_place,
+    pick_and_place_targets,
+    square,
+    square_corners,
+)
 from dynamic_identification.core.excitation.safety import (
     JointLimits,
     LimitViolationError,
@@ -14,10 +26,28 @@ from dynamic_identification.core.excitation.safety import (
     ramp,
     stop_ramp,
 )
+from dynamic_identification.core.excitation.segmented import (
+    Segment,
+    SegmentedTrajectory,
+    default_segmented_trajectory,
+    fit_motion,
+    segmented_trajectory,
+)
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
 
 __all__ = [
     "FourierTrajectory",
+    "Segment",
+    "SegmentedTrajectory",
+    "default_process_areas",
+    "default_segmented_trajectory",
+    "fit_motion",
+    "inverse_kinematics",
+    "pick_and_place",
+    "pick_and_place_targets",
+    "segmented_trajectory",
+    "square",
+    "square_corners",
     "JointLimits",
     "LimitViolationError",
     "SampledTrajectory",
