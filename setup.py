@@ -30,6 +30,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sim_robot = dynamic_identification.nodes.sim_robot:main",
+            "excitation = dynamic_identification.nodes.excitation:main",
             "dynid = dynamic_identification.cli:main",
         ],
     },

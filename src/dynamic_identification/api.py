@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
@@ -23,7 +24,7 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors import base_parameters
-from dynamic_identification.io.config import IdentificationConfig, load_config
+from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings
 from dynamic_identification.io.parameters import (
     ParameterFile,
     load_parameters,
@@ -35,6 +36,7 @@ from dynamic_identification.io.recording import (
     recording_from_arrays,
     write_recording_csv,
 )
+from dynamic_identification.io.trajectory import write_trajectory_csv
 
 
 def settings_from_config(config: IdentificationConfig) -> IdentificationSettings:
@@ -210,6 +212,27 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) ->
         error = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
         report.append(f"relative error ||predicted - recorded|| / ||recorded||: {error:.4g}")
     return "\n".join(report)
+
+
+def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:
+    """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV."""
+    _check_output(out)
+    identification = load_config(str(config) if config else None)
+    settings = load_excitation_settings(str(config) if config else None, mode=mode)
+    robot = load_robot(urdf, identification.joints)
+    plan = plan_excitation(robot, identification.drive_chain(robot.n_joints), identification.drive_terms, settings)
+    write_trajectory_csv(out, plan.trajectory)
+    usage = plan.usage
+    lines = [
+        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {settings.rate_hz:g} Hz,"
+        f" {plan.trajectory.time.shape[0]} samples",
+        f"condition number of the base observation matrix: {plan.condition_number:.4g}",
+        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9}   (fractions of the limits with margins)",
+    ]
+    for j, joint in enumerate(robot.joint_names):
+        lines.append(f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}")
+    lines.append(f"trajectory written to {out}")
+    return "\n".join(lines)
 
 
 def run_demo(*, out_dir: Path, duration_s: float, seed: int) -> str:

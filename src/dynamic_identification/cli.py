@@ -45,6 +45,20 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
     predict.add_argument("--out", required=True, type=Path, help="CSV of predicted torques to write")
 
+    excite = verbs.add_parser(
+        "excite",
+        help="plan an excitation trajectory within the joint limits",
+        description=(
+            "Plan an excitation trajectory (Fourier series optimised for the condition number, segmented"
+            " per-joint-fixed, or a pick-and-place / square process) that keeps the URDF limits with the"
+            " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
+        ),
+    )
+    excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
+    excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
+    excite.add_argument("--out", required=True, type=Path, help="trajectory CSV to write")
+
     demo = verbs.add_parser(
         "demo",
         help="simulate the shipped 6-axis arm, identify it and validate on a fresh trajectory",
@@ -67,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif arguments.verb == "predict":
             report = api.predict_file(
                 params=arguments.params, data=arguments.data, config=arguments.config, out=arguments.out
+            )
+        elif arguments.verb == "excite":
+            report = api.excite_file(
+                urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out
             )
         else:
             report = api.run_demo(out_dir=arguments.out_dir, duration_s=arguments.duration, seed=arguments.seed)

@@ -279,6 +279,10 @@ def _per_joint(name: str, value: float | np.ndarray | None, n: int) -> np.ndarra
     return array
 
 
+_NEWTON_ITERATIONS = 30
+"""Most damped-Newton iterations of the implicit friction per step (two or three are usual)."""
+
+
 @dataclass(frozen=True)
 class SimulationSettings:
     """Settings of :class:`RobotSimulator`.
@@ -326,12 +330,12 @@ class RobotSimulator:
     the friction ``τ_f = Cᵀ (Fv ⊙ v + Fc ⊙ tanh(v/ε) + off)`` and the motor torque
     ``τ_m = kp (q_d − q) + kd (q̇_d − q̇) + τ_ff`` clipped to the effort limits.
     Integration is semi-implicit Euler (``q̇⁺ = q̇ + dt q̈``, ``q⁺ = q + dt q̇⁺``)
-    in which the velocity derivative of the friction, ``Cᵀ diag(Fv + Fc sech²(v/ε)/ε) C``,
-    and the PD terms are taken at the new state (linearised backward Euler):
+    in which the friction and the PD terms are taken at the new state (backward Euler):
 
-    ``(M + dt (D_f + kd) + dt² kp) Δq̇ = dt (τ_m − b − τ_f)``,
+    ``(M + dt kd + dt² kp) Δq̇ = dt (τ_m − b − τ_f(q̇ + Δq̇))``,
 
-    so neither the stiff smoothed Coulomb friction nor high gains make it chatter.
+    solved by damped Newton, so neither the stiff smoothed Coulomb friction nor
+    high gains make it chatter: a joint at rest stays at rest.
     The motor torque reported by :meth:`measure` is the one this step applied,
     ``kp (q_d⁺ − q⁺) + kd (q̇_d⁺ − q̇⁺) + τ_ff`` (rigid-body terms at the start of
     the step, so it matches the inverse dynamics to ``O(dt)``).
@@ -449,7 +453,6 @@ class RobotSimulator:
         """
         n = self._robot.n_joints
         dt = self._settings.dt_s
-        eps = self._settings.coulomb_smoothing_rad_s
         qd = _motion("q_desired", q_desired, n)[0]
         dqd = _motion("dq_desired", dq_desired, n)[0]
         ddqd = np.zeros(n) if ddq_desired is None else _motion("ddq_desired", ddq_desired, n)[0]
@@ -462,21 +465,54 @@ class RobotSimulator:
         if np.any(saturated):
             self.saturated_steps += 1
             command = np.clip(command, -self._effort_limits, self._effort_limits)
-        coupling = self._chain.coupling
-        drive = self._drive
-        velocity = coupling @ self._dq
-        tanh = np.tanh(velocity / eps)
-        friction = coupling.T @ (drive.viscous * velocity + drive.coulomb * tanh + drive.offset)
-        friction_slope = coupling.T @ ((drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps)[:, None] * coupling)
         configuration = self._robot.configurations(self._q[None])[0]
         bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
         gains = np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
-        system = self.mass_matrix() + dt * friction_slope + np.diag(gains)
-        delta_dq = np.linalg.solve(system, dt * (command - bias - friction))
+        delta_dq = self._implicit_velocity_step(self.mass_matrix() + np.diag(gains), dt * (command - bias))
         self._applied = command - gains / dt * delta_dq
         self._dq = self._dq + delta_dq
         self._q = self._q + dt * self._dq
         self._time_s += dt
+
+    def _friction(self, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Joint friction torques at ``dq`` and their derivative ``∂τ_f/∂q̇``."""
+        coupling = self._chain.coupling
+        drive = self._drive
+        eps = self._settings.coulomb_smoothing_rad_s
+        velocity = coupling @ dq
+        tanh = np.tanh(velocity / eps)
+        torque = coupling.T @ (drive.viscous * velocity + drive.coulomb * tanh + drive.offset)
+        slope = coupling.T @ ((drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps)[:, None] * coupling)
+        return torque, slope
+
+    def _implicit_velocity_step(self, inertia: np.ndarray, impulse: np.ndarray) -> np.ndarray:
+        """``Δq̇`` solving ``inertia Δq̇ = impulse − dt τ_f(q̇ + Δq̇)`` (backward Euler in the friction).
+
+        The friction is monotone in ``q̇`` and ``inertia`` is positive definite, so the
+        residual is the gradient of a strictly convex function and damped Newton
+        converges; unlike a linearisation it cannot jump across the narrow ``tanh``
+        band at a velocity reversal, so a joint at rest stays at rest (no chatter).
+        """
+        dt = self._settings.dt_s
+        delta = np.zeros_like(impulse)
+        torque, slope = self._friction(self._dq)
+        current = inertia @ delta - impulse + dt * torque
+        tolerance = (1e-12 * (1.0 + float(impulse @ impulse) ** 0.5)) ** 2
+        for _ in range(_NEWTON_ITERATIONS):
+            size = float(current @ current)
+            if size <= tolerance:
+                break
+            direction = np.linalg.solve(inertia + dt * slope, -current)
+            fraction = 1.0
+            while True:
+                candidate = delta + fraction * direction
+                torque, slope = self._friction(self._dq + candidate)
+                trial = inertia @ candidate - impulse + dt * torque
+                if float(trial @ trial) < size or fraction < 1e-4:
+                    break
+                fraction *= 0.5
+            delta, current = candidate, trial
+        return delta
 
     def measure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """What the robot reports now: ``(q, q̇, τ, i)``, each ``(n,)``.

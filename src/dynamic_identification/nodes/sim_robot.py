@@ -88,7 +88,7 @@ class SimRobotConfig:
     kp: tuple[float, ...] = ()
     kd: tuple[float, ...] = ()
     initial_positions: tuple[float, ...] = ()
-    max_catch_up_s: float = 0.05
+    max_catch_up_s: float = 0.25
     seed: int = 0
 
 
@@ -123,7 +123,7 @@ _PARAMETERS = (
     _Parameter("initial_positions", None, Parameter.Type.DOUBLE_ARRAY, "initial joint positions, rad; unset = 0"),
     _Parameter(
         "max_catch_up_s",
-        0.05,
+        0.25,
         Parameter.Type.DOUBLE,
         "largest clock lag simulated in one tick, s",
         floating=(0.001, 10.0),

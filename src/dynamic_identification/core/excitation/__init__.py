@@ -10,6 +10,14 @@
 """
 
 from dynamic_identification.core.excitation.fourier import FourierTrajectory, random_fourier_trajectory
+from dynamic_identification.core.excitation.optimisation import (
+    ExcitationDesign,
+    Workspace,
+    condition_number,
+    fit_to_limits,
+    optimise_fourier,
+    random_fourier,
+)
 from dynamic_identification.core.excitation.process import (
     default_process_areas,
     inverse_kinematics,
@@ -36,7 +44,13 @@ from dynamic_identification.core.excitation.segmented import (
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
 
 __all__ = [
+    "ExcitationDesign",
     "FourierTrajectory",
+    "Workspace",
+    "condition_number",
+    "fit_to_limits",
+    "optimise_fourier",
+    "random_fourier",
     "Segment",
     "SegmentedTrajectory",
     "default_process_areas",

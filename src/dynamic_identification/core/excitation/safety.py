@@ -18,6 +18,10 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import RobotModel
 
+ROUNDING_TOLERANCE = 1e-9
+"""Excesses below this (rad, rad/s, rad/s²) are rounding, not violations: a trajectory that
+ends exactly on a limit must pass."""
+
 DEFAULT_ACCELERATION_PER_VELOCITY_HZ = 4.0
 """Without acceleration limits in the URDF, ``a_max = 4 /s · v_max``: full speed in 0.25 s."""
 
@@ -161,10 +165,11 @@ def check_trajectory(trajectory: SampledTrajectory, limits: JointLimits) -> None
         raise IdentificationError(
             f"trajectory joints {list(trajectory.joint_names)} differ from the limits' {list(limits.joint_names)}"
         )
+    tol = ROUNDING_TOLERANCE
     checks = (
-        ("position", trajectory.q, lambda v: ~np.isfinite(v) | (v < limits.lower) | (v > limits.upper)),
-        ("velocity", trajectory.dq, lambda v: ~np.isfinite(v) | (np.abs(v) > limits.velocity)),
-        ("acceleration", trajectory.ddq, lambda v: ~np.isfinite(v) | (np.abs(v) > limits.acceleration)),
+        ("position", trajectory.q, lambda v: ~np.isfinite(v) | (v < limits.lower - tol) | (v > limits.upper + tol)),
+        ("velocity", trajectory.dq, lambda v: ~np.isfinite(v) | (np.abs(v) > limits.velocity + tol)),
+        ("acceleration", trajectory.ddq, lambda v: ~np.isfinite(v) | (np.abs(v) > limits.acceleration + tol)),
     )
     first: tuple[int, int, str, np.ndarray] | None = None
     for quantity, values, violates in checks:
@@ -272,6 +277,7 @@ def ramp(
         steps = int(np.ceil(duration * rate_hz))
         time = np.arange(steps + 1) / rate_hz
         q, dq, ddq = quintic(start, end, steps / rate_hz, time)
+        q[-1], dq[-1], ddq[-1] = end
         candidate = SampledTrajectory(time, q, dq, ddq, limits.joint_names)
         try:
             check_trajectory(candidate, limits)

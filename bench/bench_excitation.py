@@ -1,0 +1,93 @@
+"""Excitation optimisation: wall time and condition number reached, versus random coefficients.
+
+Issue 3 benchmark: for 6 axes (``urdf/dynid_arm6.urdf``, full ranges and a restricted
+workspace like seed 004 Fig. 2.c) and 7 axes (Panda arm joints of example-robot-data),
+``optimise_fourier`` with ``n_h = 5``, ``f = 0.1 Hz`` (seed 004 §II.C) within a time
+budget, beside the median condition number of random Fourier coefficients fitted to the
+same limits. Condition numbers are of the column-normalised base observation matrix
+(seed 000 convention); seed 004 §III.B reports 6.76 (full) and 7.71 (restricted).
+
+Run: ``.venv/bin/python bench/bench_excitation.py [--budget 60] [--seeds 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import pathlib
+
+import numpy as np
+
+from dynamic_identification.core.excitation.optimisation import (
+    Workspace,
+    condition_number,
+    optimise_fourier,
+    random_fourier,
+)
+from dynamic_identification.core.excitation.safety import JointLimits
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.resources import shipped_path
+
+ARM6_RESTRICTED = Workspace(
+    lower=np.array([-1.0, -1.0, -1.5, -2.5, -1.5, -2.5]),
+    upper=np.array([1.0, 0.8, 1.5, 2.5, 1.5, 2.5]),
+    box_min=np.array([0.1, -0.5, 0.15]),
+    box_max=np.array([0.7, 0.5, 0.9]),
+)
+"""A sector in front of the 6-axis arm, above its table (the test suite's restricted workspace)."""
+
+
+def panda_urdf() -> pathlib.Path:
+    """``panda.urdf`` of the installed example-robot-data wheel (located as ``test/conftest.py`` does)."""
+    for entry in importlib.metadata.files("example-robot-data") or []:
+        if entry.name == "panda.urdf" and "robots" in entry.parts:
+            return pathlib.Path(str(entry.locate())).resolve()
+    raise FileNotFoundError("panda.urdf is not in the installed example-robot-data")
+
+
+def run(label: str, robot: RobotModel, workspace: Workspace | None, budget_s: float, seeds: int) -> None:
+    chain = DriveChain.create(robot.n_joints, gear_ratios=np.full(robot.n_joints, 100.0))
+    terms = DriveTerms()
+    base = base_parameters(robot, chain, terms)
+    limits = JointLimits.from_robot(robot)
+    random = [
+        condition_number(
+            robot, chain, terms, base, random_fourier(robot, limits, seed=seed, workspace=workspace), samples=200
+        )
+        for seed in range(seeds)
+    ]
+    design = optimise_fourier(robot, chain, terms, limits, workspace=workspace, base=base, time_budget_s=budget_s)
+    baseline = float(np.median(random))
+    print(f"{label}: {robot.n_joints} joints, {base.count} base parameters")
+    print(
+        f"  optimised  cond {design.condition_number:8.2f}  in {design.wall_time_s:5.1f} s"
+        f" ({design.evaluations} evaluations, {1e3 * design.wall_time_s / design.evaluations:.2f} ms each)"
+    )
+    print(
+        f"  random     cond {baseline:8.2f}  (median of {seeds} seeds, range {min(random):.2f}-{max(random):.2f})"
+        f"  -> optimised is {baseline / design.condition_number:.1f}x lower"
+    )
+    for name, values in (
+        ("position span", design.usage.position),
+        ("velocity", design.usage.velocity),
+        ("acceleration", design.usage.acceleration),
+    ):
+        print(f"  {name:<14} use " + " ".join(f"{value:5.2f}" for value in values))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=60.0, help="optimisation time budget per case, s")
+    parser.add_argument("--seeds", type=int, default=5, help="random-coefficient baselines per case")
+    arguments = parser.parse_args()
+    arm6 = load_robot(shipped_path("urdf", "dynid_arm6.urdf"))
+    panda = load_robot(panda_urdf(), [f"panda_joint{i}" for i in range(1, 8)])
+    print(f"n_h = 5, f = 0.1 Hz, 200 samples per period, budget {arguments.budget:g} s, seed 0")
+    run("dynid_arm6, full ranges", arm6, None, arguments.budget, arguments.seeds)
+    run("dynid_arm6, restricted workspace", arm6, ARM6_RESTRICTED, arguments.budget, arguments.seeds)
+    run("panda (7 axes), full ranges", panda, None, arguments.budget, arguments.seeds)
+
+
+if __name__ == "__main__":
+    main()

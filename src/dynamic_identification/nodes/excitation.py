@@ -1,0 +1,691 @@
+"""``excitation``: plays an excitation trajectory to the robot's trajectory controller.
+
+Subscribes ``/joint_states`` (``sensor_msgs/JointState``); publishes
+``trajectory_msgs/JointTrajectory`` on ``output_topic`` (default
+``/joint_trajectory``, what ``joint_trajectory_controller`` and ``sim_robot``
+take) and ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics``; serves
+``~/start`` and ``~/stop`` (``std_srvs/Trigger``).
+
+At start-up the trajectory is planned in a background thread with
+:func:`~dynamic_identification.core.excitation.plan.plan_excitation` (modes
+``fourier``, ``segmented``, ``process``) or read from a trajectory CSV (mode
+``file``) and checked against the limits; the executor never waits for it.
+``~/start`` refuses while planning, when the joint states are stale or lack a
+joint, when the robot moves, or when the motion would leave the limits.
+Otherwise the played motion is a C² ramp from the measured position (at rest)
+to the trajectory's first state, the trajectory (already repeated ``periods``
+times), and a C² ramp to rest; it passes
+:func:`~dynamic_identification.core.excitation.safety.check_trajectory` as a
+whole. It is streamed in overlapping chunks of ``horizon_s`` at
+``stream_rate_hz`` (``header.stamp`` = playback start + time of the chunk's
+first point). ``~/stop`` replaces the rest of the motion with
+:func:`~dynamic_identification.core.excitation.safety.stop_ramp` from the state
+being commanded now.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
+from dynamic_identification.core.excitation.safety import (
+    JointLimits,
+    check_trajectory,
+    limit_usage,
+    ramp,
+    stop_ramp,
+)
+from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.simulation import interpolate_trajectory
+from dynamic_identification.io.config import config_from_parameters
+from dynamic_identification.io.trajectory import read_trajectory_csv
+from dynamic_identification.nodes.conversions import (
+    NS_PER_S,
+    arrays_from_joint_state,
+    joint_trajectory_message,
+    time_message,
+)
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.resources import shipped_path
+
+DEFAULT_URDF_NAME = "dynid_arm6.urdf"
+NODE_MODES: tuple[str, ...] = (*MODES, "file")
+START_LEAD_S = 0.1
+"""Playback starts this long after ``~/start``, so the first chunk reaches the controller in time."""
+REST_VELOCITY_FRACTION = 0.05
+"""``~/start`` refuses while a joint moves faster than this fraction of its velocity limit."""
+DIAGNOSTICS_PERIOD_S = 1.0
+
+_SETTINGS = ExcitationSettings()
+_SETTING_NAMES = tuple(field.name for field in fields(ExcitationSettings) if field.name != "mode")
+
+
+@dataclass(frozen=True)
+class ExcitationConfig:
+    """The node's parameters, read once at start (units as in the ROS parameter descriptions).
+
+    ``joints`` empty means every 1-DoF joint of the URDF; ``None`` for an optional
+    array means "not set" (see :class:`~dynamic_identification.core.excitation.plan.ExcitationSettings`).
+    """
+
+    urdf: str
+    joints: tuple[str, ...] = ()
+    mode: str = "fourier"
+    file: str = ""
+    fundamental_hz: float = _SETTINGS.fundamental_hz
+    harmonics: int = _SETTINGS.harmonics
+    periods: int = _SETTINGS.periods
+    rate_hz: float = _SETTINGS.rate_hz
+    position_margin_rad: float = _SETTINGS.position_margin_rad
+    velocity_scale: float = _SETTINGS.velocity_scale
+    acceleration_scale: float = _SETTINGS.acceleration_scale
+    acceleration_limits: tuple[float, ...] | None = None
+    optimise: bool = _SETTINGS.optimise
+    time_budget_s: float = _SETTINGS.time_budget_s
+    seed: int = _SETTINGS.seed
+    workspace_lower: tuple[float, ...] | None = None
+    workspace_upper: tuple[float, ...] | None = None
+    box_min: tuple[float, ...] | None = None
+    box_max: tuple[float, ...] | None = None
+    frame: str | None = None
+    process: str = _SETTINGS.process
+    cycles: int = _SETTINGS.cycles
+    output_topic: str = "/joint_trajectory"
+    stream_rate_hz: float = 10.0
+    horizon_s: float = 1.0
+    stale_timeout_s: float = 0.5
+    autostart: bool = False
+    drive_chain_parameters: tuple[tuple[str, object], ...] = ()
+    """``drive_chain.*`` and ``drive_terms.*`` parameters as set (shared ``/**`` block of the config)."""
+
+
+@dataclass(frozen=True)
+class _Parameter:
+    name: str
+    default: object
+    kind: Parameter.Type
+    description: str
+    floating: tuple[float, float] | None = None
+    integer: tuple[int, int] | None = None
+
+
+_PARAMETERS = (
+    _Parameter("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
+    _Parameter("joints", None, Parameter.Type.STRING_ARRAY, "joints to excite; unset = all 1-DoF joints"),
+    _Parameter("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | file"),
+    _Parameter("file", "", Parameter.Type.STRING, "trajectory CSV played in mode 'file' (dynid excite --out)"),
+    _Parameter(
+        "fundamental_hz",
+        _SETTINGS.fundamental_hz,
+        Parameter.Type.DOUBLE,
+        "Fourier fundamental frequency, Hz",
+        floating=(1e-4, 100.0),
+    ),
+    _Parameter("harmonics", _SETTINGS.harmonics, Parameter.Type.INTEGER, "Fourier harmonics", integer=(1, 100)),
+    _Parameter(
+        "periods", _SETTINGS.periods, Parameter.Type.INTEGER, "repetitions of the trajectory", integer=(1, 10000)
+    ),
+    _Parameter(
+        "rate_hz",
+        _SETTINGS.rate_hz,
+        Parameter.Type.DOUBLE,
+        "trajectory sampling (point spacing), Hz",
+        floating=(1.0, 10000.0),
+    ),
+    _Parameter(
+        "position_margin_rad",
+        _SETTINGS.position_margin_rad,
+        Parameter.Type.DOUBLE,
+        "distance kept from each URDF position limit, rad",
+        floating=(0.0, 3.2),
+    ),
+    _Parameter(
+        "velocity_scale",
+        _SETTINGS.velocity_scale,
+        Parameter.Type.DOUBLE,
+        "fraction of the URDF velocity limits allowed, (0, 1]",
+        floating=(0.0, 1.0),
+    ),
+    _Parameter(
+        "acceleration_scale",
+        _SETTINGS.acceleration_scale,
+        Parameter.Type.DOUBLE,
+        "fraction of the acceleration limits allowed, (0, 1]",
+        floating=(0.0, 1.0),
+    ),
+    _Parameter(
+        "acceleration_limits",
+        None,
+        Parameter.Type.DOUBLE_ARRAY,
+        "acceleration limits per joint, rad/s^2; unset = 4/s times the velocity limit",
+    ),
+    _Parameter("optimise", _SETTINGS.optimise, Parameter.Type.BOOL, "fourier: optimise the condition number"),
+    _Parameter(
+        "time_budget_s",
+        _SETTINGS.time_budget_s,
+        Parameter.Type.DOUBLE,
+        "fourier: optimisation time budget, s",
+        floating=(1e-3, 3600.0),
+    ),
+    _Parameter("seed", _SETTINGS.seed, Parameter.Type.INTEGER, "seed of random coefficients", integer=(0, 2**31 - 1)),
+    _Parameter("workspace_lower", None, Parameter.Type.DOUBLE_ARRAY, "narrower lower joint limits, rad; unset = URDF"),
+    _Parameter("workspace_upper", None, Parameter.Type.DOUBLE_ARRAY, "narrower upper joint limits, rad; unset = URDF"),
+    _Parameter(
+        "box_min", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box lower corner [x, y, z], m; unset = none"
+    ),
+    _Parameter(
+        "box_max", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box upper corner [x, y, z], m; unset = none"
+    ),
+    _Parameter("frame", "", Parameter.Type.STRING, "frame kept in the box / moved by processes; empty = last link"),
+    _Parameter("process", _SETTINGS.process, Parameter.Type.STRING, "process mode: pick_and_place | square"),
+    _Parameter("cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)),
+    _Parameter("output_topic", "/joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
+    _Parameter(
+        "stream_rate_hz", 10.0, Parameter.Type.DOUBLE, "rate of published trajectory chunks, Hz", floating=(0.1, 1000.0)
+    ),
+    _Parameter(
+        "horizon_s", 1.0, Parameter.Type.DOUBLE, "duration of the points of one chunk, s", floating=(0.01, 60.0)
+    ),
+    _Parameter(
+        "stale_timeout_s",
+        0.5,
+        Parameter.Type.DOUBLE,
+        "joint states older than this (node clock) refuse ~/start, s",
+        floating=(0.001, 60.0),
+    ),
+    _Parameter("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
+)
+
+_DRIVE_PARAMETERS = (
+    _Parameter(
+        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: gear ratios; unset = 1"
+    ),
+    _Parameter("drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: N.m/A; unset = 1"),
+    _Parameter(
+        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: n x n row-major coupling"
+    ),
+    *(
+        _Parameter(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"fourier optimisation: model {term}")
+        for term in ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
+    ),
+)
+
+
+def _descriptor(parameter: _Parameter) -> ParameterDescriptor:
+    descriptor = ParameterDescriptor(description=parameter.description, read_only=True)
+    if parameter.floating is not None:
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=parameter.floating[0], to_value=parameter.floating[1], step=0.0)
+        ]
+    if parameter.integer is not None:
+        descriptor.integer_range = [
+            IntegerRange(from_value=parameter.integer[0], to_value=parameter.integer[1], step=0)
+        ]
+    return descriptor
+
+
+def _declare(node: Node, parameters: Sequence[_Parameter]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for parameter in parameters:
+        if parameter.default is None:
+            node.declare_parameter(parameter.name, parameter.kind, _descriptor(parameter))
+        else:
+            node.declare_parameter(parameter.name, parameter.default, _descriptor(parameter))
+        try:
+            value = node.get_parameter(parameter.name).value
+        except ParameterUninitializedException:
+            value = None
+        if value is not None:
+            values[parameter.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+    return values
+
+
+def declare_and_read(node: Node) -> ExcitationConfig:
+    """Declare every parameter with its descriptor and read them once into a config."""
+    values = _declare(node, _PARAMETERS)
+    drive = _declare(node, _DRIVE_PARAMETERS)
+    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    values["frame"] = str(values.get("frame", "") or "") or None
+    return replace(ExcitationConfig(urdf=urdf), **values, drive_chain_parameters=tuple(sorted(drive.items())))
+
+
+@dataclass(frozen=True)
+class ExcitationSetup:
+    """What a validated configuration builds: the robot, the planner's inputs and the limits."""
+
+    robot: RobotModel
+    drive_chain: DriveChain
+    drive_terms: DriveTerms
+    settings: ExcitationSettings
+    limits: JointLimits
+
+
+def build_setup(config: ExcitationConfig) -> ExcitationSetup:
+    """Validate ``config``; ``ValueError`` names the bad parameter."""
+    if config.mode not in NODE_MODES:
+        raise ValueError(f"parameter 'mode' must be one of {list(NODE_MODES)}, got {config.mode!r}")
+    if config.process not in PROCESSES:
+        raise ValueError(f"parameter 'process' must be one of {list(PROCESSES)}, got {config.process!r}")
+    if config.mode == "file" and not config.file:
+        raise ValueError("parameter 'file' must name a trajectory CSV in mode 'file'")
+    if not config.output_topic:
+        raise ValueError("parameter 'output_topic' must not be empty")
+    if not config.horizon_s > 1.0 / config.stream_rate_hz:
+        raise ValueError(
+            f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
+            f" ({1.0 / config.stream_rate_hz:g} s), or the controller runs out of points between chunks"
+        )
+    try:
+        robot = load_robot(config.urdf, list(config.joints) or None)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+    for name in ("workspace_lower", "workspace_upper", "acceleration_limits", "box_min", "box_max"):
+        value = getattr(config, name)
+        size = 3 if name.startswith("box") else robot.n_joints
+        if value is not None and len(value) != size:
+            raise ValueError(f"parameter '{name}' needs {size} values, got {list(value)}")
+    try:
+        settings = ExcitationSettings(
+            mode="fourier" if config.mode == "file" else config.mode,  # type: ignore[arg-type]
+            **{name: getattr(config, name) for name in _SETTING_NAMES},
+        )
+        limits = settings.limits(robot)
+    except IdentificationError as error:
+        raise ValueError(f"invalid excitation parameter: {error}") from error
+    try:
+        shared = config_from_parameters(
+            {"joints": list(robot.joint_names), **dict(config.drive_chain_parameters)}, source="excitation parameters"
+        )
+        drive_chain = shared.drive_chain(robot.n_joints)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'drive_chain.*': {error}") from error
+    return ExcitationSetup(
+        robot=robot, drive_chain=drive_chain, drive_terms=shared.drive_terms, settings=settings, limits=limits
+    )
+
+
+def plan_from_file(path: str, robot: RobotModel, limits: JointLimits) -> ExcitationPlan:
+    """A trajectory CSV in ``robot``'s joint order, checked against ``limits``.
+
+    Raises
+    ------
+    IdentificationError
+        When the file cannot be read or lacks a joint; ``LimitViolationError`` naming
+        the first violation when it leaves the limits.
+    """
+    loaded = read_trajectory_csv(path)
+    order = robot.order_of(loaded.joint_names)
+    trajectory = SampledTrajectory(
+        loaded.time - loaded.time[0],
+        loaded.q[:, order],
+        loaded.dq[:, order],
+        loaded.ddq[:, order],
+        robot.joint_names,
+    )
+    check_trajectory(trajectory, limits)
+    return ExcitationPlan(
+        trajectory=trajectory,
+        limits=limits,
+        usage=limit_usage(trajectory, limits),
+        condition_number=None,
+        description=f"trajectory file {path}, {trajectory.duration_s:g} s",
+    )
+
+
+def _part(trajectory: SampledTrajectory, start: int, stop: int | None) -> SampledTrajectory:
+    index = slice(start, stop)
+    return SampledTrajectory(
+        trajectory.time[index],
+        trajectory.q[index],
+        trajectory.dq[index],
+        trajectory.ddq[index],
+        trajectory.joint_names,
+    )
+
+
+def playback_trajectory(
+    trajectory: SampledTrajectory, q_now: np.ndarray, limits: JointLimits, *, rate_hz: float
+) -> SampledTrajectory:
+    """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
+
+    Both ramps are C² quintics (:func:`ramp`, :func:`stop_ramp`); the result is
+    sampled every ``1 / rate_hz`` from 0 (quintic interpolation where the
+    trajectory is sampled differently) and passes :func:`check_trajectory`.
+
+    Raises
+    ------
+    LimitViolationError
+        Naming the first violation when the motion leaves ``limits``.
+    """
+    first = (trajectory.q[0], trajectory.dq[0], trajectory.ddq[0])
+    last = (trajectory.q[-1], trajectory.dq[-1], trajectory.ddq[-1])
+    rest = np.zeros_like(q_now)
+    ramp_in = ramp((np.asarray(q_now, dtype=float), rest, rest), first, limits, rate_hz=rate_hz)
+    ramp_out = stop_ramp(last, limits, rate_hz=rate_hz)
+    whole = concatenate([_part(ramp_in, 0, -1), trajectory.shifted(-trajectory.time[0]), _part(ramp_out, 1, None)])
+    step = 1.0 / rate_hz
+    if not np.allclose(np.diff(whole.time), step, rtol=0.0, atol=1e-9):
+        times = np.arange(int(np.floor(whole.time[-1] * rate_hz + 1e-9)) + 1) * step
+        if whole.time[-1] - times[-1] > 1e-9:
+            times = np.append(times, whole.time[-1])
+        q, dq, ddq = interpolate_trajectory(whole.time, whole.q, whole.dq, whole.ddq, times)
+        whole = SampledTrajectory(times, q, dq, ddq, whole.joint_names)
+    check_trajectory(whole, limits)
+    return whole
+
+
+def chunk_range(times_s: np.ndarray, elapsed_s: float, horizon_s: float) -> tuple[int, int]:
+    """Indices ``[k0, k1)`` of the points to publish at ``elapsed_s``: from the last point
+    at or before it (the controller interpolates from there) to ``horizon_s`` ahead, at least two points."""
+    n = times_s.shape[0]
+    k0 = int(np.clip(np.searchsorted(times_s, elapsed_s, side="right") - 1, 0, n - 1))
+    k1 = int(np.searchsorted(times_s, elapsed_s + horizon_s, side="right"))
+    return k0, max(k1, min(k0 + 2, n))
+
+
+@dataclass(frozen=True)
+class _Playback:
+    trajectory: SampledTrajectory
+    start_ns: int
+    stopping: bool = False
+
+    def elapsed_s(self, now_ns: int) -> float:
+        return (now_ns - self.start_ns) / NS_PER_S
+
+    def state_at(self, now_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = self.trajectory
+        if t.time.shape[0] == 1:
+            return t.q[0], t.dq[0], t.ddq[0]
+        return interpolate_trajectory(t.time, t.q, t.dq, t.ddq, self.elapsed_s(now_ns))
+
+
+class ExcitationNode(Node):
+    """Plans an excitation trajectory and streams it to a ``JointTrajectory`` controller on request."""
+
+    def __init__(self, *, node_name: str = "excitation", **kwargs: object) -> None:
+        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        self.config = declare_and_read(self)
+        setup = build_setup(self.config)
+        self.robot = setup.robot
+        self.settings = setup.settings
+        self.limits = setup.limits
+        self._names = list(self.robot.joint_names)
+        self._lock = threading.Lock()
+        self._plan: ExcitationPlan | None = None
+        self._plan_error: str | None = None
+        self._playback: _Playback | None = None
+        self._state = "planning"
+        self._refusal: str | None = None
+        self._joint_state: tuple[int, np.ndarray, np.ndarray | None] | None = None
+        self._joint_state_error: str | None = None
+        self._autostarted = False
+        self._trajectory = self.create_publisher(JointTrajectory, self.config.output_topic, COMMAND_QOS)
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
+        self.create_service(Trigger, "~/start", self._on_start)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.create_timer(1.0 / self.config.stream_rate_hz, self._on_stream)
+        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self._planner = threading.Thread(
+            target=self._run_planner, args=(setup,), name="excitation_planner", daemon=True
+        )
+        self._planner.start()
+        self.get_logger().info(
+            f"planning a '{self.config.mode}' excitation of {self._names} ({self.config.urdf});"
+            f" streaming to {self.config.output_topic}"
+        )
+
+    @property
+    def joint_names(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def state(self) -> str:
+        """``planning``, ``ready``, ``running``, ``stopping``, ``idle`` or ``failed``."""
+        with self._lock:
+            return self._state
+
+    @property
+    def plan(self) -> ExcitationPlan | None:
+        with self._lock:
+            return self._plan
+
+    def wait_for_plan(self, timeout_s: float) -> bool:
+        """Block the caller (not the executor) until planning ended; ``True`` when it did."""
+        self._planner.join(timeout_s)
+        return not self._planner.is_alive()
+
+    def _now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def _run_planner(self, setup: ExcitationSetup) -> None:
+        try:
+            if self.config.mode == "file":
+                plan = plan_from_file(self.config.file, setup.robot, setup.limits)
+            else:
+                plan = plan_excitation(setup.robot, setup.drive_chain, setup.drive_terms, setup.settings)
+        except Exception as error:  # noqa: BLE001 - a planner thread that dies silently would leave "planning" forever
+            with self._lock:
+                self._plan_error = str(error)
+                self._state = "failed"
+            self.get_logger().error(f"refusing the '{self.config.mode}' excitation: {error}")
+            return
+        with self._lock:
+            self._plan = plan
+            if self._state == "planning":
+                self._state = "ready"
+        condition = "" if plan.condition_number is None else f", condition number {plan.condition_number:.4g}"
+        self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}")
+
+    def _on_joint_state(self, message: JointState) -> None:
+        try:
+            _, q, dq, _ = arrays_from_joint_state(message, self._names)
+        except IdentificationError as error:
+            self._joint_state_error = str(error)
+            return
+        if q is None:
+            self._joint_state_error = "/joint_states carries no positions"
+            return
+        self._joint_state_error = None
+        self._joint_state = (self._now_ns(), q, dq)
+
+    def _refuse(self, reason: str) -> Trigger.Response:
+        self._refusal = reason
+        self.get_logger().warning(f"not starting: {reason}")
+        self._publish_diagnostics()
+        return Trigger.Response(success=False, message=reason)
+
+    def _measured_rest_position(self, now_ns: int) -> tuple[np.ndarray | None, str]:
+        """The measured position when it is fresh and the robot is at rest, else why not."""
+        if self._joint_state_error is not None:
+            return None, f"joint states are unusable: {self._joint_state_error}"
+        if self._joint_state is None:
+            return None, "joint states are stale: none received on /joint_states"
+        received_ns, q, dq = self._joint_state
+        age_s = (now_ns - received_ns) / NS_PER_S
+        if age_s > self.config.stale_timeout_s:
+            return (
+                None,
+                f"joint states are stale: the last is {age_s:.3f} s old"
+                f" (stale_timeout_s = {self.config.stale_timeout_s} s)",
+            )
+        if dq is not None:
+            moving = np.abs(dq) > REST_VELOCITY_FRACTION * self.limits.velocity
+            if moving.any():
+                joint = int(np.argmax(moving))
+                return None, f"the robot is moving: {self._names[joint]} at {dq[joint]:.3g} rad/s"
+        return q, ""
+
+    def _on_start(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
+        return self._start()
+
+    def _start(self) -> Trigger.Response:
+        with self._lock:
+            plan, plan_error, state = self._plan, self._plan_error, self._state
+        if plan_error is not None:
+            return self._refuse(f"no trajectory: {plan_error}")
+        if plan is None:
+            return self._refuse("still planning the trajectory")
+        if state in ("running", "stopping"):
+            return Trigger.Response(success=False, message=f"already {state}")
+        now_ns = self._now_ns()
+        q_now, reason = self._measured_rest_position(now_ns)
+        if q_now is None:
+            return self._refuse(reason)
+        try:
+            motion = playback_trajectory(plan.trajectory, q_now, self.limits, rate_hz=self.settings.rate_hz)
+        except IdentificationError as error:
+            return self._refuse(f"the motion fails the safety check: {error}")
+        self._playback = _Playback(motion, now_ns + round(START_LEAD_S * NS_PER_S))
+        self._refusal = None
+        with self._lock:
+            self._state = "running"
+        self._publish_chunk(now_ns)
+        self._publish_diagnostics()
+        message = f"playing {plan.description}, {motion.duration_s:.3f} s with ramps"
+        self.get_logger().info(message)
+        return Trigger.Response(success=True, message=message)
+
+    def _on_stop(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
+        playback = self._playback
+        if playback is None:
+            return Trigger.Response(success=True, message=f"nothing to stop ({self.state})")
+        if playback.stopping:
+            return Trigger.Response(success=True, message="already stopping")
+        now_ns = self._now_ns()
+        state = playback.state_at(now_ns)
+        try:
+            motion = stop_ramp(state, self.limits, rate_hz=self.settings.rate_hz)
+        except IdentificationError as error:
+            # Only a commanded state outside the limits has no stop ramp; hold it rather than keep moving.
+            self.get_logger().error(f"no stop ramp within the limits ({error}); holding the commanded position")
+            rest = np.zeros((1, len(self._names)))
+            motion = SampledTrajectory(np.zeros(1), state[0][None], rest, rest, self.robot.joint_names)
+        self._playback = _Playback(motion, now_ns, stopping=True)
+        with self._lock:
+            self._state = "stopping"
+        self._trajectory.publish(
+            joint_trajectory_message(self._names, motion.time, motion.q, motion.dq, motion.ddq, stamp_ns=now_ns)
+        )
+        self._publish_diagnostics()
+        message = f"stopping within {motion.duration_s:.3f} s"
+        self.get_logger().info(message)
+        return Trigger.Response(success=True, message=message)
+
+    def _publish_chunk(self, now_ns: int) -> None:
+        playback = self._playback
+        if playback is None:
+            return
+        trajectory = playback.trajectory
+        k0, k1 = chunk_range(trajectory.time, playback.elapsed_s(now_ns), self.config.horizon_s)
+        offset_s = float(trajectory.time[k0])
+        self._trajectory.publish(
+            joint_trajectory_message(
+                self._names,
+                trajectory.time[k0:k1] - offset_s,
+                trajectory.q[k0:k1],
+                trajectory.dq[k0:k1],
+                trajectory.ddq[k0:k1],
+                stamp_ns=playback.start_ns + round(offset_s * NS_PER_S),
+            )
+        )
+
+    def _on_stream(self) -> None:
+        now_ns = self._now_ns()
+        playback = self._playback
+        if playback is None:
+            if self.config.autostart and not self._autostarted and self.plan is not None:
+                q_now, _ = self._measured_rest_position(now_ns)
+                if q_now is not None:
+                    self._autostarted = True
+                    self._start()
+            return
+        if playback.elapsed_s(now_ns) > playback.trajectory.time[-1]:
+            self._playback = None
+            with self._lock:
+                self._state = "idle"
+            self.get_logger().info("excitation finished" if not playback.stopping else "stopped at rest")
+            self._publish_diagnostics()
+            return
+        if not playback.stopping:
+            self._publish_chunk(now_ns)
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """One ``DiagnosticStatus`` named ``excitation`` with the state, progress and limit usage."""
+        with self._lock:
+            state, plan, plan_error = self._state, self._plan, self._plan_error
+        playback = self._playback
+        level = DiagnosticStatus.OK
+        message = state
+        if plan_error is not None:
+            level, message = DiagnosticStatus.ERROR, f"refused: {plan_error}"
+        elif self._refusal is not None and playback is None:
+            level, message = DiagnosticStatus.WARN, f"refused: {self._refusal}"
+        values = {"mode": self.config.mode, "state": state, "joints": " ".join(self._names)}
+        elapsed = duration = progress = 0.0
+        if playback is not None:
+            duration = playback.trajectory.duration_s
+            elapsed = float(np.clip(playback.elapsed_s(self._now_ns()), 0.0, duration))
+            progress = elapsed / duration if duration > 0.0 else 1.0
+        elif state == "idle":
+            progress = 1.0
+        values.update(progress=f"{progress:.4f}", elapsed_s=f"{elapsed:.3f}", duration_s=f"{duration:.3f}")
+        if plan is not None:
+            values["trajectory_s"] = f"{plan.trajectory.duration_s:.3f}"
+            values["description"] = plan.description
+            values["condition_number"] = "" if plan.condition_number is None else f"{plan.condition_number:.6g}"
+            for quantity in ("position", "velocity", "acceleration"):
+                usage = getattr(plan.usage, quantity)
+                values[f"max_{quantity}_usage"] = f"{float(np.max(usage)):.4f}"
+        return DiagnosticStatus(
+            level=level,
+            name="excitation",
+            message=message,
+            hardware_id="",
+            values=[KeyValue(key=key, value=value) for key, value in values.items()],
+        )
+
+    def _publish_diagnostics(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = time_message(max(self._now_ns(), 0))
+        array.status = [self.diagnostic_status()]
+        self._diagnostics.publish(array)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Entry point of ``ros2 run dynamic_identification excitation``."""
+    rclpy.init(args=args)
+    node: ExcitationNode | None = None
+    try:
+        node = ExcitationNode()
+        rclpy.spin(node)  # planning runs in its own thread; the callbacks share one mutually exclusive group
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger("excitation").fatal(f"refusing to start: {error}")
+        raise SystemExit(1) from error
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,375 @@
+"""The excitation node over real rclpy on loopback, driving the simulated robot, and its pure helpers."""
+
+from __future__ import annotations
+
+import os
+
+# The network rule, before rclpy is imported (test/conftest.py sets the same values).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+
+import gc  # noqa: E402
+import pathlib  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from numpy.testing import assert_allclose  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory  # noqa: E402
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory  # noqa: E402
+from dynamic_identification.core.model import load_robot  # noqa: E402
+from dynamic_identification.core.simulation import interpolate_trajectory  # noqa: E402
+from dynamic_identification.io.trajectory import write_trajectory_csv  # noqa: E402
+from dynamic_identification.nodes import excitation as excitation_module  # noqa: E402
+from dynamic_identification.nodes.conversions import (  # noqa: E402
+    arrays_from_joint_state,
+    joint_state_message,
+    stamp_to_ns,
+    trajectory_points,
+)
+from dynamic_identification.nodes.excitation import (  # noqa: E402
+    ExcitationNode,
+    chunk_range,
+    plan_from_file,
+    playback_trajectory,
+)
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS  # noqa: E402
+from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
+
+SIM_RATE_HZ = 250.0
+FOURIER = [
+    Parameter("mode", value="fourier"),
+    Parameter("optimise", value=False),
+    Parameter("fundamental_hz", value=0.5),
+    Parameter("harmonics", value=2),
+    Parameter("periods", value=1),
+    Parameter("seed", value=3),
+]
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+def _spin(executor: SingleThreadedExecutor, seconds: float, until: Callable[[], bool] | None = None) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not (until is not None and until()):
+        executor.spin_once(timeout_sec=0.01)
+
+
+def _call(executor: SingleThreadedExecutor, probe: Node, service: str) -> Trigger.Response:
+    client = probe.create_client(Trigger, service)
+    _spin(executor, 3.0, until=client.service_is_ready)
+    future = client.call_async(Trigger.Request())
+    _spin(executor, 3.0, until=future.done)
+    response = future.result()
+    assert response is not None, f"no answer from {service}"
+    return response
+
+
+class _Graph:
+    """Excitation (and optionally sim_robot) plus a probe recording every topic, in one executor."""
+
+    def __init__(self, context: Context, overrides: list[Parameter], *, with_robot: bool = True) -> None:
+        self.excitation = ExcitationNode(context=context, parameter_overrides=overrides)
+        self.sim = (
+            SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=SIM_RATE_HZ)])
+            if with_robot
+            else None
+        )
+        self.probe = Node("excitation_probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        for node in (self.excitation, self.sim, self.probe):
+            if node is not None:
+                self.executor.add_node(node)
+        self.states: list[JointState] = []
+        self.commands: list[JointTrajectory] = []
+        self.diagnostics: list[DiagnosticStatus] = []
+        self.probe.create_subscription(JointState, "/joint_states", self.states.append, SENSOR_QOS)
+        self.probe.create_subscription(JointTrajectory, "/joint_trajectory", self.commands.append, COMMAND_QOS)
+        self.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "excitation"),
+            10,
+        )
+
+    def call(self, service: str) -> Trigger.Response:
+        return _call(self.executor, self.probe, f"/excitation/{service}")
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        _spin(self.executor, seconds, until)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        for node in (self.probe, self.sim, self.excitation):
+            if node is not None:
+                node.destroy_node()
+
+
+@pytest.fixture
+def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
+    made: list[_Graph] = []
+    # A full garbage collection of this process's large heap (Pinocchio, rclpy, message types)
+    # stalls the one-threaded executor for ~0.1 s, which sim_robot answers by dropping its backlog;
+    # frozen start-up objects keep collections short so the simulated robot runs in real time.
+    gc.collect()
+    gc.freeze()
+
+    def make(overrides: list[Parameter], *, with_robot: bool = True) -> _Graph:
+        made.append(_Graph(context, overrides, with_robot=with_robot))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+        gc.unfreeze()
+
+
+def _measured(states: list[JointState], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    stamps, positions, velocities = [], [], []
+    for message in states:
+        stamp, q, dq, _ = arrays_from_joint_state(message, names)
+        stamps.append(stamp)
+        positions.append(q)
+        velocities.append(dq)
+    return np.array(stamps), np.array(positions), np.array(velocities)
+
+
+def _ready(g: _Graph) -> None:
+    assert g.excitation.wait_for_plan(10.0), "planning did not finish"
+    g.spin(3.0, until=lambda: len(g.states) > 20 and g.excitation.state == "ready")
+    assert g.excitation.state == "ready"
+
+
+def test_start_plays_the_trajectory_that_the_robot_follows_within_limits(graph: Callable[..., _Graph]) -> None:
+    g = graph(FOURIER)
+    _ready(g)
+    response = g.call("start")
+    assert response.success, response.message
+    playback = g.excitation._playback
+    assert playback is not None
+    motion = playback.trajectory
+    g.spin(motion.duration_s + 3.0, until=lambda: g.excitation.state == "idle")
+    assert g.excitation.state == "idle"
+    g.spin(0.3)  # the position loop settles
+    finished_at = len(g.states)
+    g.spin(0.3)
+
+    names = g.excitation.joint_names
+    robot = g.excitation.robot
+    stamps, q, dq = _measured(g.states, names)
+    t = stamps - playback.start_ns / 1e9
+    playing = (t >= 0.0) & (t <= motion.time[-1])
+    desired, _, _ = interpolate_trajectory(motion.time, motion.q, motion.dq, motion.ddq, t[playing])
+    amplitude = np.ptp(motion.q, axis=0)
+    assert np.all(amplitude > 0.1)  # every joint really moves
+    tracking = np.abs(q[playing] - desired).max(axis=0)
+    assert np.all(tracking < 0.1 * amplitude), f"tracking error {tracking} vs motion {amplitude}"
+    assert np.all(q >= robot.lower_position_limits) and np.all(q <= robot.upper_position_limits)
+    assert np.all(np.abs(dq) <= robot.velocity_limits)
+    at_rest = q[finished_at:]  # the motion ends at rest where the played motion ends
+    assert np.all(np.ptp(at_rest, axis=0) < 5e-3)
+    assert_allclose(at_rest, np.broadcast_to(motion.q[-1], at_rest.shape), atol=0.02)
+
+    # Every published chunk is a piece of the checked motion, stamped at playback start + its first point.
+    chunks = [c for c in g.commands if stamp_to_ns(c.header.stamp) >= playback.start_ns]
+    assert len(chunks) >= motion.duration_s * g.excitation.config.stream_rate_hz * 0.8
+    for chunk in chunks:
+        points = trajectory_points(chunk, names)
+        assert points.times_s[0] == 0.0 and points.times_s[-1] <= g.excitation.config.horizon_s + 1e-9
+        times = (points.start_ns - playback.start_ns) / 1e9 + points.times_s
+        expected = interpolate_trajectory(motion.time, motion.q, motion.dq, motion.ddq, times)
+        assert_allclose(points.positions, expected[0], atol=1e-9)
+        assert_allclose(points.velocities, expected[1], atol=1e-9)
+        assert_allclose(points.accelerations, expected[2], atol=1e-9)
+
+    # Diagnostics report the mode and a progress that rises from 0 to 1.
+    values = [{kv.key: kv.value for kv in status.values} for status in g.diagnostics]
+    assert values and all(v["mode"] == "fourier" for v in values)
+    running = [float(v["progress"]) for v in values if v["state"] == "running"]
+    assert running and np.all(np.diff(running) >= 0.0) and 0.0 <= running[0] < 0.5
+    assert float(values[-1]["progress"]) == 1.0 and g.diagnostics[-1].message == "idle"
+    assert all(status.level == DiagnosticStatus.OK for status in g.diagnostics)
+    assert float(values[-1]["duration_s"]) >= 0.0 and float(values[-1]["max_velocity_usage"]) <= 1.0
+
+
+def test_stop_brings_the_robot_smoothly_to_rest(graph: Callable[..., _Graph]) -> None:
+    g = graph(FOURIER)
+    _ready(g)
+    assert g.call("start").success
+    start_ns = g.excitation._playback.start_ns
+    g.spin(1.5)  # well inside the Fourier part
+    response = g.call("stop")
+    assert response.success, response.message
+    stop = g.excitation._playback
+    assert stop is not None and stop.stopping and g.excitation.state == "stopping"
+    assert_allclose(stop.trajectory.dq[-1], 0.0, atol=1e-12)
+    assert_allclose(stop.trajectory.ddq[-1], 0.0, atol=1e-12)
+    g.spin(stop.trajectory.duration_s + 2.0, until=lambda: g.excitation.state == "idle")
+    assert g.excitation.state == "idle"
+    g.spin(0.3)  # the position loop settles
+    stopped_at = len(g.states)
+    g.spin(0.5)
+
+    robot = g.excitation.robot
+    _, q, dq = _measured(g.states, g.excitation.joint_names)
+    moving = np.abs(dq[:stopped_at]).max(axis=0)
+    assert np.all(moving > 0.2), "the robot was moving before the stop"
+    at_rest = q[stopped_at:]
+    assert np.all(np.ptp(at_rest, axis=0) < 5e-3), "the robot still moves after the stop ramp"
+    assert_allclose(at_rest, np.broadcast_to(stop.trajectory.q[-1], at_rest.shape), atol=0.02)
+    assert np.all(q >= robot.lower_position_limits) and np.all(q <= robot.upper_position_limits)
+    assert stop.start_ns > start_ns
+    assert g.call("stop").success  # stopping an idle node succeeds trivially
+
+
+def test_start_refuses_stale_or_missing_joint_states(graph: Callable[..., _Graph]) -> None:
+    g = graph([*FOURIER, Parameter("stale_timeout_s", value=0.2)], with_robot=False)
+    assert g.excitation.wait_for_plan(10.0)
+    response = g.call("start")
+    assert not response.success and "stale" in response.message and "none received" in response.message
+
+    publisher = g.probe.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+    names = g.excitation.joint_names
+    g.spin(3.0, until=lambda: publisher.get_subscription_count() > 0)
+    publisher.publish(joint_state_message(names[:-1], 1, np.zeros(len(names) - 1), np.zeros(len(names) - 1)))
+    g.spin(0.2)
+    response = g.call("start")
+    assert not response.success and names[-1] in response.message
+
+    publisher.publish(joint_state_message(names, 1, np.zeros(len(names)), np.zeros(len(names))))
+    g.spin(0.5)  # longer than stale_timeout_s
+    response = g.call("start")
+    assert not response.success and "stale" in response.message
+    assert g.excitation.state == "ready"
+    assert g.commands == []
+    assert g.diagnostics and g.diagnostics[-1].level == DiagnosticStatus.WARN
+    assert "stale" in g.diagnostics[-1].message
+
+
+def _line(robot_joints: tuple[str, ...], speed: float, duration: float = 1.0) -> SampledTrajectory:
+    time_s = np.linspace(0.0, duration, 101)
+    n = len(robot_joints)
+    q = np.zeros((time_s.size, n))
+    q[:, 1] = speed * time_s
+    dq = np.zeros_like(q)
+    dq[:, 1] = speed
+    return SampledTrajectory(time_s, q, dq, np.zeros_like(q), robot_joints)
+
+
+def test_file_that_leaves_the_limits_is_refused_naming_the_violation(
+    graph: Callable[..., _Graph], tmp_path: pathlib.Path, arm6_urdf: pathlib.Path
+) -> None:
+    robot = load_robot(arm6_urdf)
+    path = tmp_path / "too_fast.csv"
+    write_trajectory_csv(path, _line(robot.joint_names, speed=10.0))  # joint_2's limit is 4.5 rad/s
+    g = graph([Parameter("mode", value="file"), Parameter("file", value=str(path))], with_robot=False)
+    assert g.excitation.wait_for_plan(10.0)
+    assert g.excitation.state == "failed" and g.excitation.plan is None
+    response = g.call("start")
+    assert not response.success
+    assert "joint_2" in response.message and "velocity" in response.message
+    g.spin(3.0, until=lambda: bool(g.diagnostics))
+    assert g.diagnostics[-1].level == DiagnosticStatus.ERROR
+    assert "joint_2" in g.diagnostics[-1].message and "velocity" in g.diagnostics[-1].message
+
+
+def test_refuses_bad_parameters_naming_them(context: Context) -> None:
+    with pytest.raises(ValueError, match="'mode'"):
+        ExcitationNode(context=context, parameter_overrides=[Parameter("mode", value="random")])
+    with pytest.raises(ValueError, match="'file'"):
+        ExcitationNode(context=context, parameter_overrides=[Parameter("mode", value="file")])
+    with pytest.raises(ValueError, match="'horizon_s'"):
+        ExcitationNode(
+            context=context,
+            parameter_overrides=[Parameter("stream_rate_hz", value=1.0), Parameter("horizon_s", value=0.5)],
+        )
+
+
+def test_plan_from_file_reorders_joints_into_the_robot_order(tmp_path: pathlib.Path, arm6_urdf: pathlib.Path) -> None:
+    robot = load_robot(arm6_urdf, ["joint_1", "joint_2"])
+    line = _line(("joint_2", "joint_1"), speed=0.5)  # column 1 (joint_1) moves
+    path = tmp_path / "line.csv"
+    write_trajectory_csv(path, line.shifted(2.0))
+    plan = plan_from_file(str(path), robot, JointLimits.from_robot(robot))
+    assert plan.trajectory.joint_names == ("joint_1", "joint_2")
+    assert_allclose(plan.trajectory.time, line.time)
+    assert_allclose(plan.trajectory.q[:, 0], line.q[:, 1])
+    assert_allclose(plan.trajectory.q[:, 1], 0.0)
+
+
+def test_playback_ramps_in_from_rest_and_out_to_rest_within_limits(arm6_urdf: pathlib.Path) -> None:
+    robot = load_robot(arm6_urdf, ["joint_1", "joint_2"])
+    limits = JointLimits.from_robot(robot)
+    time_s = np.arange(101) / 100.0
+    omega = 2.0 * np.pi
+    q = np.column_stack([0.5 * np.sin(omega * time_s), 0.3 * np.cos(omega * time_s)])
+    dq = np.column_stack([0.5 * omega * np.cos(omega * time_s), -0.3 * omega * np.sin(omega * time_s)])
+    ddq = -(omega**2) * q
+    trajectory = SampledTrajectory(time_s, q, dq, ddq, robot.joint_names)
+    q_now = np.array([-0.4, 0.2])
+    motion = playback_trajectory(trajectory, q_now, limits, rate_hz=100.0)
+    check_trajectory(motion, limits)
+    assert_allclose(np.diff(motion.time), 0.01, atol=1e-9)
+    assert_allclose(motion.q[0], q_now)
+    assert_allclose(motion.dq[[0, -1]], 0.0, atol=1e-12)
+    assert_allclose(motion.ddq[[0, -1]], 0.0, atol=1e-12)
+    # The trajectory itself is played unchanged, sample for sample.
+    start = int(np.argmin(np.abs(motion.q - q[0]).sum(axis=1) + np.abs(motion.dq - dq[0]).sum(axis=1)))
+    assert_allclose(motion.q[start : start + 101], q, atol=1e-12)
+    # C² joins: across a join the acceleration changes by no more than over the samples either side
+    # (a step in acceleration, e.g. a ramp ending at rest, would jump by ~12 rad/s² here).
+    jumps = np.abs(np.diff(motion.ddq, axis=0)).max(axis=1)
+    for join in (start - 1, start + 100):
+        assert jumps[join] <= 1.5 * max(jumps[join - 1], jumps[join + 1])
+
+
+def test_chunk_range_starts_at_the_last_point_reached_and_spans_the_horizon() -> None:
+    times = np.arange(11) * 0.1
+    assert chunk_range(times, -0.5, 0.25) == (0, 2)
+    assert chunk_range(times, 0.35, 0.3) == (3, 7)
+    assert chunk_range(times, 0.99, 1.0) == (9, 11)
+    assert chunk_range(times, 5.0, 1.0) == (10, 11)
+
+
+def test_start_refuses_while_planning_and_the_executor_keeps_answering(
+    graph: Callable[..., _Graph], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    real = excitation_module.plan_excitation
+
+    def slow_plan(*args: object) -> object:  # an optimisation that lasts until the test releases it
+        assert release.wait(10.0)
+        return real(*args)
+
+    monkeypatch.setattr(excitation_module, "plan_excitation", slow_plan)
+    g = graph(FOURIER, with_robot=False)
+    response = g.call("start")
+    assert not response.success and "still planning" in response.message
+    assert g.excitation.state == "planning"
+    assert g.diagnostics and g.diagnostics[-1].message == "refused: still planning the trajectory"
+    release.set()
+    assert g.excitation.wait_for_plan(10.0)
+    assert g.excitation.state == "ready" and g.excitation.plan is not None
