@@ -32,8 +32,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -62,6 +61,8 @@ from dynamic_identification.nodes.conversions import (
     joint_trajectory_message,
     time_message,
 )
+from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.resources import shipped_path
 
@@ -116,151 +117,122 @@ class ExcitationConfig:
     """``drive_chain.*`` and ``drive_terms.*`` parameters as set (shared ``/**`` block of the config)."""
 
 
-@dataclass(frozen=True)
-class _Parameter:
-    name: str
-    default: object
-    kind: Parameter.Type
-    description: str
-    floating: tuple[float, float] | None = None
-    integer: tuple[int, int] | None = None
-
-
 _PARAMETERS = (
-    _Parameter("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
-    _Parameter("joints", None, Parameter.Type.STRING_ARRAY, "joints to excite; unset = all 1-DoF joints"),
-    _Parameter("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | file"),
-    _Parameter("file", "", Parameter.Type.STRING, "trajectory CSV played in mode 'file' (dynid excite --out)"),
-    _Parameter(
+    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
+    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "joints to excite; unset = all 1-DoF joints"),
+    ParameterSpec("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | file"),
+    ParameterSpec("file", "", Parameter.Type.STRING, "trajectory CSV played in mode 'file' (dynid excite --out)"),
+    ParameterSpec(
         "fundamental_hz",
         _SETTINGS.fundamental_hz,
         Parameter.Type.DOUBLE,
         "Fourier fundamental frequency, Hz",
         floating=(1e-4, 100.0),
     ),
-    _Parameter("harmonics", _SETTINGS.harmonics, Parameter.Type.INTEGER, "Fourier harmonics", integer=(1, 100)),
-    _Parameter(
+    ParameterSpec("harmonics", _SETTINGS.harmonics, Parameter.Type.INTEGER, "Fourier harmonics", integer=(1, 100)),
+    ParameterSpec(
         "periods", _SETTINGS.periods, Parameter.Type.INTEGER, "repetitions of the trajectory", integer=(1, 10000)
     ),
-    _Parameter(
+    ParameterSpec(
         "rate_hz",
         _SETTINGS.rate_hz,
         Parameter.Type.DOUBLE,
         "trajectory sampling (point spacing), Hz",
         floating=(1.0, 10000.0),
     ),
-    _Parameter(
+    ParameterSpec(
         "position_margin_rad",
         _SETTINGS.position_margin_rad,
         Parameter.Type.DOUBLE,
         "distance kept from each URDF position limit, rad",
         floating=(0.0, 3.2),
     ),
-    _Parameter(
+    ParameterSpec(
         "velocity_scale",
         _SETTINGS.velocity_scale,
         Parameter.Type.DOUBLE,
         "fraction of the URDF velocity limits allowed, (0, 1]",
         floating=(0.0, 1.0),
     ),
-    _Parameter(
+    ParameterSpec(
         "acceleration_scale",
         _SETTINGS.acceleration_scale,
         Parameter.Type.DOUBLE,
         "fraction of the acceleration limits allowed, (0, 1]",
         floating=(0.0, 1.0),
     ),
-    _Parameter(
+    ParameterSpec(
         "acceleration_limits",
         None,
         Parameter.Type.DOUBLE_ARRAY,
         "acceleration limits per joint, rad/s^2; unset = 4/s times the velocity limit",
     ),
-    _Parameter("optimise", _SETTINGS.optimise, Parameter.Type.BOOL, "fourier: optimise the condition number"),
-    _Parameter(
+    ParameterSpec("optimise", _SETTINGS.optimise, Parameter.Type.BOOL, "fourier: optimise the condition number"),
+    ParameterSpec(
         "time_budget_s",
         _SETTINGS.time_budget_s,
         Parameter.Type.DOUBLE,
         "fourier: optimisation time budget, s",
         floating=(1e-3, 3600.0),
     ),
-    _Parameter("seed", _SETTINGS.seed, Parameter.Type.INTEGER, "seed of random coefficients", integer=(0, 2**31 - 1)),
-    _Parameter("workspace_lower", None, Parameter.Type.DOUBLE_ARRAY, "narrower lower joint limits, rad; unset = URDF"),
-    _Parameter("workspace_upper", None, Parameter.Type.DOUBLE_ARRAY, "narrower upper joint limits, rad; unset = URDF"),
-    _Parameter(
+    ParameterSpec(
+        "seed", _SETTINGS.seed, Parameter.Type.INTEGER, "seed of random coefficients", integer=(0, 2**31 - 1)
+    ),
+    ParameterSpec(
+        "workspace_lower", None, Parameter.Type.DOUBLE_ARRAY, "narrower lower joint limits, rad; unset = URDF"
+    ),
+    ParameterSpec(
+        "workspace_upper", None, Parameter.Type.DOUBLE_ARRAY, "narrower upper joint limits, rad; unset = URDF"
+    ),
+    ParameterSpec(
         "box_min", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box lower corner [x, y, z], m; unset = none"
     ),
-    _Parameter(
+    ParameterSpec(
         "box_max", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box upper corner [x, y, z], m; unset = none"
     ),
-    _Parameter("frame", "", Parameter.Type.STRING, "frame kept in the box / moved by processes; empty = last link"),
-    _Parameter("process", _SETTINGS.process, Parameter.Type.STRING, "process mode: pick_and_place | square"),
-    _Parameter("cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)),
-    _Parameter("output_topic", "/joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
-    _Parameter(
+    ParameterSpec("frame", "", Parameter.Type.STRING, "frame kept in the box / moved by processes; empty = last link"),
+    ParameterSpec("process", _SETTINGS.process, Parameter.Type.STRING, "process mode: pick_and_place | square"),
+    ParameterSpec(
+        "cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)
+    ),
+    ParameterSpec("output_topic", "/joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
+    ParameterSpec(
         "stream_rate_hz", 10.0, Parameter.Type.DOUBLE, "rate of published trajectory chunks, Hz", floating=(0.1, 1000.0)
     ),
-    _Parameter(
+    ParameterSpec(
         "horizon_s", 1.0, Parameter.Type.DOUBLE, "duration of the points of one chunk, s", floating=(0.01, 60.0)
     ),
-    _Parameter(
+    ParameterSpec(
         "stale_timeout_s",
         0.5,
         Parameter.Type.DOUBLE,
         "joint states older than this (node clock) refuse ~/start, s",
         floating=(0.001, 60.0),
     ),
-    _Parameter("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
+    ParameterSpec("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
 )
 
 _DRIVE_PARAMETERS = (
-    _Parameter(
+    ParameterSpec(
         "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: gear ratios; unset = 1"
     ),
-    _Parameter("drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: N.m/A; unset = 1"),
-    _Parameter(
+    ParameterSpec(
+        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: N.m/A; unset = 1"
+    ),
+    ParameterSpec(
         "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: n x n row-major coupling"
     ),
     *(
-        _Parameter(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"fourier optimisation: model {term}")
+        ParameterSpec(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"fourier optimisation: model {term}")
         for term in ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
     ),
 )
 
 
-def _descriptor(parameter: _Parameter) -> ParameterDescriptor:
-    descriptor = ParameterDescriptor(description=parameter.description, read_only=True)
-    if parameter.floating is not None:
-        descriptor.floating_point_range = [
-            FloatingPointRange(from_value=parameter.floating[0], to_value=parameter.floating[1], step=0.0)
-        ]
-    if parameter.integer is not None:
-        descriptor.integer_range = [
-            IntegerRange(from_value=parameter.integer[0], to_value=parameter.integer[1], step=0)
-        ]
-    return descriptor
-
-
-def _declare(node: Node, parameters: Sequence[_Parameter]) -> dict[str, object]:
-    values: dict[str, object] = {}
-    for parameter in parameters:
-        if parameter.default is None:
-            node.declare_parameter(parameter.name, parameter.kind, _descriptor(parameter))
-        else:
-            node.declare_parameter(parameter.name, parameter.default, _descriptor(parameter))
-        try:
-            value = node.get_parameter(parameter.name).value
-        except ParameterUninitializedException:
-            value = None
-        if value is not None:
-            values[parameter.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
-    return values
-
-
 def declare_and_read(node: Node) -> ExcitationConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values = _declare(node, _PARAMETERS)
-    drive = _declare(node, _DRIVE_PARAMETERS)
+    values = declare_parameters(node, _PARAMETERS)
+    drive = declare_parameters(node, _DRIVE_PARAMETERS)
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
     values["frame"] = str(values.get("frame", "") or "") or None
     return replace(ExcitationConfig(urdf=urdf), **values, drive_chain_parameters=tuple(sorted(drive.items())))

@@ -21,8 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -44,6 +43,8 @@ from dynamic_identification.nodes.conversions import (
     joint_state_message,
     trajectory_points,
 )
+from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.resources import shipped_path
 
@@ -92,73 +93,45 @@ class SimRobotConfig:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class _Parameter:
-    name: str
-    default: object
-    kind: Parameter.Type
-    description: str
-    floating: tuple[float, float] | None = None
-    integer: tuple[int, int] | None = None
-
-
 _PARAMETERS = (
-    _Parameter("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
-    _Parameter("joints", None, Parameter.Type.STRING_ARRAY, "joints to simulate, kinematic order; unset = all"),
-    _Parameter("rate_hz", 1000.0, Parameter.Type.DOUBLE, "simulation and publishing rate, Hz", floating=(1.0, 10000.0)),
-    _Parameter(
+    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
+    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "joints to simulate, kinematic order; unset = all"),
+    ParameterSpec(
+        "rate_hz", 1000.0, Parameter.Type.DOUBLE, "simulation and publishing rate, Hz", floating=(1.0, 10000.0)
+    ),
+    ParameterSpec(
         "gear_ratios", list(DEFAULT_GEAR_RATIOS), Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint"
     ),
-    _Parameter("drive_gains", list(DEFAULT_DRIVE_GAINS), Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A"),
-    _Parameter("coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n coupling matrix, row-major; unset = identity"),
-    _Parameter("rotor_inertia", list(DEFAULT_ROTOR_INERTIA), Parameter.Type.DOUBLE_ARRAY, "Ia (joint side), kg.m^2"),
-    _Parameter("viscous_friction", list(DEFAULT_VISCOUS), Parameter.Type.DOUBLE_ARRAY, "Fv (joint side), N.m.s/rad"),
-    _Parameter("coulomb_friction", list(DEFAULT_COULOMB), Parameter.Type.DOUBLE_ARRAY, "Fc (joint side), N.m"),
-    _Parameter("offset", list(DEFAULT_OFFSET), Parameter.Type.DOUBLE_ARRAY, "torque offsets (joint side), N.m"),
-    _Parameter("current_noise_std", 0.02, Parameter.Type.DOUBLE, "current noise std, A", floating=(0.0, 100.0)),
-    _Parameter("velocity_noise_std", 0.0, Parameter.Type.DOUBLE, "velocity noise std, rad/s", floating=(0.0, 100.0)),
-    _Parameter("encoder_counts", 2**16, Parameter.Type.INTEGER, "motor encoder counts per rev", integer=(1, 2**31 - 1)),
-    _Parameter("kp", None, Parameter.Type.DOUBLE_ARRAY, "PD stiffness, N.m/rad, 1 or n values; unset = 10 Hz loop"),
-    _Parameter("kd", None, Parameter.Type.DOUBLE_ARRAY, "PD damping, N.m.s/rad, 1 or n values; unset = critical"),
-    _Parameter("initial_positions", None, Parameter.Type.DOUBLE_ARRAY, "initial joint positions, rad; unset = 0"),
-    _Parameter(
+    ParameterSpec(
+        "drive_gains", list(DEFAULT_DRIVE_GAINS), Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A"
+    ),
+    ParameterSpec("coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n coupling matrix, row-major; unset = identity"),
+    ParameterSpec("rotor_inertia", list(DEFAULT_ROTOR_INERTIA), Parameter.Type.DOUBLE_ARRAY, "Ia (joint side), kg.m^2"),
+    ParameterSpec("viscous_friction", list(DEFAULT_VISCOUS), Parameter.Type.DOUBLE_ARRAY, "Fv (joint side), N.m.s/rad"),
+    ParameterSpec("coulomb_friction", list(DEFAULT_COULOMB), Parameter.Type.DOUBLE_ARRAY, "Fc (joint side), N.m"),
+    ParameterSpec("offset", list(DEFAULT_OFFSET), Parameter.Type.DOUBLE_ARRAY, "torque offsets (joint side), N.m"),
+    ParameterSpec("current_noise_std", 0.02, Parameter.Type.DOUBLE, "current noise std, A", floating=(0.0, 100.0)),
+    ParameterSpec("velocity_noise_std", 0.0, Parameter.Type.DOUBLE, "velocity noise std, rad/s", floating=(0.0, 100.0)),
+    ParameterSpec(
+        "encoder_counts", 2**16, Parameter.Type.INTEGER, "motor encoder counts per rev", integer=(1, 2**31 - 1)
+    ),
+    ParameterSpec("kp", None, Parameter.Type.DOUBLE_ARRAY, "PD stiffness, N.m/rad, 1 or n values; unset = 10 Hz loop"),
+    ParameterSpec("kd", None, Parameter.Type.DOUBLE_ARRAY, "PD damping, N.m.s/rad, 1 or n values; unset = critical"),
+    ParameterSpec("initial_positions", None, Parameter.Type.DOUBLE_ARRAY, "initial joint positions, rad; unset = 0"),
+    ParameterSpec(
         "max_catch_up_s",
         0.25,
         Parameter.Type.DOUBLE,
         "largest clock lag simulated in one tick, s",
         floating=(0.001, 10.0),
     ),
-    _Parameter("seed", 0, Parameter.Type.INTEGER, "seed of the sensor noise", integer=(0, 2**31 - 1)),
+    ParameterSpec("seed", 0, Parameter.Type.INTEGER, "seed of the sensor noise", integer=(0, 2**31 - 1)),
 )
-
-
-def _descriptor(parameter: _Parameter) -> ParameterDescriptor:
-    descriptor = ParameterDescriptor(description=parameter.description, read_only=True)
-    if parameter.floating is not None:
-        descriptor.floating_point_range = [
-            FloatingPointRange(from_value=parameter.floating[0], to_value=parameter.floating[1], step=0.0)
-        ]
-    if parameter.integer is not None:
-        descriptor.integer_range = [
-            IntegerRange(from_value=parameter.integer[0], to_value=parameter.integer[1], step=0)
-        ]
-    return descriptor
 
 
 def declare_and_read(node: Node) -> SimRobotConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values: dict[str, object] = {}
-    for parameter in _PARAMETERS:
-        if parameter.default is None:
-            node.declare_parameter(parameter.name, parameter.kind, _descriptor(parameter))
-        else:
-            node.declare_parameter(parameter.name, parameter.default, _descriptor(parameter))
-        try:
-            value = node.get_parameter(parameter.name).value
-        except ParameterUninitializedException:
-            value = None
-        if value is not None:
-            values[parameter.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+    values = declare_parameters(node, _PARAMETERS)
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
     return replace(SimRobotConfig(urdf=urdf), **values)
 
