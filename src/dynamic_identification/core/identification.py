@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+import pinocchio as pin
 import scipy.ndimage
 
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
@@ -205,6 +206,86 @@ def _edge_samples(rate_hz: float, cutoff_hz: float | None) -> int:
     return int(np.ceil(4.0 * rate_hz / cutoff_hz)) if cutoff_hz else 1
 
 
+@dataclass(frozen=True)
+class DecimatedRows:
+    """Decimated rows of the base IDIM: ``W`` ``(r, n, b)``, ``Y`` ``(r, n)``, valid equations, grid indices."""
+
+    observation_matrix: np.ndarray
+    torques: np.ndarray
+    valid: np.ndarray
+    index: np.ndarray
+
+
+@dataclass(frozen=True)
+class RowBuilder:
+    """Builds decimated base-IDIM rows from filtered motion on a uniform grid (seed 000 eq. (13)-(14)).
+
+    Works on blocks that carry :attr:`reach` samples of support on each side of
+    the outputs they produce, so consecutive blocks give exactly the rows of the
+    whole signal: used by the offline pipeline and by the sliding window alike.
+    """
+
+    robot: RobotModel
+    drive_chain: DriveChain
+    terms: DriveTerms
+    base: BaseParameters
+    decimator: ParallelDecimator
+    min_speed_rad_s: float
+    gather: np.ndarray
+    data: pin.Data
+
+    @classmethod
+    def create(
+        cls,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        base: BaseParameters,
+        *,
+        decimation: int,
+        min_speed_rad_s: float,
+    ) -> RowBuilder:
+        rows = np.arange(robot.n_joints)[:, None] * len(base.standard_names)
+        return cls(
+            robot=robot,
+            drive_chain=drive_chain,
+            terms=terms,
+            base=base,
+            decimator=ParallelDecimator.create(decimation),
+            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            gather=(rows + base.independent[None, :])[base.structure],
+            data=robot.model.createData(),
+        )
+
+    @property
+    def reach(self) -> int:
+        """Samples of support needed on each side of an output sample."""
+        return self.decimator.half_length
+
+    def rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
+        filter support lies in this block, which covers grid indices ``[start, start + len(q))``."""
+        full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
+        packed, index = self.decimator.decimate(full.reshape(full.shape[0], -1)[:, self.gather], start=start)
+        y_out, _ = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        w_out = np.zeros((int(inside.sum()), self.robot.n_joints, self.base.count))
+        w_out[:, self.base.structure] = packed[inside]
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.reach)
+        return DecimatedRows(
+            observation_matrix=w_out, torques=y_out[inside], valid=~slow[index[inside] - start], index=index[inside]
+        )
+
+
 def prepare_observations(
     robot: RobotModel,
     drive_chain: DriveChain,
@@ -229,33 +310,32 @@ def prepare_observations(
     rate = motions[0].rate_hz
     cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
     factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
-    decimator = ParallelDecimator.create(factor)
-    data = robot.model.createData()
-    standard_count = len(base.standard_names)
-    rows = np.arange(robot.n_joints)[:, None] * standard_count
-    gather = (rows + base.independent[None, :])[base.structure]
+    builder = RowBuilder.create(
+        robot,
+        drive_chain,
+        terms,
+        base,
+        decimation=factor,
+        min_speed_rad_s=settings.signal.min_speed_rad_s,
+    )
     matrices, targets, masks = [], [], []
+    step = max(settings.block_samples - settings.block_samples % factor, factor)
     for motion in motions:
         length = motion.time.shape[0]
-        margin = decimator.half_length
-        step = max(settings.block_samples - settings.block_samples % factor, factor)
         for first_output in range(0, length, step):
-            start = max(first_output - margin, 0)
-            stop = min(first_output + step + margin, length)
-            block = slice(start, stop)
-            full = observation_matrix(
-                robot, drive_chain, terms, motion.q[block], motion.dq[block], motion.ddq[block], data=data
+            start = max(first_output - builder.reach, 0)
+            block = slice(start, min(first_output + step + builder.reach, length))
+            rows = builder.rows(
+                motion.q[block],
+                motion.dq[block],
+                motion.ddq[block],
+                motion.torques[block],
+                start=start,
+                outputs=(first_output, first_output + step),
             )
-            packed, w_index = decimator.decimate(full.reshape(full.shape[0], -1)[:, gather], start=start)
-            y_out, _ = decimator.decimate(motion.torques[block], start=start)
-            inside = (w_index >= first_output) & (w_index < first_output + step)
-            w_out = np.zeros((int(inside.sum()), robot.n_joints, base.count))
-            w_out[:, base.structure] = packed[inside]
-            matrices.append(w_out)
-            targets.append(y_out[inside])
-            speed_limit = settings.signal.min_speed_rad_s if terms.coulomb_friction else 0.0
-            slow = slow_equations(drive_chain, motion.dq[block], min_speed_rad_s=speed_limit, reach=margin)
-            masks.append(~slow[w_index[inside] - start])
+            matrices.append(rows.observation_matrix)
+            targets.append(rows.torques)
+            masks.append(rows.valid)
     matrix = np.concatenate(matrices) if matrices else np.empty((0, robot.n_joints, base.count))
     torque = np.concatenate(targets) if targets else np.empty((0, robot.n_joints))
     valid = np.concatenate(masks) if masks else np.empty((0, robot.n_joints), dtype=bool)
@@ -275,7 +355,9 @@ def slow_equations(drive_chain: DriveChain, dq: np.ndarray, *, min_speed_rad_s: 
     """``(N, n)``: whether joint ``j``'s equation sees a motor slower than ``min_speed_rad_s`` within ``±reach``.
 
     Motor ``m`` (speed ``|C[m] · q̇|``) acts on the equations of the joints it is
-    coupled to (``C[m, j] ≠ 0``), so its stick phases spoil those equations only.
+    coupled to (``C[m, j] ≠ 0``), so its stick phases spoil those equations only. A
+    joint at rest is flagged too: its static friction is anywhere within ``±Fc``,
+    which no ``Fc sign(q̇)`` model predicts, so its torque cannot be explained there.
     """
     samples, n = np.shape(dq)
     if min_speed_rad_s <= 0.0:

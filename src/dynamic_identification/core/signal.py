@@ -217,11 +217,41 @@ def resample_uniform(
     # The tiny slack keeps the last grid point when time[-1] - time[0] is a whole number of periods.
     count = int(np.floor((t[-1] - t[0]) * rate * (1.0 + 1e-12))) + 1
     grid = np.minimum(t[0] + np.arange(count) / rate, t[-1])
+    return grid, _interpolate(t, v, grid, kind)
+
+
+def interpolate_at(time: np.ndarray, values: np.ndarray, grid: np.ndarray, *, kind: str = "cubic") -> np.ndarray:
+    """Values at the instants ``grid`` (within ``[time[0], time[-1]]`` up to rounding), as resample_uniform does.
+
+    For a grid kept across calls, e.g. by a sliding window that resamples each new
+    block onto the grid its first sample fixed.
+
+    Raises
+    ------
+    DataError
+        If stamps are not strictly increasing or a grid instant lies outside them.
+    """
+    if kind not in _INTERPOLATION_KINDS:
+        raise ValueError(f"kind must be one of {_INTERPOLATION_KINDS}, got {kind!r}")
+    t = _time_vector(time)
+    v = np.asarray(values, dtype=float)
+    g = np.asarray(grid, dtype=float)
+    if t.size < 2 or v.shape[0] != t.size:
+        raise DataError(f"need at least 2 samples with matching values, got {t.size} stamps and {v.shape}")
+    if np.any(np.diff(t) <= 0.0):
+        raise DataError("time must be strictly increasing")
+    slack = 1e-6 * (t[-1] - t[0]) / (t.size - 1)
+    if g.size and (g[0] < t[0] - slack or g[-1] > t[-1] + slack):
+        raise DataError(f"grid [{g[0]}, {g[-1]}] s leaves the samples' span [{t[0]}, {t[-1]}] s")
+    return _interpolate(t, v, np.clip(g, t[0], t[-1]), kind)
+
+
+def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
     if kind == "cubic":
-        return grid, CubicSpline(t, v, axis=0)(grid)
+        return CubicSpline(t, v, axis=0)(grid)
     i = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 2)
     w = ((grid - t[i]) / (t[i + 1] - t[i])).reshape((-1,) + (1,) * (v.ndim - 1))
-    return grid, (1.0 - w) * v[i] + w * v[i + 1]
+    return (1.0 - w) * v[i] + w * v[i + 1]
 
 
 def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order: int = 4, axis: int = 0) -> np.ndarray:

@@ -1,0 +1,390 @@
+"""Model reduction on per-joint normal equations: sensitivity-based (seed 004) and essential (seed 000).
+
+Every trial model is solved from the statistics of :class:`NormalEquations`, so trying
+to remove a parameter costs one Cholesky factorisation of at most ``b × b``, never a
+pass over the rows. Three methods:
+
+``'sensitivity'`` — Algorithm 1 of seed 004 §III.D (backward stepwise selection):
+
+1. the columns the pivoted Cholesky of the weighted normal matrix finds dependent
+   (and all-zero columns) are removed first as ``'not identifiable'`` (line 1);
+2. the WLS of the identifiable model is the reference; its relative errors
+   ``e*_0,j`` (lines 2-3);
+3. the essential set ``E`` starts with ``forced`` (seed 004 puts the friction
+   parameters there when every joint moves enough, §III.D) (line 4);
+4. repeatedly the parameter of ``I \\ E`` with the lowest sensitivity ``c̄_i``
+   (seed 004 eq. (10)) is removed and the rest re-estimated (lines 6-9). The removal
+   is negligible — the parameter stays removed, ``'low sensitivity'`` — when for *all*
+   joints ``e*_k,j <= (1 + e_tol) e*_0,j``; otherwise it is put back into the model
+   and added to ``E`` (line 10). The pseudo code writes line 10 as
+   ``e*_k,j / e*_0,j >= e_tol ∀j``; the text below it defines the rule used here:
+   "negligible if ``e*_k,j`` is within the tolerance ``e_tol`` with respect to
+   ``e*_0,j`` for all joints", i.e. a relative growth of at most ``e_tol``, compared
+   always with the reference, so the reduced model's error grows by at most ``e_tol``.
+   A joint fitted exactly (reference ``e*_0,j`` below ``1e-6``, e.g. noise-free data)
+   has no relative scale: its reference is raised to ``1e-6``, which makes the test an
+   absolute one, ``e*_k,j <= (1 + e_tol) · 1e-6``.
+
+``'essential'`` — seed 000 §V.B (Pham & Gautier): remove the parameter with the largest
+``%σ`` (seed 000 eq. (19)) until ``max %σ / min %σ < r_sigma``.
+
+``'none'`` — only the rank check of step 1.
+
+The relative errors are ``e*_j = ‖ρ_j‖ / ‖y_j‖`` (:attr:`NormalSolution.relative_errors`),
+the RMS counterpart of seed 004 eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
+need the rows, which the normal equations do not keep; the caller computes them for the
+final model (e.g. :func:`~dynamic_identification.core.estimation.least_squares.weighted_least_squares`
+on the kept columns gives ``joint_relative_errors``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
+from dynamic_identification.core.estimation.normal_equations import (
+    RANK_TOLERANCE,
+    NormalEquations,
+    NormalSolution,
+    numerical_rank,
+    solve_weighted,
+    weighted_normal_matrix,
+)
+
+METHODS = ("sensitivity", "essential", "none")
+"""Reduction methods accepted by :func:`reduce_parameters`."""
+
+NOT_IDENTIFIABLE = "not identifiable"
+LOW_SENSITIVITY = "low sensitivity"
+
+_ERROR_FLOOR = 1e-6
+"""Reference relative error below which a joint counts as fitted exactly.
+
+Residual norms from normal equations (``c − 2θᵀb + θᵀAθ``) carry a round-off of about
+``sqrt(eps) ≈ 1e-8`` in ``‖ρ_j‖/‖y_j‖``; a reference below this floor is raised to it,
+so on exact data the tolerance becomes the absolute ``(1 + e_tol) · 1e-6``.
+"""
+
+
+@dataclass(frozen=True)
+class ReductionResult:
+    """Outcome of :func:`reduce_parameters`.
+
+    Attributes
+    ----------
+    method
+        ``'sensitivity'``, ``'essential'`` or ``'none'``.
+    kept
+        Column indices kept, increasing.
+    removed
+        ``(column, reason)`` in removal order; reasons are ``'not identifiable'`` (rank
+        check, seed 004 Algorithm 1 line 1), ``'low sensitivity'`` (Algorithm 1) and
+        ``'not essential (r_sigma=…)'`` (seed 000 §V.B, with the ``%σ`` ratio at removal).
+    essential
+        The set ``E`` of Algorithm 1, increasing: the identifiable ``forced`` columns and
+        the columns whose removal raised some ``e*_j`` beyond ``e_tol``. For
+        ``'essential'`` and ``'none'``, the identifiable ``forced`` columns.
+    solution
+        WLS of the kept columns.
+    reference
+        WLS of the identifiable full model (Algorithm 1 lines 2-3).
+    """
+
+    method: str
+    kept: np.ndarray
+    removed: tuple[tuple[int, str], ...]
+    essential: np.ndarray
+    solution: NormalSolution
+    reference: NormalSolution
+
+
+def reduce_parameters(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    *,
+    method: str = "sensitivity",
+    e_tol: float = 0.05,
+    r_sigma: float = 20.0,
+    forced: Sequence[int] = (),
+    names: Sequence[str] | None = None,
+) -> ReductionResult:
+    """Reduce the model of ``equations`` to the parameters the data needs (seed 004 Algorithm 1).
+
+    Parameters
+    ----------
+    equations
+        Per-joint normal equations of the window, ``b`` columns.
+    joint_std
+        ``σ_j`` per joint, N·m, ``(n,)``, positive: the WLS weights ``1/σ_j``
+        (seed 000 eq. (20)), fixed through the reduction.
+    method
+        ``'sensitivity'`` (seed 004 Algorithm 1), ``'essential'`` (seed 000 §V.B) or
+        ``'none'`` (rank check only).
+    e_tol
+        Allowed relative growth of every joint's relative error ``e*_j`` over the
+        reference, ``> 0``; seed 004 uses 0.05 (§IV).
+    r_sigma
+        Stopping ratio ``max %σ / min %σ`` of ``'essential'``, ``> 1``; seed 000 uses 20.
+    forced
+        Columns never removed by the reduction (the initial ``E``, e.g. friction when
+        every joint moves); they are still removed when not identifiable.
+    names
+        ``b`` parameter names used in error messages.
+
+    Returns
+    -------
+    ReductionResult
+        Kept and removed columns with reasons, the set ``E``, and the WLS of the kept
+        and of the identifiable full model.
+
+    Raises
+    ------
+    IdentificationError
+        On an unknown ``method``, ``e_tol <= 0``, ``r_sigma <= 1``, bad ``forced``,
+        ``joint_std`` or ``names``.
+    DataError
+        When there are no more equations than identifiable parameters.
+    RankDeficientError
+        Should a trial sub-model of the identifiable columns lose positive definiteness
+        to round-off (not expected: they are principal sub-blocks of a full-rank matrix).
+    """
+    b = equations.n_parameters
+    if method not in METHODS:
+        raise IdentificationError(f"method must be one of {METHODS}, got {method!r}")
+    if not (np.isfinite(e_tol) and e_tol > 0.0):
+        raise IdentificationError(f"e_tol must be a finite relative tolerance > 0, got {e_tol}")
+    if not (np.isfinite(r_sigma) and r_sigma > 1.0):
+        raise IdentificationError(f"r_sigma must be a finite ratio > 1, got {r_sigma}")
+    sigma = np.asarray(joint_std, dtype=float)
+    if sigma.shape != (equations.n_joints,) or not np.all(np.isfinite(sigma) & (sigma > 0.0)):
+        raise IdentificationError(
+            f"joint_std must be {equations.n_joints} finite positive values, got {np.array2string(sigma)}"
+        )
+    forced_mask = _forced_mask(forced, b)
+    if names is not None and len(names) != b:
+        raise IdentificationError(f"names must have {b} entries (one per column), got {len(names)}")
+
+    matrix, vector = weighted_normal_matrix(equations, sigma, np.arange(b))
+    dependent = _dependent_columns(matrix, forced_mask)
+    removed: list[tuple[int, str]] = [(int(i), NOT_IDENTIFIABLE) for i in dependent]
+    identifiable = np.setdiff1d(np.arange(b), dependent)
+    essential = identifiable[forced_mask[identifiable]]
+    reference = _solve(equations, sigma, identifiable, names)
+
+    if method == "sensitivity":
+        kept, essential, dropped = _sensitivity_reduction(
+            equations, matrix, vector, identifiable, essential, reference.relative_errors, e_tol
+        )
+        removed += [(i, LOW_SENSITIVITY) for i in dropped]
+        solution = _solve(equations, sigma, kept, names)
+    elif method == "essential":
+        kept, dropped_essential = _essential_reduction(
+            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma
+        )
+        removed += dropped_essential
+        solution = _solve(equations, sigma, kept, names)
+    else:
+        kept, solution = identifiable, reference
+    return ReductionResult(
+        method=method,
+        kept=kept,
+        removed=tuple(removed),
+        essential=essential,
+        solution=solution,
+        reference=reference,
+    )
+
+
+def _forced_mask(forced: Sequence[int], b: int) -> np.ndarray:
+    mask = np.zeros(b, dtype=bool)
+    for column in forced:
+        if isinstance(column, bool) or not isinstance(column, int | np.integer) or not 0 <= column < b:
+            raise IdentificationError(f"forced must hold column indices in [0, {b}), got {column!r}")
+        mask[column] = True
+    return mask
+
+
+def _dependent_columns(matrix: np.ndarray, forced_mask: np.ndarray) -> np.ndarray:
+    """Columns of the weighted normal matrix that the data does not determine, increasing.
+
+    The pivoted Cholesky (:func:`numerical_rank`) picks which member of a dependent set
+    goes; when it picks a forced column, the forced columns are eliminated first instead
+    (pivoted Cholesky of their block, then of the Schur complement of the others on the
+    unit-diagonal scale, same threshold), so a forced column is removed only when the
+    forced columns are dependent among themselves.
+    """
+    rank, pivots = numerical_rank(matrix)
+    dependent = pivots[rank:]
+    if not forced_mask[dependent].any():
+        return np.sort(dependent)
+    diagonal = np.diag(matrix)
+    nonzero = diagonal > 0.0
+    scale = np.where(nonzero, 1.0 / np.sqrt(np.where(nonzero, diagonal, 1.0)), 0.0)
+    scaled = matrix * scale[:, None] * scale[None, :]
+    forced_columns = np.flatnonzero(forced_mask)
+    others = np.flatnonzero(~forced_mask)
+    rank_forced, pivots_forced = numerical_rank(scaled[np.ix_(forced_columns, forced_columns)])
+    independent = forced_columns[pivots_forced[:rank_forced]]
+    dependent_forced = forced_columns[pivots_forced[rank_forced:]]
+    if others.size == 0:
+        return np.sort(dependent_forced)
+    block = scaled[np.ix_(independent, independent)]
+    coupling = scaled[np.ix_(independent, others)]
+    schur = scaled[np.ix_(others, others)]
+    if independent.size:
+        schur = schur - coupling.T @ scipy.linalg.solve(block, coupling, assume_a="pos")
+    _, schur_pivots, rank_others, _ = scipy.linalg.lapack.dpstrf(schur, lower=1, tol=RANK_TOLERANCE)
+    dependent_others = others[schur_pivots[rank_others : others.size] - 1]
+    return np.sort(np.concatenate([dependent_forced, dependent_others]))
+
+
+def _sensitivity_reduction(
+    equations: NormalEquations,
+    matrix: np.ndarray,
+    vector: np.ndarray,
+    identifiable: np.ndarray,
+    forced: np.ndarray,
+    reference_errors: np.ndarray,
+    e_tol: float,
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Seed 004 Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
+
+    ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns,
+    formed once; each trial solves a principal sub-block of them.
+    """
+    threshold = (1.0 + e_tol) * np.maximum(reference_errors, _ERROR_FLOOR)
+    included = np.zeros(equations.n_parameters, dtype=bool)
+    included[identifiable] = True
+    essential = np.zeros_like(included)
+    essential[forced] = True
+    sensitivity = equations.sensitivities()
+    candidates = identifiable[~essential[identifiable]]
+    # c̄_i does not depend on the model, so taking the argmin of I \ E at every step
+    # (line 6) visits the candidates in increasing sensitivity.
+    order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
+    measured = np.sqrt(equations.c)
+    removed: list[int] = []
+    for column in order:
+        included[column] = False
+        errors = _trial_relative_errors(equations, matrix, vector, np.flatnonzero(included), measured)
+        if np.any(errors > threshold):
+            included[column] = True
+            essential[column] = True
+        else:
+            removed.append(int(column))
+    return np.flatnonzero(included), np.flatnonzero(essential), removed
+
+
+def _trial_relative_errors(
+    equations: NormalEquations, matrix: np.ndarray, vector: np.ndarray, columns: np.ndarray, measured: np.ndarray
+) -> np.ndarray:
+    """``‖ρ_j‖ / ‖y_j‖`` of the WLS on ``columns`` (Algorithm 1 lines 8-9), from the weighted normal equations."""
+    if columns.size:
+        parameters, _, _ = _trial_solve(matrix, vector, columns)
+        squares = _residual_squares(equations, columns, parameters)
+    else:
+        squares = equations.c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(measured > 0.0, np.sqrt(squares) / measured, 0.0)
+
+
+def _trial_solve(
+    matrix: np.ndarray, vector: np.ndarray, columns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """WLS on ``columns`` from the full weighted normal equations; ``(θ, L, d)``.
+
+    As :func:`solve_weighted`: Cholesky ``L`` of the sub-block scaled to unit diagonal by
+    ``d = sqrt(diag)``, but on a slice of normal equations weighted once, not re-summed
+    over the joints.
+    """
+    block = matrix[np.ix_(columns, columns)]
+    diagonal = np.sqrt(np.diag(block))
+    factor, info = scipy.linalg.lapack.dpotrf(block / diagonal[:, None] / diagonal[None, :], lower=1)
+    if info != 0:
+        raise RankDeficientError(f"trial model on columns {columns.tolist()} is not positive definite")
+    scaled, _ = scipy.linalg.lapack.dpotrs(factor, vector[columns] / diagonal, lower=1)
+    return scaled / diagonal, factor, diagonal
+
+
+def _residual_squares(equations: NormalEquations, columns: np.ndarray, parameters: np.ndarray) -> np.ndarray:
+    """``‖ρ_j‖² = c_j − 2 θᵀ b_j + θᵀ A_j θ`` with ``θ`` padded with zeros, so no sub-block is copied."""
+    b = equations.n_parameters
+    padded = np.zeros(b)
+    padded[columns] = parameters
+    fitted = (equations.a.reshape(-1, b) @ padded).reshape(equations.n_joints, b)
+    return np.clip(equations.c - 2.0 * (equations.b @ padded) + fitted @ padded, 0.0, None)
+
+
+def _essential_reduction(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    matrix: np.ndarray,
+    vector: np.ndarray,
+    identifiable: np.ndarray,
+    forced_mask: np.ndarray,
+    r_sigma: float,
+) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """Seed 000 §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
+
+    ``%σ`` as in :func:`solve_weighted` (seed 000 eq. (17)-(19)), each step from a slice
+    of the weighted normal equations.
+    """
+    weights = 1.0 / joint_std**2
+    total = float(equations.count.sum())
+    kept = identifiable
+    removed: list[tuple[int, str]] = []
+    while kept.size > 1:
+        parameters, factor, diagonal = _trial_solve(matrix, vector, kept)
+        sigma_squared = float(weights @ _residual_squares(equations, kept, parameters)) / (total - kept.size)
+        inverse, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
+        std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
+        with np.errstate(divide="ignore", invalid="ignore"):
+            percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
+        ratio = _sigma_ratio(percent)
+        removable = ~forced_mask[kept]
+        if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
+            break
+        worst = int(np.argmax(np.where(removable, percent, -np.inf)))
+        removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
+        kept = np.delete(kept, worst)
+    return kept, removed
+
+
+def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
+    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
+    largest = float(np.max(relative_std_percent))
+    smallest = float(np.min(relative_std_percent))
+    if largest == 0.0:
+        return 0.0
+    if smallest == 0.0:
+        return float("inf")
+    return largest / smallest
+
+
+def _solve(
+    equations: NormalEquations, joint_std: np.ndarray, columns: np.ndarray, names: Sequence[str] | None
+) -> NormalSolution:
+    """:func:`solve_weighted`, extended to the empty model (every parameter removed, ``Ŷ = 0``).
+
+    The empty model reports condition number 1 and relative errors 1 (0 for a joint
+    whose torques are all zero).
+    """
+    if columns.size:
+        return solve_weighted(equations, joint_std, columns, names=names)
+    if float(equations.count.sum()) <= 0.0:
+        raise DataError("no equations to evaluate the empty model on")
+    measured = np.sqrt(equations.c)
+    return NormalSolution(
+        columns=columns,
+        parameters=np.zeros(0),
+        covariance=np.zeros((0, 0)),
+        residual_norms=measured,
+        relative_errors=(measured > 0.0).astype(float),
+        relative_error=1.0 if equations.c.sum() > 0.0 else 0.0,
+        condition_number=1.0,
+        rank=0,
+    )

@@ -1,0 +1,407 @@
+"""In-process identification: sliding-window WLS with model reduction (seed 004, seed 000 eq. (16)-(20)).
+
+Samples arrive in time order while the robot does its job. Every
+``update_period_s`` of data, the new samples are resampled onto the uniform grid
+the estimator keeps since its first sample, filtered and differentiated
+(seed 000 §IV.A) with enough margin that the filter transients never reach the
+rows produced, turned into decimated base-IDIM rows (parallel decimation, seed 000
+eq. (13)-(14)) and added to the window as one block. Blocks older than
+``window_s`` leave it. The window's per-joint normal equations are updated by
+adding the new block and subtracting the expired ones, and recomputed from the
+stored rows every ``refactor_every`` updates so round-off never accumulates.
+
+Each update then weights the joints by their residual variance in the window
+(seed 000 eq. (20)), reduces the model (seed 004 Algorithm 1 by default) and passes
+the quality gates; only an estimate that passes them is marked publishable, the
+others carry the reason. A stamp earlier than the last one (a bag loop, a
+simulation reset) clears the window.
+
+This module is not re-exported by :mod:`dynamic_identification.core.estimation`,
+since it builds on the identification pipeline that itself uses least squares.
+"""
+
+from __future__ import annotations
+
+import time as wall_clock
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.normal_equations import (
+    NormalEquations,
+    joint_error_std_from_normal_equations,
+)
+from dynamic_identification.core.estimation.reduction import ReductionResult, reduce_parameters
+from dynamic_identification.core.identification import DecimatedRows, RowBuilder
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
+
+REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
+
+
+@dataclass(frozen=True)
+class WindowSettings:
+    """Settings of the in-process estimator.
+
+    Attributes
+    ----------
+    window_s
+        Length of the window, s of data.
+    update_period_s
+        Data time between updates, s.
+    rate_hz
+        Uniform grid rate, Hz; 0 estimates it from the first samples' median step.
+    position_cutoff_hz, decimation, min_speed_rad_s
+        As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`).
+    reduction
+        ``sensitivity`` (seed 004 Algorithm 1), ``essential`` (seed 000 §V.B) or ``none``.
+    e_tol
+        Algorithm 1 tolerance on the growth of each joint's relative error.
+    r_sigma
+        Essential-parameter ratio of seed 000.
+    friction_motion_rad
+        When every joint travels at least this far in the window, the friction
+        parameters are forced essential (seed 004 §III.D).
+    min_motion_rad
+        Gate: some joint must travel this far in the window.
+    max_condition_number, max_relative_error
+        Gates on the reduced model.
+    refactor_every
+        Updates between recomputing the normal equations from the stored rows.
+    """
+
+    window_s: float = 10.0
+    update_period_s: float = 1.0
+    rate_hz: float = 0.0
+    position_cutoff_hz: float = 20.0
+    decimation: int = 0
+    min_speed_rad_s: float = 0.05
+    reduction: str = "sensitivity"
+    e_tol: float = 0.05
+    r_sigma: float = 20.0
+    friction_motion_rad: float = 0.1
+    min_motion_rad: float = 0.05
+    max_condition_number: float = 100.0
+    max_relative_error: float = 0.5
+    refactor_every: int = 20
+
+    def __post_init__(self) -> None:
+        if self.reduction not in REDUCTIONS:
+            raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
+        for name in ("window_s", "update_period_s", "position_cutoff_hz", "max_condition_number"):
+            if not getattr(self, name) > 0.0:
+                raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.update_period_s > self.window_s:
+            raise IdentificationError(
+                f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
+            )
+        if self.refactor_every < 1:
+            raise IdentificationError(f"refactor_every must be >= 1, got {self.refactor_every}")
+
+
+@dataclass(frozen=True)
+class WindowUpdate:
+    """One update of the sliding window.
+
+    ``publishable`` is true only when every quality gate passed; otherwise
+    ``reason`` says why and the parameters (if any) must not be used.
+    """
+
+    time_s: float
+    publishable: bool
+    reason: str
+    names: tuple[str, ...] = ()
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    std_percent: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    removed: tuple[tuple[str, str], ...] = ()
+    condition_number_full: float = float("nan")
+    condition_number: float = float("nan")
+    relative_error: float = float("nan")
+    joint_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_relative_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    samples: int = 0
+    window_s: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Block:
+    rows: DecimatedRows
+    time: np.ndarray
+    equations: NormalEquations
+    q_min: np.ndarray
+    q_max: np.ndarray
+
+
+class SlidingWindowEstimator:
+    """Sliding-window WLS on the base parameters, fed sample by sample (see the module docstring)."""
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        settings: WindowSettings,
+        *,
+        base: BaseParameters | None = None,
+    ) -> None:
+        self._robot = robot
+        self._chain = drive_chain
+        self._terms = terms
+        self._settings = settings
+        self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
+        self._friction = np.array(
+            [i for i, name in enumerate(self._base.names) if name.startswith(("Fv", "Fc"))], dtype=int
+        )
+        self.reset()
+
+    @property
+    def base(self) -> BaseParameters:
+        return self._base
+
+    @property
+    def settings(self) -> WindowSettings:
+        return self._settings
+
+    def reset(self) -> None:
+        """Forget every sample and the window."""
+        self._time: list[np.ndarray] = []
+        self._q: list[np.ndarray] = []
+        self._tau: list[np.ndarray] = []
+        self._last_time = -np.inf
+        self._origin = 0.0
+        self._dt = 0.0
+        self._edge = 0
+        self._builder: RowBuilder | None = None
+        self._next_output: int | None = None
+        self._blocks: deque[_Block] = deque()
+        self._equations = NormalEquations.zeros(self._robot.n_joints, self._base.count)
+        self._updates = 0
+        self._last_update_time: float | None = None
+
+    @property
+    def pending_s(self) -> float:
+        """Data time received since the last update, s."""
+        if not self._time:
+            return 0.0
+        reference = self._last_update_time if self._last_update_time is not None else float(self._time[0][0])
+        return float(self._time[-1][-1]) - reference
+
+    def add_samples(self, time_s: np.ndarray, q: np.ndarray, torques: np.ndarray) -> bool:
+        """Append samples (rows in time order, joints in model order).
+
+        Returns ``True`` when the stamps went backwards and the window was cleared
+        (the new samples then start a fresh window). Duplicated stamps are dropped.
+
+        Raises
+        ------
+        IdentificationError
+            On non-finite values or shapes that do not match the robot.
+        """
+        time = np.atleast_1d(np.asarray(time_s, dtype=float))
+        positions = np.atleast_2d(np.asarray(q, dtype=float))
+        efforts = np.atleast_2d(np.asarray(torques, dtype=float))
+        n = self._robot.n_joints
+        if positions.shape != (time.size, n) or efforts.shape != (time.size, n):
+            raise IdentificationError(
+                f"need q and torques of shape ({time.size}, {n}), got {positions.shape} and {efforts.shape}"
+            )
+        if not (np.all(np.isfinite(time)) and np.all(np.isfinite(positions)) and np.all(np.isfinite(efforts))):
+            raise IdentificationError("samples must be finite (NaN or inf received)")
+        jumped = False
+        if time.size and time[0] < self._last_time:
+            self.reset()
+            jumped = True
+        if time.size > 1 and np.any(np.diff(time) < 0.0):
+            raise IdentificationError("samples of one call must be in time order")
+        keep = np.concatenate([[time[0] > self._last_time], np.diff(time) > 0.0]) if time.size else np.zeros(0, bool)
+        if keep.any():
+            self._time.append(time[keep])
+            self._q.append(positions[keep])
+            self._tau.append(efforts[keep])
+            self._last_time = float(time[keep][-1])
+        return jumped
+
+    def update(self) -> WindowUpdate:
+        """Turn pending samples into rows, slide the window and estimate."""
+        started = wall_clock.perf_counter()
+        self._absorb_pending()
+        result = self._estimate()
+        self._last_update_time = self._last_time
+        self._updates += 1
+        return replace(result, seconds=wall_clock.perf_counter() - started)
+
+    def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The window's rows ``(W, Y, valid)``, e.g. for a batch WLS on the same data."""
+        if not self._blocks:
+            n, b = self._robot.n_joints, self._base.count
+            return np.zeros((0, n, b)), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
+        return (
+            np.concatenate([block.rows.observation_matrix for block in self._blocks]),
+            np.concatenate([block.rows.torques for block in self._blocks]),
+            np.concatenate([block.rows.valid for block in self._blocks]),
+        )
+
+    def window_equations(self) -> NormalEquations:
+        """The window's normal equations as maintained incrementally."""
+        return self._equations
+
+    def _absorb_pending(self) -> None:
+        if not self._time:
+            return
+        time = np.concatenate(self._time)
+        q = np.concatenate(self._q)
+        tau = np.concatenate(self._tau)
+        settings = self._settings
+        if self._builder is None:
+            if time.size < 32:
+                return
+            self._origin = float(time[0])
+            self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
+            rate = 1.0 / self._dt
+            if settings.position_cutoff_hz >= 0.5 * rate:
+                raise IdentificationError(
+                    f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
+                    f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
+                )
+            factor = settings.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
+            self._builder = RowBuilder.create(
+                self._robot,
+                self._chain,
+                self._terms,
+                self._base,
+                decimation=factor,
+                min_speed_rad_s=settings.min_speed_rad_s,
+            )
+            self._edge = int(np.ceil(4.0 * rate / settings.position_cutoff_hz))
+        builder, dt, origin = self._builder, self._dt, self._origin
+        factor = builder.decimator.factor
+        first_grid = int(np.ceil((time[0] - origin) / dt - 1e-9))
+        last_grid = int(np.floor((time[-1] - origin) / dt + 1e-9))
+        if last_grid - first_grid < 2 * (self._edge + builder.reach) + factor:
+            return
+        grid = origin + np.arange(first_grid, last_grid + 1) * dt
+        q_grid = interpolate_at(time, q, grid, kind="cubic")
+        tau_grid = interpolate_at(time, tau, grid, kind="linear")
+        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=settings.position_cutoff_hz)
+        usable_first = first_grid + self._edge
+        usable_last = last_grid - self._edge
+        lowest = usable_first + builder.reach
+        next_output = lowest if self._next_output is None else max(self._next_output, lowest)
+        next_output += (-next_output) % factor
+        last_output = usable_last - builder.reach
+        if last_output < next_output:
+            return
+        block = slice(next_output - builder.reach - first_grid, last_output + builder.reach + 1 - first_grid)
+        rows = builder.rows(
+            q_filtered[block],
+            dq[block],
+            ddq[block],
+            tau_grid[block],
+            start=next_output - builder.reach,
+            outputs=(next_output, last_output + 1),
+        )
+        self._next_output = int(rows.index[-1]) + factor if rows.index.size else next_output
+        keep_from = origin + (self._next_output - builder.reach - self._edge - 2) * dt
+        kept = time >= keep_from
+        self._time, self._q, self._tau = [time[kept]], [q[kept]], [tau[kept]]
+        if rows.index.size:
+            self._add_block(rows, origin + rows.index * dt, q_filtered[block])
+
+    def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
+        block = _Block(
+            rows=rows,
+            time=times,
+            equations=NormalEquations.from_rows(rows.observation_matrix, rows.torques, rows.valid),
+            q_min=q.min(axis=0),
+            q_max=q.max(axis=0),
+        )
+        self._blocks.append(block)
+        self._equations = self._equations + block.equations
+        start = times[-1] - self._settings.window_s
+        while self._blocks and self._blocks[0].time[-1] < start:
+            expired = self._blocks.popleft()
+            self._equations = self._equations - expired.equations
+        if (self._updates + 1) % self._settings.refactor_every == 0:
+            total = NormalEquations.zeros(self._robot.n_joints, self._base.count)
+            for kept in self._blocks:
+                total = total + kept.equations
+            self._equations = total
+
+    def _estimate(self) -> WindowUpdate:
+        settings = self._settings
+        now = self._last_time
+        if not self._blocks:
+            return WindowUpdate(time_s=now, publishable=False, reason="window is empty (waiting for data)")
+        span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
+        travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
+        samples = int(sum(b.rows.index.size for b in self._blocks))
+        common = {"time_s": now, "samples": samples, "window_s": span}
+        if travel.max() < settings.min_motion_rad:
+            return WindowUpdate(
+                publishable=False,
+                reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad",
+                **common,
+            )
+        equations = self._equations
+        names = self._base.names
+        try:
+            joint_std = joint_error_std_from_normal_equations(equations)
+            forced = self._friction if np.all(travel >= settings.friction_motion_rad) else np.zeros(0, int)
+            reduction = reduce_parameters(
+                equations,
+                joint_std,
+                method=settings.reduction,
+                e_tol=settings.e_tol,
+                r_sigma=settings.r_sigma,
+                forced=forced,
+                names=names,
+            )
+        except IdentificationError as error:
+            return WindowUpdate(publishable=False, reason=f"estimation failed: {error}", **common)
+        solution = reduction.solution
+        kept_names = tuple(names[i] for i in reduction.kept)
+        joint_errors, joint_relative = self._mean_absolute_errors(reduction)
+        update = WindowUpdate(
+            publishable=False,
+            reason="",
+            names=kept_names,
+            values=solution.parameters,
+            std_percent=solution.relative_std_percent,
+            removed=tuple((names[i], why) for i, why in reduction.removed),
+            condition_number_full=reduction.reference.condition_number,
+            condition_number=solution.condition_number,
+            relative_error=solution.relative_error,
+            joint_errors=joint_errors,
+            joint_relative_errors=joint_relative,
+            **common,
+        )
+        reason = _gate(update, settings)
+        return replace(update, publishable=not reason, reason=reason or "ok")
+
+    def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray]:
+        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows."""
+        w, y, valid = self.window_rows()
+        residual = np.abs(y - w[..., reduction.kept] @ reduction.solution.parameters)
+        counts = np.maximum(valid.sum(axis=0), 1)
+        errors = np.where(valid, residual, 0.0).sum(axis=0) / counts
+        magnitude = np.where(valid, np.abs(y), 0.0).sum(axis=0) / counts
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = np.where(magnitude > 0.0, errors / magnitude, 0.0)
+        return errors, relative
+
+
+def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
+    """Why an estimate must not be published, or an empty string."""
+    if not (np.all(np.isfinite(update.values)) and np.all(np.isfinite(update.joint_errors))):
+        return "non-finite estimate"
+    if update.condition_number > settings.max_condition_number:
+        return (
+            f"condition number {update.condition_number:.4g} > max_condition_number {settings.max_condition_number:g}"
+        )
+    if update.relative_error > settings.max_relative_error:
+        return f"relative error {update.relative_error:.3g} > max_relative_error {settings.max_relative_error:g}"
+    return ""
