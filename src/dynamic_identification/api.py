@@ -52,6 +52,8 @@ def settings_from_config(config: IdentificationConfig) -> IdentificationSettings
         method=config.method,
         reduction=config.reduction,
         r_sigma=config.r_sigma,
+        e_tol=config.e_tol,
+        friction_motion_rad=config.friction_motion_rad,
         min_samples=config.min_samples,
     )
 

@@ -117,7 +117,7 @@ def test_extra_keys_declared_by_the_caller_are_accepted() -> None:
         ("signal.use_measured_velocity", "yes", "must be true or false, got 'yes'"),
         ("signal.rate_hz", -100.0, "must be finite and >= 0, got -100.0"),
         ("estimation.method", "tls", r"estimation.method in test must be one of \['ols', 'wls'\], got 'tls'"),
-        ("estimation.reduction", "sensitivity", r"one of \['essential', 'none'\]"),
+        ("estimation.reduction", "sinus", r"one of \['sensitivity', 'essential', 'none'\]"),
         ("estimation.min_samples", 0, "must be >= 1, got 0"),
         ("drive_terms.offset", 1, "drive_terms.offset in test must be true or false, got 1"),
         ("drive_chain.gear_ratios", [1.0, "x"], "must be a list of finite numbers"),

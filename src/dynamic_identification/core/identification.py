@@ -26,10 +26,12 @@ import scipy.ndimage
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.estimation import (
     LeastSquaresResult,
+    NormalEquations,
     essential_parameters,
     joint_error_std,
     ordinary_least_squares,
     rank_deficient_columns,
+    reduce_parameters,
     weighted_least_squares,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameter_names
@@ -86,8 +88,10 @@ class IdentificationSettings:
 
     signal: SignalSettings = field(default_factory=SignalSettings)
     method: Literal["ols", "wls"] = "wls"
-    reduction: Literal["essential", "none"] = "none"
+    reduction: Literal["sensitivity", "essential", "none"] = "none"
     r_sigma: float = 20.0
+    e_tol: float = 0.05
+    friction_motion_rad: float = 0.1
     min_samples: int = 200
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
@@ -444,6 +448,24 @@ def identify(
         kept = kept[essential.kept]
         names = tuple(base.names[i] for i in kept)
         estimate = essential.result
+    elif settings.reduction == "sensitivity":
+        # Seed 004 Algorithm 1 on the normal equations; friction stays when every joint moves enough.
+        travel = np.ptp(q, axis=0)
+        friction = [i for i, name in enumerate(names) if name.startswith(("Fv", "Fc"))]
+        reduction = reduce_parameters(
+            NormalEquations.from_rows(matrix, target, valid),
+            joint_std,
+            method="sensitivity",
+            e_tol=settings.e_tol,
+            forced=friction if np.all(travel >= settings.friction_motion_rad) else (),
+            names=names,
+        )
+        removed += [(names[i], why) for i, why in reduction.removed]
+        kept = kept[reduction.kept]
+        names = tuple(base.names[i] for i in kept)
+        estimate = weighted_least_squares(
+            matrix[..., reduction.kept], target, joint_std=joint_std, parameter_names=names, valid=valid
+        )
     return IdentificationResult(
         base=base,
         names=names,

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
 
@@ -53,20 +54,30 @@ CONFIG_KEYS: dict[str, str] = {
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
     "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
-    "estimation.reduction": "parameter reduction: 'essential' (seed 000 §V.B) or 'none'",
+    "estimation.reduction": "parameter reduction: 'sensitivity' (seed 004 Algorithm 1), 'essential' (seed 000 §V.B)"
+    " or 'none'",
+    "estimation.e_tol": "sensitivity reduction: allowed growth of each joint's relative error (> 0, 0.05 = 5 %)",
     "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
     "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
     "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
     "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
     "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
+    "window.window_s": "in-process estimation: window length, s of data (> 0)",
+    "window.reduction": "in-process reduction: 'sensitivity' (seed 004 Algorithm 1), 'essential' or 'none'",
+    "window.update_period_s": "in-process estimation: data time between updates, s (> 0, <= window_s)",
+    "window.max_condition_number": "quality gate: largest condition number of the reduced model (> 0)",
+    "window.max_relative_error": "quality gate: largest relative error ||rho||/||Y|| (> 0)",
+    "window.min_motion_rad": "quality gate: some joint must travel this far in the window, rad (>= 0)",
+    "window.friction_motion_rad": "friction forced essential when every joint travels this far, rad (>= 0)",
+    "window.refactor_every": "updates between recomputing the normal equations from the rows (>= 1)",
 }
 """Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
 
-SECTIONS: tuple[str, ...] = ("drive_chain", "drive_terms", "signal", "estimation", "topics")
+SECTIONS: tuple[str, ...] = ("drive_chain", "drive_terms", "signal", "estimation", "topics", "window")
 """Parameter prefixes owned by this configuration: unknown keys under them are typos."""
 
 METHODS: tuple[str, ...] = ("ols", "wls")
-REDUCTIONS: tuple[str, ...] = ("essential", "none")
+REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
 
 
 @dataclass(frozen=True)
@@ -91,9 +102,11 @@ class IdentificationConfig:
     method
         ``"ols"`` or ``"wls"`` (seed 000 eq. (20)).
     reduction
-        ``"essential"`` (seed 000 §V.B) or ``"none"``.
+        ``"sensitivity"`` (seed 004 Algorithm 1), ``"essential"`` (seed 000 §V.B) or ``"none"``.
     r_sigma
         Essential-parameter stopping ratio of the largest to smallest %σ.
+    e_tol
+        Sensitivity reduction: allowed relative growth of each joint's error.
     rate_hz
         Sample rate in Hz; 0 takes it from the median time step of the data.
     min_speed_rad_s
@@ -104,6 +117,10 @@ class IdentificationConfig:
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents; with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``.
+    window_s, window_reduction, update_period_s, max_condition_number, max_relative_error,
+    min_motion_rad, friction_motion_rad, refactor_every
+        In-process estimation (see :meth:`window_settings`); ``window_reduction`` is the
+        reduction of the sliding window, ``reduction`` that of offline identification.
     """
 
     joints: tuple[str, ...] | None = None
@@ -117,12 +134,43 @@ class IdentificationConfig:
     method: str = "wls"
     reduction: str = "none"
     r_sigma: float = 20.0
+    e_tol: float = 0.05
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
     min_samples: int = 200
     joint_states_topic: str = "/joint_states"
     currents_topic: str = "/motor_currents"
     effort_is_torque: bool = False
+    window_s: float = 10.0
+    window_reduction: str = "sensitivity"
+    update_period_s: float = 1.0
+    max_condition_number: float = 100.0
+    max_relative_error: float = 0.5
+    min_motion_rad: float = 0.05
+    friction_motion_rad: float = 0.1
+    refactor_every: int = 20
+
+    def window_settings(self) -> WindowSettings:
+        """Settings of the in-process sliding-window estimator."""
+        try:
+            return WindowSettings(
+                window_s=self.window_s,
+                update_period_s=self.update_period_s,
+                rate_hz=self.rate_hz,
+                position_cutoff_hz=self.position_cutoff_hz,
+                decimation=self.decimation,
+                min_speed_rad_s=self.min_speed_rad_s,
+                reduction=self.window_reduction,
+                e_tol=self.e_tol,
+                r_sigma=self.r_sigma,
+                friction_motion_rad=self.friction_motion_rad,
+                min_motion_rad=self.min_motion_rad,
+                max_condition_number=self.max_condition_number,
+                max_relative_error=self.max_relative_error,
+                refactor_every=self.refactor_every,
+            )
+        except IdentificationError as error:
+            raise DataError(f"window settings: {error}") from error
 
     def drive_chain(self, n_joints: int) -> DriveChain:
         """The drive chain for ``n_joints`` joints (raises ``ModelError`` on a size mismatch)."""
@@ -247,6 +295,17 @@ def config_from_parameters(
         method=reader.choice("estimation.method", defaults.method, METHODS),
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
         r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0),
+        e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0),
+        window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0),
+        window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
+        update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0),
+        max_condition_number=reader.real("window.max_condition_number", defaults.max_condition_number, minimum=0.0),
+        max_relative_error=reader.real("window.max_relative_error", defaults.max_relative_error, minimum=0.0),
+        min_motion_rad=reader.real("window.min_motion_rad", defaults.min_motion_rad, minimum=0.0, inclusive=True),
+        friction_motion_rad=reader.real(
+            "window.friction_motion_rad", defaults.friction_motion_rad, minimum=0.0, inclusive=True
+        ),
+        refactor_every=reader.integer("window.refactor_every", defaults.refactor_every, minimum=1),
         min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1),
         joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
         currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),
