@@ -7,12 +7,17 @@ text report the CLI prints; errors propagate as
 
 from __future__ import annotations
 
+import json
+import math
 import time as wall_clock
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
@@ -23,7 +28,7 @@ from dynamic_identification.core.identification import (
     predict_torques,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings
 from dynamic_identification.io.parameters import (
     ParameterFile,
@@ -235,6 +240,193 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
         lines.append(f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}")
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
+
+
+BACKWARD_JUMP_S = 1.0
+"""A stamp earlier than the last accepted one by more than this (s) restarts the window (a bag loop,
+a simulation reset); a smaller step back is an out-of-order or duplicated sample and is refused."""
+
+
+def window_parameter_file(
+    robot: RobotModel,
+    terms: DriveTerms,
+    drive_chain: DriveChain,
+    base: BaseParameters,
+    update: WindowUpdate,
+    *,
+    stamp: float | None = None,
+) -> ParameterFile:
+    """The parameter YAML content of one sliding-window update (DESIGN.md parameter YAML).
+
+    Parameters
+    ----------
+    robot, terms, drive_chain
+        The identified model, as given to the estimator.
+    base
+        The estimator's base parameters; the expressions of the kept names come from it.
+    update
+        An update with an estimate (normally a publishable one).
+    stamp
+        ``stamp`` of the file, s; default the update's data time ``update.time_s``.
+
+    Raises
+    ------
+    DataError
+        When the update carries no estimate (or a non-finite value).
+    """
+    if not update.names:
+        raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
+    expression = dict(zip(base.names, base.expressions, strict=True))
+    joints = robot.joint_names
+    return ParameterFile.create(
+        urdf=robot.urdf_path,
+        joints=joints,
+        drive_terms=terms,
+        drive_chain=drive_chain,
+        names=update.names,
+        values=update.values,
+        std_percent=update.std_percent,
+        expressions=[expression[name] for name in update.names],
+        removed=tuple(name for name, _ in update.removed),
+        quality={
+            "condition_number": _finite_or_none(update.condition_number),
+            "condition_number_full": _finite_or_none(update.condition_number_full),
+            "relative_error": _finite_or_none(update.relative_error),
+            "joint_errors": _per_joint(joints, update.joint_errors),
+            "joint_relative_errors": _per_joint(joints, update.joint_relative_errors),
+            "samples": int(update.samples),
+            "window": float(update.window_s),
+            "reason": update.reason,
+        },
+        stamp=update.time_s if stamp is None else stamp,
+    )
+
+
+def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: bool = False) -> dict[str, Any]:
+    """One ``dynid stream`` JSON line of an update; non-finite numbers become ``None`` (JSON ``null``)."""
+    return {
+        "time": _finite_or_none(update.time_s),
+        "publishable": bool(update.publishable),
+        "reason": update.reason,
+        "parameters": {name: _finite_or_none(v) for name, v in zip(update.names, update.values.tolist(), strict=True)},
+        "removed": [name for name, _ in update.removed],
+        "condition_number": _finite_or_none(update.condition_number),
+        "condition_number_full": _finite_or_none(update.condition_number_full),
+        "relative_error": _finite_or_none(update.relative_error),
+        "joint_relative_errors": _per_joint(joints, update.joint_relative_errors),
+        "samples": int(update.samples),
+        "window_s": float(update.window_s),
+        "seconds": float(update.seconds),
+        "restarted": bool(restarted),
+    }
+
+
+def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndarray, bool]]:
+    """Indices of consecutive chunks of ``period_s`` of data time, and whether a chunk restarts the window.
+
+    Applies the estimator node's rule to each stamp: later than the last accepted
+    one: kept; earlier by more than :data:`BACKWARD_JUMP_S`: kept, and the window
+    restarts there; otherwise (out of order, duplicated): dropped. The chunks of one
+    run of accepted stamps start at its first stamp; a run's last chunk may be shorter.
+    """
+    time = np.asarray(time_s, dtype=float)
+    start = 0
+    restarted = False
+    while start < time.size:
+        stop = _next_jump(time, start)
+        run = start + np.flatnonzero(_increasing(time[start:stop]))
+        stamps = time[run]
+        bounds = stamps[0] + period_s * np.arange(1, int((stamps[-1] - stamps[0]) / period_s) + 1)
+        for chunk in np.split(run, np.searchsorted(stamps, bounds)):
+            if chunk.size:
+                yield chunk, restarted
+                restarted = False
+        start, restarted = stop, True
+
+
+def _increasing(time: np.ndarray) -> np.ndarray:
+    """Which stamps are later than every earlier one (the first always is)."""
+    previous = np.maximum.accumulate(np.concatenate([[-np.inf], time[:-1]]))
+    return time > previous
+
+
+def _next_jump(time: np.ndarray, start: int) -> int:
+    """Index of the first stamp after ``start`` earlier than the running latest by more than BACKWARD_JUMP_S."""
+    latest = np.maximum.accumulate(time[start:])
+    jumps = np.flatnonzero(time[start + 1 :] < latest[:-1] - BACKWARD_JUMP_S)
+    return start + 1 + int(jumps[0]) if jumps.size else time.size
+
+
+def stream_file(*, urdf: Path, data: Path, config: Path | None, out: Path, params_out: Path | None = None) -> str:
+    """``dynid stream``: the estimator node's sliding window, run offline on a recording as fast as possible.
+
+    Samples are fed in chunks of ``window.update_period_s`` of data time, with an
+    update after each chunk; every update is one JSON line of ``out`` (see
+    :func:`update_record`). With ``params_out``, the last publishable estimate is
+    written there as a parameter YAML.
+    """
+    _check_output(out)
+    if params_out is not None:
+        _check_output(params_out)
+    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config)
+    settings = parsed.window_settings()
+    torques = recording.joint_torques(drive_chain)
+    positions = recording.position
+    estimator = SlidingWindowEstimator(robot, drive_chain, parsed.drive_terms, settings)
+    joints = robot.joint_names
+    seconds: list[float] = []
+    publishable = 0
+    last: WindowUpdate | None = None
+    best: WindowUpdate | None = None
+    duration = 0.0
+    previous = np.nan
+    started = wall_clock.perf_counter()
+    with out.open("w", encoding="utf-8") as stream:
+        for chunk, restart in stream_chunks(recording.time, settings.update_period_s):
+            if restart:
+                estimator.reset()
+            stamps = recording.time[chunk]
+            duration += float(stamps[-1] - (stamps[0] if restart or np.isnan(previous) else previous))
+            previous = float(stamps[-1])
+            estimator.add_samples(stamps, positions[chunk], torques[chunk])
+            update = estimator.update()
+            stream.write(json.dumps(update_record(update, joints, restarted=restart), allow_nan=False) + "\n")
+            seconds.append(update.seconds)
+            last = update
+            if update.publishable:
+                publishable += 1
+                best = update
+    wall = wall_clock.perf_counter() - started
+    lines = [f"{len(seconds)} updates ({publishable} publishable) written to {out}"]
+    if last is not None:
+        lines.append(
+            f"last update: {last.reason}; condition number {last.condition_number_full:.4g} before reduction,"
+            f" {last.condition_number:.4g} after; {len(last.names)} parameters kept, {len(last.removed)} removed"
+        )
+        lines.append(
+            f"per update: mean {1e3 * float(np.mean(seconds)):.1f} ms, max {1e3 * float(np.max(seconds)):.1f} ms;"
+            f" {duration:.6g} s of data in {wall:.3g} s wall time = {duration / wall:.3g}x real time"
+        )
+    if params_out is not None:
+        if best is None:
+            lines.append(f"no publishable estimate: {params_out} not written")
+        else:
+            write_parameters_atomic(
+                params_out, window_parameter_file(robot, parsed.drive_terms, drive_chain, estimator.base, best)
+            )
+            lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
+    return "\n".join(lines)
+
+
+def _finite_or_none(value: float) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _per_joint(joints: tuple[str, ...], values: np.ndarray) -> dict[str, float | None]:
+    if values.size != len(joints):
+        return {}
+    return {joint: _finite_or_none(value) for joint, value in zip(joints, values.tolist(), strict=True)}
 
 
 def run_demo(*, out_dir: Path, duration_s: float, seed: int) -> str:

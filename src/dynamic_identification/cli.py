@@ -59,6 +59,23 @@ def _parser() -> argparse.ArgumentParser:
     excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
     excite.add_argument("--out", required=True, type=Path, help="trajectory CSV to write")
 
+    stream = verbs.add_parser(
+        "stream",
+        help="run the estimator node's sliding-window identification offline on a recording",
+        description=(
+            "Feed a recording CSV to the in-process estimator (sliding-window WLS with sensitivity reduction,"
+            " seed 004) as fast as possible, one update per window.update_period_s of data, and write one JSON"
+            " line per update: time, publishable, reason, parameters kept, removed, condition number before and"
+            " after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent."
+            " A stamp more than 1 s earlier than the last restarts the window."
+        ),
+    )
+    stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    stream.add_argument("--data", required=True, type=Path, help="recording CSV")
+    stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
+    stream.add_argument("--out", required=True, type=Path, help="JSON-lines file of updates to write")
+    stream.add_argument("--params-out", type=Path, help="also write the last publishable estimate as parameter YAML")
+
     demo = verbs.add_parser(
         "demo",
         help="simulate the shipped 6-axis arm, identify it and validate on a fresh trajectory",
@@ -85,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif arguments.verb == "excite":
             report = api.excite_file(
                 urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out
+            )
+        elif arguments.verb == "stream":
+            report = api.stream_file(
+                urdf=arguments.urdf,
+                data=arguments.data,
+                config=arguments.config,
+                out=arguments.out,
+                params_out=arguments.params_out,
             )
         else:
             report = api.run_demo(out_dir=arguments.out_dir, duration_s=arguments.duration, seed=arguments.seed)

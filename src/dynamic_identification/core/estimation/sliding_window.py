@@ -380,6 +380,11 @@ class SlidingWindowEstimator:
             **common,
         )
         reason = _gate(update, settings)
+        unidentifiable = [names[i] for i, why in reduction.removed if why == "not identifiable"]
+        if settings.reduction == "none" and unidentifiable and not reason:
+            # Without reduction the model is the full base-parameter set: a window that
+            # cannot determine it is rank-deficient, not a smaller model.
+            reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
 
     def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray]:

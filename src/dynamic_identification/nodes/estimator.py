@@ -1,0 +1,513 @@
+"""``estimator``: in-process identification on a sliding window (seed 004, seed 000 IDIM-WLS).
+
+Subscribes ``input_topic`` (default ``/recorder/samples``, ``sensor_msgs/JointState``:
+position in rad, velocity in rad/s, effort = joint torque in N·m; joints matched by
+name, in any order). Publishes the parameter YAML
+(``format: dynamic_identification/parameters/v1``) as ``std_msgs/String`` on
+``parameters_topic`` (default ``/estimator/parameters``, reliable + transient local,
+depth 1) for every publishable update only, and writes it atomically to
+``parameters_file`` when set; publishes ``diagnostic_msgs/DiagnosticArray`` on
+``/diagnostics`` (condition number before and after reduction, ‖ρ‖/‖Y‖, per-joint
+e*_j, parameters kept and removed, window fill, why no update, samples received and
+refused); serves ``~/reset`` (``std_srvs/Trigger``), which clears the window.
+
+The subscription callback only converts a message and appends it to a locked
+buffer; a worker thread drains the buffer into
+:class:`~dynamic_identification.core.estimation.sliding_window.SlidingWindowEstimator`
+and updates whenever ``window.update_period_s`` of data is pending, so a slow update
+delays the estimate but never drops a sample. Samples with NaN, a missing joint or
+no effort are refused, as are stamps not later than the last accepted one; a stamp
+earlier than the last by more than :data:`~dynamic_identification.api.BACKWARD_JUMP_S`
+(a bag loop, a simulation reset) clears the window and starts a new one.
+
+The identification settings are the ``drive_chain.*``, ``drive_terms.*``,
+``signal.*``, ``estimation.e_tol``/``r_sigma`` and ``window.*`` parameters of
+:data:`~dynamic_identification.io.config.CONFIG_KEYS`, so the ``estimator`` block of
+the configuration file (``--params-file``) configures the node and ``dynid stream``
+alike.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from dynamic_identification.api import BACKWARD_JUMP_S, window_parameter_file
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.sliding_window import (
+    SlidingWindowEstimator,
+    WindowSettings,
+    WindowUpdate,
+)
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.parameters import dump_parameters, write_parameters_atomic
+from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
+from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.qos import LATCHED_QOS, SENSOR_QOS
+from dynamic_identification.resources import shipped_path
+
+DEFAULT_URDF_NAME = "dynid_arm6.urdf"
+DIAGNOSTICS_PERIOD_S = 1.0
+WORKER_POLL_S = 0.02
+"""The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
+
+SAMPLES_QOS = QoSProfile(
+    history=SENSOR_QOS.history,
+    depth=2000,
+    reliability=SENSOR_QOS.reliability,
+    durability=SENSOR_QOS.durability,
+)
+"""``SENSOR_QOS`` with a 2 s history at 1 kHz, so a briefly busy executor loses no sample."""
+
+_DEFAULTS = IdentificationConfig()
+
+
+@dataclass(frozen=True)
+class EstimatorConfig:
+    """The node's parameters, read once at start.
+
+    ``joints`` empty means every 1-DoF joint of the URDF; ``identification`` holds the
+    ``drive_chain.*``, ``drive_terms.*``, ``signal.*``, ``estimation.*`` and
+    ``window.*`` parameters as set (units as in :data:`~dynamic_identification.io.config.CONFIG_KEYS`).
+    """
+
+    urdf: str
+    joints: tuple[str, ...] = ()
+    input_topic: str = "/recorder/samples"
+    parameters_topic: str = "/estimator/parameters"
+    parameters_file: str = ""
+    identification: tuple[tuple[str, object], ...] = ()
+
+
+_NODE_PARAMETERS = (
+    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
+    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "identified joints; unset = all 1-DoF joints"),
+    ParameterSpec("input_topic", "/recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
+    ParameterSpec(
+        "parameters_topic", "/estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
+    ),
+    ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
+)
+
+_IDENTIFICATION_PARAMETERS = (
+    ParameterSpec(
+        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint; unset = 1"
+    ),
+    ParameterSpec(
+        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A; unset = 1"
+    ),
+    ParameterSpec(
+        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
+    ),
+    *(
+        ParameterSpec(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"identify the {text} per joint")
+        for term, text in (
+            ("rotor_inertia", "rotor inertia Ia"),
+            ("viscous_friction", "viscous friction Fv"),
+            ("coulomb_friction", "Coulomb friction Fc"),
+            ("offset", "torque offset"),
+        )
+    ),
+    ParameterSpec(
+        "signal.position_cutoff_hz",
+        _DEFAULTS.position_cutoff_hz,
+        Parameter.Type.DOUBLE,
+        "zero-phase position low-pass cut-off, Hz",
+        floating=(0.01, 10000.0),
+    ),
+    ParameterSpec(
+        "signal.decimation",
+        _DEFAULTS.decimation,
+        Parameter.Type.INTEGER,
+        "parallel decimation factor; 0 = automatic",
+        integer=(0, 1000),
+    ),
+    ParameterSpec(
+        "signal.rate_hz",
+        _DEFAULTS.rate_hz,
+        Parameter.Type.DOUBLE,
+        "uniform grid rate, Hz; 0 = median step of the first samples",
+        floating=(0.0, 100000.0),
+    ),
+    ParameterSpec(
+        "signal.min_speed_rad_s",
+        _DEFAULTS.min_speed_rad_s,
+        Parameter.Type.DOUBLE,
+        "leave out a joint's equations below this speed, rad/s",
+        floating=(0.0, 100.0),
+    ),
+    ParameterSpec(
+        "estimation.e_tol",
+        _DEFAULTS.e_tol,
+        Parameter.Type.DOUBLE,
+        "sensitivity reduction: allowed growth of each joint's relative error (0.05 = 5 %)",
+        floating=(1e-6, 10.0),
+    ),
+    ParameterSpec(
+        "estimation.r_sigma",
+        _DEFAULTS.r_sigma,
+        Parameter.Type.DOUBLE,
+        "essential parameters: largest allowed ratio of %sigma",
+        floating=(1.0, 1e6),
+    ),
+    ParameterSpec(
+        "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
+    ),
+    ParameterSpec(
+        "window.update_period_s",
+        _DEFAULTS.update_period_s,
+        Parameter.Type.DOUBLE,
+        "data time between updates, s (<= window_s)",
+        floating=(0.01, 3600.0),
+    ),
+    ParameterSpec(
+        "window.reduction", _DEFAULTS.window_reduction, Parameter.Type.STRING, "sensitivity | essential | none"
+    ),
+    ParameterSpec(
+        "window.max_condition_number",
+        _DEFAULTS.max_condition_number,
+        Parameter.Type.DOUBLE,
+        "quality gate: largest condition number of the reduced model",
+        floating=(1.0, 1e12),
+    ),
+    ParameterSpec(
+        "window.max_relative_error",
+        _DEFAULTS.max_relative_error,
+        Parameter.Type.DOUBLE,
+        "quality gate: largest ||rho||/||Y||",
+        floating=(1e-9, 1e3),
+    ),
+    ParameterSpec(
+        "window.min_motion_rad",
+        _DEFAULTS.min_motion_rad,
+        Parameter.Type.DOUBLE,
+        "quality gate: some joint must travel this far in the window, rad",
+        floating=(0.0, 100.0),
+    ),
+    ParameterSpec(
+        "window.friction_motion_rad",
+        _DEFAULTS.friction_motion_rad,
+        Parameter.Type.DOUBLE,
+        "friction forced essential when every joint travels this far in the window, rad",
+        floating=(0.0, 100.0),
+    ),
+    ParameterSpec(
+        "window.refactor_every",
+        _DEFAULTS.refactor_every,
+        Parameter.Type.INTEGER,
+        "updates between recomputing the normal equations from the stored rows",
+        integer=(1, 100000),
+    ),
+)
+
+
+def declare_and_read(node: Node) -> EstimatorConfig:
+    """Declare every parameter with its descriptor and read them once into a config."""
+    values = declare_parameters(node, _NODE_PARAMETERS)
+    identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
+    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    return replace(EstimatorConfig(urdf=urdf), **values, identification=tuple(sorted(identification.items())))
+
+
+@dataclass(frozen=True)
+class EstimatorSetup:
+    """What a validated configuration builds."""
+
+    robot: RobotModel
+    drive_chain: DriveChain
+    drive_terms: DriveTerms
+    settings: WindowSettings
+
+
+def build_setup(config: EstimatorConfig) -> EstimatorSetup:
+    """Validate ``config``; ``ValueError`` names the bad parameter."""
+    for name in ("input_topic", "parameters_topic"):
+        if not getattr(config, name):
+            raise ValueError(f"parameter '{name}' must not be empty")
+    try:
+        robot = load_robot(config.urdf, list(config.joints) or None)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+    flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+    try:
+        parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
+        drive_chain = parsed.drive_chain(robot.n_joints)
+        settings = parsed.window_settings()
+    except IdentificationError as error:
+        raise ValueError(f"invalid estimator parameter: {error}") from error
+    return EstimatorSetup(robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings)
+
+
+@dataclass
+class _Counters:
+    received: int = 0
+    accepted: int = 0
+    refused_invalid: int = 0
+    refused_order: int = 0
+    restarts: int = 0
+    updates: int = 0
+    published: int = 0
+
+
+class EstimatorNode(Node):
+    """Sliding-window identification of the samples on ``input_topic`` (see the module docstring)."""
+
+    def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
+        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        self.config = declare_and_read(self)
+        setup = build_setup(self.config)
+        self.robot = setup.robot
+        self.drive_chain = setup.drive_chain
+        self.drive_terms = setup.drive_terms
+        self.settings = setup.settings
+        self._names = list(self.robot.joint_names)
+        self._estimator = SlidingWindowEstimator(self.robot, self.drive_chain, self.drive_terms, self.settings)
+        # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share.
+        self._buffer_lock = threading.Lock()
+        self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+        self._last_stamp = -math.inf
+        self._counters = _Counters()
+        self._input_error = ""
+        self._estimator_lock = threading.Lock()
+        self._last_update: WindowUpdate | None = None
+        self._event = ""
+        self._failure = ""
+        self._parameters = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._run_worker, name="estimator_worker", daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f"estimating {len(self._names)} joints of {self.config.urdf} from {self.config.input_topic}:"
+            f" {self.settings.window_s:g} s window, update every {self.settings.update_period_s:g} s,"
+            f" reduction {self.settings.reduction}"
+        )
+
+    @property
+    def joint_names(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def last_update(self) -> WindowUpdate | None:
+        with self._estimator_lock:
+            return self._last_update
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._worker.is_alive():
+            self._worker.join(5.0)
+        super().destroy_node()
+
+    def _on_samples(self, message: JointState) -> None:
+        try:
+            stamp, q, _, effort = arrays_from_joint_state(message, self._names)
+            if q is None or effort is None:
+                raise IdentificationError("the sample needs position and effort (joint torque, N·m) for every joint")
+            if not (math.isfinite(stamp) and np.all(np.isfinite(q)) and np.all(np.isfinite(effort))):
+                raise IdentificationError("the sample holds NaN or inf")
+        except IdentificationError as error:
+            with self._buffer_lock:
+                self._counters.received += 1
+                self._counters.refused_invalid += 1
+                first = not self._input_error
+                self._input_error = str(error)
+            if first:
+                self.get_logger().error(f"refusing samples on {self.config.input_topic}: {error}")
+            return
+        with self._buffer_lock:
+            self._counters.received += 1
+            if stamp <= self._last_stamp and stamp >= self._last_stamp - BACKWARD_JUMP_S:
+                self._counters.refused_order += 1
+                return
+            self._last_stamp = stamp
+            self._counters.accepted += 1
+            self._input_error = ""
+            self._buffer.append((stamp, q, effort))
+        self._wake.set()
+
+    def _on_reset(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
+        with self._estimator_lock:
+            with self._buffer_lock:
+                self._buffer.clear()
+                self._last_stamp = -math.inf
+            self._estimator.reset()
+            self._last_update = None
+            self._event = "window cleared by ~/reset"
+            self._failure = ""
+        self.get_logger().info("window cleared by ~/reset")
+        self._publish_diagnostics()
+        return Trigger.Response(success=True, message="window cleared")
+
+    def _drain(self) -> list[tuple[float, np.ndarray, np.ndarray]]:
+        with self._buffer_lock:
+            samples = list(self._buffer)
+            self._buffer.clear()
+        return samples
+
+    def _run_worker(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(WORKER_POLL_S)
+            self._wake.clear()
+            try:
+                self._process()
+            except Exception as error:  # noqa: BLE001 - a worker that dies silently would stop every estimate
+                self.get_logger().error(f"estimator worker: {error}")
+
+    def _process(self) -> None:
+        """Feed buffered samples to the estimator and update once a period of data is pending."""
+        with self._estimator_lock:
+            samples = self._drain()
+            if samples:
+                self._feed(samples)
+            if self._estimator.pending_s < self.settings.update_period_s:
+                return
+            try:
+                update = self._estimator.update()
+            except IdentificationError as error:
+                self._estimator.reset()
+                self._failure = f"estimation failed, window cleared: {error}"
+                self.get_logger().error(self._failure)
+                return
+            self._failure = ""
+            self._last_update = update
+        self._publish_update(update)
+
+    def _feed(self, samples: list[tuple[float, np.ndarray, np.ndarray]]) -> None:
+        stamps = np.array([sample[0] for sample in samples])
+        q = np.array([sample[1] for sample in samples])
+        effort = np.array([sample[2] for sample in samples])
+        # Runs of increasing stamps; the callback admitted a step back only as a jump of more than BACKWARD_JUMP_S.
+        starts = [0, *(np.flatnonzero(np.diff(stamps) < 0.0) + 1).tolist(), stamps.size]
+        for first, stop in zip(starts[:-1], starts[1:], strict=True):
+            if self._estimator.add_samples(stamps[first:stop], q[first:stop], effort[first:stop]):
+                with self._buffer_lock:
+                    self._counters.restarts += 1
+                self._event = f"stamps jumped back to {stamps[first]:.3f} s: window restarted"
+                self.get_logger().warning(self._event)
+
+    def _publish_update(self, update: WindowUpdate) -> None:
+        with self._buffer_lock:
+            self._counters.updates += 1
+        if update.publishable:
+            parameter_file = window_parameter_file(
+                self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
+            )
+            self._parameters.publish(String(data=dump_parameters(parameter_file)))
+            with self._buffer_lock:
+                self._counters.published += 1
+            if self.config.parameters_file:
+                try:
+                    write_parameters_atomic(self.config.parameters_file, parameter_file)
+                except OSError as error:
+                    self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
+        self._publish_diagnostics()
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """One ``DiagnosticStatus`` named ``estimator``: quality of the last update, window fill, input counts."""
+        with self._estimator_lock:
+            update, event, failure = self._last_update, self._event, self._failure
+        with self._buffer_lock:
+            counters = replace(self._counters)
+            input_error = self._input_error
+            pending = len(self._buffer)
+        window_s = update.window_s if update is not None else 0.0
+        values = {
+            "joints": " ".join(self._names),
+            "samples_received": str(counters.received),
+            "samples_accepted": str(counters.accepted),
+            "samples_refused": str(counters.refused_invalid + counters.refused_order),
+            "samples_refused_invalid": str(counters.refused_invalid),
+            "samples_refused_out_of_order": str(counters.refused_order),
+            "samples_buffered": str(pending),
+            "window_restarts": str(counters.restarts),
+            "updates": str(counters.updates),
+            "published": str(counters.published),
+            "window_s": f"{window_s:.3f}",
+            "window_fill": f"{min(window_s / self.settings.window_s, 1.0):.4f}",
+            "last_event": event,
+            "input_error": input_error,
+        }
+        if update is None:
+            reason = failure or event or "no update yet: waiting for samples"
+        else:
+            reason = failure or update.reason
+            values.update(
+                publishable=str(update.publishable).lower(),
+                data_time_s=f"{update.time_s:.6f}",
+                condition_number=f"{update.condition_number:.6g}",
+                condition_number_full=f"{update.condition_number_full:.6g}",
+                relative_error=f"{update.relative_error:.6g}",
+                kept_count=str(len(update.names)),
+                removed_count=str(len(update.removed)),
+                kept=" ".join(update.names),
+                removed=" ".join(name for name, _ in update.removed),
+                rows=str(update.samples),
+                update_seconds=f"{update.seconds:.6f}",
+            )
+            if update.joint_relative_errors.size == len(self._names):
+                for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):
+                    values[f"e_star/{joint}"] = f"{value:.6g}"
+        values["reason"] = reason
+        if input_error or failure:
+            level, message = DiagnosticStatus.ERROR, failure or f"refusing samples: {input_error}"
+        elif update is not None and update.publishable:
+            level, message = DiagnosticStatus.OK, "publishing"
+        else:
+            level, message = DiagnosticStatus.WARN, f"no update: {reason}"
+        return DiagnosticStatus(
+            level=level,
+            name="estimator",
+            message=message,
+            hardware_id="",
+            values=[KeyValue(key=key, value=value) for key, value in values.items()],
+        )
+
+    def _publish_diagnostics(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
+        array.status = [self.diagnostic_status()]
+        self._diagnostics.publish(array)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Entry point of ``ros2 run dynamic_identification estimator``."""
+    rclpy.init(args=args)
+    node: EstimatorNode | None = None
+    try:
+        node = EstimatorNode()
+        rclpy.spin(node)  # estimation runs in the node's worker thread; the executor only converts and serves
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger("estimator").fatal(f"refusing to start: {error}")
+        raise SystemExit(1) from error
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

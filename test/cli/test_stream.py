@@ -1,0 +1,198 @@
+"""``dynid stream``: the estimator's sliding window run offline on a recording, one JSON line per update.
+
+The recordings are synthesised from the exact inverse dynamics of the shipped 6-axis arm
+(drive chain and true drive parameters from ``config/dynid_arm6.yaml``) along a random
+Fourier excitation at 1 kHz, with jittered stamps, quantised encoders and noisy motor
+currents; ``dynid`` runs in-process through :func:`dynamic_identification.cli.main`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from dynamic_identification import cli
+from dynamic_identification.api import BACKWARD_JUMP_S, stream_chunks
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveParameters, load_robot
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, load_parameters
+from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+RATE_HZ = 1000.0
+SECONDS = 25.0
+SEED = 3
+
+
+def synthesize(seconds: float, *, moving: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Stamps (s), measured positions (rad), motor currents (A) and joint names."""
+    robot = load_robot(ARM6_URDF)
+    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
+    drive = DriveParameters.create(
+        robot.n_joints,
+        rotor_inertia=sim["rotor_inertia"],
+        viscous=sim["viscous_friction"],
+        coulomb=sim["coulomb_friction"],
+        offset=sim["offset"],
+    )
+    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    rng = np.random.default_rng(SEED)
+    samples = int(round(seconds * RATE_HZ))
+    stamps = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
+    if moving:
+        trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=SEED)
+        q, dq, ddq = trajectory.evaluate(stamps)
+    else:
+        q = np.broadcast_to(np.array([0.1, -0.3, 0.4, 0.0, 0.2, 0.0]), (samples, robot.n_joints)).copy()
+        dq = ddq = np.zeros_like(q)
+    q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=SEED)
+    return stamps, q_measured, currents, robot.joint_names
+
+
+def write_csv(path: Path, stamps: np.ndarray, q: np.ndarray, currents: np.ndarray, joints: tuple[str, ...]) -> Path:
+    write_recording_csv(path, recording_from_arrays(time=stamps, joint_names=joints, position=q, current=currents))
+    return path
+
+
+def stream(data: Path, out: Path, *extra: str | Path, config: Path = ARM6_CONFIG) -> int:
+    argv = ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", config, "--out", out, *extra]
+    return cli.main([str(arg) for arg in argv])
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stream")
+
+
+@pytest.fixture(scope="module")
+def moving() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    return synthesize(SECONDS)
+
+
+@pytest.fixture(scope="module")
+def streamed(moving: tuple[Any, ...], folder: Path) -> tuple[int, list[dict[str, Any]], Path]:
+    data = write_csv(folder / "excitation.csv", *moving)
+    out, params = folder / "updates.jsonl", folder / "window.yaml"
+    code = stream(data, out, "--params-out", params)
+    return code, lines(out), params
+
+
+def test_stream_writes_one_line_per_second_of_data(streamed: tuple[int, list[dict[str, Any]], Path]) -> None:
+    code, updates, _ = streamed
+    assert code == 0
+    assert len(updates) == pytest.approx(SECONDS / load_config(str(ARM6_CONFIG)).update_period_s, abs=1)
+    times = np.array([update["time"] for update in updates])
+    assert np.all(np.abs(np.diff(times) - 1.0) < 0.01)
+    keys = {"time", "publishable", "reason", "parameters", "removed", "condition_number", "condition_number_full"}
+    keys |= {"relative_error", "joint_relative_errors", "samples", "window_s", "seconds"}
+    assert all(keys <= set(update) for update in updates)
+    assert all(update["seconds"] > 0.0 for update in updates)
+
+
+def test_later_updates_are_publishable_with_a_reduced_well_conditioned_model(
+    streamed: tuple[int, list[dict[str, Any]], Path],
+) -> None:
+    _, updates, _ = streamed
+    late = [update for update in updates if update["time"] > 12.0]
+    assert late and all(update["publishable"] and update["reason"] == "ok" for update in late)
+    for update in late:
+        assert math.isfinite(update["condition_number"]) and update["condition_number"] <= 100.0
+        assert update["condition_number"] < update["condition_number_full"]
+        assert update["removed"], "sensitivity reduction removes some base parameters"
+        assert update["relative_error"] < 0.05  # 2 % current noise on the synthesised torques
+        assert 9.0 < update["window_s"] <= 11.0  # the 10 s window is full and slides
+        assert all(math.isfinite(value) for value in update["parameters"].values())
+        assert set(update["joint_relative_errors"]) == {f"joint_{k}" for k in range(1, 7)}
+    # The window's first seconds do not excite every base parameter well enough to publish.
+    assert not updates[0]["publishable"] and "condition number" in updates[0]["reason"]
+
+
+def test_params_out_holds_the_last_publishable_estimate(streamed: tuple[int, list[dict[str, Any]], Path]) -> None:
+    _, updates, params = streamed
+    loaded = load_parameters(params)
+    last = [update for update in updates if update["publishable"]][-1]
+    assert yaml.safe_load(params.read_text(encoding="utf-8"))["format"] == FORMAT
+    assert loaded.values() == pytest.approx(last["parameters"], rel=1e-12)
+    assert list(loaded.removed) == last["removed"]
+    assert loaded.quality["condition_number"] == pytest.approx(last["condition_number"])
+    assert loaded.stamp == pytest.approx(last["time"])
+    assert all(entry.expression for entry in loaded.parameters)
+
+
+def test_standstill_is_never_publishable(folder: Path) -> None:
+    data = write_csv(folder / "standstill.csv", *synthesize(6.0, moving=False))
+    out = folder / "standstill.jsonl"
+    assert stream(data, out) == 0
+    updates = lines(out)
+    assert len(updates) >= 5
+    assert not any(update["publishable"] for update in updates)
+    assert sum("standstill" in update["reason"] for update in updates) >= 4
+    assert all(update["parameters"] == {} for update in updates)
+
+
+def test_stamps_jumping_back_restart_the_window(moving: tuple[Any, ...], folder: Path) -> None:
+    stamps, q, currents, joints = moving
+    first = int(15 * RATE_HZ)  # 15 s, then the recording loops back to its start for 5 s
+    looped = [np.concatenate([array, array[: int(5 * RATE_HZ)]]) for array in (stamps[:first], q[:first])]
+    data = write_csv(
+        folder / "looped.csv",
+        looped[0],
+        looped[1],
+        np.concatenate([currents[:first], currents[: int(5 * RATE_HZ)]]),
+        joints,
+    )
+    out = folder / "looped.jsonl"
+    assert stream(data, out) == 0
+    updates = lines(out)
+    restart = next(k for k, update in enumerate(updates) if update["restarted"])
+    before, after = updates[restart - 1], updates[restart]
+    assert before["time"] > 14.0 and after["time"] < 1.5
+    assert before["window_s"] > 9.0 and after["window_s"] < 1.5
+    assert after["samples"] < before["samples"] / 5
+    assert len(updates) == pytest.approx(20, abs=1)
+
+
+def test_chunks_follow_the_node_rule_for_stamps() -> None:
+    stamps = np.array([0.0, 0.4, 0.4, 0.3, 0.9, 1.2, 2.5, 0.5, 0.6, 1.7])
+    chunks = list(stream_chunks(stamps, 1.0))
+    # Duplicate 0.4 and out-of-order 0.3 are dropped; 0.5 is more than BACKWARD_JUMP_S back: a restart.
+    assert 2.5 - 0.5 > BACKWARD_JUMP_S
+    assert [(chunk.tolist(), restart) for chunk, restart in chunks] == [
+        ([0, 1, 4], False),
+        ([5], False),
+        ([6], False),
+        ([7, 8], True),
+        ([9], False),
+    ]
+
+
+def test_bad_config_is_a_one_line_error(moving: tuple[Any, ...], folder: Path, capsys: pytest.CaptureFixture) -> None:
+    stamps, q, currents, joints = moving
+    data = write_csv(folder / "short.csv", stamps[:3000], q[:3000], currents[:3000], joints)
+    document = yaml.safe_load(ARM6_CONFIG.read_text(encoding="utf-8"))
+    document["estimator"]["ros__parameters"]["window"]["update_period_s"] = 20.0  # longer than the 10 s window
+    config = folder / "bad.yaml"
+    config.write_text(yaml.safe_dump(document), encoding="utf-8")
+    capsys.readouterr()
+    assert stream(data, folder / "bad.jsonl", config=config) != 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    errors = captured.err.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("dynid stream: error: ")
+    assert "update_period_s" in errors[0]
+    assert not (folder / "bad.jsonl").exists()

@@ -1,0 +1,123 @@
+"""Seed 004's story on the simulated arm: identify in-process on pick-and-place and square processes.
+
+Sensitivity reduction makes the process data usable (condition number down by far more
+than 7×, seed 004: 61.7 → 8.46 and 1632 → 2.73) while no joint's relative error grows
+by more than ``e_tol``; the reduced model predicts a fresh run of the same process about
+as well as a full model identified from an optimised excitation (seed 004 Tables V-VI).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dynamic_identification.core.estimation import reduce_parameters
+from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator, WindowSettings
+from dynamic_identification.core.excitation import JointLimits, optimise_fourier, sample
+from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.simulation import (
+    SensorModel,
+    interpolate_trajectory,
+    inverse_dynamics,
+    synthesize_measurements,
+)
+
+RATE_HZ = 1000.0
+E_TOL = 0.02
+"""Tighter than the 5 % default: at 5 % the reduced model's errors on joints 2-3 are 15-20 % above the
+reference model's on the fresh run (condition number still lower by > 7×)."""
+MIN_SPEED = 0.05
+
+
+@pytest.fixture(scope="module")
+def arm(arm6_urdf: Path):
+    robot = load_robot(arm6_urdf)
+    chain = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
+    drive = DriveParameters.create(
+        6,
+        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
+        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
+        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
+        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
+    )
+    terms = DriveTerms()
+    return robot, chain, drive, terms, base_parameters(robot, chain, terms)
+
+
+def _run(arm, trajectory, seed: int):
+    """1 kHz motion along a planned trajectory, its noisy measurements and exact torques."""
+    robot, chain, drive, _, _ = arm
+    time = np.arange(trajectory.time[0], trajectory.time[-1], 1.0 / RATE_HZ)
+    q, dq, ddq = interpolate_trajectory(trajectory.time, trajectory.q, trajectory.dq, trajectory.ddq, time)
+    measured, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, SensorModel(), seed=seed)
+    return (
+        time,
+        (q, dq, ddq),
+        measured,
+        chain.joint_torques(currents),
+        inverse_dynamics(robot, chain, drive, q, dq, ddq),
+    )
+
+
+def _relative_errors(predicted: np.ndarray, measured: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """Seed 004 eq. (11)-(12) per joint against the measured torques, where the joint moves.
+
+    A joint at rest holds an unknown static friction that no model predicts; a joint
+    that never moves has no entry (NaN).
+    """
+    moving = np.abs(dq) >= MIN_SPEED
+    with np.errstate(invalid="ignore", divide="ignore"):
+        error = np.where(moving, np.abs(predicted - measured), 0.0).sum(axis=0) / moving.sum(axis=0)
+        magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0) / moving.sum(axis=0)
+        return error / magnitude
+
+
+@pytest.fixture(scope="module")
+def excitation_model(arm):
+    """The reference: a full model identified offline from an optimised Fourier excitation."""
+    robot, chain, _, terms, base = arm
+    limits = JointLimits.from_robot(robot, velocity_scale=0.8, acceleration_scale=0.8)
+    design = optimise_fourier(robot, chain, terms, limits, seed=0, max_evaluations=1500, base=base)
+    trajectory = sample(design.trajectory, np.arange(0.0, 30.0, 0.01), robot.joint_names)
+    time, _, measured, torques, _ = _run(arm, trajectory, seed=11)
+    result = identify(robot, chain, terms, base, time, measured, torques, settings=IdentificationSettings())
+    return result.values
+
+
+@pytest.mark.parametrize(("process", "cycles"), [("pick_and_place", 8), ("square", 3)])
+def test_in_process_reduction_on_a_process_matches_the_excitation_model(arm, excitation_model, process, cycles) -> None:
+    robot, chain, _, terms, base = arm
+    plan = plan_excitation(robot, chain, terms, ExcitationSettings(mode="process", process=process, cycles=cycles))
+    time, _, measured, torques, _ = _run(arm, plan.trajectory, seed=1)
+    settings = WindowSettings(window_s=60.0, update_period_s=1.0, e_tol=E_TOL, max_condition_number=1e3)
+    estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base)
+    for start in range(0, time.size, 1000):
+        estimator.add_samples(time[start : start + 1000], measured[start : start + 1000], torques[start : start + 1000])
+        update = estimator.update()
+    assert update.publishable, update.reason
+    assert update.condition_number_full >= 7.0 * update.condition_number
+
+    equations = estimator.window_equations()
+    reduction = reduce_parameters(
+        equations, joint_error_std_from_normal_equations(equations), method="sensitivity", e_tol=E_TOL
+    )
+    assert np.all(reduction.solution.relative_errors <= (1.0 + E_TOL) * reduction.reference.relative_errors + 1e-12)
+
+    fresh = plan_excitation(
+        robot, chain, terms, ExcitationSettings(mode="process", process=process, cycles=cycles, seed=7)
+    )
+    _, (q, dq, ddq), _, measured_torques, _ = _run(arm, fresh.trajectory, seed=2)
+    reduced = predict_torques(robot, chain, terms, dict(zip(update.names, update.values, strict=True)), q, dq, ddq)
+    reference = predict_torques(robot, chain, terms, excitation_model, q, dq, ddq)
+    e_reduced = _relative_errors(reduced, measured_torques, dq)
+    e_reference = _relative_errors(reference, measured_torques, dq)
+    moved = np.isfinite(e_reference)
+    assert moved.sum() >= 4
+    assert np.all(e_reduced[moved] <= 1.1 * e_reference[moved]), (e_reduced, e_reference)

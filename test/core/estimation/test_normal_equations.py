@@ -1,0 +1,66 @@
+"""Normal equations: blocks add and subtract exactly; solutions equal the row-based WLS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from dynamic_identification.core.errors import RankDeficientError
+from dynamic_identification.core.estimation import (
+    NormalEquations,
+    joint_error_std,
+    solve_weighted,
+    weighted_least_squares,
+)
+from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+
+TRUE = np.array([2.0, -1.0, 0.5, 3.0, 0.25, -0.75])
+
+
+def _rows(seed: int, samples: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(samples, 3, 6)) * np.logspace(-1, 2, 6)
+    w[:, 2, :2] = 0.0  # block-triangular structure of the IDIM (seed 000 eq. (5))
+    y = w @ TRUE + rng.normal(size=(samples, 3)) * np.array([0.1, 1.0, 3.0])
+    valid = rng.uniform(size=(samples, 3)) > 0.1
+    return w, y, valid
+
+
+def test_blocks_add_and_subtract_to_the_statistics_of_the_union() -> None:
+    w, y, valid = _rows(0)
+    whole = NormalEquations.from_rows(w, y, valid)
+    first = NormalEquations.from_rows(w[:150], y[:150], valid[:150])
+    second = NormalEquations.from_rows(w[150:], y[150:], valid[150:])
+    for total, expected in zip((first + second)._fields(), whole._fields(), strict=True):
+        assert_allclose(total, expected, rtol=1e-12, atol=1e-9)
+    for rest, expected in zip((whole - first)._fields(), second._fields(), strict=True):
+        assert_allclose(rest, expected, rtol=1e-9, atol=1e-8)
+
+
+def test_weighted_solution_equals_the_row_based_wls() -> None:
+    w, y, valid = _rows(1)
+    equations = NormalEquations.from_rows(w, y, valid)
+    sigma = joint_error_std(w, y, valid=valid)
+    assert_allclose(joint_error_std_from_normal_equations(equations), sigma, rtol=1e-8)
+    solution = solve_weighted(equations, sigma, np.arange(6))
+    reference = weighted_least_squares(w, y, joint_std=sigma, valid=valid)
+    assert_allclose(solution.parameters, reference.parameters, rtol=1e-10)
+    assert_allclose(solution.std, reference.std, rtol=1e-8)
+    assert_allclose(solution.condition_number, reference.condition_number, rtol=1e-8)
+    assert solution.rank == 6
+
+
+def test_rank_deficiency_names_the_dependent_parameter() -> None:
+    w, y, _ = _rows(2)
+    w[..., 4] = 2.0 * w[..., 1]
+    equations = NormalEquations.from_rows(w, y)
+    names = ("A", "B", "C", "D", "E", "F")
+    with pytest.raises(RankDeficientError, match="'[BE]'"):
+        solve_weighted(equations, np.ones(3), np.arange(6), names=names)
+
+
+def test_sensitivities_are_mean_absolute_column_values() -> None:
+    w, y, _ = _rows(3)
+    equations = NormalEquations.from_rows(w, y)
+    assert_allclose(equations.sensitivities(), np.abs(w).sum(axis=(0, 1)) / (w.shape[0] * w.shape[1]))

@@ -1,0 +1,137 @@
+"""The in-process estimator: equals batch WLS on its window, gates what it publishes, resets on time jumps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation import weighted_least_squares
+from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+from dynamic_identification.core.estimation.sliding_window import (
+    SlidingWindowEstimator,
+    WindowSettings,
+    WindowUpdate,
+)
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+
+RATE_HZ = 1000.0
+
+
+@pytest.fixture(scope="module")
+def arm(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, DriveParameters]:
+    robot = load_robot(arm6_urdf)
+    chain = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
+    drive = DriveParameters.create(
+        6,
+        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
+        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
+        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
+        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
+    )
+    return robot, chain, drive
+
+
+def _fourier_data(arm, *, seconds: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    robot, chain, drive = arm
+    time = np.arange(0.0, seconds, 1.0 / RATE_HZ)
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq, ddq = trajectory.evaluate(time)
+    measured, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, SensorModel(), seed=seed)
+    return time, measured, chain.joint_torques(currents)
+
+
+def _feed(estimator: SlidingWindowEstimator, time, q, tau, *, chunk: int = 1000) -> list[WindowUpdate]:
+    updates = []
+    for start in range(0, time.size, chunk):
+        estimator.add_samples(time[start : start + chunk], q[start : start + chunk], tau[start : start + chunk])
+        updates.append(estimator.update())
+    return updates
+
+
+@pytest.fixture(scope="module")
+def base(arm):
+    robot, chain, _ = arm
+    return base_parameters(robot, chain, DriveTerms())
+
+
+def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
+    robot, chain, _ = arm
+    estimator = SlidingWindowEstimator(
+        robot, chain, DriveTerms(), WindowSettings(reduction="none", window_s=8.0, refactor_every=1000), base=base
+    )
+    time, q, tau = _fourier_data(arm, seconds=25.0)
+    updates = _feed(estimator, time, q, tau)
+    last = updates[-1]
+    assert last.publishable, last.reason
+    w, y, valid = estimator.window_rows()
+    sigma = joint_error_std_from_normal_equations(estimator.window_equations())
+    batch = weighted_least_squares(w, y, joint_std=sigma, valid=valid)
+    assert_allclose(last.values, batch.parameters, rtol=1e-8, atol=1e-10 * np.abs(batch.parameters).max())
+    assert 7.0 <= last.window_s <= 9.0
+
+
+def test_standstill_is_never_published(arm, base) -> None:
+    robot, chain, drive = arm
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    time = np.arange(0.0, 12.0, 1.0 / RATE_HZ)
+    q = np.tile(np.array([0.1, 0.3, -0.4, 0.2, 0.5, 0.0]), (time.size, 1))
+    tau = np.tile(np.array([1.0, 20.0, 5.0, 0.5, 1.0, 0.1]), (time.size, 1))
+    updates = _feed(estimator, time, q, tau)
+    assert not any(update.publishable for update in updates)
+    assert "standstill" in updates[-1].reason
+
+
+def test_rank_deficient_window_is_not_published_without_reduction(arm, base) -> None:
+    robot, chain, _ = arm
+    time, q, tau = _fourier_data(arm, seconds=15.0)
+    q[:, 5] = 0.3  # joint 6 never moves: its parameters are not identifiable
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(reduction="none"), base=base)
+    last = _feed(estimator, time, q, tau)[-1]
+    assert not last.publishable
+    assert "not identifiable" in last.reason
+
+
+def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, base) -> None:
+    robot, chain, _ = arm
+    time, q, tau = _fourier_data(arm, seconds=15.0)
+    q[:, 5] = 0.3
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    last = _feed(estimator, time, q, tau)[-1]
+    assert last.publishable, last.reason
+    assert not any(name.endswith("6") and name.startswith(("Fv", "Fc")) for name in last.names)
+    assert last.condition_number < last.condition_number_full
+
+
+def test_a_clock_jump_back_clears_the_window(arm, base) -> None:
+    robot, chain, _ = arm
+    time, q, tau = _fourier_data(arm, seconds=14.0)
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(reduction="none"), base=base)
+    before = _feed(estimator, time, q, tau)[-1]
+    assert before.samples > 0
+    assert estimator.add_samples(time[:1000], q[:1000], tau[:1000]) is True
+    after = estimator.update()
+    assert after.samples < before.samples
+    assert not after.publishable
+
+
+def test_non_finite_samples_are_refused(arm, base) -> None:
+    robot, chain, _ = arm
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    q = np.zeros((3, 6))
+    q[1, 2] = np.nan
+    with pytest.raises(IdentificationError, match="finite"):
+        estimator.add_samples(np.arange(3) * 1e-3, q, np.zeros((3, 6)))
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(IdentificationError, match="reduction"):
+        WindowSettings(reduction="pca")
+    with pytest.raises(IdentificationError, match="update_period_s"):
+        WindowSettings(window_s=1.0, update_period_s=2.0)
