@@ -26,8 +26,8 @@ $(VENV)/.stamp: requirements.txt setup.py setup.cfg package.xml
 	touch $@
 
 lint: venv
-	$(BIN)/ruff check src test bench
-	$(BIN)/ruff format --check src test bench
+	$(BIN)/ruff check src test bench launch
+	$(BIN)/ruff format --check src test bench launch
 
 # pytest exits 5 when it collects no test: that fails the target on purpose.
 pytest: venv

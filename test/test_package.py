@@ -16,7 +16,7 @@ import dynamic_identification
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DESIGN_EXECUTABLES = ("recorder", "excitation", "estimator", "feedforward", "sim_robot", "dynid")
 """DESIGN.md's executables; each is declared once its module exists (the others land with their issues)."""
-EXECUTABLES = ("sim_robot", "excitation", "estimator", "dynid")
+EXECUTABLES = ("recorder", "sim_robot", "excitation", "estimator", "feedforward", "dynid")
 ENTRY_POINT = re.compile(r'"(\w+) = ([\w.]+):(\w+)"')
 
 

@@ -41,6 +41,7 @@ from dynamic_identification.io.recording import (
     recording_from_arrays,
     write_recording_csv,
 )
+from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.trajectory import write_trajectory_csv
 
 
@@ -63,18 +64,36 @@ def settings_from_config(config: IdentificationConfig) -> IdentificationSettings
     )
 
 
+def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
+    """The recording of a CSV file (``data``) or of a rosbag2 directory (``bag``: topics from ``config``)."""
+    if data is not None and bag is None:
+        return read_recording_csv(data)
+    if bag is not None and data is None:
+        return read_recording_bag(
+            bag,
+            joint_states_topic=config.joint_states_topic,
+            currents_topic=config.currents_topic,
+            effort_is_torque=config.effort_is_torque,
+            joint_names=config.joints,
+        )
+    raise DataError(f"give exactly one of a recording CSV or a rosbag2 directory, got data={data}, bag={bag}")
+
+
 def load_identification_inputs(
-    urdf: Path, data: Path, config_path: Path | None
+    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None
 ) -> tuple[RobotModel, IdentificationConfig, DriveChain, Recording]:
-    """Robot model restricted to the recorded (or configured) joints, and the recording in model order."""
+    """Robot model restricted to the recorded (or configured) joints, and the recording in model order.
+
+    The recording comes from the CSV ``data`` or from the rosbag2 directory ``bag`` (one of the two).
+    """
     config = load_config(str(config_path) if config_path else None)
-    recording = read_recording_csv(data)
+    recording = read_recording_input(data, bag, config)
     joints = config.joints or recording.joint_names
     robot = load_robot(urdf, joints)
     recording = recording.select(robot.joint_names)
     if recording.effort is None and config.drive_gains is None:
         raise DataError(
-            f"{data} has motor currents but no drive gains are configured:"
+            f"{data or bag} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios in --config"
         )
     return robot, config, config.drive_chain(robot.n_joints), recording
@@ -164,10 +183,10 @@ def _check_output(out: Path) -> None:
         raise DataError(f"output folder {out.parent} does not exist (--out {out})")
 
 
-def identify_file(*, urdf: Path, data: Path, config: Path | None, out: Path) -> str:
-    """``dynid identify``: identify a recording CSV and write the parameter YAML."""
+def identify_file(*, urdf: Path, data: Path | None, config: Path | None, out: Path, bag: Path | None = None) -> str:
+    """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML."""
     _check_output(out)
-    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config)
+    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
     result = identify_recording(robot, parsed, drive_chain, recording)
     window = float(recording.time[-1] - recording.time[0])
     write_parameters_atomic(out, parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window))
@@ -357,18 +376,26 @@ def _next_jump(time: np.ndarray, start: int) -> int:
     return start + 1 + int(jumps[0]) if jumps.size else time.size
 
 
-def stream_file(*, urdf: Path, data: Path, config: Path | None, out: Path, params_out: Path | None = None) -> str:
+def stream_file(
+    *,
+    urdf: Path,
+    data: Path | None,
+    config: Path | None,
+    out: Path,
+    params_out: Path | None = None,
+    bag: Path | None = None,
+) -> str:
     """``dynid stream``: the estimator node's sliding window, run offline on a recording as fast as possible.
 
     Samples are fed in chunks of ``window.update_period_s`` of data time, with an
     update after each chunk; every update is one JSON line of ``out`` (see
     :func:`update_record`). With ``params_out``, the last publishable estimate is
-    written there as a parameter YAML.
+    written there as a parameter YAML. The recording is the CSV ``data`` or the rosbag2 directory ``bag``.
     """
     _check_output(out)
     if params_out is not None:
         _check_output(params_out)
-    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config)
+    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
     settings = parsed.window_settings()
     torques = recording.joint_torques(drive_chain)
     positions = recording.position

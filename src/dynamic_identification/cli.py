@@ -15,6 +15,18 @@ from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError
 
 
+def _add_recording_source(parser: argparse.ArgumentParser) -> None:
+    """``--data CSV`` or ``--bag DIR`` (exactly one): where the recording comes from."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, help="recording CSV")
+    source.add_argument(
+        "--bag",
+        type=Path,
+        help="rosbag2 directory (sqlite3 or MCAP), read without ROS: topics.joint_states and topics.motor_currents"
+        " (or JointState.effort with topics.effort_is_torque) and joints from --config",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dynid",
@@ -27,11 +39,12 @@ def _parser() -> argparse.ArgumentParser:
         help="identify base parameters from a recording",
         description=(
             "Identify the base dynamic parameters (seed 000: IDIM, OLS or per-joint WLS, essential parameters)"
-            " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)."
+            " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)"
+            " or a rosbag2 directory (motor currents aligned to the joint-state stamps)."
         ),
     )
     identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
-    identify.add_argument("--data", required=True, type=Path, help="recording CSV")
+    _add_recording_source(identify)
     identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
     identify.add_argument("--out", required=True, type=Path, help="parameter YAML to write")
 
@@ -71,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
-    stream.add_argument("--data", required=True, type=Path, help="recording CSV")
+    _add_recording_source(stream)
     stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
     stream.add_argument("--out", required=True, type=Path, help="JSON-lines file of updates to write")
     stream.add_argument("--params-out", type=Path, help="also write the last publishable estimate as parameter YAML")
@@ -93,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments.verb == "identify":
             report = api.identify_file(
-                urdf=arguments.urdf, data=arguments.data, config=arguments.config, out=arguments.out
+                urdf=arguments.urdf, data=arguments.data, bag=arguments.bag, config=arguments.config, out=arguments.out
             )
         elif arguments.verb == "predict":
             report = api.predict_file(
@@ -107,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = api.stream_file(
                 urdf=arguments.urdf,
                 data=arguments.data,
+                bag=arguments.bag,
                 config=arguments.config,
                 out=arguments.out,
                 params_out=arguments.params_out,

@@ -20,7 +20,8 @@ excitation:
     harmonics: 3
     rate_hz: 50.0
     optimise: {optimise}
-    time_budget_s: 6.0
+    time_budget_s: 60.0
+    max_evaluations: 1500
     position_margin_rad: 0.1
     velocity_scale: 0.5
     cycles: 1

@@ -20,7 +20,11 @@ binary64 value, so ``read_recording_csv(write_recording_csv(r)) == r`` bit for b
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import os
+import time as _time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +260,153 @@ def write_recording_csv(path: str | os.PathLike[str], recording: Recording) -> N
             header.append(f"{name}/{kind}")
             blocks.append(getattr(recording, kind)[:, j : j + 1])
     write_table(path, header, np.concatenate(blocks, axis=1))
+
+
+class RecordingWriter:
+    """Writes a recording CSV sample by sample, readable by :func:`read_recording_csv` while it grows.
+
+    The header is written at once; samples are kept in memory as whole text lines
+    and handed to the operating system in one ``write`` per flush, at the latest
+    ``flush_period_s`` after the first unflushed sample (checked on :meth:`append`;
+    call :meth:`flush` from a timer to bound the delay when samples stop). A crash
+    of the writing process therefore loses at most the last ``flush_period_s`` of
+    samples and the file on disk always ends with a whole line; only a power loss
+    (data not yet on the disk) or a reader racing a flush can see a torn last line,
+    which :func:`read_recording_csv` reports naming the line. Columns and number
+    format are those of :func:`write_recording_csv`: ``time`` then per joint the
+    ``kinds`` in :data:`COLUMN_KINDS` order, numbers as :func:`repr`.
+
+    Parameters
+    ----------
+    path
+        The file to create; an existing file is never overwritten.
+    joint_names
+        Joint names, in column order.
+    kinds
+        Per-joint columns: ``position`` and at least one of ``effort``/``current``,
+        optionally ``velocity``.
+    flush_period_s
+        Longest time (s, wall clock) a sample stays in memory while samples arrive.
+
+    Raises
+    ------
+    DataError
+        On bad joint names or kinds, or when the file exists or cannot be created.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        joint_names: Sequence[str],
+        kinds: Sequence[str],
+        *,
+        flush_period_s: float = 1.0,
+    ) -> None:
+        names = tuple(_joint_list(joint_names))
+        unknown = [kind for kind in kinds if kind not in COLUMN_KINDS]
+        if unknown or len(set(kinds)) != len(kinds):
+            raise DataError(f"kinds must be distinct names of {list(COLUMN_KINDS)}, got {list(kinds)}")
+        if "position" not in kinds or not ({"effort", "current"} & set(kinds)):
+            raise DataError(f"kinds need 'position' and 'effort' or 'current', got {list(kinds)}")
+        if not (math.isfinite(flush_period_s) and flush_period_s > 0.0):
+            raise DataError(f"flush_period_s must be finite and > 0, got {flush_period_s!r}")
+        self.path = Path(path)
+        self.joint_names = names
+        self.kinds = tuple(kind for kind in COLUMN_KINDS if kind in kinds)
+        self.flush_period_s = float(flush_period_s)
+        self.n_samples = 0
+        self._lines: list[str] = []
+        self._oldest_unflushed: float | None = None
+        self._row_format = ",".join(["%r"] * (1 + len(names) * len(self.kinds))) + "\n"
+        header = io.StringIO()
+        csv.writer(header, lineterminator="\n").writerow(
+            [TIME_COLUMN, *(f"{name}/{kind}" for name in names for kind in self.kinds)]
+        )
+        try:
+            self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise DataError(f"recording file exists, not overwriting it: {self.path}") from None
+        except OSError as error:
+            raise DataError(f"cannot create recording file {self.path}: {error}") from error
+        self._write(header.getvalue())
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def append(
+        self,
+        time_s: float,
+        *,
+        position: np.ndarray | Sequence[float],
+        velocity: np.ndarray | Sequence[float] | None = None,
+        effort: np.ndarray | Sequence[float] | None = None,
+        current: np.ndarray | Sequence[float] | None = None,
+    ) -> None:
+        """Add one sample: time in s, arrays of shape ``(n,)`` for exactly the writer's kinds.
+
+        Raises
+        ------
+        DataError
+            If the writer is closed, a kind is missing or extra, a shape is wrong or
+            a value is not finite (the file stays loadable: the sample is not written).
+        """
+        if self._fd is None:
+            raise DataError(f"recording {self.path} is closed")
+        given = {"position": position, "velocity": velocity, "effort": effort, "current": current}
+        present = tuple(kind for kind in COLUMN_KINDS if given[kind] is not None)
+        if present != self.kinds:
+            raise DataError(f"a sample of {self.path} needs {list(self.kinds)}, got {list(present)}")
+        n = len(self.joint_names)
+        columns = [np.asarray(given[kind], dtype=float) for kind in self.kinds]
+        for kind, values in zip(self.kinds, columns, strict=True):
+            if values.shape != (n,):
+                raise DataError(f"{kind} must have shape ({n},), got shape {values.shape}")
+        block = np.stack(columns, axis=1)  # joint by joint, kinds within a joint: the header's order
+        stamp = float(time_s)
+        if not math.isfinite(stamp) or not np.isfinite(block).all():
+            raise DataError(f"sample at time {stamp!r} has a non-finite value, not written to {self.path}")
+        self._lines.append(self._row_format % (stamp, *block.ravel().tolist()))
+        self.n_samples += 1
+        now = _time.monotonic()
+        if self._oldest_unflushed is None:
+            self._oldest_unflushed = now
+        elif now - self._oldest_unflushed >= self.flush_period_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand every buffered sample to the operating system, as whole lines in one write."""
+        if self._fd is None or not self._lines:
+            return
+        text = "".join(self._lines)
+        self._lines.clear()
+        self._oldest_unflushed = None
+        self._write(text)
+
+    def close(self) -> None:
+        """Flush and close the file; closing twice is harmless."""
+        if self._fd is None:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _write(self, text: str) -> None:
+        fd = self._fd
+        if fd is None:
+            raise DataError(f"recording {self.path} is closed")
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
 
 
 def _read_only(value: Any) -> np.ndarray:

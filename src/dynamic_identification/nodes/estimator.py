@@ -391,8 +391,10 @@ class EstimatorNode(Node):
                 self.get_logger().error(self._failure)
                 return
             self._failure = ""
+            # Published and written before it shows in the diagnostics; ~/reset waits for it.
+            self._publish_update(update)
             self._last_update = update
-        self._publish_update(update)
+        self._publish_diagnostics()
 
     def _feed(self, samples: list[tuple[float, np.ndarray, np.ndarray]]) -> None:
         stamps = np.array([sample[0] for sample in samples])
@@ -410,19 +412,19 @@ class EstimatorNode(Node):
     def _publish_update(self, update: WindowUpdate) -> None:
         with self._buffer_lock:
             self._counters.updates += 1
-        if update.publishable:
-            parameter_file = window_parameter_file(
-                self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
-            )
-            self._parameters.publish(String(data=dump_parameters(parameter_file)))
-            with self._buffer_lock:
-                self._counters.published += 1
-            if self.config.parameters_file:
-                try:
-                    write_parameters_atomic(self.config.parameters_file, parameter_file)
-                except OSError as error:
-                    self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
-        self._publish_diagnostics()
+        if not update.publishable:
+            return
+        parameter_file = window_parameter_file(
+            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
+        )
+        if self.config.parameters_file:
+            try:
+                write_parameters_atomic(self.config.parameters_file, parameter_file)
+            except OSError as error:
+                self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
+        self._parameters.publish(String(data=dump_parameters(parameter_file)))
+        with self._buffer_lock:
+            self._counters.published += 1
 
     def diagnostic_status(self) -> DiagnosticStatus:
         """One ``DiagnosticStatus`` named ``estimator``: quality of the last update, window fill, input counts."""

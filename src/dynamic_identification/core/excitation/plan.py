@@ -74,6 +74,7 @@ def plan_excitation(
                 workspace=_workspace(settings),
                 seed=settings.seed,
                 time_budget_s=settings.time_budget_s,
+                max_evaluations=settings.max_evaluations or None,
             )
             fourier, condition = design.trajectory, design.condition_number
             description = f"optimised Fourier series, condition number {condition:.3g}"

@@ -30,8 +30,10 @@ class ExcitationSettings:
     position_margin_rad, velocity_scale, acceleration_scale, acceleration_limits
         Margins on the URDF limits (see :meth:`JointLimits.from_robot`); acceleration
         limits in rad/s², one per joint, or ``None`` for the default.
-    optimise, time_budget_s, seed
-        Fourier mode: optimise the coefficients (within the budget, s) or draw them at random.
+    optimise, time_budget_s, max_evaluations, seed
+        Fourier mode: optimise the coefficients (within the budget, s, and at most
+        ``max_evaluations`` cost evaluations when > 0: reproducible whatever the machine's
+        load) or draw them at random.
     workspace_lower, workspace_upper
         Narrower joint ranges, rad (restricted workspace), or ``None``.
     box_min, box_max, frame
@@ -52,6 +54,7 @@ class ExcitationSettings:
     acceleration_limits: tuple[float, ...] | None = None
     optimise: bool = True
     time_budget_s: float = 30.0
+    max_evaluations: int = 0
     seed: int = 0
     workspace_lower: tuple[float, ...] | None = None
     workspace_upper: tuple[float, ...] | None = None
@@ -72,6 +75,8 @@ class ExcitationSettings:
         for name in ("velocity_scale", "acceleration_scale"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise IdentificationError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        if self.max_evaluations < 0:
+            raise IdentificationError(f"max_evaluations must be >= 0, got {self.max_evaluations}")
         for name in ("harmonics", "periods", "cycles"):
             if getattr(self, name) < 1:
                 raise IdentificationError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -1,0 +1,29 @@
+"""Identification from a rosbag replayed with its clock: recorder and estimator on simulated time.
+
+ros2 launch dynamic_identification replay.launch.py config:=/path/to/robot.yaml
+ros2 bag play my_bag --clock
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+
+def generate_launch_description() -> LaunchDescription:
+    declared_arguments = [
+        DeclareLaunchArgument(
+            "config",
+            default_value=PathJoinSubstitution(
+                [FindPackageShare("dynamic_identification"), "config", "dynid_arm6.yaml"]
+            ),
+            description="Parameter YAML of the recorded robot.",
+        ),
+    ]
+    parameters = [LaunchConfiguration("config"), {"use_sim_time": True}]
+    nodes = [
+        Node(package="dynamic_identification", executable="recorder", name="recorder", parameters=parameters),
+        Node(package="dynamic_identification", executable="estimator", name="estimator", parameters=parameters),
+    ]
+    return LaunchDescription(declared_arguments + nodes)

@@ -1,0 +1,222 @@
+"""Model-based feedforward: joint torques of the identified model along a desired motion.
+
+The identified model predicts ``τ = W_st(q, q̇, q̈)[:, names] @ values`` (seed 000
+eq. (4); a base parameter is named after its independent standard column, see
+:func:`~dynamic_identification.core.identification.predict_torques`). For the
+feedforward of a controller (seed 004 §IV.C, Fig. 3) the Coulomb column
+``sign(v_m)`` is replaced by the "practically more stable" ``tanh(k v_m)`` with
+``k = 1000`` s/rad, so the torque command is continuous through velocity
+reversals and at rest (where it is gravity plus offsets).
+
+:class:`FeedforwardModel` is built for one sample at a controller's rate: it
+keeps one Pinocchio ``Data``, evaluates ``computeJointTorqueRegressor`` only when
+an inertial parameter is present, and multiplies by a precomputed standard
+parameter vector (zeros for the columns the model does not have), so one call
+costs a few tens of microseconds. It is not thread-safe (the ``Data`` is shared);
+use one instance per thread.
+
+File loading lives one layer up, in :mod:`dynamic_identification.feedforward`
+(``FeedforwardModel.from_yaml(path)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.model import (
+    INERTIAL_PARAMETER_NAMES,
+    DriveChain,
+    DriveTerms,
+    RobotModel,
+    standard_parameter_names,
+)
+
+DEFAULT_FRICTION_SMOOTHING = 1000.0
+"""``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad (seed 004 §IV.C)."""
+
+
+class FeedforwardModel:
+    """Joint torques of an identified model for desired ``q, q̇, q̈``.
+
+    ``τ = Y(q, q̇, q̈) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
+
+    where ``Y`` is Pinocchio's joint-torque regressor and ``χ_in``, ``Ia``, ``Fv``,
+    ``Fc``, ``off`` hold the given base-parameter values at their standard columns
+    and zeros elsewhere (seed 000 eq. (2)-(4), (26); seed 004 §IV.C). Where
+    ``|k v| ≫ 1`` this equals
+    :func:`~dynamic_identification.core.identification.predict_torques`.
+
+    Parameters
+    ----------
+    robot
+        The robot model, joints in the order of the parameter file.
+    drive_chain
+        Drive chain (its coupling defines the motor velocities ``v``).
+    terms
+        The drive-chain terms of the identified model.
+    names
+        Parameter names, each a standard parameter name of ``robot`` and ``terms``
+        (``"ZZ1"``, ``"MX2"``, ``"Fc3"``, ...); base parameters carry the name of
+        their independent column.
+    values
+        Values of ``names`` in SI units, same length.
+    friction_smoothing
+        ``k`` > 0 of ``tanh(k v)``, s/rad.
+
+    Raises
+    ------
+    ModelError
+        If a name is not a standard parameter of the model, names repeat, the
+        sizes disagree, or ``friction_smoothing`` is not finite and positive.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        names: Sequence[str],
+        values: Sequence[float] | np.ndarray,
+        *,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+    ) -> None:
+        n = robot.n_joints
+        if drive_chain.n_joints != n:
+            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
+        if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
+            raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
+        names = tuple(names)
+        values_array = np.asarray(values, dtype=float).ravel()
+        if values_array.shape[0] != len(names):
+            raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(names)}")
+        if not np.all(np.isfinite(values_array)):
+            raise ModelError(f"values must be finite, got {values_array.tolist()}")
+        if len(set(names)) != len(names):
+            raise ModelError(f"parameter names repeat: {list(names)}")
+        standard = standard_parameter_names(n, terms)
+        position = {name: i for i, name in enumerate(standard)}
+        unknown = [name for name in names if name not in position]
+        if unknown:
+            raise ModelError(f"parameters {unknown} are not standard parameters of this model ({n} joints, {terms})")
+        per_joint = terms.per_joint
+        chi = np.zeros((n, per_joint))
+        for name, value in zip(names, values_array, strict=True):
+            joint, local = divmod(position[name], per_joint)
+            chi[joint, local] = value
+        inertial_count = len(INERTIAL_PARAMETER_NAMES)
+        drive = {term: np.zeros(n) for term in ("Ia", "Fv", "Fc", "off")}
+        for index, term in enumerate(terms.names):
+            drive[term] = chi[:, inertial_count + index].copy()
+        self._robot = robot
+        self._drive_chain = drive_chain
+        self._terms = terms
+        self._names = names
+        self._values = values_array
+        self._values.setflags(write=False)
+        self._k = float(friction_smoothing)
+        self._inertial = chi[:, :inertial_count].ravel()
+        self._has_inertial = bool(np.any(self._inertial != 0.0))
+        self._rotor_inertia, self._viscous = drive["Ia"], drive["Fv"]
+        self._coulomb, self._offset = drive["Fc"], drive["off"]
+        self._coupling = drive_chain.coupling
+        self._direct = bool(np.array_equal(self._coupling, np.eye(n)))
+        self._continuous = any(robot.continuous)
+        self._data = robot.model.createData()
+
+    @property
+    def robot(self) -> RobotModel:
+        return self._robot
+
+    @property
+    def drive_chain(self) -> DriveChain:
+        return self._drive_chain
+
+    @property
+    def terms(self) -> DriveTerms:
+        return self._terms
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names, in the order given."""
+        return self._names
+
+    @property
+    def values(self) -> np.ndarray:
+        """Parameter values (read-only), in the order of :attr:`names`."""
+        return self._values
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Joints, in the order of the torque columns."""
+        return self._robot.joint_names
+
+    @property
+    def n_joints(self) -> int:
+        return self._robot.n_joints
+
+    @property
+    def friction_smoothing(self) -> float:
+        """``k`` of ``tanh(k v)``, s/rad."""
+        return self._k
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Feedforward joint torques, N·m.
+
+        Parameters
+        ----------
+        q, dq, ddq
+            Desired positions (rad), velocities (rad/s) and accelerations (rad/s²):
+            one sample ``(n,)`` or samples ``(N, n)`` (rows are samples).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n,)`` for one sample, ``(N, n)`` for samples.
+
+        Raises
+        ------
+        DataError
+            If the shapes differ from ``(n,)`` / ``(N, n)`` or a value is not finite.
+        """
+        n = self._robot.n_joints
+        q = np.asarray(q, dtype=float)
+        dq = np.asarray(dq, dtype=float)
+        ddq = np.asarray(ddq, dtype=float)
+        single = q.ndim == 1
+        if not (q.shape == dq.shape == ddq.shape) or q.ndim not in (1, 2) or q.shape[-1] != n:
+            raise DataError(
+                f"q, dq, ddq must all have shape ({n},) or (N, {n}), got {q.shape}, {dq.shape}, {ddq.shape}"
+            )
+        for name, array in (("q", q), ("dq", dq), ("ddq", ddq)):
+            if not np.isfinite(array).all():
+                where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
+                raise DataError(f"{name} has a non-finite value{where}")
+        if single:
+            return self._one(q, dq, ddq)
+        out = np.empty(q.shape)
+        for k in range(q.shape[0]):
+            out[k] = self._one(q[k], dq[k], ddq[k])
+        return out
+
+    def _one(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Torques of one validated sample."""
+        if self._direct:
+            velocity, acceleration = dq, ddq
+        else:
+            velocity, acceleration = self._coupling @ dq, self._coupling @ ddq
+        motor = (
+            self._rotor_inertia * acceleration
+            + self._viscous * velocity
+            + self._coulomb * np.tanh(self._k * velocity)
+            + self._offset
+        )
+        torque = motor if self._direct else self._coupling.T @ motor
+        if self._has_inertial:
+            configuration = self._robot.configurations(q[None])[0] if self._continuous else q
+            regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
+            torque = torque + regressor @ self._inertial
+        return torque

@@ -1,0 +1,94 @@
+"""Python API of the feedforward: identified parameter YAML → joint torques.
+
+::
+
+    from dynamic_identification.feedforward import FeedforwardModel
+
+    model = FeedforwardModel.from_yaml("params.yaml")   # written by `dynid identify --out`
+    tau = model.torques(q, dq, ddq)                     # (n,) or (N, n), N·m, joints in model.joint_names order
+
+:class:`FeedforwardModel` here is the numerical
+:class:`dynamic_identification.core.feedforward.FeedforwardModel` with constructors
+that read a parameter file. The split keeps the core free of file IO: the core
+class takes a robot model and parameter values, this one adds
+:meth:`~FeedforwardModel.from_yaml` and :meth:`~FeedforwardModel.from_parameters`
+(the io layer's :class:`~dynamic_identification.io.parameters.ParameterFile`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dynamic_identification.core import feedforward as core
+from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.io.parameters import ParameterFile, load_parameters
+
+__all__ = ["DEFAULT_FRICTION_SMOOTHING", "FeedforwardModel"]
+
+
+class FeedforwardModel(core.FeedforwardModel):
+    """The identified model's feedforward torques, loadable from a parameter YAML file.
+
+    See :class:`dynamic_identification.core.feedforward.FeedforwardModel` for the
+    model (``tanh(k q̇)`` Coulomb friction, seed 004 §IV.C) and :meth:`torques`.
+    """
+
+    @classmethod
+    def from_parameters(
+        cls,
+        parameters: ParameterFile,
+        *,
+        urdf: str | os.PathLike[str] | None = None,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+    ) -> FeedforwardModel:
+        """The model of a parsed parameter file.
+
+        Parameters
+        ----------
+        parameters
+            Parsed parameter YAML (``robot``, ``model`` and ``parameters`` are used).
+        urdf
+            URDF to use instead of the one the file names (a file identified on
+            another machine); the joints are still those of the file.
+        friction_smoothing
+            ``k`` of ``tanh(k q̇)``, s/rad.
+
+        Raises
+        ------
+        dynamic_identification.core.errors.IdentificationError
+            If the URDF cannot be loaded, lacks a joint of the file, or a parameter
+            is not a standard parameter of the model.
+        """
+        robot = load_robot(parameters.urdf if urdf is None else urdf, parameters.joints)
+        values = parameters.values()
+        return cls(
+            robot,
+            parameters.drive_chain(),
+            parameters.drive_terms(),
+            tuple(values),
+            tuple(values.values()),
+            friction_smoothing=friction_smoothing,
+        )
+
+    @classmethod
+    def from_yaml(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        urdf: str | os.PathLike[str] | None = None,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+    ) -> FeedforwardModel:
+        """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
+
+        A relative URDF path in the file is taken relative to the file's directory
+        when it does not exist relative to the working directory.
+        """
+        parameters = load_parameters(path)
+        if urdf is None and not Path(parameters.urdf).is_absolute() and not Path(parameters.urdf).exists():
+            is_text = isinstance(path, str) and "\n" in path
+            if not is_text:
+                beside = Path(path).parent / parameters.urdf
+                urdf = beside if beside.exists() else None
+        return cls.from_parameters(parameters, urdf=urdf, friction_smoothing=friction_smoothing)

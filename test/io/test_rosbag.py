@@ -1,0 +1,442 @@
+"""Recordings from rosbag2 bags: real sqlite3 and MCAP bags written with ``rosbags``' Writer.
+
+The bags hold a simulated run of the shipped 6-axis arm (``urdf/dynid_arm6.urdf``, drive
+chain and true drive parameters from ``config/dynid_arm6.yaml``): 10 s of a random Fourier
+excitation at 500 Hz with jittered stamps, quantised encoders and noisy motor currents
+(seed 000 eq. (7)), published as the simulated robot does — joint states and motor currents
+on two ``sensor_msgs/msg/JointState`` topics with their own stamps and receive times, joints
+in a different order in every message, plus a gripper joint nobody identifies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from numpy.testing import assert_allclose, assert_array_equal
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from dynamic_identification import cli
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveParameters, load_robot
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import load_parameters
+from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+from dynamic_identification.io.rosbag import read_recording_bag
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+RATE_HZ = 500.0
+SECONDS = 10.0
+SEED = 5
+START_NS = 100 * 10**9
+"""Simulation time of the first sample (a Gazebo clock, not zero and not the epoch)."""
+JITTER_NS = 200_000
+"""Stamps are ``START_NS + k / RATE_HZ`` plus uniform jitter in ``±JITTER_NS`` ns."""
+JOINT_STATES = "/arm/joint_states"
+CURRENTS = "/arm/motor_currents"
+EXTRA_JOINT = "gripper_joint"
+STORAGES = (StoragePlugin.SQLITE3, StoragePlugin.MCAP)
+
+TYPESTORE = get_typestore(Stores.ROS2_HUMBLE)
+JointState = TYPESTORE.types["sensor_msgs/msg/JointState"]
+Header = TYPESTORE.types["std_msgs/msg/Header"]
+Time = TYPESTORE.types["builtin_interfaces/msg/Time"]
+String = TYPESTORE.types["std_msgs/msg/String"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A simulated run: stamps in ns and the arrays in model joint order."""
+
+    joints: tuple[str, ...]
+    stamps_ns: np.ndarray
+    position: np.ndarray
+    velocity: np.ndarray
+    current: np.ndarray
+    torque: np.ndarray
+
+    @property
+    def time(self) -> np.ndarray:
+        return np.array([int(stamp) / 1e9 for stamp in self.stamps_ns])
+
+
+def simulate(*, seed: int = SEED, current_noise: bool = True, stamps_ns: np.ndarray | None = None) -> Run:
+    """The arm's measurements along one random excitation (the same motion for every seed-equal call)."""
+    robot = load_robot(ARM6_URDF)
+    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
+    drive = DriveParameters.create(
+        robot.n_joints,
+        rotor_inertia=sim["rotor_inertia"],
+        viscous=sim["viscous_friction"],
+        coulomb=sim["coulomb_friction"],
+        offset=sim["offset"],
+    )
+    sensor = SensorModel(
+        current_noise_std_a=sim["current_noise_std"] if current_noise else 0.0,
+        encoder_counts_per_rev=sim["encoder_counts"],
+    )
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    if stamps_ns is None:
+        rng = np.random.default_rng(seed)
+        samples = int(round(SECONDS * RATE_HZ))
+        grid = START_NS + np.arange(samples) * round(1e9 / RATE_HZ)
+        stamps_ns = grid + rng.integers(-JITTER_NS, JITTER_NS, samples)
+    time = (stamps_ns - START_NS) / 1e9
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq, ddq = trajectory.evaluate(time)
+    q_measured, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, sensor, seed=seed)
+    return Run(robot.joint_names, stamps_ns, q_measured, dq, currents, chain.joint_torques(currents))
+
+
+def joint_state(stamp_ns: int, names: Sequence[str], **fields: np.ndarray) -> bytes:
+    """A serialised ``sensor_msgs/msg/JointState``; absent fields are empty."""
+    empty = np.zeros(0)
+    message = JointState(
+        header=Header(stamp=Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9), frame_id=""),
+        name=list(names),
+        position=np.ascontiguousarray(fields.get("position", empty)),
+        velocity=np.ascontiguousarray(fields.get("velocity", empty)),
+        effort=np.ascontiguousarray(fields.get("effort", empty)),
+    )
+    return TYPESTORE.serialize_cdr(message, JointState.__msgtype__)
+
+
+def shuffled(run: Run, k: int, rng: np.random.Generator, values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Row ``k`` of ``values`` with the names in a random order and an extra joint."""
+    names = [*run.joints, EXTRA_JOINT]
+    row = np.append(values[k], rng.uniform(-1.0, 1.0))
+    order = rng.permutation(len(names))
+    return [names[i] for i in order], row[order]
+
+
+def write_bag(
+    path: Path,
+    run: Run,
+    *,
+    storage: StoragePlugin = StoragePlugin.MCAP,
+    currents: Run | None = None,
+    effort_is_torque: bool = False,
+    zero_stamps: bool = False,
+    seed: int = SEED,
+) -> Path:
+    """A bag of ``run``'s joint states and (unless ``effort_is_torque``) the motor currents of ``currents``.
+
+    ``currents`` defaults to ``run`` itself: the same stamps, as the simulated robot publishes.
+    Receive times lag the stamps by 0.1 to 1 ms; with ``zero_stamps`` the joint states' header
+    stamps are zero (a driver that does not stamp) and received exactly at the sample time.
+    """
+    rng = np.random.default_rng(seed)
+    source = run if currents is None else currents
+    records: list[tuple[int, str, bytes]] = []
+    for k, stamp in enumerate(run.stamps_ns.tolist()):
+        names, position = shuffled(run, k, np.random.default_rng([seed, k]), run.position)
+        index = [names.index(name) for name in run.joints]
+        velocity = np.zeros(len(names))
+        velocity[index] = run.velocity[k]
+        fields = {"position": position, "velocity": velocity}
+        if effort_is_torque:
+            effort = np.zeros(len(names))
+            effort[index] = run.torque[k]
+            fields["effort"] = effort
+        received = stamp if zero_stamps else stamp + int(rng.integers(100_000, 1_000_000))
+        records.append((received, JOINT_STATES, joint_state(0 if zero_stamps else stamp, names, **fields)))
+    if not effort_is_torque:
+        for k, stamp in enumerate(source.stamps_ns.tolist()):
+            names, effort = shuffled(source, k, np.random.default_rng([seed, k, 1]), source.current)
+            received = stamp + int(rng.integers(100_000, 1_000_000))
+            records.append((received, CURRENTS, joint_state(stamp, names, effort=effort)))
+    with Writer(path, version=9, storage_plugin=storage) as writer:
+        connections = {
+            topic: writer.add_connection(topic, JointState.__msgtype__, typestore=TYPESTORE)
+            for topic in sorted({topic for _, topic, _ in records})
+        }
+        for received, topic, data in sorted(records, key=lambda record: record[0]):
+            writer.write(connections[topic], received, data)
+    return path
+
+
+def write_config(
+    path: Path, run: Run, *, effort_is_torque: bool = False, window: dict[str, object] | None = None
+) -> Path:
+    """A configuration naming the joints, the drive chain of the arm and the bag's topics (and ``window.*``)."""
+    shipped = load_config(str(ARM6_CONFIG))
+    document = {
+        "/**": {
+            "ros__parameters": {
+                "joints": list(run.joints),
+                "drive_chain": {"gear_ratios": list(shipped.gear_ratios), "drive_gains": list(shipped.drive_gains)},
+                "topics": {
+                    "joint_states": JOINT_STATES,
+                    "motor_currents": CURRENTS,
+                    "effort_is_torque": effort_is_torque,
+                },
+                **({"window": window} if window else {}),
+            }
+        }
+    }
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def read(path: Path, run: Run, **settings: object) -> Recording:
+    return read_recording_bag(
+        path, joint_states_topic=JOINT_STATES, currents_topic=CURRENTS, joint_names=run.joints, **settings
+    )
+
+
+def dynid(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(arg) for arg in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_same_parameters(actual: Path, expected: Path) -> None:
+    got, want = load_parameters(actual).values(), load_parameters(expected).values()
+    assert list(got) == list(want)
+    assert_allclose(list(got.values()), list(want.values()), rtol=1e-12, atol=0.0)
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    return simulate()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("rosbag")
+
+
+@pytest.fixture(scope="module")
+def bags(run: Run, folder: Path) -> dict[StoragePlugin, Path]:
+    return {storage: write_bag(folder / f"run_{storage.name.lower()}", run, storage=storage) for storage in STORAGES}
+
+
+@pytest.mark.parametrize("storage", STORAGES, ids=lambda storage: storage.name.lower())
+def test_bag_reads_back_as_the_recorded_arrays(
+    run: Run, bags: dict[StoragePlugin, Path], storage: StoragePlugin
+) -> None:
+    metadata = yaml.safe_load((bags[storage] / "metadata.yaml").read_text(encoding="utf-8"))
+    assert metadata["rosbag2_bagfile_information"]["storage_identifier"] == storage.name.lower()
+
+    recording = read(bags[storage], run)
+
+    assert recording.joint_names == run.joints
+    assert_array_equal(recording.time, run.time)
+    assert_array_equal(recording.position, run.position)
+    assert_array_equal(recording.velocity, run.velocity)
+    assert_array_equal(recording.current, run.current)
+    assert recording.effort is None
+
+
+def test_joints_default_to_the_first_message_and_extra_joints_can_be_read(
+    run: Run, bags: dict[StoragePlugin, Path]
+) -> None:
+    everything = read_recording_bag(bags[StoragePlugin.MCAP], joint_states_topic=JOINT_STATES, currents_topic=CURRENTS)
+
+    assert sorted(everything.joint_names) == sorted([*run.joints, EXTRA_JOINT])
+    # As in the recorder, currents received before the first joint state (which names the joints)
+    # are ignored, so the first joint state may lack its current; every later one has it.
+    kept = everything.n_samples
+    assert kept >= run.time.size - 1
+    assert_array_equal(everything.time, run.time[-kept:])
+    assert_array_equal(everything.select(run.joints).position, run.position[-kept:])
+    assert_array_equal(everything.select(run.joints).current, run.current[-kept:])
+
+
+def test_currents_on_their_own_stamps_are_interpolated_at_the_joint_state_stamps(run: Run, folder: Path) -> None:
+    # Noise-free currents, so the only error left is that of interpolating over 2 ms.
+    smooth = simulate(current_noise=False)
+    offset = simulate(current_noise=False, stamps_ns=smooth.stamps_ns + 700_000)
+    bag = write_bag(folder / "offset_currents", smooth, currents=offset)
+
+    recording = read(bag, smooth)
+
+    # The first joint state precedes every current sample: it is the only one dropped.
+    assert_array_equal(recording.time, smooth.time[1:])
+    assert_array_equal(recording.position, smooth.position[1:])
+    # Joint state k lies between current samples k - 1 and k; where a joint's velocity changes sign
+    # between them, its Coulomb friction Fc sign(q̇) jumps and no interpolation can follow.
+    smooth_between = np.sign(offset.velocity[:-1]) == np.sign(offset.velocity[1:])
+    error = np.abs(recording.current - smooth.current[1:])
+    scale = np.max(np.abs(smooth.current), axis=0)
+    for j in range(len(smooth.joints)):
+        assert np.max(error[smooth_between[:, j], j]) < 1e-5 * scale[j]
+
+
+def test_joint_states_in_a_gap_of_the_currents_are_dropped(run: Run, folder: Path) -> None:
+    gap = (run.time > 104.0) & (run.time < 104.2)
+    thinned = replace(run, stamps_ns=run.stamps_ns[~gap], current=run.current[~gap])
+    bag = write_bag(folder / "current_gap", run, currents=thinned)
+
+    recording = read(bag, run)
+
+    # Inside the gap the currents around a joint state are 0.2 s apart, far beyond tolerance_s.
+    assert_array_equal(recording.time, run.time[~gap])
+    assert_array_equal(recording.position, run.position[~gap])
+    assert_array_equal(recording.current, run.current[~gap])
+
+
+def test_too_many_joint_states_without_currents_is_an_error_with_the_count(run: Run, folder: Path) -> None:
+    gap = (run.time > 104.0) & (run.time < 105.0)
+    thinned = replace(run, stamps_ns=run.stamps_ns[~gap], current=run.current[~gap])
+    bag = write_bag(folder / "long_current_gap", run, currents=thinned)
+
+    with pytest.raises(
+        DataError, match=rf"{np.count_nonzero(gap)} of {run.time.size} joint states on {JOINT_STATES} .* were dropped"
+    ):
+        read(bag, run)
+
+
+def test_zero_header_stamps_fall_back_to_the_receive_time(run: Run, folder: Path) -> None:
+    bag = write_bag(folder / "unstamped", run, effort_is_torque=True, zero_stamps=True)
+
+    recording = read(bag, run, effort_is_torque=True)
+
+    assert_array_equal(recording.time, run.time)
+
+
+@pytest.fixture(scope="module")
+def currents_config(run: Run, folder: Path) -> Path:
+    return write_config(folder / "bag_config.yaml", run)
+
+
+@pytest.fixture(scope="module")
+def from_csv(run: Run, folder: Path, currents_config: Path) -> Path:
+    """Parameters identified by ``dynid identify --data`` from the run's arrays written as CSV."""
+    csv = folder / "run.csv"
+    write_recording_csv(
+        csv,
+        recording_from_arrays(run.time, run.joints, run.position, velocity=run.velocity, current=run.current),
+    )
+    out = folder / "from_csv.yaml"
+    code, _, err = dynid("identify", "--urdf", ARM6_URDF, "--data", csv, "--config", currents_config, "--out", out)
+    assert code == 0, err
+    return out
+
+
+@pytest.mark.parametrize("storage", STORAGES, ids=lambda storage: storage.name.lower())
+def test_identify_from_a_bag_equals_identify_from_the_same_data_as_csv(
+    bags: dict[StoragePlugin, Path], folder: Path, currents_config: Path, from_csv: Path, storage: StoragePlugin
+) -> None:
+    from_bag = folder / f"from_{storage.name.lower()}.yaml"
+
+    code, _, err = dynid(
+        "identify", "--urdf", ARM6_URDF, "--bag", bags[storage], "--config", currents_config, "--out", from_bag
+    )
+
+    assert code == 0, err
+    assert_same_parameters(from_bag, from_csv)
+
+
+def test_identify_from_joint_torques_in_the_joint_states(run: Run, folder: Path) -> None:
+    bag = write_bag(folder / "torques", run, storage=StoragePlugin.SQLITE3, effort_is_torque=True)
+    config = write_config(folder / "torque_config.yaml", run, effort_is_torque=True)
+    csv = folder / "torques.csv"
+    write_recording_csv(
+        csv, recording_from_arrays(run.time, run.joints, run.position, velocity=run.velocity, effort=run.torque)
+    )
+
+    recording = read(bag, run, effort_is_torque=True)
+    csv_run = dynid("identify", "--urdf", ARM6_URDF, "--data", csv, "--config", config, "--out", folder / "t_csv.yaml")
+    bag_run = dynid("identify", "--urdf", ARM6_URDF, "--bag", bag, "--config", config, "--out", folder / "t_bag.yaml")
+
+    assert_array_equal(recording.effort, run.torque)
+    assert recording.current is None
+    assert csv_run[0] == 0 and bag_run[0] == 0, csv_run[2] + bag_run[2]
+    assert_same_parameters(folder / "t_bag.yaml", folder / "t_csv.yaml")
+
+
+def test_missing_topic_is_a_one_line_error_listing_the_topics(run: Run, folder: Path) -> None:
+    bag = write_bag(folder / "torques_only", run, effort_is_torque=True)
+    config = write_config(folder / "currents_config.yaml", run)
+
+    code, out, err = dynid(
+        "identify", "--urdf", ARM6_URDF, "--bag", bag, "--config", config, "--out", folder / "x.yaml"
+    )
+
+    assert code != 0 and out == ""
+    assert len(err.splitlines()) == 1
+    assert f"topic {CURRENTS} is not in" in err
+    assert f"{JOINT_STATES} (sensor_msgs/msg/JointState)" in err
+
+
+def test_a_joint_missing_from_a_message_is_named_with_the_message(run: Run, folder: Path) -> None:
+    bag = write_bag(folder / "named", run, storage=StoragePlugin.SQLITE3)
+
+    with pytest.raises(
+        DataError, match=r"joint 'wrist_9' is missing from message 0 on /arm/\w+ \(stamp 100\.\d{9} s\)"
+    ):
+        read_recording_bag(
+            bag, joint_states_topic=JOINT_STATES, currents_topic=CURRENTS, joint_names=[*run.joints, "wrist_9"]
+        )
+
+
+def test_a_topic_of_another_type_is_refused(run: Run, folder: Path) -> None:
+    bag = folder / "strings"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        states = writer.add_connection(JOINT_STATES, JointState.__msgtype__, typestore=TYPESTORE)
+        text = writer.add_connection(CURRENTS, String.__msgtype__, typestore=TYPESTORE)
+        writer.write(states, START_NS, joint_state(START_NS, run.joints, position=run.position[0]))
+        writer.write(text, START_NS, TYPESTORE.serialize_cdr(String(data="1.0"), String.__msgtype__))
+
+    with pytest.raises(
+        DataError, match=rf"{CURRENTS} .* has type std_msgs/msg/String, expected sensor_msgs/msg/JointState"
+    ):
+        read(bag, run)
+
+
+def test_a_topic_without_messages_is_refused(run: Run, folder: Path) -> None:
+    bag = folder / "silent"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        states = writer.add_connection(JOINT_STATES, JointState.__msgtype__, typestore=TYPESTORE)
+        writer.add_connection(CURRENTS, JointState.__msgtype__, typestore=TYPESTORE)
+        writer.write(states, START_NS, joint_state(START_NS, run.joints, position=run.position[0]))
+
+    with pytest.raises(DataError, match=rf"topic {CURRENTS} in .* has no messages"):
+        read(bag, run)
+
+
+def test_missing_bag_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="rosbag2 directory not found"):
+        read_recording_bag(tmp_path / "nowhere")
+    with pytest.raises(DataError, match="cannot read rosbag2"):
+        read_recording_bag(tmp_path)
+
+
+def test_stream_from_a_bag_equals_stream_from_the_same_data_as_csv(
+    run: Run, bags: dict[StoragePlugin, Path], folder: Path, from_csv: Path
+) -> None:
+    csv = folder / "run.csv"  # written by the from_csv fixture
+    # Few updates without reduction: the comparison is about the data, not the window's algorithm.
+    config = write_config(folder / "stream_config.yaml", run, window={"update_period_s": 2.5, "reduction": "none"})
+    outputs = {"data": folder / "stream_csv.jsonl", "bag": folder / "stream_bag.jsonl"}
+    sources = {"data": csv, "bag": bags[StoragePlugin.MCAP]}
+
+    for option, out in outputs.items():
+        code, _, err = dynid(
+            "stream", "--urdf", ARM6_URDF, f"--{option}", sources[option], "--config", config, "--out", out
+        )
+        assert code == 0, err
+
+    csv_lines, bag_lines = (
+        [json.loads(line) for line in outputs[option].read_text(encoding="utf-8").splitlines()]
+        for option in ("data", "bag")
+    )
+    assert len(bag_lines) == len(csv_lines) > 0
+    for got, want in zip(bag_lines, csv_lines, strict=True):
+        assert got["time"] == want["time"] and got["reason"] == want["reason"]
+        assert list(got["parameters"]) == list(want["parameters"])
+        assert_allclose(list(got["parameters"].values()), list(want["parameters"].values()), rtol=1e-12, atol=0.0)

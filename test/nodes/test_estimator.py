@@ -1,0 +1,294 @@
+"""The estimator node over real rclpy on loopback: samples in, latched parameter YAML and diagnostics out.
+
+Samples are synthesised from the exact inverse dynamics of the shipped 6-axis arm (true
+drive parameters of ``config/dynid_arm6.yaml``, quantised encoders, noisy currents
+converted to joint torques) and published as ``sensor_msgs/JointState`` in bursts, with
+increasing stamps, as fast as the executor takes them.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The network rule, before rclpy is imported (test/conftest.py sets the same values).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+
+import gc  # noqa: E402
+import math  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
+from dynamic_identification.core.model import DriveParameters, load_robot  # noqa: E402
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements  # noqa: E402
+from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
+from dynamic_identification.io.parameters import FORMAT, load_parameters  # noqa: E402
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
+from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode  # noqa: E402
+from dynamic_identification.nodes.qos import LATCHED_QOS  # noqa: E402
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+RATE_HZ = 250.0
+START_S = 1000.0
+"""Stamp of the first sample, s (any ROS time works; not 0, so a jump back stays positive)."""
+BURST = 250
+CHAIN = ros_parameters(ARM6_CONFIG, "estimator")
+DRIVE_CHAIN = [
+    Parameter("drive_chain.gear_ratios", value=[float(x) for x in CHAIN["drive_chain.gear_ratios"]]),
+    Parameter("drive_chain.drive_gains", value=[float(x) for x in CHAIN["drive_chain.drive_gains"]]),
+]
+
+
+def synthesize(seconds: float, *, moving: bool, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stamps (s, from 0), measured positions (rad) and joint torques (N·m) in model order."""
+    robot = load_robot(ARM6_URDF)
+    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
+    drive = DriveParameters.create(
+        robot.n_joints,
+        rotor_inertia=sim["rotor_inertia"],
+        viscous=sim["viscous_friction"],
+        coulomb=sim["coulomb_friction"],
+        offset=sim["offset"],
+    )
+    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    stamps = np.arange(int(round(seconds * RATE_HZ))) / RATE_HZ
+    if moving:
+        trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+        q, dq, ddq = trajectory.evaluate(stamps)
+    else:
+        q = np.tile([0.1, -0.3, 0.4, 0.0, 0.2, 0.0], (stamps.size, 1))
+        dq = ddq = np.zeros_like(q)
+    q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=seed)
+    return stamps, q_measured, chain.joint_torques(currents)
+
+
+@pytest.fixture(scope="module")
+def moving() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return synthesize(10.0, moving=True)
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+class _Graph:
+    """The estimator plus a probe publishing samples and recording its outputs, in one executor."""
+
+    def __init__(self, context: Context, overrides: list[Parameter]) -> None:
+        self.context = context
+        self.estimator = EstimatorNode(context=context, parameter_overrides=[*DRIVE_CHAIN, *overrides])
+        self.probe = Node("estimator_probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.estimator)
+        self.executor.add_node(self.probe)
+        self.parameters: list[String] = []
+        self.diagnostics: list[DiagnosticStatus] = []
+        self.probe.create_subscription(String, "/estimator/parameters", self.parameters.append, LATCHED_QOS)
+        self.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "estimator"),
+            100,
+        )
+        self.samples = self.probe.create_publisher(
+            type(joint_state_message(["a"], 0, [0.0])), "/recorder/samples", SAMPLES_QOS
+        )
+        self.spin(3.0, until=lambda: self.samples.get_subscription_count() > 0)
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until is not None and until()):
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def received(self) -> int:
+        return int(self.values()["samples_received"])
+
+    def values(self) -> dict[str, str]:
+        return {kv.key: kv.value for kv in self.estimator.diagnostic_status().values}
+
+    def publish(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, *, order: list[int] | None = None) -> None:
+        """Publish samples in bursts, letting the estimator take each burst before the next."""
+        names = self.estimator.joint_names
+        order = order or list(range(len(names)))
+        for first in range(0, stamps.size, BURST):
+            expected = self.received() + min(BURST, stamps.size - first)
+            for k in range(first, min(first + BURST, stamps.size)):
+                self.samples.publish(
+                    joint_state_message(
+                        [names[j] for j in order],
+                        round((START_S + stamps[k]) * NS_PER_S),
+                        q[k, order],
+                        None,
+                        effort[k, order],
+                    )
+                )
+            self.spin(5.0, until=lambda expected=expected: self.received() >= expected)
+
+    def call(self, service: str) -> Trigger.Response:
+        client = self.probe.create_client(Trigger, service)
+        self.spin(3.0, until=client.service_is_ready)
+        future = client.call_async(Trigger.Request())
+        self.spin(3.0, until=future.done)
+        response = future.result()
+        assert response is not None, f"no answer from {service}"
+        return response
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.probe.destroy_node()
+        self.estimator.destroy_node()
+
+
+@pytest.fixture
+def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
+    made: list[_Graph] = []
+    # Frozen start-up objects (Pinocchio, rclpy, message types) keep garbage collections short,
+    # so the one-threaded executor takes the sample bursts without long stalls.
+    gc.collect()
+    gc.freeze()
+
+    def make(overrides: list[Parameter] | None = None) -> _Graph:
+        made.append(_Graph(context, overrides or []))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+        gc.unfreeze()
+
+
+def test_publishes_latched_parameters_and_writes_the_file(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray], tmp_path: pathlib.Path
+) -> None:
+    target = tmp_path / "estimated.yaml"
+    g = graph([Parameter("parameters_file", value=str(target))])
+    stamps, q, effort = moving
+    g.publish(stamps, q, effort, order=[3, 0, 5, 1, 4, 2])  # joints matched by name, in any order
+    end_s = START_S + stamps[-1]
+    g.spin(5.0, until=lambda: end_s - float(g.values().get("data_time_s", 0.0)) < 1.0)
+    g.spin(2.0, until=lambda: len(g.parameters) >= int(g.values()["published"]) > 0)
+
+    values = g.values()
+    assert values["samples_received"] == str(stamps.size) and values["samples_refused"] == "0"
+    assert int(values["published"]) >= 3 and g.parameters
+    document = load_parameters(g.parameters[-1].data)
+    assert document.joints == tuple(f"joint_{k}" for k in range(1, 7))
+    assert all(math.isfinite(value) for value in document.values().values())
+    assert document.removed, "sensitivity reduction removes some base parameters"
+    assert document.quality["condition_number"] <= 100.0
+    assert document.quality["relative_error"] < 0.05
+    assert set(document.quality["joint_relative_errors"]) == set(document.joints)
+    assert START_S + 4.0 < document.stamp <= end_s  # the data time of the update
+    assert g.parameters[-1].data.startswith(f"format: {FORMAT}")
+
+    written = load_parameters(target)
+    assert written.values() == document.values()
+
+    # A subscriber that comes after the publication still gets the last parameters (transient local).
+    late: list[String] = []
+    g.probe.create_subscription(String, "/estimator/parameters", late.append, LATCHED_QOS)
+    g.spin(3.0, until=lambda: bool(late))
+    assert len(late) == 1 and late[0].data == g.parameters[-1].data
+
+    g.spin(3.0, until=lambda: any(s.level == DiagnosticStatus.OK for s in g.diagnostics))
+    status = next(s for s in reversed(g.diagnostics) if s.level == DiagnosticStatus.OK)
+    published = {kv.key: kv.value for kv in status.values}
+    assert float(published["condition_number"]) < float(published["condition_number_full"])
+    assert float(published["window_fill"]) > 0.8
+    assert {f"e_star/joint_{k}" for k in range(1, 7)} <= set(published)
+    assert int(published["kept_count"]) + int(published["removed_count"]) == g.estimator._estimator.base.count
+
+
+def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callable[..., _Graph]) -> None:
+    g = graph()
+    stamps, q, effort = synthesize(4.0, moving=False)
+    g.publish(stamps, q, effort)
+    g.spin(5.0, until=lambda: int(g.values()["updates"]) >= 3 and float(g.values()["window_fill"]) > 0.2)
+    values = g.values()
+    assert int(values["updates"]) >= 3 and values["published"] == "0"
+    assert "standstill" in values["reason"] and float(values["window_fill"]) > 0.2
+    g.spin(1.5, until=lambda: any("standstill" in s.message for s in g.diagnostics))
+    assert any(s.level == DiagnosticStatus.WARN and "standstill" in s.message for s in g.diagnostics)
+    assert g.parameters == []
+
+    response = g.call("/estimator/reset")
+    assert response.success, response.message
+    g.spin(1.0, until=lambda: "reset" in g.diagnostics[-1].message)
+    after = {kv.key: kv.value for kv in g.diagnostics[-1].values}
+    assert float(after["window_fill"]) == 0.0 and "reset" in after["reason"]
+    assert g.parameters == []
+
+
+def test_refuses_bad_samples_and_restarts_on_a_jump_back(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    g = graph()
+    stamps, q, effort = moving
+    names = g.estimator.joint_names
+    g.publish(stamps[:750], q[:750], effort[:750])  # 3 s
+    g.spin(3.0, until=lambda: int(g.values()["updates"]) >= 2)
+    before = g.values()
+    assert float(before["window_s"]) > 1.0
+
+    stamp_ns = round((START_S + stamps[749]) * NS_PER_S)
+    bad_q = q[750].copy()
+    bad_q[2] = np.nan
+    g.samples.publish(joint_state_message(names, stamp_ns + 10**7, bad_q, None, effort[750]))
+    g.samples.publish(joint_state_message(names[:-1], stamp_ns + 10**7, q[750, :-1], None, effort[750, :-1]))
+    g.samples.publish(joint_state_message(names, stamp_ns, q[749], None, effort[749]))  # duplicate stamp
+    g.spin(3.0, until=lambda: g.received() >= 753)
+    refused = g.values()
+    assert refused["samples_refused_invalid"] == "2" and refused["samples_refused_out_of_order"] == "1"
+    status = g.estimator.diagnostic_status()
+    assert status.level == DiagnosticStatus.ERROR and names[-1] in status.message
+
+    # The recording loops back to its start (a bag replayed in a loop): the window restarts.
+    updates = int(refused["updates"])
+    g.publish(stamps[:300], q[:300], effort[:300])
+    g.spin(3.0, until=lambda: g.values()["window_restarts"] == "1" and int(g.values()["updates"]) > updates)
+    restarted = g.values()
+    assert restarted["window_restarts"] == "1"
+    assert "jumped back" in restarted["last_event"]
+    assert float(restarted["data_time_s"]) < START_S + 1.5 < float(before["data_time_s"])
+    assert float(restarted["window_s"]) < float(before["window_s"])
+    assert g.estimator.diagnostic_status().level != DiagnosticStatus.ERROR  # good samples clear the input error
+
+
+def test_refuses_bad_parameters_naming_them(context: Context) -> None:
+    with pytest.raises(ValueError, match="update_period_s"):
+        EstimatorNode(
+            context=context,
+            parameter_overrides=[
+                Parameter("window.window_s", value=1.0),
+                Parameter("window.update_period_s", value=2.0),
+            ],
+        )
+    with pytest.raises(ValueError, match="window.reduction"):
+        EstimatorNode(context=context, parameter_overrides=[Parameter("window.reduction", value="magic")])
+    with pytest.raises(ValueError, match="'urdf'/'joints'"):
+        EstimatorNode(context=context, parameter_overrides=[Parameter("joints", value=["no_such_joint"])])

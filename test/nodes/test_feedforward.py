@@ -1,0 +1,300 @@
+"""The feedforward node over real rclpy on loopback: model from a file or the latched topic, torques of the
+interpolated desired state, the enable switch, and its pure trajectory bookkeeping."""
+
+from __future__ import annotations
+
+import os
+
+# The network rule, before rclpy is imported (test/conftest.py sets the same values).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+
+import pathlib  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from numpy.testing import assert_allclose  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from dynamic_identification.core.model import (  # noqa: E402
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    load_robot,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors import base_parameters  # noqa: E402
+from dynamic_identification.core.simulation import interpolate_trajectory  # noqa: E402
+from dynamic_identification.feedforward import FeedforwardModel  # noqa: E402
+from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic  # noqa: E402
+from dynamic_identification.nodes.conversions import (  # noqa: E402
+    NS_PER_S,
+    float64_array,
+    joint_trajectory_message,
+    time_message,
+)
+from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion  # noqa: E402
+from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS  # noqa: E402
+
+JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
+
+
+def _parameter_file(urdf: pathlib.Path, *, scale: float = 1.0, stamp: float = 1.0) -> ParameterFile:
+    """True base parameters of the shipped arm (times ``scale``) as a parameter file."""
+    robot = load_robot(urdf)
+    chain = DriveChain.create(6, gear_ratios=[100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
+    terms = DriveTerms()
+    drive = DriveParameters.create(
+        6, viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5], coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8], offset=[0.3] * 6
+    )
+    base = base_parameters(robot, chain, terms)
+    values = scale * base.from_standard(standard_parameters(robot, terms, drive))
+    return ParameterFile.create(
+        urdf=str(urdf),
+        joints=robot.joint_names,
+        drive_terms=terms,
+        drive_chain=chain,
+        names=base.names,
+        values=values,
+        stamp=stamp,
+    )
+
+
+@pytest.fixture(scope="module")
+def parameters(arm6_urdf: pathlib.Path) -> ParameterFile:
+    return _parameter_file(arm6_urdf)
+
+
+@pytest.fixture
+def parameters_path(parameters: ParameterFile, tmp_path: pathlib.Path) -> pathlib.Path:
+    path = tmp_path / "params.yaml"
+    write_parameters_atomic(path, parameters)
+    return path
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+class _Graph:
+    """A probe node that commands trajectories, publishes parameters and /clock, and records the outputs."""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.executor = SingleThreadedExecutor(context=context)
+        self.probe = Node("feedforward_probe", context=context)
+        self.executor.add_node(self.probe)
+        self.nodes: list[Node] = []
+        self.efforts: list[np.ndarray] = []
+        self.diagnostics: list[DiagnosticStatus] = []
+        self.trajectory = self.probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+        self.clock = self.probe.create_publisher(Clock, "/clock", 10)
+        self.probe.create_subscription(
+            Float64MultiArray, "/feedforward/effort", lambda m: self.efforts.append(float64_array(m)), COMMAND_QOS
+        )
+        self.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "feedforward"),
+            10,
+        )
+
+    def start(self, overrides: list[Parameter]) -> FeedforwardNode:
+        node = FeedforwardNode(context=self.context, parameter_overrides=overrides)
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until is not None and until()):
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def send(self, message: JointTrajectory) -> None:
+        self.spin(3.0, until=lambda: self.trajectory.get_subscription_count() > 0)
+        self.trajectory.publish(message)
+
+    def call(self, service: str) -> Trigger.Response:
+        client = self.probe.create_client(Trigger, service)
+        self.spin(3.0, until=client.service_is_ready)
+        future = client.call_async(Trigger.Request())
+        self.spin(3.0, until=future.done)
+        response = future.result()
+        assert response is not None, f"no answer from {service}"
+        return response
+
+    def effort_at(self, stamp_ns: int) -> np.ndarray:
+        """Set the simulated clock to ``stamp_ns`` and return the next published feedforward."""
+        count = len(self.efforts)
+        self.clock.publish(Clock(clock=time_message(stamp_ns)))
+        self.spin(3.0, until=lambda: len(self.efforts) > count)
+        assert len(self.efforts) > count, f"no feedforward published at {stamp_ns} ns"
+        return self.efforts[-1]
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        for node in (*self.nodes, self.probe):
+            node.destroy_node()
+
+
+@pytest.fixture
+def graph(context: Context) -> Iterator[_Graph]:
+    made = _Graph(context)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _trajectory() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Three way points over 2 s with velocities and accelerations (quintic interpolation)."""
+    times = np.array([0.0, 1.0, 2.0])
+    q = np.array([[0.0, 0.1, -0.2, 0.0, 0.3, 0.0], [0.4, -0.2, 0.1, 0.5, -0.1, 0.8], [0.6, 0.3, 0.3, 0.2, 0.2, 1.2]])
+    dq = np.array([np.zeros(6), [0.3, -0.4, 0.5, 0.2, -0.3, 0.6], np.zeros(6)])
+    ddq = np.array([np.zeros(6), [1.0, 0.5, -0.5, 0.3, 0.2, -1.0], np.zeros(6)])
+    return times, q, dq, ddq
+
+
+def test_publishes_the_model_torques_of_the_interpolated_desired_state(
+    graph: _Graph, parameters_path: pathlib.Path
+) -> None:
+    node = graph.start(
+        [
+            Parameter("parameters_file", value=str(parameters_path)),
+            Parameter("use_sim_time", value=True),
+            Parameter("rate_hz", value=200.0),
+        ]
+    )
+    expected_model = FeedforwardModel.from_yaml(parameters_path)
+    graph.spin(3.0, until=lambda: graph.clock.get_subscription_count() > 0)
+    graph.clock.publish(Clock(clock=time_message(NS_PER_S)))
+    graph.spin(0.3)
+    assert graph.efforts == [], "published before any trajectory"
+
+    times, q, dq, ddq = _trajectory()
+    start_ns = 10 * NS_PER_S
+    order = [3, 0, 5, 1, 4, 2]  # joints in another order than the model's
+    message = joint_trajectory_message(
+        [JOINTS[j] for j in order], times, q[:, order], dq[:, order], ddq[:, order], stamp_ns=start_ns
+    )
+    graph.send(message)
+    graph.spin(3.0, until=lambda: node.motion is not None)
+    for t in (0.37, 1.0, 1.61):
+        published = graph.effort_at(start_ns + round(t * NS_PER_S))
+        assert published.shape == (6,)
+        desired = interpolate_trajectory(times, q, dq, ddq, t)
+        assert np.abs(desired[1]).max() > 0.05  # a moving state: friction, Coriolis and inertia all count
+        assert_allclose(published, expected_model.torques(*desired), rtol=1e-12, atol=1e-9)
+    # After the last point the robot holds it at rest: gravity and offsets.
+    held = graph.effort_at(start_ns + 5 * NS_PER_S)
+    assert_allclose(held, expected_model.torques(q[-1], np.zeros(6), np.zeros(6)), rtol=1e-12, atol=1e-9)
+    graph.spin(1.5, until=lambda: bool(graph.diagnostics) and graph.diagnostics[-1].message == "publishing")
+    assert graph.diagnostics[-1].level == DiagnosticStatus.OK
+
+
+def test_a_late_node_gets_the_latched_parameters(
+    graph: _Graph, parameters: ParameterFile, arm6_urdf: pathlib.Path
+) -> None:
+    latched = graph.probe.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
+    published = _parameter_file(arm6_urdf, scale=1.1, stamp=2.0)
+    latched.publish(String(data=dump_parameters(published)))
+    graph.spin(0.3)
+    node = graph.start([])  # started after the only parameter message
+    graph.spin(5.0, until=lambda: node.model is not None)
+    assert node.model is not None
+    assert node.model.names == tuple(entry.name for entry in published.parameters)
+    assert_allclose(node.model.values, [entry.value for entry in published.parameters], rtol=0.0, atol=0.0)
+
+    times, q, dq, ddq = _trajectory()
+    graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))  # stamp 0: start on receipt
+    graph.spin(3.0, until=lambda: len(graph.efforts) > 5)
+    assert len(graph.efforts) > 5 and all(effort.shape == (6,) for effort in graph.efforts)
+
+
+def test_a_newer_topic_message_replaces_the_file_and_a_bad_one_is_refused(
+    graph: _Graph, parameters_path: pathlib.Path, arm6_urdf: pathlib.Path
+) -> None:
+    node = graph.start([Parameter("parameters_file", value=str(parameters_path))])
+    assert node.model is not None
+    from_file = node.model.values.copy()
+    latched = graph.probe.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
+    graph.spin(3.0, until=lambda: latched.get_subscription_count() > 0)
+    latched.publish(String(data=dump_parameters(_parameter_file(arm6_urdf, scale=2.0))))
+    graph.spin(3.0, until=lambda: node.model is not None and not np.array_equal(node.model.values, from_file))
+    assert_allclose(node.model.values, 2.0 * from_file, rtol=1e-12)
+    bad = dump_parameters(_parameter_file(arm6_urdf)).replace("dynamic_identification/parameters/v1", "other/v9")
+    latched.publish(String(data=bad))
+    graph.spin(3.0, until=lambda: bool(graph.diagnostics) and "refused" in graph.diagnostics[-1].message)
+    assert_allclose(node.model.values, 2.0 * from_file, rtol=1e-12)  # the previous model stays
+    assert "refused parameters" in graph.diagnostics[-1].message and "format" in graph.diagnostics[-1].message
+
+
+def test_disabled_publishes_nothing_until_enabled(graph: _Graph, parameters_path: pathlib.Path) -> None:
+    node = graph.start([Parameter("parameters_file", value=str(parameters_path)), Parameter("enabled", value=False)])
+    times, q, dq, ddq = _trajectory()
+    graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))
+    graph.spin(3.0, until=lambda: node.motion is not None)
+    graph.spin(0.5)
+    assert graph.efforts == []
+    graph.spin(1.5, until=lambda: bool(graph.diagnostics))
+    assert graph.diagnostics[-1].level == DiagnosticStatus.WARN and "disabled" in graph.diagnostics[-1].message
+
+    assert graph.call("/feedforward/enable").success
+    graph.spin(3.0, until=lambda: len(graph.efforts) > 3)
+    assert len(graph.efforts) > 3
+    assert graph.call("/feedforward/disable").success
+    graph.spin(0.2)
+    count = len(graph.efforts)
+    graph.spin(0.5)
+    assert len(graph.efforts) == count and not node.enabled
+
+
+def test_without_parameters_nothing_is_published_and_diagnostics_say_why(graph: _Graph) -> None:
+    node = graph.start([Parameter("parameters_topic", value="/nobody/publishes/this")])
+    times, q, dq, ddq = _trajectory()
+    graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))
+    graph.spin(3.0, until=lambda: node.motion is not None)
+    graph.spin(1.5, until=lambda: bool(graph.diagnostics))
+    assert graph.efforts == []
+    assert "no parameters: waiting for them on /nobody/publishes/this" in graph.diagnostics[-1].message
+
+
+def test_refuses_a_missing_parameters_file_naming_the_parameter(context: Context, tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="'parameters_file'.*not found"):
+        FeedforwardNode(
+            context=context, parameter_overrides=[Parameter("parameters_file", value=str(tmp_path / "none.yaml"))]
+        )
+
+
+def test_joints_left_out_of_a_trajectory_hold_their_desired_position() -> None:
+    times, q, dq, ddq = _trajectory()
+    first = next_motion(None, joint_trajectory_message(JOINTS, times, q, dq, ddq, stamp_ns=NS_PER_S), 0)
+    # A second trajectory for joint_2 only, starting at 3 s after the first ended.
+    second_message = joint_trajectory_message(["joint_2"], [0.5], [[-0.4]], stamp_ns=3 * NS_PER_S)
+    second = next_motion(first, second_message, 0)
+    assert second.joints == JOINTS
+    q_mid, dq_mid, _ = second.at(round(3.25 * NS_PER_S))
+    assert_allclose(np.delete(q_mid, 1), np.delete(q[-1], 1), atol=1e-12)  # the others hold the first's end
+    assert_allclose(np.delete(dq_mid, 1), 0.0, atol=1e-12)
+    assert_allclose(q_mid[1], 0.5 * (q[-1, 1] - 0.4), atol=1e-12)  # linear from the held position to -0.4
+    q_end, dq_end, _ = second.at(4 * NS_PER_S)
+    assert_allclose(q_end[1], -0.4, atol=1e-12)
+    assert_allclose(dq_end, 0.0, atol=1e-12)

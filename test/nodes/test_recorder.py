@@ -1,0 +1,356 @@
+"""The recorder node over real rclpy on loopback: alignment, torques, recording files, diagnostics."""
+
+from __future__ import annotations
+
+import os
+
+# The network rule, before rclpy is imported (test/conftest.py sets the same values).
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+
+import gc  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from numpy.testing import assert_allclose  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from dynamic_identification.core.alignment import current_to_torque  # noqa: E402
+from dynamic_identification.core.model import DriveChain  # noqa: E402
+from dynamic_identification.io.recording import read_recording_csv  # noqa: E402
+from dynamic_identification.nodes.conversions import (  # noqa: E402
+    arrays_from_joint_state,
+    joint_state_message,
+    stamp_to_ns,
+)
+from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode  # noqa: E402
+
+JOINTS = ("a", "b", "c")
+GEAR_RATIOS = [100.0, 50.0, 20.0]
+DRIVE_GAINS = [0.4, 0.3, 0.2]
+COUPLING = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, -1.0, 1.0]
+CHAIN = DriveChain.create(3, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS, coupling=np.reshape(COUPLING, (3, 3)))
+BASE = [
+    Parameter("joints", value=list(JOINTS)),
+    Parameter("drive_chain.gear_ratios", value=GEAR_RATIOS),
+    Parameter("drive_chain.drive_gains", value=DRIVE_GAINS),
+    Parameter("drive_chain.coupling", value=COUPLING),
+]
+RATE_HZ = 500.0
+T0_NS = 1_700_000_000 * 1_000_000_000
+SLOPE = np.array([0.8, -1.5, 2.5])  # A/s
+OFFSET = np.array([0.2, 0.4, -0.6])  # A
+
+
+def currents_at(stamp_ns: np.ndarray | int) -> np.ndarray:
+    """Motor currents linear in time, so interpolating them is exact."""
+    return OFFSET + np.multiply.outer((np.asarray(stamp_ns) - T0_NS) / 1e9, SLOPE)
+
+
+def motion(stamp_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    t = (stamp_ns - T0_NS) / 1e9
+    phase = 2.0 * np.pi * 0.5 * t + np.arange(3)
+    return 0.5 * np.sin(phase), 0.5 * np.pi * np.cos(phase)
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+class _Graph:
+    """The recorder and a probe that publishes its inputs and records its outputs, in one executor."""
+
+    def __init__(self, context: Context, overrides: list[Parameter]) -> None:
+        self.recorder = RecorderNode(context=context, parameter_overrides=overrides)
+        self.probe = Node("recorder_probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        for node in (self.recorder, self.probe):
+            self.executor.add_node(node)
+        self.samples: list[JointState] = []
+        self.diagnostics: list[DiagnosticStatus] = []
+        self.joint_states = self.probe.create_publisher(JointState, "/joint_states", STREAM_QOS)
+        self.currents = self.probe.create_publisher(JointState, "/motor_currents", STREAM_QOS)
+        self.probe.create_subscription(JointState, "/recorder/samples", self.samples.append, STREAM_QOS)
+        self.probe.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "recorder"),
+            10,
+        )
+        self.spin(3.0, until=self.connected)
+
+    def connected(self) -> bool:
+        return (
+            self.joint_states.get_subscription_count() > 0
+            and (self.recorder.effort_is_torque or self.currents.get_subscription_count() > 0)
+            and self.probe.count_publishers("/recorder/samples") > 0
+        )
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until is not None and until()):
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def call(self, service: str) -> Trigger.Response:
+        client = self.probe.create_client(Trigger, f"/recorder/{service}")
+        self.spin(3.0, until=client.service_is_ready)
+        future = client.call_async(Trigger.Request())
+        self.spin(3.0, until=future.done)
+        response = future.result()
+        assert response is not None, f"no answer from ~/{service}"
+        return response
+
+    def wait_for_diagnostics(
+        self, accept: Callable[[DiagnosticStatus], bool], seconds: float = 3.0
+    ) -> DiagnosticStatus:
+        self.spin(seconds, until=lambda: any(accept(status) for status in self.diagnostics))
+        matching = [status for status in self.diagnostics if accept(status)]
+        assert matching, f"no matching diagnostics; last: {self.diagnostics[-1:]}"
+        return matching[-1]
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        for node in (self.probe, self.recorder):
+            node.destroy_node()
+
+
+@pytest.fixture
+def graph(context: Context) -> Iterator[Callable[[list[Parameter]], _Graph]]:
+    made: list[_Graph] = []
+    gc.collect()
+    gc.freeze()  # keeps garbage collections of the large heap short while messages stream
+
+    def make(overrides: list[Parameter]) -> _Graph:
+        made.append(_Graph(context, overrides))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+        gc.unfreeze()
+
+
+def stamps(count: int, *, first: int = 0, offset_ns: int = 0, seed: int = 0) -> np.ndarray:
+    """Jittered stamps (±0.2 ms) of samples ``first .. first + count - 1`` at ``RATE_HZ``, ns."""
+    rng = np.random.default_rng(seed + first)
+    k = np.arange(first, first + count)
+    return T0_NS + offset_ns + np.round(k * 1e9 / RATE_HZ + rng.uniform(-2e5, 2e5, count)).astype(np.int64)
+
+
+JOINT_STATE_NAMES = ["c", "extra", "a", "b"]  # any order, with a joint the recorder does not record
+CURRENT_NAMES = ["b", "c", "a"]
+
+
+def joint_state(stamp_ns: int, names: list[str] = JOINT_STATE_NAMES) -> JointState:
+    q, dq = motion(stamp_ns)
+    value = dict(zip(JOINTS, zip(q, dq, strict=True), strict=True)) | {"extra": (9.0, 9.0)}
+    return joint_state_message(
+        names, int(stamp_ns), [value[n][0] for n in names], [value[n][1] for n in names], [7.0] * len(names)
+    )
+
+
+def current_sample(stamp_ns: int) -> JointState:
+    value = dict(zip(JOINTS, currents_at(int(stamp_ns)), strict=True))
+    return joint_state_message(CURRENT_NAMES, int(stamp_ns), None, None, [value[n] for n in CURRENT_NAMES])
+
+
+def stream(g: _Graph, js: np.ndarray, cur: np.ndarray, *, chunk: int = 10) -> None:
+    """Publish both streams in chunks, alternating which topic goes first, spinning in between."""
+    for start in range(0, max(js.size, cur.size), chunk):
+        pairs = [(g.joint_states, joint_state, js), (g.currents, current_sample, cur)]
+        for publisher, make, stamps_ns in pairs if (start // chunk) % 2 else pairs[::-1]:
+            for stamp in stamps_ns[start : start + chunk]:
+                publisher.publish(make(stamp))
+        g.spin(0.005)
+
+
+def expected_torques(js: np.ndarray) -> np.ndarray:
+    return CHAIN.joint_torques(currents_at(js))
+
+
+def test_samples_carry_drive_chain_torques_of_currents_interpolated_at_joint_state_stamps(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    g = graph(BASE)
+    js = stamps(500, seed=1)
+    cur = stamps(502, first=-1, offset_ns=700_000, seed=2)  # their own stamps, 0.7 ms later, jittered
+    stream(g, js, cur)
+    g.spin(5.0, until=lambda: len(g.samples) >= js.size)
+
+    assert len(g.samples) == js.size
+    arrays = [arrays_from_joint_state(sample, JOINTS) for sample in g.samples]
+    assert [list(sample.name) for sample in g.samples[:1]] == [list(JOINTS)]
+    assert [stamp_to_ns(sample.header.stamp) for sample in g.samples] == js.tolist()
+    q = np.array([a[1] for a in arrays])
+    dq = np.array([a[2] for a in arrays])
+    effort = np.array([a[3] for a in arrays])
+    assert_allclose(q, np.array([motion(s)[0] for s in js]), rtol=0.0, atol=0.0)
+    assert_allclose(dq, np.array([motion(s)[1] for s in js]), rtol=0.0, atol=0.0)
+    # Torques of 10..100 N·m: interpolation of linear currents is exact up to rounding.
+    assert_allclose(effort, expected_torques(js), rtol=0.0, atol=1e-9)
+    stats = g.recorder.aligner.stats
+    assert (stats.aligned, stats.unaligned, stats.joint_states.rejected, stats.currents.rejected) == (500, 0, 0, 0)
+
+
+def test_start_and_stop_write_a_recording_that_loads_with_the_right_joints_and_samples(
+    graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
+) -> None:
+    g = graph([*BASE, Parameter("output_dir", value=str(tmp_path))])
+    js = stamps(400, seed=3)
+    cur = stamps(402, first=-1, offset_ns=-300_000, seed=4)
+    stream(g, js[:100], cur[:100])  # before ~/start: published, not recorded
+    g.spin(2.0, until=lambda: len(g.samples) >= 99)
+    started = g.call("start")
+    assert started.success, started.message
+    path = g.recorder.recording
+    assert path is not None and path.parent == tmp_path and path.name.startswith("recording_")
+    assert str(path) in started.message
+    before = len(g.samples)
+    stream(g, js[100:], cur[100:])
+    g.spin(5.0, until=lambda: len(g.samples) >= js.size)
+    recorded = len(g.samples) - before
+    stopped = g.call("stop")
+    assert stopped.success and str(path) in stopped.message and f"{recorded} samples" in stopped.message
+    assert g.recorder.recording is None
+
+    recording = read_recording_csv(path)
+    assert recording.joint_names == JOINTS
+    assert recording.n_samples == recorded >= 300
+    times_ns = js[js.size - recorded :]
+    assert_allclose(recording.time, times_ns / 1e9, rtol=0.0, atol=1e-6)
+    assert_allclose(recording.position, np.array([motion(s)[0] for s in times_ns]), rtol=0.0, atol=0.0)
+    assert recording.velocity is not None and recording.current is not None and recording.effort is not None
+    assert_allclose(recording.current, currents_at(times_ns), rtol=0.0, atol=1e-12)
+    assert_allclose(recording.effort, expected_torques(times_ns), rtol=0.0, atol=1e-9)
+    assert_allclose(recording.joint_torques(), CHAIN.joint_torques(recording.current), atol=1e-9)
+    assert g.call("stop").message == "not recording"
+
+
+def test_the_file_being_written_loads_mid_recording(
+    graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
+) -> None:
+    g = graph([*BASE, Parameter("output_dir", value=str(tmp_path)), Parameter("output_file", value="run.csv")])
+    assert g.call("start").success
+    js = stamps(600, seed=5)
+    cur = stamps(602, first=-1, offset_ns=500_000, seed=6)
+    stream(g, js[:300], cur[:301])
+    g.spin(1.5)  # past the 1 s flush
+    middle = read_recording_csv(tmp_path / "run.csv")
+    assert middle.n_samples == 300 and middle.joint_names == JOINTS
+    assert_allclose(middle.effort, expected_torques(js[:300]), atol=1e-9)
+    stream(g, js[300:], cur[301:])
+    g.spin(3.0, until=lambda: len(g.samples) >= 600)
+    assert "600 samples" in g.call("stop").message
+    assert read_recording_csv(tmp_path / "run.csv").n_samples == 600
+    assert g.call("start").success  # a second recording never overwrites the first
+    assert g.recorder.recording == tmp_path / "run_1.csv"
+
+
+def test_extra_joints_are_ignored_and_a_missing_joint_is_reported_and_refused(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    g = graph(BASE)
+    js = stamps(50, seed=7)
+    stream(g, js[:20], stamps(22, first=-1, seed=8))  # with the extra joint: all fine
+    g.spin(2.0, until=lambda: len(g.samples) >= 20)
+    assert len(g.samples) == 20
+    for stamp in js[20:]:
+        g.joint_states.publish(joint_state(stamp, names=["c", "extra", "a"]))  # 'b' is missing
+    status = g.wait_for_diagnostics(lambda s: s.level == DiagnosticStatus.ERROR)
+    assert "/joint_states" in status.message and "'b'" in status.message
+    values = {kv.key: kv.value for kv in status.values}
+    assert values["joint_states_refused"] == "30" and values["aligned"] == "20"
+    assert len(g.samples) == 20
+
+
+def test_nan_and_duplicate_samples_are_counted_in_the_diagnostics(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    g = graph(BASE)
+    js = stamps(40, seed=9)
+    cur = stamps(42, first=-1, seed=10)
+    stream(g, js[:20], cur[:21])
+    nan_state = joint_state(js[20])
+    nan_state.position[2] = float("nan")
+    g.joint_states.publish(nan_state)
+    g.joint_states.publish(joint_state(js[19]))  # duplicate stamp
+    nan_current = current_sample(cur[21])
+    nan_current.effort[0] = float("nan")
+    g.currents.publish(nan_current)
+    stream(g, js[21:], cur[22:])
+    status = g.wait_for_diagnostics(lambda s: {kv.key: kv.value for kv in s.values}.get("aligned") == "39")
+    values = {kv.key: kv.value for kv in status.values}
+    assert values["joint_states_rejected_nan"] == "1"
+    assert values["joint_states_rejected_duplicate"] == "1"
+    assert values["motor_currents_rejected_nan"] == "1"
+    assert values["joint_states_received"] == "41" and values["motor_currents_received"] == "42"
+    assert all(np.all(np.isfinite(sample.effort)) for sample in g.samples)
+    assert len(g.samples) == 39  # the joint state with NaN is not emitted, the others are
+
+
+def test_a_silent_currents_topic_is_reported_in_the_diagnostics(graph: Callable[[list[Parameter]], _Graph]) -> None:
+    g = graph([*BASE, Parameter("silent_timeout_s", value=0.3)])
+    js = stamps(400, seed=11)
+    stream(g, js[:50], stamps(52, first=-1, seed=12))
+    for start in range(50, 400, 25):  # the currents stop; joint states go on in real time
+        for stamp in js[start : start + 25]:
+            g.joint_states.publish(joint_state(stamp))
+        g.spin(0.05)
+    status = g.wait_for_diagnostics(lambda s: "silent" in s.message)
+    assert status.level == DiagnosticStatus.WARN
+    assert "silent: /motor_currents" in status.message and "/joint_states" not in status.message
+    values = {kv.key: kv.value for kv in status.values}
+    assert values["silent_topics"] == "/motor_currents"
+    assert int(values["unaligned"]) > 0 and 50 <= int(values["aligned"]) <= 51
+
+
+def test_effort_is_torque_publishes_the_joint_state_efforts(graph: Callable[[list[Parameter]], _Graph]) -> None:
+    g = graph([Parameter("joints", value=list(JOINTS)), Parameter("topics.effort_is_torque", value=True)])
+    js = stamps(30, seed=13)
+    for stamp in js:
+        g.joint_states.publish(joint_state(stamp))
+    g.spin(3.0, until=lambda: len(g.samples) >= 30)
+    assert [stamp_to_ns(s.header.stamp) for s in g.samples] == js.tolist()
+    assert_allclose(np.array([s.effort for s in g.samples]), 7.0)
+
+
+def test_the_polynomial_current_model_converts_the_currents(graph: Callable[[list[Parameter]], _Graph]) -> None:
+    polynomial = [0.05, 0.4, -0.01, 0.002, 0.0, 0.3, 0.02, 0.0, 0.1, 0.2, 0.0, -0.001]
+    g = graph([*BASE, Parameter("current_polynomial", value=polynomial)])
+    js = stamps(30, seed=14)
+    stream(g, js, stamps(32, first=-1, offset_ns=400_000, seed=15))
+    g.spin(3.0, until=lambda: len(g.samples) >= 30)
+    effort = np.array([arrays_from_joint_state(s, JOINTS)[3] for s in g.samples])
+    assert_allclose(effort, current_to_torque(currents_at(js), CHAIN, polynomial), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "name"),
+    [
+        ([Parameter("tolerance_s", value=0.5), Parameter("max_delay_s", value=0.1)], "max_delay_s"),
+        ([*BASE, Parameter("current_polynomial", value=[1.0, 2.0])], "current polynomial"),
+        ([Parameter("joints", value=["a", "b"]), Parameter("drive_chain.gear_ratios", value=[1.0])], "gear_ratios"),
+    ],
+)
+def test_bad_parameters_are_refused_naming_them(context: Context, overrides: list[Parameter], name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        RecorderNode(context=context, parameter_overrides=overrides)
