@@ -289,6 +289,36 @@ class RowBuilder:
             observation_matrix=w_out, torques=y_out[inside], valid=~slow[index[inside] - start], index=index[inside]
         )
 
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Like :meth:`rows`, with ``W`` evaluated on the filtered motion at the decimated instants.
+
+        The torques are still low-passed and decimated; ``W`` is not. For motion
+        band-limited by the position filter (cut-off below the decimation filter's
+        passband) the two agree to the passband ripple, while the regressor runs on
+        one sample in ``factor``: the streaming estimator's fast path. Equations
+        near velocity reversals, where ``sign(q̇)`` is not band-limited, are masked
+        as in :meth:`rows`.
+        """
+        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        local = index[inside] - start
+        full = observation_matrix(
+            self.robot, self.drive_chain, self.terms, q[local], dq[local], ddq[local], data=self.data
+        )
+        w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
+        w_out[:, self.base.structure] = full.reshape(local.size, -1)[:, self.gather]
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.reach)
+        return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
+
 
 def prepare_observations(
     robot: RobotModel,

@@ -29,6 +29,7 @@ so decimated ``Y`` and ``W`` stay aligned in time with the original samples.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -254,6 +255,12 @@ def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> n
     return (1.0 - w) * v[i] + w * v[i + 1]
 
 
+@functools.lru_cache(maxsize=32)
+def _butterworth_sos(order: int, cutoff_hz: float, rate_hz: float) -> np.ndarray:
+    """Low-pass Butterworth sections, designed once per (order, cut-off, rate): a streaming caller reuses them."""
+    return butter(order, cutoff_hz, btype="low", fs=rate_hz, output="sos")
+
+
 def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order: int = 4, axis: int = 0) -> np.ndarray:
     """Zero-phase Butterworth low-pass (forward-backward, seed 000 §IV.A).
 
@@ -304,7 +311,7 @@ def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order
         raise DataError("x must have at least one dimension, got a scalar")
     if not np.all(np.isfinite(arr)):
         raise DataError("x contains NaN or infinite entries")
-    sos = butter(int(order), cutoff, btype="low", fs=rate, output="sos")
+    sos = _butterworth_sos(int(order), cutoff, rate)
     # sosfiltfilt's default odd-extension padding length is the minimum usable length.
     min_pad = 3 * (2 * len(sos) + 1 - min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum())))
     length = arr.shape[axis]

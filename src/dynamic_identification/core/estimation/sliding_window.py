@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.normal_equations import (
@@ -153,6 +154,7 @@ class SlidingWindowEstimator:
         self._terms = terms
         self._settings = settings
         self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
+        self._threads = ThreadpoolController()
         self._friction = np.array(
             [i for i, name in enumerate(self._base.names) if name.startswith(("Fv", "Fc"))], dtype=int
         )
@@ -228,8 +230,10 @@ class SlidingWindowEstimator:
     def update(self) -> WindowUpdate:
         """Turn pending samples into rows, slide the window and estimate."""
         started = wall_clock.perf_counter()
-        self._absorb_pending()
-        result = self._estimate()
+        # The window's matrices are small (tens of columns): BLAS threads only add overhead.
+        with self._threads.limit(limits=1, user_api="blas"):
+            self._absorb_pending()
+            result = self._estimate()
         self._last_update_time = self._last_time
         self._updates += 1
         return replace(result, seconds=wall_clock.perf_counter() - started)
@@ -296,7 +300,7 @@ class SlidingWindowEstimator:
         if last_output < next_output:
             return
         block = slice(next_output - builder.reach - first_grid, last_output + builder.reach + 1 - first_grid)
-        rows = builder.rows(
+        rows = builder.sampled_rows(
             q_filtered[block],
             dq[block],
             ddq[block],
