@@ -182,3 +182,11 @@ def test_bad_excitation_settings_name_the_key(tmp_path: Path, line: str, message
     path.write_text(f"excitation:\n  ros__parameters:\n    {line}\n", encoding="utf-8")
     with pytest.raises(DataError, match=message):
         load_excitation_settings(path)
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[2].joinpath("config").glob("*.yaml")), ids=str)
+def test_every_shipped_configuration_loads(path: Path) -> None:
+    config = load_config(path)
+    assert config.window_settings().window_s > 0.0
+    assert load_excitation_settings(path).harmonics >= 1
+    assert set(ros_parameters(path, "recorder")) >= set(ros_parameters(path, None))
