@@ -30,6 +30,7 @@ alike.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -56,7 +57,7 @@ from dynamic_identification.core.estimation.sliding_window import (
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
-from dynamic_identification.io.parameters import dump_parameters, write_parameters_atomic
+from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
@@ -291,6 +292,7 @@ class EstimatorNode(Node):
         self._failure = ""
         self._parameters = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
@@ -303,6 +305,22 @@ class EstimatorNode(Node):
             f" {self.settings.window_s:g} s window, update every {self.settings.update_period_s:g} s,"
             f" reduction {self.settings.reduction}"
         )
+
+    def _republish_previous(self) -> None:
+        """After a restart, offer the last estimate of ``parameters_file`` to late subscribers (latched)."""
+        path = self.config.parameters_file
+        if not path or not os.path.isfile(path):
+            return
+        try:
+            previous = load_parameters(path)
+        except IdentificationError as error:
+            self.get_logger().warning(f"parameters_file {path} is not republished: {error}")
+            return
+        if list(previous.joints) != self._names:
+            self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
+            return
+        self._parameters.publish(String(data=dump_parameters(previous)))
+        self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
 
     @property
     def joint_names(self) -> list[str]:
@@ -422,6 +440,8 @@ class EstimatorNode(Node):
                 write_parameters_atomic(self.config.parameters_file, parameter_file)
             except OSError as error:
                 self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
+        if self._stop.is_set() or not self.context.ok():
+            return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters.publish(String(data=dump_parameters(parameter_file)))
         with self._buffer_lock:
             self._counters.published += 1

@@ -276,14 +276,21 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     try:
         settings = ExcitationSettings(
             mode="fourier" if config.mode == "file" else config.mode,  # type: ignore[arg-type]
-            **{name: getattr(config, name) for name in _SETTING_NAMES},
+            **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
         )
         limits = settings.limits(robot)
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
         shared = config_from_parameters(
-            {"joints": list(robot.joint_names), **dict(config.drive_chain_parameters)}, source="excitation parameters"
+            {
+                "joints": list(robot.joint_names),
+                **{
+                    key: list(value) if isinstance(value, tuple) else value
+                    for key, value in config.drive_chain_parameters
+                },
+            },
+            source="excitation parameters",
         )
         drive_chain = shared.drive_chain(robot.n_joints)
     except IdentificationError as error:

@@ -371,11 +371,12 @@ class SimRobotNode(Node):
         if due <= 0:
             return
         feedforward = self._current_feedforward(now_ns)
+        # One sample per simulated step: under load the stream arrives in bursts but keeps rate_hz.
         for _ in range(due):
             q, dq, ddq = self._reference.at(self._sim_stamp_ns())
             self.simulator.step(q, dq, ddq, feedforward)
             self._steps += 1
-        self._publish(self._sim_stamp_ns())
+            self._publish(self._sim_stamp_ns())
 
     def _publish(self, stamp_ns: int) -> None:
         q, dq, torques, currents = self.simulator.measure()

@@ -1,0 +1,275 @@
+"""Node processes for the system tests: each node as its own OS process on loopback DDS.
+
+A node is started from its console script (``.venv/bin/NAME``, what ``ros2 run`` runs)
+or, when the script is missing, as ``python -m dynamic_identification.nodes.NAME``,
+with ``--ros-args --params-file config/dynid_arm6.yaml`` and per-node overrides
+(``-p NODE:KEY:=VALUE``: a plain ``-p KEY:=VALUE`` would lose to the node's own block of
+the parameter file). Every process gets the network rule (loopback discovery only, the
+test's ``ROS_DOMAIN_ID``), writes stdout and stderr to files, and is always ended:
+SIGINT (the nodes shut down cleanly), then SIGKILL after a grace period.
+
+:class:`Probe` is the test process's own node: it records what the node processes publish
+(parameter YAML, aligned samples, diagnostics) while the test spins it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from dynamic_identification.io.parameters import ParameterFile, load_parameters
+from dynamic_identification.nodes.conversions import arrays_from_joint_state
+from dynamic_identification.nodes.qos import LATCHED_QOS
+from dynamic_identification.nodes.recorder import STREAM_QOS
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+NODES = ("sim_robot", "recorder", "excitation", "estimator", "feedforward")
+STOP_GRACE_S = 5.0
+"""Seconds a node has to exit after SIGINT before it is killed."""
+
+ParameterValue = bool | int | float | str | Sequence[float] | Sequence[str]
+
+
+def ros_environment(domain_id: int) -> dict[str, str]:
+    """The environment of a node process: this one's, the network rule and ``src`` on the path."""
+    environment = dict(os.environ)
+    environment.update(
+        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        ROS_LOCALHOST_ONLY="1",
+        ROS_DOMAIN_ID=str(domain_id),
+        PYTHONUNBUFFERED="1",
+    )
+    source = str(REPO_ROOT / "src")
+    path = environment.get("PYTHONPATH", "")
+    environment["PYTHONPATH"] = source if not path else f"{source}{os.pathsep}{path}"
+    return environment
+
+
+def node_command(name: str) -> list[str]:
+    """The command starting node ``name``: its console script next to this Python, else ``python -m``."""
+    if name not in NODES:
+        raise ValueError(f"name must be one of {list(NODES)}, got {name!r}")
+    script = pathlib.Path(sys.executable).parent / name
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", f"dynamic_identification.nodes.{name}"]
+
+
+def parameter_text(value: ParameterValue) -> str:
+    """``value`` in the YAML form ``-p KEY:=VALUE`` takes (``true``, ``0.5``, ``[1.0, 2.0]``, ``text``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    return "[" + ", ".join(parameter_text(item) for item in value) + "]"
+
+
+def ros_arguments(
+    node: str,
+    overrides: Mapping[str, ParameterValue],
+    *,
+    params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,),
+) -> list[str]:
+    """``--ros-args`` with the parameter files, then ``-p node:key:=value`` for each override."""
+    arguments = ["--ros-args"]
+    for path in params_files:
+        arguments += ["--params-file", str(path)]
+    for key, value in overrides.items():
+        arguments += ["-p", f"{node}:{key}:={parameter_text(value)}"]
+    return arguments
+
+
+@dataclass
+class NodeProcess:
+    """One running node: its process and the files holding its output."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    stdout: pathlib.Path
+    stderr: pathlib.Path
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def output(self, limit: int = 4000) -> str:
+        """The end of the node's stdout and stderr, for assertion messages."""
+        texts = []
+        for path in (self.stdout, self.stderr):
+            text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+            texts.append(f"--- {path.name} ---\n{text[-limit:]}")
+        return "\n".join(texts)
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int:
+        """SIGINT, then SIGKILL when the node has not exited within ``grace_s``; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(grace_s)
+        return int(self.process.returncode)
+
+
+@dataclass
+class NodeProcesses:
+    """Starts node processes in one ROS domain and ends all of them on exit (a context manager)."""
+
+    domain_id: int
+    log_dir: pathlib.Path
+    params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,)
+    started: list[NodeProcess] = field(default_factory=list)
+
+    def start(self, name: str, **overrides: ParameterValue) -> NodeProcess:
+        """Start node ``name`` with ``overrides`` of its parameters (dotted keys: use :meth:`start_with`)."""
+        return self.start_with(name, overrides)
+
+    def start_with(self, name: str, overrides: Mapping[str, ParameterValue]) -> NodeProcess:
+        """:meth:`start` with the overrides as a mapping (keys with dots cannot be keyword arguments)."""
+        index = sum(1 for item in self.started if item.name == name)
+        stem = name if index == 0 else f"{name}_{index}"
+        stdout, stderr = self.log_dir / f"{stem}.stdout.log", self.log_dir / f"{stem}.stderr.log"
+        command = [*node_command(name), *ros_arguments(name, overrides, params_files=self.params_files)]
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            process = subprocess.Popen(  # noqa: S603 - fixed executables, arguments from the test
+                command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=ros_environment(self.domain_id)
+            )
+        node = NodeProcess(name=name, process=process, stdout=stdout, stderr=stderr)
+        self.started.append(node)
+        return node
+
+    def dead(self) -> list[NodeProcess]:
+        """Started nodes that exited before being stopped."""
+        return [node for node in self.started if not node.running()]
+
+    def report(self) -> str:
+        """Exit state and output of every node, for assertion messages."""
+        lines = []
+        for node in self.started:
+            state = "running" if node.running() else f"exited {node.process.returncode}"
+            lines.append(f"=== {node.name} ({state})\n{node.output()}")
+        return "\n".join(lines)
+
+    def stop_all(self) -> None:
+        """Stop every started node (SIGINT to all, then wait, then SIGKILL the stragglers)."""
+        for node in self.started:
+            if node.running():
+                node.process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for node in self.started:
+            try:
+                node.process.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait(STOP_GRACE_S)
+
+    def __enter__(self) -> NodeProcesses:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop_all()
+
+
+@dataclass(frozen=True)
+class ReceivedParameters:
+    """One message of ``/estimator/parameters``: when it arrived (monotonic s) and its parsed YAML."""
+
+    received_s: float
+    text: str
+    document: ParameterFile
+
+
+@dataclass
+class SampleLog:
+    """Aligned samples of ``/recorder/samples`` in a fixed joint order: stamps (s), q (rad), effort (N·m)."""
+
+    joints: tuple[str, ...]
+    stamps: list[float] = field(default_factory=list)
+    positions: list[np.ndarray] = field(default_factory=list)
+    efforts: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, message: JointState) -> None:
+        stamp, q, _, effort = arrays_from_joint_state(message, self.joints)
+        if q is not None and effort is not None:
+            self.stamps.append(stamp)
+            self.positions.append(q)
+            self.efforts.append(effort)
+
+    def between(self, start_s: float, stop_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stamps, positions and efforts of the samples with ``start_s < stamp <= stop_s``."""
+        stamps = np.asarray(self.stamps)
+        inside = (stamps > start_s) & (stamps <= stop_s)
+        return stamps[inside], np.asarray(self.positions)[inside], np.asarray(self.efforts)[inside]
+
+
+class Probe:
+    """The test's node: subscriptions that record, and a spin loop with a deadline."""
+
+    def __init__(self, context: Context, name: str = "system_probe") -> None:
+        self.node = Node(name, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.diagnostics: dict[str, list[tuple[float, DiagnosticStatus]]] = {}
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
+
+    def subscribe_parameters(self, topic: str = "/estimator/parameters") -> list[ReceivedParameters]:
+        """A new reliable, transient-local subscription; the list fills as messages arrive."""
+        received: list[ReceivedParameters] = []
+        self.node.create_subscription(
+            String,
+            topic,
+            lambda message: received.append(
+                ReceivedParameters(time.monotonic(), message.data, load_parameters(message.data))
+            ),
+            LATCHED_QOS,
+        )
+        return received
+
+    def subscribe_samples(self, joints: Sequence[str], topic: str = "/recorder/samples") -> SampleLog:
+        """Record the aligned samples of ``topic`` in the order ``joints``."""
+        log = SampleLog(tuple(joints))
+        self.node.create_subscription(JointState, topic, log.add, STREAM_QOS)
+        return log
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        now = time.monotonic()
+        for status in message.status:
+            self.diagnostics.setdefault(status.name, []).append((now, status))
+
+    def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Spin until ``predicate()`` holds or ``timeout_s`` passed; whether it holds."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() >= deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for ``seconds``."""
+        self.spin_until(lambda: False, seconds)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
