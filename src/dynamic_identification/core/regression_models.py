@@ -1,0 +1,502 @@
+"""The five regression models of seed 003 §3, all in the IDIM base parameters.
+
+Seed 003 compares five linear regression models ``y = Φ θ + e`` of one robot,
+estimated by the same (recursive) least squares:
+
+``dynamic``
+    the IDIM ``τ = W(q, q̇, q̈) θ`` (seed 003 eq. (9)-(10); seed 000 eq. (6)); here
+    :func:`~dynamic_identification.core.identification.prepare_observations`.
+``filtered_dynamic``
+    both sides through the first-order filter ``f(s) = λ / (s + λ)`` (seed 003 eq.
+    (11)-(14), Hsu). The acceleration is avoided by Lagrange's form
+    ``τ = ṗ + β`` with the generalised momentum ``p = M(q) q̇`` and
+    ``β = W(q, q̇, 0) − Ṁ(q) q̇``: ``f(s)[ṗ] = λ (p − f(s)[p])``, so
+    ``f τ = λ (W_p − f W_p) + f W_β`` with the momentum columns
+    ``W_p = W(q, 0, q̇) − W(q, 0, 0)`` and ``Ṁ q̇`` by a central difference of
+    ``W_p`` along ``q ± ε q̇``. No ``q̈`` enters.
+``supplied_energy``
+    the work of the joint torques over an interval equals the change of the
+    total energy plus the friction work (seed 003 eq. (15)-(17), Gautier & Khalil):
+    ``∫ q̇ᵀτ dt = h(t_b) − h(t_a) + ∫ h_f dt``, integrals by the trapezoid rule
+    (seed 003 §4.3). Seed 003 integrates from the start of the record; here the
+    record is cut into consecutive intervals of ``energy_interval_s`` so that the
+    equation errors are independent (one interval spanning the record is seed
+    003's last equation).
+``power``
+    its time derivative ``q̇ᵀτ = dh/dt + h_f`` (seed 003 eq. (18)-(19); seed 000 eq.
+    (10)-(12)); here :func:`~dynamic_identification.core.power_model.power_observations`.
+``filtered_power``
+    the power through ``f(s)`` (seed 003 eq. (20)-(21), Reyes & Kelly):
+    ``f[q̇ᵀτ] = λ (h − f h) + f h_f``, again without ``q̈``.
+
+The energy ``h`` and friction power ``h_f`` are those of
+:mod:`dynamic_identification.core.power_model`: in the IDIM base columns the energy
+differs from the full model's by a constant only, which every difference and
+derivative removes, so all five models estimate the same base parameters and
+compare parameter by parameter.
+
+Filters are discretised by the bilinear (Tustin) transform and run causally
+(``scipy.signal.lfilter``), as seed 003 §4.2 implements them in discrete form. With
+Tustin ``λ (1 − F(z))`` *is* ``F(z)`` times the trapezoidal derivative, so the identity
+``f(s)[ṗ] = λ (p − f p)`` holds to second order in the sample period. The filters
+start in the steady state of a consistent history, so no start-up transient spoils
+the first equations: torques, ``β``, power and friction power as if constant before
+the first sample, momentum and energy as if ramping with their initial slope (which
+is what a constant ``ṗ = τ − β`` means). The filtered rows are then sampled every
+``n_d`` samples (the decimation factor of the IDIM settings); the filter has already
+removed the noise a decimation filter would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pinocchio as pin
+import scipy.integrate
+import scipy.signal
+
+from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.estimation import (
+    joint_error_std,
+    ordinary_least_squares,
+    rank_deficient_columns,
+    weighted_least_squares,
+)
+from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    Motion,
+    PreparedObservations,
+    check_motion,
+    estimate_motion,
+    prepare_observations,
+)
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.power_model import energy_matrix, friction_power_matrix, power_observations
+from dynamic_identification.core.regressors import BaseParameters, observation_matrix
+from dynamic_identification.core.signal import default_decimation
+
+RegressionModel = Literal["dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power"]
+
+MODELS: tuple[str, ...] = ("dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power")
+"""The regression models of seed 003 §3, in the paper's order."""
+
+DEFAULT_FILTER_LAMBDA_RAD_S = 9.11
+"""``λ`` of ``f(s) = λ / (s + λ)``, rad/s: the value seed 003 §5 found best on its arm."""
+
+DEFAULT_ENERGY_INTERVAL_S = 0.2
+"""Length of the integration intervals of the supplied-energy model, s."""
+
+_MOMENTUM_STEP_S = 1e-5
+"""``ε`` of the central difference ``Ṁ q̇ ≈ (M(q + ε q̇) − M(q − ε q̇)) q̇ / 2ε``, s."""
+
+
+def first_order_filter(lambda_rad_s: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(b, a)`` of ``f(s) = λ / (s + λ)`` (seed 003 eq. (11)) discretised by the bilinear transform.
+
+    ``F(z) = λT (1 + z⁻¹) / ((2 + λT) + (λT − 2) z⁻¹)`` with ``T = 1 / rate_hz``; unit
+    gain at DC, as ``f(0) = 1``.
+    """
+    if not (np.isfinite(lambda_rad_s) and lambda_rad_s > 0.0):
+        raise IdentificationError(f"filter_lambda must be finite and > 0 rad/s, got {lambda_rad_s}")
+    if not (np.isfinite(rate_hz) and rate_hz > 0.0):
+        raise IdentificationError(f"rate_hz must be finite and > 0, got {rate_hz}")
+    if lambda_rad_s >= np.pi * rate_hz:
+        raise IdentificationError(
+            f"filter_lambda={lambda_rad_s} rad/s must be below the Nyquist frequency {np.pi * rate_hz:.6g} rad/s"
+        )
+    lt = lambda_rad_s / rate_hz
+    return np.array([lt, lt]) / (2.0 + lt), np.array([1.0, (lt - 2.0) / (2.0 + lt)])
+
+
+def _filtered(
+    signal: np.ndarray, coefficients: tuple[np.ndarray, np.ndarray], *, lambda_rad_s: float, rate_hz: float, ramp: bool
+) -> np.ndarray:
+    """Causal Tustin filter along time (axis 0) started in steady state.
+
+    The history before the first sample is constant (``ramp=False``) or a ramp of the
+    initial slope (``ramp=True``, slope by a second-order one-sided difference); the
+    steady-state output of a ramp lags it by ``1/λ``, which sets the filter state
+    ``z = b₁ x₋₁ − a₁ y₋₁`` of the transposed direct form.
+    """
+    b, a = coefficients
+    first = signal[0]
+    slope = (-3.0 * signal[0] + 4.0 * signal[1] - signal[2]) * (0.5 * rate_hz) if ramp else np.zeros_like(first)
+    previous_input = first - slope / rate_hz
+    previous_output = previous_input - slope / lambda_rad_s
+    state = (b[1] * previous_input - a[1] * previous_output)[None]
+    out, _ = scipy.signal.lfilter(b, a, signal, axis=0, zi=state)
+    return out
+
+
+def _base_idim(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    data: pin.Data,
+) -> np.ndarray:
+    """Full-rate base IDIM ``(N, n, b)``: the independent standard columns."""
+    return observation_matrix(robot, drive_chain, terms, q, dq, ddq, data=data)[..., base.independent]
+
+
+def filtered_dynamic_rows(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    motion: Motion,
+    *,
+    filter_lambda: float,
+    step: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Filtered-dynamic rows of one motion (seed 003 eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ`` ``(r, n)``.
+
+    ``q̈`` is not used: ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring.
+    Rows are taken every ``step`` samples.
+    """
+    if motion.torques is None:
+        raise DataError("motion has no torques: the filtered-dynamic model filters them")
+    data = robot.model.createData()
+    q, dq = motion.q, motion.dq
+    zero = np.zeros_like(dq)
+
+    def momentum(at: np.ndarray) -> np.ndarray:
+        return _base_idim(robot, drive_chain, terms, base, at, zero, dq, data) - _base_idim(
+            robot, drive_chain, terms, base, at, zero, zero, data
+        )
+
+    eps = _MOMENTUM_STEP_S
+    p = momentum(q)
+    m_dot_dq = (momentum(q + eps * dq) - momentum(q - eps * dq)) / (2.0 * eps)
+    beta = _base_idim(robot, drive_chain, terms, base, q, dq, zero, data) - m_dot_dq
+    options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
+    coefficients = first_order_filter(filter_lambda, motion.rate_hz)
+    w = filter_lambda * (p - _filtered(p, coefficients, ramp=True, **options))
+    w += _filtered(beta, coefficients, ramp=False, **options)
+    y = _filtered(motion.torques, coefficients, ramp=False, **options)
+    return w[::step], y[::step]
+
+
+def _energy_signals(
+    robot: RobotModel, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters, motion: Motion
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Base energy ``h`` ``(N, b)``, friction power ``h_f`` ``(N, b)`` and supplied power ``q̇ᵀτ`` ``(N,)``."""
+    if motion.torques is None:
+        raise DataError("motion has no torques: the energy and power models need q̇ᵀτ")
+    energy = energy_matrix(robot, drive_chain, terms, motion.q, motion.dq)[:, base.independent]
+    friction = friction_power_matrix(drive_chain, terms, motion.dq)[:, base.independent]
+    return energy, friction, np.sum(motion.dq * motion.torques, axis=1)
+
+
+def supplied_energy_rows(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    motion: Motion,
+    *,
+    interval_samples: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Supplied-energy rows of one motion (seed 003 eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
+
+    Row ``i`` covers samples ``[i L, (i + 1) L]``: ``Y = ∫ q̇ᵀτ dt``,
+    ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, seed 003 §4.3).
+    """
+    if interval_samples < 1:
+        raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
+    energy, friction, power = _energy_signals(robot, drive_chain, terms, base, motion)
+    dt = 1.0 / motion.rate_hz
+    work = scipy.integrate.cumulative_trapezoid(power, dx=dt, initial=0.0)
+    friction_work = scipy.integrate.cumulative_trapezoid(friction, dx=dt, axis=0, initial=0.0)
+    bounds = np.arange(0, power.shape[0], interval_samples)
+    start, stop = bounds[:-1], bounds[1:]
+    w = energy[stop] - energy[start] + friction_work[stop] - friction_work[start]
+    return w, work[stop] - work[start]
+
+
+def filtered_power_rows(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    motion: Motion,
+    *,
+    filter_lambda: float,
+    step: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Filtered-power rows of one motion (seed 003 eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` ``(r,)`` in W.
+
+    ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
+    """
+    energy, friction, power = _energy_signals(robot, drive_chain, terms, base, motion)
+    options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
+    coefficients = first_order_filter(filter_lambda, motion.rate_hz)
+    w = filter_lambda * (energy - _filtered(energy, coefficients, ramp=True, **options))
+    w += _filtered(friction, coefficients, ramp=False, **options)
+    return w[::step], _filtered(power, coefficients, ramp=False, **options)[::step]
+
+
+def model_observations(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    model: str,
+    settings: IdentificationSettings | None = None,
+    filter_lambda: float = DEFAULT_FILTER_LAMBDA_RAD_S,
+    energy_interval_s: float = DEFAULT_ENERGY_INTERVAL_S,
+) -> PreparedObservations:
+    """Observations of one recording under one of the :data:`MODELS` (seed 003 §3).
+
+    Parameters
+    ----------
+    time, q, torques
+        Stamps (s) ``(N,)``, joint positions (rad) and joint torques (N·m) ``(N, n)``,
+        joints in model order.
+    model
+        One of :data:`MODELS`.
+    settings
+        Signal processing (position filter, differentiation, decimation factor).
+    filter_lambda
+        ``λ`` of the filtered models, rad/s.
+    energy_interval_s
+        Integration interval of the supplied-energy model, s.
+
+    Returns
+    -------
+    PreparedObservations
+        ``observation_matrix`` ``(r, k, b)`` and ``torques`` ``(r, k)`` with ``k = n``
+        joint equations for the dynamic models and ``k = 1`` scalar equation for the
+        energy and power models (``torques`` then holds J or W); ``valid`` marks usable
+        equations.
+
+    Raises
+    ------
+    IdentificationError
+        An unknown model or a bad filter or interval; :class:`DataError` for bad data.
+    """
+    if model not in MODELS:
+        raise IdentificationError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
+    settings = settings or IdentificationSettings()
+    q = robot.unwrap_positions(np.asarray(q, dtype=float))
+    if model == "dynamic":
+        return prepare_observations(robot, drive_chain, terms, base, time, q, torques, settings=settings)
+    if model == "power":
+        return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
+    if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
+        raise IdentificationError(f"energy_interval_s must be finite and > 0, got {energy_interval_s}")
+    motions, duplicates = estimate_motion(time, q, settings.signal, torques=np.asarray(torques, dtype=float))
+    rate = motions[0].rate_hz
+    first_order_filter(filter_lambda, rate)
+    cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
+    factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+    matrices, targets = [], []
+    for motion in motions:
+        if model == "filtered_dynamic":
+            w, y = filtered_dynamic_rows(
+                robot, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
+            )
+        elif model == "filtered_power":
+            w, y = filtered_power_rows(
+                robot, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
+            )
+            w, y = w[:, None, :], y[:, None]
+        else:
+            interval = max(int(round(energy_interval_s * rate)), 1)
+            w, y = supplied_energy_rows(robot, drive_chain, terms, base, motion, interval_samples=interval)
+            w, y = w[:, None, :], y[:, None]
+        matrices.append(w)
+        targets.append(y)
+    matrix = np.concatenate(matrices)
+    target = np.concatenate(targets)
+    return PreparedObservations(
+        observation_matrix=matrix,
+        torques=target,
+        valid=np.ones(target.shape, dtype=bool),
+        input_samples=int(np.shape(time)[0]),
+        duplicates_dropped=duplicates,
+        segments=len(motions),
+        rate_hz=rate,
+        decimation=factor,
+    )
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """Base parameters estimated with one regression model.
+
+    Attributes
+    ----------
+    model
+        The regression model (one of :data:`MODELS`).
+    names
+        All base-parameter names, in :class:`BaseParameters` order.
+    parameters
+        Estimates, shape ``(b,)``; 0 for a parameter the data did not excite.
+    std
+        Standard deviations ``σ̂_ρ √diag((ΦᵀΦ)⁻¹)``, shape ``(b,)``; NaN where not excited.
+    excited
+        Whether each base parameter was estimated, shape ``(b,)``.
+    relative_error
+        ``‖Y − Φθ̂‖ / ‖Y‖`` of this model's own equations.
+    observations
+        The model's observations.
+    history
+        The recursive estimator's history (seed 003 Figs. 2-3), ``None`` for batch LS;
+        parameters and covariance diagonal in the parameters' units, trace and
+        eigenvalues those of the column-normalised problem the RLS solved.
+    """
+
+    model: str
+    names: tuple[str, ...]
+    parameters: np.ndarray
+    std: np.ndarray
+    excited: np.ndarray
+    relative_error: float
+    observations: PreparedObservations
+    history: RecursiveHistory | None
+
+    @property
+    def values(self) -> dict[str, float]:
+        return dict(zip(self.names, self.parameters.tolist(), strict=True))
+
+
+def identify_model(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    model: str,
+    settings: IdentificationSettings | None = None,
+    filter_lambda: float = DEFAULT_FILTER_LAMBDA_RAD_S,
+    energy_interval_s: float = DEFAULT_ENERGY_INTERVAL_S,
+    recursive: bool = False,
+    forgetting: float = 1.0,
+    initial_covariance: float = 1e8,
+) -> ModelEstimate:
+    """Estimate the base parameters from one recording with one regression model (seed 003 §3).
+
+    ``recursive`` runs the recursive least squares of seed 003 §3.1 (one sample per
+    update, per-equation-column weights of ``settings.method == "wls"``) instead of
+    the batch QR solution. RLS works on unit-norm columns, where ``initial_covariance``
+    ``p₀`` pulls the estimate towards zero by at most ``1 / (p₀ σ_min²)`` relative
+    (``σ_min`` the smallest singular value of the normalised weighted matrix, 0.2 on the
+    seed-003 arm): without forgetting the default ``p₀ = 1e8`` agrees with batch LS to
+    about 1e-7 (see :mod:`~dynamic_identification.core.estimation.recursive`).
+
+    Raises
+    ------
+    DataError, InsufficientExcitationError
+        Too few samples, a robot standing still, too few equations.
+    """
+    settings = settings or IdentificationSettings()
+    samples = int(np.shape(time)[0])
+    if samples < settings.min_samples:
+        raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
+    for name, array in (("position", q), ("torque", torques)):
+        bad = ~np.isfinite(np.asarray(array, dtype=float))
+        if bad.any():
+            row, column = (int(i) for i in np.argwhere(bad)[0])
+            raise DataError(f"{name} of joint {robot.joint_names[column]} is not finite at sample {row}")
+    check_motion(
+        robot.unwrap_positions(np.asarray(q, dtype=float)), robot.joint_names, min_motion_rad=settings.min_motion_rad
+    )
+    observations = model_observations(
+        robot,
+        drive_chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        model=model,
+        settings=settings,
+        filter_lambda=filter_lambda,
+        energy_interval_s=energy_interval_s,
+    )
+    matrix, target, valid = observations.observation_matrix, observations.torques, observations.valid
+    if valid.sum() <= base.count:
+        raise DataError(
+            f"too few {model} equations: {int(valid.sum())} for {base.count} base parameters"
+            f" (record longer, or shorten energy_interval_s)"
+        )
+    kept = np.setdiff1d(np.arange(base.count), rank_deficient_columns(matrix, valid=valid))
+    names = tuple(base.names[i] for i in kept)
+    matrix = matrix[..., kept]
+    if settings.method == "ols":
+        column_std = np.ones(target.shape[1])
+        batch = ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
+    else:
+        column_std = joint_error_std(matrix, target, valid=valid)
+        batch = weighted_least_squares(matrix, target, joint_std=column_std, parameter_names=names, valid=valid)
+    estimate, std, history = batch.parameters, batch.std, None
+    if recursive:
+        # RLS runs on unit-norm weighted columns, so that one p0 suits parameters of any unit
+        # (kg·m² next to N·m) and the prior's pull is 1 / (p0 σ_min²) of the scaled matrix.
+        scale = np.linalg.norm(np.where(valid[..., None], matrix / column_std[None, :, None], 0.0), axis=(0, 1))
+        scale = np.where(scale > 0.0, scale, 1.0)
+        rls = recursive_estimate(
+            matrix / scale,
+            target,
+            valid=valid,
+            joint_std=column_std,
+            forgetting=forgetting,
+            initial_covariance=initial_covariance,
+        )
+        estimate = rls.parameters / scale
+        weighted = np.where(valid, (target - matrix @ estimate) / column_std, 0.0)
+        variance = float(np.sum(weighted**2)) / max(int(valid.sum()) - kept.size, 1)
+        std = np.sqrt(variance * np.diag(rls.covariance)) / scale
+        history = RecursiveHistory(
+            rows_seen=rls.history.rows_seen,
+            parameters=rls.history.parameters / scale,
+            covariance_diagonal=rls.history.covariance_diagonal / scale**2,
+            covariance_trace=rls.history.covariance_trace,
+            covariance_eigenvalues=rls.history.covariance_eigenvalues,
+        )
+    parameters = np.zeros(base.count)
+    parameters[kept] = estimate
+    deviations = np.full(base.count, np.nan)
+    deviations[kept] = std
+    excited = np.zeros(base.count, dtype=bool)
+    excited[kept] = True
+    residual = np.where(valid, target - matrix @ estimate, 0.0)
+    return ModelEstimate(
+        model=model,
+        names=base.names,
+        parameters=parameters,
+        std=deviations,
+        excited=excited,
+        relative_error=float(np.linalg.norm(residual) / np.linalg.norm(np.where(valid, target, 0.0))),
+        observations=observations,
+        history=history,
+    )
+
+
+__all__ = [
+    "DEFAULT_ENERGY_INTERVAL_S",
+    "DEFAULT_FILTER_LAMBDA_RAD_S",
+    "MODELS",
+    "ModelEstimate",
+    "RegressionModel",
+    "filtered_dynamic_rows",
+    "filtered_power_rows",
+    "first_order_filter",
+    "identify_model",
+    "model_observations",
+    "supplied_energy_rows",
+]
