@@ -91,13 +91,33 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = verbs.add_parser(
         "demo",
-        help="simulate the shipped 6-axis arm, identify it and validate on a fresh trajectory",
-        description="What 'make demo' runs: simulated excitation, identification, validation report.",
+        help="the ROS nodes on the simulated 6-axis arm in one process: in-process identification, feedforward",
+        description="What 'make demo' runs: sim_robot, recorder, excitation, estimator and feedforward in one"
+        " process over rclpy topics on loopback (own ROS_DOMAIN_ID). (a) A pick-and-place process is identified"
+        " in-process with sensitivity reduction; (b) feedforward from the published parameters is switched on and"
+        " the process runs again. Writes parameters.yaml, torques.png, tracking.png and report.txt."
+        " --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).",
     )
-    demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for CSV and YAML outputs")
-    demo.add_argument("--duration", type=float, default=60.0, help="excitation duration in s (default 60)")
+    demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for the outputs")
+    demo.add_argument(
+        "--duration",
+        type=float,
+        help="process duration of each phase in s (default 45); --offline: excitation duration (default 60)",
+    )
     demo.add_argument("--seed", type=int, default=1, help="random seed")
+    demo.add_argument("--offline", action="store_true", help="the offline demo: no ROS nodes")
     return parser
+
+
+def _demo(arguments: argparse.Namespace) -> str:
+    """``dynid demo``: the node demo, or with ``--offline`` the offline one."""
+    if arguments.offline:
+        duration = 60.0 if arguments.duration is None else arguments.duration
+        return api.run_demo(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
+    from dynamic_identification.demo import run_nodes
+
+    duration = 45.0 if arguments.duration is None else arguments.duration
+    return run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 params_out=arguments.params_out,
             )
         else:
-            report = api.run_demo(out_dir=arguments.out_dir, duration_s=arguments.duration, seed=arguments.seed)
+            report = _demo(arguments)
     except (IdentificationError, OSError) as error:
         message = " ".join(str(error).split())
         print(f"dynid {arguments.verb}: error: {message}", file=sys.stderr)
