@@ -37,10 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -62,6 +59,7 @@ from dynamic_identification.nodes.conversions import arrays_from_joint_state, ti
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, SENSOR_QOS
+from dynamic_identification.nodes.runner import run_node
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
@@ -272,6 +270,10 @@ class EstimatorNode(Node):
 
     def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        # Created first, started last: destroy_node works even when a parameter error stops __init__.
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._run_worker, name="estimator_worker", daemon=True)
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.robot = setup.robot
@@ -296,9 +298,6 @@ class EstimatorNode(Node):
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._worker = threading.Thread(target=self._run_worker, name="estimator_worker", daemon=True)
         self._worker.start()
         self.get_logger().info(
             f"estimating {len(self._names)} joints of {self.config.urdf} from {self.config.input_topic}:"
@@ -515,20 +514,7 @@ class EstimatorNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification estimator``."""
-    rclpy.init(args=args)
-    node: EstimatorNode | None = None
-    try:
-        node = EstimatorNode()
-        rclpy.spin(node)  # estimation runs in the node's worker thread; the executor only converts and serves
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger("estimator").fatal(f"refusing to start: {error}")
-        raise SystemExit(1) from error
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node("estimator", EstimatorNode, args)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -64,6 +61,7 @@ from dynamic_identification.nodes.conversions import (
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.nodes.runner import run_node
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
@@ -650,20 +648,7 @@ class ExcitationNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification excitation``."""
-    rclpy.init(args=args)
-    node: ExcitationNode | None = None
-    try:
-        node = ExcitationNode()
-        rclpy.spin(node)  # planning runs in its own thread; the callbacks share one mutually exclusive group
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger("excitation").fatal(f"refusing to start: {error}")
-        raise SystemExit(1) from error
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node("excitation", ExcitationNode, args)
 
 
 if __name__ == "__main__":

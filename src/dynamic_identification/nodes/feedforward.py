@@ -30,10 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, String
@@ -50,6 +47,7 @@ from dynamic_identification.nodes.conversions import NS_PER_S, float64_multi_arr
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
+from dynamic_identification.nodes.runner import run_node
 
 DIAGNOSTICS_PERIOD_S = 1.0
 
@@ -367,20 +365,7 @@ class FeedforwardNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification feedforward``."""
-    rclpy.init(args=args)
-    node: FeedforwardNode | None = None
-    try:
-        node = FeedforwardNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger("feedforward").fatal(f"refusing to start: {error}")
-        raise SystemExit(1) from error
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node("feedforward", FeedforwardNode, args)
 
 
 if __name__ == "__main__":

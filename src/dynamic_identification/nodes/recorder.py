@@ -38,10 +38,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -71,6 +68,7 @@ from dynamic_identification.nodes.conversions import (
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import SENSOR_QOS
+from dynamic_identification.nodes.runner import run_node
 
 DIAGNOSTICS_PERIOD_S = 1.0
 """Diagnostics are published, and the recording file flushed, this often (s)."""
@@ -550,20 +548,7 @@ class RecorderNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification recorder``."""
-    rclpy.init(args=args)
-    node: RecorderNode | None = None
-    try:
-        node = RecorderNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger("recorder").fatal(f"refusing to start: {error}")
-        raise SystemExit(1) from error
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node("recorder", RecorderNode, args)
 
 
 if __name__ == "__main__":
