@@ -78,9 +78,9 @@ def _spin(executor: SingleThreadedExecutor, seconds: float, until: Callable[[], 
 
 def _call(executor: SingleThreadedExecutor, probe: Node, service: str) -> Trigger.Response:
     client = probe.create_client(Trigger, service)
-    _spin(executor, 3.0, until=client.service_is_ready)
+    _spin(executor, 20.0, until=client.service_is_ready)
     future = client.call_async(Trigger.Request())
-    _spin(executor, 3.0, until=future.done)
+    _spin(executor, 20.0, until=future.done)
     response = future.result()
     assert response is not None, f"no answer from {service}"
     return response
@@ -159,7 +159,7 @@ def _measured(states: list[JointState], names: list[str]) -> tuple[np.ndarray, n
 
 def _ready(g: _Graph) -> None:
     assert g.excitation.wait_for_plan(10.0), "planning did not finish"
-    g.spin(3.0, until=lambda: len(g.states) > 20 and g.excitation.state == "ready")
+    g.spin(20.0, until=lambda: len(g.states) > 20 and g.excitation.state == "ready")
     assert g.excitation.state == "ready"
 
 
@@ -253,7 +253,7 @@ def test_start_refuses_stale_or_missing_joint_states(graph: Callable[..., _Graph
 
     publisher = g.probe.create_publisher(JointState, "/joint_states", SENSOR_QOS)
     names = g.excitation.joint_names
-    g.spin(3.0, until=lambda: publisher.get_subscription_count() > 0)
+    g.spin(20.0, until=lambda: publisher.get_subscription_count() > 0)
     publisher.publish(joint_state_message(names[:-1], 1, np.zeros(len(names) - 1), np.zeros(len(names) - 1)))
     g.spin(0.2)
     response = g.call("start")
@@ -291,7 +291,7 @@ def test_file_that_leaves_the_limits_is_refused_naming_the_violation(
     response = g.call("start")
     assert not response.success
     assert "joint_2" in response.message and "velocity" in response.message
-    g.spin(3.0, until=lambda: bool(g.diagnostics))
+    g.spin(20.0, until=lambda: bool(g.diagnostics))
     assert g.diagnostics[-1].level == DiagnosticStatus.ERROR
     assert "joint_2" in g.diagnostics[-1].message and "velocity" in g.diagnostics[-1].message
 

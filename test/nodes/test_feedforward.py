@@ -129,14 +129,14 @@ class _Graph:
             self.executor.spin_once(timeout_sec=0.01)
 
     def send(self, message: JointTrajectory) -> None:
-        self.spin(3.0, until=lambda: self.trajectory.get_subscription_count() > 0)
+        self.spin(20.0, until=lambda: self.trajectory.get_subscription_count() > 0)
         self.trajectory.publish(message)
 
     def call(self, service: str) -> Trigger.Response:
         client = self.probe.create_client(Trigger, service)
-        self.spin(3.0, until=client.service_is_ready)
+        self.spin(20.0, until=client.service_is_ready)
         future = client.call_async(Trigger.Request())
-        self.spin(3.0, until=future.done)
+        self.spin(20.0, until=future.done)
         response = future.result()
         assert response is not None, f"no answer from {service}"
         return response
@@ -145,7 +145,7 @@ class _Graph:
         """Set the simulated clock to ``stamp_ns`` and return the next published feedforward."""
         count = len(self.efforts)
         self.clock.publish(Clock(clock=time_message(stamp_ns)))
-        self.spin(3.0, until=lambda: len(self.efforts) > count)
+        self.spin(20.0, until=lambda: len(self.efforts) > count)
         assert len(self.efforts) > count, f"no feedforward published at {stamp_ns} ns"
         return self.efforts[-1]
 
@@ -184,7 +184,7 @@ def test_publishes_the_model_torques_of_the_interpolated_desired_state(
         ]
     )
     expected_model = FeedforwardModel.from_yaml(parameters_path)
-    graph.spin(3.0, until=lambda: graph.clock.get_subscription_count() > 0)
+    graph.spin(20.0, until=lambda: graph.clock.get_subscription_count() > 0)
     graph.clock.publish(Clock(clock=time_message(NS_PER_S)))
     graph.spin(0.3)
     assert graph.efforts == [], "published before any trajectory"
@@ -196,7 +196,7 @@ def test_publishes_the_model_torques_of_the_interpolated_desired_state(
         [JOINTS[j] for j in order], times, q[:, order], dq[:, order], ddq[:, order], stamp_ns=start_ns
     )
     graph.send(message)
-    graph.spin(3.0, until=lambda: node.motion is not None)
+    graph.spin(20.0, until=lambda: node.motion is not None)
     for t in (0.37, 1.0, 1.61):
         published = graph.effort_at(start_ns + round(t * NS_PER_S))
         assert published.shape == (6,)
@@ -206,7 +206,7 @@ def test_publishes_the_model_torques_of_the_interpolated_desired_state(
     # After the last point the robot holds it at rest: gravity and offsets.
     held = graph.effort_at(start_ns + 5 * NS_PER_S)
     assert_allclose(held, expected_model.torques(q[-1], np.zeros(6), np.zeros(6)), rtol=1e-12, atol=1e-9)
-    graph.spin(1.5, until=lambda: bool(graph.diagnostics) and graph.diagnostics[-1].message == "publishing")
+    graph.spin(20.0, until=lambda: bool(graph.diagnostics) and graph.diagnostics[-1].message == "publishing")
     assert graph.diagnostics[-1].level == DiagnosticStatus.OK
 
 
@@ -218,14 +218,14 @@ def test_a_late_node_gets_the_latched_parameters(
     latched.publish(String(data=dump_parameters(published)))
     graph.spin(0.3)
     node = graph.start([])  # started after the only parameter message
-    graph.spin(5.0, until=lambda: node.model is not None)
+    graph.spin(20.0, until=lambda: node.model is not None)
     assert node.model is not None
     assert node.model.names == tuple(entry.name for entry in published.parameters)
     assert_allclose(node.model.values, [entry.value for entry in published.parameters], rtol=0.0, atol=0.0)
 
     times, q, dq, ddq = _trajectory()
     graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))  # stamp 0: start on receipt
-    graph.spin(3.0, until=lambda: len(graph.efforts) > 5)
+    graph.spin(20.0, until=lambda: len(graph.efforts) > 5)
     assert len(graph.efforts) > 5 and all(effort.shape == (6,) for effort in graph.efforts)
 
 
@@ -236,13 +236,13 @@ def test_a_newer_topic_message_replaces_the_file_and_a_bad_one_is_refused(
     assert node.model is not None
     from_file = node.model.values.copy()
     latched = graph.probe.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
-    graph.spin(3.0, until=lambda: latched.get_subscription_count() > 0)
+    graph.spin(20.0, until=lambda: latched.get_subscription_count() > 0)
     latched.publish(String(data=dump_parameters(_parameter_file(arm6_urdf, scale=2.0))))
-    graph.spin(3.0, until=lambda: node.model is not None and not np.array_equal(node.model.values, from_file))
+    graph.spin(20.0, until=lambda: node.model is not None and not np.array_equal(node.model.values, from_file))
     assert_allclose(node.model.values, 2.0 * from_file, rtol=1e-12)
     bad = dump_parameters(_parameter_file(arm6_urdf)).replace("dynamic_identification/parameters/v1", "other/v9")
     latched.publish(String(data=bad))
-    graph.spin(3.0, until=lambda: bool(graph.diagnostics) and "refused" in graph.diagnostics[-1].message)
+    graph.spin(20.0, until=lambda: bool(graph.diagnostics) and "refused" in graph.diagnostics[-1].message)
     assert_allclose(node.model.values, 2.0 * from_file, rtol=1e-12)  # the previous model stays
     assert "refused parameters" in graph.diagnostics[-1].message and "format" in graph.diagnostics[-1].message
 
@@ -251,14 +251,14 @@ def test_disabled_publishes_nothing_until_enabled(graph: _Graph, parameters_path
     node = graph.start([Parameter("parameters_file", value=str(parameters_path)), Parameter("enabled", value=False)])
     times, q, dq, ddq = _trajectory()
     graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))
-    graph.spin(3.0, until=lambda: node.motion is not None)
+    graph.spin(20.0, until=lambda: node.motion is not None)
     graph.spin(0.5)
     assert graph.efforts == []
-    graph.spin(1.5, until=lambda: bool(graph.diagnostics))
+    graph.spin(20.0, until=lambda: bool(graph.diagnostics))
     assert graph.diagnostics[-1].level == DiagnosticStatus.WARN and "disabled" in graph.diagnostics[-1].message
 
     assert graph.call("/feedforward/enable").success
-    graph.spin(3.0, until=lambda: len(graph.efforts) > 3)
+    graph.spin(20.0, until=lambda: len(graph.efforts) > 3)
     assert len(graph.efforts) > 3
     assert graph.call("/feedforward/disable").success
     graph.spin(0.2)
@@ -271,8 +271,8 @@ def test_without_parameters_nothing_is_published_and_diagnostics_say_why(graph: 
     node = graph.start([Parameter("parameters_topic", value="/nobody/publishes/this")])
     times, q, dq, ddq = _trajectory()
     graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))
-    graph.spin(3.0, until=lambda: node.motion is not None)
-    graph.spin(1.5, until=lambda: bool(graph.diagnostics))
+    graph.spin(20.0, until=lambda: node.motion is not None)
+    graph.spin(20.0, until=lambda: bool(graph.diagnostics))
     assert graph.efforts == []
     assert "no parameters: waiting for them on /nobody/publishes/this" in graph.diagnostics[-1].message
 

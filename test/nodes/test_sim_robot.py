@@ -72,7 +72,7 @@ def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context
     )
     publisher = probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
     try:
-        _spin(executor, 3.0, until=lambda: publisher.get_subscription_count() > 0 and len(states) > 5)
+        _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0 and len(states) > 5)
         start = sim.simulator.q
         names = sim.joint_names
         target = start[0] + 0.2
@@ -123,7 +123,7 @@ def test_sim_robot_applies_fresh_feedforward_and_ignores_wrong_sizes(context: Co
     executor.add_node(probe)
     publisher = probe.create_publisher(Float64MultiArray, "/feedforward/effort", COMMAND_QOS)
     try:
-        _spin(executor, 3.0, until=lambda: publisher.get_subscription_count() > 0)
+        _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0)
         publisher.publish(float64_multi_array([1.0, 2.0]))
         _spin(executor, 0.2)
         assert np.allclose(sim.simulator.applied_torques, 0.0, atol=1.0)
