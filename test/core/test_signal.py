@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.interpolate
+import scipy.signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
@@ -15,6 +17,7 @@ from dynamic_identification.core.signal import (
     decimation_taps,
     default_decimation,
     differentiate,
+    interpolate_at,
     lowpass_zero_phase,
     parallel_decimate,
     resample_uniform,
@@ -111,6 +114,26 @@ def test_lowpass_is_zero_phase_and_removes_high_frequencies() -> None:
     # 1 Hz is 1/20 of the cut-off: the squared 4th-order gain is 1 - 4e-11, phase 0.
     assert_allclose(y[inner, 0], slow[inner], atol=1e-6)
     assert_allclose(y[inner, 1], 2 * slow[inner], atol=2e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_lowpass_equals_scipy_sosfiltfilt_along_any_axis(axis: int) -> None:
+    rng = np.random.default_rng(7)
+    x = np.moveaxis(rng.standard_normal((700, 3, 2)).cumsum(axis=0), 0, axis)
+    padlen = int(np.ceil(3.0 * RATE_HZ / 20.0))
+    expected = scipy.signal.sosfiltfilt(
+        scipy.signal.butter(4, 20.0, fs=RATE_HZ, output="sos"), x, axis=axis, padlen=padlen
+    )
+    assert_allclose(lowpass_zero_phase(x, cutoff_hz=20.0, rate_hz=RATE_HZ, axis=axis), expected, rtol=0.0, atol=1e-12)
+
+
+def test_cubic_interpolation_is_the_not_a_knot_spline() -> None:
+    rng = np.random.default_rng(8)
+    time = np.arange(300) * 0.001 + rng.uniform(-3e-4, 3e-4, 300)
+    values = rng.standard_normal((300, 4)).cumsum(axis=0)
+    grid = np.linspace(time[0], time[-1], 517)
+    expected = scipy.interpolate.CubicSpline(time, values, axis=0, bc_type="not-a-knot")(grid)
+    assert_allclose(interpolate_at(time, values, grid, kind="cubic"), expected, rtol=0.0, atol=1e-9)
 
 
 def test_differentiate_sum_of_sines_matches_analytic_derivatives() -> None:

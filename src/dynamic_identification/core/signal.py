@@ -33,8 +33,8 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline
-from scipy.signal import butter, firwin, sosfiltfilt, upfirdn
+from scipy.interpolate import make_interp_spline
+from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
 
 from dynamic_identification.core.errors import DataError
 
@@ -179,7 +179,7 @@ def resample_uniform(
         Rate of the uniform grid, Hz. The grid is ``time[0] + k / rate_hz`` for every
         ``k >= 0`` up to ``time[-1]``.
     kind : {"cubic", "linear"}, optional
-        ``"cubic"``: not-a-knot cubic spline (``scipy.interpolate.CubicSpline``), for
+        ``"cubic"``: not-a-knot cubic spline (``scipy.interpolate.make_interp_spline``), for
         smooth signals such as positions. ``"linear"``: piecewise linear, for signals
         such as torques or currents whose noise a spline would amplify.
 
@@ -249,23 +249,26 @@ def interpolate_at(time: np.ndarray, values: np.ndarray, grid: np.ndarray, *, ki
 
 def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
     if kind == "cubic":
-        return CubicSpline(t, v, axis=0)(grid)
+        return make_interp_spline(t, v, k=3, axis=0, check_finite=False)(grid)
     i = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 2)
     w = ((grid - t[i]) / (t[i + 1] - t[i])).reshape((-1,) + (1,) * (v.ndim - 1))
     return (1.0 - w) * v[i] + w * v[i + 1]
 
 
 @functools.lru_cache(maxsize=32)
-def _butterworth_sos(order: int, cutoff_hz: float, rate_hz: float) -> np.ndarray:
-    """Low-pass Butterworth sections, designed once per (order, cut-off, rate): a streaming caller reuses them."""
-    return butter(order, cutoff_hz, btype="low", fs=rate_hz, output="sos")
+def _butterworth_sos(order: int, cutoff_hz: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Low-pass Butterworth sections and their step-response initial state (``sosfilt_zi``),
+    designed once per (order, cut-off, rate): a streaming caller reuses them."""
+    sos = butter(order, cutoff_hz, btype="low", fs=rate_hz, output="sos")
+    return sos, sosfilt_zi(sos)
 
 
 def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order: int = 4, axis: int = 0) -> np.ndarray:
     """Zero-phase Butterworth low-pass (forward-backward, seed 000 §IV.A).
 
     The filter is designed with ``scipy.signal.butter(order, cutoff_hz, fs=rate_hz,
-    output='sos')`` and applied with ``scipy.signal.sosfiltfilt``, so the effective
+    output='sos')`` and applied forward and backward as ``scipy.signal.sosfiltfilt``
+    does (odd extension, steady-state initial conditions), so the effective
     magnitude response is the square of the Butterworth response (-6 dB at
     ``cutoff_hz``, order ``2 * order``) and the phase is zero.
 
@@ -311,7 +314,7 @@ def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order
         raise DataError("x must have at least one dimension, got a scalar")
     if not np.all(np.isfinite(arr)):
         raise DataError("x contains NaN or infinite entries")
-    sos = _butterworth_sos(int(order), cutoff, rate)
+    sos, initial_state = _butterworth_sos(int(order), cutoff, rate)
     # sosfiltfilt's default odd-extension padding length is the minimum usable length.
     min_pad = 3 * (2 * len(sos) + 1 - min(int((sos[:, 2] == 0).sum()), int((sos[:, 5] == 0).sum())))
     length = arr.shape[axis]
@@ -319,7 +322,17 @@ def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order
         raise DataError(f"x has {length} samples along axis {axis}; an order-{order} filter needs more than {min_pad}")
     # Padding by three cut-off periods lets the start-up transient decay before the data begin.
     padlen = min(length - 1, max(min_pad, int(np.ceil(3.0 * rate / cutoff))))
-    return sosfiltfilt(sos, arr, axis=axis, padlen=padlen)
+    filtered = _forward_backward(sos, initial_state, np.moveaxis(arr, axis, 0), padlen)
+    return np.moveaxis(filtered, 0, axis)
+
+
+def _forward_backward(sos: np.ndarray, initial_state: np.ndarray, x: np.ndarray, padlen: int) -> np.ndarray:
+    """``scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=padlen)`` with the initial state computed once."""
+    extended = np.concatenate([2.0 * x[:1] - x[padlen:0:-1], x, 2.0 * x[-1:] - x[-2 : -padlen - 2 : -1]])
+    state = initial_state.reshape(initial_state.shape + (1,) * (x.ndim - 1))
+    forward, _ = sosfilt(sos, extended, axis=0, zi=state * extended[:1])
+    backward, _ = sosfilt(sos, forward[::-1], axis=0, zi=state * forward[-1:])
+    return backward[::-1][padlen:-padlen]
 
 
 def differentiate(

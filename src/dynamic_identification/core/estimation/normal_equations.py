@@ -163,9 +163,9 @@ def weighted_normal_matrix(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(Σ A_j/σ_j², Σ b_j/σ_j²)`` restricted to ``columns``."""
     weights = 1.0 / np.asarray(joint_std, dtype=float) ** 2
-    index = np.ix_(columns, columns)
-    matrix = np.einsum("j,jpq->pq", weights, equations.a[:, index[0], index[1]])
-    vector = weights @ equations.b[:, columns]
+    index = np.asarray(columns, dtype=int)
+    matrix = np.tensordot(weights, equations.a, axes=1)[np.ix_(index, index)]
+    vector = weights @ equations.b[:, index]
     return matrix, vector
 
 
@@ -175,14 +175,21 @@ def numerical_rank(matrix: np.ndarray, *, tolerance: float = RANK_TOLERANCE) -> 
     The matrix is scaled to unit diagonal first (zero diagonals count as dependent);
     the first ``rank`` pivots are independent columns.
     """
+    rank, pivots, _, _ = _pivoted_cholesky(matrix, tolerance)
+    return rank, pivots
+
+
+def _pivoted_cholesky(matrix: np.ndarray, tolerance: float) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """``(rank, pivots, L, s)``: ``L[:rank, :rank]`` is the Cholesky factor of ``S[p, p]`` for
+    ``p = pivots[:rank]``, where ``S = diag(s) · matrix · diag(s)`` has unit diagonal."""
     size = matrix.shape[0]
     diagonal = np.diag(matrix).copy()
     nonzero = diagonal > 0.0
     scale = np.where(nonzero, 1.0 / np.sqrt(np.where(nonzero, diagonal, 1.0)), 0.0)
     scaled = matrix * scale[:, None] * scale[None, :]
     scaled[np.diag_indices(size)] = np.where(nonzero, 1.0, 0.0)
-    _, pivots, rank, _ = scipy.linalg.lapack.dpstrf(scaled, lower=1, tol=tolerance)
-    return int(rank), pivots[:size] - 1
+    factor, pivots, rank, _ = scipy.linalg.lapack.dpstrf(scaled, lower=1, tol=tolerance)
+    return int(rank), pivots[:size] - 1, factor, scale
 
 
 def solve_weighted(
@@ -214,13 +221,17 @@ def solve_weighted(
         raise RankDeficientError(f"the window does not determine parameters {labels} (rank {rank} of {k})")
     diagonal = np.sqrt(np.diag(matrix))
     scaled = matrix / diagonal[:, None] / diagonal[None, :]
-    factor = scipy.linalg.cho_factor(scaled, lower=True, check_finite=False)
-    parameters = scipy.linalg.cho_solve(factor, vector / diagonal, check_finite=False) / diagonal
+    factor, info = scipy.linalg.lapack.dpotrf(scaled, lower=1)
+    if info != 0:
+        raise RankDeficientError(f"the normal matrix of columns {index.tolist()} is not positive definite")
+    solution, _ = scipy.linalg.lapack.dpotrs(factor, vector / diagonal, lower=1)
+    parameters = solution / diagonal
     residual_squares = residual_norms_squared(equations, index, parameters)
     weights = 1.0 / np.asarray(joint_std, dtype=float) ** 2
     weighted_residual = float(weights @ residual_squares)
     sigma_squared = weighted_residual / (total - k)
-    inverse = scipy.linalg.cho_solve(factor, np.eye(k), check_finite=False) / diagonal[:, None] / diagonal[None, :]
+    lower, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
+    inverse = (np.tril(lower) + np.tril(lower, -1).T) / diagonal[:, None] / diagonal[None, :]
     eigenvalues = np.linalg.eigvalsh(scaled)
     condition = float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0.0 else float("inf")
     norms = np.sqrt(residual_squares)
@@ -241,10 +252,15 @@ def solve_weighted(
 
 
 def residual_norms_squared(equations: NormalEquations, columns: np.ndarray, parameters: np.ndarray) -> np.ndarray:
-    """``‖y_j − W_j θ‖²`` per joint for ``θ`` on ``columns`` (clipped at 0 against round-off)."""
-    a = equations.a[:, columns[:, None], columns[None, :]]
-    b = equations.b[:, columns]
-    squares = equations.c - 2.0 * (b @ parameters) + np.einsum("p,jpq,q->j", parameters, a, parameters)
+    """``‖y_j − W_j θ‖²`` per joint for ``θ`` on ``columns`` (clipped at 0 against round-off).
+
+    ``θ`` is padded with zeros to all columns, so no sub-block of ``A_j`` is copied.
+    """
+    n, b = equations.n_joints, equations.n_parameters
+    padded = np.zeros(b)
+    padded[np.asarray(columns, dtype=int)] = parameters
+    fitted = (equations.a.reshape(n * b, b) @ padded).reshape(n, b)
+    squares = equations.c - 2.0 * (equations.b @ padded) + fitted @ padded
     return np.clip(squares, 0.0, None)
 
 
@@ -259,31 +275,18 @@ def joint_error_std_from_normal_equations(equations: NormalEquations) -> np.ndar
     n = equations.n_joints
     sigma = np.full(n, np.nan)
     for j in range(n):
-        rank, pivots = numerical_rank(equations.a[j])
+        a, b = equations.a[j], equations.b[j]
+        rank, pivots, factor, scale = _pivoted_cholesky(a, RANK_TOLERANCE)
         dof = equations.count[j] - rank
         if dof <= 0:
             continue
-        if rank == 0:
-            sigma[j] = np.sqrt(equations.c[j] / dof)
-            continue
-        columns = np.sort(pivots[:rank])
-        single = NormalEquations(
-            a=equations.a[j : j + 1],
-            b=equations.b[j : j + 1],
-            c=equations.c[j : j + 1],
-            count=equations.count[j : j + 1],
-            abs_y=equations.abs_y[j : j + 1],
-            abs_columns=equations.abs_columns,
-        )
-        matrix = single.a[0][np.ix_(columns, columns)]
-        diagonal = np.sqrt(np.diag(matrix))
-        solution = (
-            scipy.linalg.solve(
-                matrix / diagonal[:, None] / diagonal[None, :], single.b[0][columns] / diagonal, assume_a="pos"
-            )
-            / diagonal
-        )
-        sigma[j] = np.sqrt(residual_norms_squared(single, columns, solution)[0] / dof)
+        parameters = np.zeros(b.size)
+        if rank:
+            independent = pivots[:rank]
+            solution, _ = scipy.linalg.lapack.dpotrs(factor[:rank, :rank], b[independent] * scale[independent], lower=1)
+            parameters[independent] = solution * scale[independent]
+        squares = equations.c[j] - 2.0 * (b @ parameters) + parameters @ (a @ parameters)
+        sigma[j] = np.sqrt(max(float(squares), 0.0) / dof)
     largest = np.nanmax(sigma, initial=0.0)
     if not largest > 0.0:
         return np.ones(n)

@@ -1,8 +1,8 @@
 """Model reduction on per-joint normal equations: sensitivity-based (seed 004) and essential (seed 000).
 
-Every trial model is solved from the statistics of :class:`NormalEquations`, so trying
-to remove a parameter costs one Cholesky factorisation of at most ``b × b``, never a
-pass over the rows. Three methods:
+Every trial model is solved from the statistics of :class:`NormalEquations`, never by a
+pass over the rows; trying to remove a parameter is a rank-one step from the current
+model (``O(n b²)``, no factorisation). Three methods:
 
 ``'sensitivity'`` — Algorithm 1 of seed 004 §III.D (backward stepwise selection):
 
@@ -254,42 +254,105 @@ def _sensitivity_reduction(
     """Seed 004 Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
 
     ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns,
-    formed once; each trial solves a principal sub-block of them.
+    formed once; each trial is a rank-one step from the current model (:class:`_RemovalTrials`).
     """
     threshold = (1.0 + e_tol) * np.maximum(reference_errors, _ERROR_FLOOR)
-    included = np.zeros(equations.n_parameters, dtype=bool)
-    included[identifiable] = True
-    essential = np.zeros_like(included)
+    # e*_j > threshold_j  <=>  ‖ρ_j‖² > (threshold_j ‖y_j‖)²; a joint with ‖y_j‖ = 0 has e*_j = 0.
+    limit_squares = np.where(equations.c > 0.0, threshold**2 * equations.c, np.inf)
+    essential = np.zeros(equations.n_parameters, dtype=bool)
     essential[forced] = True
     sensitivity = equations.sensitivities()
     candidates = identifiable[~essential[identifiable]]
     # c̄_i does not depend on the model, so taking the argmin of I \ E at every step
     # (line 6) visits the candidates in increasing sensitivity.
     order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
-    measured = np.sqrt(equations.c)
+    trials = _RemovalTrials(equations, matrix, vector, identifiable)
     removed: list[int] = []
     for column in order:
-        included[column] = False
-        errors = _trial_relative_errors(equations, matrix, vector, np.flatnonzero(included), measured)
-        if np.any(errors > threshold):
-            included[column] = True
+        if np.any(trials.residual_squares_without(int(column)) > limit_squares):
             essential[column] = True
         else:
+            trials.remove(int(column))
             removed.append(int(column))
-    return np.flatnonzero(included), np.flatnonzero(essential), removed
+    return trials.columns, np.flatnonzero(essential), removed
 
 
-def _trial_relative_errors(
-    equations: NormalEquations, matrix: np.ndarray, vector: np.ndarray, columns: np.ndarray, measured: np.ndarray
-) -> np.ndarray:
-    """``‖ρ_j‖ / ‖y_j‖`` of the WLS on ``columns`` (Algorithm 1 lines 8-9), from the weighted normal equations."""
-    if columns.size:
-        parameters, _, _ = _trial_solve(matrix, vector, columns)
-        squares = _residual_squares(equations, columns, parameters)
-    else:
-        squares = equations.c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(measured > 0.0, np.sqrt(squares) / measured, 0.0)
+class _RemovalTrials:
+    """The current model of Algorithm 1 and the residuals of removing one more column from it.
+
+    Holds the WLS solution ``θ`` and the inverse ``P`` of the weighted normal matrix of
+    the included columns, zero-padded to all ``b`` columns. Removing column ``k`` gives
+    the WLS of the others in closed form, ``θ' = θ − P[:, k] θ_k / P_kk`` (partitioned
+    inverse), and accepting the removal downdates ``P ← P − P[:, k] P[k, :] / P_kk``:
+    ``O(b)`` and ``O(b²)`` instead of a Cholesky factorisation per trial; the residual
+    norms per joint come from the per-joint normal equations in ``O(n b²)``. ``P`` and
+    ``θ`` are refactored from the normal equations every :attr:`REFACTOR_EVERY`
+    removals so that downdating round-off stays bounded (on a pick-and-place window
+    of the shipped arm, condition number 3.8e5, the trial errors of 25 downdates in a
+    row agree with a fresh factorisation to 4e-7 relative, against an ``e_tol`` of 5e-2).
+    """
+
+    REFACTOR_EVERY = 16
+
+    def __init__(self, equations: NormalEquations, matrix: np.ndarray, vector: np.ndarray, columns: np.ndarray) -> None:
+        b = equations.n_parameters
+        self._equations = equations
+        self._matrix = matrix
+        self._vector = vector
+        self._a = equations.a.reshape(-1, b)
+        self._included = np.zeros(b, dtype=bool)
+        self._included[np.asarray(columns, dtype=int)] = True
+        self._parameters = np.zeros(b)
+        self._inverse = np.zeros((b, b))
+        self._since_refactor = 0
+        self._refactor()
+
+    @property
+    def columns(self) -> np.ndarray:
+        """The included columns, increasing."""
+        return np.flatnonzero(self._included)
+
+    def _refactor(self) -> None:
+        columns = self.columns
+        self._parameters[:] = 0.0
+        self._inverse[:] = 0.0
+        self._since_refactor = 0
+        if not columns.size:
+            return
+        parameters, factor, diagonal = _trial_solve(self._matrix, self._vector, columns)
+        inverse, info = scipy.linalg.lapack.dpotri(factor, lower=1)
+        if info != 0:
+            raise RankDeficientError(f"model on columns {columns.tolist()} is not positive definite")
+        inverse = (np.tril(inverse) + np.tril(inverse, -1).T) / diagonal[:, None] / diagonal[None, :]
+        self._inverse[np.ix_(columns, columns)] = inverse
+        self._parameters[columns] = parameters
+
+    def _without(self, column: int) -> np.ndarray:
+        if not self._included[column]:
+            raise IdentificationError(f"column {column} is not in the current model")
+        pivot = self._inverse[:, column]
+        parameters = self._parameters - pivot * (self._parameters[column] / pivot[column])
+        parameters[column] = 0.0
+        return parameters
+
+    def residual_squares_without(self, column: int) -> np.ndarray:
+        """``‖ρ_j‖²`` per joint of the WLS on the included columns but ``column``, N²·m²."""
+        parameters = self._without(column)
+        equations = self._equations
+        fitted = (self._a @ parameters).reshape(equations.n_joints, -1)
+        return equations.c - 2.0 * (equations.b @ parameters) + fitted @ parameters
+
+    def remove(self, column: int) -> None:
+        """Take ``column`` out of the model."""
+        self._parameters = self._without(column)
+        pivot = self._inverse[:, column].copy()
+        self._inverse -= np.outer(pivot, pivot / pivot[column])
+        self._inverse[column, :] = 0.0
+        self._inverse[:, column] = 0.0
+        self._included[column] = False
+        self._since_refactor += 1
+        if self._since_refactor >= self.REFACTOR_EVERY:
+            self._refactor()
 
 
 def _trial_solve(

@@ -392,12 +392,19 @@ class SlidingWindowEstimator:
         return replace(update, publishable=not reason, reason=reason or "ok")
 
     def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray]:
-        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows."""
-        w, y, valid = self.window_rows()
-        residual = np.abs(y - w[..., reduction.kept] @ reduction.solution.parameters)
-        counts = np.maximum(valid.sum(axis=0), 1)
-        errors = np.where(valid, residual, 0.0).sum(axis=0) / counts
-        magnitude = np.where(valid, np.abs(y), 0.0).sum(axis=0) / counts
+        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows, block by block."""
+        parameters = np.zeros(self._base.count)
+        parameters[reduction.kept] = reduction.solution.parameters
+        n = self._robot.n_joints
+        absolute_errors, magnitudes, counts = np.zeros(n), np.zeros(n), np.zeros(n)
+        for block in self._blocks:
+            rows = block.rows
+            absolute_errors += np.abs(rows.torques - rows.observation_matrix @ parameters).sum(axis=0, where=rows.valid)
+            magnitudes += np.abs(rows.torques).sum(axis=0, where=rows.valid)
+            counts += rows.valid.sum(axis=0)
+        counts = np.maximum(counts, 1.0)
+        errors = absolute_errors / counts
+        magnitude = magnitudes / counts
         with np.errstate(divide="ignore", invalid="ignore"):
             relative = np.where(magnitude > 0.0, errors / magnitude, 0.0)
         return errors, relative
