@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -56,13 +58,23 @@ def limits(robot: RobotModel) -> JointLimits:
 
 @pytest.fixture(scope="module")
 def full_design(robot, chain, base, limits) -> ExcitationDesign:
-    return optimise_fourier(robot, chain, DriveTerms(), limits, base=base, max_evaluations=EVALUATIONS, seed=0)
+    return optimise_fourier(
+        robot, chain, DriveTerms(), limits, base=base, max_evaluations=EVALUATIONS, time_budget_s=math.inf, seed=0
+    )
 
 
 @pytest.fixture(scope="module")
 def restricted_design(robot, chain, base, limits) -> ExcitationDesign:
     return optimise_fourier(
-        robot, chain, DriveTerms(), limits, base=base, workspace=RESTRICTED, max_evaluations=EVALUATIONS, seed=0
+        robot,
+        chain,
+        DriveTerms(),
+        limits,
+        base=base,
+        workspace=RESTRICTED,
+        max_evaluations=EVALUATIONS,
+        time_budget_s=math.inf,
+        seed=0,
     )
 
 
@@ -154,7 +166,15 @@ def test_optimised_beats_random_coefficients(robot, chain, base, limits, full_de
 def test_fixed_seed_and_evaluations_give_the_same_design(robot, chain, base, limits) -> None:
     def design(seed: int) -> ExcitationDesign:
         return optimise_fourier(
-            robot, chain, DriveTerms(), limits, harmonics=2, base=base, max_evaluations=200, seed=seed
+            robot,
+            chain,
+            DriveTerms(),
+            limits,
+            harmonics=2,
+            base=base,
+            max_evaluations=200,
+            time_budget_s=math.inf,
+            seed=seed,
         )
 
     first, second, other = design(3), design(3), design(4)
@@ -199,7 +219,15 @@ def test_box_excluding_the_offset_poses_is_refused(robot, chain, base, limits) -
     unreachable = Workspace(box_min=np.array([5.0, 5.0, 5.0]), box_max=np.array([6.0, 6.0, 6.0]))
     with pytest.raises(IdentificationError, match="workspace box"):
         optimise_fourier(
-            robot, chain, DriveTerms(), limits, harmonics=1, base=base, workspace=unreachable, max_evaluations=100
+            robot,
+            chain,
+            DriveTerms(),
+            limits,
+            harmonics=1,
+            base=base,
+            workspace=unreachable,
+            max_evaluations=100,
+            time_budget_s=math.inf,
         )
 
 

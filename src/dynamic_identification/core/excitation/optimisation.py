@@ -557,8 +557,9 @@ def optimise_fourier(
     base
         Base parameters; default :func:`~.regressors.base_parameters` of the model.
     max_evaluations
-        Cost-evaluation budget. With it (and a time budget that is not reached) the
-        result depends only on ``seed``: use it for reproducible designs.
+        Cost-evaluation budget. With it and ``time_budget_s=math.inf`` the result
+        depends only on ``seed``: use both for reproducible designs (a finite time
+        budget may stop a loaded machine's search earlier).
 
     Raises
     ------
