@@ -69,8 +69,8 @@ class SignalSettings:
         A stamp gap larger than this many nominal periods splits the recording.
     min_speed_rad_s
         Equations of a joint whose motor speed drops below this (rad/s, joint side)
-        anywhere within the decimation filter's support are left out when the model
-        has Coulomb friction: near a velocity reversal the joint sticks and
+        within the decimation filter's support are left out when the
+        model has Coulomb friction: near a velocity reversal the joint sticks and
         ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
     """
 
@@ -227,6 +227,8 @@ class RowBuilder:
     Works on blocks that carry :attr:`reach` samples of support on each side of
     the outputs they produce, so consecutive blocks give exactly the rows of the
     whole signal: used by the offline pipeline and by the sliding window alike.
+    Equations within ``stick_reach`` samples of a motor slower than
+    ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
     """
 
     robot: RobotModel
@@ -235,6 +237,7 @@ class RowBuilder:
     base: BaseParameters
     decimator: ParallelDecimator
     min_speed_rad_s: float
+    stick_reach: int
     gather: np.ndarray
     data: pin.Data
 
@@ -248,15 +251,21 @@ class RowBuilder:
         *,
         decimation: int,
         min_speed_rad_s: float,
+        stick_periods: int | None = None,
     ) -> RowBuilder:
+        """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
+        masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation."""
         rows = np.arange(robot.n_joints)[:, None] * len(base.standard_names)
+        decimator = ParallelDecimator.create(decimation)
+        reach = decimator.half_length
         return cls(
             robot=robot,
             drive_chain=drive_chain,
             terms=terms,
             base=base,
-            decimator=ParallelDecimator.create(decimation),
+            decimator=decimator,
             min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
             gather=(rows + base.independent[None, :])[base.structure],
             data=robot.model.createData(),
         )
@@ -284,7 +293,7 @@ class RowBuilder:
         inside = (index >= outputs[0]) & (index < outputs[1])
         w_out = np.zeros((int(inside.sum()), self.robot.n_joints, self.base.count))
         w_out[:, self.base.structure] = packed[inside]
-        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.reach)
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
         return DecimatedRows(
             observation_matrix=w_out, torques=y_out[inside], valid=~slow[index[inside] - start], index=index[inside]
         )
@@ -316,7 +325,7 @@ class RowBuilder:
         )
         w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
         w_out[:, self.base.structure] = full.reshape(local.size, -1)[:, self.gather]
-        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.reach)
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
         return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
 
 

@@ -393,38 +393,62 @@ class EstimatorNode(Node):
                 self.get_logger().error(f"estimator worker: {error}")
 
     def _process(self) -> None:
-        """Feed buffered samples to the estimator and update once a period of data is pending."""
+        """Feed buffered samples to the estimator, updating each time a period of data is pending.
+
+        The samples are fed up to each update's data time (:attr:`SlidingWindowEstimator.next_update_s`),
+        so a worker that fell behind (a bag played fast, a loaded machine) still updates once
+        per ``update_period_s`` of data, as ``dynid stream`` does.
+        """
+        updated = False
         with self._estimator_lock:
             samples = self._drain()
-            if samples:
-                self._feed(samples)
-            if self._estimator.pending_s < self.settings.update_period_s:
-                return
-            try:
-                update = self._estimator.update()
-            except IdentificationError as error:
-                self._estimator.reset()
-                self._failure = f"estimation failed, window cleared: {error}"
-                self.get_logger().error(self._failure)
-                return
-            self._failure = ""
-            # Published and written before it shows in the diagnostics; ~/reset waits for it.
-            self._publish_update(update)
-            self._last_update = update
-        self._publish_diagnostics()
+            stamps = np.array([sample[0] for sample in samples])
+            q = np.array([sample[1] for sample in samples])
+            effort = np.array([sample[2] for sample in samples])
+            start = 0
+            while True:
+                if start < stamps.size:
+                    start = self._feed_until_due(stamps, q, effort, start)
+                if self._estimator.pending_s < self.settings.update_period_s:
+                    if start >= stamps.size:
+                        break
+                    continue
+                try:
+                    update = self._estimator.update()
+                except IdentificationError as error:
+                    self._estimator.reset()
+                    self._failure = f"estimation failed, window cleared: {error}"
+                    self.get_logger().error(self._failure)
+                    continue
+                self._failure = ""
+                # Published and written before it shows in the diagnostics; ~/reset waits for it.
+                self._publish_update(update)
+                self._last_update = update
+                updated = True
+        if updated:
+            self._publish_diagnostics()
 
-    def _feed(self, samples: list[tuple[float, np.ndarray, np.ndarray]]) -> None:
-        stamps = np.array([sample[0] for sample in samples])
-        q = np.array([sample[1] for sample in samples])
-        effort = np.array([sample[2] for sample in samples])
-        # Runs of increasing stamps; the callback admitted a step back only as a jump of more than BACKWARD_JUMP_S.
-        starts = [0, *(np.flatnonzero(np.diff(stamps) < 0.0) + 1).tolist(), stamps.size]
-        for first, stop in zip(starts[:-1], starts[1:], strict=True):
-            if self._estimator.add_samples(stamps[first:stop], q[first:stop], effort[first:stop]):
-                with self._buffer_lock:
-                    self._counters.restarts += 1
-                self._event = f"stamps jumped back to {stamps[first]:.3f} s: window restarted"
-                self.get_logger().warning(self._event)
+    def _feed_until_due(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
+        """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
+
+        A feed never spans a step back in time: the callback admitted one only as a jump of
+        more than ``BACKWARD_JUMP_S``, and the estimator restarts its window on it.
+        """
+        backward = np.flatnonzero(np.diff(stamps[start:]) < 0.0)
+        run_end = start + int(backward[0]) + 1 if backward.size else stamps.size
+        first = slice(start, start + 1)
+        if self._estimator.add_samples(stamps[first], q[first], effort[first]):
+            with self._buffer_lock:
+                self._counters.restarts += 1
+            self._event = f"stamps jumped back to {stamps[start]:.3f} s: window restarted"
+            self.get_logger().warning(self._event)
+        due = self._estimator.next_update_s
+        rest = stamps[start + 1 : run_end]
+        stop = run_end if due is None else min(run_end, start + 2 + int(np.searchsorted(rest, due, side="left")))
+        if stop > start + 1:
+            part = slice(start + 1, stop)
+            self._estimator.add_samples(stamps[part], q[part], effort[part])
+        return stop
 
     def _publish_update(self, update: WindowUpdate) -> None:
         with self._buffer_lock:
