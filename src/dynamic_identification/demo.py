@@ -269,12 +269,14 @@ class NodeDemoSettings:
 
     ``duration_s`` is the length of the pick-and-place process of each phase, s
     (rounded to whole cycles of about :data:`PICK_AND_PLACE_CYCLE_S`); the run takes
-    about twice that plus the start-up.
+    about twice that plus the start-up. ``sim_rate_hz`` is the simulator's step and
+    ``/joint_states`` rate: at 250 Hz an 18 s window identifies joint 1 (validation error
+    0.04 in repeated runs here), at 100 Hz it had too few equations (0.04-0.67).
     """
 
     duration_s: float = 45.0
     window_s: float = 30.0
-    sim_rate_hz: float = 100.0
+    sim_rate_hz: float = 250.0
     seed: int = 1
     timeout_s: float = 60.0
 
