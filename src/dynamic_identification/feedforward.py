@@ -70,6 +70,7 @@ class FeedforwardModel(core.FeedforwardModel):
             tuple(values),
             tuple(values.values()),
             friction_smoothing=friction_smoothing,
+            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
         )
 
     @classmethod

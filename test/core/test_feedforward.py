@@ -124,6 +124,33 @@ def test_single_sample_and_batch_shapes_agree(arm6_urdf: pathlib.Path) -> None:
     assert model.joint_names == robot.joint_names and model.names == base.names
 
 
+def test_a_joint_the_identification_never_saw_move_gets_no_feedforward(arm6_urdf: pathlib.Path) -> None:
+    robot = load_robot(arm6_urdf)
+    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
+    terms = DriveTerms()
+    base, values = _true_base(robot, chain, terms)
+    document = ParameterFile.create(
+        urdf=str(arm6_urdf),
+        joints=robot.joint_names,
+        drive_terms=terms,
+        drive_chain=chain,
+        names=base.names,
+        values=values,
+        quality={"joint_relative_errors": {**{name: 0.02 for name in robot.joint_names}, "joint_4": None}},
+    )
+    assert document.identified_joints() == ("joint_1", "joint_2", "joint_3", "joint_5", "joint_6")
+    model = FeedforwardModel.from_yaml(dump_parameters(document))
+    assert model.identified_joints == document.identified_joints()
+    q, dq, ddq = _states(robot, 5, seed=6, min_speed=0.1)
+    full = CoreFeedforwardModel(robot, chain, terms, base.names, values).torques(q, dq, ddq)
+    torques = model.torques(q, dq, ddq)
+    assert np.all(torques[:, 3] == 0.0)
+    assert_allclose(np.delete(torques, 3, axis=1), np.delete(full, 3, axis=1), rtol=0.0, atol=1e-12)
+    assert_allclose(model.torques(q[0], dq[0], ddq[0]), torques[0], rtol=0.0, atol=0.0)
+    with pytest.raises(ModelError, match="identified"):
+        CoreFeedforwardModel(robot, chain, terms, base.names, values, identified=[True] * 5)
+
+
 def test_bad_inputs_are_refused_naming_them(arm6_urdf: pathlib.Path) -> None:
     robot = load_robot(arm6_urdf)
     chain = DriveChain.create(6)

@@ -102,6 +102,16 @@ def test_atomic_write_replaces_and_leaves_no_temporary_files(tmp_path: Path) -> 
     assert load_parameters(str(path)) == _parameter_file(stamp=2.0)
 
 
+def test_identified_joints_leave_out_those_without_equations() -> None:
+    document = _parameter_file()
+    assert document.identified_joints() == ("shoulder", "elbow")
+    quality = {**document.quality, "joint_relative_errors": {"shoulder": 0.01, "elbow": None}}
+    without_elbow = parse_parameters(dump_parameters(ParameterFile(**{**document.__dict__, "quality": quality})))
+    assert without_elbow.identified_joints() == ("shoulder",)
+    no_quality = ParameterFile(**{**document.__dict__, "quality": {}})
+    assert no_quality.identified_joints() == ("shoulder", "elbow")
+
+
 def test_load_rejects_a_wrong_format_key() -> None:
     text = dump_parameters(_parameter_file()).replace(FORMAT, "dynamic_identification/parameters/v0")
     with pytest.raises(DataError, match="format 'dynamic_identification/parameters/v0', expected .*v1"):

@@ -66,6 +66,11 @@ class FeedforwardModel:
         Values of ``names`` in SI units, same length.
     friction_smoothing
         ``k`` > 0 of ``tanh(k v)``, s/rad.
+    identified
+        Per joint, whether the identification had equations for it; ``None``: all.
+        A joint it had none for (it never moved, e.g. a wrist the process holds
+        still) gets no feedforward torque: nothing in the data validates the
+        model's torque for it, and its PD controller holds it as before.
 
     Raises
     ------
@@ -83,8 +88,12 @@ class FeedforwardModel:
         values: Sequence[float] | np.ndarray,
         *,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        identified: Sequence[bool] | None = None,
     ) -> None:
         n = robot.n_joints
+        mask = np.ones(n, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
+        if mask.shape != (n,):
+            raise ModelError(f"identified must have one flag per joint ({n}), got {mask.shape[0]}")
         if drive_chain.n_joints != n:
             raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
@@ -126,6 +135,8 @@ class FeedforwardModel:
         self._direct = bool(np.array_equal(self._coupling, np.eye(n)))
         self._continuous = any(robot.continuous)
         self._data = robot.model.createData()
+        self._identified = mask
+        self._identified.setflags(write=False)
 
     @property
     def robot(self) -> RobotModel:
@@ -157,6 +168,11 @@ class FeedforwardModel:
     @property
     def n_joints(self) -> int:
         return self._robot.n_joints
+
+    @property
+    def identified_joints(self) -> tuple[str, ...]:
+        """Joints that get a feedforward torque (the others get 0, see the class docstring)."""
+        return tuple(name for name, flag in zip(self._robot.joint_names, self._identified, strict=True) if flag)
 
     @property
     def friction_smoothing(self) -> float:
@@ -219,4 +235,4 @@ class FeedforwardModel:
             configuration = self._robot.configurations(q[None])[0] if self._continuous else q
             regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
             torque = torque + regressor @ self._inertial
-        return torque
+        return np.where(self._identified, torque, 0.0)

@@ -22,7 +22,7 @@ written by ``dynid identify --out``. Keys, in this order::
       condition_number: ...
       relative_error: ...                    # ‖ρ‖/‖Y‖ (seed 000 §IV.A)
       joint_errors: {joint1: ...}            # e_j in N·m (seed 004 eq. (11))
-      joint_relative_errors: {joint1: ...}   # e*_j (seed 004 eq. (12))
+      joint_relative_errors: {joint1: ...}   # e*_j (seed 004 eq. (12)); null: no usable equation
       samples: ...
       window: ...                            # s
     stamp: 1700000000.0                      # s
@@ -192,6 +192,18 @@ class ParameterFile:
     def values(self) -> dict[str, float]:
         """Parameter values by name, in file order."""
         return {entry.name: entry.value for entry in self.parameters}
+
+    def identified_joints(self) -> tuple[str, ...]:
+        """The joints the identification had equations for, in file order.
+
+        A joint whose ``quality.joint_relative_errors`` entry is ``null`` had no usable
+        equation (it never moved, or only at stick speeds); a file without the entry
+        names every joint.
+        """
+        errors = self.quality.get("joint_relative_errors")
+        if not isinstance(errors, Mapping):
+            return self.joints
+        return tuple(joint for joint in self.joints if not (joint in errors and errors[joint] is None))
 
 
 def model_section(drive_terms: DriveTerms, drive_chain: DriveChain, *, regression: str = "idim") -> dict[str, Any]:

@@ -250,7 +250,14 @@ class FeedforwardNode(Node):
             tuple(values),
             tuple(values.values()),
             friction_smoothing=self.config.friction_smoothing,
+            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
         )
+        unidentified = sorted(set(model.joint_names) - set(model.identified_joints))
+        if unidentified:
+            self.get_logger().warning(
+                f"no feedforward for {unidentified}: the identification had no equation for them (never moved)",
+                throttle_duration_sec=60.0,
+            )
         if self._model is not None and self._model.joint_names != model.joint_names:
             self.get_logger().warning(
                 f"the joints change from {list(self._model.joint_names)} to {list(model.joint_names)}"

@@ -107,6 +107,9 @@ def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, ba
     assert last.publishable, last.reason
     assert not any(name.endswith("6") and name.startswith(("Fv", "Fc")) for name in last.names)
     assert last.condition_number < last.condition_number_full
+    # Joint 6 has no equation in the window (it never moved): its errors are unknown, not zero.
+    assert np.isnan(last.joint_errors[5]) and np.isnan(last.joint_relative_errors[5])
+    assert np.all(np.isfinite(last.joint_relative_errors[:5]))
 
 
 def test_a_clock_jump_back_clears_the_window(arm, base) -> None:

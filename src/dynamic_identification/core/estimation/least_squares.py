@@ -101,6 +101,7 @@ class LeastSquaresResult:
         Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` (seed 004 eq. (11)).
     joint_relative_errors : numpy.ndarray
         ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent (seed 004 eq. (12)).
+        Both are NaN for a joint without a valid equation (it never moved).
     samples : int
         Number of samples ``N``.
     """
@@ -490,8 +491,9 @@ def _solve(
     condition_number = float(singular_values[0] / singular_values[-1])
     residual = np.where(valid, y - w @ parameters, 0.0)
     measured = np.where(valid, y, 0.0)
-    counts = np.maximum(valid.sum(axis=0), 1)
-    joint_errors = np.sum(np.abs(residual), axis=0) / counts
+    counts = valid.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        joint_errors = np.where(counts > 0, np.sum(np.abs(residual), axis=0) / counts, np.nan)
     return LeastSquaresResult(
         parameters=parameters,
         std=std,
@@ -503,7 +505,12 @@ def _solve(
         relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
         joint_errors=joint_errors,
         joint_relative_errors=np.array(
-            [_ratio(e, m) for e, m in zip(joint_errors, np.sum(np.abs(measured), axis=0) / counts, strict=True)]
+            [
+                _ratio(e, m) if count else np.nan
+                for e, m, count in zip(
+                    joint_errors, np.sum(np.abs(measured), axis=0) / np.maximum(counts, 1), counts, strict=True
+                )
+            ]
         ),
         samples=n_samples,
     )

@@ -121,6 +121,8 @@ class WindowUpdate:
 
     ``publishable`` is true only when every quality gate passed; otherwise
     ``reason`` says why and the parameters (if any) must not be used.
+    ``joint_errors`` and ``joint_relative_errors`` (seed 004 eq. (11)-(12)) are NaN for
+    a joint without an equation in the window (it did not move).
     """
 
     time_s: float
@@ -429,17 +431,17 @@ class SlidingWindowEstimator:
             absolute_errors += np.abs(rows.torques - rows.observation_matrix @ parameters).sum(axis=0, where=rows.valid)
             magnitudes += np.abs(rows.torques).sum(axis=0, where=rows.valid)
             counts += rows.valid.sum(axis=0)
-        counts = np.maximum(counts, 1.0)
-        errors = absolute_errors / counts
-        magnitude = magnitudes / counts
         with np.errstate(divide="ignore", invalid="ignore"):
-            relative = np.where(magnitude > 0.0, errors / magnitude, 0.0)
+            errors = np.where(counts > 0.0, absolute_errors / counts, np.nan)
+            magnitude = magnitudes / counts
+            relative = np.where(magnitude > 0.0, errors / magnitude, np.where(counts > 0.0, 0.0, np.nan))
         return errors, relative
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
     """Why an estimate must not be published, or an empty string."""
-    if not (np.all(np.isfinite(update.values)) and np.all(np.isfinite(update.joint_errors))):
+    # A joint without equations in the window has NaN errors; any other non-finite figure is a failure.
+    if not (np.all(np.isfinite(update.values)) and not np.any(np.isinf(update.joint_errors))):
         return "non-finite estimate"
     if update.condition_number > settings.max_condition_number:
         return (
