@@ -28,6 +28,7 @@ from dynamic_identification.core.identification import (
     predict_torques,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regression_models import ModelEstimate, identify_model
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings
 from dynamic_identification.io.parameters import (
@@ -141,8 +142,8 @@ def parameter_file(
         quality={
             "condition_number": float(estimate.condition_number),
             "relative_error": float(estimate.relative_error),
-            "joint_errors": dict(zip(joints, estimate.joint_errors.tolist(), strict=True)),
-            "joint_relative_errors": dict(zip(joints, estimate.joint_relative_errors.tolist(), strict=True)),
+            "joint_errors": _per_joint(joints, estimate.joint_errors),
+            "joint_relative_errors": _per_joint(joints, estimate.joint_relative_errors),
             "samples": int(result.observations.input_samples),
             "window": float(window_s),
         },
@@ -170,7 +171,7 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         f"condition number {estimate.condition_number:.4g}, relative error ||rho||/||Y|| {estimate.relative_error:.4g}",
         "per-joint e_j [N·m] / e*_j [%]: "
         + ", ".join(
-            f"{joint} {e:.3g}/{100 * r:.2f}"
+            f"{joint} {e:.3g}/{100 * r:.2f}" if np.isfinite(e) else f"{joint} no equation (never moved)"
             for joint, e, r in zip(joints, estimate.joint_errors, estimate.joint_relative_errors, strict=True)
         ),
     ]
@@ -183,14 +184,136 @@ def _check_output(out: Path) -> None:
         raise DataError(f"output folder {out.parent} does not exist (--out {out})")
 
 
-def identify_file(*, urdf: Path, data: Path | None, config: Path | None, out: Path, bag: Path | None = None) -> str:
-    """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML."""
+def identify_file(
+    *,
+    urdf: Path,
+    data: Path | None,
+    config: Path | None,
+    out: Path,
+    bag: Path | None = None,
+    model: str | None = None,
+) -> str:
+    """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
+
+    ``model`` (default: ``estimation.model`` of the configuration) chooses the
+    regression model of seed 003; ``"dynamic"`` is the IDIM with reduction and quality
+    figures of seed 000, the others go through :func:`identify_model_file`.
+    """
     _check_output(out)
     robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
+    chosen = model or parsed.model
+    if chosen != "dynamic":
+        return identify_model_file(robot, parsed, drive_chain, recording, model=chosen, out=out)
     result = identify_recording(robot, parsed, drive_chain, recording)
     window = float(recording.time[-1] - recording.time[0])
     write_parameters_atomic(out, parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window))
     return format_result(result, robot.joint_names) + f"\nparameters written to {out}"
+
+
+def identify_model_file(
+    robot: RobotModel,
+    config: IdentificationConfig,
+    drive_chain: DriveChain,
+    recording: Recording,
+    *,
+    model: str,
+    out: Path,
+) -> str:
+    """Identify with one of seed 003's regression models, write the parameter YAML, report.
+
+    The parameters are the IDIM base parameters whatever the model, so the file feeds
+    ``dynid predict`` and the feedforward unchanged. Its ``quality`` holds the model's own
+    relative error (of energies or powers for those models) and, to compare models on
+    one scale, the per-joint torque errors ``e_j``, ``e*_j`` (seed 004 eq. (11)-(12)) of
+    the predicted against the recorded torques where the joint moves.
+    """
+    base = base_parameters(robot, drive_chain, config.drive_terms)
+    settings = settings_from_config(config)
+    estimate = identify_model(
+        robot,
+        drive_chain,
+        config.drive_terms,
+        base,
+        recording.time,
+        recording.position,
+        recording.joint_torques(drive_chain),
+        model=model,
+        settings=settings,
+    )
+    kept = np.flatnonzero(estimate.excited)
+    values = estimate.parameters[kept]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        std_percent = np.where(values != 0.0, 100.0 * estimate.std[kept] / np.abs(values), np.inf)
+    joints = robot.joint_names
+    document = ParameterFile.create(
+        urdf=robot.urdf_path,
+        joints=joints,
+        drive_terms=config.drive_terms,
+        drive_chain=drive_chain,
+        names=[base.names[i] for i in kept],
+        values=values,
+        std_percent=std_percent,
+        expressions=[base.expressions[i] for i in kept],
+        removed=[name for name, excited in zip(base.names, estimate.excited, strict=True) if not excited],
+        regression=model,
+        stamp=wall_clock.time(),
+    )
+    errors, relative = _torque_errors(robot, document, recording, settings.signal)
+    quality = {
+        "relative_error": float(estimate.relative_error),
+        "joint_errors": _per_joint(joints, errors),
+        "joint_relative_errors": _per_joint(joints, relative),
+        "samples": int(recording.time.shape[0]),
+        "window": float(recording.time[-1] - recording.time[0]),
+    }
+    write_parameters_atomic(out, ParameterFile(**{**document.__dict__, "quality": quality}))
+    return _format_model_estimate(estimate, base, joints, errors, relative) + f"\nparameters written to {out}"
+
+
+def _torque_errors(
+    robot: RobotModel, document: ParameterFile, recording: Recording, signal: SignalSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seed 004 eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``."""
+    predicted, covered = predicted_recording(robot, document, recording, signal)
+    measured = recording.joint_torques(document.drive_chain())[covered]
+    motion, _ = estimate_motion(predicted.time, robot.unwrap_positions(predicted.position), signal)
+    moving = np.zeros(measured.shape, dtype=bool)
+    for segment in motion:
+        inside = (predicted.time >= segment.time[0]) & (predicted.time <= segment.time[-1])
+        for j in range(robot.n_joints):
+            moving[inside, j] = np.abs(np.interp(predicted.time[inside], segment.time, segment.dq[:, j])) >= max(
+                signal.min_speed_rad_s, 0.0
+            )
+    counts = moving.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.where(
+            counts > 0, np.where(moving, np.abs(predicted.effort - measured), 0.0).sum(axis=0) / counts, np.nan
+        )
+        magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0) / counts
+        return errors, errors / magnitude
+
+
+def _format_model_estimate(
+    estimate: ModelEstimate, base: BaseParameters, joints: tuple[str, ...], errors: np.ndarray, relative: np.ndarray
+) -> str:
+    """Human-readable table of a seed-003 model's estimate."""
+    width = max(9, *(len(name) for name in base.names))
+    lines = [f"model {estimate.model} (seed 003): {int(estimate.excited.sum())} of {base.count} base parameters"]
+    lines.append(f"{'parameter':<{width}}  {'value':>13}  {'%σ':>8}  expression")
+    for i in np.flatnonzero(estimate.excited):
+        value, std = estimate.parameters[i], estimate.std[i]
+        percent = 100.0 * std / abs(value) if value != 0.0 else math.inf
+        lines.append(f"{base.names[i]:<{width}}  {value:>13.6g}  {percent:>8.2f}  {base.expressions[i]}")
+    lines += [
+        "",
+        f"relative error of the {estimate.model} equations {estimate.relative_error:.4g}",
+        "torques predicted vs recorded where the joint moves, e_j [N·m] / e*_j [%]: "
+        + ", ".join(
+            f"{joint} {e:.3g}/{100 * r:.2f}" if np.isfinite(e) else f"{joint} (never moved)"
+            for joint, e, r in zip(joints, errors, relative, strict=True)
+        ),
+    ]
+    return "\n".join(lines)
 
 
 def predicted_recording(

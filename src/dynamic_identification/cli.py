@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.regression_models import MODELS
 
 
 def _add_recording_source(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_recording_source(identify)
     identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
     identify.add_argument("--out", required=True, type=Path, help="parameter YAML to write")
+    identify.add_argument(
+        "--model",
+        choices=MODELS,
+        help="regression model (seed 003; overrides estimation.model of --config, default 'dynamic', the IDIM)",
+    )
 
     predict = verbs.add_parser(
         "predict",
@@ -126,7 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments.verb == "identify":
             report = api.identify_file(
-                urdf=arguments.urdf, data=arguments.data, bag=arguments.bag, config=arguments.config, out=arguments.out
+                urdf=arguments.urdf,
+                data=arguments.data,
+                bag=arguments.bag,
+                config=arguments.config,
+                out=arguments.out,
+                model=arguments.model,
             )
         elif arguments.verb == "predict":
             report = api.predict_file(

@@ -276,6 +276,37 @@ def test_identified_friction_matches_the_simulated_robot(arm: Arm, identified: t
         assert_allclose(found, arm.sim[key], rtol=0.03, err_msg=term)
 
 
+def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torque_errors(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
+) -> None:
+    out = tmp_path / "power.yaml"
+    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power")
+    assert run.code == 0, run.err
+    assert "model power (seed 003)" in run.out and str(out) in run.out
+    power, dynamic = load_parameters(out), load_parameters(identified[1])
+    assert power.model["regression"] == "power" and dynamic.model["regression"] == "idim"
+    base_names = {entry.name for entry in dynamic.parameters} | set(dynamic.removed)
+    assert {entry.name for entry in power.parameters} <= base_names
+    # One scale for every model: e*_j of the predicted torques. A single trajectory leaves the power
+    # model (one equation per sample for all joints) far behind the IDIM, as in seed 000 Table IV.
+    power_errors, dynamic_errors = power.quality["joint_relative_errors"], dynamic.quality["joint_relative_errors"]
+    assert set(power_errors) == set(JOINTS)
+    assert all(power_errors[joint] > 2.0 * dynamic_errors[joint] for joint in JOINTS), (power_errors, dynamic_errors)
+
+
+def test_identify_model_from_the_config_and_an_unknown_model_refused(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "config.yaml", "estimator", "estimation.model", "filtered_dynamic")
+    out = tmp_path / "filtered.yaml"
+    run = run_dynid(capsys, *identify_argv(small, out, config=config))
+    assert run.code == 0, run.err
+    assert load_parameters(out).model["regression"] == "filtered_dynamic"
+    with pytest.raises(SystemExit):
+        cli.main(identify_argv(small, out) + ["--model", "kinetic"])
+    assert "invalid choice: 'kinetic'" in capsys.readouterr().err
+
+
 def test_identify_does_not_depend_on_the_csv_column_order(
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:

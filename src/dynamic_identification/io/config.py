@@ -38,6 +38,7 @@ from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.regression_models import MODELS
 
 CONFIG_KEYS: dict[str, str] = {
     "joints": "identified joints, in any order (empty: every joint of the recording)",
@@ -53,6 +54,8 @@ CONFIG_KEYS: dict[str, str] = {
     "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
+    "estimation.model": "regression model (seed 003): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
+    " 'power' or 'filtered_power'",
     "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
     "estimation.reduction": "parameter reduction: 'sensitivity' (seed 004 Algorithm 1), 'essential' (seed 000 §V.B)"
     " or 'none'",
@@ -99,6 +102,10 @@ class IdentificationConfig:
         Parallel decimation factor; 0 chooses it from the rate and the cut-off.
     use_measured_velocity
         Use recorded velocities instead of differentiating filtered positions.
+    model
+        Regression model of offline identification (seed 003 §3, one of
+        :data:`~dynamic_identification.core.regression_models.MODELS`): ``"dynamic"``
+        is the IDIM of seed 000; the others identify the same base parameters.
     method
         ``"ols"`` or ``"wls"`` (seed 000 eq. (20)).
     reduction
@@ -131,6 +138,7 @@ class IdentificationConfig:
     position_cutoff_hz: float = 20.0
     decimation: int = 0
     use_measured_velocity: bool = False
+    model: str = "dynamic"
     method: str = "wls"
     reduction: str = "none"
     r_sigma: float = 20.0
@@ -292,6 +300,7 @@ def config_from_parameters(
         use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
         rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True),
         min_speed_rad_s=reader.real("signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True),
+        model=reader.choice("estimation.model", defaults.model, MODELS),
         method=reader.choice("estimation.method", defaults.method, METHODS),
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
         r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0),
