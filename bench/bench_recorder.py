@@ -78,6 +78,10 @@ def publish(
     late = 0
     started.set()
     first_stamp = time.time_ns()
+    # One current before the first joint state, so that every joint state is bracketed.
+    currents.publish(
+        joint_state_message(JOINTS, first_stamp - period_ns + CURRENT_DELAY_NS, None, None, np.zeros(len(JOINTS)))
+    )
     start = time.monotonic_ns()
     for k in range(count):
         due = start + k * period_ns
@@ -132,7 +136,7 @@ def main() -> None:
                 Parameter("output_file", value="bench.csv"),
             ],
         )
-        executor = SingleThreadedExecutor(context=context)
+        executor = SingleThreadedExecutor(context=context)  # what the recorder's main() spins on (rclpy.spin)
         executor.add_node(node)
         node._on_start(None, None)  # ~/start without a client in this process
         publisher.start()
@@ -160,7 +164,7 @@ def main() -> None:
     cpu_s = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     published = figures["published"]
     print(f"recorder: {len(JOINTS)} joints, {args.rate:g} Hz per topic, {duration_s:g} s")
-    print(f"  published        {published} joint states, {published + 1} current samples")
+    print(f"  published        {published} joint states, {published + 2} current samples")
     print(f"  publisher        {figures['publish_wall_s']:.1f} s wall, {figures['late']} ticks more than a period late")
     print(f"  received         {stats.joint_states.received} joint states, {stats.currents.received} currents")
     print(f"  aligned/emitted  {stats.aligned} / {emitted}   unaligned {stats.unaligned}")
