@@ -73,6 +73,7 @@ CONFIG_KEYS: dict[str, str] = {
     "window.min_motion_rad": "quality gate: some joint must travel this far in the window, rad (>= 0)",
     "window.friction_motion_rad": "friction forced essential when every joint travels this far, rad (>= 0)",
     "window.refactor_every": "updates between recomputing the normal equations from the rows (>= 1)",
+    "window.stick_periods": "decimation periods left out around a slow sample (>= 0; 10: the filter's support)",
 }
 """Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
 
@@ -125,7 +126,7 @@ class IdentificationConfig:
         Where a rosbag holds the joint states and the motor currents; with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``.
     window_s, window_reduction, update_period_s, max_condition_number, max_relative_error,
-    min_motion_rad, friction_motion_rad, refactor_every
+    min_motion_rad, friction_motion_rad, refactor_every, stick_periods
         In-process estimation (see :meth:`window_settings`); ``window_reduction`` is the
         reduction of the sliding window, ``reduction`` that of offline identification.
     """
@@ -157,6 +158,7 @@ class IdentificationConfig:
     min_motion_rad: float = 0.05
     friction_motion_rad: float = 0.1
     refactor_every: int = 20
+    stick_periods: int = 10
 
     def window_settings(self) -> WindowSettings:
         """Settings of the in-process sliding-window estimator."""
@@ -176,6 +178,7 @@ class IdentificationConfig:
                 max_condition_number=self.max_condition_number,
                 max_relative_error=self.max_relative_error,
                 refactor_every=self.refactor_every,
+                stick_periods=self.stick_periods,
             )
         except IdentificationError as error:
             raise DataError(f"window settings: {error}") from error
@@ -315,6 +318,7 @@ def config_from_parameters(
             "window.friction_motion_rad", defaults.friction_motion_rad, minimum=0.0, inclusive=True
         ),
         refactor_every=reader.integer("window.refactor_every", defaults.refactor_every, minimum=1),
+        stick_periods=reader.integer("window.stick_periods", defaults.stick_periods, minimum=0),
         min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1),
         joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
         currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),

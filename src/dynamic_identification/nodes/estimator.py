@@ -214,6 +214,13 @@ _IDENTIFICATION_PARAMETERS = (
         "updates between recomputing the normal equations from the stored rows",
         integer=(1, 100000),
     ),
+    ParameterSpec(
+        "window.stick_periods",
+        _DEFAULTS.stick_periods,
+        Parameter.Type.INTEGER,
+        "decimation periods left out around a slow sample (10: the decimation filter's support)",
+        integer=(0, 1000),
+    ),
 )
 
 

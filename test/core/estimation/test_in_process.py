@@ -33,6 +33,8 @@ from dynamic_identification.core.simulation import (
 RATE_HZ = 1000.0
 E_TOL = WindowSettings().e_tol
 """The default tolerance of Algorithm 1 (5 %)."""
+STICK_PERIODS = 3
+"""The simulated data have no stick phases: a narrow margin keeps the accelerations at every stop."""
 MIN_SPEED = 0.05
 
 
@@ -98,7 +100,9 @@ def test_in_process_reduction_on_a_process_matches_the_excitation_model(arm, exc
     robot, chain, _, terms, base = arm
     plan = plan_excitation(robot, chain, terms, ExcitationSettings(mode="process", process=process, cycles=cycles))
     time, _, measured, torques, _ = _run(arm, plan.trajectory, seed=1)
-    settings = WindowSettings(window_s=60.0, update_period_s=1.0, e_tol=E_TOL, max_condition_number=1e3)
+    settings = WindowSettings(
+        window_s=60.0, update_period_s=1.0, e_tol=E_TOL, max_condition_number=1e3, stick_periods=STICK_PERIODS
+    )
     estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base)
     for start in range(0, time.size, 1000):
         estimator.add_samples(time[start : start + 1000], measured[start : start + 1000], torques[start : start + 1000])
