@@ -136,6 +136,21 @@ def test_cubic_interpolation_is_the_not_a_knot_spline() -> None:
     assert_allclose(interpolate_at(time, values, grid, kind="cubic"), expected, rtol=0.0, atol=1e-9)
 
 
+def test_local_cubic_is_exact_for_cubics_and_independent_of_the_block() -> None:
+    rng = np.random.default_rng(9)
+    time = np.arange(400) * 0.001 + rng.uniform(-3e-4, 3e-4, 400)
+    coefficients = rng.standard_normal((4, 3))
+    values = np.polynomial.polynomial.polyval(time, coefficients).T
+    grid = np.linspace(time[0], time[-1], 611)
+    exact = np.polynomial.polynomial.polyval(grid, coefficients).T
+    whole = interpolate_at(time, values, grid, kind="local_cubic")
+    assert_allclose(whole, exact, rtol=0.0, atol=1e-9)
+    # A block that holds each grid instant's four neighbours gives the same values, bit for bit.
+    inner = (grid > time[100]) & (grid < time[199])
+    block = interpolate_at(time[99:201], values[99:201], grid[inner], kind="local_cubic")
+    assert_array_equal(block, whole[inner])
+
+
 def test_differentiate_sum_of_sines_matches_analytic_derivatives() -> None:
     rng = np.random.default_rng(3)
     t = np.arange(10_000) / RATE_HZ

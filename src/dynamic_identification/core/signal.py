@@ -50,7 +50,7 @@ __all__ = [
     "resample_uniform",
 ]
 
-_INTERPOLATION_KINDS = ("cubic", "linear")
+_INTERPOLATION_KINDS = ("cubic", "local_cubic", "linear")
 
 
 def _positive_finite(name: str, value: float) -> float:
@@ -180,8 +180,11 @@ def resample_uniform(
         ``k >= 0`` up to ``time[-1]``.
     kind : {"cubic", "linear"}, optional
         ``"cubic"``: not-a-knot cubic spline (``scipy.interpolate.make_interp_spline``), for
-        smooth signals such as positions. ``"linear"``: piecewise linear, for signals
-        such as torques or currents whose noise a spline would amplify.
+        smooth signals such as positions. ``"local_cubic"``: the cubic through the four
+        nearest samples (Lagrange), exact for cubics like the spline but local, so a
+        value does not depend on where a block of samples ends (for streaming).
+        ``"linear"``: piecewise linear, for signals such as torques or currents whose
+        noise a spline would amplify.
 
     Returns
     -------
@@ -250,9 +253,25 @@ def interpolate_at(time: np.ndarray, values: np.ndarray, grid: np.ndarray, *, ki
 def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
     if kind == "cubic":
         return make_interp_spline(t, v, k=3, axis=0, check_finite=False)(grid)
+    if kind == "local_cubic" and t.size >= 4:
+        return _local_cubic(t, v, grid)
     i = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 2)
     w = ((grid - t[i]) / (t[i + 1] - t[i])).reshape((-1,) + (1,) * (v.ndim - 1))
     return (1.0 - w) * v[i] + w * v[i + 1]
+
+
+def _local_cubic(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Lagrange cubic through the samples ``i-1 .. i+2`` around each grid instant in ``[t_i, t_i+1]``."""
+    first = np.clip(np.searchsorted(t, grid, side="right") - 2, 0, t.size - 4)
+    nodes = [t[first + a] for a in range(4)]
+    out = np.zeros((grid.size, *v.shape[1:]))
+    for a in range(4):
+        weight = np.ones(grid.size)
+        for b in range(4):
+            if b != a:
+                weight *= (grid - nodes[b]) / (nodes[a] - nodes[b])
+        out += weight.reshape((-1,) + (1,) * (v.ndim - 1)) * v[first + a]
+    return out
 
 
 @functools.lru_cache(maxsize=32)

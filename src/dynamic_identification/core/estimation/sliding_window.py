@@ -320,7 +320,8 @@ class SlidingWindowEstimator:
         if last_grid - first_grid < 2 * (self._edge + builder.reach) + factor:
             return
         grid = origin + np.arange(first_grid, last_grid + 1) * dt
-        q_grid = interpolate_at(time, q, grid, kind="cubic")
+        # Local, so a grid value never depends on where the pending block ends.
+        q_grid = interpolate_at(time, q, grid, kind="local_cubic")
         tau_grid = interpolate_at(time, tau, grid, kind="linear")
         q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=settings.position_cutoff_hz)
         usable_first = first_grid + self._edge
