@@ -37,10 +37,10 @@ os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited)
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from dynamic_identification.io.recording import read_recording_csv  # noqa: E402
+from dynamic_identification.nodes.runner import stream_executor  # noqa: E402
 
 JOINTS = [f"joint_{k}" for k in range(1, 8)]
 CURRENT_DELAY_NS = 300_000
@@ -136,7 +136,7 @@ def main() -> None:
                 Parameter("output_file", value="bench.csv"),
             ],
         )
-        executor = SingleThreadedExecutor(context=context)  # what the recorder's main() spins on (rclpy.spin)
+        executor = stream_executor(context)  # what the recorder's main() spins on
         executor.add_node(node)
         node._on_start(None, None)  # ~/start without a client in this process
         publisher.start()

@@ -59,7 +59,7 @@ from dynamic_identification.nodes.conversions import arrays_from_joint_state, ti
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, SENSOR_QOS
-from dynamic_identification.nodes.runner import run_node
+from dynamic_identification.nodes.runner import run_node, stream_executor
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
@@ -545,7 +545,7 @@ class EstimatorNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification estimator``."""
-    run_node("estimator", EstimatorNode, args)
+    run_node("estimator", EstimatorNode, args, executor=stream_executor)
 
 
 if __name__ == "__main__":

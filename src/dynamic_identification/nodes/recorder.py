@@ -68,7 +68,7 @@ from dynamic_identification.nodes.conversions import (
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import SENSOR_QOS
-from dynamic_identification.nodes.runner import run_node
+from dynamic_identification.nodes.runner import run_node, stream_executor
 
 DIAGNOSTICS_PERIOD_S = 1.0
 """Diagnostics are published, and the recording file flushed, this often (s)."""
@@ -548,7 +548,7 @@ class RecorderNode(Node):
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification recorder``."""
-    run_node("recorder", RecorderNode, args)
+    run_node("recorder", RecorderNode, args, executor=stream_executor)
 
 
 if __name__ == "__main__":
