@@ -263,6 +263,10 @@ def apply_network_rule(*, domain_id: int | None = None) -> dict[str, str]:
     return rule
 
 
+STOP_MARGIN_PERIODS = 3
+"""``window.stick_periods`` of the node demo's estimator (see ``WindowSettings.stick_periods``)."""
+
+
 @dataclass(frozen=True)
 class NodeDemoSettings:
     """Settings of :func:`run_node_demo`.
@@ -538,10 +542,17 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
             ),
         )
         recorder = RecorderNode(**common, parameter_overrides=node_overrides(config, "recorder"))
+        # A pick-and-place stops at every pick and place: a margin of three decimation periods around
+        # the stops keeps the accelerations out of and into them (window.stick_periods); with the
+        # default ten, an 18 s window's reduced model sometimes stayed above max_condition_number.
         estimator = EstimatorNode(
             **common,
             parameter_overrides=node_overrides(
-                config, "estimator", window__window_s=float(settings.window_s), window__reduction="sensitivity"
+                config,
+                "estimator",
+                window__window_s=float(settings.window_s),
+                window__reduction="sensitivity",
+                window__stick_periods=STOP_MARGIN_PERIODS,
             ),
         )
         feedforward = FeedforwardNode(
