@@ -274,23 +274,14 @@ def _torque_errors(
     robot: RobotModel, document: ParameterFile, recording: Recording, signal: SignalSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     """Seed 004 eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``."""
-    predicted, covered = predicted_recording(robot, document, recording, signal)
+    effort, speed, covered = _prediction(robot, document, recording, signal)
     measured = recording.joint_torques(document.drive_chain())[covered]
-    motion, _ = estimate_motion(predicted.time, robot.unwrap_positions(predicted.position), signal)
-    moving = np.zeros(measured.shape, dtype=bool)
-    for segment in motion:
-        inside = (predicted.time >= segment.time[0]) & (predicted.time <= segment.time[-1])
-        for j in range(robot.n_joints):
-            moving[inside, j] = np.abs(np.interp(predicted.time[inside], segment.time, segment.dq[:, j])) >= max(
-                signal.min_speed_rad_s, 0.0
-            )
+    moving = speed[covered] >= signal.min_speed_rad_s
     counts = moving.sum(axis=0)
+    absolute = np.where(moving, np.abs(effort[covered] - measured), 0.0).sum(axis=0)
+    magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        errors = np.where(
-            counts > 0, np.where(moving, np.abs(predicted.effort - measured), 0.0).sum(axis=0) / counts, np.nan
-        )
-        magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0) / counts
-        return errors, errors / magnitude
+        return np.where(counts > 0, absolute / counts, np.nan), np.where(counts > 0, absolute / magnitude, np.nan)
 
 
 def _format_model_estimate(
@@ -324,6 +315,21 @@ def predicted_recording(
     Rows outside every usable segment (edges, gaps) are left out; the mask says
     which rows of ``recording`` the prediction has.
     """
+    effort, _, covered = _prediction(robot, params, recording, signal)
+    predicted = recording_from_arrays(
+        time=recording.time[covered],
+        joint_names=robot.joint_names,
+        position=recording.position[covered],
+        effort=effort[covered],
+    )
+    return predicted, covered
+
+
+def _prediction(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predicted torques (N·m) and filtered joint speeds ``|q̇|`` (rad/s) at the recording's stamps,
+    ``(N, n)`` each, and the rows a usable segment covers (elsewhere both are 0)."""
     drive_chain = params.drive_chain()
     positions = robot.unwrap_positions(recording.position)
     motions, _ = estimate_motion(recording.time, positions, signal, dq_measured=recording.velocity)
@@ -331,19 +337,15 @@ def predicted_recording(
     stamps = recording.time
     covered = np.zeros(stamps.shape[0], dtype=bool)
     effort = np.zeros((stamps.shape[0], robot.n_joints))
+    speed = np.zeros_like(effort)
     for motion in motions:
         torques = predict_torques(robot, drive_chain, params.drive_terms(), values, motion.q, motion.dq, motion.ddq)
         inside = (stamps >= motion.time[0]) & (stamps <= motion.time[-1])
         for j in range(robot.n_joints):
             effort[inside, j] = np.interp(stamps[inside], motion.time, torques[:, j])
+            speed[inside, j] = np.abs(np.interp(stamps[inside], motion.time, motion.dq[:, j]))
         covered |= inside
-    predicted = recording_from_arrays(
-        time=stamps[covered],
-        joint_names=robot.joint_names,
-        position=recording.position[covered],
-        effort=effort[covered],
-    )
-    return predicted, covered
+    return effort, speed, covered
 
 
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) -> str:
