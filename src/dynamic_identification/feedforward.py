@@ -21,8 +21,9 @@ import os
 from pathlib import Path
 
 from dynamic_identification.core import feedforward as core
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.io.parameters import ParameterFile, load_parameters
 
 __all__ = ["DEFAULT_FRICTION_SMOOTHING", "FeedforwardModel"]
@@ -42,6 +43,7 @@ class FeedforwardModel(core.FeedforwardModel):
         *,
         urdf: str | os.PathLike[str] | None = None,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        robot: RobotModel | None = None,
     ) -> FeedforwardModel:
         """The model of a parsed parameter file.
 
@@ -54,6 +56,10 @@ class FeedforwardModel(core.FeedforwardModel):
             another machine); the joints are still those of the file.
         friction_smoothing
             ``k`` of ``tanh(k q̇)``, s/rad.
+        robot
+            The robot model of the file's joints, already loaded (a node that
+            receives new parameters for the same robot reuses it); ``urdf`` is then
+            not read.
 
         Raises
         ------
@@ -61,7 +67,12 @@ class FeedforwardModel(core.FeedforwardModel):
             If the URDF cannot be loaded, lacks a joint of the file, or a parameter
             is not a standard parameter of the model.
         """
-        robot = load_robot(parameters.urdf if urdf is None else urdf, parameters.joints)
+        if robot is None:
+            robot = load_robot(parameters.urdf if urdf is None else urdf, parameters.joints)
+        elif robot.joint_names != parameters.joints:
+            raise ModelError(
+                f"the robot model has joints {list(robot.joint_names)}, the file {list(parameters.joints)}"
+            )
         values = parameters.values()
         return cls(
             robot,

@@ -149,6 +149,11 @@ def test_a_joint_the_identification_never_saw_move_gets_no_feedforward(arm6_urdf
     assert_allclose(model.torques(q[0], dq[0], ddq[0]), torques[0], rtol=0.0, atol=0.0)
     with pytest.raises(ModelError, match="identified"):
         CoreFeedforwardModel(robot, chain, terms, base.names, values, identified=[True] * 5)
+    # A robot model already loaded is reused only for the file's own joints.
+    reused = FeedforwardModel.from_parameters(document, robot=robot)
+    assert_allclose(reused.torques(q, dq, ddq), torques, rtol=0.0, atol=0.0)
+    with pytest.raises(ModelError, match="joints"):
+        FeedforwardModel.from_parameters(document, robot=load_robot(arm6_urdf, ["joint_1", "joint_2"]))
 
 
 def test_bad_inputs_are_refused_naming_them(arm6_urdf: pathlib.Path) -> None:

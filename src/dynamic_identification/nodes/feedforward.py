@@ -242,15 +242,8 @@ class FeedforwardNode(Node):
         key = (urdf, parameters.joints)
         if key not in self._robots:
             self._robots = {key: load_robot(urdf, parameters.joints)}
-        values = parameters.values()
-        model = FeedforwardModel(
-            self._robots[key],
-            parameters.drive_chain(),
-            parameters.drive_terms(),
-            tuple(values),
-            tuple(values.values()),
-            friction_smoothing=self.config.friction_smoothing,
-            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
+        model = FeedforwardModel.from_parameters(
+            parameters, robot=self._robots[key], friction_smoothing=self.config.friction_smoothing
         )
         unidentified = sorted(set(model.joint_names) - set(model.identified_joints))
         if unidentified:
