@@ -40,7 +40,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -58,7 +57,7 @@ from dynamic_identification.io.parameters import dump_parameters, load_parameter
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
-from dynamic_identification.nodes.qos import LATCHED_QOS, SENSOR_QOS
+from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
 from dynamic_identification.resources import shipped_path
 
@@ -67,12 +66,7 @@ DIAGNOSTICS_PERIOD_S = 1.0
 WORKER_POLL_S = 0.02
 """The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
 
-SAMPLES_QOS = QoSProfile(
-    history=SENSOR_QOS.history,
-    depth=2000,
-    reliability=SENSOR_QOS.reliability,
-    durability=SENSOR_QOS.durability,
-)
+SAMPLES_QOS = sensor_qos(2000)
 """``SENSOR_QOS`` with a 2 s history at 1 kHz, so a briefly busy executor loses no sample."""
 
 _DEFAULTS = IdentificationConfig()

@@ -23,6 +23,17 @@ SENSOR_QOS = QoSProfile(
 )
 """Joint states, motor currents and time-aligned samples: reliable, keep last 100."""
 
+
+def sensor_qos(depth: int) -> QoSProfile:
+    """``SENSOR_QOS`` keeping the last ``depth`` samples, for a subscriber of 1 kHz streams."""
+    return QoSProfile(
+        history=SENSOR_QOS.history,
+        depth=depth,
+        reliability=SENSOR_QOS.reliability,
+        durability=SENSOR_QOS.durability,
+    )
+
+
 COMMAND_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=10,

@@ -41,7 +41,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -67,18 +66,13 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
-from dynamic_identification.nodes.qos import SENSOR_QOS
+from dynamic_identification.nodes.qos import sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
 
 DIAGNOSTICS_PERIOD_S = 1.0
 """Diagnostics are published, and the recording file flushed, this often (s)."""
 
-STREAM_QOS = QoSProfile(
-    history=SENSOR_QOS.history,
-    depth=1000,
-    reliability=SENSOR_QOS.reliability,
-    durability=SENSOR_QOS.durability,
-)
+STREAM_QOS = sensor_qos(1000)
 """``SENSOR_QOS`` with a 1 s history at 1 kHz, for both inputs and the aligned output."""
 
 _DEFAULTS = IdentificationConfig()
