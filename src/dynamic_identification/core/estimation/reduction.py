@@ -51,6 +51,7 @@ from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     NormalSolution,
     numerical_rank,
+    residual_norms_squared,
     solve_weighted,
     weighted_normal_matrix,
 )
@@ -373,15 +374,6 @@ def _trial_solve(
     return scaled / diagonal, factor, diagonal
 
 
-def _residual_squares(equations: NormalEquations, columns: np.ndarray, parameters: np.ndarray) -> np.ndarray:
-    """``‖ρ_j‖² = c_j − 2 θᵀ b_j + θᵀ A_j θ`` with ``θ`` padded with zeros, so no sub-block is copied."""
-    b = equations.n_parameters
-    padded = np.zeros(b)
-    padded[columns] = parameters
-    fitted = (equations.a.reshape(-1, b) @ padded).reshape(equations.n_joints, b)
-    return np.clip(equations.c - 2.0 * (equations.b @ padded) + fitted @ padded, 0.0, None)
-
-
 def _essential_reduction(
     equations: NormalEquations,
     joint_std: np.ndarray,
@@ -402,7 +394,7 @@ def _essential_reduction(
     removed: list[tuple[int, str]] = []
     while kept.size > 1:
         parameters, factor, diagonal = _trial_solve(matrix, vector, kept)
-        sigma_squared = float(weights @ _residual_squares(equations, kept, parameters)) / (total - kept.size)
+        sigma_squared = float(weights @ residual_norms_squared(equations, kept, parameters)) / (total - kept.size)
         inverse, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
         std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
         with np.errstate(divide="ignore", invalid="ignore"):
