@@ -11,6 +11,7 @@ import json
 import math
 import time as wall_clock
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,7 @@ def identify_model_file(
         "samples": int(recording.time.shape[0]),
         "window": float(recording.time[-1] - recording.time[0]),
     }
-    write_parameters_atomic(out, ParameterFile(**{**document.__dict__, "quality": quality}))
+    write_parameters_atomic(out, replace(document, quality=quality))
     return _format_model_estimate(estimate, base, joints, errors, relative) + f"\nparameters written to {out}"
 
 
