@@ -42,13 +42,13 @@ from trajectory_msgs.msg import JointTrajectory
 from dynamic_identification import api
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot, standard_parameters
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,
     SimulationSettings,
-    interpolate_trajectory,
     simulate_tracking,
 )
 from dynamic_identification.io.config import load_config, ros_parameters

@@ -14,6 +14,7 @@ from dynamic_identification import demo
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.feedforward import FeedforwardModel as CoreFeedforwardModel
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
@@ -26,7 +27,7 @@ from dynamic_identification.core.model import (
     standard_parameters,
 )
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
-from dynamic_identification.core.simulation import interpolate_trajectory, simulate_tracking
+from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic

@@ -13,6 +13,7 @@ from scipy.integrate import solve_ivp
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors import drive_observation_matrix
 from dynamic_identification.core.simulation import (
@@ -20,7 +21,6 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
     drive_torques,
-    interpolate_trajectory,
     inverse_dynamics,
     measure,
     quantize_positions,

@@ -29,9 +29,11 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory  # noqa: E402
-from dynamic_identification.core.excitation.trajectory import SampledTrajectory  # noqa: E402
+from dynamic_identification.core.excitation.trajectory import (
+    SampledTrajectory,  # noqa: E402
+    interpolate_trajectory,  # noqa: E402
+)
 from dynamic_identification.core.model import load_robot  # noqa: E402
-from dynamic_identification.core.simulation import interpolate_trajectory  # noqa: E402
 from dynamic_identification.io.trajectory import write_trajectory_csv  # noqa: E402
 from dynamic_identification.nodes import excitation as excitation_module  # noqa: E402
 from dynamic_identification.nodes.conversions import (  # noqa: E402
@@ -360,9 +362,9 @@ def test_start_refuses_while_planning_and_the_executor_keeps_answering(
     release = threading.Event()
     real = excitation_module.plan_excitation
 
-    def slow_plan(*args: object) -> object:  # an optimisation that lasts until the test releases it
+    def slow_plan(*args: object, **kwargs: object) -> object:  # an optimisation that lasts until the test releases it
         assert release.wait(10.0)
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(excitation_module, "plan_excitation", slow_plan)
     g = graph(FOURIER, with_robot=False)

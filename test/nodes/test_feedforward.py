@@ -28,6 +28,7 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory  # noqa: E402
 from dynamic_identification.core.model import (  # noqa: E402
     DriveChain,
     DriveParameters,
@@ -36,7 +37,6 @@ from dynamic_identification.core.model import (  # noqa: E402
     standard_parameters,
 )
 from dynamic_identification.core.regressors import base_parameters  # noqa: E402
-from dynamic_identification.core.simulation import interpolate_trajectory  # noqa: E402
 from dynamic_identification.feedforward import FeedforwardModel  # noqa: E402
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic  # noqa: E402
 from dynamic_identification.nodes.conversions import (  # noqa: E402

@@ -40,17 +40,23 @@ from trajectory_msgs.msg import JointTrajectory
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
+    DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     JointLimits,
+    TorqueModel,
+    check_consistency,
+    check_sampling,
+    check_torques,
     check_trajectory,
     limit_usage,
     ramp,
+    resample,
     stop_ramp,
 )
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
-from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.simulation import interpolate_trajectory
 from dynamic_identification.io.config import config_from_parameters
+from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -96,6 +102,12 @@ class ExcitationConfig:
     velocity_scale: float = _SETTINGS.velocity_scale
     acceleration_scale: float = _SETTINGS.acceleration_scale
     acceleration_limits: tuple[float, ...] | None = None
+    jerk_scale: float = _SETTINGS.jerk_scale
+    jerk_limits: tuple[float, ...] | None = None
+    effort_scale: float = _SETTINGS.effort_scale
+    effort_limits: tuple[float, ...] | None = None
+    interpolation_tolerance_rad: float = _SETTINGS.interpolation_tolerance_rad
+    parameters_file: str = ""
     optimise: bool = _SETTINGS.optimise
     time_budget_s: float = _SETTINGS.time_budget_s
     seed: int = _SETTINGS.seed
@@ -165,6 +177,42 @@ _PARAMETERS = (
         Parameter.Type.DOUBLE_ARRAY,
         "acceleration limits per joint, rad/s^2; unset = 4/s times the velocity limit",
     ),
+    ParameterSpec(
+        "jerk_scale",
+        _SETTINGS.jerk_scale,
+        Parameter.Type.DOUBLE,
+        "fraction of the jerk limits allowed, (0, 1]",
+        floating=(0.0, 1.0),
+    ),
+    ParameterSpec(
+        "jerk_limits",
+        None,
+        Parameter.Type.DOUBLE_ARRAY,
+        "jerk limits per joint, rad/s^3; unset = 50/s times the acceleration limit",
+    ),
+    ParameterSpec(
+        "effort_scale",
+        _SETTINGS.effort_scale,
+        Parameter.Type.DOUBLE,
+        "fraction of the effort limits a planned motion may need, (0, 1]",
+        floating=(0.0, 1.0),
+    ),
+    ParameterSpec(
+        "effort_limits", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits per joint, N.m; unset = the URDF's"
+    ),
+    ParameterSpec(
+        "interpolation_tolerance_rad",
+        _SETTINGS.interpolation_tolerance_rad,
+        Parameter.Type.DOUBLE,
+        "largest distance between the controller's interpolation and the planned motion, rad",
+        floating=(1e-6, 0.1),
+    ),
+    ParameterSpec(
+        "parameters_file",
+        "",
+        Parameter.Type.STRING,
+        "identified parameter YAML whose torques are checked against the effort limits; empty = URDF nominal",
+    ),
     ParameterSpec("optimise", _SETTINGS.optimise, Parameter.Type.BOOL, "fourier: optimise the condition number"),
     ParameterSpec(
         "time_budget_s",
@@ -204,7 +252,7 @@ _PARAMETERS = (
         "stale_timeout_s",
         0.5,
         Parameter.Type.DOUBLE,
-        "joint states older than this (node clock) refuse ~/start, s",
+        "joint states older than this by their header stamp or arrival (node clock) refuse ~/start, s",
         floating=(0.001, 60.0),
     ),
     ParameterSpec("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
@@ -245,6 +293,7 @@ class ExcitationSetup:
     drive_terms: DriveTerms
     settings: ExcitationSettings
     limits: JointLimits
+    torque_model: TorqueModel
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -266,7 +315,15 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         robot = load_robot(config.urdf, list(config.joints) or None)
     except IdentificationError as error:
         raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
-    for name in ("workspace_lower", "workspace_upper", "acceleration_limits", "box_min", "box_max"):
+    for name in (
+        "workspace_lower",
+        "workspace_upper",
+        "acceleration_limits",
+        "jerk_limits",
+        "effort_limits",
+        "box_min",
+        "box_max",
+    ):
         value = getattr(config, name)
         size = 3 if name.startswith("box") else robot.n_joints
         if value is not None and len(value) != size:
@@ -293,19 +350,54 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         drive_chain = shared.drive_chain(robot.n_joints)
     except IdentificationError as error:
         raise ValueError(f"parameter 'drive_chain.*': {error}") from error
+    torque_model = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
+    if config.parameters_file:
+        try:
+            identified = load_parameters(config.parameters_file)
+            if identified.joints != robot.joint_names:
+                raise IdentificationError(
+                    f"it identifies joints {list(identified.joints)}, the excitation moves {list(robot.joint_names)}"
+                )
+            torque_model = TorqueModel.identified(
+                robot,
+                identified.drive_chain(),
+                identified.drive_terms(),
+                identified.values(),
+                source=f"the identified model {config.parameters_file}",
+            )
+        except IdentificationError as error:
+            raise ValueError(f"parameter 'parameters_file': {error}") from error
     return ExcitationSetup(
-        robot=robot, drive_chain=drive_chain, drive_terms=shared.drive_terms, settings=settings, limits=limits
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=shared.drive_terms,
+        settings=settings,
+        limits=limits,
+        torque_model=torque_model,
     )
 
 
-def plan_from_file(path: str, robot: RobotModel, limits: JointLimits) -> ExcitationPlan:
-    """A trajectory CSV in ``robot``'s joint order, checked against ``limits``.
+def plan_from_file(
+    path: str,
+    robot: RobotModel,
+    limits: JointLimits,
+    torque_model: TorqueModel | None = None,
+    *,
+    tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+) -> ExcitationPlan:
+    """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
+
+    Its positions must agree with its velocities and accelerations
+    (:func:`~dynamic_identification.core.excitation.safety.check_consistency`), the
+    controller's quintic through its points must keep ``limits``, and the torques
+    ``torque_model`` predicts (default: the URDF's nominal model on a direct drive)
+    must keep the effort limits.
 
     Raises
     ------
     IdentificationError
-        When the file cannot be read or lacks a joint; ``LimitViolationError`` naming
-        the first violation when it leaves the limits.
+        When the file cannot be read or lacks a joint; ``InconsistentTrajectoryError``
+        naming joint, time and sizes; ``LimitViolationError`` naming the first violation.
     """
     loaded = read_trajectory_csv(path)
     order = robot.order_of(loaded.joint_names)
@@ -316,13 +408,19 @@ def plan_from_file(path: str, robot: RobotModel, limits: JointLimits) -> Excitat
         loaded.ddq[:, order],
         robot.joint_names,
     )
+    if torque_model is None:
+        torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
+    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
     check_trajectory(trajectory, limits)
+    torque_usage = check_torques(trajectory, limits, torque_model)
     return ExcitationPlan(
         trajectory=trajectory,
         limits=limits,
         usage=limit_usage(trajectory, limits),
         condition_number=None,
         description=f"trajectory file {path}, {trajectory.duration_s:g} s",
+        torque_usage=torque_usage,
+        torque_source=torque_model.source,
     )
 
 
@@ -338,17 +436,26 @@ def _part(trajectory: SampledTrajectory, start: int, stop: int | None) -> Sample
 
 
 def playback_trajectory(
-    trajectory: SampledTrajectory, q_now: np.ndarray, limits: JointLimits, *, rate_hz: float
+    trajectory: SampledTrajectory,
+    q_now: np.ndarray,
+    limits: JointLimits,
+    *,
+    rate_hz: float,
+    torque_model: TorqueModel | None = None,
+    tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
 ) -> SampledTrajectory:
     """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
 
     Both ramps are C² quintics (:func:`ramp`, :func:`stop_ramp`); the result is
-    sampled every ``1 / rate_hz`` from 0 (quintic interpolation where the
-    trajectory is sampled differently) and passes :func:`check_trajectory`.
+    sampled every ``1 / rate_hz`` from 0 (the controller's quintic through the
+    trajectory's points where it is sampled differently). The controller's motion
+    through the result keeps ``limits`` (:func:`check_trajectory`), stays within
+    ``tolerance_rad`` of the motion through the original points when resampled
+    (:func:`check_sampling`), and, with ``torque_model``, keeps the effort limits.
 
     Raises
     ------
-    LimitViolationError
+    LimitViolationError, SamplingRateError
         Naming the first violation when the motion leaves ``limits``.
     """
     first = (trajectory.q[0], trajectory.dq[0], trajectory.ddq[0])
@@ -358,13 +465,13 @@ def playback_trajectory(
     ramp_out = stop_ramp(last, limits, rate_hz=rate_hz)
     whole = concatenate([_part(ramp_in, 0, -1), trajectory.shifted(-trajectory.time[0]), _part(ramp_out, 1, None)])
     step = 1.0 / rate_hz
-    if not np.allclose(np.diff(whole.time), step, rtol=0.0, atol=1e-9):
-        times = np.arange(int(np.floor(whole.time[-1] * rate_hz + 1e-9)) + 1) * step
-        if whole.time[-1] - times[-1] > 1e-9:
-            times = np.append(times, whole.time[-1])
-        q, dq, ddq = interpolate_trajectory(whole.time, whole.q, whole.dq, whole.ddq, times)
-        whole = SampledTrajectory(times, q, dq, ddq, whole.joint_names)
-    check_trajectory(whole, limits)
+    if np.allclose(np.diff(whole.time), step, rtol=0.0, atol=1e-9):
+        check_trajectory(whole, limits)
+    else:
+        native, whole = whole, resample(whole, rate_hz)
+        check_sampling(whole, native, limits, rate_hz=rate_hz, tolerance_rad=tolerance_rad)
+    if torque_model is not None:
+        check_torques(whole, limits, torque_model)
     return whole
 
 
@@ -403,6 +510,7 @@ class ExcitationNode(Node):
         self.robot = setup.robot
         self.settings = setup.settings
         self.limits = setup.limits
+        self.torque_model = setup.torque_model
         self._names = list(self.robot.joint_names)
         self._lock = threading.Lock()
         self._plan: ExcitationPlan | None = None
@@ -410,7 +518,8 @@ class ExcitationNode(Node):
         self._playback: _Playback | None = None
         self._state = "planning"
         self._refusal: str | None = None
-        self._joint_state: tuple[int, np.ndarray, np.ndarray | None] | None = None
+        self._joint_state: tuple[int, int, np.ndarray, np.ndarray | None] | None = None
+        """Arrival time (node clock, ns), ``header.stamp`` (ns), positions, velocities of the last joint state."""
         self._joint_state_error: str | None = None
         self._autostarted = False
         self._trajectory = self.create_publisher(JointTrajectory, self.config.output_topic, COMMAND_QOS)
@@ -455,9 +564,17 @@ class ExcitationNode(Node):
     def _run_planner(self, setup: ExcitationSetup) -> None:
         try:
             if self.config.mode == "file":
-                plan = plan_from_file(self.config.file, setup.robot, setup.limits)
+                plan = plan_from_file(
+                    self.config.file,
+                    setup.robot,
+                    setup.limits,
+                    setup.torque_model,
+                    tolerance_rad=setup.settings.interpolation_tolerance_rad,
+                )
             else:
-                plan = plan_excitation(setup.robot, setup.drive_chain, setup.drive_terms, setup.settings)
+                plan = plan_excitation(
+                    setup.robot, setup.drive_chain, setup.drive_terms, setup.settings, torque_model=setup.torque_model
+                )
         except Exception as error:  # noqa: BLE001 - a planner thread that dies silently would leave "planning" forever
             with self._lock:
                 self._plan_error = str(error)
@@ -480,8 +597,14 @@ class ExcitationNode(Node):
         if q is None:
             self._joint_state_error = "/joint_states carries no positions"
             return
+        for name, values in (("position", q), ("velocity", dq)):
+            if values is not None and not np.all(np.isfinite(values)):
+                joint = int(np.argmax(~np.isfinite(values)))
+                self._joint_state_error = f"{self._names[joint]} has a non-finite {name} ({values[joint]})"
+                return
         self._joint_state_error = None
-        self._joint_state = (self._now_ns(), q, dq)
+        stamp_ns = message.header.stamp.sec * NS_PER_S + message.header.stamp.nanosec
+        self._joint_state = (self._now_ns(), stamp_ns, q, dq)
 
     def _refuse(self, reason: str) -> Trigger.Response:
         self._refusal = reason
@@ -490,18 +613,35 @@ class ExcitationNode(Node):
         return Trigger.Response(success=False, message=reason)
 
     def _measured_rest_position(self, now_ns: int) -> tuple[np.ndarray | None, str]:
-        """The measured position when it is fresh and the robot is at rest, else why not."""
+        """The measured position when it is fresh and the robot is at rest, else why not.
+
+        Fresh means both received and stamped within ``stale_timeout_s`` of the node
+        clock: a zero stamp, a stamp in the future or an old stamp is stale whenever it
+        arrived (a driver that replays or a clock that is off must not start motion).
+        """
         if self._joint_state_error is not None:
             return None, f"joint states are unusable: {self._joint_state_error}"
         if self._joint_state is None:
             return None, "joint states are stale: none received on /joint_states"
-        received_ns, q, dq = self._joint_state
+        received_ns, stamp_ns, q, dq = self._joint_state
+        timeout = self.config.stale_timeout_s
         age_s = (now_ns - received_ns) / NS_PER_S
-        if age_s > self.config.stale_timeout_s:
+        if age_s > timeout:
+            return None, f"joint states are stale: the last arrived {age_s:.3f} s ago (stale_timeout_s = {timeout} s)"
+        if stamp_ns == 0:
+            return None, "joint states are stale: header.stamp is 0, so their age cannot be told"
+        stamp_age_s = (now_ns - stamp_ns) / NS_PER_S
+        if stamp_age_s > timeout:
             return (
                 None,
-                f"joint states are stale: the last is {age_s:.3f} s old"
-                f" (stale_timeout_s = {self.config.stale_timeout_s} s)",
+                f"joint states are stale: the last is stamped {stamp_age_s:.3f} s before the node clock"
+                f" (stale_timeout_s = {timeout} s; use_sim_time must match the driver's clock)",
+            )
+        if stamp_age_s < -timeout:
+            return (
+                None,
+                f"joint states are stale: the last is stamped {-stamp_age_s:.3f} s after the node clock"
+                f" (stale_timeout_s = {timeout} s; use_sim_time must match the driver's clock)",
             )
         if dq is not None:
             moving = np.abs(dq) > REST_VELOCITY_FRACTION * self.limits.velocity
@@ -527,7 +667,14 @@ class ExcitationNode(Node):
         if q_now is None:
             return self._refuse(reason)
         try:
-            motion = playback_trajectory(plan.trajectory, q_now, self.limits, rate_hz=self.settings.rate_hz)
+            motion = playback_trajectory(
+                plan.trajectory,
+                q_now,
+                self.limits,
+                rate_hz=self.settings.rate_hz,
+                torque_model=self.torque_model,
+                tolerance_rad=self.settings.interpolation_tolerance_rad,
+            )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")
         self._playback = _Playback(motion, now_ns + round(START_LEAD_S * NS_PER_S))

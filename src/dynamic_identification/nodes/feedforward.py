@@ -14,7 +14,7 @@ identified IDIM with ``tanh(k q̇)`` Coulomb friction (seed 004 §IV.C). It is l
 from ``parameters_file`` at start, and every message on ``parameters_topic``
 replaces it (the topic carries the latest estimate). The desired ``q, q̇, q̈`` are
 interpolated from the trajectory's points at the node clock's time
-(:func:`~dynamic_identification.core.simulation.interpolate_trajectory`, from
+(:func:`~dynamic_identification.core.excitation.trajectory.interpolate_trajectory`, from
 ``header.stamp``; 0 means "on receipt"), the way ``joint_trajectory_controller``
 does; after the last point the node keeps publishing the feedforward of that point
 at rest (gravity and offsets), as the controller keeps holding it. Joints a
@@ -38,9 +38,9 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
-from dynamic_identification.core.simulation import interpolate_trajectory
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, load_parameters, parse_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, float64_multi_array, time_message, trajectory_points

@@ -27,12 +27,12 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,
     SimulationSettings,
-    interpolate_trajectory,
 )
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,

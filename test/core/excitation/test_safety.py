@@ -58,10 +58,11 @@ def test_the_first_violation_in_time_is_named(arm6: RobotModel) -> None:
     with pytest.raises(LimitViolationError) as caught:
         check_trajectory(trajectory, limits)
     error = caught.value
-    assert (error.joint, error.quantity) == ("joint_5", "position")
-    assert error.time_s == pytest.approx(0.4)
-    assert error.limit == pytest.approx(limits.upper[4])
-    assert "joint_5 at t = 0.4000 s: position" in str(error)
+    # The controller's quintic toward the spike at 0.4 s breaks a limit before it arrives there.
+    assert error.joint == "joint_5"
+    assert 0.39 <= error.time_s < 0.4
+    assert error.between_points
+    assert "between published points" in str(error)
 
 
 def test_non_finite_values_are_violations(arm6: RobotModel) -> None:

@@ -32,13 +32,19 @@ import scipy.stats.qmc
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
-from dynamic_identification.core.excitation.safety import JointLimits, LimitUsage, check_trajectory, limit_usage
+from dynamic_identification.core.excitation.safety import (
+    CHECK_RATE_HZ,
+    TORQUE_CHECK_RATE_HZ,
+    JointLimits,
+    LimitUsage,
+    TorqueModel,
+    check_torques,
+    check_trajectory,
+    limit_usage,
+)
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix
-
-CHECK_RATE_HZ = 1000.0
-"""Rate at which the final trajectory is fitted to the limits and checked, Hz."""
 
 _FILL = 1.0 - 1e-4
 """Fraction of a limit a fitted trajectory reaches on its grid; the rest covers peaks between samples."""
@@ -357,14 +363,51 @@ def _into_box(trajectory: FourierTrajectory, tool: _Tool, grid: np.ndarray, *, s
     return trajectory if scale == 1.0 else trajectory.scaled(scale)
 
 
+def _torque_ratio(torques: np.ndarray, limits: JointLimits) -> float:
+    """Largest ``|τ| / τ_max`` over the joints of known effort limit."""
+    known = np.isfinite(limits.effort)
+    return float(np.max(np.abs(torques[:, known]) / limits.effort[known], initial=0.0))
+
+
+def _within_torques(
+    trajectory: FourierTrajectory, limits: JointLimits, model: TorqueModel, grid: np.ndarray, *, steps: int
+) -> FourierTrajectory:
+    """Scale all joints toward the offset pose until ``model``'s torques on ``grid`` keep the effort limits.
+
+    Raises
+    ------
+    IdentificationError
+        When even the offset pose at rest needs more than the limits (gravity alone).
+    """
+    torques = model.torques(*trajectory.evaluate(grid))
+    if _torque_ratio(torques, limits) <= 1.0:
+        return trajectory
+    rest = trajectory.scaled(0.0)
+    at_rest = model.torques(*rest.evaluate(grid[:1]))
+    if _torque_ratio(at_rest, limits) > 1.0:
+        raise IdentificationError(
+            f"holding the offset pose at rest already needs {np.round(at_rest[0], 3).tolist()} N·m,"
+            f" beyond the effort limits {np.round(limits.effort, 3).tolist()} N·m ({model.source})"
+        )
+    feasible, infeasible = 0.0, 1.0
+    for _ in range(steps):
+        middle = 0.5 * (feasible + infeasible)
+        if _torque_ratio(model.torques(*trajectory.scaled(middle).evaluate(grid)), limits) <= 1.0:
+            feasible = middle
+        else:
+            infeasible = middle
+    return trajectory.scaled(feasible)
+
+
 def _dense_grid(trajectory: FourierTrajectory) -> np.ndarray:
     return _period_grid(trajectory, max(int(np.ceil(trajectory.period_s * CHECK_RATE_HZ)), _FIT_SAMPLES))
 
 
 def _finalise(
-    trajectory: FourierTrajectory, limits: JointLimits, tool: _Tool | None
+    trajectory: FourierTrajectory, limits: JointLimits, tool: _Tool | None, torque_model: TorqueModel | None = None
 ) -> tuple[FourierTrajectory, LimitUsage]:
-    """Fit at :data:`CHECK_RATE_HZ`, keep the box, then check; returns the trajectory and its limit usage."""
+    """Fit at :data:`CHECK_RATE_HZ`, keep the box and the torques, then check; returns the trajectory and its
+    limit usage."""
     grid = _dense_grid(trajectory)
     fitted = fit_to_limits(trajectory, limits, samples=grid.shape[0])
     if tool is not None:
@@ -372,8 +415,13 @@ def _finalise(
         excess = tool.excess(fitted.evaluate(grid)[0])
         if excess > 0.0:
             raise IdentificationError(f"the excitation leaves the workspace box by {excess:.3g} m")
+    if torque_model is not None and np.isfinite(limits.effort).any():
+        step = max(1, int(round(CHECK_RATE_HZ / TORQUE_CHECK_RATE_HZ)))
+        fitted = _within_torques(fitted, limits, torque_model, grid[::step], steps=20)
     sampled = sample(fitted, grid, limits.joint_names)
     check_trajectory(sampled, limits)
+    if torque_model is not None:
+        check_torques(sampled, limits, torque_model)
     return fitted, limit_usage(sampled, limits)
 
 
@@ -385,6 +433,7 @@ def random_fourier(
     harmonics: int = 5,
     seed: int = 0,
     workspace: Workspace | None = None,
+    torque_model: TorqueModel | None = None,
 ) -> FourierTrajectory:
     """The random-coefficient baseline: same limits (and workspace), no optimisation.
 
@@ -409,7 +458,7 @@ def random_fourier(
         cosine=rng.normal(size=(harmonics, n)),
     )
     tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
-    trajectory, _ = _finalise(raw, effective, tool)
+    trajectory, _ = _finalise(raw, effective, tool, torque_model)
     return trajectory
 
 
@@ -441,8 +490,10 @@ class _Search:
         fundamental_hz: float,
         harmonics: int,
         samples: int,
+        torque_model: TorqueModel | None = None,
     ) -> None:
         self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
+        self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
         self.limits, self.tool = limits, tool
         self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
         self.centre, self.half = _half_ranges(limits)
@@ -487,7 +538,7 @@ class _Search:
             raise _BudgetSpent
         self.evaluations += 1
         trajectory = self.decode(np.asarray(x, dtype=float))
-        qs, qc, vs, vc, acs, acc = self.cost_basis
+        qs, qc, _, _, _, _ = self.cost_basis
         deviation = qs @ trajectory.sine + qc @ trajectory.cosine
         scale = 1.0
         if self.tool is not None:
@@ -496,13 +547,40 @@ class _Search:
                 value = _INFEASIBLE_COST + self.tool.excess(trajectory.offsets[None, :])
                 return self._record(x, value)
             scale = shrink
-        sine, cosine = trajectory.sine * scale, trajectory.cosine * scale
-        q = trajectory.offsets + scale * deviation
-        dq = vs @ sine + vc @ cosine
-        ddq = acs @ sine + acc @ cosine
-        observed = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
+        observed = self._observed(trajectory, scale)
+        model = self.torque_model
+        if model is not None and _torque_ratio(self._torques(model, observed, trajectory, scale), self.limits) > 1.0:
+            feasible, infeasible = 0.0, scale
+            for _ in range(_BOX_BISECTIONS):
+                middle = 0.5 * (feasible + infeasible)
+                trial = self._observed(trajectory, middle)
+                if _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0:
+                    feasible = middle
+                else:
+                    infeasible = middle
+            if feasible == 0.0:
+                return self._record(x, _INFEASIBLE_COST)
+            observed = self._observed(trajectory, feasible)
         kappa = _gram_condition(_gram(self.base.select(observed).reshape(-1, self.base.count)))
         return self._record(x, float(np.log(min(kappa, 1e12))))
+
+    def _motion(self, trajectory: FourierTrajectory, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``q, q̇, q̈`` on the cost grid of ``trajectory`` with its oscillation scaled by ``scale``."""
+        qs, qc, vs, vc, acs, acc = self.cost_basis
+        sine, cosine = trajectory.sine * scale, trajectory.cosine * scale
+        return trajectory.offsets + qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine
+
+    def _observed(self, trajectory: FourierTrajectory, scale: float) -> np.ndarray:
+        q, dq, ddq = self._motion(trajectory, scale)
+        return observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
+
+    def _torques(
+        self, model: TorqueModel, observed: np.ndarray, trajectory: FourierTrajectory, scale: float
+    ) -> np.ndarray:
+        """Torques of ``model`` on the cost grid, from ``observed`` when it shares the model's columns."""
+        if model.drive_chain is self.drive_chain and model.terms == self.terms and model.robot is self.robot:
+            return observed @ model.standard
+        return model.torques(*self._motion(trajectory, scale))
 
     def _record(self, x: np.ndarray, value: float) -> float:
         if value < self.best_cost:
@@ -529,6 +607,7 @@ def optimise_fourier(
     samples: int = 200,
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
+    torque_model: TorqueModel | None = None,
 ) -> ExcitationDesign:
     """Fourier excitation minimising the condition number of the normalised base observation matrix.
 
@@ -560,6 +639,10 @@ def optimise_fourier(
         Cost-evaluation budget. With it and ``time_budget_s=math.inf`` the result
         depends only on ``seed``: use both for reproducible designs (a finite time
         budget may stop a loaded machine's search earlier).
+    torque_model
+        Joint torques of a candidate (nominal or identified model): a candidate whose
+        torques exceed ``limits.effort`` is scaled toward its offset pose until they
+        keep them (a constraint of the search, not a penalty).
 
     Raises
     ------
@@ -588,6 +671,7 @@ def optimise_fourier(
         fundamental_hz=float(fundamental_hz),
         harmonics=harmonics,
         samples=samples,
+        torque_model=torque_model,
     )
     total = np.inf if max_evaluations is None else float(max_evaluations)
     bounds = [(-1.0, 1.0)] * search.size
@@ -614,7 +698,7 @@ def optimise_fourier(
         raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
-    trajectory, usage = _finalise(search.decode(search.best_x), effective, tool)
+    trajectory, usage = _finalise(search.decode(search.best_x), effective, tool, torque_model)
     return ExcitationDesign(
         trajectory=trajectory,
         condition_number=condition_number(robot, drive_chain, terms, base, trajectory, samples=samples),

@@ -10,16 +10,19 @@ Modes (issue: excitation):
   stand-in for the robot's real job.
 
 The trajectory is repeated ``periods`` times (Fourier series join seamlessly;
-other modes return to their start through a C² ramp) and always passes
-:func:`~dynamic_identification.core.excitation.safety.check_trajectory`.
+other modes return to their start through a C² ramp). What the controller will
+execute between the published points is checked against every limit, the
+interpolation tolerance and the effort limits (:func:`plan_excitation`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
     optimise_fourier,
@@ -28,9 +31,13 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.process import default_process_areas, pick_and_place, square
 from dynamic_identification.core.excitation.safety import (
+    CHECK_RATE_HZ,
     JointLimits,
     LimitUsage,
-    check_trajectory,
+    LimitViolationError,
+    TorqueModel,
+    check_sampling,
+    check_torques,
     limit_usage,
     ramp,
 )
@@ -40,107 +47,231 @@ from dynamic_identification.core.excitation.trajectory import SampledTrajectory,
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import base_parameters
 
+PLANNING_RATE_HZ = CHECK_RATE_HZ
+"""The planned motion is built at least this densely (a multiple of ``rate_hz``), Hz; the published
+points are every k-th of its samples, and the controller's motion through them is compared with it."""
+
+PLANNING_HEADROOM = 0.99
+"""Plans use this fraction of the velocity, acceleration and jerk limits (and keep the interpolation
+tolerance from the position limits), so the controller's interpolation between published points,
+which overshoots the planned peaks slightly, still keeps the limits."""
+
+SLOWER_FACTOR = 0.8
+"""Segmented and process plans whose torques exceed the effort limits are re-planned this much slower."""
+
+SLOWER_ATTEMPTS = 6
+"""Re-plans before a torque excess is refused (down to 0.8⁵ ≈ 33 % of the speed and acceleration limits)."""
+
 
 @dataclass(frozen=True)
 class ExcitationPlan:
     """A checked trajectory and what it achieves.
 
-    ``condition_number`` is that of the column-normalised base observation matrix
-    along the trajectory (infinite when some base parameter is not excited).
+    ``trajectory`` holds the points to publish (every ``1 / rate_hz``); the motion the
+    controller executes through them keeps ``limits`` (position, velocity,
+    acceleration, jerk, torque) and stays within the interpolation tolerance of the
+    planned motion. ``condition_number`` is that of the column-normalised base
+    observation matrix along the trajectory (infinite when some base parameter is not
+    excited, ``None`` when not computed, e.g. for a trajectory file); ``torque_usage``
+    the largest fraction of an effort limit the motion needs under ``torque_source``
+    (0 when no effort limit is known).
     """
 
     trajectory: SampledTrajectory
     limits: JointLimits
     usage: LimitUsage
-    condition_number: float
+    condition_number: float | None
     description: str
+    torque_usage: float = 0.0
+    torque_source: str = ""
 
 
 def plan_excitation(
-    robot: RobotModel, drive_chain: DriveChain, terms: DriveTerms, settings: ExcitationSettings
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    settings: ExcitationSettings,
+    *,
+    torque_model: TorqueModel | None = None,
 ) -> ExcitationPlan:
-    """Build the trajectory the settings ask for, repeat it, and check it against the limits."""
+    """Build the trajectory the settings ask for, repeat it, and check what the controller will execute.
+
+    The motion is planned at a multiple of ``settings.rate_hz`` of at least
+    :data:`PLANNING_RATE_HZ`; the published points are its samples every ``1 / rate_hz``.
+    Then, in order:
+
+    1. the controller's quintic through the points must stay within
+       ``settings.interpolation_tolerance_rad`` of the planned motion and within every
+       kinematic limit (:func:`~.safety.check_sampling`; a too low rate is refused with
+       the lowest rate that works);
+    2. the torques the motion needs under ``torque_model`` (default: the URDF's nominal
+       model, :meth:`~.safety.TorqueModel.nominal`) must keep the effort limits: a
+       Fourier series is scaled toward its offset pose until they do (inside the
+       optimisation), a segmented or process plan is re-planned slower
+       (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times), else refused.
+
+    Raises
+    ------
+    LimitViolationError, SamplingRateError, IdentificationError
+        Naming the first violation, the rate needed, or why no plan exists.
+    """
     limits = settings.limits(robot)
+    tolerance = settings.interpolation_tolerance_rad
+    planning = limits.slower(PLANNING_HEADROOM).restricted(
+        lower=limits.lower + tolerance, upper=limits.upper - tolerance
+    )
+    model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
+    factor = max(1, int(np.ceil(PLANNING_RATE_HZ / settings.rate_hz - 1e-9)))
+    dense_rate = settings.rate_hz * factor
     condition: float | None = None
     if settings.mode == "fourier":
-        if settings.optimise:
-            design = optimise_fourier(
-                robot,
-                drive_chain,
-                terms,
-                limits,
-                fundamental_hz=settings.fundamental_hz,
-                harmonics=settings.harmonics,
-                workspace=_workspace(settings),
-                seed=settings.seed,
-                time_budget_s=settings.time_budget_s,
-                max_evaluations=settings.max_evaluations or None,
-            )
-            fourier, condition = design.trajectory, design.condition_number
-            description = f"optimised Fourier series, condition number {condition:.3g}"
-        else:
-            fourier = random_fourier(
-                robot,
-                limits,
-                fundamental_hz=settings.fundamental_hz,
-                harmonics=settings.harmonics,
-                seed=settings.seed,
-                workspace=_workspace(settings),
-            )
-            description = "random Fourier series fitted into the limits"
-        duration = settings.periods * fourier.period_s
-        steps = int(round(duration * settings.rate_hz))
-        trajectory = sample(fourier, np.arange(steps + 1) / settings.rate_hz, robot.joint_names)
-        description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
+        reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, dense_rate)
     else:
-        if settings.mode == "segmented":
-            one = default_segmented_trajectory(
-                robot,
-                limits,
-                fundamental_hz=settings.fundamental_hz,
-                harmonics=settings.harmonics,
-                rate_hz=settings.rate_hz,
-                seed=settings.seed,
-            ).trajectory
-            description = f"segmented per-joint-fixed trajectory, {robot.n_joints} segments"
-        else:
-            areas = default_process_areas(robot, settings.frame, limits=limits)
-            common = {
-                "rate_hz": settings.rate_hz,
-                "frame": areas["frame"],
-                "q_seed": areas["q_seed"],
-                "orientation": areas["orientation"],
-            }
-            if settings.process == "pick_and_place":
-                one = pick_and_place(
-                    robot,
-                    limits,
-                    area_a=areas["area_a"],
-                    area_b=areas["area_b"],
-                    cycles=settings.cycles,
-                    seed=settings.seed,
-                    lift_m=areas["lift_m"],
-                    **common,
-                )
-                description = f"pick-and-place process, {settings.cycles} cycle(s)"
-            else:
-                one = square(
-                    robot, limits, centre=areas["centre"], side_m=areas["side_m"], laps=settings.cycles, **common
-                )
-                description = f"horizontal square process, {settings.cycles} lap(s)"
-        trajectory = _repeated(one, settings.periods, limits, settings.rate_hz)
-        if settings.periods > 1:
-            description += f", repeated {settings.periods} times"
-    check_trajectory(trajectory, limits)
+        reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
+    if settings.periods > 1:
+        description += f", repeated {settings.periods} times" if settings.mode != "fourier" else ""
+    points = _subsampled(reference, factor)
+    check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
+    torque_usage = check_torques(points, limits, model)
     if condition is None:
         base = base_parameters(robot, drive_chain, terms)
-        condition = sampled_condition_number(robot, drive_chain, terms, base, trajectory)
+        condition = sampled_condition_number(robot, drive_chain, terms, base, points)
     return ExcitationPlan(
-        trajectory=trajectory,
+        trajectory=points,
         limits=limits,
-        usage=limit_usage(trajectory, limits),
+        usage=limit_usage(points, limits),
         condition_number=condition,
         description=description,
+        torque_usage=torque_usage,
+        torque_source=model.source,
+    )
+
+
+def _fourier(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    settings: ExcitationSettings,
+    limits: JointLimits,
+    model: TorqueModel,
+    rate_hz: float,
+) -> tuple[SampledTrajectory, str, float | None]:
+    """The Fourier reference motion at ``rate_hz``, its description and (when optimised) its condition number."""
+    condition: float | None = None
+    if settings.optimise:
+        design = optimise_fourier(
+            robot,
+            drive_chain,
+            terms,
+            limits,
+            fundamental_hz=settings.fundamental_hz,
+            harmonics=settings.harmonics,
+            workspace=_workspace(settings),
+            seed=settings.seed,
+            time_budget_s=settings.time_budget_s,
+            max_evaluations=settings.max_evaluations or None,
+            torque_model=model,
+        )
+        fourier, condition = design.trajectory, design.condition_number
+        description = f"optimised Fourier series, condition number {condition:.3g}"
+    else:
+        fourier = random_fourier(
+            robot,
+            limits,
+            fundamental_hz=settings.fundamental_hz,
+            harmonics=settings.harmonics,
+            seed=settings.seed,
+            workspace=_workspace(settings),
+            torque_model=model,
+        )
+        description = "random Fourier series fitted into the limits"
+    duration = settings.periods * fourier.period_s
+    steps = int(round(duration * settings.rate_hz)) * int(round(rate_hz / settings.rate_hz))
+    reference = sample(fourier, np.arange(steps + 1) / rate_hz, robot.joint_names)
+    return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
+
+
+_Builder = Callable[[JointLimits, float], tuple[SampledTrajectory, str]]
+"""A segmented or process planner: limits and sampling rate (Hz) → trajectory and description."""
+
+
+def _builder(robot: RobotModel, settings: ExcitationSettings) -> _Builder:
+    """The segmented or process planner of ``settings``, as a function of the limits and the rate."""
+
+    def segmented(limits: JointLimits, rate_hz: float) -> tuple[SampledTrajectory, str]:
+        one = default_segmented_trajectory(
+            robot,
+            limits,
+            fundamental_hz=settings.fundamental_hz,
+            harmonics=settings.harmonics,
+            rate_hz=rate_hz,
+            seed=settings.seed,
+        ).trajectory
+        return _repeated(one, settings.periods, limits, rate_hz), (
+            f"segmented per-joint-fixed trajectory, {robot.n_joints} segments"
+        )
+
+    def process(limits: JointLimits, rate_hz: float) -> tuple[SampledTrajectory, str]:
+        areas = default_process_areas(robot, settings.frame, limits=limits)
+        common = {
+            "rate_hz": rate_hz,
+            "frame": areas["frame"],
+            "q_seed": areas["q_seed"],
+            "orientation": areas["orientation"],
+        }
+        if settings.process == "pick_and_place":
+            one = pick_and_place(
+                robot,
+                limits,
+                area_a=areas["area_a"],
+                area_b=areas["area_b"],
+                cycles=settings.cycles,
+                seed=settings.seed,
+                lift_m=areas["lift_m"],
+                **common,
+            )
+            description = f"pick-and-place process, {settings.cycles} cycle(s)"
+        else:
+            one = square(robot, limits, centre=areas["centre"], side_m=areas["side_m"], laps=settings.cycles, **common)
+            description = f"horizontal square process, {settings.cycles} lap(s)"
+        return _repeated(one, settings.periods, limits, rate_hz), description
+
+    return segmented if settings.mode == "segmented" else process
+
+
+def _slower_until_torques_fit(
+    limits: JointLimits,
+    model: TorqueModel,
+    rate_hz: float,
+    build: _Builder,
+) -> tuple[SampledTrajectory, str]:
+    """Plan with ``limits``; while the torques exceed the effort limits, plan again slower."""
+    last_error: LimitViolationError | None = None
+    for attempt in range(SLOWER_ATTEMPTS):
+        speed = SLOWER_FACTOR**attempt
+        trajectory, description = build(limits.slower(speed) if attempt else limits, rate_hz)
+        try:
+            check_torques(trajectory, limits, model)
+        except LimitViolationError as error:
+            last_error = error
+            continue
+        if attempt:
+            description += f", slowed to {speed:.0%} of the speed limits to keep the effort limits"
+        return trajectory, description
+    slowest = SLOWER_FACTOR ** (SLOWER_ATTEMPTS - 1)
+    raise IdentificationError(
+        f"the motion needs more torque than the effort limits allow even at {slowest:.0%} of the speed limits"
+        f" ({model.source}): {last_error}"
+    )
+
+
+def _subsampled(reference: SampledTrajectory, factor: int) -> SampledTrajectory:
+    """Every ``factor``-th sample of ``reference``, its last sample always included."""
+    index = np.arange(0, reference.time.shape[0], factor)
+    if index[-1] != reference.time.shape[0] - 1:
+        index = np.append(index, reference.time.shape[0] - 1)
+    return SampledTrajectory(
+        reference.time[index], reference.q[index], reference.dq[index], reference.ddq[index], reference.joint_names
     )
 
 

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,126 @@ def concatenate(parts: Sequence[SampledTrajectory]) -> SampledTrajectory:
         ddq=np.concatenate([part.ddq for part in shifted]),
         joint_names=names,
     )
+
+
+def quintic_coefficients(
+    duration_s: float | np.ndarray,
+    start: tuple[np.ndarray, np.ndarray, np.ndarray],
+    end: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, ...]:
+    """Coefficients ``c0 … c5`` of the quintic ``q(s) = Σ c_i s^i`` between two ``(q, q̇, q̈)``, ``duration_s`` apart.
+
+    The unique polynomial of degree five that meets position, velocity and
+    acceleration at both ends: the interpolation of ``joint_trajectory_controller``
+    between two points that carry all three, and the shape of every ramp. Arrays
+    broadcast (one duration per row, one column per joint).
+    """
+    q0, v0, a0 = (np.asarray(x, dtype=float) for x in start)
+    q1, v1, a1 = (np.asarray(x, dtype=float) for x in end)
+    h = np.asarray(duration_s, dtype=float)
+    delta = q1 - q0
+    c3 = (20.0 * delta - (8.0 * v1 + 12.0 * v0) * h - (3.0 * a0 - a1) * h**2) / (2.0 * h**3)
+    c4 = (-30.0 * delta + (14.0 * v1 + 16.0 * v0) * h + (3.0 * a0 - 2.0 * a1) * h**2) / (2.0 * h**4)
+    c5 = (12.0 * delta - 6.0 * (v1 + v0) * h + (a1 - a0) * h**2) / (2.0 * h**5)
+    return q0, v0, 0.5 * a0, c3, c4, c5
+
+
+def controller_motion(
+    times: np.ndarray,
+    positions: np.ndarray,
+    velocities: np.ndarray | None,
+    accelerations: np.ndarray | None,
+    t: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The motion a trajectory controller executes through way points: ``q, q̇, q̈`` and jerk at ``t``.
+
+    The rule of ``joint_trajectory_controller`` (``interpolation_method: splines``):
+    between two points, a quintic polynomial when velocities and accelerations are
+    given, a cubic Hermite polynomial when only velocities are, a straight line
+    otherwise. Before the first point the first point is held; after the last point
+    its position is held at rest. This is what the robot is asked to do between
+    published points, so it is what every safety check evaluates.
+
+    Parameters
+    ----------
+    times
+        Strictly increasing way-point times ``(K,)``, s.
+    positions, velocities, accelerations
+        Way points ``(K, n)`` in rad, rad/s, rad/s²; ``None`` when absent.
+    t
+        A time (returns ``(n,)`` arrays) or times ``(M,)`` (returns ``(M, n)``), s.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Positions (rad), velocities (rad/s), accelerations (rad/s²) and jerks (rad/s³).
+
+    Raises
+    ------
+    DataError
+        When the way points are malformed (sizes, times not increasing).
+    """
+    knots = np.asarray(times, dtype=float)
+    p = np.atleast_2d(np.asarray(positions, dtype=float))
+    if knots.ndim != 1 or knots.shape[0] != p.shape[0] or knots.shape[0] == 0:
+        raise DataError(f"times must have shape ({p.shape[0]},) and be non-empty, got {knots.shape}")
+    if np.any(np.diff(knots) <= 0.0):
+        index = int(np.argmax(np.diff(knots) <= 0.0)) + 1
+        raise DataError(f"times must increase strictly: times[{index}] = {knots[index]} s")
+    for name, value in (("velocities", velocities), ("accelerations", accelerations)):
+        if value is not None and np.shape(value) != p.shape:
+            raise DataError(f"{name} must have shape {p.shape}, got {np.shape(value)}")
+    v = None if velocities is None else np.asarray(velocities, dtype=float)
+    a = None if accelerations is None or v is None else np.asarray(accelerations, dtype=float)
+    scalar = np.ndim(t) == 0
+    query = np.atleast_1d(np.asarray(t, dtype=float))
+    segment = np.clip(np.searchsorted(knots, query, side="right") - 1, 0, max(knots.shape[0] - 2, 0))
+    q_out = np.empty((query.shape[0], p.shape[1]))
+    dq_out = np.zeros_like(q_out)
+    ddq_out = np.zeros_like(q_out)
+    jerk_out = np.zeros_like(q_out)
+    before = query <= knots[0]
+    after = query >= knots[-1]
+    inside = ~(before | after)
+    q_out[before] = p[0]
+    if v is not None:
+        dq_out[before] = v[0]
+    if a is not None:
+        ddq_out[before] = a[0]
+    q_out[after] = p[-1]
+    if np.any(inside):
+        k = segment[inside]
+        h = (knots[k + 1] - knots[k])[:, None]
+        s = (query[inside] - knots[k])[:, None]
+        p0, p1 = p[k], p[k + 1]
+        delta = p1 - p0
+        if v is None:
+            q_out[inside] = p0 + delta * s / h
+            dq_out[inside] = delta / h
+        else:
+            v0, v1 = v[k], v[k + 1]
+            if a is None:
+                c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
+                c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
+                c4 = c5 = np.zeros_like(p0)
+            else:
+                _, _, c2, c3, c4, c5 = quintic_coefficients(h, (p0, v0, a[k]), (p1, v1, a[k + 1]))
+            q_out[inside] = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+            dq_out[inside] = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+            ddq_out[inside] = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+            jerk_out[inside] = 6.0 * c3 + s * (24.0 * c4 + s * 60.0 * c5)
+    if scalar:
+        return q_out[0], dq_out[0], ddq_out[0], jerk_out[0]
+    return q_out, dq_out, ddq_out, jerk_out
+
+
+def interpolate_trajectory(
+    times: np.ndarray,
+    positions: np.ndarray,
+    velocities: np.ndarray | None,
+    accelerations: np.ndarray | None,
+    t: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Desired ``q, q̇, q̈`` at time(s) ``t``: :func:`controller_motion` without the jerk."""
+    q, dq, ddq, _ = controller_motion(times, positions, velocities, accelerations, t)
+    return q, dq, ddq
