@@ -29,11 +29,13 @@ from dynamic_identification.core.identification import (
     predict_torques,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.plausibility import ImplausibleModelError, model_problems
 from dynamic_identification.core.regression_models import ModelEstimate, identify_model
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
-from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings
+from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
 from dynamic_identification.io.parameters import (
     ParameterFile,
+    identified_torque_model,
     load_parameters,
     write_parameters_atomic,
 )
@@ -185,6 +187,40 @@ def _check_output(out: Path) -> None:
         raise DataError(f"output folder {out.parent} does not exist (--out {out})")
 
 
+ACCEPT_IMPLAUSIBLE_HINT = "nothing written; --accept-implausible writes it anyway"
+
+
+def _plausibility(
+    robot: RobotModel,
+    config: IdentificationConfig,
+    names: tuple[str, ...] | list[str],
+    values: np.ndarray,
+    predicted_peak: np.ndarray,
+    *,
+    accept: bool,
+    unusable: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The plausibility gates of an identified model: the ``quality.plausibility`` entry, or the refusal.
+
+    Raises
+    ------
+    ImplausibleModelError
+        Listing every failed gate, unless ``accept``.
+    """
+    problems = unusable + model_problems(
+        config.plausibility_bounds(robot), names, values, predicted_peak=predicted_peak
+    )
+    if problems and not accept:
+        raise ImplausibleModelError(problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
+    return {"ok": not problems, "problems": list(problems)}
+
+
+def _plausibility_report(plausibility: dict[str, Any]) -> str:
+    if plausibility["ok"]:
+        return "plausibility: ok (torques within the effort limits, physically possible values)"
+    return "WARNING: implausible model written (--accept-implausible): " + "; ".join(plausibility["problems"])
+
+
 def identify_file(
     *,
     urdf: Path,
@@ -193,22 +229,35 @@ def identify_file(
     out: Path,
     bag: Path | None = None,
     model: str | None = None,
+    accept_implausible: bool = False,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
     regression model of seed 003; ``"dynamic"`` is the IDIM with reduction and quality
-    figures of seed 000, the others go through :func:`identify_model_file`.
+    figures of seed 000, the others go through :func:`identify_model_file`. A model
+    that fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`)
+    is refused unless ``accept_implausible``.
     """
     _check_output(out)
     robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
     chosen = model or parsed.model
     if chosen != "dynamic":
-        return identify_model_file(robot, parsed, drive_chain, recording, model=chosen, out=out)
+        return identify_model_file(
+            robot, parsed, drive_chain, recording, model=chosen, out=out, accept_implausible=accept_implausible
+        )
     result = identify_recording(robot, parsed, drive_chain, recording)
+    rows = result.observations
+    predicted = rows.observation_matrix[..., result.base.subset(result.names)] @ result.estimate.parameters
+    peak = np.abs(predicted).max(axis=0, where=rows.valid, initial=0.0)
+    plausibility = _plausibility(
+        robot, parsed, result.names, result.estimate.parameters, peak, accept=accept_implausible
+    )
     window = float(recording.time[-1] - recording.time[0])
-    write_parameters_atomic(out, parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window))
-    return format_result(result, robot.joint_names) + f"\nparameters written to {out}"
+    document = parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window)
+    write_parameters_atomic(out, replace(document, quality={**document.quality, "plausibility": plausibility}))
+    report = format_result(result, robot.joint_names)
+    return f"{report}\n{_plausibility_report(plausibility)}\nparameters written to {out}"
 
 
 def identify_model_file(
@@ -219,6 +268,7 @@ def identify_model_file(
     *,
     model: str,
     out: Path,
+    accept_implausible: bool = False,
 ) -> str:
     """Identify with one of seed 003's regression models, write the parameter YAML, report.
 
@@ -226,7 +276,9 @@ def identify_model_file(
     ``dynid predict`` and the feedforward unchanged. Its ``quality`` holds the model's own
     relative error (of energies or powers for those models) and, to compare models on
     one scale, the per-joint torque errors ``e_j``, ``e*_j`` (seed 004 eq. (11)-(12)) of
-    the predicted against the recorded torques where the joint moves.
+    the predicted against the recorded torques where the joint moves. A model that leaves
+    base parameters undetermined on this data (the supplied-energy model on one
+    trajectory) or fails a plausibility gate is refused unless ``accept_implausible``.
     """
     base = base_parameters(robot, drive_chain, config.drive_terms)
     settings = settings_from_config(config)
@@ -259,30 +311,54 @@ def identify_model_file(
         regression=model,
         stamp=wall_clock.time(),
     )
-    errors, relative = _torque_errors(robot, document, recording, settings.signal)
+    errors, relative, peak = _torque_errors(robot, document, recording, settings.signal)
+    undetermined = [name for name, excited in zip(base.names, estimate.excited, strict=True) if not excited]
+    unusable = (
+        (
+            f"the {model} model determines only {int(estimate.excited.sum())} of {base.count} base parameters on"
+            f" this data ({', '.join(undetermined[:6])}{' …' if len(undetermined) > 6 else ''}): it is unusable"
+            " here, use --model dynamic",
+        )
+        if undetermined
+        else ()
+    )
+    plausibility = _plausibility(
+        robot,
+        config,
+        [base.names[i] for i in kept],
+        values,
+        peak,
+        accept=accept_implausible,
+        unusable=unusable,
+    )
     quality = {
         "relative_error": float(estimate.relative_error),
         "joint_errors": _per_joint(joints, errors),
         "joint_relative_errors": _per_joint(joints, relative),
         "samples": int(recording.time.shape[0]),
         "window": float(recording.time[-1] - recording.time[0]),
+        "plausibility": plausibility,
     }
     write_parameters_atomic(out, replace(document, quality=quality))
-    return _format_model_estimate(estimate, base, joints, errors, relative) + f"\nparameters written to {out}"
+    report = _format_model_estimate(estimate, base, joints, errors, relative)
+    return f"{report}\n{_plausibility_report(plausibility)}\nparameters written to {out}"
 
 
 def _torque_errors(
     robot: RobotModel, document: ParameterFile, recording: Recording, signal: SignalSettings
-) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 004 eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seed 004 eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``,
+    and the largest predicted ``|τ̂_j|`` (N·m)."""
     effort, speed, covered = _prediction(robot, document, recording, signal)
+    peak = np.abs(effort[covered]).max(axis=0, initial=0.0)
     measured = recording.joint_torques(document.drive_chain())[covered]
     moving = speed[covered] >= signal.min_speed_rad_s
     counts = moving.sum(axis=0)
     absolute = np.where(moving, np.abs(effort[covered] - measured), 0.0).sum(axis=0)
     magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(counts > 0, absolute / counts, np.nan), np.where(counts > 0, absolute / magnitude, np.nan)
+        errors = np.where(counts > 0, absolute / counts, np.nan)
+        return errors, np.where(counts > 0, absolute / magnitude, np.nan), peak
 
 
 def _format_model_estimate(
@@ -372,17 +448,31 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     robot = load_robot(urdf, identification.joints)
-    plan = plan_excitation(robot, identification.drive_chain(robot.n_joints), identification.drive_terms, settings)
+    parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
+    torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
+    plan = plan_excitation(
+        robot,
+        identification.drive_chain(robot.n_joints),
+        identification.drive_terms,
+        settings,
+        torque_model=torque_model,
+    )
     write_trajectory_csv(out, plan.trajectory)
     usage = plan.usage
     lines = [
         f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {settings.rate_hz:g} Hz,"
         f" {plan.trajectory.time.shape[0]} samples",
         f"condition number of the base observation matrix: {plan.condition_number:.4g}",
-        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9}   (fractions of the limits with margins)",
+        f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
+        "the controller's quintic interpolation between the samples was checked at 1 kHz",
+        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
+        "   (fractions of the limits with margins)",
     ]
     for j, joint in enumerate(robot.joint_names):
-        lines.append(f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}")
+        lines.append(
+            f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
+            f" {usage.jerk[j]:>9.3f}"
+        )
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
 
@@ -525,7 +615,9 @@ def stream_file(
     settings = parsed.window_settings()
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
-    estimator = SlidingWindowEstimator(robot, drive_chain, parsed.drive_terms, settings)
+    estimator = SlidingWindowEstimator(
+        robot, drive_chain, parsed.drive_terms, settings, bounds=parsed.plausibility_bounds(robot)
+    )
     joints = robot.joint_names
     seconds: list[float] = []
     publishable = 0

@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=MODELS,
         help="regression model (seed 003; overrides estimation.model of --config, default 'dynamic', the IDIM)",
     )
+    identify.add_argument(
+        "--accept-implausible",
+        action="store_true",
+        help="write a model that fails the plausibility gates (torques beyond plausibility.effort_factor effort"
+        " limits, impossible friction or masses, an unusable regression model) instead of refusing it;"
+        " the file records the problems under quality.plausibility",
+    )
 
     predict = verbs.add_parser(
         "predict",
@@ -138,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config=arguments.config,
                 out=arguments.out,
                 model=arguments.model,
+                accept_implausible=arguments.accept_implausible,
             )
         elif arguments.verb == "predict":
             report = api.predict_file(

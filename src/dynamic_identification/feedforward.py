@@ -18,6 +18,7 @@ class takes a robot model and parameter values, this one adds
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from dynamic_identification.core import feedforward as core
@@ -44,6 +45,8 @@ class FeedforwardModel(core.FeedforwardModel):
         urdf: str | os.PathLike[str] | None = None,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
         robot: RobotModel | None = None,
+        effort_limits: Sequence[float] | None = None,
+        acceleration_limits: Sequence[float] | None = None,
     ) -> FeedforwardModel:
         """The model of a parsed parameter file.
 
@@ -60,6 +63,9 @@ class FeedforwardModel(core.FeedforwardModel):
             The robot model of the file's joints, already loaded (a node that
             receives new parameters for the same robot reuses it); ``urdf`` is then
             not read.
+        effort_limits, acceleration_limits
+            Torque clamp (N·m) and desired-acceleration bound (rad/s²) per joint;
+            default the URDF's effort limits and ``4 /s`` times its velocity limits.
 
         Raises
         ------
@@ -82,6 +88,8 @@ class FeedforwardModel(core.FeedforwardModel):
             tuple(values.values()),
             friction_smoothing=friction_smoothing,
             identified=[joint in parameters.identified_joints() for joint in parameters.joints],
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
         )
 
     @classmethod
@@ -91,6 +99,8 @@ class FeedforwardModel(core.FeedforwardModel):
         *,
         urdf: str | os.PathLike[str] | None = None,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        effort_limits: Sequence[float] | None = None,
+        acceleration_limits: Sequence[float] | None = None,
     ) -> FeedforwardModel:
         """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
 
@@ -103,4 +113,10 @@ class FeedforwardModel(core.FeedforwardModel):
             if not is_text:
                 beside = Path(path).parent / parameters.urdf
                 urdf = beside if beside.exists() else None
-        return cls.from_parameters(parameters, urdf=urdf, friction_smoothing=friction_smoothing)
+        return cls.from_parameters(
+            parameters,
+            urdf=urdf,
+            friction_smoothing=friction_smoothing,
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
+        )

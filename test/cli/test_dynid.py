@@ -280,10 +280,17 @@ def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torq
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:
     out = tmp_path / "power.yaml"
-    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power")
+    # On one trajectory the power model's drive terms are physically impossible (e.g. a wrist rotor
+    # inertia that would need several times the joint's effort limit): refused unless accepted.
+    refused = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power")
+    assert refused.code == 2 and "implausible model" in refused.err and "--accept-implausible" in refused.err
+    assert not out.exists()
+    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power", "--accept-implausible")
     assert run.code == 0, run.err
     assert "model power (seed 003)" in run.out and str(out) in run.out
     power, dynamic = load_parameters(out), load_parameters(identified[1])
+    assert power.quality["plausibility"]["ok"] is False and power.quality["plausibility"]["problems"]
+    assert dynamic.quality["plausibility"] == {"ok": True, "problems": []}
     assert power.model["regression"] == "power" and dynamic.model["regression"] == "idim"
     base_names = {entry.name for entry in dynamic.parameters} | set(dynamic.removed)
     assert {entry.name for entry in power.parameters} <= base_names

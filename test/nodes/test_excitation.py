@@ -375,3 +375,96 @@ def test_start_refuses_while_planning_and_the_executor_keeps_answering(
     release.set()
     assert g.excitation.wait_for_plan(10.0)
     assert g.excitation.state == "ready" and g.excitation.plan is not None
+
+
+def _alternating_file(path: pathlib.Path, joints: tuple[str, ...], *, step_rad: float) -> pathlib.Path:
+    """Joint 1 jumps between ±step/2 every 10 ms with zero velocity and acceleration columns: every sample is
+    inside the limits, the quintic the controller draws between them is not."""
+    time_s = np.arange(200) / 100.0
+    q = np.zeros((time_s.size, len(joints)))
+    q[:, 0] = np.where(np.arange(time_s.size) % 2 == 0, -0.5 * step_rad, 0.5 * step_rad)
+    write_trajectory_csv(path, SampledTrajectory(time_s, q, np.zeros_like(q), np.zeros_like(q), joints))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("file_alternating_1rad", ("joint_1", "contradict")),
+        ("file_step_2rad", ("joint_1", "contradict")),
+        ("rate_1hz", ("rate_hz = 1 Hz", "would work")),
+        ("effort_limits_below_gravity", ("effort limits", "N·m")),
+    ],
+)
+def test_a_repro_plan_is_refused_nothing_is_published_and_diagnostics_say_why(
+    graph: Callable[..., _Graph], tmp_path: pathlib.Path, arm6_urdf: pathlib.Path, case: str, expected: tuple[str, str]
+) -> None:
+    joints = load_robot(arm6_urdf).joint_names
+    overrides = {
+        "file_alternating_1rad": [
+            Parameter("mode", value="file"),
+            Parameter("file", value=str(_alternating_file(tmp_path / "a.csv", joints, step_rad=2.0))),
+        ],
+        "file_step_2rad": [
+            Parameter("mode", value="file"),
+            Parameter("file", value=str(_alternating_file(tmp_path / "b.csv", joints, step_rad=4.0))),
+        ],
+        "rate_1hz": [
+            Parameter("rate_hz", value=1.0),
+            Parameter("fundamental_hz", value=0.33),
+            Parameter("harmonics", value=3),
+            Parameter("optimise", value=False),
+            Parameter("horizon_s", value=3.0),
+        ],
+        "effort_limits_below_gravity": [*FOURIER, Parameter("limits.effort", value=[0.5] * 6)],
+    }[case]
+    g = graph(overrides, with_robot=False)
+    assert g.excitation.wait_for_plan(60.0)
+    assert g.excitation.state == "failed" and g.excitation.plan is None
+    response = g.call("start")
+    assert not response.success and all(text in response.message for text in expected), response.message
+    g.spin(20.0, until=lambda: bool(g.diagnostics))
+    assert g.diagnostics[-1].level == DiagnosticStatus.ERROR
+    assert all(text in g.diagnostics[-1].message for text in expected), g.diagnostics[-1].message
+    assert g.commands == []
+
+
+def _now_ns(g: _Graph) -> int:
+    return int(g.excitation.get_clock().now().nanoseconds)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("zero_stamp", "header.stamp is 0"),
+        ("future_stamp", "after the node clock"),
+        ("old_stamp", "before the node clock"),
+        ("nan_velocity", "non-finite velocity"),
+        ("nan_position", "non-finite position"),
+    ],
+)
+def test_start_refuses_joint_states_whose_stamp_or_values_cannot_be_trusted(
+    graph: Callable[..., _Graph], case: str, expected: str
+) -> None:
+    g = graph(FOURIER, with_robot=False)
+    assert g.excitation.wait_for_plan(10.0)
+    publisher = g.probe.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+    names = g.excitation.joint_names
+    g.spin(20.0, until=lambda: publisher.get_subscription_count() > 0)
+    q, dq = np.zeros(len(names)), np.zeros(len(names))
+    stamp = {"zero_stamp": 0, "future_stamp": _now_ns(g) + 10**10, "old_stamp": _now_ns(g) - 10**10}.get(
+        case, _now_ns(g)
+    )
+    if case == "nan_velocity":
+        dq[2] = np.nan
+    if case == "nan_position":
+        q[3] = np.inf
+    received = len(g.states)
+    g.probe.create_subscription(JointState, "/joint_states", g.states.append, SENSOR_QOS)
+    publisher.publish(joint_state_message(names, stamp, q, dq))
+    g.spin(5.0, until=lambda: len(g.states) > received)
+    response = g.call("start")
+    assert not response.success and expected in response.message, response.message
+    assert g.excitation.state == "ready" and g.commands == []
+    assert g.diagnostics and g.diagnostics[-1].level == DiagnosticStatus.WARN
+    assert expected in g.diagnostics[-1].message

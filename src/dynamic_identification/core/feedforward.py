@@ -22,11 +22,13 @@ File loading lives one layer up, in :mod:`dynamic_identification.feedforward`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -37,6 +39,23 @@ from dynamic_identification.core.model import (
 
 DEFAULT_FRICTION_SMOOTHING = 1000.0
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad (seed 004 §IV.C)."""
+
+MAX_PARAMETER_MAGNITUDE = 1e9
+"""Largest ``|value|`` (SI units) of a parameter a feedforward accepts: nothing physical is larger, and
+products of larger values with states within the limits can overflow."""
+
+DESIRED_STATE_TOLERANCE = 0.01
+"""Desired velocities and accelerations may exceed their limits by this fraction (the overshoot of an
+interpolation between points at the limit) before they are refused."""
+
+
+@dataclass(frozen=True)
+class FeedforwardTorques:
+    """Bounded feedforward torques: ``torques`` (N·m, ``(n,)`` or ``(N, n)``) and which were ``clamped`` to the
+    effort limits (same shape)."""
+
+    torques: np.ndarray
+    clamped: np.ndarray
 
 
 class FeedforwardModel:
@@ -71,12 +90,20 @@ class FeedforwardModel:
         A joint it had none for (it never moved, e.g. a wrist the process holds
         still) gets no feedforward torque: nothing in the data validates the
         model's torque for it, and its PD controller holds it as before.
+    effort_limits
+        Each torque is clamped to ``±effort_limits`` (N·m); default the URDF's. A
+        non-positive or non-finite entry means unknown: that joint is not clamped.
+    acceleration_limits
+        Desired accelerations beyond these (rad/s², with :data:`DESIRED_STATE_TOLERANCE`)
+        are refused; default ``4 /s`` times the URDF velocity limits. Desired
+        velocities are checked against the URDF's velocity limits.
 
     Raises
     ------
     ModelError
         If a name is not a standard parameter of the model, names repeat, the
-        sizes disagree, or ``friction_smoothing`` is not finite and positive.
+        sizes disagree, a value is beyond :data:`MAX_PARAMETER_MAGNITUDE`, or
+        ``friction_smoothing`` is not finite and positive.
     """
 
     def __init__(
@@ -89,6 +116,8 @@ class FeedforwardModel:
         *,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
         identified: Sequence[bool] | None = None,
+        effort_limits: Sequence[float] | np.ndarray | None = None,
+        acceleration_limits: Sequence[float] | np.ndarray | None = None,
     ) -> None:
         n = robot.n_joints
         mask = np.ones(n, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
@@ -104,6 +133,13 @@ class FeedforwardModel:
             raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(names)}")
         if not np.all(np.isfinite(values_array)):
             raise ModelError(f"values must be finite, got {values_array.tolist()}")
+        huge = np.abs(values_array) > MAX_PARAMETER_MAGNITUDE
+        if huge.any():
+            index = int(np.argmax(huge))
+            raise ModelError(
+                f"parameter {names[index]} = {values_array[index]:.6g} is beyond {MAX_PARAMETER_MAGNITUDE:g}"
+                " in SI units: no physical model, and its torques would overflow"
+            )
         if len(set(names)) != len(names):
             raise ModelError(f"parameter names repeat: {list(names)}")
         standard = standard_parameter_names(n, terms)
@@ -137,6 +173,11 @@ class FeedforwardModel:
         self._data = robot.model.createData()
         self._identified = mask
         self._identified.setflags(write=False)
+        self._effort = _limits("effort_limits", effort_limits, robot.effort_limits, n)
+        self._velocity = _limits("velocity_limits", None, robot.velocity_limits, n)
+        self._acceleration = _limits(
+            "acceleration_limits", acceleration_limits, DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits, n
+        )
 
     @property
     def robot(self) -> RobotModel:
@@ -179,8 +220,17 @@ class FeedforwardModel:
         """``k`` of ``tanh(k v)``, s/rad."""
         return self._k
 
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
+        return self._effort.copy()
+
     def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Feedforward joint torques, N·m.
+        """Feedforward joint torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
+        return self.evaluate(q, dq, ddq).torques
+
+    def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
+        """Feedforward joint torques, N·m, clamped to the effort limits, and which were clamped.
 
         Parameters
         ----------
@@ -196,7 +246,9 @@ class FeedforwardModel:
         Raises
         ------
         DataError
-            If the shapes differ from ``(n,)`` / ``(N, n)`` or a value is not finite.
+            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, a
+            desired velocity or acceleration is beyond its limit (refused, never
+            extrapolated), or the model's torque is not finite.
         """
         n = self._robot.n_joints
         q = np.asarray(q, dtype=float)
@@ -211,12 +263,26 @@ class FeedforwardModel:
             if not np.isfinite(array).all():
                 where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
                 raise DataError(f"{name} has a non-finite value{where}")
+        for name, array, limit in (("velocity", dq, self._velocity), ("acceleration", ddq, self._acceleration)):
+            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
+            if beyond.any():
+                sample, joint = (0, int(np.argmax(beyond))) if single else (int(i) for i in np.argwhere(beyond)[0])
+                value = float(array[joint] if single else array[sample, joint])
+                where = "" if single else f" at sample {sample}"
+                raise DataError(
+                    f"desired {name} of {self.joint_names[joint]} is {value:.6g}{where}, beyond its limit"
+                    f" {limit[joint]:.6g}: refused, not extrapolated"
+                )
         if single:
-            return self._one(q, dq, ddq)
-        out = np.empty(q.shape)
-        for k in range(q.shape[0]):
-            out[k] = self._one(q[k], dq[k], ddq[k])
-        return out
+            raw = self._one(q, dq, ddq)
+        else:
+            raw = np.empty(q.shape)
+            for k in range(q.shape[0]):
+                raw[k] = self._one(q[k], dq[k], ddq[k])
+        if not np.all(np.isfinite(raw)):
+            raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
+        clamped = np.abs(raw) > self._effort
+        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
 
     def _one(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Torques of one validated sample."""
@@ -236,3 +302,11 @@ class FeedforwardModel:
             regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
             torque = torque + regressor @ self._inertial
         return np.where(self._identified, torque, 0.0)
+
+
+def _limits(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray, n: int) -> np.ndarray:
+    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    array = np.asarray(default if value is None else value, dtype=float)
+    if array.shape != (n,):
+        raise ModelError(f"{name} must have {n} entries (one per joint), got {array.tolist()}")
+    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)

@@ -37,7 +37,12 @@ import yaml
 from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import (
+    DEFAULT_EFFORT_FACTOR,
+    DEFAULT_MASS_FACTOR,
+    PlausibilityBounds,
+)
 from dynamic_identification.core.regression_models import MODELS
 
 CONFIG_KEYS: dict[str, str] = {
@@ -74,10 +79,24 @@ CONFIG_KEYS: dict[str, str] = {
     "window.friction_motion_rad": "friction forced essential when every joint travels this far, rad (>= 0)",
     "window.refactor_every": "updates between recomputing the normal equations from the rows (>= 1)",
     "window.stick_periods": "decimation periods left out around a slow sample (>= 0; 10: the filter's support)",
+    "limits.effort": "joint torque limits per joint, N·m (empty: the URDF's)",
+    "limits.acceleration": "acceleration limits per joint, rad/s² (empty: 4 /s × the URDF velocity limit)",
+    "limits.jerk": "jerk limits per joint, rad/s³ (empty: 50 /s × the acceleration limit)",
+    "plausibility.effort_factor": "gate: predicted torques within this many effort limits (>= 1)",
+    "plausibility.mass_factor": "gate: inertial parameters within what this many URDF masses produce (>= 1)",
 }
 """Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
 
-SECTIONS: tuple[str, ...] = ("drive_chain", "drive_terms", "signal", "estimation", "topics", "window")
+SECTIONS: tuple[str, ...] = (
+    "drive_chain",
+    "drive_terms",
+    "signal",
+    "estimation",
+    "topics",
+    "window",
+    "limits",
+    "plausibility",
+)
 """Parameter prefixes owned by this configuration: unknown keys under them are typos."""
 
 METHODS: tuple[str, ...] = ("ols", "wls")
@@ -129,6 +148,11 @@ class IdentificationConfig:
     min_motion_rad, friction_motion_rad, refactor_every, stick_periods
         In-process estimation (see :meth:`window_settings`); ``window_reduction`` is the
         reduction of the sliding window, ``reduction`` that of offline identification.
+    effort_limits, acceleration_limits, jerk_limits
+        The robot's limits where the URDF has none or the wrong ones (``limits.*``),
+        N·m, rad/s², rad/s³; ``None``: the URDF's and the defaults.
+    effort_factor, mass_factor
+        Plausibility gates (:mod:`~dynamic_identification.core.plausibility`).
     """
 
     joints: tuple[str, ...] | None = None
@@ -159,6 +183,24 @@ class IdentificationConfig:
     friction_motion_rad: float = 0.1
     refactor_every: int = 20
     stick_periods: int = 10
+    effort_limits: tuple[float, ...] | None = None
+    acceleration_limits: tuple[float, ...] | None = None
+    jerk_limits: tuple[float, ...] | None = None
+    effort_factor: float = DEFAULT_EFFORT_FACTOR
+    mass_factor: float = DEFAULT_MASS_FACTOR
+
+    def plausibility_bounds(self, robot: RobotModel) -> PlausibilityBounds:
+        """The plausibility gates of ``robot`` with these limits and factors."""
+        try:
+            return PlausibilityBounds.from_robot(
+                robot,
+                effort_limits=self.effort_limits,
+                acceleration_limits=self.acceleration_limits,
+                effort_factor=self.effort_factor,
+                mass_factor=self.mass_factor,
+            )
+        except IdentificationError as error:
+            raise DataError(f"limits.* / plausibility.*: {error}") from error
 
     def window_settings(self) -> WindowSettings:
         """Settings of the in-process sliding-window estimator."""
@@ -179,6 +221,8 @@ class IdentificationConfig:
                 max_relative_error=self.max_relative_error,
                 refactor_every=self.refactor_every,
                 stick_periods=self.stick_periods,
+                effort_factor=self.effort_factor,
+                mass_factor=self.mass_factor,
             )
         except IdentificationError as error:
             raise DataError(f"window settings: {error}") from error
@@ -323,6 +367,11 @@ def config_from_parameters(
         joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
         currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),
         effort_is_torque=reader.flag("topics.effort_is_torque", defaults.effort_is_torque),
+        effort_limits=reader.numbers("limits.effort"),
+        acceleration_limits=reader.numbers("limits.acceleration"),
+        jerk_limits=reader.numbers("limits.jerk"),
+        effort_factor=reader.real("plausibility.effort_factor", defaults.effort_factor, minimum=1.0, inclusive=True),
+        mass_factor=reader.real("plausibility.mass_factor", defaults.mass_factor, minimum=1.0, inclusive=True),
     )
 
 
@@ -462,6 +511,10 @@ EXCITATION_KEYS: dict[str, str] = {
     "velocity_scale": "fraction of the URDF velocity limits allowed, (0, 1]",
     "acceleration_scale": "fraction of the acceleration limits allowed, (0, 1]",
     "acceleration_limits": "acceleration limits per joint, rad/s² (default 4 /s × velocity limit)",
+    "jerk_scale": "fraction of the jerk limits allowed, (0, 1]",
+    "effort_scale": "fraction of the effort limits a planned motion may need, (0, 1]",
+    "interpolation_tolerance_rad": "largest distance of the controller's interpolation from the plan, rad (> 0)",
+    "parameters_file": "identified parameter YAML whose torques are checked (default the URDF's nominal model)",
     "optimise": "optimise the Fourier coefficients for the condition number",
     "time_budget_s": "wall-time budget of the optimisation, s (> 0)",
     "max_evaluations": "most cost evaluations of the optimisation (0: the time budget alone)",
@@ -483,8 +536,10 @@ def excitation_settings_from_parameters(
 ) -> ExcitationSettings:
     """Excitation settings from the ``excitation`` node's parameters; ``mode`` overrides ``mode``.
 
-    Keys are those of :data:`EXCITATION_KEYS`; the node's own parameters (topics,
-    rates) may sit beside them and are ignored here.
+    Keys are those of :data:`EXCITATION_KEYS`, and the robot's ``limits.effort``,
+    ``limits.acceleration`` (unless ``acceleration_limits`` is given) and ``limits.jerk``
+    of the shared ``/**`` block; the node's own parameters (topics, rates) may sit
+    beside them and are ignored here.
 
     Raises
     ------
@@ -506,7 +561,14 @@ def excitation_settings_from_parameters(
             ),
             velocity_scale=reader.real("velocity_scale", defaults.velocity_scale, minimum=0.0),
             acceleration_scale=reader.real("acceleration_scale", defaults.acceleration_scale, minimum=0.0),
-            acceleration_limits=reader.numbers("acceleration_limits"),
+            acceleration_limits=reader.numbers("acceleration_limits") or reader.numbers("limits.acceleration"),
+            jerk_scale=reader.real("jerk_scale", defaults.jerk_scale, minimum=0.0),
+            jerk_limits=reader.numbers("limits.jerk"),
+            effort_scale=reader.real("effort_scale", defaults.effort_scale, minimum=0.0),
+            effort_limits=reader.numbers("limits.effort"),
+            interpolation_tolerance_rad=reader.real(
+                "interpolation_tolerance_rad", defaults.interpolation_tolerance_rad, minimum=0.0
+            ),
             optimise=reader.flag("optimise", defaults.optimise),
             time_budget_s=reader.real("time_budget_s", defaults.time_budget_s, minimum=0.0),
             max_evaluations=reader.integer("max_evaluations", defaults.max_evaluations, minimum=0),

@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.excitation.safety import TorqueModel
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 
 FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
@@ -374,3 +375,29 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value)
     return value
+
+
+def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel) -> TorqueModel:
+    """The torque model of the parameter file at ``path`` for ``robot`` (same joints), for safety checks.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read, identifies other joints, or holds a parameter that is
+        not a standard parameter of its model.
+    """
+    identified = load_parameters(path)
+    if identified.joints != robot.joint_names:
+        raise DataError(
+            f"{path} identifies joints {list(identified.joints)}, the robot model has {list(robot.joint_names)}"
+        )
+    try:
+        return TorqueModel.identified(
+            robot,
+            identified.drive_chain(),
+            identified.drive_terms(),
+            identified.values(),
+            source=f"the identified model {path}",
+        )
+    except IdentificationError as error:
+        raise DataError(str(error)) from error

@@ -52,6 +52,7 @@ from dynamic_identification.core.estimation.sliding_window import (
     WindowUpdate,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
@@ -215,6 +216,27 @@ _IDENTIFICATION_PARAMETERS = (
         "decimation periods left out around a slow sample (10: the decimation filter's support)",
         integer=(0, 1000),
     ),
+    ParameterSpec("limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits, N.m; unset = the URDF's"),
+    ParameterSpec(
+        "limits.acceleration",
+        None,
+        Parameter.Type.DOUBLE_ARRAY,
+        "acceleration limits, rad/s^2; unset = 4/s times the URDF velocity limit",
+    ),
+    ParameterSpec(
+        "plausibility.effort_factor",
+        _DEFAULTS.effort_factor,
+        Parameter.Type.DOUBLE,
+        "gate: predicted torques and drive terms within this many effort limits",
+        floating=(1.0, 1e6),
+    ),
+    ParameterSpec(
+        "plausibility.mass_factor",
+        _DEFAULTS.mass_factor,
+        Parameter.Type.DOUBLE,
+        "gate: inertial parameters within what this many URDF masses produce",
+        floating=(1.0, 1e6),
+    ),
 )
 
 
@@ -234,6 +256,7 @@ class EstimatorSetup:
     drive_chain: DriveChain
     drive_terms: DriveTerms
     settings: WindowSettings
+    bounds: PlausibilityBounds
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
@@ -250,9 +273,12 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
         drive_chain = parsed.drive_chain(robot.n_joints)
         settings = parsed.window_settings()
+        bounds = parsed.plausibility_bounds(robot)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
-    return EstimatorSetup(robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings)
+    return EstimatorSetup(
+        robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings, bounds=bounds
+    )
 
 
 @dataclass
@@ -282,7 +308,9 @@ class EstimatorNode(Node):
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
         self._names = list(self.robot.joint_names)
-        self._estimator = SlidingWindowEstimator(self.robot, self.drive_chain, self.drive_terms, self.settings)
+        self._estimator = SlidingWindowEstimator(
+            self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+        )
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share.
         self._buffer_lock = threading.Lock()
         self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()

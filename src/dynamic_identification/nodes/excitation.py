@@ -56,7 +56,7 @@ from dynamic_identification.core.excitation.settings import MODES, PROCESSES, Ex
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.io.config import config_from_parameters
-from dynamic_identification.io.parameters import load_parameters
+from dynamic_identification.io.parameters import identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -185,20 +185,11 @@ _PARAMETERS = (
         floating=(0.0, 1.0),
     ),
     ParameterSpec(
-        "jerk_limits",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "jerk limits per joint, rad/s^3; unset = 50/s times the acceleration limit",
-    ),
-    ParameterSpec(
         "effort_scale",
         _SETTINGS.effort_scale,
         Parameter.Type.DOUBLE,
         "fraction of the effort limits a planned motion may need, (0, 1]",
         floating=(0.0, 1.0),
-    ),
-    ParameterSpec(
-        "effort_limits", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits per joint, N.m; unset = the URDF's"
     ),
     ParameterSpec(
         "interpolation_tolerance_rad",
@@ -258,6 +249,19 @@ _PARAMETERS = (
     ParameterSpec("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
 )
 
+_LIMIT_PARAMETERS = (
+    ParameterSpec("limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits, N.m; unset = the URDF's"),
+    ParameterSpec(
+        "limits.acceleration",
+        None,
+        Parameter.Type.DOUBLE_ARRAY,
+        "acceleration limits, rad/s^2 (acceleration_limits wins); unset = 4/s times the velocity limit",
+    ),
+    ParameterSpec(
+        "limits.jerk", None, Parameter.Type.DOUBLE_ARRAY, "jerk limits, rad/s^3; unset = 50/s times the acceleration"
+    ),
+)
+
 _DRIVE_PARAMETERS = (
     ParameterSpec(
         "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: gear ratios; unset = 1"
@@ -278,7 +282,12 @@ _DRIVE_PARAMETERS = (
 def declare_and_read(node: Node) -> ExcitationConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     values = declare_parameters(node, _PARAMETERS)
+    limits = declare_parameters(node, _LIMIT_PARAMETERS)
     drive = declare_parameters(node, _DRIVE_PARAMETERS)
+    values["effort_limits"] = limits.get("limits.effort")
+    values["jerk_limits"] = limits.get("limits.jerk")
+    if values.get("acceleration_limits") is None:
+        values["acceleration_limits"] = limits.get("limits.acceleration")
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
     values["frame"] = str(values.get("frame", "") or "") or None
     return replace(ExcitationConfig(urdf=urdf), **values, drive_chain_parameters=tuple(sorted(drive.items())))
@@ -353,18 +362,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     torque_model = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
     if config.parameters_file:
         try:
-            identified = load_parameters(config.parameters_file)
-            if identified.joints != robot.joint_names:
-                raise IdentificationError(
-                    f"it identifies joints {list(identified.joints)}, the excitation moves {list(robot.joint_names)}"
-                )
-            torque_model = TorqueModel.identified(
-                robot,
-                identified.drive_chain(),
-                identified.drive_terms(),
-                identified.values(),
-                source=f"the identified model {config.parameters_file}",
-            )
+            torque_model = identified_torque_model(config.parameters_file, robot)
         except IdentificationError as error:
             raise ValueError(f"parameter 'parameters_file': {error}") from error
     return ExcitationSetup(

@@ -22,6 +22,13 @@ trajectory leaves out hold their previous desired position.
 
 Nothing is published while disabled, before the first parameters, or before the
 first trajectory; ``/diagnostics`` says which.
+
+The output is bounded: never non-finite, each torque clamped to the effort limit
+(``limits.effort``, default the URDF's; clamped torques are counted and reported at
+WARN), and a desired velocity or acceleration beyond its limit (``limits.acceleration``,
+default ``4 /s`` times the URDF velocity limit) is refused, not extrapolated: nothing is
+published for it and the refusal is counted. A parameter file whose values would
+overflow is refused on load.
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ class FeedforwardConfig:
     enabled: bool = True
     friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING
     urdf: str = ""
+    effort_limits: tuple[float, ...] | None = None
+    acceleration_limits: tuple[float, ...] | None = None
 
 
 _PARAMETERS = (
@@ -88,10 +97,29 @@ _PARAMETERS = (
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF instead of the one the parameters name; empty = theirs"),
 )
 
+_LIMIT_PARAMETERS = (
+    ParameterSpec(
+        "limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "torque clamp per joint, N.m; unset = the URDF's effort"
+    ),
+    ParameterSpec(
+        "limits.acceleration",
+        None,
+        Parameter.Type.DOUBLE_ARRAY,
+        "desired accelerations beyond these are refused, rad/s^2; unset = 4/s times the URDF velocity limit",
+    ),
+)
+
 
 def declare_and_read(node: Node) -> FeedforwardConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    return replace(FeedforwardConfig(), **declare_parameters(node, _PARAMETERS))
+    values = declare_parameters(node, _PARAMETERS)
+    limits = declare_parameters(node, _LIMIT_PARAMETERS)
+    return replace(
+        FeedforwardConfig(),
+        **values,
+        effort_limits=limits.get("limits.effort"),
+        acceleration_limits=limits.get("limits.acceleration"),
+    )
 
 
 def validate(config: FeedforwardConfig) -> None:
@@ -198,6 +226,9 @@ class FeedforwardNode(Node):
         self._motion: DesiredMotion | None = None
         self._enabled = self.config.enabled
         self._published = 0
+        self._clamped = 0
+        self._refused = 0
+        self._output_error = ""
         if self.config.parameters_file:
             try:
                 self._use(load_parameters(self.config.parameters_file), f"file {self.config.parameters_file}")
@@ -243,7 +274,11 @@ class FeedforwardNode(Node):
         if key not in self._robots:
             self._robots = {key: load_robot(urdf, parameters.joints)}
         model = FeedforwardModel.from_parameters(
-            parameters, robot=self._robots[key], friction_smoothing=self.config.friction_smoothing
+            parameters,
+            robot=self._robots[key],
+            friction_smoothing=self.config.friction_smoothing,
+            effort_limits=self.config.effort_limits,
+            acceleration_limits=self.config.acceleration_limits,
         )
         unidentified = sorted(set(model.joint_names) - set(model.identified_joints))
         if unidentified:
@@ -308,13 +343,30 @@ class FeedforwardNode(Node):
         return ""
 
     def torques_now(self, now_ns: int) -> np.ndarray | None:
-        """The feedforward at ``now_ns`` in the model's joint order, ``None`` when nothing is to be published."""
+        """The feedforward at ``now_ns`` in the model's joint order, ``None`` when nothing is to be published.
+
+        Torques beyond the effort limits are clamped and counted; a desired state the
+        model refuses (beyond the velocity or acceleration limits) publishes nothing and
+        is counted.
+        """
         model, motion = self._model, self._motion
         if self.why_not_publishing() or model is None or motion is None:
             return None
         q, dq, ddq = motion.at(now_ns)
         order = np.array([motion.joints.index(name) for name in model.joint_names], dtype=int)
-        return model.torques(q[order], dq[order], ddq[order])
+        try:
+            output = model.evaluate(q[order], dq[order], ddq[order])
+        except IdentificationError as error:
+            self._refused += 1
+            self._output_error = str(error)
+            self.get_logger().warning(f"no feedforward: {error}", throttle_duration_sec=1.0)
+            return None
+        if output.clamped.any():
+            self._clamped += 1
+            joints = [name for name, flag in zip(model.joint_names, output.clamped, strict=True) if flag]
+            self._output_error = f"torques of {joints} clamped to their effort limits"
+            self.get_logger().warning(self._output_error, throttle_duration_sec=1.0)
+        return output.torques
 
     def _on_timer(self) -> None:
         torques = self.torques_now(self._now_ns())
@@ -334,6 +386,8 @@ class FeedforwardNode(Node):
             "joints": " ".join(model.joint_names) if model is not None else "",
             "parameters": str(len(model.names)) if model is not None else "0",
             "published": str(self._published),
+            "clamped": str(self._clamped),
+            "refused_desired_states": str(self._refused),
             "reason": reason,
             "parameters_error": self._parameters_error,
             "trajectory_error": self._trajectory_error,
@@ -341,6 +395,11 @@ class FeedforwardNode(Node):
         if motion is not None:
             values["trajectory_active"] = str(not motion.ended(self._now_ns())).lower()
         problems = [error for error in (self._parameters_error, self._trajectory_error) if error]
+        if self._clamped or self._refused:
+            problems.append(
+                f"{self._clamped} outputs clamped to the effort limits, {self._refused} desired states refused"
+                f" (last: {self._output_error})"
+            )
         if reason:
             level = DiagnosticStatus.ERROR if problems else DiagnosticStatus.WARN
             message = "; ".join([f"not publishing: {reason}", *problems])

@@ -37,6 +37,12 @@ from dynamic_identification.core.estimation.normal_equations import (
 from dynamic_identification.core.estimation.reduction import ReductionResult, reduce_parameters
 from dynamic_identification.core.identification import DecimatedRows, RowBuilder
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import (
+    DEFAULT_EFFORT_FACTOR,
+    DEFAULT_MASS_FACTOR,
+    PlausibilityBounds,
+    model_problems,
+)
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
 
@@ -84,6 +90,10 @@ class WindowSettings:
         Gates on the reduced model.
     refactor_every
         Updates between recomputing the normal equations from the stored rows.
+    effort_factor, mass_factor
+        Plausibility gates (:mod:`~dynamic_identification.core.plausibility`): the
+        model's torques on its own window within ``effort_factor`` effort limits, its
+        inertial parameters within what ``mass_factor`` times the URDF's mass produces.
     """
 
     window_s: float = 10.0
@@ -101,6 +111,8 @@ class WindowSettings:
     max_condition_number: float = 100.0
     max_relative_error: float = 0.5
     refactor_every: int = 20
+    effort_factor: float = DEFAULT_EFFORT_FACTOR
+    mass_factor: float = DEFAULT_MASS_FACTOR
 
     def __post_init__(self) -> None:
         if self.reduction not in REDUCTIONS:
@@ -165,11 +177,16 @@ class SlidingWindowEstimator:
         settings: WindowSettings,
         *,
         base: BaseParameters | None = None,
+        bounds: PlausibilityBounds | None = None,
     ) -> None:
+        """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors."""
         self._robot = robot
         self._chain = drive_chain
         self._terms = terms
         self._settings = settings
+        self._bounds = bounds or PlausibilityBounds.from_robot(
+            robot, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
+        )
         self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
         self._threads = ThreadpoolController()
         self._friction = np.array(
@@ -401,7 +418,7 @@ class SlidingWindowEstimator:
             return WindowUpdate(publishable=False, reason=f"estimation failed: {error}", **common)
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
-        joint_errors, joint_relative = self._mean_absolute_errors(reduction)
+        joint_errors, joint_relative, predicted_peak = self._mean_absolute_errors(reduction)
         update = WindowUpdate(
             publishable=False,
             reason="",
@@ -417,6 +434,9 @@ class SlidingWindowEstimator:
             **common,
         )
         reason = _gate(update, settings)
+        if not reason:
+            problems = model_problems(self._bounds, kept_names, solution.parameters, predicted_peak=predicted_peak)
+            reason = f"implausible model: {'; '.join(problems)}" if problems else ""
         unidentifiable = [names[i] for i, why in reduction.removed if why == "not identifiable"]
         if settings.reduction == "none" and unidentifiable and not reason:
             # Without reduction the model is the full base-parameter set: a window that
@@ -424,22 +444,25 @@ class SlidingWindowEstimator:
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
 
-    def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray]:
-        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows, block by block."""
+    def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows, block by block, and the largest
+        predicted ``|τ̂_j|`` (N·m) on them."""
         parameters = np.zeros(self._base.count)
         parameters[reduction.kept] = reduction.solution.parameters
         n = self._robot.n_joints
-        absolute_errors, magnitudes, counts = np.zeros(n), np.zeros(n), np.zeros(n)
+        absolute_errors, magnitudes, counts, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         for block in self._blocks:
             rows = block.rows
-            absolute_errors += np.abs(rows.torques - rows.observation_matrix @ parameters).sum(axis=0, where=rows.valid)
+            predicted = rows.observation_matrix @ parameters
+            peak = np.maximum(peak, np.abs(predicted).max(axis=0, where=rows.valid, initial=0.0))
+            absolute_errors += np.abs(rows.torques - predicted).sum(axis=0, where=rows.valid)
             magnitudes += np.abs(rows.torques).sum(axis=0, where=rows.valid)
             counts += rows.valid.sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             errors = np.where(counts > 0.0, absolute_errors / counts, np.nan)
             magnitude = magnitudes / counts
             relative = np.where(magnitude > 0.0, errors / magnitude, np.where(counts > 0.0, 0.0, np.nan))
-        return errors, relative
+        return errors, relative, peak
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
