@@ -1052,44 +1052,52 @@ def random_motion(model: ClosedLoopModel, samples: int, rng: np.random.Generator
 
     Positions are assembled from uniform draws in the joint ranges (±π where
     unbounded) with minimum-norm Newton steps, so they need not lie within the joint
-    ranges; configurations whose passive block has a condition number above 100 are
-    drawn again. Used for the base parameters and for tests.
+    ranges. Configurations whose passive block has a condition number of at most 100
+    are preferred; when too few of them are found in ``20 · samples`` draws, the best
+    conditioned of the others (still non-singular) complete the set. Used for the base
+    parameters and for tests.
 
     Raises
     ------
     ModelError
-        When fewer than ``samples`` usable configurations are found in ``50 · samples`` draws.
+        When fewer than ``samples`` non-singular configurations are found.
     """
     if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
         raise ModelError(f"samples must be an integer >= 1, got {samples!r}")
     kinematics = _Kinematics(model)
-    n_a = model.n_actuated
-    q = np.empty((samples, model.n_tree))
-    dq = np.empty_like(q)
-    ddq = np.empty_like(q)
-    projection = np.empty((samples, model.n_tree, n_a))
-    found = 0
-    for _ in range(50 * samples):
-        if found == samples:
+    good: list[tuple[float, np.ndarray, _PassiveBlock]] = []
+    fallback: list[tuple[float, np.ndarray, _PassiveBlock]] = []
+    for _ in range(20 * samples):
+        if len(good) == samples:
             break
-        configuration = model._newton(kinematics, _random_positions(model.robot, rng), np.arange(model.n_tree), 100)
+        configuration = model._newton(
+            kinematics, _random_positions(model.robot, rng), np.arange(model.n_tree), _MAX_ITERATIONS
+        )
         if configuration is None:
             continue
         try:
             block = model._passive_block(kinematics.jacobian(), None, 0.0)
         except LoopClosureError:
             continue
-        if block.condition_number > _SAMPLING_CONDITION:
-            continue
-        q[found] = configuration
-        projection[found] = block.projection
-        dq[found] = block.projection @ rng.uniform(-2.0, 2.0, n_a)
-        kinematics.place_moving(configuration, dq[found])
-        ddq[found] = block.projection @ rng.uniform(-5.0, 5.0, n_a)
-        ddq[found, model.passive] -= block.pseudo_inverse @ kinematics.drift(dq[found])
-        found += 1
-    if found < samples:
-        raise ModelError(f"only {found} of {samples} random configurations could be assembled away from singularities")
+        bucket = good if block.condition_number <= _SAMPLING_CONDITION else fallback
+        bucket.append((block.condition_number, configuration, block))
+    chosen = good + sorted(fallback, key=lambda entry: entry[0])[: samples - len(good)]
+    if len(chosen) < samples:
+        raise ModelError(
+            f"only {len(chosen)} of {samples} random configurations could be assembled away from singularities"
+        )
+    n_a = model.n_actuated
+    q = np.empty((samples, model.n_tree))
+    dq = np.empty_like(q)
+    ddq = np.empty_like(q)
+    projection = np.empty((samples, model.n_tree, n_a))
+    for k, (_, configuration, block) in enumerate(chosen):
+        q[k] = configuration
+        projection[k] = block.projection
+        dq[k] = block.projection @ rng.uniform(-2.0, 2.0, n_a)
+        kinematics.place_moving(configuration, dq[k])
+        ddq[k] = block.projection @ rng.uniform(-5.0, 5.0, n_a)
+        ddq[k, model.passive] -= block.pseudo_inverse @ kinematics.drift(dq[k])
     return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection)
 
 
