@@ -211,7 +211,21 @@ class ClosedLoopSimulator:
     configurations (passive positions solved for the actuated ones, passive velocities
     ``J_t q̇_a``). The motor torque reported by :meth:`measure` is the one the step
     applied, ``τ_cmd − (dt kd + dt² kp) q̈_a`` (the PD at the end of the step).
-    The drive chain must be uncoupled (identity coupling).
+
+    Parameters
+    ----------
+    model
+        The closed-loop mechanism.
+    drive_chain, drive
+        Drive chain (must be uncoupled: identity coupling) and true drive parameters of
+        the actuated joints.
+    settings
+        Step, gains, friction smoothing and sensors.
+    q0
+        Actuated positions to start at, rad (rest); default those of
+        ``model.reference_configuration``, whose assembly mode the simulation keeps.
+    seed
+        Seed of the sensor noise.
     """
 
     def __init__(
