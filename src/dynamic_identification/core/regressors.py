@@ -15,6 +15,7 @@ parameter keeps a readable expression such as ``XX3 - YY3`` or ``ZZ1 + Ia1``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,6 @@ import scipy.linalg
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import (
-    INERTIAL_PARAMETER_NAMES,
     DriveChain,
     DriveTerms,
     RobotModel,
@@ -34,6 +34,9 @@ _PREFERENCE = ("XX", "XY", "XZ", "YZ", "ZZ", "MX", "MY", "MZ", "M", "YY", "Ia", 
 """Order in which columns of one joint are offered to the QR: earlier names stay
 independent, so regrouping reads as in Khalil & Dombre (``M``, ``MZ``, ``YY`` of a
 link regrouped into the links before it)."""
+
+_PARAMETER_NAME = re.compile(r"([A-Za-z]+)(\d+)")
+"""A standard-parameter name: its kind (one of :data:`_PREFERENCE`) and its 1-based joint index."""
 
 
 def _validated_motion(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -230,12 +233,29 @@ def base_parameters(
     names = standard_parameter_names(robot.n_joints, terms)
     q, dq, ddq = random_motion(robot, samples, rng)
     sampled = observation_matrix(robot, drive_chain, terms, q, dq, ddq)
+    return base_parameters_from_samples(sampled, names, tolerance=tolerance)
+
+
+def base_parameters_from_samples(
+    sampled: np.ndarray, names: tuple[str, ...], *, tolerance: float = 1e-8
+) -> BaseParameters:
+    """Base parameters of a sampled standard observation matrix ``(N, n, p)`` (seed 000 ref. [11]).
+
+    The QR and regrouping step of :func:`base_parameters`, for any model whose
+    standard parameters are named like :func:`standard_parameter_names` (a kind
+    from :data:`_PREFERENCE` followed by a 1-based joint index, e.g. ``"ZZ3"``,
+    ``"Fc1"``), such as the closed-loop models of
+    :mod:`dynamic_identification.core.closed_loop`. Columns are offered to the
+    QR joint by joint, :data:`_PREFERENCE` within a joint.
+    """
+    if sampled.ndim != 3 or sampled.shape[2] != len(names):
+        raise ModelError(f"sampled must have shape (N, n, {len(names)}), got {sampled.shape}")
     stacked = sampled.reshape(-1, len(names))
     norms = np.linalg.norm(stacked, axis=0)
     structurally_zero = norms <= 1e-9 * norms.max()
     scale = np.where(structurally_zero, 1.0, norms)
     normalised = np.where(structurally_zero, 0.0, stacked / scale)
-    order = _preference_order(robot.n_joints, terms)
+    order = _preference_order_of(names)
     _, r_factor = scipy.linalg.qr(normalised[:, order], mode="economic")
     diagonal = np.abs(np.diag(r_factor))
     independent_in_order = diagonal > tolerance * max(diagonal.max(), 1.0)
@@ -270,10 +290,15 @@ def base_parameters(
     )
 
 
-def _preference_order(n_joints: int, terms: DriveTerms) -> np.ndarray:
-    per_joint = INERTIAL_PARAMETER_NAMES + terms.names
-    local = [per_joint.index(name) for name in _PREFERENCE if name in per_joint]
-    return np.array([j * len(per_joint) + i for j in range(n_joints) for i in local], dtype=int)
+def _preference_order_of(names: tuple[str, ...]) -> np.ndarray:
+    """Column order joint by joint (the trailing index), :data:`_PREFERENCE` within a joint."""
+    keys = []
+    for column, name in enumerate(names):
+        match = _PARAMETER_NAME.fullmatch(name)
+        if match is None or match.group(1) not in _PREFERENCE:
+            raise ModelError(f"standard parameter name {name!r} is not a kind of {_PREFERENCE} and a joint index")
+        keys.append((int(match.group(2)), _PREFERENCE.index(match.group(1)), column))
+    return np.array([column for *_, column in sorted(keys)], dtype=int)
 
 
 def _expression(row: np.ndarray, names: tuple[str, ...], digits: int = 4) -> str:

@@ -1,0 +1,396 @@
+"""The closed-loop IDIM ([Briot2012] eq. (1)-(7)) against Lagrange multipliers, finite differences and simulation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.ndimage
+import yaml
+from numpy.testing import assert_allclose
+
+from dynamic_identification.core.closed_loop import (
+    ClosedLoopModel,
+    LoopClosureError,
+    base_parameters,
+    observation_matrix,
+    random_motion,
+    standard_parameter_names,
+    standard_parameters,
+    with_current_columns,
+)
+from dynamic_identification.core.closed_loop_simulation import (
+    ClosedLoopSimulationSettings,
+    ClosedLoopSimulator,
+    constrained_inverse_dynamics,
+    simulate_tracking,
+)
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.signal import ParallelDecimator, differentiate
+from dynamic_identification.core.simulation import SensorModel
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
+FIVE_BAR_CLOSURES = [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
+FIVE_BAR_ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="module")
+def five_bar() -> ClosedLoopModel:
+    return ClosedLoopModel.from_config(
+        FIVE_BAR_URDF, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED
+    )
+
+
+@pytest.fixture(scope="module")
+def mechanisms(five_bar: ClosedLoopModel) -> dict[str, ClosedLoopModel]:
+    """The shipped five-bar (point closure), a four-bar with a continuous crank (planar closure) and two
+    spatial arms holding one bar (6d closure, closure given in the ROS-parameter mapping form)."""
+    return {
+        "five_bar": five_bar,
+        "four_bar": ClosedLoopModel.from_config(
+            DATA / "four_bar.urdf",
+            loop_closures=[{"frame_a": "cut_1", "frame_b": "cut_2", "type": "planar"}],
+            actuated_joints=["crank_joint"],
+        ),
+        "two_arms": ClosedLoopModel.from_config(
+            DATA / "two_arms.urdf",
+            loop_closures={"grip": {"frame_a": "grip_a", "frame_b": "grip_b", "type": "6d"}},
+            actuated_joints=["b1", "a1"],
+        ),
+    }
+
+
+MECHANISMS = ["five_bar", "four_bar", "two_arms"]
+
+
+def _drive(model: ClosedLoopModel, rng: np.random.Generator) -> DriveParameters:
+    n = model.n_actuated
+    return DriveParameters.create(
+        n,
+        rotor_inertia=rng.uniform(1e-5, 1e-3, n),
+        viscous=rng.uniform(1e-4, 1e-2, n),
+        coulomb=rng.uniform(1e-3, 1e-2, n),
+        offset=rng.uniform(-1e-3, 1e-3, n),
+    )
+
+
+def _smooth_actuated_motion(model: ClosedLoopModel, time_s: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Sines of 0.15 rad around the reference configuration; a full turn of a continuous joint."""
+    start = model.reference_configuration[model.actuated]
+    q, dq, ddq = (np.empty((time_s.size, model.n_actuated)) for _ in range(3))
+    for i, j in enumerate(model.actuated):
+        if model.robot.continuous[j]:
+            omega = 2.0 * np.pi / 2.0
+            q[:, i], dq[:, i], ddq[:, i] = start[i] + omega * time_s, omega, 0.0
+        else:
+            omega, phase = 2.0 * np.pi * (0.7 + 0.3 * i), 0.5 * i
+            q[:, i] = start[i] + 0.15 * (np.sin(omega * time_s + phase) - np.sin(phase))
+            dq[:, i] = 0.15 * omega * np.cos(omega * time_s + phase)
+            ddq[:, i] = -0.15 * omega**2 * np.sin(omega * time_s + phase)
+    return q, dq, ddq
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(
+    mechanisms: dict[str, ClosedLoopModel], name: str
+) -> None:
+    """[Briot2012] eq. (6) (projection by J_t) against eq. (5) (Pinocchio's constraint Jacobian, multipliers)."""
+    model = mechanisms[name]
+    rng = np.random.default_rng(7)
+    motion = random_motion(model, 30, rng)
+    terms = DriveTerms()
+    drive = _drive(model, rng)
+    chain = DriveChain.create(model.n_actuated)
+    regressor = observation_matrix(model, chain, terms, motion.q, motion.dq, motion.ddq)
+    expected = constrained_inverse_dynamics(model, chain, drive, motion.q, motion.dq, motion.ddq)
+    assert_allclose(regressor @ standard_parameters(model, terms, drive), expected, rtol=0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_constraint_jacobian_is_the_derivative_of_the_residual(
+    mechanisms: dict[str, ClosedLoopModel], name: str
+) -> None:
+    model = mechanisms[name]
+    rng = np.random.default_rng(2)
+    q = random_motion(model, 1, rng).q[0]
+    direction = rng.normal(size=model.n_tree)
+    step = 1e-6
+    numerical = (model.residual(q + step * direction) - model.residual(q - step * direction)) / (2.0 * step)
+    assert_allclose(model.constraint_jacobian(q) @ direction, numerical, rtol=0.0, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("kind", "actuated"),
+    [("point", ["a1", "a2", "a3", "b1", "b2"]), ("planar", ["a1", "a2", "a3", "b1", "b2"]), ("6d", ["a1", "b1"])],
+)
+def test_constraint_drift_is_the_time_derivative_of_the_constraint_jacobian(kind: str, actuated: list[str]) -> None:
+    """``Ȧ_t q̇_t`` of [Briot2012] eq. (4), on the spatial arms so that every term of every closure type moves."""
+    model = ClosedLoopModel.from_config(
+        DATA / "two_arms.urdf",
+        loop_closures=[{"frame_a": "grip_a", "frame_b": "grip_b", "type": kind}],
+        actuated_joints=actuated,
+    )
+    rng = np.random.default_rng(4)
+    q, dq = rng.uniform(-2.0, 2.0, model.n_tree), rng.uniform(-2.0, 2.0, model.n_tree)
+    step = 1e-6
+    rate = (model.constraint_jacobian(q + step * dq) - model.constraint_jacobian(q - step * dq)) / (2.0 * step)
+    assert_allclose(model.constraint_drift(q, dq), rate @ dq, rtol=0.0, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_completed_velocities_are_finite_differences_of_solved_positions(
+    mechanisms: dict[str, ClosedLoopModel], name: str
+) -> None:
+    """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)."""
+    model = mechanisms[name]
+    step = 1e-4
+    centres = np.linspace(0.1, 1.0, 6)
+    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
+    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
+    q = motion.q.reshape(centres.size, 3, model.n_tree)
+    numerical = (q[:, 2] - q[:, 0]) / (2.0 * step)
+    assert_allclose(motion.dq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_completed_accelerations_are_finite_differences_of_completed_velocities(
+    mechanisms: dict[str, ClosedLoopModel], name: str
+) -> None:
+    """Passive accelerations of [Briot2012] eq. (4), with the drift ``Ȧ_t q̇_t``, are derivatives of eq. (3)."""
+    model = mechanisms[name]
+    step = 1e-4
+    centres = np.linspace(0.1, 1.0, 6)
+    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
+    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
+    dq = motion.dq.reshape(centres.size, 3, model.n_tree)
+    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * step)
+    assert_allclose(motion.ddq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_base_parameters_reproduce_the_torques_of_the_standard_parameters(
+    mechanisms: dict[str, ClosedLoopModel], name: str
+) -> None:
+    model = mechanisms[name]
+    terms = DriveTerms()
+    chain = DriveChain.create(model.n_actuated)
+    base = base_parameters(model, chain, terms, samples=120)
+    rng = np.random.default_rng(11)
+    standard = standard_parameters(model, terms, _drive(model, rng))
+    motion = random_motion(model, 40, rng)
+    full = observation_matrix(model, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
+    assert_allclose(base.select(full) @ base.from_standard(standard), full @ standard, rtol=0.0, atol=1e-9)
+
+
+def test_five_bar_has_seventeen_base_parameters(five_bar: ClosedLoopModel) -> None:
+    """Per link ZZ, MX, MY (12), one less because a mass at the shared tip belongs to either distal
+    link (11); Ia regrouped with ZZ of the proximal link, Fv, Fc, off per motor (6)."""
+    base = base_parameters(five_bar, DriveChain.create(2), DriveTerms())
+    assert base.count == 17
+
+
+def test_standard_parameter_names_put_drive_terms_on_actuated_joints_only(five_bar: ClosedLoopModel) -> None:
+    names = standard_parameter_names(
+        five_bar, DriveTerms(rotor_inertia=True, viscous_friction=False, coulomb_friction=True, offset=False)
+    )
+    assert [name for name in names if name[:2] in ("Ia", "Fc")] == ["Ia1", "Fc1", "Ia3", "Fc3"]
+
+
+def test_solve_passive_keeps_the_assembly_mode_of_the_guess(five_bar: ClosedLoopModel) -> None:
+    """For given motor angles the tip is above the motors (home, distal joints near 0) or below
+    them (distal joints near ∓1.63 rad: distal_1 turned from −73° to −167° relative to proximal_1)."""
+    tip_down_guess = np.array([0.1, -1.5, -0.1, 1.5])
+    solved = five_bar.solve_passive(np.array([0.1, -0.1]), tip_down_guess)
+    assert_allclose(five_bar.residual(solved), 0.0, atol=1e-12)
+    assert solved[1] < -1.2 and solved[3] > 1.2
+
+
+def test_wrapped_positions_of_a_continuous_actuated_joint_give_the_same_passive_motion(
+    mechanisms: dict[str, ClosedLoopModel],
+) -> None:
+    """Encoders of continuous joints often report angles in (−π, π]: the jumps must not change the solution."""
+    model = mechanisms["four_bar"]
+    time_s = np.linspace(0.0, 2.0, 401)  # one full crank turn
+    q, dq, ddq = _smooth_actuated_motion(model, time_s)
+    unwrapped = model.complete_motion(q, dq, ddq)
+    wrapped = model.complete_motion(np.angle(np.exp(1j * q)), dq, ddq)
+    assert_allclose(wrapped.q[:, model.passive], unwrapped.q[:, model.passive], rtol=0.0, atol=1e-9)
+
+
+def test_recording_through_a_singularity_is_refused_at_its_sample(five_bar: ClosedLoopModel) -> None:
+    """Opening both proximal links symmetrically by s aligns the distal links at
+    cos(60° − s) = 0.11 / 0.12 (elbows 0.32 m apart): s* = 0.6361 rad, sample 637 at 1 mrad steps."""
+    opening = np.arange(0.0, 0.8, 1e-3)
+    q = np.stack([opening, -opening], axis=1)
+    singular = math.radians(60.0) - math.acos(0.11 / 0.12)
+    with pytest.raises(LoopClosureError) as caught:
+        five_bar.complete_motion(q, np.ones_like(q), np.zeros_like(q))
+    assert caught.value.sample is not None
+    assert math.ceil(singular / 1e-3) - 20 <= caught.value.sample <= math.ceil(singular / 1e-3)
+    assert f"sample {caught.value.sample}:" in str(caught.value)
+
+
+def test_observation_matrix_refuses_tree_positions_that_do_not_close_the_loops(five_bar: ClosedLoopModel) -> None:
+    motion = random_motion(five_bar, 5, np.random.default_rng(3))
+    q = motion.q.copy()
+    q[3, 1] += 0.01
+    with pytest.raises(DataError, match="q at sample 3 does not close the loops"):
+        observation_matrix(five_bar, DriveChain.create(2), DriveTerms(), q, motion.dq, motion.ddq)
+
+
+def test_current_columns_make_parameters_and_drive_gains_the_null_vector(five_bar: ClosedLoopModel) -> None:
+    """[Briot2012] eq. (8), (13): with exact currents, [W, −diag(v_τ)] has the one null vector (χ, g_τ);
+    fixing the scale by the first gain gives back the other gain and the base parameters."""
+    rng = np.random.default_rng(5)
+    terms = DriveTerms()
+    chain = DriveChain.create(2)
+    drive = _drive(five_bar, rng)
+    gains = np.array([0.08, 0.11])
+    base = base_parameters(five_bar, chain, terms)
+    motion = random_motion(five_bar, 200, rng)
+    currents = constrained_inverse_dynamics(five_bar, chain, drive, motion.q, motion.dq, motion.ddq) / gains
+    standard = observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
+    total = with_current_columns(base.select(standard), currents).reshape(-1, base.count + 2)
+    null = scipy.linalg.svd(total)[2][-1]
+    scaled = null * gains[0] / null[base.count]
+    assert_allclose(
+        scaled,
+        np.concatenate([base.from_standard(standard_parameters(five_bar, terms, drive)), gains]),
+        rtol=1e-6,
+        atol=1e-10,
+    )
+
+
+# ----------------------------------------------------------------------------- configuration
+def test_shipped_config_describes_the_shipped_five_bar() -> None:
+    config = yaml.safe_load((REPO_ROOT / "config" / "five_bar.yaml").read_text())
+    robot = config["/**"]["ros__parameters"]["robot"]
+    model = ClosedLoopModel.from_config(
+        FIVE_BAR_URDF, loop_closures=robot["loop_closures"], actuated_joints=robot["actuated_joints"]
+    )
+    assert model.actuated_joint_names == ("proximal_joint_1", "proximal_joint_2")
+
+
+def test_five_bar_urdf_zero_configuration_is_the_closed_home_pose(five_bar: ClosedLoopModel) -> None:
+    assert_allclose(five_bar.residual(np.zeros(4)), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("closures", "actuated", "message"),
+    [
+        ([{"frame_a": "tip_1", "frame_b": "tip_9", "type": "point"}], FIVE_BAR_ACTUATED, "'tip_9' is not a frame"),
+        ([{"frame_a": "tip_1", "frame_b": "tip_2", "type": "spherical"}], FIVE_BAR_ACTUATED, r"\.type must be one of"),
+        ([{"frame_a": "tip_1", "frame_b": "tip_2"}], FIVE_BAR_ACTUATED, r"missing \['type'\]"),
+        ([], FIVE_BAR_ACTUATED, "needs at least one closure"),
+        (FIVE_BAR_CLOSURES, ["proximal_joint_1", "elbow"], "'elbow' is not a 1-DoF joint of the tree"),
+        (FIVE_BAR_CLOSURES, ["proximal_joint_1", "tip_joint_1"], "'tip_joint_1' is a fixed joint"),
+        (FIVE_BAR_CLOSURES, ["proximal_joint_1"], "has 1 joints .* mobility is 2"),
+        (FIVE_BAR_CLOSURES, [*FIVE_BAR_ACTUATED, "distal_joint_1"], "has 3 joints .* mobility is 2"),
+        ([{"frame_a": "tip_1", "frame_b": "base_link", "type": "point"}], FIVE_BAR_ACTUATED, "cannot be closed"),
+    ],
+    ids=[
+        "unknown-frame",
+        "bad-type",
+        "missing-key",
+        "no-closure",
+        "unknown-joint",
+        "fixed-joint",
+        "too-few",
+        "too-many",
+        "never-closes",
+    ],
+)
+def test_invalid_mechanism_descriptions_are_refused_by_name(closures, actuated, message: str) -> None:
+    with pytest.raises(ModelError, match=message):
+        ClosedLoopModel.from_config(FIVE_BAR_URDF, loop_closures=closures, actuated_joints=actuated)
+
+
+# ----------------------------------------------------------------------------- identification
+def _fourier(seed: int, duration_s: float, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
+    """A 0.2 Hz, 5-harmonic Fourier trajectory of the two motors around the home pose (rad)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, duration_s + dt / 2, dt)
+    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
+    for j in range(2):
+        for h in range(1, 6):
+            omega = 2.0 * np.pi * 0.2 * h
+            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
+            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
+            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
+            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
+    return t, q, dq, ddq
+
+
+@dataclass(frozen=True)
+class _Identified:
+    base: BaseParameters
+    truth: np.ndarray
+    result: LeastSquaresResult
+    chain: DriveChain
+    drive: DriveParameters
+
+
+@pytest.fixture(scope="module")
+def identified_five_bar(five_bar: ClosedLoopModel) -> _Identified:
+    """IDIM-WLS on 10 s of the simulated five-bar: PD + feedforward tracking, 14-bit encoders, 10 mA noise.
+
+    Band-pass derivatives (10 Hz), completion of the tree motion, parallel decimation by 10,
+    equations within 0.05 rad/s of a velocity reversal (over the decimation filter's support) left out.
+    """
+    terms = DriveTerms()
+    chain = DriveChain.create(2, drive_gains=[0.08, 0.08])
+    drive = DriveParameters.create(
+        2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
+    )
+    settings = ClosedLoopSimulationSettings(sensor=SensorModel(current_noise_std_a=0.01, encoder_counts_per_rev=2**14))
+    time_s, q_des, dq_des, ddq_des = _fourier(3, 10.0)
+    desired = five_bar.complete_motion(q_des, dq_des, ddq_des)
+    feedforward = constrained_inverse_dynamics(five_bar, chain, drive, desired.q, desired.dq, desired.ddq)
+    simulator = ClosedLoopSimulator(five_bar, chain, drive, settings, seed=4)
+    run = simulate_tracking(simulator, time_s, q_des, dq_des, ddq_des, feedforward)
+    q, dq, ddq = differentiate(run.q, rate_hz=1000.0, cutoff_hz=10.0)
+    motion = five_bar.complete_motion(q, dq, ddq, q_guess=run.q_tree[0])
+    base = base_parameters(five_bar, chain, terms)
+    w = base.select(
+        observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
+    )
+    decimator = ParallelDecimator.create(10)
+    slowest = scipy.ndimage.minimum_filter1d(np.abs(dq), size=2 * decimator.half_length + 1, axis=0)
+    edge = 500  # filter edge effects, samples
+    w_decimated, kept = decimator.decimate(w[edge:-edge])
+    y_decimated, _ = decimator.decimate(run.joint_torques_nm[edge:-edge])
+    valid = slowest[edge:-edge][kept] > 0.05
+    result = weighted_least_squares(w_decimated, y_decimated, parameter_names=base.names, valid=valid)
+    truth = base.from_standard(standard_parameters(five_bar, terms, drive))
+    return _Identified(base=base, truth=truth, result=result, chain=chain, drive=drive)
+
+
+def test_identification_on_simulated_five_bar_recovers_base_parameters_within_3_sigma(
+    identified_five_bar: _Identified,
+) -> None:
+    result, truth = identified_five_bar.result, identified_five_bar.truth
+    deviation = np.abs(result.parameters - truth) / result.std
+    assert np.all(deviation < 3.0), dict(zip(identified_five_bar.base.names, np.round(deviation, 2), strict=True))
+
+
+def test_identified_five_bar_predicts_validation_torques_within_1_percent(
+    five_bar: ClosedLoopModel, identified_five_bar: _Identified
+) -> None:
+    _, q, dq, ddq = _fourier(11, 5.0)
+    motion = five_bar.complete_motion(q, dq, ddq)
+    chain, terms = identified_five_bar.chain, DriveTerms()
+    expected = constrained_inverse_dynamics(five_bar, chain, identified_five_bar.drive, motion.q, motion.dq, motion.ddq)
+    regressor = observation_matrix(
+        five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+    )
+    predicted = identified_five_bar.base.select(regressor) @ identified_five_bar.result.parameters
+    assert np.linalg.norm(predicted - expected) / np.linalg.norm(expected) < 0.01
