@@ -233,6 +233,26 @@ class Payload:
         object.__setattr__(self, "inertia_kg_m2", inertia)
 
     @classmethod
+    def create(
+        cls,
+        frame: str,
+        *,
+        mass_kg: float,
+        com_m: Sequence[float] | np.ndarray,
+        inertia_kg_m2: np.ndarray | Sequence[float] | Sequence[Sequence[float]] | Mapping[str, float],
+        std: PayloadStd | None = None,
+    ) -> Payload:
+        """Validated payload from plain numbers: ``com_m`` 3 coordinates, ``inertia_kg_m2`` as
+        :func:`inertia_matrix` takes it (a 3×3 matrix, six entries or a mapping by :data:`INERTIA_KEYS`)."""
+        return cls(
+            frame=frame,
+            mass_kg=mass_kg,
+            com_m=np.asarray(com_m, dtype=float),
+            inertia_kg_m2=inertia_matrix(inertia_kg_m2),
+            std=std,
+        )
+
+    @classmethod
     def from_dynamic_parameters(
         cls, frame: str, parameters: np.ndarray | Sequence[float], *, std: PayloadStd | None = None
     ) -> Payload:
@@ -284,6 +304,79 @@ def com_inertia(parameters: np.ndarray) -> np.ndarray:
     inertia = np.array([first, [phi[5], phi[6], phi[8]], [phi[7], phi[8], phi[9]]])
     h = phi[1:4]
     return inertia - (float(h @ h) * np.eye(3) - np.outer(h, h)) / phi[0]
+
+
+def parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
+    """Dynamic parameters ``φ`` (10,) of a log-Cholesky vector ``θ`` (10,): physical for every ``θ``.
+
+    ``θ = [α, c_x, c_y, c_z, l_0 … l_5]`` with ``m = exp(α)``, ``c`` the centre of mass
+    (m), ``Σ_c = L Lᵀ`` the second moment of mass about it,
+    ``L = [[e^{l_0}, 0, 0], [l_1, e^{l_2}, 0], [l_3, l_4, e^{l_5}]]``, and
+    ``I_c = tr(Σ_c) 1 − Σ_c``. Any real ``θ`` gives ``m > 0`` and a positive-definite
+    ``Σ_c``, i.e. a positive-definite ``I_c`` meeting the triangle inequalities (the
+    log-Cholesky parametrisation of physically consistent bodies). Analytic, so it
+    accepts complex ``θ`` (complex-step derivatives).
+    """
+    mass = np.exp(theta[0])
+    com = theta[1:4]
+    lower = np.array(
+        [
+            [np.exp(theta[4]), 0.0, 0.0],
+            [theta[5], np.exp(theta[6]), 0.0],
+            [theta[7], theta[8], np.exp(theta[9])],
+        ],
+        dtype=theta.dtype,
+    )
+    second = lower @ lower.T
+    inertia = np.trace(second) * np.eye(3) - second + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
+    return np.array(
+        [
+            mass,
+            mass * com[0],
+            mass * com[1],
+            mass * com[2],
+            inertia[0, 0],
+            inertia[0, 1],
+            inertia[1, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+            inertia[2, 2],
+        ],
+        dtype=theta.dtype,
+    )
+
+
+def log_cholesky_from_parameters(parameters: np.ndarray) -> np.ndarray:
+    """The log-Cholesky vector ``θ`` of physical dynamic parameters (inverse of :func:`parameters_from_log_cholesky`).
+
+    Raises
+    ------
+    PayloadError
+        If ``φ`` is not a physical body with a positive-definite ``Σ_c`` (strict
+        triangle inequalities).
+    """
+    phi = np.asarray(parameters, dtype=float)
+    if phi.shape != (10,) or not np.all(np.isfinite(phi)) or not phi[0] > 0.0:
+        raise PayloadError(f"dynamic parameters must be 10 finite numbers with a mass > 0, got {phi.tolist()}")
+    inertia = com_inertia(phi)
+    second = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    try:
+        lower = np.linalg.cholesky(0.5 * (second + second.T))
+    except np.linalg.LinAlgError:
+        moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.T)).tolist()
+        raise PayloadError(f"the body is on or beyond the physical bound (principal moments {moments} kg·m²)") from None
+    return np.array(
+        [
+            np.log(phi[0]),
+            *(phi[1:4] / phi[0]),
+            np.log(lower[0, 0]),
+            lower[1, 0],
+            np.log(lower[1, 1]),
+            lower[2, 0],
+            lower[2, 1],
+            np.log(lower[2, 2]),
+        ]
+    )
 
 
 def frame_id(robot: RobotModel, frame: str) -> int:
