@@ -75,7 +75,7 @@ import scipy.ndimage
 import scipy.optimize
 
 from dynamic_identification.core.alignment import current_polynomial, motor_torques
-from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError
+from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError, RankDeficientError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.identification import SignalSettings, estimate_motion
 from dynamic_identification.core.model import (
@@ -91,6 +91,8 @@ from dynamic_identification.core.payload import (
     PayloadError,
     PayloadStd,
     com_inertia,
+    log_cholesky_from_parameters,
+    parameters_from_log_cholesky,
     payload_regressor,
 )
 from dynamic_identification.core.periodic import average_periods, fourier_filter, mean_noise_variance, split_periods
@@ -366,37 +368,6 @@ def recording_observations(
 # --------------------------------------------------------------------------- parametrisation
 
 
-def _dynamic_parameters(theta: np.ndarray) -> np.ndarray:
-    """``φ`` (10,) of ``θ = [log m, c (3), log-Cholesky of Σ_c (6)]``; complex-step safe."""
-    mass = np.exp(theta[0])
-    com = theta[1:4]
-    lower = np.array(
-        [
-            [np.exp(theta[4]), 0.0, 0.0],
-            [theta[5], np.exp(theta[6]), 0.0],
-            [theta[7], theta[8], np.exp(theta[9])],
-        ],
-        dtype=theta.dtype,
-    )
-    second = lower @ lower.T
-    inertia = np.trace(second) * np.eye(3) - second + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
-    return np.array(
-        [
-            mass,
-            mass * com[0],
-            mass * com[1],
-            mass * com[2],
-            inertia[0, 0],
-            inertia[0, 1],
-            inertia[1, 1],
-            inertia[0, 2],
-            inertia[1, 2],
-            inertia[2, 2],
-        ],
-        dtype=theta.dtype,
-    )
-
-
 def _description(theta: np.ndarray) -> np.ndarray:
     """``[m, c (3), ixx, ixy, ixz, iyy, iyz, izz]`` about the centre of mass of ``θ``; complex-step safe."""
     lower = np.array(
@@ -424,7 +395,7 @@ def _complex_step(function: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -
 
 
 def _theta_of(payload_parameters: np.ndarray) -> np.ndarray:
-    """``θ`` of ``φ``, or of a physical body near it when ``φ`` is not physical enough to start from.
+    """Log-Cholesky ``θ`` of ``φ``, or of a physical body near it when ``φ`` is not physical enough to start from.
 
     The mass is raised to :data:`_MASS_FLOOR_KG` and the eigenvalues of ``Σ_c`` to
     :data:`_SECOND_MOMENT_FLOOR` times the largest.
@@ -432,26 +403,12 @@ def _theta_of(payload_parameters: np.ndarray) -> np.ndarray:
     phi = np.asarray(payload_parameters, dtype=float)
     mass = max(float(phi[0]), _MASS_FLOOR_KG)
     com = phi[1:4] / phi[0] if phi[0] > 0.0 else np.zeros(3)
-    clipped = np.concatenate([[mass], mass * com, phi[4:]])
-    inertia = com_inertia(clipped)
-    second = 0.5 * np.trace(inertia) * np.eye(3) - inertia
-    values, vectors = np.linalg.eigh(0.5 * (second + second.T))
-    floor = max(_SECOND_MOMENT_FLOOR * float(np.max(np.abs(values))), 1e-9)
-    values = np.maximum(values, floor)
-    lower = np.linalg.cholesky((vectors * values) @ vectors.T)
-    theta = np.array(
-        [
-            np.log(mass),
-            *com,
-            np.log(lower[0, 0]),
-            lower[1, 0],
-            np.log(lower[1, 1]),
-            lower[2, 0],
-            lower[2, 1],
-            np.log(lower[2, 2]),
-        ]
-    )
-    return theta
+    inertia = com_inertia(np.concatenate([[mass], mass * com, phi[4:]]))
+    values, vectors = np.linalg.eigh(0.5 * np.trace(inertia) * np.eye(3) - inertia)
+    values = np.maximum(values, max(_SECOND_MOMENT_FLOOR * float(np.max(np.abs(values))), 1e-9))
+    second = (vectors * values) @ vectors.T
+    start = Payload("start", mass, com, np.trace(second) * np.eye(3) - second)
+    return log_cholesky_from_parameters(start.dynamic_parameters())
 
 
 def _payload_std(description_jacobian: np.ndarray, covariance: np.ndarray) -> PayloadStd:
@@ -647,19 +604,25 @@ def identify_payload_linear(
         - prior.drive.coulomb[problem.motor] * sign
     )
     # One "joint" per equation row layout of weighted_least_squares: (K, 1, p) with per-sample σ.
-    result = weighted_least_squares(
-        design[:, None, :],
-        target[:, None],
-        sample_std=(problem.sigma if noise is not None else _residual_sigma(design, target, problem, n))[:, None],
-        parameter_names=names,
-    )
+    try:
+        result = weighted_least_squares(
+            design[:, None, :],
+            target[:, None],
+            sample_std=(problem.sigma if noise is not None else _residual_sigma(design, target, problem, n))[:, None],
+            parameter_names=names,
+        )
+    except RankDeficientError as error:
+        raise RankDeficientError(
+            f"the motion does not determine the payload ({error}); with the wrist centre still the mass is not"
+            " identifiable: move a joint before the wrist too ([Swevers2002] §4.2)"
+        ) from error
     phi = result.parameters[:10]
     covariance = result.covariance[:10, :10]
     try:
         body = Payload.from_dynamic_parameters(frame, phi)
         physical, projected = phi, False
     except PayloadError:
-        physical, projected = _dynamic_parameters(_theta_of(phi)), True
+        physical, projected = parameters_from_log_cholesky(_theta_of(phi)), True
         body = Payload.from_dynamic_parameters(frame, physical)
     # σ of mass, centre of mass and inertia entries: first-order propagation through φ → description.
     std = _payload_std(_complex_step(_description_of_phi, physical), covariance)
@@ -823,7 +786,7 @@ class _Search:
         coulomb[self.friction_motors] = x[10 + f : 10 + 2 * f]
         log_efficiency = np.zeros(viscous.size)
         log_efficiency[self.efficiency_motors] = x[10 + 2 * f :]
-        return _dynamic_parameters(x[:10]), viscous, coulomb, log_efficiency
+        return parameters_from_log_cholesky(x[:10]), viscous, coulomb, log_efficiency
 
     def model(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Predicted ``u``, the power-flow sign ``s`` and the transmission input ``τ_T`` of every equation."""
@@ -846,7 +809,7 @@ class _Search:
         friction_rows = problem.motor[:, None] == self.friction_motors[None, :]
         efficiency_rows = problem.motor[:, None] == self.efficiency_motors[None, :]
         blocks = [
-            (factor[:, None] * problem.load_columns) @ _complex_step(_dynamic_parameters, x[:10]),
+            (factor[:, None] * problem.load_columns) @ _complex_step(parameters_from_log_cholesky, x[:10]),
             friction_rows * problem.velocity[:, None],
             friction_rows * np.sign(problem.velocity)[:, None],
             efficiency_rows * (-flow * entering)[:, None],
@@ -876,7 +839,7 @@ class _Search:
         covariance = residual_std**2 * (vt[determined].T / singular[determined] ** 2) @ vt[determined]
         std = np.sqrt(np.diag(covariance))
         phi, viscous, coulomb, log_efficiency = self.unpack(x)
-        load_jacobian = _complex_step(_dynamic_parameters, x[:10])
+        load_jacobian = _complex_step(parameters_from_log_cholesky, x[:10])
         payload = Payload(
             frame=frame,
             mass_kg=float(description[0]),
