@@ -603,7 +603,7 @@ def identify_payload_linear(
         - prior.drive.viscous[problem.motor] * problem.velocity
         - prior.drive.coulomb[problem.motor] * sign
     )
-    # One "joint" per equation row layout of weighted_least_squares: (K, 1, p) with per-sample σ.
+    # Each motor equation is a sample of its own for weighted_least_squares: W (K, 1, p), per-equation σ.
     try:
         result = weighted_least_squares(
             design[:, None, :],
