@@ -98,8 +98,8 @@ def main() -> None:
     polynomial = np.stack([np.zeros(6), TRUE_GAINS, -0.03 * TRUE_GAINS, 0.004 * TRUE_GAINS], axis=1)
     prior = RobotPrior.from_standard(robot, truth, drive)
     excitation = random_fourier_trajectory(robot, seed=3, margin=0.2)
-    rows = {"linear": [], "ml": []}
-    times = {"linear": [], "ml": []}
+    rows: dict[str, list[list[float]]] = {"linear": [], "ml": []}
+    times: dict[str, list[float]] = {"linear": [], "ml": []}
     for seed in range(arguments.seeds):
         recording = simulate_current_recording(
             robot,
