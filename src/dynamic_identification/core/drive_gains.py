@@ -1,0 +1,440 @@
+"""Drive gains and base parameters together by IDIM-TLS with a known payload ([Briot2012] §3.2).
+
+The joint torques are not measured; the motor currents are, and
+``τ = Gᵀ (k ⊙ i)`` with ``G = diag(N) C`` (:class:`~dynamic_identification.core.model.DriveChain`)
+depends on the motor torque constants ``k`` (the drive gains ``g_τ`` of [Briot2012]
+eq. (8), known from the manufacturer to about 10 %). Writing the IDIM with the gains
+as unknowns,
+
+``Gᵀ (k ⊙ i) = V_τ k``,  ``V_τ[j, m] = G[m, j] i_m``,
+
+the model of a trajectory without load (a) and one with a payload of known
+inertial parameters ``χ_kL`` (b) reads ([Briot2012] eq. (12)-(13))
+
+``W_tot χ_tot = [[−W_a, V_τa, 0], [−W_b, V_τb, −W_kL χ_kL]] [χ; k; δ] = ρ``,
+
+where ``W`` is the decimated base-parameter observation matrix (the same base
+parameters ``χ`` in both), ``W_kL`` the payload regressor
+(:func:`~dynamic_identification.core.payload.payload_regressor`) and ``δ`` a
+scalar that should be 1. Without noise ``W_tot`` is rank deficient and ``χ_tot`` is
+defined up to a scale; with noise the total-least-squares solution is the right
+singular vector of the smallest singular value of ``W_tot`` (the compatible system
+closest in the Frobenius norm), and the known payload fixes the scale by ``δ = 1``
+([Briot2012] §3.2, "Solution of the IDIM-TLS"). The columns of ``W_tot`` are scaled
+to unit norm for the SVD (and the vector scaled back), so the estimate does not
+depend on the units of the unknowns.
+
+The rows of joint ``j`` of recording ``r`` are divided by the standard deviation
+``σ_{r,j}`` of their error (the per-joint weighting of IDIM-WLS, [Gautier2013]
+eq. (20)), so the Frobenius norm that TLS minimises counts every equation by its
+noise. ``σ`` starts from per-joint OLS with the nominal gains and is re-estimated
+from the TLS residuals (:data:`TLS_ITERATIONS` passes).
+
+Standard deviations (derivation). With ``δ = 1`` the TLS solution ``x̂ = [χ̂; k̂]``
+is the exact solution of the compatible system closest to ``A x + b = ρ``
+(``A = [−W, V_τ]``, ``b`` the payload column, both weighted). To first order in the
+noise it equals the least-squares solution of that system, whose equation error
+``ρ`` has the variance ``σ_ρ²`` of the current noise times the gains (the TLS
+residual is ``‖W_tot x̂‖² = s_min² ‖[x̂; 1]‖²``). Hence
+``cov(x̂) ≈ σ̂_ρ² (AᵀA)⁻¹`` with ``σ̂_ρ² = ‖A x̂ + b‖² / (r − p)`` ([Gautier2013]
+eq. (17)-(18) applied to the compatible system): ``r`` weighted equations,
+``p`` unknowns. The TLS correction to this is of order ``s_min² / s_{p}²``.
+
+Signal processing is the one of :func:`~dynamic_identification.core.identification.identify`
+(stamp cleaning, resampling, zero-phase position filter, derivatives and parallel
+decimation, [Gautier2013] eq. (13)-(14)): the currents go through it in place of
+torques (decimation is linear, so decimating ``i`` and then forming ``V_τ`` equals
+decimating ``V_τ``), and the payload torques ``W_kL χ_kL`` are computed on the
+filtered motion and decimated with the same filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError
+from dynamic_identification.core.estimation import rank_deficient_columns
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    RowBuilder,
+    check_motion,
+    estimate_motion,
+)
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.payload import Payload, PayloadDynamics
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.signal import default_decimation
+
+TLS_ITERATIONS = 3
+"""Re-weighting passes of the weighted TLS (weights from the previous pass's residuals)."""
+
+_SCALE_TOLERANCE = 1e-9
+"""Smallest ``|δ|`` of the unit singular vector accepted as fixing the scale."""
+
+
+@dataclass(frozen=True)
+class CurrentRecording:
+    """One recording in model joint order: stamps (s), positions (rad), motor currents (A).
+
+    Attributes
+    ----------
+    time
+        Stamps, s, shape ``(N,)``.
+    q
+        Joint positions, rad, shape ``(N, n)``.
+    currents
+        Motor currents, A, shape ``(N, n)`` (motor ``m`` drives joint ``m`` through the coupling).
+    name
+        Used in error messages (``"unloaded"``, ``"loaded"``, a file name).
+    """
+
+    time: np.ndarray
+    q: np.ndarray
+    currents: np.ndarray
+    name: str = "recording"
+
+    @classmethod
+    def create(
+        cls, time: np.ndarray, q: np.ndarray, currents: np.ndarray | None, *, name: str = "recording"
+    ) -> CurrentRecording:
+        """Validated recording.
+
+        Raises
+        ------
+        DataError
+            If ``currents`` is ``None`` (a recording of joint torques only), shapes
+            disagree or a value is not finite.
+        """
+        if currents is None:
+            raise DataError(
+                f"recording {name!r} has no motor currents (J/current columns): drive gains need currents, not torques"
+            )
+        t = np.asarray(time, dtype=float)
+        positions = np.asarray(q, dtype=float)
+        amps = np.asarray(currents, dtype=float)
+        if t.ndim != 1 or positions.ndim != 2 or positions.shape[0] != t.shape[0] or amps.shape != positions.shape:
+            raise DataError(
+                f"recording {name!r}: time (N,), q and currents (N, n) must agree, got"
+                f" {t.shape}, {positions.shape}, {amps.shape}"
+            )
+        for label, array in (("time", t), ("q", positions), ("currents", amps)):
+            if not np.all(np.isfinite(array)):
+                row = int(np.argwhere(~np.isfinite(array))[0, 0])
+                raise DataError(f"recording {name!r}: {label} is not finite at sample {row}")
+        return cls(time=t, q=positions, currents=amps, name=name)
+
+
+@dataclass(frozen=True)
+class DriveGainsResult:
+    """Drive gains and base parameters identified together by IDIM-TLS ([Briot2012] eq. (13)).
+
+    Attributes
+    ----------
+    drive_gains
+        Motor torque constants ``k`` in N·m/A (motor side, the form of
+        :attr:`DriveChain.drive_gains <dynamic_identification.core.model.DriveChain.drive_gains>`), ``(n,)``.
+    drive_gains_std
+        Their standard deviations, N·m/A (module docstring), ``(n,)``.
+    nominal_drive_gains
+        The gains of the drive chain given as input, N·m/A, for reporting.
+    names, values, std
+        Kept base parameters (named after their independent standard column, as
+        :func:`~dynamic_identification.core.identification.identify`), their values (SI) and σ.
+    expressions
+        What each base parameter regroups.
+    removed
+        Base parameters the data did not excite (not identified).
+    residual_std
+        ``σ̂_ρ`` of the weighted system (close to 1 when the weights match the noise).
+    joint_std
+        Per-joint error σ (N·m) of each recording used as weights, ``(2, n)``: unloaded, loaded.
+    relative_error
+        ``‖ρ‖ / ‖V_τ k̂‖`` of the unweighted equations, both recordings.
+    condition_number
+        Of the weighted ``[−W, V_τ]`` with unit-norm columns.
+    smallest_singular_value
+        ``s_min`` of the weighted ``W_tot`` (the TLS residual for a unit vector).
+    samples
+        Decimated samples of the unloaded and loaded recordings.
+    """
+
+    drive_gains: np.ndarray
+    drive_gains_std: np.ndarray
+    nominal_drive_gains: np.ndarray
+    names: tuple[str, ...]
+    values: np.ndarray
+    std: np.ndarray
+    expressions: tuple[str, ...]
+    removed: tuple[str, ...]
+    residual_std: float
+    joint_std: np.ndarray
+    relative_error: float
+    condition_number: float
+    smallest_singular_value: float
+    samples: tuple[int, int]
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        """Base-parameter values by name, for :func:`~dynamic_identification.core.identification.predict_torques`."""
+        return dict(zip(self.names, self.values.tolist(), strict=True))
+
+    def drive_chain(self, nominal: DriveChain) -> DriveChain:
+        """``nominal`` with its drive gains replaced by the identified ones."""
+        return DriveChain.create(
+            nominal.n_joints, gear_ratios=nominal.gear_ratios, drive_gains=self.drive_gains, coupling=nominal.coupling
+        )
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Decimated rows of one recording: base ``W`` (r, n, b), currents (r, n), known payload torques (r, n)."""
+
+    observation_matrix: np.ndarray
+    currents: np.ndarray
+    known: np.ndarray
+    valid: np.ndarray
+
+
+def _rows(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    recording: CurrentRecording,
+    settings: IdentificationSettings,
+    payload: Payload | None,
+) -> _Rows:
+    """The blocks of :func:`~dynamic_identification.core.identification.prepare_observations`, with
+    the currents and the known payload torques decimated as extra signals."""
+    n = robot.n_joints
+    if recording.q.shape[1] != n:
+        raise DataError(f"recording {recording.name!r} has {recording.q.shape[1]} joints, the robot {n}")
+    if recording.time.shape[0] < settings.min_samples:
+        raise DataError(
+            f"recording {recording.name!r} has too few samples: {recording.time.shape[0]} < {settings.min_samples}"
+        )
+    q = robot.unwrap_positions(recording.q)
+    check_motion(q, robot.joint_names, min_motion_rad=settings.min_motion_rad)
+    motions, _ = estimate_motion(recording.time, q, settings.signal, torques=recording.currents)
+    rate = motions[0].rate_hz
+    cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
+    factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+    builder = RowBuilder.create(
+        robot, drive_chain, terms, base, decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s
+    )
+    dynamics = PayloadDynamics(robot, payload.frame) if payload is not None else None
+    phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
+    matrices, currents, known, masks = [], [], [], []
+    step = max(settings.block_samples - settings.block_samples % factor, factor)
+    for motion in motions:
+        length = motion.time.shape[0]
+        if motion.torques is None:
+            raise DataError(f"recording {recording.name!r} lost its currents in resampling")
+        payload_torques = np.zeros((length, n))
+        if dynamics is not None:
+            for k in range(length):
+                payload_torques[k] = dynamics.torques(motion.q[k], motion.dq[k], motion.ddq[k], phi)
+        signals = np.concatenate([motion.torques, payload_torques], axis=1)
+        for first_output in range(0, length, step):
+            start = max(first_output - builder.reach, 0)
+            block = slice(start, min(first_output + step + builder.reach, length))
+            rows = builder.rows(
+                motion.q[block],
+                motion.dq[block],
+                motion.ddq[block],
+                signals[block],
+                start=start,
+                outputs=(first_output, first_output + step),
+            )
+            matrices.append(rows.observation_matrix)
+            currents.append(rows.torques[:, :n])
+            known.append(rows.torques[:, n:])
+            masks.append(rows.valid)
+    return _Rows(
+        observation_matrix=np.concatenate(matrices),
+        currents=np.concatenate(currents),
+        known=np.concatenate(known),
+        valid=np.concatenate(masks),
+    )
+
+
+def current_columns(drive_chain: DriveChain, currents_a: np.ndarray) -> np.ndarray:
+    """``V_τ`` of [Briot2012] eq. (8), shape ``(N, n, n)``: ``V_τ[k, j, m] = G[m, j] i_m(k)``.
+
+    ``V_τ @ k`` are the joint torques ``Gᵀ (k ⊙ i)`` of drive gains ``k``.
+    """
+    currents = np.asarray(currents_a, dtype=float)
+    return currents[:, None, :] * drive_chain.transmission.T[None, :, :]
+
+
+def _joint_std(residual: np.ndarray, valid: np.ndarray, dof_fraction: float) -> np.ndarray:
+    """RMS residual per joint over the valid equations, with the share ``dof_fraction`` of degrees of freedom used."""
+    counts = valid.sum(axis=0)
+    sums = np.sum(np.where(valid, residual, 0.0) ** 2, axis=0)
+    sigma = np.sqrt(sums / np.maximum(counts * (1.0 - dof_fraction), 1.0))
+    largest = float(np.max(sigma, initial=0.0))
+    if largest == 0.0:
+        return np.ones_like(sigma)
+    return np.maximum(np.where(counts > 0, sigma, largest), 1e-8 * largest)
+
+
+def identify_drive_gains(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    *,
+    unloaded: CurrentRecording,
+    loaded: CurrentRecording,
+    payload: Payload,
+    base: BaseParameters | None = None,
+    settings: IdentificationSettings | None = None,
+) -> DriveGainsResult:
+    """Identify the drive gains and the base parameters by IDIM-TLS ([Briot2012] eq. (12)-(13)).
+
+    Parameters
+    ----------
+    robot
+        The robot model (its URDF inertial values are not used).
+    drive_chain
+        Gear ratios and coupling of the motors; its drive gains are the nominal ones,
+        used for the first weights and reported, not as a constraint.
+    terms
+        Drive-chain terms of the base-parameter model.
+    unloaded, loaded
+        Recordings without and with the payload, joints in model order.
+    payload
+        The known payload (all 10 inertial parameters known, ``n_kL = 10``) and its frame.
+    base
+        Base parameters of ``robot``, ``drive_chain``, ``terms`` (computed when omitted).
+    settings
+        Signal processing and data requirements (only ``settings.signal``,
+        ``min_samples``, ``min_motion_rad`` and ``block_samples`` are used).
+
+    Returns
+    -------
+    DriveGainsResult
+        Gains with σ, base parameters with σ, fit quality.
+
+    Raises
+    ------
+    DataError
+        A recording without currents, of the wrong size, with too few samples.
+    ModelError
+        Sizes of the drive chain and the robot disagree, or the payload frame is unknown.
+    InsufficientExcitationError
+        The robot stood still, or the payload does not fix the scale (``δ ≈ 0``).
+    """
+    settings = settings or IdentificationSettings()
+    n = robot.n_joints
+    if drive_chain.n_joints != n:
+        raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
+    base = base or base_parameters(robot, drive_chain, terms)
+    recordings = (
+        _rows(robot, drive_chain, terms, base, unloaded, settings, None),
+        _rows(robot, drive_chain, terms, base, loaded, settings, payload),
+    )
+    stacked_w = np.concatenate([rows.observation_matrix for rows in recordings])
+    stacked_valid = np.concatenate([rows.valid for rows in recordings])
+    unexcited = rank_deficient_columns(stacked_w, valid=stacked_valid)
+    kept = np.setdiff1d(np.arange(base.count), unexcited)
+    blocks = [
+        np.concatenate(
+            [
+                -rows.observation_matrix[..., kept],
+                current_columns(drive_chain, rows.currents),
+                -rows.known[..., None],
+            ],
+            axis=2,
+        )
+        for rows in recordings
+    ]
+    unknowns = kept.size + n
+    total_rows = int(stacked_valid.sum())
+    if total_rows <= unknowns + 1:
+        raise DataError(f"only {total_rows} usable equations for {unknowns} unknowns (base parameters and gains)")
+    # First weights: per-joint residuals of least squares with the nominal gains and δ = 1.
+    nominal = np.concatenate([np.zeros(kept.size), drive_chain.drive_gains, [1.0]])
+    joint_std = np.ones((2, n))
+    for r, (block, rows) in enumerate(zip(blocks, recordings, strict=True)):
+        target = block[..., kept.size :] @ nominal[kept.size :]
+        design = block[..., : kept.size].reshape(-1, kept.size)[rows.valid.reshape(-1)]
+        solution = scipy.linalg.lstsq(design, -target.reshape(-1)[rows.valid.reshape(-1)])[0]
+        residual = block[..., : kept.size] @ solution + target
+        joint_std[r] = _joint_std(residual, rows.valid, kept.size / max(int(rows.valid.sum()), 1))
+    solution = nominal
+    singular = np.nan
+    for _ in range(TLS_ITERATIONS):
+        matrix = _weighted(blocks, recordings, joint_std)
+        solution, singular = _total_least_squares(matrix)
+        dof = unknowns / total_rows
+        for r, (block, rows) in enumerate(zip(blocks, recordings, strict=True)):
+            joint_std[r] = _joint_std(block @ solution, rows.valid, dof)
+    matrix = _weighted(blocks, recordings, joint_std)
+    design, column = matrix[:, :-1], matrix[:, -1]
+    residual = design @ solution[:-1] + column
+    residual_std = float(np.linalg.norm(residual) / np.sqrt(matrix.shape[0] - unknowns))
+    norms = np.linalg.norm(design, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    r_factor = scipy.linalg.qr(design / norms, mode="r")[0][:unknowns]
+    r_inverse = scipy.linalg.solve_triangular(r_factor, np.eye(unknowns)) / norms[:, None]
+    covariance = residual_std**2 * (r_inverse @ r_inverse.T)
+    std = np.sqrt(np.diag(covariance))
+    singular_values = scipy.linalg.svdvals(r_factor)
+    unweighted = np.concatenate(
+        [(block @ solution)[rows.valid] for block, rows in zip(blocks, recordings, strict=True)]
+    )
+    torques = np.concatenate(
+        [
+            (block[..., kept.size : -1] @ solution[kept.size : -1])[rows.valid]
+            for block, rows in zip(blocks, recordings, strict=True)
+        ]
+    )
+    return DriveGainsResult(
+        drive_gains=solution[kept.size : -1].copy(),
+        drive_gains_std=std[kept.size :].copy(),
+        nominal_drive_gains=drive_chain.drive_gains.copy(),
+        names=tuple(base.names[i] for i in kept),
+        values=solution[: kept.size].copy(),
+        std=std[: kept.size].copy(),
+        expressions=tuple(base.expressions[i] for i in kept),
+        removed=tuple(base.names[i] for i in unexcited),
+        residual_std=residual_std,
+        joint_std=joint_std.copy(),
+        relative_error=float(np.linalg.norm(unweighted) / max(float(np.linalg.norm(torques)), 1e-300)),
+        condition_number=float(singular_values[0] / singular_values[-1]),
+        smallest_singular_value=float(singular),
+        samples=(int(recordings[0].currents.shape[0]), int(recordings[1].currents.shape[0])),
+    )
+
+
+def _weighted(blocks: list[np.ndarray], recordings: tuple[_Rows, ...], joint_std: np.ndarray) -> np.ndarray:
+    """Valid rows of every block divided by their joint's σ, stacked: the weighted ``W_tot``."""
+    return np.concatenate(
+        [
+            (block / sigma[None, :, None])[rows.valid]
+            for block, rows, sigma in zip(blocks, recordings, joint_std, strict=True)
+        ]
+    )
+
+
+def _total_least_squares(matrix: np.ndarray) -> tuple[np.ndarray, float]:
+    """TLS solution of ``matrix x ≈ 0`` with its last entry (δ) equal to 1, and ``s_min``.
+
+    The columns are scaled to unit norm before the SVD and the singular vector is
+    scaled back: TLS perturbs every column alike, so without this its answer would
+    change with the units of the parameters (currents in mA instead of A, say).
+    """
+    norms = np.linalg.norm(matrix, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    _, singular, vt = scipy.linalg.svd(matrix / norms, full_matrices=False)
+    unit = vt[-1]
+    if abs(unit[-1]) < _SCALE_TOLERANCE:
+        raise InsufficientExcitationError(
+            f"the known payload does not fix the scale (δ = {unit[-1]:.3g} in the TLS solution):"
+            " the loaded trajectory barely excites the payload's dynamics"
+        )
+    vector = unit / norms
+    return vector / vector[-1], float(singular[-1])

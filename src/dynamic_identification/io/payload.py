@@ -1,0 +1,382 @@
+"""Payload YAML and drive-gains YAML.
+
+Payload file (``dynid payload --out``, ``/estimator/payload``, the ``--payload`` of
+``dynid gains``)::
+
+    format: dynamic_identification/payload/v1     # optional on reading
+    payload:
+      frame: tool0                                 # Pinocchio frame the load is fixed to
+      mass_kg: 3.5
+      com_m: [0.04, -0.02, 0.09]                   # centre of mass in the frame, m
+      inertia_kg_m2: {ixx: 0.014, ixy: -0.003, ixz: -0.002, iyy: 0.019, iyz: -0.003, izz: 0.025}
+                                                   # about the centre of mass, frame axes (URDF entries)
+      std: {mass_kg: 0.001, com_m: [...], inertia_kg_m2: {ixx: ..., ...}}   # optional
+    identification: {method: ml, residual_std: 1.0, ...}                   # optional, not read
+
+Drive-gains file (``dynid gains --out``): a ROS 2 parameter file whose ``/**`` block
+holds the identified drive chain, so it can be given to the nodes
+(``--params-file``, after the main configuration) and to ``dynid --config`` as is::
+
+    /**:
+      ros__parameters:
+        joints: [joint_1, ...]
+        drive_chain:
+          gear_ratios: [...]       # motor rad per joint rad (as given)
+          drive_gains: [...]       # identified motor torque constants, N·m/A
+          coupling: [...]          # n×n row by row (as given)
+    drive_gains_identification:    # a block no node is named after: nodes and load_config ignore it
+      ros__parameters:
+        method: idim-tls
+        reference: "[Briot2012] eq. (13)"
+        drive_gains_std: [...]     # N·m/A
+        nominal_drive_gains: [...] # N·m/A
+        quality: {residual_std: ..., relative_error: ..., condition_number: ..., ...}
+        payload: {frame: tool0, mass_kg: 4.0}
+
+Files are read with ``yaml.safe_load`` and written atomically (a temporary file in the
+same directory, then :func:`os.replace`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from dynamic_identification.core.drive_gains import DriveGainsResult
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
+
+FORMAT = "dynamic_identification/payload/v1"
+"""Value of the optional ``format`` key of a payload file."""
+
+GAINS_BLOCK = "drive_gains_identification"
+"""Top-level key of the drive-gains file that holds σ and quality (no node has this name)."""
+
+_PAYLOAD_KEYS: tuple[str, ...] = ("frame", "mass_kg", "com_m", "inertia_kg_m2")
+_OPTIONAL_PAYLOAD_KEYS: tuple[str, ...] = ("std",)
+_STD_KEYS: tuple[str, ...] = ("mass_kg", "com_m", "inertia_kg_m2")
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same directory, fsync, :func:`os.replace`.
+
+    A reader sees the old file or the new one, never a partial write; the file keeps
+    its permissions (0644 when new).
+    """
+    target = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _dump(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
+
+
+def _plain(value: Any) -> Any:
+    """Numpy values and tuples as plain Python for ``yaml.safe_dump``."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value)
+    return value
+
+
+# --------------------------------------------------------------------------- payload
+
+
+def payload_document(payload: Payload, *, identification: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The mapping written by :func:`dump_payload` (see the module docstring)."""
+    body: dict[str, Any] = {
+        "frame": payload.frame,
+        "mass_kg": payload.mass_kg,
+        "com_m": payload.com_m,
+        "inertia_kg_m2": inertia_entries(payload.inertia_kg_m2),
+    }
+    if payload.std is not None:
+        body["std"] = {
+            "mass_kg": payload.std.mass_kg,
+            "com_m": payload.std.com_m,
+            "inertia_kg_m2": inertia_entries(payload.std.inertia_kg_m2),
+        }
+    document: dict[str, Any] = {"format": FORMAT, "payload": body}
+    if identification:
+        document["identification"] = dict(identification)
+    return document
+
+
+def dump_payload(payload: Payload, *, identification: Mapping[str, Any] | None = None) -> str:
+    """YAML text of ``payload``; :func:`parse_payload` of it returns an equal payload.
+
+    ``identification`` (method, residual σ, efficiencies, …) is written under its own
+    key for people and logs; the reader ignores it.
+    """
+    return _dump(payload_document(payload, identification=identification))
+
+
+def parse_payload(text: str, *, source: str = "payload text") -> Payload:
+    """Parse payload YAML ``text``; ``source`` names it in error messages.
+
+    Raises
+    ------
+    DataError
+        Not YAML, not a mapping, a wrong ``format``, a missing or unknown key, a value
+        of the wrong type (one line naming ``source`` and the key).
+    PayloadError
+        A non-physical payload: mass not > 0, inertia not positive definite about the
+        centre of mass or violating the triangle inequality.
+    """
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DataError(f"{source} is not valid YAML: {' '.join(str(error).split())}") from error
+    if not isinstance(document, Mapping):
+        raise DataError(f"{source} must be a YAML mapping with a 'payload' key, got {type(document).__name__}")
+    if "format" in document and document["format"] != FORMAT:
+        raise DataError(f"{source} has format {document['format']!r}, expected {FORMAT!r}")
+    if "payload" not in document:
+        raise DataError(f"{source} misses the key 'payload'")
+    body = document["payload"]
+    if not isinstance(body, Mapping):
+        raise DataError(f"payload in {source} must be a mapping, got {body!r}")
+    missing = [key for key in _PAYLOAD_KEYS if key not in body]
+    if missing:
+        raise DataError(f"{source} misses the key 'payload.{missing[0]}' (needs {list(_PAYLOAD_KEYS)})")
+    unknown = sorted(set(body) - set(_PAYLOAD_KEYS) - set(_OPTIONAL_PAYLOAD_KEYS))
+    if unknown:
+        raise DataError(f"unknown keys {unknown} in payload of {source} (known: {list(_PAYLOAD_KEYS + ('std',))})")
+    if not isinstance(body["frame"], str) or not body["frame"]:
+        raise DataError(f"payload.frame in {source} must be a frame name, got {body['frame']!r}")
+    try:
+        std = _std(body.get("std"), source)
+        return Payload.create(
+            body["frame"],
+            mass_kg=_number(body["mass_kg"], "payload.mass_kg", source),
+            com_m=_vector(body["com_m"], "payload.com_m", source),
+            inertia_kg_m2=_inertia(body["inertia_kg_m2"], "payload.inertia_kg_m2", source),
+            std=std,
+        )
+    except PayloadError as error:
+        raise PayloadError(f"{source}: {error}") from error
+
+
+def load_payload(path_or_text: str | os.PathLike[str]) -> Payload:
+    """Load a payload file from a path, or parse YAML text (a string with a newline, e.g. ``/estimator/payload``).
+
+    Raises
+    ------
+    DataError, PayloadError
+        As :func:`parse_payload`; a missing or unreadable file is a :class:`DataError`.
+    """
+    if isinstance(path_or_text, str) and "\n" in path_or_text:
+        return parse_payload(path_or_text)
+    path = Path(path_or_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"payload file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read payload file {path}: {error}") from error
+    return parse_payload(text, source=str(path))
+
+
+def write_payload_atomic(
+    path: str | os.PathLike[str], payload: Payload, *, identification: Mapping[str, Any] | None = None
+) -> None:
+    """Write :func:`dump_payload` of ``payload`` to ``path`` atomically."""
+    write_text_atomic(path, dump_payload(payload, identification=identification))
+
+
+def _number(value: Any, key: str, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{key} in {source} must be a number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise DataError(f"{key} in {source} must be finite, got {value!r}")
+    return float(value)
+
+
+def _vector(value: Any, key: str, source: str) -> list[float]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise DataError(f"{key} in {source} must be a list [x, y, z], got {value!r}")
+    return [_number(item, f"{key}[{i}]", source) for i, item in enumerate(value)]
+
+
+def _inertia(value: Any, key: str, source: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise DataError(f"{key} in {source} must be a mapping of {list(INERTIA_KEYS)}, got {value!r}")
+    missing = [name for name in INERTIA_KEYS if name not in value]
+    if missing:
+        raise DataError(f"{source} misses the key '{key}.{missing[0]}' (needs {list(INERTIA_KEYS)})")
+    unknown = sorted(set(value) - set(INERTIA_KEYS))
+    if unknown:
+        raise DataError(f"unknown keys {unknown} in {key} of {source} (known: {list(INERTIA_KEYS)})")
+    return {name: _number(value[name], f"{key}.{name}", source) for name in INERTIA_KEYS}
+
+
+def _std(value: Any, source: str) -> PayloadStd | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise DataError(f"payload.std in {source} must be a mapping, got {value!r}")
+    missing = [key for key in _STD_KEYS if key not in value]
+    if missing:
+        raise DataError(f"{source} misses the key 'payload.std.{missing[0]}' (needs {list(_STD_KEYS)})")
+    unknown = sorted(set(value) - set(_STD_KEYS))
+    if unknown:
+        raise DataError(f"unknown keys {unknown} in payload.std of {source} (known: {list(_STD_KEYS)})")
+    return PayloadStd(
+        mass_kg=_number(value["mass_kg"], "payload.std.mass_kg", source),
+        com_m=np.array(_vector(value["com_m"], "payload.std.com_m", source)),
+        inertia_kg_m2=np.array(
+            [_inertia(value["inertia_kg_m2"], "payload.std.inertia_kg_m2", source)[name] for name in INERTIA_KEYS]
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- drive gains
+
+
+def drive_gains_document(
+    result: DriveGainsResult,
+    drive_chain: DriveChain,
+    joints: Sequence[str],
+    *,
+    payload: Payload | None = None,
+    stamp: float = 0.0,
+) -> dict[str, Any]:
+    """The mapping written by :func:`dump_drive_gains` (see the module docstring).
+
+    ``drive_chain`` supplies the gear ratios and coupling the gains were identified
+    with; ``joints`` the model joint order.
+    """
+    n = drive_chain.n_joints
+    if len(joints) != n or result.drive_gains.shape != (n,):
+        raise DataError(f"{len(joints)} joints and {result.drive_gains.shape[0]} gains for a {n}-joint drive chain")
+    quality: dict[str, Any] = {
+        "residual_std": result.residual_std,
+        "relative_error": result.relative_error,
+        "condition_number": result.condition_number,
+        "smallest_singular_value": result.smallest_singular_value,
+        "samples_unloaded": result.samples[0],
+        "samples_loaded": result.samples[1],
+        "base_parameters": len(result.names),
+    }
+    block: dict[str, Any] = {
+        "method": "idim-tls",
+        "reference": "[Briot2012] eq. (13)",
+        "drive_gains_std": result.drive_gains_std,
+        "nominal_drive_gains": result.nominal_drive_gains,
+        "quality": quality,
+        "stamp": float(stamp),
+    }
+    if payload is not None:
+        block["payload"] = {"frame": payload.frame, "mass_kg": payload.mass_kg}
+    return {
+        "/**": {
+            "ros__parameters": {
+                "joints": list(joints),
+                "drive_chain": {
+                    "gear_ratios": drive_chain.gear_ratios,
+                    "drive_gains": result.drive_gains,
+                    "coupling": drive_chain.coupling.ravel(),
+                },
+            }
+        },
+        GAINS_BLOCK: {"ros__parameters": block},
+    }
+
+
+def dump_drive_gains(
+    result: DriveGainsResult,
+    drive_chain: DriveChain,
+    joints: Sequence[str],
+    *,
+    payload: Payload | None = None,
+    stamp: float = 0.0,
+) -> str:
+    """YAML text of the drive-gains file, with a comment line naming the method."""
+    header = "# Drive gains identified by IDIM-TLS with a known payload ([Briot2012] eq. (13)); units N·m/A.\n"
+    return header + _dump(drive_gains_document(result, drive_chain, joints, payload=payload, stamp=stamp))
+
+
+def write_drive_gains_atomic(
+    path: str | os.PathLike[str],
+    result: DriveGainsResult,
+    drive_chain: DriveChain,
+    joints: Sequence[str],
+    *,
+    payload: Payload | None = None,
+    stamp: float = 0.0,
+) -> None:
+    """Write :func:`dump_drive_gains` to ``path`` atomically."""
+    write_text_atomic(path, dump_drive_gains(result, drive_chain, joints, payload=payload, stamp=stamp))
+
+
+def load_drive_gains_std(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The identified drive gains and their σ (N·m/A) of a drive-gains file.
+
+    The gains themselves are read like any configuration, by
+    :func:`~dynamic_identification.io.config.load_config`; this reads both for reports.
+
+    Raises
+    ------
+    DataError
+        Missing file, not YAML, or a missing key (named).
+    """
+    file = Path(path)
+    try:
+        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"drive-gains file not found: {file}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise DataError(f"cannot read drive-gains file {file}: {' '.join(str(error).split())}") from error
+    try:
+        gains = document["/**"]["ros__parameters"]["drive_chain"]["drive_gains"]
+        std = document[GAINS_BLOCK]["ros__parameters"]["drive_gains_std"]
+    except (KeyError, TypeError) as error:
+        raise DataError(f"{file} misses the key {error} of a drive-gains file") from None
+    try:
+        return np.array(gains, dtype=float), np.array(std, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise DataError(f"drive gains in {file} must be lists of numbers: {error}") from None
+
+
+__all__ = [
+    "FORMAT",
+    "GAINS_BLOCK",
+    "drive_gains_document",
+    "dump_drive_gains",
+    "dump_payload",
+    "load_drive_gains_std",
+    "load_payload",
+    "parse_payload",
+    "payload_document",
+    "write_drive_gains_atomic",
+    "write_payload_atomic",
+    "write_text_atomic",
+]
