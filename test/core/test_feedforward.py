@@ -8,6 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from dynamic_identification import demo
@@ -261,3 +263,62 @@ def test_feedforward_cuts_the_closed_loop_tracking_error_by_40_percent_on_every_
     reduction = 1.0 - rms["pd+ff"] / rms["pd"]
     report = ", ".join(f"{name} {r:.1%}" for name, r in zip(robot.joint_names, reduction, strict=True))
     assert np.all(reduction[moving] >= 0.4), f"RMS tracking error reduction per joint: {report}"
+
+
+@pytest.fixture(scope="module")
+def arm6_model(arm6_urdf: pathlib.Path) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, np.ndarray]:
+    robot = load_robot(arm6_urdf)
+    chain, terms = DriveChain.create(6, gear_ratios=GEAR_RATIOS), DriveTerms()
+    base, values = _true_base(robot, chain, terms)
+    return robot, chain, terms, base, values
+
+
+def test_a_parameter_that_would_overflow_is_refused_on_load(arm6_model) -> None:
+    robot, chain, terms, base, values = arm6_model
+    values = values.copy()
+    values[base.names.index("Fc1")] = 1.7e308
+    with pytest.raises(ModelError, match=r"Fc1 = 1\.7e\+308 is beyond"):
+        CoreFeedforwardModel(robot, chain, terms, base.names, values)
+
+
+@pytest.mark.parametrize(("quantity", "index"), [("velocity", 1), ("acceleration", 2)])
+def test_a_desired_state_beyond_the_limits_is_refused_not_extrapolated(arm6_model, quantity, index) -> None:
+    robot, chain, terms, base, values = arm6_model
+    model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    state = [np.zeros(6), np.zeros(6), np.zeros(6)]
+    state[index][2] = 1e6
+    with pytest.raises(DataError, match=f"desired {quantity} of joint_3 is 1e\\+06, beyond its limit"):
+        model.torques(*state)
+
+
+def test_torques_beyond_the_effort_limits_are_clamped_and_flagged(arm6_model) -> None:
+    robot, chain, terms, base, values = arm6_model
+    values = values.copy()
+    values[base.names.index("Fc2")] = 1e6  # finite, below the overflow bound, far beyond any effort
+    model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    output = model.evaluate(np.zeros(6), np.full(6, 0.5), np.zeros(6))
+    assert output.torques[1] == pytest.approx(robot.effort_limits[1])
+    assert output.clamped.tolist() == [False, True, False, False, False, False]
+    limited = CoreFeedforwardModel(robot, chain, terms, base.names, values, effort_limits=[10.0] * 6)
+    assert np.all(np.abs(limited.torques(np.zeros(6), np.full(6, 0.5), np.zeros(6))) <= 10.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    scale=st.floats(-1e9, 1e9, allow_nan=False),
+    index=st.integers(0, 57),
+    fractions=st.lists(st.floats(-1.0, 1.0), min_size=18, max_size=18),
+)
+def test_the_output_is_finite_and_within_the_effort_limits_for_any_accepted_model_and_state(
+    arm6_model, scale, index, fractions
+) -> None:
+    robot, chain, terms, base, values = arm6_model
+    values = values.copy()
+    values[index % base.count] = scale
+    model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    f = np.reshape(fractions, (3, 6))
+    q = 0.5 * (robot.lower_position_limits + robot.upper_position_limits) + 0.5 * f[0] * np.ptp(
+        [robot.lower_position_limits, robot.upper_position_limits], axis=0
+    )
+    torques = model.torques(q, f[1] * robot.velocity_limits, f[2] * 4.0 * robot.velocity_limits)
+    assert np.all(np.isfinite(torques)) and np.all(np.abs(torques) <= robot.effort_limits)

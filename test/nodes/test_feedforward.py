@@ -10,6 +10,7 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_LOCALHOST_ONLY"] = "1"
 os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
 
+import dataclasses  # noqa: E402
 import pathlib  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
@@ -298,3 +299,48 @@ def test_joints_left_out_of_a_trajectory_hold_their_desired_position() -> None:
     q_end, dq_end, _ = second.at(4 * NS_PER_S)
     assert_allclose(q_end[1], -0.4, atol=1e-12)
     assert_allclose(dq_end, 0.0, atol=1e-12)
+
+
+def test_a_desired_state_beyond_the_velocity_limit_publishes_nothing_and_is_counted_at_warn(
+    graph: _Graph, parameters_path: pathlib.Path
+) -> None:
+    node = graph.start(
+        [Parameter("parameters_file", value=str(parameters_path)), Parameter("use_sim_time", value=True)]
+    )
+    graph.spin(20.0, until=lambda: graph.clock.get_subscription_count() > 0)
+    times = np.array([0.0, 1.0])
+    q = np.zeros((2, 6))
+    dq = np.zeros((2, 6))
+    dq[:, 0] = 1e6  # rad/s: a runaway planner
+    graph.send(joint_trajectory_message(JOINTS, times, q, dq, np.zeros((2, 6)), stamp_ns=10 * NS_PER_S))
+    graph.spin(20.0, until=lambda: node.motion is not None)
+    graph.clock.publish(Clock(clock=time_message(10 * NS_PER_S + NS_PER_S // 2)))
+    graph.spin(1.0)
+    assert graph.efforts == []
+    status = node.diagnostic_status()
+    values = {kv.key: kv.value for kv in status.values}
+    assert int(values["refused_desired_states"]) >= 1
+    assert status.level == DiagnosticStatus.WARN and "desired velocity of joint_1" in status.message
+
+
+def test_torques_beyond_the_effort_limits_are_clamped_and_reported_at_warn(
+    graph: _Graph, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    parameters = _parameter_file(arm6_urdf)
+    entries = tuple(
+        dataclasses.replace(entry, value=1e4) if entry.name == "off2" else entry  # N·m, far beyond 150
+        for entry in parameters.parameters
+    )
+    path = tmp_path / "heavy.yaml"
+    write_parameters_atomic(path, dataclasses.replace(parameters, parameters=entries))
+    node = graph.start([Parameter("parameters_file", value=str(path)), Parameter("use_sim_time", value=True)])
+    graph.spin(20.0, until=lambda: graph.clock.get_subscription_count() > 0)
+    times, q, dq, ddq = _trajectory()
+    graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq, stamp_ns=10 * NS_PER_S))
+    graph.spin(20.0, until=lambda: node.motion is not None)
+    effort = graph.effort_at(10 * NS_PER_S + NS_PER_S // 2)
+    assert np.all(np.isfinite(effort)) and np.all(np.abs(effort) <= node.model.robot.effort_limits)
+    assert effort[1] == pytest.approx(150.0)
+    status = node.diagnostic_status()
+    assert status.level == DiagnosticStatus.WARN and "clamped" in status.message
+    assert int({kv.key: kv.value for kv in status.values}["clamped"]) >= 1

@@ -138,3 +138,15 @@ def test_settings_are_validated() -> None:
         WindowSettings(reduction="pca")
     with pytest.raises(IdentificationError, match="update_period_s"):
         WindowSettings(window_s=1.0, update_period_s=2.0)
+
+
+def test_a_window_of_torques_in_the_wrong_unit_is_never_published(arm, base) -> None:
+    robot, chain, _ = arm
+    time, q, tau = _fourier_data(arm, seconds=20.0)
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(window_s=10.0), base=base)
+    updates = _feed(estimator, time, q, 1000.0 * tau)  # mN·m recorded as N·m
+    assert not any(update.publishable for update in updates)
+    assert any(update.reason.startswith("implausible model:") and "effort limit" in update.reason for update in updates)
+    # The same data in N·m is published.
+    estimator.reset()
+    assert any(update.publishable for update in _feed(estimator, time, q, tau))

@@ -33,8 +33,14 @@ import scipy.optimize
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
-from dynamic_identification.core.excitation.optimisation import CHECK_RATE_HZ, fit_to_limits
-from dynamic_identification.core.excitation.safety import JointLimits, LimitUsage, check_trajectory, limit_usage
+from dynamic_identification.core.excitation.optimisation import fit_to_limits
+from dynamic_identification.core.excitation.safety import (
+    CHECK_RATE_HZ,
+    JointLimits,
+    LimitUsage,
+    check_trajectory,
+    limit_usage,
+)
 from dynamic_identification.core.excitation.trajectory import sample
 from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.payload import PayloadDynamics
@@ -62,7 +68,7 @@ class PayloadExcitationDesign:
     condition_number
         Of the column-normalised ``Y_p`` of the moving joints over one period.
     usage
-        Fractions of the limits used, checked at :data:`~.optimisation.CHECK_RATE_HZ`.
+        Fractions of the limits used, checked at :data:`~.safety.CHECK_RATE_HZ`.
     evaluations
         Cost evaluations spent.
     wall_time_s
