@@ -116,7 +116,10 @@ class StampSettings:
         Mean rate of stalls of the stamping thread (Poisson), 1/s.
     late_burst_s
         Range of a stall's length, s (uniform): the samples taken during it are stamped
-        when it ends, ``catch_up_s`` apart.
+        when it ends, ``catch_up_s`` apart. This is what a driver whose loop is paced by
+        the robot's packets does (``ur_robot_driver`` reads RTDE packets and stamps each
+        on reading): after a stall the buffered packets are read in a burst, their values
+        from when the robot sent them, their stamps from when they were read.
     catch_up_s
         Spacing of the bunched stamps after a stall, s.
     gaps
@@ -727,9 +730,10 @@ def generate_recording(
     run = simulator.run(grid, q_d, dq_d, ddq_d, _feedforward(robot, preset, q_d, dq_d, ddq_d))
 
     # The true motion at the sample instants: constant acceleration within each step.
+    # An instant on a grid point belongs to the step that starts there (the torque commanded then).
     sample_time = plan.sample_time_s
-    step = np.minimum((sample_time / dt).astype(int), steps - 1)
-    offset = (sample_time - grid[step])[:, None]
+    step = np.minimum(np.floor(sample_time / dt + 1e-9).astype(int), steps - 1)
+    offset = np.maximum(sample_time - grid[step], 0.0)[:, None]
     acceleration = run.ddq[step]
     q_true = run.q[step] + run.dq[step] * offset + 0.5 * acceleration * offset**2
     dq_true = run.dq[step] + acceleration * offset
