@@ -70,8 +70,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
@@ -84,6 +84,9 @@ from dynamic_identification.core.estimation.normal_equations import (
 )
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms
 from dynamic_identification.core.regressors import BaseParameters
+
+if TYPE_CHECKING:
+    import cvxpy as cp  # imported when a problem is solved: it takes ~1.5 s to import
 
 SIGNED_DRIVE_TERMS: tuple[str, ...] = ("Ia", "Fv", "Fc")
 """Drive-chain terms that must be non-negative; the offset ``off`` is free."""
@@ -620,6 +623,8 @@ class ConsistentEstimator:
     # -- conic problem ------------------------------------------------------------------------
 
     def _compile(self, kept: int, margins: np.ndarray) -> _Problem:
+        import cvxpy as cp
+
         p = len(self.base.standard_names)
         x = cp.Variable(p)
         data_matrix = cp.Parameter((kept, p))
@@ -654,6 +659,8 @@ class ConsistentEstimator:
         nominal_scaled: np.ndarray,
         margins: np.ndarray,
     ) -> tuple[np.ndarray, str]:
+        import cvxpy as cp
+
         kept = reduced.shape[0]
         if kept not in self._problems:
             self._problems[kept] = self._compile(kept, margins)
