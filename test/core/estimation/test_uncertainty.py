@@ -82,7 +82,7 @@ def test_two_sigma_holds_the_truth_under_coloured_noise_where_the_white_sigma_do
 
     After the decimation to 83 Hz the residuals are correlated over ~20 rows: eq. (18)
     of [Gautier2013] understates σ about fourfold, so its 2σ intervals hold the truth
-    about a third of the time; the HAC σ with the fixed-b correction holds it ~95 %.
+    about a third of the time; the corrected HAC σ holds it 91-96 % (this seed: 96 %).
     """
     robot = load_robot(arm6_urdf, JOINTS)
     chain = DriveChain.create(3, gear_ratios=[100.0, 100.0, 80.0])
@@ -119,6 +119,6 @@ def test_two_sigma_holds_the_truth_under_coloured_noise_where_the_white_sigma_do
     well_excited = 100.0 * np.median(robust_, axis=0) / np.abs(truth) < 25.0
     coverage = np.mean(errors_[:, well_excited] <= 2.0 * robust_[:, well_excited])
     white_coverage = np.mean(errors_[:, well_excited] <= 2.0 * white_[:, well_excited])
-    print(f"within 2σ of the truth: HAC + fixed-b {coverage:.3f}, white eq. (18) {white_coverage:.3f}")
+    print(f"within 2σ of the truth: corrected HAC {coverage:.3f}, white eq. (18) {white_coverage:.3f}")
     assert 0.90 <= coverage <= 0.98
     assert white_coverage < 0.6

@@ -44,10 +44,22 @@ Bartlett-HAC t-statistic of a Gaussian mean over 500 samples: 2.25 against 2.26 
 ``b = 0.1``, 3.19 against 3.18 at ``b = 0.4``).
 The reported covariance is the HAC one scaled by ``(cv(b) / 1.96)²``, so that
 ``χ̂ ± 1.96 σ`` (and the project's "2σ") is a 95 % interval and ``%σ``
-([Gautier2013] eq. (19)) is honest. Without it, in the coloured-noise test of this
-module (3 joints, torque noise low-passed at 2 Hz, ``b ≈ 0.06-0.1``) 91 % of the
-estimates were within 2 σ_HAC of the truth; with it 93-94 %, against 30-40 % for
-eq. (18).
+([Gautier2013] eq. (19)) is honest.
+
+Degrees of freedom: ``S`` is computed from residuals, which lack the part of the noise
+the ``k`` fitted columns absorb. For independent errors that is the ``r/(r−k)``
+factor; here the regressors of a slow trajectory live in the same low-frequency band
+as the long-run variance, and only ``r_eff = r / λ_i`` time steps are effectively
+independent (Bayley & Hammersley, *The "effective" number of independent
+observations in an autocorrelated time series*, JRSS Suppl. 8(2), 1946), ``λ_i`` the
+ratio of parameter ``i``'s HAC to lag-zero (White) variance. The variance is therefore
+scaled by ``(r_eff/(r_eff − k)) / (r/(r−k))`` (at most 2, when ``r_eff ≤ 2k``).
+
+On 5 × 24-30 simulated identifications of a 3-joint arm with torque noise low-passed
+at 2 Hz (``b ≈ 0.06-0.1``, ``λ ≈ 15``), the share of well-excited estimates within 2σ
+of the truth was 86-90 % with the plain HAC σ, 88-93 % with the fixed-b correction,
+91-96 % (mean 93 %) with both, and 32-40 % with eq. (18). With white noise all agree
+(95 %).
 
 Rows are taken as consecutive in time; where a recording has several segments the
 few lags that straddle a boundary are counted as if contiguous (negligible for
@@ -90,12 +102,13 @@ class RobustCovariance:
     Attributes
     ----------
     covariance
-        ``(cv(b)/1.96)² A⁻¹ S A⁻¹ r/(r−k)``, shape ``(k, k)``, in the parameters' units
-        squared: Newey-West with the fixed-b correction (module docstring).
+        ``D A⁻¹ S A⁻¹ D · r/(r−k)``, shape ``(k, k)``, in the parameters' units squared:
+        Newey-West with ``D`` the fixed-b and degrees-of-freedom corrections (module
+        docstring).
     std
         Its square-root diagonal, shape ``(k,)``: ``χ̂ ± 1.96 std`` is a 95 % interval.
     hac_std
-        The Newey-West standard deviations without the fixed-b correction, ``(k,)``.
+        The Newey-West standard deviations without the corrections, ``(k,)``.
     white_std
         ``σ`` of [Gautier2013] eq. (17)-(18) on the same weighted system (independent
         errors assumed), for comparison, shape ``(k,)``.
@@ -104,6 +117,10 @@ class RobustCovariance:
     autocorrelation
         Lag-one autocorrelation ``ρ̂`` of the standardised scores that set ``L``
         (NaN when ``L`` was given).
+    effective_steps
+        ``r_eff,i = r / λ_i`` per parameter, the number of effectively independent time
+        steps; far below ``r`` means long-correlated residuals, near ``k`` a window
+        too short for any σ to be trusted.
     """
 
     covariance: np.ndarray
@@ -112,12 +129,7 @@ class RobustCovariance:
     white_std: np.ndarray
     bandwidth: int
     autocorrelation: float
-
-    @property
-    def fixed_b_factor(self) -> float:
-        """``cv(b) / 1.96``, the fixed-b widening of the Newey-West standard deviations."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return float(np.nanmax(self.std / self.hac_std)) if np.any(self.hac_std > 0.0) else 1.0
+    effective_steps: np.ndarray
 
     @property
     def inflation(self) -> np.ndarray:
@@ -195,25 +207,33 @@ def hac_covariance(
             raise IdentificationError(f"bandwidth must be >= 0, got {bandwidth}")
         lag, rho = int(bandwidth), float("nan")
     lag = min(lag, r // 2)
-    meat = scores.T @ scores
+    inverse = scipy.linalg.cho_solve(factor, np.eye(k))
+    lag_zero = scores.T @ scores
+    meat = lag_zero.copy()
     for step in range(1, lag + 1):
         gamma = scores[step:].T @ scores[:-step]
         meat += (1.0 - step / (lag + 1.0)) * (gamma + gamma.T)
-    inverse = scipy.linalg.cho_solve(factor, np.eye(k))
     hac = inverse @ meat @ inverse * steps / (steps - k)
     hac = 0.5 * (hac + hac.T)
-    widening = fixed_b_critical_value((lag + 1.0) / r) / _NORMAL_975
+    hac_std = np.sqrt(np.clip(np.diag(hac), 0.0, None))
+    # Effective number of independent time steps per parameter (Bayley & Hammersley 1946).
+    independent = np.clip(np.diag(inverse @ lag_zero @ inverse) * steps / (steps - k), 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(independent > 0.0, hac_std**2 / independent, 1.0)
+    effective = steps / np.maximum(ratio, 1.0)
+    dof = np.where(effective > 2 * k, effective / (effective - k), 2.0) / (steps / (steps - k))
+    scale = fixed_b_critical_value((lag + 1.0) / r) / _NORMAL_975 * np.sqrt(dof)
     equations = int(mask.sum())
     weighted_squares = float(np.sum(weights * residual**2))
     white = weighted_squares / (equations - k) * inverse
-    hac_std = np.sqrt(np.clip(np.diag(hac), 0.0, None))
     return RobustCovariance(
-        covariance=widening**2 * hac,
-        std=widening * hac_std,
+        covariance=hac * scale[:, None] * scale[None, :],
+        std=scale * hac_std,
         hac_std=hac_std,
         white_std=np.sqrt(np.clip(np.diag(white), 0.0, None)),
         bandwidth=lag,
         autocorrelation=rho,
+        effective_steps=effective,
     )
 
 
