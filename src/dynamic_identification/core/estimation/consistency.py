@@ -434,7 +434,8 @@ class ConsistentEstimator:
 
     Holds the nominal parameters and the compiled cvxpy problem, so repeated calls
     (the in-process estimator's every update) skip the problem construction while
-    the kept columns stay the same.
+    the number of kept base parameters stays the same (the data, the kept set and
+    the scales enter as cvxpy parameters).
 
     Parameters
     ----------
@@ -534,6 +535,7 @@ class ConsistentEstimator:
         difference = fitted - estimate
         shift = float(np.sqrt(max(difference @ matrix @ difference, 0.0) / sigma_squared))
         residual = residual_norms_squared(equations, columns, fitted)
+        increase = float(weights @ residual) - ssr
         total = float(np.sqrt(equations.c.sum()))
         return ConsistentEstimate(
             standard=standard,
@@ -542,7 +544,7 @@ class ConsistentEstimator:
             unconstrained=estimate,
             unconstrained_consistent=bool(shift <= self.settings.shift_tolerance),
             shift_sigma=shift,
-            cost_increase=float(weights @ residual) / ssr - 1.0 if ssr > 0.0 else float("inf"),
+            cost_increase=increase / ssr if ssr > 0.0 else (0.0 if increase <= 0.0 else float("inf")),
             relative_error_unconstrained=float(np.sqrt(residual_unconstrained.sum())) / total if total else 0.0,
             relative_error=float(np.sqrt(residual.sum())) / total if total else 0.0,
             active=self._active(scaled, nominal_scaled, scaling.margins),
