@@ -272,3 +272,20 @@ def test_shipped_arm_and_panda_urdfs_are_consistent(arm6_urdf: Path, example_urd
         load_robot(example_urdf("panda.urdf"), [f"panda_joint{i}" for i in range(1, 8)]),
     ):
         assert is_physically_consistent(standard_parameters(robot, TERMS), robot.n_joints, TERMS)
+
+
+def test_attached_parts_stay_inside_their_identified_body(arm) -> None:
+    """With a 1 kg tool at the flange declared attached, body 6 minus the tool is still a body."""
+    robot, _, base, rows = arm
+    tool = _link(1.0, np.array([0.0, 0.0, 0.1]), np.diag([2e-3, 2e-3, 1e-3]))
+    attached = np.zeros((6, 10))
+    attached[5] = tool
+    truth = standard_parameters(robot, TERMS, _drive())
+    truth[5 * 14 : 5 * 14 + 10] += tool
+    nominal = standard_parameters(robot, TERMS)  # the URDF without the tool
+    nominal[5 * 14 : 5 * 14 + 10] += tool
+    result = consistent_estimate(
+        _equations(base, rows, truth, seed=11), JOINT_NOISE_NM, base, TERMS, nominal, attached=attached
+    )
+    remainder = result.standard[5 * 14 : 5 * 14 + 10] - tool
+    assert is_physically_consistent(remainder, 1, DriveTerms(False, False, False, False))

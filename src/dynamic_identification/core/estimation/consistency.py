@@ -68,6 +68,7 @@ order one instead of spanning 1e4, and Clarabel converges in 10-20 iterations.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -100,6 +101,9 @@ resolved to about ``sqrt(1e-9 · cost / λ)`` parameter scales (1e-3 for a 40 σ
 
 _EXACT_FIT = 1e-6
 """Smallest ``σ̂ / RMS(Y)`` (weighted) used to scale the fit, so noise-free data keep a finite Mahalanobis metric."""
+
+_DRIVE_SCALE_FLOOR = 1e-2
+"""Smallest drive-term scale, as a fraction of the joint's RMS torque (N·m, and per rad/s or rad/s²)."""
 
 _DEFAULT_LENGTH_M = 0.1
 """Length scale of a link whose nominal mass or second moment is zero, m."""
@@ -449,13 +453,23 @@ class ConsistentEstimator:
         :func:`~dynamic_identification.core.model.standard_parameters`.
     settings
         :class:`ConsistencySettings`.
+    attached
+        ``(n, 10)`` inertial parameters (Pinocchio order, joint frame) of parts known to
+        be rigidly part of each body, e.g. a gripper merged into the last body
+        (:func:`dynamic_identification.io.urdf_export.attached_inertias`): the
+        constraint becomes ``J(φ_i − attached_i) ⪰ ε``, so the identified body minus
+        its attachments is itself a physical body and the URDF export can keep the
+        attachments' own inertias. Zeros (no attachment) by default.
     """
 
     base: BaseParameters
     terms: DriveTerms
     nominal: np.ndarray
     settings: ConsistencySettings = field(default_factory=ConsistencySettings)
+    attached: np.ndarray | None = None
     _problems: dict[int, _Problem] = field(default_factory=dict, repr=False)
+    _inertial_scale: np.ndarray = field(init=False, repr=False)
+    _attached_scaled: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         p = len(self.base.standard_names)
@@ -463,10 +477,18 @@ class ConsistentEstimator:
             raise ConsistencyError(
                 f"terms has {self.terms.per_joint} parameters per joint, which does not divide p={p}"
             )
+        n = p // self.terms.per_joint
         nominal = np.array(self.nominal, dtype=float)
-        _split(nominal, p // self.terms.per_joint, self.terms)
+        _split(nominal, n, self.terms)
         nominal.setflags(write=False)
         self.nominal = nominal
+        attached = np.zeros((n, _INERTIAL)) if self.attached is None else np.array(self.attached, dtype=float)
+        if attached.shape != (n, _INERTIAL) or not np.all(np.isfinite(attached)):
+            raise ConsistencyError(f"attached must hold ({n}, {_INERTIAL}) finite values, got shape {attached.shape}")
+        attached.setflags(write=False)
+        self.attached = attached
+        self._inertial_scale = self._structural_scales()
+        self._attached_scaled = attached / self._inertial_scale
 
     @property
     def n_joints(self) -> int:
@@ -518,7 +540,8 @@ class ConsistentEstimator:
         # σ̂² of [Gautier2013] eq. (17), floored at a 1e-6 relative residual so exact data stay well scaled.
         sigma_squared = max(ssr / dof, _EXACT_FIT**2 * float(weights @ equations.c) / float(equations.count.sum()))
         regrouping = self.base.regrouping[columns]
-        scaling = self._scaling(regrouping, estimate)
+        rms_torque = np.sqrt(equations.c / np.maximum(equations.count, 1.0))
+        scaling = self._scaling(regrouping, estimate, rms_torque)
         nominal_scaled = self.nominal / scaling.scale
         reduced = regrouping * scaling.scale
 
@@ -555,25 +578,35 @@ class ConsistentEstimator:
 
     # -- scaling and constraints -------------------------------------------------------------
 
-    def _scaling(self, regrouping: np.ndarray, estimate: np.ndarray) -> _Scaling:
-        """Structural scales per link, data-driven ones for drive terms; margins within the nominal's."""
-        n, per_joint = self.n_joints, self.terms.per_joint
-        nominal = self.nominal.reshape(n, per_joint)
+    def _structural_scales(self) -> np.ndarray:
+        """``(n, 10)`` scales of the inertial parameters from the nominal masses and radii of gyration."""
+        nominal = self.nominal.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
         masses = nominal[:, 0]
         positive = masses[masses > 0.0]
         fallback_mass = float(positive.mean()) if positive.size else 1.0
-        scale = np.empty((n, per_joint))
-        contribution = np.abs(regrouping * estimate[:, None]).max(axis=0).reshape(n, per_joint)
-        for i in range(n):
+        scale = np.empty((self.n_joints, _INERTIAL))
+        for i, phi in enumerate(nominal):
             mass = masses[i] if masses[i] > 0.0 else fallback_mass
-            second_moment = float(np.trace(pseudo_inertia(nominal[i, :_INERTIAL])[:3, :3]))
+            second_moment = float(np.trace(pseudo_inertia(phi)[:3, :3]))
             length = np.sqrt(second_moment / masses[i]) if masses[i] > 0.0 and second_moment > 0.0 else 0.0
             length = float(np.clip(length, 1e-2, 10.0)) if length > 0.0 else _DEFAULT_LENGTH_M
-            scale[i, 0] = mass
-            scale[i, 1:4] = mass * length
-            scale[i, 4:_INERTIAL] = mass * length**2
-            drive = np.maximum(np.abs(nominal[i, _INERTIAL:]), contribution[i, _INERTIAL:])
-            scale[i, _INERTIAL:] = np.where(drive > 0.0, drive, 1.0)
+            scale[i] = [mass] + [mass * length] * 3 + [mass * length**2] * 6
+        return scale
+
+    def _scaling(self, regrouping: np.ndarray, estimate: np.ndarray, rms_torque: np.ndarray) -> _Scaling:
+        """Structural scales per link, data-driven ones for drive terms; margins within the nominal's.
+
+        A drive term's scale is the largest of its nominal magnitude, the base estimates
+        it enters and 1 % of its joint's RMS torque (in SI units, as if at 1 rad/s).
+        """
+        n, per_joint = self.n_joints, self.terms.per_joint
+        nominal = self.nominal.reshape(n, per_joint)
+        contribution = np.abs(regrouping * estimate[:, None]).max(axis=0).reshape(n, per_joint)
+        scale = np.empty((n, per_joint))
+        scale[:, :_INERTIAL] = self._inertial_scale
+        drive = np.maximum(np.abs(nominal[:, _INERTIAL:]), contribution[:, _INERTIAL:])
+        drive = np.maximum(drive, _DRIVE_SCALE_FLOOR * rms_torque[:, None])
+        scale[:, _INERTIAL:] = np.where(drive > 0.0, drive, 1.0)
         nominal_eigenvalues = self._link_min_eigenvalues(self.nominal / scale.ravel())
         margins = np.where(
             nominal_eigenvalues > 0.0,
@@ -593,8 +626,9 @@ class ConsistentEstimator:
         return np.array([j * per_joint + k for j in range(self.n_joints) for k in range(_INERTIAL)], dtype=int)
 
     def _link_min_eigenvalues(self, scaled: np.ndarray) -> np.ndarray:
+        """Smallest eigenvalue of each ``J̃(x_i − attached_i)``, scaled units."""
         blocks = scaled.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
-        return np.linalg.eigvalsh(pseudo_inertia(blocks))[:, 0]
+        return np.linalg.eigvalsh(pseudo_inertia(blocks - self._attached_scaled))[:, 0]
 
     def _feasible(self, scaled: np.ndarray, nominal_scaled: np.ndarray, margins: np.ndarray) -> bool:
         if np.any(self._link_min_eigenvalues(scaled) < margins):
@@ -639,9 +673,10 @@ class ConsistentEstimator:
         per_joint = self.terms.per_joint
         entries = _BASIS.reshape(_INERTIAL, 16).T  # (16, 10): row-major entries of J
         constraints: list[cp.Constraint] = []
+        floor = pseudo_inertia(self._attached_scaled)
         for i in range(self.n_joints):
             matrix = cp.reshape(entries @ x[i * per_joint : i * per_joint + _INERTIAL], (4, 4), order="C")
-            constraints.append(matrix - margins[i] * np.eye(4) >> 0)
+            constraints.append(matrix - floor[i] - margins[i] * np.eye(4) >> 0)
         signed = self._signed()
         if signed.size:
             constraints.append(x[signed] >= 0.0)
@@ -679,12 +714,15 @@ class ConsistentEstimator:
             compiled.lower.value = nominal_scaled[inertial] - self.settings.box
             compiled.upper.value = nominal_scaled[inertial] + self.settings.box
         try:
-            compiled.problem.solve(
-                solver=cp.CLARABEL,
-                max_iter=self.settings.max_iterations,
-                tol_gap_abs=_GAP_TOLERANCE,
-                tol_gap_rel=_GAP_TOLERANCE,
-            )
+            with warnings.catch_warnings():
+                # "Solution may be inaccurate": the status is checked and reported below.
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+                compiled.problem.solve(
+                    solver=cp.CLARABEL,
+                    max_iter=self.settings.max_iterations,
+                    tol_gap_abs=_GAP_TOLERANCE,
+                    tol_gap_rel=_GAP_TOLERANCE,
+                )
         except cp.SolverError as error:
             raise ConsistencyError(f"Clarabel failed on the consistent estimate: {error}") from error
         status = str(compiled.problem.status)
@@ -726,6 +764,7 @@ def consistent_estimate(
     *,
     kept: Sequence[int] | np.ndarray | None = None,
     settings: ConsistencySettings | None = None,
+    attached: np.ndarray | None = None,
 ) -> ConsistentEstimate:
     """Physically consistent WLS estimate of the standard parameters ([Wensing2018], [Gautier2013] eq. (20)).
 
@@ -749,6 +788,8 @@ def consistent_estimate(
         Indices of the fitted base parameters; all by default.
     settings
         :class:`ConsistencySettings`.
+    attached
+        Known parts of each body, see :class:`ConsistentEstimator`.
     """
-    estimator = ConsistentEstimator(base, terms, nominal, settings or ConsistencySettings())
+    estimator = ConsistentEstimator(base, terms, nominal, settings or ConsistencySettings(), attached)
     return estimator.solve(equations, joint_std, kept)
