@@ -12,6 +12,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.estimation import NormalEquations
+from dynamic_identification.core.estimation.consistency import consistent_estimate
 from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
@@ -20,8 +22,8 @@ from dynamic_identification.core.model import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import observation_matrix, random_motion
-from dynamic_identification.io.urdf_export import export_urdf, write_urdf
+from dynamic_identification.core.regressors import base_parameters, observation_matrix, random_motion
+from dynamic_identification.io.urdf_export import attached_inertias, export_urdf, write_urdf
 
 TERMS = DriveTerms()
 RIGID = DriveTerms(False, False, False, False)
@@ -165,3 +167,29 @@ def test_an_inconsistent_body_is_refused(arm6_urdf: Path) -> None:
     standard[2 * 14] = -1.0  # mass of link 3
     with pytest.raises(ModelError, match="joint_3 is not physically consistent"):
         export_urdf(robot, standard, TERMS)
+
+
+def test_attached_inertias_are_what_the_model_merged_into_each_body(example_urdf) -> None:
+    robot = load_robot(example_urdf("panda.urdf"), PANDA_ARM)
+    attached = attached_inertias(robot)
+    assert_allclose(attached[:6], 0.0, atol=0.0)
+    assert_allclose(attached[6, 0], 0.73 + 2 * 0.015, rtol=1e-12)  # hand and two fingers
+    link7 = robot.standard_inertial_parameters()[6] - attached[6]
+    assert_allclose(link7[0], 0.735522, rtol=1e-12)
+
+
+def test_estimate_with_attachments_exports_without_zeroing_the_gripper(example_urdf, tmp_path: Path) -> None:
+    """The gripper constraint of the estimate keeps the export's difference scheme consistent."""
+    robot = load_robot(example_urdf("panda.urdf"), PANDA_ARM)
+    chain = DriveChain.create(7)
+    base = base_parameters(robot, chain, TERMS)
+    truth = _identified(robot, seed=9, change=0.1)
+    q, dq, ddq = random_motion(robot, 1000, np.random.default_rng(10))
+    rows = observation_matrix(robot, chain, TERMS, q, dq, ddq)
+    torques = rows @ truth + np.random.default_rng(11).normal(0.0, 0.5, q.shape)
+    equations = NormalEquations.from_rows(base.select(rows), torques)
+    nominal = standard_parameters(robot, TERMS)
+    result = consistent_estimate(equations, np.full(7, 0.5), base, TERMS, nominal, attached=attached_inertias(robot))
+    export = write_urdf(tmp_path / "panda.urdf", robot, result.standard, TERMS)
+    assert export.zeroed == ()
+    assert _round_trip_error(robot, result.standard, tmp_path / "panda.urdf", seed=12) < 1e-9

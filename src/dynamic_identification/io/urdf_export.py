@@ -23,7 +23,11 @@ was built with), and those links stay as they are, when that difference is itsel
 physically consistent ([Wensing2018] pseudo-inertia ``⪰ 0``, positive mass): a
 simulator keeps the gripper's own mass. Otherwise the whole body goes on the child
 link and the other links of the body get zero mass and inertia
-(:attr:`UrdfExport.zeroed` lists them). Either way, reloading the output with the same
+(:attr:`UrdfExport.zeroed` lists them). An estimate made with
+``attached=attached_inertias(robot)``
+(:class:`~dynamic_identification.core.estimation.consistency.ConsistentEstimator`)
+guarantees the first case: a wrist body identified without that constraint is often
+"lighter" than its URDF gripper in some direction within its noise. Either way, reloading the output with the same
 identified joints (and locked positions) gives the identified body inertias.
 
 Friction
@@ -220,6 +224,82 @@ def _joint_friction(
     return coupling.T**2 @ viscous, np.abs(coupling.T) @ coulomb
 
 
+@dataclass(frozen=True)
+class _Body:
+    """The URDF links that make up the body of one identified joint."""
+
+    child: str
+    child_placement: pin.SE3
+    others: tuple[str, ...]
+    has_inertial: dict[str, bool]
+    attached: pin.Inertia
+
+
+def _bodies(robot: RobotModel) -> tuple[bytes, _Element, list[_Body]]:
+    """The URDF bytes, their element positions and, per identified joint, the links of its body.
+
+    A link belongs to the body of the joint its ``BODY`` frame hangs from in the
+    reduced model; the frame's placement (at the locked positions) places the link's
+    ``<inertial>`` in the joint frame.
+    """
+    path = Path(robot.urdf_path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ModelError(f"cannot read URDF {path}: {error}") from error
+    root = _parse_positions(data, str(path))
+    links = {element.get("name"): element for element in ElementTree.fromstring(data).findall("link")}
+    joints = {_attribute(e, "name"): e for e in root.children if e.name == "joint"}
+    members: dict[int, dict[str, pin.SE3]] = {j: {} for j in range(1, robot.n_joints + 1)}
+    for frame in robot.model.frames:
+        if frame.type == pin.FrameType.BODY and frame.parentJoint > 0 and frame.name in links:
+            members[frame.parentJoint][frame.name] = frame.placement
+    bodies = []
+    for j, joint_name in enumerate(robot.joint_names, start=1):
+        joint = joints.get(joint_name)
+        child_element = next((c for c in joint.children if c.name == "child"), None) if joint else None
+        child = _attribute(child_element, "link") if child_element else None
+        placements = members[j]
+        if child is None or child not in placements:
+            raise ModelError(f"joint {joint_name} of the model has no child link in {path.name}")
+        others = tuple(name for name in placements if name != child)
+        attached = sum(
+            (placements[name].act(_urdf_inertia(links[name].find("inertial"))) for name in others),
+            pin.Inertia.Zero(),
+        )
+        bodies.append(
+            _Body(
+                child=child,
+                child_placement=placements[child],
+                others=others,
+                has_inertial={name: links[name].find("inertial") is not None for name in others},
+                attached=attached,
+            )
+        )
+    return data, root, bodies
+
+
+def attached_inertias(robot: RobotModel) -> np.ndarray:
+    """URDF inertial parameters of the links merged into each identified body besides its child link.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, 10)`` in Pinocchio order about each joint frame (zeros for a body that is
+        its child link alone): the Panda's joint 7 row holds hand, fingers and flange.
+        Pass it as ``attached`` to
+        :class:`~dynamic_identification.core.estimation.consistency.ConsistentEstimator`
+        so that the export can keep those links' inertias.
+
+    Raises
+    ------
+    ModelError
+        When the URDF cannot be read or does not match the model.
+    """
+    _, _, bodies = _bodies(robot)
+    return np.stack([body.attached.toDynamicParameters() for body in bodies])
+
+
 def export_urdf(
     robot: RobotModel,
     standard: np.ndarray,
@@ -264,52 +344,26 @@ def export_urdf(
     for j, phi in enumerate(inertial):
         if not is_physically_consistent(phi, 1, body_only, tolerance=tolerance):
             raise ModelError(f"the identified inertia of joint {robot.joint_names[j]} is not physically consistent")
-    path = Path(robot.urdf_path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ModelError(f"cannot read URDF {path}: {error}") from error
-    root = _parse_positions(data, str(path))
-    tree = ElementTree.fromstring(data)
-    links = {element.get("name"): element for element in tree.findall("link")}
-    joints = {_attribute(e, "name"): e for e in root.children if e.name == "joint"}
+    data, root, bodies = _bodies(robot)
     link_positions = {_attribute(e, "name"): e for e in root.children if e.name == "link"}
-
-    model = robot.model
-    members: dict[int, list[tuple[str, pin.SE3]]] = {j: [] for j in range(1, n + 1)}
-    for frame in model.frames:
-        if frame.type == pin.FrameType.BODY and frame.parentJoint > 0 and frame.name in links:
-            members[frame.parentJoint].append((frame.name, frame.placement))
-
     edits: list[tuple[int, int, bytes]] = []
     written, zeroed = [], []
-    for j, joint_name in enumerate(robot.joint_names, start=1):
-        joint = joints.get(joint_name)
-        child_element = next((c for c in joint.children if c.name == "child"), None) if joint else None
-        child = _attribute(child_element, "link") if child_element else None
-        placements = dict(members[j])
-        if child is None or child not in placements:
-            raise ModelError(f"joint {joint_name} of the model has no child link in {path.name}")
-        others = [name for name in placements if name != child]
-        merged = sum(
-            (placements[name].act(_urdf_inertia(links[name].find("inertial"))) for name in others),
-            pin.Inertia.Zero(),
-        )
-        body = pin.Inertia.FromDynamicParameters(inertial[j - 1])
-        remainder = body.toDynamicParameters() - merged.toDynamicParameters()
-        if others and not (
+    for body, phi in zip(bodies, inertial, strict=True):
+        remainder = phi - body.attached.toDynamicParameters()
+        if body.others and not (
             remainder[0] > 0.0 and is_physically_consistent(remainder, 1, body_only, tolerance=tolerance)
         ):
-            remainder = body.toDynamicParameters()
-            for name in others:
-                if links[name].find("inertial") is not None:
+            remainder = phi
+            for name in body.others:
+                if body.has_inertial[name]:
                     edits.append(_inertial_edit(data, link_positions[name], pin.Inertia.Zero()))
                     zeroed.append(name)
-        in_link = placements[child].actInv(pin.Inertia.FromDynamicParameters(remainder))
-        edits.append(_inertial_edit(data, link_positions[child], in_link))
-        written.append(child)
+        in_link = body.child_placement.actInv(pin.Inertia.FromDynamicParameters(remainder))
+        edits.append(_inertial_edit(data, link_positions[body.child], in_link))
+        written.append(body.child)
 
     friction = _joint_friction(values, n, terms, drive_chain)
+    joints = {_attribute(e, "name"): e for e in root.children if e.name == "joint"}
     dynamics = []
     if friction is not None:
         for j, joint_name in enumerate(robot.joint_names):
