@@ -39,7 +39,7 @@ from dynamic_identification.core.model import (
     standard_parameters,
 )
 from dynamic_identification.core.regressors import base_parameters, observation_matrix, random_motion
-from dynamic_identification.io.urdf_export import write_urdf
+from dynamic_identification.io.urdf_export import attached_inertias, write_urdf
 from dynamic_identification.resources import shipped_path
 
 
@@ -74,7 +74,7 @@ def _case(robot: RobotModel, *, duration_s: float, noise_nm: float, coulomb: flo
     observations = result.observations
     equations = NormalEquations.from_rows(observations.observation_matrix, observations.torques, observations.valid)
     kept = base.subset(result.names)
-    estimator = ConsistentEstimator(base, terms, standard_parameters(robot, terms))
+    estimator = ConsistentEstimator(base, terms, standard_parameters(robot, terms), attached=attached_inertias(robot))
     first = estimator.solve(equations, result.estimate.joint_std, kept)
     times = [estimator.solve(equations, result.estimate.joint_std, kept).solve_time_s for _ in range(repeats)]
     started = time.perf_counter()

@@ -191,8 +191,10 @@ def hac_covariance(
     r, _, k = w.shape
     weights = np.where(mask, 1.0 / sigma**2, 0.0)
     residual = np.where(mask, y - w @ theta, 0.0)
-    scores = np.einsum("tjk,tj->tk", w, residual * weights)
-    normal = np.einsum("tjk,tj,tjl->kl", w, weights, w, optimize=True)
+    weighted = w * weights[:, :, None]
+    scores = np.einsum("tjk,tj->tk", weighted, residual)
+    normal = weighted.reshape(-1, k).T @ w.reshape(-1, k)
+    normal = 0.5 * (normal + normal.T)
     steps = int(np.count_nonzero(mask.any(axis=1)))
     if steps <= k:
         raise DataError(f"only {steps} time steps with valid equations for {k} parameters")
