@@ -316,9 +316,11 @@ class ConsistencySettings:
     ----------
     margin
         ``ε`` of ``J̃_i ⪰ ε 1`` where ``J̃_i`` is link ``i``'s pseudo-inertia scaled
-        by its nominal mass and radius of gyration (module docstring): the mass stays
-        above ``ε`` times the nominal mass and every second moment above ``ε`` times
-        the nominal one, so the result is strictly consistent despite solver round-off.
+        by its nominal mass ``M`` and radius of gyration ``L`` (module docstring): the
+        mass stays above ``ε M`` and the second moment along any direction above
+        ``ε M L²``, so the result is strictly consistent despite solver round-off. A
+        link whose nominal (minus its attached parts) has a smaller scaled eigenvalue
+        gets half of that instead, so a nearly flat URDF body stays feasible.
     regularization
         ``λ`` of the null-space pull toward the nominal parameters, in units of the
         squared Mahalanobis distance of the fit per squared parameter scale.
