@@ -377,9 +377,11 @@ def export_urdf(
 
     for start, stop, replacement in sorted(edits, key=lambda edit: edit[0], reverse=True):
         data = data[:start] + replacement + data[stop:]
-    return UrdfExport(
-        text=data.decode("utf-8"), inertials=tuple(written), zeroed=tuple(zeroed), dynamics=tuple(dynamics)
-    )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ModelError(f"URDF {robot.urdf_path} is not UTF-8: {error}") from error
+    return UrdfExport(text=text, inertials=tuple(written), zeroed=tuple(zeroed), dynamics=tuple(dynamics))
 
 
 def _indent_unit(data: bytes, parent: _Element) -> bytes:
