@@ -724,6 +724,9 @@ class ConsistentEstimator:
                     max_iter=self.settings.max_iterations,
                     tol_gap_abs=_GAP_TOLERANCE,
                     tol_gap_rel=_GAP_TOLERANCE,
+                    # Single-threaded: Clarabel's multi-threaded faer backend, which it picks
+                    # for the Panda-sized problem, was no faster and stalls beside the nodes.
+                    direct_solve_method="qdldl",
                 )
         except cp.SolverError as error:
             raise ConsistencyError(f"Clarabel failed on the consistent estimate: {error}") from error
