@@ -342,20 +342,20 @@ class SimRobotNode(Node):
         self._currents = self.create_publisher(JointState, "/motor_currents", SENSOR_QOS)
         self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Float64MultiArray, "/feedforward/effort", self._on_feedforward, COMMAND_QOS)
-        self._clock: Publisher | None = None
+        self._clock_publisher: Publisher | None = None
         if self.config.publish_clock:
             # Simulated time starts at the wall time, so stamps look like a real driver's.
             self._sim_origin_ns = int(Clock(clock_type=ClockType.SYSTEM_TIME).now().nanoseconds)
             self._wall = Clock(clock_type=ClockType.STEADY_TIME)
             self._wall_anchor_ns: int | None = None
             self._waiting_since_ns: int | None = None
-            self._clock = self.create_publisher(ClockMessage, "/clock", CLOCK_QOS)
+            self._clock_publisher = self.create_publisher(ClockMessage, "/clock", CLOCK_QOS)
             self.create_timer(
                 self._dt_ns / NS_PER_S / self.config.real_time_factor, self._on_wall_timer, clock=self._wall
             )
         else:
             self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
-        mode = f", publishing /clock at {self.config.real_time_factor:g}× real time" if self._clock else ""
+        mode = f", publishing /clock at {self.config.real_time_factor:g}× real time" if self._clock_publisher else ""
         self.get_logger().info(
             f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz{mode}"
         )
@@ -366,12 +366,12 @@ class SimRobotNode(Node):
 
     def _now_ns(self) -> int:
         """Simulated time when this node is the clock, else the node clock, ns."""
-        if self._clock is not None:
+        if self._clock_publisher is not None:
             return self._sim_origin_ns + self._steps * self._dt_ns
         return int(self.get_clock().now().nanoseconds)
 
     def _sim_stamp_ns(self) -> int:
-        if self._clock is not None:
+        if self._clock_publisher is not None:
             return self._now_ns()
         return (self._anchor_ns if self._anchor_ns is not None else self._now_ns()) + self._steps * self._dt_ns
 
@@ -470,8 +470,8 @@ class SimRobotNode(Node):
             self.simulator.step(q, dq, ddq, self._current_feedforward(stamp_ns))
             self._steps += 1
             stamp_ns = self._now_ns()
-            if self._clock is not None:
-                self._clock.publish(ClockMessage(clock=time_message(stamp_ns)))
+            if self._clock_publisher is not None:
+                self._clock_publisher.publish(ClockMessage(clock=time_message(stamp_ns)))
             self._publish(stamp_ns)
 
     def _must_wait(self, next_ns: int, wall_ns: int) -> bool:
