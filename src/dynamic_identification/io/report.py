@@ -212,6 +212,9 @@ class Consistency:
         consistency cost; ``None`` when no constrained fit was made.
     shift_sigma
         Distance between the constrained and the unconstrained estimate, in standard deviations.
+    checked
+        Which parameters were checked, e.g. ``"the WLS estimate of the parameter table"``
+        or ``"the published consistent estimate"``; printed with the status.
     """
 
     ok: bool
@@ -219,6 +222,7 @@ class Consistency:
     problems: Sequence[str] = ()
     cost_increase: float | None = None
     shift_sigma: float | None = None
+    checked: str = ""
 
 
 @dataclass(frozen=True)
@@ -1094,11 +1098,12 @@ def _consistency(data: ReportData) -> str:
     result = data.consistency
     if result is None:
         return '<p><span class="unknown">not checked</span></p>'
+    subject = f" ({_e(result.checked)})" if result.checked else ""
     parts = [
         "<p>"
         + _status(result.ok, "physically consistent", "NOT physically consistent")
-        + ": every link's pseudo-inertia positive semi-definite with a positive mass, rotor inertia and friction"
-        " coefficients non-negative [Wensing2018].</p>"
+        + f"{subject}. Consistent means: every link's pseudo-inertia positive semi-definite with a positive mass,"
+        " rotor inertia and friction coefficients non-negative [Wensing2018].</p>"
     ]
     if result.cost_increase is not None:
         text = (
@@ -1115,7 +1120,7 @@ def _consistency(data: ReportData) -> str:
             f"<td>{_status(link.consistent, 'consistent', 'inconsistent')}</td></tr>"
             for link in result.links
         ]
-        parts.append(_table(["link", "mass (kg)", "min eig / max eig of the pseudo-inertia", "status"], rows))
+        parts.append(_table(["link (joint)", "mass (kg)", "min eig / max eig of the pseudo-inertia", "status"], rows))
     if result.problems:
         parts.append("<ul>" + "".join(f"<li>{_e(problem)}</li>" for problem in result.problems) + "</ul>")
     return "\n".join(parts)
