@@ -671,7 +671,9 @@ def _torque_figure(
                 label=f"residual where |q̇| < {slowest} (stick: not counted)",
             ),
         ]
-    figure.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False)
+    figure.legend(
+        handles=handles, loc="outside lower center", ncol=len(handles) if columns == 2 else 2, fontsize=9, frameon=False
+    )
     figure.suptitle(f"{series.name}: measured vs predicted joint torques")
     _save(figure, path)
 
@@ -894,6 +896,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; }
 h3 { font-size: 1.05em; margin-top: 1.2em; }
+div.wide { overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 0.9em; }
 th, td { border: 1px solid #d0d0d0; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
@@ -926,7 +929,8 @@ def _table(header: Sequence[str], rows: Sequence[str], *, groups: Sequence[tuple
             f'<th colspan="{span}">{title}</th>' if span > 1 else f"<th>{title}</th>" for title, span in groups
         )
         head = f"<tr>{spans}</tr>\n{head}"
-    return f"<table><thead>\n{head}\n</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+    body = "\n".join(rows)
+    return f'<div class="wide"><table><thead>\n{head}\n</thead><tbody>\n{body}\n</tbody></table></div>'
 
 
 def _status(ok: bool | None, good: str, bad: str) -> str:
