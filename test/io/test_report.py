@@ -366,3 +366,16 @@ def test_same_data_same_files(tmp_path: Path) -> None:
 )
 def test_parameter_units(name: str, unit: str) -> None:
     assert parameter_unit(name) == unit
+
+
+def test_amplitude_spectrum_stretches_end_at_stamp_gaps() -> None:
+    rate = 1000.0
+    time = np.arange(40_000) / rate
+    time[20_000:] += 5.05  # 5 s of dropped messages: half a period of the sine
+    values = np.sin(2 * np.pi * 10.0 * time)
+    spectrum = amplitude_spectrum(time, values)
+    joined = amplitude_spectrum(np.arange(40_000) / rate, values)
+    assert spectrum is not None and joined is not None
+    # across the gap the sine's phase jumps: joined, that leaks energy beside the 10 Hz line
+    leak = (spectrum.frequency > 20.0) & (spectrum.frequency < 100.0)
+    assert np.median(spectrum.amplitude[leak]) < 0.2 * np.median(joined.amplitude[leak])

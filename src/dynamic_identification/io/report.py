@@ -58,6 +58,9 @@ SPECTRUM_RESOLUTION_HZ = 0.1
 SPECTRUM_BINS = 300
 """Log-spaced frequency bins the Welch PSD is averaged into for drawing (smoother, and far fewer points)."""
 
+_GAP_STEPS = 5.0
+"""A stamp step longer than this many median steps ends a stretch of the spectrum (dropped messages)."""
+
 MOVING_RANGE_RAD = 1e-3
 """A joint whose position spans less than this (rad) in a data set did not move in it."""
 
@@ -511,7 +514,8 @@ class Spectrum:
 def amplitude_spectrum(time: np.ndarray, values: np.ndarray) -> Spectrum | None:
     """Welch amplitude spectral density ``√PSD`` of ``values``, averaged over its finite stretches.
 
-    The sampling rate is that of the median step of ``time``; segments are the power
+    Stretches end at a NaN and at a stamp gap longer than five median steps. The
+    sampling rate is that of the median step of ``time``; segments are the power
     of two nearest to ``fs / SPECTRUM_RESOLUTION_HZ`` samples, no longer than the
     longest finite stretch, Hann windowed with half overlap. Stretches shorter than one
     segment are left out; the PSD of the others is averaged weighted by their length,
@@ -522,11 +526,16 @@ def amplitude_spectrum(time: np.ndarray, values: np.ndarray) -> Spectrum | None:
     steps = steps[steps > 0.0]
     if steps.size == 0:
         return None
-    rate = 1.0 / float(np.median(steps))
+    step = float(np.median(steps))
+    rate = 1.0 / step
     finite = np.isfinite(values)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], finite.astype(np.int8), [0]])))
-    starts, stops = edges[::2], edges[1::2]
-    longest = int((stops - starts).max(initial=0))
+    cuts = np.flatnonzero(np.diff(time) > _GAP_STEPS * step) + 1
+    stretches = []
+    for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        bounds = [start, *cuts[(cuts > start) & (cuts < stop)].tolist(), stop]
+        stretches += list(zip(bounds[:-1], bounds[1:], strict=True))
+    longest = max((stop - start for start, stop in stretches), default=0)
     if longest < 16:
         return None
     target = 2 ** round(math.log2(max(16.0, rate / SPECTRUM_RESOLUTION_HZ)))
@@ -534,7 +543,7 @@ def amplitude_spectrum(time: np.ndarray, values: np.ndarray) -> Spectrum | None:
     total: np.ndarray | None = None
     weight = 0
     frequency = np.zeros(0)
-    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+    for start, stop in stretches:
         length = stop - start
         if length < segment:
             continue
