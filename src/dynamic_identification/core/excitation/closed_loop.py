@@ -13,8 +13,12 @@ does not have:
   actuated motion) keep their limits;
 * the mechanism stays away from parallel (type 2) singularities, where the passive
   block ``A_p`` of the constraint Jacobian ``A_t`` loses rank, ``q̇_p = −A_p⁺ A_a q̇_a``
-  (eq. (3)) blows up and so do the actuator torques: along the whole motion
-  ``σ_min(A_p) / σ_max(A_p) >= margin`` (:data:`DEFAULT_SINGULARITY_MARGIN`);
+  (eq. (3)) blows up and so do the actuator torques: along the whole motion the
+  conditioning ``r = σ_min(A_p) / σ_max(A_p)``, relative to its value at the reference
+  configuration, keeps ``r / r_ref >= margin`` (:data:`DEFAULT_SINGULARITY_MARGIN`). The
+  rows of ``A_t`` are in m or rad, so ``r`` itself depends on the link lengths when a
+  closure mixes translations and rotations (``planar``, ``6d``); its ratio to the
+  well-assembled home pose does not, and vanishes at a singularity all the same;
 * the actuated torques of a nominal model, ``τ_act = J_tᵀ τ_tree`` plus the drive terms
   (:class:`ClosedLoopTorqueModel`), keep the effort limits.
 
@@ -89,11 +93,13 @@ from dynamic_identification.core.model import DriveChain, DriveParameters, Drive
 from dynamic_identification.core.regressors import BaseParameters
 
 DEFAULT_SINGULARITY_MARGIN = 0.2
-"""Default smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` along an excitation.
+"""Default smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` along an excitation, as a
+fraction of its value at the reference configuration (:func:`reference_singularity_ratio`).
 
-``cond(A_p) <= 5``: the passive velocities a unit actuated velocity causes, ``‖A_p⁺ A_a‖``,
-stay within five times their best-conditioned value. The shipped five-bar has 0.95 at its
-home pose and falls to 0 at its parallel singularity (distal links aligned)."""
+``cond(A_p)`` grows to at most five times its value at the home pose, and with it the passive
+velocities ``‖A_p⁺ A_a q̇_a‖`` a given actuated velocity may cause. The shipped five-bar has
+``σ_min / σ_max = 0.95`` at its home pose and 0 at its parallel singularity (distal links aligned);
+opening both motors symmetrically, it falls below 0.2 of the home value at 0.58 rad, 0.055 rad before it."""
 
 PASSIVE_POSITION_HEADROOM = 10.0
 """Plans keep the passive joints this many interpolation tolerances inside their position ranges: the
@@ -101,8 +107,8 @@ controller's motion deviates from the planned one by up to one tolerance on the 
 the loop closures amplify on the passive ones by ``‖J_t‖``."""
 
 MARGIN_HEADROOM = 0.01
-"""Designs keep ``σ_min / σ_max`` this fraction of the way from the margin to 1 above the margin, so that
-the controller's motion, which deviates slightly from the design, keeps the margin itself."""
+"""Designs keep the relative conditioning this fraction of the way from the margin to 1 above the margin,
+so that the controller's motion, which deviates slightly from the design, keeps the margin itself."""
 
 MINIMUM_SCALE = 0.1
 """A design whose shrink toward the offset pose keeps less than this fraction of the motion the actuated limits
@@ -173,17 +179,27 @@ class SingularityMarginError(ClosedLoopExcitationError):
     Attributes
     ----------
     ratio
-        ``σ_min / σ_max`` of the passive block of ``A_t`` at the violation.
+        ``σ_min / σ_max`` of the passive block of ``A_t`` at the violation, as a fraction
+        of its value at the reference configuration.
     margin
-        The smallest ratio allowed.
+        The smallest fraction allowed.
     """
 
-    def __init__(self, *, time_s: float, sample: int, ratio: float, margin: float, between_points: bool) -> None:
+    def __init__(
+        self,
+        *,
+        time_s: float,
+        sample: int,
+        ratio: float,
+        margin: float,
+        between_points: bool,
+        rate_hz: float = CHECK_RATE_HZ,
+    ) -> None:
         where = " (in the controller's quintic interpolation between published points)" if between_points else ""
         super().__init__(
-            f"closure at t = {time_s:.4f} s (sample {sample} of the motion checked at {CHECK_RATE_HZ:g} Hz):"
-            f" σ_min/σ_max of the passive joints' block of A_t is {ratio:.3g}, below the singularity margin"
-            f" {margin:g}{where}",
+            f"closure at t = {time_s:.4f} s (sample {sample} of the motion checked at {rate_hz:g} Hz):"
+            f" σ_min/σ_max of the passive joints' block of A_t falls to {ratio:.3g} of its value at the reference"
+            f" configuration, below the singularity margin {margin:g}{where}",
             time_s=time_s,
             sample=sample,
         )
@@ -205,8 +221,9 @@ class ClosedLoopLimits:
         Position, velocity and acceleration limits of the passive joints (kinematic
         order); their jerk and effort are not checked (no motor).
     singularity_margin
-        Smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` allowed, in
-        ``(0, 1)`` ([Briot2012] eq. (3) needs ``A_p`` of full rank).
+        Smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` allowed, as a
+        fraction of its value at the reference configuration, in ``(0, 1)``
+        ([Briot2012] eq. (3) needs ``A_p`` of full rank).
     """
 
     actuated: JointLimits
@@ -341,6 +358,7 @@ class ClosedLoopTorqueModel:
     ) -> ClosedLoopTorqueModel:
         """The URDF's inertias; drive terms ``drive``, by default the URDF's ``<dynamics damping friction>`` of
         the actuated joints as viscous and Coulomb friction."""
+        source = "the URDF's nominal model" if drive is None else "the URDF's inertias and the given drive terms"
         if drive is None:
             pinocchio = model.robot.model
             velocity_index = [pinocchio.joints[int(j) + 1].idx_v for j in model.actuated]
@@ -350,7 +368,7 @@ class ClosedLoopTorqueModel:
                 coulomb=np.asarray(pinocchio.friction, dtype=float)[velocity_index],
             )
         standard = standard_parameters(model, terms, drive)
-        return cls(model, drive_chain, terms, standard, "the URDF's nominal model")
+        return cls(model, drive_chain, terms, standard, source)
 
     def torques(self, motion: ClosedLoopMotion) -> np.ndarray:
         """Actuated torques (N·m), ``(N, n_a)``, of a completed motion."""
@@ -370,6 +388,12 @@ class _Probe:
     motion: ClosedLoopMotion | None = None
     observed: np.ndarray | None = None
     torques: np.ndarray | None = None
+
+
+def _centre(limits: JointLimits) -> np.ndarray:
+    """:attr:`JointLimits.centre` without the warning of ``inf − inf`` for unbounded (continuous) joints."""
+    with np.errstate(invalid="ignore"):
+        return limits.centre
 
 
 def _walk(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -393,8 +417,9 @@ class _Evaluator:
         known = np.isfinite(limits.actuated.effort).any()
         self.torque_model = torque_model if torque_model is not None and known else None
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
+        self.reference_ratio = reference_singularity_ratio(model)
         passive = limits.passive
-        self.centre = passive.centre
+        self.centre = _centre(passive)
         with np.errstate(invalid="ignore"):
             self.above = np.where(np.isfinite(passive.upper), passive.upper - self.centre, np.inf)
             self.below = np.where(np.isfinite(passive.lower), self.centre - passive.lower, np.inf)
@@ -459,7 +484,7 @@ class _Evaluator:
             ("position", position),
             ("velocity", np.abs(motion.dq[:, model.passive]) / passive.velocity),
             ("acceleration", np.abs(motion.ddq[:, model.passive]) / passive.acceleration),
-            ("singularity", self.margin * condition[:, None]),
+            ("singularity", self.margin * self.reference_ratio * condition[:, None]),
         ]
         if torques is not None:
             usages.append(("torque", np.abs(torques) / limits.actuated.effort))
@@ -471,8 +496,12 @@ class _Evaluator:
         name, values = usages[kind]
         sample, column = np.unravel_index(int(np.argmax(values)), values.shape)
         if name == "singularity":
-            ratio = 1.0 / float(condition[sample])
-            return worst, f"σ_min/σ_max of A_p is {ratio:.3g} < singularity margin {limits.singularity_margin:g}"
+            ratio = 1.0 / float(condition[sample] * self.reference_ratio)
+            return worst, (
+                f"σ_min/σ_max of A_p falls to {ratio:.3g} of its value at the reference configuration, below"
+                f" {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and {MARGIN_HEADROOM:.0%}"
+                " headroom)"
+            )
         if name == "torque" and torques is not None:
             return worst, (
                 f"{limits.actuated.joint_names[column]} needs {torques[sample, column]:.3g} N·m, beyond the effort"
@@ -532,6 +561,18 @@ class _Evaluator:
         return low, best, reason
 
 
+def reference_singularity_ratio(model: ClosedLoopModel) -> float:
+    """``σ_min / σ_max`` of the passive block of ``A_t`` at the model's reference configuration.
+
+    The singularity margin of :class:`ClosedLoopLimits` is a fraction of this value.
+    """
+    reference = model.reference_configuration
+    actuated = reference[None, model.actuated]
+    zeros = np.zeros_like(actuated)
+    motion = model.complete_motion(actuated, zeros, zeros, q_guess=reference)
+    return float(1.0 / _passive_condition(motion)[0])
+
+
 def _passive_condition(motion: ClosedLoopMotion) -> np.ndarray:
     """``σ_max / σ_min`` of ``A_p`` per sample, as :meth:`ClosedLoopModel.complete_motion` records it."""
     if motion.passive_condition is None:
@@ -578,7 +619,8 @@ class ClosedLoopExcitationDesign:
         Of the column-normalised closed-loop base observation matrix ([Briot2012] eq. (7)) on
         one period sampled at :data:`~.safety.CHECK_RATE_HZ`.
     singularity_ratio
-        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` over that period.
+        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` over that period, as a
+        fraction of its value at the reference configuration.
     scale
         The shrink toward the offset pose kept: 1 when the actuated limits alone bind.
     usage
@@ -642,9 +684,10 @@ def _finalise(
 
     coarse = oscillation(_period_grid(fitted, _FINAL_SAMPLES))
     scale, probe, binding = evaluator.largest_scale(
-        offsets, q_offset, rest, coarse, first=min(first, 1.0), steps=_FINAL_STEPS
+        offsets, q_offset, rest, coarse, first=min(first, 1.0) if first > 0.0 else 1.0, steps=_FINAL_STEPS
     )
     if scale < MINIMUM_SCALE:
+        binding = binding or evaluator.scaled(offsets, q_offset, coarse, MINIMUM_SCALE).reason
         raise IdentificationError(
             f"no excitation {where} keeps the closed-loop constraints (singularity margin"
             f" {limits.singularity_margin:g}) with more than {MINIMUM_SCALE:.0%} of the motion the actuated limits"
@@ -675,7 +718,7 @@ def _finalise(
     return ClosedLoopExcitationDesign(
         trajectory=final,
         condition_number=_normalised_condition(stacked),
-        singularity_ratio=float(1.0 / np.max(condition)),
+        singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
         scale=scale,
         usage=limit_usage(sampled, limits.actuated),
         passive_usage=_passive_usage(probe.motion, model, limits.passive),
@@ -731,7 +774,7 @@ def random_closed_loop_fourier(
     rng = np.random.default_rng(seed)
     raw = FourierTrajectory(
         fundamental_hz=float(fundamental_hz),
-        offsets=limits.actuated.centre,
+        offsets=_centre(limits.actuated),
         sine=rng.normal(size=(harmonics, model.n_actuated)),
         cosine=rng.normal(size=(harmonics, model.n_actuated)),
     )
@@ -761,7 +804,7 @@ class _Search:
         self.n = evaluator.model.n_actuated
         actuated = evaluator.limits.actuated
         finite = np.isfinite(actuated.lower) & np.isfinite(actuated.upper)
-        self.centre = actuated.centre
+        self.centre = _centre(actuated)
         self.half = np.where(finite, 0.5 * (actuated.upper - actuated.lower), np.pi)
         period = 1.0 / fundamental_hz
         omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
@@ -939,7 +982,8 @@ class ClosedLoopCheck:
     samples
         Samples of the executed motion checked (at :data:`~.safety.CHECK_RATE_HZ` or finer).
     singularity_ratio
-        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` met.
+        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` met, as a fraction of
+        its value at the reference configuration.
     passive_usage
         Fractions of the passive limits used (jerk: ``nan``, not checked).
     torque_usage
@@ -967,8 +1011,9 @@ def check_closed_loop_trajectory(
     ``check_rate_hz`` or finer) must keep the actuated limits
     (:func:`~.safety.check_trajectory`); completed into the tree motion
     (:meth:`ClosedLoopModel.complete_motion`, [Briot2012] eq. (2)-(4)) it must keep the
-    passive position, velocity and acceleration limits, ``σ_min/σ_max(A_p) >=
-    limits.singularity_margin``, and the effort limits under ``torque_model``.
+    passive position, velocity and acceleration limits, ``σ_min/σ_max(A_p)`` at least
+    ``limits.singularity_margin`` times its value at the reference configuration, and
+    the effort limits under ``torque_model``.
 
     Parameters
     ----------
@@ -1031,7 +1076,7 @@ def check_closed_loop_trajectory(
                 between_points=not bool(at_point[k]),
             )
             failures.append((k, violation))
-    ratio = 1.0 / _passive_condition(motion)
+    ratio = 1.0 / (_passive_condition(motion) * reference_singularity_ratio(model))
     below = ratio < limits.singularity_margin - tol
     if below.any():
         k = int(np.argmax(below))
@@ -1041,6 +1086,7 @@ def check_closed_loop_trajectory(
             ratio=float(ratio[k]),
             margin=limits.singularity_margin,
             between_points=not bool(at_point[k]),
+            rate_hz=check_rate_hz,
         )
         failures.append((k, singular))
     torque_usage = 0.0
@@ -1199,8 +1245,9 @@ def plan_closed_loop_excitation(
         q_guess=start_configuration(model, fourier.offsets, points.q[0]),
     )
     description = (
-        f"{kind}, condition number {design.condition_number:.3g}, closure σ_min/σ_max >= {check.singularity_ratio:.3g}"
-        f" (margin {margin:g}), {settings.periods} period(s) of {fourier.period_s:g} s"
+        f"{kind}, condition number {design.condition_number:.3g}, closure σ_min/σ_max >="
+        f" {check.singularity_ratio:.2f} of its reference value (margin {margin:g}), {settings.periods} period(s) of"
+        f" {fourier.period_s:g} s"
     )
     return ExcitationPlan(
         trajectory=points,
