@@ -198,7 +198,7 @@ class SingularityMarginError(ClosedLoopExcitationError):
         where = " (in the controller's quintic interpolation between published points)" if between_points else ""
         super().__init__(
             f"closure at t = {time_s:.4f} s (sample {sample} of the motion checked at {rate_hz:g} Hz):"
-            f" σ_min/σ_max of the passive joints' block of A_t falls to {ratio:.3g} of its value at the reference"
+            f" σ_min/σ_max of the passive joints' block of A_t falls to {ratio:.4g} of its value at the reference"
             f" configuration, below the singularity margin {margin:g}{where}",
             time_s=time_s,
             sample=sample,
@@ -498,7 +498,7 @@ class _Evaluator:
         if name == "singularity":
             ratio = 1.0 / float(condition[sample] * self.reference_ratio)
             return worst, (
-                f"σ_min/σ_max of A_p falls to {ratio:.3g} of its value at the reference configuration, below"
+                f"σ_min/σ_max of A_p falls to {ratio:.4g} of its value at the reference configuration, below"
                 f" {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and {MARGIN_HEADROOM:.0%}"
                 " headroom)"
             )
