@@ -27,11 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-NETWORK_ENV = {
-    "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-    "ROS_LOCALHOST_ONLY": "1",
-    "ROS_DOMAIN_ID": str(200 + os.getpid() % 30),
-}
+from dynamic_identification.network import network_environment  # noqa: E402 - imports no rclpy
+
+NETWORK_ENV = network_environment()
 os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited) in the publisher process
 
 import numpy as np  # noqa: E402

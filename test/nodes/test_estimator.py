@@ -8,38 +8,31 @@ increasing stamps, as fast as the executor takes them.
 
 from __future__ import annotations
 
-import os
+import gc
+import math
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
-import gc  # noqa: E402
-import math  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-
-from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
-from dynamic_identification.core.model import DriveParameters, load_robot  # noqa: E402
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import FORMAT, load_parameters  # noqa: E402
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
-from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode  # noqa: E402
-from dynamic_identification.nodes.qos import LATCHED_QOS  # noqa: E402
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveParameters, load_robot
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, load_parameters
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
+from dynamic_identification.nodes.qos import LATCHED_QOS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"

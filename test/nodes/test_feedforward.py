@@ -3,50 +3,43 @@ interpolated desired state, the enable switch, and its pure trajectory bookkeepi
 
 from __future__ import annotations
 
-import os
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from std_msgs.msg import Float64MultiArray, String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.model import (  # noqa: E402
+from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
     DriveTerms,
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import base_parameters  # noqa: E402
-from dynamic_identification.core.simulation import interpolate_trajectory  # noqa: E402
-from dynamic_identification.feedforward import FeedforwardModel  # noqa: E402
-from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.simulation import interpolate_trajectory
+from dynamic_identification.feedforward import FeedforwardModel
+from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
+from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
     joint_trajectory_message,
     time_message,
 )
-from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion  # noqa: E402
-from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS  # noqa: E402
+from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion
+from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
 

@@ -2,39 +2,32 @@
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-
-from dynamic_identification.core.alignment import current_to_torque  # noqa: E402
-from dynamic_identification.core.model import DriveChain  # noqa: E402
-from dynamic_identification.io.recording import read_recording_csv  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.alignment import current_to_torque
+from dynamic_identification.core.model import DriveChain
+from dynamic_identification.io.recording import read_recording_csv
+from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
 )
-from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode  # noqa: E402
+from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 
 JOINTS = ("a", "b", "c")
 GEAR_RATIOS = [100.0, 50.0, 20.0]

@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import os
+import time
+from collections.abc import Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.errors import DataError  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     float64_array,
     float64_multi_array,
@@ -34,8 +27,8 @@ from dynamic_identification.nodes.conversions import (  # noqa: E402
     stamp_to_ns,
     trajectory_points,
 )
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS  # noqa: E402
-from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.nodes.sim_robot import SimRobotNode
 
 RATE_HZ = 250.0
 

@@ -9,32 +9,25 @@ motion, data the estimate never saw.
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from rclpy.context import Context
+from trajectory_msgs.msg import JointTrajectory
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques
+from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.signal import lowpass_zero_phase
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters
+from dynamic_identification.nodes.conversions import stamp_to_seconds
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques  # noqa: E402
-from dynamic_identification.core.model import RobotModel, load_robot  # noqa: E402
-from dynamic_identification.core.signal import lowpass_zero_phase  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters  # noqa: E402
-from dynamic_identification.nodes.conversions import stamp_to_seconds  # noqa: E402
-
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe, ReceivedParameters  # noqa: E402
+from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe, ReceivedParameters
 
 WINDOW_S = 15.0
 """Estimator window, s of data."""

@@ -10,41 +10,34 @@ stop one topic at will. ``recorder`` and ``estimator`` run as their own processe
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.context import Context
+from sensor_msgs.msg import JointState
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-
-from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
-from dynamic_identification.core.model import (  # noqa: E402
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import (
     DriveParameters,
     DriveTerms,
     load_robot,
     standard_parameter_names,
 )
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic  # noqa: E402
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
-from dynamic_identification.nodes.estimator import SAMPLES_QOS  # noqa: E402
-from dynamic_identification.nodes.recorder import STREAM_QOS  # noqa: E402
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.estimator import SAMPLES_QOS
+from dynamic_identification.nodes.recorder import STREAM_QOS
 
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe  # noqa: E402
+from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe
 
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 RATE_HZ = 250.0
