@@ -55,6 +55,7 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
@@ -266,7 +267,7 @@ class _Counters:
     published: int = 0
 
 
-class EstimatorNode(Node):
+class EstimatorNode(GuardedNode):
     """Sliding-window identification of the samples on ``input_topic`` (see the module docstring)."""
 
     def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
@@ -293,7 +294,7 @@ class EstimatorNode(Node):
         self._last_update: WindowUpdate | None = None
         self._event = ""
         self._failure = ""
-        self._parameters = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
+        self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
@@ -319,7 +320,7 @@ class EstimatorNode(Node):
         if list(previous.joints) != self._names:
             self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
             return
-        self._parameters.publish(String(data=dump_parameters(previous)))
+        self._parameters_publisher.publish(String(data=dump_parameters(previous)))
         self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
 
     @property
@@ -466,7 +467,7 @@ class EstimatorNode(Node):
                 self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
         if self._stop.is_set() or not self.context.ok():
             return  # shutting down: the file holds the estimate, the publisher may be gone
-        self._parameters.publish(String(data=dump_parameters(parameter_file)))
+        self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
         with self._buffer_lock:
             self._counters.published += 1
 
@@ -533,7 +534,7 @@ class EstimatorNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

@@ -58,6 +58,7 @@ from dynamic_identification.nodes.conversions import (
     joint_trajectory_message,
     time_message,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
@@ -393,7 +394,7 @@ class _Playback:
         return interpolate_trajectory(t.time, t.q, t.dq, t.ddq, self.elapsed_s(now_ns))
 
 
-class ExcitationNode(Node):
+class ExcitationNode(GuardedNode):
     """Plans an excitation trajectory and streams it to a ``JointTrajectory`` controller on request."""
 
     def __init__(self, *, node_name: str = "excitation", **kwargs: object) -> None:
@@ -642,7 +643,7 @@ class ExcitationNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

@@ -44,6 +44,7 @@ from dynamic_identification.core.simulation import interpolate_trajectory
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, load_parameters, parse_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, float64_multi_array, time_message, trajectory_points
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
@@ -182,7 +183,7 @@ def next_motion(previous: DesiredMotion | None, message: JointTrajectory, now_ns
     )
 
 
-class FeedforwardNode(Node):
+class FeedforwardNode(GuardedNode):
     """Publishes the identified model's torques for the desired trajectory."""
 
     def __init__(self, *, node_name: str = "feedforward", **kwargs: object) -> None:
@@ -359,7 +360,7 @@ class FeedforwardNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

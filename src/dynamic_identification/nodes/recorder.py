@@ -64,6 +64,7 @@ from dynamic_identification.nodes.conversions import (
     stamp_to_ns,
     time_message,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import sensor_qos
@@ -243,7 +244,7 @@ class _Input:
     error: str = ""
 
 
-class RecorderNode(Node):
+class RecorderNode(GuardedNode):
     """Aligns joint states with motor currents, publishes joint torques and records them (module docstring)."""
 
     def __init__(self, *, node_name: str = "recorder", **kwargs: object) -> None:
@@ -536,7 +537,7 @@ class RecorderNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

@@ -40,6 +40,7 @@ from dynamic_identification.nodes.conversions import (
     joint_state_message,
     trajectory_points,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
@@ -263,7 +264,7 @@ class _Reference:
         return q, dq, ddq
 
 
-class SimRobotNode(Node):
+class SimRobotNode(GuardedNode):
     """The simulated robot: PD + feedforward tracking of ``/joint_trajectory``, sensors on topics."""
 
     def __init__(self, *, node_name: str = "sim_robot", **kwargs: object) -> None:
