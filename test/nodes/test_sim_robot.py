@@ -154,3 +154,37 @@ def test_trajectory_message_round_trip_selects_joints_in_node_order() -> None:
     with pytest.raises(DataError, match="joint_names"):
         trajectory_points(message, ["j1", "j2"])
     assert_allclose(float64_array(float64_multi_array([1.0, 2.0])), [1.0, 2.0])
+
+
+def test_publish_clock_gives_other_nodes_the_simulated_time(context: Context) -> None:
+    """``sim.launch.py use_sim_time:=true``: the simulator publishes /clock, a node with use_sim_time follows it."""
+    sim = SimRobotNode(
+        context=context,
+        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True)],
+    )
+    follower = Node("follower", context=context, parameter_overrides=[Parameter("use_sim_time", value=True)])
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(sim)
+    executor.add_node(follower)
+    stamps: list[int] = []
+    follower.create_subscription(
+        JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), SENSOR_QOS
+    )
+    try:
+        _spin(executor, 20.0, until=lambda: len(stamps) > 20 and follower.get_clock().now().nanoseconds > 0)
+        clock_ns = follower.get_clock().now().nanoseconds
+        latest_ns = stamps[-1]
+    finally:
+        executor.shutdown()
+        follower.destroy_node()
+        sim.destroy_node()
+    assert clock_ns > 0 and follower.get_clock().ros_time_is_active
+    assert abs(clock_ns - latest_ns) < 0.5e9  # the follower's time is the simulator's, not 0
+
+
+def test_publish_clock_with_use_sim_time_is_refused_naming_both(context: Context) -> None:
+    with pytest.raises(ValueError, match="'publish_clock' and 'use_sim_time'"):
+        SimRobotNode(
+            context=context,
+            parameter_overrides=[Parameter("publish_clock", value=True), Parameter("use_sim_time", value=True)],
+        )

@@ -112,6 +112,7 @@ def read_recording_bag(
     bag = Path(path)
     if not bag.exists():
         raise DataError(f"rosbag2 directory not found: {bag}")
+    joint_states_topic, currents_topic = _absolute(joint_states_topic), _absolute(currents_topic)
     topics = (joint_states_topic,) if effort_is_torque else (joint_states_topic, currents_topic)
     messages = _read_messages(bag, topics)
     if joint_names is None:
@@ -168,6 +169,11 @@ def read_recording_bag(
         effort=np.array([sample.effort for sample in samples]) if effort_is_torque else None,
         current=None if effort_is_torque else np.array([sample.current for sample in samples]),
     )
+
+
+def _absolute(topic: str) -> str:
+    """A topic name as a bag stores it: a relative name (``joint_states``, the nodes' default) from the root."""
+    return topic if topic.startswith("/") else "/" + topic
 
 
 def _check_dropped(aligner: StreamAligner, total: int, what: str) -> None:

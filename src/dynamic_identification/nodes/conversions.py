@@ -17,9 +17,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, brief
+from dynamic_identification.core.model import RobotModel
 
 NS_PER_S = 1_000_000_000
+
+POSITION_TOLERANCE_RAD = 0.5
+"""A measured or commanded position may exceed the URDF limits by this much (rad) before it is refused."""
+
+MAX_ABS_POSITION_RAD = 1e4
+"""Largest plausible position of a joint without limits (a continuous joint), rad: 1600 turns."""
 
 
 def stamp_to_ns(stamp: Time | Duration) -> int:
@@ -88,7 +95,7 @@ def joint_indices(names: Sequence[str], joint_order: Sequence[str]) -> np.ndarra
     position = {name: i for i, name in enumerate(names)}
     missing = [name for name in joint_order if name not in position]
     if missing:
-        raise DataError(f"joints {missing} are missing from the message (it names {list(names)})")
+        raise DataError(f"joints {brief(missing)} are missing from the message (it names {brief(list(names))})")
     return np.array([position[name] for name in joint_order], dtype=int)
 
 
@@ -152,14 +159,79 @@ class TrajectoryPoints:
 
 
 def _point_field(points: Sequence[JointTrajectoryPoint], field: str, order: np.ndarray) -> np.ndarray | None:
-    rows = [list(getattr(point, field)) for point in points]
+    rows = [getattr(point, field) for point in points]
     if all(len(row) == 0 for row in rows):
         return None
     width = order.shape[0]
     for k, row in enumerate(rows):
         if len(row) != width:
             raise DataError(f"trajectory point {k} has {len(row)} {field} for {width} joints")
-    return np.asarray(rows, dtype=float)[:, order]
+    values = np.asarray(rows, dtype=float)[:, order]
+    bad = np.argwhere(~np.isfinite(values))
+    if bad.size:
+        k, j = (int(i) for i in bad[0])
+        raise DataError(f"trajectory point {k} has a non-finite {field[:-1]} ({values[k, j]!r}) of joint {j}")
+    return values
+
+
+def limit_violation(
+    names: Sequence[str],
+    positions: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    what: str = "position",
+    tolerance: float = POSITION_TOLERANCE_RAD,
+) -> str | None:
+    """Why ``positions`` (``(n,)`` or ``(K, n)``, rad) cannot be this robot's, or ``None``.
+
+    A value is refused when it is not finite, lies outside ``[lower - tolerance, upper +
+    tolerance]`` or, for a joint without limits, beyond ±:data:`MAX_ABS_POSITION_RAD`
+    (degrees given for radians, an uninitialised encoder, a corrupted message).
+    """
+    values = np.atleast_2d(np.asarray(positions, dtype=float))
+    low = np.where(np.isfinite(lower), np.asarray(lower, dtype=float) - tolerance, -MAX_ABS_POSITION_RAD)
+    high = np.where(np.isfinite(upper), np.asarray(upper, dtype=float) + tolerance, MAX_ABS_POSITION_RAD)
+    outside = ~np.isfinite(values) | (values < low) | (values > high)
+    if not outside.any():
+        return None
+    k, j = (int(i) for i in np.argwhere(outside)[0])
+    value = float(values[k, j])
+    if not np.isfinite(value):
+        return f"{what} of {names[j]} is {value!r}"
+    return (
+        f"{what} of {names[j]} is {value:.6g} rad, outside its limits [{float(lower[j]):.6g}, {float(upper[j]):.6g}]"
+        f" rad by more than {tolerance:g} rad (degrees instead of radians?)"
+    )
+
+
+def require_known_joints(names: Sequence[str], known: Sequence[str] | None, what: str) -> None:
+    """``DataError`` naming the joints of ``names`` not in ``known`` (``None``: nothing to check yet)."""
+    if known is None:
+        return
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise DataError(f"{what} names joints {brief(unknown)} the model does not have (it has {brief(list(known))})")
+
+
+def implausible_joint_state(robot: RobotModel, q: np.ndarray, dq: np.ndarray | None = None) -> str | None:
+    """Why a measured joint state (rad, rad/s, in ``robot``'s joint order) cannot be the robot's, or ``None``."""
+    names = robot.joint_names
+    return non_finite_field(names, position=q, velocity=dq) or limit_violation(
+        names, q, robot.lower_position_limits, robot.upper_position_limits
+    )
+
+
+def non_finite_field(names: Sequence[str], **fields: np.ndarray | None) -> str | None:
+    """``"velocity of joint_2 is nan"`` for the first non-finite value of the given fields, else ``None``."""
+    for field, values in fields.items():
+        if values is None:
+            continue
+        array = np.asarray(values, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            return f"{field} of {names[int(bad[0])]} is {float(array[int(bad[0])])!r}"
+    return None
 
 
 def trajectory_points(message: JointTrajectory, joint_order: Sequence[str]) -> TrajectoryPoints:
@@ -171,15 +243,15 @@ def trajectory_points(message: JointTrajectory, joint_order: Sequence[str]) -> T
     names = list(message.joint_names)
     unknown = [name for name in names if name not in joint_order]
     if unknown or not names or len(set(names)) != len(names):
-        raise DataError(f"trajectory joint_names {names} must be distinct joints of {list(joint_order)}")
+        raise DataError(f"trajectory joint_names {brief(names)} must be distinct joints of {brief(list(joint_order))}")
     if not message.points:
         raise DataError("trajectory has no points")
     selected = [name for name in joint_order if name in names]
     joints = np.array([list(joint_order).index(name) for name in selected], dtype=int)
     order = joint_indices(names, selected)
     times = np.array([stamp_to_seconds(point.time_from_start) for point in message.points])
-    if np.any(np.diff(times) <= 0.0):
-        raise DataError(f"trajectory time_from_start must increase strictly, got {times.tolist()}")
+    if np.any(np.diff(times) <= 0.0) or times[0] < 0.0:
+        raise DataError(f"trajectory time_from_start must be >= 0 and increase strictly, got {brief(times.tolist())}")
     positions = _point_field(message.points, "positions", order)
     if positions is None:
         raise DataError("trajectory points have no positions")

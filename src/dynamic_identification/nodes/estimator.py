@@ -84,8 +84,8 @@ class EstimatorConfig:
 
     urdf: str
     joints: tuple[str, ...] = ()
-    input_topic: str = "/recorder/samples"
-    parameters_topic: str = "/estimator/parameters"
+    input_topic: str = "recorder/samples"
+    parameters_topic: str = "estimator/parameters"
     parameters_file: str = ""
     identification: tuple[tuple[str, object], ...] = ()
 
@@ -93,9 +93,9 @@ class EstimatorConfig:
 _NODE_PARAMETERS = (
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
     ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "identified joints; unset = all 1-DoF joints"),
-    ParameterSpec("input_topic", "/recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
+    ParameterSpec("input_topic", "recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
     ParameterSpec(
-        "parameters_topic", "/estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
+        "parameters_topic", "estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
     ),
     ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
 )

@@ -55,6 +55,7 @@ from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     arrays_from_joint_state,
+    implausible_joint_state,
     joint_trajectory_message,
     time_message,
 )
@@ -107,7 +108,7 @@ class ExcitationConfig:
     frame: str | None = None
     process: str = _SETTINGS.process
     cycles: int = _SETTINGS.cycles
-    output_topic: str = "/joint_trajectory"
+    output_topic: str = "joint_trajectory"
     stream_rate_hz: float = 10.0
     horizon_s: float = 1.0
     stale_timeout_s: float = 0.5
@@ -194,7 +195,7 @@ _PARAMETERS = (
     ParameterSpec(
         "cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)
     ),
-    ParameterSpec("output_topic", "/joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
+    ParameterSpec("output_topic", "joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
     ParameterSpec(
         "stream_rate_hz", 10.0, Parameter.Type.DOUBLE, "rate of published trajectory chunks, Hz", floating=(0.1, 1000.0)
     ),
@@ -416,7 +417,7 @@ class ExcitationNode(GuardedNode):
         self._autostarted = False
         self._trajectory = self.create_publisher(JointTrajectory, self.config.output_topic, COMMAND_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(1.0 / self.config.stream_rate_hz, self._on_stream)
@@ -477,9 +478,16 @@ class ExcitationNode(GuardedNode):
             _, q, dq, _ = arrays_from_joint_state(message, self._names)
         except IdentificationError as error:
             self._joint_state_error = str(error)
+            self.count_refusal("joint_states", self._joint_state_error)
             return
         if q is None:
-            self._joint_state_error = "/joint_states carries no positions"
+            self._joint_state_error = "joint_states carries no positions"
+            self.count_refusal("joint_states", self._joint_state_error)
+            return
+        problem = implausible_joint_state(self.robot, q, dq)
+        if problem is not None:
+            self._joint_state_error = problem
+            self.count_refusal("joint_states", problem)
             return
         self._joint_state_error = None
         self._joint_state = (self._now_ns(), q, dq)
@@ -495,7 +503,7 @@ class ExcitationNode(GuardedNode):
         if self._joint_state_error is not None:
             return None, f"joint states are unusable: {self._joint_state_error}"
         if self._joint_state is None:
-            return None, "joint states are stale: none received on /joint_states"
+            return None, "joint states are stale: none received on joint_states"
         received_ns, q, dq = self._joint_state
         age_s = (now_ns - received_ns) / NS_PER_S
         if age_s > self.config.stale_timeout_s:

@@ -81,6 +81,7 @@ class GuardedNode(Node):
     def __init__(self, node_name: str, **kwargs: Any) -> None:
         # Set before Node.__init__: rclpy creates its parameter services there, through create_service.
         self._guard_failures: dict[str, CallbackFailures] = {}
+        self._guard_refusals: dict[str, CallbackFailures] = {}
         super().__init__(node_name, **kwargs)
 
     # -- the guard ---------------------------------------------------------------------------------
@@ -97,6 +98,20 @@ class GuardedNode(Node):
     @property
     def callback_failure_count(self) -> int:
         return sum(failures.count for failures in self._guard_failures.values())
+
+    def refusals(self) -> dict[str, CallbackFailures]:
+        """Inputs the node refused by its own checks, by input label (see :meth:`count_refusal`)."""
+        return dict(self._guard_refusals)
+
+    def count_refusal(self, label: str, reason: str) -> None:
+        """Count an input the node refused (``reason`` says why); reported by :meth:`guard_report`.
+
+        Only the count and the last reason are kept: the node logs and reports the refusal itself.
+        """
+        refusals = self._guard_refusals.setdefault(label, CallbackFailures())
+        refusals.count += 1
+        refusals.last_error = shorten(reason, 300)
+        refusals.last_s = time.monotonic()
 
     def _record_failure(self, label: str, error: BaseException) -> str:
         failures = self._guard_failures.setdefault(label, CallbackFailures())
@@ -162,6 +177,8 @@ class GuardedNode(Node):
     def guard_report(self, status: DiagnosticStatus) -> DiagnosticStatus:
         """``status`` named :attr:`diagnostic_name`, with the callback failures (ERROR while recent)."""
         status.name = self.diagnostic_name
+        for label, refusals in self._guard_refusals.items():
+            status.values.append(KeyValue(key=f"refused/{label}", value=str(refusals.count)))
         failures = self._guard_failures
         total = sum(item.count for item in failures.values())
         status.values.append(KeyValue(key="callback_failures", value=str(total)))

@@ -49,3 +49,11 @@ LATCHED_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 """Identified parameters: the last message is delivered to late subscribers."""
+
+CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""``/clock`` of the simulator: best effort, keep last 1 (what rclpy's time source subscribes with)."""

@@ -88,7 +88,7 @@ class RecorderConfig:
     """
 
     current_polynomial: tuple[float, ...] = ()
-    output_topic: str = "/recorder/samples"
+    output_topic: str = "recorder/samples"
     output_dir: str = "."
     output_file: str = ""
     tolerance_s: float = DEFAULT_TOLERANCE_S
@@ -105,7 +105,9 @@ _NODE_PARAMETERS = (
         "current to motor torque, seed 002 eq. (4): [c0 N.m, c1 N.m/A, c2 N.m/A^2, c3 N.m/A^3] per motor,"
         " motor by motor; unset = linear with drive_chain.drive_gains",
     ),
-    ParameterSpec("output_topic", "/recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m)"),
+    ParameterSpec(
+        "output_topic", "recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m); relative name"
+    ),
     ParameterSpec("output_dir", ".", Parameter.Type.STRING, "directory of recording_<YYYYmmdd_HHMMSS>.csv files"),
     ParameterSpec("output_file", "", Parameter.Type.STRING, "recording file (relative to output_dir); empty = dated"),
     ParameterSpec(
@@ -144,9 +146,9 @@ _IDENTIFICATION_PARAMETERS = (
     ParameterSpec(
         "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
     ),
-    ParameterSpec("topics.joint_states", _DEFAULTS.joint_states_topic, Parameter.Type.STRING, "JointState input"),
+    ParameterSpec("topics.joint_states", "joint_states", Parameter.Type.STRING, "JointState input; relative name"),
     ParameterSpec(
-        "topics.motor_currents", _DEFAULTS.currents_topic, Parameter.Type.STRING, "JointState of currents (effort, A)"
+        "topics.motor_currents", "motor_currents", Parameter.Type.STRING, "JointState of currents (effort, A)"
     ),
     ParameterSpec(
         "topics.effort_is_torque",
@@ -270,9 +272,14 @@ class RecorderNode(GuardedNode):
         self._last_path = ""
         self._samples = self.create_publisher(JointState, self.config.output_topic, STREAM_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
+        # Names as resolved in the node's namespace, for the logs and diagnostics.
+        subscription = self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
+        self._joint_states.topic = subscription.topic_name
         if not self.effort_is_torque:
-            self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
+            subscription = self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
+            self._currents.topic = subscription.topic_name
+        else:
+            self._currents.topic = self.resolve_topic_name(self._currents.topic)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._on_timer)
@@ -280,7 +287,7 @@ class RecorderNode(GuardedNode):
         joints = list(self._conversion.joints) if self._conversion else "the joints of the first message"
         self.get_logger().info(
             f"recording {joints} from {self._joint_states.topic} with torques from {source};"
-            f" publishing {self.config.output_topic}"
+            f" publishing {self._samples.topic_name}"
         )
 
     @property

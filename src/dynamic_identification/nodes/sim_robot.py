@@ -11,7 +11,9 @@ this node only reads parameters, converts messages and keeps simulated time on
 the node clock (wall clock, or ``/clock`` with ``use_sim_time``): each timer tick
 steps as many ``1 / rate_hz`` steps as the clock advanced, so simulated time does
 not drift; when the process falls more than ``max_catch_up_s`` behind, the
-backlog is dropped with a warning instead of being replayed.
+backlog is dropped with a warning instead of being replayed. With ``publish_clock``
+the node publishes its simulated time on ``/clock`` after each tick, so the other
+nodes can run with ``use_sim_time`` (``sim.launch.py use_sim_time:=true``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -38,12 +41,14 @@ from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
     joint_state_message,
+    limit_violation,
+    time_message,
     trajectory_points,
 )
 from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
 from dynamic_identification.resources import shipped_path
 
@@ -90,6 +95,7 @@ class SimRobotConfig:
     initial_positions: tuple[float, ...] = ()
     max_catch_up_s: float = 0.25
     seed: int = 0
+    publish_clock: bool = False
 
 
 _PARAMETERS = (
@@ -125,6 +131,12 @@ _PARAMETERS = (
         floating=(0.001, 10.0),
     ),
     ParameterSpec("seed", 0, Parameter.Type.INTEGER, "seed of the sensor noise", integer=(0, 2**31 - 1)),
+    ParameterSpec(
+        "publish_clock",
+        False,
+        Parameter.Type.BOOL,
+        "publish the simulated time on /clock, for nodes run with use_sim_time (not with this node's use_sim_time)",
+    ),
 )
 
 
@@ -270,6 +282,11 @@ class SimRobotNode(GuardedNode):
     def __init__(self, *, node_name: str = "sim_robot", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
         self.config = declare_and_read(self)
+        if self.config.publish_clock and self.get_parameter("use_sim_time").value:
+            raise ValueError(
+                "parameters 'publish_clock' and 'use_sim_time' are both true: the simulator would wait for the clock"
+                " it publishes; set use_sim_time for the other nodes only"
+            )
         setup = build_simulation(self.config)
         self.robot = setup.robot
         self.drive_chain = setup.drive_chain
@@ -282,10 +299,11 @@ class SimRobotNode(GuardedNode):
         self._anchor_ns: int | None = None
         self._steps = 0
         self._max_steps = max(1, round(self.config.max_catch_up_s * NS_PER_S / self._dt_ns))
-        self._joint_states = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
-        self._currents = self.create_publisher(JointState, "/motor_currents", SENSOR_QOS)
-        self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "/feedforward/effort", self._on_feedforward, COMMAND_QOS)
+        self._joint_states = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self._currents = self.create_publisher(JointState, "motor_currents", SENSOR_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "feedforward/effort", self._on_feedforward, COMMAND_QOS)
+        self._clock_publisher = self.create_publisher(Clock, "/clock", CLOCK_QOS) if self.config.publish_clock else None
         self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
         self.get_logger().info(
             f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz"
@@ -305,7 +323,13 @@ class SimRobotNode(GuardedNode):
         try:
             points = trajectory_points(message, self._names)
         except IdentificationError as error:
-            self.get_logger().error(f"ignoring /joint_trajectory: {error}")
+            self._refuse_input("joint_trajectory", str(error))
+            return
+        joints = [self._names[j] for j in points.joints]
+        lower, upper = self.robot.lower_position_limits, self.robot.upper_position_limits
+        problem = limit_violation(joints, points.positions, lower[points.joints], upper[points.joints])
+        if problem is not None:
+            self._refuse_input("joint_trajectory", f"a trajectory point's {problem}")
             return
         now_ns = self._sim_stamp_ns()
         q, dq, ddq = self._reference.at(now_ns)
@@ -330,13 +354,25 @@ class SimRobotNode(GuardedNode):
             accelerations=accelerations,
         )
 
+    def _refuse_input(self, topic: str, reason: str) -> None:
+        self.count_refusal(topic, reason)
+        self.get_logger().error(f"ignoring {topic}: {reason}", throttle_duration_sec=1.0)
+
     def _on_feedforward(self, message: Float64MultiArray) -> None:
         values = float64_array(message)
         if values.shape != (len(self._names),) or not np.all(np.isfinite(values)):
-            self.get_logger().warning(
-                f"ignoring /feedforward/effort with {values.size} values; need {len(self._names)} finite efforts"
-                f" in the order {self._names}",
-                throttle_duration_sec=1.0,
+            self._refuse_input(
+                "feedforward/effort",
+                f"{values.size} values; need {len(self._names)} finite efforts in the order {self._names}",
+            )
+            return
+        limits = self.robot.effort_limits
+        beyond = np.abs(values) > limits * (1.0 + 1e-9)
+        if np.any(limits > 0.0) and np.any(beyond & (limits > 0.0)):
+            j = int(np.argmax(beyond & (limits > 0.0)))
+            self._refuse_input(
+                "feedforward/effort",
+                f"effort of {self._names[j]} is {values[j]:.6g} N.m, beyond its limit {limits[j]:.6g} N.m",
             )
             return
         self._feedforward = (values, self._now_ns())
@@ -376,6 +412,8 @@ class SimRobotNode(GuardedNode):
             self.simulator.step(q, dq, ddq, feedforward)
             self._steps += 1
             self._publish(self._sim_stamp_ns())
+        if self._clock_publisher is not None:
+            self._clock_publisher.publish(Clock(clock=time_message(self._sim_stamp_ns())))
 
     def _publish(self, stamp_ns: int) -> None:
         q, dq, torques, currents = self.simulator.measure()
