@@ -762,7 +762,7 @@ def excitation_settings_from_parameters(
     defaults = ExcitationSettings()
     frame = parameters.get("frame")
     try:
-        return ExcitationSettings(
+        settings = ExcitationSettings(
             mode=mode or reader.choice("mode", defaults.mode, MODES),  # type: ignore[arg-type]
             fundamental_hz=reader.real(
                 "fundamental_hz", defaults.fundamental_hz, minimum=0.0, least=1e-4, maximum=100.0
@@ -792,6 +792,36 @@ def excitation_settings_from_parameters(
         if isinstance(error, DataError):
             raise
         raise DataError(f"excitation settings in {source}: {error}") from error
+    check_trajectory_size(settings, source=source)
+    return settings
+
+
+MAX_TRAJECTORY_SAMPLES = 5_000_000
+"""Most samples an excitation trajectory may have (about 1 GB of arrays for 6 joints)."""
+
+PROCESS_CYCLE_S = 10.0
+"""Upper estimate of one pick-and-place cycle or square lap, s (for the size check)."""
+
+
+def check_trajectory_size(settings: ExcitationSettings, *, source: str = "parameters") -> None:
+    """``DataError`` when the planned trajectory would be too long to hold (before planning it).
+
+    Its length is ``periods / fundamental_hz`` (Fourier and segmented modes, per
+    segment) or ``periods × cycles ×`` :data:`PROCESS_CYCLE_S` (process mode), sampled
+    at ``rate_hz``: ``fundamental_hz: 1e-4`` at 10 kHz would be 10⁸ samples a period.
+    """
+    if settings.mode == "process":
+        duration = settings.periods * settings.cycles * PROCESS_CYCLE_S
+        formula = "periods × cycles × 10 s × rate_hz"
+    else:
+        duration = settings.periods / settings.fundamental_hz
+        formula = "periods / fundamental_hz × rate_hz"
+    samples = duration * settings.rate_hz
+    if samples > MAX_TRAJECTORY_SAMPLES:
+        raise DataError(
+            f"the excitation in {source} would have about {samples:.3g} samples ({formula}), more than"
+            f" {MAX_TRAJECTORY_SAMPLES:.0e}: lower periods, cycles or rate_hz, or raise fundamental_hz"
+        )
 
 
 def load_excitation_settings(path: str | os.PathLike[str] | None, *, mode: str | None = None) -> ExcitationSettings:

@@ -19,14 +19,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.errors import DataError, brief
 from dynamic_identification.core.model import RobotModel
+from dynamic_identification.io.sanity import position_problem
 
 NS_PER_S = 1_000_000_000
-
-POSITION_TOLERANCE_RAD = 0.5
-"""A measured or commanded position may exceed the URDF limits by this much (rad) before it is refused."""
-
-MAX_ABS_POSITION_RAD = 1e4
-"""Largest plausible position of a joint without limits (a continuous joint), rad: 1600 turns."""
 
 
 def stamp_to_ns(stamp: Time | Duration) -> int:
@@ -174,37 +169,6 @@ def _point_field(points: Sequence[JointTrajectoryPoint], field: str, order: np.n
     return values
 
 
-def limit_violation(
-    names: Sequence[str],
-    positions: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    *,
-    what: str = "position",
-    tolerance: float = POSITION_TOLERANCE_RAD,
-) -> str | None:
-    """Why ``positions`` (``(n,)`` or ``(K, n)``, rad) cannot be this robot's, or ``None``.
-
-    A value is refused when it is not finite, lies outside ``[lower - tolerance, upper +
-    tolerance]`` or, for a joint without limits, beyond ±:data:`MAX_ABS_POSITION_RAD`
-    (degrees given for radians, an uninitialised encoder, a corrupted message).
-    """
-    values = np.atleast_2d(np.asarray(positions, dtype=float))
-    low = np.where(np.isfinite(lower), np.asarray(lower, dtype=float) - tolerance, -MAX_ABS_POSITION_RAD)
-    high = np.where(np.isfinite(upper), np.asarray(upper, dtype=float) + tolerance, MAX_ABS_POSITION_RAD)
-    outside = ~np.isfinite(values) | (values < low) | (values > high)
-    if not outside.any():
-        return None
-    k, j = (int(i) for i in np.argwhere(outside)[0])
-    value = float(values[k, j])
-    if not np.isfinite(value):
-        return f"{what} of {names[j]} is {value!r}"
-    return (
-        f"{what} of {names[j]} is {value:.6g} rad, outside its limits [{float(lower[j]):.6g}, {float(upper[j]):.6g}]"
-        f" rad by more than {tolerance:g} rad (degrees instead of radians?)"
-    )
-
-
 def require_known_joints(names: Sequence[str], known: Sequence[str] | None, what: str) -> None:
     """``DataError`` naming the joints of ``names`` not in ``known`` (``None``: nothing to check yet)."""
     if known is None:
@@ -217,7 +181,7 @@ def require_known_joints(names: Sequence[str], known: Sequence[str] | None, what
 def implausible_joint_state(robot: RobotModel, q: np.ndarray, dq: np.ndarray | None = None) -> str | None:
     """Why a measured joint state (rad, rad/s, in ``robot``'s joint order) cannot be the robot's, or ``None``."""
     names = robot.joint_names
-    return non_finite_field(names, position=q, velocity=dq) or limit_violation(
+    return non_finite_field(names, position=q, velocity=dq) or position_problem(
         names, q, robot.lower_position_limits, robot.upper_position_limits
     )
 

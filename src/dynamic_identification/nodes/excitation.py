@@ -50,7 +50,7 @@ from dynamic_identification.core.excitation.settings import MODES, PROCESSES, Ex
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.simulation import interpolate_trajectory
-from dynamic_identification.io.config import config_from_parameters
+from dynamic_identification.io.config import check_trajectory_size, config_from_parameters
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -279,6 +279,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
         )
         limits = settings.limits(robot)
+        check_trajectory_size(settings, source="the excitation parameters")
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:

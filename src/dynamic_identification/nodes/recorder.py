@@ -53,7 +53,7 @@ from dynamic_identification.core.alignment import (
     current_polynomial,
     current_to_torque,
 )
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import IdentificationError, brief
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
@@ -109,7 +109,9 @@ _NODE_PARAMETERS = (
         "output_topic", "recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m); relative name"
     ),
     ParameterSpec("output_dir", ".", Parameter.Type.STRING, "directory of recording_<YYYYmmdd_HHMMSS>.csv files"),
-    ParameterSpec("output_file", "", Parameter.Type.STRING, "recording file (relative to output_dir); empty = dated"),
+    ParameterSpec(
+        "output_file", "", Parameter.Type.STRING, "recording file name inside output_dir (no '..'); empty = dated"
+    ),
     ParameterSpec(
         "tolerance_s",
         DEFAULT_TOLERANCE_S,
@@ -202,6 +204,12 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
         raise ValueError("parameter 'output_topic' must not be empty")
     if not config.output_dir:
         raise ValueError("parameter 'output_dir' must not be empty")
+    output_file = Path(config.output_file)
+    if config.output_file and (output_file.is_absolute() or ".." in output_file.parts or not output_file.name):
+        raise ValueError(
+            f"parameter 'output_file' must be a file name inside output_dir (no '..', not absolute),"
+            f" got {brief(config.output_file)}"
+        )
     if not (config.max_delay_s > config.tolerance_s):
         raise ValueError(
             f"parameter 'max_delay_s' ({config.max_delay_s}) must exceed 'tolerance_s' ({config.tolerance_s})"

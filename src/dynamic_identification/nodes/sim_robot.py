@@ -37,11 +37,11 @@ from dynamic_identification.core.simulation import (
     SimulationSettings,
     interpolate_trajectory,
 )
+from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
     joint_state_message,
-    limit_violation,
     time_message,
     trajectory_points,
 )
@@ -327,7 +327,7 @@ class SimRobotNode(GuardedNode):
             return
         joints = [self._names[j] for j in points.joints]
         lower, upper = self.robot.lower_position_limits, self.robot.upper_position_limits
-        problem = limit_violation(joints, points.positions, lower[points.joints], upper[points.joints])
+        problem = position_problem(joints, points.positions, lower[points.joints], upper[points.joints])
         if problem is not None:
             self._refuse_input("joint_trajectory", f"a trajectory point's {problem}")
             return
