@@ -8,6 +8,7 @@ joint order; a message that lacks a required joint raises
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,12 +87,25 @@ def _ordered(values: Sequence[float], indices: np.ndarray, field: str, n_names: 
 
 
 def joint_indices(names: Sequence[str], joint_order: Sequence[str]) -> np.ndarray:
-    """Indices into ``names`` of each joint of ``joint_order``; raises naming missing joints."""
+    """Indices into ``names`` of each joint of ``joint_order``; raises naming missing or repeated joints.
+
+    Cached by the pair of name lists: a driver sends the same names in every message.
+    """
+    return _joint_indices(tuple(names), tuple(joint_order))
+
+
+@functools.lru_cache(maxsize=64)
+def _joint_indices(names: tuple[str, ...], joint_order: tuple[str, ...]) -> np.ndarray:
     position = {name: i for i, name in enumerate(names)}
     missing = [name for name in joint_order if name not in position]
     if missing:
         raise DataError(f"joints {brief(missing)} are missing from the message (it names {brief(list(names))})")
-    return np.array([position[name] for name in joint_order], dtype=int)
+    if len(position) != len(names):
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        raise DataError(f"the message names joints {brief(repeated)} more than once")
+    indices = np.array([position[name] for name in joint_order], dtype=int)
+    indices.setflags(write=False)
+    return indices
 
 
 def arrays_from_joint_state(

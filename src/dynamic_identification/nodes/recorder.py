@@ -333,6 +333,7 @@ class RecorderNode(GuardedNode):
             self._use(setup.conversion)
         self._base_ns: int | None = None
         self._published = 0
+        self._overflowed = 0
         self._started = time.monotonic()
         self._joint_states = _Input(self.identification.joint_states_topic)
         self._currents = _Input(self.identification.currents_topic)
@@ -483,6 +484,11 @@ class RecorderNode(GuardedNode):
                 torque = sample.effort
             else:
                 torque = current_to_torque(sample.current, conversion.drive_chain, conversion.polynomial)
+                if not np.isfinite(torque).all():  # finite currents, absurd ones: 1e308 A
+                    reason = f"motor currents {brief(sample.current.tolist())} A overflow the joint torque"
+                    self._refuse(self._currents, reason)
+                    self._overflowed += 1
+                    continue
             stamp_ns = self._base_ns + round(sample.stamp_s * NS_PER_S)
             self._samples.publish(
                 joint_state_message(conversion.joints, stamp_ns, sample.position, sample.velocity, torque)
@@ -570,7 +576,7 @@ class RecorderNode(GuardedNode):
         rejected = stats.joint_states.rejected if stats is not None else 0
         return Losses(
             missing=self._joint_states.gaps.missing,
-            refused=self._joint_states.refused + rejected,
+            refused=self._joint_states.refused + rejected + self._overflowed,
             unaligned=stats.unaligned if stats is not None else 0,
             currents_missing=0 if self.effort_is_torque else self._currents.gaps.missing,
             aligned=stats.aligned if stats is not None else 0,

@@ -146,7 +146,13 @@ def run_node(
     node, an unknown parameter key) are logged as fatal and end the process with
     exit code 1; SIGINT and SIGTERM end it with exit code 0 (module docstring).
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as error:  # noqa: BLE001 - rcl's RCLError on malformed --ros-args
+        rclpy.logging.get_logger(name).fatal(
+            f"refusing to start: invalid ROS arguments ({shorten(str(error), 200)}); see --ros-args --help"
+        )
+        raise SystemExit(1) from None
     stop = ShutdownRequest(name)
     node: Node | None = None
     try:

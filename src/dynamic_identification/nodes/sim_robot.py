@@ -1,10 +1,12 @@
 """``sim_robot``: the simulated robot as a ROS node.
 
-Subscribes ``/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) and
-``/feedforward/effort`` (``std_msgs/Float64MultiArray``, N·m in the node's joint
-order); publishes ``/joint_states`` (quantised position, velocity, effort = joint
-torque measured through the drive chain, N·m) and ``/motor_currents``
-(``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A).
+Subscribes ``joint_trajectory`` (``trajectory_msgs/JointTrajectory``) and
+``feedforward/effort`` (``std_msgs/Float64MultiArray``, N·m in the node's joint
+order); publishes ``joint_states`` (quantised position, velocity, effort = joint
+torque measured through the drive chain, N·m) and ``motor_currents``
+(``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A), relative
+names that a namespace moves, and ``/diagnostics`` at 1 Hz (steps, refused inputs:
+non-finite or out-of-limit trajectory points, efforts beyond the URDF limits).
 
 The physics is :class:`dynamic_identification.core.simulation.RobotSimulator`;
 this node only reads parameters, converts messages and keeps simulated time on
@@ -18,10 +20,12 @@ nodes can run with ``use_sim_time`` (``sim.launch.py use_sim_time:=true``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -63,6 +67,8 @@ DEFAULT_ROTOR_INERTIA = (0.5, 0.4, 0.2, 0.1, 0.08, 0.05)
 DEFAULT_VISCOUS = (6.9, 4.5, 1.6, 0.85, 1.6, 0.5)
 DEFAULT_COULOMB = (6.7, 7.9, 6.3, 2.6, 2.7, 1.8)
 DEFAULT_OFFSET = (0.3, -0.5, 0.2, 0.1, -0.1, 0.05)
+
+DIAGNOSTICS_PERIOD_S = 1.0
 
 FEEDFORWARD_TIMEOUT_S = 0.1
 """A feedforward older than this (node clock) is ignored."""
@@ -304,7 +310,9 @@ class SimRobotNode(GuardedNode):
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Float64MultiArray, "feedforward/effort", self._on_feedforward, COMMAND_QOS)
         self._clock_publisher = self.create_publisher(Clock, "/clock", CLOCK_QOS) if self.config.publish_clock else None
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
+        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
         self.get_logger().info(
             f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz"
         )
@@ -419,6 +427,31 @@ class SimRobotNode(GuardedNode):
         q, dq, torques, currents = self.simulator.measure()
         self._joint_states.publish(joint_state_message(self._names, stamp_ns, q, dq, torques))
         self._currents.publish(joint_state_message(self._names, stamp_ns, None, None, currents))
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """One ``DiagnosticStatus``: simulated steps, whether a feedforward is applied, refused inputs."""
+        refused = {label: item for label, item in self.refusals().items() if item.count}
+        recent = [item for item in refused.values() if time.monotonic() - item.last_s < 2 * DIAGNOSTICS_PERIOD_S]
+        level = DiagnosticStatus.WARN if recent else DiagnosticStatus.OK
+        message = "; ".join(f"refused {item.last_error}" for item in recent) or "simulating"
+        values = {
+            "steps": str(self._steps),
+            "rate_hz": f"{self.config.rate_hz:g}",
+            "feedforward": "true" if self._feedforward is not None else "false",
+        }
+        return DiagnosticStatus(
+            level=level,
+            name="sim_robot",
+            message=message,
+            hardware_id="",
+            values=[KeyValue(key=key, value=value) for key, value in values.items()],
+        )
+
+    def _publish_diagnostics(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = time_message(max(self._now_ns(), 0))
+        array.status = [self.guard_report(self.diagnostic_status())]
+        self._diagnostics.publish(array)
 
 
 def main(args: Sequence[str] | None = None) -> None:
