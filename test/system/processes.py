@@ -248,16 +248,22 @@ class SampleLog:
 
 
 class Probe:
-    """The test's node: subscriptions that record, and a spin loop with a deadline."""
+    """The test's node: subscriptions that record, and a spin loop with a deadline.
 
-    def __init__(self, context: Context, name: str = "system_probe") -> None:
-        self.node = Node(name, context=context)
+    In ``namespace`` (the test's, see ``conftest.py``) its relative topic names are the
+    node processes' of the same namespace, and :attr:`diagnostics` holds only the
+    statuses of those nodes, keyed by their names without the namespace (``recorder``).
+    """
+
+    def __init__(self, context: Context, name: str = "system_probe", namespace: str = "") -> None:
+        self.namespace = namespace.strip("/")
+        self.node = Node(name, namespace=f"/{self.namespace}", context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.diagnostics: dict[str, list[tuple[float, DiagnosticStatus]]] = {}
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
-    def subscribe_parameters(self, topic: str = "/estimator/parameters") -> list[ReceivedParameters]:
+    def subscribe_parameters(self, topic: str = "estimator/parameters") -> list[ReceivedParameters]:
         """A new reliable, transient-local subscription; the list fills as messages arrive."""
         received: list[ReceivedParameters] = []
         self.node.create_subscription(
@@ -270,7 +276,7 @@ class Probe:
         )
         return received
 
-    def subscribe_samples(self, joints: Sequence[str], topic: str = "/recorder/samples") -> SampleLog:
+    def subscribe_samples(self, joints: Sequence[str], topic: str = "recorder/samples") -> SampleLog:
         """Record the aligned samples of ``topic`` in the order ``joints``."""
         log = SampleLog(tuple(joints))
         self.node.create_subscription(JointState, topic, log.add, STREAM_QOS)
@@ -278,8 +284,10 @@ class Probe:
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         now = time.monotonic()
+        prefix = f"{self.namespace}/" if self.namespace else ""
         for status in message.status:
-            self.diagnostics.setdefault(status.name, []).append((now, status))
+            if status.name.startswith(prefix):
+                self.diagnostics.setdefault(status.name[len(prefix) :], []).append((now, status))
 
     def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Spin until ``predicate()`` holds or ``timeout_s`` passed; whether it holds."""

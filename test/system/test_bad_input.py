@@ -39,9 +39,9 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
-    item = Probe(context, name="attacker")
+    item = Probe(context, name="attacker", namespace=namespace)
     try:
         yield item
     finally:
@@ -66,14 +66,14 @@ def refused(probe: Probe, name: str, label: str) -> int:
 
 
 def test_the_node_processes_refuse_the_worst_messages_and_keep_running(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     node = probe.node
-    trajectories = node.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
-    states = node.create_publisher(JointState, "/joint_states", SENSOR_QOS)
-    parameters = node.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
-    efforts = node.create_publisher(Float64MultiArray, "/feedforward/effort", COMMAND_QOS)
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    trajectories = node.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+    states = node.create_publisher(JointState, "joint_states", SENSOR_QOS)
+    parameters = node.create_publisher(String, "estimator/parameters", LATCHED_QOS)
+    efforts = node.create_publisher(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         nodes.start("feedforward", rate_hz=20.0)
         nodes.start("excitation", optimise=False, harmonics=2)
         nodes.start("sim_robot", rate_hz=50.0)

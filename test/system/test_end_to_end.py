@@ -59,10 +59,10 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
     gc.freeze()  # short garbage collections while the samples stream into this process
-    item = Probe(context)
+    item = Probe(context, namespace=namespace)
     try:
         yield item
     finally:
@@ -113,7 +113,7 @@ def prediction_errors(
 
 
 def test_separate_node_processes_identify_parameters_that_predict_the_next_motion(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     """Parameters estimated on 15 s of excitation predict the next 8 s of measured torques within 5 %.
 
@@ -137,7 +137,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
     samples = probe.subscribe_samples(robot.joint_names)
     playback_stamps: list[float] = []
     probe.node.create_subscription(
-        JointTrajectory, "/joint_trajectory", lambda m: playback_stamps.append(stamp_to_seconds(m.header.stamp)), 10
+        JointTrajectory, "joint_trajectory", lambda m: playback_stamps.append(stamp_to_seconds(m.header.stamp)), 10
     )
 
     def estimate_of_motion() -> ReceivedParameters | None:
@@ -147,7 +147,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         first = playback_stamps[0] + RAMP_S + WINDOW_S
         return next((p for p in parameters if p.document.stamp >= first), None)
 
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         started = time.monotonic()
         nodes.start("recorder")
         nodes.start_with(
@@ -157,7 +157,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         nodes.start(
             "excitation", mode="fourier", optimise=False, fundamental_hz=FUNDAMENTAL_HZ, periods=PERIODS, autostart=True
         )
-        outputs = ("/recorder/samples", "/estimator/parameters", "/joint_trajectory")
+        outputs = ("recorder/samples", "estimator/parameters", "joint_trajectory")
         assert probe.spin_until(
             lambda: all(probe.node.count_publishers(topic) > 0 for topic in outputs) or bool(nodes.dead()), 30.0
         ), nodes.report()

@@ -46,10 +46,10 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
     gc.freeze()
-    item = Probe(context)
+    item = Probe(context, namespace=namespace)
     try:
         yield item
     finally:
@@ -64,17 +64,17 @@ def viscous_friction(document: object) -> dict[int, float]:
 
 
 def test_two_namespaced_stacks_in_one_domain_each_identify_their_own_arm(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     received: dict[str, list[ReceivedParameters]] = {}
     playback: dict[str, list[float]] = {}
     stacks: dict[str, NodeProcesses] = {}
     for arm in ARMS:
-        received[arm] = probe.subscribe_parameters(f"/{arm}/estimator/parameters")
+        received[arm] = probe.subscribe_parameters(f"{arm}/estimator/parameters")
         playback[arm] = []
         probe.node.create_subscription(
             JointTrajectory,
-            f"/{arm}/joint_trajectory",
+            f"{arm}/joint_trajectory",
             lambda message, arm=arm: playback[arm].append(stamp_to_seconds(message.header.stamp)),
             10,
         )
@@ -88,7 +88,7 @@ def test_two_namespaced_stacks_in_one_domain_each_identify_their_own_arm(
 
     try:
         for arm, viscous in ARMS.items():
-            nodes = stacks[arm] = NodeProcesses(ros_domain_id, tmp_path, namespace=arm)
+            nodes = stacks[arm] = NodeProcesses(ros_domain_id, tmp_path, namespace=f"{namespace}/{arm}")
             nodes.start("recorder")
             nodes.start_with("estimator", {"window.window_s": WINDOW_S, "window.update_period_s": 1.0})
             nodes.start("excitation", mode="fourier", optimise=False, fundamental_hz=0.1, periods=3, autostart=True)
@@ -121,4 +121,4 @@ def test_two_namespaced_stacks_in_one_domain_each_identify_their_own_arm(
         for name, status_list in statuses.items()
         if name.endswith("recorder")
     }
-    assert topics == {"arm1/recorder": "/arm1/joint_states", "arm2/recorder": "/arm2/joint_states"}
+    assert topics == {f"{arm}/recorder": f"/{namespace}/{arm}/joint_states" for arm in ARMS}

@@ -46,10 +46,10 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
     gc.freeze()
-    item = Probe(context)
+    item = Probe(context, namespace=namespace)
     try:
         yield item
     finally:
@@ -64,12 +64,12 @@ def call(probe: Probe, client: object, timeout_s: float = 30.0) -> Trigger.Respo
 
 
 def test_at_5_khz_every_joint_state_is_recorded_or_reported_lost(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
-    states = probe.node.create_publisher(JointState, "/joint_states", STREAM_QOS)
-    currents = probe.node.create_publisher(JointState, "/motor_currents", STREAM_QOS)
-    start = probe.node.create_client(Trigger, "/recorder/start")
-    stop = probe.node.create_client(Trigger, "/recorder/stop")
+    states = probe.node.create_publisher(JointState, "joint_states", STREAM_QOS)
+    currents = probe.node.create_publisher(JointState, "motor_currents", STREAM_QOS)
+    start = probe.node.create_client(Trigger, "recorder/start")
+    stop = probe.node.create_client(Trigger, "recorder/stop")
     overrides = {
         "joints": JOINTS,
         "drive_chain.gear_ratios": [50.0] * 7,
@@ -77,7 +77,7 @@ def test_at_5_khz_every_joint_state_is_recorded_or_reported_lost(
         "output_dir": str(tmp_path),
         "output_file": "fast.csv",
     }
-    with NodeProcesses(ros_domain_id, tmp_path, params_files=()) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, params_files=(), namespace=namespace) as nodes:
         nodes.start_with("recorder", overrides)
         ready = probe.spin_until(
             lambda: (

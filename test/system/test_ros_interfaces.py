@@ -59,9 +59,9 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
-    item = Probe(context, name="ros_user")
+    item = Probe(context, name="ros_user", namespace=namespace)
     try:
         yield item
     finally:
@@ -82,10 +82,10 @@ def wait_ready(probe: Probe, process: NodeProcess, nodes: NodeProcesses) -> Asyn
 
 @pytest.mark.parametrize("name", NODES)
 def test_parameter_services_list_get_describe_and_set_and_the_node_keeps_running(
-    name: str, probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    name: str, probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     key = CHECKED[name]
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         process = nodes.start_with(name, OVERRIDES[name])
         client = wait_ready(probe, process, nodes)
 
@@ -143,9 +143,9 @@ SHUTDOWNS = [
     ("name", "signals"), SHUTDOWNS, ids=[f"{name}-{'-'.join(s.name for s in sig)}" for name, sig in SHUTDOWNS]
 )
 def test_one_or_more_signals_end_the_node_cleanly_with_exit_code_0(
-    name: str, signals: list[signal.Signals], probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    name: str, signals: list[signal.Signals], probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         process = nodes.start_with(name, OVERRIDES[name])
         wait_ready(probe, process, nodes)
         code = send_and_wait(process, signals)
@@ -156,14 +156,14 @@ def test_one_or_more_signals_end_the_node_cleanly_with_exit_code_0(
 
 
 def test_sigterm_while_recording_leaves_a_complete_recording(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     joints = ["a", "b"]
     names = {"joints": joints, "drive_chain.gear_ratios": [1.0, 1.0], "drive_chain.drive_gains": [1.0, 1.0]}
-    states = probe.node.create_publisher(JointState, "/joint_states", STREAM_QOS)
-    currents = probe.node.create_publisher(JointState, "/motor_currents", STREAM_QOS)
-    start = probe.node.create_client(Trigger, "/recorder/start")
-    with NodeProcesses(ros_domain_id, tmp_path, params_files=()) as nodes:
+    states = probe.node.create_publisher(JointState, "joint_states", STREAM_QOS)
+    currents = probe.node.create_publisher(JointState, "motor_currents", STREAM_QOS)
+    start = probe.node.create_client(Trigger, "recorder/start")
+    with NodeProcesses(ros_domain_id, tmp_path, params_files=(), namespace=namespace) as nodes:
         process = nodes.start_with("recorder", {**names, "output_dir": str(tmp_path), "output_file": "run.csv"})
         wait_ready(probe, process, nodes)
         assert probe.spin_until(lambda: start.service_is_ready() and states.get_subscription_count() > 0, READY_S), (
@@ -183,5 +183,6 @@ def test_sigterm_while_recording_leaves_a_complete_recording(
         probe.spin_for(0.5)  # delivered, not yet flushed (the flush period is 1 s)
         code = send_and_wait(process, [signal.SIGTERM])
     assert code == 0, nodes.report()
+    assert "FATAL" not in process.output(limit=100_000) and "Traceback" not in process.output(limit=100_000)
     recording = read_recording_csv(tmp_path / "run.csv")
     assert recording.n_samples == 200 and recording.joint_names == tuple(joints)

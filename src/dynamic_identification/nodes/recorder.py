@@ -352,7 +352,7 @@ class RecorderNode(GuardedNode):
         if not self.effort_is_torque:
             subscription = self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
             self._currents.topic = subscription.topic_name
-        else:
+        elif hasattr(self, "resolve_topic_name"):  # Jazzy and later
             self._currents.topic = self.resolve_topic_name(self._currents.topic)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
