@@ -208,17 +208,21 @@ def _interrupt(number: int, _frame: FrameType | None) -> None:
 
 
 class _OneLine(logging.Formatter):
+    """``dynid VERB: warning: …`` on one bounded line."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
     def format(self, record: logging.LogRecord) -> str:
-        return shorten(record.getMessage())
+        return f"{self.prefix}: warning: {shorten(record.getMessage())}"
 
 
 def _report_warnings(prefix: str) -> logging.Handler:
     """Warnings of the package and of Python, one line each on stderr."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine())
+    handler.setFormatter(_OneLine(prefix))
     handler.setLevel(logging.WARNING)
-    handler.addFilter(lambda record: setattr(record, "msg", f"{prefix}: warning: {record.getMessage()}") or True)
-    handler.addFilter(lambda record: setattr(record, "args", ()) or True)
     logger = logging.getLogger("dynamic_identification")
     logger.addHandler(handler)
     logger.propagate = False

@@ -632,3 +632,19 @@ def test_a_temporary_file_of_a_killed_writer_is_removed_by_the_next_write(inputs
         drive_chain=load_config(None).drive_chain(1), names=["m1"], values=[1.0],
     ))  # fmt: skip
     assert predicted.is_file() and not stale.exists()
+
+
+def test_stream_replaces_its_output_atomically_and_never_writes_through_a_symlink(
+    inputs: Inputs, tmp_path: Path
+) -> None:
+    """``stream --out`` truncated the file and followed a symlink; it now replaces it as ``identify`` does."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n", encoding="utf-8")
+    link = tmp_path / "updates.jsonl"
+    link.symlink_to(precious)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main([str(arg) for arg in stream(inputs.recording, link)])
+    assert code == 0
+    assert precious.read_text(encoding="utf-8") == "keep me\n"
+    assert not link.is_symlink() and len(link.read_text(encoding="utf-8").splitlines()) >= 3
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["precious.txt", "updates.jsonl"]

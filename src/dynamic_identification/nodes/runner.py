@@ -147,7 +147,7 @@ def run_node(
     exit code 1; SIGINT and SIGTERM end it with exit code 0 (module docstring).
     """
     try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        rclpy.init(args=None if args is None else list(args), signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: BLE001 - rcl's RCLError on malformed --ros-args
         rclpy.logging.get_logger(name).fatal(
             f"refusing to start: invalid ROS arguments ({shorten(str(error), 200)}); see --ros-args --help"
