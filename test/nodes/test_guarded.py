@@ -119,3 +119,14 @@ def test_no_node_attribute_shadows_one_of_rclpy_node(context: Context, path: pat
         node.destroy_node()
     assigned = set(re.findall(r"self\.(\w+)\s*(?::[^=\n]+)?=(?!=)", path.read_text(encoding="utf-8")))
     assert assigned & reserved == set()
+
+
+def test_a_refused_input_is_counted_and_reported_at_warn_while_recent(context: Context) -> None:
+    node = Fragile(context)
+    try:
+        node.count_refusal("joint_states", "position of joint_2 is 1e+09 rad, outside its limits")
+        status = node.guard_report(DiagnosticStatus(level=DiagnosticStatus.OK, name="x", message="ok"))
+    finally:
+        node.destroy_node()
+    assert status.level == DiagnosticStatus.WARN and "1e+09 rad" in status.message
+    assert {kv.key: kv.value for kv in status.values}["refused/joint_states"] == "1"

@@ -7,7 +7,9 @@ subscription, service and timer callback a :class:`GuardedNode` creates runs ins
 guard instead: an exception is caught, counted per callback, logged on one bounded
 line (the first at once, then at most one summary every :data:`LOG_PERIOD_S`) and
 reported on ``/diagnostics`` through :meth:`GuardedNode.guard_report` (level ERROR
-while failures are recent, the counts always). A service whose callback fails
+while failures are recent, the counts always). Inputs a node refuses by its own checks
+are counted with :meth:`GuardedNode.count_refusal` and reported the same way, at WARN
+while recent. A service whose callback fails
 answers its default response, with ``success: false`` and the error as ``message``
 when the type has those fields (``std_srvs/Trigger``). ``KeyboardInterrupt`` and
 ``SystemExit`` pass through: they are not input errors.
@@ -177,8 +179,13 @@ class GuardedNode(Node):
     def guard_report(self, status: DiagnosticStatus) -> DiagnosticStatus:
         """``status`` named :attr:`diagnostic_name`, with the callback failures (ERROR while recent)."""
         status.name = self.diagnostic_name
+        now = time.monotonic()
         for label, refusals in self._guard_refusals.items():
             status.values.append(KeyValue(key=f"refused/{label}", value=str(refusals.count)))
+            if now - refusals.last_s <= RECENT_S:
+                status.level = max(status.level, DiagnosticStatus.WARN)
+                note = f"refused {label} ({refusals.count} so far): {refusals.last_error}"
+                status.message = shorten(note if status.message in ("", "ok") else f"{status.message}; {note}")
         failures = self._guard_failures
         total = sum(item.count for item in failures.values())
         status.values.append(KeyValue(key="callback_failures", value=str(total)))
