@@ -53,7 +53,8 @@ FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
 
 REGRESSIONS: tuple[str, ...] = ("idim", *MODELS)
-"""Values of ``model.regression``: ``idim`` (seed 000's IDIM) or a regression model of seed 003."""
+"""Values of ``model.regression``: ``idim`` (the IDIM of [Gautier2013]) or one of the regression
+models of [DirectDrive2012]."""
 
 _DRIVE_TERM_KEYS: tuple[str, ...] = ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
 _DRIVE_CHAIN_KEYS: tuple[str, ...] = ("gear_ratios", "drive_gains", "coupling")
