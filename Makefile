@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 PIP_VERSION := 26.3
 
 # Network rule: every ROS process started from here discovers on loopback only, in its own
-# domain (an ID in 100..199 derived from the make process id unless one is given).
+# domain (an ID in 1..101, the range the ROS 2 docs recommend on Linux, derived from the make
+# process id unless one is given; dynamic_identification.network applies the same rule).
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export ROS_LOCALHOST_ONLY := 1
-ROS_DOMAIN_ID ?= $(shell echo $$(( 100 + $$PPID % 100 )))
+ROS_DOMAIN_ID ?= $(shell echo $$(( 1 + $$PPID % 101 )))
 export ROS_DOMAIN_ID
 
 .PHONY: venv test lint pytest demo bench clean

@@ -25,7 +25,6 @@ setup(
     description="Identification of robot inverse-dynamics models from joint states and motor currents.",
     license="Apache-2.0",
     python_requires=">=3.10",
-    tests_require=["pytest"],
     extras_require={"test": ["pytest", "hypothesis"]},
     entry_points={
         "console_scripts": [

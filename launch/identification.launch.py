@@ -1,10 +1,14 @@
 """Identification on a real or Gazebo robot: recorder, excitation, estimator and optionally feedforward.
 
     ros2 launch dynamic_identification identification.launch.py config:=/path/to/robot.yaml
-    ros2 launch dynamic_identification identification.launch.py with_feedforward:=true
+    ros2 launch dynamic_identification identification.launch.py with_feedforward:=true namespace:=arm1
 
-Every node reads its parameters from ``config`` (one ``node_name: ros__parameters:``
-block per node plus the shared ``/**`` block; see config/dynid_arm6.yaml).
+Every node reads its parameters from ``config`` (one ``/**/node_name: ros__parameters:``
+block per node plus the shared ``/**`` block; see config/dynid_arm6.yaml), so the file
+applies whatever ``namespace`` the stack runs in; topics are relative names, so a
+namespace moves the whole stack. On a robot the excitation waits for
+``ros2 service call /excitation/start std_srvs/srv/Trigger`` (in the namespace, if any)
+unless ``autostart:=true``: it moves the robot.
 """
 
 from launch import LaunchDescription
@@ -12,6 +16,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 
@@ -30,19 +35,49 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "with_feedforward", default_value="false", description="Also start the feedforward node."
         ),
+        DeclareLaunchArgument(
+            "autostart",
+            default_value="false",
+            description="Start the excitation as soon as it is planned and the robot is at rest"
+            " (default: wait for ~/start, since it moves the robot).",
+        ),
+        DeclareLaunchArgument(
+            "namespace", default_value="", description="Namespace of the nodes and of their topics (e.g. arm1)."
+        ),
     ]
     config = LaunchConfiguration("config")
-    use_sim_time = LaunchConfiguration("use_sim_time")
+    namespace = LaunchConfiguration("namespace")
+    use_sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
     parameters = [config, {"use_sim_time": use_sim_time}]
+    autostart = {"autostart": ParameterValue(LaunchConfiguration("autostart"), value_type=bool)}
 
     nodes = [
-        Node(package="dynamic_identification", executable="recorder", name="recorder", parameters=parameters),
-        Node(package="dynamic_identification", executable="excitation", name="excitation", parameters=parameters),
-        Node(package="dynamic_identification", executable="estimator", name="estimator", parameters=parameters),
+        Node(
+            package="dynamic_identification",
+            executable="recorder",
+            name="recorder",
+            namespace=namespace,
+            parameters=parameters,
+        ),
+        Node(
+            package="dynamic_identification",
+            executable="excitation",
+            name="excitation",
+            namespace=namespace,
+            parameters=[*parameters, autostart],
+        ),
+        Node(
+            package="dynamic_identification",
+            executable="estimator",
+            name="estimator",
+            namespace=namespace,
+            parameters=parameters,
+        ),
         Node(
             package="dynamic_identification",
             executable="feedforward",
             name="feedforward",
+            namespace=namespace,
             parameters=parameters,
             condition=IfCondition(LaunchConfiguration("with_feedforward")),
         ),

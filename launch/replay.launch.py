@@ -2,6 +2,9 @@
 
 ros2 launch dynamic_identification replay.launch.py config:=/path/to/robot.yaml
 ros2 bag play my_bag --clock
+
+With ``namespace:=arm1`` the nodes read ``/arm1/joint_states`` (relative topics): play a
+bag of that arm with its own names, or remap.
 """
 
 from launch import LaunchDescription
@@ -20,10 +23,24 @@ def generate_launch_description() -> LaunchDescription:
             ),
             description="Parameter YAML of the recorded robot.",
         ),
+        DeclareLaunchArgument("namespace", default_value="", description="Namespace of the nodes and topics."),
     ]
     parameters = [LaunchConfiguration("config"), {"use_sim_time": True}]
+    namespace = LaunchConfiguration("namespace")
     nodes = [
-        Node(package="dynamic_identification", executable="recorder", name="recorder", parameters=parameters),
-        Node(package="dynamic_identification", executable="estimator", name="estimator", parameters=parameters),
+        Node(
+            package="dynamic_identification",
+            executable="recorder",
+            name="recorder",
+            namespace=namespace,
+            parameters=parameters,
+        ),
+        Node(
+            package="dynamic_identification",
+            executable="estimator",
+            name="estimator",
+            namespace=namespace,
+            parameters=parameters,
+        ),
     ]
     return LaunchDescription(declared_arguments + nodes)

@@ -1,7 +1,11 @@
-"""The embedded default: the simulated 6-axis arm with the identification nodes.
+"""The embedded default: the simulated 6-axis arm with the identification nodes, running on its own.
 
 ros2 launch dynamic_identification sim.launch.py
-ros2 launch dynamic_identification sim.launch.py with_feedforward:=true
+ros2 launch dynamic_identification sim.launch.py with_feedforward:=true use_sim_time:=true namespace:=arm1
+
+The excitation starts by itself (``autostart:=false`` to start it with
+``ros2 service call /excitation/start std_srvs/srv/Trigger``). With ``use_sim_time:=true``
+the simulator publishes its time on ``/clock`` and the other nodes run on it.
 """
 
 from launch import LaunchDescription
@@ -9,6 +13,7 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 
@@ -24,13 +29,29 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "with_feedforward", default_value="false", description="Also start the feedforward node."
         ),
+        DeclareLaunchArgument(
+            "autostart",
+            default_value="true",
+            description="Start the excitation once planned (false: wait for ~/start).",
+        ),
+        DeclareLaunchArgument(
+            "use_sim_time",
+            default_value="false",
+            description="The simulator publishes /clock and the identification nodes run on it.",
+        ),
+        DeclareLaunchArgument(
+            "namespace", default_value="", description="Namespace of the simulated arm and its nodes (e.g. arm1)."
+        ),
     ]
     config = LaunchConfiguration("config")
+    use_sim_time = LaunchConfiguration("use_sim_time")
     simulated_robot = Node(
         package="dynamic_identification",
         executable="sim_robot",
         name="sim_robot",
-        parameters=[config],
+        namespace=LaunchConfiguration("namespace"),
+        # The simulator keeps wall-clock ticks and publishes the clock the others use.
+        parameters=[config, {"publish_clock": ParameterValue(use_sim_time, value_type=bool)}],
     )
     identification = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(
@@ -38,8 +59,10 @@ def generate_launch_description() -> LaunchDescription:
         ),
         launch_arguments={
             "config": config,
-            "use_sim_time": "false",
+            "use_sim_time": use_sim_time,
             "with_feedforward": LaunchConfiguration("with_feedforward"),
+            "autostart": LaunchConfiguration("autostart"),
+            "namespace": LaunchConfiguration("namespace"),
         }.items(),
     )
     return LaunchDescription(declared_arguments + [simulated_robot, identification])

@@ -14,14 +14,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-ROS_DOMAIN_ID = 100 + os.getpid() % 100
-"""This test process's ROS domain (100..199; valid IDs go up to 232)."""
+from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
 
-ROS_NETWORK_ENV = {
-    "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-    "ROS_LOCALHOST_ONLY": "1",
-    "ROS_DOMAIN_ID": str(ROS_DOMAIN_ID),
-}
+ROS_DOMAIN_ID = process_domain_id()
+"""This test process's ROS domain (1..101, the range the ROS 2 docs recommend on Linux)."""
+
+ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]

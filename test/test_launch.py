@@ -1,8 +1,9 @@
 """Launch files: valid Python against the launch_ros API, naming executables and arguments that exist.
 
 ``ros2 launch`` is not available here (launch_ros is not on PyPI), so the files are
-checked statically: what they start must be installed by setup.py, and the nodes
-they name must have a block in the shipped configuration.
+checked statically: what they start must be installed by setup.py, the nodes they
+name must have a ``/**/name`` block in the shipped configuration (it applies in any
+namespace), and each node takes the ``namespace`` launch argument.
 """
 
 from __future__ import annotations
@@ -50,10 +51,34 @@ def test_launch_file_starts_installed_executables_configured_in_the_shipped_yaml
     for node in _calls(tree, "Node"):
         executable, name = _keyword(node, "executable"), _keyword(node, "name")
         assert executable in scripts, f"{path.name} starts {executable!r}, not an entry point of setup.py"
-        assert name in blocks, f"{path.name} names node {name!r}, which has no block in config/dynid_arm6.yaml"
+        assert f"/**/{name}" in blocks, f"{path.name} names node {name!r}, which has no /**/{name} block in the config"
+        assert any(keyword.arg == "namespace" for keyword in node.keywords), f"{path.name}: {name} has no namespace"
 
 
 def test_identification_launch_declares_its_arguments() -> None:
     tree = ast.parse((REPO_ROOT / "launch" / "identification.launch.py").read_text(encoding="utf-8"))
     declared = {call.args[0].value for call in _calls(tree, "DeclareLaunchArgument")}
-    assert declared == {"config", "use_sim_time", "with_feedforward"}
+    assert declared == {"config", "use_sim_time", "with_feedforward", "autostart", "namespace"}
+
+
+def _defaults(path: pathlib.Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        call.args[0].value: str(_keyword(call, "default_value"))
+        for call in _calls(tree, "DeclareLaunchArgument")
+        if _keyword(call, "default_value") is not None
+    }
+
+
+def test_sim_launch_runs_on_its_own_and_honours_use_sim_time() -> None:
+    """``ros2 launch … sim.launch.py`` alone moves the arm; ``use_sim_time:=true`` gives the nodes the sim's clock."""
+    path = REPO_ROOT / "launch" / "sim.launch.py"
+    defaults = _defaults(path)
+    assert defaults["autostart"] == "true" and defaults["use_sim_time"] == "false"
+    text = path.read_text(encoding="utf-8")
+    assert '"publish_clock"' in text
+    assert '"use_sim_time": use_sim_time' in text and '"autostart": LaunchConfiguration("autostart")' in text
+
+
+def test_on_a_robot_the_excitation_waits_for_its_start_service() -> None:
+    assert _defaults(REPO_ROOT / "launch" / "identification.launch.py")["autostart"] == "false"

@@ -70,6 +70,22 @@ def test_package_xml_declares_runtime_and_test_dependencies() -> None:
     assert "python3-pytest" in test_depends
 
 
+def test_package_xml_declares_every_ros_package_the_code_imports() -> None:
+    """rosdep installs only what package.xml names: every message package imported under src/ must be there."""
+    imported = set()
+    for path in (REPO_ROOT / "src").rglob("*.py"):
+        imported |= set(re.findall(r"^\s*(?:from|import) (\w+_(?:msgs|srvs|interfaces))\b", path.read_text(), re.M))
+    exec_depends = {e.text for e in package_xml().findall("exec_depend")}
+    assert {"rcl_interfaces", "builtin_interfaces", "python3-matplotlib"} <= exec_depends
+    assert imported <= exec_depends, sorted(imported - exec_depends)
+
+
+def test_setup_py_has_no_deprecated_tests_require() -> None:
+    """setuptools warns on ``tests_require`` (and newer versions refuse it); the test extra replaces it."""
+    text = (REPO_ROOT / "setup.py").read_text(encoding="utf-8")
+    assert "tests_require" not in text and '"test": ["pytest"' in text
+
+
 def test_versions_agree() -> None:
     setup_version = re.search(r'version="([^"]+)"', (REPO_ROOT / "setup.py").read_text(encoding="utf-8"))
     assert setup_version is not None

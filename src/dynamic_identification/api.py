@@ -32,6 +32,7 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import ImplausibleModelError, model_problems
 from dynamic_identification.core.regression_models import ModelEstimate, identify_model
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
 from dynamic_identification.io.parameters import (
     ParameterFile,
@@ -46,6 +47,7 @@ from dynamic_identification.io.recording import (
     write_recording_csv,
 )
 from dynamic_identification.io.rosbag import read_recording_bag
+from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.trajectory import write_trajectory_csv
 
 
@@ -84,17 +86,20 @@ def read_recording_input(data: Path | None, bag: Path | None, config: Identifica
 
 
 def load_identification_inputs(
-    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None
+    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
 ) -> tuple[RobotModel, IdentificationConfig, DriveChain, Recording]:
     """Robot model restricted to the recorded (or configured) joints, and the recording in model order.
 
-    The recording comes from the CSV ``data`` or from the rosbag2 directory ``bag`` (one of the two).
+    The recording comes from the CSV ``data`` or from the rosbag2 directory ``bag`` (one of the two);
+    with ``unit_checks`` it must be in s and rad (:func:`check_units`).
     """
     config = load_config(str(config_path) if config_path else None)
     recording = read_recording_input(data, bag, config)
     joints = config.joints or recording.joint_names
     robot = load_robot(urdf, joints)
     recording = recording.select(robot.joint_names)
+    if unit_checks:
+        check_units(robot, recording, str(data or bag))
     if recording.effort is None and config.drive_gains is None:
         raise DataError(
             f"{data or bag} has motor currents but no drive gains are configured:"
@@ -181,10 +186,22 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def _check_output(out: Path) -> None:
-    """Refuse an output path whose folder does not exist before any work is done."""
-    if not out.parent.is_dir():
-        raise DataError(f"output folder {out.parent} does not exist (--out {out})")
+def check_units(robot: RobotModel, recording: Recording, source: str) -> None:
+    """Refuse a recording whose time is not in s or positions not in rad (:mod:`~dynamic_identification.io.sanity`)."""
+    check_recording_units(
+        robot.joint_names,
+        recording.time,
+        robot.unwrap_positions(recording.position),
+        lower=robot.lower_position_limits,
+        upper=robot.upper_position_limits,
+        velocity_limits=robot.velocity_limits,
+        source=source,
+    )
+
+
+def _check_output(out: Path | None, *inputs: Path | None, option: str = "--out") -> None:
+    """Refuse, before any work is done, an output path that cannot be written or would destroy an input."""
+    check_output_path(out, option=option, inputs=inputs)
 
 
 ACCEPT_IMPLAUSIBLE_HINT = "nothing written; --accept-implausible writes it anyway"
@@ -230,6 +247,7 @@ def identify_file(
     bag: Path | None = None,
     model: str | None = None,
     accept_implausible: bool = False,
+    unit_checks: bool = True,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
@@ -239,8 +257,10 @@ def identify_file(
     that fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`)
     is refused unless ``accept_implausible``.
     """
-    _check_output(out)
-    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
+    _check_output(out, urdf, data, config, bag)
+    robot, parsed, drive_chain, recording = load_identification_inputs(
+        urdf, data, config, bag=bag, unit_checks=unit_checks
+    )
     chosen = model or parsed.model
     if chosen != "dynamic":
         return identify_model_file(
@@ -425,12 +445,14 @@ def _prediction(
     return effort, speed, covered
 
 
-def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) -> str:
+def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
     """``dynid predict``: write predicted torques for a recording's motion."""
-    _check_output(out)
+    _check_output(out, params, data, config)
     parameters = load_parameters(params)
     robot = load_robot(parameters.urdf, parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
+    if unit_checks:
+        check_units(robot, recording, str(data))
     settings = settings_from_config(load_config(str(config) if config else None)).signal
     predicted, covered = predicted_recording(robot, parameters, recording, settings)
     write_recording_csv(out, predicted)
@@ -444,7 +466,7 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) ->
 
 def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:
     """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV."""
-    _check_output(out)
+    _check_output(out, urdf, config)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     robot = load_robot(urdf, identification.joints)
@@ -600,6 +622,7 @@ def stream_file(
     out: Path,
     params_out: Path | None = None,
     bag: Path | None = None,
+    unit_checks: bool = True,
 ) -> str:
     """``dynid stream``: the estimator node's sliding window, run offline on a recording as fast as possible.
 
@@ -608,10 +631,12 @@ def stream_file(
     :func:`update_record`). With ``params_out``, the last publishable estimate is
     written there as a parameter YAML. The recording is the CSV ``data`` or the rosbag2 directory ``bag``.
     """
-    _check_output(out)
+    _check_output(out, urdf, data, config, bag, params_out)
     if params_out is not None:
-        _check_output(params_out)
-    robot, parsed, drive_chain, recording = load_identification_inputs(urdf, data, config, bag=bag)
+        _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
+    robot, parsed, drive_chain, recording = load_identification_inputs(
+        urdf, data, config, bag=bag, unit_checks=unit_checks
+    )
     settings = parsed.window_settings()
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
@@ -626,7 +651,7 @@ def stream_file(
     duration = 0.0
     previous = np.nan
     started = wall_clock.perf_counter()
-    with out.open("w", encoding="utf-8") as stream:
+    with atomic_output(out) as stream:
         for chunk, restart in stream_chunks(recording.time, settings.update_period_s):
             if restart:
                 estimator.reset()

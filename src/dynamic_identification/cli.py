@@ -2,18 +2,57 @@
 
 Thin adapter: argparse, files and printing; the work happens in
 :mod:`dynamic_identification.api` and the core.
+
+Every error is one line on stderr, ``dynid VERB: error: …`` (never a traceback, never a
+value printed whole), with exit code 2 for bad input (arguments, files, settings) and
+130 when interrupted (SIGINT, SIGTERM: temporary files are removed); warnings (a torn
+last line dropped, …) are one line ``dynid VERB: warning: …``. Set ``DYNID_DEBUG=1``
+to get the traceback of an unexpected error (exit code 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import sys
+import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 from dynamic_identification import api
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.regression_models import MODELS
+
+BAD_INPUT = 2
+INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (argparse prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(BAD_INPUT, f"{self.prog}: error: {shorten(message)} (see {self.prog} --help)\n")
+
+
+def _output(text: str) -> Path:
+    """An output path argument; an empty one is refused (``Path("")`` would be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give the file to write")
+    return Path(text)
+
+
+def _add_unit_checks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-unit-checks",
+        action="store_true",
+        help="read the recording even when its time steps or positions look like another unit than s and rad"
+        " (time in nanoseconds, positions in degrees: refused by default, checked against the URDF limits)",
+    )
 
 
 def _add_recording_source(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +68,7 @@ def _add_recording_source(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dynid",
         description="Identify a robot's inverse-dynamics model (IDIM, base parameters) from recordings.",
     )
@@ -47,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     _add_recording_source(identify)
     identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
-    identify.add_argument("--out", required=True, type=Path, help="parameter YAML to write")
+    identify.add_argument("--out", required=True, type=_output, help="parameter YAML to write")
     identify.add_argument(
         "--model",
         choices=MODELS,
@@ -60,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         " limits, impossible friction or masses, an unusable regression model) instead of refusing it;"
         " the file records the problems under quality.plausibility",
     )
+    _add_unit_checks(identify)
 
     predict = verbs.add_parser(
         "predict",
@@ -69,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
     predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
     predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
-    predict.add_argument("--out", required=True, type=Path, help="CSV of predicted torques to write")
+    predict.add_argument("--out", required=True, type=_output, help="CSV of predicted torques to write")
+    _add_unit_checks(predict)
 
     excite = verbs.add_parser(
         "excite",
@@ -83,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
     excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
-    excite.add_argument("--out", required=True, type=Path, help="trajectory CSV to write")
+    excite.add_argument("--out", required=True, type=_output, help="trajectory CSV to write")
 
     stream = verbs.add_parser(
         "stream",
@@ -99,8 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     _add_recording_source(stream)
     stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
-    stream.add_argument("--out", required=True, type=Path, help="JSON-lines file of updates to write")
-    stream.add_argument("--params-out", type=Path, help="also write the last publishable estimate as parameter YAML")
+    stream.add_argument("--out", required=True, type=_output, help="JSON-lines file of updates to write")
+    stream.add_argument("--params-out", type=_output, help="also write the last publishable estimate as parameter YAML")
+    _add_unit_checks(stream)
 
     demo = verbs.add_parser(
         "demo",
@@ -133,43 +175,105 @@ def _demo(arguments: argparse.Namespace) -> str:
     return run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
 
 
+def _run(arguments: argparse.Namespace) -> str:
+    unit_checks = not getattr(arguments, "no_unit_checks", False)
+    if arguments.verb == "identify":
+        return api.identify_file(
+            urdf=arguments.urdf,
+            data=arguments.data,
+            bag=arguments.bag,
+            config=arguments.config,
+            out=arguments.out,
+            model=arguments.model,
+            accept_implausible=arguments.accept_implausible,
+            unit_checks=unit_checks,
+        )
+    if arguments.verb == "predict":
+        return api.predict_file(
+            params=arguments.params,
+            data=arguments.data,
+            config=arguments.config,
+            out=arguments.out,
+            unit_checks=unit_checks,
+        )
+    if arguments.verb == "excite":
+        return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
+    if arguments.verb == "stream":
+        return api.stream_file(
+            urdf=arguments.urdf,
+            data=arguments.data,
+            bag=arguments.bag,
+            config=arguments.config,
+            out=arguments.out,
+            params_out=arguments.params_out,
+            unit_checks=unit_checks,
+        )
+    return _demo(arguments)
+
+
+def _interrupt(number: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(signal.Signals(number).name)
+
+
+class _OneLine(logging.Formatter):
+    """``dynid VERB: warning: …`` on one bounded line."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{self.prefix}: warning: {shorten(record.getMessage())}"
+
+
+def _report_warnings(prefix: str) -> logging.Handler:
+    """Warnings of the package and of Python, one line each on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine(prefix))
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("dynamic_identification")
+    logger.addHandler(handler)
+    logger.propagate = False
+
+    def show(message: Warning | str, category: type[Warning], *_args: object, **_kwargs: object) -> None:
+        print(f"{prefix}: warning: {category.__name__}: {shorten(str(message))}", file=sys.stderr)
+
+    warnings.showwarning = show  # type: ignore[assignment]
+    return handler
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dynid``; returns the process exit code."""
     arguments = _parser().parse_args(argv)
+    prefix = f"dynid {arguments.verb}"
+    handler = _report_warnings(prefix)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        if arguments.verb == "identify":
-            report = api.identify_file(
-                urdf=arguments.urdf,
-                data=arguments.data,
-                bag=arguments.bag,
-                config=arguments.config,
-                out=arguments.out,
-                model=arguments.model,
-                accept_implausible=arguments.accept_implausible,
-            )
-        elif arguments.verb == "predict":
-            report = api.predict_file(
-                params=arguments.params, data=arguments.data, config=arguments.config, out=arguments.out
-            )
-        elif arguments.verb == "excite":
-            report = api.excite_file(
-                urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out
-            )
-        elif arguments.verb == "stream":
-            report = api.stream_file(
-                urdf=arguments.urdf,
-                data=arguments.data,
-                bag=arguments.bag,
-                config=arguments.config,
-                out=arguments.out,
-                params_out=arguments.params_out,
-            )
-        else:
-            report = _demo(arguments)
+        report = _run(arguments)
     except (IdentificationError, OSError) as error:
-        message = " ".join(str(error).split())
-        print(f"dynid {arguments.verb}: error: {message}", file=sys.stderr)
-        return 2
+        print(f"{prefix}: error: {shorten(str(error))}", file=sys.stderr)
+        return BAD_INPUT
+    except (MemoryError, OverflowError, RecursionError) as error:
+        print(f"{prefix}: error: the input is too large or deep to process ({type(error).__name__})", file=sys.stderr)
+        return BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as error:
+        if os.environ.get("DYNID_DEBUG"):
+            raise
+        print(
+            f"{prefix}: unexpected error: {type(error).__name__}: {shorten(str(error), 300)}"
+            " (DYNID_DEBUG=1 shows the traceback; please report it)",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        logging.getLogger("dynamic_identification").removeHandler(handler)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     print(report)
     return 0
 

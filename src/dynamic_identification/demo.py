@@ -54,6 +54,7 @@ from dynamic_identification.core.simulation import (
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+from dynamic_identification.network import network_environment, process_domain_id
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
 from dynamic_identification.nodes.estimator import EstimatorNode
 from dynamic_identification.nodes.excitation import ExcitationNode
@@ -248,17 +249,18 @@ def apply_network_rule(*, domain_id: int | None = None) -> dict[str, str]:
 
     Discovery on loopback only (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``,
     ``ROS_LOCALHOST_ONLY=1``) in a domain of this process: ``domain_id``, by default
-    ``100 + pid % 100``, so two demos (or a demo and the tests) never cross-talk.
+    :func:`~dynamic_identification.network.process_domain_id` (1..101, the range the ROS 2
+    docs recommend on Linux), so two demos (or a demo and the tests) never cross-talk.
 
     Returns
     -------
     dict
         The variables set.
     """
-    domain = 100 + os.getpid() % 100 if domain_id is None else domain_id
+    domain = process_domain_id() if domain_id is None else domain_id
     if not 0 <= domain <= 232:
         raise IdentificationError(f"domain_id must lie in 0..232, got {domain}")
-    rule = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_LOCALHOST_ONLY": "1", "ROS_DOMAIN_ID": str(domain)}
+    rule = network_environment(domain)
     os.environ.update(rule)
     return rule
 
@@ -541,7 +543,8 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 rate_hz=float(settings.sim_rate_hz),
                 seed=settings.seed,
                 max_catch_up_s=CATCH_UP_S,
-                publish_clock=True,
+                publish_clock=True,  # the clock itself: not on use_sim_time
+                use_sim_time=False,
                 lockstep=True,
                 initial_positions=plan.trajectory.q[0].tolist(),  # both phases start where the process does
             ),

@@ -148,7 +148,7 @@ def write_cells(path: Path, cells: list[list[str]]) -> Path:
 def config_with(path: Path, block: str, dotted_key: str, value: Any) -> Path:
     """The shipped configuration with ``block.ros__parameters.<dotted_key>`` set to ``value``."""
     document = yaml.safe_load(ARM6_CONFIG.read_text(encoding="utf-8"))
-    node = document[block]["ros__parameters"]
+    node = document[block if block == "/**" else f"/**/{block}"]["ros__parameters"]
     *parents, leaf = dotted_key.split(".")
     for key in parents:
         node = node.setdefault(key, {})

@@ -185,7 +185,7 @@ def test_bad_config_is_a_one_line_error(moving: tuple[Any, ...], folder: Path, c
     stamps, q, currents, joints = moving
     data = write_csv(folder / "short.csv", stamps[:3000], q[:3000], currents[:3000], joints)
     document = yaml.safe_load(ARM6_CONFIG.read_text(encoding="utf-8"))
-    document["estimator"]["ros__parameters"]["window"]["update_period_s"] = 20.0  # longer than the 10 s window
+    document["/**/estimator"]["ros__parameters"]["window"]["update_period_s"] = 20.0  # longer than the 10 s window
     config = folder / "bad.yaml"
     config.write_text(yaml.safe_dump(document), encoding="utf-8")
     capsys.readouterr()

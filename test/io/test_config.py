@@ -42,7 +42,7 @@ estimator:
       min_samples: 500
     topics:
       effort_is_torque: true
-    window_s: 20.0                   # the node's own parameter, not ours
+    parameters_file: estimate.yaml   # the node's own parameter, not ours
 recorder:
   ros__parameters:
     signal:

@@ -210,3 +210,57 @@ def test_unknown_requested_joints_are_named(tmp_path: Path) -> None:
     path = _write(tmp_path, "time,a/position,a/effort\n0,1,2\n1,1,2\n")
     with pytest.raises(DataError, match=r"joints \['b'\] are not in .*rec.csv \(it has \['a'\]\)"):
         read_recording_csv(path, joint_names=["a", "b"])
+
+
+def test_a_utf8_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    """A spreadsheet's "CSV UTF-8" export starts with a byte order mark."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbftime,a/position,a/effort\n0,1,2\n1,1,3\n")
+    assert read_recording_csv(path).joint_names == ("a",)
+
+
+@pytest.mark.parametrize("cells", [0, 1, 4, 8])
+def test_a_recording_cut_mid_line_loads_every_whole_line_and_warns(
+    tmp_path: Path, cells: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a killed writer leaves: the file ends inside a line; the lines before it are data."""
+    recording = _recording(samples=20)
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, recording)
+    lines = path.read_bytes().splitlines(keepends=True)
+    whole = b"".join(lines[:-3])  # header + 17 rows
+    row = lines[-3].split(b",")
+    path.write_bytes(whole + b",".join(row[:cells]) + b"," + row[cells][:3])  # cut inside cell `cells`
+    with caplog.at_level("WARNING", logger="dynamic_identification"):
+        loaded = read_recording_csv(path)
+    _assert_same(loaded, recording.rows(slice(0, 17)))
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("cut off mid-write" in message and "line 19" in message for message in messages)
+
+
+def test_nul_padding_at_the_end_is_dropped_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A crash can leave the file's last blocks allocated and zero-filled: NUL bytes after (or inside) the last line."""
+    recording = _recording(samples=10)
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, recording)
+    text = path.read_bytes()
+    last = text.rstrip(b"\n").rfind(b"\n") + 1
+    torn = text[: last + 12]  # the last line cut short, then NUL padding
+    path.write_bytes(torn + b"\x00" * 4096)
+    with caplog.at_level("WARNING", logger="dynamic_identification"):
+        loaded = read_recording_csv(path)
+    _assert_same(loaded, recording.rows(slice(0, 9)))
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert "dropped 4096 NUL bytes" in messages and "cut off mid-write" in messages
+
+
+def test_a_last_line_without_newline_that_parses_is_kept(tmp_path: Path) -> None:
+    path = _write(tmp_path, "time,a/position,a/effort\n0,1,2\n1,1,3")
+    assert read_recording_csv(path).n_samples == 2
+
+
+def test_nul_bytes_inside_the_file_are_refused_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "rec.csv"
+    path.write_bytes(b"time,a/position,a/effort\n0,1,2\n1,\x00\x00,3\n2,1,3\n")
+    with pytest.raises(DataError, match="line 3 of .* holds NUL bytes"):
+        read_recording_csv(path)

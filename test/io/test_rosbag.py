@@ -440,3 +440,25 @@ def test_stream_from_a_bag_equals_stream_from_the_same_data_as_csv(
         assert got["time"] == want["time"] and got["reason"] == want["reason"]
         assert list(got["parameters"]) == list(want["parameters"])
         assert_allclose(list(got["parameters"].values()), list(want["parameters"].values()), rtol=1e-12, atol=0.0)
+
+
+def test_a_bag_of_messages_serialized_by_rclpy_is_read(tmp_path: Path) -> None:
+    """rosbag2_py's tutorial writes ``rclpy.serialization.serialize_message`` bytes, a few bytes longer than the CDR."""
+    from rclpy.serialization import serialize_message
+
+    from dynamic_identification.nodes.conversions import joint_state_message
+
+    names = ["abc", "de", "f"]
+    with Writer(tmp_path / "bag", version=9, storage_plugin=StoragePlugin.SQLITE3) as writer:
+        states = writer.add_connection("/joint_states", JointState.__msgtype__, typestore=TYPESTORE)
+        currents = writer.add_connection("/motor_currents", JointState.__msgtype__, typestore=TYPESTORE)
+        for k in range(300):
+            stamp = 10**9 + k * 2_000_000
+            current = joint_state_message(names, stamp - 100_000, None, None, [0.1 * k, 0.2, -0.3])
+            state = joint_state_message(names, stamp, [0.01 * k, 0.5, -0.5], None, None)
+            writer.write(currents, stamp, serialize_message(current))
+            writer.write(states, stamp + 1, serialize_message(state))
+    recording = read_recording_bag(tmp_path / "bag")
+    # The first joint state has no current before it (the reader starts with it), the last none after it.
+    assert recording.joint_names == tuple(names) and recording.n_samples == 298
+    assert_allclose(recording.position[:, 0], 0.01 * np.arange(1, 299), rtol=0.0, atol=1e-12)

@@ -8,38 +8,32 @@ increasing stamps, as fast as the executor takes them.
 
 from __future__ import annotations
 
+import gc
+import math
 import os
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
-import gc  # noqa: E402
-import math  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-
-from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
-from dynamic_identification.core.model import DriveParameters, load_robot  # noqa: E402
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import FORMAT, load_parameters  # noqa: E402
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
-from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode  # noqa: E402
-from dynamic_identification.nodes.qos import LATCHED_QOS  # noqa: E402
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveParameters, load_robot
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, load_parameters
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
+from dynamic_identification.nodes.qos import LATCHED_QOS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -48,6 +42,9 @@ RATE_HZ = 250.0
 START_S = 1000.0
 """Stamp of the first sample, s (any ROS time works; not 0, so a jump back stays positive)."""
 BURST = 250
+NAMESPACE = f"estimator_test_{os.getpid()}"
+"""The nodes and probe of these tests run in a namespace of this process: another run sharing the
+ROS domain cannot hand them a latched message."""
 CHAIN = ros_parameters(ARM6_CONFIG, "estimator")
 DRIVE_CHAIN = [
     Parameter("drive_chain.gear_ratios", value=[float(x) for x in CHAIN["drive_chain.gear_ratios"]]),
@@ -99,22 +96,24 @@ class _Graph:
 
     def __init__(self, context: Context, overrides: list[Parameter]) -> None:
         self.context = context
-        self.estimator = EstimatorNode(context=context, parameter_overrides=[*DRIVE_CHAIN, *overrides])
-        self.probe = Node("estimator_probe", context=context)
+        self.estimator = EstimatorNode(
+            context=context, namespace=NAMESPACE, parameter_overrides=[*DRIVE_CHAIN, *overrides]
+        )
+        self.probe = Node("estimator_probe", namespace=NAMESPACE, context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.estimator)
         self.executor.add_node(self.probe)
         self.parameters: list[String] = []
         self.diagnostics: list[DiagnosticStatus] = []
-        self.probe.create_subscription(String, "/estimator/parameters", self.parameters.append, LATCHED_QOS)
+        self.probe.create_subscription(String, "estimator/parameters", self.parameters.append, LATCHED_QOS)
         self.probe.create_subscription(
             DiagnosticArray,
             "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "estimator"),
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == f"{NAMESPACE}/estimator"),
             100,
         )
         self.samples = self.probe.create_publisher(
-            type(joint_state_message(["a"], 0, [0.0])), "/recorder/samples", SAMPLES_QOS
+            type(joint_state_message(["a"], 0, [0.0])), "recorder/samples", SAMPLES_QOS
         )
         self.spin(20.0, until=lambda: self.samples.get_subscription_count() > 0)
 
@@ -211,7 +210,7 @@ def test_publishes_latched_parameters_and_writes_the_file(
 
     # A subscriber that comes after the publication still gets the last parameters (transient local).
     late: list[String] = []
-    g.probe.create_subscription(String, "/estimator/parameters", late.append, LATCHED_QOS)
+    g.probe.create_subscription(String, "estimator/parameters", late.append, LATCHED_QOS)
     g.spin(20.0, until=lambda: bool(late))
     assert len(late) == 1 and late[0].data == g.parameters[-1].data
 
@@ -237,7 +236,7 @@ def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callabl
     assert any(s.level == DiagnosticStatus.WARN and "standstill" in s.message for s in g.diagnostics)
     assert g.parameters == []
 
-    response = g.call("/estimator/reset")
+    response = g.call("estimator/reset")
     assert response.success, response.message
     g.spin(20.0, until=lambda: "reset" in g.diagnostics[-1].message)
     after = {kv.key: kv.value for kv in g.diagnostics[-1].values}

@@ -2,54 +2,44 @@
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory  # noqa: E402
-from dynamic_identification.core.excitation.trajectory import (
-    SampledTrajectory,  # noqa: E402
-    interpolate_trajectory,  # noqa: E402
-)
-from dynamic_identification.core.model import load_robot  # noqa: E402
-from dynamic_identification.io.trajectory import write_trajectory_csv  # noqa: E402
-from dynamic_identification.nodes import excitation as excitation_module  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.nodes import excitation as excitation_module
+from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
     trajectory_points,
 )
-from dynamic_identification.nodes.excitation import (  # noqa: E402
+from dynamic_identification.nodes.excitation import (
     ExcitationNode,
     chunk_range,
     plan_from_file,
     playback_trajectory,
 )
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS  # noqa: E402
-from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.nodes.sim_robot import SimRobotNode
 
 SIM_RATE_HZ = 250.0
 FOURIER = [
@@ -439,8 +429,8 @@ def _now_ns(g: _Graph) -> int:
         ("zero_stamp", "header.stamp is 0"),
         ("future_stamp", "after the node clock"),
         ("old_stamp", "before the node clock"),
-        ("nan_velocity", "non-finite velocity"),
-        ("nan_position", "non-finite position"),
+        ("nan_velocity", "velocity of joint_3 is nan"),
+        ("nan_position", "position of joint_4 is inf"),
     ],
 )
 def test_start_refuses_joint_states_whose_stamp_or_values_cannot_be_trusted(

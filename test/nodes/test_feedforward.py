@@ -3,53 +3,50 @@ interpolated desired state, the enable switch, and its pure trajectory bookkeepi
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
-import dataclasses  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from std_msgs.msg import Float64MultiArray, String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.excitation.trajectory import interpolate_trajectory  # noqa: E402
-from dynamic_identification.core.model import (  # noqa: E402
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
     DriveTerms,
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import base_parameters  # noqa: E402
-from dynamic_identification.feedforward import FeedforwardModel  # noqa: E402
-from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.feedforward import FeedforwardModel
+from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
+from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
     joint_trajectory_message,
     time_message,
 )
-from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion  # noqa: E402
-from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS  # noqa: E402
+from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion
+from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
+NAMESPACE = f"feedforward_test_{os.getpid()}"
+"""The nodes and probe of these tests run in a namespace of this process: another run sharing the
+ROS domain cannot hand them a latched message."""
 
 
 def _parameter_file(urdf: pathlib.Path, *, scale: float = 1.0, stamp: float = 1.0) -> ParameterFile:
@@ -101,25 +98,25 @@ class _Graph:
     def __init__(self, context: Context) -> None:
         self.context = context
         self.executor = SingleThreadedExecutor(context=context)
-        self.probe = Node("feedforward_probe", context=context)
+        self.probe = Node("feedforward_probe", namespace=NAMESPACE, context=context)
         self.executor.add_node(self.probe)
         self.nodes: list[Node] = []
         self.efforts: list[np.ndarray] = []
         self.diagnostics: list[DiagnosticStatus] = []
-        self.trajectory = self.probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+        self.trajectory = self.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.clock = self.probe.create_publisher(Clock, "/clock", 10)
         self.probe.create_subscription(
-            Float64MultiArray, "/feedforward/effort", lambda m: self.efforts.append(float64_array(m)), COMMAND_QOS
+            Float64MultiArray, "feedforward/effort", lambda m: self.efforts.append(float64_array(m)), COMMAND_QOS
         )
         self.probe.create_subscription(
             DiagnosticArray,
             "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "feedforward"),
+            lambda m: self.diagnostics.extend(s for s in m.status if s.name == f"{NAMESPACE}/feedforward"),
             10,
         )
 
     def start(self, overrides: list[Parameter]) -> FeedforwardNode:
-        node = FeedforwardNode(context=self.context, parameter_overrides=overrides)
+        node = FeedforwardNode(context=self.context, namespace=NAMESPACE, parameter_overrides=overrides)
         self.nodes.append(node)
         self.executor.add_node(node)
         return node
@@ -214,7 +211,7 @@ def test_publishes_the_model_torques_of_the_interpolated_desired_state(
 def test_a_late_node_gets_the_latched_parameters(
     graph: _Graph, parameters: ParameterFile, arm6_urdf: pathlib.Path
 ) -> None:
-    latched = graph.probe.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
+    latched = graph.probe.create_publisher(String, "estimator/parameters", LATCHED_QOS)
     published = _parameter_file(arm6_urdf, scale=1.1, stamp=2.0)
     latched.publish(String(data=dump_parameters(published)))
     graph.spin(0.3)
@@ -236,7 +233,7 @@ def test_a_newer_topic_message_replaces_the_file_and_a_bad_one_is_refused(
     node = graph.start([Parameter("parameters_file", value=str(parameters_path))])
     assert node.model is not None
     from_file = node.model.values.copy()
-    latched = graph.probe.create_publisher(String, "/estimator/parameters", LATCHED_QOS)
+    latched = graph.probe.create_publisher(String, "estimator/parameters", LATCHED_QOS)
     graph.spin(20.0, until=lambda: latched.get_subscription_count() > 0)
     latched.publish(String(data=dump_parameters(_parameter_file(arm6_urdf, scale=2.0))))
     graph.spin(20.0, until=lambda: node.model is not None and not np.array_equal(node.model.values, from_file))
@@ -258,10 +255,10 @@ def test_disabled_publishes_nothing_until_enabled(graph: _Graph, parameters_path
     graph.spin(20.0, until=lambda: bool(graph.diagnostics))
     assert graph.diagnostics[-1].level == DiagnosticStatus.WARN and "disabled" in graph.diagnostics[-1].message
 
-    assert graph.call("/feedforward/enable").success
+    assert graph.call("feedforward/enable").success
     graph.spin(20.0, until=lambda: len(graph.efforts) > 3)
     assert len(graph.efforts) > 3
-    assert graph.call("/feedforward/disable").success
+    assert graph.call("feedforward/disable").success
     graph.spin(0.2)
     count = len(graph.efforts)
     graph.spin(0.5)

@@ -2,39 +2,33 @@
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Callable, Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
-
-from dynamic_identification.core.alignment import current_to_torque  # noqa: E402
-from dynamic_identification.core.model import DriveChain  # noqa: E402
-from dynamic_identification.io.recording import read_recording_csv  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.alignment import current_to_torque
+from dynamic_identification.core.model import DriveChain
+from dynamic_identification.io.recording import read_recording_csv
+from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
 )
-from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode  # noqa: E402
+from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 
 JOINTS = ("a", "b", "c")
 GEAR_RATIOS = [100.0, 50.0, 20.0]
@@ -310,12 +304,14 @@ def test_nan_and_duplicate_samples_are_counted_in_the_diagnostics(
 
 def test_a_silent_currents_topic_is_reported_in_the_diagnostics(graph: Callable[[list[Parameter]], _Graph]) -> None:
     g = graph([*BASE, Parameter("silent_timeout_s", value=0.3)])
-    js = stamps(400, seed=11)
+    js = stamps(5000, seed=11)
     stream(g, js[:50], stamps(52, first=-1, seed=12))
-    for start in range(50, 400, 25):  # the currents stop; joint states go on in real time
+    for start in range(50, js.size, 25):  # the currents stop; joint states go on in real time until reported
         for stamp in js[start : start + 25]:
             g.joint_states.publish(joint_state(stamp))
         g.spin(0.05)
+        if any("silent" in status.message for status in g.diagnostics):
+            break
     status = g.wait_for_diagnostics(lambda s: "silent" in s.message)
     assert status.level == DiagnosticStatus.WARN
     assert "silent: /motor_currents" in status.message and "/joint_states" not in status.message
@@ -355,3 +351,64 @@ def test_the_polynomial_current_model_converts_the_currents(graph: Callable[[lis
 def test_bad_parameters_are_refused_naming_them(context: Context, overrides: list[Parameter], name: str) -> None:
     with pytest.raises(ValueError, match=name):
         RecorderNode(context=context, parameter_overrides=overrides)
+
+
+def values_of(status: DiagnosticStatus) -> dict[str, str]:
+    return {kv.key: kv.value for kv in status.values}
+
+
+def test_joint_states_lost_on_the_way_are_reported_at_warn_with_their_exact_count(
+    graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
+) -> None:
+    g = graph([*BASE, Parameter("output_dir", value=str(tmp_path)), Parameter("output_file", value="gap.csv")])
+    assert g.call("start").success
+    js = stamps(400, seed=16)
+    cur = stamps(402, first=-1, offset_ns=300_000, seed=17)
+    kept = np.concatenate([js[:150], js[167:300], js[302:]])  # 17 + 2 joint states never arrive
+    stream(g, kept, cur)
+    status = g.wait_for_diagnostics(lambda s: values_of(s).get("lost_samples") == "19", seconds=20.0)
+    stopped = g.call("stop")
+    values = values_of(status)
+    assert status.level == DiagnosticStatus.WARN and "missing" in status.message, status.message
+    assert values["joint_states_missing"] == "19" and values["unaligned"] == "0"
+    assert "19 joint states missing" in stopped.message
+    assert read_recording_csv(tmp_path / "gap.csv").n_samples + 19 == 400
+
+
+def test_a_current_clock_stepping_back_is_reported_not_refused_for_good(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    g = graph(BASE)
+    js = stamps(300, seed=18)
+    cur = stamps(302, first=-1, offset_ns=300_000, seed=19)
+    cur[150:] -= 10 * 10**9  # the current sensor's clock jumps back 10 s; the joint states' does not
+    stream(g, js, cur)
+    status = g.wait_for_diagnostics(lambda s: "behind" in s.message, seconds=20.0)
+    values = values_of(status)
+    assert status.level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+    assert values["motor_currents_restarts"] == "1" and values["motor_currents_rejected_out_of_order"] == "0"
+    assert int(values["unaligned"]) > 0 and "s behind the joint states'" in status.message
+
+
+def test_unstamped_messages_are_aligned_at_their_receive_time_with_a_warning(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    """A driver that leaves header.stamp at 0: 4999 of 5000 samples were refused as repeated stamps."""
+    g = graph(BASE)
+    count = 200
+
+    def deliver(publisher: object, message: JointState) -> None:
+        message.header.stamp = Time()
+        before = values_of(g.recorder.diagnostic_status())
+        key = "motor_currents_received" if publisher is g.currents else "joint_states_received"
+        publisher.publish(message)  # type: ignore[attr-defined]
+        g.spin(20.0, until=lambda: values_of(g.recorder.diagnostic_status())[key] != before[key])
+
+    for _ in range(count):  # each joint state between two currents, received in this order
+        deliver(g.currents, current_sample(T0_NS))
+        deliver(g.joint_states, joint_state(T0_NS))
+        deliver(g.currents, current_sample(T0_NS))
+    status = g.wait_for_diagnostics(lambda s: int(values_of(s).get("aligned", "0")) >= 0.8 * count, seconds=20.0)
+    values = values_of(status)
+    assert values["joint_states_unstamped"] == str(count) and values["joint_states_rejected_duplicate"] == "0"
+    assert status.level == DiagnosticStatus.WARN and "unstamped" in status.message

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import os
+import time
+from collections.abc import Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from numpy.testing import assert_allclose
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from numpy.testing import assert_allclose  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.errors import DataError  # noqa: E402
-from dynamic_identification.nodes.conversions import (  # noqa: E402
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     float64_array,
     float64_multi_array,
@@ -35,8 +28,8 @@ from dynamic_identification.nodes.conversions import (  # noqa: E402
     stamp_to_ns,
     trajectory_points,
 )
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS, sensor_qos  # noqa: E402
-from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS, sensor_qos
+from dynamic_identification.nodes.sim_robot import SimRobotNode
 
 RATE_HZ = 250.0
 
@@ -216,3 +209,37 @@ def test_in_lockstep_simulated_time_waits_for_the_next_chunk_of_a_moving_traject
     assert sim._now_ns() - waited_at > 0.3e9  # it runs again once the next chunk (ending at rest) arrived
     sim.destroy_node()
     probe.destroy_node()
+
+
+def test_publish_clock_gives_other_nodes_the_simulated_time(context: Context) -> None:
+    """``sim.launch.py use_sim_time:=true``: the simulator publishes /clock, a node with use_sim_time follows it."""
+    sim = SimRobotNode(
+        context=context,
+        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True)],
+    )
+    follower = Node("follower", context=context, parameter_overrides=[Parameter("use_sim_time", value=True)])
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(sim)
+    executor.add_node(follower)
+    stamps: list[int] = []
+    follower.create_subscription(
+        JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), SENSOR_QOS
+    )
+    try:
+        _spin(executor, 20.0, until=lambda: len(stamps) > 20 and follower.get_clock().now().nanoseconds > 0)
+        clock_ns = follower.get_clock().now().nanoseconds
+        latest_ns = stamps[-1]
+    finally:
+        executor.shutdown()
+        follower.destroy_node()
+        sim.destroy_node()
+    assert clock_ns > 0 and follower.get_clock().ros_time_is_active
+    assert abs(clock_ns - latest_ns) < 0.5e9  # the follower's time is the simulator's, not 0
+
+
+def test_publish_clock_with_use_sim_time_is_refused_naming_both(context: Context) -> None:
+    with pytest.raises(ValueError, match="'publish_clock' and 'use_sim_time'"):
+        SimRobotNode(
+            context=context,
+            parameter_overrides=[Parameter("publish_clock", value=True), Parameter("use_sim_time", value=True)],
+        )

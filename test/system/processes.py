@@ -2,10 +2,12 @@
 
 A node is started from its console script (``.venv/bin/NAME``, what ``ros2 run`` runs)
 or, when the script is missing, as ``python -m dynamic_identification.nodes.NAME``,
-with ``--ros-args --params-file config/dynid_arm6.yaml`` and per-node overrides
-(``-p NODE:KEY:=VALUE``: a plain ``-p KEY:=VALUE`` would lose to the node's own block of
-the parameter file). Every process gets the network rule (loopback discovery only, the
-test's ``ROS_DOMAIN_ID``), writes stdout and stderr to files, and is always ended:
+with ``--ros-args --params-file config/dynid_arm6.yaml`` and per-node overrides in a
+second parameter file under the same ``/**/NAME`` key, which wins (a plain ``-p KEY:=VALUE``
+would lose to the node's own block, and ``-p NODE:KEY:=VALUE`` names a node of the root
+namespace only), optionally in a namespace (``-r __ns:=/NS``). Every process gets the
+network rule (loopback discovery only, the test's ``ROS_DOMAIN_ID``), writes stdout and
+stderr to files, and is always ended:
 SIGINT (the nodes shut down cleanly), then SIGKILL after a grace period.
 
 :class:`Probe` is the test process's own node: it records what the node processes publish
@@ -71,13 +73,19 @@ def node_command(name: str) -> list[str]:
     return [sys.executable, "-m", f"dynamic_identification.nodes.{name}"]
 
 
-def parameter_text(value: ParameterValue) -> str:
-    """``value`` in the YAML form ``-p KEY:=VALUE`` takes (``true``, ``0.5``, ``[1.0, 2.0]``, ``text``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return "[" + ", ".join(parameter_text(item) for item in value) + "]"
+def overrides_file(path: pathlib.Path, node: str, overrides: Mapping[str, ParameterValue]) -> pathlib.Path:
+    """A parameter file setting ``overrides`` of ``node`` in any namespace (``/**/node``)."""
+    import yaml
+
+    parameters: dict[str, object] = {}
+    for key, value in overrides.items():
+        level = parameters
+        *sections, name = key.split(".")
+        for section in sections:
+            level = level.setdefault(section, {})  # type: ignore[assignment]
+        level[name] = list(value) if isinstance(value, (list, tuple)) else value
+    path.write_text(yaml.safe_dump({f"/**/{node}": {"ros__parameters": parameters}}), encoding="utf-8")
+    return path
 
 
 def ros_arguments(
@@ -85,13 +93,19 @@ def ros_arguments(
     overrides: Mapping[str, ParameterValue],
     *,
     params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,),
+    overrides_path: pathlib.Path | None = None,
+    namespace: str = "",
 ) -> list[str]:
-    """``--ros-args`` with the parameter files, then ``-p node:key:=value`` for each override."""
+    """``--ros-args`` with the parameter files, then the overrides' file, and the namespace."""
     arguments = ["--ros-args"]
+    if namespace:
+        arguments += ["-r", f"__ns:=/{namespace.strip('/')}"]
     for path in params_files:
         arguments += ["--params-file", str(path)]
-    for key, value in overrides.items():
-        arguments += ["-p", f"{node}:{key}:={parameter_text(value)}"]
+    if overrides:
+        if overrides_path is None:
+            raise ValueError("overrides_path must be given with overrides")
+        arguments += ["--params-file", str(overrides_file(overrides_path, node, overrides))]
     return arguments
 
 
@@ -139,6 +153,7 @@ class NodeProcesses:
     domain_id: int
     log_dir: pathlib.Path
     params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,)
+    namespace: str = ""
     started: list[NodeProcess] = field(default_factory=list)
     sim_time: bool = False
 
@@ -150,11 +165,20 @@ class NodeProcesses:
         """:meth:`start` with the overrides as a mapping (keys with dots cannot be keyword arguments)."""
         index = sum(1 for item in self.started if item.name == name)
         stem = name if index == 0 else f"{name}_{index}"
+        if self.namespace:
+            stem = f"{self.namespace.strip('/').replace('/', '_')}_{stem}"
         stdout, stderr = self.log_dir / f"{stem}.stdout.log", self.log_dir / f"{stem}.stderr.log"
         if self.sim_time:
-            clock = {"publish_clock": True, "lockstep": True} if name == "sim_robot" else {}
-            overrides = {"use_sim_time": True, **clock, **overrides}
-        command = [*node_command(name), *ros_arguments(name, overrides, params_files=self.params_files)]
+            clock = {"publish_clock": True, "lockstep": True} if name == "sim_robot" else {"use_sim_time": True}
+            overrides = {**clock, **overrides}
+        arguments = ros_arguments(
+            name,
+            overrides,
+            params_files=self.params_files,
+            overrides_path=self.log_dir / f"{stem}.overrides.yaml",
+            namespace=self.namespace,
+        )
+        command = [*node_command(name), *arguments]
         with stdout.open("wb") as out, stderr.open("wb") as err:
             process = subprocess.Popen(  # noqa: S603 - fixed executables, arguments from the test
                 command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=ros_environment(self.domain_id)
@@ -233,16 +257,22 @@ class SampleLog:
 
 
 class Probe:
-    """The test's node: subscriptions that record, and a spin loop with a deadline."""
+    """The test's node: subscriptions that record, and a spin loop with a deadline.
 
-    def __init__(self, context: Context, name: str = "system_probe") -> None:
-        self.node = Node(name, context=context)
+    In ``namespace`` (the test's, see ``conftest.py``) its relative topic names are the
+    node processes' of the same namespace, and :attr:`diagnostics` holds only the
+    statuses of those nodes, keyed by their names without the namespace (``recorder``).
+    """
+
+    def __init__(self, context: Context, name: str = "system_probe", namespace: str = "") -> None:
+        self.namespace = namespace.strip("/")
+        self.node = Node(name, namespace=f"/{self.namespace}", context=context)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.diagnostics: dict[str, list[tuple[float, DiagnosticStatus]]] = {}
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
-    def subscribe_parameters(self, topic: str = "/estimator/parameters") -> list[ReceivedParameters]:
+    def subscribe_parameters(self, topic: str = "estimator/parameters") -> list[ReceivedParameters]:
         """A new reliable, transient-local subscription; the list fills as messages arrive."""
         received: list[ReceivedParameters] = []
         self.node.create_subscription(
@@ -255,7 +285,7 @@ class Probe:
         )
         return received
 
-    def subscribe_samples(self, joints: Sequence[str], topic: str = "/recorder/samples") -> SampleLog:
+    def subscribe_samples(self, joints: Sequence[str], topic: str = "recorder/samples") -> SampleLog:
         """Record the aligned samples of ``topic`` in the order ``joints``."""
         log = SampleLog(tuple(joints))
         self.node.create_subscription(JointState, topic, log.add, STREAM_QOS)
@@ -263,8 +293,10 @@ class Probe:
 
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         now = time.monotonic()
+        prefix = f"{self.namespace}/" if self.namespace else ""
         for status in message.status:
-            self.diagnostics.setdefault(status.name, []).append((now, status))
+            if status.name.startswith(prefix):
+                self.diagnostics.setdefault(status.name[len(prefix) :], []).append((now, status))
 
     def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Spin until ``predicate()`` holds or ``timeout_s`` passed; whether it holds."""

@@ -9,32 +9,25 @@ motion, data the estimate never saw.
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Iterator
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from rclpy.context import Context
+from trajectory_msgs.msg import JointTrajectory
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques
+from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.signal import lowpass_zero_phase
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters
+from dynamic_identification.nodes.conversions import stamp_to_seconds
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques  # noqa: E402
-from dynamic_identification.core.model import RobotModel, load_robot  # noqa: E402
-from dynamic_identification.core.signal import lowpass_zero_phase  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters  # noqa: E402
-from dynamic_identification.nodes.conversions import stamp_to_seconds  # noqa: E402
-
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe, ReceivedParameters  # noqa: E402
+from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe, ReceivedParameters
 
 WINDOW_S = 15.0
 """Estimator window, s of data."""
@@ -66,10 +59,10 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
     gc.freeze()  # short garbage collections while the samples stream into this process
-    item = Probe(context)
+    item = Probe(context, namespace=namespace)
     try:
         yield item
     finally:
@@ -120,7 +113,7 @@ def prediction_errors(
 
 
 def test_separate_node_processes_identify_parameters_that_predict_the_next_motion(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     """Parameters estimated on 15 s of excitation predict the next 8 s of measured torques within 5 %.
 
@@ -144,7 +137,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
     samples = probe.subscribe_samples(robot.joint_names)
     playback_stamps: list[float] = []
     probe.node.create_subscription(
-        JointTrajectory, "/joint_trajectory", lambda m: playback_stamps.append(stamp_to_seconds(m.header.stamp)), 10
+        JointTrajectory, "joint_trajectory", lambda m: playback_stamps.append(stamp_to_seconds(m.header.stamp)), 10
     )
 
     def estimate_of_motion() -> ReceivedParameters | None:
@@ -154,7 +147,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         first = playback_stamps[0] + RAMP_S + WINDOW_S
         return next((p for p in parameters if p.document.stamp >= first), None)
 
-    with NodeProcesses(ros_domain_id, tmp_path, sim_time=True) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace, sim_time=True) as nodes:
         started = time.monotonic()
         nodes.start("recorder")
         nodes.start_with(
@@ -164,7 +157,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         nodes.start(
             "excitation", mode="fourier", optimise=False, fundamental_hz=FUNDAMENTAL_HZ, periods=PERIODS, autostart=True
         )
-        outputs = ("/recorder/samples", "/estimator/parameters", "/joint_trajectory")
+        outputs = ("recorder/samples", "estimator/parameters", "joint_trajectory")
         assert probe.spin_until(
             lambda: all(probe.node.count_publishers(topic) > 0 for topic in outputs) or bool(nodes.dead()), 30.0
         ), nodes.report()

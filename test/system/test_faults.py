@@ -10,41 +10,34 @@ stop one topic at will. ``recorder`` and ``estimator`` run as their own processe
 
 from __future__ import annotations
 
-import os
+import gc
+import pathlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-# The network rule, before rclpy is imported (test/conftest.py sets the same values).
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ["ROS_LOCALHOST_ONLY"] = "1"
-os.environ["ROS_DOMAIN_ID"] = str(100 + os.getpid() % 100)
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.context import Context
+from sensor_msgs.msg import JointState
 
-import gc  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-
-from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
-from dynamic_identification.core.model import (  # noqa: E402
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import (
     DriveParameters,
     DriveTerms,
     load_robot,
     standard_parameter_names,
 )
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements  # noqa: E402
-from dynamic_identification.io.config import load_config, ros_parameters  # noqa: E402
-from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic  # noqa: E402
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
-from dynamic_identification.nodes.estimator import SAMPLES_QOS  # noqa: E402
-from dynamic_identification.nodes.recorder import STREAM_QOS  # noqa: E402
+from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.estimator import SAMPLES_QOS
+from dynamic_identification.nodes.recorder import STREAM_QOS
 
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe  # noqa: E402
+from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe
 
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 RATE_HZ = 250.0
@@ -101,10 +94,10 @@ def context() -> Iterator[Context]:
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Probe]:
+def probe(context: Context, namespace: str) -> Iterator[Probe]:
     gc.collect()
     gc.freeze()  # short garbage collections while this process publishes 250 samples/s
-    item = Probe(context)
+    item = Probe(context, namespace=namespace)
     try:
         yield item
     finally:
@@ -120,11 +113,11 @@ class Player:
         self.samples = samples
         node = probe.node
         if samples:
-            self.outputs = [node.create_publisher(JointState, "/recorder/samples", SAMPLES_QOS)]
+            self.outputs = [node.create_publisher(JointState, "recorder/samples", SAMPLES_QOS)]
         else:
             self.outputs = [
-                node.create_publisher(JointState, "/joint_states", STREAM_QOS),
-                node.create_publisher(JointState, "/motor_currents", STREAM_QOS),
+                node.create_publisher(JointState, "joint_states", STREAM_QOS),
+                node.create_publisher(JointState, "motor_currents", STREAM_QOS),
             ]
         self.clock = node.get_clock()
         self.start_ns: int | None = None
@@ -162,12 +155,12 @@ def latest(probe: Probe, name: str, since_s: float) -> DiagnosticStatus | None:
 
 
 def test_silent_currents_are_reported_and_stop_the_estimates_until_they_resume(
-    probe: Probe, motion: Motion, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, motion: Motion, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     """/motor_currents silent → recorder says so, no estimate from missing data; back → estimates resume."""
     parameters = probe.subscribe_parameters()
     player = Player(probe, motion)
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         nodes.start("recorder")
         nodes.start_with("estimator", WINDOW_OVERRIDES)
         assert probe.spin_until(player.connected, 30.0), nodes.report()
@@ -198,8 +191,8 @@ def test_silent_currents_are_reported_and_stop_the_estimates_until_they_resume(
         assert not nodes.dead(), nodes.report()
 
     assert recorder is not None and recorder.level == DiagnosticStatus.WARN, recorder
-    assert "silent" in recorder.message and "/motor_currents" in recorder.message, recorder.message
-    assert "/joint_states" not in {kv.value for kv in recorder.values if kv.key == "silent_topics"}
+    assert "silent" in recorder.message and "motor_currents" in recorder.message, recorder.message
+    assert "joint_states" not in {kv.value for kv in recorder.values if kv.key == "silent_topics"}
     # Nothing estimated from data that never came, and the stamps stop advancing.
     assert all(p.document.stamp <= silenced_stamp + 1e-6 for p in during), [p.document.stamp for p in during]
     assert late == [], [p.document.stamp for p in late]
@@ -214,14 +207,14 @@ def test_silent_currents_are_reported_and_stop_the_estimates_until_they_resume(
 
 
 def test_after_the_estimator_stops_the_last_parameters_stay_on_the_topic_and_in_the_file(
-    probe: Probe, motion: Motion, context: Context, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, motion: Motion, context: Context, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     """Late subscribers get the last estimate while the estimator runs; after it stops, the file holds it,
     and a feedforward node started then loads it from the file."""
     parameters_file = tmp_path / "estimated.yaml"
     early = probe.subscribe_parameters()
     player = Player(probe, motion, samples=True)
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         estimator = nodes.start_with("estimator", {**WINDOW_OVERRIDES, "parameters_file": str(parameters_file)})
         assert probe.spin_until(player.connected, 30.0), nodes.report()
         player.playing = True
@@ -230,7 +223,7 @@ def test_after_the_estimator_stops_the_last_parameters_stay_on_the_topic_and_in_
         probe.spin_for(SETTLE_S)  # an update already under way lands
         last = early[-1]
 
-        late_probe = Probe(context, name="late_subscriber")
+        late_probe = Probe(context, name="late_subscriber", namespace=namespace)
         try:
             late = late_probe.subscribe_parameters()
             assert late_probe.spin_until(lambda: bool(late), 10.0), nodes.report()
@@ -256,7 +249,7 @@ def test_after_the_estimator_stops_the_last_parameters_stay_on_the_topic_and_in_
 
 
 def test_a_restarted_estimator_republishes_the_parameters_of_its_file(
-    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path
+    probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
     robot = load_robot(ARM6_URDF)
     config = load_config(str(ARM6_CONFIG))
@@ -276,7 +269,7 @@ def test_a_restarted_estimator_republishes_the_parameters_of_its_file(
         ),
     )
     received = probe.subscribe_parameters()
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         nodes.start_with("estimator", {**WINDOW_OVERRIDES, "parameters_file": str(parameters_file)})
         probe.spin_until(lambda: bool(received) or bool(nodes.dead()), 15.0)
         assert not nodes.dead(), nodes.report()

@@ -29,7 +29,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.errors import ModelError, brief
 
 INERTIAL_PARAMETER_NAMES: tuple[str, ...] = ("M", "MX", "MY", "MZ", "XX", "XY", "YY", "XZ", "YZ", "ZZ")
 """Khalil-Dombre names of Pinocchio's ``toDynamicParameters()`` entries, in that order."""
@@ -68,8 +68,16 @@ def standard_parameter_names(n_joints: int, terms: DriveTerms) -> tuple[str, ...
     return tuple(f"{name}{j + 1}" for j in range(n_joints) for name in per_joint)
 
 
+def _numbers(value: object, name: str) -> np.ndarray:
+    """``value`` as a float array; a ragged or non-numeric value raises ``ModelError`` naming ``name``."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name} must be numbers in a regular array, got {brief(value)}") from None
+
+
 def _as_vector(value: Sequence[float] | np.ndarray, n: int, name: str) -> np.ndarray:
-    array = np.asarray(value, dtype=float)
+    array = _numbers(value, name)
     if array.shape != (n,):
         raise ModelError(f"{name} must have {n} entries (one per joint), got shape {array.shape}")
     if not np.all(np.isfinite(array)):
@@ -111,13 +119,13 @@ class DriveChain:
             raise ModelError(f"gear_ratios must be non-zero, got {ratios.tolist()}")
         if np.any(gains == 0.0):
             raise ModelError(f"drive_gains must be non-zero, got {gains.tolist()}")
-        matrix = np.eye(n_joints) if coupling is None else np.asarray(coupling, dtype=float)
+        matrix = np.eye(n_joints) if coupling is None else _numbers(coupling, f"coupling ({n_joints}×{n_joints})")
         if matrix.size == n_joints * n_joints and matrix.ndim == 1:
             matrix = matrix.reshape(n_joints, n_joints)
         if matrix.shape != (n_joints, n_joints):
             raise ModelError(f"coupling must be {n_joints}×{n_joints}, got shape {matrix.shape}")
         if not np.all(np.isfinite(matrix)) or abs(np.linalg.det(matrix)) < 1e-12:
-            raise ModelError(f"coupling must be finite and invertible, got {matrix.tolist()}")
+            raise ModelError(f"coupling must be finite and invertible, got {brief(matrix.tolist())}")
         for array in (ratios, gains, matrix):
             array.setflags(write=False)
         return cls(gear_ratios=ratios, drive_gains=gains, coupling=matrix)

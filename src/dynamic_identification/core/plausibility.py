@@ -54,7 +54,8 @@ class ImplausibleModelError(IdentificationError):
         shown = "; ".join(self.problems[:4]) + (
             f"; and {len(self.problems) - 4} more" if len(self.problems) > 4 else ""
         )
-        super().__init__(f"implausible model: {shown}" + (f" ({hint})" if hint else ""))
+        # The hint goes first: bounded one-line messages may shorten the list of problems.
+        super().__init__(f"implausible model{f' ({hint})' if hint else ''}: {shown}")
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,24 @@
 """Identification configuration, read from a ROS 2 parameter YAML file.
 
 The nodes and ``dynid --config`` share one file format, the one ``ros2 run … --ros-args
---params-file`` takes: one ``node_name: ros__parameters: {...}`` block per node, with a
-``/**`` block for parameters shared by every node. Nested mappings inside
-``ros__parameters`` are dotted parameter names (``signal: {decimation: 4}`` is the
-parameter ``signal.decimation``). A plain mapping without ``ros__parameters`` blocks is
-accepted too and read as the parameters themselves.
+--params-file`` takes: one ``/**/node_name: ros__parameters: {...}`` block per node (the
+``/**/`` prefix makes a block apply to the node in any namespace, so a namespace moves a
+whole stack with its configuration; a plain ``node_name:`` key matches the node in the
+root namespace only, as ROS reads it), with a ``/**`` block for parameters shared by
+every node. Nested mappings inside ``ros__parameters`` are dotted parameter names
+(``signal: {decimation: 4}`` is the parameter ``signal.decimation``). A plain mapping
+without ``ros__parameters`` blocks is accepted too and read as the parameters themselves.
+Scalars are read as ROS reads them: ``1e9`` is a number, not a string.
+
+Every key of the ``/**`` block and of a block of one of this package's nodes must be a
+parameter some node of the package (or ``dynid``) knows: a misspelled key
+(``estimaton.method``) is refused naming the closest valid key, as is a block name close
+to a node name (``estimater:``). Error messages never print a value whole (see
+:func:`~dynamic_identification.core.errors.brief`).
 
 Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
 
-    estimator:
+    /**/estimator:
       ros__parameters:
         joints: [shoulder, elbow]
         drive_chain: {gear_ratios: [100.0, 80.0], drive_gains: [0.1, 0.1], coupling: [1.0, 0.0, 0.0, 1.0]}
@@ -25,8 +34,10 @@ flattened row by row (a list of rows is accepted as well).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
@@ -84,6 +95,7 @@ CONFIG_KEYS: dict[str, str] = {
     "limits.jerk": "jerk limits per joint, rad/s³ (empty: 50 /s × the acceleration limit)",
     "plausibility.effort_factor": "gate: predicted torques within this many effort limits (>= 1)",
     "plausibility.mass_factor": "gate: inertial parameters within what this many URDF masses produce (>= 1)",
+    "robot.actuated_joints": "closed-loop robots: the actuated joints of the opened tree",
 }
 """Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
 
@@ -101,6 +113,180 @@ SECTIONS: tuple[str, ...] = (
 
 METHODS: tuple[str, ...] = ("ols", "wls")
 REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
+
+NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "recorder": (
+        "current_polynomial",
+        "output_topic",
+        "output_dir",
+        "output_file",
+        "tolerance_s",
+        "max_delay_s",
+        "silent_timeout_s",
+        "joints",
+        "drive_chain.gear_ratios",
+        "drive_chain.drive_gains",
+        "drive_chain.coupling",
+        "topics.joint_states",
+        "topics.motor_currents",
+        "topics.effort_is_torque",
+    ),
+    "excitation": (
+        "urdf",
+        "joints",
+        "mode",
+        "file",
+        "fundamental_hz",
+        "harmonics",
+        "periods",
+        "rate_hz",
+        "position_margin_rad",
+        "velocity_scale",
+        "acceleration_scale",
+        "acceleration_limits",
+        "jerk_scale",
+        "effort_scale",
+        "interpolation_tolerance_rad",
+        "parameters_file",
+        "limits.effort",
+        "limits.acceleration",
+        "limits.jerk",
+        "optimise",
+        "time_budget_s",
+        "seed",
+        "workspace_lower",
+        "workspace_upper",
+        "box_min",
+        "box_max",
+        "frame",
+        "process",
+        "cycles",
+        "output_topic",
+        "stream_rate_hz",
+        "horizon_s",
+        "stale_timeout_s",
+        "autostart",
+        "drive_chain.gear_ratios",
+        "drive_chain.drive_gains",
+        "drive_chain.coupling",
+        "drive_terms.rotor_inertia",
+        "drive_terms.viscous_friction",
+        "drive_terms.coulomb_friction",
+        "drive_terms.offset",
+    ),
+    "estimator": (
+        "urdf",
+        "joints",
+        "input_topic",
+        "parameters_topic",
+        "parameters_file",
+        "drive_chain.gear_ratios",
+        "drive_chain.drive_gains",
+        "drive_chain.coupling",
+        "drive_terms.rotor_inertia",
+        "drive_terms.viscous_friction",
+        "drive_terms.coulomb_friction",
+        "drive_terms.offset",
+        "signal.position_cutoff_hz",
+        "signal.decimation",
+        "signal.rate_hz",
+        "signal.min_speed_rad_s",
+        "estimation.e_tol",
+        "estimation.r_sigma",
+        "window.window_s",
+        "window.update_period_s",
+        "window.reduction",
+        "window.max_condition_number",
+        "window.max_relative_error",
+        "window.min_motion_rad",
+        "window.friction_motion_rad",
+        "window.refactor_every",
+        "window.stick_periods",
+        "limits.effort",
+        "limits.acceleration",
+        "plausibility.effort_factor",
+        "plausibility.mass_factor",
+    ),
+    "feedforward": (
+        "parameters_file",
+        "parameters_topic",
+        "trajectory_topic",
+        "output_topic",
+        "rate_hz",
+        "enabled",
+        "friction_smoothing",
+        "urdf",
+        "limits.effort",
+        "limits.acceleration",
+    ),
+    "sim_robot": (
+        "urdf",
+        "joints",
+        "rate_hz",
+        "gear_ratios",
+        "drive_gains",
+        "coupling",
+        "rotor_inertia",
+        "viscous_friction",
+        "coulomb_friction",
+        "offset",
+        "current_noise_std",
+        "velocity_noise_std",
+        "encoder_counts",
+        "kp",
+        "kd",
+        "initial_positions",
+        "max_catch_up_s",
+        "seed",
+        "publish_clock",
+        "real_time_factor",
+        "lockstep",
+        "lockstep_timeout_s",
+    ),
+}
+"""The ROS parameters each node of the package declares (``test/nodes`` checks the nodes against it).
+
+With :data:`CONFIG_KEYS` (``dynid``'s keys, shared with the estimator and recorder blocks),
+:data:`EXCITATION_KEYS` and :data:`ROS_PARAMETERS` it is the set of valid keys of a
+configuration file: the ``/**`` block applies to every node, so a key there must be known
+to one of them."""
+
+ROS_PARAMETERS: tuple[str, ...] = ("use_sim_time", "start_type_description_service")
+"""Parameters rclpy declares on every node."""
+
+ROS_PARAMETER_PREFIXES: tuple[str, ...] = ("qos_overrides.",)
+"""Prefixes of parameters rclpy or a launch file may set on any node (QoS overrides)."""
+
+LOOP_CLOSURE_PREFIX = "robot.loop_closures."
+"""Closed-loop robots: ``robot.loop_closures.<name>.{frame_a, frame_b, type}`` (a ROS parameter file cannot
+hold a list of mappings, so each closure is a named mapping; see ``docs/closed_loop.md``)."""
+
+
+def known_keys() -> frozenset[str]:
+    """Every key a configuration block of this package may hold."""
+    keys = set(CONFIG_KEYS) | set(EXCITATION_KEYS) | set(ROS_PARAMETERS)
+    for names in NODE_PARAMETERS.values():
+        keys.update(names)
+    return frozenset(keys)
+
+
+def is_known_key(key: str) -> bool:
+    """Whether ``key`` is a parameter of some node of the package, of ``dynid`` or of rclpy."""
+    return key in known_keys() or key.startswith((*ROS_PARAMETER_PREFIXES, LOOP_CLOSURE_PREFIX))
+
+
+def unknown_keys_message(keys: Sequence[str], source: str, *, known: Iterable[str] | None = None) -> str:
+    """One line naming the unknown ``keys`` (the first few) and the closest valid key of each (difflib)."""
+    candidates = sorted(known_keys() if known is None else set(known))
+    shown = [brief(key, 60) for key in list(keys)[:5]]
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    hints = []
+    for key in list(keys)[:5]:
+        close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6) if isinstance(key, str) else []
+        if close:
+            hints.append(f"{close[0]!r} for {brief(key, 60)}" if len(keys) > 1 else repr(close[0]))
+    hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    return f"unknown configuration keys [{', '.join(shown)}]{more} in {source}{hint}"
 
 
 @dataclass(frozen=True)
@@ -234,6 +420,56 @@ class IdentificationConfig:
         )
 
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest configuration file read (bytes): a parameter file is a few kilobytes."""
+
+
+class _RosLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the scalars ROS's parameter parser reads as numbers: ``1e9`` is a float."""
+
+
+_RosLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """The YAML document of ``text`` (safe: no Python objects), scalars resolved as ROS resolves them."""
+    try:
+        return yaml.load(text, Loader=_RosLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise DataError(f"{source} is not valid YAML: {shorten_yaml_error(error)}") from None
+    except RecursionError:
+        raise DataError(f"{source} nests too deeply to be a configuration") from None
+
+
+def shorten_yaml_error(error: yaml.YAMLError) -> str:
+    """PyYAML's message on one line, at most 300 characters (it may quote a long line)."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def read_config_text(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The text of a configuration file, refusing a missing, unreadable or oversized one."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if file.is_dir():
+            raise DataError(f"configuration file {file} is a directory")
+        if size > MAX_CONFIG_BYTES:
+            raise DataError(
+                f"configuration file {file} has {size} bytes, more than a parameter file"
+                f" ({MAX_CONFIG_BYTES} at most): is it the right file?"
+            )
+        return file, file.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"configuration file not found: {file}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read configuration file {file}: {error}") from None
+
+
 def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
     """Flat parameters of ``node_name`` in a ROS 2 parameter YAML file.
 
@@ -243,44 +479,68 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
     blocks is taken as the parameters themselves. Nested mappings become dotted
     names: ``{"signal": {"decimation": 4}}`` → ``{"signal.decimation": 4}``.
 
+    Every key of the ``/**`` block, of a block of one of :data:`NODE_PARAMETERS`'s
+    nodes and of a plain mapping must be known (:func:`is_known_key`); a block name
+    close to a node name (a typo) is refused too.
+
     Raises
     ------
     DataError
-        If the file is missing, is not valid YAML, or is not a mapping of blocks.
+        If the file is missing, is not valid YAML, is not a mapping of blocks, or holds
+        an unknown key (named with the closest valid one).
     """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"configuration file not found: {file}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"cannot read configuration file {file}: {error}") from error
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise DataError(f"configuration file {file} is not valid YAML: {' '.join(str(error).split())}") from error
+    file, text = read_config_text(path)
+    document = parse_yaml(text, f"configuration file {file}")
     if document is None:
         return {}
     if not isinstance(document, dict):
         raise DataError(f"configuration file {file} must be a YAML mapping, got {type(document).__name__}")
     if not any(isinstance(block, dict) and "ros__parameters" in block for block in document.values()):
-        return _flatten(document, "")
+        flat = _flatten(document, "", str(file))
+        _check_known(flat, str(file))
+        return flat
     wildcard: dict[str, Any] = {}
     own: dict[str, Any] = {}
     for key, block in document.items():
         if not isinstance(block, dict) or "ros__parameters" not in block:
-            raise DataError(f"block {key!r} of {file} has no 'ros__parameters' mapping")
+            raise DataError(f"block {brief(key)} of {file} has no 'ros__parameters' mapping")
         parameters = block["ros__parameters"]
         if parameters is None:
             parameters = {}
         if not isinstance(parameters, dict):
-            raise DataError(f"{key}.ros__parameters in {file} must be a mapping, got {parameters!r}")
+            raise DataError(f"{brief(key)}.ros__parameters in {file} must be a mapping, got {brief(parameters)}")
         name = str(key)
+        flat = _flatten(parameters, "", str(file))
+        node = _node_of_block(name, file)
+        if name == "/**" or node is not None:
+            _check_known(flat, f"block {name!r} of {file}")
         if name == "/**":
-            wildcard.update(_flatten(parameters, ""))
+            wildcard.update(flat)
         elif node_name is not None and _matches(name, node_name):
-            own.update(_flatten(parameters, ""))
+            own.update(flat)
     return {**wildcard, **own}
+
+
+def _node_of_block(key: str, file: Path) -> str | None:
+    """The package node a block key names (any namespace), ``None`` for ``/**`` or another package's node.
+
+    A key close to one of the package's node names (``estimater``) is refused as a typo.
+    """
+    if key == "/**":
+        return None
+    last = key.strip("/").rsplit("/", 1)[-1]
+    if last in NODE_PARAMETERS:
+        return last
+    close = difflib.get_close_matches(last, list(NODE_PARAMETERS), n=1, cutoff=0.8)
+    if close:
+        raise DataError(f"block {brief(key)} of {file} names no node of this package (did you mean {close[0]!r}?)")
+    return None
+
+
+def _check_known(parameters: Mapping[str, Any], source: str) -> None:
+    unknown = [key for key in parameters if not is_known_key(key)]
+    if unknown:
+        raise DataError(unknown_keys_message(unknown, source))
 
 
 def load_config(
@@ -322,7 +582,7 @@ def config_from_parameters(
     allowed = set(CONFIG_KEYS) | set(extra_keys)
     unknown = sorted(key for key in parameters if key.split(".", 1)[0] in SECTIONS and key not in allowed)
     if unknown:
-        raise DataError(f"unknown configuration keys {unknown} in {source} (known: {sorted(CONFIG_KEYS)})")
+        raise DataError(unknown_keys_message(unknown, source, known=allowed))
     reader = _Reader(parameters, source)
     joints = reader.names("joints")
     gear_ratios = reader.numbers("drive_chain.gear_ratios")
@@ -342,28 +602,34 @@ def config_from_parameters(
         drive_gains=drive_gains,
         coupling=coupling,
         drive_terms=terms,
-        position_cutoff_hz=reader.real("signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0),
-        decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0),
+        position_cutoff_hz=reader.real(
+            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, maximum=10000.0
+        ),
+        decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0, maximum=1000),
         use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
-        rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True),
-        min_speed_rad_s=reader.real("signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True),
+        rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True, maximum=100000.0),
+        min_speed_rad_s=reader.real(
+            "signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True, maximum=100.0
+        ),
         model=reader.choice("estimation.model", defaults.model, MODELS),
         method=reader.choice("estimation.method", defaults.method, METHODS),
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
-        r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0),
-        e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0),
-        window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0),
+        r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0, maximum=1e6),
+        e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0, maximum=10.0),
+        window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0, maximum=3600.0),
         window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
-        update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0),
-        max_condition_number=reader.real("window.max_condition_number", defaults.max_condition_number, minimum=0.0),
+        update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0, maximum=3600.0),
+        max_condition_number=reader.real(
+            "window.max_condition_number", defaults.max_condition_number, minimum=0.0, maximum=1e12
+        ),
         max_relative_error=reader.real("window.max_relative_error", defaults.max_relative_error, minimum=0.0),
         min_motion_rad=reader.real("window.min_motion_rad", defaults.min_motion_rad, minimum=0.0, inclusive=True),
         friction_motion_rad=reader.real(
             "window.friction_motion_rad", defaults.friction_motion_rad, minimum=0.0, inclusive=True
         ),
-        refactor_every=reader.integer("window.refactor_every", defaults.refactor_every, minimum=1),
-        stick_periods=reader.integer("window.stick_periods", defaults.stick_periods, minimum=0),
-        min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1),
+        refactor_every=reader.integer("window.refactor_every", defaults.refactor_every, minimum=1, maximum=100000),
+        stick_periods=reader.integer("window.stick_periods", defaults.stick_periods, minimum=0, maximum=1000),
+        min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1, maximum=10**9),
         joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
         currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),
         effort_is_torque=reader.flag("topics.effort_is_torque", defaults.effort_is_torque),
@@ -381,13 +647,17 @@ def _matches(key: str, node_name: str) -> bool:
     return key.strip("/").rsplit("/", 1)[-1] == wanted
 
 
-def _flatten(mapping: Mapping[Any, Any], prefix: str) -> dict[str, Any]:
+def _flatten(mapping: Mapping[Any, Any], prefix: str, source: str = "parameters", depth: int = 0) -> dict[str, Any]:
     """Nested mappings as dotted names; an empty mapping contributes nothing."""
+    if depth > 8:
+        raise DataError(f"parameters in {source} nest deeper than 8 levels at {brief(prefix)}")
     flat: dict[str, Any] = {}
     for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise DataError(f"parameter names in {source} must be strings, got {brief(key)} under {prefix!r}")
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{name}."))
+            flat.update(_flatten(value, f"{name}.", source, depth + 1))
         else:
             flat[name] = value
     return flat
@@ -422,7 +692,7 @@ class _Reader:
     source: str
 
     def _fail(self, key: str, value: Any, expected: str) -> DataError:
-        return DataError(f"{key} in {self.source} must be {expected}, got {value!r}")
+        return DataError(f"{key} in {self.source} must be {expected}, got {brief(value)}")
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.parameters.get(key, default)
@@ -430,27 +700,45 @@ class _Reader:
             raise self._fail(key, value, "true or false")
         return value
 
-    def real(self, key: str, default: float, *, minimum: float, inclusive: bool = False) -> float:
+    def real(
+        self,
+        key: str,
+        default: float,
+        *,
+        minimum: float,
+        inclusive: bool = False,
+        maximum: float = math.inf,
+        least: float = -math.inf,
+    ) -> float:
         value = self.parameters.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self._fail(key, value, "a number")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise self._fail(key, value, f"at most {maximum:g}") from None
         below = number < minimum if inclusive else number <= minimum
         if not math.isfinite(number) or below:
             raise self._fail(key, value, f"finite and {'>=' if inclusive else '>'} {minimum:g}")
+        if number > maximum:
+            raise self._fail(key, value, f"at most {maximum:g}")
+        if number < least:
+            raise self._fail(key, value, f"at least {least:g}")
         return number
 
-    def integer(self, key: str, default: int, *, minimum: int) -> int:
+    def integer(self, key: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
         value = self.parameters.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._fail(key, value, "an integer")
         if value < minimum:
             raise self._fail(key, value, f">= {minimum}")
+        if maximum is not None and value > maximum:
+            raise self._fail(key, value, f"at most {maximum}")
         return value
 
     def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
         value = self.parameters.get(key, default)
-        if value not in choices:
+        if not isinstance(value, str) or value not in choices:
             raise self._fail(key, value, f"one of {list(choices)}")
         return str(value)
 
@@ -550,12 +838,14 @@ def excitation_settings_from_parameters(
     defaults = ExcitationSettings()
     frame = parameters.get("frame")
     try:
-        return ExcitationSettings(
+        settings = ExcitationSettings(
             mode=mode or reader.choice("mode", defaults.mode, MODES),  # type: ignore[arg-type]
-            fundamental_hz=reader.real("fundamental_hz", defaults.fundamental_hz, minimum=0.0),
-            harmonics=reader.integer("harmonics", defaults.harmonics, minimum=1),
-            periods=reader.integer("periods", defaults.periods, minimum=1),
-            rate_hz=reader.real("rate_hz", defaults.rate_hz, minimum=0.0),
+            fundamental_hz=reader.real(
+                "fundamental_hz", defaults.fundamental_hz, minimum=0.0, least=1e-4, maximum=100.0
+            ),
+            harmonics=reader.integer("harmonics", defaults.harmonics, minimum=1, maximum=100),
+            periods=reader.integer("periods", defaults.periods, minimum=1, maximum=10000),
+            rate_hz=reader.real("rate_hz", defaults.rate_hz, minimum=0.0, least=1.0, maximum=10000.0),
             position_margin_rad=reader.real(
                 "position_margin_rad", defaults.position_margin_rad, minimum=0.0, inclusive=True
             ),
@@ -570,21 +860,51 @@ def excitation_settings_from_parameters(
                 "interpolation_tolerance_rad", defaults.interpolation_tolerance_rad, minimum=0.0
             ),
             optimise=reader.flag("optimise", defaults.optimise),
-            time_budget_s=reader.real("time_budget_s", defaults.time_budget_s, minimum=0.0),
-            max_evaluations=reader.integer("max_evaluations", defaults.max_evaluations, minimum=0),
-            seed=reader.integer("seed", defaults.seed, minimum=0),
+            time_budget_s=reader.real("time_budget_s", defaults.time_budget_s, minimum=0.0, maximum=3600.0),
+            max_evaluations=reader.integer("max_evaluations", defaults.max_evaluations, minimum=0, maximum=10**9),
+            seed=reader.integer("seed", defaults.seed, minimum=0, maximum=2**31 - 1),
             workspace_lower=reader.numbers("workspace_lower"),
             workspace_upper=reader.numbers("workspace_upper"),
             box_min=reader.numbers("box_min"),
             box_max=reader.numbers("box_max"),
             frame=None if frame in (None, "") else reader.text("frame", ""),
             process=reader.choice("process", defaults.process, PROCESSES),  # type: ignore[arg-type]
-            cycles=reader.integer("cycles", defaults.cycles, minimum=1),
+            cycles=reader.integer("cycles", defaults.cycles, minimum=1, maximum=10000),
         )
     except IdentificationError as error:
         if isinstance(error, DataError):
             raise
         raise DataError(f"excitation settings in {source}: {error}") from error
+    check_trajectory_size(settings, source=source)
+    return settings
+
+
+MAX_TRAJECTORY_SAMPLES = 5_000_000
+"""Most samples an excitation trajectory may have (about 1 GB of arrays for 6 joints)."""
+
+PROCESS_CYCLE_S = 10.0
+"""Upper estimate of one pick-and-place cycle or square lap, s (for the size check)."""
+
+
+def check_trajectory_size(settings: ExcitationSettings, *, source: str = "parameters") -> None:
+    """``DataError`` when the planned trajectory would be too long to hold (before planning it).
+
+    Its length is ``periods / fundamental_hz`` (Fourier and segmented modes, per
+    segment) or ``periods × cycles ×`` :data:`PROCESS_CYCLE_S` (process mode), sampled
+    at ``rate_hz``: ``fundamental_hz: 1e-4`` at 10 kHz would be 10⁸ samples a period.
+    """
+    if settings.mode == "process":
+        duration = settings.periods * settings.cycles * PROCESS_CYCLE_S
+        formula = "periods × cycles × 10 s × rate_hz"
+    else:
+        duration = settings.periods / settings.fundamental_hz
+        formula = "periods / fundamental_hz × rate_hz"
+    samples = duration * settings.rate_hz
+    if samples > MAX_TRAJECTORY_SAMPLES:
+        raise DataError(
+            f"the excitation in {source} would have about {samples:.3g} samples ({formula}), more than"
+            f" {MAX_TRAJECTORY_SAMPLES:.0e}: lower periods, cycles or rate_hz, or raise fundamental_hz"
+        )
 
 
 def load_excitation_settings(path: str | os.PathLike[str] | None, *, mode: str | None = None) -> ExcitationSettings:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,12 +44,18 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regression_models import MODELS
+from dynamic_identification.io.atomic import atomic_output
 
 FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
+
+REGRESSIONS: tuple[str, ...] = ("idim", *MODELS)
+"""Values of ``model.regression``: ``idim`` (the IDIM of [Gautier2013]) or one of the regression
+models of [DirectDrive2012]."""
 
 _DRIVE_TERM_KEYS: tuple[str, ...] = ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
 _DRIVE_CHAIN_KEYS: tuple[str, ...] = ("gear_ratios", "drive_gains", "coupling")
@@ -80,7 +85,7 @@ class ParameterEntry:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise DataError(f"parameter name must be a non-empty string, got {self.name!r}")
+            raise DataError(f"parameter name must be a non-empty string, got {brief(self.name)}")
         value = _number(self.value, f"value of parameter {self.name}")
         if not math.isfinite(value):
             raise DataError(f"value of parameter {self.name} must be finite, got {value!r}")
@@ -88,7 +93,7 @@ class ParameterEntry:
         if std is not None and math.isnan(std):
             std = None
         if not isinstance(self.expression, str):
-            raise DataError(f"expression of parameter {self.name} must be a string, got {self.expression!r}")
+            raise DataError(f"expression of parameter {self.name} must be a string, got {brief(self.expression)}")
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "std_percent", std)
 
@@ -175,7 +180,7 @@ class ParameterFile:
             if key not in terms:
                 raise DataError(f"missing key model.drive_terms.{key}")
             if not isinstance(terms[key], bool):
-                raise DataError(f"model.drive_terms.{key} must be true or false, got {terms[key]!r}")
+                raise DataError(f"model.drive_terms.{key} must be true or false, got {brief(terms[key])}")
             flags[key] = terms[key]
         return DriveTerms(**flags)
 
@@ -254,7 +259,7 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
         if key not in document:
             raise DataError(f"{source} misses the key {key!r}")
     if document["format"] != FORMAT:
-        raise DataError(f"{source} has format {document['format']!r}, expected {FORMAT!r}")
+        raise DataError(f"{source} has format {brief(document['format'])}, expected {FORMAT!r}")
     robot = _mapping(document["robot"], f"robot in {source}")
     for key in ("urdf", "joints"):
         if key not in robot:
@@ -264,7 +269,12 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
         if key not in model:
             raise DataError(f"{source} misses the key 'model.{key}'")
     if not isinstance(document["parameters"], list):
-        raise DataError(f"parameters in {source} must be a list, got {document['parameters']!r}")
+        raise DataError(f"parameters in {source} must be a list, got {brief(document['parameters'])}")
+    if not document["parameters"]:
+        raise DataError(f"parameters in {source} is empty: the file holds no identified parameter")
+    regression = model["regression"]
+    if regression not in REGRESSIONS:
+        raise DataError(f"model.regression in {source} must be one of {list(REGRESSIONS)}, got {brief(regression)}")
     entries = []
     for index, item in enumerate(document["parameters"]):
         entry = _mapping(item, f"parameters[{index}] in {source}")
@@ -284,10 +294,10 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
         )
     removed = document.get("removed") or []
     if not isinstance(removed, list):
-        raise DataError(f"removed in {source} must be a list of names, got {removed!r}")
+        raise DataError(f"removed in {source} must be a list of names, got {brief(removed)}")
     joints = robot["joints"]
     if not isinstance(joints, list):
-        raise DataError(f"robot.joints in {source} must be a list of names, got {joints!r}")
+        raise DataError(f"robot.joints in {source} must be a list of names, got {brief(joints)}")
     try:
         return ParameterFile(
             urdf=robot["urdf"],
@@ -327,36 +337,25 @@ def load_parameters(path_or_text: str | os.PathLike[str]) -> ParameterFile:
 
 
 def write_parameters_atomic(path: str | os.PathLike[str], pf: ParameterFile) -> None:
-    """Write ``pf`` to ``path`` atomically: a temporary file in the same directory, then :func:`os.replace`.
+    """Write ``pf`` to ``path`` atomically (:func:`~dynamic_identification.io.atomic.atomic_output`).
 
     A reader (the feedforward node, a user's editor) sees either the old file or the
     new one, never a partial write.
     """
-    target = Path(path)
     text = dump_parameters(pf)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_output(path) as stream:
+        stream.write(text)
 
 
 def _number(value: Any, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise DataError(f"{name} must be a number, got {value!r}")
+        raise DataError(f"{name} must be a number, got {brief(value)}")
     return float(value)
 
 
 def _mapping(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
-        raise DataError(f"{name} must be a mapping, got {value!r}")
+        raise DataError(f"{name} must be a mapping, got {brief(value)}")
     return dict(value)
 
 

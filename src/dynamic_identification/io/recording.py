@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, brief
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.io.table import check_finite_cells, read_body, read_header, write_table
 
@@ -452,7 +452,7 @@ def _parse_header(
             raise DataError(f"column {name!r} appears twice in {file}")
         seen.add(name)
     if TIME_COLUMN not in seen:
-        raise DataError(f"{file} has no {TIME_COLUMN!r} column (header: {header})")
+        raise DataError(f"{file} has no {TIME_COLUMN!r} column (header: {brief(header)})")
     layout: dict[str, dict[str, int]] = {}
     for index, name in enumerate(header):
         if name == TIME_COLUMN:
@@ -465,7 +465,7 @@ def _parse_header(
             )
         layout.setdefault(joint, {})[kind] = index
     if not layout:
-        raise DataError(f"{file} has no joint columns (header: {header})")
+        raise DataError(f"{file} has no joint columns (header: {brief(header)})")
     for joint, kinds in layout.items():
         if "position" not in kinds:
             raise DataError(f"joint {joint!r} in {file} has {sorted(kinds)} columns but no {joint + '/position'!r}")

@@ -112,6 +112,7 @@ def read_recording_bag(
     bag = Path(path)
     if not bag.exists():
         raise DataError(f"rosbag2 directory not found: {bag}")
+    joint_states_topic, currents_topic = _absolute(joint_states_topic), _absolute(currents_topic)
     topics = (joint_states_topic,) if effort_is_torque else (joint_states_topic, currents_topic)
     messages = _read_messages(bag, topics)
     if joint_names is None:
@@ -170,6 +171,11 @@ def read_recording_bag(
     )
 
 
+def _absolute(topic: str) -> str:
+    """A topic name as a bag stores it: a relative name (``joint_states``, the nodes' default) from the root."""
+    return topic if topic.startswith("/") else "/" + topic
+
+
 def _check_dropped(aligner: StreamAligner, total: int, what: str) -> None:
     """Refuse a bag whose alignment dropped more than :data:`MAX_DROPPED_FRACTION` of the joint states."""
     stats = aligner.stats
@@ -206,7 +212,7 @@ def _read_messages(bag: Path, topics: Sequence[str]) -> list[_Message]:
                     raise DataError(f"topic {topic} in {bag} has type {msgtype}, expected {JOINT_STATE_TYPE}")
             connections = [connection for connection in reader.connections if connection.topic in topics]
             for connection, received_ns, data in reader.messages(connections=connections):
-                messages.append((connection.topic, int(received_ns), reader.deserialize(data, connection.msgtype)))
+                messages.append((connection.topic, int(received_ns), _deserialize(reader, data, connection.msgtype)))
     except errors as error:
         text = " ".join(str(error).split())
         raise DataError(f"cannot read rosbag2 {bag}: {type(error).__name__}: {text}") from error
@@ -214,6 +220,31 @@ def _read_messages(bag: Path, topics: Sequence[str]) -> list[_Message]:
         if not any(name == topic for name, _, _ in messages):
             raise DataError(f"topic {topic} in {bag} has no messages")
     return messages
+
+
+def _deserialize(reader: Any, data: bytes, msgtype: str) -> Any:
+    """A message of the bag; CDR with trailing bytes is accepted.
+
+    ``rclpy.serialization.serialize_message`` (what the rosbag2_py tutorial writes bags
+    with) returns its buffer with a few bytes past the message, which ROS ignores and
+    ``rosbags`` refuses ("CDR message size mismatch"): the message is decoded up to its
+    end, as ROS does.
+    """
+    from rosbags.highlevel import AnyReaderError
+
+    try:
+        return reader.deserialize(data, msgtype)
+    except AnyReaderError as error:
+        if "size mismatch" not in str(error) or len(data) < 4:
+            raise
+    typestore = reader.typestore
+    msgdef = typestore.get_msgdef(msgtype)
+    decode = msgdef.deserialize_cdr_le if data[1] else msgdef.deserialize_cdr_be
+    try:
+        message, _ = decode(memoryview(data)[4:], 0, msgdef.cls, typestore)
+    except Exception as error:  # noqa: BLE001 - a damaged message, whatever the decoder raises
+        raise DataError(f"cannot decode a {msgtype} message: {type(error).__name__}") from None
+    return message
 
 
 def _joint_index(

@@ -1,68 +1,198 @@
 """CSV tables of numbers with a header row: the shared reader and writer of the file formats.
 
 Numbers are written with :func:`repr`, the shortest text that reads back as the same
-binary64 value, so a written table reads back bit for bit. Writing goes to a
-temporary file in the same directory that is then renamed, so a reader never sees
-half a file. Reading errors are one-line :class:`DataError` messages naming the
-file, line and column.
+binary64 value, so a written table reads back bit for bit. Writing is atomic
+(:func:`~dynamic_identification.io.atomic.atomic_output`): a reader never sees half a
+file. Reading errors are one-line :class:`DataError` messages naming the file, line
+and column, never quoting more than a few dozen characters of it.
+
+What a killed writer leaves is read, not refused: a last line cut short (no newline
+and too few cells or a broken number) and NUL bytes padding the end of the file (a
+crash of a file system that had reserved the blocks) are dropped with a warning on
+the ``dynamic_identification`` logger, since every earlier line is intact. A last
+line without newline that still parses is kept (a hand-written file), with a warning
+when NUL padding follows it. A UTF-8 byte
+order mark (a spreadsheet's export) is ignored. NUL bytes or an endless first line
+anywhere else mean the file is not a text CSV and are refused.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import logging
 import math
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, brief, shorten
+from dynamic_identification.io.atomic import atomic_output
 
 _WRITE_CHUNK = 10_000
+MAX_LINE_BYTES = 1 << 20
+"""Longest line (bytes) a table may have: the header of 1000 joints is some 30 kB."""
+_SCAN_CHUNK = 1 << 24
+
+LOGGER = logging.getLogger("dynamic_identification")
 
 
 def write_table(path: str | os.PathLike[str], header: Sequence[str], table: np.ndarray) -> None:
     """Write ``header`` and the rows of ``table`` (2-D floats) atomically."""
     row_format = ",".join(["%r"] * table.shape[1]) + "\n"
-    file = Path(path)
-    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    with atomic_output(path) as stream:
+        csv.writer(stream, lineterminator="\n").writerow(list(header))
+        for start in range(0, table.shape[0], _WRITE_CHUNK):
+            chunk = table[start : start + _WRITE_CHUNK].tolist()
+            stream.write("".join(row_format % tuple(row) for row in chunk))
+
+
+def _first_line(file: Path) -> bytes:
     try:
-        with temporary.open("w", encoding="utf-8", newline="") as stream:
-            csv.writer(stream, lineterminator="\n").writerow(list(header))
-            for start in range(0, table.shape[0], _WRITE_CHUNK):
-                chunk = table[start : start + _WRITE_CHUNK].tolist()
-                stream.write("".join(row_format % tuple(row) for row in chunk))
-        os.replace(temporary, file)
-    finally:
-        temporary.unlink(missing_ok=True)
+        with file.open("rb") as stream:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+    except OSError as error:
+        raise DataError(f"cannot read {file}: {error.strerror or error}") from None
+    if not line.strip(b"\x00 \t\r\n"):
+        raise DataError(f"file is empty: {file}" if not line else f"{file} has an empty header row")
+    if len(line) > MAX_LINE_BYTES:
+        raise DataError(f"the first line of {file} is longer than {MAX_LINE_BYTES} bytes: not a CSV header row")
+    if b"\x00" in line:
+        raise DataError(f"the header row of {file} holds NUL bytes: not a text CSV file")
+    return line
 
 
 def read_header(file: Path) -> list[str]:
-    """The stripped header row of ``file``."""
-    with file.open("r", encoding="utf-8", newline="") as stream:
-        try:
-            header = next(csv.reader(stream))
-        except StopIteration:
-            raise DataError(f"file is empty: {file}") from None
-        except (csv.Error, UnicodeDecodeError) as error:
-            raise DataError(f"cannot read the header row of {file}: {error}") from error
+    """The stripped header row of ``file`` (a UTF-8 byte order mark is ignored)."""
+    line = _first_line(file)
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DataError(f"the header row of {file} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    try:
+        header = next(csv.reader([text]))
+    except (csv.Error, StopIteration) as error:
+        raise DataError(f"cannot read the header row of {file}: {shorten(str(error), 200)}") from None
     header = [name.strip() for name in header]
     if not any(header):
         raise DataError(f"{file} has an empty header row")
     return header
 
 
-def read_body(file: Path, n_columns: int) -> np.ndarray:
-    """All data rows as floats, shape ``(rows, n_columns)``; on failure, diagnose in Python."""
+@dataclass(frozen=True)
+class _Body:
+    """Where the data rows of a file lie (bytes), and what was cut off at its end."""
+
+    start: int
+    stop: int
+    padding: int
+    torn: bytes
+
+
+def _content_end(stream: io.BufferedReader, start: int, size: int) -> int:
+    """Offset after the last byte that is not a NUL (the end of a NUL-padded file's content)."""
+    end = size
+    while end > start:
+        begin = max(start, end - _SCAN_CHUNK)
+        stream.seek(begin)
+        chunk = stream.read(end - begin).rstrip(b"\x00")
+        if chunk:
+            return begin + len(chunk)
+        end = begin
+    return start
+
+
+def _locate_body(file: Path, n_columns: int) -> _Body:
+    start = len(_first_line(file))
+    with file.open("rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        content_end = _content_end(stream, start, size)
+        stop, torn = content_end, b""
+        if stop > start:
+            begin = max(start, stop - MAX_LINE_BYTES)
+            stream.seek(begin)
+            tail = stream.read(stop - begin)
+            if not tail.endswith(b"\n"):
+                newline = tail.rfind(b"\n")
+                if newline < 0 and begin > start:
+                    raise DataError(f"the last line of {file} is longer than {MAX_LINE_BYTES} bytes: not a CSV table")
+                last = tail[newline + 1 :]
+                if not _parses(last, n_columns):
+                    torn, stop = last, stop - len(last)
+                elif content_end < size:
+                    LOGGER.warning(f"{file}: its last line, followed by NUL bytes, may be cut short: check it")
+    return _Body(start=start, stop=stop, padding=size - content_end, torn=torn)
+
+
+def _parses(line: bytes, n_columns: int) -> bool:
+    """Whether ``line`` is a whole data row: ``n_columns`` numbers."""
     try:
-        with warnings.catch_warnings():
+        cells = line.decode("utf-8").strip().split(",")
+        if len(cells) != n_columns:
+            return False
+        for cell in cells:
+            float(cell)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
+
+
+class _Window(io.RawIOBase):
+    """Bytes ``[start, stop)`` of a binary file, as a raw stream (what NumPy reads the rows from)."""
+
+    def __init__(self, stream: io.BufferedReader, start: int, stop: int) -> None:
+        super().__init__()
+        stream.seek(start)
+        self._stream = stream
+        self._left = stop - start
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        count = min(len(buffer), self._left)
+        if count <= 0:
+            return 0
+        got = self._stream.readinto(memoryview(buffer)[:count])
+        self._left -= got
+        return got
+
+
+def read_body(file: Path, n_columns: int) -> np.ndarray:
+    """All data rows as floats, shape ``(rows, n_columns)``; on failure, diagnose in Python.
+
+    A torn last line and trailing NUL padding are dropped with a warning (module docstring).
+    """
+    body = _locate_body(file, n_columns)
+    if body.padding:
+        LOGGER.warning(f"{file}: dropped {body.padding} NUL bytes at its end (a write cut off by a crash)")
+    if body.torn:
+        line = _line_number(file, body.stop)
+        LOGGER.warning(
+            f"{file}: dropped its last line {line}, cut off mid-write ({brief(body.torn.decode('utf-8', 'replace'))})"
+        )
+    try:
+        with file.open("rb") as raw, warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            data = np.loadtxt(file, delimiter=",", skiprows=1, ndmin=2, comments=None, dtype=float, encoding="utf-8")
+            if body.padding or body.torn:
+                source: io.TextIOBase | Path = io.TextIOWrapper(
+                    io.BufferedReader(_Window(raw, body.start, body.stop), buffer_size=1 << 20),
+                    encoding="utf-8",
+                    newline="",
+                )
+                skip = 0
+            else:
+                source, skip = file, 1  # the whole file: NumPy's own reader is faster
+            data = np.loadtxt(
+                source, delimiter=",", skiprows=skip, ndmin=2, comments=None, dtype=float, encoding="utf-8"
+            )
     except (ValueError, UnicodeDecodeError) as error:
-        _diagnose_body(file, n_columns)
-        raise DataError(f"cannot read the data rows of {file}: {error}") from error
+        _diagnose_body(file, n_columns, body)
+        raise DataError(f"cannot read the data rows of {file}: {shorten(str(error), 200)}") from None
     if data.size == 0:
         return np.empty((0, n_columns))
     if data.shape[1] != n_columns:
@@ -70,14 +200,41 @@ def read_body(file: Path, n_columns: int) -> np.ndarray:
     return data
 
 
-def _diagnose_body(file: Path, n_columns: int) -> None:
+def _line_number(file: Path, offset: int) -> int:
+    """1-based number of the line starting at byte ``offset``."""
+    count = 1
+    with file.open("rb") as stream:
+        done = 0
+        while done < offset:
+            chunk = stream.read(min(_SCAN_CHUNK, offset - done))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            done += len(chunk)
+    return count
+
+
+def _diagnose_body(file: Path, n_columns: int, body: _Body) -> None:
     """Raise a :class:`DataError` naming the first bad line and column of ``file``."""
-    with file.open("r", encoding="utf-8", errors="replace", newline="") as stream:
-        header = [name.strip() for name in next(csv.reader(stream))]
-        for line_number, line in enumerate(stream, start=2):
-            if not line.strip():
+    header = read_header(file)
+    with file.open("rb") as stream:
+        stream.seek(body.start)
+        position = body.start
+        line_number = 1
+        while position < body.stop:
+            line = stream.readline(min(MAX_LINE_BYTES + 1, body.stop - position))
+            if not line:
+                break
+            position += len(line)
+            line_number += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise DataError(f"line {line_number} of {file} is longer than {MAX_LINE_BYTES} bytes")
+            if b"\x00" in line:
+                raise DataError(f"line {line_number} of {file} holds NUL bytes: the file is damaged")
+            text = line.decode("utf-8", errors="replace")
+            if not text.strip():
                 continue
-            cells = line.rstrip("\r\n").split(",")
+            cells = text.rstrip("\r\n").split(",")
             if len(cells) != n_columns:
                 raise DataError(f"line {line_number} of {file} has {len(cells)} cells, the header has {n_columns}")
             for column, cell in zip(header, cells, strict=True):
@@ -85,7 +242,7 @@ def _diagnose_body(file: Path, n_columns: int) -> None:
                     float(cell)
                 except ValueError:
                     raise DataError(
-                        f"line {line_number} of {file}, column {column!r}: {cell.strip()!r} is not a number"
+                        f"line {line_number} of {file}, column {column!r}: {brief(cell.strip())} is not a number"
                     ) from None
 
 
@@ -102,10 +259,15 @@ def check_finite_cells(data: np.ndarray, header: list[str], file: Path) -> None:
 
 def _line_of_row(file: Path, row: int) -> int:
     """1-based line number of data row ``row`` (blank lines are skipped by the reader)."""
-    with file.open("r", encoding="utf-8", newline="") as stream:
-        next(stream)
+    with file.open("rb") as stream:
+        stream.readline(MAX_LINE_BYTES + 1)
         count = -1
-        for line_number, line in enumerate(stream, start=2):
+        line_number = 1
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            line_number += 1
             if line.strip():
                 count += 1
                 if count == row:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.io.table import check_finite_cells, read_body, read_header, write_table
 
@@ -35,7 +35,7 @@ def read_trajectory_csv(path: str | os.PathLike[str]) -> SampledTrajectory:
         raise DataError(f"trajectory file not found: {file}")
     header = read_header(file)
     if "time" not in header:
-        raise DataError(f"{file} has no 'time' column (header: {header})")
+        raise DataError(f"{file} has no 'time' column (header: {brief(header)})")
     joints: list[str] = []
     for name in header:
         if name == "time":

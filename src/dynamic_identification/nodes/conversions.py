@@ -8,6 +8,7 @@ joint order; a message that lacks a required joint raises
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,7 +18,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, brief
+from dynamic_identification.core.model import RobotModel
+from dynamic_identification.io.sanity import position_problem
 
 NS_PER_S = 1_000_000_000
 
@@ -84,12 +87,25 @@ def _ordered(values: Sequence[float], indices: np.ndarray, field: str, n_names: 
 
 
 def joint_indices(names: Sequence[str], joint_order: Sequence[str]) -> np.ndarray:
-    """Indices into ``names`` of each joint of ``joint_order``; raises naming missing joints."""
+    """Indices into ``names`` of each joint of ``joint_order``; raises naming missing or repeated joints.
+
+    Cached by the pair of name lists: a driver sends the same names in every message.
+    """
+    return _joint_indices(tuple(names), tuple(joint_order))
+
+
+@functools.lru_cache(maxsize=64)
+def _joint_indices(names: tuple[str, ...], joint_order: tuple[str, ...]) -> np.ndarray:
     position = {name: i for i, name in enumerate(names)}
     missing = [name for name in joint_order if name not in position]
     if missing:
-        raise DataError(f"joints {missing} are missing from the message (it names {list(names)})")
-    return np.array([position[name] for name in joint_order], dtype=int)
+        raise DataError(f"joints {brief(missing)} are missing from the message (it names {brief(list(names))})")
+    if len(position) != len(names):
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        raise DataError(f"the message names joints {brief(repeated)} more than once")
+    indices = np.array([position[name] for name in joint_order], dtype=int)
+    indices.setflags(write=False)
+    return indices
 
 
 def arrays_from_joint_state(
@@ -152,14 +168,48 @@ class TrajectoryPoints:
 
 
 def _point_field(points: Sequence[JointTrajectoryPoint], field: str, order: np.ndarray) -> np.ndarray | None:
-    rows = [list(getattr(point, field)) for point in points]
+    rows = [getattr(point, field) for point in points]
     if all(len(row) == 0 for row in rows):
         return None
     width = order.shape[0]
     for k, row in enumerate(rows):
         if len(row) != width:
             raise DataError(f"trajectory point {k} has {len(row)} {field} for {width} joints")
-    return np.asarray(rows, dtype=float)[:, order]
+    values = np.asarray(rows, dtype=float)[:, order]
+    bad = np.argwhere(~np.isfinite(values))
+    if bad.size:
+        k, j = (int(i) for i in bad[0])
+        raise DataError(f"trajectory point {k} has a non-finite {field[:-1]} ({values[k, j]!r}) of joint {j}")
+    return values
+
+
+def require_known_joints(names: Sequence[str], known: Sequence[str] | None, what: str) -> None:
+    """``DataError`` naming the joints of ``names`` not in ``known`` (``None``: nothing to check yet)."""
+    if known is None:
+        return
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise DataError(f"{what} names joints {brief(unknown)} the model does not have (it has {brief(list(known))})")
+
+
+def implausible_joint_state(robot: RobotModel, q: np.ndarray, dq: np.ndarray | None = None) -> str | None:
+    """Why a measured joint state (rad, rad/s, in ``robot``'s joint order) cannot be the robot's, or ``None``."""
+    names = robot.joint_names
+    return non_finite_field(names, position=q, velocity=dq) or position_problem(
+        names, q, robot.lower_position_limits, robot.upper_position_limits
+    )
+
+
+def non_finite_field(names: Sequence[str], **fields: np.ndarray | None) -> str | None:
+    """``"velocity of joint_2 is nan"`` for the first non-finite value of the given fields, else ``None``."""
+    for field, values in fields.items():
+        if values is None:
+            continue
+        array = np.asarray(values, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            return f"{field} of {names[int(bad[0])]} is {float(array[int(bad[0])])!r}"
+    return None
 
 
 def trajectory_points(message: JointTrajectory, joint_order: Sequence[str]) -> TrajectoryPoints:
@@ -171,15 +221,15 @@ def trajectory_points(message: JointTrajectory, joint_order: Sequence[str]) -> T
     names = list(message.joint_names)
     unknown = [name for name in names if name not in joint_order]
     if unknown or not names or len(set(names)) != len(names):
-        raise DataError(f"trajectory joint_names {names} must be distinct joints of {list(joint_order)}")
+        raise DataError(f"trajectory joint_names {brief(names)} must be distinct joints of {brief(list(joint_order))}")
     if not message.points:
         raise DataError("trajectory has no points")
     selected = [name for name in joint_order if name in names]
     joints = np.array([list(joint_order).index(name) for name in selected], dtype=int)
     order = joint_indices(names, selected)
     times = np.array([stamp_to_seconds(point.time_from_start) for point in message.points])
-    if np.any(np.diff(times) <= 0.0):
-        raise DataError(f"trajectory time_from_start must increase strictly, got {times.tolist()}")
+    if np.any(np.diff(times) <= 0.0) or times[0] < 0.0:
+        raise DataError(f"trajectory time_from_start must be >= 0 and increase strictly, got {brief(times.tolist())}")
     positions = _point_field(message.points, "positions", order)
     if positions is None:
         raise DataError("trajectory points have no positions")

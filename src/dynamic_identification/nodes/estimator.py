@@ -56,6 +56,7 @@ from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
@@ -84,8 +85,8 @@ class EstimatorConfig:
 
     urdf: str
     joints: tuple[str, ...] = ()
-    input_topic: str = "/recorder/samples"
-    parameters_topic: str = "/estimator/parameters"
+    input_topic: str = "recorder/samples"
+    parameters_topic: str = "estimator/parameters"
     parameters_file: str = ""
     identification: tuple[tuple[str, object], ...] = ()
 
@@ -93,9 +94,9 @@ class EstimatorConfig:
 _NODE_PARAMETERS = (
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
     ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "identified joints; unset = all 1-DoF joints"),
-    ParameterSpec("input_topic", "/recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
+    ParameterSpec("input_topic", "recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
     ParameterSpec(
-        "parameters_topic", "/estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
+        "parameters_topic", "estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
     ),
     ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
 )
@@ -292,7 +293,7 @@ class _Counters:
     published: int = 0
 
 
-class EstimatorNode(Node):
+class EstimatorNode(GuardedNode):
     """Sliding-window identification of the samples on ``input_topic`` (see the module docstring)."""
 
     def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
@@ -321,7 +322,7 @@ class EstimatorNode(Node):
         self._last_update: WindowUpdate | None = None
         self._event = ""
         self._failure = ""
-        self._parameters = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
+        self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
@@ -347,7 +348,7 @@ class EstimatorNode(Node):
         if list(previous.joints) != self._names:
             self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
             return
-        self._parameters.publish(String(data=dump_parameters(previous)))
+        self._parameters_publisher.publish(String(data=dump_parameters(previous)))
         self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
 
     @property
@@ -494,7 +495,7 @@ class EstimatorNode(Node):
                 self.get_logger().error(f"cannot write parameters_file {self.config.parameters_file}: {error}")
         if self._stop.is_set() or not self.context.ok():
             return  # shutting down: the file holds the estimate, the publisher may be gone
-        self._parameters.publish(String(data=dump_parameters(parameter_file)))
+        self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
         with self._buffer_lock:
             self._counters.published += 1
 
@@ -561,7 +562,7 @@ class EstimatorNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

@@ -55,15 +55,17 @@ from dynamic_identification.core.excitation.safety import (
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.io.config import config_from_parameters
+from dynamic_identification.io.config import check_trajectory_size, config_from_parameters
 from dynamic_identification.io.parameters import identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     arrays_from_joint_state,
+    implausible_joint_state,
     joint_trajectory_message,
     time_message,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
@@ -118,7 +120,7 @@ class ExcitationConfig:
     frame: str | None = None
     process: str = _SETTINGS.process
     cycles: int = _SETTINGS.cycles
-    output_topic: str = "/joint_trajectory"
+    output_topic: str = "joint_trajectory"
     stream_rate_hz: float = 10.0
     horizon_s: float = 1.0
     stale_timeout_s: float = 0.5
@@ -232,7 +234,7 @@ _PARAMETERS = (
     ParameterSpec(
         "cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)
     ),
-    ParameterSpec("output_topic", "/joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
+    ParameterSpec("output_topic", "joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
     ParameterSpec(
         "stream_rate_hz", 10.0, Parameter.Type.DOUBLE, "rate of published trajectory chunks, Hz", floating=(0.1, 1000.0)
     ),
@@ -343,6 +345,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
         )
         limits = settings.limits(robot)
+        check_trajectory_size(settings, source="the excitation parameters")
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
@@ -498,7 +501,7 @@ class _Playback:
         return interpolate_trajectory(t.time, t.q, t.dq, t.ddq, self.elapsed_s(now_ns))
 
 
-class ExcitationNode(Node):
+class ExcitationNode(GuardedNode):
     """Plans an excitation trajectory and streams it to a ``JointTrajectory`` controller on request."""
 
     def __init__(self, *, node_name: str = "excitation", **kwargs: object) -> None:
@@ -522,7 +525,7 @@ class ExcitationNode(Node):
         self._autostarted = False
         self._trajectory = self.create_publisher(JointTrajectory, self.config.output_topic, COMMAND_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(1.0 / self.config.stream_rate_hz, self._on_stream)
@@ -591,15 +594,17 @@ class ExcitationNode(Node):
             _, q, dq, _ = arrays_from_joint_state(message, self._names)
         except IdentificationError as error:
             self._joint_state_error = str(error)
+            self.count_refusal("joint_states", self._joint_state_error)
             return
         if q is None:
-            self._joint_state_error = "/joint_states carries no positions"
+            self._joint_state_error = "joint_states carries no positions"
+            self.count_refusal("joint_states", self._joint_state_error)
             return
-        for name, values in (("position", q), ("velocity", dq)):
-            if values is not None and not np.all(np.isfinite(values)):
-                joint = int(np.argmax(~np.isfinite(values)))
-                self._joint_state_error = f"{self._names[joint]} has a non-finite {name} ({values[joint]})"
-                return
+        problem = implausible_joint_state(self.robot, q, dq)
+        if problem is not None:
+            self._joint_state_error = problem
+            self.count_refusal("joint_states", problem)
+            return
         self._joint_state_error = None
         stamp_ns = message.header.stamp.sec * NS_PER_S + message.header.stamp.nanosec
         self._joint_state = (self._now_ns(), stamp_ns, q, dq)
@@ -620,7 +625,7 @@ class ExcitationNode(Node):
         if self._joint_state_error is not None:
             return None, f"joint states are unusable: {self._joint_state_error}"
         if self._joint_state is None:
-            return None, "joint states are stale: none received on /joint_states"
+            return None, "joint states are stale: none received on joint_states"
         received_ns, stamp_ns, q, dq = self._joint_state
         timeout = self.config.stale_timeout_s
         age_s = (now_ns - received_ns) / NS_PER_S
@@ -787,7 +792,7 @@ class ExcitationNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

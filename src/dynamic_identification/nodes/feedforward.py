@@ -50,7 +50,14 @@ from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, load_parameters, parse_parameters
-from dynamic_identification.nodes.conversions import NS_PER_S, float64_multi_array, time_message, trajectory_points
+from dynamic_identification.nodes.conversions import (
+    NS_PER_S,
+    float64_multi_array,
+    require_known_joints,
+    time_message,
+    trajectory_points,
+)
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
@@ -64,9 +71,9 @@ class FeedforwardConfig:
     """The node's parameters, read once at start (units as in the ROS parameter descriptions)."""
 
     parameters_file: str = ""
-    parameters_topic: str = "/estimator/parameters"
-    trajectory_topic: str = "/joint_trajectory"
-    output_topic: str = "/feedforward/effort"
+    parameters_topic: str = "estimator/parameters"
+    trajectory_topic: str = "joint_trajectory"
+    output_topic: str = "feedforward/effort"
     rate_hz: float = 500.0
     enabled: bool = True
     friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING
@@ -79,12 +86,12 @@ _PARAMETERS = (
     ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML loaded at start; empty = none"),
     ParameterSpec(
         "parameters_topic",
-        "/estimator/parameters",
+        "estimator/parameters",
         Parameter.Type.STRING,
         "std_msgs/String parameter YAML input (latched); empty = use parameters_file only",
     ),
-    ParameterSpec("trajectory_topic", "/joint_trajectory", Parameter.Type.STRING, "desired JointTrajectory input"),
-    ParameterSpec("output_topic", "/feedforward/effort", Parameter.Type.STRING, "Float64MultiArray torque output"),
+    ParameterSpec("trajectory_topic", "joint_trajectory", Parameter.Type.STRING, "desired JointTrajectory input"),
+    ParameterSpec("output_topic", "feedforward/effort", Parameter.Type.STRING, "Float64MultiArray torque output"),
     ParameterSpec("rate_hz", 500.0, Parameter.Type.DOUBLE, "publishing rate, Hz", floating=(1.0, 10000.0)),
     ParameterSpec("enabled", True, Parameter.Type.BOOL, "publish at start (~/enable, ~/disable switch it)"),
     ParameterSpec(
@@ -210,7 +217,7 @@ def next_motion(previous: DesiredMotion | None, message: JointTrajectory, now_ns
     )
 
 
-class FeedforwardNode(Node):
+class FeedforwardNode(GuardedNode):
     """Publishes the identified model's torques for the desired trajectory."""
 
     def __init__(self, *, node_name: str = "feedforward", **kwargs: object) -> None:
@@ -300,15 +307,18 @@ class FeedforwardNode(Node):
             model = self._use(parse_parameters(message.data, source=source), source)
         except IdentificationError as error:
             self._parameters_error = f"refused parameters from {source}: {error}"
+            self.count_refusal("parameters", self._parameters_error)
             self.get_logger().error(self._parameters_error + "; keeping the previous model")
             return
         self.get_logger().info(f"using {len(model.names)} parameters from {source}", throttle_duration_sec=5.0)
 
     def _on_trajectory(self, message: JointTrajectory) -> None:
         try:
+            require_known_joints(message.joint_names, self._model.joint_names if self._model else None, "trajectory")
             self._motion = next_motion(self._motion, message, self._now_ns())
         except IdentificationError as error:
             self._trajectory_error = f"ignoring {self.config.trajectory_topic}: {error}"
+            self.count_refusal("trajectory", self._trajectory_error)
             self.get_logger().error(self._trajectory_error, throttle_duration_sec=1.0)
             return
         self._trajectory_error = ""
@@ -418,7 +428,7 @@ class FeedforwardNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
 
 

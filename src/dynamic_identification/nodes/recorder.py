@@ -1,7 +1,7 @@
 """``recorder``: time-aligned joint states and joint torques, live and to a recording file.
 
-Subscribes ``topics.joint_states`` (default ``/joint_states``, ``sensor_msgs/JointState``)
-and ``topics.motor_currents`` (default ``/motor_currents``, ``sensor_msgs/JointState``
+Subscribes ``topics.joint_states`` (default ``joint_states``, ``sensor_msgs/JointState``)
+and ``topics.motor_currents`` (default ``motor_currents``, ``sensor_msgs/JointState``
 whose ``effort`` holds motor currents in A); joints are matched by name, in any order,
 extra joints are ignored and a message lacking a recorded joint is refused and
 reported. The two streams are paired by
@@ -13,11 +13,18 @@ third-order model of seed 002 eq. (4) with ``current_polynomial``). With
 ``topics.effort_is_torque`` (Gazebo's ``gz_ros2_control``) the joint states' effort
 already is the joint torque and no currents are needed.
 
-Publishes ``output_topic`` (default ``/recorder/samples``, ``sensor_msgs/JointState``:
-position in rad, velocity in rad/s, effort = joint torque in N·m, stamp = the joint
-state's) and ``/diagnostics`` at 1 Hz (messages received and refused per topic,
-aligned, unaligned, rejected NaN/duplicate/out-of-order samples, the recording, and a
-warning naming any input topic silent for ``silent_timeout_s``). Serves ``~/start``
+Publishes ``output_topic`` (default ``recorder/samples``, a relative name: namespaces
+move it, ``sensor_msgs/JointState``: position in rad, velocity in rad/s, effort = joint
+torque in N·m, stamp = the joint state's) and ``/diagnostics`` at 1 Hz (messages
+received and refused per topic, aligned, unaligned, rejected NaN/duplicate/out-of-order
+samples, the recording, and a warning naming any input topic silent for
+``silent_timeout_s``). Nothing is lost silently: samples missing between stamps (a
+queue that overflowed: :class:`~dynamic_identification.core.streams.StampGaps`),
+refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
+samples are being lost or the recording lacks some (ERROR for malformed input), and
+``~/stop`` names the losses of the recording. A message stamped 0 (a driver that does
+not stamp) is taken at its receive time, with a warning; a stamp of either stream
+jumping back by more than a second restarts the alignment. Serves ``~/start``
 and ``~/stop`` (``std_srvs/Trigger``): ``~/start`` records into
 ``output_dir/recording_<YYYYmmdd_HHMMSS>.csv`` (or ``output_file``; an existing file
 is never overwritten: ``_1``, ``_2``, … are appended), ``~/stop`` closes it. The file
@@ -33,7 +40,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -53,8 +60,9 @@ from dynamic_identification.core.alignment import (
     current_polynomial,
     current_to_torque,
 )
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import IdentificationError, brief
 from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.streams import StampGaps
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
@@ -64,6 +72,7 @@ from dynamic_identification.nodes.conversions import (
     stamp_to_ns,
     time_message,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import sensor_qos
@@ -87,7 +96,7 @@ class RecorderConfig:
     """
 
     current_polynomial: tuple[float, ...] = ()
-    output_topic: str = "/recorder/samples"
+    output_topic: str = "recorder/samples"
     output_dir: str = "."
     output_file: str = ""
     tolerance_s: float = DEFAULT_TOLERANCE_S
@@ -104,9 +113,13 @@ _NODE_PARAMETERS = (
         "current to motor torque, seed 002 eq. (4): [c0 N.m, c1 N.m/A, c2 N.m/A^2, c3 N.m/A^3] per motor,"
         " motor by motor; unset = linear with drive_chain.drive_gains",
     ),
-    ParameterSpec("output_topic", "/recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m)"),
+    ParameterSpec(
+        "output_topic", "recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m); relative name"
+    ),
     ParameterSpec("output_dir", ".", Parameter.Type.STRING, "directory of recording_<YYYYmmdd_HHMMSS>.csv files"),
-    ParameterSpec("output_file", "", Parameter.Type.STRING, "recording file (relative to output_dir); empty = dated"),
+    ParameterSpec(
+        "output_file", "", Parameter.Type.STRING, "recording file name inside output_dir (no '..'); empty = dated"
+    ),
     ParameterSpec(
         "tolerance_s",
         DEFAULT_TOLERANCE_S,
@@ -143,9 +156,9 @@ _IDENTIFICATION_PARAMETERS = (
     ParameterSpec(
         "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
     ),
-    ParameterSpec("topics.joint_states", _DEFAULTS.joint_states_topic, Parameter.Type.STRING, "JointState input"),
+    ParameterSpec("topics.joint_states", "joint_states", Parameter.Type.STRING, "JointState input; relative name"),
     ParameterSpec(
-        "topics.motor_currents", _DEFAULTS.currents_topic, Parameter.Type.STRING, "JointState of currents (effort, A)"
+        "topics.motor_currents", "motor_currents", Parameter.Type.STRING, "JointState of currents (effort, A)"
     ),
     ParameterSpec(
         "topics.effort_is_torque",
@@ -199,6 +212,12 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
         raise ValueError("parameter 'output_topic' must not be empty")
     if not config.output_dir:
         raise ValueError("parameter 'output_dir' must not be empty")
+    output_file = Path(config.output_file)
+    if config.output_file and (output_file.is_absolute() or ".." in output_file.parts or not output_file.name):
+        raise ValueError(
+            f"parameter 'output_file' must be a file name inside output_dir (no '..', not absolute),"
+            f" got {brief(config.output_file)}"
+        )
     if not (config.max_delay_s > config.tolerance_s):
         raise ValueError(
             f"parameter 'max_delay_s' ({config.max_delay_s}) must exceed 'tolerance_s' ({config.tolerance_s})"
@@ -234,16 +253,72 @@ def recording_path(output_dir: str, output_file: str, now: datetime) -> Path:
 
 @dataclass
 class _Input:
-    """Receipt counts of one input topic."""
+    """Receipt counts of one input topic.
+
+    ``gaps`` counts the samples missing between stamps (lost on the way: a queue that
+    overflowed); ``unstamped`` the messages stamped 0, recorded at their receive time;
+    ``restarts`` the jumps of its stamps back by more than ``BACKWARD_JUMP_S``.
+    """
 
     topic: str
     received: int = 0
     refused: int = 0
     last_receipt: float | None = None
     error: str = ""
+    gaps: StampGaps = field(default_factory=StampGaps)
+    unstamped: int = 0
+    restarts: int = 0
+    last_stamp_ns: int | None = None
 
 
-class RecorderNode(Node):
+@dataclass(frozen=True)
+class Losses:
+    """Joint-state samples that did not reach the output, by cause, since the node started.
+
+    ``missing`` joint states never arrived (gaps in their stamps), ``refused`` arrived
+    unusable (a malformed message, NaN, a repeated or out-of-order stamp),
+    ``unaligned`` found no motor current within ``tolerance_s``; ``currents_missing``
+    counts motor-current samples missing from their stream (they cost joint states only
+    when they leave a gap wider than the tolerance).
+    """
+
+    missing: int = 0
+    refused: int = 0
+    unaligned: int = 0
+    currents_missing: int = 0
+    aligned: int = 0
+    received: int = 0
+
+    @property
+    def samples(self) -> int:
+        """Joint states lost: missing, refused or unaligned."""
+        return self.missing + self.refused + self.unaligned
+
+    def since(self, earlier: Losses) -> Losses:
+        return Losses(
+            missing=self.missing - earlier.missing,
+            refused=self.refused - earlier.refused,
+            unaligned=self.unaligned - earlier.unaligned,
+            currents_missing=self.currents_missing - earlier.currents_missing,
+            aligned=self.aligned - earlier.aligned,
+            received=self.received - earlier.received,
+        )
+
+    def describe(self) -> str:
+        """``"12 joint states missing (gaps in their stamps), 3 unaligned (…)"``; empty without loss."""
+        parts = []
+        if self.missing:
+            parts.append(f"{self.missing} joint states missing (gaps in their stamps: lost on the way)")
+        if self.refused:
+            parts.append(f"{self.refused} refused (malformed, NaN, repeated or out-of-order stamps)")
+        if self.unaligned:
+            parts.append(f"{self.unaligned} unaligned (no motor current within tolerance_s)")
+        if self.currents_missing:
+            parts.append(f"{self.currents_missing} motor-current samples missing")
+        return ", ".join(parts)
+
+
+class RecorderNode(GuardedNode):
     """Aligns joint states with motor currents, publishes joint torques and records them (module docstring)."""
 
     def __init__(self, *, node_name: str = "recorder", **kwargs: object) -> None:
@@ -257,8 +332,8 @@ class RecorderNode(Node):
         if setup.conversion is not None:
             self._use(setup.conversion)
         self._base_ns: int | None = None
-        self._last_joint_state_ns: int | None = None
         self._published = 0
+        self._overflowed = 0
         self._started = time.monotonic()
         self._joint_states = _Input(self.identification.joint_states_topic)
         self._currents = _Input(self.identification.currents_topic)
@@ -267,11 +342,18 @@ class RecorderNode(Node):
         self._recording_refused = 0
         self._recording_error = ""
         self._last_path = ""
+        self._losses_at_start = Losses()
+        self._losses_reported = Losses()
         self._samples = self.create_publisher(JointState, self.config.output_topic, STREAM_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
+        # Names as resolved in the node's namespace, for the logs and diagnostics.
+        subscription = self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
+        self._joint_states.topic = subscription.topic_name
         if not self.effort_is_torque:
-            self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
+            subscription = self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
+            self._currents.topic = subscription.topic_name
+        elif hasattr(self, "resolve_topic_name"):  # Jazzy and later
+            self._currents.topic = self.resolve_topic_name(self._currents.topic)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._on_timer)
@@ -279,7 +361,7 @@ class RecorderNode(Node):
         joints = list(self._conversion.joints) if self._conversion else "the joints of the first message"
         self.get_logger().info(
             f"recording {joints} from {self._joint_states.topic} with torques from {source};"
-            f" publishing {self.config.output_topic}"
+            f" publishing {self._samples.topic_name}"
         )
 
     @property
@@ -345,14 +427,7 @@ class RecorderNode(Node):
             self._refuse(source, "the message carries no effort (joint torque, N.m) and topics.effort_is_torque is set")
             return
         source.error = ""
-        stamp_ns = stamp_to_ns(message.header.stamp)
-        last = self._last_joint_state_ns
-        if last is not None and stamp_ns < last - BACKWARD_JUMP_S * NS_PER_S:
-            self.get_logger().warning(
-                f"{source.topic} stamps jumped back by {(last - stamp_ns) / NS_PER_S:.3f} s: alignment restarted"
-            )
-            aligner.reset()
-        self._last_joint_state_ns = stamp_ns
+        stamp_ns = self._stamp(source, message, aligner)
         self._emit(aligner.add_joint_state(self._seconds(stamp_ns), q, dq, effort if self.effort_is_torque else None))
 
     def _on_currents(self, message: JointState) -> None:
@@ -371,7 +446,34 @@ class RecorderNode(Node):
             self._refuse(source, "the message carries no effort (motor currents, A)")
             return
         source.error = ""
-        self._emit(aligner.add_currents(self._seconds(stamp_to_ns(message.header.stamp)), currents))
+        self._emit(aligner.add_currents(self._seconds(self._stamp(source, message, aligner)), currents))
+
+    def _stamp(self, source: _Input, message: JointState, aligner: StreamAligner) -> int:
+        """The message's stamp, ns: its receive time when it is unstamped (0); gaps and jumps back are counted.
+
+        A stamp earlier than the stream's last by more than ``BACKWARD_JUMP_S`` (a bag
+        loop, a simulation reset, a device clock reset) restarts the alignment; the
+        other stream's jump detection starts afresh, so a bag loop restarts it once.
+        """
+        stamp_ns = stamp_to_ns(message.header.stamp)
+        if stamp_ns == 0:
+            source.unstamped += 1
+            stamp_ns = max(int(self.get_clock().now().nanoseconds), 1)
+        last = source.last_stamp_ns
+        if last is not None and stamp_ns < last - BACKWARD_JUMP_S * NS_PER_S:
+            self.get_logger().warning(
+                f"{source.topic} stamps jumped back by {(last - stamp_ns) / NS_PER_S:.3f} s: alignment restarted"
+            )
+            aligner.reset()
+            source.restarts += 1
+            for stream in (self._joint_states, self._currents):
+                stream.gaps.reset()
+                stream.last_stamp_ns = None
+            last = None
+        if last is None or stamp_ns > last:
+            source.last_stamp_ns = stamp_ns
+            source.gaps.add(stamp_ns)
+        return stamp_ns
 
     def _emit(self, samples: list[AlignedSample]) -> None:
         conversion = self._conversion
@@ -382,6 +484,11 @@ class RecorderNode(Node):
                 torque = sample.effort
             else:
                 torque = current_to_torque(sample.current, conversion.drive_chain, conversion.polynomial)
+                if not np.isfinite(torque).all():  # finite currents, absurd ones: 1e308 A
+                    reason = f"motor currents {brief(sample.current.tolist())} A overflow the joint torque"
+                    self._refuse(self._currents, reason)
+                    self._overflowed += 1
+                    continue
             stamp_ns = self._base_ns + round(sample.stamp_s * NS_PER_S)
             self._samples.publish(
                 joint_state_message(conversion.joints, stamp_ns, sample.position, sample.velocity, torque)
@@ -429,6 +536,7 @@ class RecorderNode(Node):
         self._last_path = str(path)
         self._recording_refused = 0
         self._recording_error = ""
+        self._losses_at_start = self.losses()
         message = f"recording to {path}"
         self.get_logger().info(message)
         return Trigger.Response(success=True, message=message)
@@ -437,12 +545,17 @@ class RecorderNode(Node):
         path = self._recording
         if path is None:
             return Trigger.Response(success=True, message="not recording")
+        lost = self.losses().since(self._losses_at_start)
         samples = self._close_recording()
         if samples == 0:
             message = f"stopped: no aligned sample arrived, {path} not written"
         else:
             message = f"stopped: {samples} samples in {path}"
-        self.get_logger().info(message)
+        if lost.samples or lost.currents_missing:
+            message += f"; lost during the recording: {lost.describe()}"
+            self.get_logger().warning(message)
+        else:
+            self.get_logger().info(message)
         return Trigger.Response(success=True, message=message)
 
     def _close_recording(self) -> int:
@@ -456,6 +569,26 @@ class RecorderNode(Node):
         if self._writer is not None:
             self._writer.flush()
         self._publish_diagnostics()
+
+    def losses(self) -> Losses:
+        """Joint states lost so far, by cause (:class:`Losses`)."""
+        stats = self._aligner.stats if self._aligner is not None else None
+        rejected = stats.joint_states.rejected if stats is not None else 0
+        return Losses(
+            missing=self._joint_states.gaps.missing,
+            refused=self._joint_states.refused + rejected + self._overflowed,
+            unaligned=stats.unaligned if stats is not None else 0,
+            currents_missing=0 if self.effort_is_torque else self._currents.gaps.missing,
+            aligned=stats.aligned if stats is not None else 0,
+            received=self._joint_states.received,
+        )
+
+    def _skew_s(self) -> float | None:
+        """Newest motor-current stamp minus newest joint-state stamp, s (``None`` before both)."""
+        currents, states = self._currents.last_stamp_ns, self._joint_states.last_stamp_ns
+        if currents is None or states is None or self.effort_is_torque:
+            return None
+        return (currents - states) / NS_PER_S
 
     def silent_topics(self) -> list[tuple[str, float]]:
         """Input topics with no message for ``silent_timeout_s``, with the seconds since the last (or start)."""
@@ -485,6 +618,25 @@ class RecorderNode(Node):
         if self._recording_error and self._recording is not None:
             level = DiagnosticStatus.ERROR
             problems.append(f"recording refuses samples: {self._recording_error}")
+        losses = self.losses()
+        recent = losses.since(self._losses_reported)
+        if recent.samples or recent.currents_missing:
+            cause = recent.describe()
+            skew = self._skew_s()
+            if recent.unaligned and skew is not None and abs(skew) > self.config.max_delay_s:
+                side = "behind" if skew < 0 else "ahead of"
+                cause += f"; the motor currents' stamps are {abs(skew):.3f} s {side} the joint states' (another clock?)"
+            problems.append(f"lost {recent.samples} samples since the last report: {cause}")
+            level = max(level, DiagnosticStatus.WARN)
+        if self._recording is not None:
+            during = losses.since(self._losses_at_start)
+            if during.samples:
+                problems.append(f"the recording lacks {during.samples} samples: {during.describe()}")
+                level = max(level, DiagnosticStatus.WARN)
+        for source in (self._joint_states, self._currents):
+            if source.unstamped and source.received:
+                problems.append(f"{source.topic} is unstamped (stamp 0): {source.unstamped} recorded at receipt time")
+                level = max(level, DiagnosticStatus.WARN)
         recording = self._recording
         writer = self._writer
         values: dict[str, str] = {
@@ -511,11 +663,20 @@ class RecorderNode(Node):
                 values[f"{label}_rejected_duplicate"] = str(stream.rejected_duplicate)
                 values[f"{label}_rejected_out_of_order"] = str(stream.rejected_out_of_order)
             values.update(aligned=str(stats.aligned), unaligned=str(stats.unaligned), pending=str(stats.pending))
+        for label, source in (("joint_states", self._joint_states), ("motor_currents", self._currents)):
+            period = source.gaps.period_s
+            values[f"{label}_period_ms"] = "" if period is None else f"{period * 1e3:.6g}"
+            values[f"{label}_missing"] = str(source.gaps.missing)
+            values[f"{label}_interruptions"] = str(source.gaps.interruptions)
+            values[f"{label}_unstamped"] = str(source.unstamped)
+            values[f"{label}_restarts"] = str(source.restarts)
+        values["lost_samples"] = str(losses.samples)
         values["published"] = str(self._published)
         values["recording"] = "true" if recording is not None else "false"
         values["recording_path"] = str(recording) if recording is not None else self._last_path
         values["recording_samples"] = str(writer.n_samples if writer is not None else 0)
         values["recording_refused"] = str(self._recording_refused)
+        values["recording_lost_samples"] = str(losses.since(self._losses_at_start).samples if recording else 0)
         if problems:
             message = "; ".join(problems)
         elif recording is not None:
@@ -536,7 +697,8 @@ class RecorderNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.diagnostic_status()]
+        array.status = [self.guard_report(self.diagnostic_status())]
+        self._losses_reported = self.losses()  # the next report's "recent" starts here
         self._diagnostics.publish(array)
 
 

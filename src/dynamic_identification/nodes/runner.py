@@ -1,17 +1,43 @@
-"""The one ``main()`` body of every node (STYLE.md form, valid on Humble, Jazzy and Kilted)."""
+"""The one ``main()`` body of every node (STYLE.md form, valid on Humble, Jazzy and Kilted).
+
+Shutdown is this module's: SIGINT and SIGTERM (Ctrl-C, ``ros2 launch`` stopping its
+processes, ``kill``) only *request* a shutdown, which the spin loop notices within
+:data:`SPIN_TIMEOUT_S`; the node is then destroyed (the recorder closes its file, the
+estimator joins its worker) and the context shut down, in that order, and the process
+exits 0. A second (third, …) signal during that cleanup is logged and ignored, so it
+can neither abort the cleanup half-way nor crash a callback running in C++ with a
+``KeyboardInterrupt``. rclpy's own signal handlers are not installed: they shut the
+context down under the running executor, which then fails to create its timeout timer
+(``RCLError: … the given context is not valid``, exit 1).
+
+Errors while *building* the node (invalid parameters, an unknown parameter key)
+end the process with one ``FATAL`` line and exit code 1. Errors of *callbacks* never
+end it: :class:`~dynamic_identification.nodes.guarded.GuardedNode` counts and reports
+them, and an exception that still escapes ``spin_once`` is logged here on one line
+and the loop goes on.
+"""
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Sequence
+from types import FrameType
 
 import rclpy
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from dynamic_identification.core.errors import shorten
+from dynamic_identification.nodes.overrides import refuse_unknown_parameters
 
 SPIN_TIMEOUT_S = 0.1
-"""Longest wait of one ``spin_once``: the loop notices a shutdown at least this often."""
+"""Longest wait of one ``spin_once``: the loop notices a shutdown request at least this often."""
+
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def stream_executor(context: Context | None = None) -> Executor:
@@ -29,6 +55,82 @@ def stream_executor(context: Context | None = None) -> Executor:
     return EventsExecutor(context=context)
 
 
+class ShutdownRequest:
+    """SIGINT/SIGTERM handlers that set a flag instead of raising.
+
+    After the cleanup :meth:`ignore_further` ignores both signals until the process
+    exits: one that arrives while the interpreter winds down must not turn a clean
+    exit into a ``KeyboardInterrupt`` (exit status -2). Only the main thread may
+    install signal handlers; elsewhere nothing is installed and the flag is only set
+    by :meth:`request`.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.signals: list[int] = []
+        self._event = threading.Event()
+        self._installed = threading.current_thread() is threading.main_thread()
+        if self._installed:
+            for number in SHUTDOWN_SIGNALS:
+                signal.signal(number, self._on_signal)
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
+
+    def request(self) -> None:
+        self._event.set()
+
+    def _on_signal(self, number: int, _frame: FrameType | None) -> None:
+        self.signals.append(number)
+        if len(self.signals) > 1:
+            # Logged from the handler: the main thread may be inside the cleanup.
+            rclpy.logging.get_logger(self.name).warning(
+                f"{signal.Signals(number).name} again: already shutting down, finishing the cleanup"
+            )
+        self._event.set()
+
+    def ignore_further(self) -> None:
+        """Ignore SIGINT and SIGTERM from now on (the cleanup is done, the process exits).
+
+        Python's finalisation puts the default handler back in place of a Python one,
+        so a signal in the last milliseconds would kill the process (exit status -2);
+        an ignored signal stays ignored.
+        """
+        if self._installed:
+            for number in SHUTDOWN_SIGNALS:
+                signal.signal(number, signal.SIG_IGN)
+
+
+def spin_until_shutdown(node: Node, spinner: Executor, stop: ShutdownRequest) -> None:
+    """Spin ``node`` on ``spinner`` until a shutdown is requested or the context ends.
+
+    An exception escaping a callback (only possible for callbacks created outside
+    :class:`~dynamic_identification.nodes.guarded.GuardedNode`) is logged on one line
+    and spinning goes on.
+    """
+    while not stop.requested and spinner.context.ok():
+        try:
+            spinner.spin_once(timeout_sec=SPIN_TIMEOUT_S)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            raise
+        except Exception as error:  # noqa: BLE001 - a callback error never ends the node
+            if stop.requested or not spinner.context.ok():
+                break
+            node.get_logger().error(
+                f"a callback failed and its input was refused: {type(error).__name__}: {shorten(str(error), 300)}",
+                throttle_duration_sec=5.0,
+            )
+
+
+def _shutdown_keeping_handlers() -> None:
+    """``rclpy.try_shutdown`` without putting the default signal handlers back (Jazzy and later would)."""
+    try:
+        rclpy.try_shutdown(uninstall_handlers=False)
+    except TypeError:  # Humble: no such argument, and no handlers to uninstall
+        rclpy.try_shutdown()
+
+
 def run_node(
     name: str,
     create: Callable[[], Node],
@@ -41,22 +143,33 @@ def run_node(
     The loop calls ``spin_once`` with a timeout rather than ``spin()``: the Kilted
     wheels' ``EventsExecutor.spin()`` runs no callback at all in a node process.
     Invalid parameters (``ValueError`` or ``ParameterException`` while building the
-    node) are logged as fatal and end the process with exit code 1.
+    node, an unknown parameter key) are logged as fatal and end the process with
+    exit code 1; SIGINT and SIGTERM end it with exit code 0 (module docstring).
     """
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=None if args is None else list(args), signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as error:  # noqa: BLE001 - rcl's RCLError on malformed --ros-args
+        rclpy.logging.get_logger(name).fatal(
+            f"refusing to start: invalid ROS arguments ({shorten(str(error), 200)}); see --ros-args --help"
+        )
+        raise SystemExit(1) from None
+    stop = ShutdownRequest(name)
     node: Node | None = None
     try:
-        node = create()
+        try:
+            node = create()
+            refuse_unknown_parameters(node)
+        except (ValueError, ParameterException) as error:
+            rclpy.logging.get_logger(name).fatal(f"refusing to start: {shorten(str(error))}")
+            raise SystemExit(1) from None
         spinner = executor()
         spinner.add_node(node)
-        while spinner.context.ok():
-            spinner.spin_once(timeout_sec=SPIN_TIMEOUT_S)
+        spin_until_shutdown(node, spinner, stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger(name).fatal(f"refusing to start: {error}")
-        raise SystemExit(1) from error
     finally:
+        stop.request()
         if node is not None:
             node.destroy_node()
-        rclpy.try_shutdown()
+        _shutdown_keeping_handlers()
+        stop.ignore_further()

@@ -1,14 +1,17 @@
 """``sim_robot``: the simulated robot as a ROS node.
 
-Subscribes ``/joint_trajectory`` (``trajectory_msgs/JointTrajectory``) and
-``/feedforward/effort`` (``std_msgs/Float64MultiArray``, N·m in the node's joint
-order); publishes ``/joint_states`` (quantised position, velocity, effort = joint
-torque measured through the drive chain, N·m) and ``/motor_currents``
-(``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A).
+Subscribes ``joint_trajectory`` (``trajectory_msgs/JointTrajectory``) and
+``feedforward/effort`` (``std_msgs/Float64MultiArray``, N·m in the node's joint
+order); publishes ``joint_states`` (quantised position, velocity, effort = joint
+torque measured through the drive chain, N·m) and ``motor_currents``
+(``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A), relative
+names that a namespace moves, and ``/diagnostics`` at 1 Hz (steps, refused inputs:
+non-finite or out-of-limit trajectory points, efforts beyond the URDF limits).
 
 The physics is :class:`dynamic_identification.core.simulation.RobotSimulator`;
-this node only reads parameters, converts messages and keeps simulated time in one
-of two ways:
+this node only reads parameters, converts messages, publishes ``/diagnostics`` at 1 Hz
+(steps, refused inputs: non-finite or out-of-limit trajectory points, efforts beyond
+the URDF limits) and keeps simulated time in one of two ways:
 
 * ``publish_clock: false`` (default) — on the node clock (wall clock, or ``/clock``
   from elsewhere with ``use_sim_time``): each timer tick steps as many ``1 / rate_hz``
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -49,6 +53,7 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
 )
+from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
@@ -56,6 +61,7 @@ from dynamic_identification.nodes.conversions import (
     time_message,
     trajectory_points,
 )
+from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
@@ -73,6 +79,8 @@ DEFAULT_ROTOR_INERTIA = (0.5, 0.4, 0.2, 0.1, 0.08, 0.05)
 DEFAULT_VISCOUS = (6.9, 4.5, 1.6, 0.85, 1.6, 0.5)
 DEFAULT_COULOMB = (6.7, 7.9, 6.3, 2.6, 2.7, 1.8)
 DEFAULT_OFFSET = (0.3, -0.5, 0.2, 0.1, -0.1, 0.05)
+
+DIAGNOSTICS_PERIOD_S = 1.0
 
 FEEDFORWARD_TIMEOUT_S = 0.1
 """A feedforward older than this (node clock) is ignored."""
@@ -320,12 +328,17 @@ class _Reference:
         return q, dq, ddq
 
 
-class SimRobotNode(Node):
+class SimRobotNode(GuardedNode):
     """The simulated robot: PD + feedforward tracking of ``/joint_trajectory``, sensors on topics."""
 
     def __init__(self, *, node_name: str = "sim_robot", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
         self.config = declare_and_read(self)
+        if self.config.publish_clock and self.get_parameter("use_sim_time").value:
+            raise ValueError(
+                "parameters 'publish_clock' and 'use_sim_time' are both true: the simulator would wait for the clock"
+                " it publishes; set use_sim_time for the other nodes only"
+            )
         setup = build_simulation(self.config)
         self.robot = setup.robot
         self.drive_chain = setup.drive_chain
@@ -338,10 +351,11 @@ class SimRobotNode(Node):
         self._anchor_ns: int | None = None
         self._steps = 0
         self._max_steps = max(1, round(self.config.max_catch_up_s * NS_PER_S / self._dt_ns))
-        self._joint_states = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
-        self._currents = self.create_publisher(JointState, "/motor_currents", SENSOR_QOS)
-        self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
-        self.create_subscription(Float64MultiArray, "/feedforward/effort", self._on_feedforward, COMMAND_QOS)
+        self._joint_states = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self._currents = self.create_publisher(JointState, "motor_currents", SENSOR_QOS)
+        self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "feedforward/effort", self._on_feedforward, COMMAND_QOS)
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._clock_publisher: Publisher | None = None
         if self.config.publish_clock:
             # Simulated time starts at the wall time, so stamps look like a real driver's.
@@ -353,8 +367,10 @@ class SimRobotNode(Node):
             self.create_timer(
                 self._dt_ns / NS_PER_S / self.config.real_time_factor, self._on_wall_timer, clock=self._wall
             )
+            self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics, clock=self._wall)
         else:
             self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
+            self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
         mode = f", publishing /clock at {self.config.real_time_factor:g}× real time" if self._clock_publisher else ""
         self.get_logger().info(
             f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz{mode}"
@@ -379,7 +395,13 @@ class SimRobotNode(Node):
         try:
             points = trajectory_points(message, self._names)
         except IdentificationError as error:
-            self.get_logger().error(f"ignoring /joint_trajectory: {error}")
+            self._refuse_input("joint_trajectory", str(error))
+            return
+        joints = [self._names[j] for j in points.joints]
+        lower, upper = self.robot.lower_position_limits, self.robot.upper_position_limits
+        problem = position_problem(joints, points.positions, lower[points.joints], upper[points.joints])
+        if problem is not None:
+            self._refuse_input("joint_trajectory", f"a trajectory point's {problem}")
             return
         now_ns = self._sim_stamp_ns()
         q, dq, ddq = self._reference.at(now_ns)
@@ -404,13 +426,25 @@ class SimRobotNode(Node):
             accelerations=accelerations,
         )
 
+    def _refuse_input(self, topic: str, reason: str) -> None:
+        self.count_refusal(topic, reason)
+        self.get_logger().error(f"ignoring {topic}: {reason}", throttle_duration_sec=1.0)
+
     def _on_feedforward(self, message: Float64MultiArray) -> None:
         values = float64_array(message)
         if values.shape != (len(self._names),) or not np.all(np.isfinite(values)):
-            self.get_logger().warning(
-                f"ignoring /feedforward/effort with {values.size} values; need {len(self._names)} finite efforts"
-                f" in the order {self._names}",
-                throttle_duration_sec=1.0,
+            self._refuse_input(
+                "feedforward/effort",
+                f"{values.size} values; need {len(self._names)} finite efforts in the order {self._names}",
+            )
+            return
+        limits = self.robot.effort_limits
+        beyond = np.abs(values) > limits * (1.0 + 1e-9)
+        if np.any(limits > 0.0) and np.any(beyond & (limits > 0.0)):
+            j = int(np.argmax(beyond & (limits > 0.0)))
+            self._refuse_input(
+                "feedforward/effort",
+                f"effort of {self._names[j]} is {values[j]:.6g} N.m, beyond its limit {limits[j]:.6g} N.m",
             )
             return
         self._feedforward = (values, self._now_ns())
@@ -499,6 +533,28 @@ class SimRobotNode(Node):
         q, dq, torques, currents = self.simulator.measure()
         self._joint_states.publish(joint_state_message(self._names, stamp_ns, q, dq, torques))
         self._currents.publish(joint_state_message(self._names, stamp_ns, None, None, currents))
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """One ``DiagnosticStatus``: simulated steps, whether a feedforward is applied (refusals: ``guard_report``)."""
+        level, message = DiagnosticStatus.OK, "simulating"
+        values = {
+            "steps": str(self._steps),
+            "rate_hz": f"{self.config.rate_hz:g}",
+            "feedforward": "true" if self._feedforward is not None else "false",
+        }
+        return DiagnosticStatus(
+            level=level,
+            name="sim_robot",
+            message=message,
+            hardware_id="",
+            values=[KeyValue(key=key, value=value) for key, value in values.items()],
+        )
+
+    def _publish_diagnostics(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = time_message(max(self._now_ns(), 0))
+        array.status = [self.guard_report(self.diagnostic_status())]
+        self._diagnostics.publish(array)
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -1,0 +1,144 @@
+"""Unit checks of recordings: time in seconds, positions in radians, before any identification.
+
+A recording in the wrong unit is not refused by the numbers alone: positions in
+degrees identify a model 57 times too stiff with no error; time in nanoseconds gives
+a rate of 1e-6 Hz and a baffling filter error. :func:`check_recording_units` refuses
+such a recording with one line naming the likely unit:
+
+* the median time step must lie in ``[MIN_STEP_S, MAX_STEP_S]``: 1 µs to 0.5 s, i.e.
+  1 MHz to 2 Hz; above, it says which unit the steps look like (milliseconds,
+  microseconds, nanoseconds); below (subnormal steps), that the stamps are not in s;
+* each joint's positions must stay within its URDF limits widened by
+  :data:`POSITION_TOLERANCE_RAD` (or within ±:data:`MAX_ABS_POSITION_RAD` for a joint
+  without limits), and its speed (99th percentile over 10 ms differences) below
+  :data:`SPEED_FACTOR` times its URDF velocity limit: otherwise positions look like
+  degrees.
+
+``dynid … --no-unit-checks`` skips these checks for a robot whose URDF limits are wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dynamic_identification.core.errors import DataError
+
+MIN_STEP_S = 1e-6
+MAX_STEP_S = 0.5
+POSITION_TOLERANCE_RAD = 0.5
+"""A position may exceed the URDF limits by this much (rad) before the recording is refused."""
+MAX_ABS_POSITION_RAD = 1e4
+"""Largest plausible position of a joint without limits (a continuous joint), rad: 1600 turns."""
+SPEED_FACTOR = 5.0
+"""Speeds above this multiple of the URDF velocity limit are refused (degrees give 57×)."""
+SPEED_BASELINE_S = 0.01
+"""Speeds are position differences over this span (s), so encoder quantisation does not count."""
+
+
+def time_unit_problem(time_s: np.ndarray) -> str | None:
+    """Why stamps ``time_s`` (meant in s) are in another unit, or ``None``."""
+    time = np.asarray(time_s, dtype=float)
+    steps = np.diff(time)
+    steps = steps[steps > 0.0]
+    if steps.size == 0:
+        return None  # constant or decreasing stamps: the cleaning reports them
+    step = float(np.median(steps))
+    rate = f"a rate of {1.0 / step:.3g} Hz" if step > 1e-300 else "no usable rate"
+    if step < MIN_STEP_S:
+        return f"the median time step is {step:.3g} s ({rate}): time must be in seconds"
+    if step > MAX_STEP_S:
+        if step >= 1e5 or abs(float(time[-1])) > 1e15:
+            unit = "nanoseconds"
+        elif step >= 100.0:
+            unit = "microseconds"
+        else:
+            unit = "milliseconds"
+        return (
+            f"the median time step is {step:.6g} s ({rate}): time looks like {unit};"
+            " the recording's 'time' column must be in seconds"
+        )
+    return None
+
+
+def position_problem(
+    names: Sequence[str],
+    positions: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    tolerance: float = POSITION_TOLERANCE_RAD,
+    what: str = "position",
+) -> str | None:
+    """Why ``positions`` (``(n,)`` or ``(K, n)``, rad) cannot be the robot's, or ``None``.
+
+    A value is refused when it is not finite, lies outside ``[lower - tolerance,
+    upper + tolerance]`` or, for a joint without limits, beyond ±:data:`MAX_ABS_POSITION_RAD`.
+    """
+    values = np.atleast_2d(np.asarray(positions, dtype=float))
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    low = np.where(np.isfinite(lower), lower - tolerance, -MAX_ABS_POSITION_RAD)
+    high = np.where(np.isfinite(upper), upper + tolerance, MAX_ABS_POSITION_RAD)
+    outside = ~np.isfinite(values) | (values < low) | (values > high)
+    if not outside.any():
+        return None
+    k, j = (int(i) for i in np.argwhere(outside)[0])
+    value = float(values[k, j])
+    if not np.isfinite(value):
+        return f"{what} of {names[j]} is {value!r}"
+    return (
+        f"{what} of {names[j]} is {value:.6g} rad, outside its limits [{float(lower[j]):.6g}, {float(upper[j]):.6g}]"
+        f" rad by more than {tolerance:g} rad: degrees instead of radians?"
+    )
+
+
+def speed_problem(
+    names: Sequence[str], time_s: np.ndarray, positions: np.ndarray, velocity_limits: np.ndarray
+) -> str | None:
+    """Why the speeds of ``positions`` cannot be the robot's (over :data:`SPEED_FACTOR` × the limits), or ``None``."""
+    time = np.asarray(time_s, dtype=float)
+    q = np.asarray(positions, dtype=float)
+    steps = np.diff(time)
+    steps = steps[steps > 0.0]
+    if steps.size == 0 or q.shape[0] < 3:
+        return None
+    stride = max(1, round(SPEED_BASELINE_S / float(np.median(steps))))
+    if q.shape[0] <= stride:
+        return None
+    span = time[stride:] - time[:-stride]
+    valid = span > 0.0
+    if not valid.any():
+        return None
+    speeds = np.abs(q[stride:][valid] - q[:-stride][valid]) / span[valid, None]
+    typical = np.percentile(speeds, 99.0, axis=0)
+    limits = np.asarray(velocity_limits, dtype=float)
+    excess = np.where(limits > 0.0, typical / np.where(limits > 0.0, limits, 1.0), 0.0)
+    j = int(np.argmax(excess))
+    if excess[j] <= SPEED_FACTOR:
+        return None
+    return (
+        f"{names[j]} moves at {typical[j]:.4g} rad/s (99th percentile), {excess[j]:.3g} times its URDF velocity limit"
+        f" {limits[j]:.4g} rad/s: positions in degrees, or time not in seconds?"
+    )
+
+
+def check_recording_units(
+    names: Sequence[str],
+    time_s: np.ndarray,
+    positions: np.ndarray,
+    *,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    velocity_limits: np.ndarray,
+    source: str,
+) -> None:
+    """``DataError`` when the stamps are not in s or the positions not in rad (module docstring)."""
+    problem = (
+        time_unit_problem(time_s)
+        or position_problem(names, positions, lower, upper)
+        or speed_problem(names, time_s, positions, velocity_limits)
+    )
+    if problem is not None:
+        raise DataError(f"{source}: {problem} (--no-unit-checks skips this check)")

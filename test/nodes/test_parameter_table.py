@@ -1,0 +1,59 @@
+"""One table of every node's parameters (io.config.NODE_PARAMETERS): what dynid and the nodes accept as keys."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+import rclpy
+from rclpy.context import Context
+from rclpy.parameter import Parameter
+
+from dynamic_identification.io.config import NODE_PARAMETERS
+from dynamic_identification.nodes.overrides import refuse_unknown_parameters, unknown_parameters
+from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.recorder import RecorderNode
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+@pytest.mark.parametrize("name", sorted(NODE_PARAMETERS))
+def test_the_table_lists_exactly_the_parameters_the_node_declares(name: str) -> None:
+    module = importlib.import_module(f"dynamic_identification.nodes.{name}")
+    declared = {
+        spec.name
+        for value in vars(module).values()
+        if isinstance(value, tuple) and value and all(isinstance(item, ParameterSpec) for item in value)
+        for spec in value
+    }
+    assert declared == set(NODE_PARAMETERS[name])
+
+
+def test_a_misspelled_override_is_refused_naming_the_closest_key(context: Context) -> None:
+    node = RecorderNode(context=context, parameter_overrides=[Parameter("tolerence_s", value=0.002)])
+    try:
+        assert unknown_parameters(node) == ["tolerence_s"]
+        expected = r"unknown configuration keys \['tolerence_s'\].*did you mean 'tolerance_s'"
+        with pytest.raises(ValueError, match=expected):
+            refuse_unknown_parameters(node)
+    finally:
+        node.destroy_node()
+
+
+def test_a_key_another_node_declares_is_accepted_from_the_shared_block(context: Context) -> None:
+    """``/**`` reaches every node: the recorder gets the excitation's and the estimator's keys too."""
+    overrides = [Parameter("harmonics", value=3), Parameter("window.window_s", value=5.0)]
+    node = RecorderNode(context=context, parameter_overrides=overrides)
+    try:
+        assert unknown_parameters(node) == []
+    finally:
+        node.destroy_node()
