@@ -54,7 +54,7 @@ from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import random_fourier
 from dynamic_identification.core.excitation.process import default_process_areas, pick_and_place
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.excitation.trajectory import SampledTrajectory
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
 from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
@@ -64,7 +64,6 @@ from dynamic_identification.core.model import (
     standard_parameter_names,
     standard_parameters,
 )
-from dynamic_identification.core.simulation import interpolate_trajectory
 from dynamic_identification.core.stick_slip import StickSlipSimulator, StribeckFriction
 
 Signal = Literal["effort", "current"]
