@@ -39,10 +39,10 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
-from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
+from dynamic_identification.core.identification.in_process import SlidingWindowEstimator
 from dynamic_identification.core.model import DriveParameters, load_robot
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements

@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=MODELS,
         help="regression model (seed 003; overrides estimation.model of --config, default 'dynamic', the IDIM)",
     )
+    identify.set_defaults(func=_identify)
     identify.add_argument(
         "--accept-implausible",
         action="store_true",
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         help="predict joint torques of a recording from identified parameters",
         description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion.",
     )
+    predict.set_defaults(func=_predict)
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
     predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
     predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
@@ -80,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
             " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
         ),
     )
+    excite.set_defaults(func=_excite)
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
     excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
@@ -96,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
             " A stamp more than 1 s earlier than the last restarts the window."
         ),
     )
+    stream.set_defaults(func=_stream)
     stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     _add_recording_source(stream)
     stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
@@ -111,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         " the process runs again. Writes parameters.yaml, torques.png, tracking.png and report.txt."
         " --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).",
     )
+    demo.set_defaults(func=_demo)
     demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for the outputs")
     demo.add_argument(
         "--duration",
@@ -122,50 +127,54 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _identify(arguments: argparse.Namespace) -> str:
+    return api.identify_file(
+        urdf=arguments.urdf,
+        data=arguments.data,
+        bag=arguments.bag,
+        config=arguments.config,
+        out=arguments.out,
+        model=arguments.model,
+        accept_implausible=arguments.accept_implausible,
+    )
+
+
+def _predict(arguments: argparse.Namespace) -> str:
+    return api.predict_file(params=arguments.params, data=arguments.data, config=arguments.config, out=arguments.out)
+
+
+def _excite(arguments: argparse.Namespace) -> str:
+    return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
+
+
+def _stream(arguments: argparse.Namespace) -> str:
+    return api.stream_file(
+        urdf=arguments.urdf,
+        data=arguments.data,
+        bag=arguments.bag,
+        config=arguments.config,
+        out=arguments.out,
+        params_out=arguments.params_out,
+    )
+
+
 def _demo(arguments: argparse.Namespace) -> str:
     """``dynid demo``: the node demo, or with ``--offline`` the offline one."""
+    # Imported here: the demo needs rclpy, which the other verbs do not.
+    from dynamic_identification import demo
+
     if arguments.offline:
         duration = 60.0 if arguments.duration is None else arguments.duration
-        return api.run_demo(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
-    from dynamic_identification.demo import run_nodes
-
+        return demo.run(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
     duration = 45.0 if arguments.duration is None else arguments.duration
-    return run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
+    return demo.run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dynid``; returns the process exit code."""
     arguments = _parser().parse_args(argv)
     try:
-        if arguments.verb == "identify":
-            report = api.identify_file(
-                urdf=arguments.urdf,
-                data=arguments.data,
-                bag=arguments.bag,
-                config=arguments.config,
-                out=arguments.out,
-                model=arguments.model,
-                accept_implausible=arguments.accept_implausible,
-            )
-        elif arguments.verb == "predict":
-            report = api.predict_file(
-                params=arguments.params, data=arguments.data, config=arguments.config, out=arguments.out
-            )
-        elif arguments.verb == "excite":
-            report = api.excite_file(
-                urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out
-            )
-        elif arguments.verb == "stream":
-            report = api.stream_file(
-                urdf=arguments.urdf,
-                data=arguments.data,
-                bag=arguments.bag,
-                config=arguments.config,
-                out=arguments.out,
-                params_out=arguments.params_out,
-            )
-        else:
-            report = _demo(arguments)
+        report = arguments.func(arguments)
     except (IdentificationError, OSError) as error:
         message = " ".join(str(error).split())
         print(f"dynid {arguments.verb}: error: {message}", file=sys.stderr)

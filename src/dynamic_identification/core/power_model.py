@@ -37,28 +37,23 @@ from collections.abc import Sequence
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.errors import DataError, IdentificationError, ModelError
-from dynamic_identification.core.estimation import (
-    NormalEquations,
-    essential_parameters,
-    joint_error_std,
-    ordinary_least_squares,
-    rank_deficient_columns,
-    reduce_parameters,
-    weighted_least_squares,
-)
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import Segment
-from dynamic_identification.core.identification import (
-    IdentificationResult,
-    IdentificationSettings,
+from dynamic_identification.core.identification.motion import (
     Motion,
-    PreparedObservations,
     check_motion,
+    check_samples,
+    decimation_factor,
     estimate_motion,
 )
+from dynamic_identification.core.identification.observations import PreparedObservations
+from dynamic_identification.core.identification.prediction import Samples
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator, default_decimation
+from dynamic_identification.core.signal import ParallelDecimator
 
 Recording = tuple[np.ndarray, np.ndarray, np.ndarray]
 """``(time (N,) s, q (N, n) rad, joint torques (N, n) N·m)``, joints in model order."""
@@ -231,17 +226,11 @@ def power_observations(
                 f"recordings[{number}] must hold time (N,), q and torques (N, {robot.n_joints}),"
                 f" got {time.shape}, {q.shape}, {torques.shape}"
             )
-        for name, array in (("position", q), ("torque", torques)):
-            if not np.all(np.isfinite(array)):
-                row, column = (int(i) for i in np.argwhere(~np.isfinite(array))[0])
-                raise DataError(
-                    f"recordings[{number}]: {name} of joint {robot.joint_names[column]} is not finite at sample {row}"
-                )
+        check_samples(robot.joint_names, q, torques, where=f"recordings[{number}]: ")
         motions, dropped = estimate_motion(time, robot.unwrap_positions(q), settings.signal, torques=torques)
         if not factor:
             rate = motions[0].rate_hz
-            cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
-            factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+            factor = decimation_factor(settings.signal, rate)
             decimator = ParallelDecimator.create(factor)
         elif not np.isclose(motions[0].rate_hz, rate, rtol=1e-6):
             raise DataError(f"recordings[{number}] is sampled at {motions[0].rate_hz:.6g} Hz, the first at {rate:.6g}")
@@ -270,6 +259,7 @@ def power_observations(
         segments=segments,
         rate_hz=rate,
         decimation=factor,
+        model="power",
     )
 
 
@@ -300,23 +290,25 @@ def identify_power(
     recordings: Sequence[Recording],
     *,
     settings: IdentificationSettings | None = None,
+    bounds: PlausibilityBounds | None = None,
 ) -> IdentificationResult:
-    """PIM-OLS or PIM-WLS identification of the IDIM base parameters (seed 000 §IV.A-B).
+    """PIM-OLS or PIM-WLS identification of the IDIM base parameters ([Gautier2013] §IV.A-B).
 
     With ``settings.method == "wls"`` the equations of each trajectory are weighted
-    by the inverse standard deviation of that trajectory's own OLS residual (seed
-    000 §IV.A). Giving the segments of a segmented trajectory
-    (:func:`split_segments`) makes the observation matrix block-triangular (seed
-    000 §IV.B). Parameters the data does not excite are removed (numerical rank),
-    then the reduction of ``settings`` applies as in
-    :func:`~dynamic_identification.core.identification.identify`.
+    by the inverse standard deviation of that trajectory's own OLS residual
+    ([Gautier2013] §IV.A). Giving the segments of a segmented trajectory
+    (:func:`split_segments`) makes the observation matrix block-triangular
+    ([Gautier2013] §IV.B). The estimate, reduction and quality are the identification
+    seam's (:func:`~dynamic_identification.core.identification.solve.identify_observations`),
+    as for every regression model.
 
     Returns
     -------
     IdentificationResult
         ``observations`` are the PIM's (:func:`power_observations`): one equation
         column per trajectory, "torques" are powers in W; ``estimate.joint_std``,
-        ``joint_errors`` and ``relative_error`` are per trajectory and of the power.
+        ``joint_errors`` and ``relative_error`` are per trajectory and of the power;
+        ``quality`` judges the torques the model predicts for the recordings.
 
     Raises
     ------
@@ -336,58 +328,15 @@ def identify_power(
             min_motion_rad=settings.min_motion_rad,
         )
     observations = power_observations(robot, drive_chain, terms, base, recordings, settings=settings)
-    matrix, target, valid = observations.observation_matrix, observations.torques, observations.valid
-    if valid.sum() <= base.count:
-        raise DataError(
-            f"too few power equations after decimation by {observations.decimation}: {int(valid.sum())}"
-            f" for {base.count} base parameters"
-        )
-    unexcited = rank_deficient_columns(matrix, valid=valid)
-    kept = np.setdiff1d(np.arange(base.count), unexcited)
-    removed = [(base.names[i], "not excited by this data") for i in unexcited]
-    names = tuple(base.names[i] for i in kept)
-    matrix = matrix[..., kept]
-    if settings.method == "ols":
-        estimate = ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
-        trajectory_std = np.ones(target.shape[1])
-    else:
-        trajectory_std = joint_error_std(matrix, target, valid=valid)
-        estimate = weighted_least_squares(matrix, target, joint_std=trajectory_std, parameter_names=names, valid=valid)
-    if settings.reduction == "essential":
-        essential = essential_parameters(
-            matrix, target, r_sigma=settings.r_sigma, joint_std=trajectory_std, parameter_names=names, valid=valid
-        )
-        removed += [(names[i], f"not essential (r_sigma={settings.r_sigma:g})") for i in essential.removed]
-        kept = kept[essential.kept]
-        estimate = essential.result
-    elif settings.reduction == "sensitivity":
-        reduction = reduce_parameters(
-            NormalEquations.from_rows(matrix, target, valid),
-            trajectory_std,
-            method="sensitivity",
-            e_tol=settings.e_tol,
-            names=names,
-        )
-        removed += [(names[i], why) for i, why in reduction.removed]
-        kept = kept[reduction.kept]
-        estimate = weighted_least_squares(
-            matrix[..., reduction.kept],
-            target,
-            joint_std=trajectory_std,
-            parameter_names=tuple(base.names[i] for i in kept),
-            valid=valid,
-        )
-    elif settings.reduction != "none":
-        raise IdentificationError(
-            f"settings.reduction must be none, essential or sensitivity, got {settings.reduction}"
-        )
-    return IdentificationResult(
-        base=base,
-        names=tuple(base.names[i] for i in kept),
-        expressions=tuple(base.expressions[i] for i in kept),
-        estimate=estimate,
-        removed=tuple(removed),
-        observations=observations,
+    return identify_observations(
+        robot,
+        drive_chain,
+        terms,
+        base,
+        observations,
+        [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings],
+        settings=settings,
+        bounds=bounds,
     )
 
 

@@ -35,8 +35,9 @@ from typing import Any
 import yaml
 
 from dynamic_identification.core.errors import DataError, IdentificationError
-from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
+from dynamic_identification.core.identification.in_process import WindowSettings
+from dynamic_identification.core.identification.settings import DEFAULT_GAP_FACTOR, METHODS, REDUCTIONS
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
@@ -59,6 +60,7 @@ CONFIG_KEYS: dict[str, str] = {
     "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
+    "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
     "estimation.model": "regression model (seed 003): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
     " 'power' or 'filtered_power'",
     "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
@@ -99,9 +101,6 @@ SECTIONS: tuple[str, ...] = (
 )
 """Parameter prefixes owned by this configuration: unknown keys under them are typos."""
 
-METHODS: tuple[str, ...] = ("ols", "wls")
-REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
-
 
 @dataclass(frozen=True)
 class IdentificationConfig:
@@ -139,6 +138,9 @@ class IdentificationConfig:
     min_speed_rad_s
         A joint's equations are left out where its motor is slower than this,
         rad/s, since Coulomb friction ``Fc sign(q̇)`` fails while it sticks.
+    gap_factor
+        A stamp step longer than this many periods is a gap: offline the recording is
+        split there, in-process the window's grid restarts; never interpolated.
     min_samples
         Fewest recorded samples an identification may use.
     joint_states_topic, currents_topic, effort_is_torque
@@ -170,6 +172,7 @@ class IdentificationConfig:
     e_tol: float = 0.05
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
+    gap_factor: float = DEFAULT_GAP_FACTOR
     min_samples: int = 200
     joint_states_topic: str = "/joint_states"
     currents_topic: str = "/motor_currents"
@@ -212,6 +215,7 @@ class IdentificationConfig:
                 position_cutoff_hz=self.position_cutoff_hz,
                 decimation=self.decimation,
                 min_speed_rad_s=self.min_speed_rad_s,
+                gap_factor=self.gap_factor,
                 reduction=self.window_reduction,
                 e_tol=self.e_tol,
                 r_sigma=self.r_sigma,
@@ -347,6 +351,7 @@ def config_from_parameters(
         use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
         rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True),
         min_speed_rad_s=reader.real("signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True),
+        gap_factor=reader.real("signal.gap_factor", defaults.gap_factor, minimum=1.0),
         model=reader.choice("estimation.model", defaults.model, MODELS),
         method=reader.choice("estimation.method", defaults.method, METHODS),
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),

@@ -18,8 +18,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.errors import DataError
-
-NS_PER_S = 1_000_000_000
+from dynamic_identification.core.stamps import NS_PER_S
 
 
 def stamp_to_ns(stamp: Time | Duration) -> int:

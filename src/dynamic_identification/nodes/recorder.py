@@ -44,7 +44,6 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from dynamic_identification.api import BACKWARD_JUMP_S
 from dynamic_identification.core.alignment import (
     DEFAULT_MAX_DELAY_S,
     DEFAULT_TOLERANCE_S,
@@ -55,10 +54,10 @@ from dynamic_identification.core.alignment import (
 )
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.stamps import NS_PER_S, jumped_back
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
-    NS_PER_S,
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
@@ -347,7 +346,7 @@ class RecorderNode(Node):
         source.error = ""
         stamp_ns = stamp_to_ns(message.header.stamp)
         last = self._last_joint_state_ns
-        if last is not None and stamp_ns < last - BACKWARD_JUMP_S * NS_PER_S:
+        if jumped_back(stamp_ns, last):
             self.get_logger().warning(
                 f"{source.topic} stamps jumped back by {(last - stamp_ns) / NS_PER_S:.3f} s: alignment restarted"
             )

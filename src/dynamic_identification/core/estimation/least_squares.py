@@ -25,6 +25,9 @@ import numpy as np
 import scipy.linalg
 
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
+from dynamic_identification.core.estimation.normal_equations import NormalEquations
+from dynamic_identification.core.estimation.quality import JointErrors, relative_norm
+from dynamic_identification.core.estimation.reduction import reduce_parameters
 
 _EXACT_DATA_FLOOR = float(np.sqrt(np.finfo(float).eps))
 """Smallest per-joint error std, relative to the largest one, used as a weight (≈1.5e-8)."""
@@ -377,11 +380,13 @@ def essential_parameters(
     min_parameters: int = 1,
     valid: np.ndarray | None = None,
 ) -> EssentialParametersResult:
-    """Essential parameters by iterative removal of the worst one (seed 000 §V.B, Pham & Gautier).
+    """Essential parameters by iterative removal of the worst one ([Gautier2013] §V.B, Pham & Gautier).
 
     Starting from the weighted estimate of all columns, while
     ``max(%σ) / min(%σ) >= r_sigma`` and more than ``min_parameters`` remain, the parameter
-    with the largest ``%σ`` is removed and the reduced model re-estimated.
+    with the largest ``%σ`` is removed and the reduced model re-estimated. The removal runs
+    on the normal equations of the rows (:func:`~dynamic_identification.core.estimation.reduction.reduce_parameters`,
+    ``method="essential"``); the estimate of the kept columns is then the QR solution of the rows.
 
     The joint weights ``σ_j`` are computed once, from the full model (per-joint OLS,
     :func:`joint_error_std`), unless given, and kept fixed through the iterations: the
@@ -395,7 +400,7 @@ def essential_parameters(
     torques : numpy.ndarray
         Measured torques ``Y``, N·m, shape ``(N, n)``.
     r_sigma : float, keyword-only
-        Stopping ratio ``r_σ > 1``; seed 000 recommends 10 to 30 and uses 20.
+        Stopping ratio ``r_σ > 1``; [Gautier2013] recommends 10 to 30 and uses 20.
     joint_std : numpy.ndarray, optional
         ``σ_j`` per joint, N·m, shape ``(n,)``.
     parameter_names : sequence of str, optional
@@ -418,41 +423,26 @@ def essential_parameters(
         On an invalid ``r_sigma`` or ``min_parameters``.
     """
     w, y = _validated_system(observation_matrix, torques)
-    p = w.shape[2]
-    names = _validated_names(parameter_names, p)
-    if not (np.isfinite(r_sigma) and r_sigma > 1.0):
-        raise IdentificationError(f"r_sigma must be a finite ratio > 1, got {r_sigma}")
-    if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
-        raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
-    if not 1 <= min_parameters <= p:
-        raise IdentificationError(f"min_parameters must be in [1, {p}], got {min_parameters}")
+    names = _validated_names(parameter_names, w.shape[2])
     mask = _validated_mask(valid, y.shape)
     if joint_std is None:
         _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
         weights = joint_error_std(w, y, valid=mask)
     else:
         weights = _validated_std(joint_std, (y.shape[1],), "joint_std")
-    kept = np.arange(p)
-    removed: list[int] = []
-    result = _solve(w, y, np.broadcast_to(weights, y.shape), weights, names, mask)
-    while kept.size > min_parameters and _sigma_ratio(result.relative_std_percent) >= r_sigma:
-        worst = int(np.argmax(result.relative_std_percent))
-        removed.append(int(kept[worst]))
-        kept = np.delete(kept, worst)
-        sub_names = None if names is None else tuple(names[i] for i in kept)
-        result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
-    return EssentialParametersResult(kept=kept, removed=np.asarray(removed, dtype=int), result=result)
-
-
-def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
-    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
-    largest = float(np.max(relative_std_percent))
-    smallest = float(np.min(relative_std_percent))
-    if largest == 0.0:
-        return 0.0
-    if smallest == 0.0:
-        return float("inf")
-    return largest / smallest
+    reduction = reduce_parameters(
+        NormalEquations.from_rows(w, y, mask),
+        weights,
+        method="essential",
+        r_sigma=r_sigma,
+        min_parameters=min_parameters,
+        names=names,
+    )
+    kept = reduction.kept
+    sub_names = None if names is None else tuple(names[i] for i in kept)
+    result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
+    removed = np.array([column for column, _ in reduction.removed], dtype=int)
+    return EssentialParametersResult(kept=kept, removed=removed, result=result)
 
 
 def _solve(
@@ -491,9 +481,7 @@ def _solve(
     condition_number = float(singular_values[0] / singular_values[-1])
     residual = np.where(valid, y - w @ parameters, 0.0)
     measured = np.where(valid, y, 0.0)
-    counts = valid.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        joint_errors = np.where(counts > 0, np.sum(np.abs(residual), axis=0) / counts, np.nan)
+    errors = JointErrors.of(y, w @ parameters, valid)
     return LeastSquaresResult(
         parameters=parameters,
         std=std,
@@ -502,25 +490,11 @@ def _solve(
         residual_std=residual_std,
         joint_std=np.array(joint_std, dtype=float),
         condition_number=condition_number,
-        relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
-        joint_errors=joint_errors,
-        joint_relative_errors=np.array(
-            [
-                _ratio(e, m) if count else np.nan
-                for e, m, count in zip(
-                    joint_errors, np.sum(np.abs(measured), axis=0) / np.maximum(counts, 1), counts, strict=True
-                )
-            ]
-        ),
+        relative_error=relative_norm(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
+        joint_errors=errors.errors,
+        joint_relative_errors=errors.relative_errors,
         samples=n_samples,
     )
-
-
-def _ratio(numerator: float, denominator: float) -> float:
-    """``numerator / denominator`` with 0/0 = 0 and x/0 = inf (a zero reference signal)."""
-    if denominator == 0.0:
-        return 0.0 if numerator == 0.0 else float("inf")
-    return numerator / denominator
 
 
 def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | None) -> None:

@@ -55,6 +55,7 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
+from dynamic_identification.core.estimation.quality import sigma_ratio
 
 METHODS = ("sensitivity", "essential", "none")
 """Reduction methods accepted by :func:`reduce_parameters`."""
@@ -112,6 +113,7 @@ def reduce_parameters(
     r_sigma: float = 20.0,
     forced: Sequence[int] = (),
     names: Sequence[str] | None = None,
+    min_parameters: int = 1,
 ) -> ReductionResult:
     """Reduce the model of ``equations`` to the parameters the data needs (seed 004 Algorithm 1).
 
@@ -135,6 +137,8 @@ def reduce_parameters(
         every joint moves); they are still removed when not identifiable.
     names
         ``b`` parameter names used in error messages.
+    min_parameters
+        ``'essential'`` never keeps fewer parameters than this, in ``[1, b]``.
 
     Returns
     -------
@@ -165,6 +169,10 @@ def reduce_parameters(
         raise IdentificationError(
             f"joint_std must be {equations.n_joints} finite positive values, got {np.array2string(sigma)}"
         )
+    if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
+        raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
+    if not 1 <= min_parameters <= b:
+        raise IdentificationError(f"min_parameters must be in [1, {b}], got {min_parameters}")
     forced_mask = _forced_mask(forced, b)
     if names is not None and len(names) != b:
         raise IdentificationError(f"names must have {b} entries (one per column), got {len(names)}")
@@ -184,7 +192,7 @@ def reduce_parameters(
         solution = _solve(equations, sigma, kept, names)
     elif method == "essential":
         kept, dropped_essential = _essential_reduction(
-            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma
+            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters
         )
         removed += dropped_essential
         solution = _solve(equations, sigma, kept, names)
@@ -382,6 +390,7 @@ def _essential_reduction(
     identifiable: np.ndarray,
     forced_mask: np.ndarray,
     r_sigma: float,
+    min_parameters: int,
 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
     """Seed 000 §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
 
@@ -392,14 +401,14 @@ def _essential_reduction(
     total = float(equations.count.sum())
     kept = identifiable
     removed: list[tuple[int, str]] = []
-    while kept.size > 1:
+    while kept.size > min_parameters:
         parameters, factor, diagonal = _trial_solve(matrix, vector, kept)
         sigma_squared = float(weights @ residual_norms_squared(equations, kept, parameters)) / (total - kept.size)
         inverse, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
         std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
         with np.errstate(divide="ignore", invalid="ignore"):
             percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
-        ratio = _sigma_ratio(percent)
+        ratio = sigma_ratio(percent)
         removable = ~forced_mask[kept]
         if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
             break
@@ -407,17 +416,6 @@ def _essential_reduction(
         removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
         kept = np.delete(kept, worst)
     return kept, removed
-
-
-def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
-    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
-    largest = float(np.max(relative_std_percent))
-    smallest = float(np.min(relative_std_percent))
-    if largest == 0.0:
-        return 0.0
-    if smallest == 0.0:
-        return float("inf")
-    return largest / smallest
 
 
 def _solve(
