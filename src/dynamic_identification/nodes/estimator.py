@@ -153,6 +153,13 @@ _IDENTIFICATION_PARAMETERS = (
         floating=(0.0, 100.0),
     ),
     ParameterSpec(
+        "signal.gap_factor",
+        _DEFAULTS.gap_factor,
+        Parameter.Type.DOUBLE,
+        "a stamp step longer than this many periods restarts the window's grid (never interpolated)",
+        floating=(1.0001, 1e9),
+    ),
+    ParameterSpec(
         "estimation.e_tol",
         _DEFAULTS.e_tol,
         Parameter.Type.DOUBLE,
