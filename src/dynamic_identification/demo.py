@@ -51,6 +51,7 @@ from dynamic_identification.core.simulation import (
     SimulationSettings,
     simulate_tracking,
 )
+from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
@@ -642,67 +643,23 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         sim_rate_hz=float(settings.sim_rate_hz),
         wall_time_s=time.monotonic() - wall_start,
     )
-    _plot_torques(out_dir / "torques.png", result, recording.time[covered], measured, predicted.effort)
-    _plot_tracking(out_dir / "tracking.png", result, without, with_feedforward)
+    plot_torques(
+        out_dir / "torques.png",
+        result.joint_names,
+        result.validation_errors,
+        recording.time[covered],
+        measured,
+        predicted.effort,
+    )
+    plot_tracking(
+        out_dir / "tracking.png",
+        result.joint_names,
+        (result.rms_without, result.rms_with),
+        (without.time_s, without.tracking_error),
+        (with_feedforward.time_s, with_feedforward.tracking_error),
+    )
     (out_dir / "report.txt").write_text(format_node_result(result) + "\n", encoding="utf-8")
     return result
-
-
-def _figure(n: int) -> tuple[Any, np.ndarray]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    rows = (n + 1) // 2
-    figure, axes = pyplot.subplots(rows, 2, figsize=(12, 2.6 * rows), sharex=True, squeeze=False)
-    return figure, axes.ravel()
-
-
-def _plot_torques(path: Path, result: NodeDemoResult, time_s: np.ndarray, measured: np.ndarray, predicted: np.ndarray):
-    """Measured vs predicted joint torques of the feedforward run, one panel per joint."""
-    from matplotlib import pyplot
-
-    figure, axes = _figure(len(result.joint_names))
-    for j, (axis, name) in enumerate(zip(axes, result.joint_names, strict=False)):
-        axis.plot(time_s, measured[:, j], color="0.6", linewidth=0.6, label="measured")
-        axis.plot(time_s, predicted[:, j], color="C3", linewidth=1.0, label="predicted")
-        axis.set_title(f"{name}: relative error {result.validation_errors[j]:.3f} (moving)", fontsize=9)
-        axis.set_ylabel("torque (N·m)")
-    axes[0].legend(loc="upper right", fontsize=8)
-    for axis in axes[-2:]:
-        axis.set_xlabel("time (s)")
-    figure.suptitle("Published model vs measured joint torques (run with feedforward)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
-
-
-def _plot_tracking(path: Path, result: NodeDemoResult, without: PhaseRecord, with_feedforward: PhaseRecord) -> None:
-    """Tracking error of each joint without and with feedforward, one panel per joint."""
-    from matplotlib import pyplot
-
-    figure, axes = _figure(len(result.joint_names))
-    for j, (axis, name) in enumerate(zip(axes, result.joint_names, strict=False)):
-        axis.plot(without.time_s, 1e3 * without.tracking_error[:, j], color="C0", linewidth=0.7, label="PD only")
-        axis.plot(
-            with_feedforward.time_s,
-            1e3 * with_feedforward.tracking_error[:, j],
-            color="C2",
-            linewidth=0.7,
-            label="PD + feedforward",
-        )
-        axis.set_title(
-            f"{name}: RMS {1e3 * result.rms_without[j]:.3g} → {1e3 * result.rms_with[j]:.3g} mrad", fontsize=9
-        )
-        axis.set_ylabel("q_d − q (mrad)")
-    axes[0].legend(loc="upper right", fontsize=8)
-    for axis in axes[-2:]:
-        axis.set_xlabel("time (s)")
-    figure.suptitle("Tracking error of the pick-and-place process")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
 
 
 def format_node_result(result: NodeDemoResult) -> str:
