@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         "identify",
         help="identify base parameters from a recording",
         description=(
-            "Identify the base dynamic parameters (seed 000: IDIM, OLS or per-joint WLS, essential parameters)"
+            "Identify the base dynamic parameters ([Gautier2013]: IDIM, OLS or per-joint WLS, essential parameters)"
             " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)"
             " or a rosbag2 directory (motor currents aligned to the joint-state stamps)."
         ),
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     identify.add_argument(
         "--model",
         choices=MODELS,
-        help="regression model (seed 003; overrides estimation.model of --config, default 'dynamic', the IDIM)",
+        help="regression model ([DirectDrive2012]; overrides estimation.model of --config; default 'dynamic': IDIM)",
     )
     identify.set_defaults(func=_identify)
     identify.add_argument(
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run the estimator node's sliding-window identification offline on a recording",
         description=(
             "Feed a recording CSV to the in-process estimator (sliding-window WLS with sensitivity reduction,"
-            " seed 004) as fast as possible, one update per window.update_period_s of data, and write one JSON"
+            " [Volkmann2020]) as fast as possible, one update per window.update_period_s of data, and write one JSON"
             " line per update: time, publishable, reason, parameters kept, removed, condition number before and"
             " after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent."
             " A stamp more than 1 s earlier than the last restarts the window."

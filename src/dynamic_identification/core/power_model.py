@@ -1,16 +1,16 @@
-"""Power identification model (PIM) and its block-triangular identification (seed 000 §III-IV).
+"""Power identification model (PIM) and its block-triangular identification ([Gautier2013] §III-IV).
 
 The total energy of the robot is linear in the standard parameters,
-``H(q, q̇) = h(q, q̇) χ_st`` (seed 000 eq. (8)-(10)): the rigid-body columns of ``h``
+``H(q, q̇) = h(q, q̇) χ_st`` ([Gautier2013] eq. (8)-(10)): the rigid-body columns of ``h``
 come from ``pinocchio.computeKineticEnergyRegressor`` and
 ``pinocchio.computePotentialEnergyRegressor`` (their sum times Pinocchio's dynamic
 parameters is ``½ q̇ᵀ M q̇ + U(q)``, ``U`` the potential energy of gravity), and the
 rotor column of motor ``m`` is its kinetic energy ``½ v_m²`` per unit ``Ia_m``, with
 ``v_m = C[m] · q̇`` (see :mod:`dynamic_identification.core.model`). Friction is not an
 energy: its power ``q̇ᵀ τ_f = Σ_m v_m (Fv_m v_m + Fc_m sign(v_m) + off_m)`` adds the
-columns ``v_m²``, ``|v_m|`` and ``v_m`` (seed 000 eq. (8)-(9)). The PIM is then
+columns ``v_m²``, ``|v_m|`` and ``v_m`` ([Gautier2013] eq. (8)-(9)). The PIM is then
 
-``P = q̇ᵀ τ = (dh/dt + h_f) χ + e`` (seed 000 eq. (10)-(12)),
+``P = q̇ᵀ τ = (dh/dt + h_f) χ + e`` ([Gautier2013] eq. (10)-(12)),
 
 one scalar equation per sample. ``d(h χ)/dt = q̇ᵀ τ_rigid+rotor`` along any motion, so
 its columns are ``q̇ᵀ`` times the IDIM columns and the PIM has exactly the IDIM base
@@ -18,7 +18,7 @@ parameters: the base columns of the energy model are the IDIM's independent
 columns, and the regrouped energy differs from the full one by a constant only
 (which the derivative removes).
 
-Identification (seed 000 §IV.A-B): positions are low-passed and differentiated as
+Identification ([Gautier2013] §IV.A-B): positions are low-passed and differentiated as
 for the IDIM (:func:`~dynamic_identification.core.identification.estimate_motion`),
 ``h`` is evaluated on the filtered motion and differentiated by central
 differences, and ``P`` and every column of ``W`` are decimated in parallel. Each
@@ -27,7 +27,7 @@ equations weighted by the inverse standard deviation of its own OLS residual.
 To reuse the per-joint estimation code unchanged, trajectory ``k``'s equations are
 placed in "equation column" ``k`` of an ``(r, T, b)`` observation matrix with a
 validity mask that is true in that column only: per-joint weighting is then
-exactly seed 000's per-trajectory weighting.
+exactly [Gautier2013]'s per-trajectory weighting.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def energy_matrix(
     """Energy regressor ``h(q, q̇)`` in the standard parameters, shape ``(N, n · terms.per_joint)``.
 
     ``energy_matrix(...) @ standard_parameters(...)`` is the total energy in J,
-    ``½ q̇ᵀ (M(q) + Cᵀ diag(Ia) C) q̇ + U(q)`` (seed 000 eq. (8), (10)). Columns
+    ``½ q̇ᵀ (M(q) + Cᵀ diag(Ia) C) q̇ + U(q)`` ([Gautier2013] eq. (8), (10)). Columns
     follow :func:`~dynamic_identification.core.model.standard_parameter_names`;
     the friction and offset columns are zero (see :func:`friction_power_matrix`).
 
@@ -120,7 +120,7 @@ def friction_power_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.nda
     """Power of friction and offset per standard parameter, shape ``(N, n · terms.per_joint)``, W per unit.
 
     ``q̇ᵀ τ_f = Σ_m v_m (Fv_m v_m + Fc_m sign(v_m) + off_m)`` with ``v = C q̇``
-    (seed 000 eq. (8)-(9)): columns ``v_m²``, ``|v_m|``, ``v_m``; the inertial and
+    ([Gautier2013] eq. (8)-(9)): columns ``v_m²``, ``|v_m|``, ``v_m``; the inertial and
     rotor-inertia columns are zero.
     """
     velocity = np.atleast_2d(np.asarray(dq, dtype=float))
@@ -146,7 +146,7 @@ def power_rows(
     *,
     block_samples: int = 10_000,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Decimated PIM rows of one filtered motion (seed 000 eq. (10)-(14)).
+    """Decimated PIM rows of one filtered motion ([Gautier2013] eq. (10)-(14)).
 
     ``W = dh/dt + h_f`` in the base columns (``h`` of the filtered ``q̂, q̂̇``,
     differentiated by central differences) and ``Y = P = q̂̇ᵀ τ`` are decimated in
@@ -204,7 +204,7 @@ def power_observations(
     Trajectory ``k`` (a recording, split at stamp gaps into contiguous pieces that
     stay in the same group) fills column ``k`` of the ``(r, T, b)`` observation
     matrix and of the ``(r, T)`` power "torques" (W); ``valid[:, k]`` marks its
-    ``r_k`` rows (``r = max r_k``). Seed 000 eq. (13)-(14), (21); the decimation
+    ``r_k`` rows (``r = max r_k``). [Gautier2013] eq. (13)-(14), (21); the decimation
     factor and filters are those of the IDIM settings.
 
     Raises
@@ -266,11 +266,11 @@ def power_observations(
 def split_segments(
     time: np.ndarray, q: np.ndarray, torques: np.ndarray, segments: Sequence[Segment]
 ) -> list[Recording]:
-    """The recorded samples of each segment of a segmented trajectory (seed 000 §IV.B).
+    """The recorded samples of each segment of a segmented trajectory ([Gautier2013] §IV.B).
 
     ``segments`` index the recorded samples (record the trajectory sample by sample,
     as the simulator and the excitation node do); transitions are left out, so
-    each returned recording is one trajectory type of seed 000 §IV.B.
+    each returned recording is one trajectory type of [Gautier2013] §IV.B.
     """
     time, q, torques = (np.asarray(x, dtype=float) for x in (time, q, torques))
     out = []
@@ -343,7 +343,7 @@ def identify_power(
 def torque_relative_error(
     result: IdentificationResult, validation: PreparedObservations, *, valid: np.ndarray | None = None
 ) -> float:
-    """``‖ρ‖ / ‖Y‖`` of the joint torques reconstructed by an identified model (seed 000 Table IV).
+    """``‖ρ‖ / ‖Y‖`` of the joint torques reconstructed by an identified model ([Gautier2013] Table IV).
 
     ``validation`` is an IDIM observation set in the same base parameters
     (:func:`~dynamic_identification.core.identification.prepare_observations`);

@@ -1,13 +1,13 @@
-"""The five regression models of seed 003 §3, all in the IDIM base parameters.
+"""The five regression models of [DirectDrive2012] §3, all in the IDIM base parameters.
 
-Seed 003 compares five linear regression models ``y = Φ θ + e`` of one robot,
+[DirectDrive2012] compares five linear regression models ``y = Φ θ + e`` of one robot,
 estimated by the same (recursive) least squares:
 
 ``dynamic``
-    the IDIM ``τ = W(q, q̇, q̈) θ`` (seed 003 eq. (9)-(10); seed 000 eq. (6)); here
+    the IDIM ``τ = W(q, q̇, q̈) θ`` ([DirectDrive2012] eq. (9)-(10); [Gautier2013] eq. (6)); here
     :func:`~dynamic_identification.core.identification.prepare_observations`.
 ``filtered_dynamic``
-    both sides through the first-order filter ``f(s) = λ / (s + λ)`` (seed 003 eq.
+    both sides through the first-order filter ``f(s) = λ / (s + λ)`` ([DirectDrive2012] eq.
     (11)-(14), Hsu). The acceleration is avoided by Lagrange's form
     ``τ = ṗ + β`` with the generalised momentum ``p = M(q) q̇`` and
     ``β = W(q, q̇, 0) − Ṁ(q) q̇``: ``f(s)[ṗ] = λ (p − f(s)[p])``, so
@@ -16,17 +16,17 @@ estimated by the same (recursive) least squares:
     ``W_p`` along ``q ± ε q̇``. No ``q̈`` enters.
 ``supplied_energy``
     the work of the joint torques over an interval equals the change of the
-    total energy plus the friction work (seed 003 eq. (15)-(17), Gautier & Khalil):
+    total energy plus the friction work ([DirectDrive2012] eq. (15)-(17), Gautier & Khalil):
     ``∫ q̇ᵀτ dt = h(t_b) − h(t_a) + ∫ h_f dt``, integrals by the trapezoid rule
-    (seed 003 §4.3). Seed 003 integrates from the start of the record; here the
+    ([DirectDrive2012] §4.3). [DirectDrive2012] integrates from the start of the record; here the
     record is cut into consecutive intervals of ``energy_interval_s`` so that the
     equation errors are independent (one interval spanning the record is seed
     003's last equation).
 ``power``
-    its time derivative ``q̇ᵀτ = dh/dt + h_f`` (seed 003 eq. (18)-(19); seed 000 eq.
+    its time derivative ``q̇ᵀτ = dh/dt + h_f`` ([DirectDrive2012] eq. (18)-(19); [Gautier2013] eq.
     (10)-(12)); here :func:`~dynamic_identification.core.power_model.power_observations`.
 ``filtered_power``
-    the power through ``f(s)`` (seed 003 eq. (20)-(21), Reyes & Kelly):
+    the power through ``f(s)`` ([DirectDrive2012] eq. (20)-(21), Reyes & Kelly):
     ``f[q̇ᵀτ] = λ (h − f h) + f h_f``, again without ``q̈``.
 
 The energy ``h`` and friction power ``h_f`` are those of
@@ -36,7 +36,7 @@ derivative removes, so all five models estimate the same base parameters and
 compare parameter by parameter.
 
 Filters are discretised by the bilinear (Tustin) transform and run causally
-(``scipy.signal.lfilter``), as seed 003 §4.2 implements them in discrete form. With
+(``scipy.signal.lfilter``), as [DirectDrive2012] §4.2 implements them in discrete form. With
 Tustin ``λ (1 − F(z))`` *is* ``F(z)`` times the trapezoidal derivative, so the identity
 ``f(s)[ṗ] = λ (p − f p)`` holds to second order in the sample period. The filters
 start in the steady state of a consistent history, so no start-up transient spoils
@@ -74,10 +74,10 @@ from dynamic_identification.core.regressors import BaseParameters, observation_m
 RegressionModel = Literal["dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power"]
 
 MODELS: tuple[str, ...] = ("dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power")
-"""The regression models of seed 003 §3, in the paper's order."""
+"""The regression models of [DirectDrive2012] §3, in the paper's order."""
 
 DEFAULT_FILTER_LAMBDA_RAD_S = 9.11
-"""``λ`` of ``f(s) = λ / (s + λ)``, rad/s: the value seed 003 §5 found best on its arm."""
+"""``λ`` of ``f(s) = λ / (s + λ)``, rad/s: the value [DirectDrive2012] §5 found best on its arm."""
 
 DEFAULT_ENERGY_INTERVAL_S = 0.2
 """Length of the integration intervals of the supplied-energy model, s."""
@@ -87,7 +87,7 @@ _MOMENTUM_STEP_S = 1e-5
 
 
 def first_order_filter(lambda_rad_s: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, a)`` of ``f(s) = λ / (s + λ)`` (seed 003 eq. (11)) discretised by the bilinear transform.
+    """``(b, a)`` of ``f(s) = λ / (s + λ)`` ([DirectDrive2012] eq. (11)) discretised by the bilinear transform.
 
     ``F(z) = λT (1 + z⁻¹) / ((2 + λT) + (λT − 2) z⁻¹)`` with ``T = 1 / rate_hz``; unit
     gain at DC, as ``f(0) = 1``.
@@ -148,7 +148,7 @@ def filtered_dynamic_rows(
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-dynamic rows of one motion (seed 003 eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ`` ``(r, n)``.
+    """Filtered-dynamic rows of one motion ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ``.
 
     ``q̈`` is not used: ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring.
     Rows are taken every ``step`` samples.
@@ -196,10 +196,10 @@ def supplied_energy_rows(
     *,
     interval_samples: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Supplied-energy rows of one motion (seed 003 eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
+    """Supplied-energy rows of one motion ([DirectDrive2012] eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
 
     Row ``i`` covers samples ``[i L, (i + 1) L]``: ``Y = ∫ q̇ᵀτ dt``,
-    ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, seed 003 §4.3).
+    ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, [DirectDrive2012] §4.3).
     """
     if interval_samples < 1:
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
@@ -223,7 +223,7 @@ def filtered_power_rows(
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-power rows of one motion (seed 003 eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` ``(r,)`` in W.
+    """Filtered-power rows of one motion ([DirectDrive2012] eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` in W.
 
     ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
     """

@@ -1,18 +1,18 @@
 """Linear least-squares estimation of base parameters and its statistics.
 
-The identification model sampled over ``N`` instants is ``Y = W χ + ρ`` (seed 000
+The identification model sampled over ``N`` instants is ``Y = W χ + ρ`` ([Gautier2013]
 eq. (14)) with the observation matrix ``W`` of shape ``(N, n, p)`` (sample, joint
 equation, parameter) and the measured torques ``Y`` of shape ``(N, n)``. Every
 estimator stacks the rows into the ``(N·n, p)`` system, optionally divides each row
-by the standard deviation of its error (weighted least squares, seed 000 eq. (20);
-seed 004 eq. (7)-(9)) and solves it by a QR factorisation, never by the normal
+by the standard deviation of its error (weighted least squares, [Gautier2013] eq. (20);
+[Volkmann2020] eq. (7)-(9)) and solves it by a QR factorisation, never by the normal
 equations, so the accuracy is that of ``cond(W)`` and not of ``cond(W)²``.
 
-Statistics follow seed 000 §IV.A: the error variance ``σ̂_ρ²`` of the (weighted)
+Statistics follow [Gautier2013] §IV.A: the error variance ``σ̂_ρ²`` of the (weighted)
 system (eq. (17)), the covariance ``σ̂_ρ² (WᵀW)⁻¹`` (eq. (18)) computed as
 ``σ̂_ρ² R⁻¹R⁻ᵀ`` from the R factor, the relative standard deviations ``%σ`` (eq. (19)),
-and the model errors per joint ``e_j`` and ``e*_j`` of seed 004 eq. (11)-(12).
-Essential parameters are obtained by the iterative removal of seed 000 §V.B
+and the model errors per joint ``e_j`` and ``e*_j`` of [Volkmann2020] eq. (11)-(12).
+Essential parameters are obtained by the iterative removal of [Gautier2013] §V.B
 (Pham & Gautier).
 """
 
@@ -74,7 +74,7 @@ def _pivoted_qr(a: np.ndarray, b: np.ndarray | None = None) -> _PivotedQR:
 
 @dataclass(frozen=True)
 class LeastSquaresResult:
-    """Estimate ``χ̂`` of ``Y = W χ + ρ`` with its statistics (seed 000 eq. (15)-(19)).
+    """Estimate ``χ̂`` of ``Y = W χ + ρ`` with its statistics ([Gautier2013] eq. (15)-(19)).
 
     Attributes
     ----------
@@ -82,14 +82,14 @@ class LeastSquaresResult:
         Estimate ``χ̂``, shape ``(p,)``, in the units of the parameters (SI).
     std : numpy.ndarray
         Standard deviations ``σ_χ̂``, shape ``(p,)``: square roots of the diagonal of
-        :attr:`covariance` (seed 000 eq. (18)).
+        :attr:`covariance` ([Gautier2013] eq. (18)).
     relative_std_percent : numpy.ndarray
-        ``%σ = 100 σ_χ̂ / |χ̂|`` (seed 000 eq. (19)), shape ``(p,)``; ``inf`` where ``χ̂ == 0``.
+        ``%σ = 100 σ_χ̂ / |χ̂|`` ([Gautier2013] eq. (19)), shape ``(p,)``; ``inf`` where ``χ̂ == 0``.
     covariance : numpy.ndarray
-        ``σ̂_ρ² (WᵀW)⁻¹`` of the weighted system, shape ``(p, p)`` (seed 000 eq. (18)).
+        ``σ̂_ρ² (WᵀW)⁻¹`` of the weighted system, shape ``(p, p)`` ([Gautier2013] eq. (18)).
     residual_std : float
         ``σ̂_ρ`` of the weighted system, ``‖Y − Wχ̂‖ / sqrt(r − b)`` with ``r = N·n`` rows and
-        ``b = p`` parameters (seed 000 eq. (17)); close to 1 when the weights are the true
+        ``b = p`` parameters ([Gautier2013] eq. (17)); close to 1 when the weights are the true
         error standard deviations, in N·m for ordinary least squares.
     joint_std : numpy.ndarray
         Standard deviation of the error per joint used for weighting, N·m, shape ``(n,)``:
@@ -99,11 +99,11 @@ class LeastSquaresResult:
         2-norm condition number of the weighted stacked observation matrix after scaling
         each of its columns to unit Euclidean norm (so parameter units do not matter).
     relative_error : float
-        ``‖Y − Wχ̂‖ / ‖Y‖`` of the unweighted system over all joints (seed 000 Table IV).
+        ``‖Y − Wχ̂‖ / ‖Y‖`` of the unweighted system over all joints ([Gautier2013] Table IV).
     joint_errors : numpy.ndarray
-        Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` (seed 004 eq. (11)).
+        Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` ([Volkmann2020] eq. (11)).
     joint_relative_errors : numpy.ndarray
-        ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent (seed 004 eq. (12)).
+        ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent ([Volkmann2020] eq. (12)).
         Both are NaN for a joint without a valid equation (it never moved).
     samples : int
         Number of samples ``N``.
@@ -143,7 +143,7 @@ class LeastSquaresResult:
 
 @dataclass(frozen=True)
 class EssentialParametersResult:
-    """Outcome of the essential-parameter reduction (seed 000 §V.B).
+    """Outcome of the essential-parameter reduction ([Gautier2013] §V.B).
 
     Attributes
     ----------
@@ -167,7 +167,7 @@ def ordinary_least_squares(
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
-    """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` (seed 000 eq. (15)-(19)).
+    """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` ([Gautier2013] eq. (15)-(19)).
 
     Parameters
     ----------
@@ -201,12 +201,12 @@ def ordinary_least_squares(
 def joint_error_std(
     observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np.ndarray | None = None
 ) -> np.ndarray:
-    """Standard deviation of the error of each joint equation (seed 000 §IV.A).
+    """Standard deviation of the error of each joint equation ([Gautier2013] §IV.A).
 
     For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
     ordinary least-squares solution of joint ``j``'s own ``N`` equations. ``rank(W_j)`` is
     the numerical rank found by :func:`rank_deficient_columns` (pivoted QR), so the zero
-    columns of the block-triangular IDIM matrix (seed 000 eq. (20)) are handled.
+    columns of the block-triangular IDIM matrix ([Gautier2013] eq. (20)) are handled.
 
     A joint without valid equations gets the largest ``σ_j`` (its rows are unused).
     A joint fitted exactly (``σ_j`` at rounding level: below ``1000 eps`` times its RMS
@@ -278,7 +278,7 @@ def weighted_least_squares(
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
-    """Weighted least-squares estimate (IDIM-WLS, seed 000 eq. (20); seed 004 eq. (7)-(9)).
+    """Weighted least-squares estimate (IDIM-WLS, [Gautier2013] eq. (20); [Volkmann2020] eq. (7)-(9)).
 
     Each equation of joint ``j`` is divided by the standard deviation of its error, then
     the stacked ``(N·n, p)`` system is solved by QR.
@@ -294,7 +294,7 @@ def weighted_least_squares(
         :func:`joint_error_std` (per-joint OLS) when omitted.
     sample_std : numpy.ndarray, optional
         ``σ_{j,p}`` per sample and joint, N·m, shape ``(N, n)``, positive, e.g. from the
-        variance over repetitions (seed 004 eq. (7)). Replaces per-joint weighting; give
+        variance over repetitions ([Volkmann2020] eq. (7)). Replaces per-joint weighting; give
         either this or ``joint_std``, not both.
     parameter_names : sequence of str, optional
         ``p`` names used in error messages.

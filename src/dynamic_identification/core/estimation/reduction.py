@@ -1,19 +1,19 @@
-"""Model reduction on per-joint normal equations: sensitivity-based (seed 004) and essential (seed 000).
+"""Model reduction on per-joint normal equations: sensitivity-based ([Volkmann2020]) and essential ([Gautier2013]).
 
 Every trial model is solved from the statistics of :class:`NormalEquations`, never by a
 pass over the rows; trying to remove a parameter is a rank-one step from the current
 model (``O(n b²)``, no factorisation). Three methods:
 
-``'sensitivity'`` — Algorithm 1 of seed 004 §III.D (backward stepwise selection):
+``'sensitivity'`` — Algorithm 1 of [Volkmann2020] §III.D (backward stepwise selection):
 
 1. the columns the pivoted Cholesky of the weighted normal matrix finds dependent
    (and all-zero columns) are removed first as ``'not identifiable'`` (line 1);
 2. the WLS of the identifiable model is the reference; its relative errors
    ``e*_0,j`` (lines 2-3);
-3. the essential set ``E`` starts with ``forced`` (seed 004 puts the friction
+3. the essential set ``E`` starts with ``forced`` ([Volkmann2020] puts the friction
    parameters there when every joint moves enough, §III.D) (line 4);
 4. repeatedly the parameter of ``I \\ E`` with the lowest sensitivity ``c̄_i``
-   (seed 004 eq. (10)) is removed and the rest re-estimated (lines 6-9). The removal
+   ([Volkmann2020] eq. (10)) is removed and the rest re-estimated (lines 6-9). The removal
    is negligible — the parameter stays removed, ``'low sensitivity'`` — when for *all*
    joints ``e*_k,j <= (1 + e_tol) e*_0,j``; otherwise it is put back into the model
    and added to ``E`` (line 10). The pseudo code writes line 10 as
@@ -25,13 +25,13 @@ model (``O(n b²)``, no factorisation). Three methods:
    has no relative scale: its reference is raised to ``1e-6``, which makes the test an
    absolute one, ``e*_k,j <= (1 + e_tol) · 1e-6``.
 
-``'essential'`` — seed 000 §V.B (Pham & Gautier): remove the parameter with the largest
-``%σ`` (seed 000 eq. (19)) until ``max %σ / min %σ < r_sigma``.
+``'essential'`` — [Gautier2013] §V.B (Pham & Gautier): remove the parameter with the largest
+``%σ`` ([Gautier2013] eq. (19)) until ``max %σ / min %σ < r_sigma``.
 
 ``'none'`` — only the rank check of step 1.
 
 The relative errors are ``e*_j = ‖ρ_j‖ / ‖y_j‖`` (:attr:`NormalSolution.relative_errors`),
-the RMS counterpart of seed 004 eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
+the RMS counterpart of [Volkmann2020] eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
 need the rows, which the normal equations do not keep; the caller computes them for the
 final model (e.g. :func:`~dynamic_identification.core.estimation.least_squares.weighted_least_squares`
 on the kept columns gives ``joint_relative_errors``).
@@ -84,8 +84,8 @@ class ReductionResult:
         Column indices kept, increasing.
     removed
         ``(column, reason)`` in removal order; reasons are ``'not identifiable'`` (rank
-        check, seed 004 Algorithm 1 line 1), ``'low sensitivity'`` (Algorithm 1) and
-        ``'not essential (r_sigma=…)'`` (seed 000 §V.B, with the ``%σ`` ratio at removal).
+        check, [Volkmann2020] Algorithm 1 line 1), ``'low sensitivity'`` (Algorithm 1) and
+        ``'not essential (r_sigma=…)'`` ([Gautier2013] §V.B, with the ``%σ`` ratio at removal).
     essential
         The set ``E`` of Algorithm 1, increasing: the identifiable ``forced`` columns and
         the columns whose removal raised some ``e*_j`` beyond ``e_tol``. For
@@ -115,7 +115,7 @@ def reduce_parameters(
     names: Sequence[str] | None = None,
     min_parameters: int = 1,
 ) -> ReductionResult:
-    """Reduce the model of ``equations`` to the parameters the data needs (seed 004 Algorithm 1).
+    """Reduce the model of ``equations`` to the parameters the data needs ([Volkmann2020] Algorithm 1).
 
     Parameters
     ----------
@@ -123,15 +123,15 @@ def reduce_parameters(
         Per-joint normal equations of the window, ``b`` columns.
     joint_std
         ``σ_j`` per joint, N·m, ``(n,)``, positive: the WLS weights ``1/σ_j``
-        (seed 000 eq. (20)), fixed through the reduction.
+        ([Gautier2013] eq. (20)), fixed through the reduction.
     method
-        ``'sensitivity'`` (seed 004 Algorithm 1), ``'essential'`` (seed 000 §V.B) or
+        ``'sensitivity'`` ([Volkmann2020] Algorithm 1), ``'essential'`` ([Gautier2013] §V.B) or
         ``'none'`` (rank check only).
     e_tol
         Allowed relative growth of every joint's relative error ``e*_j`` over the
-        reference, ``> 0``; seed 004 uses 0.05 (§IV).
+        reference, ``> 0``; [Volkmann2020] uses 0.05 (§IV).
     r_sigma
-        Stopping ratio ``max %σ / min %σ`` of ``'essential'``, ``> 1``; seed 000 uses 20.
+        Stopping ratio ``max %σ / min %σ`` of ``'essential'``, ``> 1``; [Gautier2013] uses 20.
     forced
         Columns never removed by the reduction (the initial ``E``, e.g. friction when
         every joint moves); they are still removed when not identifiable.
@@ -260,7 +260,7 @@ def _sensitivity_reduction(
     reference_errors: np.ndarray,
     e_tol: float,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Seed 004 Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
+    """[Volkmann2020] Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
 
     ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns,
     formed once; each trial is a rank-one step from the current model (:class:`_RemovalTrials`).
@@ -392,9 +392,9 @@ def _essential_reduction(
     r_sigma: float,
     min_parameters: int,
 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
-    """Seed 000 §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
+    """[Gautier2013] §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
 
-    ``%σ`` as in :func:`solve_weighted` (seed 000 eq. (17)-(19)), each step from a slice
+    ``%σ`` as in :func:`solve_weighted` ([Gautier2013] eq. (17)-(19)), each step from a slice
     of the weighted normal equations.
     """
     weights = 1.0 / joint_std**2

@@ -83,14 +83,14 @@ class WindowSettings:
         joints do stick, three periods raised the error of the predicted raw torques
         from 4.0 % to 6-9 %.
     reduction
-        ``sensitivity`` (seed 004 Algorithm 1), ``essential`` (seed 000 §V.B) or ``none``.
+        ``sensitivity`` ([Volkmann2020] Algorithm 1), ``essential`` ([Gautier2013] §V.B) or ``none``.
     e_tol
         Algorithm 1 tolerance on the growth of each joint's relative error.
     r_sigma
-        Essential-parameter ratio of seed 000.
+        Essential-parameter ratio of [Gautier2013].
     friction_motion_rad
         When every joint travels at least this far in the window, the friction
-        parameters are forced essential (seed 004 §III.D).
+        parameters are forced essential ([Volkmann2020] §III.D).
     min_motion_rad
         Gate: some joint must travel this far in the window.
     max_condition_number, max_relative_error
@@ -146,7 +146,7 @@ class WindowUpdate:
 
     ``publishable`` is true only when every quality gate passed; otherwise
     ``reason`` says why and the parameters (if any) must not be used.
-    ``joint_errors`` and ``joint_relative_errors`` (seed 004 eq. (11)-(12)) are NaN for
+    ``joint_errors`` and ``joint_relative_errors`` ([Volkmann2020] eq. (11)-(12)) are NaN for
     a joint without an equation in the window (it did not move).
     """
 

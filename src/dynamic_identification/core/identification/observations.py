@@ -69,7 +69,7 @@ class DecimatedRows:
 
 @dataclass(frozen=True)
 class RowBuilder:
-    """Builds decimated base-IDIM rows from filtered motion on a uniform grid (seed 000 eq. (13)-(14)).
+    """Builds decimated base-IDIM rows from filtered motion on a uniform grid ([Gautier2013] eq. (13)-(14)).
 
     Works on blocks that carry :attr:`reach` samples of support on each side of
     the outputs they produce, so consecutive blocks give exactly the rows of the
@@ -188,7 +188,7 @@ def prepare_observations(
     dq_measured: np.ndarray | None = None,
     settings: IdentificationSettings | None = None,
 ) -> PreparedObservations:
-    """Decimated base observation matrix and torques (seed 000 eq. (13)-(14)).
+    """Decimated base observation matrix and torques ([Gautier2013] eq. (13)-(14)).
 
     ``W`` is built in blocks of ``settings.block_samples`` with the decimation
     filter's support on both sides, so the result equals decimating the whole

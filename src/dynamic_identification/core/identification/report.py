@@ -20,7 +20,7 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
     observations = result.observations
     errors = result.judged.joint_errors
     lines = [
-        # The DirectDrive2012 key was "seed 003" when users learnt to grep this line; kept so their scripts work.
+        # "(seed 003)" is the header users and test_dynid grep for, older than the citation keys; kept as it was.
         f"regression model {result.model} (seed 003): {len(result.names)} of {result.base.count} base parameters"
         " ([DirectDrive2012] §3)",
         f"{'parameter':<{width}}  {'value':>13}  {'%σ':>8}  expression",
