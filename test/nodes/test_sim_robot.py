@@ -20,6 +20,7 @@ from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
@@ -34,7 +35,7 @@ from dynamic_identification.nodes.conversions import (  # noqa: E402
     stamp_to_ns,
     trajectory_points,
 )
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS  # noqa: E402
+from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS, sensor_qos  # noqa: E402
 from dynamic_identification.nodes.sim_robot import SimRobotNode  # noqa: E402
 
 RATE_HZ = 250.0
@@ -161,3 +162,57 @@ def test_trajectory_message_round_trip_selects_joints_in_node_order() -> None:
     with pytest.raises(DataError, match="joint_names"):
         trajectory_points(message, ["j1", "j2"])
     assert_allclose(float64_array(float64_multi_array([1.0, 2.0])), [1.0, 2.0])
+
+
+def _clocked_graph(context: Context, *extra: Parameter) -> tuple[SimRobotNode, Node, SingleThreadedExecutor]:
+    sim = SimRobotNode(
+        context=context,
+        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True), *extra],
+    )
+    probe = Node("clock_probe", context=context, parameter_overrides=[Parameter("use_sim_time", value=True)])
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(sim)
+    executor.add_node(probe)
+    return sim, probe, executor
+
+
+def test_as_the_clock_every_sample_is_stamped_with_the_simulated_time_it_publishes(context: Context) -> None:
+    sim, probe, executor = _clocked_graph(context)
+    clock: list[int] = []
+    stamps: list[int] = []
+    probe.create_subscription(Clock, "/clock", lambda m: clock.append(stamp_to_ns(m.clock)), sensor_qos(1000))
+    probe.create_subscription(JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), 100)
+    _spin(executor, 20.0, until=lambda: len(stamps) >= 100)
+    executor.shutdown()
+    assert len(stamps) >= 100
+    steps = np.diff(stamps)
+    assert np.all(steps == round(1e9 / RATE_HZ))  # one sample per simulated step, never a dropped backlog
+    assert set(stamps[:50]) <= set(clock)  # each sample's stamp was published on /clock
+    assert probe.get_clock().now().nanoseconds >= stamps[0]  # a use_sim_time node follows it
+    sim.destroy_node()
+    probe.destroy_node()
+
+
+def test_in_lockstep_simulated_time_waits_for_the_next_chunk_of_a_moving_trajectory(context: Context) -> None:
+    sim, probe, executor = _clocked_graph(context, Parameter("lockstep", value=True))
+    names = sim.joint_names
+    publisher = probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+    _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0)
+    start = sim._now_ns()
+    q = np.zeros((2, len(names)))
+    q[1, 0] = 0.05
+    dq = np.full((2, len(names)), 0.0)
+    dq[:, 0] = 0.1  # the chunk ends moving: more must follow
+    publisher.publish(joint_trajectory_message(names, np.array([0.0, 0.2]), q, dq, np.zeros_like(q), stamp_ns=start))
+    _spin(executor, 0.6)  # three times the chunk's length in wall time
+    waited_at = sim._now_ns()
+    assert 0.19e9 <= waited_at - start <= 0.25e9  # simulated time stopped at the end of the chunk
+    q[:, 0] += 0.02
+    publisher.publish(
+        joint_trajectory_message(names, np.array([0.0, 0.2]), q, np.zeros_like(q), np.zeros_like(q), stamp_ns=waited_at)
+    )
+    _spin(executor, 0.6)
+    executor.shutdown()
+    assert sim._now_ns() - waited_at > 0.3e9  # it runs again once the next chunk (ending at rest) arrived
+    sim.destroy_node()
+    probe.destroy_node()

@@ -129,12 +129,18 @@ class NodeProcess:
 
 @dataclass
 class NodeProcesses:
-    """Starts node processes in one ROS domain and ends all of them on exit (a context manager)."""
+    """Starts node processes in one ROS domain and ends all of them on exit (a context manager).
+
+    With ``sim_time`` every node runs on ``use_sim_time`` and ``sim_robot`` publishes the clock
+    (``publish_clock``) in lockstep with the trajectory it follows: the run's results then do not
+    depend on the machine's load.
+    """
 
     domain_id: int
     log_dir: pathlib.Path
     params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,)
     started: list[NodeProcess] = field(default_factory=list)
+    sim_time: bool = False
 
     def start(self, name: str, **overrides: ParameterValue) -> NodeProcess:
         """Start node ``name`` with ``overrides`` of its parameters (dotted keys: use :meth:`start_with`)."""
@@ -145,6 +151,9 @@ class NodeProcesses:
         index = sum(1 for item in self.started if item.name == name)
         stem = name if index == 0 else f"{name}_{index}"
         stdout, stderr = self.log_dir / f"{stem}.stdout.log", self.log_dir / f"{stem}.stderr.log"
+        if self.sim_time:
+            clock = {"publish_clock": True, "lockstep": True} if name == "sim_robot" else {}
+            overrides = {"use_sim_time": True, **clock, **overrides}
         command = [*node_command(name), *ros_arguments(name, overrides, params_files=self.params_files)]
         with stdout.open("wb") as out, stderr.open("wb") as err:
             process = subprocess.Popen(  # noqa: S603 - fixed executables, arguments from the test

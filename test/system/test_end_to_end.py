@@ -154,7 +154,7 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         first = playback_stamps[0] + RAMP_S + WINDOW_S
         return next((p for p in parameters if p.document.stamp >= first), None)
 
-    with NodeProcesses(ros_domain_id, tmp_path) as nodes:
+    with NodeProcesses(ros_domain_id, tmp_path, sim_time=True) as nodes:
         started = time.monotonic()
         nodes.start("recorder")
         nodes.start_with(

@@ -49,3 +49,12 @@ LATCHED_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 """Identified parameters: the last message is delivered to late subscribers."""
+
+CLOCK_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""``/clock``: keep last 1; reliable, so it serves the best-effort subscription of ROS time sources
+(``rclcpp::ClockQoS``) and reliable ones (``ros2 topic echo``, tools) alike."""

@@ -7,11 +7,23 @@ torque measured through the drive chain, N·m) and ``/motor_currents``
 (``sensor_msgs/JointState`` with the same stamp, ``effort`` = current in A).
 
 The physics is :class:`dynamic_identification.core.simulation.RobotSimulator`;
-this node only reads parameters, converts messages and keeps simulated time on
-the node clock (wall clock, or ``/clock`` with ``use_sim_time``): each timer tick
-steps as many ``1 / rate_hz`` steps as the clock advanced, so simulated time does
-not drift; when the process falls more than ``max_catch_up_s`` behind, the
-backlog is dropped with a warning instead of being replayed.
+this node only reads parameters, converts messages and keeps simulated time in one
+of two ways:
+
+* ``publish_clock: false`` (default) — on the node clock (wall clock, or ``/clock``
+  from elsewhere with ``use_sim_time``): each timer tick steps as many ``1 / rate_hz``
+  steps as the clock advanced, so simulated time does not drift; when the process
+  falls more than ``max_catch_up_s`` behind, the backlog is dropped with a warning
+  instead of being replayed;
+* ``publish_clock: true`` — the simulator *is* the clock, like Gazebo: it publishes
+  ``/clock`` (``rosgraph_msgs/Clock``) after every step and stamps everything with it,
+  advancing at most ``real_time_factor`` simulated seconds per wall second. A loaded
+  machine slows simulated time down instead of dropping steps, so every node started
+  with ``use_sim_time: true`` sees the same motion whatever the CPU load (the demo and
+  the system tests run this way). With ``lockstep`` it also waits for its commands:
+  it never steps past the end of a trajectory that ends in motion (a streamed chunk)
+  until the next one arrives, at most ``lockstep_timeout_s`` of wall time, so a
+  commanding node starved of CPU cannot leave the robot without a reference.
 """
 
 from __future__ import annotations
@@ -20,8 +32,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
+from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -38,11 +53,12 @@ from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
     joint_state_message,
+    time_message,
     trajectory_points,
 )
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
-from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
+from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
 from dynamic_identification.resources import shipped_path
 
@@ -89,6 +105,10 @@ class SimRobotConfig:
     initial_positions: tuple[float, ...] = ()
     max_catch_up_s: float = 0.25
     seed: int = 0
+    publish_clock: bool = False
+    real_time_factor: float = 1.0
+    lockstep: bool = False
+    lockstep_timeout_s: float = 1.0
 
 
 _PARAMETERS = (
@@ -124,6 +144,32 @@ _PARAMETERS = (
         floating=(0.001, 10.0),
     ),
     ParameterSpec("seed", 0, Parameter.Type.INTEGER, "seed of the sensor noise", integer=(0, 2**31 - 1)),
+    ParameterSpec(
+        "publish_clock",
+        False,
+        Parameter.Type.BOOL,
+        "be the clock: publish /clock after every step (other nodes run with use_sim_time)",
+    ),
+    ParameterSpec(
+        "real_time_factor",
+        1.0,
+        Parameter.Type.DOUBLE,
+        "with publish_clock: most simulated seconds per wall second",
+        floating=(0.01, 100.0),
+    ),
+    ParameterSpec(
+        "lockstep",
+        False,
+        Parameter.Type.BOOL,
+        "with publish_clock: wait for the next trajectory chunk instead of running past one that ends moving",
+    ),
+    ParameterSpec(
+        "lockstep_timeout_s",
+        1.0,
+        Parameter.Type.DOUBLE,
+        "with lockstep: longest wall-time wait for the next chunk, s",
+        floating=(0.001, 60.0),
+    ),
 )
 
 
@@ -252,6 +298,17 @@ class _Reference:
     velocities: np.ndarray | None = None
     accelerations: np.ndarray | None = None
 
+    def ends_moving_before(self, stamp_ns: int) -> bool:
+        """Whether the trajectory's last point, in motion, lies before ``stamp_ns``: a chunk of a stream whose
+        next chunk is due."""
+        if self.times_s is None or self.velocities is None:
+            return False
+        last = (stamp_ns - self.start_ns) / NS_PER_S > float(self.times_s[-1])
+        moving = bool(np.any(self.velocities[-1] != 0.0)) or (
+            self.accelerations is not None and bool(np.any(self.accelerations[-1] != 0.0))
+        )
+        return last and moving
+
     def at(self, stamp_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.joints is None or self.times_s is None or self.positions is None:
             return self.q, self.dq, self.ddq
@@ -285,9 +342,22 @@ class SimRobotNode(Node):
         self._currents = self.create_publisher(JointState, "/motor_currents", SENSOR_QOS)
         self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Float64MultiArray, "/feedforward/effort", self._on_feedforward, COMMAND_QOS)
-        self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
+        self._clock_publisher: Publisher | None = None
+        if self.config.publish_clock:
+            # Simulated time starts at the wall time, so stamps look like a real driver's.
+            self._sim_origin_ns = int(Clock(clock_type=ClockType.SYSTEM_TIME).now().nanoseconds)
+            self._wall = Clock(clock_type=ClockType.STEADY_TIME)
+            self._wall_anchor_ns: int | None = None
+            self._waiting_since_ns: int | None = None
+            self._clock_publisher = self.create_publisher(ClockMessage, "/clock", CLOCK_QOS)
+            self.create_timer(
+                self._dt_ns / NS_PER_S / self.config.real_time_factor, self._on_wall_timer, clock=self._wall
+            )
+        else:
+            self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
+        mode = f", publishing /clock at {self.config.real_time_factor:g}× real time" if self._clock_publisher else ""
         self.get_logger().info(
-            f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz"
+            f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz{mode}"
         )
 
     @property
@@ -295,9 +365,14 @@ class SimRobotNode(Node):
         return list(self._names)
 
     def _now_ns(self) -> int:
+        """Simulated time when this node is the clock, else the node clock, ns."""
+        if self._clock_publisher is not None:
+            return self._sim_origin_ns + self._steps * self._dt_ns
         return int(self.get_clock().now().nanoseconds)
 
     def _sim_stamp_ns(self) -> int:
+        if self._clock_publisher is not None:
+            return self._now_ns()
         return (self._anchor_ns if self._anchor_ns is not None else self._now_ns()) + self._steps * self._dt_ns
 
     def _on_trajectory(self, message: JointTrajectory) -> None:
@@ -375,6 +450,50 @@ class SimRobotNode(Node):
             self.simulator.step(q, dq, ddq, feedforward)
             self._steps += 1
             self._publish(self._sim_stamp_ns())
+
+    def _on_wall_timer(self) -> None:
+        """Be the clock: step as far as ``real_time_factor`` allows since the first tick, never more than
+        ``max_catch_up_s`` of simulated time per tick (a loaded machine slows simulated time down)."""
+        wall_ns = int(self._wall.now().nanoseconds)
+        if self._wall_anchor_ns is None:
+            self._wall_anchor_ns = wall_ns
+        due = int((wall_ns - self._wall_anchor_ns) * self.config.real_time_factor) // self._dt_ns - self._steps
+        if due > self._max_steps:
+            # Simulated time is the clock: it falls behind the wall instead of skipping steps.
+            self._wall_anchor_ns += int((due - self._max_steps) * self._dt_ns / self.config.real_time_factor)
+            due = self._max_steps
+        for _ in range(max(due, 0)):
+            stamp_ns = self._now_ns()
+            if self._must_wait(stamp_ns + self._dt_ns, wall_ns):
+                return
+            q, dq, ddq = self._reference.at(stamp_ns)
+            self.simulator.step(q, dq, ddq, self._current_feedforward(stamp_ns))
+            self._steps += 1
+            stamp_ns = self._now_ns()
+            if self._clock_publisher is not None:
+                self._clock_publisher.publish(ClockMessage(clock=time_message(stamp_ns)))
+            self._publish(stamp_ns)
+
+    def _must_wait(self, next_ns: int, wall_ns: int) -> bool:
+        """Lockstep: whether to hold simulated time until the next trajectory chunk arrives.
+
+        While waiting, the wall-time anchor moves with the wall, so simulated time resumes at
+        ``real_time_factor`` from where it stopped instead of racing to catch up.
+        """
+        if not self.config.lockstep or not self._reference.ends_moving_before(next_ns):
+            self._waiting_since_ns = None
+            return False
+        if self._waiting_since_ns is None:
+            self._waiting_since_ns = wall_ns
+        waited_s = (wall_ns - self._waiting_since_ns) / NS_PER_S
+        if waited_s > self.config.lockstep_timeout_s:
+            self.get_logger().warning(
+                f"no trajectory chunk for {waited_s:.2f} s of wall time; holding the last point",
+                throttle_duration_sec=1.0,
+            )
+            return False
+        self._wall_anchor_ns = wall_ns - int(self._steps * self._dt_ns / self.config.real_time_factor)
+        return True
 
     def _publish(self, stamp_ns: int) -> None:
         q, dq, torques, currents = self.simulator.measure()

@@ -1,0 +1,800 @@
+"""Physical consistency of standard parameters and the physically consistent WLS estimate.
+
+Pseudo-inertia ([Wensing2018])
+------------------------------
+The ten inertial parameters of a link in Pinocchio order
+``φ = [m, h_x, h_y, h_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (mass in kg, first
+moment ``h = m c`` in kg·m, rotational inertia ``I`` in kg·m² about the joint frame
+origin, in joint-frame axes) are those of a mass distribution with non-negative
+density if and only if the 4×4 pseudo-inertia matrix
+
+``J(φ) = [[Σ, h], [hᵀ, m]]``,  ``Σ = ½ tr(I) 1₃ − I``  (the second moment ``∫ρ r rᵀ``)
+
+is positive semi-definite (Wensing, Kim & Slotine, *Linear Matrix Inequalities for
+Physically Consistent Inertial Parameter Identification: A Statistical Perspective
+on the Mass Distribution*, IEEE RA-L 3(1), 2018, Theorem 1). ``J`` is linear in
+``φ``, so ``J ⪰ 0`` is a linear matrix inequality. It implies ``m ≥ 0``, ``I`` about
+the centre of mass positive semi-definite and the triangle inequalities of its
+principal moments. The drive-chain terms must dissipate and store energy the right
+way round: rotor inertia ``Ia ≥ 0``, viscous ``Fv ≥ 0`` and Coulomb ``Fc ≥ 0``
+friction; the offset is free.
+
+Consistent estimate
+-------------------
+The data enter through the weighted normal equations of the base parameters
+([Gautier2013] eq. (15)-(20)): for the kept base columns ``A = Wᵀ Σ⁻¹ W``, the
+unconstrained WLS estimate ``χ̂_b`` and ``σ̂²`` (eq. (17)). For any ``θ``,
+``‖Y − Wθ‖²_Σ = ‖Y − Wχ̂_b‖²_Σ + (θ − χ̂_b)ᵀ A (θ − χ̂_b)``, so minimising the weighted
+residual over standard parameters ``χ_st`` is minimising
+
+``‖R (K_kept χ_st − χ̂_b)‖² / σ̂²``  with ``RᵀR = A``
+
+— the squared Mahalanobis distance between the base values of ``χ_st`` and the
+unconstrained estimate under its covariance ``σ̂² A⁻¹`` (eq. (18)). The cost does not
+depend on the number of samples (``σ̂`` is floored at 1e-6 of the weighted RMS torque
+so that noise-free data keep a finite metric). It is minimised subject to the scaled
+``J̃_i ⪰ ε_i 1`` per link (below) and the drive-term signs, with cvxpy and the
+Clarabel interior-point solver. The cvxpy problem is compiled once per number of
+kept parameters and re-solved with new data as parameters (DPP), which is what makes
+repeated solves cheap; Clarabel itself has no warm start.
+
+``χ_st`` has ``p − b`` directions that no data determine (the null space of
+``K_kept``). They are fixed by the regulariser ``λ ‖Nᵀ S⁻¹ (χ_st − χ_nom)‖²``, the
+distance to the nominal (URDF) parameters in the null space only (``N`` an
+orthonormal basis of ``null(K_kept S)``): it is zero along every identified
+direction, so when the unconstrained estimate completed by the nominal null-space
+component is consistent the solution is exactly that (no solver call), and the
+base values equal ``χ̂_b``. Otherwise ``λ`` (default 1e-3) trades the fit against
+the distance to the nominal: one parameter scale (see below) of null-space distance
+costs as much as a ``√λ ≈ 0.03`` σ shift of the estimate, so the fit dominates.
+
+Base parameters removed by model reduction (or not excited) do not enter the fit:
+their values in :attr:`ConsistentEstimate.base_values` are those of the consistent
+``χ_st``, i.e. pulled to the nominal by the regulariser as far as the constraints
+allow, since the data did not determine them.
+
+Scaling: the unknowns are ``x = S⁻¹ χ_st`` with, per link, the nominal mass ``M``
+and radius of gyration ``L = sqrt(tr Σ_nom / M)`` giving scales ``M``, ``M L``,
+``M L²`` for mass, first and second moments, so the pseudo-inertia of ``x`` is
+``J̃ = diag(1/L, 1/L, 1/L, 1) J diag(…) / M``, of order one, and ``J̃ ⪰ ε 1`` is a
+margin relative to the nominal link; ``ε_i`` is the settings' margin, or half the
+nominal link's own smallest eigenvalue of ``J̃`` when that is smaller (a nearly flat
+URDF body stays feasible). A drive term's scale is the largest of its nominal
+magnitude and of the base estimates it enters (so the null-space metric that splits,
+say, ``ZZ1 + Ia1`` between its two terms follows the data). The unknowns are then of
+order one instead of spanning 1e4, and Clarabel converges in 10-20 iterations.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.linalg
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.normal_equations import (
+    NormalEquations,
+    residual_norms_squared,
+    solve_weighted,
+    weighted_normal_matrix,
+)
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms
+from dynamic_identification.core.regressors import BaseParameters
+
+if TYPE_CHECKING:
+    import cvxpy as cp  # imported when a problem is solved: it takes ~1.5 s to import
+
+SIGNED_DRIVE_TERMS: tuple[str, ...] = ("Ia", "Fv", "Fc")
+"""Drive-chain terms that must be non-negative; the offset ``off`` is free."""
+
+_INERTIAL = len(INERTIAL_PARAMETER_NAMES)
+
+_GAP_TOLERANCE = 1e-9
+"""Clarabel's duality-gap tolerance (absolute and relative). The fit is a squared Mahalanobis distance, so the
+identified directions are exact to far below a σ; the null-space directions, whose curvature is only ``λ``, are
+resolved to about ``sqrt(1e-9 · cost / λ)`` parameter scales (1e-3 for a 40 σ projection)."""
+
+_EXACT_FIT = 1e-6
+"""Smallest ``σ̂ / RMS(Y)`` (weighted) used to scale the fit, so noise-free data keep a finite Mahalanobis metric."""
+
+_DRIVE_SCALE_FLOOR = 1e-2
+"""Smallest drive-term scale, as a fraction of the joint's RMS torque (N·m, and per rad/s or rad/s²)."""
+
+_DEFAULT_LENGTH_M = 0.1
+"""Length scale of a link whose nominal mass or second moment is zero, m."""
+
+
+class ConsistencyError(IdentificationError):
+    """The physically consistent estimate cannot be computed (bad input, infeasible prior, solver failure)."""
+
+
+def _pseudo_inertia_basis() -> np.ndarray:
+    """``E`` of shape ``(10, 4, 4)`` with ``J(φ) = Σ_k φ_k E_k`` ([Wensing2018] eq. (7))."""
+    basis = np.zeros((_INERTIAL, 4, 4))
+    basis[0, 3, 3] = 1.0
+    for axis in range(3):
+        basis[1 + axis, axis, 3] = basis[1 + axis, 3, axis] = 1.0
+    # Σ = ½ tr(I) 1 − I for I = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]].
+    diagonal = {4: 0, 6: 1, 9: 2}  # index of I_xx, I_yy, I_zz in φ → axis
+    for k, axis in diagonal.items():
+        basis[k] += 0.5 * np.diag([1.0, 1.0, 1.0, 0.0])
+        basis[k, axis, axis] -= 1.0
+    for k, (row, column) in {5: (0, 1), 7: (0, 2), 8: (1, 2)}.items():
+        basis[k, row, column] = basis[k, column, row] = -1.0
+    return basis
+
+
+_BASIS = _pseudo_inertia_basis()
+
+
+def pseudo_inertia(inertial: np.ndarray) -> np.ndarray:
+    """Pseudo-inertia matrices ``J(φ)`` of inertial parameters ([Wensing2018] eq. (7)).
+
+    Parameters
+    ----------
+    inertial
+        ``φ`` in Pinocchio order, shape ``(..., 10)``: kg, kg·m, kg·m² about the joint
+        frame origin.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(..., 4, 4)``: ``[[Σ, h], [hᵀ, m]]`` with ``Σ = ½ tr(I) 1 − I`` in kg·m², ``h`` in kg·m.
+    """
+    phi = np.asarray(inertial, dtype=float)
+    if phi.shape[-1:] != (_INERTIAL,):
+        raise ConsistencyError(f"inertial must have shape (..., {_INERTIAL}), got {phi.shape}")
+    return np.tensordot(phi, _BASIS, axes=1)
+
+
+def _split(standard: np.ndarray, n_joints: int, terms: DriveTerms) -> tuple[np.ndarray, np.ndarray]:
+    """``(n, 10)`` inertial and ``(n, len(terms.names))`` drive blocks of a standard vector."""
+    values = np.asarray(standard, dtype=float)
+    if values.shape != (n_joints * terms.per_joint,):
+        raise ConsistencyError(
+            f"standard must have {n_joints * terms.per_joint} entries ({n_joints} joints ×"
+            f" {terms.per_joint}), got shape {values.shape}"
+        )
+    if not np.all(np.isfinite(values)):
+        raise ConsistencyError(
+            f"standard must be finite, got NaN/inf at {np.flatnonzero(~np.isfinite(values)).tolist()}"
+        )
+    blocks = values.reshape(n_joints, terms.per_joint)
+    return blocks[:, :_INERTIAL], blocks[:, _INERTIAL:]
+
+
+@dataclass(frozen=True)
+class LinkConsistency:
+    """Physical consistency of one link's inertial parameters.
+
+    Attributes
+    ----------
+    index
+        0-based joint (body) index in model order.
+    mass
+        ``m`` in kg.
+    com
+        Centre of mass ``h / m`` in the joint frame, m (NaN when ``m ≤ 0``).
+    min_eigenvalue
+        Smallest eigenvalue of ``J(φ)`` in SI units (kg·m², kg·m and kg mixed:
+        only its sign is unit-free).
+    relative_min_eigenvalue
+        ``min eig J / max eig J``; ``≥ −tolerance`` is the consistency test.
+    central_moments
+        Principal moments of inertia about the centre of mass, kg·m², increasing
+        (NaN when ``m ≤ 0``).
+    consistent
+        ``J(φ) ⪰ 0`` up to the tolerance, and ``m > 0``.
+    """
+
+    index: int
+    mass: float
+    com: np.ndarray
+    min_eigenvalue: float
+    relative_min_eigenvalue: float
+    central_moments: np.ndarray
+    consistent: bool
+
+
+@dataclass(frozen=True)
+class ConsistencyReport:
+    """Physical consistency of a standard-parameter vector ([Wensing2018] Theorem 1).
+
+    Attributes
+    ----------
+    links
+        One :class:`LinkConsistency` per joint, model order.
+    negative_drive_terms
+        Names (``"Fc2"``, …) of rotor inertias and friction coefficients below zero.
+    """
+
+    links: tuple[LinkConsistency, ...]
+    negative_drive_terms: tuple[str, ...]
+
+    @property
+    def consistent(self) -> bool:
+        """Every link's pseudo-inertia is PSD with positive mass and no drive term is negative."""
+        return all(link.consistent for link in self.links) and not self.negative_drive_terms
+
+    @property
+    def inconsistent_links(self) -> tuple[int, ...]:
+        """0-based indices of the links that fail."""
+        return tuple(link.index for link in self.links if not link.consistent)
+
+
+def consistency_report(
+    standard: np.ndarray, n_joints: int, terms: DriveTerms, *, tolerance: float = 1e-9
+) -> ConsistencyReport:
+    """Per-link and drive-term physical consistency of standard parameters.
+
+    Parameters
+    ----------
+    standard
+        ``χ_st`` of shape ``(n_joints * terms.per_joint,)`` in
+        :func:`~dynamic_identification.core.model.standard_parameter_names` order.
+    n_joints
+        Number of joints (links) ``n``.
+    terms
+        The drive-chain terms present after the 10 inertial parameters of each joint.
+    tolerance
+        Relative tolerance: a link is consistent when ``m > 0`` and
+        ``min eig J ≥ −tolerance · max eig J``; a drive term ``Ia``, ``Fv``, ``Fc`` is
+        negative when below ``−tolerance`` times the largest magnitude of that term
+        over the joints.
+
+    Returns
+    -------
+    ConsistencyReport
+    """
+    if not (np.isfinite(tolerance) and tolerance >= 0.0):
+        raise ConsistencyError(f"tolerance must be finite and >= 0, got {tolerance}")
+    inertial, drive = _split(standard, n_joints, terms)
+    links = []
+    for index, phi in enumerate(inertial):
+        eigenvalues = np.linalg.eigvalsh(pseudo_inertia(phi))
+        mass = float(phi[0])
+        largest = max(float(eigenvalues[-1]), np.finfo(float).tiny)
+        relative = float(eigenvalues[0]) / largest
+        if mass > 0.0:
+            com = phi[1:4] / mass
+            moments = np.linalg.eigvalsh(_rotational_inertia(phi) - mass * _skew_square(com))
+        else:
+            com = np.full(3, np.nan)
+            moments = np.full(3, np.nan)
+        links.append(
+            LinkConsistency(
+                index=index,
+                mass=mass,
+                com=com,
+                min_eigenvalue=float(eigenvalues[0]),
+                relative_min_eigenvalue=relative,
+                central_moments=moments,
+                consistent=bool(mass > 0.0 and relative >= -tolerance),
+            )
+        )
+    negative = []
+    for t, name in enumerate(terms.names):
+        if name not in SIGNED_DRIVE_TERMS:
+            continue
+        column = drive[:, t]
+        floor = -tolerance * float(np.abs(column).max(initial=0.0))
+        negative += [f"{name}{j + 1}" for j in np.flatnonzero(column < floor)]
+    return ConsistencyReport(links=tuple(links), negative_drive_terms=tuple(negative))
+
+
+def is_physically_consistent(
+    standard: np.ndarray, n_joints: int, terms: DriveTerms, *, tolerance: float = 1e-9
+) -> bool:
+    """Whether standard parameters are physically consistent ([Wensing2018] Theorem 1).
+
+    ``J(φ_i) ⪰ 0`` with ``m_i > 0`` for every link and ``Ia, Fv, Fc ≥ 0``; see
+    :func:`consistency_report` for ``tolerance`` and the per-link details.
+    """
+    return consistency_report(standard, n_joints, terms, tolerance=tolerance).consistent
+
+
+def _rotational_inertia(phi: np.ndarray) -> np.ndarray:
+    xx, xy, yy, xz, yz, zz = phi[4:10]
+    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+
+
+def _skew_square(vector: np.ndarray) -> np.ndarray:
+    """``−[c]ₓ²`` = ``|c|² 1 − c cᵀ`` (parallel-axis term per unit mass)."""
+    return float(vector @ vector) * np.eye(3) - np.outer(vector, vector)
+
+
+@dataclass(frozen=True)
+class ConsistencySettings:
+    """Choices of the physically consistent estimate.
+
+    Attributes
+    ----------
+    margin
+        ``ε`` of ``J̃_i ⪰ ε 1`` where ``J̃_i`` is link ``i``'s pseudo-inertia scaled
+        by its nominal mass ``M`` and radius of gyration ``L`` (module docstring): the
+        mass stays above ``ε M`` and the second moment along any direction above
+        ``ε M L²``, so the result is strictly consistent despite solver round-off. A
+        link whose nominal (minus its attached parts) has a smaller scaled eigenvalue
+        gets half of that instead, so a nearly flat URDF body stays feasible.
+    regularization
+        ``λ`` of the null-space pull toward the nominal parameters, in units of the
+        squared Mahalanobis distance of the fit per squared parameter scale.
+    box
+        ``None`` or the half-width of a box around the nominal inertial parameters, in
+        parameter scales: ``|m − m_nom| ≤ box · M``, ``|h − h_nom| ≤ box · M L``,
+        ``|I − I_nom| ≤ box · M L²`` per link (e.g. 0.5 keeps masses within ±50 % of
+        the URDF's). A hard prior for when the URDF is trusted; it can make the
+        problem infeasible, which raises :class:`ConsistencyError`.
+    shift_tolerance
+        The unconstrained estimate counts as already consistent when the consistent
+        base values lie within this Mahalanobis distance (in σ) of it.
+    max_iterations
+        Clarabel's iteration limit.
+    """
+
+    margin: float = 1e-4
+    regularization: float = 1e-3
+    box: float | None = None
+    shift_tolerance: float = 1e-2
+    max_iterations: int = 200
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.margin) and 0.0 <= self.margin < 1.0):
+            raise ConsistencyError(f"margin must be in [0, 1), got {self.margin}")
+        if not (np.isfinite(self.regularization) and self.regularization > 0.0):
+            raise ConsistencyError(f"regularization must be finite and > 0, got {self.regularization}")
+        if self.box is not None and not (np.isfinite(self.box) and self.box > 0.0):
+            raise ConsistencyError(f"box must be None or finite and > 0, got {self.box}")
+        if not (np.isfinite(self.shift_tolerance) and self.shift_tolerance >= 0.0):
+            raise ConsistencyError(f"shift_tolerance must be finite and >= 0, got {self.shift_tolerance}")
+        if self.max_iterations < 1:
+            raise ConsistencyError(f"max_iterations must be >= 1, got {self.max_iterations}")
+
+
+@dataclass(frozen=True)
+class ConsistentEstimate:
+    """Physically consistent standard parameters fitted to the weighted base normal equations.
+
+    Attributes
+    ----------
+    standard
+        Consistent ``χ_st``, shape ``(p,)``, standard-parameter order.
+    base_values
+        ``K χ_st`` for all ``b`` base parameters, shape ``(b,)``: drop-in base values
+        for prediction and feedforward.
+    kept
+        Indices (into the base parameters) of the ones fitted, shape ``(k,)``.
+    unconstrained
+        The WLS estimate ``χ̂_b`` of the kept base parameters ([Gautier2013] eq. (20)).
+    unconstrained_consistent
+        Whether ``χ̂_b`` is reproduced by consistent standard parameters (shift below
+        :attr:`ConsistencySettings.shift_tolerance`).
+    shift_sigma
+        Mahalanobis distance ``sqrt((θ_c − χ̂_b)ᵀ A (θ_c − χ̂_b) / σ̂²)`` between the
+        consistent and the unconstrained kept base values, in standard deviations.
+    cost_increase
+        Relative increase of the weighted residual sum of squares
+        ``‖Y − Wθ_c‖²_Σ / ‖Y − Wχ̂_b‖²_Σ − 1``.
+    relative_error_unconstrained, relative_error
+        ``‖Y − Wθ‖ / ‖Y‖`` (unweighted, all joints) of ``χ̂_b`` and of ``θ_c``.
+    active
+        Constraints at their bound, e.g. ``("link 3 pseudo-inertia", "Fc2 >= 0", "M4 box")``.
+    report
+        :func:`consistency_report` of :attr:`standard`.
+    solver_status
+        cvxpy status, or ``"not needed"`` when the nominal completion of ``χ̂_b`` was consistent.
+    solve_time_s
+        Wall time of the whole call, s.
+    """
+
+    standard: np.ndarray
+    base_values: np.ndarray
+    kept: np.ndarray
+    unconstrained: np.ndarray
+    unconstrained_consistent: bool
+    shift_sigma: float
+    cost_increase: float
+    relative_error_unconstrained: float
+    relative_error: float
+    active: tuple[str, ...]
+    report: ConsistencyReport
+    solver_status: str
+    solve_time_s: float
+
+    @property
+    def kept_values(self) -> np.ndarray:
+        """Consistent values of the kept base parameters, ordered like :attr:`kept`."""
+        return self.base_values[self.kept]
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """Unknowns ``x = χ_st / scale`` and the per-link margins of ``J(x) ⪰ margin 1``."""
+
+    scale: np.ndarray
+    margins: np.ndarray
+
+
+@dataclass
+class _Problem:
+    """A compiled cvxpy problem for one number of kept columns (re-solved with new data by DPP)."""
+
+    problem: cp.Problem
+    x: cp.Variable
+    data_matrix: cp.Parameter
+    data_vector: cp.Parameter
+    null_space: cp.Parameter | None
+    null_target: cp.Parameter | None
+    lower: cp.Parameter | None
+    upper: cp.Parameter | None
+
+
+@dataclass
+class ConsistentEstimator:
+    """Physically consistent WLS of standard parameters from base normal equations ([Wensing2018]).
+
+    Holds the nominal parameters and the compiled cvxpy problem, so repeated calls
+    (the in-process estimator's every update) skip the problem construction while
+    the number of kept base parameters stays the same (the data, the kept set and
+    the scales enter as cvxpy parameters).
+
+    Parameters
+    ----------
+    base
+        Base parameters with the regrouping ``K`` (``χ_b = K χ_st``).
+    terms
+        Drive-chain terms of the standard parameters.
+    nominal
+        ``χ_nom`` of shape ``(p,)``: the URDF's inertial parameters and a drive-term
+        prior (zeros when unknown), e.g.
+        :func:`~dynamic_identification.core.model.standard_parameters`.
+    settings
+        :class:`ConsistencySettings`.
+    attached
+        ``(n, 10)`` inertial parameters (Pinocchio order, joint frame) of parts known to
+        be rigidly part of each body, e.g. a gripper merged into the last body
+        (:func:`dynamic_identification.io.urdf_export.attached_inertias`): the
+        constraint becomes ``J(φ_i − attached_i) ⪰ ε``, so the identified body minus
+        its attachments is itself a physical body and the URDF export can keep the
+        attachments' own inertias. Zeros (no attachment) by default.
+    """
+
+    base: BaseParameters
+    terms: DriveTerms
+    nominal: np.ndarray
+    settings: ConsistencySettings = field(default_factory=ConsistencySettings)
+    attached: np.ndarray | None = None
+    _problems: dict[int, _Problem] = field(default_factory=dict, repr=False)
+    _inertial_scale: np.ndarray = field(init=False, repr=False)
+    _attached_scaled: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        p = len(self.base.standard_names)
+        if p % self.terms.per_joint:
+            raise ConsistencyError(
+                f"terms has {self.terms.per_joint} parameters per joint, which does not divide p={p}"
+            )
+        n = p // self.terms.per_joint
+        nominal = np.array(self.nominal, dtype=float)
+        _split(nominal, n, self.terms)
+        nominal.setflags(write=False)
+        self.nominal = nominal
+        attached = np.zeros((n, _INERTIAL)) if self.attached is None else np.array(self.attached, dtype=float)
+        if attached.shape != (n, _INERTIAL) or not np.all(np.isfinite(attached)):
+            raise ConsistencyError(f"attached must hold ({n}, {_INERTIAL}) finite values, got shape {attached.shape}")
+        attached.setflags(write=False)
+        self.attached = attached
+        self._inertial_scale = self._structural_scales()
+        self._attached_scaled = attached / self._inertial_scale
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.base.standard_names) // self.terms.per_joint
+
+    def solve(
+        self,
+        equations: NormalEquations,
+        joint_std: np.ndarray,
+        kept: Sequence[int] | np.ndarray | None = None,
+    ) -> ConsistentEstimate:
+        """The consistent estimate for these normal equations.
+
+        Parameters
+        ----------
+        equations
+            Per-joint normal equations over all ``b`` base columns
+            (:meth:`NormalEquations.from_rows` of the decimated rows ``(r, n, b)`` and
+            valid mask, or the sliding window's).
+        joint_std
+            ``σ_j`` per joint, N·m, the WLS weights ([Gautier2013] eq. (20)).
+        kept
+            Base-parameter indices fitted (after model reduction); all by default.
+
+        Raises
+        ------
+        ConsistencyError
+            Bad shapes, infeasible box prior, or the solver failed.
+        RankDeficientError, DataError
+            From the unconstrained WLS on ``kept``.
+        """
+        started = time.perf_counter()
+        b = self.base.count
+        if equations.n_parameters != b:
+            raise ConsistencyError(f"equations have {equations.n_parameters} columns, base parameters {b}")
+        sigma = np.asarray(joint_std, dtype=float)
+        if sigma.shape != (equations.n_joints,) or not np.all(np.isfinite(sigma) & (sigma > 0.0)):
+            raise ConsistencyError(f"joint_std must be {equations.n_joints} positive values, got {sigma.tolist()}")
+        columns = np.arange(b) if kept is None else np.unique(np.asarray(kept, dtype=int))
+        if columns.size == 0 or columns[0] < 0 or columns[-1] >= b:
+            raise ConsistencyError(f"kept must be indices in [0, {b}), got {np.asarray(kept).tolist()}")
+        solution = solve_weighted(equations, sigma, columns, names=self.base.names)
+        estimate = solution.parameters
+        matrix, _ = weighted_normal_matrix(equations, sigma, columns)
+        weights = 1.0 / sigma**2
+        residual_unconstrained = residual_norms_squared(equations, columns, estimate)
+        ssr = float(weights @ residual_unconstrained)
+        dof = float(equations.count.sum()) - columns.size
+        # σ̂² of [Gautier2013] eq. (17), floored at a 1e-6 relative residual so exact data stay well scaled.
+        sigma_squared = max(ssr / dof, _EXACT_FIT**2 * float(weights @ equations.c) / float(equations.count.sum()))
+        regrouping = self.base.regrouping[columns]
+        rms_torque = np.sqrt(equations.c / np.maximum(equations.count, 1.0))
+        scaling = self._scaling(regrouping, estimate, rms_torque)
+        nominal_scaled = self.nominal / scaling.scale
+        reduced = regrouping * scaling.scale
+
+        # χ̂_b completed by the nominal null-space component: the solution whenever it is feasible.
+        completion = nominal_scaled + np.linalg.lstsq(reduced, estimate - reduced @ nominal_scaled, rcond=None)[0]
+        if self._feasible(completion, nominal_scaled, scaling.margins):
+            scaled, status = completion, "not needed"
+        else:
+            whitened = _cholesky(matrix / sigma_squared)
+            scaled, status = self._solve_conic(reduced, whitened, estimate, nominal_scaled, scaling.margins)
+        standard = scaled * scaling.scale
+        base_values = self.base.regrouping @ standard
+        fitted = base_values[columns]
+        difference = fitted - estimate
+        shift = float(np.sqrt(max(difference @ matrix @ difference, 0.0) / sigma_squared))
+        residual = residual_norms_squared(equations, columns, fitted)
+        increase = float(weights @ residual) - ssr
+        total = float(np.sqrt(equations.c.sum()))
+        return ConsistentEstimate(
+            standard=standard,
+            base_values=base_values,
+            kept=columns,
+            unconstrained=estimate,
+            unconstrained_consistent=bool(shift <= self.settings.shift_tolerance),
+            shift_sigma=shift,
+            cost_increase=increase / ssr if ssr > 0.0 else (0.0 if increase <= 0.0 else float("inf")),
+            relative_error_unconstrained=float(np.sqrt(residual_unconstrained.sum())) / total if total else 0.0,
+            relative_error=float(np.sqrt(residual.sum())) / total if total else 0.0,
+            active=self._active(scaled, nominal_scaled, scaling.margins),
+            report=consistency_report(standard, self.n_joints, self.terms, tolerance=0.0),
+            solver_status=status,
+            solve_time_s=time.perf_counter() - started,
+        )
+
+    # -- scaling and constraints -------------------------------------------------------------
+
+    def _structural_scales(self) -> np.ndarray:
+        """``(n, 10)`` scales of the inertial parameters from the nominal masses and radii of gyration."""
+        nominal = self.nominal.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
+        masses = nominal[:, 0]
+        positive = masses[masses > 0.0]
+        fallback_mass = float(positive.mean()) if positive.size else 1.0
+        scale = np.empty((self.n_joints, _INERTIAL))
+        for i, phi in enumerate(nominal):
+            mass = masses[i] if masses[i] > 0.0 else fallback_mass
+            second_moment = float(np.trace(pseudo_inertia(phi)[:3, :3]))
+            length = np.sqrt(second_moment / masses[i]) if masses[i] > 0.0 and second_moment > 0.0 else 0.0
+            length = float(np.clip(length, 1e-2, 10.0)) if length > 0.0 else _DEFAULT_LENGTH_M
+            scale[i] = [mass] + [mass * length] * 3 + [mass * length**2] * 6
+        return scale
+
+    def _scaling(self, regrouping: np.ndarray, estimate: np.ndarray, rms_torque: np.ndarray) -> _Scaling:
+        """Structural scales per link, data-driven ones for drive terms; margins within the nominal's.
+
+        A drive term's scale is the largest of its nominal magnitude, the base estimates
+        it enters and 1 % of its joint's RMS torque (in SI units, as if at 1 rad/s).
+        """
+        n, per_joint = self.n_joints, self.terms.per_joint
+        nominal = self.nominal.reshape(n, per_joint)
+        contribution = np.abs(regrouping * estimate[:, None]).max(axis=0).reshape(n, per_joint)
+        scale = np.empty((n, per_joint))
+        scale[:, :_INERTIAL] = self._inertial_scale
+        drive = np.maximum(np.abs(nominal[:, _INERTIAL:]), contribution[:, _INERTIAL:])
+        drive = np.maximum(drive, _DRIVE_SCALE_FLOOR * rms_torque[:, None])
+        scale[:, _INERTIAL:] = np.where(drive > 0.0, drive, 1.0)
+        nominal_eigenvalues = self._link_min_eigenvalues(self.nominal / scale.ravel())
+        margins = np.where(
+            nominal_eigenvalues > 0.0,
+            np.minimum(self.settings.margin, 0.5 * nominal_eigenvalues),
+            self.settings.margin,
+        )
+        return _Scaling(scale=scale.ravel(), margins=margins)
+
+    def _signed(self) -> np.ndarray:
+        """Indices of the sign-constrained drive terms in the standard vector."""
+        per_joint = self.terms.per_joint
+        local = [_INERTIAL + t for t, name in enumerate(self.terms.names) if name in SIGNED_DRIVE_TERMS]
+        return np.array([j * per_joint + k for j in range(self.n_joints) for k in local], dtype=int)
+
+    def _inertial(self) -> np.ndarray:
+        per_joint = self.terms.per_joint
+        return np.array([j * per_joint + k for j in range(self.n_joints) for k in range(_INERTIAL)], dtype=int)
+
+    def _link_min_eigenvalues(self, scaled: np.ndarray) -> np.ndarray:
+        """Smallest eigenvalue of each ``J̃(x_i − attached_i)``, scaled units."""
+        blocks = scaled.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
+        return np.linalg.eigvalsh(pseudo_inertia(blocks - self._attached_scaled))[:, 0]
+
+    def _feasible(self, scaled: np.ndarray, nominal_scaled: np.ndarray, margins: np.ndarray) -> bool:
+        if np.any(self._link_min_eigenvalues(scaled) < margins):
+            return False
+        if np.any(scaled[self._signed()] < 0.0):
+            return False
+        if self.settings.box is not None:
+            inertial = self._inertial()
+            if np.any(np.abs(scaled[inertial] - nominal_scaled[inertial]) > self.settings.box):
+                return False
+        return True
+
+    def _active(
+        self, scaled: np.ndarray, nominal_scaled: np.ndarray, margins: np.ndarray, slack: float = 1e-6
+    ) -> tuple[str, ...]:
+        names = self.base.standard_names
+        eigenvalues = self._link_min_eigenvalues(scaled)
+        active = [f"link {i + 1} pseudo-inertia" for i in np.flatnonzero(eigenvalues <= margins + slack)]
+        active += [f"{names[k]} >= 0" for k in self._signed() if scaled[k] <= slack]
+        if self.settings.box is not None:
+            inertial = self._inertial()
+            distance = np.abs(scaled[inertial] - nominal_scaled[inertial])
+            active += [
+                f"{names[k]} box" for k, d in zip(inertial, distance, strict=True) if d >= self.settings.box - slack
+            ]
+        return tuple(active)
+
+    # -- conic problem ------------------------------------------------------------------------
+
+    def _compile(self, kept: int, margins: np.ndarray) -> _Problem:
+        import cvxpy as cp
+
+        p = len(self.base.standard_names)
+        x = cp.Variable(p)
+        data_matrix = cp.Parameter((kept, p))
+        data_vector = cp.Parameter(kept)
+        objective = cp.sum_squares(data_matrix @ x - data_vector)
+        null_space = null_target = None
+        if p > kept:
+            null_space, null_target = cp.Parameter((p, p - kept)), cp.Parameter(p - kept)
+            objective = objective + self.settings.regularization * cp.sum_squares(null_space.T @ x - null_target)
+        per_joint = self.terms.per_joint
+        entries = _BASIS.reshape(_INERTIAL, 16).T  # (16, 10): row-major entries of J
+        constraints: list[cp.Constraint] = []
+        floor = pseudo_inertia(self._attached_scaled)
+        for i in range(self.n_joints):
+            matrix = cp.reshape(entries @ x[i * per_joint : i * per_joint + _INERTIAL], (4, 4), order="C")
+            constraints.append(matrix - floor[i] - margins[i] * np.eye(4) >> 0)
+        signed = self._signed()
+        if signed.size:
+            constraints.append(x[signed] >= 0.0)
+        lower = upper = None
+        if self.settings.box is not None:
+            inertial = self._inertial()
+            lower, upper = cp.Parameter(inertial.size), cp.Parameter(inertial.size)
+            constraints += [x[inertial] >= lower, x[inertial] <= upper]
+        problem = cp.Problem(cp.Minimize(objective), constraints)
+        return _Problem(problem, x, data_matrix, data_vector, null_space, null_target, lower, upper)
+
+    def _solve_conic(
+        self,
+        reduced: np.ndarray,
+        whitened: np.ndarray,
+        estimate: np.ndarray,
+        nominal_scaled: np.ndarray,
+        margins: np.ndarray,
+    ) -> tuple[np.ndarray, str]:
+        import cvxpy as cp
+
+        kept = reduced.shape[0]
+        if kept not in self._problems:
+            self._problems[kept] = self._compile(kept, margins)
+        compiled = self._problems[kept]
+        compiled.data_matrix.value = whitened @ reduced
+        compiled.data_vector.value = whitened @ estimate
+        if compiled.null_space is not None and compiled.null_target is not None:
+            # K_kept has identity columns, so it has full row rank and its null space dimension p − k.
+            basis = scipy.linalg.null_space(reduced)
+            compiled.null_space.value = basis
+            compiled.null_target.value = basis.T @ nominal_scaled
+        if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:
+            inertial = self._inertial()
+            compiled.lower.value = nominal_scaled[inertial] - self.settings.box
+            compiled.upper.value = nominal_scaled[inertial] + self.settings.box
+        try:
+            with warnings.catch_warnings():
+                # "Solution may be inaccurate": the status is checked and reported below.
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+                compiled.problem.solve(
+                    solver=cp.CLARABEL,
+                    max_iter=self.settings.max_iterations,
+                    tol_gap_abs=_GAP_TOLERANCE,
+                    tol_gap_rel=_GAP_TOLERANCE,
+                    # Single-threaded: Clarabel's multi-threaded faer backend, which it picks
+                    # for the Panda-sized problem, was no faster and stalls beside the nodes.
+                    direct_solve_method="qdldl",
+                )
+        except cp.SolverError as error:
+            raise ConsistencyError(f"Clarabel failed on the consistent estimate: {error}") from error
+        status = str(compiled.problem.status)
+        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise ConsistencyError(
+                f"no physically consistent parameters within box={self.settings.box} of the nominal ones"
+            )
+        if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or compiled.x.value is None:
+            raise ConsistencyError(f"Clarabel did not solve the consistent estimate: status {status}")
+        scaled = np.array(compiled.x.value, dtype=float)
+        signed = self._signed()
+        scaled[signed] = np.maximum(scaled[signed], 0.0)  # interior-point round-off below zero
+        worst = self._link_min_eigenvalues(scaled)
+        if np.any(worst < 0.0):
+            raise ConsistencyError(
+                f"Clarabel's {status} solution is not consistent: scaled pseudo-inertia eigenvalues {worst.tolist()}"
+            )
+        return scaled, status
+
+
+def _cholesky(matrix: np.ndarray) -> np.ndarray:
+    """Upper ``R`` with ``RᵀR = matrix`` (symmetric positive definite), computed on the unit-diagonal scaling."""
+    diagonal = np.sqrt(np.diag(matrix))
+    try:
+        factor = scipy.linalg.cholesky(matrix / diagonal[:, None] / diagonal[None, :], lower=False)
+    except np.linalg.LinAlgError as error:
+        raise ConsistencyError(
+            "the weighted normal matrix of the kept base parameters is not positive definite"
+        ) from error
+    return factor * diagonal[None, :]
+
+
+def consistent_estimate(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    base: BaseParameters,
+    terms: DriveTerms,
+    nominal: np.ndarray,
+    *,
+    kept: Sequence[int] | np.ndarray | None = None,
+    settings: ConsistencySettings | None = None,
+    attached: np.ndarray | None = None,
+) -> ConsistentEstimate:
+    """Physically consistent WLS estimate of the standard parameters ([Wensing2018], [Gautier2013] eq. (20)).
+
+    One-shot form of :meth:`ConsistentEstimator.solve`; see the module docstring for
+    the problem solved.
+
+    Parameters
+    ----------
+    equations
+        Per-joint normal equations over all base columns, e.g.
+        ``NormalEquations.from_rows(obs.observation_matrix, obs.torques, obs.valid)``.
+    joint_std
+        ``σ_j`` per joint, N·m (``IdentificationResult.estimate.joint_std``).
+    base
+        Base parameters (regrouping ``K``).
+    terms
+        Drive-chain terms of the model.
+    nominal
+        Nominal standard parameters ``(p,)`` (URDF inertias, drive prior).
+    kept
+        Indices of the fitted base parameters; all by default.
+    settings
+        :class:`ConsistencySettings`.
+    attached
+        Known parts of each body, see :class:`ConsistentEstimator`.
+    """
+    estimator = ConsistentEstimator(base, terms, nominal, settings or ConsistencySettings(), attached)
+    return estimator.solve(equations, joint_std, kept)

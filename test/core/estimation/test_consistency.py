@@ -1,0 +1,291 @@
+"""Physical consistency: pseudo-inertia LMIs and the consistent WLS estimate ([Wensing2018])."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from numpy.testing import assert_allclose
+
+from dynamic_identification.core.estimation import NormalEquations, solve_weighted
+from dynamic_identification.core.estimation.consistency import (
+    ConsistencyError,
+    ConsistencySettings,
+    ConsistentEstimator,
+    consistency_report,
+    consistent_estimate,
+    is_physically_consistent,
+    pseudo_inertia,
+)
+from dynamic_identification.core.model import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    RobotModel,
+    load_robot,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix, random_motion
+
+GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
+JOINT_NOISE_NM = np.array([2.0, 2.0, 1.0, 0.3, 0.3, 0.1])
+TERMS = DriveTerms()
+
+
+def _drive(**overrides: list[float]) -> DriveParameters:
+    values = {
+        "rotor_inertia": [0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
+        "viscous": [6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
+        "coulomb": [6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
+        "offset": [0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
+    }
+    values.update(overrides)
+    return DriveParameters.create(6, **values)
+
+
+@pytest.fixture(scope="module")
+def arm(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, BaseParameters, np.ndarray]:
+    """The shipped arm, its base parameters and the standard observation matrix of random states."""
+    robot = load_robot(arm6_urdf)
+    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
+    base = base_parameters(robot, chain, TERMS)
+    q, dq, ddq = random_motion(robot, 1500, np.random.default_rng(7))
+    return robot, chain, base, observation_matrix(robot, chain, TERMS, q, dq, ddq)
+
+
+def _equations(
+    base: BaseParameters,
+    rows: np.ndarray,
+    truth: np.ndarray,
+    *,
+    seed: int,
+    noise: np.ndarray = JOINT_NOISE_NM,
+    spoiled: np.ndarray | None = None,
+) -> NormalEquations:
+    """Normal equations of the base rows for torques of ``truth`` plus white noise of ``noise`` N·m per joint.
+
+    ``spoiled`` base columns are replaced by noise after the torques are computed.
+    """
+    rng = np.random.default_rng(seed)
+    torques = rows @ truth + rng.normal(size=rows.shape[:2]) * noise
+    matrix = base.select(rows)
+    if spoiled is not None:
+        matrix[..., spoiled] = rng.normal(size=matrix.shape[:2] + (spoiled.size,))
+    return NormalEquations.from_rows(matrix, torques)
+
+
+def _weighted_ssr(equations: NormalEquations, joint_std: np.ndarray, base_values: np.ndarray) -> float:
+    fitted = equations.a.reshape(-1, base_values.size) @ base_values
+    squares = equations.c - 2.0 * equations.b @ base_values + fitted.reshape(equations.b.shape) @ base_values
+    return float(squares @ joint_std**-2)
+
+
+def _link(mass: float, lever: np.ndarray, central: np.ndarray) -> np.ndarray:
+    return pin.Inertia(mass, lever, central).toDynamicParameters()
+
+
+def test_pseudo_inertia_of_a_point_mass_is_the_outer_product_of_its_homogeneous_position() -> None:
+    com = np.array([0.1, -0.2, 0.3])
+    point = np.append(com, 1.0)
+    assert_allclose(pseudo_inertia(_link(2.0, com, np.zeros((3, 3)))), 2.0 * np.outer(point, point), atol=1e-15)
+
+
+def test_pseudo_inertia_of_a_solid_box_holds_its_second_moments() -> None:
+    """``Σ = ∫ρ r rᵀ`` of a box of sides ``a, b, c``: ``m diag(a², b², c²) / 12`` turned and shifted."""
+    mass, sides = 3.0, np.array([0.4, 0.1, 0.2])
+    placement = pin.SE3(pin.rpy.rpyToMatrix(0.3, -0.2, 0.5), np.array([0.05, 0.1, -0.2]))
+    phi = placement.act(pin.Inertia.FromBox(mass, *sides)).toDynamicParameters()
+    rotation, com = placement.rotation, placement.translation
+    second_moment = rotation @ np.diag(mass * sides**2 / 12.0) @ rotation.T + mass * np.outer(com, com)
+    expected = np.block([[second_moment, mass * com[:, None]], [mass * com[None, :], np.array([[mass]])]])
+    assert_allclose(pseudo_inertia(phi), expected, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("phi", "consistent"),
+    [
+        (_link(1.0, np.zeros(3), np.diag([0.1, 0.1, 0.15])), True),
+        (_link(1.0, np.zeros(3), np.diag([0.1, 0.1, 0.25])), False),  # I_zz > I_xx + I_yy: no density does that
+        (_link(1.0, np.array([0.3, 0.0, 0.1]), np.zeros((3, 3))), True),  # a point mass is on the boundary
+        (-_link(1.0, np.zeros(3), np.diag([0.1, 0.1, 0.15])), False),
+    ],
+    ids=["solid", "triangle-inequality", "point-mass", "negative-mass"],
+)
+def test_link_consistency_is_the_sign_of_the_pseudo_inertia(phi: np.ndarray, consistent: bool) -> None:
+    standard = np.concatenate([phi, [0.1, 1.0, 1.0, -3.0]])
+    assert is_physically_consistent(standard, 1, TERMS) is consistent
+
+
+def test_report_names_negative_friction_and_the_failing_link() -> None:
+    solid = _link(1.0, np.array([0.0, 0.0, 0.2]), np.diag([0.01, 0.01, 0.005]))
+    standard = np.concatenate([solid, [0.1, 1.0, 1.0, 0.0], -solid, [0.1, 1.0, -0.5, 0.0]])
+    report = consistency_report(standard, 2, TERMS)
+    assert report.inconsistent_links == (1,)
+    assert report.negative_drive_terms == ("Fc2",)
+    assert_allclose(report.links[0].com, [0.0, 0.0, 0.2])
+    assert_allclose(report.links[0].central_moments, [0.005, 0.01, 0.01], rtol=1e-12)
+
+
+def test_consistent_data_give_the_unconstrained_estimate_without_a_solver_call(arm) -> None:
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    equations = _equations(base, rows, truth, seed=0, noise=np.zeros(6))
+    result = consistent_estimate(equations, np.ones(6), base, TERMS, truth)
+    assert result.solver_status == "not needed"
+    assert result.unconstrained_consistent
+    assert_allclose(result.standard, truth, rtol=1e-8, atol=1e-10)
+
+
+def test_inconsistent_estimate_is_replaced_by_consistent_parameters(arm) -> None:
+    """Negative Fc3, Ia6 and XX6 in the data: the unconstrained estimate has them, the consistent one cannot."""
+    robot, _, base, rows = arm
+    drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8], rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, -0.02])
+    truth = standard_parameters(robot, TERMS, drive)
+    truth[5 * 14 + 4] = -0.002  # XX6 about the joint axis below zero
+    equations = _equations(base, rows, truth, seed=1)
+    result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, standard_parameters(robot, TERMS))
+    assert not is_physically_consistent(truth, 6, TERMS)
+    assert result.report.consistent
+    assert {"Fc3 >= 0", "Ia6 >= 0", "link 6 pseudo-inertia"} <= set(result.active)
+    assert not result.unconstrained_consistent
+    assert result.cost_increase > 0.0
+    assert result.relative_error > result.relative_error_unconstrained
+
+
+def test_consistent_estimate_fits_better_than_consistent_points_around_it(arm) -> None:
+    """Optimality of the convex problem: moving toward another consistent point never lowers the residual."""
+    robot, _, base, rows = arm
+    drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8])
+    truth = standard_parameters(robot, TERMS, drive)
+    truth[5 * 14 + 4] = -0.002
+    equations = _equations(base, rows, truth, seed=2)
+    nominal = standard_parameters(robot, TERMS, _drive())
+    result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    best = _weighted_ssr(equations, JOINT_NOISE_NM, result.base_values)
+    for step in (1e-4, 1e-3, 1e-2, 1e-1, 1.0):
+        other = base.from_standard(result.standard + step * (nominal - result.standard))
+        assert _weighted_ssr(equations, JOINT_NOISE_NM, other) >= best * (1.0 - 1e-7)
+    assert_allclose(
+        result.cost_increase, best / _weighted_ssr(equations, JOINT_NOISE_NM, _unconstrained(equations)) - 1
+    )
+
+
+def _unconstrained(equations: NormalEquations) -> np.ndarray:
+    return solve_weighted(equations, JOINT_NOISE_NM, np.arange(equations.n_parameters)).parameters
+
+
+def test_removed_base_parameters_do_not_enter_the_fit(arm) -> None:
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
+    removed = base.subset(["XY6", "XZ6", "off2"])
+    kept = np.setdiff1d(np.arange(base.count), removed)
+    nominal = standard_parameters(robot, TERMS)
+    results = [
+        consistent_estimate(
+            _equations(base, rows, truth, seed=4, spoiled=spoiled), JOINT_NOISE_NM, base, TERMS, nominal, kept=kept
+        )
+        for spoiled in (None, removed)
+    ]
+    assert_allclose(results[1].kept_values, results[0].kept_values, rtol=1e-6, atol=1e-9)
+    assert_allclose(results[0].base_values, base.from_standard(results[0].standard), rtol=1e-12, atol=1e-14)
+
+
+def test_box_prior_keeps_link_masses_near_the_nominal(arm) -> None:
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    nominal = truth.copy()
+    nominal.reshape(6, 14)[:, :10] *= 0.5  # the URDF says half of every inertial parameter
+    settings = ConsistencySettings(box=0.2)
+    result = consistent_estimate(
+        _equations(base, rows, truth, seed=5), JOINT_NOISE_NM, base, TERMS, nominal, settings=settings
+    )
+    masses = result.standard.reshape(6, 14)[:, 0]
+    nominal_masses = nominal.reshape(6, 14)[:, 0]
+    assert np.all(np.abs(masses - nominal_masses) <= 0.2 * nominal_masses * (1 + 1e-6))
+    assert any(name.endswith(" box") for name in result.active)
+    assert result.report.consistent
+
+
+def test_box_around_an_inconsistent_nominal_is_infeasible(arm) -> None:
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    nominal = truth.copy()
+    nominal[3 * 14] = -1.0  # link 4 mass
+    with pytest.raises(ConsistencyError, match="box=0.01"):
+        consistent_estimate(
+            _equations(base, rows, truth, seed=6),
+            JOINT_NOISE_NM,
+            base,
+            TERMS,
+            nominal,
+            settings=ConsistencySettings(box=0.01),
+        )
+
+
+def test_one_estimator_solves_successive_windows_like_fresh_ones(arm) -> None:
+    """The compiled problem is re-used with new data (the in-process estimator's case).
+
+    The torques agree to the solver's precision; the directions no data determine are
+    resolved to about 1e-3 of each parameter's scale (module docstring).
+    """
+    robot, _, base, rows = arm
+    nominal = standard_parameters(robot, TERMS)
+    estimator = ConsistentEstimator(base, TERMS, nominal)
+    for seed, coulomb3 in ((8, -1.0), (9, -2.0)):
+        truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, coulomb3, 2.5, 2.7, 1.8]))
+        equations = _equations(base, rows, truth, seed=seed)
+        reused = estimator.solve(equations, JOINT_NOISE_NM)
+        fresh = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+        torques = base.select(rows) @ fresh.base_values
+        assert_allclose(base.select(rows) @ reused.base_values, torques, atol=1e-6 * np.abs(torques).max())
+        assert_allclose(reused.standard, fresh.standard, rtol=1e-2, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nominal": np.zeros(10)}, "standard must have 84 entries"),
+        ({"joint_std": np.ones(5)}, "joint_std must be 6 positive values"),
+        ({"kept": [0, 99]}, r"kept must be indices in \[0, 58\)"),
+    ],
+)
+def test_bad_arguments_are_named(arm, kwargs: dict, message: str) -> None:
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    arguments = {"joint_std": JOINT_NOISE_NM, "nominal": truth, "kept": None} | kwargs
+    with pytest.raises(ConsistencyError, match=message):
+        consistent_estimate(
+            _equations(base, rows, truth, seed=10),
+            arguments["joint_std"],
+            base,
+            TERMS,
+            arguments["nominal"],
+            kept=arguments["kept"],
+        )
+
+
+def test_shipped_arm_and_panda_urdfs_are_consistent(arm6_urdf: Path, example_urdf) -> None:
+    for robot in (
+        load_robot(arm6_urdf),
+        load_robot(example_urdf("panda.urdf"), [f"panda_joint{i}" for i in range(1, 8)]),
+    ):
+        assert is_physically_consistent(standard_parameters(robot, TERMS), robot.n_joints, TERMS)
+
+
+def test_attached_parts_stay_inside_their_identified_body(arm) -> None:
+    """With a 1 kg tool at the flange declared attached, body 6 minus the tool is still a body."""
+    robot, _, base, rows = arm
+    tool = _link(1.0, np.array([0.0, 0.0, 0.1]), np.diag([2e-3, 2e-3, 1e-3]))
+    attached = np.zeros((6, 10))
+    attached[5] = tool
+    truth = standard_parameters(robot, TERMS, _drive())
+    truth[5 * 14 : 5 * 14 + 10] += tool
+    nominal = standard_parameters(robot, TERMS)  # the URDF without the tool
+    nominal[5 * 14 : 5 * 14 + 10] += tool
+    result = consistent_estimate(
+        _equations(base, rows, truth, seed=11), JOINT_NOISE_NM, base, TERMS, nominal, attached=attached
+    )
+    remainder = result.standard[5 * 14 : 5 * 14 + 10] - tool
+    assert is_physically_consistent(remainder, 1, DriveTerms(False, False, False, False))
