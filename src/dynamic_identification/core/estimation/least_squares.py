@@ -324,11 +324,7 @@ def weighted_least_squares(
         per_sample = _validated_std(sample_std, y.shape, "sample_std")
         per_joint = np.sqrt(np.mean(per_sample**2, axis=0))
     else:
-        if joint_std is None:
-            _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
-            per_joint = joint_error_std(w, y, valid=mask)
-        else:
-            per_joint = _validated_std(joint_std, (y.shape[1],), "joint_std")
+        per_joint = _joint_weights(w, y, mask, joint_std, names)
         per_sample = np.broadcast_to(per_joint, y.shape)
     return _solve(w, y, per_sample, per_joint, names, mask)
 
@@ -425,11 +421,7 @@ def essential_parameters(
     w, y = _validated_system(observation_matrix, torques)
     names = _validated_names(parameter_names, w.shape[2])
     mask = _validated_mask(valid, y.shape)
-    if joint_std is None:
-        _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
-        weights = joint_error_std(w, y, valid=mask)
-    else:
-        weights = _validated_std(joint_std, (y.shape[1],), "joint_std")
+    weights = _joint_weights(w, y, mask, joint_std, names)
     reduction = reduce_parameters(
         NormalEquations.from_rows(w, y, mask),
         weights,
@@ -443,6 +435,16 @@ def essential_parameters(
     result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
     removed = np.array([column for column, _ in reduction.removed], dtype=int)
     return EssentialParametersResult(kept=kept, removed=removed, result=result)
+
+
+def _joint_weights(
+    w: np.ndarray, y: np.ndarray, mask: np.ndarray, joint_std: np.ndarray | None, names: tuple[str, ...] | None
+) -> np.ndarray:
+    """``σ_j`` as given (checked), or of each joint's own OLS fit when the full model is identifiable."""
+    if joint_std is not None:
+        return _validated_std(joint_std, (y.shape[1],), "joint_std")
+    _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
+    return joint_error_std(w, y, valid=mask)
 
 
 def _solve(
