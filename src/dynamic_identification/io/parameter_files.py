@@ -39,6 +39,33 @@ def per_joint(joints: tuple[str, ...], values: np.ndarray) -> dict[str, float | 
     return {joint: finite_or_none(value) for joint, value in zip(joints, values.tolist(), strict=True)}
 
 
+def quality_section(
+    joints: tuple[str, ...],
+    figures: tuple[float, float, float],
+    joint_errors: np.ndarray,
+    joint_relative_errors: np.ndarray,
+    *,
+    samples: int,
+    window_s: float,
+) -> dict[str, Any]:
+    """The ``quality`` keys every parameter file has.
+
+    ``figures`` are the condition number after and before reduction and ``‖ρ‖/‖Y‖``;
+    ``joint_errors`` (N·m) and ``joint_relative_errors`` are ``e_j`` and ``e*_j`` per joint;
+    ``samples`` the samples (or rows) used and ``window_s`` the data time they span, s.
+    """
+    condition, condition_full, relative = figures
+    return {
+        "condition_number": finite_or_none(condition),
+        "condition_number_full": finite_or_none(condition_full),
+        "relative_error": finite_or_none(relative),
+        "joint_errors": per_joint(joints, joint_errors),
+        "joint_relative_errors": per_joint(joints, joint_relative_errors),
+        "samples": int(samples),
+        "window": float(window_s),
+    }
+
+
 def identified_parameter_file(
     robot: RobotModel,
     terms: DriveTerms,
@@ -67,13 +94,14 @@ def identified_parameter_file(
         removed=tuple(name for name, _ in result.removed),
         regression=IDIM_REGRESSION if result.model == "dynamic" else result.model,
         quality={
-            "condition_number": finite_or_none(estimate.condition_number),
-            "condition_number_full": finite_or_none(result.condition_number_full),
-            "relative_error": float(estimate.relative_error),
-            "joint_errors": per_joint(joints, errors.errors),
-            "joint_relative_errors": per_joint(joints, errors.relative_errors),
-            "samples": int(result.observations.input_samples),
-            "window": float(window_s),
+            **quality_section(
+                joints,
+                (estimate.condition_number, result.condition_number_full, estimate.relative_error),
+                errors.errors,
+                errors.relative_errors,
+                samples=result.observations.input_samples,
+                window_s=window_s,
+            ),
             "plausibility": {"ok": result.judged.plausible, "problems": list(result.judged.problems)},
         },
         stamp=wall_clock.time(),
@@ -122,13 +150,14 @@ def window_parameter_file(
         expressions=[expression[name] for name in update.names],
         removed=tuple(name for name, _ in update.removed),
         quality={
-            "condition_number": finite_or_none(update.condition_number),
-            "condition_number_full": finite_or_none(update.condition_number_full),
-            "relative_error": finite_or_none(update.relative_error),
-            "joint_errors": per_joint(joints, update.joint_errors),
-            "joint_relative_errors": per_joint(joints, update.joint_relative_errors),
-            "samples": int(update.samples),
-            "window": float(update.window_s),
+            **quality_section(
+                joints,
+                (update.condition_number, update.condition_number_full, update.relative_error),
+                update.joint_errors,
+                update.joint_relative_errors,
+                samples=update.samples,
+                window_s=update.window_s,
+            ),
             "reason": update.reason,
         },
         stamp=update.time_s if stamp is None else stamp,
@@ -159,6 +188,7 @@ __all__ = [
     "finite_or_none",
     "identified_parameter_file",
     "per_joint",
+    "quality_section",
     "update_record",
     "window_parameter_file",
 ]
