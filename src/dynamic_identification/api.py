@@ -17,7 +17,6 @@ from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
-    IdentificationSettings,
     Samples,
     SignalSettings,
     SlidingWindowEstimator,
@@ -50,26 +49,6 @@ from dynamic_identification.io.recording import (
 )
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.trajectory import write_trajectory_csv
-
-
-def settings_from_config(config: IdentificationConfig) -> IdentificationSettings:
-    """Core identification settings from a parsed configuration."""
-    return IdentificationSettings(
-        signal=SignalSettings(
-            position_cutoff_hz=config.position_cutoff_hz or None,
-            decimation=config.decimation,
-            rate_hz=config.rate_hz or None,
-            use_measured_velocity=config.use_measured_velocity,
-            gap_factor=config.gap_factor,
-            min_speed_rad_s=config.min_speed_rad_s,
-        ),
-        method=config.method,
-        reduction=config.reduction,
-        r_sigma=config.r_sigma,
-        e_tol=config.e_tol,
-        friction_motion_rad=config.friction_motion_rad,
-        min_samples=config.min_samples,
-    )
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -127,7 +106,7 @@ def identify_recording(
         recording.joint_torques(drive_chain),
         model=model or config.model,
         dq_measured=recording.velocity,
-        settings=settings_from_config(config),
+        settings=config.identification_settings(),
         bounds=config.plausibility_bounds(robot),
     )
 
@@ -213,7 +192,7 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path) ->
     parameters = load_parameters(params)
     robot = load_robot(parameters.urdf, parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
-    settings = settings_from_config(load_config(str(config) if config else None)).signal
+    settings = load_config(str(config) if config else None).identification_settings().signal
     predicted, covered = predicted_recording(robot, parameters, recording, settings)
     write_recording_csv(out, predicted)
     report = [f"predicted torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written to {out}"]

@@ -183,7 +183,7 @@ def _validation(
     """Predict a fresh 30 s run on another trajectory; compare with recorded and noise-free torques."""
     recording, noise_free = simulated_recording(simulator, duration_s=30.0, seed=seed)
     write_recording_csv(out_dir / "validation.csv", recording)
-    signal = api.settings_from_config(load_config(str(config))).signal
+    signal = load_config(str(config)).identification_settings().signal
     predicted, covered = api.predicted_recording(robot, load_parameters(parameters_path), recording, signal)
     write_recording_csv(out_dir / "validation_predicted.csv", predicted)
     measured = recording.joint_torques(simulator.drive_chain)[covered]
@@ -607,7 +607,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
     (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
     parameters = load_parameters(out_dir / "parameters.yaml")
     robot = load_robot(parameters.urdf, parameters.joints)
-    signal = api.settings_from_config(load_config(str(config))).signal
+    signal = load_config(str(config)).identification_settings().signal
     recording = recording_from_arrays(
         time=with_feedforward.time_s,
         joint_names=robot.joint_names,

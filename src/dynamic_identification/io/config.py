@@ -37,7 +37,13 @@ import yaml
 from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
-from dynamic_identification.core.identification.settings import DEFAULT_GAP_FACTOR, METHODS, REDUCTIONS
+from dynamic_identification.core.identification.settings import (
+    DEFAULT_GAP_FACTOR,
+    METHODS,
+    REDUCTIONS,
+    IdentificationSettings,
+    SignalSettings,
+)
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
@@ -204,6 +210,28 @@ class IdentificationConfig:
             )
         except IdentificationError as error:
             raise DataError(f"limits.* / plausibility.*: {error}") from error
+
+    def identification_settings(self) -> IdentificationSettings:
+        """Settings of offline identification (``dynid identify``, ``predict``)."""
+        try:
+            return IdentificationSettings(
+                signal=SignalSettings(
+                    position_cutoff_hz=self.position_cutoff_hz or None,
+                    decimation=self.decimation,
+                    rate_hz=self.rate_hz or None,
+                    use_measured_velocity=self.use_measured_velocity,
+                    gap_factor=self.gap_factor,
+                    min_speed_rad_s=self.min_speed_rad_s,
+                ),
+                method=self.method,
+                reduction=self.reduction,
+                r_sigma=self.r_sigma,
+                e_tol=self.e_tol,
+                friction_motion_rad=self.friction_motion_rad,
+                min_samples=self.min_samples,
+            )
+        except IdentificationError as error:
+            raise DataError(f"identification settings: {error}") from error
 
     def window_settings(self) -> WindowSettings:
         """Settings of the in-process sliding-window estimator."""
