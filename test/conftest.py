@@ -11,7 +11,10 @@ import importlib.metadata
 import os
 import pathlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pytest
 
 ROS_DOMAIN_ID = 100 + os.getpid() % 100
@@ -77,3 +80,54 @@ def example_urdf() -> Callable[[str], pathlib.Path]:
 def arm6_urdf() -> pathlib.Path:
     """Path of the shipped 6-axis arm ``urdf/dynid_arm6.urdf`` (the embedded default robot)."""
     return ARM6_URDF
+
+
+@dataclass(frozen=True)
+class Arm6Run:
+    """A simulated run of the shipped arm: stamps (s), measured positions (rad), motor currents (A) and the
+    joint torques they give (N·m), with the robot, its drive chain and the true drive terms (``sim_robot`` block
+    of ``config/dynid_arm6.yaml``)."""
+
+    robot: Any
+    chain: Any
+    coulomb_friction: tuple[float, ...]
+    stamps: np.ndarray
+    q: np.ndarray
+    currents: np.ndarray
+    torques: np.ndarray
+
+
+@pytest.fixture(scope="session")
+def arm6_run() -> Callable[..., Arm6Run]:
+    """Runs of the shipped arm along a random Fourier excitation: ``arm6_run(seconds, rate_hz=…, seed=…)``.
+
+    Exact inverse dynamics with the true rotor inertia, friction and offsets, quantised
+    encoders and noisy currents as the simulator configures them.
+    """
+    from dynamic_identification.core.excitation import random_fourier_trajectory
+    from dynamic_identification.core.model import DriveParameters, load_robot
+    from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
+    from dynamic_identification.io.config import load_config, ros_parameters
+
+    config = REPO_ROOT / "config" / "dynid_arm6.yaml"
+    robot = load_robot(ARM6_URDF)
+    sim = ros_parameters(config, "sim_robot")
+    drive = DriveParameters.create(
+        robot.n_joints,
+        rotor_inertia=sim["rotor_inertia"],
+        viscous=sim["viscous_friction"],
+        coulomb=sim["coulomb_friction"],
+        offset=sim["offset"],
+    )
+    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    chain = load_config(str(config)).drive_chain(robot.n_joints)
+
+    def run(seconds: float, *, rate_hz: float, seed: int) -> Arm6Run:
+        stamps = np.arange(int(round(seconds * rate_hz))) / rate_hz
+        trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+        q, dq, ddq = trajectory.evaluate(stamps)
+        measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=seed)
+        coulomb = tuple(float(value) for value in sim["coulomb_friction"])
+        return Arm6Run(robot, chain, coulomb, stamps, measured, currents, chain.joint_torques(currents))
+
+    return run

@@ -9,15 +9,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from dynamic_identification import cli
-from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -28,32 +26,15 @@ HALF_S = 20.0
 GAP_S = 30.0
 
 
-def _recording_with_gap(path: Path) -> float:
-    """Write 2 × 20 s of the shipped arm with a 30 s gap between them; returns the true Fc1, N·m."""
-    robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
-    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
-    time = np.arange(0.0, 2.0 * HALF_S, 1.0 / RATE_HZ)
-    q, dq, ddq = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=5).evaluate(time)
-    measured, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, sensor, seed=5)
-    stamps = np.where(time < HALF_S, time, time + GAP_S)
-    write_recording_csv(
-        path, recording_from_arrays(time=stamps, joint_names=robot.joint_names, position=measured, current=currents)
-    )
-    return float(sim["coulomb_friction"][0])
-
-
-def test_stream_restarts_the_window_after_a_gap(tmp_path: Path) -> None:
+def test_stream_restarts_the_window_after_a_gap(arm6_run: Callable, tmp_path: Path) -> None:
     data, out = tmp_path / "gap.csv", tmp_path / "updates.jsonl"
-    true_fc1 = _recording_with_gap(data)
+    run = arm6_run(2.0 * HALF_S, rate_hz=RATE_HZ, seed=5)
+    stamps = np.where(run.stamps < HALF_S, run.stamps, run.stamps + GAP_S)
+    joints = run.robot.joint_names
+    write_recording_csv(
+        data, recording_from_arrays(time=stamps, joint_names=joints, position=run.q, current=run.currents)
+    )
+    true_fc1 = run.coulomb_friction[0]
     argv = ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", ARM6_CONFIG, "--out", out]
     with contextlib.redirect_stdout(io.StringIO()):
         assert cli.main([str(arg) for arg in argv]) == 0

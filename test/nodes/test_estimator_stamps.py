@@ -18,7 +18,6 @@ import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -28,16 +27,11 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from dynamic_identification.core.excitation import random_fourier_trajectory  # noqa: E402
-from dynamic_identification.core.model import DriveChain, DriveParameters, load_robot  # noqa: E402
-from dynamic_identification.core.simulation import inverse_dynamics  # noqa: E402
 from dynamic_identification.io.config import ros_parameters  # noqa: E402
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message  # noqa: E402
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+ARM6_CONFIG = Path(__file__).resolve().parents[2] / "config" / "dynid_arm6.yaml"
 RATE_HZ = 200.0
 START_S = 1000.0
 FAR_S = 1e6
@@ -58,15 +52,6 @@ def context() -> Iterator[Context]:
         yield ros_context
     finally:
         ros_context.try_shutdown()
-
-
-def _samples(seconds: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stamps (s), positions (rad) and exact joint torques (N·m) of a Fourier motion of the arm, rigid body only."""
-    robot = load_robot(ARM6_URDF)
-    stamps = START_S + np.arange(int(seconds * RATE_HZ)) / RATE_HZ
-    q, dq, ddq = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=2).evaluate(stamps - START_S)
-    torques = inverse_dynamics(robot, DriveChain.create(6), DriveParameters.create(6), q, dq, ddq)
-    return stamps, q, torques
 
 
 def _spin(executor: SingleThreadedExecutor, seconds: float, until: Callable[[], bool]) -> bool:
@@ -98,7 +83,9 @@ def test_diagnostics_never_wait_for_the_worker(context: Context) -> None:
         node.destroy_node()
 
 
-def test_a_stamp_far_in_the_future_restarts_the_window_and_the_node_keeps_reporting(context: Context) -> None:
+def test_a_stamp_far_in_the_future_restarts_the_window_and_the_node_keeps_reporting(
+    context: Context, arm6_run: Callable
+) -> None:
     node = EstimatorNode(context=context, parameter_overrides=OVERRIDES)
     probe = Node("stamps_probe", context=context)
     executor = SingleThreadedExecutor(context=context)
@@ -111,7 +98,8 @@ def test_a_stamp_far_in_the_future_restarts_the_window_and_the_node_keeps_report
     publisher = probe.create_publisher(JointState, "/recorder/samples", SAMPLES_QOS)
     try:
         assert _spin(executor, 20.0, lambda: publisher.get_subscription_count() > 0)
-        stamps, q, torques = _samples(12.0)
+        run = arm6_run(12.0, rate_hz=RATE_HZ, seed=2)
+        stamps, q, torques = START_S + run.stamps, run.q, run.torques
         stamps[int(4.0 * RATE_HZ)] += FAR_S
         names = node.joint_names
         values = lambda: {kv.key: kv.value for kv in node.diagnostic_status().values}  # noqa: E731
