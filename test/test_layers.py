@@ -11,7 +11,7 @@ counts, also one inside a function.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,27 +66,26 @@ def _inside(module: str, package: str) -> bool:
     return module == full or module.startswith(full + ".")
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_a_layer_imports_nothing_above_it(layer: str) -> None:
-    offending = [
+def _offending(layer: str, forbidden: Callable[[str], bool]) -> list[str]:
+    """``module imports name`` for every import of a module of ``layer`` that ``forbidden`` refuses."""
+    return [
         f"{module} imports {imported}"
         for module, path in MODULES.items()
         if _inside(module, layer)
         for imported in _imports(path)
-        if any(_inside(imported, above) for above in FORBIDDEN[layer])
+        if forbidden(imported)
     ]
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_a_layer_imports_nothing_above_it(layer: str) -> None:
+    offending = _offending(layer, lambda imported: any(_inside(imported, above) for above in FORBIDDEN[layer]))
     assert not offending, offending
 
 
 @pytest.mark.parametrize("layer", ["core", "io"])
 def test_core_and_io_import_no_ros_package(layer: str) -> None:
-    offending = [
-        f"{module} imports {imported}"
-        for module, path in MODULES.items()
-        if _inside(module, layer)
-        for imported in _imports(path)
-        if imported.split(".")[0] in ROS_PACKAGES
-    ]
+    offending = _offending(layer, lambda imported: imported.split(".")[0] in ROS_PACKAGES)
     assert not offending, offending
 
 

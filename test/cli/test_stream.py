@@ -196,3 +196,20 @@ def test_bad_config_is_a_one_line_error(moving: tuple[Any, ...], folder: Path, c
     assert len(errors) == 1 and errors[0].startswith("dynid stream: error: ")
     assert "update_period_s" in errors[0]
     assert not (folder / "bad.jsonl").exists()
+
+
+def test_a_forward_gap_restarts_the_window_never_interpolated(moving: tuple[Any, ...], folder: Path) -> None:
+    """Before the gap rule, updates after a 30 s gap reported windows of 31-41 s and friction off by tens of %."""
+    stamps, q, currents, joints = moving
+    resumed = 12.0 + 30.0
+    data = write_csv(folder / "gap.csv", np.where(stamps < 12.0, stamps, stamps + 30.0), q, currents, joints)
+    out = folder / "gap.jsonl"
+    assert stream(data, out) == 0
+    updates = lines(out)
+    settings = load_config(str(ARM6_CONFIG)).window_settings()
+    assert all(u["window_s"] <= settings.window_s + settings.update_period_s + 1e-6 for u in updates)
+    assert all(u["window_s"] <= u["time"] - resumed + 1e-6 for u in updates if u["time"] > resumed)
+    true_fc1 = ros_parameters(ARM6_CONFIG, "sim_robot")["coulomb_friction"][0]
+    after = [u["parameters"]["Fc1"] for u in updates if u["publishable"] and u["time"] > resumed]
+    assert after, [u["reason"] for u in updates]
+    assert np.all(np.abs(np.array(after) - true_fc1) < 0.2 * true_fc1), after

@@ -138,12 +138,7 @@ class RowBuilder:
         packed, index = self.decimator.decimate(full.reshape(full.shape[0], -1)[:, self.gather], start=start)
         y_out, _ = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
-        w_out = np.zeros((int(inside.sum()), self.robot.n_joints, self.base.count))
-        w_out[:, self.base.structure] = packed[inside]
-        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
-        return DecimatedRows(
-            observation_matrix=w_out, torques=y_out[inside], valid=~slow[index[inside] - start], index=index[inside]
-        )
+        return self._assemble(packed[inside], y_out[inside], index[inside], index[inside] - start, dq)
 
     def sampled_rows(
         self,
@@ -170,10 +165,16 @@ class RowBuilder:
         full = observation_matrix(
             self.robot, self.drive_chain, self.terms, q[local], dq[local], ddq[local], data=self.data
         )
+        return self._assemble(full.reshape(local.size, -1)[:, self.gather], y_out[inside], index[inside], local, dq)
+
+    def _assemble(
+        self, packed: np.ndarray, torques: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
+    ) -> DecimatedRows:
+        """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
         w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
-        w_out[:, self.base.structure] = full.reshape(local.size, -1)[:, self.gather]
+        w_out[:, self.base.structure] = packed
         slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
-        return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
+        return DecimatedRows(observation_matrix=w_out, torques=torques, valid=~slow[local], index=index)
 
 
 def prepare_observations(

@@ -109,25 +109,13 @@ def predict_at_stamps(
     return StampPrediction(torques=effort, speed=speed, covered=covered)
 
 
-def torque_errors(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    parameters: Mapping[str, float],
-    samples: Samples,
-    signal: SignalSettings,
-) -> JointErrors:
-    """[Volkmann2020] eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``.
-
-    The peak is the largest predicted ``|τ̂_j|`` (N·m) on every covered stamp.
-    """
-    prediction = predict_at_stamps(robot, drive_chain, terms, parameters, samples, signal)
+def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed_rad_s: float) -> JointErrors:
+    """[Volkmann2020] eq. (11)-(12) of a prediction against the recorded torques (N·m, ``(N, n)``) where
+    ``|q̇| >= min_speed_rad_s`` (rad/s); the peak is the largest predicted ``|τ̂_j|`` on every covered stamp."""
     covered = prediction.covered
-    moving = prediction.speed[covered] >= signal.min_speed_rad_s
-    predicted = prediction.torques[covered]
-    return JointErrors.of(
-        np.asarray(samples.torques, dtype=float)[covered], predicted, moving, judged=np.ones_like(moving)
-    )
+    moving = prediction.speed[covered] >= min_speed_rad_s
+    measured = np.asarray(torques, dtype=float)[covered]
+    return JointErrors.of(measured, prediction.torques[covered], moving, judged=np.ones_like(moving))
 
 
 __all__ = [

@@ -56,7 +56,7 @@ from dynamic_identification.core.estimation.recursive import RecursiveHistory, r
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
-from dynamic_identification.core.identification.prediction import Samples, torque_errors
+from dynamic_identification.core.identification.prediction import Samples, predict_at_stamps, torque_errors
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds, model_problems
@@ -407,7 +407,10 @@ def _quality(
         values = dict(zip(names, estimate.parameters.tolist(), strict=True))
         errors = JointErrors.zeros(robot.n_joints)
         for samples in recordings:
-            errors = errors + torque_errors(robot, drive_chain, terms, values, samples, settings.signal)
+            prediction = predict_at_stamps(robot, drive_chain, terms, values, samples, settings.signal)
+            errors = errors + torque_errors(
+                prediction, samples.torques, min_speed_rad_s=settings.signal.min_speed_rad_s
+            )
         unusable = (
             (
                 f"the {observations.model} model determines only {base.count - len(undetermined)} of"
