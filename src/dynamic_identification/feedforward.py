@@ -25,7 +25,9 @@ from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.payload import Payload
 from dynamic_identification.io.parameters import ParameterFile, load_parameters
+from dynamic_identification.io.payload import load_payload
 
 __all__ = ["DEFAULT_FRICTION_SMOOTHING", "FeedforwardModel"]
 
@@ -47,6 +49,7 @@ class FeedforwardModel(core.FeedforwardModel):
         robot: RobotModel | None = None,
         effort_limits: Sequence[float] | None = None,
         acceleration_limits: Sequence[float] | None = None,
+        payload: Payload | None = None,
     ) -> FeedforwardModel:
         """The model of a parsed parameter file.
 
@@ -66,6 +69,8 @@ class FeedforwardModel(core.FeedforwardModel):
         effort_limits, acceleration_limits
             Torque clamp (N·m) and desired-acceleration bound (rad/s²) per joint;
             default the URDF's effort limits and ``4 /s`` times its velocity limits.
+        payload
+            A carried load (``io.payload.load_payload``) whose torques are added.
 
         Raises
         ------
@@ -90,6 +95,7 @@ class FeedforwardModel(core.FeedforwardModel):
             identified=[joint in parameters.identified_joints() for joint in parameters.joints],
             effort_limits=effort_limits,
             acceleration_limits=acceleration_limits,
+            payload=payload,
         )
 
     @classmethod
@@ -101,11 +107,14 @@ class FeedforwardModel(core.FeedforwardModel):
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
         effort_limits: Sequence[float] | None = None,
         acceleration_limits: Sequence[float] | None = None,
+        payload: str | os.PathLike[str] | Payload | None = None,
     ) -> FeedforwardModel:
         """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
 
         A relative URDF path in the file is taken relative to the file's directory
-        when it does not exist relative to the working directory.
+        when it does not exist relative to the working directory. ``payload`` is a
+        payload YAML (path or text, ``dynid payload --out`` or ``/estimator/payload``)
+        or a :class:`~dynamic_identification.core.payload.Payload`.
         """
         parameters = load_parameters(path)
         if urdf is None and not Path(parameters.urdf).is_absolute() and not Path(parameters.urdf).exists():
@@ -119,4 +128,5 @@ class FeedforwardModel(core.FeedforwardModel):
             friction_smoothing=friction_smoothing,
             effort_limits=effort_limits,
             acceleration_limits=acceleration_limits,
+            payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
         )

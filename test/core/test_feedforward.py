@@ -7,6 +7,7 @@ import pathlib
 import shutil
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from dynamic_identification.core.model import (
     load_robot,
     standard_parameters,
 )
+from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
@@ -322,3 +324,33 @@ def test_the_output_is_finite_and_within_the_effort_limits_for_any_accepted_mode
     )
     torques = model.torques(q, f[1] * robot.velocity_limits, f[2] * 4.0 * robot.velocity_limits)
     assert np.all(np.isfinite(torques)) and np.all(np.abs(torques) <= robot.effort_limits)
+
+
+def test_a_payload_adds_exactly_the_rigid_body_torques_of_the_carried_load(arm6_model) -> None:
+    robot, chain, terms, base, values = arm6_model
+    load = Payload.create(
+        "joint_6",
+        mass_kg=3.0,
+        com_m=[0.02, -0.01, 0.08],
+        inertia_kg_m2={"ixx": 0.02, "ixy": 0.0, "ixz": 0.001, "iyy": 0.03, "iyz": 0.0, "izz": 0.015},
+    )
+    bare = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    loaded = bare.with_payload(load)
+    carried = attach_payload(robot, load)
+    q, dq, ddq = _states(robot, 20, seed=9, min_speed=0.1)
+    ddq = 0.1 * ddq  # within the default acceleration limits of the wrist
+    assert loaded.payload is load and bare.payload is None
+    difference = loaded.torques(q, dq, ddq) - bare.torques(q, dq, ddq)
+    assert_allclose(difference, expected_at(carried, robot, q, dq, ddq), atol=1e-9)
+
+
+def expected_at(carried: RobotModel, robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """RNEA of the robot carrying the load minus that of the bare robot: the load's joint torques, N·m."""
+    with_load, without = carried.model.createData(), robot.model.createData()
+    return np.array(
+        [
+            pin.rnea(carried.model, with_load, q[k], dq[k], ddq[k])
+            - pin.rnea(robot.model, without, q[k], dq[k], ddq[k])
+            for k in range(q.shape[0])
+        ]
+    )

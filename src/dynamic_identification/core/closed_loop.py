@@ -229,12 +229,17 @@ class ClosedLoopMotion:
         ([Briot2012] eq. (2)-(4)).
     projection
         ``J_t`` per sample, shape ``(N, n_t, n_a)``: ``q̇_t = J_t q̇_a`` (eq. (3)).
+    passive_condition
+        ``σ_max / σ_min`` of the passive block of ``A_t`` per sample, shape ``(N,)``: the
+        distance to a parallel (type 2) singularity, where it is infinite; ``None`` when
+        not computed.
     """
 
     q: np.ndarray
     dq: np.ndarray
     ddq: np.ndarray
     projection: np.ndarray
+    passive_condition: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -717,7 +722,8 @@ class ClosedLoopModel:
         Returns
         -------
         ClosedLoopMotion
-            ``q, dq, ddq`` of shape ``(N, n_t)`` and ``projection`` ``(N, n_t, n_a)``.
+            ``q, dq, ddq`` of shape ``(N, n_t)``, ``projection`` ``(N, n_t, n_a)`` and
+            ``passive_condition`` ``(N,)``.
 
         Raises
         ------
@@ -741,17 +747,19 @@ class ClosedLoopModel:
         dq = np.empty_like(q)
         ddq = np.empty_like(q)
         projection = np.empty((samples, self.n_tree, n_a))
+        condition = np.empty(samples)
         for k in range(samples):
             if k:
                 guess = q[k - 1] + projection[k - 1] @ self._actuated_change(qa[k - 1], qa[k])
                 guess[self.actuated] = qa[k]
             q[k], block = self._solve(kinematics, guess, k)
             projection[k] = block.projection
+            condition[k] = block.condition_number
             dq[k] = block.projection @ dqa[k]
             kinematics.place_moving(q[k], dq[k])
             ddq[k] = block.projection @ ddqa[k]
             ddq[k, self.passive] -= block.pseudo_inverse @ kinematics.drift(dq[k])
-        return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection)
+        return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection, passive_condition=condition)
 
     # ----------------------------------------------------------------- internals
     def _actuated_change(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:

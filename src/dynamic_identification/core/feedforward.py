@@ -36,6 +36,7 @@ from dynamic_identification.core.model import (
     RobotModel,
     standard_parameter_names,
 )
+from dynamic_identification.core.payload import Payload, PayloadDynamics
 
 DEFAULT_FRICTION_SMOOTHING = 1000.0
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad (seed 004 §IV.C)."""
@@ -97,6 +98,10 @@ class FeedforwardModel:
         Desired accelerations beyond these (rad/s², with :data:`DESIRED_STATE_TOLERANCE`)
         are refused; default ``4 /s`` times the URDF velocity limits. Desired
         velocities are checked against the URDF's velocity limits.
+    payload
+        A load carried on one of the robot's frames (identified by ``dynid payload`` or
+        the estimator's ``~/identify_payload``, [Swevers2002]): its rigid-body torques
+        ``Y_p(q, q̇, q̈) φ_p`` are added to every joint the identification covers.
 
     Raises
     ------
@@ -118,6 +123,7 @@ class FeedforwardModel:
         identified: Sequence[bool] | None = None,
         effort_limits: Sequence[float] | np.ndarray | None = None,
         acceleration_limits: Sequence[float] | np.ndarray | None = None,
+        payload: Payload | None = None,
     ) -> None:
         n = robot.n_joints
         mask = np.ones(n, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
@@ -178,6 +184,9 @@ class FeedforwardModel:
         self._acceleration = _limits(
             "acceleration_limits", acceleration_limits, DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits, n
         )
+        self._payload = payload
+        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
+        self._payload_parameters = None if payload is None else payload.dynamic_parameters()
 
     @property
     def robot(self) -> RobotModel:
@@ -219,6 +228,26 @@ class FeedforwardModel:
     def friction_smoothing(self) -> float:
         """``k`` of ``tanh(k v)``, s/rad."""
         return self._k
+
+    @property
+    def payload(self) -> Payload | None:
+        """The load whose torques are added, ``None`` without one."""
+        return self._payload
+
+    def with_payload(self, payload: Payload | None) -> FeedforwardModel:
+        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
+        return type(self)(
+            self._robot,
+            self._drive_chain,
+            self._terms,
+            self._names,
+            self._values,
+            friction_smoothing=self._k,
+            identified=self._identified,
+            effort_limits=self._effort,
+            acceleration_limits=self._acceleration,
+            payload=payload,
+        )
 
     @property
     def effort_limits(self) -> np.ndarray:
@@ -301,6 +330,8 @@ class FeedforwardModel:
             configuration = self._robot.configurations(q[None])[0] if self._continuous else q
             regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
             torque = torque + regressor @ self._inertial
+        if self._payload_dynamics is not None and self._payload_parameters is not None:
+            torque = torque + self._payload_dynamics.torques(q, dq, ddq, self._payload_parameters)
         return np.where(self._identified, torque, 0.0)
 
 

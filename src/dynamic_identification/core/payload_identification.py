@@ -331,6 +331,7 @@ def recording_observations(
     *,
     settings: SignalSettings | None = None,
     polynomial: np.ndarray | None = None,
+    stick_periods: int | None = None,
 ) -> PayloadObservations:
     """Observations of any motion (e.g. ~10 s of normal operation), filtered and decimated.
 
@@ -341,7 +342,9 @@ def recording_observations(
     and the motion is taken at the decimated instants (the model is nonlinear in the
     motion, so it is evaluated on the band-limited motion rather than filtered).
     Equations of a motor slower than ``settings.min_speed_rad_s`` within the
-    decimation filter's support are left out. The noise σ is left unknown.
+    decimation filter's support (or within ``stick_periods`` decimation periods, as the
+    in-process estimator's ``window.stick_periods``: a job that stops often keeps the
+    accelerations out of and into its stops) are left out. The noise σ is left unknown.
     """
     settings = settings or SignalSettings()
     t, positions, amps = _recording_arrays(robot, time, q, currents)
@@ -356,7 +359,12 @@ def recording_observations(
             raise DataError("the motor torques were lost in resampling")
         decimated, index = decimator.decimate(motion.torques)
         slow = np.abs(motion.dq @ drive_chain.coupling.T) < settings.min_speed_rad_s
-        slow = scipy.ndimage.maximum_filter1d(slow, size=2 * decimator.half_length + 1, axis=0, mode="nearest")
+        reach = (
+            decimator.half_length
+            if stick_periods is None
+            else min(decimator.half_length, stick_periods * decimator.factor)
+        )
+        slow = scipy.ndimage.maximum_filter1d(slow, size=2 * reach + 1, axis=0, mode="nearest")
         for part, values in zip(
             parts, (motion.q[index], motion.dq[index], motion.ddq[index], decimated, ~slow[index]), strict=True
         ):
@@ -892,12 +900,13 @@ def identify_payload(
     efficiency: bool = True,
     polynomial: np.ndarray | None = None,
     settings: SignalSettings | None = None,
+    stick_periods: int | None = None,
 ) -> PayloadEstimate:
     """Identify a payload from a recording with it (``dynid payload``, the estimator's re-identification).
 
     With ``period_s`` the recording is a periodic excitation of ``harmonics`` lines
     (:func:`periodic_observations`, noise from the periods, [Swevers2002] §4.3);
-    without, any motion (:func:`recording_observations`). ``method`` chooses
+    without, any motion (:func:`recording_observations`, with ``stick_periods``). ``method`` chooses
     :func:`identify_payload_linear` or :func:`identify_payload_ml`.
 
     Raises
@@ -923,7 +932,9 @@ def identify_payload(
             min_speed_rad_s=(settings or SignalSettings()).min_speed_rad_s,
         )
     else:
-        observations = recording_observations(robot, chain, time, q, currents, settings=settings, polynomial=polynomial)
+        observations = recording_observations(
+            robot, chain, time, q, currents, settings=settings, polynomial=polynomial, stick_periods=stick_periods
+        )
     if method == "linear":
         return identify_payload_linear(prior, frame, observations)
     if method != "ml":

@@ -7,6 +7,8 @@
 * :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still (seed 000 §IV.B);
 * :mod:`.process` — pick-and-place and square process trajectories (seed 004 §III.B);
 * :mod:`.settings`, :mod:`.plan` — from configured settings to a checked trajectory.
+* :mod:`.closed_loop` — Fourier excitation of a closed-loop robot's actuated joints, kept away from
+  singularities ([Briot2012] §2).
 """
 
 from dynamic_identification.core.excitation.fourier import FourierTrajectory, random_fourier_trajectory

@@ -1,0 +1,201 @@
+"""In-process payload re-identification: the load the robot now carries, from the next seconds of its job.
+
+After a trigger (the estimator node's ``~/identify_payload``, e.g. when the gripper
+closed), the next ``duration_s`` of the robot's normal motion are collected and the
+load's ten inertial parameters are identified with the robot's own identified
+parameters held fixed as a-priori knowledge ([Swevers2002] §3.2: the robot model is
+known, only the load is unknown), by the linear estimate followed by the
+maximum-likelihood one (:func:`~.payload_identification.identify_payload`, any
+motion, noise from the residuals). The samples are joint torques (N·m, what the
+recorder publishes); they are mapped back to motor currents through the drive chain
+so the identification sees the motor-side equations it is written for.
+
+The result is refused — with the reason — when the motion does not determine the load
+well enough: the identification itself finds it rank-deficient (only the wrist moved,
+[Swevers2002] §4.2) or the standard deviations exceed the quality bounds
+(``max_mass_std_percent``, ``max_com_std_m``). Memory stays bounded by ``duration_s``
+of samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.identification import SignalSettings
+from dynamic_identification.core.payload_identification import PayloadEstimate, RobotPrior, identify_payload
+
+
+@dataclass(frozen=True)
+class PayloadReidentificationSettings:
+    """How long to collect after a trigger and how good the estimate must be.
+
+    Attributes
+    ----------
+    frame
+        Frame the load is attached to (the gripper's or the flange's).
+    duration_s
+        Seconds of motion collected after the trigger, s of data.
+    method
+        ``"ml"`` (linear then maximum likelihood, [Swevers2002] eq. (18)) or ``"linear"``.
+    max_mass_std_percent
+        The estimate is refused when σ of the mass exceeds this percentage of the mass.
+    max_com_std_m
+        The estimate is refused when σ of any centre-of-mass coordinate exceeds this, m.
+    stick_periods
+        Decimation periods left out around a slow sample (the in-process estimator's
+        ``window.stick_periods``; a job stops at every pick and place).
+    """
+
+    frame: str
+    duration_s: float = 10.0
+    method: str = "ml"
+    max_mass_std_percent: float = 2.0
+    max_com_std_m: float = 0.005
+    stick_periods: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.frame:
+            raise IdentificationError("frame must name the frame the payload is attached to")
+        for name in ("duration_s", "max_mass_std_percent", "max_com_std_m"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0.0):
+                raise IdentificationError(f"{name} must be finite and > 0, got {value}")
+        if self.method not in ("ml", "linear"):
+            raise IdentificationError(f"method must be 'ml' or 'linear', got {self.method!r}")
+
+
+@dataclass(frozen=True)
+class PayloadOutcome:
+    """A finished re-identification: the estimate when it passed, else why not.
+
+    ``started_s``/``ended_s`` bound the data used (data time, s); ``estimate`` is
+    ``None`` exactly when ``reason`` says why the load could not be identified.
+    """
+
+    started_s: float
+    ended_s: float
+    samples: int
+    estimate: PayloadEstimate | None
+    reason: str
+
+    @property
+    def accepted(self) -> bool:
+        return self.estimate is not None
+
+
+class PayloadReidentification:
+    """Collects samples after :meth:`trigger` and identifies the payload once enough have come.
+
+    Not thread-safe: feed it from one thread (the estimator node's worker).
+    """
+
+    def __init__(
+        self, prior: RobotPrior, settings: PayloadReidentificationSettings, *, signal: SignalSettings | None = None
+    ) -> None:
+        self._prior = prior
+        self._settings = settings
+        self._signal = signal or SignalSettings()
+        self._time: list[np.ndarray] = []
+        self._q: list[np.ndarray] = []
+        self._tau: list[np.ndarray] = []
+        self._start_s: float | None = None
+        self._armed = False
+
+    @property
+    def settings(self) -> PayloadReidentificationSettings:
+        return self._settings
+
+    @property
+    def collecting(self) -> bool:
+        """Whether a trigger is pending (samples are being collected)."""
+        return self._armed
+
+    def trigger(self) -> None:
+        """Start collecting with the next sample (a pending collection starts over)."""
+        self._time, self._q, self._tau = [], [], []
+        self._start_s = None
+        self._armed = True
+
+    def cancel(self) -> None:
+        """Forget a pending collection."""
+        self.trigger()
+        self._armed = False
+
+    def collected_s(self) -> float:
+        """Data time collected since the trigger, s."""
+        if not self._time:
+            return 0.0
+        return float(self._time[-1][-1] - self._time[0][0])
+
+    def add_samples(self, time_s: np.ndarray, q: np.ndarray, torques_nm: np.ndarray) -> PayloadOutcome | None:
+        """Append samples (rows in time order, joints in model order); the outcome once ``duration_s`` is covered.
+
+        Samples beyond the duration are not kept. Returns ``None`` while collecting
+        (or when no trigger is pending).
+        """
+        if not self._armed:
+            return None
+        time = np.atleast_1d(np.asarray(time_s, dtype=float))
+        if time.size == 0:
+            return None
+        if self._start_s is None:
+            self._start_s = float(time[0])
+        end = self._start_s + self._settings.duration_s
+        keep = time <= end
+        self._time.append(time[keep])
+        self._q.append(np.atleast_2d(np.asarray(q, dtype=float))[keep])
+        self._tau.append(np.atleast_2d(np.asarray(torques_nm, dtype=float))[keep])
+        if time[-1] < end:
+            return None
+        self._armed = False
+        return self._identify()
+
+    def _identify(self) -> PayloadOutcome:
+        time = np.concatenate(self._time)
+        q = np.concatenate(self._q)
+        torques = np.concatenate(self._tau)
+        self._time, self._q, self._tau = [], [], []
+        started, ended = float(time[0]), float(time[-1])
+        chain = self._prior.drive_chain
+        try:
+            estimate = identify_payload(
+                self._prior,
+                self._settings.frame,
+                time,
+                q,
+                chain.motor_currents(torques),
+                method="ml" if self._settings.method == "ml" else "linear",
+                efficiency=False,
+                settings=self._signal,
+                stick_periods=self._settings.stick_periods,
+            )
+        except IdentificationError as error:
+            return PayloadOutcome(
+                started, ended, time.size, None, f"the motion does not determine the payload: {error}"
+            )
+        reason = _quality_problem(estimate, self._settings)
+        return PayloadOutcome(started, ended, time.size, None if reason else estimate, reason)
+
+
+def _quality_problem(estimate: PayloadEstimate, settings: PayloadReidentificationSettings) -> str:
+    """Why ``estimate`` is not good enough to use, or an empty string."""
+    payload = estimate.payload
+    std = payload.std
+    if std is None:
+        raise DataError("the payload estimate carries no standard deviations")
+    mass_percent = 100.0 * std.mass_kg / payload.mass_kg
+    if not mass_percent <= settings.max_mass_std_percent:
+        return (
+            f"the motion does not excite the payload enough: σ of the mass is {mass_percent:.3g} % of"
+            f" {payload.mass_kg:.4g} kg (max_mass_std_percent = {settings.max_mass_std_percent:g})"
+        )
+    com_std = float(np.max(std.com_m))
+    if not com_std <= settings.max_com_std_m:
+        return (
+            f"the motion does not excite the payload enough: σ of the centre of mass reaches {1e3 * com_std:.3g} mm"
+            f" (max_com_std_m = {settings.max_com_std_m:g} m)"
+        )
+    return ""

@@ -1,0 +1,94 @@
+"""In-process payload re-identification on the robot's job: the load from the 10 s after the trigger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.payload_identification import RobotPrior
+from dynamic_identification.core.payload_in_process import (
+    PayloadReidentification,
+    PayloadReidentificationSettings,
+)
+from dynamic_identification.core.simulation import inverse_dynamics
+
+RATE_HZ = 500.0
+CHAIN = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
+DRIVE = DriveParameters.create(
+    6,
+    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
+    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
+    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
+    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
+)
+LOAD = Payload.create(
+    "tool0",
+    mass_kg=3.5,
+    com_m=[0.03, -0.02, 0.06],
+    inertia_kg_m2={"ixx": 0.012, "ixy": 0.0, "ixz": 0.0, "iyy": 0.015, "iyz": 0.0, "izz": 0.009},
+)
+
+
+@pytest.fixture(scope="module")
+def arm6(arm6_urdf: Path) -> RobotModel:
+    return load_robot(arm6_urdf)
+
+
+def _job(robot: RobotModel, *, carried: Payload | None, seconds: float, seed: int, hold: int | None = None):
+    """The pick-and-place process, torques from the robot carrying ``carried`` with 1 % current noise."""
+    plan = plan_excitation(robot, CHAIN, DriveTerms(), ExcitationSettings(mode="process", cycles=4, seed=seed))
+    time = np.arange(0.0, min(seconds, plan.trajectory.duration_s), 1.0 / RATE_HZ)
+    q, dq, ddq = interpolate_trajectory(
+        plan.trajectory.time, plan.trajectory.q, plan.trajectory.dq, plan.trajectory.ddq, time
+    )
+    if hold is not None:  # every joint but the wrist held still
+        q[:, :hold], dq[:, :hold], ddq[:, :hold] = q[0, :hold], 0.0, 0.0
+    model = robot if carried is None else attach_payload(robot, carried)
+    torques = inverse_dynamics(model, CHAIN, DRIVE, q, dq, ddq)
+    rng = np.random.default_rng(seed)
+    currents = CHAIN.motor_currents(torques)
+    noisy = CHAIN.joint_torques(currents + rng.normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape))
+    return time, q, noisy
+
+
+def test_the_load_is_identified_from_ten_seconds_of_the_job_after_the_trigger(arm6) -> None:
+    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=10.0))
+    time, q, torques = _job(arm6, carried=LOAD, seconds=12.0, seed=2)
+    assert estimator.add_samples(time, q, torques) is None  # no trigger yet: nothing is kept
+    estimator.trigger()
+    outcome = None
+    for start in range(0, time.size, 250):  # the node's worker feeds blocks
+        outcome = outcome or estimator.add_samples(
+            time[start : start + 250], q[start : start + 250], torques[start : start + 250]
+        )
+    assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
+    assert outcome.ended_s - outcome.started_s <= 10.0 + 1e-9
+    found = outcome.estimate.payload
+    assert abs(found.mass_kg - LOAD.mass_kg) / LOAD.mass_kg < 0.02
+    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+
+
+def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason(arm6) -> None:
+    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=6.0))
+    time, q, torques = _job(arm6, carried=LOAD, seconds=8.0, seed=2, hold=3)
+    estimator.trigger()
+    outcome = estimator.add_samples(time, q, torques)
+    assert outcome is not None and not outcome.accepted
+    assert "payload" in outcome.reason
+
+
+def test_settings_name_what_is_wrong() -> None:
+    with pytest.raises(IdentificationError, match="frame"):
+        PayloadReidentificationSettings(frame="")
+    with pytest.raises(IdentificationError, match="duration_s"):
+        PayloadReidentificationSettings(frame="tool0", duration_s=0.0)
