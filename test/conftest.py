@@ -105,29 +105,20 @@ def arm6_run() -> Callable[..., Arm6Run]:
     encoders and noisy currents as the simulator configures them.
     """
     from dynamic_identification.core.excitation import random_fourier_trajectory
-    from dynamic_identification.core.model import DriveParameters, load_robot
-    from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-    from dynamic_identification.io.config import load_config, ros_parameters
+    from dynamic_identification.core.model import load_robot
+    from dynamic_identification.core.simulation import synthesize_measurements
+    from dynamic_identification.io.config import simulated_robot
 
-    config = REPO_ROOT / "config" / "dynid_arm6.yaml"
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(config, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
-    chain = load_config(str(config)).drive_chain(robot.n_joints)
+    sim = simulated_robot(REPO_ROOT / "config" / "dynid_arm6.yaml", robot.n_joints)
+    chain = sim.drive_chain
 
     def run(seconds: float, *, rate_hz: float, seed: int) -> Arm6Run:
         stamps = np.arange(int(round(seconds * rate_hz))) / rate_hz
         trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
         q, dq, ddq = trajectory.evaluate(stamps)
-        measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=seed)
-        coulomb = tuple(float(value) for value in sim["coulomb_friction"])
+        measured, currents = synthesize_measurements(robot, chain, sim.drive, stamps, q, dq, ddq, sim.sensor, seed=seed)
+        coulomb = tuple(float(value) for value in sim.drive.coulomb)
         return Arm6Run(robot, chain, coulomb, stamps, measured, currents, chain.joint_torques(currents))
 
     return run

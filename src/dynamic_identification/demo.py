@@ -43,16 +43,16 @@ from dynamic_identification import api
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.model import RobotModel, load_robot, standard_parameters
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
-    SensorModel,
     SimulationSettings,
     simulate_tracking,
 )
 from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import simulated_robot as simulated_robot_config
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
@@ -69,22 +69,9 @@ SIMULATION_RATE_HZ = 1000.0
 
 def simulated_robot(config: Path, robot: RobotModel, *, seed: int) -> RobotSimulator:
     """The simulator configured by the ``sim_robot`` block of ``config``."""
-    parameters = ros_parameters(config, "sim_robot")
-    n = robot.n_joints
-    chain = DriveChain.create(n, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"])
-    drive = DriveParameters.create(
-        n,
-        rotor_inertia=parameters["rotor_inertia"],
-        viscous=parameters["viscous_friction"],
-        coulomb=parameters["coulomb_friction"],
-        offset=parameters["offset"],
-    )
-    sensor = SensorModel(
-        current_noise_std_a=float(parameters["current_noise_std"]),
-        encoder_counts_per_rev=int(parameters["encoder_counts"]),
-    )
-    settings = SimulationSettings(dt_s=1.0 / SIMULATION_RATE_HZ, sensor=sensor)
-    return RobotSimulator(robot, chain, drive, settings, seed=seed)
+    simulated = simulated_robot_config(config, robot.n_joints)
+    settings = SimulationSettings(dt_s=1.0 / SIMULATION_RATE_HZ, sensor=simulated.sensor)
+    return RobotSimulator(robot, simulated.drive_chain, simulated.drive, settings, seed=seed)
 
 
 def simulated_recording(simulator: RobotSimulator, *, duration_s: float, seed: int) -> tuple[Recording, np.ndarray]:

@@ -44,13 +44,14 @@ from dynamic_identification.core.identification.settings import (
     IdentificationSettings,
     SignalSettings,
 )
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
     DEFAULT_MASS_FACTOR,
     PlausibilityBounds,
 )
 from dynamic_identification.core.regression_models import MODELS
+from dynamic_identification.core.simulation import SensorModel
 
 CONFIG_KEYS: dict[str, str] = {
     "joints": "identified joints, in any order (empty: every joint of the recording)",
@@ -264,6 +265,41 @@ class IdentificationConfig:
         return DriveChain.create(
             n_joints, gear_ratios=self.gear_ratios, drive_gains=self.drive_gains, coupling=self.coupling
         )
+
+
+@dataclass(frozen=True)
+class SimulatedRobot:
+    """The simulated robot of a configuration's ``sim_robot`` block: its drive chain, true drive terms and sensors.
+
+    ``drive_chain`` from ``gear_ratios`` and ``drive_gains``; ``drive`` the rotor inertia
+    (kg·m²), viscous (N·m·s/rad) and Coulomb friction (N·m) and offsets (N·m) per joint;
+    ``sensor`` the current noise (A) and encoder resolution (counts per revolution).
+    """
+
+    drive_chain: DriveChain
+    drive: DriveParameters
+    sensor: SensorModel
+
+
+def simulated_robot(path: str | os.PathLike[str], n_joints: int) -> SimulatedRobot:
+    """The ``sim_robot`` block of the configuration file ``path`` for a robot of ``n_joints`` joints."""
+    parameters = ros_parameters(path, "sim_robot")
+    return SimulatedRobot(
+        drive_chain=DriveChain.create(
+            n_joints, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"]
+        ),
+        drive=DriveParameters.create(
+            n_joints,
+            rotor_inertia=parameters["rotor_inertia"],
+            viscous=parameters["viscous_friction"],
+            coulomb=parameters["coulomb_friction"],
+            offset=parameters["offset"],
+        ),
+        sensor=SensorModel(
+            current_noise_std_a=float(parameters["current_noise_std"]),
+            encoder_counts_per_rev=int(parameters["encoder_counts"]),
+        ),
+    )
 
 
 def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
