@@ -47,7 +47,7 @@ from dynamic_identification.core.identification.motion import (
     estimate_motion,
 )
 from dynamic_identification.core.identification.observations import PreparedObservations
-from dynamic_identification.core.identification.prediction import Samples
+from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
@@ -308,7 +308,8 @@ def identify_power(
         ``observations`` are the PIM's (:func:`power_observations`): one equation
         column per trajectory, "torques" are powers in W; ``estimate.joint_std``,
         ``joint_errors`` and ``relative_error`` are per trajectory and of the power;
-        ``quality`` judges the torques the model predicts for the recordings.
+        ``quality`` judges the torques the model predicts for the recordings
+        (:func:`~dynamic_identification.core.identification.prediction.stamp_torque_check`).
 
     Raises
     ------
@@ -322,21 +323,17 @@ def identify_power(
     if samples < settings.min_samples:
         raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
     if recordings:
-        check_motion(
-            np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings]),
-            robot.joint_names,
-            min_motion_rad=settings.min_motion_rad,
-        )
+        positions = np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings])
+        check_motion(positions, robot.joint_names, min_motion_rad=settings.min_motion_rad)
     observations = power_observations(robot, drive_chain, terms, base, recordings, settings=settings)
+    judged = [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings]
     return identify_observations(
-        robot,
-        drive_chain,
-        terms,
         base,
         observations,
-        [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings],
         settings=settings,
-        bounds=bounds,
+        travel=np.ptp(positions, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        torque_check=stamp_torque_check(robot, drive_chain, terms, judged, settings.signal),
     )
 
 

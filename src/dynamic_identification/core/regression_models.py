@@ -59,6 +59,7 @@ import scipy.signal
 from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
+from dynamic_identification.core.identification.prediction import stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import (
     IdentificationResult,
@@ -381,14 +382,15 @@ def identify_model(
         dq_measured=dq_measured,
     )
     return identify_observations(
-        robot,
-        drive_chain,
-        terms,
         base,
         observations,
-        [samples],
         settings=settings,
-        bounds=bounds,
+        travel=np.ptp(samples.q, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
+        torque_check=None
+        if model == "dynamic"
+        else stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
     )
 

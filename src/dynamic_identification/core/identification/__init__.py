@@ -29,8 +29,10 @@ from dynamic_identification.core.identification.observations import (
 )
 from dynamic_identification.core.identification.prediction import (
     Samples,
+    TorqueCheck,
     predict_at_stamps,
     predict_torques,
+    stamp_torque_check,
     torque_errors,
 )
 from dynamic_identification.core.identification.settings import (
@@ -62,6 +64,7 @@ __all__ = [
     "Samples",
     "SignalSettings",
     "SlidingWindowEstimator",
+    "TorqueCheck",
     "WindowSettings",
     "WindowUpdate",
     "check_motion",
@@ -76,5 +79,6 @@ __all__ = [
     "predict_torques",
     "prepare_observations",
     "slow_equations",
+    "stamp_torque_check",
     "torque_errors",
 ]

@@ -9,7 +9,7 @@ quality of a regression model whose own equations are not joint torques.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +20,11 @@ from dynamic_identification.core.identification.motion import estimate_motion
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameter_names
 from dynamic_identification.core.regressors import observation_matrix
+
+TorqueCheck = Callable[[Mapping[str, float]], JointErrors]
+"""Judges a model, given as base-parameter values by name, by the joint torques it predicts: the sums of
+[Volkmann2020] eq. (11)-(12) and the peak predicted torque
+(:class:`~dynamic_identification.core.estimation.quality.JointErrors`)."""
 
 PREDICTION_BLOCK_SAMPLES = 10_000
 """Samples per block of the observation matrix when predicting (memory bound: about 40 MB on 6 joints)."""
@@ -118,11 +123,37 @@ def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed
     return JointErrors.of(measured, prediction.torques[covered], moving, judged=np.ones_like(moving))
 
 
+def stamp_torque_check(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    recordings: Sequence[Samples],
+    signal: SignalSettings,
+) -> TorqueCheck:
+    """A :data:`TorqueCheck` by the IDIM prediction at the recordings' stamps where the joint moves.
+
+    The quality step of a regression model whose own equations are not the joint torques
+    (energy, power, filtered models): its parameters are IDIM base parameters, so their
+    torques can be predicted and judged on one scale with every other model's.
+    """
+
+    def check(parameters: Mapping[str, float]) -> JointErrors:
+        errors = JointErrors.zeros(robot.n_joints)
+        for samples in recordings:
+            prediction = predict_at_stamps(robot, drive_chain, terms, parameters, samples, signal)
+            errors = errors + torque_errors(prediction, samples.torques, min_speed_rad_s=signal.min_speed_rad_s)
+        return errors
+
+    return check
+
+
 __all__ = [
     "PREDICTION_BLOCK_SAMPLES",
     "Samples",
     "StampPrediction",
+    "TorqueCheck",
     "predict_at_stamps",
     "predict_torques",
+    "stamp_torque_check",
     "torque_errors",
 ]

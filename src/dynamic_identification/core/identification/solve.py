@@ -56,7 +56,7 @@ from dynamic_identification.core.estimation.recursive import RecursiveHistory, r
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
-from dynamic_identification.core.identification.prediction import Samples, predict_at_stamps, torque_errors
+from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds, model_problems
@@ -112,7 +112,9 @@ class IdentificationResult:
     order they were dropped. ``quality`` is the seam's verdict (``None`` for a result
     assembled by hand); ``condition_number_full`` is the condition number of the
     identifiable model before the reduction; ``history`` the recursive estimator's
-    ([DirectDrive2012] Figs. 2-3), ``None`` for the batch solution.
+    ([DirectDrive2012] Figs. 2-3), ``None`` for the batch solution; ``equations`` the
+    per-column normal equations of the valid rows in every base column, for the steps that
+    start from them (physical consistency, further reductions).
     """
 
     base: BaseParameters
@@ -124,6 +126,7 @@ class IdentificationResult:
     quality: Quality | None = None
     condition_number_full: float = math.nan
     history: RecursiveHistory | None = None
+    equations: NormalEquations | None = None
 
     @property
     def judged(self) -> Quality:
@@ -225,31 +228,35 @@ def plausibility_problems(
 
 
 def identify_observations(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
     base: BaseParameters,
     observations: PreparedObservations,
-    recordings: Sequence[Samples],
     *,
     settings: IdentificationSettings,
-    bounds: PlausibilityBounds | None = None,
+    travel: np.ndarray,
+    bounds: PlausibilityBounds,
+    torque_check: TorqueCheck | None = None,
     recursive: RecursiveSettings | None = None,
 ) -> IdentificationResult:
     """Estimate, reduce and judge a model from its observations (the seam, see the module docstring).
 
     Parameters
     ----------
+    base
+        The base parameters the observations' columns stand for.
     observations
-        The model's rows in the base parameters ``base``.
-    recordings
-        The recordings the observations come from (joints in model order): the motion
-        judged by the friction rule and, for a model whose equations are not the joint
-        torques, the torques its prediction is judged against.
+        The model's rows, from the model's builder.
     settings
-        Method, reduction and signal processing.
+        Method, reduction and their tolerances.
+    travel
+        How far each joint moved in the data, rad, ``(n,)``: the friction rule's input.
     bounds
-        Plausibility gates; default the URDF's limits.
+        The plausibility gates.
+    torque_check
+        How to judge the model's joint torques when its own equations are not the joint
+        torques (:func:`~dynamic_identification.core.identification.prediction.stamp_torque_check`);
+        ``None`` judges the equations themselves (the IDIM). A model judged by a check
+        that leaves base parameters undetermined is unusable: the torques of its missing
+        parameters are simply absent from its prediction.
     recursive
         Recursive least squares for the final estimate instead of the batch solution.
 
@@ -266,9 +273,9 @@ def identify_observations(
             f" for {base.count} base parameters (record longer)"
         )
     joint_std = joint_weights(observations, settings.method)
-    travel = np.ptp(np.concatenate([robot.unwrap_positions(r.q) for r in recordings]), axis=0)
+    equations = NormalEquations.from_rows(matrix, target, valid)
     reduction = reduce_model(
-        NormalEquations.from_rows(matrix, target, valid),
+        equations,
         joint_std,
         names=base.names,
         travel=travel,
@@ -283,30 +290,35 @@ def identify_observations(
     history = None
     if recursive is not None:
         estimate, history = _recursive(estimate, matrix[..., kept], target, valid, joint_std, recursive)
-    removed = removed_reasons(base.names, reduction)
-    quality = _quality(
-        robot,
-        drive_chain,
-        terms,
-        base,
-        observations,
-        recordings,
-        kept,
-        estimate,
-        settings,
-        bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
-        undetermined=[base.names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE],
-    )
+    if torque_check is None:
+        errors = JointErrors.of(target, matrix[..., kept] @ estimate.parameters, valid)
+        unusable: tuple[str, ...] = ()
+    else:
+        errors = torque_check(dict(zip(names, estimate.parameters.tolist(), strict=True)))
+        unusable = _undetermined(observations.model, base, reduction)
     return IdentificationResult(
         base=base,
         names=names,
         expressions=tuple(base.expressions[i] for i in kept),
         estimate=estimate,
-        removed=removed,
+        removed=removed_reasons(base.names, reduction),
         observations=observations,
-        quality=quality,
+        quality=Quality(errors, unusable + plausibility_problems(bounds, names, estimate.parameters, errors)),
         condition_number_full=reduction.reference.condition_number,
         history=history,
+        equations=equations,
+    )
+
+
+def _undetermined(model: str, base: BaseParameters, reduction: ReductionResult) -> tuple[str, ...]:
+    """The problem of a model that leaves base parameters undetermined on its data, or none."""
+    missing = [base.names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE]
+    if not missing:
+        return ()
+    listed = f"{', '.join(missing[:6])}{' …' if len(missing) > 6 else ''}"
+    return (
+        f"the {model} model determines only {base.count - len(missing)} of {base.count} base parameters on this"
+        f" data ({listed}): it is unusable here, use --model dynamic",
     )
 
 
@@ -377,52 +389,6 @@ def _recursive(
         covariance_eigenvalues=rls.history.covariance_eigenvalues,
     )
     return estimate, history
-
-
-def _quality(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
-    observations: PreparedObservations,
-    recordings: Sequence[Samples],
-    kept: np.ndarray,
-    estimate: LeastSquaresResult,
-    settings: IdentificationSettings,
-    bounds: PlausibilityBounds,
-    *,
-    undetermined: list[str],
-) -> Quality:
-    """Step 4: eq. (11)-(12) of the joint torques and the plausibility gates.
-
-    A model other than the IDIM that leaves base parameters undetermined is unusable:
-    the torques of its missing parameters are simply absent from its prediction.
-    """
-    names = tuple(base.names[i] for i in kept)
-    if observations.model == "dynamic":
-        matrix = observations.observation_matrix[..., kept]
-        errors = JointErrors.of(observations.torques, matrix @ estimate.parameters, observations.valid)
-        unusable: tuple[str, ...] = ()
-    else:
-        values = dict(zip(names, estimate.parameters.tolist(), strict=True))
-        errors = JointErrors.zeros(robot.n_joints)
-        for samples in recordings:
-            prediction = predict_at_stamps(robot, drive_chain, terms, values, samples, settings.signal)
-            errors = errors + torque_errors(
-                prediction, samples.torques, min_speed_rad_s=settings.signal.min_speed_rad_s
-            )
-        unusable = (
-            (
-                f"the {observations.model} model determines only {base.count - len(undetermined)} of"
-                f" {base.count} base parameters on this data"
-                f" ({', '.join(undetermined[:6])}{' …' if len(undetermined) > 6 else ''}): it is unusable here,"
-                " use --model dynamic",
-            )
-            if undetermined
-            else ()
-        )
-    problems = unusable + plausibility_problems(bounds, names, estimate.parameters, errors)
-    return Quality(joint_errors=errors, problems=problems)
 
 
 def checked_samples(
@@ -496,7 +462,11 @@ def identify(
         settings=settings,
     )
     return identify_observations(
-        robot, drive_chain, terms, base, observations, [samples], settings=settings, bounds=bounds
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(samples.q, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
     )
 
 
