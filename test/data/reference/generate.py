@@ -25,9 +25,9 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 
 HERE = Path(__file__).resolve().parent
@@ -46,26 +46,18 @@ REDUCTIONS = ("sensitivity", "essential")
 def make_recording(path: Path) -> None:
     """The simulated recording, written as a recording CSV."""
     robot = load_robot(URDF)
-    sim = ros_parameters(CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
-    chain = load_config(str(CONFIG)).drive_chain(robot.n_joints)
+    sim = simulated_robot(CONFIG, robot.n_joints)
     rng = np.random.default_rng(SEED)
     samples = int(round(SECONDS * RATE_HZ))
     stamps = np.arange(samples) / RATE_HZ + rng.uniform(-JITTER_S, JITTER_S, samples)
-    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=SEED)
-    q, dq, ddq = trajectory.evaluate(stamps)
-    q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=SEED)
+    q, dq, ddq = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=SEED).evaluate(stamps)
+    measured, currents = synthesize_measurements(
+        robot, sim.drive_chain, sim.drive, stamps, q, dq, ddq, sim.sensor, seed=SEED
+    )
     recording = recording_from_arrays(
         time=np.round(stamps, 7),
         joint_names=robot.joint_names,
-        position=np.round(q_measured, 10),
+        position=np.round(measured, 10),
         current=np.round(currents, 6),
     )
     write_recording_csv(path, recording)
