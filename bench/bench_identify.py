@@ -23,9 +23,9 @@ import numpy as np
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import predict_torques
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.resources import shipped_path
@@ -43,15 +43,8 @@ def main() -> None:
     config = shipped_path("config", "dynid_arm6.yaml")
     robot = load_robot(urdf)
     chain = load_config(str(config)).drive_chain(robot.n_joints)
-    sim = ros_parameters(config, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    simulated = simulated_robot(config, robot.n_joints)
+    drive, sensor = simulated.drive, simulated.sensor
     rng = np.random.default_rng(arguments.seed)
     samples = int(arguments.minutes * 60.0 * RATE_HZ)
     time_s = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)

@@ -54,7 +54,7 @@ from dynamic_identification.core.power_model import identify_power, split_segmen
 from dynamic_identification.core.regression_models import MODELS, identify_model
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.resources import shipped_path
 
 PAPER = (0.0726, 0.0765, 0.5346, 0.1545, 0.7485)
@@ -76,15 +76,8 @@ def shipped_arm() -> Arm:
     robot = load_robot(shipped_path("urdf", "dynid_arm6.urdf"))
     config = shipped_path("config", "dynid_arm6.yaml")
     chain = load_config(str(config)).drive_chain(robot.n_joints)
-    sim = ros_parameters(config, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    simulated = simulated_robot(config, robot.n_joints)
+    drive, sensor = simulated.drive, simulated.sensor
     terms = DriveTerms()
     return Arm(robot, chain, drive, sensor, terms, base_parameters(robot, chain, terms))
 

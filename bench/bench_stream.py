@@ -39,14 +39,14 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
-from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
-from dynamic_identification.core.model import DriveParameters, load_robot
+from dynamic_identification.core.identification.in_process import SlidingWindowEstimator
+from dynamic_identification.core.model import load_robot
 from dynamic_identification.core.regressors import base_parameters
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.resources import shipped_path
 
@@ -67,15 +67,8 @@ def main() -> None:
     config = load_config(str(config_path))
     chain = config.drive_chain(robot.n_joints)
     terms = config.drive_terms
-    sim = ros_parameters(config_path, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    simulated = simulated_robot(config_path, robot.n_joints)
+    drive, sensor = simulated.drive, simulated.sensor
     threads = {name: os.environ.get(name, "unset") for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     print(f"{os.cpu_count()} CPUs, {threads}")
 

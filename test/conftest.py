@@ -11,7 +11,10 @@ import importlib.metadata
 import os
 import pathlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pytest
 
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
@@ -75,3 +78,45 @@ def example_urdf() -> Callable[[str], pathlib.Path]:
 def arm6_urdf() -> pathlib.Path:
     """Path of the shipped 6-axis arm ``urdf/dynid_arm6.urdf`` (the embedded default robot)."""
     return ARM6_URDF
+
+
+@dataclass(frozen=True)
+class Arm6Run:
+    """A simulated run of the shipped arm: stamps (s), measured positions (rad), motor currents (A) and the
+    joint torques they give (N·m), with the robot, its drive chain and the true drive terms (``sim_robot`` block
+    of ``config/dynid_arm6.yaml``)."""
+
+    robot: Any
+    chain: Any
+    coulomb_friction: tuple[float, ...]
+    stamps: np.ndarray
+    q: np.ndarray
+    currents: np.ndarray
+    torques: np.ndarray
+
+
+@pytest.fixture(scope="session")
+def arm6_run() -> Callable[..., Arm6Run]:
+    """Runs of the shipped arm along a random Fourier excitation: ``arm6_run(seconds, rate_hz=…, seed=…)``.
+
+    Exact inverse dynamics with the true rotor inertia, friction and offsets, quantised
+    encoders and noisy currents as the simulator configures them.
+    """
+    from dynamic_identification.core.excitation import random_fourier_trajectory
+    from dynamic_identification.core.model import load_robot
+    from dynamic_identification.core.simulation import synthesize_measurements
+    from dynamic_identification.io.config import simulated_robot
+
+    robot = load_robot(ARM6_URDF)
+    sim = simulated_robot(REPO_ROOT / "config" / "dynid_arm6.yaml", robot.n_joints)
+    chain = sim.drive_chain
+
+    def run(seconds: float, *, rate_hz: float, seed: int) -> Arm6Run:
+        stamps = np.arange(int(round(seconds * rate_hz))) / rate_hz
+        trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+        q, dq, ddq = trajectory.evaluate(stamps)
+        measured, currents = synthesize_measurements(robot, chain, sim.drive, stamps, q, dq, ddq, sim.sensor, seed=seed)
+        coulomb = tuple(float(value) for value in sim.drive.coulomb)
+        return Arm6Run(robot, chain, coulomb, stamps, measured, currents, chain.joint_torques(currents))
+
+    return run

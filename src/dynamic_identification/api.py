@@ -8,32 +8,34 @@ text report the CLI prints; errors propagate as
 from __future__ import annotations
 
 import json
-import math
 import time as wall_clock
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
-    IdentificationSettings,
+    Samples,
     SignalSettings,
-    estimate_motion,
-    identify,
-    predict_torques,
+    SlidingWindowEstimator,
+    WindowUpdate,
+    predict_at_stamps,
 )
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.plausibility import ImplausibleModelError, model_problems
-from dynamic_identification.core.regression_models import ModelEstimate, identify_model
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.identification.report import format_result
+from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.plausibility import ImplausibleModelError
+from dynamic_identification.core.regression_models import identify_model
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
+from dynamic_identification.io.parameter_files import (
+    identified_parameter_file,
+    update_record,
+    window_parameter_file,
+)
 from dynamic_identification.io.parameters import (
     ParameterFile,
     identified_torque_model,
@@ -49,25 +51,6 @@ from dynamic_identification.io.recording import (
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.trajectory import write_trajectory_csv
-
-
-def settings_from_config(config: IdentificationConfig) -> IdentificationSettings:
-    """Core identification settings from a parsed configuration."""
-    return IdentificationSettings(
-        signal=SignalSettings(
-            position_cutoff_hz=config.position_cutoff_hz or None,
-            decimation=config.decimation,
-            rate_hz=config.rate_hz or None,
-            use_measured_velocity=config.use_measured_velocity,
-            min_speed_rad_s=config.min_speed_rad_s,
-        ),
-        method=config.method,
-        reduction=config.reduction,
-        r_sigma=config.r_sigma,
-        e_tol=config.e_tol,
-        friction_motion_rad=config.friction_motion_rad,
-        min_samples=config.min_samples,
-    )
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -109,11 +92,16 @@ def load_identification_inputs(
 
 
 def identify_recording(
-    robot: RobotModel, config: IdentificationConfig, drive_chain: DriveChain, recording: Recording
+    robot: RobotModel,
+    config: IdentificationConfig,
+    drive_chain: DriveChain,
+    recording: Recording,
+    *,
+    model: str | None = None,
 ) -> IdentificationResult:
-    """Identify a recording already in model joint order."""
+    """Identify a recording already in model joint order with ``model`` (default ``estimation.model``)."""
     base = base_parameters(robot, drive_chain, config.drive_terms)
-    return identify(
+    return identify_model(
         robot,
         drive_chain,
         config.drive_terms,
@@ -121,69 +109,11 @@ def identify_recording(
         recording.time,
         recording.position,
         recording.joint_torques(drive_chain),
+        model=model or config.model,
         dq_measured=recording.velocity,
-        settings=settings_from_config(config),
+        settings=config.identification_settings(),
+        bounds=config.plausibility_bounds(robot),
     )
-
-
-def parameter_file(
-    robot: RobotModel,
-    terms: DriveTerms,
-    drive_chain: DriveChain,
-    result: IdentificationResult,
-    *,
-    window_s: float,
-) -> ParameterFile:
-    """The self-contained parameter YAML content of an identification."""
-    estimate = result.estimate
-    joints = robot.joint_names
-    return ParameterFile.create(
-        urdf=robot.urdf_path,
-        joints=joints,
-        drive_terms=terms,
-        drive_chain=drive_chain,
-        names=result.names,
-        values=estimate.parameters,
-        std_percent=estimate.relative_std_percent,
-        expressions=result.expressions,
-        removed=tuple(name for name, _ in result.removed),
-        quality={
-            "condition_number": float(estimate.condition_number),
-            "relative_error": float(estimate.relative_error),
-            "joint_errors": _per_joint(joints, estimate.joint_errors),
-            "joint_relative_errors": _per_joint(joints, estimate.joint_relative_errors),
-            "samples": int(result.observations.input_samples),
-            "window": float(window_s),
-        },
-        stamp=wall_clock.time(),
-    )
-
-
-def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
-    """Human-readable table of the identified parameters and the quality figures."""
-    estimate = result.estimate
-    width = max(len(name) for name in result.names) if result.names else 4
-    lines = [f"{'parameter':<{max(width, 9)}}  {'value':>13}  {'%σ':>8}  expression"]
-    for name, value, std, expression in zip(
-        result.names, estimate.parameters, estimate.relative_std_percent, result.expressions, strict=True
-    ):
-        lines.append(f"{name:<{max(width, 9)}}  {value:>13.6g}  {std:>8.2f}  {expression}")
-    observations = result.observations
-    lines += [
-        "",
-        f"kept {len(result.names)} of {result.base.count} base parameters; removed: "
-        + (", ".join(f"{name} ({why})" for name, why in result.removed) or "none"),
-        f"samples {observations.input_samples} (duplicates dropped {observations.duplicates_dropped},"
-        f" segments {observations.segments}), rate {observations.rate_hz:.6g} Hz,"
-        f" decimation {observations.decimation} -> {observations.observation_matrix.shape[0]} equations per joint",
-        f"condition number {estimate.condition_number:.4g}, relative error ||rho||/||Y|| {estimate.relative_error:.4g}",
-        "per-joint e_j [N·m] / e*_j [%]: "
-        + ", ".join(
-            f"{joint} {e:.3g}/{100 * r:.2f}" if np.isfinite(e) else f"{joint} no equation (never moved)"
-            for joint, e, r in zip(joints, estimate.joint_errors, estimate.joint_relative_errors, strict=True)
-        ),
-    ]
-    return "\n".join(lines)
 
 
 def check_units(robot: RobotModel, recording: Recording, source: str) -> None:
@@ -207,35 +137,10 @@ def _check_output(out: Path | None, *inputs: Path | None, option: str = "--out")
 ACCEPT_IMPLAUSIBLE_HINT = "nothing written; --accept-implausible writes it anyway"
 
 
-def _plausibility(
-    robot: RobotModel,
-    config: IdentificationConfig,
-    names: tuple[str, ...] | list[str],
-    values: np.ndarray,
-    predicted_peak: np.ndarray,
-    *,
-    accept: bool,
-    unusable: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """The plausibility gates of an identified model: the ``quality.plausibility`` entry, or the refusal.
-
-    Raises
-    ------
-    ImplausibleModelError
-        Listing every failed gate, unless ``accept``.
-    """
-    problems = unusable + model_problems(
-        config.plausibility_bounds(robot), names, values, predicted_peak=predicted_peak
-    )
-    if problems and not accept:
-        raise ImplausibleModelError(problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    return {"ok": not problems, "problems": list(problems)}
-
-
-def _plausibility_report(plausibility: dict[str, Any]) -> str:
-    if plausibility["ok"]:
+def _plausibility_report(result: IdentificationResult) -> str:
+    if result.judged.plausible:
         return "plausibility: ok (torques within the effort limits, physically possible values)"
-    return "WARNING: implausible model written (--accept-implausible): " + "; ".join(plausibility["problems"])
+    return "WARNING: implausible model written (--accept-implausible): " + "; ".join(result.judged.problems)
 
 
 def identify_file(
@@ -252,156 +157,28 @@ def identify_file(
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
-    regression model of seed 003; ``"dynamic"`` is the IDIM with reduction and quality
-    figures of seed 000, the others go through :func:`identify_model_file`. A model
-    that fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`)
-    is refused unless ``accept_implausible``.
+    regression model of [DirectDrive2012] §3; every model identifies the IDIM base
+    parameters through the same seam, so the file feeds ``dynid predict`` and the
+    feedforward unchanged. Its ``quality`` holds the model's own relative error (of
+    energies or powers for those models) and, on one scale for every model, the
+    per-joint torque errors ``e_j``, ``e*_j`` ([Volkmann2020] eq. (11)-(12)). A model that
+    fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`; for a
+    model other than the IDIM, also leaving base parameters undetermined) is refused
+    unless ``accept_implausible``.
     """
     _check_output(out, urdf, data, config, bag)
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
-    chosen = model or parsed.model
-    if chosen != "dynamic":
-        return identify_model_file(
-            robot, parsed, drive_chain, recording, model=chosen, out=out, accept_implausible=accept_implausible
-        )
-    result = identify_recording(robot, parsed, drive_chain, recording)
-    rows = result.observations
-    predicted = rows.observation_matrix[..., result.base.subset(result.names)] @ result.estimate.parameters
-    peak = np.abs(predicted).max(axis=0, where=rows.valid, initial=0.0)
-    plausibility = _plausibility(
-        robot, parsed, result.names, result.estimate.parameters, peak, accept=accept_implausible
-    )
+    result = identify_recording(robot, parsed, drive_chain, recording, model=model)
+    if result.judged.problems and not accept_implausible:
+        raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
     window = float(recording.time[-1] - recording.time[0])
-    document = parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window)
-    write_parameters_atomic(out, replace(document, quality={**document.quality, "plausibility": plausibility}))
+    write_parameters_atomic(
+        out, identified_parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window)
+    )
     report = format_result(result, robot.joint_names)
-    return f"{report}\n{_plausibility_report(plausibility)}\nparameters written to {out}"
-
-
-def identify_model_file(
-    robot: RobotModel,
-    config: IdentificationConfig,
-    drive_chain: DriveChain,
-    recording: Recording,
-    *,
-    model: str,
-    out: Path,
-    accept_implausible: bool = False,
-) -> str:
-    """Identify with one of seed 003's regression models, write the parameter YAML, report.
-
-    The parameters are the IDIM base parameters whatever the model, so the file feeds
-    ``dynid predict`` and the feedforward unchanged. Its ``quality`` holds the model's own
-    relative error (of energies or powers for those models) and, to compare models on
-    one scale, the per-joint torque errors ``e_j``, ``e*_j`` (seed 004 eq. (11)-(12)) of
-    the predicted against the recorded torques where the joint moves. A model that leaves
-    base parameters undetermined on this data (the supplied-energy model on one
-    trajectory) or fails a plausibility gate is refused unless ``accept_implausible``.
-    """
-    base = base_parameters(robot, drive_chain, config.drive_terms)
-    settings = settings_from_config(config)
-    estimate = identify_model(
-        robot,
-        drive_chain,
-        config.drive_terms,
-        base,
-        recording.time,
-        recording.position,
-        recording.joint_torques(drive_chain),
-        model=model,
-        settings=settings,
-    )
-    kept = np.flatnonzero(estimate.excited)
-    values = estimate.parameters[kept]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        std_percent = np.where(values != 0.0, 100.0 * estimate.std[kept] / np.abs(values), np.inf)
-    joints = robot.joint_names
-    document = ParameterFile.create(
-        urdf=robot.urdf_path,
-        joints=joints,
-        drive_terms=config.drive_terms,
-        drive_chain=drive_chain,
-        names=[base.names[i] for i in kept],
-        values=values,
-        std_percent=std_percent,
-        expressions=[base.expressions[i] for i in kept],
-        removed=[name for name, excited in zip(base.names, estimate.excited, strict=True) if not excited],
-        regression=model,
-        stamp=wall_clock.time(),
-    )
-    errors, relative, peak = _torque_errors(robot, document, recording, settings.signal)
-    undetermined = [name for name, excited in zip(base.names, estimate.excited, strict=True) if not excited]
-    unusable = (
-        (
-            f"the {model} model determines only {int(estimate.excited.sum())} of {base.count} base parameters on"
-            f" this data ({', '.join(undetermined[:6])}{' …' if len(undetermined) > 6 else ''}): it is unusable"
-            " here, use --model dynamic",
-        )
-        if undetermined
-        else ()
-    )
-    plausibility = _plausibility(
-        robot,
-        config,
-        [base.names[i] for i in kept],
-        values,
-        peak,
-        accept=accept_implausible,
-        unusable=unusable,
-    )
-    quality = {
-        "relative_error": float(estimate.relative_error),
-        "joint_errors": _per_joint(joints, errors),
-        "joint_relative_errors": _per_joint(joints, relative),
-        "samples": int(recording.time.shape[0]),
-        "window": float(recording.time[-1] - recording.time[0]),
-        "plausibility": plausibility,
-    }
-    write_parameters_atomic(out, replace(document, quality=quality))
-    report = _format_model_estimate(estimate, base, joints, errors, relative)
-    return f"{report}\n{_plausibility_report(plausibility)}\nparameters written to {out}"
-
-
-def _torque_errors(
-    robot: RobotModel, document: ParameterFile, recording: Recording, signal: SignalSettings
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seed 004 eq. (11)-(12) of the predicted against the recorded torques where ``|q̇| >= min_speed_rad_s``,
-    and the largest predicted ``|τ̂_j|`` (N·m)."""
-    effort, speed, covered = _prediction(robot, document, recording, signal)
-    peak = np.abs(effort[covered]).max(axis=0, initial=0.0)
-    measured = recording.joint_torques(document.drive_chain())[covered]
-    moving = speed[covered] >= signal.min_speed_rad_s
-    counts = moving.sum(axis=0)
-    absolute = np.where(moving, np.abs(effort[covered] - measured), 0.0).sum(axis=0)
-    magnitude = np.where(moving, np.abs(measured), 0.0).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        errors = np.where(counts > 0, absolute / counts, np.nan)
-        return errors, np.where(counts > 0, absolute / magnitude, np.nan), peak
-
-
-def _format_model_estimate(
-    estimate: ModelEstimate, base: BaseParameters, joints: tuple[str, ...], errors: np.ndarray, relative: np.ndarray
-) -> str:
-    """Human-readable table of a seed-003 model's estimate."""
-    width = max(9, *(len(name) for name in base.names))
-    lines = [f"model {estimate.model} (seed 003): {int(estimate.excited.sum())} of {base.count} base parameters"]
-    lines.append(f"{'parameter':<{width}}  {'value':>13}  {'%σ':>8}  expression")
-    for i in np.flatnonzero(estimate.excited):
-        value, std = estimate.parameters[i], estimate.std[i]
-        percent = 100.0 * std / abs(value) if value != 0.0 else math.inf
-        lines.append(f"{base.names[i]:<{width}}  {value:>13.6g}  {percent:>8.2f}  {base.expressions[i]}")
-    lines += [
-        "",
-        f"relative error of the {estimate.model} equations {estimate.relative_error:.4g}",
-        "torques predicted vs recorded where the joint moves, e_j [N·m] / e*_j [%]: "
-        + ", ".join(
-            f"{joint} {e:.3g}/{100 * r:.2f}" if np.isfinite(e) else f"{joint} (never moved)"
-            for joint, e, r in zip(joints, errors, relative, strict=True)
-        ),
-    ]
-    return "\n".join(lines)
+    return f"{report}\n{_plausibility_report(result)}\nparameters written to {out}"
 
 
 def predicted_recording(
@@ -412,37 +189,21 @@ def predicted_recording(
     Rows outside every usable segment (edges, gaps) are left out; the mask says
     which rows of ``recording`` the prediction has.
     """
-    effort, _, covered = _prediction(robot, params, recording, signal)
+    samples = Samples(
+        time=recording.time,
+        q=recording.position,
+        torques=np.zeros_like(recording.position),
+        dq_measured=recording.velocity,
+    )
+    prediction = predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
+    covered = prediction.covered
     predicted = recording_from_arrays(
         time=recording.time[covered],
         joint_names=robot.joint_names,
         position=recording.position[covered],
-        effort=effort[covered],
+        effort=prediction.torques[covered],
     )
     return predicted, covered
-
-
-def _prediction(
-    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Predicted torques (N·m) and filtered joint speeds ``|q̇|`` (rad/s) at the recording's stamps,
-    ``(N, n)`` each, and the rows a usable segment covers (elsewhere both are 0)."""
-    drive_chain = params.drive_chain()
-    positions = robot.unwrap_positions(recording.position)
-    motions, _ = estimate_motion(recording.time, positions, signal, dq_measured=recording.velocity)
-    values = params.values()
-    stamps = recording.time
-    covered = np.zeros(stamps.shape[0], dtype=bool)
-    effort = np.zeros((stamps.shape[0], robot.n_joints))
-    speed = np.zeros_like(effort)
-    for motion in motions:
-        torques = predict_torques(robot, drive_chain, params.drive_terms(), values, motion.q, motion.dq, motion.ddq)
-        inside = (stamps >= motion.time[0]) & (stamps <= motion.time[-1])
-        for j in range(robot.n_joints):
-            effort[inside, j] = np.interp(stamps[inside], motion.time, torques[:, j])
-            speed[inside, j] = np.abs(np.interp(stamps[inside], motion.time, motion.dq[:, j]))
-        covered |= inside
-    return effort, speed, covered
 
 
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
@@ -453,7 +214,7 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
-    settings = settings_from_config(load_config(str(config) if config else None)).signal
+    settings = load_config(str(config) if config else None).identification_settings().signal
     predicted, covered = predicted_recording(robot, parameters, recording, settings)
     write_recording_csv(out, predicted)
     report = [f"predicted torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written to {out}"]
@@ -497,121 +258,6 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
         )
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
-
-
-BACKWARD_JUMP_S = 1.0
-"""A stamp earlier than the last accepted one by more than this (s) restarts the window (a bag loop,
-a simulation reset); a smaller step back is an out-of-order or duplicated sample and is refused."""
-
-
-def window_parameter_file(
-    robot: RobotModel,
-    terms: DriveTerms,
-    drive_chain: DriveChain,
-    base: BaseParameters,
-    update: WindowUpdate,
-    *,
-    stamp: float | None = None,
-) -> ParameterFile:
-    """The parameter YAML content of one sliding-window update (DESIGN.md parameter YAML).
-
-    Parameters
-    ----------
-    robot, terms, drive_chain
-        The identified model, as given to the estimator.
-    base
-        The estimator's base parameters; the expressions of the kept names come from it.
-    update
-        An update with an estimate (normally a publishable one).
-    stamp
-        ``stamp`` of the file, s; default the update's data time ``update.time_s``.
-
-    Raises
-    ------
-    DataError
-        When the update carries no estimate (or a non-finite value).
-    """
-    if not update.names:
-        raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
-    expression = dict(zip(base.names, base.expressions, strict=True))
-    joints = robot.joint_names
-    return ParameterFile.create(
-        urdf=robot.urdf_path,
-        joints=joints,
-        drive_terms=terms,
-        drive_chain=drive_chain,
-        names=update.names,
-        values=update.values,
-        std_percent=update.std_percent,
-        expressions=[expression[name] for name in update.names],
-        removed=tuple(name for name, _ in update.removed),
-        quality={
-            "condition_number": _finite_or_none(update.condition_number),
-            "condition_number_full": _finite_or_none(update.condition_number_full),
-            "relative_error": _finite_or_none(update.relative_error),
-            "joint_errors": _per_joint(joints, update.joint_errors),
-            "joint_relative_errors": _per_joint(joints, update.joint_relative_errors),
-            "samples": int(update.samples),
-            "window": float(update.window_s),
-            "reason": update.reason,
-        },
-        stamp=update.time_s if stamp is None else stamp,
-    )
-
-
-def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: bool = False) -> dict[str, Any]:
-    """One ``dynid stream`` JSON line of an update; non-finite numbers become ``None`` (JSON ``null``)."""
-    return {
-        "time": _finite_or_none(update.time_s),
-        "publishable": bool(update.publishable),
-        "reason": update.reason,
-        "parameters": {name: _finite_or_none(v) for name, v in zip(update.names, update.values.tolist(), strict=True)},
-        "removed": [name for name, _ in update.removed],
-        "condition_number": _finite_or_none(update.condition_number),
-        "condition_number_full": _finite_or_none(update.condition_number_full),
-        "relative_error": _finite_or_none(update.relative_error),
-        "joint_relative_errors": _per_joint(joints, update.joint_relative_errors),
-        "samples": int(update.samples),
-        "window_s": float(update.window_s),
-        "seconds": float(update.seconds),
-        "restarted": bool(restarted),
-    }
-
-
-def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndarray, bool]]:
-    """Indices of consecutive chunks of ``period_s`` of data time, and whether a chunk restarts the window.
-
-    Applies the estimator node's rule to each stamp: later than the last accepted
-    one: kept; earlier by more than :data:`BACKWARD_JUMP_S`: kept, and the window
-    restarts there; otherwise (out of order, duplicated): dropped. The chunks of one
-    run of accepted stamps start at its first stamp; a run's last chunk may be shorter.
-    """
-    time = np.asarray(time_s, dtype=float)
-    start = 0
-    restarted = False
-    while start < time.size:
-        stop = _next_jump(time, start)
-        run = start + np.flatnonzero(_increasing(time[start:stop]))
-        stamps = time[run]
-        bounds = stamps[0] + period_s * np.arange(1, int((stamps[-1] - stamps[0]) / period_s) + 1)
-        for chunk in np.split(run, np.searchsorted(stamps, bounds)):
-            if chunk.size:
-                yield chunk, restarted
-                restarted = False
-        start, restarted = stop, True
-
-
-def _increasing(time: np.ndarray) -> np.ndarray:
-    """Which stamps are later than every earlier one (the first always is)."""
-    previous = np.maximum.accumulate(np.concatenate([[-np.inf], time[:-1]]))
-    return time > previous
-
-
-def _next_jump(time: np.ndarray, start: int) -> int:
-    """Index of the first stamp after ``start`` earlier than the running latest by more than BACKWARD_JUMP_S."""
-    latest = np.maximum.accumulate(time[start:])
-    jumps = np.flatnonzero(time[start + 1 :] < latest[:-1] - BACKWARD_JUMP_S)
-    return start + 1 + int(jumps[0]) if jumps.size else time.size
 
 
 def stream_file(
@@ -686,21 +332,3 @@ def stream_file(
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
     return "\n".join(lines)
-
-
-def _finite_or_none(value: float) -> float | None:
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _per_joint(joints: tuple[str, ...], values: np.ndarray) -> dict[str, float | None]:
-    if values.size != len(joints):
-        return {}
-    return {joint: _finite_or_none(value) for joint, value in zip(joints, values.tolist(), strict=True)}
-
-
-def run_demo(*, out_dir: Path, duration_s: float, seed: int) -> str:
-    """``dynid demo``: simulate, identify and validate the shipped arm."""
-    from dynamic_identification.demo import run
-
-    return run(out_dir=out_dir, duration_s=duration_s, seed=seed)

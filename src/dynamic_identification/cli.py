@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "identify",
         help="identify base parameters from a recording",
         description=(
-            "Identify the base dynamic parameters (seed 000: IDIM, OLS or per-joint WLS, essential parameters)"
+            "Identify the base dynamic parameters ([Gautier2013]: IDIM, OLS or per-joint WLS, essential parameters)"
             " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)"
             " or a rosbag2 directory (motor currents aligned to the joint-state stamps)."
         ),
@@ -90,8 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     identify.add_argument(
         "--model",
         choices=MODELS,
-        help="regression model (seed 003; overrides estimation.model of --config, default 'dynamic', the IDIM)",
+        help="regression model ([DirectDrive2012]; overrides estimation.model of --config; default 'dynamic': IDIM)",
     )
+    identify.set_defaults(func=_identify)
     identify.add_argument(
         "--accept-implausible",
         action="store_true",
@@ -106,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         help="predict joint torques of a recording from identified parameters",
         description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion.",
     )
+    predict.set_defaults(func=_predict)
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
     predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
     predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
@@ -121,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
             " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
         ),
     )
+    excite.set_defaults(func=_excite)
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
     excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
@@ -131,12 +134,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run the estimator node's sliding-window identification offline on a recording",
         description=(
             "Feed a recording CSV to the in-process estimator (sliding-window WLS with sensitivity reduction,"
-            " seed 004) as fast as possible, one update per window.update_period_s of data, and write one JSON"
+            " [Volkmann2020]) as fast as possible, one update per window.update_period_s of data, and write one JSON"
             " line per update: time, publishable, reason, parameters kept, removed, condition number before and"
             " after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent."
             " A stamp more than 1 s earlier than the last restarts the window."
         ),
     )
+    stream.set_defaults(func=_stream)
     stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     _add_recording_source(stream)
     stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
@@ -153,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         " the process runs again. Writes parameters.yaml, torques.png, tracking.png and report.txt."
         " --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).",
     )
+    demo.set_defaults(func=_demo)
     demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for the outputs")
     demo.add_argument(
         "--duration",
@@ -164,51 +169,59 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unit_checks(arguments: argparse.Namespace) -> bool:
+    return not getattr(arguments, "no_unit_checks", False)
+
+
+def _identify(arguments: argparse.Namespace) -> str:
+    return api.identify_file(
+        urdf=arguments.urdf,
+        data=arguments.data,
+        bag=arguments.bag,
+        config=arguments.config,
+        out=arguments.out,
+        model=arguments.model,
+        accept_implausible=arguments.accept_implausible,
+        unit_checks=_unit_checks(arguments),
+    )
+
+
+def _predict(arguments: argparse.Namespace) -> str:
+    return api.predict_file(
+        params=arguments.params,
+        data=arguments.data,
+        config=arguments.config,
+        out=arguments.out,
+        unit_checks=_unit_checks(arguments),
+    )
+
+
+def _excite(arguments: argparse.Namespace) -> str:
+    return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
+
+
+def _stream(arguments: argparse.Namespace) -> str:
+    return api.stream_file(
+        urdf=arguments.urdf,
+        data=arguments.data,
+        bag=arguments.bag,
+        config=arguments.config,
+        out=arguments.out,
+        params_out=arguments.params_out,
+        unit_checks=_unit_checks(arguments),
+    )
+
+
 def _demo(arguments: argparse.Namespace) -> str:
     """``dynid demo``: the node demo, or with ``--offline`` the offline one."""
+    # Imported here: the demo needs rclpy, which the other verbs do not.
+    from dynamic_identification import demo
+
     if arguments.offline:
         duration = 60.0 if arguments.duration is None else arguments.duration
-        return api.run_demo(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
-    from dynamic_identification.demo import run_nodes
-
+        return demo.run(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
     duration = 45.0 if arguments.duration is None else arguments.duration
-    return run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
-
-
-def _run(arguments: argparse.Namespace) -> str:
-    unit_checks = not getattr(arguments, "no_unit_checks", False)
-    if arguments.verb == "identify":
-        return api.identify_file(
-            urdf=arguments.urdf,
-            data=arguments.data,
-            bag=arguments.bag,
-            config=arguments.config,
-            out=arguments.out,
-            model=arguments.model,
-            accept_implausible=arguments.accept_implausible,
-            unit_checks=unit_checks,
-        )
-    if arguments.verb == "predict":
-        return api.predict_file(
-            params=arguments.params,
-            data=arguments.data,
-            config=arguments.config,
-            out=arguments.out,
-            unit_checks=unit_checks,
-        )
-    if arguments.verb == "excite":
-        return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
-    if arguments.verb == "stream":
-        return api.stream_file(
-            urdf=arguments.urdf,
-            data=arguments.data,
-            bag=arguments.bag,
-            config=arguments.config,
-            out=arguments.out,
-            params_out=arguments.params_out,
-            unit_checks=unit_checks,
-        )
-    return _demo(arguments)
+    return demo.run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
 
 
 def _interrupt(number: int, _frame: FrameType | None) -> None:
@@ -251,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        report = _run(arguments)
+        report = arguments.func(arguments)
     except (IdentificationError, OSError) as error:
         print(f"{prefix}: error: {shorten(str(error))}", file=sys.stderr)
         return BAD_INPUT

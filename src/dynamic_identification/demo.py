@@ -43,15 +43,16 @@ from dynamic_identification import api
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.model import RobotModel, load_robot, standard_parameters
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
-    SensorModel,
     SimulationSettings,
     simulate_tracking,
 )
+from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import simulated_robot as simulated_robot_config
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
 from dynamic_identification.network import network_environment, process_domain_id
@@ -69,22 +70,9 @@ SIMULATION_RATE_HZ = 1000.0
 
 def simulated_robot(config: Path, robot: RobotModel, *, seed: int) -> RobotSimulator:
     """The simulator configured by the ``sim_robot`` block of ``config``."""
-    parameters = ros_parameters(config, "sim_robot")
-    n = robot.n_joints
-    chain = DriveChain.create(n, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"])
-    drive = DriveParameters.create(
-        n,
-        rotor_inertia=parameters["rotor_inertia"],
-        viscous=parameters["viscous_friction"],
-        coulomb=parameters["coulomb_friction"],
-        offset=parameters["offset"],
-    )
-    sensor = SensorModel(
-        current_noise_std_a=float(parameters["current_noise_std"]),
-        encoder_counts_per_rev=int(parameters["encoder_counts"]),
-    )
-    settings = SimulationSettings(dt_s=1.0 / SIMULATION_RATE_HZ, sensor=sensor)
-    return RobotSimulator(robot, chain, drive, settings, seed=seed)
+    simulated = simulated_robot_config(config, robot.n_joints)
+    settings = SimulationSettings(dt_s=1.0 / SIMULATION_RATE_HZ, sensor=simulated.sensor)
+    return RobotSimulator(robot, simulated.drive_chain, simulated.drive, settings, seed=seed)
 
 
 def simulated_recording(simulator: RobotSimulator, *, duration_s: float, seed: int) -> tuple[Recording, np.ndarray]:
@@ -183,7 +171,7 @@ def _validation(
     """Predict a fresh 30 s run on another trajectory; compare with recorded and noise-free torques."""
     recording, noise_free = simulated_recording(simulator, duration_s=30.0, seed=seed)
     write_recording_csv(out_dir / "validation.csv", recording)
-    signal = api.settings_from_config(load_config(str(config))).signal
+    signal = load_config(str(config)).identification_settings().signal
     predicted, covered = api.predicted_recording(robot, load_parameters(parameters_path), recording, signal)
     write_recording_csv(out_dir / "validation_predicted.csv", predicted)
     measured = recording.joint_torques(simulator.drive_chain)[covered]
@@ -609,7 +597,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
     (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
     parameters = load_parameters(out_dir / "parameters.yaml")
     robot = load_robot(parameters.urdf, parameters.joints)
-    signal = api.settings_from_config(load_config(str(config))).signal
+    signal = load_config(str(config)).identification_settings().signal
     recording = recording_from_arrays(
         time=with_feedforward.time_s,
         joint_names=robot.joint_names,
@@ -650,67 +638,23 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         sim_rate_hz=float(settings.sim_rate_hz),
         wall_time_s=time.monotonic() - wall_start,
     )
-    _plot_torques(out_dir / "torques.png", result, recording.time[covered], measured, predicted.effort)
-    _plot_tracking(out_dir / "tracking.png", result, without, with_feedforward)
+    plot_torques(
+        out_dir / "torques.png",
+        result.joint_names,
+        result.validation_errors,
+        recording.time[covered],
+        measured,
+        predicted.effort,
+    )
+    plot_tracking(
+        out_dir / "tracking.png",
+        result.joint_names,
+        (result.rms_without, result.rms_with),
+        (without.time_s, without.tracking_error),
+        (with_feedforward.time_s, with_feedforward.tracking_error),
+    )
     (out_dir / "report.txt").write_text(format_node_result(result) + "\n", encoding="utf-8")
     return result
-
-
-def _figure(n: int) -> tuple[Any, np.ndarray]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    rows = (n + 1) // 2
-    figure, axes = pyplot.subplots(rows, 2, figsize=(12, 2.6 * rows), sharex=True, squeeze=False)
-    return figure, axes.ravel()
-
-
-def _plot_torques(path: Path, result: NodeDemoResult, time_s: np.ndarray, measured: np.ndarray, predicted: np.ndarray):
-    """Measured vs predicted joint torques of the feedforward run, one panel per joint."""
-    from matplotlib import pyplot
-
-    figure, axes = _figure(len(result.joint_names))
-    for j, (axis, name) in enumerate(zip(axes, result.joint_names, strict=False)):
-        axis.plot(time_s, measured[:, j], color="0.6", linewidth=0.6, label="measured")
-        axis.plot(time_s, predicted[:, j], color="C3", linewidth=1.0, label="predicted")
-        axis.set_title(f"{name}: relative error {result.validation_errors[j]:.3f} (moving)", fontsize=9)
-        axis.set_ylabel("torque (N·m)")
-    axes[0].legend(loc="upper right", fontsize=8)
-    for axis in axes[-2:]:
-        axis.set_xlabel("time (s)")
-    figure.suptitle("Published model vs measured joint torques (run with feedforward)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
-
-
-def _plot_tracking(path: Path, result: NodeDemoResult, without: PhaseRecord, with_feedforward: PhaseRecord) -> None:
-    """Tracking error of each joint without and with feedforward, one panel per joint."""
-    from matplotlib import pyplot
-
-    figure, axes = _figure(len(result.joint_names))
-    for j, (axis, name) in enumerate(zip(axes, result.joint_names, strict=False)):
-        axis.plot(without.time_s, 1e3 * without.tracking_error[:, j], color="C0", linewidth=0.7, label="PD only")
-        axis.plot(
-            with_feedforward.time_s,
-            1e3 * with_feedforward.tracking_error[:, j],
-            color="C2",
-            linewidth=0.7,
-            label="PD + feedforward",
-        )
-        axis.set_title(
-            f"{name}: RMS {1e3 * result.rms_without[j]:.3g} → {1e3 * result.rms_with[j]:.3g} mrad", fontsize=9
-        )
-        axis.set_ylabel("q_d − q (mrad)")
-    axes[0].legend(loc="upper right", fontsize=8)
-    for axis in axes[-2:]:
-        axis.set_xlabel("time (s)")
-    figure.suptitle("Tracking error of the pick-and-place process")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
 
 
 def format_node_result(result: NodeDemoResult) -> str:

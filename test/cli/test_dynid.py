@@ -29,7 +29,7 @@ from dynamic_identification import cli
 from dynamic_identification.core.excitation import FourierTrajectory, random_fourier_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import (
     Recording,
@@ -171,14 +171,8 @@ def assert_same_parameters(actual: Path, expected: Path) -> None:
 def arm() -> Arm:
     robot = load_robot(ARM6_URDF)
     sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    simulated = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    drive, sensor = simulated.drive, simulated.sensor
     return Arm(robot, load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints), drive, sensor, sim)
 
 

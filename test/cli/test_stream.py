@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from dynamic_identification import cli
-from dynamic_identification.api import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.core.stamps import BACKWARD_JUMP_S, stream_chunks
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 
@@ -37,16 +37,7 @@ SEED = 3
 def synthesize(seconds: float, *, moving: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
     """Stamps (s), measured positions (rad), motor currents (A) and joint names."""
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
-    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    sim = simulated_robot(ARM6_CONFIG, robot.n_joints)
     rng = np.random.default_rng(SEED)
     samples = int(round(seconds * RATE_HZ))
     stamps = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
@@ -56,7 +47,9 @@ def synthesize(seconds: float, *, moving: bool = True) -> tuple[np.ndarray, np.n
     else:
         q = np.broadcast_to(np.array([0.1, -0.3, 0.4, 0.0, 0.2, 0.0]), (samples, robot.n_joints)).copy()
         dq = ddq = np.zeros_like(q)
-    q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=SEED)
+    q_measured, currents = synthesize_measurements(
+        robot, sim.drive_chain, sim.drive, stamps, q, dq, ddq, sim.sensor, seed=SEED
+    )
     return stamps, q_measured, currents, robot.joint_names
 
 
@@ -196,3 +189,20 @@ def test_bad_config_is_a_one_line_error(moving: tuple[Any, ...], folder: Path, c
     assert len(errors) == 1 and errors[0].startswith("dynid stream: error: ")
     assert "update_period_s" in errors[0]
     assert not (folder / "bad.jsonl").exists()
+
+
+def test_a_forward_gap_restarts_the_window_never_interpolated(moving: tuple[Any, ...], folder: Path) -> None:
+    """Before the gap rule, updates after a 30 s gap reported windows of 31-41 s and friction off by tens of %."""
+    stamps, q, currents, joints = moving
+    resumed = 12.0 + 30.0
+    data = write_csv(folder / "gap.csv", np.where(stamps < 12.0, stamps, stamps + 30.0), q, currents, joints)
+    out = folder / "gap.jsonl"
+    assert stream(data, out) == 0
+    updates = lines(out)
+    settings = load_config(str(ARM6_CONFIG)).window_settings()
+    assert all(u["window_s"] <= settings.window_s + settings.update_period_s + 1e-6 for u in updates)
+    assert all(u["window_s"] <= u["time"] - resumed + 1e-6 for u in updates if u["time"] > resumed)
+    true_fc1 = simulated_robot(ARM6_CONFIG, 6).drive.coulomb[0]
+    after = [u["parameters"]["Fc1"] for u in updates if u["publishable"] and u["time"] > resumed]
+    assert after, [u["reason"] for u in updates]
+    assert np.all(np.abs(np.array(after) - true_fc1) < 0.2 * true_fc1), after

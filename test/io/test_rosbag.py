@@ -27,9 +27,9 @@ from rosbags.typesys import Stores, get_typestore
 from dynamic_identification import cli
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.rosbag import read_recording_bag
@@ -75,18 +75,9 @@ class Run:
 def simulate(*, seed: int = SEED, current_noise: bool = True, stamps_ns: np.ndarray | None = None) -> Run:
     """The arm's measurements along one random excitation (the same motion for every seed-equal call)."""
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(
-        current_noise_std_a=sim["current_noise_std"] if current_noise else 0.0,
-        encoder_counts_per_rev=sim["encoder_counts"],
-    )
+    simulated = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    drive = simulated.drive
+    sensor = simulated.sensor if current_noise else replace(simulated.sensor, current_noise_std_a=0.0)
     chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
     if stamps_ns is None:
         rng = np.random.default_rng(seed)

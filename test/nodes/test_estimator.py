@@ -12,6 +12,7 @@ import gc
 import math
 import os
 import pathlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -292,3 +293,39 @@ def test_refuses_bad_parameters_naming_them(context: Context) -> None:
         EstimatorNode(context=context, parameter_overrides=[Parameter("window.reduction", value="magic")])
     with pytest.raises(ValueError, match="'urdf'/'joints'"):
         EstimatorNode(context=context, parameter_overrides=[Parameter("joints", value=["no_such_joint"])])
+
+
+def test_diagnostics_never_wait_for_the_worker(graph: Callable[..., _Graph]) -> None:
+    """The worker holds its lock for a whole update; the diagnostics timer and ``last_update`` must not need it."""
+    g = graph()
+    answered = threading.Event()
+
+    def read() -> None:
+        g.estimator.diagnostic_status()
+        _ = g.estimator.last_update
+        answered.set()
+
+    with g.estimator._estimator_lock:
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(5.0)
+        assert answered.is_set(), "diagnostic_status() waited for the worker's lock"
+
+
+def test_a_stamp_far_in_the_future_restarts_the_window_and_the_node_keeps_reporting(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    """One stamp 1e6 s ahead used to hang the node: the worker interpolated the gap under its lock."""
+    g = graph([Parameter("window.update_period_s", value=0.5)])
+    stamps, q, effort = moving
+    far = stamps.copy()
+    far[1000] += 1e6
+    g.publish(far, q, effort)
+    count = len(g.diagnostics)
+    g.spin(10.0, until=lambda: len(g.diagnostics) >= count + 2)  # the 1 Hz timer keeps firing
+    assert len(g.diagnostics) >= count + 2
+    assert g.values()["window_restarts"] == "1"
+    # The window restarted at the first stamp after the far one and went on updating on the data after it.
+    g.spin(10.0, until=lambda: (u := g.estimator.last_update) is not None and u.time_s > START_S + 8.0)
+    update = g.estimator.last_update
+    assert update is not None and START_S + 8.0 < update.time_s < START_S + 10.0

@@ -25,13 +25,12 @@ from sensor_msgs.msg import JointState
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.model import (
-    DriveParameters,
     DriveTerms,
     load_robot,
     standard_parameter_names,
 )
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS
@@ -66,15 +65,8 @@ class Motion:
 @pytest.fixture(scope="module")
 def motion() -> Motion:
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    simulated = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    drive, sensor = simulated.drive, simulated.sensor
     chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
     stamps = np.arange(round(DURATION_S * RATE_HZ)) / RATE_HZ
     trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=3)

@@ -1,16 +1,16 @@
-"""Power identification model (PIM) and its block-triangular identification (seed 000 §III-IV).
+"""Power identification model (PIM) and its block-triangular identification ([Gautier2013] §III-IV).
 
 The total energy of the robot is linear in the standard parameters,
-``H(q, q̇) = h(q, q̇) χ_st`` (seed 000 eq. (8)-(10)): the rigid-body columns of ``h``
+``H(q, q̇) = h(q, q̇) χ_st`` ([Gautier2013] eq. (8)-(10)): the rigid-body columns of ``h``
 come from ``pinocchio.computeKineticEnergyRegressor`` and
 ``pinocchio.computePotentialEnergyRegressor`` (their sum times Pinocchio's dynamic
 parameters is ``½ q̇ᵀ M q̇ + U(q)``, ``U`` the potential energy of gravity), and the
 rotor column of motor ``m`` is its kinetic energy ``½ v_m²`` per unit ``Ia_m``, with
 ``v_m = C[m] · q̇`` (see :mod:`dynamic_identification.core.model`). Friction is not an
 energy: its power ``q̇ᵀ τ_f = Σ_m v_m (Fv_m v_m + Fc_m sign(v_m) + off_m)`` adds the
-columns ``v_m²``, ``|v_m|`` and ``v_m`` (seed 000 eq. (8)-(9)). The PIM is then
+columns ``v_m²``, ``|v_m|`` and ``v_m`` ([Gautier2013] eq. (8)-(9)). The PIM is then
 
-``P = q̇ᵀ τ = (dh/dt + h_f) χ + e`` (seed 000 eq. (10)-(12)),
+``P = q̇ᵀ τ = (dh/dt + h_f) χ + e`` ([Gautier2013] eq. (10)-(12)),
 
 one scalar equation per sample. ``d(h χ)/dt = q̇ᵀ τ_rigid+rotor`` along any motion, so
 its columns are ``q̇ᵀ`` times the IDIM columns and the PIM has exactly the IDIM base
@@ -18,7 +18,7 @@ parameters: the base columns of the energy model are the IDIM's independent
 columns, and the regrouped energy differs from the full one by a constant only
 (which the derivative removes).
 
-Identification (seed 000 §IV.A-B): positions are low-passed and differentiated as
+Identification ([Gautier2013] §IV.A-B): positions are low-passed and differentiated as
 for the IDIM (:func:`~dynamic_identification.core.identification.estimate_motion`),
 ``h`` is evaluated on the filtered motion and differentiated by central
 differences, and ``P`` and every column of ``W`` are decimated in parallel. Each
@@ -27,7 +27,7 @@ equations weighted by the inverse standard deviation of its own OLS residual.
 To reuse the per-joint estimation code unchanged, trajectory ``k``'s equations are
 placed in "equation column" ``k`` of an ``(r, T, b)`` observation matrix with a
 validity mask that is true in that column only: per-joint weighting is then
-exactly seed 000's per-trajectory weighting.
+exactly [Gautier2013]'s per-trajectory weighting.
 """
 
 from __future__ import annotations
@@ -37,28 +37,23 @@ from collections.abc import Sequence
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.errors import DataError, IdentificationError, ModelError
-from dynamic_identification.core.estimation import (
-    NormalEquations,
-    essential_parameters,
-    joint_error_std,
-    ordinary_least_squares,
-    rank_deficient_columns,
-    reduce_parameters,
-    weighted_least_squares,
-)
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import Segment
-from dynamic_identification.core.identification import (
-    IdentificationResult,
-    IdentificationSettings,
+from dynamic_identification.core.identification.motion import (
     Motion,
-    PreparedObservations,
     check_motion,
+    check_samples,
+    decimation_factor,
     estimate_motion,
 )
+from dynamic_identification.core.identification.observations import PreparedObservations
+from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator, default_decimation
+from dynamic_identification.core.signal import ParallelDecimator
 
 Recording = tuple[np.ndarray, np.ndarray, np.ndarray]
 """``(time (N,) s, q (N, n) rad, joint torques (N, n) N·m)``, joints in model order."""
@@ -95,7 +90,7 @@ def energy_matrix(
     """Energy regressor ``h(q, q̇)`` in the standard parameters, shape ``(N, n · terms.per_joint)``.
 
     ``energy_matrix(...) @ standard_parameters(...)`` is the total energy in J,
-    ``½ q̇ᵀ (M(q) + Cᵀ diag(Ia) C) q̇ + U(q)`` (seed 000 eq. (8), (10)). Columns
+    ``½ q̇ᵀ (M(q) + Cᵀ diag(Ia) C) q̇ + U(q)`` ([Gautier2013] eq. (8), (10)). Columns
     follow :func:`~dynamic_identification.core.model.standard_parameter_names`;
     the friction and offset columns are zero (see :func:`friction_power_matrix`).
 
@@ -125,7 +120,7 @@ def friction_power_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.nda
     """Power of friction and offset per standard parameter, shape ``(N, n · terms.per_joint)``, W per unit.
 
     ``q̇ᵀ τ_f = Σ_m v_m (Fv_m v_m + Fc_m sign(v_m) + off_m)`` with ``v = C q̇``
-    (seed 000 eq. (8)-(9)): columns ``v_m²``, ``|v_m|``, ``v_m``; the inertial and
+    ([Gautier2013] eq. (8)-(9)): columns ``v_m²``, ``|v_m|``, ``v_m``; the inertial and
     rotor-inertia columns are zero.
     """
     velocity = np.atleast_2d(np.asarray(dq, dtype=float))
@@ -151,7 +146,7 @@ def power_rows(
     *,
     block_samples: int = 10_000,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Decimated PIM rows of one filtered motion (seed 000 eq. (10)-(14)).
+    """Decimated PIM rows of one filtered motion ([Gautier2013] eq. (10)-(14)).
 
     ``W = dh/dt + h_f`` in the base columns (``h`` of the filtered ``q̂, q̂̇``,
     differentiated by central differences) and ``Y = P = q̂̇ᵀ τ`` are decimated in
@@ -209,7 +204,7 @@ def power_observations(
     Trajectory ``k`` (a recording, split at stamp gaps into contiguous pieces that
     stay in the same group) fills column ``k`` of the ``(r, T, b)`` observation
     matrix and of the ``(r, T)`` power "torques" (W); ``valid[:, k]`` marks its
-    ``r_k`` rows (``r = max r_k``). Seed 000 eq. (13)-(14), (21); the decimation
+    ``r_k`` rows (``r = max r_k``). [Gautier2013] eq. (13)-(14), (21); the decimation
     factor and filters are those of the IDIM settings.
 
     Raises
@@ -231,17 +226,11 @@ def power_observations(
                 f"recordings[{number}] must hold time (N,), q and torques (N, {robot.n_joints}),"
                 f" got {time.shape}, {q.shape}, {torques.shape}"
             )
-        for name, array in (("position", q), ("torque", torques)):
-            if not np.all(np.isfinite(array)):
-                row, column = (int(i) for i in np.argwhere(~np.isfinite(array))[0])
-                raise DataError(
-                    f"recordings[{number}]: {name} of joint {robot.joint_names[column]} is not finite at sample {row}"
-                )
+        check_samples(robot.joint_names, q, torques, where=f"recordings[{number}]: ")
         motions, dropped = estimate_motion(time, robot.unwrap_positions(q), settings.signal, torques=torques)
         if not factor:
             rate = motions[0].rate_hz
-            cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
-            factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+            factor = decimation_factor(settings.signal, rate)
             decimator = ParallelDecimator.create(factor)
         elif not np.isclose(motions[0].rate_hz, rate, rtol=1e-6):
             raise DataError(f"recordings[{number}] is sampled at {motions[0].rate_hz:.6g} Hz, the first at {rate:.6g}")
@@ -270,17 +259,18 @@ def power_observations(
         segments=segments,
         rate_hz=rate,
         decimation=factor,
+        model="power",
     )
 
 
 def split_segments(
     time: np.ndarray, q: np.ndarray, torques: np.ndarray, segments: Sequence[Segment]
 ) -> list[Recording]:
-    """The recorded samples of each segment of a segmented trajectory (seed 000 §IV.B).
+    """The recorded samples of each segment of a segmented trajectory ([Gautier2013] §IV.B).
 
     ``segments`` index the recorded samples (record the trajectory sample by sample,
     as the simulator and the excitation node do); transitions are left out, so
-    each returned recording is one trajectory type of seed 000 §IV.B.
+    each returned recording is one trajectory type of [Gautier2013] §IV.B.
     """
     time, q, torques = (np.asarray(x, dtype=float) for x in (time, q, torques))
     out = []
@@ -300,23 +290,26 @@ def identify_power(
     recordings: Sequence[Recording],
     *,
     settings: IdentificationSettings | None = None,
+    bounds: PlausibilityBounds | None = None,
 ) -> IdentificationResult:
-    """PIM-OLS or PIM-WLS identification of the IDIM base parameters (seed 000 §IV.A-B).
+    """PIM-OLS or PIM-WLS identification of the IDIM base parameters ([Gautier2013] §IV.A-B).
 
     With ``settings.method == "wls"`` the equations of each trajectory are weighted
-    by the inverse standard deviation of that trajectory's own OLS residual (seed
-    000 §IV.A). Giving the segments of a segmented trajectory
-    (:func:`split_segments`) makes the observation matrix block-triangular (seed
-    000 §IV.B). Parameters the data does not excite are removed (numerical rank),
-    then the reduction of ``settings`` applies as in
-    :func:`~dynamic_identification.core.identification.identify`.
+    by the inverse standard deviation of that trajectory's own OLS residual
+    ([Gautier2013] §IV.A). Giving the segments of a segmented trajectory
+    (:func:`split_segments`) makes the observation matrix block-triangular
+    ([Gautier2013] §IV.B). The estimate, reduction and quality are the identification
+    seam's (:func:`~dynamic_identification.core.identification.solve.identify_observations`),
+    as for every regression model.
 
     Returns
     -------
     IdentificationResult
         ``observations`` are the PIM's (:func:`power_observations`): one equation
         column per trajectory, "torques" are powers in W; ``estimate.joint_std``,
-        ``joint_errors`` and ``relative_error`` are per trajectory and of the power.
+        ``joint_errors`` and ``relative_error`` are per trajectory and of the power;
+        ``quality`` judges the torques the model predicts for the recordings
+        (:func:`~dynamic_identification.core.identification.prediction.stamp_torque_check`).
 
     Raises
     ------
@@ -330,71 +323,24 @@ def identify_power(
     if samples < settings.min_samples:
         raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
     if recordings:
-        check_motion(
-            np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings]),
-            robot.joint_names,
-            min_motion_rad=settings.min_motion_rad,
-        )
+        positions = np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings])
+        check_motion(positions, robot.joint_names, min_motion_rad=settings.min_motion_rad)
     observations = power_observations(robot, drive_chain, terms, base, recordings, settings=settings)
-    matrix, target, valid = observations.observation_matrix, observations.torques, observations.valid
-    if valid.sum() <= base.count:
-        raise DataError(
-            f"too few power equations after decimation by {observations.decimation}: {int(valid.sum())}"
-            f" for {base.count} base parameters"
-        )
-    unexcited = rank_deficient_columns(matrix, valid=valid)
-    kept = np.setdiff1d(np.arange(base.count), unexcited)
-    removed = [(base.names[i], "not excited by this data") for i in unexcited]
-    names = tuple(base.names[i] for i in kept)
-    matrix = matrix[..., kept]
-    if settings.method == "ols":
-        estimate = ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
-        trajectory_std = np.ones(target.shape[1])
-    else:
-        trajectory_std = joint_error_std(matrix, target, valid=valid)
-        estimate = weighted_least_squares(matrix, target, joint_std=trajectory_std, parameter_names=names, valid=valid)
-    if settings.reduction == "essential":
-        essential = essential_parameters(
-            matrix, target, r_sigma=settings.r_sigma, joint_std=trajectory_std, parameter_names=names, valid=valid
-        )
-        removed += [(names[i], f"not essential (r_sigma={settings.r_sigma:g})") for i in essential.removed]
-        kept = kept[essential.kept]
-        estimate = essential.result
-    elif settings.reduction == "sensitivity":
-        reduction = reduce_parameters(
-            NormalEquations.from_rows(matrix, target, valid),
-            trajectory_std,
-            method="sensitivity",
-            e_tol=settings.e_tol,
-            names=names,
-        )
-        removed += [(names[i], why) for i, why in reduction.removed]
-        kept = kept[reduction.kept]
-        estimate = weighted_least_squares(
-            matrix[..., reduction.kept],
-            target,
-            joint_std=trajectory_std,
-            parameter_names=tuple(base.names[i] for i in kept),
-            valid=valid,
-        )
-    elif settings.reduction != "none":
-        raise IdentificationError(
-            f"settings.reduction must be none, essential or sensitivity, got {settings.reduction}"
-        )
-    return IdentificationResult(
-        base=base,
-        names=tuple(base.names[i] for i in kept),
-        expressions=tuple(base.expressions[i] for i in kept),
-        estimate=estimate,
-        removed=tuple(removed),
-        observations=observations,
+    judged = [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings]
+    return identify_observations(
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(positions, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        torque_check=stamp_torque_check(robot, drive_chain, terms, judged, settings.signal),
     )
 
 
 def torque_relative_error(
     result: IdentificationResult, validation: PreparedObservations, *, valid: np.ndarray | None = None
 ) -> float:
-    """``‖ρ‖ / ‖Y‖`` of the joint torques reconstructed by an identified model (seed 000 Table IV).
+    """``‖ρ‖ / ‖Y‖`` of the joint torques reconstructed by an identified model ([Gautier2013] Table IV).
 
     ``validation`` is an IDIM observation set in the same base parameters
     (:func:`~dynamic_identification.core.identification.prepare_observations`);

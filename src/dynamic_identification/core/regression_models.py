@@ -1,13 +1,13 @@
-"""The five regression models of seed 003 §3, all in the IDIM base parameters.
+"""The five regression models of [DirectDrive2012] §3, all in the IDIM base parameters.
 
-Seed 003 compares five linear regression models ``y = Φ θ + e`` of one robot,
+[DirectDrive2012] compares five linear regression models ``y = Φ θ + e`` of one robot,
 estimated by the same (recursive) least squares:
 
 ``dynamic``
-    the IDIM ``τ = W(q, q̇, q̈) θ`` (seed 003 eq. (9)-(10); seed 000 eq. (6)); here
+    the IDIM ``τ = W(q, q̇, q̈) θ`` ([DirectDrive2012] eq. (9)-(10); [Gautier2013] eq. (6)); here
     :func:`~dynamic_identification.core.identification.prepare_observations`.
 ``filtered_dynamic``
-    both sides through the first-order filter ``f(s) = λ / (s + λ)`` (seed 003 eq.
+    both sides through the first-order filter ``f(s) = λ / (s + λ)`` ([DirectDrive2012] eq.
     (11)-(14), Hsu). The acceleration is avoided by Lagrange's form
     ``τ = ṗ + β`` with the generalised momentum ``p = M(q) q̇`` and
     ``β = W(q, q̇, 0) − Ṁ(q) q̇``: ``f(s)[ṗ] = λ (p − f(s)[p])``, so
@@ -16,17 +16,17 @@ estimated by the same (recursive) least squares:
     ``W_p`` along ``q ± ε q̇``. No ``q̈`` enters.
 ``supplied_energy``
     the work of the joint torques over an interval equals the change of the
-    total energy plus the friction work (seed 003 eq. (15)-(17), Gautier & Khalil):
+    total energy plus the friction work ([DirectDrive2012] eq. (15)-(17), Gautier & Khalil):
     ``∫ q̇ᵀτ dt = h(t_b) − h(t_a) + ∫ h_f dt``, integrals by the trapezoid rule
-    (seed 003 §4.3). Seed 003 integrates from the start of the record; here the
+    ([DirectDrive2012] §4.3). [DirectDrive2012] integrates from the start of the record; here the
     record is cut into consecutive intervals of ``energy_interval_s`` so that the
     equation errors are independent (one interval spanning the record is seed
     003's last equation).
 ``power``
-    its time derivative ``q̇ᵀτ = dh/dt + h_f`` (seed 003 eq. (18)-(19); seed 000 eq.
+    its time derivative ``q̇ᵀτ = dh/dt + h_f`` ([DirectDrive2012] eq. (18)-(19); [Gautier2013] eq.
     (10)-(12)); here :func:`~dynamic_identification.core.power_model.power_observations`.
 ``filtered_power``
-    the power through ``f(s)`` (seed 003 eq. (20)-(21), Reyes & Kelly):
+    the power through ``f(s)`` ([DirectDrive2012] eq. (20)-(21), Reyes & Kelly):
     ``f[q̇ᵀτ] = λ (h − f h) + f h_f``, again without ``q̈``.
 
 The energy ``h`` and friction power ``h_f`` are those of
@@ -36,7 +36,7 @@ derivative removes, so all five models estimate the same base parameters and
 compare parameter by parameter.
 
 Filters are discretised by the bilinear (Tustin) transform and run causally
-(``scipy.signal.lfilter``), as seed 003 §4.2 implements them in discrete form. With
+(``scipy.signal.lfilter``), as [DirectDrive2012] §4.2 implements them in discrete form. With
 Tustin ``λ (1 − F(z))`` *is* ``F(z)`` times the trapezoidal derivative, so the identity
 ``f(s)[ṗ] = λ (p − f p)`` holds to second order in the sample period. The filters
 start in the steady state of a consistent history, so no start-up transient spoils
@@ -49,7 +49,6 @@ removed the noise a decimation filter would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -58,33 +57,28 @@ import scipy.integrate
 import scipy.signal
 
 from dynamic_identification.core.errors import DataError, IdentificationError
-from dynamic_identification.core.estimation import (
-    joint_error_std,
-    ordinary_least_squares,
-    rank_deficient_columns,
-    weighted_least_squares,
-)
-from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
-from dynamic_identification.core.identification import (
-    IdentificationSettings,
-    Motion,
-    PreparedObservations,
-    check_motion,
-    estimate_motion,
-    prepare_observations,
+from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion
+from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
+from dynamic_identification.core.identification.prediction import stamp_torque_check
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.solve import (
+    IdentificationResult,
+    RecursiveSettings,
+    checked_samples,
+    identify_observations,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.power_model import energy_matrix, friction_power_matrix, power_observations
 from dynamic_identification.core.regressors import BaseParameters, observation_matrix
-from dynamic_identification.core.signal import default_decimation
 
 RegressionModel = Literal["dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power"]
 
 MODELS: tuple[str, ...] = ("dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power")
-"""The regression models of seed 003 §3, in the paper's order."""
+"""The regression models of [DirectDrive2012] §3, in the paper's order."""
 
 DEFAULT_FILTER_LAMBDA_RAD_S = 9.11
-"""``λ`` of ``f(s) = λ / (s + λ)``, rad/s: the value seed 003 §5 found best on its arm."""
+"""``λ`` of ``f(s) = λ / (s + λ)``, rad/s: the value [DirectDrive2012] §5 found best on its arm."""
 
 DEFAULT_ENERGY_INTERVAL_S = 0.2
 """Length of the integration intervals of the supplied-energy model, s."""
@@ -94,7 +88,7 @@ _MOMENTUM_STEP_S = 1e-5
 
 
 def first_order_filter(lambda_rad_s: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, a)`` of ``f(s) = λ / (s + λ)`` (seed 003 eq. (11)) discretised by the bilinear transform.
+    """``(b, a)`` of ``f(s) = λ / (s + λ)`` ([DirectDrive2012] eq. (11)) discretised by the bilinear transform.
 
     ``F(z) = λT (1 + z⁻¹) / ((2 + λT) + (λT − 2) z⁻¹)`` with ``T = 1 / rate_hz``; unit
     gain at DC, as ``f(0) = 1``.
@@ -155,7 +149,7 @@ def filtered_dynamic_rows(
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-dynamic rows of one motion (seed 003 eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ`` ``(r, n)``.
+    """Filtered-dynamic rows of one motion ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ``.
 
     ``q̈`` is not used: ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring.
     Rows are taken every ``step`` samples.
@@ -203,10 +197,10 @@ def supplied_energy_rows(
     *,
     interval_samples: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Supplied-energy rows of one motion (seed 003 eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
+    """Supplied-energy rows of one motion ([DirectDrive2012] eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
 
     Row ``i`` covers samples ``[i L, (i + 1) L]``: ``Y = ∫ q̇ᵀτ dt``,
-    ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, seed 003 §4.3).
+    ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, [DirectDrive2012] §4.3).
     """
     if interval_samples < 1:
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
@@ -230,7 +224,7 @@ def filtered_power_rows(
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-power rows of one motion (seed 003 eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` ``(r,)`` in W.
+    """Filtered-power rows of one motion ([DirectDrive2012] eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` in W.
 
     ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
     """
@@ -255,8 +249,9 @@ def model_observations(
     settings: IdentificationSettings | None = None,
     filter_lambda: float = DEFAULT_FILTER_LAMBDA_RAD_S,
     energy_interval_s: float = DEFAULT_ENERGY_INTERVAL_S,
+    dq_measured: np.ndarray | None = None,
 ) -> PreparedObservations:
-    """Observations of one recording under one of the :data:`MODELS` (seed 003 §3).
+    """Observations of one recording under one of the :data:`MODELS` ([DirectDrive2012] §3): the builder of each model.
 
     Parameters
     ----------
@@ -271,6 +266,9 @@ def model_observations(
         ``λ`` of the filtered models, rad/s.
     energy_interval_s
         Integration interval of the supplied-energy model, s.
+    dq_measured
+        Measured velocities (rad/s) ``(N, n)``, used by the IDIM with
+        ``settings.signal.use_measured_velocity``.
 
     Returns
     -------
@@ -290,7 +288,9 @@ def model_observations(
     settings = settings or IdentificationSettings()
     q = robot.unwrap_positions(np.asarray(q, dtype=float))
     if model == "dynamic":
-        return prepare_observations(robot, drive_chain, terms, base, time, q, torques, settings=settings)
+        return prepare_observations(
+            robot, drive_chain, terms, base, time, q, torques, dq_measured=dq_measured, settings=settings
+        )
     if model == "power":
         return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
     if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
@@ -298,8 +298,7 @@ def model_observations(
     motions, duplicates = estimate_motion(time, q, settings.signal, torques=np.asarray(torques, dtype=float))
     rate = motions[0].rate_hz
     first_order_filter(filter_lambda, rate)
-    cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
-    factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+    factor = decimation_factor(settings.signal, rate)
     matrices, targets = [], []
     for motion in motions:
         if model == "filtered_dynamic":
@@ -328,47 +327,8 @@ def model_observations(
         segments=len(motions),
         rate_hz=rate,
         decimation=factor,
+        model=model,
     )
-
-
-@dataclass(frozen=True)
-class ModelEstimate:
-    """Base parameters estimated with one regression model.
-
-    Attributes
-    ----------
-    model
-        The regression model (one of :data:`MODELS`).
-    names
-        All base-parameter names, in :class:`BaseParameters` order.
-    parameters
-        Estimates, shape ``(b,)``; 0 for a parameter the data did not excite.
-    std
-        Standard deviations ``σ̂_ρ √diag((ΦᵀΦ)⁻¹)``, shape ``(b,)``; NaN where not excited.
-    excited
-        Whether each base parameter was estimated, shape ``(b,)``.
-    relative_error
-        ``‖Y − Φθ̂‖ / ‖Y‖`` of this model's own equations.
-    observations
-        The model's observations.
-    history
-        The recursive estimator's history (seed 003 Figs. 2-3), ``None`` for batch LS;
-        parameters and covariance diagonal in the parameters' units, trace and
-        eigenvalues those of the column-normalised problem the RLS solved.
-    """
-
-    model: str
-    names: tuple[str, ...]
-    parameters: np.ndarray
-    std: np.ndarray
-    excited: np.ndarray
-    relative_error: float
-    observations: PreparedObservations
-    history: RecursiveHistory | None
-
-    @property
-    def values(self) -> dict[str, float]:
-        return dict(zip(self.names, self.parameters.tolist(), strict=True))
 
 
 def identify_model(
@@ -384,19 +344,21 @@ def identify_model(
     settings: IdentificationSettings | None = None,
     filter_lambda: float = DEFAULT_FILTER_LAMBDA_RAD_S,
     energy_interval_s: float = DEFAULT_ENERGY_INTERVAL_S,
+    dq_measured: np.ndarray | None = None,
+    bounds: PlausibilityBounds | None = None,
     recursive: bool = False,
     forgetting: float = 1.0,
     initial_covariance: float = 1e8,
-) -> ModelEstimate:
-    """Estimate the base parameters from one recording with one regression model (seed 003 §3).
+) -> IdentificationResult:
+    """Identify the base parameters from one recording with one regression model ([DirectDrive2012] §3).
 
-    ``recursive`` runs the recursive least squares of seed 003 §3.1 (one sample per
-    update, per-equation-column weights of ``settings.method == "wls"``) instead of
-    the batch QR solution. RLS works on unit-norm columns, where ``initial_covariance``
-    ``p₀`` pulls the estimate towards zero by at most ``1 / (p₀ σ_min²)`` relative
-    (``σ_min`` the smallest singular value of the normalised weighted matrix, 0.2 on the
-    seed-003 arm): without forgetting the default ``p₀ = 1e8`` agrees with batch LS to
-    about 1e-7 (see :mod:`~dynamic_identification.core.estimation.recursive`).
+    The model's builder (:func:`model_observations`) makes the observations; the
+    estimate, reduction (``settings.reduction``) and quality are the identification
+    seam's (:func:`~dynamic_identification.core.identification.solve.identify_observations`),
+    the same for every model. ``recursive`` runs the recursive least squares of
+    [DirectDrive2012] §3.1 (one sample per update, the per-equation-column weights of
+    ``settings.method == "wls"``) for the final estimate instead of the batch QR
+    solution (:class:`~dynamic_identification.core.identification.solve.RecursiveSettings`).
 
     Raises
     ------
@@ -404,86 +366,32 @@ def identify_model(
         Too few samples, a robot standing still, too few equations.
     """
     settings = settings or IdentificationSettings()
-    samples = int(np.shape(time)[0])
-    if samples < settings.min_samples:
-        raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
-    for name, array in (("position", q), ("torque", torques)):
-        bad = ~np.isfinite(np.asarray(array, dtype=float))
-        if bad.any():
-            row, column = (int(i) for i in np.argwhere(bad)[0])
-            raise DataError(f"{name} of joint {robot.joint_names[column]} is not finite at sample {row}")
-    check_motion(
-        robot.unwrap_positions(np.asarray(q, dtype=float)), robot.joint_names, min_motion_rad=settings.min_motion_rad
-    )
+    samples = checked_samples(robot, time, q, torques, settings, dq_measured=dq_measured)
     observations = model_observations(
         robot,
         drive_chain,
         terms,
         base,
-        time,
-        q,
-        torques,
+        samples.time,
+        samples.q,
+        samples.torques,
         model=model,
         settings=settings,
         filter_lambda=filter_lambda,
         energy_interval_s=energy_interval_s,
+        dq_measured=dq_measured,
     )
-    matrix, target, valid = observations.observation_matrix, observations.torques, observations.valid
-    if valid.sum() <= base.count:
-        raise DataError(
-            f"too few {model} equations: {int(valid.sum())} for {base.count} base parameters"
-            f" (record longer, or shorten energy_interval_s)"
-        )
-    kept = np.setdiff1d(np.arange(base.count), rank_deficient_columns(matrix, valid=valid))
-    names = tuple(base.names[i] for i in kept)
-    matrix = matrix[..., kept]
-    if settings.method == "ols":
-        column_std = np.ones(target.shape[1])
-        batch = ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
-    else:
-        column_std = joint_error_std(matrix, target, valid=valid)
-        batch = weighted_least_squares(matrix, target, joint_std=column_std, parameter_names=names, valid=valid)
-    estimate, std, history = batch.parameters, batch.std, None
-    if recursive:
-        # RLS runs on unit-norm weighted columns, so that one p0 suits parameters of any unit
-        # (kg·m² next to N·m) and the prior's pull is 1 / (p0 σ_min²) of the scaled matrix.
-        scale = np.linalg.norm(np.where(valid[..., None], matrix / column_std[None, :, None], 0.0), axis=(0, 1))
-        scale = np.where(scale > 0.0, scale, 1.0)
-        rls = recursive_estimate(
-            matrix / scale,
-            target,
-            valid=valid,
-            joint_std=column_std,
-            forgetting=forgetting,
-            initial_covariance=initial_covariance,
-        )
-        estimate = rls.parameters / scale
-        weighted = np.where(valid, (target - matrix @ estimate) / column_std, 0.0)
-        variance = float(np.sum(weighted**2)) / max(int(valid.sum()) - kept.size, 1)
-        std = np.sqrt(variance * np.diag(rls.covariance)) / scale
-        history = RecursiveHistory(
-            rows_seen=rls.history.rows_seen,
-            parameters=rls.history.parameters / scale,
-            covariance_diagonal=rls.history.covariance_diagonal / scale**2,
-            covariance_trace=rls.history.covariance_trace,
-            covariance_eigenvalues=rls.history.covariance_eigenvalues,
-        )
-    parameters = np.zeros(base.count)
-    parameters[kept] = estimate
-    deviations = np.full(base.count, np.nan)
-    deviations[kept] = std
-    excited = np.zeros(base.count, dtype=bool)
-    excited[kept] = True
-    residual = np.where(valid, target - matrix @ estimate, 0.0)
-    return ModelEstimate(
-        model=model,
-        names=base.names,
-        parameters=parameters,
-        std=deviations,
-        excited=excited,
-        relative_error=float(np.linalg.norm(residual) / np.linalg.norm(np.where(valid, target, 0.0))),
-        observations=observations,
-        history=history,
+    return identify_observations(
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(samples.q, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
+        torque_check=None
+        if model == "dynamic"
+        else stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
+        recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
     )
 
 
@@ -491,7 +399,6 @@ __all__ = [
     "DEFAULT_ENERGY_INTERVAL_S",
     "DEFAULT_FILTER_LAMBDA_RAD_S",
     "MODELS",
-    "ModelEstimate",
     "RegressionModel",
     "filtered_dynamic_rows",
     "filtered_power_rows",

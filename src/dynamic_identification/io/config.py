@@ -46,15 +46,23 @@ from typing import Any
 import yaml
 
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
-from dynamic_identification.core.estimation.sliding_window import WindowSettings
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.identification.in_process import WindowSettings
+from dynamic_identification.core.identification.settings import (
+    DEFAULT_GAP_FACTOR,
+    METHODS,
+    REDUCTIONS,
+    IdentificationSettings,
+    SignalSettings,
+)
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
     DEFAULT_MASS_FACTOR,
     PlausibilityBounds,
 )
 from dynamic_identification.core.regression_models import MODELS
+from dynamic_identification.core.simulation import SensorModel
 
 CONFIG_KEYS: dict[str, str] = {
     "joints": "identified joints, in any order (empty: every joint of the recording)",
@@ -70,6 +78,7 @@ CONFIG_KEYS: dict[str, str] = {
     "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
+    "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
     "estimation.model": "regression model (seed 003): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
     " 'power' or 'filtered_power'",
     "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
@@ -110,9 +119,6 @@ SECTIONS: tuple[str, ...] = (
     "plausibility",
 )
 """Parameter prefixes owned by this configuration: unknown keys under them are typos."""
-
-METHODS: tuple[str, ...] = ("ols", "wls")
-REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
 
 NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
     "recorder": (
@@ -191,6 +197,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "signal.decimation",
         "signal.rate_hz",
         "signal.min_speed_rad_s",
+        "signal.gap_factor",
         "estimation.e_tol",
         "estimation.r_sigma",
         "window.window_s",
@@ -325,6 +332,9 @@ class IdentificationConfig:
     min_speed_rad_s
         A joint's equations are left out where its motor is slower than this,
         rad/s, since Coulomb friction ``Fc sign(q̇)`` fails while it sticks.
+    gap_factor
+        A stamp step longer than this many periods is a gap: offline the recording is
+        split there, in-process the window's grid restarts; never interpolated.
     min_samples
         Fewest recorded samples an identification may use.
     joint_states_topic, currents_topic, effort_is_torque
@@ -356,6 +366,7 @@ class IdentificationConfig:
     e_tol: float = 0.05
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
+    gap_factor: float = DEFAULT_GAP_FACTOR
     min_samples: int = 200
     joint_states_topic: str = "/joint_states"
     currents_topic: str = "/motor_currents"
@@ -388,6 +399,28 @@ class IdentificationConfig:
         except IdentificationError as error:
             raise DataError(f"limits.* / plausibility.*: {error}") from error
 
+    def identification_settings(self) -> IdentificationSettings:
+        """Settings of offline identification (``dynid identify``, ``predict``)."""
+        try:
+            return IdentificationSettings(
+                signal=SignalSettings(
+                    position_cutoff_hz=self.position_cutoff_hz or None,
+                    decimation=self.decimation,
+                    rate_hz=self.rate_hz or None,
+                    use_measured_velocity=self.use_measured_velocity,
+                    gap_factor=self.gap_factor,
+                    min_speed_rad_s=self.min_speed_rad_s,
+                ),
+                method=self.method,
+                reduction=self.reduction,
+                r_sigma=self.r_sigma,
+                e_tol=self.e_tol,
+                friction_motion_rad=self.friction_motion_rad,
+                min_samples=self.min_samples,
+            )
+        except IdentificationError as error:
+            raise DataError(f"identification settings: {error}") from error
+
     def window_settings(self) -> WindowSettings:
         """Settings of the in-process sliding-window estimator."""
         try:
@@ -398,6 +431,7 @@ class IdentificationConfig:
                 position_cutoff_hz=self.position_cutoff_hz,
                 decimation=self.decimation,
                 min_speed_rad_s=self.min_speed_rad_s,
+                gap_factor=self.gap_factor,
                 reduction=self.window_reduction,
                 e_tol=self.e_tol,
                 r_sigma=self.r_sigma,
@@ -468,6 +502,41 @@ def read_config_text(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"configuration file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"cannot read configuration file {file}: {error}") from None
+
+
+@dataclass(frozen=True)
+class SimulatedRobot:
+    """The simulated robot of a configuration's ``sim_robot`` block: its drive chain, true drive terms and sensors.
+
+    ``drive_chain`` from ``gear_ratios`` and ``drive_gains``; ``drive`` the rotor inertia
+    (kg·m²), viscous (N·m·s/rad) and Coulomb friction (N·m) and offsets (N·m) per joint;
+    ``sensor`` the current noise (A) and encoder resolution (counts per revolution).
+    """
+
+    drive_chain: DriveChain
+    drive: DriveParameters
+    sensor: SensorModel
+
+
+def simulated_robot(path: str | os.PathLike[str], n_joints: int) -> SimulatedRobot:
+    """The ``sim_robot`` block of the configuration file ``path`` for a robot of ``n_joints`` joints."""
+    parameters = ros_parameters(path, "sim_robot")
+    return SimulatedRobot(
+        drive_chain=DriveChain.create(
+            n_joints, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"]
+        ),
+        drive=DriveParameters.create(
+            n_joints,
+            rotor_inertia=parameters["rotor_inertia"],
+            viscous=parameters["viscous_friction"],
+            coulomb=parameters["coulomb_friction"],
+            offset=parameters["offset"],
+        ),
+        sensor=SensorModel(
+            current_noise_std_a=float(parameters["current_noise_std"]),
+            encoder_counts_per_rev=int(parameters["encoder_counts"]),
+        ),
+    )
 
 
 def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
@@ -611,6 +680,7 @@ def config_from_parameters(
         min_speed_rad_s=reader.real(
             "signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True, maximum=100.0
         ),
+        gap_factor=reader.real("signal.gap_factor", defaults.gap_factor, minimum=1.0, maximum=1e6),
         model=reader.choice("estimation.model", defaults.model, MODELS),
         method=reader.choice("estimation.method", defaults.method, METHODS),
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),

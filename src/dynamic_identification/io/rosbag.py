@@ -36,6 +36,7 @@ from dynamic_identification.core.alignment import (
     StreamAligner,
 )
 from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.stamps import NS_PER_S, jumped_back
 from dynamic_identification.io.recording import Recording, recording_from_arrays
 
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
@@ -43,12 +44,6 @@ JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
 
 MAX_DROPPED_FRACTION = 0.05
 """Largest fraction of the joint states that may be dropped (no aligned current, bad stamp)."""
-
-BACKWARD_JUMP_S = 1.0
-"""A joint-state stamp earlier than the previous one by more than this (s) restarts the alignment
-(a bag loop, a simulation reset): the recorder node's rule (``api.BACKWARD_JUMP_S``)."""
-
-NS_PER_S = 1_000_000_000
 
 _Message = tuple[str, int, Any]
 """``(topic, receive time in ns, deserialised message)``."""
@@ -150,7 +145,7 @@ def read_recording_bag(
             velocity = _field(message, "velocity", index, where)
             effort = _field(message, "effort", index, where, required="joint torques (N·m)" if effort_is_torque else "")
             all_velocities = all_velocities and velocity is not None
-            if last_ns is not None and stamp_ns < last_ns - BACKWARD_JUMP_S * NS_PER_S:
+            if jumped_back(stamp_ns, last_ns):  # a bag loop, a simulation reset: the recorder node's rule
                 aligner.reset()
             last_ns = stamp_ns
             samples += aligner.add_joint_state(stamp_s, position, velocity, effort if effort_is_torque else None)

@@ -20,9 +20,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.errors import DataError, brief
 from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.stamps import NS_PER_S
 from dynamic_identification.io.sanity import position_problem
-
-NS_PER_S = 1_000_000_000
 
 
 def stamp_to_ns(stamp: Time | Duration) -> int:

@@ -13,12 +13,16 @@ refused); serves ``~/reset`` (``std_srvs/Trigger``), which clears the window.
 
 The subscription callback only converts a message and appends it to a locked
 buffer; a worker thread drains the buffer into
-:class:`~dynamic_identification.core.estimation.sliding_window.SlidingWindowEstimator`
+:class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`
 and updates whenever ``window.update_period_s`` of data is pending, so a slow update
 delays the estimate but never drops a sample. Samples with NaN, a missing joint or
 no effort are refused, as are stamps not later than the last accepted one; a stamp
-earlier than the last by more than :data:`~dynamic_identification.api.BACKWARD_JUMP_S`
-(a bag loop, a simulation reset) clears the window and starts a new one.
+earlier than the last by more than :data:`~dynamic_identification.core.stamps.BACKWARD_JUMP_S`
+(a bag loop, a simulation reset) clears the window and starts a new one; a forward gap of
+more than ``signal.gap_factor`` periods restarts the window's grid (never interpolated).
+The diagnostics timer and ``last_update`` read a snapshot the worker leaves under a
+lock of their own, never the lock the worker holds while it computes, so a slow update
+never blocks the executor.
 
 The identification settings are the ``drive_chain.*``, ``drive_terms.*``,
 ``signal.*``, ``estimation.e_tol``/``r_sigma`` and ``window.*`` parameters of
@@ -44,16 +48,17 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from dynamic_identification.api import BACKWARD_JUMP_S, window_parameter_file
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.estimation.sliding_window import (
+from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
     WindowUpdate,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
 from dynamic_identification.nodes.guarded import GuardedNode
@@ -147,6 +152,13 @@ _IDENTIFICATION_PARAMETERS = (
         Parameter.Type.DOUBLE,
         "leave out a joint's equations below this speed, rad/s",
         floating=(0.0, 100.0),
+    ),
+    ParameterSpec(
+        "signal.gap_factor",
+        _DEFAULTS.gap_factor,
+        Parameter.Type.DOUBLE,
+        "a stamp step longer than this many periods restarts the window's grid (never interpolated)",
+        floating=(1.0001, 1e9),
     ),
     ParameterSpec(
         "estimation.e_tol",
@@ -312,13 +324,16 @@ class EstimatorNode(GuardedNode):
         self._estimator = SlidingWindowEstimator(
             self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
         )
-        # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share.
+        # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
+        # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
+        # without ever waiting for an update to finish.
         self._buffer_lock = threading.Lock()
         self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
         self._last_stamp = -math.inf
         self._counters = _Counters()
         self._input_error = ""
         self._estimator_lock = threading.Lock()
+        self._status_lock = threading.Lock()
         self._last_update: WindowUpdate | None = None
         self._event = ""
         self._failure = ""
@@ -357,7 +372,7 @@ class EstimatorNode(GuardedNode):
 
     @property
     def last_update(self) -> WindowUpdate | None:
-        with self._estimator_lock:
+        with self._status_lock:
             return self._last_update
 
     def destroy_node(self) -> None:
@@ -385,7 +400,7 @@ class EstimatorNode(GuardedNode):
             return
         with self._buffer_lock:
             self._counters.received += 1
-            if stamp <= self._last_stamp and stamp >= self._last_stamp - BACKWARD_JUMP_S:
+            if classify_stamp(stamp, self._last_stamp) is Stamp.STALE:
                 self._counters.refused_order += 1
                 return
             self._last_stamp = stamp
@@ -400,9 +415,7 @@ class EstimatorNode(GuardedNode):
                 self._buffer.clear()
                 self._last_stamp = -math.inf
             self._estimator.reset()
-            self._last_update = None
-            self._event = "window cleared by ~/reset"
-            self._failure = ""
+            self._set_status(None, event="window cleared by ~/reset", failure="")
         self.get_logger().info("window cleared by ~/reset")
         self._publish_diagnostics()
         return Trigger.Response(success=True, message="window cleared")
@@ -447,13 +460,13 @@ class EstimatorNode(GuardedNode):
                     update = self._estimator.update()
                 except IdentificationError as error:
                     self._estimator.reset()
-                    self._failure = f"estimation failed, window cleared: {error}"
-                    self.get_logger().error(self._failure)
+                    failure = f"estimation failed, window cleared: {error}"
+                    self._set_status(self.last_update, failure=failure)
+                    self.get_logger().error(failure)
                     continue
-                self._failure = ""
                 # Published and written before it shows in the diagnostics; ~/reset waits for it.
                 self._publish_update(update)
-                self._last_update = update
+                self._set_status(update, failure="")
                 updated = True
         if updated:
             self._publish_diagnostics()
@@ -462,7 +475,8 @@ class EstimatorNode(GuardedNode):
         """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
 
         A feed never spans a step back in time: the callback admitted one only as a jump of
-        more than ``BACKWARD_JUMP_S``, and the estimator restarts its window on it.
+        more than ``BACKWARD_JUMP_S`` (:mod:`~dynamic_identification.core.stamps`), and the estimator
+        restarts its window on it.
         """
         backward = np.flatnonzero(np.diff(stamps[start:]) < 0.0)
         run_end = start + int(backward[0]) + 1 if backward.size else stamps.size
@@ -470,8 +484,9 @@ class EstimatorNode(GuardedNode):
         if self._estimator.add_samples(stamps[first], q[first], effort[first]):
             with self._buffer_lock:
                 self._counters.restarts += 1
-            self._event = f"stamps jumped back to {stamps[start]:.3f} s: window restarted"
-            self.get_logger().warning(self._event)
+            event = f"stamps jumped back to {stamps[start]:.3f} s: window restarted"
+            self._set_status(self.last_update, event=event)
+            self.get_logger().warning(event)
         due = self._estimator.next_update_s
         rest = stamps[start + 1 : run_end]
         stop = run_end if due is None else min(run_end, start + 2 + int(np.searchsorted(rest, due, side="left")))
@@ -479,6 +494,15 @@ class EstimatorNode(GuardedNode):
             part = slice(start + 1, stop)
             self._estimator.add_samples(stamps[part], q[part], effort[part])
         return stop
+
+    def _set_status(self, update: WindowUpdate | None, *, event: str | None = None, failure: str | None = None) -> None:
+        """Leave the worker's results for the diagnostics (``None``: unchanged event or failure)."""
+        with self._status_lock:
+            self._last_update = update
+            if event is not None:
+                self._event = event
+            if failure is not None:
+                self._failure = failure
 
     def _publish_update(self, update: WindowUpdate) -> None:
         with self._buffer_lock:
@@ -501,7 +525,7 @@ class EstimatorNode(GuardedNode):
 
     def diagnostic_status(self) -> DiagnosticStatus:
         """One ``DiagnosticStatus`` named ``estimator``: quality of the last update, window fill, input counts."""
-        with self._estimator_lock:
+        with self._status_lock:
             update, event, failure = self._last_update, self._event, self._failure
         with self._buffer_lock:
             counters = replace(self._counters)

@@ -51,7 +51,6 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from dynamic_identification.api import BACKWARD_JUMP_S
 from dynamic_identification.core.alignment import (
     DEFAULT_MAX_DELAY_S,
     DEFAULT_TOLERANCE_S,
@@ -62,11 +61,11 @@ from dynamic_identification.core.alignment import (
 )
 from dynamic_identification.core.errors import IdentificationError, brief
 from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.stamps import NS_PER_S, jumped_back
 from dynamic_identification.core.streams import StampGaps
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
-    NS_PER_S,
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
@@ -460,7 +459,7 @@ class RecorderNode(GuardedNode):
             source.unstamped += 1
             stamp_ns = max(int(self.get_clock().now().nanoseconds), 1)
         last = source.last_stamp_ns
-        if last is not None and stamp_ns < last - BACKWARD_JUMP_S * NS_PER_S:
+        if last is not None and jumped_back(stamp_ns, last):
             self.get_logger().warning(
                 f"{source.topic} stamps jumped back by {(last - stamp_ns) / NS_PER_S:.3f} s: alignment restarted"
             )

@@ -1,18 +1,18 @@
 """Linear least-squares estimation of base parameters and its statistics.
 
-The identification model sampled over ``N`` instants is ``Y = W χ + ρ`` (seed 000
+The identification model sampled over ``N`` instants is ``Y = W χ + ρ`` ([Gautier2013]
 eq. (14)) with the observation matrix ``W`` of shape ``(N, n, p)`` (sample, joint
 equation, parameter) and the measured torques ``Y`` of shape ``(N, n)``. Every
 estimator stacks the rows into the ``(N·n, p)`` system, optionally divides each row
-by the standard deviation of its error (weighted least squares, seed 000 eq. (20);
-seed 004 eq. (7)-(9)) and solves it by a QR factorisation, never by the normal
+by the standard deviation of its error (weighted least squares, [Gautier2013] eq. (20);
+[Volkmann2020] eq. (7)-(9)) and solves it by a QR factorisation, never by the normal
 equations, so the accuracy is that of ``cond(W)`` and not of ``cond(W)²``.
 
-Statistics follow seed 000 §IV.A: the error variance ``σ̂_ρ²`` of the (weighted)
+Statistics follow [Gautier2013] §IV.A: the error variance ``σ̂_ρ²`` of the (weighted)
 system (eq. (17)), the covariance ``σ̂_ρ² (WᵀW)⁻¹`` (eq. (18)) computed as
 ``σ̂_ρ² R⁻¹R⁻ᵀ`` from the R factor, the relative standard deviations ``%σ`` (eq. (19)),
-and the model errors per joint ``e_j`` and ``e*_j`` of seed 004 eq. (11)-(12).
-Essential parameters are obtained by the iterative removal of seed 000 §V.B
+and the model errors per joint ``e_j`` and ``e*_j`` of [Volkmann2020] eq. (11)-(12).
+Essential parameters are obtained by the iterative removal of [Gautier2013] §V.B
 (Pham & Gautier).
 """
 
@@ -25,6 +25,9 @@ import numpy as np
 import scipy.linalg
 
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
+from dynamic_identification.core.estimation.normal_equations import NormalEquations
+from dynamic_identification.core.estimation.quality import JointErrors, relative_norm
+from dynamic_identification.core.estimation.reduction import reduce_parameters
 
 _EXACT_DATA_FLOOR = float(np.sqrt(np.finfo(float).eps))
 """Smallest per-joint error std, relative to the largest one, used as a weight (≈1.5e-8)."""
@@ -71,7 +74,7 @@ def _pivoted_qr(a: np.ndarray, b: np.ndarray | None = None) -> _PivotedQR:
 
 @dataclass(frozen=True)
 class LeastSquaresResult:
-    """Estimate ``χ̂`` of ``Y = W χ + ρ`` with its statistics (seed 000 eq. (15)-(19)).
+    """Estimate ``χ̂`` of ``Y = W χ + ρ`` with its statistics ([Gautier2013] eq. (15)-(19)).
 
     Attributes
     ----------
@@ -79,14 +82,14 @@ class LeastSquaresResult:
         Estimate ``χ̂``, shape ``(p,)``, in the units of the parameters (SI).
     std : numpy.ndarray
         Standard deviations ``σ_χ̂``, shape ``(p,)``: square roots of the diagonal of
-        :attr:`covariance` (seed 000 eq. (18)).
+        :attr:`covariance` ([Gautier2013] eq. (18)).
     relative_std_percent : numpy.ndarray
-        ``%σ = 100 σ_χ̂ / |χ̂|`` (seed 000 eq. (19)), shape ``(p,)``; ``inf`` where ``χ̂ == 0``.
+        ``%σ = 100 σ_χ̂ / |χ̂|`` ([Gautier2013] eq. (19)), shape ``(p,)``; ``inf`` where ``χ̂ == 0``.
     covariance : numpy.ndarray
-        ``σ̂_ρ² (WᵀW)⁻¹`` of the weighted system, shape ``(p, p)`` (seed 000 eq. (18)).
+        ``σ̂_ρ² (WᵀW)⁻¹`` of the weighted system, shape ``(p, p)`` ([Gautier2013] eq. (18)).
     residual_std : float
         ``σ̂_ρ`` of the weighted system, ``‖Y − Wχ̂‖ / sqrt(r − b)`` with ``r = N·n`` rows and
-        ``b = p`` parameters (seed 000 eq. (17)); close to 1 when the weights are the true
+        ``b = p`` parameters ([Gautier2013] eq. (17)); close to 1 when the weights are the true
         error standard deviations, in N·m for ordinary least squares.
     joint_std : numpy.ndarray
         Standard deviation of the error per joint used for weighting, N·m, shape ``(n,)``:
@@ -96,11 +99,11 @@ class LeastSquaresResult:
         2-norm condition number of the weighted stacked observation matrix after scaling
         each of its columns to unit Euclidean norm (so parameter units do not matter).
     relative_error : float
-        ``‖Y − Wχ̂‖ / ‖Y‖`` of the unweighted system over all joints (seed 000 Table IV).
+        ``‖Y − Wχ̂‖ / ‖Y‖`` of the unweighted system over all joints ([Gautier2013] Table IV).
     joint_errors : numpy.ndarray
-        Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` (seed 004 eq. (11)).
+        Mean absolute error ``e_j`` per joint, N·m, shape ``(n,)`` ([Volkmann2020] eq. (11)).
     joint_relative_errors : numpy.ndarray
-        ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent (seed 004 eq. (12)).
+        ``e*_j = e_j / mean|τ_j|`` per joint as a fraction, not in percent ([Volkmann2020] eq. (12)).
         Both are NaN for a joint without a valid equation (it never moved).
     samples : int
         Number of samples ``N``.
@@ -140,7 +143,7 @@ class LeastSquaresResult:
 
 @dataclass(frozen=True)
 class EssentialParametersResult:
-    """Outcome of the essential-parameter reduction (seed 000 §V.B).
+    """Outcome of the essential-parameter reduction ([Gautier2013] §V.B).
 
     Attributes
     ----------
@@ -164,7 +167,7 @@ def ordinary_least_squares(
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
-    """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` (seed 000 eq. (15)-(19)).
+    """Ordinary least-squares estimate ``χ̂ = W⁺ Y`` ([Gautier2013] eq. (15)-(19)).
 
     Parameters
     ----------
@@ -198,12 +201,12 @@ def ordinary_least_squares(
 def joint_error_std(
     observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np.ndarray | None = None
 ) -> np.ndarray:
-    """Standard deviation of the error of each joint equation (seed 000 §IV.A).
+    """Standard deviation of the error of each joint equation ([Gautier2013] §IV.A).
 
     For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
     ordinary least-squares solution of joint ``j``'s own ``N`` equations. ``rank(W_j)`` is
     the numerical rank found by :func:`rank_deficient_columns` (pivoted QR), so the zero
-    columns of the block-triangular IDIM matrix (seed 000 eq. (20)) are handled.
+    columns of the block-triangular IDIM matrix ([Gautier2013] eq. (20)) are handled.
 
     A joint without valid equations gets the largest ``σ_j`` (its rows are unused).
     A joint fitted exactly (``σ_j`` at rounding level: below ``1000 eps`` times its RMS
@@ -275,7 +278,7 @@ def weighted_least_squares(
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
 ) -> LeastSquaresResult:
-    """Weighted least-squares estimate (IDIM-WLS, seed 000 eq. (20); seed 004 eq. (7)-(9)).
+    """Weighted least-squares estimate (IDIM-WLS, [Gautier2013] eq. (20); [Volkmann2020] eq. (7)-(9)).
 
     Each equation of joint ``j`` is divided by the standard deviation of its error, then
     the stacked ``(N·n, p)`` system is solved by QR.
@@ -291,7 +294,7 @@ def weighted_least_squares(
         :func:`joint_error_std` (per-joint OLS) when omitted.
     sample_std : numpy.ndarray, optional
         ``σ_{j,p}`` per sample and joint, N·m, shape ``(N, n)``, positive, e.g. from the
-        variance over repetitions (seed 004 eq. (7)). Replaces per-joint weighting; give
+        variance over repetitions ([Volkmann2020] eq. (7)). Replaces per-joint weighting; give
         either this or ``joint_std``, not both.
     parameter_names : sequence of str, optional
         ``p`` names used in error messages.
@@ -321,11 +324,7 @@ def weighted_least_squares(
         per_sample = _validated_std(sample_std, y.shape, "sample_std")
         per_joint = np.sqrt(np.mean(per_sample**2, axis=0))
     else:
-        if joint_std is None:
-            _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
-            per_joint = joint_error_std(w, y, valid=mask)
-        else:
-            per_joint = _validated_std(joint_std, (y.shape[1],), "joint_std")
+        per_joint = _joint_weights(w, y, mask, joint_std, names)
         per_sample = np.broadcast_to(per_joint, y.shape)
     return _solve(w, y, per_sample, per_joint, names, mask)
 
@@ -377,11 +376,13 @@ def essential_parameters(
     min_parameters: int = 1,
     valid: np.ndarray | None = None,
 ) -> EssentialParametersResult:
-    """Essential parameters by iterative removal of the worst one (seed 000 §V.B, Pham & Gautier).
+    """Essential parameters by iterative removal of the worst one ([Gautier2013] §V.B, Pham & Gautier).
 
     Starting from the weighted estimate of all columns, while
     ``max(%σ) / min(%σ) >= r_sigma`` and more than ``min_parameters`` remain, the parameter
-    with the largest ``%σ`` is removed and the reduced model re-estimated.
+    with the largest ``%σ`` is removed and the reduced model re-estimated. The removal runs
+    on the normal equations of the rows (:func:`~dynamic_identification.core.estimation.reduction.reduce_parameters`,
+    ``method="essential"``); the estimate of the kept columns is then the QR solution of the rows.
 
     The joint weights ``σ_j`` are computed once, from the full model (per-joint OLS,
     :func:`joint_error_std`), unless given, and kept fixed through the iterations: the
@@ -395,7 +396,7 @@ def essential_parameters(
     torques : numpy.ndarray
         Measured torques ``Y``, N·m, shape ``(N, n)``.
     r_sigma : float, keyword-only
-        Stopping ratio ``r_σ > 1``; seed 000 recommends 10 to 30 and uses 20.
+        Stopping ratio ``r_σ > 1``; [Gautier2013] recommends 10 to 30 and uses 20.
     joint_std : numpy.ndarray, optional
         ``σ_j`` per joint, N·m, shape ``(n,)``.
     parameter_names : sequence of str, optional
@@ -418,41 +419,32 @@ def essential_parameters(
         On an invalid ``r_sigma`` or ``min_parameters``.
     """
     w, y = _validated_system(observation_matrix, torques)
-    p = w.shape[2]
-    names = _validated_names(parameter_names, p)
-    if not (np.isfinite(r_sigma) and r_sigma > 1.0):
-        raise IdentificationError(f"r_sigma must be a finite ratio > 1, got {r_sigma}")
-    if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
-        raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
-    if not 1 <= min_parameters <= p:
-        raise IdentificationError(f"min_parameters must be in [1, {p}], got {min_parameters}")
+    names = _validated_names(parameter_names, w.shape[2])
     mask = _validated_mask(valid, y.shape)
-    if joint_std is None:
-        _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
-        weights = joint_error_std(w, y, valid=mask)
-    else:
-        weights = _validated_std(joint_std, (y.shape[1],), "joint_std")
-    kept = np.arange(p)
-    removed: list[int] = []
-    result = _solve(w, y, np.broadcast_to(weights, y.shape), weights, names, mask)
-    while kept.size > min_parameters and _sigma_ratio(result.relative_std_percent) >= r_sigma:
-        worst = int(np.argmax(result.relative_std_percent))
-        removed.append(int(kept[worst]))
-        kept = np.delete(kept, worst)
-        sub_names = None if names is None else tuple(names[i] for i in kept)
-        result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
-    return EssentialParametersResult(kept=kept, removed=np.asarray(removed, dtype=int), result=result)
+    weights = _joint_weights(w, y, mask, joint_std, names)
+    reduction = reduce_parameters(
+        NormalEquations.from_rows(w, y, mask),
+        weights,
+        method="essential",
+        r_sigma=r_sigma,
+        min_parameters=min_parameters,
+        names=names,
+    )
+    kept = reduction.kept
+    sub_names = None if names is None else tuple(names[i] for i in kept)
+    result = _solve(w[:, :, kept], y, np.broadcast_to(weights, y.shape), weights, sub_names, mask)
+    removed = np.array([column for column, _ in reduction.removed], dtype=int)
+    return EssentialParametersResult(kept=kept, removed=removed, result=result)
 
 
-def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
-    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
-    largest = float(np.max(relative_std_percent))
-    smallest = float(np.min(relative_std_percent))
-    if largest == 0.0:
-        return 0.0
-    if smallest == 0.0:
-        return float("inf")
-    return largest / smallest
+def _joint_weights(
+    w: np.ndarray, y: np.ndarray, mask: np.ndarray, joint_std: np.ndarray | None, names: tuple[str, ...] | None
+) -> np.ndarray:
+    """``σ_j`` as given (checked), or of each joint's own OLS fit when the full model is identifiable."""
+    if joint_std is not None:
+        return _validated_std(joint_std, (y.shape[1],), "joint_std")
+    _raise_if_rank_deficient(rank_deficient_columns(w, valid=mask), names)
+    return joint_error_std(w, y, valid=mask)
 
 
 def _solve(
@@ -491,9 +483,7 @@ def _solve(
     condition_number = float(singular_values[0] / singular_values[-1])
     residual = np.where(valid, y - w @ parameters, 0.0)
     measured = np.where(valid, y, 0.0)
-    counts = valid.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        joint_errors = np.where(counts > 0, np.sum(np.abs(residual), axis=0) / counts, np.nan)
+    errors = JointErrors.of(y, w @ parameters, valid)
     return LeastSquaresResult(
         parameters=parameters,
         std=std,
@@ -502,25 +492,11 @@ def _solve(
         residual_std=residual_std,
         joint_std=np.array(joint_std, dtype=float),
         condition_number=condition_number,
-        relative_error=_ratio(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
-        joint_errors=joint_errors,
-        joint_relative_errors=np.array(
-            [
-                _ratio(e, m) if count else np.nan
-                for e, m, count in zip(
-                    joint_errors, np.sum(np.abs(measured), axis=0) / np.maximum(counts, 1), counts, strict=True
-                )
-            ]
-        ),
+        relative_error=relative_norm(float(np.linalg.norm(residual)), float(np.linalg.norm(measured))),
+        joint_errors=errors.errors,
+        joint_relative_errors=errors.relative_errors,
         samples=n_samples,
     )
-
-
-def _ratio(numerator: float, denominator: float) -> float:
-    """``numerator / denominator`` with 0/0 = 0 and x/0 = inf (a zero reference signal)."""
-    if denominator == 0.0:
-        return 0.0 if numerator == 0.0 else float("inf")
-    return numerator / denominator
 
 
 def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | None) -> None:

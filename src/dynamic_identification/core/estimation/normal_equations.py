@@ -2,15 +2,15 @@
 
 For joint ``j`` the rows of a window contribute ``A_j = Σ w_jᵀ w_j``,
 ``b_j = Σ w_jᵀ y_j``, ``c_j = Σ y_j²`` (and counts, ``Σ|y_j|``, ``Σ|w|`` for the
-sensitivities of seed 004 eq. (10)). They add for a new block and subtract for an
+sensitivities of [Volkmann2020] eq. (10)). They add for a new block and subtract for an
 expired one, so a sliding window costs ``O(rows · b²)`` per block instead of a
 pass over the whole window. From them, for any subset of columns and any joint
-weights ``1/σ_j`` (seed 000 eq. (20)):
+weights ``1/σ_j`` ([Gautier2013] eq. (20)):
 
 * the WLS estimate ``(Σ A_j/σ_j²) θ = Σ b_j/σ_j²`` solved by pivoted Cholesky, which
   reports the numerical rank;
 * the residual norms ``‖ρ_j‖² = c_j − 2 θᵀ b_j + θᵀ A_j θ``, hence ``σ̂_ρ``, the
-  covariance (seed 000 eq. (17)-(18)) and relative errors per joint;
+  covariance ([Gautier2013] eq. (17)-(18)) and relative errors per joint;
 * the condition number of the column-normalised weighted observation matrix,
   ``sqrt(cond(D A D))`` with ``D = diag(A)^-1/2``.
 
@@ -48,9 +48,9 @@ class NormalEquations:
     count
         ``(n,)``: number of valid equations per joint.
     abs_y
-        ``(n,)``: ``Σ |y_j|`` (mean torque magnitude of seed 004 eq. (12)).
+        ``(n,)``: ``Σ |y_j|`` (mean torque magnitude of [Volkmann2020] eq. (12)).
     abs_columns
-        ``(b,)``: ``Σ |w|`` over all valid rows and joints (seed 004 eq. (10)).
+        ``(b,)``: ``Σ |w|`` over all valid rows and joints ([Volkmann2020] eq. (10)).
     """
 
     a: np.ndarray
@@ -111,7 +111,7 @@ class NormalEquations:
         return (self.a, self.b, self.c, self.count, self.abs_y, self.abs_columns)
 
     def sensitivities(self) -> np.ndarray:
-        """``c̄_i = ‖c_i‖₁ / (n N)``, the mean magnitude of each column (seed 004 eq. (10))."""
+        """``c̄_i = ‖c_i‖₁ / (n N)``, the mean magnitude of each column ([Volkmann2020] eq. (10))."""
         return self.abs_columns / max(float(self.count.sum()), 1.0)
 
 
@@ -126,11 +126,11 @@ class NormalSolution:
     parameters
         Estimate ``θ`` ``(k,)``.
     covariance
-        ``σ̂_ρ² (Wᵀ Σ⁻¹ W)⁻¹`` ``(k, k)`` (seed 000 eq. (17)-(18) on the weighted system).
+        ``σ̂_ρ² (Wᵀ Σ⁻¹ W)⁻¹`` ``(k, k)`` ([Gautier2013] eq. (17)-(18) on the weighted system).
     residual_norms
         ``‖ρ_j‖`` per joint, unweighted, N·m.
     relative_errors
-        ``‖ρ_j‖ / ‖y_j‖`` per joint (RMS counterpart of seed 004 eq. (12)).
+        ``‖ρ_j‖ / ‖y_j‖`` per joint (RMS counterpart of [Volkmann2020] eq. (12)).
     relative_error
         ``‖ρ‖ / ‖Y‖`` over all joints.
     condition_number
@@ -265,7 +265,7 @@ def residual_norms_squared(equations: NormalEquations, columns: np.ndarray, para
 
 
 def joint_error_std_from_normal_equations(equations: NormalEquations) -> np.ndarray:
-    """``σ_j`` of each joint's own OLS fit (seed 000 §IV.A), from its normal equations.
+    """``σ_j`` of each joint's own OLS fit ([Gautier2013] §IV.A), from its normal equations.
 
     ``σ_j² = ‖y_j − W_j θ̂_j‖² / (N_j − rank(A_j))`` with ``θ̂_j`` the least-squares
     solution of joint ``j``'s equations on its independent columns. Joints without

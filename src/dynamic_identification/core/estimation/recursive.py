@@ -1,6 +1,6 @@
-"""Recursive least squares (RLS) with an optional forgetting factor (seed 003 §3.1).
+"""Recursive least squares (RLS) with an optional forgetting factor ([DirectDrive2012] §3.1).
 
-Seed 003 estimates every one of its five regression models with the same recursive
+[DirectDrive2012] estimates every one of its five regression models with the same recursive
 least-squares algorithm and judges convergence by the evolution of the parameter
 vector and of the covariance matrix ``P`` (its Figs. 2-3). For rows ``A`` (``k``
 equations at once, row weights ``w``) and observations ``y`` the update is
@@ -39,13 +39,13 @@ class RecursiveHistory:
     rows_seen
         Number of equations used after each update, shape ``(u,)``.
     parameters
-        Estimate after each update, shape ``(u, b)`` (seed 003 Fig. 2).
+        Estimate after each update, shape ``(u, b)`` ([DirectDrive2012] Fig. 2).
     covariance_diagonal
         Diagonal of ``P`` after each update, shape ``(u, b)``.
     covariance_trace
         ``trace P`` after each update, shape ``(u,)``.
     covariance_eigenvalues
-        Eigenvalues of ``P`` (ascending) after each update, shape ``(u, b)`` (seed 003
+        Eigenvalues of ``P`` (ascending) after each update, shape ``(u, b)`` ([DirectDrive2012]
         Fig. 3), or shape ``(0, b)`` unless requested.
     """
 
@@ -211,7 +211,7 @@ def recursive_estimate(
     """Run RLS over an ``(N, n, b)`` observation matrix, one sample (its ``n`` equations) per update.
 
     ``valid`` ``(N, n)`` drops equations; ``joint_std`` ``(n,)`` weights equation
-    ``j`` by ``1 / joint_std[j]²`` (the per-joint WLS of seed 000 eq. (20), applied
+    ``j`` by ``1 / joint_std[j]²`` (the per-joint WLS of [Gautier2013] eq. (20), applied
     recursively).
     """
     w = np.asarray(observation_matrix, dtype=float)

@@ -1,19 +1,19 @@
-"""Model reduction on per-joint normal equations: sensitivity-based (seed 004) and essential (seed 000).
+"""Model reduction on per-joint normal equations: sensitivity-based ([Volkmann2020]) and essential ([Gautier2013]).
 
 Every trial model is solved from the statistics of :class:`NormalEquations`, never by a
 pass over the rows; trying to remove a parameter is a rank-one step from the current
 model (``O(n b²)``, no factorisation). Three methods:
 
-``'sensitivity'`` — Algorithm 1 of seed 004 §III.D (backward stepwise selection):
+``'sensitivity'`` — Algorithm 1 of [Volkmann2020] §III.D (backward stepwise selection):
 
 1. the columns the pivoted Cholesky of the weighted normal matrix finds dependent
    (and all-zero columns) are removed first as ``'not identifiable'`` (line 1);
 2. the WLS of the identifiable model is the reference; its relative errors
    ``e*_0,j`` (lines 2-3);
-3. the essential set ``E`` starts with ``forced`` (seed 004 puts the friction
+3. the essential set ``E`` starts with ``forced`` ([Volkmann2020] puts the friction
    parameters there when every joint moves enough, §III.D) (line 4);
 4. repeatedly the parameter of ``I \\ E`` with the lowest sensitivity ``c̄_i``
-   (seed 004 eq. (10)) is removed and the rest re-estimated (lines 6-9). The removal
+   ([Volkmann2020] eq. (10)) is removed and the rest re-estimated (lines 6-9). The removal
    is negligible — the parameter stays removed, ``'low sensitivity'`` — when for *all*
    joints ``e*_k,j <= (1 + e_tol) e*_0,j``; otherwise it is put back into the model
    and added to ``E`` (line 10). The pseudo code writes line 10 as
@@ -25,13 +25,13 @@ model (``O(n b²)``, no factorisation). Three methods:
    has no relative scale: its reference is raised to ``1e-6``, which makes the test an
    absolute one, ``e*_k,j <= (1 + e_tol) · 1e-6``.
 
-``'essential'`` — seed 000 §V.B (Pham & Gautier): remove the parameter with the largest
-``%σ`` (seed 000 eq. (19)) until ``max %σ / min %σ < r_sigma``.
+``'essential'`` — [Gautier2013] §V.B (Pham & Gautier): remove the parameter with the largest
+``%σ`` ([Gautier2013] eq. (19)) until ``max %σ / min %σ < r_sigma``.
 
 ``'none'`` — only the rank check of step 1.
 
 The relative errors are ``e*_j = ‖ρ_j‖ / ‖y_j‖`` (:attr:`NormalSolution.relative_errors`),
-the RMS counterpart of seed 004 eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
+the RMS counterpart of [Volkmann2020] eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
 need the rows, which the normal equations do not keep; the caller computes them for the
 final model (e.g. :func:`~dynamic_identification.core.estimation.least_squares.weighted_least_squares`
 on the kept columns gives ``joint_relative_errors``).
@@ -55,6 +55,7 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
+from dynamic_identification.core.estimation.quality import sigma_ratio
 
 METHODS = ("sensitivity", "essential", "none")
 """Reduction methods accepted by :func:`reduce_parameters`."""
@@ -83,8 +84,8 @@ class ReductionResult:
         Column indices kept, increasing.
     removed
         ``(column, reason)`` in removal order; reasons are ``'not identifiable'`` (rank
-        check, seed 004 Algorithm 1 line 1), ``'low sensitivity'`` (Algorithm 1) and
-        ``'not essential (r_sigma=…)'`` (seed 000 §V.B, with the ``%σ`` ratio at removal).
+        check, [Volkmann2020] Algorithm 1 line 1), ``'low sensitivity'`` (Algorithm 1) and
+        ``'not essential (r_sigma=…)'`` ([Gautier2013] §V.B, with the ``%σ`` ratio at removal).
     essential
         The set ``E`` of Algorithm 1, increasing: the identifiable ``forced`` columns and
         the columns whose removal raised some ``e*_j`` beyond ``e_tol``. For
@@ -112,8 +113,9 @@ def reduce_parameters(
     r_sigma: float = 20.0,
     forced: Sequence[int] = (),
     names: Sequence[str] | None = None,
+    min_parameters: int = 1,
 ) -> ReductionResult:
-    """Reduce the model of ``equations`` to the parameters the data needs (seed 004 Algorithm 1).
+    """Reduce the model of ``equations`` to the parameters the data needs ([Volkmann2020] Algorithm 1).
 
     Parameters
     ----------
@@ -121,20 +123,22 @@ def reduce_parameters(
         Per-joint normal equations of the window, ``b`` columns.
     joint_std
         ``σ_j`` per joint, N·m, ``(n,)``, positive: the WLS weights ``1/σ_j``
-        (seed 000 eq. (20)), fixed through the reduction.
+        ([Gautier2013] eq. (20)), fixed through the reduction.
     method
-        ``'sensitivity'`` (seed 004 Algorithm 1), ``'essential'`` (seed 000 §V.B) or
+        ``'sensitivity'`` ([Volkmann2020] Algorithm 1), ``'essential'`` ([Gautier2013] §V.B) or
         ``'none'`` (rank check only).
     e_tol
         Allowed relative growth of every joint's relative error ``e*_j`` over the
-        reference, ``> 0``; seed 004 uses 0.05 (§IV).
+        reference, ``> 0``; [Volkmann2020] uses 0.05 (§IV).
     r_sigma
-        Stopping ratio ``max %σ / min %σ`` of ``'essential'``, ``> 1``; seed 000 uses 20.
+        Stopping ratio ``max %σ / min %σ`` of ``'essential'``, ``> 1``; [Gautier2013] uses 20.
     forced
         Columns never removed by the reduction (the initial ``E``, e.g. friction when
         every joint moves); they are still removed when not identifiable.
     names
         ``b`` parameter names used in error messages.
+    min_parameters
+        ``'essential'`` never keeps fewer parameters than this, in ``[1, b]``.
 
     Returns
     -------
@@ -165,6 +169,10 @@ def reduce_parameters(
         raise IdentificationError(
             f"joint_std must be {equations.n_joints} finite positive values, got {np.array2string(sigma)}"
         )
+    if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
+        raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
+    if not 1 <= min_parameters <= b:
+        raise IdentificationError(f"min_parameters must be in [1, {b}], got {min_parameters}")
     forced_mask = _forced_mask(forced, b)
     if names is not None and len(names) != b:
         raise IdentificationError(f"names must have {b} entries (one per column), got {len(names)}")
@@ -184,7 +192,7 @@ def reduce_parameters(
         solution = _solve(equations, sigma, kept, names)
     elif method == "essential":
         kept, dropped_essential = _essential_reduction(
-            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma
+            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters
         )
         removed += dropped_essential
         solution = _solve(equations, sigma, kept, names)
@@ -252,7 +260,7 @@ def _sensitivity_reduction(
     reference_errors: np.ndarray,
     e_tol: float,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Seed 004 Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
+    """[Volkmann2020] Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
 
     ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns,
     formed once; each trial is a rank-one step from the current model (:class:`_RemovalTrials`).
@@ -382,24 +390,25 @@ def _essential_reduction(
     identifiable: np.ndarray,
     forced_mask: np.ndarray,
     r_sigma: float,
+    min_parameters: int,
 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
-    """Seed 000 §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
+    """[Gautier2013] §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
 
-    ``%σ`` as in :func:`solve_weighted` (seed 000 eq. (17)-(19)), each step from a slice
+    ``%σ`` as in :func:`solve_weighted` ([Gautier2013] eq. (17)-(19)), each step from a slice
     of the weighted normal equations.
     """
     weights = 1.0 / joint_std**2
     total = float(equations.count.sum())
     kept = identifiable
     removed: list[tuple[int, str]] = []
-    while kept.size > 1:
+    while kept.size > min_parameters:
         parameters, factor, diagonal = _trial_solve(matrix, vector, kept)
         sigma_squared = float(weights @ residual_norms_squared(equations, kept, parameters)) / (total - kept.size)
         inverse, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
         std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
         with np.errstate(divide="ignore", invalid="ignore"):
             percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
-        ratio = _sigma_ratio(percent)
+        ratio = sigma_ratio(percent)
         removable = ~forced_mask[kept]
         if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
             break
@@ -407,17 +416,6 @@ def _essential_reduction(
         removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
         kept = np.delete(kept, worst)
     return kept, removed
-
-
-def _sigma_ratio(relative_std_percent: np.ndarray) -> float:
-    """``max(%σ) / min(%σ)``; 0 when every ``%σ`` is 0 (exact fit), ``inf`` if only the min is."""
-    largest = float(np.max(relative_std_percent))
-    smallest = float(np.min(relative_std_percent))
-    if largest == 0.0:
-        return 0.0
-    if smallest == 0.0:
-        return float("inf")
-    return largest / smallest
 
 
 def _solve(

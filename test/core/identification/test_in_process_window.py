@@ -11,12 +11,12 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
-from dynamic_identification.core.estimation.sliding_window import (
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
     WindowUpdate,
 )
-from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements

@@ -16,12 +16,12 @@ import pytest
 
 from dynamic_identification.core.estimation import reduce_parameters
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
-from dynamic_identification.core.estimation.sliding_window import SlidingWindowEstimator, WindowSettings
 from dynamic_identification.core.excitation import JointLimits, optimise_fourier, sample
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
+from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (

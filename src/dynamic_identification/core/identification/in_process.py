@@ -1,23 +1,28 @@
-"""In-process identification: sliding-window WLS with model reduction (seed 004, seed 000 eq. (16)-(20)).
+"""In-process identification: sliding-window WLS with model reduction ([Volkmann2020], [Gautier2013] eq. (16)-(20)).
 
 Samples arrive in time order while the robot does its job. Every
-``update_period_s`` of data, the new samples are resampled onto the uniform grid
-the estimator keeps since its first sample, filtered and differentiated
-(seed 000 §IV.A) with enough margin that the filter transients never reach the
-rows produced, turned into decimated base-IDIM rows (parallel decimation, seed 000
-eq. (13)-(14)) and added to the window as one block. Blocks older than
-``window_s`` leave it. The window's per-joint normal equations are updated by
-adding the new block and subtracting the expired ones, and recomputed from the
-stored rows every ``refactor_every`` updates so round-off never accumulates.
+``update_period_s`` of data, the new samples are resampled onto a uniform grid,
+filtered and differentiated ([Gautier2013] §IV.A) with enough margin that the filter
+transients never reach the rows produced, turned into decimated base-IDIM rows
+(parallel decimation, [Gautier2013] eq. (13)-(14)) and added to the window as one block.
+Blocks older than ``window_s`` leave it. The window's per-joint normal equations are
+updated by adding the new block and subtracting the expired ones, and recomputed from
+the stored rows every ``refactor_every`` updates so round-off never accumulates.
 
-Each update then weights the joints by their residual variance in the window
-(seed 000 eq. (20)), reduces the model (seed 004 Algorithm 1 by default) and passes
-the quality gates; only an estimate that passes them is marked publishable, the
-others carry the reason. A stamp earlier than the last one (a bag loop, a
-simulation reset) clears the window.
+Each update then runs the identification seam's reduction and quality steps
+(:func:`~dynamic_identification.core.identification.solve.reduce_model`,
+:class:`~dynamic_identification.core.estimation.quality.JointErrors`,
+:func:`~dynamic_identification.core.identification.solve.plausibility_problems`) on the
+window: joints weighted by their residual variance ([Gautier2013] eq. (20)), the model
+reduced ([Volkmann2020] Algorithm 1 by default), the quality gates passed; only an
+estimate that passes them is marked publishable, the others carry the reason.
 
-This module is not re-exported by :mod:`dynamic_identification.core.estimation`,
-since it builds on the identification pipeline that itself uses least squares.
+Stamps (:mod:`~dynamic_identification.core.stamps`): a stamp earlier than the last one
+(a bag loop, a simulation reset) clears the window; a step forward longer than
+``gap_factor`` grid periods is a gap: the samples before it are turned into rows as far
+as their filter margins allow, and the grid starts afresh at the first sample after it,
+so a gap is never interpolated and the work and memory of an update are bounded by the
+samples received, whatever the stamps say.
 """
 
 from __future__ import annotations
@@ -34,19 +39,20 @@ from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     joint_error_std_from_normal_equations,
 )
-from dynamic_identification.core.estimation.reduction import ReductionResult, reduce_parameters
-from dynamic_identification.core.identification import DecimatedRows, RowBuilder
+from dynamic_identification.core.estimation.quality import JointErrors
+from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
+from dynamic_identification.core.identification.motion import edge_samples
+from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
+from dynamic_identification.core.identification.settings import DEFAULT_GAP_FACTOR, REDUCTIONS
+from dynamic_identification.core.identification.solve import plausibility_problems, reduce_model, removed_reasons
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
     DEFAULT_MASS_FACTOR,
     PlausibilityBounds,
-    model_problems,
 )
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
-
-REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
 
 
 @dataclass(frozen=True)
@@ -61,8 +67,9 @@ class WindowSettings:
         Data time between updates, s.
     rate_hz
         Uniform grid rate, Hz; 0 estimates it from the first samples' median step.
-    position_cutoff_hz, decimation, min_speed_rad_s
-        As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`).
+    position_cutoff_hz, decimation, min_speed_rad_s, gap_factor
+        As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`):
+        a stamp step longer than ``gap_factor`` grid periods restarts the grid, never interpolated.
     stick_periods
         Decimation periods on each side of a slow sample whose equations are left out;
         the default ten is the decimation filter's whole support, as offline, so no
@@ -76,14 +83,14 @@ class WindowSettings:
         joints do stick, three periods raised the error of the predicted raw torques
         from 4.0 % to 6-9 %.
     reduction
-        ``sensitivity`` (seed 004 Algorithm 1), ``essential`` (seed 000 §V.B) or ``none``.
+        ``sensitivity`` ([Volkmann2020] Algorithm 1), ``essential`` ([Gautier2013] §V.B) or ``none``.
     e_tol
         Algorithm 1 tolerance on the growth of each joint's relative error.
     r_sigma
-        Essential-parameter ratio of seed 000.
+        Essential-parameter ratio of [Gautier2013].
     friction_motion_rad
         When every joint travels at least this far in the window, the friction
-        parameters are forced essential (seed 004 §III.D).
+        parameters are forced essential ([Volkmann2020] §III.D).
     min_motion_rad
         Gate: some joint must travel this far in the window.
     max_condition_number, max_relative_error
@@ -102,6 +109,7 @@ class WindowSettings:
     position_cutoff_hz: float = 20.0
     decimation: int = 0
     min_speed_rad_s: float = 0.05
+    gap_factor: float = DEFAULT_GAP_FACTOR
     stick_periods: int = 10
     reduction: str = "sensitivity"
     e_tol: float = 0.05
@@ -124,6 +132,8 @@ class WindowSettings:
             raise IdentificationError(
                 f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
             )
+        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
+            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
         if self.stick_periods < 0:
             raise IdentificationError(f"stick_periods must be >= 0, got {self.stick_periods}")
         if self.refactor_every < 1:
@@ -136,7 +146,7 @@ class WindowUpdate:
 
     ``publishable`` is true only when every quality gate passed; otherwise
     ``reason`` says why and the parameters (if any) must not be used.
-    ``joint_errors`` and ``joint_relative_errors`` (seed 004 eq. (11)-(12)) are NaN for
+    ``joint_errors`` and ``joint_relative_errors`` ([Volkmann2020] eq. (11)-(12)) are NaN for
     a joint without an equation in the window (it did not move).
     """
 
@@ -189,9 +199,6 @@ class SlidingWindowEstimator:
         )
         self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
         self._threads = ThreadpoolController()
-        self._friction = np.array(
-            [i for i, name in enumerate(self._base.names) if name.startswith(("Fv", "Fc"))], dtype=int
-        )
         self.reset()
 
     @property
@@ -307,40 +314,61 @@ class SlidingWindowEstimator:
         time = np.concatenate(self._time)
         q = np.concatenate(self._q)
         tau = np.concatenate(self._tau)
-        settings = self._settings
         if self._builder is None:
             if time.size < 32:
                 return
-            self._origin = float(time[0])
-            self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
-            rate = 1.0 / self._dt
-            if settings.position_cutoff_hz >= 0.5 * rate:
-                raise IdentificationError(
-                    f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
-                    f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
-                )
-            factor = settings.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
-            self._builder = RowBuilder.create(
-                self._robot,
-                self._chain,
-                self._terms,
-                self._base,
-                decimation=factor,
-                min_speed_rad_s=settings.min_speed_rad_s,
-                stick_periods=settings.stick_periods,
+            self._create_builder(time)
+        gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * self._dt) + 1
+        starts = np.concatenate([[0], gaps])
+        stops = np.concatenate([gaps, [time.size]])
+        kept = slice(0, 0)
+        for number, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
+            if number > 0:
+                # After a gap the grid starts afresh at the first sample: the gap is never interpolated.
+                self._origin = float(time[start])
+                self._next_output = None
+            piece = slice(start, stop)
+            keep_from = self._absorb_segment(time[piece], q[piece], tau[piece])
+            kept = slice(start + int(np.searchsorted(time[piece], keep_from)), stop)
+        self._time, self._q, self._tau = [time[kept]], [q[kept]], [tau[kept]]
+
+    def _create_builder(self, time: np.ndarray) -> None:
+        settings = self._settings
+        self._origin = float(time[0])
+        self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
+        rate = 1.0 / self._dt
+        if settings.position_cutoff_hz >= 0.5 * rate:
+            raise IdentificationError(
+                f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
+                f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
-            self._edge = int(np.ceil(4.0 * rate / settings.position_cutoff_hz))
+        factor = settings.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
+        self._builder = RowBuilder.create(
+            self._robot,
+            self._chain,
+            self._terms,
+            self._base,
+            decimation=factor,
+            min_speed_rad_s=settings.min_speed_rad_s,
+            stick_periods=settings.stick_periods,
+        )
+        self._edge = edge_samples(rate, settings.position_cutoff_hz)
+
+    def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:
+        """Rows of one contiguous piece of pending samples on the current grid; the stamp from which samples
+        must stay pending (the filter margins of the rows still to come)."""
         builder, dt, origin = self._builder, self._dt, self._origin
+        assert builder is not None  # created by _absorb_pending
         factor = builder.decimator.factor
         first_grid = int(np.ceil((time[0] - origin) / dt - 1e-9))
         last_grid = int(np.floor((time[-1] - origin) / dt + 1e-9))
         if last_grid - first_grid < 2 * (self._edge + builder.reach) + factor:
-            return
+            return float(time[0])
         grid = origin + np.arange(first_grid, last_grid + 1) * dt
         # Local, so a grid value never depends on where the pending block ends.
         q_grid = interpolate_at(time, q, grid, kind="local_cubic")
         tau_grid = interpolate_at(time, tau, grid, kind="linear")
-        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=settings.position_cutoff_hz)
+        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=self._settings.position_cutoff_hz)
         usable_first = first_grid + self._edge
         usable_last = last_grid - self._edge
         lowest = usable_first + builder.reach
@@ -348,7 +376,7 @@ class SlidingWindowEstimator:
         next_output += (-next_output) % factor
         last_output = usable_last - builder.reach
         if last_output < next_output:
-            return
+            return float(time[0])
         block = slice(next_output - builder.reach - first_grid, last_output + builder.reach + 1 - first_grid)
         rows = builder.sampled_rows(
             q_filtered[block],
@@ -359,11 +387,9 @@ class SlidingWindowEstimator:
             outputs=(next_output, last_output + 1),
         )
         self._next_output = int(rows.index[-1]) + factor if rows.index.size else next_output
-        keep_from = origin + (self._next_output - builder.reach - self._edge - 2) * dt
-        kept = time >= keep_from
-        self._time, self._q, self._tau = [time[kept]], [q[kept]], [tau[kept]]
         if rows.index.size:
             self._add_block(rows, origin + rows.index * dt, q_filtered[block])
+        return origin + (self._next_output - builder.reach - self._edge - 2) * dt
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         block = _Block(
@@ -393,76 +419,59 @@ class SlidingWindowEstimator:
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
         travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
         samples = int(sum(b.rows.index.size for b in self._blocks))
-        common = {"time_s": now, "samples": samples, "window_s": span}
+        blank = WindowUpdate(time_s=now, publishable=False, reason="", samples=samples, window_s=span)
         if travel.max() < settings.min_motion_rad:
-            return WindowUpdate(
-                publishable=False,
-                reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad",
-                **common,
-            )
+            return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
         equations = self._equations
         names = self._base.names
         try:
-            joint_std = joint_error_std_from_normal_equations(equations)
-            forced = self._friction if np.all(travel >= settings.friction_motion_rad) else np.zeros(0, int)
-            reduction = reduce_parameters(
+            reduction = reduce_model(
                 equations,
-                joint_std,
+                joint_error_std_from_normal_equations(equations),
+                names=names,
+                travel=travel,
                 method=settings.reduction,
                 e_tol=settings.e_tol,
                 r_sigma=settings.r_sigma,
-                forced=forced,
-                names=names,
+                friction_motion_rad=settings.friction_motion_rad,
             )
         except IdentificationError as error:
-            return WindowUpdate(publishable=False, reason=f"estimation failed: {error}", **common)
+            return replace(blank, reason=f"estimation failed: {error}")
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
-        joint_errors, joint_relative, predicted_peak = self._mean_absolute_errors(reduction)
-        update = WindowUpdate(
-            publishable=False,
-            reason="",
+        errors = self._joint_errors(reduction)
+        update = replace(
+            blank,
             names=kept_names,
             values=solution.parameters,
             std_percent=solution.relative_std_percent,
-            removed=tuple((names[i], why) for i, why in reduction.removed),
+            removed=removed_reasons(names, reduction),
             condition_number_full=reduction.reference.condition_number,
             condition_number=solution.condition_number,
             relative_error=solution.relative_error,
-            joint_errors=joint_errors,
-            joint_relative_errors=joint_relative,
-            **common,
+            joint_errors=errors.errors,
+            joint_relative_errors=errors.relative_errors,
         )
         reason = _gate(update, settings)
         if not reason:
-            problems = model_problems(self._bounds, kept_names, solution.parameters, predicted_peak=predicted_peak)
+            problems = plausibility_problems(self._bounds, kept_names, solution.parameters, errors)
             reason = f"implausible model: {'; '.join(problems)}" if problems else ""
-        unidentifiable = [names[i] for i, why in reduction.removed if why == "not identifiable"]
+        unidentifiable = [names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE]
         if settings.reduction == "none" and unidentifiable and not reason:
             # Without reduction the model is the full base-parameter set: a window that
             # cannot determine it is rank-deficient, not a smaller model.
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
 
-    def _mean_absolute_errors(self, reduction: ReductionResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Seed 004 eq. (11)-(12) of the final model on the window's valid rows, block by block, and the largest
-        predicted ``|τ̂_j|`` (N·m) on them."""
+    def _joint_errors(self, reduction: ReductionResult) -> JointErrors:
+        """[Volkmann2020] eq. (11)-(12) of the reduced model on the window's valid rows, block by block."""
         parameters = np.zeros(self._base.count)
         parameters[reduction.kept] = reduction.solution.parameters
-        n = self._robot.n_joints
-        absolute_errors, magnitudes, counts, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        errors = JointErrors.zeros(self._robot.n_joints)
         for block in self._blocks:
             rows = block.rows
-            predicted = rows.observation_matrix @ parameters
-            peak = np.maximum(peak, np.abs(predicted).max(axis=0, where=rows.valid, initial=0.0))
-            absolute_errors += np.abs(rows.torques - predicted).sum(axis=0, where=rows.valid)
-            magnitudes += np.abs(rows.torques).sum(axis=0, where=rows.valid)
-            counts += rows.valid.sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            errors = np.where(counts > 0.0, absolute_errors / counts, np.nan)
-            magnitude = magnitudes / counts
-            relative = np.where(magnitude > 0.0, errors / magnitude, np.where(counts > 0.0, 0.0, np.nan))
-        return errors, relative, peak
+            errors = errors + JointErrors.of(rows.torques, rows.observation_matrix @ parameters, rows.valid)
+        return errors
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:

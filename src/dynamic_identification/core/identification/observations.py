@@ -1,0 +1,263 @@
+"""Observations of the IDIM: decimated base-parameter rows built block by block ([Gautier2013] eq. (13)-(14)).
+
+One builder per regression model produces :class:`PreparedObservations`; this module
+has the IDIM's (:func:`prepare_observations`) and the row builder the sliding window
+shares (:class:`RowBuilder`). The other models' builders are in
+:mod:`~dynamic_identification.core.power_model` and
+:mod:`~dynamic_identification.core.regression_models`; every one of them feeds the same
+estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identification.solve`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+import scipy.ndimage
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.identification.motion import decimation_factor, estimate_motion
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors import BaseParameters, observation_matrix
+from dynamic_identification.core.signal import ParallelDecimator
+
+
+@dataclass(frozen=True)
+class PreparedObservations:
+    """Observations of one regression model, ready for the estimate.
+
+    Attributes
+    ----------
+    observation_matrix
+        ``W`` ``(r, k, b)`` in the base parameters: ``r`` rows of ``k`` equations (the
+        joints for the IDIM and the filtered IDIM, one column per trajectory for the
+        power model, one for the energy models).
+    torques
+        ``Y`` ``(r, k)``: joint torques (N·m), or powers (W) and energies (J).
+    valid
+        ``(r, k)`` booleans: the equations to use.
+    input_samples, duplicates_dropped, segments, rate_hz, decimation
+        Provenance: recorded samples, repeated stamps dropped, contiguous segments, grid
+        rate (Hz), decimation factor or row step.
+    model
+        The regression model (``"dynamic"`` is the IDIM, whose equations are the joint
+        torques themselves).
+    """
+
+    observation_matrix: np.ndarray
+    torques: np.ndarray
+    valid: np.ndarray
+    input_samples: int
+    duplicates_dropped: int
+    segments: int
+    rate_hz: float
+    decimation: int
+    model: str = "dynamic"
+
+
+@dataclass(frozen=True)
+class DecimatedRows:
+    """Decimated rows of the base IDIM: ``W`` ``(r, n, b)``, ``Y`` ``(r, n)``, valid equations, grid indices."""
+
+    observation_matrix: np.ndarray
+    torques: np.ndarray
+    valid: np.ndarray
+    index: np.ndarray
+
+
+@dataclass(frozen=True)
+class RowBuilder:
+    """Builds decimated base-IDIM rows from filtered motion on a uniform grid ([Gautier2013] eq. (13)-(14)).
+
+    Works on blocks that carry :attr:`reach` samples of support on each side of
+    the outputs they produce, so consecutive blocks give exactly the rows of the
+    whole signal: used by the offline pipeline and by the sliding window alike.
+    Equations within ``stick_reach`` samples of a motor slower than
+    ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
+    """
+
+    robot: RobotModel
+    drive_chain: DriveChain
+    terms: DriveTerms
+    base: BaseParameters
+    decimator: ParallelDecimator
+    min_speed_rad_s: float
+    stick_reach: int
+    gather: np.ndarray
+    data: pin.Data
+
+    @classmethod
+    def create(
+        cls,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        base: BaseParameters,
+        *,
+        decimation: int,
+        min_speed_rad_s: float,
+        stick_periods: int | None = None,
+    ) -> RowBuilder:
+        """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
+        masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation."""
+        rows = np.arange(robot.n_joints)[:, None] * len(base.standard_names)
+        decimator = ParallelDecimator.create(decimation)
+        reach = decimator.half_length
+        return cls(
+            robot=robot,
+            drive_chain=drive_chain,
+            terms=terms,
+            base=base,
+            decimator=decimator,
+            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+            gather=(rows + base.independent[None, :])[base.structure],
+            data=robot.model.createData(),
+        )
+
+    @property
+    def reach(self) -> int:
+        """Samples of support needed on each side of an output sample."""
+        return self.decimator.half_length
+
+    def rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
+        filter support lies in this block, which covers grid indices ``[start, start + len(q))``."""
+        full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
+        packed, index = self.decimator.decimate(full.reshape(full.shape[0], -1)[:, self.gather], start=start)
+        y_out, _ = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        return self._assemble(packed[inside], y_out[inside], index[inside], index[inside] - start, dq)
+
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Like :meth:`rows`, with ``W`` evaluated on the filtered motion at the decimated instants.
+
+        The torques are still low-passed and decimated; ``W`` is not. For motion
+        band-limited by the position filter (cut-off below the decimation filter's
+        passband) the two agree to the passband ripple, while the regressor runs on
+        one sample in ``factor``: the streaming estimator's fast path. Equations
+        near velocity reversals, where ``sign(q̇)`` is not band-limited, are masked
+        as in :meth:`rows`.
+        """
+        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        local = index[inside] - start
+        full = observation_matrix(
+            self.robot, self.drive_chain, self.terms, q[local], dq[local], ddq[local], data=self.data
+        )
+        return self._assemble(full.reshape(local.size, -1)[:, self.gather], y_out[inside], index[inside], local, dq)
+
+    def _assemble(
+        self, packed: np.ndarray, torques: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
+    ) -> DecimatedRows:
+        """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
+        w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
+        w_out[:, self.base.structure] = packed
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+        return DecimatedRows(observation_matrix=w_out, torques=torques, valid=~slow[local], index=index)
+
+
+def prepare_observations(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    dq_measured: np.ndarray | None = None,
+    settings: IdentificationSettings | None = None,
+) -> PreparedObservations:
+    """Decimated base observation matrix and torques ([Gautier2013] eq. (13)-(14)).
+
+    ``W`` is built in blocks of ``settings.block_samples`` with the decimation
+    filter's support on both sides, so the result equals decimating the whole
+    full-rate matrix while memory stays bounded; only the entries that are not
+    structural zeros (:attr:`BaseParameters.structure`) are filtered.
+    """
+    settings = settings or IdentificationSettings()
+    motions, duplicates = estimate_motion(time, q, settings.signal, torques=torques, dq_measured=dq_measured)
+    rate = motions[0].rate_hz
+    factor = decimation_factor(settings.signal, rate)
+    builder = RowBuilder.create(
+        robot,
+        drive_chain,
+        terms,
+        base,
+        decimation=factor,
+        min_speed_rad_s=settings.signal.min_speed_rad_s,
+    )
+    matrices, targets, masks = [], [], []
+    step = max(settings.block_samples - settings.block_samples % factor, factor)
+    for motion in motions:
+        if motion.torques is None:
+            raise DataError("the motion has no torques: the IDIM needs them")
+        length = motion.time.shape[0]
+        for first_output in range(0, length, step):
+            start = max(first_output - builder.reach, 0)
+            block = slice(start, min(first_output + step + builder.reach, length))
+            rows = builder.rows(
+                motion.q[block],
+                motion.dq[block],
+                motion.ddq[block],
+                motion.torques[block],
+                start=start,
+                outputs=(first_output, first_output + step),
+            )
+            matrices.append(rows.observation_matrix)
+            targets.append(rows.torques)
+            masks.append(rows.valid)
+    matrix = np.concatenate(matrices) if matrices else np.empty((0, robot.n_joints, base.count))
+    torque = np.concatenate(targets) if targets else np.empty((0, robot.n_joints))
+    valid = np.concatenate(masks) if masks else np.empty((0, robot.n_joints), dtype=bool)
+    return PreparedObservations(
+        observation_matrix=matrix,
+        torques=torque,
+        valid=valid,
+        input_samples=int(np.shape(time)[0]),
+        duplicates_dropped=duplicates,
+        segments=len(motions),
+        rate_hz=rate,
+        decimation=factor,
+    )
+
+
+def slow_equations(drive_chain: DriveChain, dq: np.ndarray, *, min_speed_rad_s: float, reach: int) -> np.ndarray:
+    """``(N, n)``: whether joint ``j``'s equation sees a motor slower than ``min_speed_rad_s`` within ``±reach``.
+
+    Motor ``m`` (speed ``|C[m] · q̇|``) acts on the equations of the joints it is
+    coupled to (``C[m, j] ≠ 0``), so its stick phases spoil those equations only. A
+    joint at rest is flagged too: its static friction is anywhere within ``±Fc``,
+    which no ``Fc sign(q̇)`` model predicts, so its torque cannot be explained there.
+    """
+    samples, n = np.shape(dq)
+    if min_speed_rad_s <= 0.0:
+        return np.zeros((samples, n), dtype=bool)
+    coupling = drive_chain.coupling
+    slow_motor = np.abs(np.asarray(dq) @ coupling.T) < min_speed_rad_s
+    slow = (slow_motor.astype(np.uint8) @ (coupling != 0.0).astype(np.uint8)) > 0
+    return scipy.ndimage.maximum_filter1d(slow, size=2 * reach + 1, axis=0, mode="nearest")
+
+
+__all__ = ["DecimatedRows", "PreparedObservations", "RowBuilder", "prepare_observations", "slow_equations"]

@@ -1,0 +1,112 @@
+"""Settings of identification: signal processing and estimation, validated once.
+
+The choices are those of [Gautier2013] §IV.A (band-pass derivative, parallel decimation,
+OLS or per-joint WLS, essential parameters) and [Volkmann2020] §III.D (sensitivity
+reduction, friction forced essential when every joint moves enough).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dynamic_identification.core.errors import IdentificationError
+
+METHODS: tuple[str, ...] = ("ols", "wls")
+"""Least-squares methods: ordinary, or weighted per joint ([Gautier2013] eq. (20))."""
+
+REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
+"""Model reductions: [Volkmann2020] Algorithm 1, [Gautier2013] §V.B essential parameters, or the rank check only."""
+
+DEFAULT_GAP_FACTOR = 5.0
+"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
+
+
+@dataclass(frozen=True)
+class SignalSettings:
+    """Signal-processing choices ([Gautier2013] §IV.A).
+
+    Attributes
+    ----------
+    position_cutoff_hz
+        Cut-off of the zero-phase Butterworth low-pass applied to positions before
+        differentiation, Hz. It must lie well above the motion's bandwidth (a few
+        Hz for excitation and process trajectories) and below the encoder and
+        torque noise; ``None`` skips the filter.
+    decimation
+        Parallel-decimation factor ``n_d``; 0 chooses
+        :func:`~dynamic_identification.core.signal.default_decimation`.
+    rate_hz
+        Uniform resampling rate, Hz; ``None`` uses the recording's median rate.
+    use_measured_velocity
+        Use the recorded velocities (filtered like positions) instead of
+        differentiating positions.
+    gap_factor
+        A stamp step longer than this many nominal periods is a gap: the recording is
+        split there into segments that are filtered apart (offline) and the sliding
+        window restarts its grid there (in-process). Never interpolated across. > 1.
+    min_speed_rad_s
+        Equations of a joint whose motor speed drops below this (rad/s, joint side)
+        within the decimation filter's support are left out when the
+        model has Coulomb friction: near a velocity reversal the joint sticks and
+        ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
+    """
+
+    position_cutoff_hz: float | None = 20.0
+    decimation: int = 0
+    rate_hz: float | None = None
+    use_measured_velocity: bool = False
+    gap_factor: float = DEFAULT_GAP_FACTOR
+    min_speed_rad_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
+            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
+
+
+@dataclass(frozen=True)
+class IdentificationSettings:
+    """How to estimate: method, model reduction and data requirements.
+
+    Attributes
+    ----------
+    signal
+        Signal processing.
+    method
+        One of :data:`METHODS`.
+    reduction
+        One of :data:`REDUCTIONS`.
+    r_sigma
+        Essential parameters: stop when ``max %σ / min %σ < r_sigma`` ([Gautier2013] §V.B).
+    e_tol
+        Sensitivity reduction: allowed relative growth of each joint's error ([Volkmann2020] Algorithm 1).
+    friction_motion_rad
+        When every joint travels at least this far, rad, the friction parameters are
+        forced essential ([Volkmann2020] §III.D), for the sensitivity and essential reductions.
+    min_samples
+        Fewest recorded samples to identify from.
+    min_motion_rad
+        Some joint must travel this far, rad, or the robot is standing still.
+    block_samples
+        Samples per block when building observation matrices (memory bound).
+    """
+
+    signal: SignalSettings = field(default_factory=SignalSettings)
+    method: str = "wls"
+    reduction: str = "none"
+    r_sigma: float = 20.0
+    e_tol: float = 0.05
+    friction_motion_rad: float = 0.1
+    min_samples: int = 200
+    min_motion_rad: float = 0.01
+    block_samples: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise IdentificationError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.reduction not in REDUCTIONS:
+            raise IdentificationError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {self.reduction!r}")
+
+
+__all__ = ["DEFAULT_GAP_FACTOR", "METHODS", "REDUCTIONS", "IdentificationSettings", "SignalSettings"]

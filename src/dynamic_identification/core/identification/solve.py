@@ -1,0 +1,487 @@
+"""The identification seam: observations → estimate → reduce → quality, the same for every regression model.
+
+Every model's observations (:class:`~dynamic_identification.core.identification.observations.PreparedObservations`
+of the IDIM, the filtered IDIM, the supplied-energy, power and filtered-power models of
+[DirectDrive2012] §3, and the segmented power model of [Gautier2013] §IV.B) go through:
+
+1. **estimate** — at least one more valid equation than base parameters; the weights
+   ``1/σ_j`` of each equation column: ones for OLS, the residual standard deviation of
+   the column's own OLS fit for WLS ([Gautier2013] eq. (20)); the per-column normal
+   equations of the rows (:class:`~dynamic_identification.core.estimation.normal_equations.NormalEquations`);
+2. **reduce** — on the normal equations
+   (:func:`~dynamic_identification.core.estimation.reduction.reduce_parameters`): first the
+   rank check, the one rank detector of the package — pivoted Cholesky of the weighted
+   normal matrix scaled to unit diagonal, which is column-pivoted QR of the weighted rows
+   with unit-norm columns carried out on ``WᵀW``: a column whose part independent of the
+   columns pivoted before it is below ``1e-5`` of its norm (pivot below ``1e-10``) is not
+   identifiable from this data. Forming ``WᵀW`` squares the condition number, so a
+   detector on the normal equations cannot resolve dependencies finer than about
+   ``sqrt(eps)``; ``1e-5`` keeps a margin of three decades, and the sliding window, which
+   keeps only normal equations, decides exactly as offline identification does. Then the
+   reduction: ``none``, ``essential`` ([Gautier2013] §V.B) or ``sensitivity``
+   ([Volkmann2020] Algorithm 1), with the friction parameters forced essential when every
+   joint travels at least ``friction_motion_rad`` ([Volkmann2020] §III.D);
+3. the estimate of the kept columns by QR on the rows (accuracy of ``cond(W)``, not
+   ``cond(W)²``; [Gautier2013] eq. (15)-(20)), optionally by recursive least squares
+   ([DirectDrive2012] §3.1);
+4. **quality** — [Volkmann2020] eq. (11)-(12) of the joint torques
+   (:class:`~dynamic_identification.core.estimation.quality.JointErrors`): on the IDIM's
+   own rows, or, for a model whose equations are not the joint torques, of its torque
+   prediction at the recorded stamps where the joint moves; then the plausibility gates
+   (:mod:`~dynamic_identification.core.plausibility`). Whether an implausible model is
+   used anyway is the caller's decision.
+
+The sliding window (:mod:`~dynamic_identification.core.identification.in_process`) keeps
+normal equations and blocks of rows: it runs steps 2 and 4 with the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.estimation.least_squares import (
+    LeastSquaresResult,
+    joint_error_std,
+    ordinary_least_squares,
+    weighted_least_squares,
+)
+from dynamic_identification.core.estimation.normal_equations import NormalEquations
+from dynamic_identification.core.estimation.quality import JointErrors, relative_norm
+from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
+from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
+from dynamic_identification.core.identification.motion import check_motion, check_samples
+from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
+from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import PlausibilityBounds, model_problems
+from dynamic_identification.core.regressors import BaseParameters
+
+NOT_EXCITED = f"{NOT_IDENTIFIABLE}: not excited by this data"
+"""Why a base parameter the rank check removed is gone, as reported to users."""
+
+FRICTION_PREFIXES = ("Fv", "Fc")
+"""Names of the friction parameters forced essential when every joint moves enough."""
+
+
+@dataclass(frozen=True)
+class RecursiveSettings:
+    """Recursive least squares instead of the batch QR solution ([DirectDrive2012] §3.1).
+
+    RLS works on unit-norm weighted columns, where ``initial_covariance`` ``p₀`` pulls the
+    estimate towards zero by at most ``1 / (p₀ σ_min²)`` relative (``σ_min`` the smallest
+    singular value of the normalised weighted matrix): without forgetting the default
+    ``p₀ = 1e8`` agrees with batch LS to about 1e-7 on a well-excited trajectory.
+    """
+
+    forgetting: float = 1.0
+    initial_covariance: float = 1e8
+
+
+@dataclass(frozen=True)
+class Quality:
+    """How well the identified model explains the joint torques, and whether it is plausible.
+
+    Attributes
+    ----------
+    joint_errors
+        Sums of [Volkmann2020] eq. (11)-(12) and the peak predicted torque per joint.
+    problems
+        Every plausibility gate the model fails, one line each; empty when plausible.
+    """
+
+    joint_errors: JointErrors
+    problems: tuple[str, ...]
+
+    @property
+    def plausible(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class IdentificationResult:
+    """Identified base parameters, how the model was reduced and its quality; one type for every model.
+
+    ``names``/``expressions`` list the kept base parameters in the order of
+    ``estimate.parameters``; ``removed`` maps each dropped base parameter to why, in the
+    order they were dropped. ``quality`` is the seam's verdict (``None`` for a result
+    assembled by hand); ``condition_number_full`` is the condition number of the
+    identifiable model before the reduction; ``history`` the recursive estimator's
+    ([DirectDrive2012] Figs. 2-3), ``None`` for the batch solution; ``equations`` the
+    per-column normal equations of the valid rows in every base column, for the steps that
+    start from them (physical consistency, further reductions).
+    """
+
+    base: BaseParameters
+    names: tuple[str, ...]
+    expressions: tuple[str, ...]
+    estimate: LeastSquaresResult
+    removed: tuple[tuple[str, str], ...]
+    observations: PreparedObservations
+    quality: Quality | None = None
+    condition_number_full: float = math.nan
+    history: RecursiveHistory | None = None
+    equations: NormalEquations | None = None
+
+    @property
+    def judged(self) -> Quality:
+        """:attr:`quality`, which a result of the seam always has."""
+        if self.quality is None:
+            raise DataError("this identification result was not judged: identify through the identification seam")
+        return self.quality
+
+    @property
+    def model(self) -> str:
+        """The regression model."""
+        return self.observations.model
+
+    @property
+    def values(self) -> dict[str, float]:
+        """The kept base parameters by name."""
+        return dict(zip(self.names, self.estimate.parameters.tolist(), strict=True))
+
+    @property
+    def excited(self) -> np.ndarray:
+        """``(b,)`` booleans in :class:`BaseParameters` order: whether each base parameter was estimated
+        (neither unidentifiable from this data nor removed by the reduction)."""
+        mask = np.zeros(self.base.count, dtype=bool)
+        mask[self.base.subset(self.names)] = True
+        return mask
+
+    @property
+    def parameters(self) -> np.ndarray:
+        """Every base parameter in :class:`BaseParameters` order, ``(b,)``; 0 for a removed one."""
+        values = np.zeros(self.base.count)
+        values[self.base.subset(self.names)] = self.estimate.parameters
+        return values
+
+    @property
+    def std(self) -> np.ndarray:
+        """Standard deviations in :class:`BaseParameters` order, ``(b,)``; NaN for a removed parameter."""
+        deviations = np.full(self.base.count, np.nan)
+        deviations[self.base.subset(self.names)] = self.estimate.std
+        return deviations
+
+    @property
+    def relative_error(self) -> float:
+        """``‖Y − Wχ̂‖ / ‖Y‖`` of the model's own equations."""
+        return self.estimate.relative_error
+
+
+def friction_columns(names: Sequence[str]) -> np.ndarray:
+    """Indices of the viscous and Coulomb friction parameters among ``names``."""
+    return np.array([i for i, name in enumerate(names) if name.startswith(FRICTION_PREFIXES)], dtype=int)
+
+
+def reduce_model(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    *,
+    names: Sequence[str],
+    travel: np.ndarray,
+    method: str,
+    e_tol: float,
+    r_sigma: float,
+    friction_motion_rad: float,
+) -> ReductionResult:
+    """The rank check and the reduction (step 2 of the seam) on normal equations.
+
+    The friction parameters are forced essential when every joint travels at least
+    ``friction_motion_rad`` rad (``travel`` per joint, rad): a joint that moves has
+    friction, whatever its sensitivity ([Volkmann2020] §III.D).
+    """
+    moving = travel.size > 0 and bool(np.all(travel >= friction_motion_rad))
+    return reduce_parameters(
+        equations,
+        joint_std,
+        method=method,
+        e_tol=e_tol,
+        r_sigma=r_sigma,
+        forced=friction_columns(names).tolist() if moving else (),
+        names=names,
+    )
+
+
+def removed_reasons(names: Sequence[str], reduction: ReductionResult) -> tuple[tuple[str, str], ...]:
+    """``(name, why)`` of each parameter the reduction removed, in removal order, as reported to users."""
+    return tuple((names[i], NOT_EXCITED if why == NOT_IDENTIFIABLE else why) for i, why in reduction.removed)
+
+
+def joint_weights(observations: PreparedObservations, method: str) -> np.ndarray:
+    """``σ_j`` of each equation column: ones for OLS, the column's own OLS residual std for WLS
+    ([Gautier2013] eq. (20)), computed once from the full model."""
+    if method == "ols":
+        return np.ones(observations.torques.shape[1])
+    return joint_error_std(observations.observation_matrix, observations.torques, valid=observations.valid)
+
+
+def plausibility_problems(
+    bounds: PlausibilityBounds, names: Sequence[str], values: np.ndarray, errors: JointErrors
+) -> tuple[str, ...]:
+    """The plausibility gates of a model given its values and the peak torque it predicts on its own data."""
+    return model_problems(bounds, names, values, predicted_peak=errors.peak)
+
+
+def identify_observations(
+    base: BaseParameters,
+    observations: PreparedObservations,
+    *,
+    settings: IdentificationSettings,
+    travel: np.ndarray,
+    bounds: PlausibilityBounds,
+    torque_check: TorqueCheck | None = None,
+    recursive: RecursiveSettings | None = None,
+) -> IdentificationResult:
+    """Estimate, reduce and judge a model from its observations (the seam, see the module docstring).
+
+    Parameters
+    ----------
+    base
+        The base parameters the observations' columns stand for.
+    observations
+        The model's rows, from the model's builder.
+    settings
+        Method, reduction and their tolerances.
+    travel
+        How far each joint moved in the data, rad, ``(n,)``: the friction rule's input.
+    bounds
+        The plausibility gates.
+    torque_check
+        How to judge the model's joint torques when its own equations are not the joint
+        torques (:func:`~dynamic_identification.core.identification.prediction.stamp_torque_check`);
+        ``None`` judges the equations themselves (the IDIM). A model judged by a check
+        that leaves base parameters undetermined is unusable: the torques of its missing
+        parameters are simply absent from its prediction.
+    recursive
+        Recursive least squares for the final estimate instead of the batch solution.
+
+    Raises
+    ------
+    DataError
+        Too few valid equations for the base parameters.
+    """
+    matrix, target, valid = observations.observation_matrix, observations.torques, observations.valid
+    if valid.sum() <= base.count:
+        raise DataError(
+            f"too few {observations.model} equations after decimation by {observations.decimation}:"
+            f" {int(valid.sum())} usable ({matrix.shape[0]} rows × {matrix.shape[1]} equation columns)"
+            f" for {base.count} base parameters (record longer)"
+        )
+    joint_std = joint_weights(observations, settings.method)
+    equations = NormalEquations.from_rows(matrix, target, valid)
+    reduction = reduce_model(
+        equations,
+        joint_std,
+        names=base.names,
+        travel=travel,
+        method=settings.reduction,
+        e_tol=settings.e_tol,
+        r_sigma=settings.r_sigma,
+        friction_motion_rad=settings.friction_motion_rad,
+    )
+    kept = reduction.kept
+    names = tuple(base.names[i] for i in kept)
+    estimate = _least_squares(matrix[..., kept], target, valid, joint_std, names, settings.method)
+    history = None
+    if recursive is not None:
+        estimate, history = _recursive(estimate, matrix[..., kept], target, valid, joint_std, recursive)
+    if torque_check is None:
+        errors = JointErrors.of(target, matrix[..., kept] @ estimate.parameters, valid)
+        unusable: tuple[str, ...] = ()
+    else:
+        errors = torque_check(dict(zip(names, estimate.parameters.tolist(), strict=True)))
+        unusable = _undetermined(observations.model, base, reduction)
+    return IdentificationResult(
+        base=base,
+        names=names,
+        expressions=tuple(base.expressions[i] for i in kept),
+        estimate=estimate,
+        removed=removed_reasons(base.names, reduction),
+        observations=observations,
+        quality=Quality(errors, unusable + plausibility_problems(bounds, names, estimate.parameters, errors)),
+        condition_number_full=reduction.reference.condition_number,
+        history=history,
+        equations=equations,
+    )
+
+
+def _undetermined(model: str, base: BaseParameters, reduction: ReductionResult) -> tuple[str, ...]:
+    """The problem of a model that leaves base parameters undetermined on its data, or none."""
+    missing = [base.names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE]
+    if not missing:
+        return ()
+    listed = f"{', '.join(missing[:6])}{' …' if len(missing) > 6 else ''}"
+    return (
+        f"the {model} model determines only {base.count - len(missing)} of {base.count} base parameters on this"
+        f" data ({listed}): it is unusable here, use --model dynamic",
+    )
+
+
+def _least_squares(
+    matrix: np.ndarray,
+    target: np.ndarray,
+    valid: np.ndarray,
+    joint_std: np.ndarray,
+    names: tuple[str, ...],
+    method: str,
+) -> LeastSquaresResult:
+    """OLS or WLS of the kept columns by QR on the rows ([Gautier2013] eq. (15)-(20))."""
+    if method == "ols":
+        return ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
+    return weighted_least_squares(matrix, target, joint_std=joint_std, parameter_names=names, valid=valid)
+
+
+def _recursive(
+    batch: LeastSquaresResult,
+    matrix: np.ndarray,
+    target: np.ndarray,
+    valid: np.ndarray,
+    joint_std: np.ndarray,
+    settings: RecursiveSettings,
+) -> tuple[LeastSquaresResult, RecursiveHistory]:
+    """RLS of the kept columns ([DirectDrive2012] §3.1), one sample per update, on unit-norm weighted columns.
+
+    Normalising the columns lets one ``p₀`` suit parameters of any unit (kg·m² next to
+    N·m): the prior's pull is ``1 / (p₀ σ_min²)`` of the scaled matrix. The covariance and
+    ``%σ`` are those of the RLS; the other statistics are the batch solution's.
+    """
+    scale = np.linalg.norm(np.where(valid[..., None], matrix / joint_std[None, :, None], 0.0), axis=(0, 1))
+    scale = np.where(scale > 0.0, scale, 1.0)
+    rls = recursive_estimate(
+        matrix / scale,
+        target,
+        valid=valid,
+        joint_std=joint_std,
+        forgetting=settings.forgetting,
+        initial_covariance=settings.initial_covariance,
+    )
+    parameters = rls.parameters / scale
+    weighted = np.where(valid, (target - matrix @ parameters) / joint_std, 0.0)
+    variance = float(np.sum(weighted**2)) / max(int(valid.sum()) - parameters.size, 1)
+    covariance = variance * rls.covariance / np.outer(scale, scale)
+    std = np.sqrt(np.diag(covariance))
+    residual = np.where(valid, target - matrix @ parameters, 0.0)
+    errors = JointErrors.of(target, matrix @ parameters, valid)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
+    estimate = replace(
+        batch,
+        parameters=parameters,
+        std=std,
+        relative_std_percent=percent,
+        covariance=covariance,
+        relative_error=relative_norm(
+            float(np.linalg.norm(residual)), float(np.linalg.norm(np.where(valid, target, 0.0)))
+        ),
+        joint_errors=errors.errors,
+        joint_relative_errors=errors.relative_errors,
+    )
+    history = RecursiveHistory(
+        rows_seen=rls.history.rows_seen,
+        parameters=rls.history.parameters / scale,
+        covariance_diagonal=rls.history.covariance_diagonal / scale**2,
+        covariance_trace=rls.history.covariance_trace,
+        covariance_eigenvalues=rls.history.covariance_eigenvalues,
+    )
+    return estimate, history
+
+
+def checked_samples(
+    robot: RobotModel,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    settings: IdentificationSettings,
+    *,
+    dq_measured: np.ndarray | None = None,
+) -> Samples:
+    """A recording fit to identify from: enough samples, finite values, positions unwrapped, some motion.
+
+    Raises
+    ------
+    DataError
+        Fewer than ``settings.min_samples`` samples, or a non-finite position or torque.
+    InsufficientExcitationError
+        No joint travelled ``settings.min_motion_rad``.
+    """
+    samples = int(np.shape(time)[0])
+    if samples < settings.min_samples:
+        raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
+    check_samples(robot.joint_names, q, torques)
+    unwrapped = robot.unwrap_positions(np.asarray(q, dtype=float))
+    check_motion(unwrapped, robot.joint_names, min_motion_rad=settings.min_motion_rad)
+    return Samples(
+        time=np.asarray(time, dtype=float),
+        q=unwrapped,
+        torques=np.asarray(torques, dtype=float),
+        dq_measured=dq_measured,
+    )
+
+
+def identify(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    dq_measured: np.ndarray | None = None,
+    settings: IdentificationSettings | None = None,
+    bounds: PlausibilityBounds | None = None,
+) -> IdentificationResult:
+    """Identify the base parameters from a recording in model joint order with the IDIM ([Gautier2013] §IV.A).
+
+    :func:`~dynamic_identification.core.regression_models.identify_model` does the same
+    with any regression model.
+
+    Raises
+    ------
+    DataError
+        Bad stamps, NaN, too few samples or equations after decimation.
+    InsufficientExcitationError
+        The robot stood still.
+    """
+    settings = settings or IdentificationSettings()
+    samples = checked_samples(robot, time, q, torques, settings, dq_measured=dq_measured)
+    observations = prepare_observations(
+        robot,
+        drive_chain,
+        terms,
+        base,
+        samples.time,
+        samples.q,
+        samples.torques,
+        dq_measured=dq_measured,
+        settings=settings,
+    )
+    return identify_observations(
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(samples.q, axis=0),
+        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+    )
+
+
+__all__ = [
+    "FRICTION_PREFIXES",
+    "NOT_EXCITED",
+    "IdentificationResult",
+    "Quality",
+    "RecursiveSettings",
+    "checked_samples",
+    "friction_columns",
+    "identify",
+    "identify_observations",
+    "joint_weights",
+    "plausibility_problems",
+    "reduce_model",
+    "removed_reasons",
+]
