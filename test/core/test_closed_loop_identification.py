@@ -37,7 +37,7 @@ from dynamic_identification.core.closed_loop_simulation import (
     simulate_tracking,
 )
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.estimation.least_squares import (
     LeastSquaresResult,
     joint_error_std,
@@ -302,3 +302,29 @@ def test_passive_positions_that_contradict_the_closure_are_refused_naming_sample
             s.model, NOMINAL, TERMS, s.base, s.unloaded.time_s, q, s.unloaded.joint_torques_nm, settings=SETTINGS
         )
     assert "\n" not in str(caught.value)
+
+
+def test_base_parameters_of_other_drive_terms_are_refused(scenario: Scenario) -> None:
+    s = scenario
+    other = base_parameters(s.model, NOMINAL, DriveTerms(offset=False))
+    with pytest.raises(ModelError, match="do not regroup the standard parameters of this mechanism"):
+        closed_loop_observations(
+            s.model,
+            NOMINAL,
+            TERMS,
+            other,
+            s.unloaded.time_s,
+            s.unloaded.q,
+            s.unloaded.joint_torques_nm,
+            settings=SETTINGS,
+        )
+
+
+def test_a_non_finite_position_is_refused_naming_joint_and_sample(scenario: Scenario) -> None:
+    s = scenario
+    q = s.unloaded.q.copy()
+    q[1234, 1] = np.nan
+    with pytest.raises(DataError, match="position of proximal_joint_2 is not finite at sample 1234"):
+        closed_loop_observations(
+            s.model, NOMINAL, TERMS, s.base, s.unloaded.time_s, q, s.unloaded.joint_torques_nm, settings=SETTINGS
+        )

@@ -12,7 +12,8 @@ The signal pipeline of the serial IDIM ([Gautier2013] §IV.A) with the closed-lo
    accelerations, eq. (4)), so the motion that enters the model closes the loops exactly;
 3. the closed-loop observation matrix ``J_tᵀ φ_tree`` plus the drive terms of the actuated
    joints (eq. (6)) in the closed-loop base parameters (eq. (7)), built in blocks of
-   ``block_samples`` with the decimation filter's support on both sides, and the parallel
+   ``block_samples`` with the decimation filter's support on both sides (the full-rate ``W``
+   is never held; the completed tree motion and ``J_t`` are, per segment), and the parallel
    decimation ([Gautier2013] eq. (13)-(14)) applied to ``Y`` and to every column of ``W``;
    equations within the filter's reach of an actuated motor slower than
    ``min_speed_rad_s`` are masked (the stick phases ``Fc sign(q̇)`` does not describe).
@@ -62,6 +63,7 @@ from dynamic_identification.core.closed_loop import (
     LoopClosureError,
     base_parameters,
     observation_matrix,
+    standard_parameter_names,
 )
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
@@ -123,6 +125,7 @@ class CompletedRecording:
 
     @property
     def rate_hz(self) -> float:
+        """Grid rate of the segments, Hz."""
         return self.segments[0].rate_hz
 
 
@@ -176,15 +179,8 @@ class ClosedLoopRowBuilder:
         ModelError
             When the drive chain or the base parameters do not belong to ``model``.
         """
-        if drive_chain.n_joints != model.n_actuated:
-            raise ModelError(
-                f"drive chain has {drive_chain.n_joints} joints, the mechanism has {model.n_actuated} actuated joints"
-            )
-        if base.structure.shape[0] != model.n_actuated:
-            raise ModelError(
-                f"base parameters have {base.structure.shape[0]} equations per sample, the mechanism"
-                f" {model.n_actuated} actuated joints: use closed_loop.base_parameters"
-            )
+        _check_chain(model, drive_chain)
+        _check_base(model, terms, base)
         decimator = ParallelDecimator.create(decimation)
         reach = decimator.half_length
         return cls(
@@ -379,6 +375,8 @@ def closed_loop_observations(
     LoopClosureError
         The recording reaches a singularity or leaves the workspace (names the sample).
     """
+    _check_chain(model, drive_chain)
+    _check_base(model, terms, base)
     _check_samples(time, settings, "")
     if np.ndim(torques) != 2 or np.shape(torques)[1] != model.n_actuated:
         raise DataError(
@@ -494,12 +492,10 @@ def identify_closed_loop_drive_gains(
         A recording reaches a singularity (names the recording and sample).
     """
     settings = settings or IdentificationSettings()
-    if drive_chain.n_joints != model.n_actuated:
-        raise ModelError(
-            f"drive chain has {drive_chain.n_joints} joints, the mechanism has {model.n_actuated} actuated joints"
-        )
+    _check_chain(model, drive_chain)
     frame_id(model.robot, payload.frame)  # refuses an unknown frame before any work
     base = base or base_parameters(model, drive_chain, terms)
+    _check_base(model, terms, base)
     rows = [
         _gain_rows(model, drive_chain, terms, base, recording, settings, load, passive_tolerance_rad)
         for recording, load in ((unloaded, None), (loaded, payload))
@@ -583,16 +579,17 @@ def _validated(
         )
     if values.ndim != 2 or values.shape[0] != samples:
         raise DataError(f"{where}signals must have shape ({samples}, m), got {values.shape}")
+    if not np.all(np.isfinite(t)):
+        raise DataError(f"{where}time is not finite at sample {int(np.argwhere(~np.isfinite(t))[0, 0])}")
     names = model.joint_names if positions.shape[1] == model.n_tree else model.actuated_joint_names
     for label, array, columns in (
-        ("time", t[:, None], ("",)),
         ("position", positions, names),
         ("torque or current", values, model.actuated_joint_names),
     ):
         bad = ~np.isfinite(array)
         if bad.any():
             row, column = (int(i) for i in np.argwhere(bad)[0])
-            joint = f" of joint {columns[column]}" if columns[0] and column < len(columns) else ""
+            joint = f" of {columns[column]}" if column < len(columns) else f" in column {column}"
             raise DataError(f"{where}{label}{joint} is not finite at sample {row}")
     return t, positions, values
 
@@ -661,6 +658,23 @@ def _at_recorded_sample(error: LoopClosureError, time: np.ndarray, grid: np.ndar
         residual=error.residual,
         condition_number=error.condition_number,
     )
+
+
+def _check_chain(model: ClosedLoopModel, drive_chain: DriveChain) -> None:
+    if drive_chain.n_joints != model.n_actuated:
+        raise ModelError(
+            f"drive chain has {drive_chain.n_joints} joints, the mechanism has {model.n_actuated} actuated joints"
+        )
+
+
+def _check_base(model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters) -> None:
+    expected = standard_parameter_names(model, terms)
+    if base.standard_names != expected:
+        raise ModelError(
+            "base parameters do not regroup the standard parameters of this mechanism and drive terms"
+            f" ({len(base.standard_names)} standard parameters, expected {len(expected)}):"
+            " use closed_loop.base_parameters(model, drive_chain, terms)"
+        )
 
 
 def _check_samples(time: np.ndarray, settings: IdentificationSettings, where: str) -> None:
