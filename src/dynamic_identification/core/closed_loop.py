@@ -620,6 +620,39 @@ class ClosedLoopModel:
             out[k] = self._passive_block(kinematics.jacobian(), None if single else k, 0.0).projection
         return out[0] if single else out
 
+    def passive_correction(self, q: np.ndarray) -> np.ndarray:
+        """How far measured passive positions are from closing the loops: ``Δq_p = −A_p⁺ f_t(q_t)``.
+
+        The first Newton step of :meth:`solve_passive` from ``q`` ([Briot2012] eq. (2)):
+        to first order, the change of the passive positions (rad or m) that closes the
+        loops with the actuated positions of ``q`` held. Zero on a closed configuration;
+        exact to second order in the deviation.
+
+        Parameters
+        ----------
+        q
+            Tree positions ``(N, n_t)``, e.g. a recording of every joint, rad or m.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N, n_p)``, passive joints in kinematic order.
+
+        Raises
+        ------
+        LoopClosureError
+            At the first sample whose passive block of ``A_t`` is singular, naming it.
+        """
+        samples = self._motion("q", q, self.n_tree)
+        kinematics = _Kinematics(self)
+        out = np.empty((samples.shape[0], self.n_passive))
+        for k, configuration in enumerate(samples):
+            kinematics.place(configuration)
+            residual = kinematics.residual()
+            block = self._passive_block(kinematics.jacobian(), k, float(np.max(np.abs(residual))))
+            out[k] = -block.pseudo_inverse @ residual
+        return out
+
     # ----------------------------------------------------------------- solving the loops
     def solve_passive(self, q_actuated: np.ndarray, q_guess: np.ndarray) -> np.ndarray:
         """Tree configuration closing the loops for given actuated positions (eq. (2)).

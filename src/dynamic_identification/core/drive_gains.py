@@ -84,9 +84,12 @@ class CurrentRecording:
     time
         Stamps, s, shape ``(N,)``.
     q
-        Joint positions, rad, shape ``(N, n)``.
+        Joint positions, rad, shape ``(N, n)``; for a closed-loop robot the actuated joints
+        or all joints of the opened tree
+        (:func:`~dynamic_identification.core.closed_loop_identification.identify_closed_loop_drive_gains`).
     currents
-        Motor currents, A, shape ``(N, n)`` (motor ``m`` drives joint ``m`` through the coupling).
+        Motor currents, A, shape ``(N, m)`` (motor ``m`` drives joint ``m`` through the coupling;
+        ``m = n`` for a serial robot, the actuated joints of a closed-loop one).
     name
         Used in error messages (``"unloaded"``, ``"loaded"``, a file name).
     """
@@ -115,9 +118,15 @@ class CurrentRecording:
         t = np.asarray(time, dtype=float)
         positions = np.asarray(q, dtype=float)
         amps = np.asarray(currents, dtype=float)
-        if t.ndim != 1 or positions.ndim != 2 or positions.shape[0] != t.shape[0] or amps.shape != positions.shape:
+        if (
+            t.ndim != 1
+            or positions.ndim != 2
+            or amps.ndim != 2
+            or not t.shape[0] == positions.shape[0] == amps.shape[0]
+            or amps.shape[1] > positions.shape[1]
+        ):
             raise DataError(
-                f"recording {name!r}: time (N,), q and currents (N, n) must agree, got"
+                f"recording {name!r}: time (N,), q (N, n) and currents (N, m <= n) must agree, got"
                 f" {t.shape}, {positions.shape}, {amps.shape}"
             )
         for label, array in (("time", t), ("q", positions), ("currents", amps)):
@@ -189,13 +198,44 @@ class DriveGainsResult:
 
 
 @dataclass(frozen=True)
-class _Rows:
-    """Decimated rows of one recording: base ``W`` (r, n, b), currents (r, n), known payload torques (r, n)."""
+class GainRows:
+    """Decimated equations of one recording for IDIM-TLS ([Briot2012] eq. (12)): ``V_τ k = W χ + W_kL χ_kL + ρ``.
+
+    Any observation builder can produce them (serial IDIM here, the closed-loop IDIM of
+    :mod:`dynamic_identification.core.closed_loop_identification`); :func:`drive_gains_from_rows`
+    solves them.
+
+    Attributes
+    ----------
+    observation_matrix
+        Base-parameter observation matrix ``W``, shape ``(r, n, b)`` (``n`` equations per row:
+        the joints, or the actuated joints of a closed-loop robot).
+    current_columns
+        ``V_τ`` of [Briot2012] eq. (8), shape ``(r, n, g)``: ``V_τ @ k`` are the torques of
+        drive gains ``k`` (N·m/A), see :func:`current_columns`.
+    known
+        Torques of the known payload ``W_kL χ_kL``, N·m, shape ``(r, n)``; zeros without load.
+    valid
+        ``(r, n)`` booleans: the equations to use.
+    """
 
     observation_matrix: np.ndarray
-    currents: np.ndarray
+    current_columns: np.ndarray
     known: np.ndarray
     valid: np.ndarray
+
+    def __post_init__(self) -> None:
+        r, n = self.valid.shape
+        if (
+            self.observation_matrix.shape[:2] != (r, n)
+            or self.current_columns.shape[:2] != (r, n)
+            or self.known.shape != (r, n)
+        ):
+            raise DataError(
+                f"GainRows: observation_matrix {self.observation_matrix.shape}, current_columns"
+                f" {self.current_columns.shape}, known {self.known.shape} and valid {self.valid.shape}"
+                " must share (r, n)"
+            )
 
 
 def _rows(
@@ -206,12 +246,15 @@ def _rows(
     recording: CurrentRecording,
     settings: IdentificationSettings,
     payload: Payload | None,
-) -> _Rows:
+) -> GainRows:
     """The blocks of :func:`~dynamic_identification.core.identification.prepare_observations`, with
     the currents and the known payload torques decimated as extra signals."""
     n = robot.n_joints
-    if recording.q.shape[1] != n:
-        raise DataError(f"recording {recording.name!r} has {recording.q.shape[1]} joints, the robot {n}")
+    if recording.q.shape[1] != n or recording.currents.shape[1] != n:
+        raise DataError(
+            f"recording {recording.name!r} has {recording.q.shape[1]} joints and {recording.currents.shape[1]}"
+            f" currents, the robot {n} joints"
+        )
     if recording.time.shape[0] < settings.min_samples:
         raise DataError(
             f"recording {recording.name!r} has too few samples: {recording.time.shape[0]} < {settings.min_samples}"
@@ -253,9 +296,9 @@ def _rows(
             currents.append(rows.torques[:, :n])
             known.append(rows.torques[:, n:])
             masks.append(rows.valid)
-    return _Rows(
+    return GainRows(
         observation_matrix=np.concatenate(matrices),
-        currents=np.concatenate(currents),
+        current_columns=current_columns(drive_chain, np.concatenate(currents)),
         known=np.concatenate(known),
         valid=np.concatenate(masks),
     )
@@ -332,10 +375,53 @@ def identify_drive_gains(
     if drive_chain.n_joints != n:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
     base = base or base_parameters(robot, drive_chain, terms)
-    recordings = (
+    return drive_gains_from_rows(
         _rows(robot, drive_chain, terms, base, unloaded, settings, None),
         _rows(robot, drive_chain, terms, base, loaded, settings, payload),
+        base=base,
+        nominal_gains=drive_chain.drive_gains,
     )
+
+
+def drive_gains_from_rows(
+    unloaded: GainRows, loaded: GainRows, *, base: BaseParameters, nominal_gains: np.ndarray
+) -> DriveGainsResult:
+    """IDIM-TLS of prepared equations ([Briot2012] eq. (13)): drive gains, base parameters, scale ``δ = 1``.
+
+    The core of :func:`identify_drive_gains`, shared by every observation builder: base
+    parameters not excited by the stacked ``W`` are dropped, the per-joint weights come
+    from least squares with ``nominal_gains`` and are re-estimated from the TLS residuals
+    (:data:`TLS_ITERATIONS` passes, [Gautier2013] eq. (20)), and σ follows the module
+    docstring.
+
+    Parameters
+    ----------
+    unloaded, loaded
+        Equations of the recording without load (``known`` zero) and with the known payload.
+    base
+        The base parameters the columns of ``observation_matrix`` stand for.
+    nominal_gains
+        Drive gains the first weights assume and the result reports, N·m/A, shape ``(g,)``.
+
+    Raises
+    ------
+    DataError
+        Fewer usable equations than unknowns, or rows of different sizes.
+    InsufficientExcitationError
+        The payload does not fix the scale (``δ ≈ 0``).
+    """
+    recordings = (unloaded, loaded)
+    nominal_gains = np.asarray(nominal_gains, dtype=float)
+    n = unloaded.valid.shape[1]
+    gains = nominal_gains.shape[0]
+    for rows in recordings:
+        if rows.valid.shape[1] != n or rows.observation_matrix.shape[2] != base.count:
+            raise DataError(
+                f"rows have {rows.valid.shape[1]} equations and {rows.observation_matrix.shape[2]} columns;"
+                f" expected {n} and the {base.count} base parameters"
+            )
+        if rows.current_columns.shape[2] != gains:
+            raise DataError(f"rows have {rows.current_columns.shape[2]} current columns for {gains} nominal gains")
     stacked_w = np.concatenate([rows.observation_matrix for rows in recordings])
     stacked_valid = np.concatenate([rows.valid for rows in recordings])
     unexcited = rank_deficient_columns(stacked_w, valid=stacked_valid)
@@ -344,19 +430,19 @@ def identify_drive_gains(
         np.concatenate(
             [
                 -rows.observation_matrix[..., kept],
-                current_columns(drive_chain, rows.currents),
+                rows.current_columns,
                 -rows.known[..., None],
             ],
             axis=2,
         )
         for rows in recordings
     ]
-    unknowns = kept.size + n
+    unknowns = kept.size + gains
     total_rows = int(stacked_valid.sum())
     if total_rows <= unknowns + 1:
         raise DataError(f"only {total_rows} usable equations for {unknowns} unknowns (base parameters and gains)")
     # First weights: per-joint residuals of least squares with the nominal gains and δ = 1.
-    nominal = np.concatenate([np.zeros(kept.size), drive_chain.drive_gains, [1.0]])
+    nominal = np.concatenate([np.zeros(kept.size), nominal_gains, [1.0]])
     joint_std = np.ones((2, n))
     for r, (block, rows) in enumerate(zip(blocks, recordings, strict=True)):
         target = block[..., kept.size :] @ nominal[kept.size :]
@@ -395,7 +481,7 @@ def identify_drive_gains(
     return DriveGainsResult(
         drive_gains=solution[kept.size : -1].copy(),
         drive_gains_std=std[kept.size :].copy(),
-        nominal_drive_gains=drive_chain.drive_gains.copy(),
+        nominal_drive_gains=nominal_gains.copy(),
         names=tuple(base.names[i] for i in kept),
         values=solution[: kept.size].copy(),
         std=std[: kept.size].copy(),
@@ -406,11 +492,11 @@ def identify_drive_gains(
         relative_error=float(np.linalg.norm(unweighted) / max(float(np.linalg.norm(torques)), 1e-300)),
         condition_number=float(singular_values[0] / singular_values[-1]),
         smallest_singular_value=float(singular),
-        samples=(int(recordings[0].currents.shape[0]), int(recordings[1].currents.shape[0])),
+        samples=(int(unloaded.valid.shape[0]), int(loaded.valid.shape[0])),
     )
 
 
-def _weighted(blocks: list[np.ndarray], recordings: tuple[_Rows, ...], joint_std: np.ndarray) -> np.ndarray:
+def _weighted(blocks: list[np.ndarray], recordings: tuple[GainRows, ...], joint_std: np.ndarray) -> np.ndarray:
     """Valid rows of every block divided by their joint's σ, stacked: the weighted ``W_tot``."""
     return np.concatenate(
         [

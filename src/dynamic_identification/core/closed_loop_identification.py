@@ -1,0 +1,726 @@
+"""Closed-loop (parallel) robots identified from recordings: observations and drive gains.
+
+The signal pipeline of the serial IDIM ([Gautier2013] §IV.A) with the closed-loop model of
+[Briot2012] §2 in place of the serial regressor:
+
+1. stamps cleaned, each contiguous segment resampled on a uniform grid, the **actuated**
+   positions low-passed (zero phase) and differentiated (band-pass derivatives), exactly as
+   :func:`~dynamic_identification.core.identification.estimate_motion` does for a serial robot;
+2. the tree motion completed from the filtered actuated motion
+   (:meth:`~dynamic_identification.core.closed_loop.ClosedLoopModel.complete_motion`:
+   passive positions from the loop closures, eq. (2); velocities ``q̇_t = J_t q̇_a``, eq. (3);
+   accelerations, eq. (4)), so the motion that enters the model closes the loops exactly;
+3. the closed-loop observation matrix ``J_tᵀ φ_tree`` plus the drive terms of the actuated
+   joints (eq. (6)) in the closed-loop base parameters (eq. (7)), built in blocks of
+   ``block_samples`` with the decimation filter's support on both sides (the full-rate ``W``
+   is never held; the completed tree motion and ``J_t`` are, per segment), and the parallel
+   decimation ([Gautier2013] eq. (13)-(14)) applied to ``Y`` and to every column of ``W``;
+   equations within the filter's reach of an actuated motor slower than
+   ``min_speed_rad_s`` are masked (the stick phases ``Fc sign(q̇)`` does not describe).
+
+What the positions may hold
+---------------------------
+* **The actuated joints only** ``(N, n_a)``: the passive ones follow from the closures, in
+  the assembly mode reached by walking from the model's reference configuration.
+* **Every joint of the opened tree** ``(N, n_t)`` (passive joints with encoders): each
+  recorded sample is checked against the closure first — the passive positions must lie
+  within ``passive_tolerance_rad`` of the closed configuration of the recorded actuated
+  positions (:meth:`~dynamic_identification.core.closed_loop.ClosedLoopModel.passive_correction`),
+  otherwise the recording is refused naming the first sample and joint (a slipped encoder,
+  a wrong offset or joint order, or a URDF whose geometry is not the robot's). The measured
+  passive positions then choose the assembly mode (they start the completion of each
+  segment), but the motion used is still the one completed from the filtered actuated
+  positions: measured passive positions carry their own noise and would break the
+  consistency ``A_t q̇_t = 0`` that eliminates the closure forces in eq. (6). So both forms
+  of a recording in the same assembly mode give the same estimate.
+
+A recording that reaches a parallel singularity, or leaves the workspace, is refused with
+the :class:`~dynamic_identification.core.closed_loop.LoopClosureError` of the completion,
+whose message and ``sample`` name the recorded sample (index into the given arrays) and
+its time.
+
+Drive gains ([Briot2012] eq. (8)-(13))
+--------------------------------------
+:func:`identify_closed_loop_drive_gains` builds the same decimated rows from motor
+currents for a recording without load and one with a known payload on a frame of the
+opened tree (a platform frame, e.g. the five-bar's distal tip), whose actuated torques are
+``J_tᵀ Y_p φ_payload`` (:func:`closed_loop_payload_regressor`), and solves them with the
+IDIM-TLS of :func:`~dynamic_identification.core.drive_gains.drive_gains_from_rows`: scale
+fixed by ``δ = 1``, per-joint weights, σ for every gain and base parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamic_identification.core.closed_loop import (
+    ClosedLoopModel,
+    ClosedLoopMotion,
+    LoopClosureError,
+    base_parameters,
+    observation_matrix,
+    standard_parameter_names,
+)
+from dynamic_identification.core.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    GainRows,
+    current_columns,
+    drive_gains_from_rows,
+)
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    PreparedObservations,
+    SignalSettings,
+    check_motion,
+    estimate_motion,
+    slow_equations,
+)
+from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
+from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.signal import ParallelDecimator, default_decimation
+
+PASSIVE_TOLERANCE_RAD = 0.01
+"""Default largest distance (rad, or m for a prismatic joint) of a recorded passive position
+from the closed configuration of the recorded actuated positions."""
+
+_SAMPLE_PREFIX = re.compile(r"^sample \d+: ")
+
+
+@dataclass(frozen=True)
+class CompletedSegment:
+    """One contiguous segment of a recording: filtered actuated motion completed to the tree.
+
+    Attributes
+    ----------
+    time
+        Uniform grid, s (stamps of the recording's clock), shape ``(N,)``.
+    motion
+        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.closed_loop.ClosedLoopMotion`).
+    signals
+        The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
+    rate_hz
+        Grid rate, Hz.
+    """
+
+    time: np.ndarray
+    motion: ClosedLoopMotion
+    signals: np.ndarray
+    rate_hz: float
+
+
+@dataclass(frozen=True)
+class CompletedRecording:
+    """The segments of :func:`complete_recording` and their provenance."""
+
+    segments: tuple[CompletedSegment, ...]
+    input_samples: int
+    duplicates_dropped: int
+
+    @property
+    def rate_hz(self) -> float:
+        """Grid rate of the segments, Hz."""
+        return self.segments[0].rate_hz
+
+
+@dataclass(frozen=True)
+class ClosedLoopRows:
+    """Decimated closed-loop IDIM rows: ``W`` ``(r, n_a, b)``, signals ``(r, m)``, valid equations, grid indices."""
+
+    observation_matrix: np.ndarray
+    signals: np.ndarray
+    valid: np.ndarray
+    index: np.ndarray
+
+
+@dataclass(frozen=True)
+class ClosedLoopRowBuilder:
+    """Builds decimated closed-loop base-IDIM rows from completed motion on a uniform grid.
+
+    The closed-loop counterpart of
+    :class:`~dynamic_identification.core.identification.RowBuilder`
+    ([Briot2012] eq. (6)-(7); [Gautier2013] eq. (13)-(14)): it works on blocks that carry
+    :attr:`reach` samples of support on each side of the outputs they produce, so
+    consecutive blocks give exactly the rows of the whole signal, and only the entries of
+    ``W`` that are not structural zeros (:attr:`BaseParameters.structure`) are filtered.
+    """
+
+    model: ClosedLoopModel
+    drive_chain: DriveChain
+    terms: DriveTerms
+    base: BaseParameters
+    decimator: ParallelDecimator
+    min_speed_rad_s: float
+    stick_reach: int
+
+    @classmethod
+    def create(
+        cls,
+        model: ClosedLoopModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        base: BaseParameters,
+        *,
+        decimation: int,
+        min_speed_rad_s: float,
+        stick_periods: int | None = None,
+    ) -> ClosedLoopRowBuilder:
+        """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
+        masks the filter's whole support (:attr:`reach`), as the serial builder does.
+
+        Raises
+        ------
+        ModelError
+            When the drive chain or the base parameters do not belong to ``model``.
+        """
+        _check_chain(model, drive_chain)
+        _check_base(model, terms, base)
+        decimator = ParallelDecimator.create(decimation)
+        reach = decimator.half_length
+        return cls(
+            model=model,
+            drive_chain=drive_chain,
+            terms=terms,
+            base=base,
+            decimator=decimator,
+            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+        )
+
+    @property
+    def reach(self) -> int:
+        """Samples of support needed on each side of an output sample."""
+        return self.decimator.half_length
+
+    def rows(
+        self,
+        motion: ClosedLoopMotion,
+        signals: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> ClosedLoopRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
+        filter support lies in this block, which covers grid indices ``[start, start + len(motion.q))``.
+
+        ``signals`` ``(L, m)`` (torques, currents, payload torques) are decimated with the
+        same filter as ``W``.
+        """
+        model, base = self.model, self.base
+        full = observation_matrix(
+            model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+        )
+        structure = base.structure
+        packed, index = self.decimator.decimate(full[..., base.independent][:, structure], start=start)
+        signals_out, _ = self.decimator.decimate(np.asarray(signals, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        w_out = np.zeros((int(inside.sum()), model.n_actuated, base.count))
+        w_out[:, structure] = packed[inside]
+        slow = slow_equations(
+            self.drive_chain, motion.dq[:, model.actuated], min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach
+        )
+        return ClosedLoopRows(
+            observation_matrix=w_out,
+            signals=signals_out[inside],
+            valid=~slow[index[inside] - start],
+            index=index[inside],
+        )
+
+
+def complete_recording(
+    model: ClosedLoopModel,
+    time: np.ndarray,
+    q: np.ndarray,
+    signals: np.ndarray,
+    *,
+    settings: SignalSettings,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+    name: str | None = None,
+) -> CompletedRecording:
+    """Filtered, differentiated and completed tree motion of a recording, segment by segment.
+
+    Steps 1-2 of the module docstring: stamps cleaned and resampled, actuated positions
+    low-passed and differentiated (:func:`~dynamic_identification.core.identification.estimate_motion`),
+    then completed to the tree ([Briot2012] eq. (2)-(4)).
+
+    Parameters
+    ----------
+    time
+        Stamps, s, shape ``(N,)``.
+    q
+        Positions of the actuated joints ``(N, n_a)`` or of every tree joint ``(N, n_t)``,
+        rad (m), kinematic order; continuous joints may be wrapped.
+    signals
+        Other signals to resample on the same grid, shape ``(N, m)`` (torques, currents).
+    settings
+        Signal processing ([Gautier2013] §IV.A).
+    dq_measured
+        Measured velocities ``(N, n_a)`` or ``(N, n_t)`` (only the actuated ones are used),
+        when ``settings.use_measured_velocity``.
+    passive_tolerance_rad
+        With every joint recorded: largest accepted distance of a passive position from
+        the closed configuration of the recorded actuated positions, rad (m).
+    name
+        The recording's name, prefixed to error messages.
+
+    Raises
+    ------
+    DataError
+        Bad shapes, a non-finite value (naming sample and joint), passive positions that
+        contradict the closure (naming sample and joint), bad stamps.
+    LoopClosureError
+        A recorded sample at a singularity or out of the workspace; message and
+        ``sample`` name the recorded sample.
+    """
+    where = f"recording {name!r}: " if name else ""
+    t, positions, values = _validated(model, time, q, signals, where)
+    if not (np.isfinite(passive_tolerance_rad) and passive_tolerance_rad > 0.0):
+        raise DataError(f"passive_tolerance_rad must be finite and > 0, got {passive_tolerance_rad}")
+    all_joints = positions.shape[1] == model.n_tree
+    actuated = positions[:, model.actuated] if all_joints else positions
+    actuated = _unwrapped(model, actuated)
+    if all_joints:
+        _check_passive(model, t, positions, passive_tolerance_rad, where)
+    velocities = None
+    if dq_measured is not None:
+        measured = np.asarray(dq_measured, dtype=float)
+        if measured.shape not in ((t.shape[0], model.n_actuated), (t.shape[0], model.n_tree)):
+            raise DataError(
+                f"{where}dq_measured must have shape ({t.shape[0]}, {model.n_actuated}) or"
+                f" ({t.shape[0]}, {model.n_tree}), got {measured.shape}"
+            )
+        velocities = measured[:, model.actuated] if measured.shape[1] == model.n_tree else measured
+    motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities)
+    segments = []
+    for motion in motions:
+        if motion.torques is None:  # estimate_motion resamples every signal it is given
+            raise DataError(f"{where}the signals were lost in resampling")
+        guess = None
+        if all_joints:
+            guess = np.array(positions[_input_sample(t, motion.time[0])], dtype=float)
+            guess[model.actuated] = motion.q[0]
+        try:
+            completed = model.complete_motion(motion.q, motion.dq, motion.ddq, q_guess=guess)
+        except LoopClosureError as error:
+            raise _at_recorded_sample(error, t, motion.time, where) from error
+        segments.append(
+            CompletedSegment(time=motion.time, motion=completed, signals=motion.torques, rate_hz=motion.rate_hz)
+        )
+    return CompletedRecording(segments=tuple(segments), input_samples=int(t.shape[0]), duplicates_dropped=duplicates)
+
+
+def closed_loop_observations(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    settings: IdentificationSettings,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+) -> PreparedObservations:
+    """Decimated closed-loop base observation matrix and actuated torques ([Briot2012] eq. (6)-(7), (9)).
+
+    The closed-loop counterpart of
+    :func:`~dynamic_identification.core.identification.prepare_observations` (module
+    docstring): its result goes to the same estimators, e.g.
+    ``weighted_least_squares(obs.observation_matrix, obs.torques, joint_std=…, valid=obs.valid)``.
+
+    Parameters
+    ----------
+    model
+        The closed-loop mechanism.
+    drive_chain, terms
+        Drive chain and drive terms of the actuated joints.
+    base
+        Closed-loop base parameters of ``model``, ``drive_chain``, ``terms``
+        (:func:`~dynamic_identification.core.closed_loop.base_parameters`).
+    time
+        Stamps, s, shape ``(N,)``.
+    q
+        Actuated joint positions ``(N, n_a)``, or every tree joint ``(N, n_t)`` (then checked
+        against the closure, see the module docstring), rad (m), kinematic order.
+    torques
+        Actuated joint torques, N·m, ``(N, n_a)``.
+    settings
+        Signal processing (``settings.signal``), ``min_samples``, ``min_motion_rad`` and
+        ``block_samples``.
+    dq_measured
+        Measured velocities, used when ``settings.signal.use_measured_velocity``.
+    passive_tolerance_rad
+        See :func:`complete_recording`.
+
+    Returns
+    -------
+    PreparedObservations
+        ``observation_matrix`` ``(r, n_a, b)``, ``torques`` ``(r, n_a)``, ``valid`` ``(r, n_a)``
+        and provenance.
+
+    Raises
+    ------
+    DataError
+        Too few samples, bad shapes or values, passive positions contradicting the closure.
+    InsufficientExcitationError
+        No actuated joint moved more than ``settings.min_motion_rad``.
+    LoopClosureError
+        The recording reaches a singularity or leaves the workspace (names the sample).
+    """
+    _check_chain(model, drive_chain)
+    _check_base(model, terms, base)
+    _check_samples(time, settings, "")
+    if np.ndim(torques) != 2 or np.shape(torques)[1] != model.n_actuated:
+        raise DataError(
+            f"torques must have shape (N, {model.n_actuated}), one column per actuated joint, got {np.shape(torques)}"
+        )
+    completed = complete_recording(
+        model,
+        time,
+        q,
+        torques,
+        settings=settings.signal,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    _check_travel(model, completed, settings)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    matrices, targets, masks = [], [], []
+    for rows in _segment_rows(builder, completed.segments, settings.block_samples):
+        matrices.append(rows.observation_matrix)
+        targets.append(rows.signals)
+        masks.append(rows.valid)
+    return PreparedObservations(
+        observation_matrix=np.concatenate(matrices),
+        torques=np.concatenate(targets),
+        valid=np.concatenate(masks),
+        input_samples=completed.input_samples,
+        duplicates_dropped=completed.duplicates_dropped,
+        segments=len(completed.segments),
+        rate_hz=completed.rate_hz,
+        decimation=builder.decimator.factor,
+    )
+
+
+def closed_loop_payload_regressor(model: ClosedLoopModel, frame: str, motion: ClosedLoopMotion) -> np.ndarray:
+    """Actuated torques per unit payload parameter, ``J_tᵀ Y_p(q_t, q̇_t, q̈_t)``, shape ``(N, n_a, 10)``.
+
+    A payload fixed to ``frame`` (a frame of the opened tree, e.g. the platform's) is a
+    link ``m + 1`` of the tree ([Briot2012] eq. (11)); its virtual tree torques ``Y_p φ``
+    (:class:`~dynamic_identification.core.payload.PayloadDynamics`, Pinocchio's frame body
+    regressor) are projected onto the actuated joints like the tree's own (eq. (6)).
+    ``φ`` in Pinocchio's ``toDynamicParameters()`` order, about the frame origin.
+
+    Raises
+    ------
+    ModelError
+        Unknown frame.
+    """
+    dynamics = PayloadDynamics(model.robot, frame)
+    out = np.empty((motion.q.shape[0], model.n_actuated, 10))
+    for k in range(motion.q.shape[0]):
+        out[k] = motion.projection[k].T @ dynamics.regressor(motion.q[k], motion.dq[k], motion.ddq[k])
+    return out
+
+
+def identify_closed_loop_drive_gains(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    *,
+    unloaded: CurrentRecording,
+    loaded: CurrentRecording,
+    payload: Payload,
+    base: BaseParameters | None = None,
+    settings: IdentificationSettings | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+) -> DriveGainsResult:
+    """Drive gains of the actuated motors and closed-loop base parameters by IDIM-TLS ([Briot2012] eq. (11)-(13)).
+
+    ``W_tot = [[−W_a, V_τa, 0], [−W_b, V_τb, −W_kL χ_kL]]`` with the closed-loop ``W``
+    (eq. (6)-(7)), the current columns ``V_τ`` of the actuated motors (eq. (8)) and the
+    known payload's actuated torques ``W_kL χ_kL = J_tᵀ Y_p φ_payload``; solved by
+    :func:`~dynamic_identification.core.drive_gains.drive_gains_from_rows` (scale by
+    ``δ = 1``, per-joint weights, σ).
+
+    Parameters
+    ----------
+    model
+        The closed-loop mechanism (its URDF inertial values are not used).
+    drive_chain
+        Gear ratios and coupling of the actuated motors; its drive gains are the nominal
+        ones (first weights, reported), not a constraint.
+    terms
+        Drive terms of the base-parameter model.
+    unloaded, loaded
+        Recordings without and with the payload: positions of the actuated joints or of
+        every tree joint, currents of the actuated motors ``(N, n_a)``.
+    payload
+        The known payload (all 10 inertial parameters) and the tree frame it is fixed to.
+    base
+        Closed-loop base parameters (computed when omitted).
+    settings
+        Signal processing and data requirements (``settings.signal``, ``min_samples``,
+        ``min_motion_rad``, ``block_samples``).
+    passive_tolerance_rad
+        See :func:`complete_recording`.
+
+    Returns
+    -------
+    DriveGainsResult
+        Motor-side gains (N·m/A) with σ, base parameters with σ, fit quality; per-joint
+        quantities are per actuated joint.
+
+    Raises
+    ------
+    DataError
+        A recording of the wrong size, with too few samples, or whose passive positions
+        contradict the closure.
+    ModelError
+        Sizes of the drive chain and the mechanism disagree, or the payload frame is unknown.
+    InsufficientExcitationError
+        The robot stood still, or the payload does not fix the scale (``δ ≈ 0``).
+    LoopClosureError
+        A recording reaches a singularity (names the recording and sample).
+    """
+    settings = settings or IdentificationSettings()
+    _check_chain(model, drive_chain)
+    frame_id(model.robot, payload.frame)  # refuses an unknown frame before any work
+    base = base or base_parameters(model, drive_chain, terms)
+    _check_base(model, terms, base)
+    rows = [
+        _gain_rows(model, drive_chain, terms, base, recording, settings, load, passive_tolerance_rad)
+        for recording, load in ((unloaded, None), (loaded, payload))
+    ]
+    return drive_gains_from_rows(rows[0], rows[1], base=base, nominal_gains=drive_chain.drive_gains)
+
+
+def _gain_rows(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    recording: CurrentRecording,
+    settings: IdentificationSettings,
+    payload: Payload | None,
+    passive_tolerance_rad: float,
+) -> GainRows:
+    """Decimated closed-loop rows of one current recording, with the currents and the payload torques."""
+    where = f"recording {recording.name!r}: "
+    n_a = model.n_actuated
+    if recording.currents.shape[1] != n_a:
+        raise DataError(f"{where}has {recording.currents.shape[1]} currents, the mechanism {n_a} actuated joints")
+    _check_samples(recording.time, settings, where)
+    completed = complete_recording(
+        model,
+        recording.time,
+        recording.q,
+        recording.currents,
+        settings=settings.signal,
+        passive_tolerance_rad=passive_tolerance_rad,
+        name=recording.name,
+    )
+    _check_travel(model, completed, settings)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    phi = payload.dynamic_parameters() if payload is not None else None
+    segments = []
+    for segment in completed.segments:
+        known = np.zeros((segment.time.shape[0], n_a))
+        if payload is not None and phi is not None:
+            known = closed_loop_payload_regressor(model, payload.frame, segment.motion) @ phi
+        segments.append(
+            CompletedSegment(
+                time=segment.time,
+                motion=segment.motion,
+                signals=np.concatenate([segment.signals, known], axis=1),
+                rate_hz=segment.rate_hz,
+            )
+        )
+    matrices, currents, torques, masks = [], [], [], []
+    for rows in _segment_rows(builder, segments, settings.block_samples):
+        matrices.append(rows.observation_matrix)
+        currents.append(rows.signals[:, :n_a])
+        torques.append(rows.signals[:, n_a:])
+        masks.append(rows.valid)
+    return GainRows(
+        observation_matrix=np.concatenate(matrices),
+        current_columns=current_columns(drive_chain, np.concatenate(currents)),
+        known=np.concatenate(torques),
+        valid=np.concatenate(masks),
+    )
+
+
+# --------------------------------------------------------------------- internals
+def _validated(
+    model: ClosedLoopModel, time: np.ndarray, q: np.ndarray, signals: np.ndarray, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = np.asarray(time, dtype=float)
+    positions = np.asarray(q, dtype=float)
+    values = np.asarray(signals, dtype=float)
+    if t.ndim != 1:
+        raise DataError(f"{where}time must have shape (N,), got {t.shape}")
+    samples = t.shape[0]
+    if (
+        positions.ndim != 2
+        or positions.shape[0] != samples
+        or positions.shape[1] not in (model.n_actuated, model.n_tree)
+    ):
+        raise DataError(
+            f"{where}q must have shape ({samples}, {model.n_actuated}) (actuated joints) or"
+            f" ({samples}, {model.n_tree}) (every tree joint), got {positions.shape}"
+        )
+    if values.ndim != 2 or values.shape[0] != samples:
+        raise DataError(f"{where}signals must have shape ({samples}, m), got {values.shape}")
+    if not np.all(np.isfinite(t)):
+        raise DataError(f"{where}time is not finite at sample {int(np.argwhere(~np.isfinite(t))[0, 0])}")
+    names = model.joint_names if positions.shape[1] == model.n_tree else model.actuated_joint_names
+    for label, array, columns in (
+        ("position", positions, names),
+        ("torque or current", values, model.actuated_joint_names),
+    ):
+        bad = ~np.isfinite(array)
+        if bad.any():
+            row, column = (int(i) for i in np.argwhere(bad)[0])
+            joint = f" of {columns[column]}" if column < len(columns) else f" in column {column}"
+            raise DataError(f"{where}{label}{joint} is not finite at sample {row}")
+    return t, positions, values
+
+
+def _unwrapped(model: ClosedLoopModel, actuated: np.ndarray) -> np.ndarray:
+    """Actuated positions with the ±π jumps of continuous joints removed (they are filtered and differentiated)."""
+    out = np.array(actuated, dtype=float)
+    for i, j in enumerate(model.actuated):
+        if model.robot.continuous[int(j)]:
+            out[:, i] = np.unwrap(out[:, i])
+    return out
+
+
+def _check_passive(model: ClosedLoopModel, time: np.ndarray, q: np.ndarray, tolerance: float, where: str) -> None:
+    """Refuse recorded passive positions farther than ``tolerance`` from closing the loops (first sample, joint)."""
+    try:
+        correction = np.abs(model.passive_correction(q))
+    except LoopClosureError as error:
+        raise LoopClosureError(
+            f"{where}{_with_time(str(error), error.sample, time)}",
+            sample=error.sample,
+            residual=error.residual,
+            condition_number=error.condition_number,
+        ) from error
+    beyond = correction > tolerance
+    if not beyond.any():
+        return
+    sample = int(np.argmax(beyond.any(axis=1)))
+    column = int(np.argmax(correction[sample]))
+    joint = model.passive_joint_names[column]
+    raise DataError(
+        f"{where}recorded passive positions contradict the loop closure at sample {sample}"
+        f" (t = {time[sample] - time[0]:.4f} s): {joint} is {correction[sample, column]:.4g} rad from the closed"
+        f" configuration of the recorded actuated positions (passive_tolerance_rad = {tolerance:g}); check that"
+        " joint's encoder offset, the joint order and the URDF geometry"
+    )
+
+
+def _with_time(message: str, sample: int | None, time: np.ndarray) -> str:
+    """``sample k (t = … s): …`` for a message of the closed-loop model that starts with ``sample k: ``."""
+    if sample is None:
+        return message
+    return f"sample {sample} (t = {time[sample] - time[0]:.4f} s): {_SAMPLE_PREFIX.sub('', message)}"
+
+
+def _input_sample(time: np.ndarray, stamp: float) -> int:
+    """Index of the recorded sample nearest to ``stamp`` (s)."""
+    right = int(np.clip(np.searchsorted(time, stamp), 1, time.shape[0] - 1))
+    return right if abs(time[right] - stamp) < abs(stamp - time[right - 1]) else right - 1
+
+
+def _at_recorded_sample(error: LoopClosureError, time: np.ndarray, grid: np.ndarray, where: str) -> LoopClosureError:
+    """The completion's error on the filtered grid, re-expressed at the recorded sample nearest in time."""
+    grid_sample = error.sample if error.sample is not None else 0
+    sample = _input_sample(time, float(grid[grid_sample]))
+    message = _SAMPLE_PREFIX.sub("", str(error))
+    # Walking from the reference configuration failed: the builder has no q_guess argument to offer.
+    message = message.removesuffix("; pass q_guess") + (
+        "; if the robot works in another assembly mode, record the passive joints too, so that they give it"
+        if message.endswith("; pass q_guess")
+        else ""
+    )
+    return LoopClosureError(
+        f"{where}sample {sample} (t = {time[sample] - time[0]:.4f} s): {message}",
+        sample=sample,
+        residual=error.residual,
+        condition_number=error.condition_number,
+    )
+
+
+def _check_chain(model: ClosedLoopModel, drive_chain: DriveChain) -> None:
+    if drive_chain.n_joints != model.n_actuated:
+        raise ModelError(
+            f"drive chain has {drive_chain.n_joints} joints, the mechanism has {model.n_actuated} actuated joints"
+        )
+
+
+def _check_base(model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters) -> None:
+    expected = standard_parameter_names(model, terms)
+    if base.standard_names != expected:
+        raise ModelError(
+            "base parameters do not regroup the standard parameters of this mechanism and drive terms"
+            f" ({len(base.standard_names)} standard parameters, expected {len(expected)}):"
+            " use closed_loop.base_parameters(model, drive_chain, terms)"
+        )
+
+
+def _check_samples(time: np.ndarray, settings: IdentificationSettings, where: str) -> None:
+    samples = int(np.shape(time)[0]) if np.ndim(time) else 0
+    if samples < settings.min_samples:
+        raise DataError(f"{where}too few samples: {samples} < min_samples={settings.min_samples}")
+
+
+def _check_travel(model: ClosedLoopModel, completed: CompletedRecording, settings: IdentificationSettings) -> None:
+    """Refuse a recording whose actuated joints stood still (the serial ``check_motion``)."""
+    actuated = np.concatenate([segment.motion.q[:, model.actuated] for segment in completed.segments])
+    check_motion(actuated, model.actuated_joint_names, min_motion_rad=settings.min_motion_rad)
+
+
+def _builder(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    rate_hz: float,
+    signal: SignalSettings,
+) -> ClosedLoopRowBuilder:
+    cutoff = signal.position_cutoff_hz or 0.25 * rate_hz
+    factor = signal.decimation or default_decimation(rate_hz, position_cutoff_hz=cutoff)
+    return ClosedLoopRowBuilder.create(
+        model, drive_chain, terms, base, decimation=factor, min_speed_rad_s=signal.min_speed_rad_s
+    )
+
+
+def _segment_rows(
+    builder: ClosedLoopRowBuilder, segments: tuple[CompletedSegment, ...] | list[CompletedSegment], block_samples: int
+) -> Iterator[ClosedLoopRows]:
+    """Rows of every segment, built in blocks of about ``block_samples`` grid samples (bounded memory)."""
+    factor = builder.decimator.factor
+    step = max(block_samples - block_samples % factor, factor)
+    for segment in segments:
+        length = segment.time.shape[0]
+        motion = segment.motion
+        for first_output in range(0, length, step):
+            start = max(first_output - builder.reach, 0)
+            block = slice(start, min(first_output + step + builder.reach, length))
+            yield builder.rows(
+                ClosedLoopMotion(
+                    q=motion.q[block], dq=motion.dq[block], ddq=motion.ddq[block], projection=motion.projection[block]
+                ),
+                segment.signals[block],
+                start=start,
+                outputs=(first_output, first_output + step),
+            )
