@@ -1,11 +1,11 @@
 """Excitation optimisation: wall time and condition number reached, versus random coefficients.
 
 Issue 3 benchmark: for 6 axes (``urdf/dynid_arm6.urdf``, full ranges and a restricted
-workspace like seed 004 Fig. 2.c) and 7 axes (Panda arm joints of example-robot-data),
-``optimise_fourier`` with ``n_h = 5``, ``f = 0.1 Hz`` (seed 004 §II.C) within a time
+workspace like [Volkmann2020] Fig. 2.c) and 7 axes (Panda arm joints of example-robot-data),
+``optimise_fourier`` with ``n_h = 5``, ``f = 0.1 Hz`` ([Volkmann2020] §II.C) within a time
 budget, beside the median condition number of random Fourier coefficients fitted to the
 same limits. Condition numbers are of the column-normalised base observation matrix
-(seed 000 convention); seed 004 §III.B reports 6.76 (full) and 7.71 (restricted).
+([Gautier2013] convention); [Volkmann2020] §III.B reports 6.76 (full) and 7.71 (restricted).
 
 Run: ``.venv/bin/python bench/bench_excitation.py [--budget 60] [--seeds 5]``
 """

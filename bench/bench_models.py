@@ -1,4 +1,4 @@
-"""Seed 000 §V, Cases 1-5 on the simulated 6-axis arm: IDIM-WLS versus PIM-WLS, single versus segmented.
+"""[Gautier2013] §V, Cases 1-5 on the simulated 6-axis arm: IDIM-WLS versus PIM-WLS, single versus segmented.
 
 * Case 1 — IDIM-WLS, one Fourier trajectory with all joints moving;
 * Case 2 — IDIM-WLS, the segmented trajectory (segment ``k`` holds joints ``1..k-1``);
@@ -8,12 +8,12 @@
 
 Measurements are the exact inverse dynamics of the planned motion with the drive
 chain, friction and rotor inertia of ``config/dynid_arm6.yaml``'s ``sim_robot`` block,
-current noise and encoder quantisation. Each case is judged as in seed 000 Table
+current noise and encoder quantisation. Each case is judged as in [Gautier2013] Table
 IV — ``‖ρ‖/‖y‖`` of the measured joint torques of all joints reconstructed through
 the IDIM — but on a common validation trajectory none of them was identified on;
-seed 000 Table IV reads 0.073, 0.077, 0.53, 0.15, 0.75.
+[Gautier2013] Table IV reads 0.073, 0.077, 0.53, 0.15, 0.75.
 
-Then seed 003's five regression models (``dynid identify --model``) on the data of
+Then [DirectDrive2012]'s five regression models (``dynid identify --model``) on the data of
 Case 1, judged the same way: accuracy and wall time of each on the same 6-axis data.
 
 Run: ``.venv/bin/python bench/bench_models.py [--rate 1000] [--optimise]``
@@ -58,7 +58,7 @@ from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.resources import shipped_path
 
 PAPER = (0.0726, 0.0765, 0.5346, 0.1545, 0.7485)
-"""Seed 000 Table IV, Cases 1-5."""
+"""[Gautier2013] Table IV, Cases 1-5."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def record(arm: Arm, trajectory: SampledTrajectory, *, seed: int) -> tuple[np.nd
 def joint_subset(
     arm: Arm, observations: PreparedObservations, joints: list[int], settings: IdentificationSettings
 ) -> IdentificationResult:
-    """IDIM-WLS on the equations of some joints only (seed 000 Case 5, eq. (24))."""
+    """IDIM-WLS on the equations of some joints only ([Gautier2013] Case 5, eq. (24))."""
     valid = observations.valid.copy()
     valid[:, np.setdiff1d(np.arange(arm.robot.n_joints), joints)] = False
     unexcited = rank_deficient_columns(observations.observation_matrix, valid=valid)
@@ -135,7 +135,10 @@ def main() -> None:
     parser.add_argument("--optimise", action="store_true", help="Case 1 trajectory optimised for cond (60 s budget)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--reduction", choices=("essential", "none"), default="none", help="essential: seed 000 §V.B with r_sigma = 20"
+        "--reduction",
+        choices=("essential", "none"),
+        default="none",
+        help="essential: [Gautier2013] §V.B with r_sigma = 20",
     )
     arguments = parser.parse_args()
 
@@ -204,7 +207,7 @@ def main() -> None:
         f"noise floor (true parameters): ||rho||/||y|| = "
         f"{np.linalg.norm(floor) / np.linalg.norm(np.where(validation.valid, validation.torques, 0.0)):.4f}"
     )
-    print(f"{'case':<22} {'||rho||/||y||':>13} {'seed 000':>9} {'kept':>5} {'cond':>9} {'wall s':>7}")
+    print(f"{'case':<22} {'||rho||/||y||':>13} {'[Gautier2013]':>9} {'kept':>5} {'cond':>9} {'wall s':>7}")
     for (label, run), paper in zip(cases, PAPER, strict=True):
         start = time.perf_counter()
         result = run()
@@ -217,7 +220,7 @@ def main() -> None:
 
     measured = np.where(validation.valid, validation.torques, 0.0)
     print(
-        "\nseed 003's regression models on the data of case 1\n"
+        "\n[DirectDrive2012]'s regression models on the data of case 1\n"
         f"{'model':<22} {'||rho||/||y||':>13} {'kept':>5} {'wall s':>7}"
     )
     for model in MODELS:

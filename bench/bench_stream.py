@@ -6,7 +6,7 @@ sampled at 1 kHz) repeated back to back for the whole recording, with the exact 
 dynamics of the shipped arm, its true drive parameters (``config/dynid_arm6.yaml``),
 jittered stamps, quantised encoders and noisy motor currents. The estimator uses the
 shipped ``estimator`` configuration: 10 s window, an update per second of data,
-sensitivity reduction (seed 004 Algorithm 1).
+sensitivity reduction ([Volkmann2020] Algorithm 1).
 
 Printed, never asserted (targets of the issue in brackets):
 

@@ -1,6 +1,6 @@
 """The demos: the offline closed-loop simulation is identified correctly (forward dynamics, PD tracking,
 noise), and the node demo (the ROS suite in one process) publishes a reduced model whose feedforward lowers
-the tracking error of the same process (seed 004's story)."""
+the tracking error of the same process ([Volkmann2020]'s story)."""
 
 from __future__ import annotations
 

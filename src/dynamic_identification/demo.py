@@ -2,7 +2,7 @@
 
 :func:`run_node_demo` (``dynid demo``, ``make demo``) runs ``sim_robot``,
 ``recorder``, ``excitation``, ``estimator`` and ``feedforward`` in one
-``MultiThreadedExecutor`` over real rclpy topics on loopback and tells seed 004's
+``MultiThreadedExecutor`` over real rclpy topics on loopback and tells [Volkmann2020]'s
 story: the arm runs a pick-and-place process while the estimator identifies it
 in-process with sensitivity reduction; then feedforward from the published
 parameters is switched on and the same process runs again, with lower tracking
@@ -472,13 +472,13 @@ def _play_process(monitor: _Monitor, excitation: ExcitationNode, timeout_s: floa
 
 
 def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSettings()) -> NodeDemoResult:
-    """Seed 004's story with the package's nodes in one process, over real rclpy topics on loopback.
+    """[Volkmann2020]'s story with the package's nodes in one process, over real rclpy topics on loopback.
 
     (a) ``sim_robot`` (Pinocchio forward dynamics with friction, rotor inertia, noise
     and quantisation, PD tracking) runs a pick-and-place process streamed by
     ``excitation``; ``recorder`` turns its currents into joint torques and
     ``estimator`` identifies it on a sliding window with sensitivity reduction
-    (seed 004 Algorithm 1), publishing ``/estimator/parameters``. (b) The estimator
+    ([Volkmann2020] Algorithm 1), publishing ``/estimator/parameters``. (b) The estimator
     is stopped (phase b validates exactly the published model), ``feedforward`` is
     switched on (``~/enable``) with the published parameters, and the same process is
     run again. Parameters for every node come from ``config/dynid_arm6.yaml``; the
@@ -663,7 +663,8 @@ def format_node_result(result: NodeDemoResult) -> str:
         f"pick-and-place process: {result.cycles} cycles, {result.process_s:.1f} s per run;"
         f" sim_robot at {result.sim_rate_hz:g} Hz, joint states received at {result.sample_rate_hz:.0f} Hz",
         "",
-        f"(a) in-process identification, sensitivity reduction (seed 004 Algorithm 1), {result.window_s:.1f} s window,"
+        f"(a) in-process identification, sensitivity reduction ([Volkmann2020] Algorithm 1),"
+        f" {result.window_s:.1f} s window,"
         f" {result.published} parameter messages published:",
         f"  condition number {result.condition_number_full:.4g} before reduction,"
         f" {result.condition_number:.4g} after; ||rho||/||Y|| = {result.relative_error:.4f}",
@@ -692,7 +693,7 @@ def format_node_result(result: NodeDemoResult) -> str:
     moved = result.moving
     lines.append(
         f"  moving joints: {np.mean(result.reduction_percent[moved]):.1f} % lower on average"
-        " (seed 004 Table VII, real robot: about 40-50 %; the simulator has exactly the model's structure)"
+        " ([Volkmann2020] Table VII, real robot: about 40-50 %; the simulator has exactly the model's structure)"
     )
     lines.append(f"wall time {result.wall_time_s:.1f} s")
     return "\n".join(lines)

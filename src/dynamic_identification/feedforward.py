@@ -36,7 +36,7 @@ class FeedforwardModel(core.FeedforwardModel):
     """The identified model's feedforward torques, loadable from a parameter YAML file.
 
     See :class:`dynamic_identification.core.feedforward.FeedforwardModel` for the
-    model (``tanh(k q̇)`` Coulomb friction, seed 004 §IV.C) and :meth:`torques`.
+    model (``tanh(k q̇)`` Coulomb friction, [Volkmann2020] §IV.C) and :meth:`torques`.
     """
 
     @classmethod

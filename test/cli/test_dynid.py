@@ -3,7 +3,7 @@
 The recordings are synthesised once per module from the exact inverse dynamics of the
 shipped 6-axis arm (``urdf/dynid_arm6.urdf``, drive chain and true drive parameters from
 ``config/dynid_arm6.yaml``) along random Fourier excitations, at 1 kHz with jittered
-stamps, quantised encoder positions and noisy motor currents (seed 000 eq. (7)).
+stamps, quantised encoder positions and noisy motor currents ([Gautier2013] eq. (7)).
 ``dynid`` runs in-process through :func:`dynamic_identification.cli.main`; one test runs
 the module as a child process.
 """
@@ -281,7 +281,7 @@ def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torq
     assert not out.exists()
     run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power", "--accept-implausible")
     assert run.code == 0, run.err
-    assert "model power (seed 003)" in run.out and str(out) in run.out
+    assert "regression model power ([DirectDrive2012] §3)" in run.out and str(out) in run.out
     power, dynamic = load_parameters(out), load_parameters(identified[1])
     assert power.quality["plausibility"]["ok"] is False and power.quality["plausibility"]["problems"]
     assert dynamic.quality["plausibility"] == {"ok": True, "problems": []}
@@ -289,7 +289,7 @@ def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torq
     base_names = {entry.name for entry in dynamic.parameters} | set(dynamic.removed)
     assert {entry.name for entry in power.parameters} <= base_names
     # One scale for every model: e*_j of the predicted torques. A single trajectory leaves the power
-    # model (one equation per sample for all joints) far behind the IDIM, as in seed 000 Table IV.
+    # model (one equation per sample for all joints) far behind the IDIM, as in [Gautier2013] Table IV.
     power_errors, dynamic_errors = power.quality["joint_relative_errors"], dynamic.quality["joint_relative_errors"]
     assert set(power_errors) == set(JOINTS)
     assert all(power_errors[joint] > 2.0 * dynamic_errors[joint] for joint in JOINTS), (power_errors, dynamic_errors)

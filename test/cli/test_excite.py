@@ -64,7 +64,7 @@ def test_every_mode_writes_a_trajectory_inside_the_configured_limits(
 def test_optimised_fourier_is_better_conditioned_than_the_process(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, arm6_urdf: Path
 ) -> None:
-    """Seed 004's premise: a process trajectory excites the dynamics far worse than an optimised one."""
+    """[Volkmann2020]'s premise: a process trajectory excites the dynamics far worse than an optimised one."""
     figures = {}
     for mode, optimise in (("fourier", True), ("process", False)):
         config = _config(tmp_path, optimise=optimise)

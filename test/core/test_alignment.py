@@ -190,7 +190,7 @@ def test_linear_conversion_is_the_drive_chain_gt_k_i(chain: DriveChain) -> None:
 
 
 def test_polynomial_conversion_matches_seed_002_eq_4_by_hand(chain: DriveChain) -> None:
-    # seed 002 eq. (4): τ_M = sign(I) (c0 + c1 |I| + c2 I² + c3 |I|³), then τ = Gᵀ τ_M.
+    # [Swevers2002] eq. (4): τ_M = sign(I) (c0 + c1 |I| + c2 I² + c3 |I|³), then τ = Gᵀ τ_M.
     coefficients = [0.05, 0.4, -0.01, 0.002, 0.0, 0.3, 0.02, -0.001]
     currents = np.array([2.0, -3.0])
     tau_m1 = 0.05 + 0.4 * 2.0 - 0.01 * 4.0 + 0.002 * 8.0

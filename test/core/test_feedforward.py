@@ -100,7 +100,7 @@ def test_torques_are_continuous_through_zero_velocity_with_slope_k_fc(arm6_urdf:
         step[j] = delta
         plus, minus = model.torques(q[0], step, ddq[0]), model.torques(q[0], -step, ddq[0])
         # Coriolis terms are quadratic in q̇, so the central difference at rest is the friction slope
-        # Fv + k Fc of joint j (seed 004 §IV.C tanh(1000 q̇)), and zero on the other joints.
+        # Fv + k Fc of joint j ([Volkmann2020] §IV.C tanh(1000 q̇)), and zero on the other joints.
         slope = np.zeros(robot.n_joints)
         slope[j] = DRIVE.viscous[j] + DEFAULT_FRICTION_SMOOTHING * DRIVE.coulomb[j]
         assert_allclose((plus - minus) / (2.0 * delta), slope, rtol=1e-6, atol=1e-3)
@@ -231,7 +231,7 @@ def test_feedforward_cuts_the_closed_loop_tracking_error_by_40_percent_on_every_
     arm6_urdf: pathlib.Path,
 ) -> None:
     """The issue's "Must show", on the demo's simulated arm: identify from 30 s of excitation, then track a
-    pick-and-place cycle with PD alone and with PD + feedforward of the desired motion (seed 004 §IV.C)."""
+    pick-and-place cycle with PD alone and with PD + feedforward of the desired motion ([Volkmann2020] §IV.C)."""
     config = shipped_path("config", "dynid_arm6.yaml")
     robot = load_robot(arm6_urdf, load_config(str(config)).joints)
     simulator = demo.simulated_robot(config, robot, seed=1)

@@ -142,7 +142,7 @@ def test_unmoved_joint_parameters_are_reported_not_excited(setup) -> None:
 
 
 def test_essential_parameters_give_a_simpler_model_that_still_reconstructs_torques(setup) -> None:
-    """Seed 000 §V.B: removal stops when max/min %σ < r_σ; the simplified model stays accurate."""
+    """[Gautier2013] §V.B: removal stops when max/min %σ < r_σ; the simplified model stays accurate."""
     robot, chain, terms, base, drive = setup
     time, q, torques, exact = _recording(robot, chain, drive, seed=7, duration_s=40.0)
     full = identify(robot, chain, terms, base, time, q, torques, settings=IdentificationSettings(reduction="none"))

@@ -1,4 +1,4 @@
-"""Tests of periodic-experiment tools (seed 002 §3.1, §4.3; seed 004 §III.C eq. (7)-(9))."""
+"""Tests of periodic-experiment tools ([Swevers2002] §3.1, §4.3; [Volkmann2020] §III.C eq. (7)-(9))."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ COS = np.array([[0.1, 0.6], [-0.3, 0.0], [0.05, -0.2]])
 
 
 def harmonic_signal(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The clean test signal and its analytic derivatives (seed 002 eq. (15)-(17)), shape (N, 2)."""
+    """The clean test signal and its analytic derivatives ([Swevers2002] eq. (15)-(17)), shape (N, 2)."""
     q = np.broadcast_to(OFFSETS, (t.size, 2)).copy()
     dq = np.zeros((t.size, 2))
     ddq = np.zeros((t.size, 2))
@@ -191,7 +191,7 @@ def test_mean_noise_variance_is_unbiased_where_the_seed_002_divisor_is_ten_perce
     # 50·200·9 = 90000 degrees of freedom: relative std 0.47 %, so a 2 % bound is ~4 std.
     assert estimate == pytest.approx(SIGMA**2 / P, rel=0.02)
     squares = np.sum((data.values - average_periods(data)) ** 2, axis=(0, 1))
-    seed_002 = float(np.mean(squares / (P * 200 - 1) / P))  # seed 002 §4.3 with 1/(10N - 1)
+    seed_002 = float(np.mean(squares / (P * 200 - 1) / P))  # [Swevers2002] §4.3 with 1/(10N - 1)
     assert seed_002 == pytest.approx(estimate * 200 * (P - 1) / (P * 200 - 1), rel=1e-12)
     assert seed_002 < 0.93 * SIGMA**2 / P
 

@@ -1,4 +1,4 @@
-"""Power identification model (seed 000 §III-V): energy regressor, PIM observations, block-triangular PIM-WLS."""
+"""Power identification model ([Gautier2013] §III-V): energy regressor, PIM observations, block-triangular PIM-WLS."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ TERMS = DriveTerms()
 
 
 def _coupled_chain(n: int) -> DriveChain:
-    """Gear ratios with a TX-40-like wrist coupling (seed 000 eq. (25)): motor n turns with joints n-1 and n."""
+    """Gear ratios with a TX-40-like wrist coupling ([Gautier2013] eq. (25)): motor n turns with joints n-1 and n."""
     coupling = np.eye(n)
     coupling[n - 1, n - 2] = 1.0
     return DriveChain.create(n, gear_ratios=np.linspace(100.0, 50.0, n), coupling=coupling)
@@ -185,7 +185,7 @@ def test_power_observations_refuse_an_empty_list(arm6_urdf: Path) -> None:
 
 
 def _joint_one_only(observations: PreparedObservations, base: BaseParameters) -> IdentificationResult:
-    """IDIM-WLS on joint 1's equations only (seed 000 Case 5, eq. (24))."""
+    """IDIM-WLS on joint 1's equations only ([Gautier2013] Case 5, eq. (24))."""
     valid = observations.valid.copy()
     valid[:, 1:] = False
     unexcited = rank_deficient_columns(observations.observation_matrix, valid=valid)
@@ -205,7 +205,7 @@ def _joint_one_only(observations: PreparedObservations, base: BaseParameters) ->
 
 
 def test_seed_000_cases_block_triangular_pim_rivals_idim(arm6_urdf: Path) -> None:
-    """Seed 000 Table IV, qualitatively: PIM on one trajectory and IDIM on joint 1 only reconstruct the
+    """[Gautier2013] Table IV, qualitatively: PIM on one trajectory and IDIM on joint 1 only reconstruct the
     torques poorly; PIM on the segmented (block-triangular) trajectories is close to IDIM-WLS."""
     robot = load_robot(arm6_urdf)
     n = robot.n_joints
@@ -249,7 +249,7 @@ def test_seed_000_cases_block_triangular_pim_rivals_idim(arm6_urdf: Path) -> Non
     error_1, error_3, error_4, error_5 = (
         torque_relative_error(result, validation) for result in (case_1, case_3, case_4, case_5)
     )
-    # Seed 000 Table IV: 0.073 (Case 1), 0.53 (Case 3), 0.15 (Case 4), 0.75 (Case 5). Here Case 1 sits
+    # [Gautier2013] Table IV: 0.073 (Case 1), 0.53 (Case 3), 0.15 (Case 4), 0.75 (Case 5). Here Case 1 sits
     # near the noise floor (~0.016); Case 5 is far worse still, its weakly excited parameters unbounded.
     assert error_1 < 0.05
     assert error_3 > 3.0 * error_1

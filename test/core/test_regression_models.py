@@ -1,4 +1,4 @@
-"""The five regression models of seed 003 on the 3-axis direct-drive arm ``urdf/dynid_dd3.urdf``."""
+"""The five regression models of [DirectDrive2012] on the 3-axis direct-drive arm ``urdf/dynid_dd3.urdf``."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_noise_free_equations_hold_for_the_true_parameters(arm: Arm, model: str)
 
 @pytest.mark.parametrize("model", MODELS)
 def test_every_model_identifies_the_parameters_from_noisy_data(arm: Arm, model: str) -> None:
-    """Seed 003 §5: all five models recover the arm; the well-excited parameters within a few percent."""
+    """[DirectDrive2012] §5: all five models recover the arm; the well-excited parameters within a few percent."""
     q, torques = arm.measure(NOISE_NM, seed=7)
     estimate = identify_model(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, model=model)
     assert estimate.excited.all()

@@ -69,7 +69,7 @@ def test_observation_matrix_times_standard_parameters_equals_rnea_plus_drive_ter
 
 
 def test_coupled_wrist_follows_seed_000_eq_26(arm6_urdf: Path) -> None:
-    """Motor 6 driving joints 5 and 6 adds Ia6 q̈6 to τ5 and Ia6 q̈5 to τ6 (seed 000 eq. (26))."""
+    """Motor 6 driving joints 5 and 6 adds Ia6 q̈6 to τ5 and Ia6 q̈5 to τ6 ([Gautier2013] eq. (26))."""
     robot = load_robot(arm6_urdf)
     coupling = np.eye(6)
     coupling[5, 4] = 1.0
@@ -174,6 +174,6 @@ def test_drive_chain_converts_currents_through_the_coupling() -> None:
     chain = DriveChain.create(2, gear_ratios=[45.0, 32.0], drive_gains=[0.5, 0.4], coupling=coupling)
     currents = np.array([[1.0, 2.0]])
     motor_torque = np.array([0.5, 0.8])
-    expected = np.array([[45.0, 32.0], [0.0, 32.0]]) @ motor_torque  # seed 000 eq. (25)
+    expected = np.array([[45.0, 32.0], [0.0, 32.0]]) @ motor_torque  # [Gautier2013] eq. (25)
     assert_allclose(chain.joint_torques(currents)[0], expected)
     assert_allclose(chain.motor_currents(chain.joint_torques(currents)), currents)

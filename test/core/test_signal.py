@@ -1,4 +1,4 @@
-"""Tests of the signal-processing core (seed 000 §IV.A, eq. (13)-(14))."""
+"""Tests of the signal-processing core ([Gautier2013] §IV.A, eq. (13)-(14))."""
 
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ def test_any_block_gives_whole_array_values_at_its_indices(factor: int, cuts: li
 
 
 def test_parallel_decimation_preserves_the_linear_model() -> None:
-    # Seed 000 eq. (13)-(14): Y = W chi at full rate => decimated Y = decimated W @ chi.
+    # [Gautier2013] eq. (13)-(14): Y = W chi at full rate => decimated Y = decimated W @ chi.
     rng = np.random.default_rng(7)
     n_samples, n_joints, n_params = 4000, 3, 7
     w = rng.standard_normal((n_samples, n_joints, n_params)).cumsum(axis=0)

@@ -1,4 +1,4 @@
-"""Validation by simulation (seed 003 §5): forward dynamics of an identified base-parameter model."""
+"""Validation by simulation ([DirectDrive2012] §5): forward dynamics of an identified base-parameter model."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The bags hold a simulated run of the shipped 6-axis arm (``urdf/dynid_arm6.urdf``, drive
 chain and true drive parameters from ``config/dynid_arm6.yaml``): 10 s of a random Fourier
 excitation at 500 Hz with jittered stamps, quantised encoders and noisy motor currents
-(seed 000 eq. (7)), published as the simulated robot does — joint states and motor currents
+([Gautier2013] eq. (7)), published as the simulated robot does — joint states and motor currents
 on two ``sensor_msgs/msg/JointState`` topics with their own stamps and receive times, joints
 in a different order in every message, plus a gripper joint nobody identifies.
 """

@@ -83,7 +83,7 @@ def prediction_errors(
 
     Returns the error against the measured torques, the part of it the torque noise alone
     explains (``sqrt(Σ_j σ_j² N_j) / ‖τ‖``), the error against the measured torques low-passed
-    like the positions (zero-phase Butterworth at ``signal.position_cutoff_hz``, seed 000
+    like the positions (zero-phase Butterworth at ``signal.position_cutoff_hz``, [Gautier2013]
     §IV.A), that error per joint, and the mask of moving samples (``(N, n)``).
     """
     config = load_config(str(ARM6_CONFIG))

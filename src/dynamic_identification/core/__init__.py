@@ -10,5 +10,5 @@ Data conventions used everywhere below this package:
 * standard parameters of joint ``j`` come in Pinocchio's ``toDynamicParameters()``
   order ``[m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (inertia about
   the joint frame origin) followed by the enabled drive-chain terms
-  ``[Ia, Fv, Fc, off]`` (seed 000 eq. (3)).
+  ``[Ia, Fv, Fc, off]`` ([Gautier2013] eq. (3)).
 """

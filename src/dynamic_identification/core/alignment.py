@@ -8,8 +8,8 @@ state whose bracketing currents are too far from it (a gap, a silent current
 stream) is counted and dropped, never emitted with a guess.
 
 :func:`current_to_torque` turns the aligned currents into joint torques through
-the drive chain, linearly (``τ = Gᵀ (k ⊙ i)``, seed 000 eq. (7)) or with the
-third-order motor model of seed 002 eq. (4).
+the drive chain, linearly (``τ = Gᵀ (k ⊙ i)``, [Gautier2013] eq. (7)) or with the
+third-order motor model of [Swevers2002] eq. (4).
 
 Times are float seconds, samples are rows and joints columns
 (:mod:`dynamic_identification.core`).
@@ -28,7 +28,7 @@ from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
 
 POLYNOMIAL_ORDER = 3
-"""Order of the current → motor-torque polynomial of seed 002 eq. (4)."""
+"""Order of the current → motor-torque polynomial of [Swevers2002] eq. (4)."""
 
 DEFAULT_TOLERANCE_S = 0.005
 """Largest distance (s) between a joint-state stamp and each bracketing current sample:
@@ -41,7 +41,7 @@ milliseconds ahead of the other (0.1 s dropped 5 % of a 1 kHz stream, ``bench/be
 
 
 def current_polynomial(coefficients: Sequence[float] | np.ndarray, n_joints: int) -> np.ndarray:
-    """Per-motor coefficients ``[c0, c1, c2, c3]`` of seed 002 eq. (4), shape ``(n, 4)``.
+    """Per-motor coefficients ``[c0, c1, c2, c3]`` of [Swevers2002] eq. (4), shape ``(n, 4)``.
 
     Parameters
     ----------
@@ -71,7 +71,7 @@ def current_polynomial(coefficients: Sequence[float] | np.ndarray, n_joints: int
 
 
 def motor_torques(currents_a: np.ndarray, polynomial: np.ndarray) -> np.ndarray:
-    """Motor torques in N·m (motor side) of seed 002 eq. (4) without its ratio ``μ``.
+    """Motor torques in N·m (motor side) of [Swevers2002] eq. (4) without its ratio ``μ``.
 
     ``τ_M = sign(I) (c0 + c1 |I| + c2 I² + c3 |I|³)`` per motor, an odd function of the
     current; the transmission (``μ`` in the paper) is applied by the drive chain.
@@ -90,10 +90,10 @@ def current_to_torque(
 ) -> np.ndarray:
     """Joint torques in N·m from motor currents in A, coupling applied.
 
-    Linear, ``τ = Gᵀ (k ⊙ i)`` with the drive gains ``k`` (seed 000 eq. (7),
+    Linear, ``τ = Gᵀ (k ⊙ i)`` with the drive gains ``k`` ([Gautier2013] eq. (7),
     :meth:`~dynamic_identification.core.model.DriveChain.joint_torques`), or, with
     ``polynomial``, ``τ = Gᵀ h(i)`` where ``h`` is the third-order motor model of
-    seed 002 eq. (4), ``h_i(I) = sign(I) (c0 + c1 |I| + c2 I² + c3 |I|³)``. The
+    [Swevers2002] eq. (4), ``h_i(I) = sign(I) (c0 + c1 |I| + c2 I² + c3 |I|³)``. The
     polynomial replaces the drive gains (``c1`` plays ``k``); ``c0 = c2 = c3 = 0``,
     ``c1 = k`` gives the linear model. ``G = diag(N) C`` as in the drive chain.
 

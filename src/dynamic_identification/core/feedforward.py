@@ -1,9 +1,9 @@
 """Model-based feedforward: joint torques of the identified model along a desired motion.
 
-The identified model predicts ``τ = W_st(q, q̇, q̈)[:, names] @ values`` (seed 000
+The identified model predicts ``τ = W_st(q, q̇, q̈)[:, names] @ values`` ([Gautier2013]
 eq. (4); a base parameter is named after its independent standard column, see
 :func:`~dynamic_identification.core.identification.predict_torques`). For the
-feedforward of a controller (seed 004 §IV.C, Fig. 3) the Coulomb column
+feedforward of a controller ([Volkmann2020] §IV.C, Fig. 3) the Coulomb column
 ``sign(v_m)`` is replaced by the "practically more stable" ``tanh(k v_m)`` with
 ``k = 1000`` s/rad, so the torque command is continuous through velocity
 reversals and at rest (where it is gravity plus offsets).
@@ -39,7 +39,7 @@ from dynamic_identification.core.model import (
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 
 DEFAULT_FRICTION_SMOOTHING = 1000.0
-"""``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad (seed 004 §IV.C)."""
+"""``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
 
 MAX_PARAMETER_MAGNITUDE = 1e9
 """Largest ``|value|`` (SI units) of a parameter a feedforward accepts: nothing physical is larger, and
@@ -66,7 +66,7 @@ class FeedforwardModel:
 
     where ``Y`` is Pinocchio's joint-torque regressor and ``χ_in``, ``Ia``, ``Fv``,
     ``Fc``, ``off`` hold the given base-parameter values at their standard columns
-    and zeros elsewhere (seed 000 eq. (2)-(4), (26); seed 004 §IV.C). Where
+    and zeros elsewhere ([Gautier2013] eq. (2)-(4), (26); [Volkmann2020] §IV.C). Where
     ``|k v| ≫ 1`` this equals
     :func:`~dynamic_identification.core.identification.predict_torques`.
 

@@ -5,7 +5,7 @@ recording); every other joint of the URDF is locked with
 ``pinocchio.buildReducedModel`` so that its bodies are merged into their parents,
 as for the Panda's finger joints.
 
-Drive chain (seed 000 eq. (7), (25)-(26); seed 002 eq. (9)-(11))
+Drive chain ([Gautier2013] eq. (7), (25)-(26); [Swevers2002] eq. (9)-(11))
 -----------------------------------------------------------------
 Motor ``m`` turns at ``q̇r = G q̇`` with the transmission matrix
 ``G = diag(gear_ratios) · coupling``; ``coupling`` is dimensionless with ones on its
@@ -14,7 +14,7 @@ The electromagnetic torque of motor ``m`` is ``drive_gains[m] · current[m]`` an
 power conservation, the joint torques are ``τ = Gᵀ τ_r``.
 
 Drive-chain standard parameters are defined per motor and expressed on the joint
-side (seed 000 eq. (3), (26)): ``Ia_m = gear_ratios[m]² · Ja_m`` (rotor and gear
+side ([Gautier2013] eq. (3), (26)): ``Ia_m = gear_ratios[m]² · Ja_m`` (rotor and gear
 inertia, kg·m²), viscous ``Fv_m`` (N·m·s/rad), Coulomb ``Fc_m`` (N·m) and offset
 ``off_m`` (N·m) acting on the joint-side motor velocity ``v_m = (coupling q̇)_m``.
 """
@@ -40,7 +40,7 @@ DRIVE_PARAMETER_NAMES: tuple[str, ...] = ("Ia", "Fv", "Fc", "off")
 
 @dataclass(frozen=True)
 class DriveTerms:
-    """Which drive-chain standard parameters the model contains (seed 000 eq. (3))."""
+    """Which drive-chain standard parameters the model contains ([Gautier2013] eq. (3))."""
 
     rotor_inertia: bool = True
     viscous_friction: bool = True
@@ -136,7 +136,7 @@ class DriveChain:
 
     @property
     def transmission(self) -> np.ndarray:
-        """``G = diag(N) C``: motor velocities are ``G q̇`` (seed 000 eq. (25))."""
+        """``G = diag(N) C``: motor velocities are ``G q̇`` ([Gautier2013] eq. (25))."""
         return self.gear_ratios[:, None] * self.coupling
 
     def joint_torques(self, currents_a: np.ndarray) -> np.ndarray:

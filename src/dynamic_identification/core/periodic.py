@@ -1,16 +1,16 @@
 """Periodic experiments: split by period, average, noise variance, Fourier filtering and differentiation.
 
-A periodic excitation (seed 002 §3.1, seed 004 eq. (6)) repeats the same motion every
+A periodic excitation ([Swevers2002] §3.1, [Volkmann2020] eq. (6)) repeats the same motion every
 ``period_s`` seconds. Arranging the samples by period gives, for every instant of the
 period, ``P`` repetitions of the same measurement, which
 
-* averaged, improve the signal-to-noise ratio by ``sqrt(P)`` (seed 002 §4.3, seed 004 §III.C);
+* averaged, improve the signal-to-noise ratio by ``sqrt(P)`` ([Swevers2002] §4.3, [Volkmann2020] §III.C);
 * scattered around their mean, estimate the measurement-noise variance per sample
-  (seed 004 eq. (7)) and per channel (seed 002 §4.3), the weights of WLS (seed 004
+  ([Volkmann2020] eq. (7)) and per channel ([Swevers2002] §4.3), the weights of WLS ([Volkmann2020]
   eq. (8)-(9));
 * being one period of a band-limited periodic signal, are filtered and differentiated
   exactly in the frequency domain, without leakage: only the excited Fourier lines are
-  kept and multiplied by ``i ω_k`` (seed 002 §4.3, seed 004 §III.C).
+  kept and multiplied by ``i ω_k`` ([Swevers2002] §4.3, [Volkmann2020] §III.C).
 
 Samples are rows and time is float seconds, as everywhere in the core; a
 :class:`PeriodicData` adds a leading period axis: ``values[j, k]`` is sample ``k`` of
@@ -158,10 +158,10 @@ def split_periods(
     values : numpy.ndarray
         Samples, shape ``(N, ...)``.
     period_s : float
-        Period of the excitation, s (seed 002 eq. (15): ``T_f = 2π / ω_f``).
+        Period of the excitation, s ([Swevers2002] eq. (15): ``T_f = 2π / ω_f``).
     start_s : float, optional
         Start of the first period, s, within the recording (default: the first stamp).
-        Choose it after the transient response has died out (seed 002 §4.3).
+        Choose it after the transient response has died out ([Swevers2002] §4.3).
     samples_per_period : int, optional
         ``M`` (>= 2). Default: ``round(period_s / dt)`` with ``dt`` the mean stamp step
         within gap-free stretches (see ``clean_time_stamps``), i.e. the recording's own rate.
@@ -230,7 +230,7 @@ def split_periods(
 
 
 def average_periods(data: PeriodicData) -> np.ndarray:
-    """Mean over the periods, sample by sample (seed 002 §4.3; seed 004 §III.C).
+    """Mean over the periods, sample by sample ([Swevers2002] §4.3; [Volkmann2020] §III.C).
 
     ``x̄(k) = (1/P) Σ_j x_j(k)``. Averaging ``P`` periods divides the standard deviation
     of independent measurement noise by ``sqrt(P)``.
@@ -249,7 +249,7 @@ def average_periods(data: PeriodicData) -> np.ndarray:
 
 
 def period_variance(data: PeriodicData) -> np.ndarray:
-    """Sample variance of the repetitions at every instant of the period (seed 004 eq. (7)).
+    """Sample variance of the repetitions at every instant of the period ([Volkmann2020] eq. (7)).
 
     ``σ²(k) = 1/(P - 1) · Σ_j (x_j(k) - x̄(k))²``: the unbiased (``ddof=1``) variance of
     *one* measurement at instant ``k``. The variance of the averaged value
@@ -269,7 +269,7 @@ def period_variance(data: PeriodicData) -> np.ndarray:
 
 
 def mean_noise_variance(data: PeriodicData) -> np.ndarray:
-    """Noise variance of the averaged data, one value per channel (seed 002 §4.3).
+    """Noise variance of the averaged data, one value per channel ([Swevers2002] §4.3).
 
     Pools the scatter of all ``P·M`` samples around their per-instant means and
     divides by ``P`` for the averaging::
@@ -279,10 +279,10 @@ def mean_noise_variance(data: PeriodicData) -> np.ndarray:
 
     Notes
     -----
-    Seed 002 divides the double sum by ``(P·M - 1)`` (``10N - 1`` there). That is the
+    [Swevers2002] divides the double sum by ``(P·M - 1)`` (``10N - 1`` there). That is the
     divisor for scatter around *one* mean; here each of the ``M`` instants has its own
     mean, which uses up ``M`` degrees of freedom, so the sum has expectation
-    ``M (P - 1) σ²`` and the unbiased divisor is ``M (P - 1)``. Seed 002's estimate is
+    ``M (P - 1) σ²`` and the unbiased divisor is ``M (P - 1)``. [Swevers2002]'s estimate is
     this one times ``M (P - 1) / (P·M - 1) ≈ (P - 1) / P``, i.e. 10 % low for their 10
     periods. This function returns the unbiased value.
 
@@ -301,9 +301,9 @@ def mean_noise_variance(data: PeriodicData) -> np.ndarray:
 
 
 def sample_weights_from_variance(variance: np.ndarray, *, floor: float | None = None) -> np.ndarray:
-    """Per-sample standard deviations for WLS from a per-sample variance (seed 004 eq. (8)-(9)).
+    """Per-sample standard deviations for WLS from a per-sample variance ([Volkmann2020] eq. (8)-(9)).
 
-    Seed 004 weights the equation of joint ``j`` at sample ``p`` by ``1/σ²_{j,p}``
+    [Volkmann2020] weights the equation of joint ``j`` at sample ``p`` by ``1/σ²_{j,p}``
     (``W = diag(W_1⁻¹, …)``, ``W_j = diag(σ²_{j,1}, …)``). This returns
     ``σ = max(sqrt(variance), floor)``, the ``sample_std`` argument of
     :func:`dynamic_identification.core.estimation.weighted_least_squares`. The floor
@@ -311,7 +311,7 @@ def sample_weights_from_variance(variance: np.ndarray, *, floor: float | None = 
     currents, a joint at rest, a noise-free simulation) from receiving infinite weight.
 
     When the torques passed to WLS are the *averaged* torques, their variance is
-    ``period_variance(data) / P`` (seed 004: ``var(y) = W⁻¹ / N_r``); pass that, so the
+    ``period_variance(data) / P`` ([Volkmann2020]: ``var(y) = W⁻¹ / N_r``); pass that, so the
     parameter standard deviations that WLS reports are those of the averaged data.
 
     Parameters
@@ -364,15 +364,17 @@ def sample_weights_from_variance(variance: np.ndarray, *, floor: float | None = 
 def fourier_filter(
     values: np.ndarray, *, period_s: float, harmonics: int, axis: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keep the first Fourier lines of one period and differentiate them exactly (seed 002 §4.3, seed 004 §III.C).
+    """Keep the first Fourier lines of one period and differentiate them exactly.
+
+    [Swevers2002] §4.3, [Volkmann2020] §III.C.
 
     ``values`` holds one period of ``M`` uniform samples ``x(t_m)``, ``t_m = m T / M``
     (typically :func:`average_periods` of positions). Its DFT (``numpy.fft.rfft``) gives
     the Fourier coefficients ``X_k`` at pulsations ``ω_k = 2π k / T``; the offset and
-    harmonics ``1 .. harmonics`` are kept (seed 004: "only the first n_h + 1 Fourier
+    harmonics ``1 .. harmonics`` are kept ([Volkmann2020]: "only the first n_h + 1 Fourier
     coefficients are retained"), the others, which carry only noise for an excitation
     of ``harmonics`` lines, are set to zero. The derivatives multiply the kept lines by
-    ``i ω_k`` and ``-ω_k²`` (seed 002 eq. (16)-(17)): no leakage and no finite-difference
+    ``i ω_k`` and ``-ω_k²`` ([Swevers2002] eq. (16)-(17)): no leakage and no finite-difference
     error, because the data are exactly periodic.
 
     Parameters

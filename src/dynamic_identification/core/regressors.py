@@ -1,12 +1,12 @@
 """Inverse dynamic identification model (IDIM) and base parameters.
 
-The IDIM (seed 000 eq. (2), (6)) writes the joint torques linearly in the
+The IDIM ([Gautier2013] eq. (2), (6)) writes the joint torques linearly in the
 standard parameters, ``τ = IDM_st(q, q̇, q̈) χ_st``. The inertial columns come from
 ``pinocchio.computeJointTorqueRegressor``; the drive-chain columns (rotor inertia,
 viscous and Coulomb friction, offset) follow the motor-side model of
 :mod:`dynamic_identification.core.model`.
 
-Base parameters (seed 000 eq. (4), ref. [11], Gautier 1991) are found
+Base parameters ([Gautier2013] eq. (4), ref. [11], Gautier 1991) are found
 numerically: a QR factorisation of the observation matrix of random samples tells
 which standard columns are linear combinations of earlier ones; those parameters
 are regrouped into the independent ones, ``χ = χ_1 + β χ_2``, and every base
@@ -84,7 +84,7 @@ def drive_observation_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.
     """Drive-chain part of the IDIM: ``(N, n, n · len(terms.names))``.
 
     Motor ``m`` adds ``C[m]ᵀ f_m`` to the joint torques, with ``v_m = C[m] · q̇`` and
-    ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m`` (seed 000 eq. (9), (26)).
+    ``f_m = Ia_m C[m]·q̈ + Fv_m v_m + Fc_m sign(v_m) + off_m`` ([Gautier2013] eq. (9), (26)).
     Columns are grouped by motor, then by term in ``terms.names`` order.
     """
     samples, n = np.shape(dq)[0], drive_chain.n_joints
@@ -132,7 +132,7 @@ def observation_matrix(
     """IDIM observation matrix in the standard parameters, shape ``(N, n, n · terms.per_joint)``.
 
     ``observation_matrix(...) @ standard_parameters(...)`` equals
-    ``pinocchio.rnea`` plus the drive-chain torques (seed 000 eq. (2)). Columns
+    ``pinocchio.rnea`` plus the drive-chain torques ([Gautier2013] eq. (2)). Columns
     follow :func:`~dynamic_identification.core.model.standard_parameter_names`.
     """
     if drive_chain.n_joints != robot.n_joints:
@@ -219,7 +219,7 @@ def base_parameters(
     seed: int = 0,
     tolerance: float = 1e-8,
 ) -> BaseParameters:
-    """Numerical base parameters of the IDIM (seed 000 ref. [11]).
+    """Numerical base parameters of the IDIM ([Gautier2013] ref. [11]).
 
     The standard observation matrix of ``samples`` random states is column-scaled
     and factorised by QR in a preferred column order (joint by joint,
@@ -239,7 +239,7 @@ def base_parameters(
 def base_parameters_from_samples(
     sampled: np.ndarray, names: tuple[str, ...], *, tolerance: float = 1e-8
 ) -> BaseParameters:
-    """Base parameters of a sampled standard observation matrix ``(N, n, p)`` (seed 000 ref. [11]).
+    """Base parameters of a sampled standard observation matrix ``(N, n, p)`` ([Gautier2013] ref. [11]).
 
     The QR and regrouping step of :func:`base_parameters`, for any model whose
     standard parameters are named like :func:`standard_parameter_names` (a kind

@@ -2,7 +2,7 @@
 
 Samples are rows (axis 0) and time is float seconds, as everywhere in the core.
 
-Cut-off choices (seed 000 §IV.A)
+Cut-off choices ([Gautier2013] §IV.A)
 --------------------------------
 Only joint positions ``q`` are measured; velocities and accelerations are estimated from
 them. The positions are low-passed with a zero-phase Butterworth filter whose cut-off is
@@ -12,13 +12,13 @@ tenth of the cut-off by about 1e-8) and *below the frequencies where the encoder
 and quantisation dominate*. Differentiating the low-passed position by central
 differences then gives ``q̇`` and ``q̈`` whose noise is bounded by the cut-off: the
 derivative of a low-passed signal is a *band-pass derivative*, the "band-pass
-filtering of the measure of q" of seed 000 §IV.A. A usual choice is a cut-off of
+filtering of the measure of q" of [Gautier2013] §IV.A. A usual choice is a cut-off of
 about 5 to 10 times the highest frequency of the trajectory (for example 20 Hz for
 motions below 2 Hz recorded at 1 kHz).
 
 The torques ``Y`` still contain high-frequency torque ripple, and the observation
 matrix ``W`` built from ``(q̂, q̇̂, q̈̂)`` is sampled much faster than the dynamics
-require. *Parallel decimation* (seed 000 eq. (13)-(14)) applies the same linear-phase
+require. *Parallel decimation* ([Gautier2013] eq. (13)-(14)) applies the same linear-phase
 FIR low-pass and the same down-sampling to ``Y`` and to every column of ``W``: since
 both operations are linear, ``Y = W χ + ρ`` keeps holding on the decimated samples,
 while the ripple is removed and the identification frequency range is windowed into
@@ -283,7 +283,7 @@ def _butterworth_sos(order: int, cutoff_hz: float, rate_hz: float) -> tuple[np.n
 
 
 def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order: int = 4, axis: int = 0) -> np.ndarray:
-    """Zero-phase Butterworth low-pass (forward-backward, seed 000 §IV.A).
+    """Zero-phase Butterworth low-pass (forward-backward, [Gautier2013] §IV.A).
 
     The filter is designed with ``scipy.signal.butter(order, cutoff_hz, fs=rate_hz,
     output='sos')`` and applied forward and backward as ``scipy.signal.sosfiltfilt``
@@ -357,7 +357,7 @@ def _forward_backward(sos: np.ndarray, initial_state: np.ndarray, x: np.ndarray,
 def differentiate(
     q: np.ndarray, *, rate_hz: float, cutoff_hz: float | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Band-pass derivative estimation of positions (seed 000 §IV.A).
+    """Band-pass derivative estimation of positions ([Gautier2013] §IV.A).
 
     ``q`` is low-passed with :func:`lowpass_zero_phase` (order 4, skipped when
     ``cutoff_hz`` is None), then differentiated twice by central differences
@@ -417,10 +417,10 @@ def _decimation_factor(factor: int) -> int:
 
 
 def decimation_taps(factor: int) -> np.ndarray:
-    """Linear-phase FIR low-pass used by parallel decimation (seed 000 eq. (13)-(14)).
+    """Linear-phase FIR low-pass used by parallel decimation ([Gautier2013] eq. (13)-(14)).
 
     Same filter as ``scipy.signal.decimate(x, factor, ftype='fir')`` and Matlab's
-    ``decimate(..., 'fir')`` cited by seed 000: ``firwin(20 * factor + 1, 1 / factor,
+    ``decimate(..., 'fir')`` cited by [Gautier2013]: ``firwin(20 * factor + 1, 1 / factor,
     window='hamming')``, an odd-length symmetric filter with unit DC gain and its
     -6 dB cut-off at the new Nyquist frequency ``rate / (2 * factor)``. Its passband
     (ripple < 0.02 dB) extends to about ``0.42 * rate / factor`` and its stopband
@@ -444,7 +444,7 @@ def decimation_taps(factor: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ParallelDecimator:
-    """Parallel decimation (seed 000 eq. (13)-(14)).
+    """Parallel decimation ([Gautier2013] eq. (13)-(14)).
 
     The same zero-phase FIR low-pass and down-sampling are applied to ``Y`` and to
     every column of ``W``, so ``Y = W χ`` still holds on the decimated samples.
@@ -553,7 +553,7 @@ def parallel_decimate(x: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarra
 def default_decimation(rate_hz: float, *, position_cutoff_hz: float) -> int:
     """Default parallel-decimation factor: ``max(1, floor(rate_hz / (4 * position_cutoff_hz)))``.
 
-    Gautier's rule for the decimation low-pass (seed 000 §IV.A, eq. (13)-(14)) is a
+    Gautier's rule for the decimation low-pass ([Gautier2013] §IV.A, eq. (13)-(14)) is a
     cut-off well above the dynamics bandwidth and at or above the position filter's
     cut-off ``f_c``, so decimation removes torque ripple without distorting anything
     that ``q̂, q̇̂, q̈̂`` still contain. This rule keeps a decimated rate of at least

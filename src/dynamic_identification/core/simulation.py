@@ -5,8 +5,8 @@ chain of :mod:`dynamic_identification.core.model`: joint torques are
 
 ``τ = M(q) q̈ + b(q, q̇) + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off)``, ``v = C q̇``
 
-(seed 000 eq. (1)-(3), (9), (26)), and the motors see currents
-``i = (Gᵀ)⁻¹ τ / k`` (seed 000 eq. (7)). Everything here is written from these
+([Gautier2013] eq. (1)-(3), (9), (26)), and the motors see currents
+``i = (Gᵀ)⁻¹ τ / k`` ([Gautier2013] eq. (7)). Everything here is written from these
 physical formulas, independently of the regressors, so that it can serve as the
 ground truth the identification is tested against.
 
@@ -60,7 +60,7 @@ def drive_torques(
     """Joint torques of rotor inertia, friction and offset, shape ``(N, n)`` in N·m.
 
     ``τ_d = Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off)`` with ``v = C q̇``
-    (seed 000 eq. (3), (9), (26)); rows are samples.
+    ([Gautier2013] eq. (3), (9), (26)); rows are samples.
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ def inverse_dynamics(
 ) -> np.ndarray:
     """Exact joint torques ``(N, n)`` in N·m: ``pinocchio.rnea`` per sample plus :func:`drive_torques`.
 
-    The ground truth of the IDIM (seed 000 eq. (1)): independent of the regressor.
+    The ground truth of the IDIM ([Gautier2013] eq. (1)): independent of the regressor.
     """
     _check_sizes(robot, drive_chain, drive)
     n = robot.n_joints
@@ -159,7 +159,7 @@ def measure(
 
     Positions are quantised by :func:`quantize_positions`; currents are
     ``drive_chain.motor_currents(τ)`` plus white Gaussian noise of
-    ``sensor.current_noise_std_a`` (seed 000 eq. (7), the noise the WLS weights).
+    ``sensor.current_noise_std_a`` ([Gautier2013] eq. (7), the noise the WLS weights).
     """
     currents = drive_chain.motor_currents(joint_torques)
     noise = rng.normal(0.0, sensor.current_noise_std_a, size=currents.shape) if sensor.current_noise_std_a else 0.0

@@ -1,6 +1,6 @@
-"""Validation by simulation: the identified model driven by the measured torques (seed 003 §5).
+"""Validation by simulation: the identified model driven by the measured torques ([DirectDrive2012] §5).
 
-Seed 003 validates each identified model by integrating its forward dynamics with
+[DirectDrive2012] validates each identified model by integrating its forward dynamics with
 a Runge-Kutta 4/5 method from the torques applied to the real arm and comparing the
 simulated joint positions with the measured ones: ``q_error = q − q_sim`` and
 ``‖q_error,i‖₂`` per joint (its Table 2).
@@ -11,7 +11,7 @@ vector with ``K χ = θ`` gives the same torques). The IDIM is linear in ``q̈``
 from the regressor: ``h = W(q, q̇, 0) θ`` and column ``j`` of ``M`` is
 ``(W(q, 0, e_j) − W(q, 0, 0)) θ``; then ``q̈ = M⁻¹ (τ − h)``. Concretely ``W θ`` is
 evaluated as the standard regressor times the standard vector that holds ``θ`` on
-the independent columns and zeros elsewhere (seed 000 eq. (4)): Pinocchio's
+the independent columns and zeros elsewhere ([Gautier2013] eq. (4)): Pinocchio's
 ``computeJointTorqueRegressor`` for the links, the drive-chain formulas for rotor
 inertia, friction and offset.
 
@@ -175,7 +175,7 @@ class PDFeedback:
 
 @dataclass(frozen=True)
 class ValidationResult:
-    """Simulated response of an identified model and its position error (seed 003 §5, Table 2).
+    """Simulated response of an identified model and its position error ([DirectDrive2012] §5, Table 2).
 
     Attributes
     ----------
@@ -186,7 +186,7 @@ class ValidationResult:
     q_error
         ``q_measured − q_simulated``, rad, ``(N, n)``.
     error_norm
-        ``‖q_error,i‖₂`` over the samples per joint, rad (seed 003 Table 2); depends on
+        ``‖q_error,i‖₂`` over the samples per joint, rad ([DirectDrive2012] Table 2); depends on
         the number of samples, see :attr:`error_rms`.
     error_rms
         Root mean square of ``q_error`` per joint, rad.
@@ -234,7 +234,7 @@ def simulate(
 ) -> tuple[np.ndarray, np.ndarray, bool, str]:
     """Integrate the model's forward dynamics under the torques ``(N, n)`` (N·m, linear between samples).
 
-    Runge-Kutta 4/5 by default, as seed 003 §5; the step is at most one sample
+    Runge-Kutta 4/5 by default, as [DirectDrive2012] §5; the step is at most one sample
     period so that no torque sample is skipped. With ``feedback`` the PD acts on the
     error to ``q_reference`` ``(N, n)`` (its velocity by central differences).
 
@@ -301,7 +301,7 @@ def validate_by_simulation(
     rtol: float = 1e-7,
     atol: float = 1e-9,
 ) -> ValidationResult:
-    """Simulate the identified model from the measured torques and compare positions (seed 003 §5, Table 2).
+    """Simulate the identified model from the measured torques and compare positions ([DirectDrive2012] §5, Table 2).
 
     The simulation starts at the first measured position with velocity ``dq0``
     (default: second-order one-sided difference of the first three positions).

@@ -79,11 +79,11 @@ CONFIG_KEYS: dict[str, str] = {
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
     "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
-    "estimation.model": "regression model (seed 003): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
+    "estimation.model": "regression model ([DirectDrive2012]): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
     " 'power' or 'filtered_power'",
-    "estimation.method": "least-squares method: 'ols' or 'wls' (seed 000 eq. (20))",
-    "estimation.reduction": "parameter reduction: 'sensitivity' (seed 004 Algorithm 1), 'essential' (seed 000 §V.B)"
-    " or 'none'",
+    "estimation.method": "least-squares method: 'ols' or 'wls' ([Gautier2013] eq. (20))",
+    "estimation.reduction": "parameter reduction: 'sensitivity' ([Volkmann2020] Algorithm 1),"
+    " 'essential' ([Gautier2013] §V.B) or 'none'",
     "estimation.e_tol": "sensitivity reduction: allowed growth of each joint's relative error (> 0, 0.05 = 5 %)",
     "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
     "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
@@ -91,7 +91,7 @@ CONFIG_KEYS: dict[str, str] = {
     "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
     "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
     "window.window_s": "in-process estimation: window length, s of data (> 0)",
-    "window.reduction": "in-process reduction: 'sensitivity' (seed 004 Algorithm 1), 'essential' or 'none'",
+    "window.reduction": "in-process reduction: 'sensitivity' ([Volkmann2020] Algorithm 1), 'essential' or 'none'",
     "window.update_period_s": "in-process estimation: data time between updates, s (> 0, <= window_s)",
     "window.max_condition_number": "quality gate: largest condition number of the reduced model (> 0)",
     "window.max_relative_error": "quality gate: largest relative error ||rho||/||Y|| (> 0)",
@@ -316,13 +316,13 @@ class IdentificationConfig:
     use_measured_velocity
         Use recorded velocities instead of differentiating filtered positions.
     model
-        Regression model of offline identification (seed 003 §3, one of
+        Regression model of offline identification ([DirectDrive2012] §3, one of
         :data:`~dynamic_identification.core.regression_models.MODELS`): ``"dynamic"``
-        is the IDIM of seed 000; the others identify the same base parameters.
+        is the IDIM of [Gautier2013]; the others identify the same base parameters.
     method
-        ``"ols"`` or ``"wls"`` (seed 000 eq. (20)).
+        ``"ols"`` or ``"wls"`` ([Gautier2013] eq. (20)).
     reduction
-        ``"sensitivity"`` (seed 004 Algorithm 1), ``"essential"`` (seed 000 §V.B) or ``"none"``.
+        ``"sensitivity"`` ([Volkmann2020] Algorithm 1), ``"essential"`` ([Gautier2013] §V.B) or ``"none"``.
     r_sigma
         Essential-parameter stopping ratio of the largest to smallest %σ.
     e_tol

@@ -20,9 +20,9 @@ written by ``dynid identify --out``. Keys, in this order::
     removed: [MX3, ...]                      # removed by reduction / essential / unidentifiable
     quality:
       condition_number: ...
-      relative_error: ...                    # ‖ρ‖/‖Y‖ (seed 000 §IV.A)
-      joint_errors: {joint1: ...}            # e_j in N·m (seed 004 eq. (11))
-      joint_relative_errors: {joint1: ...}   # e*_j (seed 004 eq. (12)); null: no usable equation
+      relative_error: ...                    # ‖ρ‖/‖Y‖ ([Gautier2013] §IV.A)
+      joint_errors: {joint1: ...}            # e_j in N·m ([Volkmann2020] eq. (11))
+      joint_relative_errors: {joint1: ...}   # e*_j ([Volkmann2020] eq. (12)); null: no usable equation
       samples: ...
       window: ...                            # s
     stamp: 1700000000.0                      # s
@@ -72,7 +72,7 @@ class ParameterEntry:
     value
         Estimated value in SI units of the regrouped standard parameters.
     std_percent
-        Relative standard deviation ``%σ`` (seed 000 eq. (19)); ``None`` if unknown,
+        Relative standard deviation ``%σ`` ([Gautier2013] eq. (19)); ``None`` if unknown,
         ``inf`` if the parameter is not identifiable.
     expression
         Which standard parameters the base parameter regroups, e.g. ``"ZZ1 + YY2"``.

@@ -144,7 +144,7 @@ class Recording:
         """Joint torques in N·m, shape ``(N, n)``.
 
         The measured ``effort`` when the recording has it; otherwise the currents
-        converted with ``drive_chain`` (``τ = Gᵀ (k ⊙ i)``, seed 000 eq. (7)).
+        converted with ``drive_chain`` (``τ = Gᵀ (k ⊙ i)``, [Gautier2013] eq. (7)).
 
         Raises
         ------

@@ -1,4 +1,4 @@
-"""``estimator``: in-process identification on a sliding window (seed 004, seed 000 IDIM-WLS).
+"""``estimator``: in-process identification on a sliding window ([Volkmann2020], [Gautier2013] IDIM-WLS).
 
 Subscribes ``input_topic`` (default ``/recorder/samples``, ``sensor_msgs/JointState``:
 position in rad, velocity in rad/s, effort = joint torque in N·m; joints matched by

@@ -10,7 +10,7 @@ in the parameter file's joint order) at ``rate_hz`` and ``diagnostic_msgs/Diagno
 on ``/diagnostics``; serves ``~/enable`` and ``~/disable`` (``std_srvs/Trigger``).
 
 The model is :class:`dynamic_identification.feedforward.FeedforwardModel`: the
-identified IDIM with ``tanh(k q̇)`` Coulomb friction (seed 004 §IV.C). It is loaded
+identified IDIM with ``tanh(k q̇)`` Coulomb friction ([Volkmann2020] §IV.C). It is loaded
 from ``parameters_file`` at start, and every message on ``parameters_topic``
 replaces it (the topic carries the latest estimate). The desired ``q, q̇, q̈`` are
 interpolated from the trajectory's points at the node clock's time
@@ -98,7 +98,7 @@ _PARAMETERS = (
         "friction_smoothing",
         DEFAULT_FRICTION_SMOOTHING,
         Parameter.Type.DOUBLE,
-        "k of the Coulomb feedforward Fc tanh(k dq), s/rad (seed 004: 1000)",
+        "k of the Coulomb feedforward Fc tanh(k dq), s/rad ([Volkmann2020]: 1000)",
         floating=(1e-3, 1e9),
     ),
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF instead of the one the parameters name; empty = theirs"),

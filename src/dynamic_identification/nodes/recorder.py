@@ -9,7 +9,7 @@ reported. The two streams are paired by
 at each joint-state stamp) and the currents converted into joint torques through the
 drive chain (``drive_chain.*`` of :data:`~dynamic_identification.io.config.CONFIG_KEYS`,
 so the shared ``/**`` block of the configuration file applies; linear, or the
-third-order model of seed 002 eq. (4) with ``current_polynomial``). With
+third-order model of [Swevers2002] eq. (4) with ``current_polynomial``). With
 ``topics.effort_is_torque`` (Gazebo's ``gz_ros2_control``) the joint states' effort
 already is the joint torque and no currents are needed.
 
@@ -109,7 +109,7 @@ _NODE_PARAMETERS = (
         "current_polynomial",
         None,
         Parameter.Type.DOUBLE_ARRAY,
-        "current to motor torque, seed 002 eq. (4): [c0 N.m, c1 N.m/A, c2 N.m/A^2, c3 N.m/A^3] per motor,"
+        "current to motor torque, [Swevers2002] eq. (4): [c0 N.m, c1 N.m/A, c2 N.m/A^2, c3 N.m/A^3] per motor,"
         " motor by motor; unset = linear with drive_chain.drive_gains",
     ),
     ParameterSpec(
@@ -643,7 +643,7 @@ class RecorderNode(GuardedNode):
             "torque_source": "effort"
             if self.effort_is_torque
             else (
-                "current, polynomial (seed 002 eq. 4)"
+                "current, polynomial ([Swevers2002] eq. 4)"
                 if self._conversion is not None and self._conversion.polynomial is not None
                 else "current, linear"
             ),

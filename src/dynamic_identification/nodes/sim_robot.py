@@ -71,8 +71,8 @@ from dynamic_identification.resources import shipped_path
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
 
 # Drive chain of the shipped dynid_arm6 (joint side, per joint 1..6). Friction is the
-# URDF's <dynamics> (rounded from seed 000 Table II); rotor inertia Ia3..Ia6 are of the
-# order of seed 000 Table II, Ia1, Ia2 (not given there) plausible for this class.
+# URDF's <dynamics> (rounded from [Gautier2013] Table II); rotor inertia Ia3..Ia6 are of the
+# order of [Gautier2013] Table II, Ia1, Ia2 (not given there) plausible for this class.
 DEFAULT_GEAR_RATIOS = (100.0, 100.0, 80.0, 60.0, 60.0, 50.0)
 DEFAULT_DRIVE_GAINS = (0.45, 0.45, 0.4, 0.35, 0.3, 0.3)
 DEFAULT_ROTOR_INERTIA = (0.5, 0.4, 0.2, 0.1, 0.08, 0.05)

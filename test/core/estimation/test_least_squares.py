@@ -49,7 +49,7 @@ def test_covariance_and_condition_number_match_their_definitions() -> None:
     result = ordinary_least_squares(w, y)
 
     residual = y.reshape(-1) - a @ result.parameters
-    sigma2 = residual @ residual / (a.shape[0] - 4)  # seed 000 eq. (17)
+    sigma2 = residual @ residual / (a.shape[0] - 4)  # [Gautier2013] eq. (17)
     assert_allclose(result.residual_std, np.sqrt(sigma2), rtol=1e-10)
     assert_allclose(result.covariance, sigma2 * np.linalg.inv(a.T @ a), rtol=1e-8)  # eq. (18)
     assert_allclose(result.std, np.sqrt(np.diag(result.covariance)), rtol=1e-12)
@@ -101,7 +101,7 @@ def test_joint_errors_match_hand_computation() -> None:
 
     assert_allclose(result.parameters, [3.0])
     # residuals: joint 0 [-2, -1, 0, 3], joint 1 [1, -1, 2, -2]
-    assert_allclose(result.joint_errors, [1.5, 1.5])  # seed 004 eq. (11)
+    assert_allclose(result.joint_errors, [1.5, 1.5])  # [Volkmann2020] eq. (11)
     assert_allclose(result.joint_relative_errors, [1.5 / 3.0, 1.5 / 1.5])  # eq. (12), mean|τ| = 3 and 1.5
     assert_allclose(result.relative_error, np.sqrt(24.0 / 60.0))
 
@@ -126,7 +126,7 @@ def test_wls_beats_ols_and_recovers_joint_noise_levels() -> None:
 
 
 def test_joint_error_std_uses_the_rank_of_each_joint() -> None:
-    # Block-triangular IDIM structure (seed 000 eq. (20)): joint 1 does not see columns 0 and 1.
+    # Block-triangular IDIM structure ([Gautier2013] eq. (20)): joint 1 does not see columns 0 and 1.
     rng = np.random.default_rng(6)
     w = rng.normal(size=(12, 2, 3))
     w[:, 1, :2] = 0.0
@@ -172,7 +172,7 @@ def test_sample_std_equal_per_joint_gives_joint_weighting() -> None:
 
 
 def test_per_sample_weights_from_repetitions_normalise_errors() -> None:
-    # seed 004 eq. (7)-(9): noise that changes along the trajectory.
+    # [Volkmann2020] eq. (7)-(9): noise that changes along the trajectory.
     rng = np.random.default_rng(9)
     w = _observation_matrix(rng, 400, 2, 4)
     sample_std = np.exp(rng.uniform(-3.0, 1.0, size=(400, 2)))
@@ -281,7 +281,7 @@ def test_essential_parameters_remove_a_weak_zero_parameter() -> None:
     assert_array_equal(essential.kept, [0, 1, 2])
     assert_array_equal(essential.removed, [3])
     final = essential.result.relative_std_percent
-    assert final.max() / final.min() < 20.0  # seed 000 §V.B stopping rule
+    assert final.max() / final.min() < 20.0  # [Gautier2013] §V.B stopping rule
     assert_allclose(essential.result.parameters, [2.0, -1.0, 3.0], atol=0.02)
     assert_allclose(essential.result.joint_std, full.joint_std)  # weights fixed from the full model
 

@@ -21,7 +21,7 @@ TRUE = np.array([2.0, -1.0, 0.5, 3.0, 0.25, -0.75])
 def _rows(seed: int, samples: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     w = rng.normal(size=(samples, 3, 6)) * np.logspace(-1, 2, 6)
-    w[:, 2, :2] = 0.0  # block-triangular structure of the IDIM (seed 000 eq. (5))
+    w[:, 2, :2] = 0.0  # block-triangular structure of the IDIM ([Gautier2013] eq. (5))
     y = w @ TRUE + rng.normal(size=(samples, 3)) * np.array([0.1, 1.0, 3.0])
     valid = rng.uniform(size=(samples, 3)) > 0.1
     return w, y, valid

@@ -1,4 +1,4 @@
-"""Recursive least squares (seed 003 §3.1): convergence to batch LS, forgetting, covariance history."""
+"""Recursive least squares ([DirectDrive2012] §3.1): convergence to batch LS, forgetting, covariance history."""
 
 from __future__ import annotations
 

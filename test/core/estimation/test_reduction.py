@@ -1,4 +1,4 @@
-"""Tests of model reduction on normal equations: seed 004 Algorithm 1, seed 000 essential parameters."""
+"""Tests of model reduction on normal equations: [Volkmann2020] Algorithm 1, [Gautier2013] essential parameters."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_removal_follows_increasing_sensitivity() -> None:
 
     removed = [column for column, _ in result.removed]
     sensitivity = equations.sensitivities()
-    assert np.all(np.diff(sensitivity[removed]) >= 0.0)  # seed 004 Algorithm 1 line 6
+    assert np.all(np.diff(sensitivity[removed]) >= 0.0)  # [Volkmann2020] Algorithm 1 line 6
 
 
 def test_sensitivity_reduction_matches_algorithm_1_written_with_solve_weighted() -> None:
@@ -86,7 +86,7 @@ def test_column_that_one_joint_needs_becomes_essential() -> None:
     assert ONLY_JOINT_2 in result.essential
     without = solve_weighted(equations, NOISE, [column for column in result.kept if column != ONLY_JOINT_2])
     growth = without.relative_errors / result.reference.relative_errors
-    assert growth[2] > 1.5  # one joint beyond e_tol is enough (seed 004 Algorithm 1 line 10)
+    assert growth[2] > 1.5  # one joint beyond e_tol is enough ([Volkmann2020] Algorithm 1 line 10)
     assert np.all(growth[:2] < 1.05)
 
 

@@ -1,4 +1,4 @@
-"""Fourier excitation optimised for the condition number (seed 004 §II.C) on the 6-axis arm."""
+"""Fourier excitation optimised for the condition number ([Volkmann2020] §II.C) on the 6-axis arm."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ RESTRICTED = Workspace(
     box_min=np.array([0.1, -0.5, 0.15]),
     box_max=np.array([0.7, 0.5, 0.9]),
 )
-"""A restricted workspace like seed 004 Fig. 2.c: a sector in front of the arm, above the table."""
+"""A restricted workspace like [Volkmann2020] Fig. 2.c: a sector in front of the arm, above the table."""
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def tool_positions(robot: RobotModel, q: np.ndarray) -> np.ndarray:
 
 
 def test_full_range_design_reaches_seed_004_condition_number(full_design: ExcitationDesign) -> None:
-    # seed 004 §III.B: 6.76 in the full workspace; the issue asks for <= 10.
+    # [Volkmann2020] §III.B: 6.76 in the full workspace; the issue asks for <= 10.
     assert full_design.condition_number <= 10.0
     assert full_design.evaluations <= EVALUATIONS
 
@@ -152,7 +152,7 @@ def test_restricted_design_stays_in_its_workspace(robot, restricted_design, limi
 
 
 def test_restricted_design_is_well_conditioned(restricted_design) -> None:
-    # seed 004 §III.B: restraining the workspace raises κ (7.71 vs 6.76), it stays usable.
+    # [Volkmann2020] §III.B: restraining the workspace raises κ (7.71 vs 6.76), it stays usable.
     assert restricted_design.condition_number <= 30.0
 
 

@@ -1,4 +1,4 @@
-"""Process trajectories (seed 004 §III.B): pick and place, square; inverse kinematics with Pinocchio."""
+"""Process trajectories ([Volkmann2020] §III.B): pick and place, square; inverse kinematics with Pinocchio."""
 
 from __future__ import annotations
 

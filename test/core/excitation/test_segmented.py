@@ -1,4 +1,4 @@
-"""Segmented per-joint-fixed trajectories (seed 000 §IV.B): held joints still, C² joins, limits kept."""
+"""Segmented per-joint-fixed trajectories ([Gautier2013] §IV.B): held joints still, C² joins, limits kept."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Seed 004's story on the simulated arm: identify in-process on pick-and-place and square processes.
+"""[Volkmann2020]'s story on the simulated arm: identify in-process on pick-and-place and square processes.
 
 Sensitivity reduction makes the process data usable (condition number down by far more
-than 7×, seed 004: 61.7 → 8.46 and 1632 → 2.73) while no joint's relative error grows
+than 7×, [Volkmann2020]: 61.7 → 8.46 and 1632 → 2.73) while no joint's relative error grows
 by more than ``e_tol``; the reduced model predicts a fresh run of the same process about
-as well as a full model identified from an optimised excitation (seed 004 Tables V-VI).
+as well as a full model identified from an optimised excitation ([Volkmann2020] Tables V-VI).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _run(arm, trajectory, seed: int):
 
 
 def _relative_errors(predicted: np.ndarray, measured: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """Seed 004 eq. (11)-(12) per joint against the measured torques, where the joint moves.
+    """[Volkmann2020] eq. (11)-(12) per joint against the measured torques, where the joint moves.
 
     A joint at rest holds an unknown static friction that no model predicts; a joint
     that never moves has no entry (NaN).

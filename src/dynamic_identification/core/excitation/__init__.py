@@ -1,11 +1,11 @@
 """Excitation: trajectories the robot follows while it is identified, and their safety.
 
-* :mod:`.fourier` — periodic finite Fourier series (seed 004 eq. (6), seed 002 eq. (15)-(17));
+* :mod:`.fourier` — periodic finite Fourier series ([Volkmann2020] eq. (6), [Swevers2002] eq. (15)-(17));
 * :mod:`.trajectory` — sampled trajectories, what is streamed and written;
 * :mod:`.safety` — the one limit check every commanded motion passes, and C² ramps;
-* :mod:`.optimisation` — Fourier coefficients optimised for the condition number (seed 004 §II.C);
-* :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still (seed 000 §IV.B);
-* :mod:`.process` — pick-and-place and square process trajectories (seed 004 §III.B);
+* :mod:`.optimisation` — Fourier coefficients optimised for the condition number ([Volkmann2020] §II.C);
+* :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still ([Gautier2013] §IV.B);
+* :mod:`.process` — pick-and-place and square process trajectories ([Volkmann2020] §III.B);
 * :mod:`.settings`, :mod:`.plan` — from configured settings to a checked trajectory.
 * :mod:`.closed_loop` — Fourier excitation of a closed-loop robot's actuated joints, kept away from
   singularities ([Briot2012] §2).

@@ -1,6 +1,6 @@
 """Excitation trajectories: periodic Fourier series inside the joint limits.
 
-The finite Fourier series of seed 004 eq. (6) (seed 002 eq. (15)-(17)) shares one
+The finite Fourier series of [Volkmann2020] eq. (6) ([Swevers2002] eq. (15)-(17)) shares one
 fundamental frequency ``ω_b`` between all joints, so the motion is exactly periodic
 and can be averaged over periods:
 
@@ -22,7 +22,7 @@ from dynamic_identification.core.model import RobotModel
 
 @dataclass(frozen=True)
 class FourierTrajectory:
-    """Per-joint finite Fourier series (seed 004 eq. (6)).
+    """Per-joint finite Fourier series ([Volkmann2020] eq. (6)).
 
     Attributes
     ----------

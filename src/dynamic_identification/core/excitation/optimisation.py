@@ -1,10 +1,10 @@
-"""Fourier excitation optimised for identifiability (seed 004 §II.C, seed 002 §3.1).
+"""Fourier excitation optimised for identifiability ([Volkmann2020] §II.C, [Swevers2002] §3.1).
 
-The coefficients of the finite Fourier series (seed 004 eq. (6), :mod:`.fourier`)
+The coefficients of the finite Fourier series ([Volkmann2020] eq. (6), :mod:`.fourier`)
 are chosen to minimise the condition number of the base-parameter observation
-matrix over one period, with its columns normalised to unit norm (the seed 000
-convention, seed 004 ref. [15]: units and magnitudes of the parameters do not
-count, only collinearity). Seed 004 reaches 6.76 in the full workspace and 7.71
+matrix over one period, with its columns normalised to unit norm (the [Gautier2013]
+convention, [Volkmann2020] ref. [15]: units and magnitudes of the parameters do not
+count, only collinearity). [Volkmann2020] reaches 6.76 in the full workspace and 7.71
 in a restricted one with a genetic algorithm; here a global stage
 (:func:`scipy.optimize.differential_evolution`) is followed by a local bounded
 refinement (:func:`scipy.optimize.minimize`, Powell), within a time budget and,
@@ -79,7 +79,7 @@ _INFEASIBLE_COST = 100.0
 
 @dataclass(frozen=True)
 class Workspace:
-    """Restrictions of the excitation workspace (seed 004 restricted workspace, Fig. 2.c).
+    """Restrictions of the excitation workspace ([Volkmann2020] restricted workspace, Fig. 2.c).
 
     Attributes
     ----------
@@ -121,9 +121,9 @@ class ExcitationDesign:
     Attributes
     ----------
     trajectory
-        The Fourier trajectory (seed 004 eq. (6)).
+        The Fourier trajectory ([Volkmann2020] eq. (6)).
     condition_number
-        Of the column-normalised base observation matrix on one period (seed 000 convention).
+        Of the column-normalised base observation matrix on one period ([Gautier2013] convention).
     usage
         Fractions of the limits used, from :func:`~.safety.limit_usage` on one period at
         :data:`CHECK_RATE_HZ`.
@@ -204,7 +204,7 @@ def condition_number(
     ``W_b`` is :func:`~.regressors.observation_matrix` at ``samples`` equally spaced
     times of one period, reduced to the base columns and stacked to
     ``(samples · n, b)``; each column is scaled to unit norm before
-    ``κ = σ_max / σ_min`` (seed 004 §II.C, normalisation of its ref. [15]; the seed 000
+    ``κ = σ_max / σ_min`` ([Volkmann2020] §II.C, normalisation of its ref. [15]; the [Gautier2013]
     convention). Drive-chain columns (rotor inertia, friction, offset) count as
     ``terms`` says. Infinite when a base column is never excited.
     """
@@ -225,7 +225,7 @@ def sampled_condition_number(
     """:func:`condition_number` of any sampled trajectory, on ``samples`` evenly spread samples.
 
     Infinite when the trajectory leaves a base parameter unexcited (a process that
-    never moves a joint, seed 004 §III.D).
+    never moves a joint, [Volkmann2020] §III.D).
     """
     index = np.unique(np.linspace(0, trajectory.time.shape[0] - 1, samples).round().astype(int))
     full = observation_matrix(
@@ -510,7 +510,7 @@ class _Search:
 
     @staticmethod
     def _basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Matrices mapping ``(a, b)`` to ``q − q0``, ``q̇``, ``q̈`` on ``grid`` (seed 004 eq. (6), :mod:`.fourier`)."""
+        """Matrices mapping ``(a, b)`` to ``q − q0``, ``q̇``, ``q̈`` on ``grid`` ([Volkmann2020] eq. (6))."""
         phase = grid[:, None] * omega
         sin, cos = np.sin(phase), np.cos(phase)
         return sin / omega, -cos / omega, cos, sin, -sin * omega, cos * omega
@@ -611,8 +611,8 @@ def optimise_fourier(
 ) -> ExcitationDesign:
     """Fourier excitation minimising the condition number of the normalised base observation matrix.
 
-    Seed 004 §II.C: ``n_h = 5`` harmonics of ``ω_b = 2π · 0.1 Hz``, coefficients chosen
-    to minimise ``κ`` of the design matrix with unit-norm columns (seed 000 convention)
+    [Volkmann2020] §II.C: ``n_h = 5`` harmonics of ``ω_b = 2π · 0.1 Hz``, coefficients chosen
+    to minimise ``κ`` of the design matrix with unit-norm columns ([Gautier2013] convention)
     under the joint limits and, optionally, a restricted workspace (narrower joint
     ranges, an end-effector box checked with Pinocchio forward kinematics). The cost is
     ``log κ`` on ``samples`` points of one period. A quarter of the budget goes to

@@ -3,10 +3,10 @@
 Modes (issue: excitation):
 
 * ``fourier`` — a periodic Fourier series optimised for the condition number of
-  the base observation matrix (seed 004 §II.C), or random coefficients fitted
+  the base observation matrix ([Volkmann2020] §II.C), or random coefficients fitted
   into the limits when ``optimise`` is off;
-* ``segmented`` — segment ``k`` holds joints ``1..k-1`` still (seed 000 §IV.B);
-* ``process`` — pick-and-place or a horizontal square (seed 004 §III.B), the
+* ``segmented`` — segment ``k`` holds joints ``1..k-1`` still ([Gautier2013] §IV.B);
+* ``process`` — pick-and-place or a horizontal square ([Volkmann2020] §III.B), the
   stand-in for the robot's real job.
 
 The trajectory is repeated ``periods`` times (Fourier series join seamlessly;

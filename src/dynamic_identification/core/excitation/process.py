@@ -1,6 +1,6 @@
-"""Process trajectories: stand-ins for the robot's real job (seed 004 §III.B).
+"""Process trajectories: stand-ins for the robot's real job ([Volkmann2020] §III.B).
 
-Seed 004 identifies the robot while it works, on two industrial tasks:
+[Volkmann2020] identifies the robot while it works, on two industrial tasks:
 
 * **process 1**, pick and place between two areas, with pick and place points drawn
   uniformly at random (validated on a new random set);
@@ -152,7 +152,7 @@ def inverse_kinematics(
 
 
 def pick_and_place_targets(*, area_a: Area, area_b: Area, cycles: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random pick points in ``area_a`` and place points in ``area_b`` (uniform, seeded; seed 004 §III.B).
+    """Random pick points in ``area_a`` and place points in ``area_b`` (uniform, seeded; [Volkmann2020] §III.B).
 
     Returns
     -------
@@ -189,12 +189,12 @@ def pick_and_place(
     dwell_s: float = 0.2,
     orientation: np.ndarray | None = None,
 ) -> SampledTrajectory:
-    """Pick-and-place cycles between two areas (seed 004 §III.B, process 1).
+    """Pick-and-place cycles between two areas ([Volkmann2020] §III.B, process 1).
 
     Each cycle moves above the pick point (``lift_m`` higher), down to it, dwells
     ``dwell_s``, goes up, moves above the place point, down, dwells, up; after the
     last cycle the robot returns above the first pick point, so the trajectory can be
-    repeated (seed 004 averages 50 repetitions). Points come from
+    repeated ([Volkmann2020] averages 50 repetitions). Points come from
     :func:`pick_and_place_targets`. Every waypoint is solved by
     :func:`inverse_kinematics` seeded with the previous solution; consecutive joint
     waypoints are joined by the shortest rest-to-rest quintics within ``limits``
@@ -294,7 +294,7 @@ def square(
     q_seed: np.ndarray | None = None,
     orientation: np.ndarray | None = None,
 ) -> SampledTrajectory:
-    """The end effector traces a horizontal square ``laps`` times (seed 004 §III.B, process 2).
+    """The end effector traces a horizontal square ``laps`` times ([Volkmann2020] §III.B, process 2).
 
     Inverse kinematics at ``points_per_edge`` equally spaced points per edge (corners
     included) gives joint waypoints; a periodic cubic spline through them (C² in the
@@ -302,8 +302,8 @@ def square(
     ends at rest (smooth speed-up over a quarter lap, cruise, slow-down) and is then
     uniformly time-scaled to the fastest motion that keeps ``limits``. The end effector
     passes exactly through every waypoint (corners included); between waypoints and
-    near the corners it deviates slightly, the joint-space rounding that seed 004
-    Fig. 4 shows as overshoot. ``offset_xy`` (m) shifts the square, as seed 004 does
+    near the corners it deviates slightly, the joint-space rounding that [Volkmann2020]
+    Fig. 4 shows as overshoot. ``offset_xy`` (m) shifts the square, as [Volkmann2020] does
     for validation.
 
     Raises

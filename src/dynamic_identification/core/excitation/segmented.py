@@ -1,11 +1,11 @@
-"""Segmented per-joint-fixed excitation (seed 000 §IV.B).
+"""Segmented per-joint-fixed excitation ([Gautier2013] §IV.B).
 
 For a serial robot, the power-model (PIM) observation columns of the parameters of
-links ``1..j`` vanish while joints ``1..j`` stand still (seed 000 §III, ``h^j = 0``).
+links ``1..j`` vanish while joints ``1..j`` stand still ([Gautier2013] §III, ``h^j = 0``).
 Running ``n`` kinds of trajectory — all joints moving, then joint 1 fixed, then joints
 1 and 2 fixed, …, finally joint ``n`` moving alone — therefore makes the PIM
 observation matrix block-triangular, so the wrist parameters are no longer drowned
-by the large shoulder power terms (seed 000 §IV.B, eq. (21)-(24)). The power model
+by the large shoulder power terms ([Gautier2013] §IV.B, eq. (21)-(24)). The power model
 itself lives in the regressors; this module only builds the motion.
 
 Segment ``k`` (0-based) holds joints ``0..k-1`` *exactly* still (``q`` constant,
@@ -50,7 +50,7 @@ class Segment:
 
 @dataclass(frozen=True)
 class SegmentedTrajectory:
-    """A segmented per-joint-fixed trajectory (seed 000 §IV.B).
+    """A segmented per-joint-fixed trajectory ([Gautier2013] §IV.B).
 
     Attributes
     ----------
@@ -167,7 +167,7 @@ def segmented_trajectory(
     rate_hz: float,
     start_state: State | None = None,
 ) -> SegmentedTrajectory:
-    """Segments with joints ``0..k-1`` held and ``k..n-1`` moving, joined by C² transitions (seed 000 §IV.B).
+    """Segments with joints ``0..k-1`` held and ``k..n-1`` moving, joined by C² transitions ([Gautier2013] §IV.B).
 
     Segment ``k`` plays ``segment_duration_s`` of ``motions[k]`` (only its columns
     ``k..n-1``) in ``round(segment_duration_s · rate_hz)`` samples — time is stretched
@@ -187,7 +187,7 @@ def segmented_trajectory(
     (:class:`~.safety.LimitViolationError`).
 
     With this trajectory the power-model observation matrix becomes block-triangular
-    (seed 000 §IV.B): the rows of segment ``k`` have zero columns for the parameters
+    ([Gautier2013] §IV.B): the rows of segment ``k`` have zero columns for the parameters
     of links ``0..k-1``.
 
     Parameters

@@ -23,7 +23,7 @@ class ExcitationSettings:
     mode
         ``fourier``, ``segmented`` or ``process``.
     fundamental_hz, harmonics
-        Fourier fundamental frequency (Hz) and number of harmonics ``n_h`` (seed 004: 0.1 Hz, 5).
+        Fourier fundamental frequency (Hz) and number of harmonics ``n_h`` ([Volkmann2020]: 0.1 Hz, 5).
     periods
         Repetitions of the trajectory.
     rate_hz

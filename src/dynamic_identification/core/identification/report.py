@@ -20,9 +20,8 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
     observations = result.observations
     errors = result.judged.joint_errors
     lines = [
-        # "(seed 003)" is the header users and test_dynid grep for, older than the citation keys; kept as it was.
-        f"regression model {result.model} (seed 003): {len(result.names)} of {result.base.count} base parameters"
-        " ([DirectDrive2012] §3)",
+        f"regression model {result.model} ([DirectDrive2012] §3): {len(result.names)} of {result.base.count}"
+        " base parameters",
         f"{'parameter':<{width}}  {'value':>13}  {'%σ':>8}  expression",
     ]
     for name, value, std, expression in zip(

@@ -1,23 +1,23 @@
-"""Seed 003's comparison of five regression models on a 3-axis direct-drive arm, in simulation.
+"""[DirectDrive2012]'s comparison of five regression models on a 3-axis direct-drive arm, in simulation.
 
 The arm is ``urdf/dynid_dd3.urdf`` (Rotradi-like, gear ratio 1, no rotor-inertia
-term; 15 inertial base parameters + viscous and Coulomb friction = 21, seed 003 §4).
+term; 15 inertial base parameters + viscous and Coulomb friction = 21, [DirectDrive2012] §4).
 Noisy data come from the exact inverse dynamics along a random Fourier trajectory
-(torque noise, 1,024,000-count encoders as in seed 003 §4); every model is
-estimated by recursive least squares (seed 003 §3.1) on each noise realisation.
+(torque noise, 1,024,000-count encoders as in [DirectDrive2012] §4); every model is
+estimated by recursive least squares ([DirectDrive2012] §3.1) on each noise realisation.
 
 Printed:
 
-* parameter spread, in the style of seed 003 Tables 3-4: the true value and, per
+* parameter spread, in the style of [DirectDrive2012] Tables 3-4: the true value and, per
   model, mean ± standard deviation of the estimates over the realisations;
-* validation by simulation, seed 003 Table 2: each model's first-realisation
+* validation by simulation, [DirectDrive2012] Table 2: each model's first-realisation
   estimate is simulated (RK45) from the noisy torques of a *different* trajectory,
   open loop over a short horizon (an arm under gravity diverges from any motion it
   does not reproduce exactly, so longer open-loop runs measure chaos, not the model)
   and under a PD on the measured motion over a longer one; ``‖q_error,i‖₂`` (rad,
   over the samples) and the RMS error per joint are printed.
 
-Run: ``PYTHONPATH=src .venv/bin/python bench/bench_seed003.py [--realisations 10] [--noise 0.2]``.
+Run: ``PYTHONPATH=src .venv/bin/python bench/bench_direct_drive.py [--realisations 10] [--noise 0.2]``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main() -> None:
         f"dynid_dd3: {base.count} base parameters, {args.duration:g} s at {args.rate:g} Hz,"
         f" torque noise {args.noise:g} N·m, {args.realisations} realisations, RLS, λ = {args.filter_lambda:g} rad/s"
     )
-    print("\nParameter estimates: mean ± std over realisations (cf. seed 003 Tables 3-4)")
+    print("\nParameter estimates: mean ± std over realisations (cf. [DirectDrive2012] Tables 3-4)")
     header = f"{'parameter':<24} {'true':>9} " + " ".join(f"{SHORT[m]:>19}" for m in MODELS)
     print(header)
     print("-" * len(header))
@@ -99,7 +99,7 @@ def main() -> None:
             f"   {seconds[model] / args.realisations:.2f} s per estimate"
         )
 
-    # Validation by simulation (seed 003 §5, Table 2) on a trajectory not used for identification.
+    # Validation by simulation ([DirectDrive2012] §5, Table 2) on a trajectory not used for identification.
     rows = [("true θ", truth), ("true, τ~", truth)] + [(SHORT[m], estimates[m][0]) for m in MODELS]
     for title, duration, feedback in (
         ("open-loop simulation", args.validation_duration, None),
@@ -109,7 +109,7 @@ def main() -> None:
         reference = random_fourier_trajectory(robot, fundamental_hz=0.2, harmonics=4, seed=11).evaluate(t_val)
         q_val, torque_val = synthesize_measurements(robot, chain, drive, t_val, *reference, sensor, seed=99)
         exact = inverse_dynamics(robot, chain, drive, *reference)
-        print(f"\nValidation by {title} over {duration:g} s (cf. seed 003 Table 2)")
+        print(f"\nValidation by {title} over {duration:g} s (cf. [DirectDrive2012] Table 2)")
         print(f"{'model':<10} " + " ".join(f"‖q_err,{j + 1}‖₂ [rad]" for j in range(robot.n_joints)) + "   RMS [mrad]")
         for name, theta in rows:
             dynamics = IdentifiedDynamics.create(robot, chain, TERMS, base, theta)
