@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import time as wall_clock
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from dynamic_identification.core.alignment import current_polynomial
+from dynamic_identification.core.drive_gains import CurrentRecording, identify_drive_gains
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
@@ -25,6 +28,8 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.payload import frame_id
+from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
 from dynamic_identification.core.regression_models import identify_model
 from dynamic_identification.core.regressors import base_parameters
@@ -41,6 +46,13 @@ from dynamic_identification.io.parameters import (
     identified_torque_model,
     load_parameters,
     write_parameters_atomic,
+)
+from dynamic_identification.io.payload import (
+    format_payload_estimate,
+    load_payload,
+    payload_identification_record,
+    write_drive_gains_atomic,
+    write_payload_atomic,
 )
 from dynamic_identification.io.recording import (
     Recording,
@@ -245,7 +257,8 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
     lines = [
         f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {settings.rate_hz:g} Hz,"
         f" {plan.trajectory.time.shape[0]} samples",
-        f"condition number of the base observation matrix: {plan.condition_number:.4g}",
+        f"condition number of the {'payload regressor' if settings.mode == 'payload' else 'base observation matrix'}:"
+        f" {plan.condition_number:.4g}",
         f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
         "the controller's quintic interpolation between the samples was checked at 1 kHz",
         f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
@@ -332,3 +345,154 @@ def stream_file(
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- drive gains and payload
+
+
+def gains_file(
+    *,
+    urdf: Path,
+    data: Path,
+    data_loaded: Path,
+    payload: Path,
+    frame: str | None,
+    config: Path | None,
+    out: Path,
+    unit_checks: bool = True,
+) -> str:
+    """``dynid gains``: drive gains and base parameters by IDIM-TLS with a known payload ([Briot2012] eq. (11)-(13)).
+
+    ``data`` is a recording without load, ``data_loaded`` one with the payload of the
+    payload YAML ``payload`` on ``frame`` (default: the file's frame); both need
+    ``J/current`` columns (A). The configuration gives the joints, the gear ratios and
+    coupling and the nominal drive gains (only the first weights use them: TLS
+    identifies the gains, the known payload fixes their scale). Writes the drive-gains
+    file (:mod:`~dynamic_identification.io.payload`) whose ``drive_chain.drive_gains``
+    the recorder and ``dynid identify --config`` read as they are.
+    """
+    _check_output(out, urdf, data, data_loaded, payload, config)
+    parsed = load_config(str(config) if config else None)
+    known = load_payload(payload)
+    notes = []
+    if frame is not None and frame != known.frame:
+        notes.append(f"note: the payload file names frame {known.frame!r}; --frame {frame!r} is used")
+        known = replace(known, frame=frame)
+    unloaded_recording = read_recording_csv(data)
+    joints = parsed.joints or unloaded_recording.joint_names
+    robot = load_robot(urdf, joints)
+    frame_id(robot, known.frame)  # an unknown frame is refused before any work
+    recordings = []
+    for path, recording in ((data, unloaded_recording), (data_loaded, read_recording_csv(data_loaded))):
+        selected = recording.select(robot.joint_names)
+        if unit_checks:
+            check_units(robot, selected, str(path))
+        recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
+    chain = parsed.drive_chain(robot.n_joints)
+    result = identify_drive_gains(
+        robot,
+        chain,
+        parsed.drive_terms,
+        unloaded=recordings[0],
+        loaded=recordings[1],
+        payload=known,
+        settings=parsed.identification_settings(),
+    )
+    write_drive_gains_atomic(out, result, chain, robot.joint_names, payload=known, stamp=wall_clock.time())
+    lines = [
+        *notes,
+        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
+        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples,"
+        f" {len(result.names)} base parameters ({len(result.removed)} not excited)",
+        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7} {'change %':>9}   (N·m/A)",
+    ]
+    for j, joint in enumerate(robot.joint_names):
+        gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+        lines.append(
+            f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
+            f" {100.0 * (gain / nominal - 1.0):>+9.2f}"
+        )
+    lines += [
+        f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
+        f" condition number {result.condition_number:.4g}",
+        f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
+    ]
+    return "\n".join(lines)
+
+
+def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:
+    """The robot model a parameter file names; a relative URDF path is also looked up beside the file."""
+    urdf = Path(parameters.urdf)
+    if not urdf.is_absolute() and not urdf.exists() and (params.parent / urdf).exists():
+        urdf = params.parent / urdf
+    return load_robot(urdf, parameters.joints)
+
+
+def payload_file(
+    *,
+    params: Path,
+    data: Path,
+    frame: str,
+    config: Path | None,
+    out: Path,
+    method: str = "ml",
+    efficiency: bool = True,
+    period_s: float | None = None,
+    harmonics: int = 5,
+    unit_checks: bool = True,
+) -> str:
+    """``dynid payload``: the load's mass, centre of mass and inertia from a recording with it ([Swevers2002]).
+
+    The robot's identified model ``params`` (``dynid identify --out``) is the a-priori
+    knowledge: its link parameters, rotor inertias, offsets, drive chain are fixed;
+    the load's 10 inertial parameters, the friction and (``efficiency``) the
+    transmission efficiencies of the moving motors are estimated by maximum likelihood
+    ([Swevers2002] eq. (18), ``method="ml"``) or the linear estimate (``"linear"``).
+    Currents (``J/current``, A) are converted with the current polynomial of the
+    configuration's recorder block (``current_polynomial``, [Swevers2002] eq. (4)) when
+    it has one, else with the drive gains: those of the configuration when it sets
+    them, else the parameter file's; a recording of joint torques (``J/effort``) is
+    mapped back to currents through the same drive chain. With ``period_s`` the
+    recording is a periodic excitation (``dynid excite --mode payload``) of
+    ``harmonics`` lines, averaged over its periods with the noise taken from their
+    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns
+    a table.
+    """
+    _check_output(out, params, data, config)
+    parameters = load_parameters(params)
+    robot = _parameter_file_robot(params, parameters)
+    frame_id(robot, frame)  # an unknown frame is refused before any work
+    parsed = load_config(str(config) if config else None)
+    recording = read_recording_csv(data).select(robot.joint_names)
+    if unit_checks:
+        check_units(robot, recording, str(data))
+    chain = parameters.drive_chain()
+    if parsed.drive_gains is not None:
+        chain = parsed.drive_chain(robot.n_joints)
+    polynomial_values = ros_parameters(str(config), "recorder").get("current_polynomial") if config else None
+    polynomial = None
+    if recording.current is not None and polynomial_values:
+        polynomial = current_polynomial(np.asarray(polynomial_values, dtype=float), robot.n_joints)
+    currents = recording.current if recording.current is not None else chain.motor_currents(recording.joint_torques())
+    prior = RobotPrior.from_parameters(robot, chain, parameters.drive_terms(), parameters.values())
+    if method not in ("ml", "linear"):
+        raise DataError(f"method must be 'ml' or 'linear', got {method!r}")
+    estimate = identify_payload(
+        prior,
+        frame,
+        recording.time,
+        recording.position,
+        currents,
+        period_s=period_s,
+        harmonics=harmonics,
+        method="ml" if method == "ml" else "linear",
+        efficiency=efficiency,
+        polynomial=polynomial,
+        settings=parsed.identification_settings().signal,
+    )
+    identification = payload_identification_record(estimate, robot.joint_names)
+    identification["robot_parameters"] = str(params)
+    identification["recording"] = str(data)
+    write_payload_atomic(out, estimate.payload, identification=identification)
+    report = format_payload_estimate(estimate, robot.joint_names, polynomial=polynomial is not None)
+    return f"{report}\npayload written to {out}"

@@ -26,6 +26,7 @@ from typing import NoReturn
 
 from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError, shorten
+from dynamic_identification.core.excitation.settings import MODES
 from dynamic_identification.core.regression_models import MODELS
 
 BAD_INPUT = 2
@@ -119,14 +120,21 @@ def _parser() -> argparse.ArgumentParser:
         help="plan an excitation trajectory within the joint limits",
         description=(
             "Plan an excitation trajectory (Fourier series optimised for the condition number, segmented"
-            " per-joint-fixed, or a pick-and-place / square process) that keeps the URDF limits with the"
+            " per-joint-fixed, a pick-and-place / square process, or a Fourier series of the last joints optimised"
+            " for a payload's parameters) that keeps the URDF limits with the"
             " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
         ),
     )
     excite.set_defaults(func=_excite)
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
-    excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
+    excite.add_argument(
+        "--mode",
+        required=True,
+        choices=MODES,
+        help="trajectory kind; payload: only the last joints move, optimised for the load's parameters"
+        " ([Swevers2002] §4.2), frame from the excitation block's 'frame' (default the last frame)",
+    )
     excite.add_argument("--out", required=True, type=_output, help="trajectory CSV to write")
 
     stream = verbs.add_parser(
@@ -147,6 +155,70 @@ def _parser() -> argparse.ArgumentParser:
     stream.add_argument("--out", required=True, type=_output, help="JSON-lines file of updates to write")
     stream.add_argument("--params-out", type=_output, help="also write the last publishable estimate as parameter YAML")
     _add_unit_checks(stream)
+
+    gains = verbs.add_parser(
+        "gains",
+        help="identify the drive gains (N·m/A) by IDIM-TLS with a known payload",
+        description=(
+            "Identify the motor torque constants (drive gains) and the base parameters together by IDIM-TLS"
+            " ([Briot2012] eq. (11)-(13)) from a recording without load and one with a payload whose inertial"
+            " parameters are known (payload YAML, fixes the scale). Both recordings need J/current columns (A)."
+            " Writes a ROS parameter file whose drive_chain.drive_gains the recorder, the estimator and"
+            " 'dynid identify --config' use as they are."
+        ),
+    )
+    gains.set_defaults(func=_gains)
+    gains.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    gains.add_argument("--data", required=True, type=Path, help="recording CSV without load (J/current in A)")
+    gains.add_argument("--data-loaded", required=True, type=Path, help="recording CSV with the payload (J/current)")
+    gains.add_argument("--payload", required=True, type=Path, help="payload YAML of the known load")
+    gains.add_argument("--frame", help="frame the payload is attached to (default: the payload file's frame)")
+    gains.add_argument(
+        "--config", type=Path, help="ROS 2 parameter YAML (joints, gear ratios, coupling, nominal gains, filters)"
+    )
+    gains.add_argument("--out", required=True, type=_output, help="drive-gains parameter YAML to write")
+    _add_unit_checks(gains)
+
+    payload = verbs.add_parser(
+        "payload",
+        help="identify a payload's mass, centre of mass and inertia with the robot's model known",
+        description=(
+            "Identify the 10 inertial parameters of a load from a recording with it, the robot's identified"
+            " parameters (--params, from 'dynid identify') held fixed as a-priori knowledge: maximum likelihood by"
+            " Levenberg-Marquardt with the friction and transmission efficiencies of the moving motors"
+            " ([Swevers2002] eq. (18), Approach 3). Writes payload YAML {frame, mass_kg, com_m, inertia_kg_m2, std}:"
+            " centre of mass in the frame, inertia about it in frame axes; prints them with their σ."
+        ),
+    )
+    payload.set_defaults(func=_payload)
+    payload.add_argument("--params", required=True, type=Path, help="parameter YAML of the robot without load")
+    payload.add_argument("--data", required=True, type=Path, help="recording CSV with the load (J/current or J/effort)")
+    payload.add_argument("--frame", required=True, help="frame the load is attached to (e.g. tool0)")
+    payload.add_argument(
+        "--config",
+        type=Path,
+        help="ROS 2 parameter YAML: filters, drive gains, recorder.current_polynomial ([Swevers2002] eq. (4))",
+    )
+    payload.add_argument("--out", required=True, type=_output, help="payload YAML to write")
+    payload.add_argument(
+        "--method",
+        choices=("ml", "linear"),
+        default="ml",
+        help="ml: maximum likelihood, [Swevers2002] eq. (18) (default); linear: the weighted least-squares start",
+    )
+    payload.add_argument(
+        "--no-efficiency",
+        action="store_true",
+        help="ml without the transmission efficiencies ([Swevers2002] eq. (8), Approach 2)",
+    )
+    payload.add_argument(
+        "--period",
+        type=float,
+        help="the recording is a periodic excitation of this period (s, e.g. 'dynid excite --mode payload'):"
+        " averaged over its periods, noise from their scatter ([Swevers2002] §4.3)",
+    )
+    payload.add_argument("--harmonics", type=int, default=5, help="with --period: Fourier lines kept (default 5)")
+    _add_unit_checks(payload)
 
     demo = verbs.add_parser(
         "demo",
@@ -208,6 +280,34 @@ def _stream(arguments: argparse.Namespace) -> str:
         config=arguments.config,
         out=arguments.out,
         params_out=arguments.params_out,
+        unit_checks=_unit_checks(arguments),
+    )
+
+
+def _gains(arguments: argparse.Namespace) -> str:
+    return api.gains_file(
+        urdf=arguments.urdf,
+        data=arguments.data,
+        data_loaded=arguments.data_loaded,
+        payload=arguments.payload,
+        frame=arguments.frame,
+        config=arguments.config,
+        out=arguments.out,
+        unit_checks=_unit_checks(arguments),
+    )
+
+
+def _payload(arguments: argparse.Namespace) -> str:
+    return api.payload_file(
+        params=arguments.params,
+        data=arguments.data,
+        frame=arguments.frame,
+        config=arguments.config,
+        out=arguments.out,
+        method=arguments.method,
+        efficiency=not arguments.no_efficiency,
+        period_s=arguments.period,
+        harmonics=arguments.harmonics,
         unit_checks=_unit_checks(arguments),
     )
 

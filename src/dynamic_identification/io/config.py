@@ -860,7 +860,7 @@ def _is_real(value: Any) -> bool:
 
 
 EXCITATION_KEYS: dict[str, str] = {
-    "mode": "fourier | segmented | process",
+    "mode": "fourier | segmented | process | payload (the last joints, for a payload experiment)",
     "fundamental_hz": "Fourier fundamental frequency, Hz (> 0)",
     "harmonics": "number of Fourier harmonics n_h (>= 1)",
     "periods": "repetitions of the trajectory (>= 1)",
@@ -881,7 +881,7 @@ EXCITATION_KEYS: dict[str, str] = {
     "workspace_upper": "restricted workspace: upper joint positions, rad",
     "box_min": "end-effector box lower corner x, y, z in the base frame, m",
     "box_max": "end-effector box upper corner x, y, z in the base frame, m",
-    "frame": "end-effector frame for the box and the process trajectories",
+    "frame": "end-effector frame for the box and the process trajectories; payload mode: the load's frame",
     "process": "pick_and_place | square",
     "cycles": "pick-and-place cycles or square laps (>= 1)",
 }

@@ -53,6 +53,7 @@ from dynamic_identification.core.drive_gains import DriveGainsResult
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
+from dynamic_identification.core.payload_identification import PayloadEstimate
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
@@ -258,6 +259,95 @@ def _std(value: Any, source: str) -> PayloadStd | None:
     )
 
 
+def _optional(value: float) -> float | None:
+    """``value``, or ``None`` when it is NaN (not estimated)."""
+    return None if not math.isfinite(float(value)) else float(value)
+
+
+def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[str]) -> dict[str, Any]:
+    """The ``identification`` section of a payload file: method, fit quality and the drive terms estimated with it.
+
+    Per-joint values are mappings by joint name; a value that was not estimated (a motor
+    that did not move) is ``null``.
+    """
+    names = list(joints)
+
+    def per_joint(values: np.ndarray) -> dict[str, float | None]:
+        return {name: _optional(value) for name, value in zip(names, values, strict=True)}
+
+    return {
+        "method": estimate.method,
+        "reference": "[Swevers2002] eq. (18)" if estimate.method == "ml" else "[Swevers2002] §3.2 (linear estimate)",
+        "residual_std": estimate.residual_std,
+        "relative_error": estimate.relative_error,
+        "equations": estimate.equations,
+        "converged": estimate.converged,
+        "at_bound": estimate.at_bound,
+        "projected": estimate.projected,
+        "principal_moments_kg_m2": estimate.payload.principal_moments(),
+        "moving_joints": [name for name, moving in zip(names, estimate.actuated, strict=True) if moving],
+        "efficiency": per_joint(estimate.efficiency),
+        "efficiency_std": per_joint(estimate.efficiency_std),
+        "viscous_friction": per_joint(estimate.viscous),
+        "coulomb_friction": per_joint(estimate.coulomb),
+    }
+
+
+def format_payload_estimate(estimate: PayloadEstimate, joints: Sequence[str], *, polynomial: bool = False) -> str:
+    """A table of an identified payload: mass, centre of mass, inertia about it, each with σ; then the fit."""
+    payload = estimate.payload
+    std = payload.std
+    method = (
+        "maximum likelihood ([Swevers2002] eq. (18))"
+        if estimate.method == "ml"
+        else "linear estimate ([Swevers2002] §3.2)"
+    )
+    losses = "efficiency estimated" if np.any(np.isfinite(estimate.efficiency_std)) else "no efficiency"
+    conversion = "current polynomial ([Swevers2002] eq. (4))" if polynomial else "drive gains"
+    inertia = inertia_entries(payload.inertia_kg_m2)
+    inertia_std = inertia_entries(std.inertia_kg_m2) if std is not None else dict.fromkeys(INERTIA_KEYS, math.nan)
+    rows = [("mass", payload.mass_kg, std.mass_kg if std is not None else math.nan, "kg")]
+    rows += [
+        (f"com {axis}", float(payload.com_m[i]), float(std.com_m[i]) if std is not None else math.nan, "m")
+        for i, axis in enumerate("xyz")
+    ]
+    rows += [(f"inertia {key}", inertia[key], inertia_std[key], "kg·m²") for key in INERTIA_KEYS]
+    lines = [
+        f"payload on {payload.frame} by {method}, {losses}, currents through the {conversion}:",
+        f"{'quantity':<12} {'value':>12} {'σ':>11} {'σ %':>8}  unit",
+    ]
+    for name, value, sigma, unit in rows:
+        percent = 100.0 * sigma / abs(value) if value != 0.0 else math.inf
+        lines.append(f"{name:<12} {value:>12.6g} {sigma:>11.3g} {percent:>8.2f}  {unit}")
+    moments = payload.principal_moments()
+    lines.append(
+        "principal moments about the centre of mass: " + ", ".join(f"{value:.6g}" for value in moments) + " kg·m²"
+        " (centre of mass in the frame, inertia about it in frame axes)"
+    )
+    moving = [name for name, flag in zip(joints, estimate.actuated, strict=True) if flag]
+    lines.append(
+        f"fit: {estimate.equations} equations of the moving joints {moving}, weighted residual σ"
+        f" {estimate.residual_std:.4g}, relative error {estimate.relative_error:.4g}"
+    )
+    if np.any(np.isfinite(estimate.efficiency_std)):
+        lines.append(
+            "transmission efficiency R_z ([Swevers2002] eq. (8)): "
+            + ", ".join(
+                f"{name} {value:.4f}"
+                for name, value, flag in zip(joints, estimate.efficiency, estimate.actuated, strict=True)
+                if flag
+            )
+        )
+    if estimate.at_bound:
+        lines.append(
+            "warning: the inertia is at the physical bound (a flat or thin body): the data or errors of the robot's"
+            " model ask for a non-physical inertia; mass and centre of mass are usually still good"
+        )
+    if not estimate.converged:
+        lines.append("warning: the maximum-likelihood search stopped before it converged")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- drive gains
 
 
@@ -372,9 +462,11 @@ __all__ = [
     "drive_gains_document",
     "dump_drive_gains",
     "dump_payload",
+    "format_payload_estimate",
     "load_drive_gains_std",
     "load_payload",
     "parse_payload",
+    "payload_identification_record",
     "payload_document",
     "write_drive_gains_atomic",
     "write_payload_atomic",

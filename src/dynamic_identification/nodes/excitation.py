@@ -8,7 +8,8 @@ take) and ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics``; serves
 
 At start-up the trajectory is planned in a background thread with
 :func:`~dynamic_identification.core.excitation.plan.plan_excitation` (modes
-``fourier``, ``segmented``, ``process``) or read from a trajectory CSV (mode
+``fourier``, ``segmented``, ``process``, and ``payload``: the last joints only, for a
+quick payload experiment, [Swevers2002] §4.2, load on ``frame``) or read from a trajectory CSV (mode
 ``file``) and checked against the limits; the executor never waits for it.
 ``~/start`` refuses while planning, when the joint states are stale or lack a
 joint, when the robot moves, or when the motion would leave the limits.
@@ -132,7 +133,7 @@ class ExcitationConfig:
 _PARAMETERS = (
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
     ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "joints to excite; unset = all 1-DoF joints"),
-    ParameterSpec("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | file"),
+    ParameterSpec("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | payload | file"),
     ParameterSpec("file", "", Parameter.Type.STRING, "trajectory CSV played in mode 'file' (dynid excite --out)"),
     ParameterSpec(
         "fundamental_hz",

@@ -7,7 +7,10 @@ Modes (issue: excitation):
   into the limits when ``optimise`` is off;
 * ``segmented`` — segment ``k`` holds joints ``1..k-1`` still ([Gautier2013] §IV.B);
 * ``process`` — pick-and-place or a horizontal square ([Volkmann2020] §III.B), the
-  stand-in for the robot's real job.
+  stand-in for the robot's real job;
+* ``payload`` — a Fourier series of the last joints only, optimised for the condition
+  number of the load's regressor on ``frame`` ([Swevers2002] §4.2): a quick experiment
+  for ``dynid payload`` with the robot's model known (the others hold mid-range).
 
 The trajectory is repeated ``periods`` times (Fourier series join seamlessly;
 other modes return to their start through a C² ramp). What the controller will
@@ -23,12 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
     optimise_fourier,
     random_fourier,
     sampled_condition_number,
 )
+from dynamic_identification.core.excitation.payload import optimise_payload_excitation
 from dynamic_identification.core.excitation.process import default_process_areas, pick_and_place, square
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
@@ -126,14 +131,16 @@ def plan_excitation(
     condition: float | None = None
     if settings.mode == "fourier":
         reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, dense_rate)
+    elif settings.mode == "payload":
+        reference, description, condition = _payload(robot, settings, planning, model, dense_rate)
     else:
         reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
     if settings.periods > 1:
-        description += f", repeated {settings.periods} times" if settings.mode != "fourier" else ""
+        description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
     points = _subsampled(reference, factor)
     check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     torque_usage = check_torques(points, limits, model)
-    if condition is None:
+    if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
     return ExcitationPlan(
@@ -189,6 +196,56 @@ def _fourier(
     steps = int(round(duration * settings.rate_hz)) * int(round(rate_hz / settings.rate_hz))
     reference = sample(fourier, np.arange(steps + 1) / rate_hz, robot.joint_names)
     return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
+
+
+def _payload(
+    robot: RobotModel, settings: ExcitationSettings, limits: JointLimits, model: TorqueModel, rate_hz: float
+) -> tuple[SampledTrajectory, str, float]:
+    """The payload experiment's reference motion at ``rate_hz``, its description and the condition number of ``Y_p``.
+
+    :func:`~.payload.optimise_payload_excitation` within ``limits``; when the motion needs
+    more torque than the effort limits allow, its amplitudes about the held pose are
+    scaled by :data:`SLOWER_FACTOR` (at most :data:`SLOWER_ATTEMPTS` times), which keeps
+    the period of the Fourier series.
+    """
+    frame = settings.frame or robot.model.frames[robot.model.nframes - 1].name
+    design = optimise_payload_excitation(
+        robot,
+        frame,
+        limits,
+        fundamental_hz=settings.fundamental_hz,
+        harmonics=settings.harmonics,
+        seed=settings.seed,
+        max_evaluations=settings.max_evaluations or 1500,
+        time_budget_s=settings.time_budget_s,
+    )
+    fourier = design.trajectory
+    duration = settings.periods * fourier.period_s
+    steps = int(round(duration * settings.rate_hz)) * int(round(rate_hz / settings.rate_hz))
+    time = np.arange(steps + 1) / rate_hz
+    last_error: LimitViolationError | None = None
+    for attempt in range(SLOWER_ATTEMPTS):
+        scale = SLOWER_FACTOR**attempt
+        sine, cosine = scale * fourier.sine, scale * fourier.cosine
+        scaled = FourierTrajectory(fourier.fundamental_hz, fourier.offsets, sine, cosine)
+        reference = sample(scaled, time, robot.joint_names)
+        try:
+            check_torques(reference, limits, model)
+        except LimitViolationError as error:
+            last_error = error
+            continue
+        description = (
+            f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
+            f" condition number of its regressor {design.condition_number:.3g}"
+        )
+        if attempt:
+            description += f", amplitudes scaled to {scale:.0%} to keep the effort limits"
+        description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
+        return reference, description, design.condition_number
+    raise IdentificationError(
+        f"the payload excitation needs more torque than the effort limits allow even at {scale:.0%} of its"
+        f" amplitudes ({model.source}): {last_error}"
+    )
 
 
 _Builder = Callable[[JointLimits, float], tuple[SampledTrajectory, str]]

@@ -10,7 +10,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import DEFAULT_INTERPOLATION_TOLERANCE_RAD, JointLimits
 from dynamic_identification.core.model import RobotModel
 
-MODES: tuple[str, ...] = ("fourier", "segmented", "process")
+MODES: tuple[str, ...] = ("fourier", "segmented", "process", "payload")
 PROCESSES: tuple[str, ...] = ("pick_and_place", "square")
 
 
@@ -21,7 +21,8 @@ class ExcitationSettings:
     Attributes
     ----------
     mode
-        ``fourier``, ``segmented`` or ``process``.
+        ``fourier``, ``segmented``, ``process`` or ``payload`` (a Fourier series of the last
+        joints optimised for the load's parameters on ``frame``, [Swevers2002] §4.2).
     fundamental_hz, harmonics
         Fourier fundamental frequency (Hz) and number of harmonics ``n_h`` ([Volkmann2020]: 0.1 Hz, 5).
     periods
@@ -48,13 +49,14 @@ class ExcitationSettings:
     workspace_lower, workspace_upper
         Narrower joint ranges, rad (restricted workspace), or ``None``.
     box_min, box_max, frame
-        End-effector box in the base frame, m, checked on ``frame`` (Fourier optimisation).
+        End-effector box in the base frame, m, checked on ``frame`` (Fourier optimisation);
+        in ``payload`` mode the frame the load is attached to (default the last frame).
     process, cycles
         Process mode: ``pick_and_place`` (``cycles`` pick-and-place cycles) or ``square``
         (``cycles`` laps).
     """
 
-    mode: Literal["fourier", "segmented", "process"] = "fourier"
+    mode: Literal["fourier", "segmented", "process", "payload"] = "fourier"
     fundamental_hz: float = 0.1
     harmonics: int = 5
     periods: int = 1
