@@ -171,7 +171,7 @@ def test_excitation_settings_come_from_the_excitation_block(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("mode: sinus", r"mode .* one of \['fourier', 'segmented', 'process'\]"),
+        ("mode: sinus", r"mode .* one of \['fourier', 'segmented', 'process', 'payload'\]"),
         ("harmonics: 0", "harmonics .* >= 1"),
         ("velocity_scale: 1.5", "velocity_scale must be in"),
         ("fundamental_hz: -1", "fundamental_hz .* > 0"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -37,6 +38,8 @@ from dynamic_identification.core.model import (
     standard_parameter_names,
 )
 from dynamic_identification.core.payload import Payload, PayloadDynamics
+
+_Model = TypeVar("_Model", bound="FeedforwardModel")
 
 DEFAULT_FRICTION_SMOOTHING = 1000.0
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
@@ -234,7 +237,7 @@ class FeedforwardModel:
         """The load whose torques are added, ``None`` without one."""
         return self._payload
 
-    def with_payload(self, payload: Payload | None) -> FeedforwardModel:
+    def with_payload(self: _Model, payload: Payload | None) -> _Model:
         """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
         return type(self)(
             self._robot,
@@ -243,7 +246,7 @@ class FeedforwardModel:
             self._names,
             self._values,
             friction_smoothing=self._k,
-            identified=self._identified,
+            identified=self._identified.tolist(),
             effort_limits=self._effort,
             acceleration_limits=self._acceleration,
             payload=payload,

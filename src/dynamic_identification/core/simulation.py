@@ -23,6 +23,7 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
+from dynamic_identification.core.payload import Payload, attach_payload
 
 DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
@@ -273,6 +274,8 @@ class RobotSimulator:
         seed: int = 0,
     ) -> None:
         _check_sizes(robot, drive_chain, drive)
+        self._unloaded = robot
+        self._payload: Payload | None = None
         self._robot = robot
         self._chain = drive_chain
         self._drive = drive
@@ -299,6 +302,26 @@ class RobotSimulator:
     @property
     def settings(self) -> SimulationSettings:
         return self._settings
+
+    @property
+    def payload(self) -> Payload | None:
+        """The load the robot carries, ``None`` without one."""
+        return self._payload
+
+    def carry(self, payload: Payload | None) -> None:
+        """Carry ``payload`` from the next step on (``None``: put it down), e.g. when the gripper closes.
+
+        The load becomes part of the body of its frame's parent joint
+        (:func:`~dynamic_identification.core.payload.attach_payload`); the PD gains stay
+        those tuned for the robot without it, as a real controller's would.
+
+        Raises
+        ------
+        ModelError
+            If the payload's frame is not a frame of the robot.
+        """
+        robot = self._unloaded if payload is None else attach_payload(self._unloaded, payload)
+        self._robot, self._data, self._payload = robot, robot.model.createData(), payload
 
     @property
     def robot(self) -> RobotModel:

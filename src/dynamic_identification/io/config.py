@@ -186,6 +186,13 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "input_topic",
         "parameters_topic",
         "parameters_file",
+        "payload_topic",
+        "payload.frame",
+        "payload.duration_s",
+        "payload.method",
+        "payload.max_mass_std_percent",
+        "payload.max_com_std_m",
+        "payload.prior_file",
         "drive_chain.gear_ratios",
         "drive_chain.drive_gains",
         "drive_chain.coupling",
@@ -225,6 +232,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "urdf",
         "limits.effort",
         "limits.acceleration",
+        "payload_file",
+        "payload_topic",
     ),
     "sim_robot": (
         "urdf",
@@ -249,6 +258,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "real_time_factor",
         "lockstep",
         "lockstep_timeout_s",
+        "payload_file",
+        "payload_attached",
     ),
 }
 """The ROS parameters each node of the package declares (``test/nodes`` checks the nodes against it).

@@ -11,6 +11,20 @@ depth 1) for every publishable update only, and writes it atomically to
 e*_j, parameters kept and removed, window fill, why no update, samples received and
 refused); serves ``~/reset`` (``std_srvs/Trigger``), which clears the window.
 
+In-process payload re-identification ([Swevers2002]): ``~/identify_payload``
+(``std_srvs/Trigger``, e.g. when the gripper has closed) answers at once and collects the
+next ``payload.duration_s`` of the robot's motion; the load on ``payload.frame`` is then
+identified with the robot's parameters fixed — the node's latest published estimate, or
+``payload.prior_file`` — (:class:`~dynamic_identification.core.payload_in_process.PayloadReidentification`)
+and published as payload YAML (``frame, mass_kg, com_m, inertia_kg_m2, std`` and an
+``identification`` section with the fit's quality) on ``payload_topic`` (default
+``/estimator/payload``, reliable + transient local, depth 1). When the motion does not
+determine the load (the σ of its mass or centre of mass beyond ``payload.max_*``) the
+result is refused with the reason on ``/diagnostics``. From the trigger on, the sliding
+window is paused: it cannot tell a load from the robot's last links, so the robot model
+stays the one the load was identified against until ``~/reset`` (the load was put down)
+clears the window and resumes.
+
 The subscription callback only converts a message and appends it to a locked
 buffer; a worker thread drains the buffer into
 :class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`
@@ -37,8 +51,9 @@ import math
 import os
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -49,17 +64,26 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
     WindowUpdate,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.payload import frame_id
+from dynamic_identification.core.payload_identification import RobotPrior
+from dynamic_identification.core.payload_in_process import (
+    PayloadOutcome,
+    PayloadReidentification,
+    PayloadReidentificationSettings,
+)
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
+from dynamic_identification.io.payload import dump_payload, payload_identification_record
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
 from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
@@ -94,6 +118,8 @@ class EstimatorConfig:
     parameters_topic: str = "estimator/parameters"
     parameters_file: str = ""
     identification: tuple[tuple[str, object], ...] = ()
+    payload_topic: str = "estimator/payload"
+    payload: tuple[tuple[str, object], ...] = ()
 
 
 _NODE_PARAMETERS = (
@@ -104,6 +130,47 @@ _NODE_PARAMETERS = (
         "parameters_topic", "estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
     ),
     ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
+    ParameterSpec(
+        "payload_topic", "estimator/payload", Parameter.Type.STRING, "std_msgs/String payload YAML output (latched)"
+    ),
+)
+
+_PAYLOAD_DEFAULTS = PayloadReidentificationSettings(frame="unset")
+
+_PAYLOAD_PARAMETERS = (
+    ParameterSpec(
+        "payload.frame", "", Parameter.Type.STRING, "frame the payload is attached to; empty = the URDF's last frame"
+    ),
+    ParameterSpec(
+        "payload.duration_s",
+        _PAYLOAD_DEFAULTS.duration_s,
+        Parameter.Type.DOUBLE,
+        "~/identify_payload: seconds of motion collected after the trigger, s of data",
+        floating=(0.5, 600.0),
+    ),
+    ParameterSpec(
+        "payload.method", _PAYLOAD_DEFAULTS.method, Parameter.Type.STRING, "ml ([Swevers2002] eq. (18)) | linear"
+    ),
+    ParameterSpec(
+        "payload.max_mass_std_percent",
+        _PAYLOAD_DEFAULTS.max_mass_std_percent,
+        Parameter.Type.DOUBLE,
+        "refuse the payload when sigma of its mass exceeds this, % of the mass",
+        floating=(1e-6, 1000.0),
+    ),
+    ParameterSpec(
+        "payload.max_com_std_m",
+        _PAYLOAD_DEFAULTS.max_com_std_m,
+        Parameter.Type.DOUBLE,
+        "refuse the payload when sigma of a centre-of-mass coordinate exceeds this, m",
+        floating=(1e-9, 10.0),
+    ),
+    ParameterSpec(
+        "payload.prior_file",
+        "",
+        Parameter.Type.STRING,
+        "parameter YAML of the robot without load; empty = the latest published estimate",
+    ),
 )
 
 _IDENTIFICATION_PARAMETERS = (
@@ -257,8 +324,10 @@ def declare_and_read(node: Node) -> EstimatorConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     values = declare_parameters(node, _NODE_PARAMETERS)
     identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
+    payload = declare_parameters(node, _PAYLOAD_PARAMETERS)
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
-    return replace(EstimatorConfig(urdf=urdf), **values, identification=tuple(sorted(identification.items())))
+    config = EstimatorConfig(urdf=urdf, payload=tuple(sorted(payload.items())))
+    return replace(config, **values, identification=tuple(sorted(identification.items())))
 
 
 @dataclass(frozen=True)
@@ -270,11 +339,13 @@ class EstimatorSetup:
     drive_terms: DriveTerms
     settings: WindowSettings
     bounds: PlausibilityBounds
+    payload: PayloadReidentificationSettings
+    payload_prior: dict[str, float] | None
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     """Validate ``config``; ``ValueError`` names the bad parameter."""
-    for name in ("input_topic", "parameters_topic"):
+    for name in ("input_topic", "parameters_topic", "payload_topic"):
         if not getattr(config, name):
             raise ValueError(f"parameter '{name}' must not be empty")
     try:
@@ -289,9 +360,53 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         bounds = parsed.plausibility_bounds(robot)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
+    payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms, settings)
     return EstimatorSetup(
-        robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings, bounds=bounds
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=parsed.drive_terms,
+        settings=settings,
+        bounds=bounds,
+        payload=payload,
+        payload_prior=prior,
     )
+
+
+def _payload_setup(
+    values: Mapping[str, Any], robot: RobotModel, chain: DriveChain, terms: DriveTerms, window: WindowSettings
+) -> tuple[PayloadReidentificationSettings, dict[str, float] | None]:
+    """The payload re-identification settings and the robot prior of ``payload.prior_file``; ``ValueError`` names
+    the bad parameter."""
+    frame = str(values.get("payload.frame") or "") or robot.model.frames[robot.model.nframes - 1].name
+    try:
+        frame_id(robot, frame)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'payload.frame': {error}") from error
+    try:
+        settings = PayloadReidentificationSettings(
+            frame=frame,
+            duration_s=float(values.get("payload.duration_s", _PAYLOAD_DEFAULTS.duration_s)),
+            method=str(values.get("payload.method", _PAYLOAD_DEFAULTS.method)),
+            max_mass_std_percent=float(
+                values.get("payload.max_mass_std_percent", _PAYLOAD_DEFAULTS.max_mass_std_percent)
+            ),
+            max_com_std_m=float(values.get("payload.max_com_std_m", _PAYLOAD_DEFAULTS.max_com_std_m)),
+            stick_periods=window.stick_periods,
+        )
+    except IdentificationError as error:
+        raise ValueError(f"invalid payload.* parameter: {error}") from error
+    path = str(values.get("payload.prior_file") or "")
+    if not path:
+        return settings, None
+    try:
+        prior = load_parameters(path)
+        if list(prior.joints) != list(robot.joint_names):
+            raise IdentificationError(f"it names joints {list(prior.joints)}, the node {list(robot.joint_names)}")
+        values_by_name = prior.values()
+        RobotPrior.from_parameters(robot, chain, terms, values_by_name)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'payload.prior_file' {path}: {error}") from error
+    return settings, values_by_name
 
 
 @dataclass
@@ -303,13 +418,25 @@ class _Counters:
     restarts: int = 0
     updates: int = 0
     published: int = 0
+    payloads_published: int = 0
+    payloads_refused: int = 0
+
+
+@dataclass(frozen=True)
+class _PayloadStatus:
+    """The re-identification's state for the diagnostics: ``idle``, ``collecting``, ``accepted`` or ``refused``."""
+
+    state: str = "idle"
+    message: str = ""
+    started_s: float = math.nan
+    outcome: PayloadOutcome | None = None
 
 
 class EstimatorNode(GuardedNode):
     """Sliding-window identification of the samples on ``input_topic`` (see the module docstring)."""
 
     def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
-        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        super().__init__(node_name, **kwargs)
         # Created first, started last: destroy_node works even when a parameter error stops __init__.
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -324,6 +451,16 @@ class EstimatorNode(GuardedNode):
         self._estimator = SlidingWindowEstimator(
             self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
         )
+        self.payload_settings = setup.payload
+        # Payload re-identification: the trigger is left under its own lock by ~/identify_payload (answered at
+        # once); the worker takes it, owns the collection and, from the trigger on, pauses the window.
+        self._payload_lock = threading.Lock()
+        self._payload_trigger: float | None = None
+        self._prior_values = setup.payload_prior
+        self._prior_from_file = setup.payload_prior is not None
+        self._reidentification: PayloadReidentification | None = None
+        self._window_paused = False
+        self._payload_status = _PayloadStatus()
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
         # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
         # without ever waiting for an update to finish.
@@ -338,10 +475,12 @@ class EstimatorNode(GuardedNode):
         self._event = ""
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
+        self._payload_publisher = self.create_publisher(String, self.config.payload_topic, LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(Trigger, "~/identify_payload", self._on_identify_payload)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
         self._worker.start()
         self.get_logger().info(
@@ -364,6 +503,8 @@ class EstimatorNode(GuardedNode):
             self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
             return
         self._parameters_publisher.publish(String(data=dump_parameters(previous)))
+        if not self._prior_from_file:
+            self._prior_values = previous.values()
         self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
 
     @property
@@ -415,10 +556,43 @@ class EstimatorNode(GuardedNode):
                 self._buffer.clear()
                 self._last_stamp = -math.inf
             self._estimator.reset()
+            with self._payload_lock:
+                self._payload_trigger = None
+                self._window_paused = False
+            if self._reidentification is not None:
+                self._reidentification.cancel()
             self._set_status(None, event="window cleared by ~/reset", failure="")
         self.get_logger().info("window cleared by ~/reset")
         self._publish_diagnostics()
         return Trigger.Response(success=True, message="window cleared")
+
+    def _on_identify_payload(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
+        """Arm the payload re-identification on the samples after the last one received; answers at once."""
+        with self._buffer_lock:
+            last = self._last_stamp
+        with self._payload_lock:
+            prior_known = self._prior_values is not None
+            if prior_known:
+                self._payload_trigger = last
+                self._window_paused = True
+        if not prior_known:
+            reason = (
+                "no robot model to identify the payload against yet: wait for the first published estimate"
+                " or set payload.prior_file"
+            )
+            self.count_refusal("identify_payload", reason)
+            return Trigger.Response(success=False, message=reason)
+        start = f"t = {last:.3f} s" if math.isfinite(last) else "the next sample"
+        duration = self.payload_settings.duration_s
+        message = (
+            f"collecting {duration:g} s of motion from {start} for the payload on {self.payload_settings.frame};"
+            f" the result comes on {self.config.payload_topic} and /diagnostics"
+        )
+        with self._status_lock:
+            self._payload_status = _PayloadStatus(state="collecting", message=message, started_s=last)
+        self.get_logger().info(f"~/identify_payload: {message}")
+        self._wake.set()
+        return Trigger.Response(success=True, message=message)
 
     def _drain(self) -> list[tuple[float, np.ndarray, np.ndarray]]:
         with self._buffer_lock:
@@ -448,6 +622,7 @@ class EstimatorNode(GuardedNode):
             stamps = np.array([sample[0] for sample in samples])
             q = np.array([sample[1] for sample in samples])
             effort = np.array([sample[2] for sample in samples])
+            stamps, q, effort = self._payload_samples(stamps, q, effort)
             start = 0
             while True:
                 if start < stamps.size:
@@ -470,6 +645,70 @@ class EstimatorNode(GuardedNode):
                 updated = True
         if updated:
             self._publish_diagnostics()
+
+    def _payload_samples(
+        self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Hand the samples after a trigger to the payload re-identification; those the window still takes.
+
+        Called by the worker with the estimator lock held. The identification itself runs here, in the
+        worker: the diagnostics never wait for it.
+        """
+        with self._payload_lock:
+            trigger, self._payload_trigger = self._payload_trigger, None
+            paused = self._window_paused
+        if trigger is not None and self._prior_values is not None:
+            prior = RobotPrior.from_parameters(self.robot, self.drive_chain, self.drive_terms, self._prior_values)
+            self._reidentification = PayloadReidentification(
+                prior, self.payload_settings, signal=_signal_settings(self.settings)
+            )
+            self._reidentification.trigger()
+            after = stamps > trigger
+        else:
+            after = np.ones(stamps.shape, dtype=bool) if paused else np.zeros(stamps.shape, dtype=bool)
+        reidentification = self._reidentification
+        if reidentification is not None and reidentification.collecting and after.any():
+            outcome = reidentification.add_samples(stamps[after], q[after], effort[after])
+            if outcome is not None:
+                self._payload_outcome(outcome)
+        if not after.any():
+            return stamps, q, effort
+        keep = ~after
+        return stamps[keep], q[keep], effort[keep]
+
+    def _payload_outcome(self, outcome: PayloadOutcome) -> None:
+        """Publish an accepted payload (latched) or report why it was refused."""
+        span = f"{outcome.ended_s - outcome.started_s:.3g} s of motion ({outcome.samples} samples)"
+        estimate = outcome.estimate
+        if estimate is None:
+            message = f"payload refused after {span}: {outcome.reason}"
+            self.count_refusal("identify_payload", outcome.reason)
+            self.get_logger().warning(message)
+            with self._buffer_lock:
+                self._counters.payloads_refused += 1
+        else:
+            payload = estimate.payload
+            record = payload_identification_record(estimate, self._names)
+            record.update(started_s=outcome.started_s, ended_s=outcome.ended_s, samples=outcome.samples)
+            if not self._stop.is_set() and self.context.ok():
+                self._payload_publisher.publish(String(data=dump_payload(payload, identification=record)))
+            with self._buffer_lock:
+                self._counters.payloads_published += 1
+            std = payload.std
+            sigma = f" (σ {std.mass_kg:.2g} kg, COM σ ≤ {1e3 * float(np.max(std.com_m)):.2g} mm)" if std else ""
+            message = (
+                f"payload on {payload.frame} from {span}: {payload.mass_kg:.4g} kg{sigma}, centre of mass"
+                f" {np.round(1e3 * payload.com_m, 1).tolist()} mm, published on {self.config.payload_topic}"
+            )
+            self.get_logger().info(message)
+        with self._status_lock:
+            self._payload_status = replace(
+                self._payload_status,
+                state="refused" if estimate is None else "accepted",
+                message=message,
+                outcome=outcome,
+            )
+        self._publish_diagnostics()
 
     def _feed_until_due(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
         """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
@@ -520,6 +759,8 @@ class EstimatorNode(GuardedNode):
         if self._stop.is_set() or not self.context.ok():
             return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
+        if not self._prior_from_file:
+            self._prior_values = parameter_file.values()
         with self._buffer_lock:
             self._counters.published += 1
 
@@ -527,6 +768,7 @@ class EstimatorNode(GuardedNode):
         """One ``DiagnosticStatus`` named ``estimator``: quality of the last update, window fill, input counts."""
         with self._status_lock:
             update, event, failure = self._last_update, self._event, self._failure
+            payload_status = self._payload_status
         with self._buffer_lock:
             counters = replace(self._counters)
             input_error = self._input_error
@@ -569,6 +811,7 @@ class EstimatorNode(GuardedNode):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):
                     values[f"e_star/{joint}"] = f"{value:.6g}"
         values["reason"] = reason
+        values.update(_payload_values(payload_status, self.payload_settings, counters))
         if input_error or failure:
             level, message = DiagnosticStatus.ERROR, failure or f"refusing samples: {input_error}"
         elif update is not None and update.publishable:
@@ -588,6 +831,43 @@ class EstimatorNode(GuardedNode):
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
         array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
+
+
+def _signal_settings(settings: WindowSettings) -> SignalSettings:
+    """The window's signal processing, for the payload re-identification of the same samples."""
+    return SignalSettings(
+        position_cutoff_hz=settings.position_cutoff_hz,
+        decimation=settings.decimation,
+        rate_hz=settings.rate_hz or None,
+        min_speed_rad_s=settings.min_speed_rad_s,
+        gap_factor=settings.gap_factor,
+    )
+
+
+def _payload_values(
+    status: _PayloadStatus, settings: PayloadReidentificationSettings, counters: _Counters
+) -> dict[str, str]:
+    """``payload/…`` keys of the diagnostics: state, frame, the last outcome and its reason."""
+    values = {
+        "payload/state": status.state,
+        "payload/frame": settings.frame,
+        "payload/message": status.message,
+        "payload/published": str(counters.payloads_published),
+        "payload/refused": str(counters.payloads_refused),
+    }
+    outcome = status.outcome
+    if outcome is not None:
+        values["payload/reason"] = outcome.reason
+        values["payload/data_s"] = f"{outcome.ended_s - outcome.started_s:.3f}"
+        if outcome.estimate is not None:
+            payload = outcome.estimate.payload
+            values["payload/mass_kg"] = f"{payload.mass_kg:.6g}"
+            values["payload/com_m"] = " ".join(f"{value:.6g}" for value in payload.com_m)
+            if payload.std is not None:
+                values["payload/mass_std_kg"] = f"{payload.std.mass_kg:.3g}"
+                values["payload/com_std_m"] = " ".join(f"{value:.3g}" for value in payload.std.com_m)
+            values["payload/residual_std"] = f"{outcome.estimate.residual_std:.4g}"
+    return values
 
 
 def main(args: Sequence[str] | None = None) -> None:

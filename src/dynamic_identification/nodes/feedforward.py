@@ -20,6 +20,14 @@ does; after the last point the node keeps publishing the feedforward of that poi
 at rest (gravity and offsets), as the controller keeps holding it. Joints a
 trajectory leaves out hold their previous desired position.
 
+The torques of a carried load ([Swevers2002]; rigid-body torques of its 10 inertial
+parameters on its frame) are added when a payload is known: from ``payload_file`` (payload
+YAML, ``dynid payload --out``) at start, then from every message on ``payload_topic``
+(default ``/estimator/payload``, latched: the estimator's in-process re-identification).
+The payload is kept when new parameters arrive; a payload message that cannot be used
+(not payload YAML, a non-physical inertia, a frame the model does not have) is refused,
+counted and reported on ``/diagnostics``, and the previous payload stays.
+
 Nothing is published while disabled, before the first parameters, or before the
 first trajectory; ``/diagnostics`` says which.
 
@@ -48,8 +56,10 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, load_parameters, parse_parameters
+from dynamic_identification.io.payload import load_payload, parse_payload
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_multi_array,
@@ -80,6 +90,8 @@ class FeedforwardConfig:
     urdf: str = ""
     effort_limits: tuple[float, ...] | None = None
     acceleration_limits: tuple[float, ...] | None = None
+    payload_file: str = ""
+    payload_topic: str = "estimator/payload"
 
 
 _PARAMETERS = (
@@ -102,6 +114,15 @@ _PARAMETERS = (
         floating=(1e-3, 1e9),
     ),
     ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF instead of the one the parameters name; empty = theirs"),
+    ParameterSpec(
+        "payload_file", "", Parameter.Type.STRING, "payload YAML of a carried load loaded at start; empty = none"
+    ),
+    ParameterSpec(
+        "payload_topic",
+        "estimator/payload",
+        Parameter.Type.STRING,
+        "std_msgs/String payload YAML input (latched); empty = use payload_file only",
+    ),
 )
 
 _LIMIT_PARAMETERS = (
@@ -236,6 +257,15 @@ class FeedforwardNode(GuardedNode):
         self._clamped = 0
         self._refused = 0
         self._output_error = ""
+        self._payload: Payload | None = None
+        self._payload_source = ""
+        self._payload_error = ""
+        if self.config.payload_file:
+            try:
+                self._payload = load_payload(self.config.payload_file)
+                self._payload_source = f"file {self.config.payload_file}"
+            except IdentificationError as error:
+                raise ValueError(f"parameter 'payload_file': {error}") from error
         if self.config.parameters_file:
             try:
                 self._use(load_parameters(self.config.parameters_file), f"file {self.config.parameters_file}")
@@ -245,6 +275,8 @@ class FeedforwardNode(GuardedNode):
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if self.config.parameters_topic:
             self.create_subscription(String, self.config.parameters_topic, self._on_parameters, LATCHED_QOS)
+        if self.config.payload_topic:
+            self.create_subscription(String, self.config.payload_topic, self._on_payload, LATCHED_QOS)
         self.create_subscription(JointTrajectory, self.config.trajectory_topic, self._on_trajectory, COMMAND_QOS)
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/disable", self._on_disable)
@@ -261,6 +293,11 @@ class FeedforwardNode(GuardedNode):
     def model(self) -> FeedforwardModel | None:
         """The model in use, ``None`` before the first parameters."""
         return self._model
+
+    @property
+    def payload(self) -> Payload | None:
+        """The carried load whose torques are added, ``None`` without one."""
+        return self._payload
 
     @property
     def enabled(self) -> bool:
@@ -287,6 +324,12 @@ class FeedforwardNode(GuardedNode):
             effort_limits=self.config.effort_limits,
             acceleration_limits=self.config.acceleration_limits,
         )
+        if self._payload is not None:
+            try:
+                model = model.with_payload(self._payload)
+            except IdentificationError as error:
+                self._refuse_payload(f"the payload from {self._payload_source} no longer fits the model: {error}")
+                self._payload = None
         unidentified = sorted(set(model.joint_names) - set(model.identified_joints))
         if unidentified:
             self.get_logger().warning(
@@ -311,6 +354,29 @@ class FeedforwardNode(GuardedNode):
             self.get_logger().error(self._parameters_error + "; keeping the previous model")
             return
         self.get_logger().info(f"using {len(model.names)} parameters from {source}", throttle_duration_sec=5.0)
+
+    def _on_payload(self, message: String) -> None:
+        source = f"topic {self.config.payload_topic}"
+        try:
+            payload = parse_payload(message.data, source=source)
+            if self._model is not None:
+                model = self._model.with_payload(payload)
+            elif self._robots:
+                PayloadDynamics(next(iter(self._robots.values())), payload.frame)
+        except IdentificationError as error:
+            self._refuse_payload(f"refused a payload from {source}: {error}; keeping the previous one")
+            return
+        if self._model is not None:
+            self._model = model
+        self._payload, self._payload_source, self._payload_error = payload, source, ""
+        self.get_logger().info(
+            f"adding the torques of a {payload.mass_kg:.4g} kg payload on {payload.frame} from {source}"
+        )
+
+    def _refuse_payload(self, reason: str) -> None:
+        self._payload_error = reason
+        self.count_refusal("payload", reason)
+        self.get_logger().error(reason)
 
     def _on_trajectory(self, message: JointTrajectory) -> None:
         try:
@@ -401,10 +467,12 @@ class FeedforwardNode(GuardedNode):
             "reason": reason,
             "parameters_error": self._parameters_error,
             "trajectory_error": self._trajectory_error,
+            "payload": _payload_text(self._payload, self._payload_source),
+            "payload_error": self._payload_error,
         }
         if motion is not None:
             values["trajectory_active"] = str(not motion.ended(self._now_ns())).lower()
-        problems = [error for error in (self._parameters_error, self._trajectory_error) if error]
+        problems = [error for error in (self._parameters_error, self._trajectory_error, self._payload_error) if error]
         if self._clamped or self._refused:
             problems.append(
                 f"{self._clamped} outputs clamped to the effort limits, {self._refused} desired states refused"
@@ -430,6 +498,13 @@ class FeedforwardNode(GuardedNode):
         array.header.stamp = time_message(max(self._now_ns(), 0))
         array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
+
+
+def _payload_text(payload: Payload | None, source: str) -> str:
+    """``3.5 kg on tool0 (topic …)``, or empty without a payload."""
+    if payload is None:
+        return ""
+    return f"{payload.mass_kg:.6g} kg on {payload.frame} ({source})"
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -8,6 +8,12 @@ torque measured through the drive chain, N·m) and ``motor_currents``
 names that a namespace moves, and ``/diagnostics`` at 1 Hz (steps, refused inputs:
 non-finite or out-of-limit trajectory points, efforts beyond the URDF limits).
 
+A gripper: ``payload_file`` names the load (payload YAML: frame, mass, centre of
+mass, inertia) the arm can take; ``~/grasp`` (``std_srvs/SetBool``) makes it carry the
+load (``data: true``) or put it down (``false``), and ``payload_attached`` carries it
+from the start. The carried load is part of the simulated dynamics, so the measured
+torques and currents include it.
+
 The physics is :class:`dynamic_identification.core.simulation.RobotSimulator`;
 this node only reads parameters, converts messages, publishes ``/diagnostics`` at 1 Hz
 (steps, refused inputs: non-finite or out-of-limit trajectory points, efforts beyond
@@ -43,16 +49,19 @@ from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock as ClockMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
+from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,
     SimulationSettings,
 )
+from dynamic_identification.io.payload import load_payload
 from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -117,6 +126,8 @@ class SimRobotConfig:
     real_time_factor: float = 1.0
     lockstep: bool = False
     lockstep_timeout_s: float = 1.0
+    payload_file: str = ""
+    payload_attached: bool = False
 
 
 _PARAMETERS = (
@@ -178,6 +189,13 @@ _PARAMETERS = (
         "with lockstep: longest wall-time wait for the next chunk, s",
         floating=(0.001, 60.0),
     ),
+    ParameterSpec(
+        "payload_file",
+        "",
+        Parameter.Type.STRING,
+        "payload YAML of the load ~/grasp takes (frame, mass, centre of mass, inertia); empty = none",
+    ),
+    ParameterSpec("payload_attached", False, Parameter.Type.BOOL, "carry the payload_file load from the start"),
 )
 
 
@@ -196,6 +214,7 @@ class SimRobotSetup:
     drive_chain: DriveChain
     simulator: RobotSimulator
     dt_ns: int
+    payload: Payload | None = None
 
 
 def _per_joint(
@@ -289,7 +308,18 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
         simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
     except IdentificationError as error:
         raise ValueError(f"invalid sim_robot parameters: {error}") from error
-    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns)
+    payload = None
+    if config.payload_file:
+        try:
+            payload = load_payload(config.payload_file)
+            frame_id(robot, payload.frame)
+        except IdentificationError as error:
+            raise ValueError(f"parameter 'payload_file': {error}") from error
+    elif config.payload_attached:
+        raise ValueError("parameter 'payload_attached' is true but no payload_file names the load")
+    if payload is not None and config.payload_attached:
+        simulator.carry(payload)
+    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns, payload=payload)
 
 
 @dataclass(frozen=True)
@@ -344,6 +374,7 @@ class SimRobotNode(GuardedNode):
         self.drive_chain = setup.drive_chain
         self.simulator = setup.simulator
         self._dt_ns = setup.dt_ns
+        self._payload = setup.payload
         self._names = list(self.robot.joint_names)
         n = self.robot.n_joints
         self._reference = _Reference(q=self.simulator.q, dq=np.zeros(n), ddq=np.zeros(n))
@@ -356,6 +387,7 @@ class SimRobotNode(GuardedNode):
         self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(Float64MultiArray, "feedforward/effort", self._on_feedforward, COMMAND_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_service(SetBool, "~/grasp", self._on_grasp)
         self._clock_publisher: Publisher | None = None
         if self.config.publish_clock:
             # Simulated time starts at the wall time, so stamps look like a real driver's.
@@ -425,6 +457,20 @@ class SimRobotNode(GuardedNode):
             velocities=velocities,
             accelerations=accelerations,
         )
+
+    def _on_grasp(self, request: SetBool.Request, _response: SetBool.Response) -> SetBool.Response:
+        """Carry the ``payload_file`` load (``data: true``) or put it down (``false``) from the next step on."""
+        if request.data and self._payload is None:
+            reason = "no payload_file names a load to grasp"
+            self.count_refusal("~/grasp", reason)
+            return SetBool.Response(success=False, message=reason)
+        self.simulator.carry(self._payload if request.data else None)
+        if request.data and self._payload is not None:
+            message = f"carrying {self._payload.mass_kg:.4g} kg on {self._payload.frame}"
+        else:
+            message = "carrying no payload"
+        self.get_logger().info(f"~/grasp: {message}")
+        return SetBool.Response(success=True, message=message)
 
     def _refuse_input(self, topic: str, reason: str) -> None:
         self.count_refusal(topic, reason)
@@ -541,6 +587,7 @@ class SimRobotNode(GuardedNode):
             "steps": str(self._steps),
             "rate_hz": f"{self.config.rate_hz:g}",
             "feedforward": "true" if self._feedforward is not None else "false",
+            "payload": _carried(self.simulator.payload),
         }
         return DiagnosticStatus(
             level=level,
@@ -555,6 +602,11 @@ class SimRobotNode(GuardedNode):
         array.header.stamp = time_message(max(self._now_ns(), 0))
         array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
+
+
+def _carried(payload: Payload | None) -> str:
+    """``3.5 kg on tool0``, or ``none``."""
+    return "none" if payload is None else f"{payload.mass_kg:.6g} kg on {payload.frame}"
 
 
 def main(args: Sequence[str] | None = None) -> None:
