@@ -6,7 +6,9 @@ load's ten inertial parameters are identified with the robot's own identified
 parameters held fixed as a-priori knowledge ([Swevers2002] §3.2: the robot model is
 known, only the load is unknown), by the linear estimate followed by the
 maximum-likelihood one (:func:`~.payload_identification.identify_payload`, any
-motion, noise from the residuals). The samples are joint torques (N·m, what the
+motion, noise from the residuals; when the job leaves the load's inertia undetermined
+and the search ends near the physical bound, the linear estimate is kept: the mass and
+centre of mass are what a job determines). The samples are joint torques (N·m, what the
 recorder publishes); they are mapped back to motor currents through the drive chain
 so the identification sees the motor-side equations it is written for.
 
@@ -20,10 +22,11 @@ of samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.payload_identification import PayloadEstimate, RobotPrior, identify_payload
 
@@ -160,18 +163,31 @@ class PayloadReidentification:
         self._time, self._q, self._tau = [], [], []
         started, ended = float(time[0]), float(time[-1])
         chain = self._prior.drive_chain
-        try:
-            estimate = identify_payload(
+        currents = chain.motor_currents(torques)
+
+        def estimate_with(method: Literal["ml", "linear"]) -> PayloadEstimate:
+            return identify_payload(
                 self._prior,
                 self._settings.frame,
                 time,
                 q,
-                chain.motor_currents(torques),
-                method="ml" if self._settings.method == "ml" else "linear",
+                currents,
+                method=method,
                 efficiency=False,
                 settings=self._signal,
                 stick_periods=self._settings.stick_periods,
             )
+
+        try:
+            try:
+                estimate = estimate_with("ml" if self._settings.method == "ml" else "linear")
+            except InsufficientExcitationError:
+                if self._settings.method != "ml":
+                    raise
+                # A job barely turns the load: the search can end where its inertia is undetermined (a
+                # log-Cholesky direction near, not at, the bound). The linear estimate, the search's start,
+                # still gives mass and centre of mass with their σ; the quality gate judges those.
+                estimate = estimate_with("linear")
         except IdentificationError as error:
             return PayloadOutcome(
                 started, ended, time.size, None, f"the motion does not determine the payload: {error}"

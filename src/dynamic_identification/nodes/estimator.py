@@ -360,7 +360,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         bounds = parsed.plausibility_bounds(robot)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
-    payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms, settings)
+    payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
     return EstimatorSetup(
         robot=robot,
         drive_chain=drive_chain,
@@ -373,7 +373,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
 
 
 def _payload_setup(
-    values: Mapping[str, Any], robot: RobotModel, chain: DriveChain, terms: DriveTerms, window: WindowSettings
+    values: Mapping[str, Any], robot: RobotModel, chain: DriveChain, terms: DriveTerms
 ) -> tuple[PayloadReidentificationSettings, dict[str, float] | None]:
     """The payload re-identification settings and the robot prior of ``payload.prior_file``; ``ValueError`` names
     the bad parameter."""
@@ -391,7 +391,6 @@ def _payload_setup(
                 values.get("payload.max_mass_std_percent", _PAYLOAD_DEFAULTS.max_mass_std_percent)
             ),
             max_com_std_m=float(values.get("payload.max_com_std_m", _PAYLOAD_DEFAULTS.max_com_std_m)),
-            stick_periods=window.stick_periods,
         )
     except IdentificationError as error:
         raise ValueError(f"invalid payload.* parameter: {error}") from error

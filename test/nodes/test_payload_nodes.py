@@ -1,0 +1,410 @@
+"""The payload over real rclpy on loopback: the estimator's ``~/identify_payload``, the latched
+``estimator/payload`` topic, the feedforward that adds the load, the simulator's gripper.
+
+The estimator's samples are the shipped arm's pick-and-place process computed by inverse dynamics
+with the load attached to ``tool0`` (true drive terms of ``config/dynid_arm6.yaml``, 1 % current
+noise), published as ``sensor_msgs/JointState`` in bursts.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import rclpy
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.model import DriveParameters, DriveTerms, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.payload import Payload, attach_payload, payload_torques
+from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.simulation import inverse_dynamics
+from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic
+from dynamic_identification.io.payload import dump_payload, parse_payload, write_payload_atomic
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
+from dynamic_identification.nodes.feedforward import FeedforwardNode
+from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from dynamic_identification.nodes.sim_robot import SimRobotNode
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+NAMESPACE = f"payload_test_{os.getpid()}"
+"""Every node of these tests runs in a namespace of this process (no latched message of another run)."""
+RATE_HZ = 250.0
+START_S = 1000.0
+BURST = 250
+LOAD = Payload.create(
+    "tool0",
+    mass_kg=3.5,
+    com_m=[0.03, -0.02, 0.06],
+    inertia_kg_m2={"ixx": 0.012, "ixy": 0.0, "ixz": 0.0, "iyy": 0.015, "iyz": 0.0, "izz": 0.009},
+)
+SIM = ros_parameters(ARM6_CONFIG, "sim_robot")
+DRIVE = DriveParameters.create(
+    6,
+    rotor_inertia=SIM["rotor_inertia"],
+    viscous=SIM["viscous_friction"],
+    coulomb=SIM["coulomb_friction"],
+    offset=SIM["offset"],
+)
+CONFIG = load_config(str(ARM6_CONFIG))
+DRIVE_CHAIN_PARAMETERS = [
+    Parameter("drive_chain.gear_ratios", value=list(CONFIG.gear_ratios or ())),
+    Parameter("drive_chain.drive_gains", value=list(CONFIG.drive_gains or ())),
+]
+
+
+@dataclass(frozen=True)
+class Job:
+    """Stamps (s, from 0), positions (rad) and measured joint torques (N·m) of the process with the load."""
+
+    time: np.ndarray
+    q: np.ndarray
+    torques: np.ndarray
+
+
+def _job(robot: RobotModel, *, seconds: float, seed: int, hold: int | None = None) -> Job:
+    """The pick-and-place process carrying :data:`LOAD`, 1 % current noise; ``hold`` joints held still."""
+    chain = CONFIG.drive_chain(robot.n_joints)
+    plan = plan_excitation(robot, chain, DriveTerms(), ExcitationSettings(mode="process", cycles=4, seed=seed))
+    stamps = np.arange(0.0, min(seconds, plan.trajectory.duration_s), 1.0 / RATE_HZ)
+    q, dq, ddq = interpolate_trajectory(
+        plan.trajectory.time, plan.trajectory.q, plan.trajectory.dq, plan.trajectory.ddq, stamps
+    )
+    if hold is not None:
+        q[:, :hold], dq[:, :hold], ddq[:, :hold] = q[0, :hold], 0.0, 0.0
+    torques = inverse_dynamics(attach_payload(robot, LOAD), chain, DRIVE, q, dq, ddq)
+    currents = chain.motor_currents(torques)
+    noise = np.random.default_rng(seed).normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape)
+    return Job(stamps, q, chain.joint_torques(currents + noise))
+
+
+def _true_parameters(robot: RobotModel, path: pathlib.Path) -> pathlib.Path:
+    """The arm's base parameters at their true values: what the estimator identified before the load."""
+    chain, terms = CONFIG.drive_chain(robot.n_joints), DriveTerms()
+    base = base_parameters(robot, chain, terms)
+    write_parameters_atomic(
+        path,
+        ParameterFile.create(
+            urdf=ARM6_URDF,
+            joints=robot.joint_names,
+            drive_terms=terms,
+            drive_chain=chain,
+            names=base.names,
+            values=base.from_standard(standard_parameters(robot, terms, DRIVE)),
+            expressions=base.expressions,
+        ),
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def arm6() -> RobotModel:
+    return load_robot(ARM6_URDF)
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    ros_context = Context()
+    rclpy.init(context=ros_context)
+    try:
+        yield ros_context
+    finally:
+        ros_context.try_shutdown()
+
+
+class _Probe:
+    """A node under test and a probe node in one executor: publish, call services, collect messages."""
+
+    def __init__(self, context: Context, node: Node) -> None:
+        self.node = node
+        self.probe = Node("payload_probe", namespace=NAMESPACE, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(node)
+        self.executor.add_node(self.probe)
+        self.received: dict[str, list[object]] = {}
+
+    def collect(self, message_type: type, topic: str, qos: object) -> list[object]:
+        messages: list[object] = []
+        self.probe.create_subscription(message_type, topic, messages.append, qos)
+        self.received[topic] = messages
+        return messages
+
+    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not (until is not None and until()):
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def call(self, service_type: type, service: str, request: object) -> object:
+        client = self.probe.create_client(service_type, service)
+        self.spin(20.0, until=client.service_is_ready)
+        future = client.call_async(request)
+        self.spin(20.0, until=future.done)
+        assert future.result() is not None, f"no answer from {service}"
+        return future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.probe.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def probe(context: Context) -> Iterator[Callable[[Node], _Probe]]:
+    made: list[_Probe] = []
+
+    def make(node: Node) -> _Probe:
+        made.append(_Probe(context, node))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+
+
+def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
+    overrides = [*DRIVE_CHAIN_PARAMETERS, *overrides]
+    return EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
+
+
+def _publish(p: _Probe, job: Job) -> None:
+    """Publish the job's samples in bursts, letting the estimator take each burst before the next."""
+    estimator = p.node
+    assert isinstance(estimator, EstimatorNode)
+    publisher = p.probe.create_publisher(JointState, "recorder/samples", SAMPLES_QOS)
+    p.spin(20.0, until=lambda: publisher.get_subscription_count() > 0)
+    names = estimator.joint_names
+
+    def received() -> int:
+        return int({kv.key: kv.value for kv in estimator.diagnostic_status().values}["samples_received"])
+
+    for first in range(0, job.time.size, BURST):
+        last = min(first + BURST, job.time.size)
+        expected = received() + last - first
+        for k in range(first, last):
+            publisher.publish(
+                joint_state_message(names, round((START_S + job.time[k]) * NS_PER_S), job.q[k], None, job.torques[k])
+            )
+        p.spin(20.0, until=lambda expected=expected: received() >= expected)
+
+
+def _values(estimator: EstimatorNode) -> dict[str, str]:
+    return {kv.key: kv.value for kv in estimator.diagnostic_status().values}
+
+
+def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    # The estimator restarts with its last estimate (parameters_file, republished): that is the robot prior.
+    estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
+    p = probe(_estimator(context, [Parameter("parameters_file", value=str(estimate))]))
+    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    parameters = p.collect(String, "estimator/parameters", LATCHED_QOS)
+    p.spin(20.0, until=lambda: bool(parameters))
+    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    assert isinstance(response, Trigger.Response)
+    assert response.success and "collecting 10 s" in response.message and "tool0" in response.message
+
+    _publish(p, _job(arm6, seconds=12.0, seed=2))
+    p.spin(60.0, until=lambda: bool(payloads))
+    assert len(payloads) == 1, _values(p.node)["payload/message"]  # type: ignore[arg-type]
+    message = payloads[0]
+    assert isinstance(message, String)
+    found = parse_payload(message.data)
+    # Measured: mass 0.3 %, centre of mass 0.9 mm off, from 10 s of the process at 250 Hz.
+    assert found.frame == "tool0" and found.std is not None
+    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.02
+    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+    identification = yaml.safe_load(message.data)["identification"]
+    assert identification["method"] in ("ml", "linear")
+    assert identification["ended_s"] - identification["started_s"] <= 10.0
+    estimator = p.node
+    assert isinstance(estimator, EstimatorNode)
+    p.spin(20.0, until=lambda: _values(estimator)["payload/state"] == "accepted")  # published, then reported
+    values = _values(estimator)
+    assert values["payload/state"] == "accepted" and values["payload/published"] == "1"
+    # The window was paused from the trigger: the robot estimate is still the one before the load.
+    assert len(parameters) == 1 and values["updates"] == "0"
+
+    late = p.collect(String, "estimator/payload", LATCHED_QOS)
+    p.spin(20.0, until=lambda: bool(late))
+    assert len(late) == 1
+
+
+def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
+    context: Context, probe: Callable[[Node], _Probe]
+) -> None:
+    p = probe(_estimator(context, []))
+    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    assert isinstance(response, Trigger.Response)
+    assert not response.success and "no robot model" in response.message
+    status = p.node.guard_report(p.node.diagnostic_status())  # type: ignore[attr-defined]
+    assert status.level >= DiagnosticStatus.WARN and "identify_payload" in status.message
+
+
+def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason_on_diagnostics(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    prior = _true_parameters(arm6, tmp_path / "robot.yaml")
+    overrides = [Parameter("payload.prior_file", value=str(prior)), Parameter("payload.duration_s", value=6.0)]
+    p = probe(_estimator(context, overrides))
+    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    diagnostics = p.collect(DiagnosticArray, "/diagnostics", 100)
+    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    assert isinstance(response, Trigger.Response) and response.success
+    _publish(p, _job(arm6, seconds=8.0, seed=2, hold=3))
+    estimator = p.node
+    assert isinstance(estimator, EstimatorNode)
+    p.spin(60.0, until=lambda: _values(estimator)["payload/state"] == "refused")
+    values = _values(estimator)
+    assert values["payload/state"] == "refused" and "does not determine the payload" in values["payload/reason"]
+    p.spin(5.0, until=lambda: any("payload" in s.message for a in diagnostics for s in a.status))  # type: ignore[attr-defined]
+    assert any(
+        s.level == DiagnosticStatus.WARN and "identify_payload" in s.message
+        for array in diagnostics
+        for s in array.status  # type: ignore[attr-defined]
+    )
+    assert payloads == []
+
+
+def test_refuses_a_payload_frame_the_robot_does_not_have(context: Context) -> None:
+    with pytest.raises(ValueError, match=r"parameter 'payload.frame'.*unknown frame 'flange'"):
+        _estimator(context, [Parameter("payload.frame", value="flange")])
+
+
+# --------------------------------------------------------------------------- feedforward
+
+
+def _feedforward(context: Context, overrides: list[Parameter]) -> FeedforwardNode:
+    return FeedforwardNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
+
+
+def _hold(p: _Probe, q: list[float]) -> list[Float64MultiArray]:
+    """Command a held pose and collect the feedforward."""
+    efforts = p.collect(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
+    trajectory = p.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+    p.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
+    trajectory.publish(
+        JointTrajectory(
+            joint_names=[f"joint_{k}" for k in range(1, 7)],
+            points=[JointTrajectoryPoint(positions=q, velocities=[0.0] * 6, accelerations=[0.0] * 6)],
+        )
+    )
+    p.spin(20.0, until=lambda: len(efforts) >= 3)
+    return efforts  # type: ignore[return-value]
+
+
+def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
+    p = probe(_feedforward(context, [Parameter("parameters_file", value=str(parameters))]))
+    pose = [0.3, -0.6, 0.8, 0.2, 0.7, -0.4]
+    before = np.array(_hold(p, pose)[-1].data)
+    payloads = p.probe.create_publisher(String, "estimator/payload", LATCHED_QOS)
+    p.spin(20.0, until=lambda: payloads.get_subscription_count() > 0)
+    payloads.publish(String(data=dump_payload(LOAD)))
+    node = p.node
+    assert isinstance(node, FeedforwardNode)
+    p.spin(20.0, until=lambda: node.payload is not None)
+    efforts = p.received["feedforward/effort"]
+    count = len(efforts)
+    p.spin(20.0, until=lambda: len(efforts) > count + 2)
+    after = np.array(efforts[-1].data)  # type: ignore[attr-defined]
+    zeros = np.zeros((1, 6))
+    gravity = payload_torques(arm6, LOAD, np.array([pose]), zeros, zeros)[0]
+    np.testing.assert_allclose(after - before, gravity, atol=1e-9)
+
+    bad = yaml.safe_load(dump_payload(LOAD))
+    bad["payload"]["inertia_kg_m2"]["iyy"] = -0.01
+    payloads.publish(String(data=yaml.safe_dump(bad)))
+    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _ff_values(node)["payload_error"]))
+    values = _ff_values(node)
+    assert "not positive definite" in values["payload_error"] and "3.5 kg on tool0" in values["payload"]
+    assert node.payload is not None and node.payload.mass_kg == LOAD.mass_kg  # the previous payload stays
+    assert node.refusals()["payload"].count == 1
+
+
+def _ff_values(node: FeedforwardNode) -> dict[str, str]:
+    return {kv.key: kv.value for kv in node.diagnostic_status().values}
+
+
+def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel, tmp_path: pathlib.Path) -> None:
+    parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
+    write_payload_atomic(tmp_path / "load.yaml", LOAD)
+    node = _feedforward(
+        context,
+        [
+            Parameter("parameters_file", value=str(parameters)),
+            Parameter("payload_file", value=str(tmp_path / "load.yaml")),
+        ],
+    )
+    try:
+        assert node.model is not None and node.model.payload is not None
+        np.testing.assert_array_equal(node.model.payload.dynamic_parameters(), LOAD.dynamic_parameters())
+    finally:
+        node.destroy_node()
+
+
+# --------------------------------------------------------------------------- sim_robot
+
+
+def test_the_simulator_carries_the_payload_after_grasp(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    write_payload_atomic(tmp_path / "load.yaml", LOAD)
+    sim = SimRobotNode(
+        context=context,
+        namespace=NAMESPACE,
+        parameter_overrides=[
+            Parameter("payload_file", value=str(tmp_path / "load.yaml")),
+            Parameter("current_noise_std", value=0.0),
+            Parameter("coulomb_friction", value=[0.0] * 6),  # at rest, Coulomb friction would hold part of the load
+            Parameter("rate_hz", value=250.0),
+        ],
+    )
+    p = probe(sim)
+    states = p.collect(JointState, "joint_states", SENSOR_QOS)
+
+    def settled_torque() -> np.ndarray:
+        count = len(states)
+        p.spin(20.0, until=lambda: len(states) > count + 250)
+        return np.array(states[-1].effort)  # type: ignore[attr-defined]
+
+    empty = settled_torque()
+    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    assert isinstance(response, SetBool.Response) and response.success and "3.5 kg" in response.message
+    settled_torque()
+    loaded = settled_torque()
+    q = np.array(states[-1].position)  # type: ignore[attr-defined]
+    zeros = np.zeros((1, 6))
+    gravity = payload_torques(arm6, LOAD, q[None], zeros, zeros)[0]
+    # At rest the motors hold the load's weight as well (the PD's steady state lowers the pose by < 1 mrad).
+    np.testing.assert_allclose(loaded - empty, gravity, rtol=0.02, atol=0.05)
+
+
+def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Probe]) -> None:
+    p = probe(SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=[]))
+    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    assert isinstance(response, SetBool.Response) and not response.success and "payload_file" in response.message
