@@ -6,7 +6,9 @@
 story: the arm runs a pick-and-place process while the estimator identifies it
 in-process with sensitivity reduction; then feedforward from the published
 parameters is switched on and the same process runs again, with lower tracking
-error.
+error. Then the arm picks an unknown load; the estimator re-identifies it in-process
+from the next 10 s of the job (``~/identify_payload``, [Swevers2002]), the feedforward
+adds it, and the process runs again with the payload-aware model.
 
 :func:`identify_simulated_arm` (``dynid demo --offline``) is the offline path: the
 simulated arm (Pinocchio forward dynamics, rotor inertia, viscous and Coulomb
@@ -30,13 +32,15 @@ from typing import Any
 
 import numpy as np
 import rclpy
+import yaml
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification import api
@@ -44,6 +48,7 @@ from dynamic_identification.core.errors import DataError, IdentificationError, I
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
@@ -54,6 +59,7 @@ from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.config import simulated_robot as simulated_robot_config
 from dynamic_identification.io.parameters import load_parameters
+from dynamic_identification.io.payload import parse_payload, write_payload_atomic
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
 from dynamic_identification.network import network_environment, process_domain_id
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
@@ -266,6 +272,9 @@ class NodeDemoSettings:
     about twice that plus the start-up. ``sim_rate_hz`` is the simulator's step and
     ``/joint_states`` rate: at 250 Hz an 18 s window identifies joint 1 (validation error
     0.04 in repeated runs here), at 100 Hz it had too few equations (0.04-0.67).
+    ``payload_phase`` adds phase (c): the unknown load :data:`UNKNOWN_LOAD` is picked and
+    re-identified in-process; the process runs until the feedforward has it, then once
+    more with it (about 2 × 13 s more).
     """
 
     duration_s: float = 45.0
@@ -273,6 +282,7 @@ class NodeDemoSettings:
     sim_rate_hz: float = 250.0
     seed: int = 1
     timeout_s: float = 60.0
+    payload_phase: bool = True
 
     @property
     def cycles(self) -> int:
@@ -304,6 +314,41 @@ class PhaseRecord:
         return float((self.time_s.shape[0] - 1) / (self.time_s[-1] - self.time_s[0]))
 
 
+UNKNOWN_LOAD = Payload.create(
+    "tool0",
+    mass_kg=3.0,
+    com_m=[0.04, -0.03, 0.06],
+    inertia_kg_m2={"ixx": 0.011, "ixy": 0.001, "ixz": -0.002, "iyy": 0.014, "iyz": 0.001, "izz": 0.009},
+)
+"""The load the arm picks in phase (c): 3 kg, its centre of mass 8 cm from the flange and off its axis."""
+
+
+@dataclass(frozen=True)
+class PayloadDemoResult:
+    """Phase (c): the load re-identified in-process and the tracking with the old and the payload-aware model.
+
+    ``identified`` is the payload the estimator published (``None`` when it refused:
+    ``reason``); ``data_s`` the motion it used; ``window_s`` the time from the start of the
+    run until the feedforward had the payload, over which both runs are compared:
+    ``rms_old`` (the model without the load) and ``rms_payload`` (the same model with
+    it), RMS tracking errors per joint, rad.
+    """
+
+    truth: Payload
+    identified: Payload | None
+    method: str
+    reason: str
+    data_s: float
+    window_s: float
+    rms_old: np.ndarray
+    rms_payload: np.ndarray
+
+    @property
+    def reduction_percent(self) -> np.ndarray:
+        """How much lower the RMS tracking error is with the payload, % per joint."""
+        return 100.0 * (1.0 - self.rms_payload / self.rms_old)
+
+
 @dataclass(frozen=True)
 class NodeDemoResult:
     """What ``dynid demo`` found: the published identification, its validation, tracking without/with feedforward.
@@ -333,6 +378,7 @@ class NodeDemoResult:
     sample_rate_hz: float
     sim_rate_hz: float
     wall_time_s: float
+    payload: PayloadDemoResult | None = None
 
     @property
     def reduction_percent(self) -> np.ndarray:
@@ -353,13 +399,23 @@ class _Monitor(Node):
         self._motions: list[DesiredMotion] = []
         self.parameters_text = ""
         self.parameters_received = 0
+        self.payload_text = ""
+        self.payload_received_ns = 0
         self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(String, "/estimator/parameters", self._on_parameters, LATCHED_QOS)
+        self.create_subscription(String, "/estimator/payload", self._on_payload, LATCHED_QOS)
         self.trigger_clients = {
             service: self.create_client(Trigger, service)
-            for service in ("/excitation/start", "/feedforward/enable", "/feedforward/disable")
+            for service in (
+                "/excitation/start",
+                "/excitation/stop",
+                "/feedforward/enable",
+                "/feedforward/disable",
+                "/estimator/identify_payload",
+            )
         }
+        self.grasp_client: Client = self.create_client(SetBool, "/sim_robot/grasp")
 
     def _on_joint_state(self, message: JointState) -> None:
         if not self._recording:
@@ -380,6 +436,23 @@ class _Monitor(Node):
     def _on_parameters(self, message: String) -> None:
         self.parameters_text = message.data
         self.parameters_received += 1
+
+    def _on_payload(self, message: String) -> None:
+        self.payload_text = message.data
+        self.payload_received_ns = int(self.get_clock().now().nanoseconds)
+
+    def elapsed_s(self) -> float:
+        """Simulated time since the first trajectory of the recording phase, s (0 before it)."""
+        with self._lock:
+            motions = list(self._motions)
+        if not motions:
+            return 0.0
+        return (int(self.get_clock().now().nanoseconds) - min(m.start_ns for m in motions)) / NS_PER_S
+
+    def start_ns(self) -> int:
+        """Start of the recording phase's first trajectory (simulated time, ns); 0 before it."""
+        with self._lock:
+            return min((m.start_ns for m in self._motions), default=0)
 
     def begin(self) -> None:
         with self._lock:
@@ -457,8 +530,19 @@ def _call(monitor: _Monitor, service: str, timeout_s: float) -> Trigger.Response
     return response
 
 
-def _play_process(monitor: _Monitor, excitation: ExcitationNode, timeout_s: float) -> PhaseRecord:
-    """Start the excitation node's process (retrying while the arm settles) and record it to the end."""
+def _play_process(
+    monitor: _Monitor,
+    excitation: ExcitationNode,
+    timeout_s: float,
+    *,
+    on_start: Callable[[], None] | None = None,
+    stop_when: Callable[[], bool] | None = None,
+) -> PhaseRecord:
+    """Start the excitation node's process (retrying while the arm settles) and record it to the end.
+
+    ``on_start`` is called once the process runs; with ``stop_when``, the process is stopped
+    (``~/stop``: a ramp to rest) as soon as that holds.
+    """
     time.sleep(SETTLE_S)
     monitor.begin()
     deadline = time.monotonic() + timeout_s
@@ -467,8 +551,95 @@ def _play_process(monitor: _Monitor, excitation: ExcitationNode, timeout_s: floa
             raise TimeoutError(f"the excitation node refused to start: {response.message}")
         time.sleep(0.2)
     duration = excitation.plan.trajectory.duration_s if excitation.plan is not None else 0.0
+    if on_start is not None:
+        on_start()
+    if stop_when is not None:
+        _wait_until(lambda: stop_when() or excitation.state == "idle", duration + timeout_s, "the stop condition")
+        if excitation.state != "idle":
+            _call(monitor, "/excitation/stop", timeout_s)
     _wait_until(lambda: excitation.state == "idle", duration + timeout_s, "end of the process")
     return monitor.end()
+
+
+def _grasp(monitor: _Monitor, timeout_s: float) -> None:
+    """``sim_robot``'s gripper closes on the load: the simulated arm carries it from now on."""
+    client = monitor.grasp_client
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise TimeoutError(f"service /sim_robot/grasp not available within {timeout_s:g} s")
+    future = client.call_async(SetBool.Request(data=True))
+    _wait_until(future.done, timeout_s, "answer from /sim_robot/grasp")
+    response = future.result()
+    if response is None or not response.success:
+        raise TimeoutError(f"/sim_robot/grasp failed: {response.message if response else 'no answer'}")
+
+
+def _rms(record: PhaseRecord, window_s: float) -> np.ndarray:
+    """RMS tracking error per joint over the first ``window_s`` of a run, rad."""
+    inside = record.time_s <= window_s
+    return np.sqrt(np.mean(record.tracking_error[inside] ** 2, axis=0))
+
+
+def _payload_phase(
+    monitor: _Monitor,
+    excitation: ExcitationNode,
+    feedforward: FeedforwardNode,
+    estimator: EstimatorNode,
+    timeout_s: float,
+) -> PayloadDemoResult:
+    """Phase (c): grasp the unknown load, re-identify it in-process, run the process with the payload-aware model.
+
+    The first run carries the load with the old feedforward until the estimator has published the
+    payload and the feedforward uses it; the second, with it, is stopped after as long; both are
+    compared over that time.
+    """
+    _wait_until(estimator.payload_prior_known, timeout_s, "the robot model in the restarted estimator")
+    _grasp(monitor, timeout_s)
+
+    def identify_payload() -> None:
+        # The gripper has closed and the job goes on: the next seconds of its motion identify the load.
+        response = _call(monitor, "/estimator/identify_payload", timeout_s)
+        if not response.success:
+            raise InsufficientExcitationError(f"~/identify_payload refused: {response.message}")
+
+    refused = lambda: estimator.payload_state() == "refused"  # noqa: E731 - a one-line condition
+    old = _play_process(
+        monitor,
+        excitation,
+        timeout_s,
+        on_start=identify_payload,
+        stop_when=lambda: feedforward.payload is not None or refused(),
+    )
+    old_start_ns = monitor.start_ns()
+    _wait_until(
+        lambda: (feedforward.payload is not None and bool(monitor.payload_text)) or refused(),
+        timeout_s,
+        "the payload in the feedforward",
+    )
+    if feedforward.payload is None:
+        return PayloadDemoResult(
+            truth=UNKNOWN_LOAD,
+            identified=None,
+            method="",
+            reason=estimator.payload_reason(),
+            data_s=0.0,
+            window_s=0.0,
+            rms_old=_rms(old, np.inf),
+            rms_payload=np.full(old.q.shape[1], np.nan),
+        )
+    window_s = min((monitor.payload_received_ns - old_start_ns) / NS_PER_S, float(old.time_s[-1]))
+    with_payload = _play_process(monitor, excitation, timeout_s, stop_when=lambda: monitor.elapsed_s() >= window_s)
+    document = yaml.safe_load(monitor.payload_text)
+    identification = document.get("identification", {}) if isinstance(document, dict) else {}
+    return PayloadDemoResult(
+        truth=UNKNOWN_LOAD,
+        identified=parse_payload(monitor.payload_text, source="/estimator/payload"),
+        method=str(identification.get("method", "")),
+        reason="",
+        data_s=float(identification.get("ended_s", 0.0)) - float(identification.get("started_s", 0.0)),
+        window_s=window_s,
+        rms_old=_rms(old, window_s),
+        rms_payload=_rms(with_payload, window_s),
+    )
 
 
 def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSettings()) -> NodeDemoResult:
@@ -523,6 +694,8 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         if not excitation.wait_for_plan(settings.timeout_s) or excitation.plan is None:
             raise TimeoutError(f"no excitation plan within {settings.timeout_s:g} s ({excitation.state})")
         plan = excitation.plan
+        load_file = out_dir / "unknown_load.yaml"
+        write_payload_atomic(load_file, UNKNOWN_LOAD)
         sim_robot = SimRobotNode(
             **common,
             parameter_overrides=node_overrides(
@@ -535,6 +708,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 use_sim_time=False,
                 lockstep=True,
                 initial_positions=plan.trajectory.q[0].tolist(),  # both phases start where the process does
+                payload_file=str(load_file),  # what ~/grasp takes in phase (c)
             ),
         )
         recorder = RecorderNode(**common, parameter_overrides=node_overrides(config, "recorder"))
@@ -579,6 +753,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
             raise InsufficientExcitationError(f"the estimator published no parameters during the process: {reason}")
         parameters_text = monitor.parameters_text
         published = monitor.parameters_received
+        (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
         executor.remove_node(estimator)  # freeze the identification: phase (b) validates what was published
         estimator.destroy_node()
         nodes.remove(estimator)
@@ -586,6 +761,22 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         if not _call(monitor, "/feedforward/enable", settings.timeout_s).success:
             raise TimeoutError("the feedforward node refused ~/enable")
         with_feedforward = _play_process(monitor, excitation, settings.timeout_s)
+        payload_result = None
+        if settings.payload_phase:
+            # (c) The estimator restarts with the published model as the robot prior, the arm picks the load.
+            reidentifier = EstimatorNode(
+                **common,
+                parameter_overrides=node_overrides(
+                    config,
+                    "estimator",
+                    window__window_s=float(settings.window_s),
+                    window__stick_periods=STOP_MARGIN_PERIODS,
+                    payload__prior_file=str(out_dir / "parameters.yaml"),
+                ),
+            )
+            nodes.append(reidentifier)
+            executor.add_node(reidentifier)
+            payload_result = _payload_phase(monitor, excitation, feedforward, reidentifier, settings.timeout_s)
     finally:
         executor.shutdown(timeout_sec=5.0)
         if spinner.is_alive():
@@ -594,7 +785,6 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
             node.destroy_node()
         context.try_shutdown()
 
-    (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
     parameters = load_parameters(out_dir / "parameters.yaml")
     robot = load_robot(parameters.urdf, parameters.joints)
     signal = load_config(str(config)).identification_settings().signal
@@ -637,6 +827,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         sample_rate_hz=min(without.rate_hz, with_feedforward.rate_hz),
         sim_rate_hz=float(settings.sim_rate_hz),
         wall_time_s=time.monotonic() - wall_start,
+        payload=payload_result,
     )
     plot_torques(
         out_dir / "torques.png",
@@ -695,8 +886,39 @@ def format_node_result(result: NodeDemoResult) -> str:
         f"  moving joints: {np.mean(result.reduction_percent[moved]):.1f} % lower on average"
         " ([Volkmann2020] Table VII, real robot: about 40-50 %; the simulator has exactly the model's structure)"
     )
+    if result.payload is not None:
+        lines += ["", *_payload_report(result.payload, result.joint_names, result.moving)]
     lines.append(f"wall time {result.wall_time_s:.1f} s")
     return "\n".join(lines)
+
+
+def _payload_report(payload: PayloadDemoResult, joint_names: Sequence[str], moving: np.ndarray) -> list[str]:
+    """Phase (c) of the node demo's report."""
+    truth = payload.truth
+    lines = [
+        f"(c) the arm picks an unknown {truth.mass_kg:g} kg load (centre of mass"
+        f" {np.round(1e3 * truth.com_m).astype(int).tolist()} mm in {truth.frame}); ~/identify_payload after the grasp",
+        " ([Swevers2002], the robot's published parameters held fixed):",
+    ]
+    found = payload.identified
+    if found is None:
+        return [*lines, f"  refused: {payload.reason}"]
+    std = found.std
+    sigma = f" ± {std.mass_kg:.2g}" if std is not None else ""
+    lines += [
+        f"  from {payload.data_s:.1f} s of the process ({payload.method}): mass {found.mass_kg:.4g}{sigma} kg"
+        f" ({100.0 * (found.mass_kg / truth.mass_kg - 1.0):+.2f} %), centre of mass"
+        f" {np.round(1e3 * found.com_m, 1).tolist()} mm"
+        f" ({1e3 * float(np.linalg.norm(found.com_m - truth.com_m)):.1f} mm off)",
+        f"  RMS tracking error per joint (mrad) over the first {payload.window_s:.1f} s of the process with the load,"
+        " feedforward without the payload -> with it:",
+    ]
+    for name, before, after, reduction, flag in zip(
+        joint_names, payload.rms_old, payload.rms_payload, payload.reduction_percent, moving, strict=True
+    ):
+        note = f"{reduction:5.1f} % lower" if flag else "(not moved by the process)"
+        lines.append(f"    {name:<10} {1e3 * before:8.3f} -> {1e3 * after:8.3f}  {note}")
+    return lines
 
 
 def run_nodes(*, out_dir: Path, duration_s: float = 45.0, seed: int = 1) -> str:

@@ -164,6 +164,7 @@ class PayloadReidentification:
         started, ended = float(time[0]), float(time[-1])
         chain = self._prior.drive_chain
         currents = chain.motor_currents(torques)
+        np.savez("/tmp/pl/reid.npz", time=time, q=q, torques=torques, inertial=self._prior.inertial)  # DEBUG
 
         def estimate_with(method: Literal["ml", "linear"]) -> PayloadEstimate:
             return identify_payload(

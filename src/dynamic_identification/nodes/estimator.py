@@ -515,6 +515,22 @@ class EstimatorNode(GuardedNode):
         with self._status_lock:
             return self._last_update
 
+    def payload_prior_known(self) -> bool:
+        """Whether ``~/identify_payload`` has a robot model to identify a load against."""
+        with self._payload_lock:
+            return self._prior_values is not None
+
+    def payload_state(self) -> str:
+        """The re-identification's state: ``idle``, ``collecting``, ``accepted`` or ``refused``."""
+        with self._status_lock:
+            return self._payload_status.state
+
+    def payload_reason(self) -> str:
+        """Why the last re-identification was refused (empty when it was not)."""
+        with self._status_lock:
+            outcome = self._payload_status.outcome
+        return outcome.reason if outcome is not None else ""
+
     def destroy_node(self) -> None:
         self._stop.set()
         self._wake.set()
@@ -759,7 +775,8 @@ class EstimatorNode(GuardedNode):
             return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
         if not self._prior_from_file:
-            self._prior_values = parameter_file.values()
+            with self._payload_lock:
+                self._prior_values = parameter_file.values()
         with self._buffer_lock:
             self._counters.published += 1
 
