@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.testing import assert_allclose
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.plan import plan_excitation
@@ -13,12 +14,18 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.payload_identification import RobotPrior
+from dynamic_identification.core.payload_identification import (
+    RobotPrior,
+    identify_payload_mass_and_centre,
+    recording_observations,
+    sphere_inertia,
+)
 from dynamic_identification.core.payload_in_process import (
     PayloadReidentification,
     PayloadReidentificationSettings,
 )
 from dynamic_identification.core.simulation import inverse_dynamics
+from dynamic_identification.io.payload import format_payload_estimate, payload_identification_record
 
 RATE_HZ = 500.0
 CHAIN = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
@@ -75,6 +82,43 @@ def test_the_load_is_identified_from_ten_seconds_of_the_job_after_the_trigger(ar
     found = outcome.estimate.payload
     assert abs(found.mass_kg - LOAD.mass_kg) / LOAD.mass_kg < 0.02
     assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+
+
+def test_a_job_that_keeps_the_tool_vertical_fixes_the_inertia_and_says_so(arm6) -> None:
+    # The pick-and-place barely turns the load: its inertia is left open, the full search ends at the physical
+    # bound or fails, and mass and centre of mass are estimated with a solid sphere's inertia held fixed.
+    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=10.0))
+    time, q, torques = _job(arm6, carried=LOAD, seconds=12.0, seed=3)
+    estimator.trigger()
+    outcome = estimator.add_samples(time, q, torques)
+    assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
+    estimate = outcome.estimate
+    found = estimate.payload
+    assert estimate.inertia_fixed and not estimate.at_bound
+    assert_allclose(found.inertia_kg_m2, sphere_inertia(found.mass_kg), rtol=0.01)
+    assert np.all(found.std.inertia_kg_m2 >= np.max(np.abs(found.inertia_kg_m2)))  # σ says: not identified
+    # Measured: mass 0.1 %, centre of mass within 0.6 mm; σ of the mass and COM stay those of the data.
+    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.01
+    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.003
+    assert found.std.mass_kg < 0.01 * found.mass_kg and np.max(found.std.com_m) < 0.003
+    assert payload_identification_record(estimate, arm6.joint_names)["inertia_fixed"] is True
+    assert "does not determine the inertia" in format_payload_estimate(estimate, arm6.joint_names)
+
+
+def test_mass_and_centre_do_not_depend_on_the_inertia_held_fixed(arm6) -> None:
+    # Whatever inertia is assumed (a 10 cm cube's or the truth's), the job gives the same mass and centre of mass.
+    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    time, q, torques = _job(arm6, carried=LOAD, seconds=10.0, seed=4)
+    observations = recording_observations(arm6, CHAIN, time, q, CHAIN.motor_currents(torques), stick_periods=3)
+    cube = np.eye(3) * LOAD.mass_kg * 0.1**2 / 6.0
+    truth = identify_payload_mass_and_centre(prior, "tool0", observations, inertia_kg_m2=LOAD.inertia_kg_m2)
+    other = identify_payload_mass_and_centre(prior, "tool0", observations, inertia_kg_m2=cube)
+    assert_allclose(other.payload.inertia_kg_m2, cube)
+    # Measured: they differ by 1e-8 kg and 0.03 µm.
+    assert abs(other.payload.mass_kg - truth.payload.mass_kg) < 1e-4 * LOAD.mass_kg
+    assert np.max(np.abs(other.payload.com_m - truth.payload.com_m)) < 1e-4
+    assert np.max(np.abs(truth.payload.com_m - LOAD.com_m)) < 0.003
 
 
 def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason(arm6) -> None:

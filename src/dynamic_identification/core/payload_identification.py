@@ -472,6 +472,9 @@ class PayloadEstimate:
         ``Σ_c`` singular): the data, or errors of the a-priori robot, ask for a
         non-physical inertia, which is then unreliable; mass and centre of mass are
         usually still good.
+    inertia_fixed
+        The inertia about the centre of mass was not estimated but fixed a priori
+        (:func:`identify_payload_mass_and_centre`); its σ is then its own size.
     """
 
     payload: Payload
@@ -495,6 +498,7 @@ class PayloadEstimate:
     converged: bool
     projected: bool
     at_bound: bool = False
+    inertia_fixed: bool = False
 
 
 @dataclass(frozen=True)
@@ -744,17 +748,24 @@ def identify_payload_ml(
     iterations = evaluations = 0
     converged = False
     for _ in range(1 if known_noise else 2):
-        solution = scipy.optimize.least_squares(
-            search.residuals,
-            x,
-            jac=search.jacobian,
-            method="lm",
-            x_scale="jac",
-            max_nfev=max_evaluations,
-            xtol=1e-10,
-            ftol=1e-12,
-        )
+        # A direction the data leave open lets a trial step overflow the log-Cholesky factor: such a step is
+        # rejected by the search; an end that is not finite is refused below.
+        with np.errstate(over="ignore", invalid="ignore"):
+            solution = scipy.optimize.least_squares(
+                search.residuals,
+                x,
+                jac=search.jacobian,
+                method="lm",
+                x_scale="jac",
+                max_nfev=max_evaluations,
+                xtol=1e-10,
+                ftol=1e-12,
+            )
         x, converged = solution.x, bool(solution.status > 0)
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(search.residuals(x)))):
+            raise InsufficientExcitationError(
+                "the motion does not determine the payload: the maximum-likelihood search diverged"
+            )
         iterations += int(solution.njev or 0)
         evaluations += int(solution.nfev)
         if not known_noise:
@@ -885,6 +896,148 @@ class _Search:
             projected=False,
             at_bound=at_bound,
         )
+
+
+ASSUMED_DENSITY_KG_M3 = 1000.0
+"""Density of the solid sphere whose inertia stands for a load's when the motion does not determine it, kg/m³."""
+
+
+def sphere_inertia(mass_kg: float, *, density_kg_m3: float = ASSUMED_DENSITY_KG_M3) -> np.ndarray:
+    """Inertia about its centre of a solid sphere of ``mass_kg`` and ``density_kg_m3``, ``(3, 3)``, kg·m².
+
+    ``I = 2/5 m r²`` with ``r = (3 m / (4 π ρ))^(1/3)``: for 4.5 kg of water 0.019 kg·m², the
+    order of a gripped part's.
+    """
+    if not (np.isfinite(mass_kg) and mass_kg > 0.0 and np.isfinite(density_kg_m3) and density_kg_m3 > 0.0):
+        raise ModelError(f"mass_kg and density_kg_m3 must be finite and > 0, got {mass_kg}, {density_kg_m3}")
+    radius = (3.0 * mass_kg / (4.0 * np.pi * density_kg_m3)) ** (1.0 / 3.0)
+    return 0.4 * mass_kg * radius**2 * np.eye(3)
+
+
+def _phi_of(x: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """``φ`` of mass ``x[0]``, centre of mass ``x[1:4]`` and a fixed inertia about it; complex-step safe."""
+    mass, com = x[0], x[1:4]
+    total = inertia + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
+    return np.array(
+        [
+            mass,
+            mass * com[0],
+            mass * com[1],
+            mass * com[2],
+            total[0, 0],
+            total[0, 1],
+            total[1, 1],
+            total[0, 2],
+            total[1, 2],
+            total[2, 2],
+        ],
+        dtype=x.dtype,
+    )
+
+
+def identify_payload_mass_and_centre(
+    prior: RobotPrior,
+    frame: str,
+    observations: PayloadObservations,
+    *,
+    inertia_kg_m2: np.ndarray | None = None,
+    initial: PayloadEstimate | None = None,
+) -> PayloadEstimate:
+    """Mass and centre of mass of a load whose inertia about its centre of mass is fixed a priori.
+
+    [Swevers2002] §3.2 fixes what is known to shrink the uncertainty of the rest. A job that
+    barely turns the load (a pick-and-place keeps the tool vertical) determines its mass and
+    centre of mass but not its rotational inertia: the full estimate then ends at the physical
+    bound with an arbitrary inertia that drags the centre of mass along. Here the inertia
+    about the centre of mass is held at ``inertia_kg_m2`` (default :func:`sphere_inertia` of
+    the start's mass) and the mass, centre of mass and the friction of the moving motors are
+    estimated by Levenberg-Marquardt on the weighted residuals of eq. (18) without
+    efficiency. The reported σ of the inertia entries is their own size.
+
+    Raises
+    ------
+    ModelError, RankDeficientError, InsufficientExcitationError
+        As :func:`identify_payload_linear`; also when the mass or centre of mass is undetermined.
+    """
+    start = initial or identify_payload_linear(prior, frame, observations)
+    mass0 = max(float(start.payload.mass_kg), _MASS_FLOOR_KG)
+    inertia = sphere_inertia(mass0) if inertia_kg_m2 is None else np.asarray(inertia_kg_m2, dtype=float)
+    noise = np.where(np.isfinite(start.noise_std), start.noise_std, np.nanmax(start.noise_std))
+    problem = _problem(prior, frame, observations, noise)
+    moving = np.flatnonzero(problem.actuated)
+    n = problem.noise_std.size
+    sign = np.sign(problem.velocity)
+    rows = problem.motor[:, None] == moving[None, :]
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        viscous, coulomb = prior.drive.viscous.copy(), prior.drive.coulomb.copy()
+        viscous[moving], coulomb[moving] = x[4 : 4 + moving.size], x[4 + moving.size :]
+        model = (
+            problem.delivered_robot
+            + problem.load_columns @ _phi_of(x[:4], inertia)
+            + problem.fixed
+            + viscous[problem.motor] * problem.velocity
+            + coulomb[problem.motor] * sign
+        )
+        return (problem.measured - model) / problem.sigma
+
+    def jacobian(x: np.ndarray) -> np.ndarray:
+        load = problem.load_columns @ _complex_step(lambda y: _phi_of(y, inertia), x[:4])
+        return (
+            -np.concatenate([load, rows * problem.velocity[:, None], rows * sign[:, None]], axis=1)
+            / problem.sigma[:, None]
+        )
+
+    x0 = np.concatenate([[mass0], start.payload.com_m, start.viscous[moving], start.coulomb[moving]])
+    if problem.motor.size <= x0.size:
+        raise DataError(f"only {problem.motor.size} usable equations for {x0.size} unknowns")
+    solution = scipy.optimize.least_squares(residuals, x0, jac=jacobian, method="lm", x_scale="jac", xtol=1e-10)
+    x = solution.x
+    weighted = residuals(x)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(weighted))):
+        raise InsufficientExcitationError("the motion does not determine the payload's mass and centre of mass")
+    residual_std = float(np.linalg.norm(weighted) / np.sqrt(weighted.size - x.size))
+    _, singular, vt = scipy.linalg.svd(jacobian(x), full_matrices=False)
+    if not x[0] > 0.0 or singular[-1] <= _SINGULAR_TOLERANCE * singular[0]:
+        raise InsufficientExcitationError(
+            f"the motion does not determine the payload's mass and centre of mass (mass {x[0]:.4g} kg,"
+            f" Jacobian condition {singular[0] / max(singular[-1], 1e-300):.3g})"
+        )
+    covariance = residual_std**2 * (vt.T / singular**2) @ vt
+    std = np.sqrt(np.diag(covariance))
+    # Not estimated: σ of every entry is the size of the assumed inertia, a statement of ignorance.
+    payload_std = PayloadStd(mass_kg=float(std[0]), com_m=std[1:4], inertia_kg_m2=np.full(6, np.max(np.abs(inertia))))
+    payload = Payload.create(frame, mass_kg=float(x[0]), com_m=x[1:4], inertia_kg_m2=inertia, std=payload_std)
+    phi_jacobian = _complex_step(lambda y: _phi_of(y, inertia), x[:4])
+    viscous, coulomb = prior.drive.viscous.copy(), prior.drive.coulomb.copy()
+    viscous_std, coulomb_std = np.full(n, np.nan), np.full(n, np.nan)
+    f = moving.size
+    viscous[moving], coulomb[moving] = x[4 : 4 + f], x[4 + f :]
+    viscous_std[moving], coulomb_std[moving] = std[4 : 4 + f], std[4 + f :]
+    errors = weighted * problem.sigma
+    return PayloadEstimate(
+        payload=payload,
+        dynamic_parameters=_phi_of(x[:4], inertia),
+        covariance=phi_jacobian @ covariance[:4, :4] @ phi_jacobian.T,
+        method="ml",
+        efficiency=np.ones(n),
+        efficiency_std=np.full(n, np.nan),
+        viscous=viscous,
+        viscous_std=viscous_std,
+        coulomb=coulomb,
+        coulomb_std=coulomb_std,
+        actuated=problem.actuated.copy(),
+        noise_std=problem.noise_std.copy(),
+        residual_std=residual_std,
+        relative_error=float(np.linalg.norm(errors) / max(float(np.linalg.norm(problem.measured)), 1e-300)),
+        motor_rms_error=_motor_errors(problem, errors, n),
+        equations=int(weighted.size),
+        iterations=int(solution.njev or 0),
+        evaluations=int(solution.nfev),
+        converged=bool(solution.status > 0),
+        projected=False,
+        inertia_fixed=True,
+    )
 
 
 def identify_payload(

@@ -5,10 +5,11 @@ closed), the next ``duration_s`` of the robot's normal motion are collected and 
 load's ten inertial parameters are identified with the robot's own identified
 parameters held fixed as a-priori knowledge ([Swevers2002] §3.2: the robot model is
 known, only the load is unknown), by the linear estimate followed by the
-maximum-likelihood one (:func:`~.payload_identification.identify_payload`, any
+maximum-likelihood one (:func:`~.payload_identification.identify_payload_ml`, any
 motion, noise from the residuals; when the job leaves the load's inertia undetermined
-and the search ends near the physical bound, the linear estimate is kept: the mass and
-centre of mass are what a job determines). The samples are joint torques (N·m, what the
+and the search ends at the physical bound, the inertia about the centre of mass is fixed
+to a solid sphere's and only the mass and centre of mass are estimated,
+:func:`~.payload_identification.identify_payload_mass_and_centre`). The samples are joint torques (N·m, what the
 recorder publishes); they are mapped back to motor currents through the drive chain
 so the identification sees the motor-side equations it is written for.
 
@@ -22,13 +23,20 @@ of samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
+from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.identification import SignalSettings
-from dynamic_identification.core.payload_identification import PayloadEstimate, RobotPrior, identify_payload
+from dynamic_identification.core.payload_identification import (
+    PayloadEstimate,
+    PayloadObservations,
+    RobotPrior,
+    identify_payload_linear,
+    identify_payload_mass_and_centre,
+    identify_payload_ml,
+    recording_observations,
+)
 
 
 @dataclass(frozen=True)
@@ -156,39 +164,43 @@ class PayloadReidentification:
         self._armed = False
         return self._identify()
 
+    def _maximum_likelihood(self, observations: PayloadObservations, linear: PayloadEstimate) -> PayloadEstimate:
+        """The maximum-likelihood load, or mass and centre of mass alone when the job leaves the inertia open.
+
+        A job barely turns the load: the full search then ends at (or fails near) the physical
+        bound with an arbitrary inertia that drags the centre of mass along; the inertia about
+        the centre of mass is then fixed to a solid sphere's
+        (:func:`~.payload_identification.identify_payload_mass_and_centre`).
+        """
+        prior, frame = self._prior, self._settings.frame
+        try:
+            estimate = identify_payload_ml(prior, frame, observations, efficiency=False, initial=linear)
+        except IdentificationError:
+            estimate = None
+        if estimate is not None and not estimate.at_bound:
+            return estimate
+        return identify_payload_mass_and_centre(prior, frame, observations, initial=linear)
+
     def _identify(self) -> PayloadOutcome:
         time = np.concatenate(self._time)
         q = np.concatenate(self._q)
         torques = np.concatenate(self._tau)
         self._time, self._q, self._tau = [], [], []
         started, ended = float(time[0]), float(time[-1])
-        chain = self._prior.drive_chain
-        currents = chain.motor_currents(torques)
-        np.savez("/tmp/pl/reid.npz", time=time, q=q, torques=torques, inertial=self._prior.inertial)  # DEBUG
-
-        def estimate_with(method: Literal["ml", "linear"]) -> PayloadEstimate:
-            return identify_payload(
-                self._prior,
-                self._settings.frame,
+        prior, frame = self._prior, self._settings.frame
+        try:
+            observations = recording_observations(
+                prior.robot,
+                prior.drive_chain,
                 time,
                 q,
-                currents,
-                method=method,
-                efficiency=False,
+                prior.drive_chain.motor_currents(torques),
                 settings=self._signal,
                 stick_periods=self._settings.stick_periods,
             )
-
-        try:
-            try:
-                estimate = estimate_with("ml" if self._settings.method == "ml" else "linear")
-            except InsufficientExcitationError:
-                if self._settings.method != "ml":
-                    raise
-                # A job barely turns the load: the search can end where its inertia is undetermined (a
-                # log-Cholesky direction near, not at, the bound). The linear estimate, the search's start,
-                # still gives mass and centre of mass with their σ; the quality gate judges those.
-                estimate = estimate_with("linear")
+            estimate = identify_payload_linear(prior, frame, observations)
+            if self._settings.method == "ml":
+                estimate = self._maximum_likelihood(observations, estimate)
         except IdentificationError as error:
             return PayloadOutcome(
                 started, ended, time.size, None, f"the motion does not determine the payload: {error}"

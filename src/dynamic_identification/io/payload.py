@@ -284,6 +284,7 @@ def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[st
         "converged": estimate.converged,
         "at_bound": estimate.at_bound,
         "projected": estimate.projected,
+        "inertia_fixed": estimate.inertia_fixed,
         "principal_moments_kg_m2": estimate.payload.principal_moments(),
         "moving_joints": [name for name, moving in zip(names, estimate.actuated, strict=True) if moving],
         "efficiency": per_joint(estimate.efficiency),
@@ -337,6 +338,11 @@ def format_payload_estimate(estimate: PayloadEstimate, joints: Sequence[str], *,
                 for name, value, flag in zip(joints, estimate.efficiency, estimate.actuated, strict=True)
                 if flag
             )
+        )
+    if estimate.inertia_fixed:
+        lines.append(
+            "note: the motion does not determine the inertia: it is a solid sphere's of the load's mass, its σ"
+            " its own size; mass and centre of mass were estimated with it fixed ([Swevers2002] §3.2)"
         )
     if estimate.at_bound:
         lines.append(
