@@ -10,6 +10,7 @@ import pytest
 import rclpy
 from numpy.testing import assert_allclose
 from rclpy.context import Context
+from rclpy.exceptions import InvalidParameterValueException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -50,8 +51,14 @@ def _spin(executor: SingleThreadedExecutor, seconds: float, until: object = None
         executor.spin_once(timeout_sec=0.01)
 
 
-def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context: Context) -> None:
-    sim = SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=RATE_HZ)])
+@pytest.mark.parametrize("substeps", [1, 4])
+def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context: Context, substeps: int) -> None:
+    # substeps: the integrator steps 1 / (rate_hz · substeps) s and the node still publishes at rate_hz.
+    sim = SimRobotNode(
+        context=context,
+        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("substeps", value=substeps)],
+    )
+    assert sim.simulator.settings.dt_s == pytest.approx(1.0 / (RATE_HZ * substeps))
     probe = Node("sim_robot_probe", context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(sim)
@@ -104,6 +111,8 @@ def test_sim_robot_refuses_bad_parameters(context: Context) -> None:
         SimRobotNode(context=context, parameter_overrides=[Parameter("gear_ratios", value=[100.0, 50.0])])
     with pytest.raises(ValueError, match="joints"):
         SimRobotNode(context=context, parameter_overrides=[Parameter("joints", value=["no_such_joint"])])
+    with pytest.raises(InvalidParameterValueException, match="substeps out of range"):  # declared range 1..100
+        SimRobotNode(context=context, parameter_overrides=[Parameter("substeps", value=0)])
 
 
 def test_sim_robot_applies_fresh_feedforward_and_ignores_wrong_sizes(context: Context) -> None:

@@ -260,6 +260,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "lockstep_timeout_s",
         "payload_file",
         "payload_attached",
+        "substeps",
     ),
 }
 """The ROS parameters each node of the package declares (``test/nodes`` checks the nodes against it).

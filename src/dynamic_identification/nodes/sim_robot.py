@@ -128,6 +128,7 @@ class SimRobotConfig:
     lockstep_timeout_s: float = 1.0
     payload_file: str = ""
     payload_attached: bool = False
+    substeps: int = 1
 
 
 _PARAMETERS = (
@@ -196,6 +197,13 @@ _PARAMETERS = (
         "payload YAML of the load ~/grasp takes (frame, mass, centre of mass, inertia); empty = none",
     ),
     ParameterSpec("payload_attached", False, Parameter.Type.BOOL, "carry the payload_file load from the start"),
+    ParameterSpec(
+        "substeps",
+        1,
+        Parameter.Type.INTEGER,
+        "integration steps per published sample: the integrator steps 1 / (rate_hz * substeps) s",
+        integer=(1, 100),
+    ),
 )
 
 
@@ -304,7 +312,9 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
             encoder_counts_per_rev=config.encoder_counts,
             velocity_noise_std_rad_s=config.velocity_noise_std,
         )
-        settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
+        settings = SimulationSettings(
+            dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=sensor
+        )
         simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
     except IdentificationError as error:
         raise ValueError(f"invalid sim_robot parameters: {error}") from error
@@ -526,8 +536,7 @@ class SimRobotNode(GuardedNode):
         feedforward = self._current_feedforward(now_ns)
         # One sample per simulated step: under load the stream arrives in bursts but keeps rate_hz.
         for _ in range(due):
-            q, dq, ddq = self._reference.at(self._sim_stamp_ns())
-            self.simulator.step(q, dq, ddq, feedforward)
+            self._step(self._sim_stamp_ns(), feedforward)
             self._steps += 1
             self._publish(self._sim_stamp_ns())
 
@@ -546,13 +555,19 @@ class SimRobotNode(GuardedNode):
             stamp_ns = self._now_ns()
             if self._must_wait(stamp_ns + self._dt_ns, wall_ns):
                 return
-            q, dq, ddq = self._reference.at(stamp_ns)
-            self.simulator.step(q, dq, ddq, self._current_feedforward(stamp_ns))
+            self._step(stamp_ns, self._current_feedforward(stamp_ns))
             self._steps += 1
             stamp_ns = self._now_ns()
             if self._clock_publisher is not None:
                 self._clock_publisher.publish(ClockMessage(clock=time_message(stamp_ns)))
             self._publish(stamp_ns)
+
+    def _step(self, stamp_ns: int, feedforward: np.ndarray | None) -> None:
+        """Advance one published sample from ``stamp_ns``: ``substeps`` integration steps along the reference."""
+        substeps = self.config.substeps
+        for k in range(substeps):
+            q, dq, ddq = self._reference.at(stamp_ns + (k * self._dt_ns) // substeps)
+            self.simulator.step(q, dq, ddq, feedforward)
 
     def _must_wait(self, next_ns: int, wall_ns: int) -> bool:
         """Lockstep: whether to hold simulated time until the next trajectory chunk arrives.
