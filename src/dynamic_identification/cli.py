@@ -226,7 +226,9 @@ def _parser() -> argparse.ArgumentParser:
         description="What 'make demo' runs: sim_robot, recorder, excitation, estimator and feedforward in one"
         " process over rclpy topics on loopback (own ROS_DOMAIN_ID). (a) A pick-and-place process is identified"
         " in-process with sensitivity reduction; (b) feedforward from the published parameters is switched on and"
-        " the process runs again. Writes parameters.yaml, torques.png, tracking.png and report.txt."
+        " the process runs again; (c) the arm picks an unknown load, the estimator re-identifies it from 10 s of"
+        " the process (~/identify_payload, [Swevers2002]) and the feedforward adds it. Writes parameters.yaml,"
+        " payload.yaml, unknown_load.yaml, torques.png, tracking.png and report.txt."
         " --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).",
     )
     demo.set_defaults(func=_demo)
