@@ -213,4 +213,3 @@ def test_essential_never_removes_the_last_parameter_of_a_joint() -> None:
     assert 2 in result.kept
     assert result.refused == ((2, 1),)
     assert all(column != 2 for column, _ in result.removed)
-
