@@ -65,5 +65,5 @@ def test_outside_any_package_the_name_is_relative_to_the_parameter_file(
 
 
 def test_a_missing_urdf_is_named(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="names the URDF arm.urdf, which is not found"):
+    with pytest.raises(DataError, match=r"URDF file not found: .*arm.urdf \(params.yaml names it 'arm.urdf'\)"):
         resolve_urdf("arm.urdf", folder=tmp_path, source="params.yaml")

@@ -158,7 +158,7 @@ def resolve_urdf(
             candidates.append(given)
         path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
         if not path.is_file():
-            raise DataError(f"{source} names the URDF {name}, which is not found (looked for {path})")
+            raise DataError(f"URDF file not found: {path} ({source} names it {name!r})")
     path = path.resolve()
     if sha256 is not None:
         actual = urdf_sha256(path)
