@@ -517,7 +517,7 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
+            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
         )
         if self.config.parameters_file:
             try:
