@@ -23,9 +23,9 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         joints: [shoulder, elbow]
         drive_chain: {gear_ratios: [100.0, 80.0], drive_gains: [0.1, 0.1], coupling: [1.0, 0.0, 0.0, 1.0]}
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
-        signal: {position_cutoff_hz: 20.0, decimation: 0, use_measured_velocity: false, rate_hz: 0.0,
+        signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
-        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
@@ -49,9 +49,12 @@ from dynamic_identification.core.errors import DataError, IdentificationError, b
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import (
+    AUTO_CUTOFF_HZ,
     DEFAULT_GAP_FACTOR,
     METHODS,
     REDUCTIONS,
+    STAMP_SOURCES,
+    VELOCITY_SOURCES,
     IdentificationSettings,
     SignalSettings,
 )
@@ -73,9 +76,13 @@ CONFIG_KEYS: dict[str, str] = {
     "drive_terms.viscous_friction": "identify the viscous friction Fv per joint",
     "drive_terms.coulomb_friction": "identify the Coulomb friction Fc per joint",
     "drive_terms.offset": "identify the torque offset per joint",
-    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (> 0)",
+    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (0: from the data)",
     "signal.decimation": "parallel decimation factor (0: automatic)",
-    "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
+    "signal.velocity": "velocity source: 'auto' (recorded when they agree with the differentiated positions),"
+    " 'measured' or 'differentiated'",
+    "signal.stamps": "sample instants: 'auto' (recovered from the sample order when the stamps jitter), 'recorded'"
+    " or 'recovered'",
+    "signal.use_measured_velocity": "deprecated: true is signal.velocity 'measured', false 'differentiated'",
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
     "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
@@ -87,6 +94,10 @@ CONFIG_KEYS: dict[str, str] = {
     "estimation.e_tol": "sensitivity reduction: allowed growth of each joint's relative error (> 0, 0.05 = 5 %)",
     "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
     "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
+    "estimation.consistency": "publish the physically consistent estimate nearest to the data ([Wensing2018]:"
+    " link pseudo-inertias positive definite, Ia, Fv, Fc >= 0); false publishes the unconstrained one",
+    "estimation.prior": "half-width of a box around the URDF's link inertias in parameter scales, for the consistent"
+    " estimate (0: none; 0.5 keeps masses within ±50 %)",
     "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
     "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
     "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
@@ -207,6 +218,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "signal.gap_factor",
         "estimation.e_tol",
         "estimation.r_sigma",
+        "estimation.consistency",
+        "estimation.prior",
         "window.window_s",
         "window.update_period_s",
         "window.reduction",
@@ -322,11 +335,12 @@ class IdentificationConfig:
     drive_terms
         Which drive-chain parameters are identified.
     position_cutoff_hz
-        Cut-off of the position low-pass filter in Hz.
+        Cut-off of the position low-pass filter in Hz; 0 chooses it from the data.
     decimation
         Parallel decimation factor; 0 chooses it from the rate and the cut-off.
-    use_measured_velocity
-        Use recorded velocities instead of differentiating filtered positions.
+    velocity, stamps
+        Velocity source and sample instants (``auto`` decides from the data; see
+        :class:`~dynamic_identification.core.identification.settings.SignalSettings`).
     model
         Regression model of offline identification ([DirectDrive2012] §3, one of
         :data:`~dynamic_identification.core.regression_models.MODELS`): ``"dynamic"``
@@ -339,6 +353,10 @@ class IdentificationConfig:
         Essential-parameter stopping ratio of the largest to smallest %σ.
     e_tol
         Sensitivity reduction: allowed relative growth of each joint's error.
+    consistency, prior
+        Publish the physically consistent estimate ([Wensing2018]), offline and for every
+        publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
+        half-width (parameter scales) around the URDF's.
     rate_hz
         Sample rate in Hz; 0 takes it from the median time step of the data.
     min_speed_rad_s
@@ -368,14 +386,17 @@ class IdentificationConfig:
     drive_gains: tuple[float, ...] | None = None
     coupling: tuple[tuple[float, ...], ...] | None = None
     drive_terms: DriveTerms = field(default_factory=DriveTerms)
-    position_cutoff_hz: float = 20.0
+    position_cutoff_hz: float = AUTO_CUTOFF_HZ
     decimation: int = 0
-    use_measured_velocity: bool = False
+    velocity: str = "auto"
+    stamps: str = "auto"
     model: str = "dynamic"
     method: str = "wls"
     reduction: str = "none"
     r_sigma: float = 20.0
     e_tol: float = 0.05
+    consistency: bool = True
+    prior: float = 0.0
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
     gap_factor: float = DEFAULT_GAP_FACTOR
@@ -416,10 +437,11 @@ class IdentificationConfig:
         try:
             return IdentificationSettings(
                 signal=SignalSettings(
-                    position_cutoff_hz=self.position_cutoff_hz or None,
+                    position_cutoff_hz=self.position_cutoff_hz,
                     decimation=self.decimation,
                     rate_hz=self.rate_hz or None,
-                    use_measured_velocity=self.use_measured_velocity,
+                    velocity=self.velocity,
+                    stamps=self.stamps,
                     gap_factor=self.gap_factor,
                     min_speed_rad_s=self.min_speed_rad_s,
                 ),
@@ -646,6 +668,13 @@ def load_config(
     return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
 
 
+def _velocity_default(reader: _Reader, default: str) -> str:
+    """``signal.velocity``'s default: the deprecated ``signal.use_measured_velocity`` when a file still sets it."""
+    if "signal.use_measured_velocity" not in reader.parameters:
+        return default
+    return "measured" if reader.flag("signal.use_measured_velocity", False) else "differentiated"
+
+
 def config_from_parameters(
     parameters: Mapping[str, Any], *, source: str = "parameters", extra_keys: Iterable[str] = ()
 ) -> IdentificationConfig:
@@ -684,10 +713,11 @@ def config_from_parameters(
         coupling=coupling,
         drive_terms=terms,
         position_cutoff_hz=reader.real(
-            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, maximum=10000.0
+            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, inclusive=True, maximum=10000.0
         ),
         decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0, maximum=1000),
-        use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
+        velocity=reader.choice("signal.velocity", _velocity_default(reader, defaults.velocity), VELOCITY_SOURCES),
+        stamps=reader.choice("signal.stamps", defaults.stamps, STAMP_SOURCES),
         rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True, maximum=100000.0),
         min_speed_rad_s=reader.real(
             "signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True, maximum=100.0
@@ -698,6 +728,8 @@ def config_from_parameters(
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
         r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0, maximum=1e6),
         e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0, maximum=10.0),
+        consistency=reader.flag("estimation.consistency", defaults.consistency),
+        prior=reader.real("estimation.prior", defaults.prior, minimum=0.0, inclusive=True, maximum=1e3),
         window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0, maximum=3600.0),
         window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
         update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0, maximum=3600.0),

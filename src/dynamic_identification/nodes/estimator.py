@@ -64,12 +64,14 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
     WindowUpdate,
 )
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import frame_id
 from dynamic_identification.core.payload_identification import RobotPrior
@@ -79,8 +81,10 @@ from dynamic_identification.core.payload_in_process import (
     PayloadReidentificationSettings,
 )
 from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record
@@ -196,8 +200,8 @@ _IDENTIFICATION_PARAMETERS = (
         "signal.position_cutoff_hz",
         _DEFAULTS.position_cutoff_hz,
         Parameter.Type.DOUBLE,
-        "zero-phase position low-pass cut-off, Hz",
-        floating=(0.01, 10000.0),
+        "zero-phase position low-pass cut-off, Hz; 0 = from the first 5 s of data",
+        floating=(0.0, 10000.0),
     ),
     ParameterSpec(
         "signal.decimation",
@@ -240,6 +244,19 @@ _IDENTIFICATION_PARAMETERS = (
         Parameter.Type.DOUBLE,
         "essential parameters: largest allowed ratio of %sigma",
         floating=(1.0, 1e6),
+    ),
+    ParameterSpec(
+        "estimation.consistency",
+        _DEFAULTS.consistency,
+        Parameter.Type.BOOL,
+        "publish the physically consistent estimate nearest to the window's data (Wensing 2018)",
+    ),
+    ParameterSpec(
+        "estimation.prior",
+        _DEFAULTS.prior,
+        Parameter.Type.DOUBLE,
+        "box half-width around the URDF's link inertias, parameter scales; 0 = none",
+        floating=(0.0, 1000.0),
     ),
     ParameterSpec(
         "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
@@ -341,6 +358,8 @@ class EstimatorSetup:
     bounds: PlausibilityBounds
     payload: PayloadReidentificationSettings
     payload_prior: dict[str, float] | None
+    base: BaseParameters
+    consistency: ConsistentEstimator | None
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
@@ -358,6 +377,8 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         drive_chain = parsed.drive_chain(robot.n_joints)
         settings = parsed.window_settings()
         bounds = parsed.plausibility_bounds(robot)
+        base = base_parameters(robot, drive_chain, parsed.drive_terms)
+        consistency = configured_consistency(robot, parsed, base)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
     payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
@@ -369,6 +390,8 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         bounds=bounds,
         payload=payload,
         payload_prior=prior,
+        base=base,
+        consistency=consistency,
     )
 
 
@@ -448,7 +471,13 @@ class EstimatorNode(GuardedNode):
         self.settings = setup.settings
         self._names = list(self.robot.joint_names)
         self._estimator = SlidingWindowEstimator(
-            self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+            self.robot,
+            self.drive_chain,
+            self.drive_terms,
+            self.settings,
+            base=setup.base,
+            bounds=setup.bounds,
+            consistency=setup.consistency,
         )
         self.payload_settings = setup.payload
         # Payload re-identification: the trigger is left under its own lock by ~/identify_payload (answered at
@@ -471,6 +500,7 @@ class EstimatorNode(GuardedNode):
         self._estimator_lock = threading.Lock()
         self._status_lock = threading.Lock()
         self._last_update: WindowUpdate | None = None
+        self._cutoff_logged = False
         self._event = ""
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
@@ -751,6 +781,11 @@ class EstimatorNode(GuardedNode):
 
     def _set_status(self, update: WindowUpdate | None, *, event: str | None = None, failure: str | None = None) -> None:
         """Leave the worker's results for the diagnostics (``None``: unchanged event or failure)."""
+        if update is not None and math.isfinite(update.position_cutoff_hz) and not self._cutoff_logged:
+            self._cutoff_logged = True
+            automatic = self.settings.position_cutoff_hz == AUTO_CUTOFF_HZ
+            chosen = "chosen from the first data" if automatic else "configured"
+            self.get_logger().info(f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen})")
         with self._status_lock:
             self._last_update = update
             if event is not None:
@@ -764,7 +799,7 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
+            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
         )
         if self.config.parameters_file:
             try:
@@ -822,6 +857,9 @@ class EstimatorNode(GuardedNode):
                 removed=" ".join(name for name, _ in update.removed),
                 rows=str(update.samples),
                 update_seconds=f"{update.seconds:.6f}",
+                position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",
+                consistency_shift_sigma=f"{update.consistency_shift_sigma:.4g}",
+                consistency_cost=f"{update.consistency_cost:.4g}",
             )
             if update.joint_relative_errors.size == len(self._names):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):
