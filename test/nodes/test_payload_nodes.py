@@ -82,10 +82,13 @@ class Job:
     torques: np.ndarray
 
 
-def _job(robot: RobotModel, *, seconds: float, seed: int, hold: int | None = None) -> Job:
-    """The pick-and-place process carrying :data:`LOAD`, 1 % current noise; ``hold`` joints held still."""
+def _job(
+    robot: RobotModel, *, seconds: float, seed: int, hold: int | None = None, grasp_s: float = 0.0, cycles: int = 4
+) -> Job:
+    """The pick-and-place process carrying :data:`LOAD` from ``grasp_s`` on, 1 % current noise; ``hold`` joints held
+    still."""
     chain = CONFIG.drive_chain(robot.n_joints)
-    plan = plan_excitation(robot, chain, DriveTerms(), ExcitationSettings(mode="process", cycles=4, seed=seed))
+    plan = plan_excitation(robot, chain, DriveTerms(), ExcitationSettings(mode="process", cycles=cycles, seed=seed))
     stamps = np.arange(0.0, min(seconds, plan.trajectory.duration_s), 1.0 / RATE_HZ)
     q, dq, ddq = interpolate_trajectory(
         plan.trajectory.time, plan.trajectory.q, plan.trajectory.dq, plan.trajectory.ddq, stamps
@@ -93,6 +96,9 @@ def _job(robot: RobotModel, *, seconds: float, seed: int, hold: int | None = Non
     if hold is not None:
         q[:, :hold], dq[:, :hold], ddq[:, :hold] = q[0, :hold], 0.0, 0.0
     torques = inverse_dynamics(attach_payload(robot, LOAD), chain, DRIVE, q, dq, ddq)
+    before = stamps < grasp_s
+    if before.any():
+        torques[before] = inverse_dynamics(robot, chain, DRIVE, q[before], dq[before], ddq[before])
     currents = chain.motor_currents(torques)
     noise = np.random.default_rng(seed).normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape)
     return Job(stamps, q, chain.joint_torques(currents + noise))
@@ -188,8 +194,9 @@ def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
     return EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
 
 
-def _publish(p: _Probe, job: Job) -> None:
-    """Publish the job's samples in bursts, letting the estimator take each burst before the next."""
+def _publish(p: _Probe, job: Job, *, start_s: float = START_S, rows: slice = slice(None)) -> None:
+    """Publish the job's samples (``rows`` of them, stamped ``start_s`` + their time) in bursts, letting the
+    estimator take each burst before the next."""
     estimator = p.node
     assert isinstance(estimator, EstimatorNode)
     publisher = p.probe.create_publisher(JointState, "recorder/samples", SAMPLES_QOS)
@@ -199,12 +206,13 @@ def _publish(p: _Probe, job: Job) -> None:
     def received() -> int:
         return int({kv.key: kv.value for kv in estimator.diagnostic_status().values}["samples_received"])
 
-    for first in range(0, job.time.size, BURST):
-        last = min(first + BURST, job.time.size)
+    begin, end, _ = rows.indices(job.time.size)
+    for first in range(begin, end, BURST):
+        last = min(first + BURST, end)
         expected = received() + last - first
         for k in range(first, last):
             publisher.publish(
-                joint_state_message(names, round((START_S + job.time[k]) * NS_PER_S), job.q[k], None, job.torques[k])
+                joint_state_message(names, round((start_s + job.time[k]) * NS_PER_S), job.q[k], None, job.torques[k])
             )
         p.spin(20.0, until=lambda expected=expected: received() >= expected)
 
@@ -250,6 +258,35 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     late = p.collect(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(late))
     assert len(late) == 1
+
+
+def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_loads(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    # Samples stamped on the node's clock, received 2 s late (a loaded machine): the gripper closed at GRASP_S,
+    # ~/identify_payload is called right after, when the estimator has only the samples up to 1 s. The 2 s
+    # taken before the request, without the load, must not enter its identification (they took 10 % off the
+    # mass in the node demo).
+    grasp_s = 3.0
+    prior = _true_parameters(arm6, tmp_path / "robot.yaml")
+    p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
+    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    job = _job(arm6, seconds=16.0, seed=2, grasp_s=grasp_s, cycles=6)
+    start_s = time.time() - grasp_s  # the node's clock (ROS time) reaches the grasp now
+    received = int(RATE_HZ)  # the first second
+    _publish(p, job, start_s=start_s, rows=slice(0, received))
+    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    assert isinstance(response, Trigger.Response) and response.success, response
+    _publish(p, job, start_s=start_s, rows=slice(received, None))
+    p.spin(60.0, until=lambda: bool(payloads))
+    assert len(payloads) == 1, _values(p.node)["payload/message"]  # type: ignore[arg-type]
+    message = payloads[0]
+    assert isinstance(message, String)
+    identification = yaml.safe_load(message.data)["identification"]
+    assert identification["started_s"] >= start_s + grasp_s  # from the request on, not from the last sample received
+    found = parse_payload(message.data)
+    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.02
+    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
 
 
 def test_identify_payload_without_a_robot_model_refuses_with_the_reason(

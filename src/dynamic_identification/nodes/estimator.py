@@ -88,7 +88,7 @@ from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record
-from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
+from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, time_message
 from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.parameters import ParameterSpec
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
@@ -487,6 +487,7 @@ class EstimatorNode(GuardedNode):
         self._prior_values = setup.payload_prior
         self._prior_from_file = setup.payload_prior is not None
         self._reidentification: PayloadReidentification | None = None
+        self._payload_from = -math.inf  # data time from which the collection takes samples (worker only)
         self._window_paused = False
         self._payload_status = _PayloadStatus()
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
@@ -612,9 +613,13 @@ class EstimatorNode(GuardedNode):
         return Trigger.Response(success=True, message="window cleared")
 
     def _on_identify_payload(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
-        """Arm the payload re-identification on the samples after the last one received; answers at once."""
+        """Arm the payload re-identification on the samples taken after the request; answers at once.
+
+        The start is :func:`payload_trigger_stamp` of the last sample received and the node's clock.
+        """
+        now_s = self.get_clock().now().nanoseconds / NS_PER_S
         with self._buffer_lock:
-            last = self._last_stamp
+            last = payload_trigger_stamp(self._last_stamp, now_s, self.payload_settings.duration_s)
         with self._payload_lock:
             prior_known = self._prior_values is not None
             if prior_known:
@@ -708,9 +713,10 @@ class EstimatorNode(GuardedNode):
                 prior, self.payload_settings, signal=_signal_settings(self.settings)
             )
             self._reidentification.trigger()
-            after = stamps > trigger
-        else:
-            after = np.ones(stamps.shape, dtype=bool) if paused else np.zeros(stamps.shape, dtype=bool)
+            self._payload_from = trigger
+        # Samples taken before the trigger that arrive after it (late, on a loaded machine) are the robot's
+        # without the load: the window takes them, the collection never does.
+        after = stamps > self._payload_from if paused else np.zeros(stamps.shape, dtype=bool)
         reidentification = self._reidentification
         if reidentification is not None and reidentification.collecting and after.any():
             outcome = reidentification.add_samples(stamps[after], q[after], effort[after])
@@ -885,6 +891,23 @@ class EstimatorNode(GuardedNode):
         array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
         array.status = [self.guard_report(self.diagnostic_status())]
         self._diagnostics.publish(array)
+
+
+def payload_trigger_stamp(last_s: float, now_s: float, duration_s: float) -> float:
+    """Data time from which ``~/identify_payload`` collects: the request's instant when the samples follow the clock.
+
+    ``last_s`` is the stamp of the last sample received, ``now_s`` the node's clock at the request
+    (both s). When the samples are stamped on the node's clock (a robot's driver, ``sim_robot`` with
+    ``use_sim_time``) those received lag behind it, the more so on a loaded machine: samples still
+    on their way were taken before the request, before the gripper closed, and are not the load's
+    (seconds of them in the node demo on 2 busy cores, which cost 10 % of the mass). The request's
+    instant then starts the collection. Samples on another clock (a bag's, a test's: more than
+    ``duration_s`` behind it, or ahead of it) start after the last one received; before any sample
+    (``-inf``), from the first.
+    """
+    if math.isfinite(last_s) and last_s <= now_s <= last_s + duration_s:
+        return now_s
+    return last_s
 
 
 def _signal_settings(settings: WindowSettings) -> SignalSettings:
