@@ -251,7 +251,7 @@ def _report_warnings(prefix: str) -> logging.Handler:
     def show(message: Warning | str, category: type[Warning], *_args: object, **_kwargs: object) -> None:
         print(f"{prefix}: warning: {category.__name__}: {shorten(str(message))}", file=sys.stderr)
 
-    warnings.showwarning = show  # type: ignore[assignment]
+    warnings.showwarning = show
     return handler
 
 
