@@ -88,7 +88,7 @@ def streamed(moving: tuple[Any, ...], folder: Path) -> tuple[int, list[dict[str,
 def test_stream_writes_one_line_per_second_of_data(streamed: tuple[int, list[dict[str, Any]], Path]) -> None:
     code, updates, _ = streamed
     assert code == 0
-    assert len(updates) == pytest.approx(SECONDS / load_config(str(ARM6_CONFIG)).update_period_s, abs=1)
+    assert len(updates) == pytest.approx(SECONDS / load_config(str(ARM6_CONFIG)).window.update_period_s, abs=1)
     times = np.array([update["time"] for update in updates])
     assert np.all(np.abs(np.diff(times) - 1.0) < 0.01)
     keys = {"time", "publishable", "reason", "parameters", "removed", "condition_number", "condition_number_full"}

@@ -43,21 +43,18 @@ from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.identification.motion import edge_samples
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
-from dynamic_identification.core.identification.settings import DEFAULT_GAP_FACTOR, REDUCTIONS
+from dynamic_identification.core.identification.settings import REDUCTIONS, SignalSettings
 from dynamic_identification.core.identification.solve import plausibility_problems, reduce_model, removed_reasons
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import (
-    DEFAULT_EFFORT_FACTOR,
-    DEFAULT_MASS_FACTOR,
-    PlausibilityBounds,
-)
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
 from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
 
 
 @dataclass(frozen=True)
 class WindowSettings:
-    """Settings of the in-process estimator.
+    """Settings of the in-process estimator (defaults and bounds: the ``window.*`` settings of the schema).
 
     Attributes
     ----------
@@ -65,11 +62,11 @@ class WindowSettings:
         Length of the window, s of data.
     update_period_s
         Data time between updates, s.
-    rate_hz
-        Uniform grid rate, Hz; 0 estimates it from the first samples' median step.
-    position_cutoff_hz, decimation, min_speed_rad_s, gap_factor
-        As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`):
-        a stamp step longer than ``gap_factor`` grid periods restarts the grid, never interpolated.
+    signal
+        Signal processing, as for offline identification: the grid rate (0 estimates it
+        from the first samples' median step), the position cut-off (required here), the
+        decimation, the stick speed, and ``gap_factor``: a stamp step longer than that
+        many grid periods restarts the grid, never interpolated.
     stick_periods
         Decimation periods on each side of a slow sample whose equations are left out;
         the default ten is the decimation filter's whole support, as offline, so no
@@ -103,41 +100,37 @@ class WindowSettings:
         inertial parameters within what ``mass_factor`` times the URDF's mass produces.
     """
 
-    window_s: float = 10.0
-    update_period_s: float = 1.0
-    rate_hz: float = 0.0
-    position_cutoff_hz: float = 20.0
-    decimation: int = 0
-    min_speed_rad_s: float = 0.05
-    gap_factor: float = DEFAULT_GAP_FACTOR
-    stick_periods: int = 10
-    reduction: str = "sensitivity"
-    e_tol: float = 0.05
-    r_sigma: float = 20.0
-    friction_motion_rad: float = 0.1
-    min_motion_rad: float = 0.05
-    max_condition_number: float = 100.0
-    max_relative_error: float = 0.5
-    refactor_every: int = 20
-    effort_factor: float = DEFAULT_EFFORT_FACTOR
-    mass_factor: float = DEFAULT_MASS_FACTOR
+    window_s: float = setting_field("window.window_s")
+    update_period_s: float = setting_field("window.update_period_s")
+    signal: SignalSettings = nested_field(SignalSettings)
+    stick_periods: int = setting_field("window.stick_periods")
+    reduction: str = setting_field("window.reduction")
+    e_tol: float = setting_field("estimation.e_tol")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    min_motion_rad: float = setting_field("window.min_motion_rad")
+    max_condition_number: float = setting_field("window.max_condition_number")
+    max_relative_error: float = setting_field("window.max_relative_error")
+    refactor_every: int = setting_field("window.refactor_every")
+    effort_factor: float = setting_field("plausibility.effort_factor")
+    mass_factor: float = setting_field("plausibility.mass_factor")
 
     def __post_init__(self) -> None:
         if self.reduction not in REDUCTIONS:
             raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
-        for name in ("window_s", "update_period_s", "position_cutoff_hz", "max_condition_number"):
-            if not getattr(self, name) > 0.0:
-                raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
+        check_fields(self)
+        cutoff = self.signal.position_cutoff_hz
+        if cutoff is None or not cutoff > 0.0:
+            raise IdentificationError(f"position_cutoff_hz must be > 0, got {cutoff}")
         if self.update_period_s > self.window_s:
             raise IdentificationError(
                 f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
             )
-        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
-            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
-        if self.stick_periods < 0:
-            raise IdentificationError(f"stick_periods must be >= 0, got {self.stick_periods}")
-        if self.refactor_every < 1:
-            raise IdentificationError(f"refactor_every must be >= 1, got {self.refactor_every}")
+
+    @property
+    def position_cutoff_hz(self) -> float:
+        """The positions' low-pass cut-off, Hz (``signal.position_cutoff_hz``, never ``None`` here)."""
+        return float(self.signal.position_cutoff_hz or 0.0)
 
 
 @dataclass(frozen=True)
@@ -318,7 +311,7 @@ class SlidingWindowEstimator:
             if time.size < 32:
                 return
             self._create_builder(time)
-        gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * self._dt) + 1
+        gaps = np.flatnonzero(np.diff(time) > self._settings.signal.gap_factor * self._dt) + 1
         starts = np.concatenate([[0], gaps])
         stops = np.concatenate([gaps, [time.size]])
         kept = slice(0, 0)
@@ -335,21 +328,21 @@ class SlidingWindowEstimator:
     def _create_builder(self, time: np.ndarray) -> None:
         settings = self._settings
         self._origin = float(time[0])
-        self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
+        self._dt = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else float(np.median(np.diff(time)))
         rate = 1.0 / self._dt
         if settings.position_cutoff_hz >= 0.5 * rate:
             raise IdentificationError(
                 f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
-        factor = settings.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
+        factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
         self._builder = RowBuilder.create(
             self._robot,
             self._chain,
             self._terms,
             self._base,
             decimation=factor,
-            min_speed_rad_s=settings.min_speed_rad_s,
+            min_speed_rad_s=settings.signal.min_speed_rad_s,
             stick_periods=settings.stick_periods,
         )
         self._edge = edge_samples(rate, settings.position_cutoff_hz)

@@ -12,14 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.settings_schema import METHODS, REDUCTIONS, default, setting_field
 
-METHODS: tuple[str, ...] = ("ols", "wls")
-"""Least-squares methods: ordinary, or weighted per joint ([Gautier2013] eq. (20))."""
-
-REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
-"""Model reductions: [Volkmann2020] Algorithm 1, [Gautier2013] §V.B essential parameters, or the rank check only."""
-
-DEFAULT_GAP_FACTOR = 5.0
+DEFAULT_GAP_FACTOR: float = default("signal.gap_factor")
 """A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
 
 
@@ -38,7 +33,7 @@ class SignalSettings:
         Parallel-decimation factor ``n_d``; 0 chooses
         :func:`~dynamic_identification.core.signal.default_decimation`.
     rate_hz
-        Uniform resampling rate, Hz; ``None`` uses the recording's median rate.
+        Uniform resampling rate, Hz; 0 or ``None`` uses the recording's median rate.
     use_measured_velocity
         Use the recorded velocities (filtered like positions) instead of
         differentiating positions.
@@ -53,12 +48,12 @@ class SignalSettings:
         ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
     """
 
-    position_cutoff_hz: float | None = 20.0
-    decimation: int = 0
-    rate_hz: float | None = None
-    use_measured_velocity: bool = False
-    gap_factor: float = DEFAULT_GAP_FACTOR
-    min_speed_rad_s: float = 0.05
+    position_cutoff_hz: float | None = setting_field("signal.position_cutoff_hz")
+    decimation: int = setting_field("signal.decimation")
+    rate_hz: float | None = setting_field("signal.rate_hz")
+    use_measured_velocity: bool = setting_field("signal.use_measured_velocity")
+    gap_factor: float = setting_field("signal.gap_factor")
+    min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
@@ -93,12 +88,12 @@ class IdentificationSettings:
     """
 
     signal: SignalSettings = field(default_factory=SignalSettings)
-    method: str = "wls"
-    reduction: str = "none"
-    r_sigma: float = 20.0
-    e_tol: float = 0.05
-    friction_motion_rad: float = 0.1
-    min_samples: int = 200
+    method: str = setting_field("estimation.method")
+    reduction: str = setting_field("estimation.reduction")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    e_tol: float = setting_field("estimation.e_tol")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    min_samples: int = setting_field("estimation.min_samples")
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
 
