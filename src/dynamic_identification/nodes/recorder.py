@@ -19,7 +19,7 @@ torque in N·m, stamp = the joint state's) and ``/diagnostics`` at 1 Hz (message
 received and refused per topic, aligned, unaligned, rejected NaN/duplicate/out-of-order
 samples, the recording, and a warning naming any input topic silent for
 ``silent_timeout_s``). Nothing is lost silently: samples missing between stamps (a
-queue that overflowed: :class:`~dynamic_identification.core.streams.StampGaps`),
+queue that overflowed: :class:`~dynamic_identification.core.stamps.StampGaps`),
 refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
 samples are being lost or the recording lacks some (ERROR for malformed input), and
 ``~/stop`` names the losses of the recording. A message stamped 0 (a driver that does
@@ -59,8 +59,7 @@ from dynamic_identification.core.alignment import (
 from dynamic_identification.core.errors import IdentificationError, brief
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.core.stamps import NS_PER_S, jumped_back
-from dynamic_identification.core.streams import StampGaps
+from dynamic_identification.core.stamps import NS_PER_S, StampGaps, jumped_back
 from dynamic_identification.io.config import CONFIG_KEYS, IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
