@@ -28,9 +28,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
@@ -56,15 +56,8 @@ DRIVE_CHAIN = [
 def synthesize(seconds: float, *, moving: bool, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stamps (s, from 0), measured positions (rad) and joint torques (N·m) in model order."""
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    sim = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    drive, sensor = sim.drive, sim.sensor
     chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
     stamps = np.arange(int(round(seconds * RATE_HZ))) / RATE_HZ
     if moving:

@@ -48,7 +48,7 @@ from dynamic_identification.core.errors import DataError, IdentificationError, b
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.settings_schema import (
     DYNID,
@@ -60,7 +60,7 @@ from dynamic_identification.core.settings_schema import (
     setting_field,
     settings_of,
 )
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.simulation import SimulatedArm, SimulatedRobot
 from dynamic_identification.io.settings import SettingsReader, describe
 
 CONFIG_KEYS: dict[str, str] = {item.key: describe(item) for item in settings_of(DYNID)}
@@ -276,39 +276,23 @@ def read_config_text(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"cannot read configuration file {file}: {error}") from None
 
 
-@dataclass(frozen=True)
-class SimulatedRobot:
-    """The simulated robot of a configuration's ``sim_robot`` block: its drive chain, true drive terms and sensors.
-
-    ``drive_chain`` from ``gear_ratios`` and ``drive_gains``; ``drive`` the rotor inertia
-    (kg·m²), viscous (N·m·s/rad) and Coulomb friction (N·m) and offsets (N·m) per joint;
-    ``sensor`` the current noise (A) and encoder resolution (counts per revolution).
-    """
-
-    drive_chain: DriveChain
-    drive: DriveParameters
-    sensor: SensorModel
-
-
 def simulated_robot(path: str | os.PathLike[str], n_joints: int) -> SimulatedRobot:
-    """The ``sim_robot`` block of the configuration file ``path`` for a robot of ``n_joints`` joints."""
-    parameters = ros_parameters(path, "sim_robot")
-    return SimulatedRobot(
-        drive_chain=DriveChain.create(
-            n_joints, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"]
-        ),
-        drive=DriveParameters.create(
-            n_joints,
-            rotor_inertia=parameters["rotor_inertia"],
-            viscous=parameters["viscous_friction"],
-            coulomb=parameters["coulomb_friction"],
-            offset=parameters["offset"],
-        ),
-        sensor=SensorModel(
-            current_noise_std_a=float(parameters["current_noise_std"]),
-            encoder_counts_per_rev=int(parameters["encoder_counts"]),
-        ),
-    )
+    """The simulated robot of the ``sim_robot`` block of the configuration file ``path``, for ``n_joints`` joints.
+
+    Read through the settings schema (unset keys take the shipped arm's values) and built by
+    :meth:`~dynamic_identification.core.simulation.SimulatedArm.build`, as the ``sim_robot``
+    node builds it.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the key and the bad value.
+    """
+    arm = SettingsReader(ros_parameters(path, "sim_robot"), str(path), "sim_robot").build(SimulatedArm)
+    try:
+        return arm.build(n_joints)
+    except IdentificationError as error:
+        raise DataError(f"the sim_robot block of {path}: {error}") from error
 
 
 def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:

@@ -44,14 +44,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
+from dynamic_identification.core.errors import IdentificationError, ModelError
+from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.core.simulation import (
-    RobotSimulator,
-    SensorModel,
-    SimulationSettings,
-)
+from dynamic_identification.core.simulation import RobotSimulator, SimulatedArm, SimulationSettings
 from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -78,28 +74,20 @@ NODE = "sim_robot"
 
 
 @dataclass(frozen=True)
-class SimRobotConfig:
+class SimRobotConfig(SimulatedArm):
     """The node's parameters, read once at start (units and ranges: the settings schema).
 
-    ``urdf`` empty means the shipped arm; unset arrays mean "automatic": all joints,
-    identity coupling, gains from the mass matrix (see
-    :class:`~dynamic_identification.core.simulation.SimulationSettings`), initial
-    positions 0 (or mid-range when 0 is outside the limits).
+    The simulated robot's drive chain, drive terms and sensors are those of
+    :class:`~dynamic_identification.core.simulation.SimulatedArm` (its factory builds
+    them, as for the demo, the tests and the benchmarks). ``urdf`` empty means the shipped
+    arm; unset arrays mean "automatic": all joints, identity coupling, gains from the mass
+    matrix (see :class:`~dynamic_identification.core.simulation.SimulationSettings`),
+    initial positions 0 (or mid-range when 0 is outside the limits).
     """
 
     urdf: str = setting_field("urdf", NODE)
     joints: tuple[str, ...] | None = setting_field("joints", NODE)
     rate_hz: float = setting_field("rate_hz", NODE)
-    gear_ratios: tuple[float, ...] | None = setting_field("gear_ratios", NODE)
-    drive_gains: tuple[float, ...] | None = setting_field("drive_gains", NODE)
-    coupling: tuple[float, ...] | None = setting_field("coupling", NODE)
-    rotor_inertia: tuple[float, ...] | None = setting_field("rotor_inertia", NODE)
-    viscous_friction: tuple[float, ...] | None = setting_field("viscous_friction", NODE)
-    coulomb_friction: tuple[float, ...] | None = setting_field("coulomb_friction", NODE)
-    offset: tuple[float, ...] | None = setting_field("offset", NODE)
-    current_noise_std: float = setting_field("current_noise_std", NODE)
-    velocity_noise_std: float = setting_field("velocity_noise_std", NODE)
-    encoder_counts: int = setting_field("encoder_counts", NODE)
     kp: tuple[float, ...] | None = setting_field("kp", NODE)
     kd: tuple[float, ...] | None = setting_field("kd", NODE)
     initial_positions: tuple[float, ...] | None = setting_field("initial_positions", NODE)
@@ -130,98 +118,33 @@ class SimRobotSetup:
     dt_ns: int
 
 
-def _per_joint(
-    config: SimRobotConfig, name: str, selected: np.ndarray, n_urdf: int, *, allow_scalar: bool = False
-) -> np.ndarray | None:
-    """Values of a per-joint parameter for the simulated joints.
-
-    One value per simulated joint, or one per joint of the URDF (then the
-    simulated joints' entries are taken: the defaults stay valid for a subset of
-    the shipped arm), or, where allowed, one value for all.
-    """
-    values = getattr(config, name)
-    if not values:
-        return None
-    array = np.asarray(values, dtype=float)
-    n = selected.shape[0]
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"parameter '{name}' must be finite, got {list(values)}")
-    if len(values) == n:
-        return array
-    if len(values) == n_urdf:
-        return array[selected]
-    if allow_scalar and len(values) == 1:
-        return np.full(n, array[0])
-    counts = sorted({n, n_urdf} | ({1} if allow_scalar else set()))
-    raise ValueError(
-        f"parameter '{name}' needs {' or '.join(map(str, counts))} values ({n} simulated joints,"
-        f" {n_urdf} in the URDF), got {len(values)}: {list(values)}"
-    )
-
-
 def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
     """Validate ``config`` and build the simulator; ``ValueError`` names the bad parameter."""
-    if not config.rate_hz > 0.0:
-        raise ValueError(f"parameter 'rate_hz' must be > 0, got {config.rate_hz}")
     try:
         robot = load_robot(config.urdf, list(config.joints or ()) or None)
         all_joints = load_robot(config.urdf).joint_names
     except IdentificationError as error:
         raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
-    n = robot.n_joints
+    n, m = robot.n_joints, len(all_joints)
     selected = np.array([all_joints.index(name) for name in robot.joint_names], dtype=int)
-    arrays = {
-        name: _per_joint(config, name, selected, len(all_joints))
-        for name in ("gear_ratios", "drive_gains", "rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
-    }
-    for name in ("rotor_inertia", "viscous_friction", "coulomb_friction"):
-        value = arrays[name]
-        if value is not None and np.any(value < 0.0):
-            raise ValueError(f"parameter '{name}' must be >= 0, got {value.tolist()}")
-    gains = {name: _per_joint(config, name, selected, len(all_joints), allow_scalar=True) for name in ("kp", "kd")}
-    for name, value in gains.items():
-        if value is not None and np.any(value < 0.0):
-            raise ValueError(f"parameter '{name}' must be >= 0, got {value.tolist()}")
-    coupling = None
-    if config.coupling:
-        m = len(all_joints)
-        if len(config.coupling) == n * n:
-            coupling = np.asarray(config.coupling, dtype=float).reshape(n, n)
-        elif len(config.coupling) == m * m:
-            coupling = np.asarray(config.coupling, dtype=float).reshape(m, m)[np.ix_(selected, selected)]
-        else:
-            raise ValueError(
-                f"parameter 'coupling' needs {n * n} or {m * m} values (row-major), got {len(config.coupling)}"
-            )
-    initial = _per_joint(config, "initial_positions", selected, len(all_joints))
-    if initial is None:
-        lower, upper = robot.lower_position_limits, robot.upper_position_limits
-        initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
     dt_ns = round(NS_PER_S / config.rate_hz)
     try:
-        chain = DriveChain.create(
-            n,
-            gear_ratios=arrays["gear_ratios"],
-            drive_gains=arrays["drive_gains"],
-            coupling=coupling,
+        simulated = config.build(n, selected=selected, urdf_joints=m)
+        gains = {name: config.per_joint(name, n, selected, m, allow_scalar=True) for name in ("kp", "kd")}
+        for name, value in gains.items():
+            if value is not None and np.any(value < 0.0):
+                raise ModelError(f"'{name}' must be >= 0, got {value.tolist()}")
+        initial = config.per_joint("initial_positions", n, selected, m)
+        if initial is None:
+            lower, upper = robot.lower_position_limits, robot.upper_position_limits
+            initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
+        settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor)
+        simulator = RobotSimulator(
+            robot, simulated.drive_chain, simulated.drive, settings, q0=initial, seed=config.seed
         )
-        drive = DriveParameters.create(
-            n,
-            rotor_inertia=arrays["rotor_inertia"],
-            viscous=arrays["viscous_friction"],
-            coulomb=arrays["coulomb_friction"],
-            offset=arrays["offset"],
-        )
-        sensor = SensorModel(
-            current_noise_std_a=config.current_noise_std,
-            encoder_counts_per_rev=config.encoder_counts,
-            velocity_noise_std_rad_s=config.velocity_noise_std,
-        )
-        settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
-        simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
     except IdentificationError as error:
-        raise ValueError(f"invalid sim_robot parameters: {error}") from error
-    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns)
+        raise ValueError(f"invalid sim_robot parameter {error}") from error
+    return SimRobotSetup(robot=robot, drive_chain=simulated.drive_chain, simulator=simulator, dt_ns=dt_ns)
 
 
 class SimRobotNode(GuardedNode):
