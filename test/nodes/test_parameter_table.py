@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
 
 import pytest
-import rclpy
 from rclpy.context import Context
 from rclpy.parameter import Parameter
 
@@ -15,16 +13,6 @@ from dynamic_identification.io.config import NODE_PARAMETERS
 from dynamic_identification.nodes.overrides import refuse_unknown_parameters, unknown_parameters
 from dynamic_identification.nodes.parameters import ParameterSpec, node_parameters
 from dynamic_identification.nodes.recorder import RecorderNode
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
 
 
 @pytest.mark.parametrize("name", sorted(NODE_PARAMETERS))

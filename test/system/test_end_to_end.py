@@ -9,15 +9,10 @@ motion, data the estimate never saw.
 
 from __future__ import annotations
 
-import gc
 import pathlib
 import time
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-import rclpy
-from rclpy.context import Context
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques
@@ -46,28 +41,6 @@ MAX_RELATIVE_ERROR = 0.05
 """Largest relative error against the measured torques low-passed like the positions."""
 MAX_MODEL_ERROR = 0.03
 """Largest model error on top of the noise floor, against the raw measured torques (added in quadrature)."""
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()  # short garbage collections while the samples stream into this process
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
 
 
 def torque_noise_std(config: pathlib.Path) -> np.ndarray:

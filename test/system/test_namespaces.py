@@ -10,14 +10,9 @@ which it can only do if no topic of one stack reaches the other.
 
 from __future__ import annotations
 
-import gc
 import pathlib
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-import rclpy
-from rclpy.context import Context
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.io.config import simulated_robot
@@ -33,28 +28,6 @@ TIMEOUT_S = 90.0
 VISCOUS = np.asarray(simulated_robot(ARM6_CONFIG, 6).drive.viscous, dtype=float)
 """Fv of the first arm, N·m·s/rad; the second arm has twice these."""
 ARMS = {"arm1": VISCOUS, "arm2": 2.0 * VISCOUS}
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
 
 
 def viscous_friction(document: object) -> dict[int, float]:
