@@ -8,7 +8,7 @@ increasing stamps, as fast as the executor takes them.
 
 from __future__ import annotations
 
-import gc
+import functools
 import math
 import os
 import pathlib
@@ -30,7 +30,7 @@ from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.qos import LATCHED_QOS
-from ros_graph import RosGraph
+from ros_graph import RosGraph, graphs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -74,10 +74,10 @@ def moving() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class _Graph(RosGraph):
     """The estimator plus a probe publishing samples and recording its outputs, in one executor."""
 
-    def __init__(self, context: Context, overrides: list[Parameter]) -> None:
+    def __init__(self, context: Context, overrides: list[Parameter] | None = None) -> None:
         super().__init__(context, name="estimator_probe", namespace=NAMESPACE)
         self.estimator = self.add(
-            EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=[*DRIVE_CHAIN, *overrides])
+            EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=[*DRIVE_CHAIN, *(overrides or [])])
         )
         self.parameters: list[String] = self.record(String, "estimator/parameters", LATCHED_QOS)
         self.diagnostics = self.record_diagnostics(f"{NAMESPACE}/estimator")
@@ -113,22 +113,8 @@ class _Graph(RosGraph):
 
 @pytest.fixture
 def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
-    made: list[_Graph] = []
-    # Frozen start-up objects (Pinocchio, rclpy, message types) keep garbage collections short,
-    # so the one-threaded executor takes the sample bursts without long stalls.
-    gc.collect()
-    gc.freeze()
-
-    def make(overrides: list[Parameter] | None = None) -> _Graph:
-        made.append(_Graph(context, overrides or []))
-        return made[-1]
-
-    try:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def test_publishes_latched_parameters_and_writes_the_file(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import pathlib
 import threading
 from collections.abc import Callable, Iterator
@@ -36,7 +36,7 @@ from dynamic_identification.nodes.excitation import (
 )
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
-from ros_graph import RosGraph
+from ros_graph import RosGraph, graphs
 
 SIM_RATE_HZ = 250.0
 FOURIER = [
@@ -70,23 +70,8 @@ class _Graph(RosGraph):
 
 @pytest.fixture
 def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
-    made: list[_Graph] = []
-    # A full garbage collection of this process's large heap (Pinocchio, rclpy, message types)
-    # stalls the one-threaded executor for ~0.1 s, which sim_robot answers by dropping its backlog;
-    # frozen start-up objects keep collections short so the simulated robot runs in real time.
-    gc.collect()
-    gc.freeze()
-
-    def make(overrides: list[Parameter], *, with_robot: bool = True) -> _Graph:
-        made.append(_Graph(context, overrides, with_robot=with_robot))
-        return made[-1]
-
-    try:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def _measured(states: list[JointState], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import pathlib
 from collections.abc import Callable, Iterator
 
@@ -25,7 +25,7 @@ from dynamic_identification.nodes.conversions import (
     stamp_to_ns,
 )
 from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
-from ros_graph import RosGraph
+from ros_graph import RosGraph, graphs
 
 JOINTS = ("a", "b", "c")
 GEAR_RATIOS = [100.0, 50.0, 20.0]
@@ -87,21 +87,9 @@ class _Graph(RosGraph):
 
 
 @pytest.fixture
-def graph(context: Context) -> Iterator[Callable[[list[Parameter]], _Graph]]:
-    made: list[_Graph] = []
-    gc.collect()
-    gc.freeze()  # keeps garbage collections of the large heap short while messages stream
-
-    def make(overrides: list[Parameter]) -> _Graph:
-        made.append(_Graph(context, overrides))
-        return made[-1]
-
-    try:
+def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def stamps(count: int, *, first: int = 0, offset_ns: int = 0, seed: int = 0) -> np.ndarray:

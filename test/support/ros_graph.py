@@ -10,6 +10,7 @@ publishers; the system tests' ``Probe`` is one, listening to node processes.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 
 N = TypeVar("N", bound=Node)
+G = TypeVar("G", bound="RosGraph")
 
 SERVICE_TIMEOUT_S = 20.0
 """Longest wait for a service to appear and answer, s."""
@@ -130,3 +132,27 @@ class RosGraph:
         self.executor.shutdown()
         for node in (self.probe, *reversed(self.nodes)):
             node.destroy_node()
+
+
+@contextmanager
+def graphs(build: Callable[..., G]) -> Iterator[Callable[..., G]]:
+    """A factory of graphs (``build(*args)``), each closed on exit.
+
+    Start-up objects (Pinocchio, rclpy, message types) are frozen meanwhile: a full garbage
+    collection of the test process's large heap stalls the one-threaded executor for ~0.1 s,
+    long enough to drop a burst of samples or a simulated robot's backlog.
+    """
+    made: list[G] = []
+    gc.collect()
+    gc.freeze()
+
+    def make(*args: Any, **kwargs: Any) -> G:
+        made.append(build(*args, **kwargs))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for graph in made:
+            graph.close()
+        gc.unfreeze()

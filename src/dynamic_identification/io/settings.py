@@ -15,7 +15,7 @@ Errors are one bounded line naming the key, the source and the value:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -92,6 +92,10 @@ class SettingsReader:
             for name, item in items.items():
                 self.check_bounds(item, values[name])
         return built
+
+    def set_among(self, keep: Callable[[str], bool]) -> tuple[tuple[str, Any], ...]:
+        """The parameters set whose key ``keep`` accepts, sorted by key (a frozen dataclass can hold them)."""
+        return tuple(sorted((key, value) for key, value in self.parameters.items() if keep(key)))
 
     # -- typed access by key, for settings that no dataclass field holds ---------------------------
 

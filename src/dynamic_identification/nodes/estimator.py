@@ -102,11 +102,10 @@ def declare_and_read(node: Node) -> EstimatorConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     reader = read_parameters(node, NODE, _PARAMETERS)
     config = reader.build(EstimatorConfig)
-    shared = tuple(sorted((key, value) for key, value in reader.parameters.items() if key in CONFIG_KEYS))
     return replace(
         config,
         urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
-        identification=tuple(item for item in shared if item[0] != "joints"),
+        identification=reader.set_among(lambda key: key in CONFIG_KEYS and key != "joints"),
     )
 
 

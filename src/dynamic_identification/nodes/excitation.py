@@ -115,8 +115,7 @@ def declare_and_read(node: Node) -> ExcitationConfig:
     settings = excitation_settings_from_parameters(
         reader.parameters, source=reader.source, mode="fourier" if config.mode == "file" else config.mode
     )
-    sections = ("drive_chain.", "drive_terms.")
-    drive = tuple(sorted((key, value) for key, value in reader.parameters.items() if key.startswith(sections)))
+    drive = reader.set_among(lambda key: key.startswith(("drive_chain.", "drive_terms.")))
     return replace(
         config,
         urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),

@@ -105,8 +105,7 @@ _PARAMETERS = node_parameters(NODE)
 def declare_and_read(node: Node) -> RecorderConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     reader = read_parameters(node, NODE, _PARAMETERS)
-    shared = tuple(sorted((key, value) for key, value in reader.parameters.items() if key in CONFIG_KEYS))
-    return replace(reader.build(RecorderConfig), identification=shared)
+    return replace(reader.build(RecorderConfig), identification=reader.set_among(CONFIG_KEYS.__contains__))
 
 
 @dataclass(frozen=True)
