@@ -16,6 +16,9 @@ parameter some node of the package (or ``dynid``) knows: a misspelled key
 to a node name (``estimater:``). Error messages never print a value whole (see
 :func:`~dynamic_identification.core.errors.brief`).
 
+Every key is a setting of :data:`~dynamic_identification.core.settings_schema.SETTINGS`, read
+through it (:class:`~dynamic_identification.io.settings.SettingsReader`: type, range, default);
+:data:`CONFIG_KEYS`, :data:`EXCITATION_KEYS` and :data:`NODE_PARAMETERS` are its views.
 Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
 
     /**/estimator:
