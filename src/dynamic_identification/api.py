@@ -7,13 +7,16 @@ text report the CLI prints; errors propagate as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time as wall_clock
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
@@ -23,6 +26,7 @@ from dynamic_identification.core.identification import (
     WindowUpdate,
     predict_at_stamps,
 )
+from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.plausibility import ImplausibleModelError
@@ -31,6 +35,14 @@ from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
+from dynamic_identification.io.outcome import (
+    Validation,
+    consistent_model,
+    identification_warnings,
+    physical_consistency_section,
+    validate,
+    validation_names,
+)
 from dynamic_identification.io.parameter_files import (
     identified_parameter_file,
     update_record,
@@ -46,11 +58,12 @@ from dynamic_identification.io.recording import (
     Recording,
     read_recording_csv,
     recording_from_arrays,
-    write_recording_csv,
 )
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
+from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.io.urdf_export import write_urdf
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -153,8 +166,18 @@ def identify_file(
     model: str | None = None,
     accept_implausible: bool = False,
     unit_checks: bool = True,
+    signal: Mapping[str, object] | None = None,
+    urdf_out: Path | None = None,
+    validate_data: Sequence[Path] = (),
+    report: Path | None = None,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
+
+    ``signal`` overrides signal settings of the configuration by their keys
+    (``signal.velocity``, ``signal.position_cutoff_hz``, ``signal.stamps``: the command
+    line's ``--velocity``, ``--cutoff-hz``, ``--stamps``), checked as the schema says
+    (:meth:`~dynamic_identification.io.config.IdentificationConfig.overridden`); what is
+    left ``auto`` is decided from the data and reported.
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
     regression model of [DirectDrive2012] §3; every model identifies the IDIM base
@@ -165,20 +188,136 @@ def identify_file(
     fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`; for a
     model other than the IDIM, also leaving base parameters undetermined) is refused
     unless ``accept_implausible``.
+
+    The file is self-contained: every setting used (``settings``), the URDF named relative
+    to the file (or ``package://``) with its SHA-256, the physically consistent standard
+    parameters per link ([Wensing2018], ``standard_parameters``) and, as ``stamp``, the data
+    time of the recording's last sample. ``urdf_out`` also writes the URDF with those link
+    inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
+    and judged into ``quality.validation``; ``report`` writes the HTML report there.
+    Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
+    output and to ``quality.warnings``.
     """
-    _check_output(out, urdf, data, config, bag)
+    _check_output(out, urdf, data, config, bag, *validate_data)
+    if urdf_out is not None:
+        _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
+    if report is not None and report.exists() and not report.is_dir():
+        raise DataError(f"--report {report} exists and is not a directory")
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
+    if signal:
+        parsed = parsed.overridden(signal, source="the command line")
+    held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
     result = identify_recording(robot, parsed, drive_chain, recording, model=model)
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    window = float(recording.time[-1] - recording.time[0])
-    write_parameters_atomic(
-        out, identified_parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window)
+    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
+    # held-out recordings are processed with: predict then reproduces identify exactly.
+    settings = parsed.identification_settings()
+    if result.observations.signal is not None:
+        settings = replace(settings, signal=result.observations.signal)
+    terms = parsed.drive_terms
+    consistent = consistent_model(robot, terms, settings, result)
+    if urdf_out is not None and consistent.estimate is None:
+        raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
+    validations = [
+        validate(robot, drive_chain, terms, result, held, settings, name=name)
+        for held, name in zip(held_out, validation_names(validate_data), strict=True)
+    ]
+    warnings = identification_warnings(robot, result, settings, consistent)
+    stamp = float(recording.time[-1])
+    document = identified_parameter_file(
+        robot,
+        terms,
+        drive_chain,
+        result,
+        window_s=float(recording.time[-1] - recording.time[0]),
+        stamp=stamp,
+        settings=settings,
+        standard=None if consistent.estimate is None else consistent.estimate.standard,
+        standard_source="base" if consistent.estimate is None else "consistent",
+        quality={
+            "validation": [v.entry(robot.joint_names) for v in validations],
+            "physical_consistency": physical_consistency_section(consistent, robot),
+            "warnings": warnings,
+        },
     )
-    report = format_result(result, robot.joint_names)
-    return f"{report}\n{_plausibility_report(result)}\nparameters written to {out}"
+    lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
+    lines += [_validation_line(v, robot.joint_names) for v in validations]
+    lines += [f"warning: {warning}" for warning in warnings]
+    if urdf_out is not None and consistent.estimate is not None:
+        exported = write_urdf(urdf_out, robot, consistent.estimate.standard, terms, drive_chain=drive_chain)
+        kept = (
+            f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
+        )
+        lines.append(
+            f"URDF with the physically consistent inertias of {', '.join(exported.inertials)} and the friction of"
+            f" {len(exported.dynamics)} joints written to {urdf_out}{kept}"
+        )
+    write_parameters_atomic(out, document)
+    lines.append(f"parameters written to {out}")
+    if report is not None:
+        # Imported here: the report needs matplotlib, which identification alone does not.
+        from dynamic_identification.io.report import write_report
+        from dynamic_identification.io.report_data import identification_report
+
+        training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
+        page = write_report(
+            report,
+            identification_report(
+                robot=robot,
+                terms=terms,
+                drive_chain=drive_chain,
+                settings=settings,
+                result=result,
+                training=training,
+                validations=[dataclasses.replace(v, name=f"validation: {v.name}") for v in validations],
+                consistent=consistent,
+                warnings=warnings,
+                urdf=document.named_for(out.resolve().parent).urdf,
+                stamp=stamp,
+            ),
+        )
+        lines.append(f"report written to {page}")
+    return "\n".join(lines)
+
+
+def _held_out_recording(robot: RobotModel, path: Path, *, unit_checks: bool) -> Recording:
+    """A ``--validate`` recording in model joint order (torques or currents required)."""
+    recording = read_recording_csv(path).select(robot.joint_names)
+    if unit_checks:
+        check_units(robot, recording, str(path))
+    return recording
+
+
+def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
+    """One output line per held-out recording: e_j / e*_j on its equations, then against the recorded torques."""
+    entry = validation.entry(joints)
+
+    def percent(values: dict[str, float | None]) -> str:
+        return ", ".join(f"{joint} {100 * v:.2f}" if v is not None else f"{joint} -" for joint, v in values.items())
+
+    overall = entry["recorded_relative_error"]
+    total = f"{overall:.4g}" if overall is not None else "-"
+    return (
+        f"validation {validation.name}: e*_j [%] on its equations (as above):"
+        f" {percent(entry['joint_relative_errors'])};"
+        f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
+        f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
+    )
+
+
+def _stamp_prediction(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> StampPrediction:
+    samples = Samples(
+        time=recording.time,
+        q=recording.position,
+        torques=np.zeros_like(recording.position),
+        dq_measured=recording.velocity,
+    )
+    return predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
 
 
 def predicted_recording(
@@ -187,15 +326,10 @@ def predicted_recording(
     """The model's predicted torques at the recording's stamps, and which rows they cover.
 
     Rows outside every usable segment (edges, gaps) are left out; the mask says
-    which rows of ``recording`` the prediction has.
+    which rows of ``recording`` the prediction has. :func:`predicted_torques` keeps
+    every row instead (NaN where there is no prediction), as ``dynid predict`` writes.
     """
-    samples = Samples(
-        time=recording.time,
-        q=recording.position,
-        torques=np.zeros_like(recording.position),
-        dq_measured=recording.velocity,
-    )
-    prediction = predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
+    prediction = _stamp_prediction(robot, params, recording, signal)
     covered = prediction.covered
     predicted = recording_from_arrays(
         time=recording.time[covered],
@@ -206,22 +340,74 @@ def predicted_recording(
     return predicted, covered
 
 
+def predicted_torques(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> np.ndarray:
+    """The model's joint torques (N·m) at every row of ``recording``, ``(N, n)``.
+
+    NaN where the model has no prediction: rows outside every usable segment (the
+    filter's transient at the edges of each segment, gaps longer than
+    ``signal.gap_factor`` periods) and joints the identification had no equation for
+    (:meth:`~dynamic_identification.io.parameters.ParameterFile.identified_joints`), which
+    the feedforward gives no torque either.
+    """
+    prediction = _stamp_prediction(robot, params, recording, signal)
+    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
+    identified = params.identified_joints()
+    torques[:, [joint not in identified for joint in robot.joint_names]] = np.nan
+    return torques
+
+
+def _signal_text(signal: SignalSettings) -> str:
+    return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
+
+
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
-    """``dynid predict``: write predicted torques for a recording's motion."""
+    """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
+
+    The signal settings are those the identification stored (``settings.signal`` of the
+    file), or ``config``'s when given; a file without them (written before they were
+    stored) takes the defaults and says so. Columns: ``time``, per joint ``J/position``
+    (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
+    prediction, see :func:`predicted_torques`).
+    """
     _check_output(out, params, data, config)
     parameters = load_parameters(params)
-    robot = load_robot(parameters.urdf, parameters.joints)
+    robot = load_robot(parameters.urdf_path(), parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
-    settings = load_config(str(config) if config else None).identification_settings().signal
-    predicted, covered = predicted_recording(robot, parameters, recording, settings)
-    write_recording_csv(out, predicted)
-    report = [f"predicted torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written to {out}"]
+    stored = parameters.signal_settings()
+    if config is not None:
+        settings, origin = load_config(str(config)).identification_settings().signal, f"from {config}"
+    elif stored is not None:
+        settings, origin = stored, f"from {params}"
+    else:
+        settings, origin = SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+    torques = predicted_torques(robot, parameters, recording, settings)
+    rows = recording.time.shape[0]
+    predicted = np.isfinite(torques).any(axis=1)
+    header = ["time"] + [f"{joint}/{kind}" for joint in robot.joint_names for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * robot.n_joints))
+    table[:, 0] = recording.time
+    table[:, 1::2] = recording.position
+    table[:, 2::2] = torques
+    write_table(out, header, table)
+    report = [
+        f"predicted {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())} without prediction:"
+        f" segment edges, gaps) written to {out}",
+        f"signal settings {origin}: {_signal_text(settings)}",
+    ]
+    missing = [joint for joint in robot.joint_names if joint not in parameters.identified_joints()]
+    if missing:
+        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
     if recording.effort is not None or recording.current is not None:
-        measured = recording.joint_torques(parameters.drive_chain())[covered]
-        error = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
-        report.append(f"relative error ||predicted - recorded|| / ||recorded||: {error:.4g}")
+        measured = recording.joint_torques(parameters.drive_chain())
+        usable = np.isfinite(torques)
+        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
+            np.where(usable, measured, 0.0)
+        )
+        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
     return "\n".join(report)
 
 
@@ -328,7 +514,8 @@ def stream_file(
             lines.append(f"no publishable estimate: {params_out} not written")
         else:
             write_parameters_atomic(
-                params_out, window_parameter_file(robot, parsed.drive_terms, drive_chain, estimator.base, best)
+                params_out,
+                window_parameter_file(robot, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings),
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
     return "\n".join(lines)

@@ -59,7 +59,10 @@ class FeedforwardModel(core.FeedforwardModel):
             Parsed parameter YAML (``robot``, ``model`` and ``parameters`` are used).
         urdf
             URDF to use instead of the one the file names (a file identified on
-            another machine); the joints are still those of the file.
+            another machine); the joints are still those of the file. Without it,
+            the file's URDF (:meth:`~dynamic_identification.io.parameters.ParameterFile.urdf_path`:
+            relative to the file, ``package://``, or absolute) must still have the
+            content hash the file records.
         friction_smoothing
             ``k`` of ``tanh(k q̇)``, s/rad.
         robot
@@ -75,11 +78,11 @@ class FeedforwardModel(core.FeedforwardModel):
         Raises
         ------
         dynamic_identification.core.errors.IdentificationError
-            If the URDF cannot be loaded, lacks a joint of the file, or a parameter
-            is not a standard parameter of the model.
+            If the URDF cannot be loaded, changed since the identification, lacks a
+            joint of the file, or a parameter is not a standard parameter of the model.
         """
         if robot is None:
-            robot = load_robot(parameters.urdf if urdf is None else urdf, parameters.joints)
+            robot = load_robot(parameters.urdf_path() if urdf is None else Path(urdf), parameters.joints)
         elif robot.joint_names != parameters.joints:
             raise ModelError(
                 f"the robot model has joints {list(robot.joint_names)}, the file {list(parameters.joints)}"
@@ -111,17 +114,14 @@ class FeedforwardModel(core.FeedforwardModel):
     ) -> FeedforwardModel:
         """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
 
-        A relative URDF path in the file is taken relative to the file's directory
-        when it does not exist relative to the working directory. ``payload`` is a
-        payload YAML (path or text, ``dynid payload --out`` or ``/estimator/payload``)
-        or a :class:`~dynamic_identification.core.payload.Payload`.
+        A relative URDF name in the file is taken relative to the file's folder (then
+        to the working directory, as files written before names were relative need),
+        ``package://`` through ``AMENT_PREFIX_PATH``; the URDF's content must match the
+        hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
+        payload --out`` or ``/estimator/payload``) or a
+        :class:`~dynamic_identification.core.payload.Payload`.
         """
         parameters = load_parameters(path)
-        if urdf is None and not Path(parameters.urdf).is_absolute() and not Path(parameters.urdf).exists():
-            is_text = isinstance(path, str) and "\n" in path
-            if not is_text:
-                beside = Path(path).parent / parameters.urdf
-                urdf = beside if beside.exists() else None
         return cls.from_parameters(
             parameters,
             urdf=urdf,

@@ -31,7 +31,9 @@ INPUTS = REFERENCE / "inputs"
 OUTPUTS = REFERENCE / "outputs"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+CONFIG = INPUTS / "config_default.yaml"
+"""The shipped configuration with the stamps as recorded: the reference predates the recovery of jittered stamps,
+a deliberate change of the defaults (bench/bench_realistic.py measures it)."""
 DATA = INPUTS / "recording.csv"
 RTOL = 1e-9
 ATOL = 1e-12
@@ -101,8 +103,11 @@ def test_predict_writes_the_reference_torques(folder: Path) -> None:
     header, rows = _table(out)
     reference_header, reference_rows = _table(OUTPUTS / "predict_every_8th_row.csv")
     assert header == reference_header
-    assert rows.shape[0] == 11798
-    assert_allclose(rows[::PREDICT_STEP], reference_rows, rtol=RTOL, atol=ATOL)
+    # One row per recorded row now; the reference holds the rows with a prediction.
+    assert rows.shape[0] == 12000
+    predicted = rows[np.isfinite(rows).all(axis=1)]
+    assert predicted.shape[0] == 11798
+    assert_allclose(predicted[::PREDICT_STEP], reference_rows, rtol=RTOL, atol=ATOL)
 
 
 def test_stream_writes_the_reference_updates(folder: Path) -> None:

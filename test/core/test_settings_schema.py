@@ -85,5 +85,5 @@ def test_window_settings_take_the_shared_signal_settings() -> None:
     window = WindowSettings(signal=SignalSettings(position_cutoff_hz=8.0))
     assert window.position_cutoff_hz == 8.0
     assert dataclasses.fields(WindowSettings)[2].name == "signal"
-    with pytest.raises(IdentificationError, match="position_cutoff_hz must be > 0"):
+    with pytest.raises(IdentificationError, match=r"position_cutoff_hz must be >= 0 \(0: from the data\)"):
         WindowSettings(signal=SignalSettings(position_cutoff_hz=None))

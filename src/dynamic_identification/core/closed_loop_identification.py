@@ -79,6 +79,7 @@ from dynamic_identification.core.identification import (
     SignalSettings,
     check_motion,
     estimate_motion,
+    resolve_signal,
     slow_equations,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms
@@ -263,7 +264,7 @@ def complete_recording(
         Signal processing ([Gautier2013] §IV.A).
     dq_measured
         Measured velocities ``(N, n_a)`` or ``(N, n_t)`` (only the actuated ones are used),
-        when ``settings.use_measured_velocity``.
+        when ``settings.signal.velocity`` is ``"measured"``.
     passive_tolerance_rad
         With every joint recorded: largest accepted distance of a passive position from
         the closed configuration of the recorded actuated positions, rad (m).
@@ -297,6 +298,7 @@ def complete_recording(
                 f" ({t.shape[0]}, {model.n_tree}), got {measured.shape}"
             )
         velocities = measured[:, model.actuated] if measured.shape[1] == model.n_tree else measured
+    settings = resolve_signal(t, actuated, settings, dq_measured=velocities).signal
     motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities)
     segments = []
     for motion in motions:
@@ -356,7 +358,7 @@ def closed_loop_observations(
         Signal processing (``settings.signal``), ``min_samples``, ``min_motion_rad`` and
         ``block_samples``.
     dq_measured
-        Measured velocities, used when ``settings.signal.use_measured_velocity``.
+        Measured velocities, used when ``settings.signal.velocity`` is ``"measured"``.
     passive_tolerance_rad
         See :func:`complete_recording`.
 

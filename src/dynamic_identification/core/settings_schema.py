@@ -167,6 +167,16 @@ NODE_EXCITATION_MODES: tuple[str, ...] = (*EXCITATION_MODES, "file")
 PROCESSES: tuple[str, ...] = ("pick_and_place", "square")
 """Process trajectories ([Volkmann2020] §III.B)."""
 
+VELOCITY_SOURCES: tuple[str, ...] = ("auto", "measured", "differentiated")
+"""Where joint velocities come from: decided from the data, the recorded ones, or the differentiated positions."""
+
+STAMP_SOURCES: tuple[str, ...] = ("auto", "recorded", "recovered")
+"""How sample instants are taken: decided from the data, the recorded stamps as they are, or recovered from the
+sample order (jittered, quantised or bunched stamps)."""
+
+AUTO_CUTOFF_HZ = 0.0
+"""``signal.position_cutoff_hz`` that asks for a cut-off chosen from the data's spectrum."""
+
 # -- the shipped arm's simulated drive chain (joint side, joints 1..6) --------------------------------------------
 # Friction is the URDF's <dynamics> (rounded from [Gautier2013] Table II); rotor inertia Ia3..Ia6 are of the order
 # of [Gautier2013] Table II, Ia1, Ia2 (not given there) plausible for this class.
@@ -208,12 +218,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("limits.jerk", Kind.NUMBERS, None, "jerk limits per joint; unset: 50 /s × the acceleration limit",
             unit="rad/s³", nodes=("excitation", DYNID, DYNID_EXCITE)),
     # -- signal processing ([Gautier2013] §IV.A) --
-    Setting("signal.position_cutoff_hz", _D, 20.0, "cut-off of the zero-phase position low-pass filter", unit="Hz",
-            minimum=0.0, exclusive=True, maximum=10000.0, nodes=_ESTIMATION),
+    Setting("signal.position_cutoff_hz", _D, AUTO_CUTOFF_HZ, "cut-off of the zero-phase position low-pass filter;"
+            " 0: from the data's spectrum (20 × the motion's bandwidth, 2-20 Hz; the window: from its first 10 s)",
+            unit="Hz", minimum=0.0, maximum=10000.0, nodes=_ESTIMATION),
     Setting("signal.decimation", _I, 0, "parallel decimation factor; 0: automatic", minimum=0, maximum=1000,
             nodes=_ESTIMATION),
-    Setting("signal.use_measured_velocity", _B, False, "use the recorded velocities instead of differentiating the"
-            " positions", nodes=(DYNID,)),
+    Setting("signal.velocity", _S, "auto", "velocity source; auto: the recorded velocities when they agree with the"
+            " differentiated positions, else the derivative", choices=VELOCITY_SOURCES, nodes=(DYNID,)),
+    Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
+            " jitter by more than 1 % of a period, else as recorded", choices=STAMP_SOURCES, nodes=(DYNID,)),
+    Setting("signal.use_measured_velocity", _B, False, "deprecated, when set: true is signal.velocity measured,"
+            " false differentiated", nodes=(DYNID,)),
     Setting("signal.rate_hz", _D, 0.0, "uniform sample rate; 0: the median time step of the data", unit="Hz",
             minimum=0.0, maximum=100000.0, nodes=_ESTIMATION),
     Setting("signal.min_speed_rad_s", _D, 0.05, "leave out a joint's equations near its velocity reversals; 0: keep"
@@ -467,9 +482,12 @@ def field_settings(cls: type) -> dict[str, Setting]:
 
 
 def check_fields(instance: object) -> None:
-    """``IdentificationError`` naming the first field made with :func:`setting_field` whose number is out of bounds."""
+    """``IdentificationError`` naming the first field made with :func:`setting_field` whose number is out of bounds
+    or whose string is not one of its choices."""
     for name, item in field_settings(type(instance)).items():
         value = getattr(instance, name)
+        if item.choices and value not in item.choices:
+            raise IdentificationError(f"{name} must be one of {', '.join(item.choices)}, got {value!r}")
         if item.numeric and not isinstance(value, bool) and isinstance(value, (int, float)):
             problem = item.bound_problem(value)
             if problem is not None:
@@ -477,6 +495,7 @@ def check_fields(instance: object) -> None:
 
 
 __all__ = [
+    "AUTO_CUTOFF_HZ",
     "CONSUMERS",
     "DYNID",
     "DYNID_EXCITE",
@@ -488,6 +507,8 @@ __all__ = [
     "REDUCTIONS",
     "REGRESSION_MODELS",
     "SETTINGS",
+    "STAMP_SOURCES",
+    "VELOCITY_SOURCES",
     "Kind",
     "Setting",
     "check_fields",

@@ -26,7 +26,7 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         joints: [shoulder, elbow]
         drive_chain: {gear_ratios: [100.0, 80.0], drive_gains: [0.1, 0.1], coupling: [1.0, 0.0, 0.0, 1.0]}
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
-        signal: {position_cutoff_hz: 20.0, decimation: 0, use_measured_velocity: false, rate_hz: 0.0,
+        signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
         estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
@@ -145,8 +145,9 @@ class IdentificationConfig:
         ``None`` means a direct drive (ones, identity).
     drive_terms
         Which drive-chain parameters are identified.
-    position_cutoff_hz, decimation, use_measured_velocity, rate_hz, min_speed_rad_s, gap_factor
-        Signal processing (:class:`~dynamic_identification.core.identification.settings.SignalSettings`).
+    position_cutoff_hz, decimation, velocity, stamps, rate_hz, min_speed_rad_s, gap_factor
+        Signal processing (:class:`~dynamic_identification.core.identification.settings.SignalSettings`):
+        a cut-off of 0 is chosen from the data, ``auto`` velocities and stamps are decided from it.
     model
         Regression model of offline identification ([DirectDrive2012] §3): ``"dynamic"``
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
@@ -171,7 +172,8 @@ class IdentificationConfig:
     drive_terms: DriveTerms = nested_field(DriveTerms)
     position_cutoff_hz: float = setting_field("signal.position_cutoff_hz")
     decimation: int = setting_field("signal.decimation")
-    use_measured_velocity: bool = setting_field("signal.use_measured_velocity")
+    velocity: str = setting_field("signal.velocity")
+    stamps: str = setting_field("signal.stamps")
     model: str = setting_field("estimation.model")
     method: str = setting_field("estimation.method")
     reduction: str = setting_field("estimation.reduction")
@@ -221,6 +223,25 @@ class IdentificationConfig:
         return DriveChain.create(
             n_joints, gear_ratios=self.gear_ratios, drive_gains=self.drive_gains, coupling=self.coupling
         )
+
+    def overridden(self, values: Mapping[str, Any], *, source: str) -> IdentificationConfig:
+        """These settings with ``values`` (setting key → value: ``{"signal.velocity": "measured"}``) instead.
+
+        Each value is read through the schema (type, bounds, choices) into the field of its
+        key, as :func:`config_from_parameters` reads it: the command line's ``--cutoff-hz``
+        is ``signal.position_cutoff_hz``, checked like the one of a configuration file.
+
+        Raises
+        ------
+        DataError
+            Naming ``source``, the key and the bad value, or a key no field here holds.
+        """
+        names = {item.key: name for name, item in field_settings(IdentificationConfig).items()}
+        unknown = sorted(key for key in values if key not in names)
+        if unknown:
+            raise DataError(unknown_keys_message(unknown, source, known=names))
+        reader = SettingsReader(values, source, DYNID)
+        return replace(self, **{names[key]: reader.value(reader.setting(key)) for key in values})
 
 
 def _by_key(cls: type[Any], source: object, **nested: Any) -> Any:
@@ -393,6 +414,17 @@ def load_config(
     return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
 
 
+def _replace_deprecated(parameters: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """``parameters`` with the deprecated ``signal.use_measured_velocity`` a file still sets read as the
+    ``signal.velocity`` it means (``true``: ``measured``, ``false``: ``differentiated``) unless that is set too."""
+    if "signal.use_measured_velocity" not in parameters:
+        return parameters
+    measured = SettingsReader(parameters, source, DYNID).flag("signal.use_measured_velocity")
+    if "signal.velocity" in parameters:
+        return parameters
+    return {**parameters, "signal.velocity": "measured" if measured else "differentiated"}
+
+
 def config_from_parameters(
     parameters: Mapping[str, Any], *, source: str = "parameters", extra_keys: Iterable[str] = ()
 ) -> IdentificationConfig:
@@ -415,7 +447,7 @@ def config_from_parameters(
     )
     if unknown:
         raise DataError(unknown_keys_message(unknown, source, known=allowed))
-    reader = SettingsReader(parameters, source, DYNID)
+    reader = SettingsReader(_replace_deprecated(parameters, source), source, DYNID)
     try:
         config = reader.build(IdentificationConfig)
     except DataError:

@@ -140,7 +140,7 @@ class FeedforwardNode(GuardedNode):
 
     def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel:
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
-        urdf = self.config.urdf or parameters.urdf
+        urdf = self.config.urdf or str(parameters.urdf_path())
         key = (urdf, parameters.joints)
         if key not in self._robots:
             self._robots = {key: load_robot(urdf, parameters.joints)}

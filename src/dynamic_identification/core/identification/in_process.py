@@ -41,15 +41,18 @@ from dynamic_identification.core.estimation.normal_equations import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
-from dynamic_identification.core.identification.motion import edge_samples
+from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
-from dynamic_identification.core.identification.settings import REDUCTIONS, SignalSettings
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.identification.solve import plausibility_problems, reduce_model, removed_reasons
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
 from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
+
+AUTO_CUTOFF_DATA_S = 10.0
+"""Seconds of data (at most the window) the sliding window waits for to choose an automatic cut-off."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,13 @@ class WindowSettings:
         Data time between updates, s.
     signal
         Signal processing, as for offline identification: the grid rate (0 estimates it
-        from the first samples' median step), the position cut-off (required here), the
-        decimation, the stick speed, and ``gap_factor``: a stamp step longer than that
-        many grid periods restarts the grid, never interpolated.
+        from the first samples' median step), the position cut-off (0: chosen from the
+        first :data:`AUTO_CUTOFF_DATA_S` of data by the rule of
+        :func:`~dynamic_identification.core.identification.motion.resolve_signal` and kept,
+        so every row of the window is filtered alike), the decimation, the stick speed, and
+        ``gap_factor``: a stamp step longer than that many grid periods restarts the grid,
+        never interpolated. The window differentiates the positions and takes the stamps as
+        recorded: ``signal.velocity`` and ``signal.stamps`` are not used.
     stick_periods
         Decimation periods on each side of a slow sample whose equations are left out;
         the default ten is the decimation filter's whole support, as offline, so no
@@ -116,12 +123,9 @@ class WindowSettings:
     mass_factor: float = setting_field("plausibility.mass_factor")
 
     def __post_init__(self) -> None:
-        if self.reduction not in REDUCTIONS:
-            raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
         check_fields(self)
-        cutoff = self.signal.position_cutoff_hz
-        if cutoff is None or not cutoff > 0.0:
-            raise IdentificationError(f"position_cutoff_hz must be > 0, got {cutoff}")
+        if self.signal.position_cutoff_hz is None:
+            raise IdentificationError("position_cutoff_hz must be >= 0 (0: from the data), got None")
         if self.update_period_s > self.window_s:
             raise IdentificationError(
                 f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
@@ -129,7 +133,8 @@ class WindowSettings:
 
     @property
     def position_cutoff_hz(self) -> float:
-        """The positions' low-pass cut-off, Hz (``signal.position_cutoff_hz``, never ``None`` here)."""
+        """The configured low-pass cut-off of the positions, Hz (``signal.position_cutoff_hz``, never ``None`` here;
+        :data:`AUTO_CUTOFF_HZ`: chosen from the first data)."""
         return float(self.signal.position_cutoff_hz or 0.0)
 
 
@@ -140,7 +145,8 @@ class WindowUpdate:
     ``publishable`` is true only when every quality gate passed; otherwise
     ``reason`` says why and the parameters (if any) must not be used.
     ``joint_errors`` and ``joint_relative_errors`` ([Volkmann2020] eq. (11)-(12)) are NaN for
-    a joint without an equation in the window (it did not move).
+    a joint without an equation in the window (it did not move). ``position_cutoff_hz`` is
+    the cut-off in use (chosen from the first data when configured 0; NaN before).
     """
 
     time_s: float
@@ -158,6 +164,7 @@ class WindowUpdate:
     samples: int = 0
     window_s: float = 0.0
     seconds: float = 0.0
+    position_cutoff_hz: float = float("nan")
 
 
 @dataclass
@@ -211,6 +218,7 @@ class SlidingWindowEstimator:
         self._origin = 0.0
         self._dt = 0.0
         self._edge = 0
+        self._cutoff = float("nan")
         self._builder: RowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
@@ -281,6 +289,9 @@ class SlidingWindowEstimator:
         # The window's matrices are small (tens of columns): BLAS threads only add overhead.
         with self._threads.limit(limits=1, user_api="blas"):
             self._absorb_pending()
+            # Rows trail the newest sample by the filter margins; rows older than that and the window
+            # (after a gap, when no row has come yet) leave the window all the same.
+            self._expire(self._last_time - self._margin_s())
             result = self._estimate()
         self._last_update_time = self._last_time
         self._updates += 1
@@ -308,9 +319,10 @@ class SlidingWindowEstimator:
         q = np.concatenate(self._q)
         tau = np.concatenate(self._tau)
         if self._builder is None:
-            if time.size < 32:
+            automatic = self._settings.position_cutoff_hz == AUTO_CUTOFF_HZ
+            if time.size < 32 or (automatic and time[-1] - time[0] < min(AUTO_CUTOFF_DATA_S, self._settings.window_s)):
                 return
-            self._create_builder(time)
+            self._create_builder(time, q)
         gaps = np.flatnonzero(np.diff(time) > self._settings.signal.gap_factor * self._dt) + 1
         starts = np.concatenate([[0], gaps])
         stops = np.concatenate([gaps, [time.size]])
@@ -325,17 +337,27 @@ class SlidingWindowEstimator:
             kept = slice(start + int(np.searchsorted(time[piece], keep_from)), stop)
         self._time, self._q, self._tau = [time[kept]], [q[kept]], [tau[kept]]
 
-    def _create_builder(self, time: np.ndarray) -> None:
+    @property
+    def position_cutoff_hz(self) -> float:
+        """The position cut-off in use, Hz: the configured one, or the one chosen from the first data (NaN before)."""
+        return self._cutoff
+
+    def _create_builder(self, time: np.ndarray, q: np.ndarray) -> None:
         settings = self._settings
         self._origin = float(time[0])
         self._dt = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else float(np.median(np.diff(time)))
         rate = 1.0 / self._dt
-        if settings.position_cutoff_hz >= 0.5 * rate:
+        if settings.position_cutoff_hz == AUTO_CUTOFF_HZ:
+            grid = self._origin + np.arange(int((time[-1] - time[0]) / self._dt)) * self._dt
+            self._cutoff = automatic_cutoff_hz(motion_bandwidth_hz(interpolate_at(time, q, grid), rate), rate)
+        else:
+            self._cutoff = settings.position_cutoff_hz
+        if self._cutoff >= 0.5 * rate:
             raise IdentificationError(
-                f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
+                f"position_cutoff_hz={self._cutoff} must be below the Nyquist frequency"
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
-        factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
+        factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
         self._builder = RowBuilder.create(
             self._robot,
             self._chain,
@@ -345,7 +367,7 @@ class SlidingWindowEstimator:
             min_speed_rad_s=settings.signal.min_speed_rad_s,
             stick_periods=settings.stick_periods,
         )
-        self._edge = edge_samples(rate, settings.position_cutoff_hz)
+        self._edge = edge_samples(rate, self._cutoff)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:
         """Rows of one contiguous piece of pending samples on the current grid; the stamp from which samples
@@ -361,7 +383,7 @@ class SlidingWindowEstimator:
         # Local, so a grid value never depends on where the pending block ends.
         q_grid = interpolate_at(time, q, grid, kind="local_cubic")
         tau_grid = interpolate_at(time, tau, grid, kind="linear")
-        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=self._settings.position_cutoff_hz)
+        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=self._cutoff)
         usable_first = first_grid + self._edge
         usable_last = last_grid - self._edge
         lowest = usable_first + builder.reach
@@ -381,8 +403,40 @@ class SlidingWindowEstimator:
         )
         self._next_output = int(rows.index[-1]) + factor if rows.index.size else next_output
         if rows.index.size:
-            self._add_block(rows, origin + rows.index * dt, q_filtered[block])
+            q_block = q_filtered[block]
+            q_times = origin + (next_output - builder.reach + np.arange(q_block.shape[0])) * dt
+            self._add_rows(rows, origin + rows.index * dt, q_block, q_times)
         return origin + (self._next_output - builder.reach - self._edge - 2) * dt
+
+    def _add_rows(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray, q_times: np.ndarray) -> None:
+        """Add the rows as blocks of at most ``update_period_s`` of data each, so the window expires data in
+        steps of that size even when many seconds arrive at once (a waiting automatic cut-off, a late worker)."""
+        period = self._settings.update_period_s
+        number = np.floor((times - times[0]) / period).astype(int)
+        for part in np.unique(number):
+            inside = number == part
+            picked = DecimatedRows(
+                observation_matrix=rows.observation_matrix[inside],
+                torques=rows.torques[inside],
+                valid=rows.valid[inside],
+                index=rows.index[inside],
+            )
+            near = (q_times >= times[inside][0] - period) & (q_times <= times[inside][-1] + period)
+            self._add_block(picked, times[inside], q[near] if near.any() else q)
+
+    def _margin_s(self) -> float:
+        """How far the newest row trails the newest sample, s: the filter margins kept pending."""
+        builder = self._builder
+        if builder is None:
+            return 0.0
+        return (self._edge + builder.reach + builder.decimator.factor + 2) * self._dt
+
+    def _expire(self, now_s: float) -> None:
+        """Drop the blocks that ended more than ``window_s`` of data time before ``now_s``."""
+        start = now_s - self._settings.window_s
+        while self._blocks and self._blocks[0].time[-1] < start:
+            expired = self._blocks.popleft()
+            self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         block = _Block(
@@ -394,10 +448,7 @@ class SlidingWindowEstimator:
         )
         self._blocks.append(block)
         self._equations = self._equations + block.equations
-        start = times[-1] - self._settings.window_s
-        while self._blocks and self._blocks[0].time[-1] < start:
-            expired = self._blocks.popleft()
-            self._equations = self._equations - expired.equations
+        self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
             total = NormalEquations.zeros(self._robot.n_joints, self._base.count)
             for kept in self._blocks:
@@ -412,7 +463,14 @@ class SlidingWindowEstimator:
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
         travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
         samples = int(sum(b.rows.index.size for b in self._blocks))
-        blank = WindowUpdate(time_s=now, publishable=False, reason="", samples=samples, window_s=span)
+        blank = WindowUpdate(
+            time_s=now,
+            publishable=False,
+            reason="",
+            samples=samples,
+            window_s=span,
+            position_cutoff_hz=self._cutoff,
+        )
         if travel.max() < settings.min_motion_rad:
             return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
         equations = self._equations

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.settings_schema import METHODS, REDUCTIONS, default, setting_field
-
-DEFAULT_GAP_FACTOR: float = default("signal.gap_factor")
-"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
+from dynamic_identification.core.settings_schema import (
+    AUTO_CUTOFF_HZ,
+    METHODS,
+    REDUCTIONS,
+    STAMP_SOURCES,
+    VELOCITY_SOURCES,
+    check_fields,
+    setting_field,
+)
+from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 
 
 @dataclass(frozen=True)
@@ -28,15 +31,25 @@ class SignalSettings:
         Cut-off of the zero-phase Butterworth low-pass applied to positions before
         differentiation, Hz. It must lie well above the motion's bandwidth (a few
         Hz for excitation and process trajectories) and below the encoder and
-        torque noise; ``None`` skips the filter.
+        torque noise; :data:`AUTO_CUTOFF_HZ` (0, the default) chooses it from the data
+        (:func:`~dynamic_identification.core.identification.motion.resolve_signal`);
+        ``None`` skips the filter.
     decimation
         Parallel-decimation factor ``n_d``; 0 chooses
         :func:`~dynamic_identification.core.signal.default_decimation`.
     rate_hz
         Uniform resampling rate, Hz; 0 or ``None`` uses the recording's median rate.
-    use_measured_velocity
-        Use the recorded velocities (filtered like positions) instead of
-        differentiating positions.
+    velocity
+        ``"measured"``: the recorded velocities (filtered like positions);
+        ``"differentiated"``: the derivative of the filtered positions; ``"auto"`` (the
+        default): the recorded ones when the recording has them and they agree with the
+        differentiated positions, else the derivative.
+    stamps
+        ``"recorded"``: the stamps as they are; ``"recovered"``: the sample instants
+        recovered from the sample order (a median-filtered fit of stamp against sample
+        index: quantised, jittered and bunched stamps of a driver, real gaps kept);
+        ``"auto"`` (the default): recovered when the stamps jitter by more than 1 % of a
+        period, else recorded.
     gap_factor
         A stamp step longer than this many nominal periods is a gap: the recording is
         split there into segments that are filtered apart (offline) and the sliding
@@ -51,13 +64,18 @@ class SignalSettings:
     position_cutoff_hz: float | None = setting_field("signal.position_cutoff_hz")
     decimation: int = setting_field("signal.decimation")
     rate_hz: float | None = setting_field("signal.rate_hz")
-    use_measured_velocity: bool = setting_field("signal.use_measured_velocity")
+    velocity: str = setting_field("signal.velocity")
+    stamps: str = setting_field("signal.stamps")
     gap_factor: float = setting_field("signal.gap_factor")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
-            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
+        check_fields(self)  # the schema's bounds and choices: cut-off >= 0 (0: automatic), gap_factor > 1, …
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every choice is made (no ``auto`` left): what a parameter file stores."""
+        return self.position_cutoff_hz != AUTO_CUTOFF_HZ and self.velocity != "auto" and self.stamps != "auto"
 
 
 @dataclass(frozen=True)
@@ -98,10 +116,16 @@ class IdentificationSettings:
     block_samples: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise IdentificationError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.reduction not in REDUCTIONS:
-            raise IdentificationError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {self.reduction!r}")
+        check_fields(self)
 
 
-__all__ = ["DEFAULT_GAP_FACTOR", "METHODS", "REDUCTIONS", "IdentificationSettings", "SignalSettings"]
+__all__ = [
+    "AUTO_CUTOFF_HZ",
+    "DEFAULT_GAP_FACTOR",
+    "METHODS",
+    "REDUCTIONS",
+    "STAMP_SOURCES",
+    "VELOCITY_SOURCES",
+    "IdentificationSettings",
+    "SignalSettings",
+]
