@@ -27,7 +27,7 @@ from typing import NoReturn
 from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.regression_models import MODELS
-from dynamic_identification.core.settings_schema import STAMP_SOURCES, VELOCITY_SOURCES
+from dynamic_identification.core.settings_schema import EXCITATION_MODES, STAMP_SOURCES, VELOCITY_SOURCES
 
 BAD_INPUT = 2
 INTERRUPTED = 130
@@ -144,6 +144,12 @@ def _parser() -> argparse.ArgumentParser:
         " 2-20 Hz; overrides signal.position_cutoff_hz of --config)",
     )
     identify.add_argument(
+        "--no-consistency",
+        action="store_true",
+        help="publish the unconstrained weighted least-squares values instead of the physically consistent"
+        " estimate nearest to them ([Wensing2018]; overrides estimation.consistency of --config)",
+    )
+    identify.add_argument(
         "--stamps",
         choices=STAMP_SOURCES,
         help="sample instants (default auto: recovered from the sample order when the stamps jitter by more"
@@ -181,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     excite.set_defaults(func=_excite)
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
-    excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
+    excite.add_argument("--mode", required=True, choices=EXCITATION_MODES, help="trajectory kind")
     excite.add_argument("--out", required=True, type=_output, help="trajectory CSV to write")
 
     stream = verbs.add_parser(
@@ -249,6 +255,7 @@ def _identify(arguments: argparse.Namespace) -> str:
         accept_implausible=arguments.accept_implausible,
         unit_checks=_unit_checks(arguments),
         signal=_signal_overrides(arguments),
+        consistency=False if arguments.no_consistency else None,
         urdf_out=arguments.urdf_out,
         validate_data=arguments.validate,
         report=arguments.report,

@@ -87,3 +87,13 @@ def test_window_settings_take_the_shared_signal_settings() -> None:
     assert dataclasses.fields(WindowSettings)[2].name == "signal"
     with pytest.raises(IdentificationError, match=r"position_cutoff_hz must be >= 0 \(0: from the data\)"):
         WindowSettings(signal=SignalSettings(position_cutoff_hz=None))
+
+
+def test_check_fields_checks_the_choices_of_a_string() -> None:
+    with pytest.raises(IdentificationError, match="velocity must be one of auto, measured, differentiated"):
+        SignalSettings(velocity="fused")
+    with pytest.raises(IdentificationError, match="method must be one of ols, wls, got 'tls'"):
+        IdentificationSettings(method="tls")
+    with pytest.raises(IdentificationError, match="position_cutoff_hz must be finite and >= 0, got -1.0"):
+        SignalSettings(position_cutoff_hz=-1.0)
+    assert SignalSettings(position_cutoff_hz=None).position_cutoff_hz is None  # offline: no filter

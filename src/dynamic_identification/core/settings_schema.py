@@ -219,7 +219,7 @@ SETTINGS: tuple[Setting, ...] = (
             unit="rad/s³", nodes=("excitation", DYNID, DYNID_EXCITE)),
     # -- signal processing ([Gautier2013] §IV.A) --
     Setting("signal.position_cutoff_hz", _D, AUTO_CUTOFF_HZ, "cut-off of the zero-phase position low-pass filter;"
-            " 0: from the data's spectrum (20 × the motion's bandwidth, 2-20 Hz; the window: from its first 10 s)",
+            " 0: from the data's spectrum (20 × the motion's bandwidth, 2-20 Hz; the window: from its first seconds)",
             unit="Hz", minimum=0.0, maximum=10000.0, nodes=_ESTIMATION),
     Setting("signal.decimation", _I, 0, "parallel decimation factor; 0: automatic", minimum=0, maximum=1000,
             nodes=_ESTIMATION),
@@ -246,6 +246,12 @@ SETTINGS: tuple[Setting, ...] = (
             " (0.05: 5 %)", minimum=0.0, exclusive=True, maximum=10.0, nodes=_ESTIMATION),
     Setting("estimation.r_sigma", _D, 20.0, "essential parameters: largest allowed ratio of the largest to the"
             " smallest %σ", minimum=1.0, maximum=1e6, nodes=_ESTIMATION),
+    Setting("estimation.consistency", _B, True, "publish the physically consistent estimate nearest to the data"
+            " ([Wensing2018]: link pseudo-inertias positive definite, Ia, Fv, Fc >= 0); false: the unconstrained one",
+            nodes=_ESTIMATION),
+    Setting("estimation.prior", _D, 0.0, "consistent estimate: half-width of a box around the URDF's link inertias,"
+            " in parameter scales; 0: none (0.5 keeps masses within ±50 %)", minimum=0.0, maximum=1000.0,
+            nodes=_ESTIMATION),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     # -- in-process estimation (the sliding window, [Volkmann2020]) --

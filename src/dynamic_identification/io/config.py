@@ -28,7 +28,7 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
         signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
-        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
@@ -153,6 +153,10 @@ class IdentificationConfig:
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
     method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples
         Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
+    consistency, prior
+        Publish the physically consistent estimate ([Wensing2018]), offline and for every
+        publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
+        half-width (parameter scales) around the URDF's.
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``.
@@ -179,6 +183,8 @@ class IdentificationConfig:
     reduction: str = setting_field("estimation.reduction")
     r_sigma: float = setting_field("estimation.r_sigma")
     e_tol: float = setting_field("estimation.e_tol")
+    consistency: bool = setting_field("estimation.consistency")
+    prior: float = setting_field("estimation.prior")
     rate_hz: float = setting_field("signal.rate_hz")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")

@@ -48,6 +48,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
@@ -56,9 +57,11 @@ from dynamic_identification.core.identification.in_process import (
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters
+from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state
@@ -119,6 +122,8 @@ class EstimatorSetup:
     drive_terms: DriveTerms
     settings: WindowSettings
     bounds: PlausibilityBounds
+    base: BaseParameters
+    consistency: ConsistentEstimator | None
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
@@ -136,10 +141,18 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         drive_chain = parsed.drive_chain(robot.n_joints)
         settings = parsed.window_settings()
         bounds = parsed.plausibility_bounds(robot)
+        base = base_parameters(robot, drive_chain, parsed.drive_terms)
+        consistency = configured_consistency(robot, parsed, base)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
     return EstimatorSetup(
-        robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings, bounds=bounds
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=parsed.drive_terms,
+        settings=settings,
+        bounds=bounds,
+        base=base,
+        consistency=consistency,
     )
 
 
@@ -171,7 +184,13 @@ class EstimatorNode(GuardedNode):
         self.settings = setup.settings
         self._names = list(self.robot.joint_names)
         self._estimator = SlidingWindowEstimator(
-            self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+            self.robot,
+            self.drive_chain,
+            self.drive_terms,
+            self.settings,
+            base=setup.base,
+            bounds=setup.bounds,
+            consistency=setup.consistency,
         )
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
         # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
@@ -419,6 +438,8 @@ class EstimatorNode(GuardedNode):
                 rows=str(update.samples),
                 update_seconds=f"{update.seconds:.6f}",
                 position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",
+                consistency_shift_sigma=f"{update.consistency_shift_sigma:.4g}",
+                consistency_cost=f"{update.consistency_cost:.4g}",
             )
             if update.joint_relative_errors.size == len(self._names):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):
