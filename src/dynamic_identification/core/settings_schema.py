@@ -167,6 +167,11 @@ NODE_EXCITATION_MODES: tuple[str, ...] = (*EXCITATION_MODES, "file")
 PROCESSES: tuple[str, ...] = ("pick_and_place", "square")
 """Process trajectories ([Volkmann2020] §III.B)."""
 
+UNCERTAINTIES: tuple[str, ...] = ("hac", "white")
+"""How σ and %σ are computed: autocorrelation-consistent (Newey & West 1987, Andrews 1991, Kiefer & Vogelsang 2005;
+:mod:`~dynamic_identification.core.estimation.uncertainty`) or as if the residuals were white ([Gautier2013]
+eq. (17)-(18))."""
+
 VELOCITY_SOURCES: tuple[str, ...] = ("auto", "measured", "differentiated")
 """Where joint velocities come from: decided from the data, the recorded ones, or the differentiated positions."""
 
@@ -252,6 +257,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("estimation.prior", _D, 0.0, "consistent estimate: half-width of a box around the URDF's link inertias,"
             " in parameter scales; 0: none (0.5 keeps masses within ±50 %)", minimum=0.0, maximum=1000.0,
             nodes=_ESTIMATION),
+    Setting("estimation.uncertainty", _S, "hac", "σ and %σ: hac (residuals correlated in time, Newey & West 1987)"
+            " or white ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
+            choices=UNCERTAINTIES, nodes=_ESTIMATION),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     # -- in-process estimation (the sliding window, [Volkmann2020]) --
@@ -514,6 +522,7 @@ __all__ = [
     "REGRESSION_MODELS",
     "SETTINGS",
     "STAMP_SOURCES",
+    "UNCERTAINTIES",
     "VELOCITY_SOURCES",
     "Kind",
     "Setting",

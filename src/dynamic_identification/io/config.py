@@ -28,7 +28,8 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
         signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
-        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0,
+                     uncertainty: hac}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
@@ -157,6 +158,9 @@ class IdentificationConfig:
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
         half-width (parameter scales) around the URDF's.
+    uncertainty
+        ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
+        (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``.
@@ -185,6 +189,7 @@ class IdentificationConfig:
     e_tol: float = setting_field("estimation.e_tol")
     consistency: bool = setting_field("estimation.consistency")
     prior: float = setting_field("estimation.prior")
+    uncertainty: str = setting_field("estimation.uncertainty")
     rate_hz: float = setting_field("signal.rate_hz")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")

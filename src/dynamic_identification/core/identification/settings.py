@@ -14,6 +14,7 @@ from dynamic_identification.core.settings_schema import (
     METHODS,
     REDUCTIONS,
     STAMP_SOURCES,
+    UNCERTAINTIES,
     VELOCITY_SOURCES,
     check_fields,
     setting_field,
@@ -103,6 +104,15 @@ class IdentificationSettings:
         Some joint must travel this far, rad, or the robot is standing still.
     block_samples
         Samples per block when building observation matrices (memory bound).
+    uncertainty
+        One of :data:`UNCERTAINTIES`: how the published σ, covariance and %σ
+        ([Gautier2013] eq. (19)) of the final estimate are computed. ``"hac"`` (the
+        default) accounts for the correlation in time of the residuals of filtered,
+        decimated rows (Newey & West 1987 with Andrews' 1991 bandwidth and the fixed-b
+        widening of Kiefer & Vogelsang 2005), so ``χ̂ ± 2σ`` holds the truth about 95 % of
+        the time; ``"white"`` is eq. (17)-(18), which assumes independent residuals and
+        is several times too small on such data. The model reduction uses eq. (18)
+        either way (:func:`~dynamic_identification.core.identification.solve.identify_observations`).
     """
 
     signal: SignalSettings = field(default_factory=SignalSettings)
@@ -114,6 +124,7 @@ class IdentificationSettings:
     min_samples: int = setting_field("estimation.min_samples")
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
+    uncertainty: str = setting_field("estimation.uncertainty")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -125,6 +136,7 @@ __all__ = [
     "METHODS",
     "REDUCTIONS",
     "STAMP_SOURCES",
+    "UNCERTAINTIES",
     "VELOCITY_SOURCES",
     "IdentificationSettings",
     "SignalSettings",
