@@ -37,6 +37,7 @@ from dynamic_identification.core.payload_identification import (
     identify_payload_ml,
     recording_observations,
 )
+from dynamic_identification.core.settings_schema import PAYLOAD_METHODS, setting_field
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,10 @@ class PayloadReidentificationSettings:
     """
 
     frame: str
-    duration_s: float = 10.0
-    method: str = "ml"
-    max_mass_std_percent: float = 2.0
-    max_com_std_m: float = 0.005
+    duration_s: float = setting_field("payload.duration_s", "estimator")
+    method: str = setting_field("payload.method", "estimator")
+    max_mass_std_percent: float = setting_field("payload.max_mass_std_percent", "estimator")
+    max_com_std_m: float = setting_field("payload.max_com_std_m", "estimator")
     stick_periods: int = 3
 
     def __post_init__(self) -> None:
@@ -74,7 +75,7 @@ class PayloadReidentificationSettings:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise IdentificationError(f"{name} must be finite and > 0, got {value}")
-        if self.method not in ("ml", "linear"):
+        if self.method not in PAYLOAD_METHODS:
             raise IdentificationError(f"method must be 'ml' or 'linear', got {self.method!r}")
 
 

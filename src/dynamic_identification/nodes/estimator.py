@@ -56,9 +56,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -82,269 +81,65 @@ from dynamic_identification.core.payload_in_process import (
 )
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.stamps import Stamp, classify_stamp
-from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters
 from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record
-from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, time_message
-from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
-from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state
+from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
-DIAGNOSTICS_PERIOD_S = 1.0
 WORKER_POLL_S = 0.02
 """The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
 
 SAMPLES_QOS = sensor_qos(2000)
 """``SENSOR_QOS`` with a 2 s history at 1 kHz, so a briefly busy executor loses no sample."""
 
-_DEFAULTS = IdentificationConfig()
+NODE = "estimator"
 
 
 @dataclass(frozen=True)
 class EstimatorConfig:
     """The node's parameters, read once at start.
 
-    ``joints`` empty means every 1-DoF joint of the URDF; ``identification`` holds the
-    ``drive_chain.*``, ``drive_terms.*``, ``signal.*``, ``estimation.*`` and
-    ``window.*`` parameters as set (units as in :data:`~dynamic_identification.io.config.CONFIG_KEYS`).
+    ``urdf`` empty means the shipped arm, ``joints`` unset every 1-DoF joint of the URDF;
+    ``identification`` holds the ``drive_chain.*``, ``drive_terms.*``, ``signal.*``,
+    ``estimation.*``, ``window.*``, ``limits.*`` and ``plausibility.*`` parameters as set
+    (units as in :data:`~dynamic_identification.io.config.CONFIG_KEYS`).
     """
 
-    urdf: str
-    joints: tuple[str, ...] = ()
-    input_topic: str = "recorder/samples"
-    parameters_topic: str = "estimator/parameters"
-    parameters_file: str = ""
+    urdf: str = setting_field("urdf", NODE)
+    joints: tuple[str, ...] | None = setting_field("joints", NODE)
+    input_topic: str = setting_field("input_topic", NODE)
+    parameters_topic: str = setting_field("parameters_topic", NODE)
+    parameters_file: str = setting_field("parameters_file", NODE)
     identification: tuple[tuple[str, object], ...] = ()
-    payload_topic: str = "estimator/payload"
+    payload_topic: str = setting_field("payload_topic", NODE)
     payload: tuple[tuple[str, object], ...] = ()
 
 
-_NODE_PARAMETERS = (
-    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
-    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "identified joints; unset = all 1-DoF joints"),
-    ParameterSpec("input_topic", "recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
-    ParameterSpec(
-        "parameters_topic", "estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
-    ),
-    ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
-    ParameterSpec(
-        "payload_topic", "estimator/payload", Parameter.Type.STRING, "std_msgs/String payload YAML output (latched)"
-    ),
-)
-
 _PAYLOAD_DEFAULTS = PayloadReidentificationSettings(frame="unset")
 
-_PAYLOAD_PARAMETERS = (
-    ParameterSpec(
-        "payload.frame", "", Parameter.Type.STRING, "frame the payload is attached to; empty = the URDF's last frame"
-    ),
-    ParameterSpec(
-        "payload.duration_s",
-        _PAYLOAD_DEFAULTS.duration_s,
-        Parameter.Type.DOUBLE,
-        "~/identify_payload: seconds of motion collected after the trigger, s of data",
-        floating=(0.5, 600.0),
-    ),
-    ParameterSpec(
-        "payload.method", _PAYLOAD_DEFAULTS.method, Parameter.Type.STRING, "ml ([Swevers2002] eq. (18)) | linear"
-    ),
-    ParameterSpec(
-        "payload.max_mass_std_percent",
-        _PAYLOAD_DEFAULTS.max_mass_std_percent,
-        Parameter.Type.DOUBLE,
-        "refuse the payload when sigma of its mass exceeds this, % of the mass",
-        floating=(1e-6, 1000.0),
-    ),
-    ParameterSpec(
-        "payload.max_com_std_m",
-        _PAYLOAD_DEFAULTS.max_com_std_m,
-        Parameter.Type.DOUBLE,
-        "refuse the payload when sigma of a centre-of-mass coordinate exceeds this, m",
-        floating=(1e-9, 10.0),
-    ),
-    ParameterSpec(
-        "payload.prior_file",
-        "",
-        Parameter.Type.STRING,
-        "parameter YAML of the robot without load; empty = the latest published estimate",
-    ),
-)
-
-_IDENTIFICATION_PARAMETERS = (
-    ParameterSpec(
-        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
-    ),
-    *(
-        ParameterSpec(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"identify the {text} per joint")
-        for term, text in (
-            ("rotor_inertia", "rotor inertia Ia"),
-            ("viscous_friction", "viscous friction Fv"),
-            ("coulomb_friction", "Coulomb friction Fc"),
-            ("offset", "torque offset"),
-        )
-    ),
-    ParameterSpec(
-        "signal.position_cutoff_hz",
-        _DEFAULTS.position_cutoff_hz,
-        Parameter.Type.DOUBLE,
-        "zero-phase position low-pass cut-off, Hz; 0 = from the first 5 s of data",
-        floating=(0.0, 10000.0),
-    ),
-    ParameterSpec(
-        "signal.decimation",
-        _DEFAULTS.decimation,
-        Parameter.Type.INTEGER,
-        "parallel decimation factor; 0 = automatic",
-        integer=(0, 1000),
-    ),
-    ParameterSpec(
-        "signal.rate_hz",
-        _DEFAULTS.rate_hz,
-        Parameter.Type.DOUBLE,
-        "uniform grid rate, Hz; 0 = median step of the first samples",
-        floating=(0.0, 100000.0),
-    ),
-    ParameterSpec(
-        "signal.min_speed_rad_s",
-        _DEFAULTS.min_speed_rad_s,
-        Parameter.Type.DOUBLE,
-        "leave out a joint's equations below this speed, rad/s",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "signal.gap_factor",
-        _DEFAULTS.gap_factor,
-        Parameter.Type.DOUBLE,
-        "a stamp step longer than this many periods restarts the window's grid (never interpolated)",
-        floating=(1.0001, 1e9),
-    ),
-    ParameterSpec(
-        "estimation.e_tol",
-        _DEFAULTS.e_tol,
-        Parameter.Type.DOUBLE,
-        "sensitivity reduction: allowed growth of each joint's relative error (0.05 = 5 %)",
-        floating=(1e-6, 10.0),
-    ),
-    ParameterSpec(
-        "estimation.r_sigma",
-        _DEFAULTS.r_sigma,
-        Parameter.Type.DOUBLE,
-        "essential parameters: largest allowed ratio of %sigma",
-        floating=(1.0, 1e6),
-    ),
-    ParameterSpec(
-        "estimation.consistency",
-        _DEFAULTS.consistency,
-        Parameter.Type.BOOL,
-        "publish the physically consistent estimate nearest to the window's data (Wensing 2018)",
-    ),
-    ParameterSpec(
-        "estimation.prior",
-        _DEFAULTS.prior,
-        Parameter.Type.DOUBLE,
-        "box half-width around the URDF's link inertias, parameter scales; 0 = none",
-        floating=(0.0, 1000.0),
-    ),
-    ParameterSpec(
-        "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
-    ),
-    ParameterSpec(
-        "window.update_period_s",
-        _DEFAULTS.update_period_s,
-        Parameter.Type.DOUBLE,
-        "data time between updates, s (<= window_s)",
-        floating=(0.01, 3600.0),
-    ),
-    ParameterSpec(
-        "window.reduction", _DEFAULTS.window_reduction, Parameter.Type.STRING, "sensitivity | essential | none"
-    ),
-    ParameterSpec(
-        "window.max_condition_number",
-        _DEFAULTS.max_condition_number,
-        Parameter.Type.DOUBLE,
-        "quality gate: largest condition number of the reduced model",
-        floating=(1.0, 1e12),
-    ),
-    ParameterSpec(
-        "window.max_relative_error",
-        _DEFAULTS.max_relative_error,
-        Parameter.Type.DOUBLE,
-        "quality gate: largest ||rho||/||Y||",
-        floating=(1e-9, 1e3),
-    ),
-    ParameterSpec(
-        "window.min_motion_rad",
-        _DEFAULTS.min_motion_rad,
-        Parameter.Type.DOUBLE,
-        "quality gate: some joint must travel this far in the window, rad",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "window.friction_motion_rad",
-        _DEFAULTS.friction_motion_rad,
-        Parameter.Type.DOUBLE,
-        "friction forced essential when every joint travels this far in the window, rad",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "window.refactor_every",
-        _DEFAULTS.refactor_every,
-        Parameter.Type.INTEGER,
-        "updates between recomputing the normal equations from the stored rows",
-        integer=(1, 100000),
-    ),
-    ParameterSpec(
-        "window.stick_periods",
-        _DEFAULTS.stick_periods,
-        Parameter.Type.INTEGER,
-        "decimation periods left out around a slow sample (10: the decimation filter's support)",
-        integer=(0, 1000),
-    ),
-    ParameterSpec("limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits, N.m; unset = the URDF's"),
-    ParameterSpec(
-        "limits.acceleration",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "acceleration limits, rad/s^2; unset = 4/s times the URDF velocity limit",
-    ),
-    ParameterSpec(
-        "plausibility.effort_factor",
-        _DEFAULTS.effort_factor,
-        Parameter.Type.DOUBLE,
-        "gate: predicted torques and drive terms within this many effort limits",
-        floating=(1.0, 1e6),
-    ),
-    ParameterSpec(
-        "plausibility.mass_factor",
-        _DEFAULTS.mass_factor,
-        Parameter.Type.DOUBLE,
-        "gate: inertial parameters within what this many URDF masses produce",
-        floating=(1.0, 1e6),
-    ),
-)
+_PARAMETERS = node_parameters(NODE)
 
 
 def declare_and_read(node: Node) -> EstimatorConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values = declare_parameters(node, _NODE_PARAMETERS)
-    identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
-    payload = declare_parameters(node, _PAYLOAD_PARAMETERS)
-    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
-    config = EstimatorConfig(urdf=urdf, payload=tuple(sorted(payload.items())))
-    return replace(config, **values, identification=tuple(sorted(identification.items())))
+    reader = read_parameters(node, NODE, _PARAMETERS)
+    config = reader.build(EstimatorConfig)
+    return replace(
+        config,
+        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        identification=reader.set_among(lambda key: key in CONFIG_KEYS and key != "joints"),
+        payload=reader.set_among(lambda key: key.startswith("payload.")),
+    )
 
 
 @dataclass(frozen=True)
@@ -368,7 +163,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         if not getattr(config, name):
             raise ValueError(f"parameter '{name}' must not be empty")
     try:
-        robot = load_robot(config.urdf, list(config.joints) or None)
+        robot = load_robot(config.urdf, list(config.joints or ()) or None)
     except IdentificationError as error:
         raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
     flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
@@ -506,12 +301,11 @@ class EstimatorNode(GuardedNode):
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
         self._payload_publisher = self.create_publisher(String, self.config.payload_topic, LATCHED_QOS)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(Trigger, "~/identify_payload", self._on_identify_payload)
-        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self.start_diagnostics(self.diagnostic_status)
         self._worker.start()
         self.get_logger().info(
             f"estimating {len(self._names)} joints of {self.config.urdf} from {self.config.input_topic}:"
@@ -609,7 +403,7 @@ class EstimatorNode(GuardedNode):
                 self._reidentification.cancel()
             self._set_status(None, event="window cleared by ~/reset", failure="")
         self.get_logger().info("window cleared by ~/reset")
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         return Trigger.Response(success=True, message="window cleared")
 
     def _on_identify_payload(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
@@ -694,7 +488,7 @@ class EstimatorNode(GuardedNode):
                 self._set_status(update, failure="")
                 updated = True
         if updated:
-            self._publish_diagnostics()
+            self.publish_diagnostics()
 
     def _payload_samples(
         self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray
@@ -759,7 +553,7 @@ class EstimatorNode(GuardedNode):
                 message=message,
                 outcome=outcome,
             )
-        self._publish_diagnostics()
+        self.publish_diagnostics()
 
     def _feed_until_due(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
         """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
@@ -878,19 +672,7 @@ class EstimatorNode(GuardedNode):
             level, message = DiagnosticStatus.OK, "publishing"
         else:
             level, message = DiagnosticStatus.WARN, f"no update: {reason}"
-        return DiagnosticStatus(
-            level=level,
-            name="estimator",
-            message=message,
-            hardware_id="",
-            values=[KeyValue(key=key, value=value) for key, value in values.items()],
-        )
-
-    def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.guard_report(self.diagnostic_status())]
-        self._diagnostics.publish(array)
+        return status_message(level, "estimator", message, values)
 
 
 def payload_trigger_stamp(last_s: float, now_s: float, duration_s: float) -> float:
