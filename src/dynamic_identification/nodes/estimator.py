@@ -694,13 +694,7 @@ def payload_trigger_stamp(last_s: float, now_s: float, duration_s: float) -> flo
 
 def _signal_settings(settings: WindowSettings) -> SignalSettings:
     """The window's signal processing, for the payload re-identification of the same samples."""
-    return SignalSettings(
-        position_cutoff_hz=settings.position_cutoff_hz,
-        decimation=settings.decimation,
-        rate_hz=settings.rate_hz or None,
-        min_speed_rad_s=settings.min_speed_rad_s,
-        gap_factor=settings.gap_factor,
-    )
+    return settings.signal
 
 
 def _payload_values(
