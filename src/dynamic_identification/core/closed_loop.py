@@ -929,6 +929,34 @@ def _actuated_indices(robot: RobotModel, actuated_joints: Sequence[str], urdf_na
     return np.array(sorted(position[name] for name in names), dtype=int)
 
 
+def tree_values(
+    model: ClosedLoopModel, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
+) -> np.ndarray:
+    """A per-joint setting given for the actuated joints or for every tree joint, as ``(n_t,)`` tree values.
+
+    ``None`` gives ``default`` (``(n_t,)``); ``n_a`` values set the actuated joints (kinematic
+    order) and leave the passive ones at ``default``; ``n_t`` values are taken as they are.
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` when ``value`` has another length.
+    """
+    out = np.array(default, dtype=float)
+    if value is None:
+        return out
+    array = np.asarray(value, dtype=float)
+    if array.shape == (model.n_tree,):
+        return array
+    if array.shape == (model.n_actuated,):
+        out[model.actuated] = array
+        return out
+    raise ModelError(
+        f"{name} must have {model.n_actuated} entries (actuated joints {list(model.actuated_joint_names)}) or"
+        f" {model.n_tree} (tree joints), got {np.asarray(value).tolist()}"
+    )
+
+
 def _rank(matrix: np.ndarray) -> int:
     singular = scipy.linalg.svdvals(matrix)
     if singular.size == 0 or singular[0] == 0.0:

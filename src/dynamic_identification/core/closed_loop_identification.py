@@ -52,8 +52,8 @@ fixed by ``δ = 1``, per-joint weights, σ for every gain and base parameter.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +64,7 @@ from dynamic_identification.core.closed_loop import (
     base_parameters,
     observation_matrix,
     standard_parameter_names,
+    tree_values,
 )
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
@@ -73,16 +74,24 @@ from dynamic_identification.core.drive_gains import (
     drive_gains_from_rows,
 )
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.identification import (
+    DecimatedRows,
+    IdentificationResult,
     IdentificationSettings,
     PreparedObservations,
     SignalSettings,
+    SlidingWindowEstimator,
+    WindowSettings,
     check_motion,
     estimate_motion,
+    identify_observations,
     slow_equations,
 )
+from dynamic_identification.core.identification.prediction import PREDICTION_BLOCK_SAMPLES, StampPrediction
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
+from dynamic_identification.core.plausibility import DEFAULT_EFFORT_FACTOR, DEFAULT_MASS_FACTOR, PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, default_decimation
 
@@ -231,6 +240,53 @@ class ClosedLoopRowBuilder:
             valid=~slow[index[inside] - start],
             index=index[inside],
         )
+
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """The sliding window's rows from filtered **actuated** motion ``(L, n_a)`` on the grid.
+
+        As :meth:`~dynamic_identification.core.identification.RowBuilder.sampled_rows`:
+        the torques are low-passed and decimated, while ``W`` is evaluated at the decimated
+        instants only, on the tree motion completed there ([Briot2012] eq. (2)-(4), walked
+        from the model's reference configuration, so in its assembly mode); equations near
+        a velocity reversal of a motor are masked.
+
+        Raises
+        ------
+        LoopClosureError
+            When the motion of this block reaches a singularity or leaves the workspace
+            (``sample`` is the grid index).
+        """
+        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        local = index[inside] - start
+        model, base = self.model, self.base
+        w_out = np.zeros((local.size, model.n_actuated, base.count))
+        if local.size:
+            try:
+                motion = model.complete_motion(q[local], dq[local], ddq[local])
+            except LoopClosureError as error:
+                grid = None if error.sample is None else int(index[inside][error.sample])
+                raise LoopClosureError(
+                    f"grid sample {grid}: {_SAMPLE_PREFIX.sub('', str(error))}",
+                    sample=grid,
+                    residual=error.residual,
+                    condition_number=error.condition_number,
+                ) from error
+            full = observation_matrix(
+                model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+            )
+            w_out[:, base.structure] = full[..., base.independent][:, base.structure]
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+        return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
 
 
 def complete_recording(
@@ -407,6 +463,244 @@ def closed_loop_observations(
         segments=len(completed.segments),
         rate_hz=completed.rate_hz,
         decimation=builder.decimator.factor,
+    )
+
+
+def closed_loop_bounds(
+    model: ClosedLoopModel,
+    *,
+    effort_limits: np.ndarray | tuple[float, ...] | None = None,
+    acceleration_limits: np.ndarray | tuple[float, ...] | None = None,
+    effort_factor: float = DEFAULT_EFFORT_FACTOR,
+    mass_factor: float = DEFAULT_MASS_FACTOR,
+) -> PlausibilityBounds:
+    """The plausibility gates of a closed-loop robot (:mod:`~dynamic_identification.core.plausibility`).
+
+    Those of the opened tree (its URDF limits, total mass and reach), with the predicted
+    torques judged on the actuated joints, whose equations the closed-loop IDIM has
+    ([Briot2012] eq. (6)). ``effort_limits`` (N·m) and ``acceleration_limits`` (rad/s²)
+    replace the URDF's; one value per actuated joint or per tree joint.
+
+    Raises
+    ------
+    ModelError
+        A limit list of another length, or a factor below 1.
+    """
+    robot = model.robot
+    effort = tree_values(model, "limits.effort", effort_limits, robot.effort_limits)
+    acceleration = tree_values(
+        model,
+        "limits.acceleration",
+        acceleration_limits,
+        DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+    )
+    bounds = PlausibilityBounds.from_robot(
+        robot,
+        effort_limits=effort,
+        acceleration_limits=acceleration,
+        effort_factor=effort_factor,
+        mass_factor=mass_factor,
+    )
+    return replace(bounds, equations=tuple(int(j) for j in model.actuated))
+
+
+def identify_closed_loop(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    settings: IdentificationSettings,
+    bounds: PlausibilityBounds | None = None,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+) -> IdentificationResult:
+    """Identify a closed-loop robot's base parameters from a recording ([Briot2012] §2-3.1, IDIM-WLS).
+
+    The observations of :func:`closed_loop_observations` go through the identification
+    seam (:func:`~dynamic_identification.core.identification.identify_observations`):
+    OLS or per-joint WLS, the rank check and the configured reduction, ``σ``, the
+    per-joint errors of the actuated joints and the plausibility gates
+    (:func:`closed_loop_bounds` by default), exactly as for a serial robot. The friction
+    rule of the reduction looks at the travel of the actuated joints.
+
+    Parameters are those of :func:`closed_loop_observations`; ``bounds`` the plausibility gates.
+
+    Raises
+    ------
+    DataError, InsufficientExcitationError, LoopClosureError
+        As :func:`closed_loop_observations`; too few equations for the base parameters.
+    """
+    observations = closed_loop_observations(
+        model,
+        drive_chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=settings,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    positions = np.asarray(q, dtype=float)
+    actuated = positions[:, model.actuated] if positions.shape[1] == model.n_tree else positions
+    return identify_observations(
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(_unwrapped(model, actuated), axis=0),
+        bounds=bounds if bounds is not None else closed_loop_bounds(model),
+    )
+
+
+def closed_loop_torques(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    parameters: Mapping[str, float],
+    motion: ClosedLoopMotion,
+) -> np.ndarray:
+    """Actuated torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along completed motion.
+
+    A base parameter is named after its independent standard column
+    (:func:`~dynamic_identification.core.closed_loop.standard_parameter_names`), so the
+    prediction is ``(J_tᵀ φ_tree + drive terms)[:, names] @ values`` ([Briot2012] eq. (6)),
+    evaluated in blocks of :data:`~dynamic_identification.core.identification.prediction.PREDICTION_BLOCK_SAMPLES`.
+
+    Raises
+    ------
+    DataError
+        A name that is not a standard parameter of this mechanism and drive terms.
+    """
+    names = standard_parameter_names(model, terms)
+    position = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in parameters if name not in position]
+    if unknown:
+        raise DataError(
+            f"parameters {unknown[:6]} are not standard parameters of this closed-loop model"
+            f" ({model.n_tree} tree joints, actuated {list(model.actuated_joint_names)})"
+        )
+    columns = np.array([position[name] for name in parameters], dtype=int)
+    values = np.array(list(parameters.values()), dtype=float)
+    samples = motion.q.shape[0]
+    out = np.empty((samples, model.n_actuated))
+    for first in range(0, samples, PREDICTION_BLOCK_SAMPLES):
+        block = slice(first, first + PREDICTION_BLOCK_SAMPLES)
+        matrix = observation_matrix(
+            model,
+            drive_chain,
+            terms,
+            motion.q[block],
+            motion.dq[block],
+            motion.ddq[block],
+            projection=motion.projection[block],
+        )
+        out[block] = matrix[..., columns] @ values
+    return out
+
+
+def predict_closed_loop_at_stamps(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    parameters: Mapping[str, float],
+    time: np.ndarray,
+    q: np.ndarray,
+    *,
+    signal: SignalSettings,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+) -> StampPrediction:
+    """The model's actuated torques along a recording's filtered, completed motion, at its stamps.
+
+    The closed-loop counterpart of
+    :func:`~dynamic_identification.core.identification.predict_at_stamps`: the recording
+    goes through :func:`complete_recording` (positions of the actuated joints or of every
+    tree joint), the torques of :func:`closed_loop_torques` are interpolated back onto
+    the stamps. Rows outside every usable segment (edges, gaps) are not covered;
+    ``speed`` holds the actuated joints' ``|q̇|``.
+
+    Raises
+    ------
+    DataError, LoopClosureError
+        As :func:`complete_recording` (a singular or unreachable sample is named).
+    """
+    stamps = np.asarray(time, dtype=float)
+    completed = complete_recording(
+        model,
+        stamps,
+        q,
+        np.zeros((stamps.shape[0], 1)),
+        settings=signal,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    covered = np.zeros(stamps.shape[0], dtype=bool)
+    effort = np.zeros((stamps.shape[0], model.n_actuated))
+    speed = np.zeros_like(effort)
+    for segment in completed.segments:
+        torques = closed_loop_torques(model, drive_chain, terms, parameters, segment.motion)
+        actuated_speed = segment.motion.dq[:, model.actuated]
+        inside = (stamps >= segment.time[0]) & (stamps <= segment.time[-1])
+        for j in range(model.n_actuated):
+            effort[inside, j] = np.interp(stamps[inside], segment.time, torques[:, j])
+            speed[inside, j] = np.abs(np.interp(stamps[inside], segment.time, actuated_speed[:, j]))
+        covered |= inside
+    return StampPrediction(torques=effort, speed=speed, covered=covered)
+
+
+def closed_loop_window(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    settings: WindowSettings,
+    *,
+    base: BaseParameters | None = None,
+    bounds: PlausibilityBounds | None = None,
+) -> SlidingWindowEstimator:
+    """The sliding-window estimator of a closed-loop robot ([Volkmann2020] with [Briot2012] eq. (6)-(7)).
+
+    The serial window (:class:`~dynamic_identification.core.identification.SlidingWindowEstimator`:
+    resampling, filtering, normal equations, reduction, gates) fed with the **actuated**
+    joints' positions and torques ``(N, n_a)``; its rows come from
+    :meth:`ClosedLoopRowBuilder.sampled_rows`, which completes the tree motion at the
+    decimated instants. ``bounds`` default to :func:`closed_loop_bounds` with the
+    settings' factors.
+
+    Raises
+    ------
+    ModelError
+        When the drive chain or the base parameters do not belong to ``model``.
+    """
+    _check_chain(model, drive_chain)
+    base = base or base_parameters(model, drive_chain, terms)
+    _check_base(model, terms, base)
+
+    def builder(decimation: int, min_speed_rad_s: float, stick_periods: int | None) -> ClosedLoopRowBuilder:
+        return ClosedLoopRowBuilder.create(
+            model,
+            drive_chain,
+            terms,
+            base,
+            decimation=decimation,
+            min_speed_rad_s=min_speed_rad_s,
+            stick_periods=stick_periods,
+        )
+
+    return SlidingWindowEstimator(
+        model.robot,
+        drive_chain,
+        terms,
+        settings,
+        base=base,
+        bounds=bounds
+        or closed_loop_bounds(model, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor),
+        row_builder=builder,
+        equations=model.n_actuated,
     )
 
 

@@ -30,6 +30,15 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
 flattened row by row (a list of rows is accepted as well).
+
+A closed-loop (parallel) robot ([Briot2012] §2, ``docs/closed_loop.md``) adds, in the ``/**``
+block, the closures of its opened tree and its actuated joints; ``joints`` are then the
+actuated joints (or unset), and the drive chain has one entry per actuated joint::
+
+    robot:
+      loop_closures:
+        distal_tip: {frame_a: tip_1, frame_b: tip_2, type: point}   # ROS: a mapping per closure
+      actuated_joints: [proximal_joint_1, proximal_joint_2]
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ from typing import Any
 
 import yaml
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
+from dynamic_identification.core.closed_loop_identification import closed_loop_bounds
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
@@ -105,6 +116,8 @@ CONFIG_KEYS: dict[str, str] = {
     "plausibility.effort_factor": "gate: predicted torques within this many effort limits (>= 1)",
     "plausibility.mass_factor": "gate: inertial parameters within what this many URDF masses produce (>= 1)",
     "robot.actuated_joints": "closed-loop robots: the actuated joints of the opened tree",
+    "robot.loop_closures": "closed-loop robots: list of {frame_a, frame_b, type: point|planar|6d} (outside ROS;"
+    " in a ROS parameter file robot.loop_closures.<name>.{frame_a, frame_b, type})",
 }
 """Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
 
@@ -385,6 +398,41 @@ class IdentificationConfig:
     jerk_limits: tuple[float, ...] | None = None
     effort_factor: float = DEFAULT_EFFORT_FACTOR
     mass_factor: float = DEFAULT_MASS_FACTOR
+    loop_closures: tuple[LoopClosure, ...] = ()
+    actuated_joints: tuple[str, ...] = ()
+
+    @property
+    def closed_loop(self) -> bool:
+        """Whether the configuration describes a closed-loop robot (``robot.loop_closures``)."""
+        return bool(self.loop_closures)
+
+    def closed_loop_model(self, urdf: str | os.PathLike[str]) -> ClosedLoopModel:
+        """The closed-loop model of ``urdf`` (its opened tree) with these closures and actuated joints.
+
+        Raises
+        ------
+        DataError
+            When the configuration describes a serial robot.
+        ModelError
+            When the URDF does not fit the description (unknown frame or joint, mobility).
+        """
+        if not self.closed_loop:
+            raise DataError("the configuration has no robot.loop_closures: it describes a serial robot")
+        closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in self.loop_closures]
+        return ClosedLoopModel.from_config(Path(urdf), loop_closures=closures, actuated_joints=self.actuated_joints)
+
+    def closed_loop_bounds(self, model: ClosedLoopModel) -> PlausibilityBounds:
+        """The plausibility gates of the closed-loop ``model`` with these limits and factors."""
+        try:
+            return closed_loop_bounds(
+                model,
+                effort_limits=self.effort_limits,
+                acceleration_limits=self.acceleration_limits,
+                effort_factor=self.effort_factor,
+                mass_factor=self.mass_factor,
+            )
+        except IdentificationError as error:
+            raise DataError(f"limits.* / plausibility.*: {error}") from error
 
     def plausibility_bounds(self, robot: RobotModel) -> PlausibilityBounds:
         """The plausibility gates of ``robot`` with these limits and factors."""
@@ -654,10 +702,16 @@ def config_from_parameters(
         raise DataError(unknown_keys_message(unknown, source, known=allowed))
     reader = _Reader(parameters, source)
     joints = reader.names("joints")
+    closures, actuated = _closed_loop(parameters, reader, source)
+    if closures and joints is not None and sorted(joints) != sorted(actuated):
+        raise DataError(
+            f"joints in {source} must be the actuated joints {list(actuated)} of the closed-loop robot, or unset;"
+            f" got {list(joints)} (recorded passive joints are used when a recording has them)"
+        )
     gear_ratios = reader.numbers("drive_chain.gear_ratios")
     drive_gains = reader.numbers("drive_chain.drive_gains")
     coupling = reader.matrix("drive_chain.coupling")
-    _check_sizes(source, joints, gear_ratios, drive_gains, coupling)
+    _check_sizes(source, joints or (actuated or None), gear_ratios, drive_gains, coupling)
     defaults = IdentificationConfig()
     terms = DriveTerms(
         rotor_inertia=reader.flag("drive_terms.rotor_inertia", defaults.drive_terms.rotor_inertia),
@@ -708,7 +762,47 @@ def config_from_parameters(
         jerk_limits=reader.numbers("limits.jerk"),
         effort_factor=reader.real("plausibility.effort_factor", defaults.effort_factor, minimum=1.0, inclusive=True),
         mass_factor=reader.real("plausibility.mass_factor", defaults.mass_factor, minimum=1.0, inclusive=True),
+        loop_closures=closures,
+        actuated_joints=actuated,
     )
+
+
+def _closed_loop(
+    parameters: Mapping[str, Any], reader: _Reader, source: str
+) -> tuple[tuple[LoopClosure, ...], tuple[str, ...]]:
+    """``robot.loop_closures`` and ``robot.actuated_joints``; both empty for a serial robot.
+
+    The closures come as dotted parameters ``robot.loop_closures.<name>.<key>`` (what a ROS
+    parameter file holds) or as one list ``robot.loop_closures`` (a plain YAML file).
+    """
+    listed = parameters.get("robot.loop_closures")
+    named: dict[str, dict[str, Any]] = {}
+    for key, value in parameters.items():
+        if not key.startswith(LOOP_CLOSURE_PREFIX):
+            continue
+        name, dot, field_name = key[len(LOOP_CLOSURE_PREFIX) :].rpartition(".")
+        if not dot or not name:
+            raise DataError(
+                f"{key} in {source} must be a closure {{frame_a, frame_b, type}}, got {brief(value)}"
+                " (robot.loop_closures.<name>.frame_a, …)"
+            )
+        named.setdefault(name, {})[field_name] = value
+    if listed not in (None, []) and named:
+        raise DataError(f"robot.loop_closures in {source} is given both as a list and as named closures")
+    actuated = reader.names("robot.actuated_joints") or ()
+    if not named and listed in (None, []):
+        if actuated:
+            raise DataError(
+                f"robot.actuated_joints in {source} describes a closed-loop robot: give robot.loop_closures too"
+            )
+        return (), ()
+    try:
+        closures = loop_closures_from_config(named or listed)
+    except IdentificationError as error:
+        raise DataError(f"{source}: {error}") from error
+    if not actuated:
+        raise DataError(f"robot.loop_closures in {source} needs robot.actuated_joints: name the motorised joints")
+    return closures, actuated
 
 
 def _matches(key: str, node_name: str) -> bool:

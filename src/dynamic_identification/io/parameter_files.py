@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.in_process import WindowUpdate
 from dynamic_identification.core.identification.solve import IdentificationResult
@@ -73,14 +74,17 @@ def identified_parameter_file(
     result: IdentificationResult,
     *,
     window_s: float,
+    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of an offline identification with any regression model.
 
     ``window_s`` is the recording's duration, s. ``quality.plausibility`` holds the
-    verdict of the plausibility gates (``ok`` and every problem).
+    verdict of the plausibility gates (``ok`` and every problem). For a closed-loop robot
+    ``robot`` is its opened tree and ``closed_loop`` the model: the file's joints are the
+    actuated ones and its ``robot`` section holds the loop closures.
     """
     estimate = result.estimate
-    joints = robot.joint_names
+    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
     errors = result.judged.joint_errors
     return ParameterFile.create(
         urdf=robot.urdf_path,
@@ -105,6 +109,7 @@ def identified_parameter_file(
             "plausibility": {"ok": result.judged.plausible, "problems": list(result.judged.problems)},
         },
         stamp=wall_clock.time(),
+        closed_loop=closed_loop,
     )
 
 
@@ -116,6 +121,7 @@ def window_parameter_file(
     update: WindowUpdate,
     *,
     stamp: float | None = None,
+    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of one sliding-window update.
 
@@ -129,6 +135,8 @@ def window_parameter_file(
         An update with an estimate (normally a publishable one).
     stamp
         ``stamp`` of the file, s; default the update's data time ``update.time_s``.
+    closed_loop
+        The closed-loop model when ``robot`` is its opened tree (see :func:`identified_parameter_file`).
 
     Raises
     ------
@@ -138,7 +146,7 @@ def window_parameter_file(
     if not update.names:
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
     expression = dict(zip(base.names, base.expressions, strict=True))
-    joints = robot.joint_names
+    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
     return ParameterFile.create(
         urdf=robot.urdf_path,
         joints=joints,
@@ -161,6 +169,7 @@ def window_parameter_file(
             "reason": update.reason,
         },
         stamp=update.time_s if stamp is None else stamp,
+        closed_loop=closed_loop,
     )
 
 
