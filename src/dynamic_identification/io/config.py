@@ -192,6 +192,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "drive_terms.viscous_friction",
         "drive_terms.coulomb_friction",
         "drive_terms.offset",
+        "robot.actuated_joints",
     ),
     "estimator": (
         "urdf",
@@ -226,6 +227,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "limits.acceleration",
         "plausibility.effort_factor",
         "plausibility.mass_factor",
+        "robot.actuated_joints",
     ),
     "feedforward": (
         "parameters_file",
@@ -262,6 +264,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "real_time_factor",
         "lockstep",
         "lockstep_timeout_s",
+        "robot.actuated_joints",
     ),
 }
 """The ROS parameters each node of the package declares (``test/nodes`` checks the nodes against it).

@@ -29,6 +29,12 @@ The identification settings are the ``drive_chain.*``, ``drive_terms.*``,
 :data:`~dynamic_identification.io.config.CONFIG_KEYS`, so the ``estimator`` block of
 the configuration file (``--params-file``) configures the node and ``dynid stream``
 alike.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is estimated from its actuated joints' samples (other joints of a message
+are ignored) with the closed-loop IDIM
+(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`); the
+published parameter YAML then names its closures.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
@@ -62,7 +70,7 @@ from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
 from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import CLOSED_LOOP_PARAMETERS, ParameterSpec, declare_closed_loop
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
@@ -94,6 +102,8 @@ class EstimatorConfig:
     parameters_topic: str = "estimator/parameters"
     parameters_file: str = ""
     identification: tuple[tuple[str, object], ...] = ()
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _NODE_PARAMETERS = (
@@ -257,8 +267,14 @@ def declare_and_read(node: Node) -> EstimatorConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     values = declare_parameters(node, _NODE_PARAMETERS)
     identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
+    closed_loop = declare_closed_loop(node, CLOSED_LOOP_PARAMETERS)
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
-    return replace(EstimatorConfig(urdf=urdf), **values, identification=tuple(sorted(identification.items())))
+    return replace(
+        EstimatorConfig(urdf=urdf),
+        **values,
+        identification=tuple(sorted(identification.items())),
+        closed_loop=tuple(sorted(closed_loop.items())),
+    )
 
 
 @dataclass(frozen=True)
@@ -270,6 +286,8 @@ class EstimatorSetup:
     drive_terms: DriveTerms
     settings: WindowSettings
     bounds: PlausibilityBounds
+    closed_loop: ClosedLoopModel | None = None
+    """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
@@ -277,6 +295,8 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     for name in ("input_topic", "parameters_topic"):
         if not getattr(config, name):
             raise ValueError(f"parameter '{name}' must not be empty")
+    if config.closed_loop:
+        return _closed_loop_setup(config)
     try:
         robot = load_robot(config.urdf, list(config.joints) or None)
     except IdentificationError as error:
@@ -291,6 +311,28 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         raise ValueError(f"invalid estimator parameter: {error}") from error
     return EstimatorSetup(
         robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings, bounds=bounds
+    )
+
+
+def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
+    """The setup of a closed-loop robot: its model, the actuated joints' drive chain and gates."""
+    flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+    flat.update(dict(config.closed_loop))
+    try:
+        parsed = config_from_parameters({"joints": list(config.joints), **flat}, source="estimator parameters")
+        model = parsed.closed_loop_model(config.urdf)
+        drive_chain = parsed.drive_chain(model.n_actuated)
+        settings = parsed.window_settings()
+        bounds = parsed.closed_loop_bounds(model)
+    except IdentificationError as error:
+        raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
+    return EstimatorSetup(
+        robot=model.robot,
+        drive_chain=drive_chain,
+        drive_terms=parsed.drive_terms,
+        settings=settings,
+        bounds=bounds,
+        closed_loop=model,
     )
 
 
@@ -320,10 +362,17 @@ class EstimatorNode(GuardedNode):
         self.drive_chain = setup.drive_chain
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
-        self._names = list(self.robot.joint_names)
-        self._estimator = SlidingWindowEstimator(
-            self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
-        )
+        self.closed_loop = setup.closed_loop
+        if self.closed_loop is None:
+            self._names = list(self.robot.joint_names)
+            self._estimator = SlidingWindowEstimator(
+                self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+            )
+        else:
+            self._names = list(self.closed_loop.actuated_joint_names)
+            self._estimator = closed_loop_window(
+                self.closed_loop, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+            )
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
         # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
         # without ever waiting for an update to finish.
@@ -510,7 +559,7 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update
+            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update, closed_loop=self.closed_loop
         )
         if self.config.parameters_file:
             try:

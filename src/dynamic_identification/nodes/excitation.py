@@ -21,6 +21,14 @@ whole. It is streamed in overlapping chunks of ``horizon_s`` at
 first point). ``~/stop`` replaces the rest of the motion with
 :func:`~dynamic_identification.core.excitation.safety.stop_ramp` from the state
 being commanded now.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is excited through its actuated joints: the plan is
+:func:`~dynamic_identification.core.excitation.closed_loop.plan_closed_loop_excitation`
+(mode ``fourier``, or a trajectory file of the actuated joints), the joint states and the
+streamed trajectory are those of the actuated joints, and the played motion, ramps
+included, must keep the passive joints' limits, the distance to singularities and the
+motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
 """
 
 from __future__ import annotations
@@ -37,7 +45,14 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.closed_loop import (
+    ClosedLoopLimits,
+    ClosedLoopTorqueModel,
+    check_closed_loop_trajectory,
+    plan_closed_loop_excitation,
+)
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
     DEFAULT_INTERPOLATION_TOLERANCE_RAD,
@@ -56,7 +71,7 @@ from dynamic_identification.core.excitation.settings import MODES, PROCESSES, Ex
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.io.config import check_trajectory_size, config_from_parameters
-from dynamic_identification.io.parameters import identified_torque_model
+from dynamic_identification.io.parameters import identified_closed_loop_torque_model, identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -66,7 +81,7 @@ from dynamic_identification.nodes.conversions import (
     time_message,
 )
 from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import CLOSED_LOOP_PARAMETERS, ParameterSpec, declare_closed_loop
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
@@ -127,6 +142,8 @@ class ExcitationConfig:
     autostart: bool = False
     drive_chain_parameters: tuple[tuple[str, object], ...] = ()
     """``drive_chain.*`` and ``drive_terms.*`` parameters as set (shared ``/**`` block of the config)."""
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _PARAMETERS = (
@@ -286,13 +303,28 @@ def declare_and_read(node: Node) -> ExcitationConfig:
     values = declare_parameters(node, _PARAMETERS)
     limits = declare_parameters(node, _LIMIT_PARAMETERS)
     drive = declare_parameters(node, _DRIVE_PARAMETERS)
+    closed_loop = declare_closed_loop(node, CLOSED_LOOP_PARAMETERS)
     values["effort_limits"] = limits.get("limits.effort")
     values["jerk_limits"] = limits.get("limits.jerk")
     if values.get("acceleration_limits") is None:
         values["acceleration_limits"] = limits.get("limits.acceleration")
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
     values["frame"] = str(values.get("frame", "") or "") or None
-    return replace(ExcitationConfig(urdf=urdf), **values, drive_chain_parameters=tuple(sorted(drive.items())))
+    return replace(
+        ExcitationConfig(urdf=urdf),
+        **values,
+        drive_chain_parameters=tuple(sorted(drive.items())),
+        closed_loop=tuple(sorted(closed_loop.items())),
+    )
+
+
+@dataclass(frozen=True)
+class ClosedLoopExcitation:
+    """What a closed-loop robot's excitation keeps besides the actuated limits ([Briot2012] eq. (2)-(6))."""
+
+    model: ClosedLoopModel
+    limits: ClosedLoopLimits
+    torque_model: ClosedLoopTorqueModel
 
 
 @dataclass(frozen=True)
@@ -304,7 +336,9 @@ class ExcitationSetup:
     drive_terms: DriveTerms
     settings: ExcitationSettings
     limits: JointLimits
-    torque_model: TorqueModel
+    torque_model: TorqueModel | None
+    closed_loop: ClosedLoopExcitation | None = None
+    """A closed-loop robot's model, limits and torques (``robot`` then holds its actuated joints)."""
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -322,6 +356,8 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
             f" ({1.0 / config.stream_rate_hz:g} s), or the controller runs out of points between chunks"
         )
+    if config.closed_loop:
+        return _closed_loop_setup(config)
     try:
         robot = load_robot(config.urdf, list(config.joints) or None)
     except IdentificationError as error:
@@ -378,6 +414,53 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     )
 
 
+def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
+    """The setup of a closed-loop robot: the actuated joints are planned and streamed, the rest is checked."""
+    if config.mode not in ("fourier", "file"):
+        raise ValueError(
+            f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its actuated"
+            " joints ('fourier') or a trajectory file of them ('file')"
+        )
+    try:
+        shared = config_from_parameters(
+            {
+                "joints": list(config.joints),
+                **{
+                    key: list(value) if isinstance(value, tuple) else value
+                    for key, value in config.drive_chain_parameters
+                },
+                **dict(config.closed_loop),
+            },
+            source="excitation parameters",
+        )
+        model = shared.closed_loop_model(config.urdf)
+        robot = load_robot(config.urdf, model.actuated_joint_names)
+        drive_chain = shared.drive_chain(model.n_actuated)
+        settings = ExcitationSettings(
+            mode="fourier",
+            **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
+        )
+        limits = ClosedLoopLimits.from_settings(model, settings)
+        check_trajectory_size(settings, source="the excitation parameters")
+    except IdentificationError as error:
+        raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
+    torques = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
+    if config.parameters_file:
+        try:
+            torques = identified_closed_loop_torque_model(config.parameters_file, model)
+        except IdentificationError as error:
+            raise ValueError(f"parameter 'parameters_file': {error}") from error
+    return ExcitationSetup(
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=shared.drive_terms,
+        settings=settings,
+        limits=limits.actuated,
+        torque_model=None,
+        closed_loop=ClosedLoopExcitation(model=model, limits=limits, torque_model=torques),
+    )
+
+
 def plan_from_file(
     path: str,
     robot: RobotModel,
@@ -385,6 +468,7 @@ def plan_from_file(
     torque_model: TorqueModel | None = None,
     *,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    closed_loop: ClosedLoopExcitation | None = None,
 ) -> ExcitationPlan:
     """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
 
@@ -393,6 +477,10 @@ def plan_from_file(
     controller's quintic through its points must keep ``limits``, and the torques
     ``torque_model`` predicts (default: the URDF's nominal model on a direct drive)
     must keep the effort limits.
+
+    A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
+    completed from them must also keep the passive limits, the singularity margin and the
+    motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
 
     Raises
     ------
@@ -409,9 +497,25 @@ def plan_from_file(
         loaded.ddq[:, order],
         robot.joint_names,
     )
+    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
+    if closed_loop is not None:
+        check = check_closed_loop_trajectory(
+            closed_loop.model, trajectory, closed_loop.limits, torque_model=closed_loop.torque_model
+        )
+        return ExcitationPlan(
+            trajectory=trajectory,
+            limits=limits,
+            usage=limit_usage(trajectory, limits),
+            condition_number=None,
+            description=(
+                f"trajectory file {path}, {trajectory.duration_s:g} s, closure σ_min/σ_max >="
+                f" {check.singularity_ratio:.2f} of its reference value"
+            ),
+            torque_usage=check.torque_usage,
+            torque_source=closed_loop.torque_model.source,
+        )
     if torque_model is None:
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
-    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
     check_trajectory(trajectory, limits)
     torque_usage = check_torques(trajectory, limits, torque_model)
     return ExcitationPlan(
@@ -512,6 +616,7 @@ class ExcitationNode(GuardedNode):
         self.settings = setup.settings
         self.limits = setup.limits
         self.torque_model = setup.torque_model
+        self.closed_loop = setup.closed_loop
         self._names = list(self.robot.joint_names)
         self._lock = threading.Lock()
         self._plan: ExcitationPlan | None = None
@@ -571,6 +676,16 @@ class ExcitationNode(GuardedNode):
                     setup.limits,
                     setup.torque_model,
                     tolerance_rad=setup.settings.interpolation_tolerance_rad,
+                    closed_loop=setup.closed_loop,
+                )
+            elif setup.closed_loop is not None:
+                plan = plan_closed_loop_excitation(
+                    setup.closed_loop.model,
+                    setup.drive_chain,
+                    setup.drive_terms,
+                    setup.settings,
+                    margin=setup.closed_loop.limits.singularity_margin,
+                    torque_model=setup.closed_loop.torque_model,
                 )
             else:
                 plan = plan_excitation(
@@ -678,6 +793,14 @@ class ExcitationNode(GuardedNode):
                 torque_model=self.torque_model,
                 tolerance_rad=self.settings.interpolation_tolerance_rad,
             )
+            if self.closed_loop is not None:
+                # The ramps too: the passive joints, the distance to singularities and the motors' torques.
+                check_closed_loop_trajectory(
+                    self.closed_loop.model,
+                    motion,
+                    self.closed_loop.limits,
+                    torque_model=self.closed_loop.torque_model,
+                )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")
         self._playback = _Playback(motion, now_ns + round(START_LEAD_S * NS_PER_S))

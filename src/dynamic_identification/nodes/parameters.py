@@ -59,3 +59,42 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
         if value is not None:
             values[spec.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
     return values
+
+
+LOOP_CLOSURE_PREFIX = "robot.loop_closures."
+
+CLOSED_LOOP_PARAMETERS = (
+    ParameterSpec(
+        "robot.actuated_joints",
+        None,
+        Parameter.Type.STRING_ARRAY,
+        "closed-loop robots: the motorised joints of the opened tree (with robot.loop_closures.<name>.*)",
+    ),
+)
+"""The closed-loop description ([Briot2012] §2) a node reads besides ``robot.loop_closures.<name>.<key>``."""
+
+
+def declare_closed_loop(node: Node, specs: Sequence[ParameterSpec] = CLOSED_LOOP_PARAMETERS) -> dict[str, object]:
+    """Declare and read a closed-loop robot's description: ``specs`` (:data:`CLOSED_LOOP_PARAMETERS`) and every
+    ``robot.loop_closures.<name>.{frame_a, frame_b, type}`` the node was given (strings).
+
+    A parameter file cannot hold a list of closures (rcl refuses lists of mappings), so each
+    closure is a named group of parameters whose names only the overrides tell; they are
+    declared read-only, with a description, as the node finds them. Empty for a serial robot.
+    """
+    values = declare_and_read(node, specs)
+    # rclpy keeps a node's overrides (parameter file, launch, constructor) here; it has no public accessor.
+    overrides = getattr(node, "_parameter_overrides", None) or {}
+    closures = [
+        ParameterSpec(
+            name,
+            None,
+            Parameter.Type.STRING,
+            "closed-loop robots: frame_a, frame_b (frames of the opened tree) or type (point | planar | 6d)"
+            " of a loop closure",
+        )
+        for name in sorted(overrides)
+        if name.startswith(LOOP_CLOSURE_PREFIX)
+    ]
+    values.update(declare_and_read(node, closures))
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}

@@ -27,6 +27,13 @@ the URDF limits) and keeps simulated time in one of two ways:
   it never steps past the end of a trajectory that ends in motion (a streamed chunk)
   until the next one arrives, at most ``lockstep_timeout_s`` of wall time, so a
   commanding node starved of CPU cannot leave the robot without a reference.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is simulated by
+:class:`~dynamic_identification.core.closed_loop_simulation.ClosedLoopSimulator`
+(constrained dynamics of the opened tree, drives on the actuated joints): the node's
+joints are then the actuated ones, which it commands, measures and publishes; the per-joint
+parameters hold one value per actuated joint (or per URDF joint).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.closed_loop_simulation import ClosedLoopSimulationSettings, ClosedLoopSimulator
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
@@ -53,6 +61,7 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
 )
+from dynamic_identification.io.config import config_from_parameters
 from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -62,7 +71,7 @@ from dynamic_identification.nodes.conversions import (
     trajectory_points,
 )
 from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import CLOSED_LOOP_PARAMETERS, ParameterSpec, declare_closed_loop
 from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
 from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
@@ -117,6 +126,8 @@ class SimRobotConfig:
     real_time_factor: float = 1.0
     lockstep: bool = False
     lockstep_timeout_s: float = 1.0
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _PARAMETERS = (
@@ -184,8 +195,9 @@ _PARAMETERS = (
 def declare_and_read(node: Node) -> SimRobotConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
     values = declare_parameters(node, _PARAMETERS)
+    closed_loop = declare_closed_loop(node, CLOSED_LOOP_PARAMETERS)
     urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
-    return replace(SimRobotConfig(urdf=urdf), **values)
+    return replace(SimRobotConfig(urdf=urdf), **values, closed_loop=tuple(sorted(closed_loop.items())))
 
 
 @dataclass(frozen=True)
@@ -194,8 +206,10 @@ class SimRobotSetup:
 
     robot: RobotModel
     drive_chain: DriveChain
-    simulator: RobotSimulator
+    simulator: RobotSimulator | ClosedLoopSimulator
     dt_ns: int
+    initial: np.ndarray
+    """Initial positions of the node's joints, rad (rest)."""
 
 
 def _per_joint(
@@ -231,11 +245,18 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
     """Validate ``config`` and build the simulator; ``ValueError`` names the bad parameter."""
     if not config.rate_hz > 0.0:
         raise ValueError(f"parameter 'rate_hz' must be > 0, got {config.rate_hz}")
+    model = None
     try:
-        robot = load_robot(config.urdf, list(config.joints) or None)
+        if config.closed_loop:
+            model = config_from_parameters(
+                {"joints": list(config.joints), **dict(config.closed_loop)}, source="sim_robot parameters"
+            ).closed_loop_model(config.urdf)
+            robot = load_robot(config.urdf, model.actuated_joint_names)
+        else:
+            robot = load_robot(config.urdf, list(config.joints) or None)
         all_joints = load_robot(config.urdf).joint_names
     except IdentificationError as error:
-        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+        raise ValueError(f"parameter 'urdf'/'joints'/'robot.*': {error}") from error
     n = robot.n_joints
     selected = np.array([all_joints.index(name) for name in robot.joint_names], dtype=int)
     arrays = {
@@ -262,6 +283,8 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
                 f"parameter 'coupling' needs {n * n} or {m * m} values (row-major), got {len(config.coupling)}"
             )
     initial = _per_joint(config, "initial_positions", selected, len(all_joints))
+    if initial is None and model is not None:
+        initial = model.reference_configuration[model.actuated]
     if initial is None:
         lower, upper = robot.lower_position_limits, robot.upper_position_limits
         initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
@@ -285,11 +308,16 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
             encoder_counts_per_rev=config.encoder_counts,
             velocity_noise_std_rad_s=config.velocity_noise_std,
         )
-        settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
-        simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
+        simulator: RobotSimulator | ClosedLoopSimulator
+        if model is not None:
+            closed = ClosedLoopSimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
+            simulator = ClosedLoopSimulator(model, chain, drive, closed, q0=initial, seed=config.seed)
+        else:
+            settings = SimulationSettings(dt_s=dt_ns / NS_PER_S, kp=gains["kp"], kd=gains["kd"], sensor=sensor)
+            simulator = RobotSimulator(robot, chain, drive, settings, q0=initial, seed=config.seed)
     except IdentificationError as error:
         raise ValueError(f"invalid sim_robot parameters: {error}") from error
-    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns)
+    return SimRobotSetup(robot=robot, drive_chain=chain, simulator=simulator, dt_ns=dt_ns, initial=initial)
 
 
 @dataclass(frozen=True)
@@ -346,7 +374,7 @@ class SimRobotNode(GuardedNode):
         self._dt_ns = setup.dt_ns
         self._names = list(self.robot.joint_names)
         n = self.robot.n_joints
-        self._reference = _Reference(q=self.simulator.q, dq=np.zeros(n), ddq=np.zeros(n))
+        self._reference = _Reference(q=np.array(setup.initial, dtype=float), dq=np.zeros(n), ddq=np.zeros(n))
         self._feedforward: tuple[np.ndarray, int] | None = None
         self._anchor_ns: int | None = None
         self._steps = 0
