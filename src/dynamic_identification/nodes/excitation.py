@@ -548,6 +548,7 @@ def playback_trajectory(
     rate_hz: float,
     torque_model: TorqueModel | None = None,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    ramp_limits: JointLimits | None = None,
 ) -> SampledTrajectory:
     """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
 
@@ -557,6 +558,8 @@ def playback_trajectory(
     through the result keeps ``limits`` (:func:`check_trajectory`), stays within
     ``tolerance_rad`` of the motion through the original points when resampled
     (:func:`check_sampling`), and, with ``torque_model``, keeps the effort limits.
+    The ramps are fitted to ``ramp_limits`` (default ``limits``; slower ones keep a
+    closed-loop robot's passive joints within theirs).
 
     Raises
     ------
@@ -566,8 +569,9 @@ def playback_trajectory(
     first = (trajectory.q[0], trajectory.dq[0], trajectory.ddq[0])
     last = (trajectory.q[-1], trajectory.dq[-1], trajectory.ddq[-1])
     rest = np.zeros_like(q_now)
-    ramp_in = ramp((np.asarray(q_now, dtype=float), rest, rest), first, limits, rate_hz=rate_hz)
-    ramp_out = stop_ramp(last, limits, rate_hz=rate_hz)
+    fitted = limits if ramp_limits is None else ramp_limits
+    ramp_in = ramp((np.asarray(q_now, dtype=float), rest, rest), first, fitted, rate_hz=rate_hz)
+    ramp_out = stop_ramp(last, fitted, rate_hz=rate_hz)
     whole = concatenate([_part(ramp_in, 0, -1), trajectory.shifted(-trajectory.time[0]), _part(ramp_out, 1, None)])
     step = 1.0 / rate_hz
     if np.allclose(np.diff(whole.time), step, rtol=0.0, atol=1e-9):
@@ -578,6 +582,51 @@ def playback_trajectory(
     if torque_model is not None:
         check_torques(whole, limits, torque_model)
     return whole
+
+
+RAMP_SLOWDOWNS: tuple[float, ...] = (1.0, 0.75, 0.5)
+"""Fractions of the actuated velocity, acceleration and jerk limits a closed-loop robot's ramps are fitted to, in
+turn, until the played motion keeps the passive joints' limits too."""
+
+
+def closed_loop_playback(
+    trajectory: SampledTrajectory,
+    q_now: np.ndarray,
+    limits: JointLimits,
+    closed_loop: ClosedLoopExcitation,
+    *,
+    rate_hz: float,
+    tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+) -> SampledTrajectory:
+    """:func:`playback_trajectory` of a closed-loop robot's actuated joints, ramps included checked against the
+    closure: passive limits, distance to singularities, motor torques
+    (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`). Ramps are fitted
+    to the actuated limits times each of :data:`RAMP_SLOWDOWNS` in turn.
+
+    Raises
+    ------
+    IdentificationError
+        The violation of the fastest ramps (time, joint or closure) when none passes.
+    """
+    failures: list[IdentificationError] = []
+    for factor in RAMP_SLOWDOWNS:
+        try:
+            motion = playback_trajectory(
+                trajectory,
+                q_now,
+                limits,
+                rate_hz=rate_hz,
+                tolerance_rad=tolerance_rad,
+                ramp_limits=limits.slower(factor),
+            )
+            check_closed_loop_trajectory(
+                closed_loop.model, motion, closed_loop.limits, torque_model=closed_loop.torque_model
+            )
+        except IdentificationError as error:
+            failures.append(error)
+            continue
+        return motion
+    raise failures[0]
 
 
 def chunk_range(times_s: np.ndarray, elapsed_s: float, horizon_s: float) -> tuple[int, int]:
@@ -785,24 +834,28 @@ class ExcitationNode(GuardedNode):
         if q_now is None:
             return self._refuse(reason)
         try:
-            motion = playback_trajectory(
-                plan.trajectory,
-                q_now,
-                self.limits,
-                rate_hz=self.settings.rate_hz,
-                torque_model=self.torque_model,
-                tolerance_rad=self.settings.interpolation_tolerance_rad,
-            )
             if self.closed_loop is not None:
-                # The ramps too: the passive joints, the distance to singularities and the motors' torques.
-                check_closed_loop_trajectory(
-                    self.closed_loop.model,
-                    motion,
-                    self.closed_loop.limits,
-                    torque_model=self.closed_loop.torque_model,
+                motion = closed_loop_playback(
+                    plan.trajectory,
+                    q_now,
+                    self.limits,
+                    self.closed_loop,
+                    rate_hz=self.settings.rate_hz,
+                    tolerance_rad=self.settings.interpolation_tolerance_rad,
+                )
+            else:
+                motion = playback_trajectory(
+                    plan.trajectory,
+                    q_now,
+                    self.limits,
+                    rate_hz=self.settings.rate_hz,
+                    torque_model=self.torque_model,
+                    tolerance_rad=self.settings.interpolation_tolerance_rad,
                 )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")
+        # The checks take time (a closed-loop robot's completion): playback starts from the clock after them.
+        now_ns = self._now_ns()
         self._playback = _Playback(motion, now_ns + round(START_LEAD_S * NS_PER_S))
         self._refusal = None
         with self._lock:
