@@ -78,10 +78,12 @@ excitation:
   ros__parameters:
     mode: fourier
     fundamental_hz: 0.2
-    harmonics: 4
+    harmonics: 5
     periods: 2
     rate_hz: 250.0
-    optimise: false
+    optimise: true
+    max_evaluations: 40           # a fixed number of evaluations: the same design on every machine
+    time_budget_s: 120.0
     seed: 1
 """
 TRUE_GAIN_ERRORS = np.array([1.075, 0.94])
@@ -238,7 +240,7 @@ def five_bar(tmp_path_factory: pytest.TempPathFactory) -> FiveBar:
 
 # ----------------------------------------------------------------------------- the five-bar
 def test_identify_recovers_the_five_bar_base_parameters_within_3_sigma(five_bar: FiveBar) -> None:
-    # Measured: largest deviation 2.3 σ over the 17 base parameters.
+    # Measured: largest deviation 2.4 σ over the 17 base parameters.
     deviations = sigma_deviations(five_bar.params, five_bar.truth)
     assert set(deviations) == set(five_bar.truth)
     assert max(deviations.values()) < 3.0, {name: round(value, 2) for name, value in deviations.items()}
@@ -247,7 +249,7 @@ def test_identify_recovers_the_five_bar_base_parameters_within_3_sigma(five_bar:
 
 
 def test_predict_gives_the_validation_torques_within_1_percent(five_bar: FiveBar, tmp_path: Path) -> None:
-    # Measured: 0.35 % of the noise-free actuated torques (constrained inverse dynamics).
+    # Measured: 0.30 % of the noise-free actuated torques (constrained inverse dynamics).
     out = tmp_path / "predicted.csv"
     code, output, error = dynid(
         "predict", "--params", five_bar.params, "--data", five_bar.validation, "--config", FIVE_BAR_CONFIG, "--out", out
@@ -459,18 +461,21 @@ def test_excite_plans_the_four_bar_crank_within_its_limits(four_bar: FourBar) ->
     planned = read_trajectory_csv(four_bar.trajectory)
     assert planned.joint_names == ("crank_joint",)
     assert planned.time[-1] == pytest.approx(10.0)
+    # Measured: condition number 189 (a random design of the same limits: 600-1000), closure ratio >= 0.77.
+    assert "optimised Fourier series of the actuated joints" in four_bar.excite_output
     assert "closure σ_min/σ_max" in four_bar.excite_output
     assert "crank_joint" in four_bar.excite_output
 
 
 def test_identify_recovers_the_four_bar_base_parameters_within_3_sigma(four_bar: FourBar) -> None:
-    # Measured: largest deviation 1.5 σ over the 11 base parameters.
+    # Measured: largest deviation 1.3 σ over the 11 base parameters.
     deviations = sigma_deviations(four_bar.params, four_bar.truth)
     assert set(deviations) == set(four_bar.truth)
     assert max(deviations.values()) < 3.0, {name: round(value, 2) for name, value in deviations.items()}
 
 
 def test_predict_gives_four_bar_validation_torques_within_1_percent(four_bar: FourBar, tmp_path: Path) -> None:
+    # Measured: 0.21 % along a motion the identification did not see.
     model = four_bar.model
     sim = simulated_robot(four_bar.config, 1)
     time_s, q, dq, ddq = fourier(13, 5.0, 1)
