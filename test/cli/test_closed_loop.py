@@ -47,6 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
 FIVE_BAR_CONFIG = REPO_ROOT / "config" / "five_bar.yaml"
 FOUR_BAR_URDF = REPO_ROOT / "test" / "core" / "data" / "four_bar.urdf"
+TWO_ARMS_URDF = REPO_ROOT / "test" / "core" / "data" / "two_arms.urdf"
 FOUR_BAR_CONFIG = """\
 # The test four-bar as a user describes it: the URDF of the opened tree (coupler cut in its middle),
 # the cut as a planar closure, the crank as the motor. Drive figures are invented.
@@ -409,6 +410,24 @@ def test_segmented_excitation_and_other_regression_models_are_refused_for_a_clos
         tmp_path / "p.yaml",
     )
     assert code == 2 and "not available for a closed-loop robot" in error
+
+
+def test_an_excitation_the_workspace_cannot_hold_is_refused_naming_the_binding_constraint(tmp_path: Path) -> None:
+    """Two spatial arms holding one bar (a 6d closure) assembled with a passive joint at its range limit
+    (-3.13 rad): hardly any motion keeps the closure's constraints; the refusal says which one binds, in one line."""
+    config = tmp_path / "two_arms.yaml"
+    config.write_text(
+        "/**:\n  ros__parameters:\n    robot:\n      loop_closures:\n"
+        "        grip: {frame_a: grip_a, frame_b: grip_b, type: 6d}\n      actuated_joints: [a1, b1]\n"
+        "excitation:\n  ros__parameters:\n    optimise: false\n    fundamental_hz: 0.5\n    harmonics: 2\n    position_margin_rad: 0.0\n"
+    )
+    code, _, error = dynid(
+        "excite", "--urdf", TWO_ARMS_URDF, "--config", config, "--mode", "fourier", "--out", tmp_path / "x.csv"
+    )
+    assert code == 2
+    assert "keeps the closed-loop constraints" in error
+    assert "passive joint a3" in error and not error.rstrip().endswith(",")
+    assert len(error.strip().splitlines()) == 1
 
 
 # ----------------------------------------------------------------------------- a second mechanism: the four-bar

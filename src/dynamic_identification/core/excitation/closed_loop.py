@@ -670,7 +670,12 @@ def _finalise(
         offsets, q_offset, rest, coarse, first=min(first, 1.0) if first > 0.0 else 1.0, steps=_FINAL_STEPS
     )
     if scale < MINIMUM_SCALE:
-        binding = binding or evaluator.scaled(offsets, q_offset, coarse, MINIMUM_SCALE).reason
+        # The constraint that binds: at the smallest motion allowed, else (feasible there) at the full motion.
+        binding = (
+            binding
+            or evaluator.scaled(offsets, q_offset, coarse, MINIMUM_SCALE).reason
+            or f"at the full motion {evaluator.scaled(offsets, q_offset, coarse, 1.0).reason}"
+        )
         raise IdentificationError(
             f"no excitation {where} keeps the closed-loop constraints (singularity margin"
             f" {limits.singularity_margin:g}) with more than {MINIMUM_SCALE:.0%} of the motion the actuated limits"
