@@ -63,7 +63,8 @@ from dynamic_identification.resources import shipped_path
 
 CUTOFFS_HZ = (5.0, 10.0, 20.0, 40.0)
 MIN_SPEEDS_RAD_S = (0.0, 0.05, 0.2)
-MEASURED_VELOCITY = (False, True)
+VELOCITIES = ("differentiated", "measured")
+STAMPS = ("recorded", "recovered")
 METHODS = ("wls", "ols")
 
 
@@ -98,17 +99,17 @@ class Score:
 
 
 def grid(config: IdentificationConfig, rate_hz: float, full: bool) -> list[tuple[str, IdentificationConfig]]:
-    """Hand-tuned settings: cut-off × min speed × measured velocity (WLS, automatic decimation), plus, in the full
-    grid, OLS and twice or half the automatic decimation for each."""
+    """Hand-tuned settings: cut-off × min speed × velocity source × stamps (WLS, automatic decimation), plus, in the
+    full grid, OLS and twice or half the automatic decimation for each."""
     settings = []
-    for cutoff, speed, measured in itertools.product(CUTOFFS_HZ, MIN_SPEEDS_RAD_S, MEASURED_VELOCITY):
+    for cutoff, speed, velocity, stamps in itertools.product(CUTOFFS_HZ, MIN_SPEEDS_RAD_S, VELOCITIES, STAMPS):
         if cutoff >= 0.5 * rate_hz:
             continue
         base = dataclasses.replace(
-            config, position_cutoff_hz=cutoff, min_speed_rad_s=speed, use_measured_velocity=measured
+            config, position_cutoff_hz=cutoff, min_speed_rad_s=speed, velocity=velocity, stamps=stamps
         )
         auto = default_decimation(rate_hz, position_cutoff_hz=cutoff)
-        label = f"fc={cutoff:g} vmin={speed:g} meas_vel={'y' if measured else 'n'}"
+        label = f"fc={cutoff:g} vmin={speed:g} vel={velocity[:4]} stamps={stamps[:4]}"
         variants = [(f"{label} wls nd=auto({auto})", base)]
         if full:
             variants.append((f"{label} ols nd=auto({auto})", dataclasses.replace(base, method="ols")))

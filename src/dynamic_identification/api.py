@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time as wall_clock
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -167,8 +168,14 @@ def identify_file(
     model: str | None = None,
     accept_implausible: bool = False,
     unit_checks: bool = True,
+    signal: Mapping[str, object] | None = None,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
+
+    ``signal`` overrides signal settings of the configuration by their
+    :class:`~dynamic_identification.io.config.IdentificationConfig` names (``velocity``,
+    ``position_cutoff_hz``, ``stamps``: the command line's ``--velocity``, ``--cutoff-hz``,
+    ``--stamps``); what is left ``auto`` is decided from the data and reported.
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
     regression model of [DirectDrive2012] §3; every model identifies the IDIM base
@@ -191,10 +198,13 @@ def identify_file(
             model=model,
             accept_implausible=accept_implausible,
             unit_checks=unit_checks,
+            signal=signal,
         )
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
+    if signal:
+        parsed = replace(parsed, **signal)
     result = identify_recording(robot, parsed, drive_chain, recording, model=model)
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
@@ -467,11 +477,14 @@ def _identify_closed_loop_file(
     model: str | None,
     accept_implausible: bool,
     unit_checks: bool,
+    signal: Mapping[str, object] | None = None,
 ) -> str:
     """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam."""
     mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
+    if signal:
+        parsed = replace(parsed, **signal)
     regression = model or parsed.model
     if regression != "dynamic":
         raise DataError(

@@ -104,6 +104,24 @@ def _parser() -> argparse.ArgumentParser:
         " the file records the problems under quality.plausibility",
     )
     _add_unit_checks(identify)
+    identify.add_argument(
+        "--velocity",
+        choices=("auto", "measured", "differentiated"),
+        help="velocity source (default auto: the recorded velocities when they agree with the differentiated"
+        " positions, else the derivative; overrides signal.velocity of --config)",
+    )
+    identify.add_argument(
+        "--cutoff-hz",
+        type=float,
+        help="position low-pass cut-off in Hz, 0 = from the data's spectrum (20 × the motion's bandwidth,"
+        " 2-20 Hz; overrides signal.position_cutoff_hz of --config)",
+    )
+    identify.add_argument(
+        "--stamps",
+        choices=("auto", "recorded", "recovered"),
+        help="sample instants (default auto: recovered from the sample order when the stamps jitter by more"
+        " than 1 %% of a period; overrides signal.stamps of --config)",
+    )
 
     predict = verbs.add_parser(
         "predict",
@@ -174,6 +192,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _signal_overrides(arguments: argparse.Namespace) -> dict[str, object]:
+    """The signal settings given on the command line, by their configuration names."""
+    given = {
+        "velocity": arguments.velocity,
+        "position_cutoff_hz": arguments.cutoff_hz,
+        "stamps": arguments.stamps,
+    }
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def _unit_checks(arguments: argparse.Namespace) -> bool:
     return not getattr(arguments, "no_unit_checks", False)
 
@@ -188,6 +216,7 @@ def _identify(arguments: argparse.Namespace) -> str:
         model=arguments.model,
         accept_implausible=arguments.accept_implausible,
         unit_checks=_unit_checks(arguments),
+        signal=_signal_overrides(arguments),
     )
 
 

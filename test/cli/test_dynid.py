@@ -548,7 +548,6 @@ def test_identify_names_a_misspelt_configuration_key(
 @pytest.mark.parametrize(
     ("cutoff_hz", "needles"),
     [
-        (0.0, ("signal.position_cutoff_hz", "> 0")),
         (-5.0, ("signal.position_cutoff_hz", "-5.0")),
         (600.0, ("position_cutoff_hz", "600", "Nyquist")),
     ],

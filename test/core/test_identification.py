@@ -168,7 +168,7 @@ def test_measured_velocity_path_agrees(setup) -> None:
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=30.0)
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=11, margin=0.15)
     _, dq, _ = trajectory.evaluate(time)
-    settings = IdentificationSettings(reduction="none", signal=SignalSettings(use_measured_velocity=True))
+    settings = IdentificationSettings(reduction="none", signal=SignalSettings(velocity="measured"))
     with_velocity = identify(robot, chain, terms, base, time, q, torques, dq_measured=dq, settings=settings)
     assert with_velocity.estimate.relative_error < 0.05
 

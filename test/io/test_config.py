@@ -77,7 +77,7 @@ def test_example_config_is_read(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, EXAMPLE))
     assert config.joints == ("shoulder", "elbow")
     assert config.drive_terms == DriveTerms(offset=False)
-    assert (config.position_cutoff_hz, config.decimation, config.use_measured_velocity) == (15.0, 4, True)
+    assert (config.position_cutoff_hz, config.decimation, config.velocity) == (15.0, 4, "measured")
     assert (config.method, config.reduction, config.r_sigma, config.min_samples) == ("ols", "none", 30.0, 500)
     assert config.effort_is_torque and config.joint_states_topic == "/joint_states"
     chain = config.drive_chain(2)
@@ -110,11 +110,13 @@ def test_extra_keys_declared_by_the_caller_are_accepted() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("signal.position_cutoff_hz", 0.0, "signal.position_cutoff_hz in test must be finite and > 0, got 0.0"),
+        ("signal.position_cutoff_hz", -1.0, "signal.position_cutoff_hz in test must be finite and >= 0, got -1.0"),
         ("signal.position_cutoff_hz", "fast", "must be a number, got 'fast'"),
         ("signal.decimation", 2.5, "signal.decimation in test must be an integer, got 2.5"),
         ("signal.decimation", -1, "must be >= 0, got -1"),
         ("signal.use_measured_velocity", "yes", "must be true or false, got 'yes'"),
+        ("signal.velocity", "fused", r"one of \['auto', 'measured', 'differentiated'\]"),
+        ("signal.stamps", "smoothed", r"one of \['auto', 'recorded', 'recovered'\]"),
         ("signal.rate_hz", -100.0, "must be finite and >= 0, got -100.0"),
         ("estimation.method", "tls", r"estimation.method in test must be one of \['ols', 'wls'\], got 'tls'"),
         ("estimation.reduction", "sinus", r"one of \['sensitivity', 'essential', 'none'\]"),

@@ -86,6 +86,7 @@ from dynamic_identification.core.identification import (
     check_motion,
     estimate_motion,
     identify_observations,
+    resolve_signal,
     slow_equations,
 )
 from dynamic_identification.core.identification.prediction import PREDICTION_BLOCK_SAMPLES, StampPrediction
@@ -126,11 +127,14 @@ class CompletedSegment:
 
 @dataclass(frozen=True)
 class CompletedRecording:
-    """The segments of :func:`complete_recording` and their provenance."""
+    """The segments of :func:`complete_recording`, their provenance and the signal settings used (every ``auto``
+    decided from the actuated motion, with the reasons)."""
 
     segments: tuple[CompletedSegment, ...]
     input_samples: int
     duplicates_dropped: int
+    signal: SignalSettings
+    signal_reasons: tuple[str, ...] = ()
 
     @property
     def rate_hz(self) -> float:
@@ -319,7 +323,7 @@ def complete_recording(
         Signal processing ([Gautier2013] §IV.A).
     dq_measured
         Measured velocities ``(N, n_a)`` or ``(N, n_t)`` (only the actuated ones are used),
-        when ``settings.use_measured_velocity``.
+        when ``settings.signal.velocity`` is ``"measured"``.
     passive_tolerance_rad
         With every joint recorded: largest accepted distance of a passive position from
         the closed configuration of the recorded actuated positions, rad (m).
@@ -353,6 +357,8 @@ def complete_recording(
                 f" ({t.shape[0]}, {model.n_tree}), got {measured.shape}"
             )
         velocities = measured[:, model.actuated] if measured.shape[1] == model.n_tree else measured
+    choice = resolve_signal(t, actuated, settings, dq_measured=velocities)
+    settings = choice.signal
     motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities)
     segments = []
     for motion in motions:
@@ -369,7 +375,13 @@ def complete_recording(
         segments.append(
             CompletedSegment(time=motion.time, motion=completed, signals=motion.torques, rate_hz=motion.rate_hz)
         )
-    return CompletedRecording(segments=tuple(segments), input_samples=int(t.shape[0]), duplicates_dropped=duplicates)
+    return CompletedRecording(
+        segments=tuple(segments),
+        input_samples=int(t.shape[0]),
+        duplicates_dropped=duplicates,
+        signal=choice.signal,
+        signal_reasons=choice.reasons,
+    )
 
 
 def closed_loop_observations(
@@ -412,7 +424,7 @@ def closed_loop_observations(
         Signal processing (``settings.signal``), ``min_samples``, ``min_motion_rad`` and
         ``block_samples``.
     dq_measured
-        Measured velocities, used when ``settings.signal.use_measured_velocity``.
+        Measured velocities, used when ``settings.signal.velocity`` is ``"measured"``.
     passive_tolerance_rad
         See :func:`complete_recording`.
 
@@ -448,7 +460,7 @@ def closed_loop_observations(
         passive_tolerance_rad=passive_tolerance_rad,
     )
     _check_travel(model, completed, settings)
-    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, completed.signal)
     matrices, targets, masks = [], [], []
     for rows in _segment_rows(builder, completed.segments, settings.block_samples):
         matrices.append(rows.observation_matrix)
@@ -463,6 +475,8 @@ def closed_loop_observations(
         segments=len(completed.segments),
         rate_hz=completed.rate_hz,
         decimation=builder.decimator.factor,
+        signal=completed.signal,
+        signal_reasons=completed.signal_reasons,
     )
 
 
@@ -823,7 +837,7 @@ def _gain_rows(
         name=recording.name,
     )
     _check_travel(model, completed, settings)
-    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, completed.signal)
     phi = payload.dynamic_parameters() if payload is not None else None
     segments = []
     for segment in completed.segments:

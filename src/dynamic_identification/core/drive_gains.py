@@ -50,7 +50,7 @@ filtered motion and decimated with the same filter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg
@@ -62,6 +62,7 @@ from dynamic_identification.core.identification import (
     RowBuilder,
     check_motion,
     estimate_motion,
+    resolve_signal,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload, PayloadDynamics
@@ -261,7 +262,9 @@ def _rows(
         )
     q = robot.unwrap_positions(recording.q)
     check_motion(q, robot.joint_names, min_motion_rad=settings.min_motion_rad)
-    motions, _ = estimate_motion(recording.time, q, settings.signal, torques=recording.currents)
+    signal = resolve_signal(recording.time, q, settings.signal).signal
+    settings = replace(settings, signal=signal)
+    motions, _ = estimate_motion(recording.time, q, signal, torques=recording.currents)
     rate = motions[0].rate_hz
     cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
     factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)

@@ -77,7 +77,7 @@ import scipy.optimize
 from dynamic_identification.core.alignment import current_polynomial, motor_torques
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError, RankDeficientError
 from dynamic_identification.core.estimation import weighted_least_squares
-from dynamic_identification.core.identification import SignalSettings, estimate_motion
+from dynamic_identification.core.identification import SignalSettings, estimate_motion, resolve_signal
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -349,6 +349,7 @@ def recording_observations(
     settings = settings or SignalSettings()
     t, positions, amps = _recording_arrays(robot, time, q, currents)
     torques = measured_motor_torques(drive_chain, amps, polynomial=polynomial)
+    settings = resolve_signal(t, positions, settings).signal
     motions, _ = estimate_motion(t, positions, settings, torques=torques)
     rate = motions[0].rate_hz
     cutoff = settings.position_cutoff_hz or 0.25 * rate

@@ -33,6 +33,7 @@ exactly [Gautier2013]'s per-trajectory weighting.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pinocchio as pin
@@ -45,6 +46,7 @@ from dynamic_identification.core.identification.motion import (
     check_samples,
     decimation_factor,
     estimate_motion,
+    resolve_signal,
 )
 from dynamic_identification.core.identification.observations import PreparedObservations
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
@@ -227,6 +229,8 @@ def power_observations(
                 f" got {time.shape}, {q.shape}, {torques.shape}"
             )
         check_samples(robot.joint_names, q, torques, where=f"recordings[{number}]: ")
+        if not settings.signal.resolved:  # the first trajectory decides for all: one grid, one decimation
+            settings = replace(settings, signal=resolve_signal(time, robot.unwrap_positions(q), settings.signal).signal)
         motions, dropped = estimate_motion(time, robot.unwrap_positions(q), settings.signal, torques=torques)
         if not factor:
             rate = motions[0].rate_hz

@@ -49,6 +49,7 @@ removed the noise a decimation filter would.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -57,7 +58,7 @@ import scipy.integrate
 import scipy.signal
 
 from dynamic_identification.core.errors import DataError, IdentificationError
-from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion
+from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
@@ -268,7 +269,7 @@ def model_observations(
         Integration interval of the supplied-energy model, s.
     dq_measured
         Measured velocities (rad/s) ``(N, n)``, used by the IDIM with
-        ``settings.signal.use_measured_velocity``.
+        ``settings.signal.velocity`` is ``"measured"``.
 
     Returns
     -------
@@ -295,6 +296,8 @@ def model_observations(
         return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
     if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
         raise IdentificationError(f"energy_interval_s must be finite and > 0, got {energy_interval_s}")
+    choice = resolve_signal(time, q, settings.signal, dq_measured=dq_measured)
+    settings = replace(settings, signal=choice.signal)
     motions, duplicates = estimate_motion(time, q, settings.signal, torques=np.asarray(torques, dtype=float))
     rate = motions[0].rate_hz
     first_order_filter(filter_lambda, rate)

@@ -33,10 +33,14 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.ndimage
 from scipy.interpolate import make_interp_spline
 from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
 
 from dynamic_identification.core.errors import DataError
+
+DEFAULT_GAP_FACTOR = 5.0
+"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
 
 __all__ = [
     "ParallelDecimator",
@@ -105,7 +109,7 @@ class StampReport:
     nominal_dt: float
 
 
-def clean_time_stamps(time: np.ndarray, *, gap_factor: float = 5.0) -> StampReport:
+def clean_time_stamps(time: np.ndarray, *, gap_factor: float = DEFAULT_GAP_FACTOR) -> StampReport:
     """Check time stamps, drop repeated ones and split the recording at gaps.
 
     Jitter is normal and accepted; a stamp equal to its predecessor is a repeated
@@ -161,6 +165,79 @@ def clean_time_stamps(time: np.ndarray, *, gap_factor: float = 5.0) -> StampRepo
         segments=segments,
         nominal_dt=nominal_dt,
     )
+
+
+STAMP_RECOVERY_WINDOW = 101
+"""Samples of the running median that recovers sample instants from the sample order (:func:`recover_stamps`)."""
+
+
+@dataclass(frozen=True)
+class RecoveredStamps:
+    """Sample instants recovered from the sample order (:func:`recover_stamps`).
+
+    ``time`` (s) the recovered instants; ``period_s`` the mean sample period the stamps
+    show; ``jitter`` the robust standard deviation of the stamps about the recovered
+    instants, as a fraction of a period.
+    """
+
+    time: np.ndarray
+    period_s: float
+    jitter: float
+
+
+def recover_stamps(
+    time: np.ndarray, *, window: int = STAMP_RECOVERY_WINDOW, gap_factor: float = DEFAULT_GAP_FACTOR
+) -> RecoveredStamps:
+    """Recover the instants of regularly taken samples from jittered, quantised or bunched stamps.
+
+    A driver takes samples at a steady rate but stamps them when its thread runs: with
+    jitter, with a counter's resolution (1 ms stamps of a 978 Hz stream), or late and
+    bunched after a stall. The stamps ``t_k`` of distinct samples are modelled as
+    ``t_0 + k T + r_k`` with ``T`` the median slope over up to 1000 samples (a slope over
+    many samples averages the stamps' resolution away; the median ignores the few spans
+    that hold a gap); the residual ``r_k`` is replaced by its running median over
+    ``window`` samples, separately between gaps (steps longer than ``gap_factor`` periods,
+    where the pipeline splits segments anyway). A running median removes the stamping
+    noise and the short bursts of a stall and keeps steps: a few lost samples stay a
+    step, a gap stays a gap. Exact stamps come back unchanged.
+
+    Parameters
+    ----------
+    time
+        Strictly increasing stamps of distinct samples, s, shape ``(N,)``.
+    window
+        Odd number of samples of the running median.
+    gap_factor
+        Steps longer than this many periods bound the pieces smoothed separately.
+
+    Raises
+    ------
+    DataError
+        When the stamps do not increase strictly or the recovered instants would not.
+    """
+    t = _time_vector(time)
+    if t.size < 2 or np.any(np.diff(t) <= 0.0):
+        raise DataError("recover_stamps needs strictly increasing stamps")
+    lag = max(1, min(1000, t.size // 4))
+    period = float(np.median((t[lag:] - t[:-lag]) / lag))
+    index = np.arange(t.size)
+    origin = float(t[0])
+    residual = t - origin - index * period
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(t) > gap_factor * period) + 1, [t.size]))
+    smooth = np.empty_like(residual)
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        piece = residual[start:stop]
+        size = min(window, piece.size - (1 - piece.size % 2))
+        # Reflection, not repetition, at the ends: a repeated end stamp would outvote the others there.
+        smooth[start:stop] = scipy.ndimage.median_filter(piece, size=max(size, 1), mode="reflect")
+    recovered = origin + index * period + smooth
+    scatter = residual - smooth
+    jitter = float(1.4826 * np.median(np.abs(scatter - np.median(scatter)))) / period
+    if np.any(np.diff(recovered) <= 0.0):
+        raise DataError("the recovered sample instants do not increase: the stamps are too irregular")
+    # The recovered instants carry no stamp resolution: their slope is the period to report.
+    period = float(np.median((recovered[lag:] - recovered[:-lag]) / lag))
+    return RecoveredStamps(time=recovered, period_s=period, jitter=jitter)
 
 
 def resample_uniform(
@@ -343,6 +420,41 @@ def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order
     padlen = min(length - 1, max(min_pad, int(np.ceil(3.0 * rate / cutoff))))
     filtered = _forward_backward(sos, initial_state, np.moveaxis(arr, axis, 0), padlen)
     return np.moveaxis(filtered, 0, axis)
+
+
+def roughness(time: np.ndarray, values: np.ndarray, *, rate_hz: float, cutoff_hz: float) -> np.ndarray:
+    """How rough samples look against their stamps: RMS above ``cutoff_hz`` after resampling at them.
+
+    Samples of a motion slower than ``cutoff_hz``, resampled onto a uniform grid at the
+    instants ``time``, hold above the cut-off only their noise (encoder quantisation,
+    sensor noise: the same whatever the stamps); stamps that misplace the samples add the
+    motion times the stamp error (a millisecond counter's sawtooth, a late thread's
+    jitter). Comparing the roughness of the same samples against two candidate stamp
+    sequences says which one the samples were taken at (:func:`recover_stamps`).
+
+    Parameters
+    ----------
+    time
+        Strictly increasing stamps of one contiguous segment, s, shape ``(N,)``.
+    values
+        Samples, shape ``(N,)`` or ``(N, n)``.
+    rate_hz
+        Rate of the uniform grid, Hz.
+    cutoff_hz
+        Above the motion's bandwidth, below the Nyquist frequency, Hz.
+
+    Returns
+    -------
+    numpy.ndarray
+        One roughness per column, units of ``values``, shape ``(n,)``.
+    """
+    t = _time_vector(time)
+    _, uniform = resample_uniform(t, np.asarray(values, dtype=float).reshape(t.size, -1), rate_hz, kind="cubic")
+    edge = int(np.ceil(3.0 * rate_hz / cutoff_hz))
+    if uniform.shape[0] <= 4 * edge:
+        raise DataError(f"roughness needs more than {4 * edge} samples at {rate_hz:.6g} Hz, got {uniform.shape[0]}")
+    residual = uniform - lowpass_zero_phase(uniform, cutoff_hz=cutoff_hz, rate_hz=rate_hz)
+    return np.asarray(np.sqrt(np.mean(residual[edge:-edge] ** 2, axis=0)), dtype=float)
 
 
 def _forward_backward(sos: np.ndarray, initial_state: np.ndarray, x: np.ndarray, padlen: int) -> np.ndarray:

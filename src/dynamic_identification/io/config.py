@@ -23,7 +23,7 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         joints: [shoulder, elbow]
         drive_chain: {gear_ratios: [100.0, 80.0], drive_gains: [0.1, 0.1], coupling: [1.0, 0.0, 0.0, 1.0]}
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
-        signal: {position_cutoff_hz: 20.0, decimation: 0, use_measured_velocity: false, rate_hz: 0.0,
+        signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
         estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
@@ -60,9 +60,12 @@ from dynamic_identification.core.errors import DataError, IdentificationError, b
 from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import (
+    AUTO_CUTOFF_HZ,
     DEFAULT_GAP_FACTOR,
     METHODS,
     REDUCTIONS,
+    STAMP_SOURCES,
+    VELOCITY_SOURCES,
     IdentificationSettings,
     SignalSettings,
 )
@@ -84,9 +87,13 @@ CONFIG_KEYS: dict[str, str] = {
     "drive_terms.viscous_friction": "identify the viscous friction Fv per joint",
     "drive_terms.coulomb_friction": "identify the Coulomb friction Fc per joint",
     "drive_terms.offset": "identify the torque offset per joint",
-    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (> 0)",
+    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (0: from the data)",
     "signal.decimation": "parallel decimation factor (0: automatic)",
-    "signal.use_measured_velocity": "use the recorded velocities instead of differentiating positions",
+    "signal.velocity": "velocity source: 'auto' (recorded when they agree with the differentiated positions),"
+    " 'measured' or 'differentiated'",
+    "signal.stamps": "sample instants: 'auto' (recovered from the sample order when the stamps jitter), 'recorded'"
+    " or 'recovered'",
+    "signal.use_measured_velocity": "deprecated: true is signal.velocity 'measured', false 'differentiated'",
     "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
     "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
     "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
@@ -326,11 +333,12 @@ class IdentificationConfig:
     drive_terms
         Which drive-chain parameters are identified.
     position_cutoff_hz
-        Cut-off of the position low-pass filter in Hz.
+        Cut-off of the position low-pass filter in Hz; 0 chooses it from the data.
     decimation
         Parallel decimation factor; 0 chooses it from the rate and the cut-off.
-    use_measured_velocity
-        Use recorded velocities instead of differentiating filtered positions.
+    velocity, stamps
+        Velocity source and sample instants (``auto`` decides from the data; see
+        :class:`~dynamic_identification.core.identification.settings.SignalSettings`).
     model
         Regression model of offline identification ([DirectDrive2012] §3, one of
         :data:`~dynamic_identification.core.regression_models.MODELS`): ``"dynamic"``
@@ -372,9 +380,10 @@ class IdentificationConfig:
     drive_gains: tuple[float, ...] | None = None
     coupling: tuple[tuple[float, ...], ...] | None = None
     drive_terms: DriveTerms = field(default_factory=DriveTerms)
-    position_cutoff_hz: float = 20.0
+    position_cutoff_hz: float = AUTO_CUTOFF_HZ
     decimation: int = 0
-    use_measured_velocity: bool = False
+    velocity: str = "auto"
+    stamps: str = "auto"
     model: str = "dynamic"
     method: str = "wls"
     reduction: str = "none"
@@ -455,10 +464,11 @@ class IdentificationConfig:
         try:
             return IdentificationSettings(
                 signal=SignalSettings(
-                    position_cutoff_hz=self.position_cutoff_hz or None,
+                    position_cutoff_hz=self.position_cutoff_hz,
                     decimation=self.decimation,
                     rate_hz=self.rate_hz or None,
-                    use_measured_velocity=self.use_measured_velocity,
+                    velocity=self.velocity,
+                    stamps=self.stamps,
                     gap_factor=self.gap_factor,
                     min_speed_rad_s=self.min_speed_rad_s,
                 ),
@@ -685,6 +695,13 @@ def load_config(
     return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
 
 
+def _velocity_default(reader: _Reader, default: str) -> str:
+    """``signal.velocity``'s default: the deprecated ``signal.use_measured_velocity`` when a file still sets it."""
+    if "signal.use_measured_velocity" not in reader.parameters:
+        return default
+    return "measured" if reader.flag("signal.use_measured_velocity", False) else "differentiated"
+
+
 def config_from_parameters(
     parameters: Mapping[str, Any], *, source: str = "parameters", extra_keys: Iterable[str] = ()
 ) -> IdentificationConfig:
@@ -729,10 +746,11 @@ def config_from_parameters(
         coupling=coupling,
         drive_terms=terms,
         position_cutoff_hz=reader.real(
-            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, maximum=10000.0
+            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, inclusive=True, maximum=10000.0
         ),
         decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0, maximum=1000),
-        use_measured_velocity=reader.flag("signal.use_measured_velocity", defaults.use_measured_velocity),
+        velocity=reader.choice("signal.velocity", _velocity_default(reader, defaults.velocity), VELOCITY_SOURCES),
+        stamps=reader.choice("signal.stamps", defaults.stamps, STAMP_SOURCES),
         rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True, maximum=100000.0),
         min_speed_rad_s=reader.real(
             "signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True, maximum=100.0

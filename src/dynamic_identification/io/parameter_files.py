@@ -188,6 +188,7 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
         "samples": int(update.samples),
         "window_s": float(update.window_s),
         "seconds": float(update.seconds),
+        "position_cutoff_hz": finite_or_none(update.position_cutoff_hz),
         "restarted": bool(restarted),
     }
 

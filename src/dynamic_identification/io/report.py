@@ -42,6 +42,7 @@ import numpy as np
 from scipy import signal as sps
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported when a report is written: matplotlib takes ~1 s to import
@@ -57,9 +58,6 @@ SPECTRUM_RESOLUTION_HZ = 0.1
 
 SPECTRUM_BINS = 300
 """Log-spaced frequency bins the Welch PSD is averaged into for drawing (smoother, and far fewer points)."""
-
-_GAP_STEPS = 5.0
-"""A stamp step longer than this many median steps ends a stretch of the spectrum (dropped messages)."""
 
 MOVING_RANGE_RAD = 1e-3
 """A joint whose position spans less than this (rad) in a data set did not move in it."""
@@ -530,7 +528,7 @@ def amplitude_spectrum(time: np.ndarray, values: np.ndarray) -> Spectrum | None:
     rate = 1.0 / step
     finite = np.isfinite(values)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], finite.astype(np.int8), [0]])))
-    cuts = np.flatnonzero(np.diff(time) > _GAP_STEPS * step) + 1
+    cuts = np.flatnonzero(np.diff(time) > DEFAULT_GAP_FACTOR * step) + 1
     stretches = []
     for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
         bounds = [start, *cuts[(cuts > start) & (cuts < stop)].tolist(), stop]

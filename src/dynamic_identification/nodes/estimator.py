@@ -62,6 +62,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowSettings,
     WindowUpdate,
 )
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.stamps import Stamp, classify_stamp
@@ -384,6 +385,7 @@ class EstimatorNode(GuardedNode):
         self._estimator_lock = threading.Lock()
         self._status_lock = threading.Lock()
         self._last_update: WindowUpdate | None = None
+        self._cutoff_logged = False
         self._event = ""
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
@@ -546,6 +548,11 @@ class EstimatorNode(GuardedNode):
 
     def _set_status(self, update: WindowUpdate | None, *, event: str | None = None, failure: str | None = None) -> None:
         """Leave the worker's results for the diagnostics (``None``: unchanged event or failure)."""
+        if update is not None and math.isfinite(update.position_cutoff_hz) and not self._cutoff_logged:
+            self._cutoff_logged = True
+            automatic = self.settings.position_cutoff_hz == AUTO_CUTOFF_HZ
+            chosen = "chosen from the first data" if automatic else "configured"
+            self.get_logger().info(f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen})")
         with self._status_lock:
             self._last_update = update
             if event is not None:
@@ -613,6 +620,7 @@ class EstimatorNode(GuardedNode):
                 removed=" ".join(name for name, _ in update.removed),
                 rows=str(update.samples),
                 update_seconds=f"{update.seconds:.6f}",
+                position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",
             )
             if update.joint_relative_errors.size == len(self._names):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):

@@ -19,6 +19,7 @@ from dynamic_identification.core.identification.motion import (
     decimation_factor,
     edge_samples,
     estimate_motion,
+    resolve_signal,
 )
 from dynamic_identification.core.identification.observations import (
     DecimatedRows,
@@ -73,6 +74,7 @@ __all__ = [
     "decimation_factor",
     "edge_samples",
     "estimate_motion",
+    "resolve_signal",
     "identify",
     "identify_observations",
     "predict_at_stamps",

@@ -43,9 +43,9 @@ from dynamic_identification.core.estimation.normal_equations import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
-from dynamic_identification.core.identification.motion import edge_samples
+from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
-from dynamic_identification.core.identification.settings import DEFAULT_GAP_FACTOR, REDUCTIONS
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, DEFAULT_GAP_FACTOR, REDUCTIONS
 from dynamic_identification.core.identification.solve import plausibility_problems, reduce_model, removed_reasons
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
@@ -82,6 +82,9 @@ class WindowRowBuilder(Protocol):
 RowBuilderFactory = Callable[[int, float, int | None], WindowRowBuilder]
 """Makes the window's row builder from the decimation factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``."""
 
+AUTO_CUTOFF_DATA_S = 10.0
+"""Seconds of data (at most the window) the sliding window waits for to choose an automatic cut-off."""
+
 
 @dataclass(frozen=True)
 class WindowSettings:
@@ -98,6 +101,9 @@ class WindowSettings:
     position_cutoff_hz, decimation, min_speed_rad_s, gap_factor
         As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`):
         a stamp step longer than ``gap_factor`` grid periods restarts the grid, never interpolated.
+        A cut-off of 0 is chosen from the first :data:`AUTO_CUTOFF_DATA_S` of data (the
+        rule of :func:`~dynamic_identification.core.identification.motion.resolve_signal`)
+        and kept: every row of the window is filtered alike.
     stick_periods
         Decimation periods on each side of a slow sample whose equations are left out;
         the default ten is the decimation filter's whole support, as offline, so no
@@ -134,7 +140,7 @@ class WindowSettings:
     window_s: float = 10.0
     update_period_s: float = 1.0
     rate_hz: float = 0.0
-    position_cutoff_hz: float = 20.0
+    position_cutoff_hz: float = AUTO_CUTOFF_HZ
     decimation: int = 0
     min_speed_rad_s: float = 0.05
     gap_factor: float = DEFAULT_GAP_FACTOR
@@ -153,9 +159,13 @@ class WindowSettings:
     def __post_init__(self) -> None:
         if self.reduction not in REDUCTIONS:
             raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
-        for name in ("window_s", "update_period_s", "position_cutoff_hz", "max_condition_number"):
+        for name in ("window_s", "update_period_s", "max_condition_number"):
             if not getattr(self, name) > 0.0:
                 raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not (np.isfinite(self.position_cutoff_hz) and self.position_cutoff_hz >= 0.0):
+            raise IdentificationError(
+                f"position_cutoff_hz must be >= 0 (0: from the data), got {self.position_cutoff_hz}"
+            )
         if self.update_period_s > self.window_s:
             raise IdentificationError(
                 f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
@@ -175,7 +185,8 @@ class WindowUpdate:
     ``publishable`` is true only when every quality gate passed; otherwise
     ``reason`` says why and the parameters (if any) must not be used.
     ``joint_errors`` and ``joint_relative_errors`` ([Volkmann2020] eq. (11)-(12)) are NaN for
-    a joint without an equation in the window (it did not move).
+    a joint without an equation in the window (it did not move). ``position_cutoff_hz`` is
+    the cut-off in use (chosen from the first data when configured 0; NaN before).
     """
 
     time_s: float
@@ -193,6 +204,7 @@ class WindowUpdate:
     samples: int = 0
     window_s: float = 0.0
     seconds: float = 0.0
+    position_cutoff_hz: float = float("nan")
 
 
 @dataclass
@@ -266,6 +278,7 @@ class SlidingWindowEstimator:
         self._origin = 0.0
         self._dt = 0.0
         self._edge = 0
+        self._cutoff = float("nan")
         self._builder: WindowRowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
@@ -336,6 +349,9 @@ class SlidingWindowEstimator:
         # The window's matrices are small (tens of columns): BLAS threads only add overhead.
         with self._threads.limit(limits=1, user_api="blas"):
             self._absorb_pending()
+            # Rows trail the newest sample by the filter margins; rows older than that and the window
+            # (after a gap, when no row has come yet) leave the window all the same.
+            self._expire(self._last_time - self._margin_s())
             result = self._estimate()
         self._last_update_time = self._last_time
         self._updates += 1
@@ -363,9 +379,10 @@ class SlidingWindowEstimator:
         q = np.concatenate(self._q)
         tau = np.concatenate(self._tau)
         if self._builder is None:
-            if time.size < 32:
+            automatic = self._settings.position_cutoff_hz == AUTO_CUTOFF_HZ
+            if time.size < 32 or (automatic and time[-1] - time[0] < min(AUTO_CUTOFF_DATA_S, self._settings.window_s)):
                 return
-            self._create_builder(time)
+            self._create_builder(time, q)
         gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * self._dt) + 1
         starts = np.concatenate([[0], gaps])
         stops = np.concatenate([gaps, [time.size]])
@@ -380,19 +397,29 @@ class SlidingWindowEstimator:
             kept = slice(start + int(np.searchsorted(time[piece], keep_from)), stop)
         self._time, self._q, self._tau = [time[kept]], [q[kept]], [tau[kept]]
 
-    def _create_builder(self, time: np.ndarray) -> None:
+    @property
+    def position_cutoff_hz(self) -> float:
+        """The position cut-off in use, Hz: the configured one, or the one chosen from the first data (NaN before)."""
+        return self._cutoff
+
+    def _create_builder(self, time: np.ndarray, q: np.ndarray) -> None:
         settings = self._settings
         self._origin = float(time[0])
         self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
         rate = 1.0 / self._dt
-        if settings.position_cutoff_hz >= 0.5 * rate:
+        if settings.position_cutoff_hz == AUTO_CUTOFF_HZ:
+            grid = self._origin + np.arange(int((time[-1] - time[0]) / self._dt)) * self._dt
+            self._cutoff = automatic_cutoff_hz(motion_bandwidth_hz(interpolate_at(time, q, grid), rate), rate)
+        else:
+            self._cutoff = settings.position_cutoff_hz
+        if self._cutoff >= 0.5 * rate:
             raise IdentificationError(
-                f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency"
+                f"position_cutoff_hz={self._cutoff} must be below the Nyquist frequency"
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
-        factor = settings.decimation or default_decimation(rate, position_cutoff_hz=settings.position_cutoff_hz)
+        factor = settings.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
         self._builder = self._make_builder(factor, settings.min_speed_rad_s, settings.stick_periods)
-        self._edge = edge_samples(rate, settings.position_cutoff_hz)
+        self._edge = edge_samples(rate, self._cutoff)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:
         """Rows of one contiguous piece of pending samples on the current grid; the stamp from which samples
@@ -408,7 +435,7 @@ class SlidingWindowEstimator:
         # Local, so a grid value never depends on where the pending block ends.
         q_grid = interpolate_at(time, q, grid, kind="local_cubic")
         tau_grid = interpolate_at(time, tau, grid, kind="linear")
-        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=self._settings.position_cutoff_hz)
+        q_filtered, dq, ddq = differentiate(q_grid, rate_hz=1.0 / dt, cutoff_hz=self._cutoff)
         usable_first = first_grid + self._edge
         usable_last = last_grid - self._edge
         lowest = usable_first + builder.reach
@@ -428,8 +455,40 @@ class SlidingWindowEstimator:
         )
         self._next_output = int(rows.index[-1]) + factor if rows.index.size else next_output
         if rows.index.size:
-            self._add_block(rows, origin + rows.index * dt, q_filtered[block])
+            q_block = q_filtered[block]
+            q_times = origin + (next_output - builder.reach + np.arange(q_block.shape[0])) * dt
+            self._add_rows(rows, origin + rows.index * dt, q_block, q_times)
         return origin + (self._next_output - builder.reach - self._edge - 2) * dt
+
+    def _add_rows(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray, q_times: np.ndarray) -> None:
+        """Add the rows as blocks of at most ``update_period_s`` of data each, so the window expires data in
+        steps of that size even when many seconds arrive at once (a waiting automatic cut-off, a late worker)."""
+        period = self._settings.update_period_s
+        number = np.floor((times - times[0]) / period).astype(int)
+        for part in np.unique(number):
+            inside = number == part
+            picked = DecimatedRows(
+                observation_matrix=rows.observation_matrix[inside],
+                torques=rows.torques[inside],
+                valid=rows.valid[inside],
+                index=rows.index[inside],
+            )
+            near = (q_times >= times[inside][0] - period) & (q_times <= times[inside][-1] + period)
+            self._add_block(picked, times[inside], q[near] if near.any() else q)
+
+    def _margin_s(self) -> float:
+        """How far the newest row trails the newest sample, s: the filter margins kept pending."""
+        builder = self._builder
+        if builder is None:
+            return 0.0
+        return (self._edge + builder.reach + builder.decimator.factor + 2) * self._dt
+
+    def _expire(self, now_s: float) -> None:
+        """Drop the blocks that ended more than ``window_s`` of data time before ``now_s``."""
+        start = now_s - self._settings.window_s
+        while self._blocks and self._blocks[0].time[-1] < start:
+            expired = self._blocks.popleft()
+            self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         block = _Block(
@@ -441,10 +500,7 @@ class SlidingWindowEstimator:
         )
         self._blocks.append(block)
         self._equations = self._equations + block.equations
-        start = times[-1] - self._settings.window_s
-        while self._blocks and self._blocks[0].time[-1] < start:
-            expired = self._blocks.popleft()
-            self._equations = self._equations - expired.equations
+        self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
             total = NormalEquations.zeros(self._n, self._base.count)
             for kept in self._blocks:
@@ -459,7 +515,14 @@ class SlidingWindowEstimator:
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
         travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
         samples = int(sum(b.rows.index.size for b in self._blocks))
-        blank = WindowUpdate(time_s=now, publishable=False, reason="", samples=samples, window_s=span)
+        blank = WindowUpdate(
+            time_s=now,
+            publishable=False,
+            reason="",
+            samples=samples,
+            window_s=span,
+            position_cutoff_hz=self._cutoff,
+        )
         if travel.max() < settings.min_motion_rad:
             return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
         equations = self._equations

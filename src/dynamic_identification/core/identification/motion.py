@@ -1,27 +1,86 @@
 """From recorded samples to filtered motion on a uniform grid ([Gautier2013] §IV.A).
 
-1. clean the stamps (drop duplicates, refuse time going backwards, split at gaps of
-   more than ``gap_factor`` periods: a gap is never interpolated);
-2. resample each contiguous segment onto a uniform grid at the nominal rate;
+1. clean the stamps (drop duplicates, refuse time going backwards), recover the sample
+   instants from the sample order when the stamps jitter (:func:`~.signal.recover_stamps`),
+   and split at gaps of more than ``gap_factor`` periods: a gap is never interpolated;
+2. resample each contiguous segment onto a uniform grid at the true sample rate;
 3. band-pass derivative estimation: zero-phase low-pass of ``q`` and central
    differences for ``q̇``, ``q̈`` (or the measured velocities, filtered).
+
+What a real recording needs is decided from the recording itself
+(:func:`resolve_signal`), each choice with its reason, so that default settings work on
+real robots and the parameter file records exactly what was done:
+
+* **stamps** — recovered from the sample order when they scatter by more than 1 % of a
+  period about a regular sequence (a millisecond counter on a 978 Hz stream, jitter,
+  the bunched stamps after a driver's stall) and the positions are smoother (less
+  power above 20 Hz) against the recovered instants; recorded otherwise (a sampler that jitters and stamps
+  exactly);
+* **sample rate** — from the (recovered) stamps' median period, not a nominal figure;
+* **position cut-off** — 20 times the motion's bandwidth (the frequency below which
+  99 % of the joint-velocity power lies, the noise floor removed), within
+  2 Hz … min(20 Hz, rate / 10): the band a rigid-body model needs, no more noise;
+* **velocities** — the recorded ones when they agree with the derivative of the
+  filtered positions within 5 % (same band, no lag or scale error), else the derivative.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.signal
 
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
-from dynamic_identification.core.identification.settings import SignalSettings
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.signal import (
     clean_time_stamps,
     default_decimation,
     differentiate,
     lowpass_zero_phase,
+    recover_stamps,
     resample_uniform,
+    roughness,
 )
+
+STAMP_JITTER_LIMIT = 0.01
+"""Stamps scattering by more than this fraction of a period about a regular sequence are candidates for recovery."""
+
+ROUGHNESS_GAIN = 0.95
+"""Jittered stamps are recovered only when the positions' roughness against the recovered instants is below
+this fraction of their roughness against the recorded stamps (:func:`~.signal.roughness`)."""
+
+ROUGHNESS_SAMPLES = 60_000
+"""The stamp decision compares roughness over at most this many first samples."""
+
+BANDWIDTH_POWER_FRACTION = 0.99
+"""The motion's bandwidth: the frequency below which this fraction of the joint-velocity power lies."""
+
+BANDWIDTH_SIGNIFICANCE = 100.0
+"""A spectral bin of the positions counts as motion when its power exceeds this many times the noise floor."""
+
+CUTOFF_PER_BANDWIDTH = 20.0
+"""The automatic position cut-off is this many times the motion's bandwidth."""
+
+AUTO_CUTOFF_RANGE_HZ = (2.0, 20.0)
+"""Bounds of the automatic position cut-off, Hz (and at most a tenth of the sample rate)."""
+
+VELOCITY_AGREEMENT = 0.05
+"""Recorded velocities within this relative RMS difference of the differentiated positions are used."""
+
+
+@dataclass(frozen=True)
+class SignalChoice:
+    """The signal settings a recording was processed with, every ``auto`` decided, and why.
+
+    ``signal`` holds no ``auto`` (:attr:`SignalSettings.resolved`): stored in a parameter
+    file, it makes ``predict`` process new data exactly the same way. ``reasons`` says in
+    one line per decision what was chosen and why; ``rate_hz`` is the sample rate found.
+    """
+
+    signal: SignalSettings
+    reasons: tuple[str, ...]
+    rate_hz: float
 
 
 @dataclass(frozen=True)
@@ -52,6 +111,220 @@ def decimation_factor(signal: SignalSettings, rate_hz: float) -> int:
     return signal.decimation or default_decimation(rate_hz, position_cutoff_hz=cutoff)
 
 
+@dataclass(frozen=True)
+class _Stamps:
+    """Cleaned stamps: rows kept, their instants relative to ``origin`` (s), segments, duplicates, period.
+
+    ``jitter`` is the stamps' scatter about a regular sequence (fraction of a period),
+    ``recovered`` whether ``time`` holds the recovered instants and ``roughness_ratio`` the
+    roughness of the positions against the recovered over the recorded stamps (``nan`` when
+    not compared).
+    """
+
+    keep: np.ndarray
+    time: np.ndarray
+    origin: float
+    segments: tuple[tuple[int, int], ...]
+    duplicates: int
+    period_s: float
+    jitter: float = 0.0
+    recovered: bool = False
+    roughness_ratio: float = float("nan")
+
+
+def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray, segment: tuple[int, int]) -> float:
+    """Roughness of the positions against ``recovered`` over against ``recorded`` stamps, summed over joints.
+
+    Measured on (at most :data:`ROUGHNESS_SAMPLES` of) the longest segment, above the
+    highest automatic cut-off; joints at rest add the same noise to both sides.
+    """
+    start, stop = segment
+    stop = min(stop, start + ROUGHNESS_SAMPLES)
+    period = float(np.median(np.diff(recovered[start:stop])))
+    rate = 1.0 / period
+    cutoff = min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate)
+    try:
+        against_recorded = roughness(recorded[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
+        against_recovered = roughness(recovered[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
+    except DataError:
+        return 1.0  # too short to tell: keep the stamps
+    total = float(np.sum(against_recorded**2))
+    return float(np.sqrt(np.sum(against_recovered**2) / total)) if total > 0.0 else 1.0
+
+
+def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamps:
+    """Drop repeated stamps, recover the instants when asked or when the data say so, split at gaps.
+
+    With ``stamps: auto`` the instants are recovered when the stamps scatter by more than
+    :data:`STAMP_JITTER_LIMIT` of a period *and* the positions are smoother against the
+    recovered instants (by :data:`ROUGHNESS_GAIN`): a driver that stamps late
+    scatters stamps of regular samples, but a sampler that jitters and stamps exactly
+    scatters them too, and only the positions tell the two apart.
+    """
+    stamps = np.asarray(time, dtype=float)
+    report = clean_time_stamps(stamps, gap_factor=settings.gap_factor)
+    # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
+    origin = float(stamps[0])
+    kept = stamps[report.keep] - origin
+    recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
+    if settings.stamps == "recorded" or kept.size < 8:
+        return recorded
+    candidate = recover_stamps(kept, gap_factor=settings.gap_factor)
+    ratio = float("nan")
+    if settings.stamps == "auto":
+        if candidate.jitter <= STAMP_JITTER_LIMIT:
+            return replace(recorded, jitter=candidate.jitter)
+        longest = max(report.segments, key=lambda segment: segment[1] - segment[0])
+        ratio = _roughness_ratio(kept, candidate.time, np.asarray(q, dtype=float)[report.keep], longest)
+        if ratio >= ROUGHNESS_GAIN:
+            return replace(recorded, jitter=candidate.jitter, roughness_ratio=ratio)
+    split = clean_time_stamps(candidate.time, gap_factor=settings.gap_factor)
+    return _Stamps(
+        report.keep,
+        candidate.time,
+        origin,
+        split.segments,
+        report.duplicates_dropped,
+        candidate.period_s,
+        candidate.jitter,
+        recovered=True,
+        roughness_ratio=ratio,
+    )
+
+
+def resolve_signal(
+    time: np.ndarray, q: np.ndarray, settings: SignalSettings, *, dq_measured: np.ndarray | None = None
+) -> SignalChoice:
+    """Decide every ``auto`` of ``settings`` from the recording (module docstring), with the reasons.
+
+    Settings given explicitly are kept (and said so only where they matter).
+
+    Raises
+    ------
+    DataError
+        Bad stamps or too few samples to decide.
+    """
+    stamps = _stamps(time, settings, q)
+    reasons = []
+    stamp_choice = settings.stamps
+    if settings.stamps == "auto":
+        stamp_choice = "recovered" if stamps.recovered else "recorded"
+        reasons.append(_stamp_reason(stamps))
+    rate = settings.rate_hz if settings.rate_hz else 1.0 / stamps.period_s
+    if not settings.rate_hz:
+        reasons.append(f"sample rate: {rate:.6g} Hz from the stamps")
+    start, stop = max(stamps.segments, key=lambda segment: segment[1] - segment[0])
+    longest = slice(start, stop)
+    segment_time = stamps.time[longest]
+    _, q_uniform = resample_uniform(segment_time, np.asarray(q, dtype=float)[stamps.keep][longest], rate, kind="cubic")
+    cutoff = settings.position_cutoff_hz
+    if cutoff == AUTO_CUTOFF_HZ:
+        bandwidth = motion_bandwidth_hz(q_uniform, rate)
+        cutoff = automatic_cutoff_hz(bandwidth, rate)
+        low, high = AUTO_CUTOFF_RANGE_HZ
+        reasons.append(
+            f"position cut-off: {cutoff:.3g} Hz ({CUTOFF_PER_BANDWIDTH:g} × the motion's {bandwidth:.3g} Hz bandwidth,"
+            f" within {low:g}-{min(high, 0.1 * rate):.3g} Hz)"
+        )
+    _check_cutoff(cutoff, rate)
+    if not settings.decimation:
+        factor = decimation_factor(replace(settings, position_cutoff_hz=cutoff), rate)
+        reasons.append(f"decimation: {factor} (to {rate / factor:.4g} Hz, at least 4 × the cut-off)")
+    velocity = settings.velocity
+    if velocity == "auto":
+        if dq_measured is None:
+            velocity = "differentiated"
+            reasons.append("velocities: differentiated positions (the recording has none)")
+        else:
+            dq_recorded = np.asarray(dq_measured, dtype=float)[stamps.keep][longest]
+            _, dq_uniform = resample_uniform(segment_time, dq_recorded, rate)
+            difference = velocity_disagreement(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
+            velocity = "measured" if difference <= VELOCITY_AGREEMENT else "differentiated"
+            reasons.append(
+                f"velocities: recorded ones (within {100 * difference:.2g} % of the differentiated positions)"
+                if velocity == "measured"
+                else f"velocities: differentiated positions (the recorded ones differ by {100 * difference:.2g} %:"
+                " lag, scale or noise)"
+            )
+    signal = replace(
+        settings,
+        position_cutoff_hz=cutoff,
+        velocity=velocity,
+        stamps=stamp_choice,
+        rate_hz=settings.rate_hz if settings.rate_hz else None,
+    )
+    return SignalChoice(signal=signal, reasons=tuple(reasons), rate_hz=rate)
+
+
+def _check_cutoff(cutoff_hz: float | None, rate_hz: float) -> None:
+    """Refuse a position cut-off at or above the Nyquist frequency of ``rate_hz``."""
+    if cutoff_hz is not None and cutoff_hz >= 0.5 * rate_hz:
+        raise DataError(f"position_cutoff_hz={cutoff_hz} must be below the Nyquist frequency {0.5 * rate_hz:.6g} Hz")
+
+
+def _stamp_reason(stamps: _Stamps) -> str:
+    """Why ``stamps: auto`` kept or recovered the stamps, one line."""
+    scatter = f"they scatter by {100 * stamps.jitter:.2g} % of a period"
+    if stamps.recovered:
+        return (
+            f"stamps: recovered from the sample order ({scatter}; the positions are"
+            f" {1.0 / stamps.roughness_ratio:.3g}× smoother against the recovered instants)"
+        )
+    if np.isnan(stamps.roughness_ratio):
+        return f"stamps: as recorded ({scatter}: regular)"
+    return (
+        f"stamps: as recorded ({scatter}, but the positions are no smoother against recovered instants:"
+        " the samples were taken at the stamps)"
+    )
+
+
+def automatic_cutoff_hz(bandwidth_hz: float, rate_hz: float) -> float:
+    """The position cut-off for a motion of ``bandwidth_hz``: :data:`CUTOFF_PER_BANDWIDTH` times it, within
+    :data:`AUTO_CUTOFF_RANGE_HZ` and at most a tenth of ``rate_hz``, Hz."""
+    low, high = AUTO_CUTOFF_RANGE_HZ
+    return float(np.clip(CUTOFF_PER_BANDWIDTH * bandwidth_hz, low, min(high, 0.1 * rate_hz)))
+
+
+def motion_bandwidth_hz(q_uniform: np.ndarray, rate_hz: float) -> float:
+    """The frequency (Hz) below which :data:`BANDWIDTH_POWER_FRACTION` of the joint-velocity power lies.
+
+    From the positions' power spectrum (Welch, ``scipy.signal.welch``) of every joint:
+    its noise floor is the median level above a quarter of the rate (encoder quantisation
+    and sensor noise are white in position there, motion is not); only the bins that stand
+    :data:`BANDWIDTH_SIGNIFICANCE` times above the floor count as motion, less the floor,
+    weighted by ``(2πf)²`` into velocity power, summed over joints. Counting every bin would
+    let the noise, whose velocity power grows with ``f²``, set the bandwidth.
+    """
+    q = np.asarray(q_uniform, dtype=float)
+    segment = int(min(q.shape[0], max(256, round(20.0 * rate_hz))))
+    frequency, power = scipy.signal.welch(q, fs=rate_hz, nperseg=segment, axis=0, detrend="linear")
+    floor = np.median(power[frequency > 0.25 * rate_hz], axis=0)
+    motion = np.where(power > BANDWIDTH_SIGNIFICANCE * floor, power - floor, 0.0)
+    velocity_power = ((2.0 * np.pi * frequency) ** 2)[:, None] * motion
+    signal_power = velocity_power.sum(axis=1)
+    total = float(signal_power.sum())
+    if total <= 0.0:
+        return float(frequency[1]) if frequency.size > 1 else 0.0
+    cumulative = np.cumsum(signal_power) / total
+    return float(frequency[min(int(np.searchsorted(cumulative, BANDWIDTH_POWER_FRACTION)), frequency.size - 1)])
+
+
+def velocity_disagreement(
+    q_uniform: np.ndarray, dq_recorded: np.ndarray, *, rate_hz: float, cutoff_hz: float | None
+) -> float:
+    """Relative RMS difference between recorded velocities and the derivative of the filtered positions,
+    both low-passed alike, over the joints' samples faster than a tenth of their peak speed."""
+    _, derivative, _ = differentiate(q_uniform, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
+    recorded = (
+        lowpass_zero_phase(dq_recorded, cutoff_hz=cutoff_hz, rate_hz=rate_hz) if cutoff_hz is not None else dq_recorded
+    )
+    moving = np.abs(derivative) > 0.1 * np.abs(derivative).max(axis=0, initial=0.0)
+    reference = float(np.linalg.norm(np.where(moving, derivative, 0.0)))
+    if reference <= 0.0:
+        return float("inf")
+    return float(np.linalg.norm(np.where(moving, recorded - derivative, 0.0))) / reference
+
+
 def estimate_motion(
     time: np.ndarray,
     q: np.ndarray,
@@ -62,27 +335,27 @@ def estimate_motion(
 ) -> tuple[list[Motion], int]:
     """Clean stamps, resample and differentiate; one :class:`Motion` per segment.
 
-    Returns the motions and the number of duplicate stamps dropped. Segments too short
-    to differentiate are left out.
+    Settings with an ``auto`` left are decided first (:func:`resolve_signal`). Returns
+    the motions and the number of duplicate stamps dropped. Segments too short to
+    differentiate are left out.
 
     Raises
     ------
     DataError
         Bad stamps, a cut-off above the Nyquist frequency, no segment long enough.
     """
-    report = clean_time_stamps(np.asarray(time, dtype=float), gap_factor=settings.gap_factor)
-    rate = settings.rate_hz if settings.rate_hz else 1.0 / report.nominal_dt
-    if settings.position_cutoff_hz is not None and settings.position_cutoff_hz >= 0.5 * rate:
-        raise DataError(
-            f"position_cutoff_hz={settings.position_cutoff_hz} must be below the Nyquist frequency {0.5 * rate:.6g} Hz"
-        )
-    # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
-    origin = float(np.asarray(time, dtype=float)[0])
-    kept_time = np.asarray(time, dtype=float)[report.keep] - origin
-    kept_q = np.asarray(q, dtype=float)[report.keep]
+    if not settings.resolved:
+        settings = resolve_signal(time, q, settings, dq_measured=dq_measured).signal
+    stamps = _stamps(time, settings, q)
+    rate = settings.rate_hz if settings.rate_hz else 1.0 / stamps.period_s
+    _check_cutoff(settings.position_cutoff_hz, rate)
+    origin = stamps.origin
+    kept_time = stamps.time
+    report_keep = stamps.keep
+    kept_q = np.asarray(q, dtype=float)[report_keep]
     edge = edge_samples(rate, settings.position_cutoff_hz)
     motions = []
-    for start, stop in report.segments:
+    for start, stop in stamps.segments:
         if stop - start < 16:
             continue
         t = kept_time[start:stop]
@@ -90,8 +363,8 @@ def estimate_motion(
         if grid.shape[0] < 2 * edge + 16:
             continue
         q_filtered, dq, ddq = differentiate(q_uniform, rate_hz=rate, cutoff_hz=settings.position_cutoff_hz)
-        if settings.use_measured_velocity and dq_measured is not None:
-            _, dq_uniform = resample_uniform(t, np.asarray(dq_measured, dtype=float)[report.keep][start:stop], rate)
+        if settings.velocity == "measured" and dq_measured is not None:
+            _, dq_uniform = resample_uniform(t, np.asarray(dq_measured, dtype=float)[report_keep][start:stop], rate)
             dq = (
                 lowpass_zero_phase(dq_uniform, cutoff_hz=settings.position_cutoff_hz, rate_hz=rate)
                 if settings.position_cutoff_hz is not None
@@ -100,7 +373,7 @@ def estimate_motion(
             ddq = np.gradient(dq, 1.0 / rate, axis=0, edge_order=2)
         tau = None
         if torques is not None:
-            _, tau = resample_uniform(t, np.asarray(torques, dtype=float)[report.keep][start:stop], rate, kind="linear")
+            _, tau = resample_uniform(t, np.asarray(torques, dtype=float)[report_keep][start:stop], rate, kind="linear")
         inner = slice(edge, grid.shape[0] - edge)
         motions.append(
             Motion(
@@ -117,7 +390,7 @@ def estimate_motion(
             f"no contiguous segment long enough to differentiate in {len(kept_time)} samples"
             f" (each needs {2 * edge + 16} samples at {rate:.6g} Hz)"
         )
-    return motions, report.duplicates_dropped
+    return motions, stamps.duplicates
 
 
 def check_samples(joint_names: tuple[str, ...], q: np.ndarray, torques: np.ndarray, *, where: str = "") -> None:
@@ -140,4 +413,16 @@ def check_motion(q: np.ndarray, joint_names: tuple[str, ...], *, min_motion_rad:
         )
 
 
-__all__ = ["Motion", "check_motion", "check_samples", "decimation_factor", "edge_samples", "estimate_motion"]
+__all__ = [
+    "Motion",
+    "SignalChoice",
+    "automatic_cutoff_hz",
+    "check_motion",
+    "check_samples",
+    "decimation_factor",
+    "edge_samples",
+    "estimate_motion",
+    "motion_bandwidth_hz",
+    "resolve_signal",
+    "velocity_disagreement",
+]

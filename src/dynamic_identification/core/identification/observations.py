@@ -10,15 +10,15 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
 import scipy.ndimage
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.motion import decimation_factor, estimate_motion
-from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.motion import decimation_factor, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters, observation_matrix
 from dynamic_identification.core.signal import ParallelDecimator
@@ -44,6 +44,10 @@ class PreparedObservations:
     model
         The regression model (``"dynamic"`` is the IDIM, whose equations are the joint
         torques themselves).
+    signal, signal_reasons
+        The signal settings the recording was processed with, every ``auto`` decided
+        (:func:`~dynamic_identification.core.identification.motion.resolve_signal`), and
+        one line per decision saying why; ``None`` for observations assembled by hand.
     """
 
     observation_matrix: np.ndarray
@@ -55,6 +59,8 @@ class PreparedObservations:
     rate_hz: float
     decimation: int
     model: str = "dynamic"
+    signal: SignalSettings | None = None
+    signal_reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,8 @@ def prepare_observations(
     structural zeros (:attr:`BaseParameters.structure`) are filtered.
     """
     settings = settings or IdentificationSettings()
+    choice = resolve_signal(time, q, settings.signal, dq_measured=dq_measured)
+    settings = replace(settings, signal=choice.signal)
     motions, duplicates = estimate_motion(time, q, settings.signal, torques=torques, dq_measured=dq_measured)
     rate = motions[0].rate_hz
     factor = decimation_factor(settings.signal, rate)
@@ -240,6 +248,8 @@ def prepare_observations(
         segments=len(motions),
         rate_hz=rate,
         decimation=factor,
+        signal=choice.signal,
+        signal_reasons=choice.reasons,
     )
 
 

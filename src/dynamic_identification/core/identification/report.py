@@ -32,6 +32,7 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         "",
         f"kept {len(result.names)} of {result.base.count} base parameters; removed: "
         + (", ".join(f"{name} ({why})" for name, why in result.removed) or "none"),
+        *(f"signal: {reason}" for reason in observations.signal_reasons),
         f"samples {observations.input_samples} (duplicates dropped {observations.duplicates_dropped},"
         f" segments {observations.segments}), rate {observations.rate_hz:.6g} Hz,"
         f" decimation {observations.decimation} -> {observations.observation_matrix.shape[0]} equations per"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 
 METHODS: tuple[str, ...] = ("ols", "wls")
 """Least-squares methods: ordinary, or weighted per joint ([Gautier2013] eq. (20))."""
@@ -19,8 +20,15 @@ METHODS: tuple[str, ...] = ("ols", "wls")
 REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
 """Model reductions: [Volkmann2020] Algorithm 1, [Gautier2013] §V.B essential parameters, or the rank check only."""
 
-DEFAULT_GAP_FACTOR = 5.0
-"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
+AUTO_CUTOFF_HZ = 0.0
+"""``position_cutoff_hz`` that asks for a cut-off chosen from the data's spectrum."""
+
+VELOCITY_SOURCES: tuple[str, ...] = ("auto", "measured", "differentiated")
+"""Where joint velocities come from: decided from the data, the recorded ones, or the differentiated positions."""
+
+STAMP_SOURCES: tuple[str, ...] = ("auto", "recorded", "recovered")
+"""How sample instants are taken: decided from the data, the recorded stamps as they are, or recovered from the
+sample order (jittered, quantised or bunched stamps)."""
 
 
 @dataclass(frozen=True)
@@ -33,15 +41,25 @@ class SignalSettings:
         Cut-off of the zero-phase Butterworth low-pass applied to positions before
         differentiation, Hz. It must lie well above the motion's bandwidth (a few
         Hz for excitation and process trajectories) and below the encoder and
-        torque noise; ``None`` skips the filter.
+        torque noise; :data:`AUTO_CUTOFF_HZ` (0, the default) chooses it from the data
+        (:func:`~dynamic_identification.core.identification.motion.resolve_signal`);
+        ``None`` skips the filter.
     decimation
         Parallel-decimation factor ``n_d``; 0 chooses
         :func:`~dynamic_identification.core.signal.default_decimation`.
     rate_hz
         Uniform resampling rate, Hz; ``None`` uses the recording's median rate.
-    use_measured_velocity
-        Use the recorded velocities (filtered like positions) instead of
-        differentiating positions.
+    velocity
+        ``"measured"``: the recorded velocities (filtered like positions);
+        ``"differentiated"``: the derivative of the filtered positions; ``"auto"`` (the
+        default): the recorded ones when the recording has them and they agree with the
+        differentiated positions, else the derivative.
+    stamps
+        ``"recorded"``: the stamps as they are; ``"recovered"``: the sample instants
+        recovered from the sample order (a median-filtered fit of stamp against sample
+        index: quantised, jittered and bunched stamps of a driver, real gaps kept);
+        ``"auto"`` (the default): recovered when the stamps jitter by more than 1 % of a
+        period, else recorded.
     gap_factor
         A stamp step longer than this many nominal periods is a gap: the recording is
         split there into segments that are filtered apart (offline) and the sliding
@@ -53,16 +71,29 @@ class SignalSettings:
         ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
     """
 
-    position_cutoff_hz: float | None = 20.0
+    position_cutoff_hz: float | None = AUTO_CUTOFF_HZ
     decimation: int = 0
     rate_hz: float | None = None
-    use_measured_velocity: bool = False
+    velocity: str = "auto"
+    stamps: str = "auto"
     gap_factor: float = DEFAULT_GAP_FACTOR
     min_speed_rad_s: float = 0.05
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
             raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
+        if self.velocity not in VELOCITY_SOURCES:
+            raise IdentificationError(f"velocity must be one of {', '.join(VELOCITY_SOURCES)}, got {self.velocity!r}")
+        if self.stamps not in STAMP_SOURCES:
+            raise IdentificationError(f"stamps must be one of {', '.join(STAMP_SOURCES)}, got {self.stamps!r}")
+        cutoff = self.position_cutoff_hz
+        if cutoff is not None and not (np.isfinite(cutoff) and cutoff >= 0.0):
+            raise IdentificationError(f"position_cutoff_hz must be finite and >= 0 (0: auto), got {cutoff}")
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every choice is made (no ``auto`` left): what a parameter file stores."""
+        return self.position_cutoff_hz != AUTO_CUTOFF_HZ and self.velocity != "auto" and self.stamps != "auto"
 
 
 @dataclass(frozen=True)
@@ -109,4 +140,13 @@ class IdentificationSettings:
             raise IdentificationError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {self.reduction!r}")
 
 
-__all__ = ["DEFAULT_GAP_FACTOR", "METHODS", "REDUCTIONS", "IdentificationSettings", "SignalSettings"]
+__all__ = [
+    "AUTO_CUTOFF_HZ",
+    "DEFAULT_GAP_FACTOR",
+    "METHODS",
+    "REDUCTIONS",
+    "STAMP_SOURCES",
+    "VELOCITY_SOURCES",
+    "IdentificationSettings",
+    "SignalSettings",
+]

@@ -1,0 +1,185 @@
+"""What the recording decides: stamps, cut-off and velocity source (:func:`resolve_signal`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from dynamic_identification.core.identification import SignalSettings
+from dynamic_identification.core.identification.motion import (
+    AUTO_CUTOFF_RANGE_HZ,
+    automatic_cutoff_hz,
+    estimate_motion,
+    motion_bandwidth_hz,
+    resolve_signal,
+)
+from dynamic_identification.core.signal import recover_stamps, roughness
+
+RATE_HZ = 1000.0
+PERIOD_S = 1.0 / RATE_HZ
+
+
+def motion(time: np.ndarray, fundamental_hz: float = 0.1, harmonics: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (rad) and velocities (rad/s) of two joints moving on a band-limited Fourier series."""
+    rng = np.random.default_rng(0)
+    q = np.zeros((time.size, 2))
+    dq = np.zeros((time.size, 2))
+    for harmonic in range(1, harmonics + 1):
+        omega = 2.0 * np.pi * fundamental_hz * harmonic
+        a, b = rng.uniform(-0.3, 0.3, size=(2, 2)) / harmonic
+        q += np.sin(omega * time)[:, None] * a + np.cos(omega * time)[:, None] * b
+        dq += omega * (np.cos(omega * time)[:, None] * a - np.sin(omega * time)[:, None] * b)
+    return q, dq
+
+
+def late_stamps(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Samples taken every millisecond, stamped when the driver's thread runs: 0-0.6 ms late."""
+    instants = np.arange(count) * PERIOD_S
+    delay = np.random.default_rng(seed).exponential(0.15e-3, size=count).clip(max=0.6e-3)
+    return instants, instants + delay
+
+
+def test_recover_stamps_returns_exact_stamps_unchanged() -> None:
+    time = 3.0 + np.arange(5000) * PERIOD_S
+    recovered = recover_stamps(time)
+    assert_allclose(recovered.time, time, atol=1e-12)
+    assert recovered.jitter < 1e-6
+
+
+def test_recover_stamps_undoes_a_millisecond_counter_on_a_978_hz_stream() -> None:
+    instants = np.arange(20_000) / 978.0
+    stamps = np.floor(instants * 1e3) / 1e3
+    recovered = recover_stamps(stamps)
+    # The counter's stamps are up to a whole millisecond off; the recovered instants are off by
+    # a constant (the counter's mean truncation, half a tick) and a tenth of a millisecond besides.
+    error = np.abs((recovered.time - instants) - np.median(recovered.time - instants))
+    assert np.abs(stamps - instants).max() > 0.9e-3
+    assert np.percentile(error, 99) < 0.1e-3
+    assert error.max() < 0.2e-3
+    assert recovered.period_s == pytest.approx(1.0 / 978.0, rel=1e-5)
+
+
+def test_recover_stamps_keeps_a_gap_of_lost_samples() -> None:
+    instants, stamps = late_stamps(10_000, seed=1)
+    kept = np.r_[0:4000, 4200:10_000]
+    recovered = recover_stamps(stamps[kept])
+    steps = np.diff(recovered.time)
+    assert steps[3999] == pytest.approx(201 * PERIOD_S, rel=0.01)
+    error = recovered.time - instants[kept]
+    assert np.abs(error - np.median(error)).max() < 0.05e-3
+
+
+def test_positions_are_smoother_against_the_instants_they_were_taken_at() -> None:
+    instants, stamps = late_stamps(5000, seed=2)
+    q, _ = motion(instants)
+    right = roughness(instants, q, rate_hz=RATE_HZ, cutoff_hz=20.0)
+    wrong = roughness(stamps, q, rate_hz=RATE_HZ, cutoff_hz=20.0)
+    assert np.all(right < 0.1 * wrong)
+
+
+def test_late_stamps_of_regular_samples_are_recovered_with_the_reason() -> None:
+    instants, stamps = late_stamps(30_000, seed=3)
+    q, _ = motion(instants)
+    choice = resolve_signal(stamps, q, SignalSettings())
+    assert choice.signal.stamps == "recovered"
+    assert "recovered from the sample order" in choice.reasons[0]
+    assert "smoother" in choice.reasons[0]
+    assert choice.rate_hz == pytest.approx(RATE_HZ, rel=1e-4)
+
+
+def test_a_millisecond_counter_on_a_coarse_encoder_is_recovered() -> None:
+    """A Panda-like stream: 978 Hz, stamped by a 1 ms counter, 14-bit encoders (0.38 mrad steps)."""
+    instants = np.arange(30_000) / 978.0
+    stamps = np.floor(instants * 1e3) / 1e3
+    step = 2.0 * np.pi / 2**14
+    q = np.round(motion(instants)[0] / step) * step
+    choice = resolve_signal(stamps, q, SignalSettings())
+    assert choice.signal.stamps == "recovered"
+    assert choice.rate_hz == pytest.approx(978.0, rel=1e-4)
+
+
+def test_exact_stamps_of_a_jittering_sampler_are_kept() -> None:
+    """A sampler that jitters but stamps each sample exactly: the stamps scatter, the positions say keep them."""
+    rng = np.random.default_rng(4)
+    stamps = np.arange(30_000) * PERIOD_S + rng.uniform(-0.3e-3, 0.3e-3, size=30_000)
+    q, _ = motion(stamps)
+    choice = resolve_signal(stamps, q, SignalSettings())
+    assert choice.signal.stamps == "recorded"
+    assert "no smoother" in choice.reasons[0]
+
+
+def test_regular_stamps_are_kept_without_comparing() -> None:
+    stamps = np.arange(30_000) * PERIOD_S
+    q, _ = motion(stamps)
+    choice = resolve_signal(stamps, q, SignalSettings())
+    assert choice.signal.stamps == "recorded"
+    assert "regular" in choice.reasons[0]
+
+
+def test_recovered_stamps_give_better_accelerations_than_late_ones() -> None:
+    """What the recovery is for: accelerations of the filtered positions, compared with the truth."""
+    instants, stamps = late_stamps(30_000, seed=5)
+    q, _ = motion(instants)
+    errors = {}
+    for source in ("recorded", "recovered"):
+        settings = SignalSettings(stamps=source, position_cutoff_hz=10.0)
+        (segment,), _ = estimate_motion(stamps, q, settings)
+        grid = segment.time
+        # Differentiate the true motion twice on the grid, away from the filter's edges.
+        step = 1e-4
+        truth = (motion(grid + step)[0] - 2.0 * motion(grid)[0] + motion(grid - step)[0]) / step**2
+        inner = slice(2000, -2000)
+        errors[source] = np.linalg.norm(segment.ddq[inner] - truth[inner]) / np.linalg.norm(truth[inner])
+    assert errors["recovered"] < 0.5 * errors["recorded"], errors
+
+
+def test_automatic_cutoff_is_twenty_times_the_motion_bandwidth_within_its_range() -> None:
+    low, high = AUTO_CUTOFF_RANGE_HZ
+    assert automatic_cutoff_hz(0.5, RATE_HZ) == pytest.approx(10.0)
+    assert automatic_cutoff_hz(0.01, RATE_HZ) == low
+    assert automatic_cutoff_hz(5.0, RATE_HZ) == high
+    assert automatic_cutoff_hz(5.0, 100.0) == pytest.approx(10.0)  # a tenth of a 100 Hz rate
+
+
+@pytest.mark.parametrize(("fundamental_hz", "fastest_hz"), [(0.1, 0.5), (0.2, 1.0)])
+def test_motion_bandwidth_is_near_the_fastest_harmonic_despite_encoder_noise(
+    fundamental_hz: float, fastest_hz: float
+) -> None:
+    time = np.arange(60_000) * PERIOD_S
+    q, _ = motion(time, fundamental_hz=fundamental_hz)
+    noisy = q + np.random.default_rng(6).normal(0.0, 1e-4, size=q.shape)
+    bandwidth = motion_bandwidth_hz(noisy, RATE_HZ)
+    assert 0.6 * fastest_hz <= bandwidth <= 1.3 * fastest_hz
+
+
+def test_the_cutoff_follows_the_motion() -> None:
+    time = np.arange(60_000) * PERIOD_S
+    slow = resolve_signal(time, motion(time, fundamental_hz=0.05)[0], SignalSettings())
+    fast = resolve_signal(time, motion(time, fundamental_hz=0.2)[0], SignalSettings())
+    assert slow.signal.position_cutoff_hz < fast.signal.position_cutoff_hz
+    assert "bandwidth" in slow.reasons[2]
+
+
+def test_recorded_velocities_are_used_when_they_agree_and_not_when_they_lag() -> None:
+    time = np.arange(30_000) * PERIOD_S
+    q, dq = motion(time)
+    agreeing = resolve_signal(time, q, SignalSettings(), dq_measured=dq)
+    assert agreeing.signal.velocity == "measured"
+    _, lagging = motion(time - 0.05)  # a 50 ms filter lag in the drive's velocity estimate
+    lagged = resolve_signal(time, q, SignalSettings(), dq_measured=lagging)
+    assert lagged.signal.velocity == "differentiated"
+    assert "differ by" in lagged.reasons[-1]
+    none = resolve_signal(time, q, SignalSettings())
+    assert none.signal.velocity == "differentiated"
+
+
+def test_explicit_settings_are_kept_and_not_explained() -> None:
+    instants, stamps = late_stamps(30_000, seed=7)
+    q, dq = motion(instants)
+    settings = SignalSettings(
+        stamps="recorded", position_cutoff_hz=15.0, velocity="measured", rate_hz=RATE_HZ, decimation=10
+    )
+    choice = resolve_signal(stamps, q, settings, dq_measured=dq)
+    assert choice.signal == settings
+    assert choice.reasons == ()
