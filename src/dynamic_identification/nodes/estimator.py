@@ -140,8 +140,8 @@ _IDENTIFICATION_PARAMETERS = (
         "signal.position_cutoff_hz",
         _DEFAULTS.position_cutoff_hz,
         Parameter.Type.DOUBLE,
-        "zero-phase position low-pass cut-off, Hz",
-        floating=(0.01, 10000.0),
+        "zero-phase position low-pass cut-off, Hz; 0 = from the data's first 10 s",
+        floating=(0.0, 10000.0),
     ),
     ParameterSpec(
         "signal.decimation",
