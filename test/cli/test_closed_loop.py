@@ -419,7 +419,8 @@ def test_an_excitation_the_workspace_cannot_hold_is_refused_naming_the_binding_c
     config.write_text(
         "/**:\n  ros__parameters:\n    robot:\n      loop_closures:\n"
         "        grip: {frame_a: grip_a, frame_b: grip_b, type: 6d}\n      actuated_joints: [a1, b1]\n"
-        "excitation:\n  ros__parameters:\n    optimise: false\n    fundamental_hz: 0.5\n    harmonics: 2\n    position_margin_rad: 0.0\n"
+        "excitation:\n  ros__parameters:\n    optimise: false\n    fundamental_hz: 0.5\n    harmonics: 2\n"
+        "    position_margin_rad: 0.0\n"
     )
     code, _, error = dynid(
         "excite", "--urdf", TWO_ARMS_URDF, "--config", config, "--mode", "fourier", "--out", tmp_path / "x.csv"
