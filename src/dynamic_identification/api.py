@@ -7,9 +7,10 @@ text report the CLI prints; errors propagate as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time as wall_clock
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from dynamic_identification.core.closed_loop_identification import (
     predict_closed_loop_at_stamps,
 )
 from dynamic_identification.core.drive_gains import CurrentRecording
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.identification import (
@@ -35,6 +36,7 @@ from dynamic_identification.core.identification import (
     WindowUpdate,
     predict_at_stamps,
 )
+from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.plausibility import ImplausibleModelError
@@ -43,6 +45,14 @@ from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
+from dynamic_identification.io.outcome import (
+    Validation,
+    consistent_model,
+    identification_warnings,
+    physical_consistency_section,
+    validate,
+    validation_names,
+)
 from dynamic_identification.io.parameter_files import (
     identified_parameter_file,
     update_record,
@@ -61,11 +71,12 @@ from dynamic_identification.io.recording import (
     Recording,
     read_recording_csv,
     recording_from_arrays,
-    write_recording_csv,
 )
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
+from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.io.urdf_export import write_urdf
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -169,6 +180,9 @@ def identify_file(
     accept_implausible: bool = False,
     unit_checks: bool = True,
     signal: Mapping[str, object] | None = None,
+    urdf_out: Path | None = None,
+    validate_data: Sequence[Path] = (),
+    report: Path | None = None,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
@@ -186,8 +200,21 @@ def identify_file(
     fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`; for a
     model other than the IDIM, also leaving base parameters undetermined) is refused
     unless ``accept_implausible``.
+
+    The file is self-contained: every setting used (``settings``), the URDF named relative
+    to the file (or ``package://``) with its SHA-256, the physically consistent standard
+    parameters per link ([Wensing2018], ``standard_parameters``) and, as ``stamp``, the data
+    time of the recording's last sample. ``urdf_out`` also writes the URDF with those link
+    inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
+    and judged into ``quality.validation``; ``report`` writes the HTML report there.
+    Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
+    output and to ``quality.warnings``.
     """
-    _check_output(out, urdf, data, config, bag)
+    _check_output(out, urdf, data, config, bag, *validate_data)
+    if urdf_out is not None:
+        _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
+    if report is not None and report.exists() and not report.is_dir():
+        raise DataError(f"--report {report} exists and is not a directory")
     if load_config(str(config) if config else None).closed_loop:
         return _identify_closed_loop_file(
             urdf=urdf,
@@ -199,21 +226,123 @@ def identify_file(
             accept_implausible=accept_implausible,
             unit_checks=unit_checks,
             signal=signal,
+            urdf_out=urdf_out,
+            validate_data=validate_data,
+            report=report,
         )
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     if signal:
         parsed = replace(parsed, **signal)
+    held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
     result = identify_recording(robot, parsed, drive_chain, recording, model=model)
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    window = float(recording.time[-1] - recording.time[0])
-    write_parameters_atomic(
-        out, identified_parameter_file(robot, parsed.drive_terms, drive_chain, result, window_s=window)
+    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
+    # held-out recordings are processed with: predict then reproduces identify exactly.
+    settings = replace(parsed.identification_settings(), signal=result.observations.signal)
+    terms = parsed.drive_terms
+    consistent = consistent_model(robot, terms, settings, result)
+    if urdf_out is not None and consistent.estimate is None:
+        raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
+    validations = [
+        validate(robot, drive_chain, terms, result, held, settings, name=name)
+        for held, name in zip(held_out, validation_names(validate_data), strict=True)
+    ]
+    warnings = identification_warnings(robot, result, settings, consistent)
+    stamp = float(recording.time[-1])
+    document = identified_parameter_file(
+        robot,
+        terms,
+        drive_chain,
+        result,
+        window_s=float(recording.time[-1] - recording.time[0]),
+        stamp=stamp,
+        settings=settings,
+        standard=None if consistent.estimate is None else consistent.estimate.standard,
+        standard_source="base" if consistent.estimate is None else "consistent",
+        quality={
+            "validation": [v.entry(robot.joint_names) for v in validations],
+            "physical_consistency": physical_consistency_section(consistent, robot),
+            "warnings": warnings,
+        },
     )
-    report = format_result(result, robot.joint_names)
-    return f"{report}\n{_plausibility_report(result)}\nparameters written to {out}"
+    lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
+    lines += [_validation_line(v, robot.joint_names) for v in validations]
+    lines += [f"warning: {warning}" for warning in warnings]
+    if urdf_out is not None and consistent.estimate is not None:
+        exported = write_urdf(urdf_out, robot, consistent.estimate.standard, terms, drive_chain=drive_chain)
+        kept = (
+            f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
+        )
+        lines.append(
+            f"URDF with the physically consistent inertias of {', '.join(exported.inertials)} and the friction of"
+            f" {len(exported.dynamics)} joints written to {urdf_out}{kept}"
+        )
+    write_parameters_atomic(out, document)
+    lines.append(f"parameters written to {out}")
+    if report is not None:
+        # Imported here: the report needs matplotlib, which identification alone does not.
+        from dynamic_identification.io.report import write_report
+        from dynamic_identification.io.report_data import identification_report
+
+        training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
+        page = write_report(
+            report,
+            identification_report(
+                robot=robot,
+                terms=terms,
+                drive_chain=drive_chain,
+                settings=settings,
+                result=result,
+                training=training,
+                validations=[dataclasses.replace(v, name=f"validation: {v.name}") for v in validations],
+                consistent=consistent,
+                warnings=warnings,
+                urdf=document.named_for(out.resolve().parent).urdf,
+                stamp=stamp,
+            ),
+        )
+        lines.append(f"report written to {page}")
+    return "\n".join(lines)
+
+
+def _held_out_recording(robot: RobotModel, path: Path, *, unit_checks: bool) -> Recording:
+    """A ``--validate`` recording in model joint order (torques or currents required)."""
+    recording = read_recording_csv(path).select(robot.joint_names)
+    if unit_checks:
+        check_units(robot, recording, str(path))
+    return recording
+
+
+def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
+    """One output line per held-out recording: e_j / e*_j on its equations, then against the recorded torques."""
+    entry = validation.entry(joints)
+
+    def percent(values: dict[str, float | None]) -> str:
+        return ", ".join(f"{joint} {100 * v:.2f}" if v is not None else f"{joint} -" for joint, v in values.items())
+
+    overall = entry["recorded_relative_error"]
+    total = f"{overall:.4g}" if overall is not None else "-"
+    return (
+        f"validation {validation.name}: e*_j [%] on its equations (as above):"
+        f" {percent(entry['joint_relative_errors'])};"
+        f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
+        f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
+    )
+
+
+def _stamp_prediction(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> StampPrediction:
+    samples = Samples(
+        time=recording.time,
+        q=recording.position,
+        torques=np.zeros_like(recording.position),
+        dq_measured=recording.velocity,
+    )
+    return predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
 
 
 def predicted_recording(
@@ -222,15 +351,10 @@ def predicted_recording(
     """The model's predicted torques at the recording's stamps, and which rows they cover.
 
     Rows outside every usable segment (edges, gaps) are left out; the mask says
-    which rows of ``recording`` the prediction has.
+    which rows of ``recording`` the prediction has. :func:`predicted_torques` keeps
+    every row instead (NaN where there is no prediction), as ``dynid predict`` writes.
     """
-    samples = Samples(
-        time=recording.time,
-        q=recording.position,
-        torques=np.zeros_like(recording.position),
-        dq_measured=recording.velocity,
-    )
-    prediction = predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
+    prediction = _stamp_prediction(robot, params, recording, signal)
     covered = prediction.covered
     predicted = recording_from_arrays(
         time=recording.time[covered],
@@ -241,24 +365,83 @@ def predicted_recording(
     return predicted, covered
 
 
+def predicted_torques(
+    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+) -> np.ndarray:
+    """The model's joint torques (N·m) at every row of ``recording``, ``(N, n)``.
+
+    NaN where the model has no prediction: rows outside every usable segment (the
+    filter's transient at the edges of each segment, gaps longer than
+    ``signal.gap_factor`` periods) and joints the identification had no equation for
+    (:meth:`~dynamic_identification.io.parameters.ParameterFile.identified_joints`), which
+    the feedforward gives no torque either.
+    """
+    prediction = _stamp_prediction(robot, params, recording, signal)
+    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
+    identified = params.identified_joints()
+    torques[:, [joint not in identified for joint in robot.joint_names]] = np.nan
+    return torques
+
+
+def _signal_text(signal: SignalSettings) -> str:
+    return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
+
+
+def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | None) -> tuple[SignalSettings, str]:
+    """The signal settings ``dynid predict`` filters with, and where they come from: ``config``'s when given,
+    else those the identification stored, else the defaults."""
+    stored = parameters.signal_settings()
+    if config is not None:
+        return load_config(str(config)).identification_settings().signal, f"from {config}"
+    if stored is not None:
+        return stored, f"from {params}"
+    return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+
+
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
-    """``dynid predict``: write predicted torques for a recording's motion."""
+    """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
+
+    The signal settings are those the identification stored (``settings.signal`` of the
+    file), or ``config``'s when given; a file without them (written before they were
+    stored) takes the defaults and says so. Columns: ``time``, per joint ``J/position``
+    (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
+    prediction, see :func:`predicted_torques`).
+    """
     _check_output(out, params, data, config)
     parameters = load_parameters(params)
     if parameters.closed_loop:
-        return _predict_closed_loop_file(parameters, data=data, config=config, out=out, unit_checks=unit_checks)
-    robot = load_robot(parameters.urdf, parameters.joints)
+        return _predict_closed_loop_file(
+            parameters, params=params, data=data, config=config, out=out, unit_checks=unit_checks
+        )
+    robot = load_robot(parameters.urdf_path(), parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
-    settings = load_config(str(config) if config else None).identification_settings().signal
-    predicted, covered = predicted_recording(robot, parameters, recording, settings)
-    write_recording_csv(out, predicted)
-    report = [f"predicted torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written to {out}"]
+    settings, origin = _prediction_signal(parameters, params, config)
+    torques = predicted_torques(robot, parameters, recording, settings)
+    rows = recording.time.shape[0]
+    predicted = np.isfinite(torques).any(axis=1)
+    header = ["time"] + [f"{joint}/{kind}" for joint in robot.joint_names for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * robot.n_joints))
+    table[:, 0] = recording.time
+    table[:, 1::2] = recording.position
+    table[:, 2::2] = torques
+    write_table(out, header, table)
+    report = [
+        f"predicted {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())} without prediction:"
+        f" segment edges, gaps) written to {out}",
+        f"signal settings {origin}: {_signal_text(settings)}",
+    ]
+    missing = [joint for joint in robot.joint_names if joint not in parameters.identified_joints()]
+    if missing:
+        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
     if recording.effort is not None or recording.current is not None:
-        measured = recording.joint_torques(parameters.drive_chain())[covered]
-        error = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
-        report.append(f"relative error ||predicted - recorded|| / ||recorded||: {error:.4g}")
+        measured = recording.joint_torques(parameters.drive_chain())
+        usable = np.isfinite(torques)
+        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
+            np.where(usable, measured, 0.0)
+        )
+        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
     return "\n".join(report)
 
 
@@ -399,7 +582,13 @@ def stream_file(
             write_parameters_atomic(
                 params_out,
                 window_parameter_file(
-                    robot, parsed.drive_terms, drive_chain, estimator.base, best, closed_loop=mechanism
+                    robot,
+                    parsed.drive_terms,
+                    drive_chain,
+                    estimator.base,
+                    best,
+                    settings=settings,
+                    closed_loop=mechanism,
                 ),
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
@@ -478,8 +667,26 @@ def _identify_closed_loop_file(
     accept_implausible: bool,
     unit_checks: bool,
     signal: Mapping[str, object] | None = None,
+    urdf_out: Path | None = None,
+    validate_data: Sequence[Path] = (),
+    report: Path | None = None,
 ) -> str:
-    """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam."""
+    """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam.
+
+    The file is self-contained as a serial robot's (settings with the signal settings the
+    data decided, the URDF's name and hash, the standard parameters of the opened tree's
+    links, the data time of the last sample as ``stamp``) and names the loop closures.
+    """
+    unavailable = [
+        option
+        for option, given in (("--urdf-out", urdf_out), ("--validate", validate_data), ("--report", report))
+        if given
+    ]
+    if unavailable:
+        raise DataError(
+            f"{', '.join(unavailable)} not available for a closed-loop robot (robot.loop_closures): identify without"
+            " and check held-out recordings with dynid predict"
+        )
     mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
@@ -507,29 +714,42 @@ def _identify_closed_loop_file(
     )
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    window = float(recording.time[-1] - recording.time[0])
+    # What the data decided (stamps, cut-off, velocities) is what the file stores: predict reproduces it.
+    settings = replace(parsed.identification_settings(), signal=result.observations.signal)
     write_parameters_atomic(
         out,
         identified_parameter_file(
-            mechanism.robot, parsed.drive_terms, drive_chain, result, window_s=window, closed_loop=mechanism
+            mechanism.robot,
+            parsed.drive_terms,
+            drive_chain,
+            result,
+            window_s=float(recording.time[-1] - recording.time[0]),
+            stamp=float(recording.time[-1]),
+            settings=settings,
+            closed_loop=mechanism,
         ),
     )
-    report = format_result(result, mechanism.actuated_joint_names)
+    text = format_result(result, mechanism.actuated_joint_names)
     summary = _closed_loop_summary(mechanism, recording)
-    return f"{summary}\n{report}\n{_plausibility_report(result)}\nparameters written to {out}"
+    return f"{summary}\n{text}\n{_plausibility_report(result)}\nparameters written to {out}"
 
 
 def _predict_closed_loop_file(
-    parameters: ParameterFile, *, data: Path, config: Path | None, out: Path, unit_checks: bool
+    parameters: ParameterFile, *, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool
 ) -> str:
-    """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion."""
+    """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion.
+
+    As for a serial robot (:func:`predict_file`): one row per input row, the signal
+    settings of the file (or ``config``), ``nan`` where the model has no prediction; the
+    columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
+    """
     mechanism = closed_loop_model_of(parameters)
     recording = read_recording_csv(data, require_torque=False)
     every = set(mechanism.joint_names) <= set(recording.joint_names)
     recording = recording.select(mechanism.joint_names if every else mechanism.actuated_joint_names)
     if unit_checks:
         check_closed_loop_units(mechanism, recording, str(data))
-    signal = load_config(str(config) if config else None).identification_settings().signal
+    signal, origin = _prediction_signal(parameters, params, config)
     drive_chain = parameters.drive_chain()
     prediction = predict_closed_loop_at_stamps(
         mechanism,
@@ -541,24 +761,35 @@ def _predict_closed_loop_file(
         signal=signal,
         dq_measured=recording.velocity,
     )
-    covered = prediction.covered
-    actuated = recording.select(mechanism.actuated_joint_names)
-    predicted = recording_from_arrays(
-        time=recording.time[covered],
-        joint_names=mechanism.actuated_joint_names,
-        position=actuated.position[covered],
-        effort=prediction.torques[covered],
-    )
-    write_recording_csv(out, predicted)
+    joints = mechanism.actuated_joint_names
+    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
+    identified = parameters.identified_joints()
+    torques[:, [joint not in identified for joint in joints]] = np.nan
+    actuated = recording.select(joints)
+    rows = recording.time.shape[0]
+    predicted = np.isfinite(torques).any(axis=1)
+    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * len(joints)))
+    table[:, 0] = recording.time
+    table[:, 1::2] = actuated.position
+    table[:, 2::2] = torques
+    write_table(out, header, table)
     report = [
         _closed_loop_summary(mechanism, recording),
-        f"predicted actuated torques for {predicted.time.shape[0]} of {recording.time.shape[0]} samples written"
-        f" to {out}",
+        f"predicted actuated torques for {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())}"
+        f" without prediction: segment edges, gaps) written to {out}",
+        f"signal settings {origin}: {_signal_text(signal)}",
     ]
+    missing = [joint for joint in joints if joint not in identified]
+    if missing:
+        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
     if actuated.effort is not None or actuated.current is not None:
-        measured = actuated.joint_torques(drive_chain)[covered]
-        error = np.linalg.norm(predicted.effort - measured) / np.linalg.norm(measured)
-        report.append(f"relative error ||predicted - recorded|| / ||recorded||: {error:.4g}")
+        measured = actuated.joint_torques(drive_chain)
+        usable = np.isfinite(torques)
+        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
+            np.where(usable, measured, 0.0)
+        )
+        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
     return "\n".join(report)
 
 

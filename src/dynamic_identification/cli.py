@@ -89,7 +89,36 @@ def _parser() -> argparse.ArgumentParser:
     identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     _add_recording_source(identify)
     identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
-    identify.add_argument("--out", required=True, type=_output, help="parameter YAML to write")
+    identify.add_argument(
+        "--out",
+        required=True,
+        type=_output,
+        help="parameter YAML to write: self-contained (every setting used, the URDF named relative to it or as"
+        " package:// with its SHA-256, physically consistent link parameters, stamp = data time of the last sample)",
+    )
+    identify.add_argument(
+        "--urdf-out",
+        type=_output,
+        help="also write the URDF with the identified physically consistent link inertias ([Wensing2018]: mass,"
+        " centre of mass, inertia) and <dynamics damping friction> of each identified joint",
+    )
+    identify.add_argument(
+        "--validate",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="REC.csv",
+        help="held-out recording to predict and judge (per-joint e_j, e*_j [Volkmann2020] into quality.validation);"
+        " repeatable",
+    )
+    identify.add_argument(
+        "--report",
+        type=_output,
+        metavar="DIR",
+        help="write an HTML report there (index.html and PNGs): measured vs predicted torques of the training and"
+        " --validate recordings, residual spectra, parameters with %%σ, physical consistency, condition number,"
+        " the range and speed of each joint the data covered",
+    )
     identify.add_argument(
         "--model",
         choices=MODELS,
@@ -126,12 +155,19 @@ def _parser() -> argparse.ArgumentParser:
     predict = verbs.add_parser(
         "predict",
         help="predict joint torques of a recording from identified parameters",
-        description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion.",
+        description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion:"
+        " one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the"
+        " filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without"
+        " equations). Filters with the signal settings stored in the parameter file unless --config is given.",
     )
     predict.set_defaults(func=_predict)
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
     predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
-    predict.add_argument("--config", type=Path, help="parameter YAML for signal settings (filters)")
+    predict.add_argument(
+        "--config",
+        type=Path,
+        help="ROS 2 parameter YAML whose signal.* settings replace those stored in --params (default: the stored ones)",
+    )
     predict.add_argument("--out", required=True, type=_output, help="CSV of predicted torques to write")
     _add_unit_checks(predict)
 
@@ -217,6 +253,9 @@ def _identify(arguments: argparse.Namespace) -> str:
         accept_implausible=arguments.accept_implausible,
         unit_checks=_unit_checks(arguments),
         signal=_signal_overrides(arguments),
+        urdf_out=arguments.urdf_out,
+        validate_data=arguments.validate,
+        report=arguments.report,
     )
 
 

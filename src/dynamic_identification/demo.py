@@ -596,7 +596,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
 
     (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
     parameters = load_parameters(out_dir / "parameters.yaml")
-    robot = load_robot(parameters.urdf, parameters.joints)
+    robot = load_robot(parameters.urdf_path(), parameters.joints)
     signal = load_config(str(config)).identification_settings().signal
     recording = recording_from_arrays(
         time=with_feedforward.time_s,

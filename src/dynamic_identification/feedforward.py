@@ -75,7 +75,10 @@ class FeedforwardModel(core.FeedforwardModel):
             Parsed parameter YAML (``robot``, ``model`` and ``parameters`` are used).
         urdf
             URDF to use instead of the one the file names (a file identified on
-            another machine); the joints are still those of the file.
+            another machine); the joints are still those of the file. Without it,
+            the file's URDF (:meth:`~dynamic_identification.io.parameters.ParameterFile.urdf_path`:
+            relative to the file, ``package://``, or absolute) must still have the
+            content hash the file records.
         friction_smoothing
             ``k`` of ``tanh(k q̇)``, s/rad.
         robot
@@ -91,8 +94,8 @@ class FeedforwardModel(core.FeedforwardModel):
         Raises
         ------
         dynamic_identification.core.errors.IdentificationError
-            If the URDF cannot be loaded, lacks a joint of the file, or a parameter
-            is not a standard parameter of the model.
+            If the URDF cannot be loaded, changed since the identification, lacks a
+            joint of the file, or a parameter is not a standard parameter of the model.
         """
         if parameters.closed_loop:
             raise ModelError(
@@ -100,7 +103,7 @@ class FeedforwardModel(core.FeedforwardModel):
                 " ClosedLoopFeedforwardModel or load_feedforward"
             )
         if robot is None:
-            robot = load_robot(parameters.urdf if urdf is None else urdf, parameters.joints)
+            robot = load_robot(parameters.urdf_path() if urdf is None else Path(urdf), parameters.joints)
         elif robot.joint_names != parameters.joints:
             raise ModelError(
                 f"the robot model has joints {list(robot.joint_names)}, the file {list(parameters.joints)}"
@@ -132,15 +135,17 @@ class FeedforwardModel(core.FeedforwardModel):
     ) -> FeedforwardModel:
         """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
 
-        A relative URDF path in the file is taken relative to the file's directory
-        when it does not exist relative to the working directory. ``payload`` is a
-        payload YAML (path or text, ``dynid payload --out`` or ``/estimator/payload``)
-        or a :class:`~dynamic_identification.core.payload.Payload`.
+        A relative URDF name in the file is taken relative to the file's folder (then
+        to the working directory, as files written before names were relative need),
+        ``package://`` through ``AMENT_PREFIX_PATH``; the URDF's content must match the
+        hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
+        payload --out`` or ``/estimator/payload``) or a
+        :class:`~dynamic_identification.core.payload.Payload`.
         """
         parameters = load_parameters(path)
         return cls.from_parameters(
             parameters,
-            urdf=_urdf_of(path, parameters, urdf),
+            urdf=urdf,
             friction_smoothing=friction_smoothing,
             effort_limits=effort_limits,
             acceleration_limits=acceleration_limits,
@@ -216,7 +221,7 @@ class ClosedLoopFeedforwardModel(closed_core.ClosedLoopFeedforwardModel):
         parameters = load_parameters(path)
         return cls.from_parameters(
             parameters,
-            urdf=_urdf_of(path, parameters, urdf),
+            urdf=urdf,
             friction_smoothing=friction_smoothing,
             effort_limits=effort_limits,
             acceleration_limits=acceleration_limits,
@@ -258,21 +263,9 @@ def load_feedforward(
     parameters = load_parameters(path)
     return feedforward_from_parameters(
         parameters,
-        urdf=_urdf_of(path, parameters, urdf),
+        urdf=urdf,
         friction_smoothing=friction_smoothing,
         effort_limits=effort_limits,
         acceleration_limits=acceleration_limits,
         payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
     )
-
-
-def _urdf_of(
-    path: str | os.PathLike[str], parameters: ParameterFile, urdf: str | os.PathLike[str] | None
-) -> str | os.PathLike[str] | None:
-    """``urdf``, or the file's relative URDF path taken beside the file when it does not exist from here."""
-    if urdf is not None or Path(parameters.urdf).is_absolute() or Path(parameters.urdf).exists():
-        return urdf
-    if isinstance(path, str) and "\n" in path:
-        return None
-    beside = Path(path).parent / parameters.urdf
-    return beside if beside.exists() else None

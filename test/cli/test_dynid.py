@@ -11,6 +11,7 @@ the module as a child process.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import re
 import subprocess
@@ -33,10 +34,10 @@ from dynamic_identification.io.config import load_config, ros_parameters, simula
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import (
     Recording,
-    read_recording_csv,
     recording_from_arrays,
     write_recording_csv,
 )
+from dynamic_identification.io.table import read_body, read_header
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -157,6 +158,12 @@ def config_with(path: Path, block: str, dotted_key: str, value: Any) -> Path:
     return path
 
 
+def read_predicted(path: Path) -> tuple[list[str], np.ndarray]:
+    """Header and rows of a ``dynid predict`` CSV (``nan`` where the model has no prediction)."""
+    header = read_header(path)
+    return header, read_body(path, len(header))
+
+
 def parameter_values(path: Path) -> dict[str, float]:
     return load_parameters(path).values()
 
@@ -253,7 +260,8 @@ def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identifi
     assert yaml.safe_load(out.read_text(encoding="utf-8"))["format"] == FORMAT
     params = load_parameters(out)
     assert params.joints == JOINTS
-    assert Path(params.urdf) == ARM6_URDF
+    assert params.urdf_path().resolve() == ARM6_URDF.resolve()
+    assert params.urdf_sha256 == hashlib.sha256(ARM6_URDF.read_bytes()).hexdigest()
     assert len(params.parameters) > 0
     for entry in params.parameters:
         assert np.isfinite(entry.value), entry
@@ -394,33 +402,40 @@ def test_predict_reproduces_the_exact_torques_of_a_different_trajectory(
 ) -> None:
     run, out = predicted
     assert run.code == 0, run.err
-    header = csv_cells(out)[0]
+    header, rows = read_predicted(out)
     assert header[0] == "time"
     assert {f"{joint}/effort" for joint in JOINTS} <= set(header)
-    result = read_recording_csv(out)
-    assert result.joint_names == JOINTS
-    assert result.n_samples > 0.9 * validation.recording.n_samples
-    q, dq, ddq = validation.trajectory.evaluate(result.time)
+    effort = rows[:, [header.index(f"{joint}/effort") for joint in JOINTS]]
+    predicted_rows = np.isfinite(effort).all(axis=1)
+    assert predicted_rows.sum() > 0.9 * validation.recording.n_samples
+    q, dq, ddq = validation.trajectory.evaluate(rows[predicted_rows, 0])
     exact = inverse_dynamics(arm.robot, arm.chain, arm.drive, q, dq, ddq)
     for j, joint in enumerate(JOINTS):
         moving = np.abs(dq[:, j]) >= MIN_SPEED_RAD_S
         assert moving.mean() > 0.8, joint
-        error = np.linalg.norm(result.effort[moving, j] - exact[moving, j]) / np.linalg.norm(exact[moving, j])
+        found = effort[predicted_rows, j]
+        error = np.linalg.norm(found[moving] - exact[moving, j]) / np.linalg.norm(exact[moving, j])
         assert error < 0.01, f"{joint}: relative error {error:.4f}"
 
 
-def test_predict_csv_reads_back_with_the_stamps_of_the_rows_it_covers(
+def test_predict_writes_one_row_per_recorded_row_with_nan_at_the_segment_edges(
     predicted: tuple[Run, Path], validation: Synthetic
 ) -> None:
+    """Row by row, the output lines up with the recording: its stamps and positions, nan where nothing is predicted."""
     run, out = predicted
     assert run.code == 0, run.err
-    result = read_recording_csv(out)
+    header, rows = read_predicted(out)
     source = validation.recording
-    covered = (source.time >= result.time[0]) & (source.time <= result.time[-1])
-    assert_array_equal(result.time, source.time[covered])
-    assert_array_equal(result.position, source.position[covered])
-    assert np.all(np.isfinite(result.effort))
-    assert f"for {result.n_samples} of {source.n_samples} samples" in run.out
+    assert_array_equal(rows[:, 0], source.time)
+    assert_array_equal(rows[:, [header.index(f"{joint}/position") for joint in JOINTS]], source.position)
+    effort = rows[:, [header.index(f"{joint}/effort") for joint in JOINTS]]
+    missing = ~np.isfinite(effort).all(axis=1)
+    # One segment: the zero-phase filter's transient at both ends, 4 rate / cut-off samples each (0.2 s at 20 Hz).
+    edge = np.flatnonzero(~missing)
+    assert missing[: edge[0]].all() and missing[edge[-1] + 1 :].all() and not missing[edge[0] : edge[-1] + 1].any()
+    assert 0.15 < source.time[edge[0]] - source.time[0] < 0.25
+    counts = f"predicted {int((~missing).sum())} of {source.n_samples} rows ({int(missing.sum())} without prediction:"
+    assert counts in run.out
 
 
 def test_predict_accepts_a_recording_of_positions_only(
@@ -432,7 +447,8 @@ def test_predict_accepts_a_recording_of_positions_only(
     out = tmp_path / "predicted.csv"
     run = run_dynid(capsys, "predict", "--params", identified[1], "--data", data, "--out", out)
     assert run.code == 0, run.err
-    assert read_recording_csv(out).joint_names == JOINTS
+    header, _ = read_predicted(out)
+    assert header == ["time"] + [f"{joint}/{kind}" for joint in JOINTS for kind in ("position", "effort")]
 
 
 # --- bad input: one line on stderr naming the problem, non-zero exit ----------------------------------------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import yaml
 from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.io.parameters import (
     FORMAT,
@@ -21,6 +24,9 @@ from dynamic_identification.io.parameters import (
     parse_parameters,
     write_parameters_atomic,
 )
+
+SHA = "0123456789abcdef" * 4
+"""A well-formed SHA-256 for files whose URDF is not read."""
 
 
 def _parameter_file(stamp: float = 1_700_000_000.123456) -> ParameterFile:
@@ -49,6 +55,13 @@ def _parameter_file(stamp: float = 1_700_000_000.123456) -> ParameterFile:
             "window": 30.0,
         },
         stamp=stamp,
+        urdf_sha256=SHA,
+        settings={
+            "signal": {"position_cutoff_hz": 15.0, "gap_factor": 4.0, "rate_hz": None},
+            "method": "wls",
+            "e_tol": 0.05,
+        },
+        standard_parameters={"source": "base", "links": [{"joint": "shoulder", "m_kg": np.float64(1.5)}]},
     )
 
 
@@ -70,9 +83,19 @@ def test_std_percent_null_for_unknown_and_inf_for_unidentifiable() -> None:
 
 def test_top_level_keys_in_contract_order() -> None:
     document = yaml.safe_load(dump_parameters(_parameter_file()))
-    assert list(document) == ["format", "robot", "model", "parameters", "removed", "quality", "stamp"]
+    assert list(document) == [
+        "format",
+        "robot",
+        "model",
+        "parameters",
+        "removed",
+        "quality",
+        "stamp",
+        "settings",
+        "standard_parameters",
+    ]
     assert document["format"] == FORMAT
-    assert document["robot"] == {"urdf": "/robots/arm.urdf", "joints": ["shoulder", "elbow"]}
+    assert document["robot"] == {"urdf": "/robots/arm.urdf", "urdf_sha256": SHA, "joints": ["shoulder", "elbow"]}
     assert list(document["parameters"][0]) == ["name", "value", "std_percent", "expression"]
     assert document["quality"]["samples"] == 12000
 
@@ -164,3 +187,67 @@ def test_drive_terms_must_be_booleans() -> None:
     document["model"]["drive_terms"]["offset"] = "no"
     with pytest.raises(DataError, match="model.drive_terms.offset must be true or false, got 'no'"):
         parse_parameters(yaml.safe_dump(document))
+
+
+def test_stored_signal_settings_are_read_with_defaults_for_the_fields_a_file_lacks() -> None:
+    signal = load_parameters(dump_parameters(_parameter_file())).signal_settings()
+    assert signal == SignalSettings(position_cutoff_hz=15.0, gap_factor=4.0, rate_hz=None)
+
+
+def test_a_file_without_settings_hash_or_standard_parameters_still_loads() -> None:
+    """Files written before these keys existed: no settings (predict uses the defaults), no hash check."""
+    document = yaml.safe_load(dump_parameters(_parameter_file()))
+    for key in ("settings", "standard_parameters"):
+        del document[key]
+    del document["robot"]["urdf_sha256"]
+    old = parse_parameters(yaml.safe_dump(document))
+    assert old.signal_settings() is None
+    assert old.urdf_sha256 is None and old.standard_parameters == {}
+
+
+def test_an_unknown_signal_setting_is_refused_by_name() -> None:
+    document = yaml.safe_load(dump_parameters(_parameter_file()))
+    document["settings"]["signal"]["cutoff_hz"] = 20.0
+    with pytest.raises(DataError, match=r"settings.signal has keys \['cutoff_hz'\] that this version does not know"):
+        parse_parameters(yaml.safe_dump(document))
+
+
+def test_a_malformed_urdf_hash_is_refused() -> None:
+    document = yaml.safe_load(dump_parameters(_parameter_file()))
+    document["robot"]["urdf_sha256"] = "abc"
+    with pytest.raises(DataError, match="robot.urdf_sha256 must be 64 lower-case hex digits"):
+        parse_parameters(yaml.safe_dump(document))
+
+
+def _with_urdf(tmp_path: Path) -> tuple[ParameterFile, Path]:
+    urdf = tmp_path / "robots" / "arm.urdf"
+    urdf.parent.mkdir()
+    urdf.write_text("<robot name='arm'/>\n", encoding="utf-8")
+    document = replace(_parameter_file(), urdf=str(urdf), urdf_sha256=hashlib.sha256(urdf.read_bytes()).hexdigest())
+    return document, urdf
+
+
+def test_a_written_file_names_its_urdf_relative_to_itself_and_moves_with_it(tmp_path: Path) -> None:
+    document, urdf = _with_urdf(tmp_path)
+    path = tmp_path / "results" / "params.yaml"
+    path.parent.mkdir()
+    write_parameters_atomic(path, document)
+    assert yaml.safe_load(path.read_text(encoding="utf-8"))["robot"]["urdf"] == "../robots/arm.urdf"
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    for folder in ("robots", "results"):
+        (tmp_path / folder).rename(moved / folder)
+    assert load_parameters(moved / "results" / "params.yaml").urdf_path() == (moved / "robots" / "arm.urdf").resolve()
+
+
+def test_a_changed_urdf_is_refused_naming_both_hashes(tmp_path: Path) -> None:
+    document, urdf = _with_urdf(tmp_path)
+    path = tmp_path / "params.yaml"
+    write_parameters_atomic(path, document)
+    urdf.write_text("<robot name='arm'><link name='extra'/></robot>\n", encoding="utf-8")
+    now = hashlib.sha256(urdf.read_bytes()).hexdigest()
+    with pytest.raises(DataError) as refused:
+        load_parameters(path).urdf_path()
+    message = str(refused.value)
+    assert "\n" not in message and "changed since" in message
+    assert now[:16] in message and document.urdf_sha256 is not None and document.urdf_sha256[:16] in message

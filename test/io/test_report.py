@@ -77,7 +77,7 @@ def _data(**changes: Any) -> ReportData:
             equations=600,
             window_s=6.0,
         ),
-        "settings": {"signal": {"position_cutoff_hz": 20.0, "use_measured_velocity": False}, "method": "wls"},
+        "settings": {"signal": {"position_cutoff_hz": 20.0, "velocity": "differentiated"}, "method": "wls"},
         "consistency": Consistency(
             ok=False,
             links=[LinkStatus("link_1", True, 0.01, 3.0), LinkStatus("link_2", False, -0.2, 1.5)],

@@ -4,24 +4,39 @@ Both build the self-contained parameter YAML of :mod:`~dynamic_identification.io
 with the same ``quality`` keys: condition number after and before reduction, ``‖ρ‖/‖Y‖``,
 per-joint ``e_j`` and ``e*_j`` ([Volkmann2020] eq. (11)-(12); ``null`` for a joint without
 a usable equation), samples and window length; an offline file adds the plausibility
-verdict, an update its reason.
+verdict (and what the caller adds: validation, physical consistency, warnings), an update
+its reason. Both store every setting the identification used (``settings``, generically:
+the fields of the settings dataclasses), the URDF's content hash, the standard parameters
+per link (``standard_parameters``) and, as ``stamp``, the data time of the last sample used.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import time as wall_clock
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop import standard_parameter_names as closed_loop_standard_names
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.in_process import WindowUpdate
+from dynamic_identification.core.estimation.consistency import consistency_report
+from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.model import (
+    INERTIAL_PARAMETER_NAMES,
+    DriveChain,
+    DriveTerms,
+    RobotModel,
+    standard_parameter_names,
+)
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
+from dynamic_identification.io.urdf_location import urdf_name, urdf_sha256
 
 IDIM_REGRESSION = "idim"
 """``model.regression`` of a file identified with the IDIM (the regression model ``dynamic``)."""
@@ -67,6 +82,166 @@ def quality_section(
     }
 
 
+STANDARD_SOURCES: dict[str, str] = {
+    "consistent": "the physically consistent standard parameters nearest to the data ([Wensing2018])",
+    "base": "the base values on their independent standard columns, zeros elsewhere: reproduces the torques,"
+    " not a physical model of each link",
+}
+"""Values of ``standard_parameters.source`` and what each means (written beside it as ``meaning``)."""
+
+_INERTIA_KEYS = ("xx", "xy", "yy", "xz", "yz", "zz")
+"""Rotational-inertia entries in Pinocchio's ``toDynamicParameters()`` order."""
+
+_DRIVE_KEYS = {"Ia": "Ia_kg_m2", "Fv": "Fv_N_m_s_per_rad", "Fc": "Fc_N_m", "off": "off_N_m"}
+"""Keys (with units, joint side of the gears) of the drive-chain terms of a link."""
+
+
+def standard_from_base(base: BaseParameters, values: Mapping[str, float]) -> np.ndarray:
+    """Standard parameters ``(p,)`` with each base value on its independent column and zeros elsewhere.
+
+    Base parameters are named after their independent standard columns, so ``W_st χ``
+    of this vector is the base model's prediction ``W_b χ_b`` ([Gautier2013] eq. (4)):
+    it reproduces the torques, but is not a physical link model (masses regrouped away are 0).
+    """
+    standard = np.zeros(len(base.standard_names))
+    names = tuple(values)
+    standard[base.independent[base.subset(names)]] = [values[name] for name in names]
+    return standard
+
+
+def child_links(robot: RobotModel) -> tuple[str, ...]:
+    """Name of the body of each identified joint (its child link, the first body frame on the joint)."""
+    links = []
+    for j in range(1, robot.n_joints + 1):
+        frame = next(
+            (f.name for f in robot.model.frames if f.type == pin.FrameType.BODY and f.parentJoint == j),
+            robot.joint_names[j - 1],
+        )
+        links.append(frame)
+    return tuple(links)
+
+
+def _tree_standard(model: ClosedLoopModel, terms: DriveTerms, standard: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A closed-loop robot's standard parameters laid out as its opened tree's, and which joints are actuated.
+
+    ``standard`` is in :func:`~dynamic_identification.core.closed_loop.standard_parameter_names`
+    order (drive terms of the actuated joints only); the passive joints' drive terms are 0.
+    """
+    names = closed_loop_standard_names(model, terms)
+    values = np.asarray(standard, dtype=float)
+    if values.shape != (len(names),):
+        raise DataError(f"standard parameters must be {len(names)} values, got shape {values.shape}")
+    position = {name: i for i, name in enumerate(standard_parameter_names(model.n_tree, terms))}
+    tree = np.zeros(model.n_tree * terms.per_joint)
+    tree[[position[name] for name in names]] = values
+    actuated = np.zeros(model.n_tree, dtype=bool)
+    actuated[np.asarray(model.actuated, dtype=int)] = True
+    return tree, actuated
+
+
+def standard_parameters_section(
+    robot: RobotModel,
+    terms: DriveTerms,
+    standard: np.ndarray,
+    *,
+    source: str,
+    closed_loop: ClosedLoopModel | None = None,
+) -> dict[str, Any]:
+    """The ``standard_parameters`` section of a parameter file.
+
+    Parameters
+    ----------
+    robot, terms
+        The identified model: joints in model order, drive-chain terms.
+    standard
+        Standard parameters ``(n · terms.per_joint,)`` in
+        :func:`~dynamic_identification.core.model.standard_parameter_names` order: per joint
+        ``[m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (kg, kg·m, kg·m²; the
+        inertia about the joint frame origin in joint-frame axes, Pinocchio's
+        ``toDynamicParameters()``), then the drive terms (joint side).
+    source
+        A key of :data:`STANDARD_SOURCES`.
+    closed_loop
+        A closed-loop robot whose opened tree is ``robot``: ``standard`` is then in
+        :func:`~dynamic_identification.core.closed_loop.standard_parameter_names` order (drive
+        terms of the actuated joints only) and a passive joint's ``drive`` is ``null``.
+
+    Returns
+    -------
+    dict
+        ``source`` and its ``meaning``, ``physically_consistent`` ([Wensing2018] per link and
+        ``Ia, Fv, Fc >= 0``) and per link ``joint``, ``link``, ``m_kg``, ``mc_kg_m``,
+        ``com_m`` (``null`` when ``m <= 0``), ``inertia_kg_m2`` and ``drive``.
+    """
+    if source not in STANDARD_SOURCES:
+        raise DataError(f"standard_parameters source must be one of {list(STANDARD_SOURCES)}, got {source!r}")
+    values = np.asarray(standard, dtype=float)
+    driven = np.ones(robot.n_joints, dtype=bool)
+    if closed_loop is not None:
+        values, driven = _tree_standard(closed_loop, terms, values)
+    n = robot.n_joints
+    if values.shape != (n * terms.per_joint,) or not np.all(np.isfinite(values)):
+        raise DataError(f"standard parameters must be {n * terms.per_joint} finite values, got shape {values.shape}")
+    report = consistency_report(values, n, terms)
+    blocks = values.reshape(n, terms.per_joint)
+    inertial = len(INERTIAL_PARAMETER_NAMES)
+    links = []
+    for j, (joint, link) in enumerate(zip(robot.joint_names, child_links(robot), strict=True)):
+        block = blocks[j]
+        mass = float(block[0])
+        links.append(
+            {
+                "joint": joint,
+                "link": link,
+                "m_kg": mass,
+                "mc_kg_m": [float(v) for v in block[1:4]],
+                "com_m": [float(v) / mass for v in block[1:4]] if mass > 0.0 else None,
+                "inertia_kg_m2": {key: float(v) for key, v in zip(_INERTIA_KEYS, block[4:inertial], strict=True)},
+                "drive": (
+                    {_DRIVE_KEYS[name]: float(v) for name, v in zip(terms.names, block[inertial:], strict=True)}
+                    if driven[j]
+                    else None
+                ),
+            }
+        )
+    return {
+        "source": source,
+        "meaning": STANDARD_SOURCES[source],
+        "physically_consistent": bool(report.consistent),
+        "frame": "mc and inertia about the joint frame origin, joint-frame axes (Pinocchio toDynamicParameters);"
+        " drive terms on the joint side",
+        "links": links,
+    }
+
+
+def window_signal_settings(settings: WindowSettings, *, position_cutoff_hz: float = math.nan) -> SignalSettings:
+    """The :class:`SignalSettings` the sliding window filters with: its fields of the same name.
+
+    Generic on purpose: a signal setting the window gains is carried over without
+    listing it here (``rate_hz`` 0, the window's "median rate", is ``None``). What the
+    window does not decide is fixed to what it does: the stamps as recorded, the
+    velocities differentiated, and ``position_cutoff_hz`` (when finite) the cut-off it
+    chose from its first data.
+    """
+    values: dict[str, Any] = {
+        item.name: getattr(settings, item.name)
+        for item in dataclasses.fields(SignalSettings)
+        if hasattr(settings, item.name)
+    }
+    if "rate_hz" in values and not values["rate_hz"]:
+        values["rate_hz"] = None
+    values.setdefault("stamps", "recorded")
+    values.setdefault("velocity", "differentiated")
+    if math.isfinite(position_cutoff_hz):
+        values["position_cutoff_hz"] = position_cutoff_hz
+    return SignalSettings(**values)
+
+
+def _robot_keys(robot: RobotModel) -> dict[str, Any]:
+    """``urdf`` (``package://`` or absolute: a file names it relative to itself when written) and its hash."""
+    return {"urdf": urdf_name(robot.urdf_path), "urdf_sha256": urdf_sha256(robot.urdf_path)}
+
+
 def identified_parameter_file(
     robot: RobotModel,
     terms: DriveTerms,
@@ -74,20 +249,43 @@ def identified_parameter_file(
     result: IdentificationResult,
     *,
     window_s: float,
+    stamp: float,
+    settings: IdentificationSettings,
+    standard: np.ndarray | None = None,
+    standard_source: str = "base",
+    quality: Mapping[str, Any] | None = None,
     closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of an offline identification with any regression model.
 
-    ``window_s`` is the recording's duration, s. ``quality.plausibility`` holds the
-    verdict of the plausibility gates (``ok`` and every problem). For a closed-loop robot
-    ``robot`` is its opened tree and ``closed_loop`` the model: the file's joints are the
-    actuated ones and its ``robot`` section holds the loop closures.
+    Parameters
+    ----------
+    robot, terms, drive_chain, result
+        The identified model and the seam's result.
+    window_s
+        The recording's duration, s.
+    stamp
+        Data time of the last sample used, s (the recording's clock).
+    settings
+        The settings the identification used, stored whole (``dataclasses.asdict``).
+    standard, standard_source
+        Standard parameters for ``standard_parameters`` and what they are (a key of
+        :data:`STANDARD_SOURCES`); default the base values on their independent columns.
+    quality
+        More ``quality`` keys (``validation``, ``physical_consistency``, ``warnings``).
+    closed_loop
+        For a closed-loop robot, the model whose opened tree is ``robot``: the file's joints
+        are the actuated ones and its ``robot`` section holds the loop closures.
+
+    ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
     estimate = result.estimate
     joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
     errors = result.judged.joint_errors
+    if standard is None:
+        standard, standard_source = standard_from_base(result.base, result.values), "base"
     return ParameterFile.create(
-        urdf=robot.urdf_path,
+        **_robot_keys(robot),
         joints=joints,
         drive_terms=terms,
         drive_chain=drive_chain,
@@ -107,8 +305,13 @@ def identified_parameter_file(
                 window_s=window_s,
             ),
             "plausibility": {"ok": result.judged.plausible, "problems": list(result.judged.problems)},
+            **(quality or {}),
         },
-        stamp=wall_clock.time(),
+        stamp=stamp,
+        settings=dataclasses.asdict(settings),
+        standard_parameters=standard_parameters_section(
+            robot, terms, standard, source=standard_source, closed_loop=closed_loop
+        ),
         closed_loop=closed_loop,
     )
 
@@ -121,6 +324,7 @@ def window_parameter_file(
     update: WindowUpdate,
     *,
     stamp: float | None = None,
+    settings: WindowSettings | None = None,
     closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of one sliding-window update.
@@ -135,6 +339,9 @@ def window_parameter_file(
         An update with an estimate (normally a publishable one).
     stamp
         ``stamp`` of the file, s; default the update's data time ``update.time_s``.
+    settings
+        The window's settings, stored whole (``settings.window``) with the signal settings
+        they imply (``settings.signal``, :func:`window_signal_settings`); ``None`` stores none.
     closed_loop
         The closed-loop model when ``robot`` is its opened tree (see :func:`identified_parameter_file`).
 
@@ -147,8 +354,19 @@ def window_parameter_file(
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
     expression = dict(zip(base.names, base.expressions, strict=True))
     joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
+    values = dict(zip(update.names, update.values.tolist(), strict=True))
+    stored = (
+        {}
+        if settings is None
+        else {
+            "signal": dataclasses.asdict(
+                window_signal_settings(settings, position_cutoff_hz=update.position_cutoff_hz)
+            ),
+            "window": dataclasses.asdict(settings),
+        }
+    )
     return ParameterFile.create(
-        urdf=robot.urdf_path,
+        **_robot_keys(robot),
         joints=joints,
         drive_terms=terms,
         drive_chain=drive_chain,
@@ -169,6 +387,10 @@ def window_parameter_file(
             "reason": update.reason,
         },
         stamp=update.time_s if stamp is None else stamp,
+        settings=stored,
+        standard_parameters=standard_parameters_section(
+            robot, terms, standard_from_base(base, values), source="base", closed_loop=closed_loop
+        ),
         closed_loop=closed_loop,
     )
 
@@ -195,10 +417,15 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
 
 __all__ = [
     "IDIM_REGRESSION",
+    "STANDARD_SOURCES",
+    "child_links",
     "finite_or_none",
     "identified_parameter_file",
     "per_joint",
     "quality_section",
+    "standard_from_base",
+    "standard_parameters_section",
     "update_record",
     "window_parameter_file",
+    "window_signal_settings",
 ]

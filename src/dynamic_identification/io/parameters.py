@@ -6,7 +6,8 @@ written by ``dynid identify --out``. Keys, in this order::
 
     format: dynamic_identification/parameters/v1
     robot:
-      urdf: /path/to/robot.urdf
+      urdf: ../urdf/robot.urdf               # relative to this file, package://pkg/…, or absolute
+      urdf_sha256: 3f2a…                     # SHA-256 of the URDF's bytes, checked on load
       joints: [joint1, joint2, ...]          # identified joints, model order
       loop_closures: [{frame_a: tip_1, frame_b: tip_2, type: point}]   # closed-loop robots only
       actuated_joints: [joint1, joint2]      # closed-loop robots only: the joints above
@@ -27,7 +28,24 @@ written by ``dynid identify --out``. Keys, in this order::
       joint_relative_errors: {joint1: ...}   # e*_j ([Volkmann2020] eq. (12)); null: no usable equation
       samples: ...
       window: ...                            # s
-    stamp: 1700000000.0                      # s
+      validation: [...]                      # per held-out recording (dynid identify --validate)
+      physical_consistency: {...}            # [Wensing2018]
+      warnings: [...]                        # what a user must read, one sentence each
+    stamp: 1700000000.0                      # s, data time: the stamp of the last sample used
+    settings:                                # every setting the identification used
+      signal: {position_cutoff_hz: 20.0, ...}  # what dynid predict filters with when given no --config
+      ...
+    standard_parameters:                     # per link, Pinocchio order, with units
+      source: consistent                     # or 'base': base values on their independent columns
+      links:
+        - {joint: joint1, link: link1, m_kg: ..., mc_kg_m: [...], com_m: [...],
+           inertia_kg_m2: {xx: ..., xy: ..., yy: ..., xz: ..., yz: ..., zz: ...}, drive: {Ia_kg_m2: ..., ...}}
+
+``stamp`` is data time for every writer (``dynid identify``, ``dynid stream``, the
+estimator node): the stamp of the last sample the estimate used, in the recording's
+clock (ROS time of the messages), never the wall time of the computer that ran it.
+``settings`` and ``standard_parameters`` are absent from files written before they
+existed; such files still load (``dynid predict`` then uses the default settings).
 
 A closed-loop (parallel) robot ([Briot2012] §2, ``docs/closed_loop.md``) is the URDF of its
 opened tree plus ``robot.loop_closures`` and ``robot.actuated_joints``: its ``joints`` are the
@@ -45,8 +63,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +77,11 @@ from dynamic_identification.core.closed_loop import standard_parameter_names as 
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.closed_loop import ClosedLoopTorqueModel
 from dynamic_identification.core.excitation.safety import TorqueModel
+from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
+from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name
 
 FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
@@ -71,6 +92,7 @@ models of [DirectDrive2012]."""
 
 _DRIVE_TERM_KEYS: tuple[str, ...] = ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
 _DRIVE_CHAIN_KEYS: tuple[str, ...] = ("gear_ratios", "drive_gains", "coupling")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -112,7 +134,12 @@ class ParameterEntry:
 
 @dataclass(frozen=True)
 class ParameterFile:
-    """Contents of a parameter YAML file (see the module docstring)."""
+    """Contents of a parameter YAML file (see the module docstring).
+
+    ``path`` is the file it was loaded from (``None`` for a parsed text); it is not
+    part of the contents (two equal files loaded from two places compare equal) and
+    is what a relative ``urdf`` is resolved against (:meth:`urdf_path`).
+    """
 
     urdf: str
     joints: tuple[str, ...]
@@ -125,6 +152,10 @@ class ParameterFile:
     """Closed-loop robots: the closures of the opened tree (empty: a serial robot)."""
     actuated_joints: tuple[str, ...] = ()
     """Closed-loop robots: the actuated joints, the same as :attr:`joints` (empty: a serial robot)."""
+    urdf_sha256: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    standard_parameters: dict[str, Any] = field(default_factory=dict)
+    path: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         joints = tuple(self.joints)
@@ -165,8 +196,15 @@ class ParameterFile:
         object.__setattr__(self, "removed", tuple(str(name) for name in self.removed))
         object.__setattr__(self, "quality", _plain(self.quality))
         object.__setattr__(self, "stamp", _number(self.stamp, "stamp"))
+        if self.urdf_sha256 is not None and not (isinstance(self.urdf_sha256, str) and _SHA256.match(self.urdf_sha256)):
+            raise DataError(f"robot.urdf_sha256 must be 64 lower-case hex digits, got {brief(self.urdf_sha256)}")
+        object.__setattr__(self, "settings", _plain(_mapping(self.settings, "settings")))
+        object.__setattr__(
+            self, "standard_parameters", _plain(_mapping(self.standard_parameters, "standard_parameters"))
+        )
         self.drive_terms()
         self.drive_chain()
+        self.signal_settings()
 
     @classmethod
     def create(
@@ -185,11 +223,18 @@ class ParameterFile:
         stamp: float = 0.0,
         regression: str = "idim",
         closed_loop: ClosedLoopModel | None = None,
+        urdf_sha256: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+        standard_parameters: Mapping[str, Any] | None = None,
     ) -> ParameterFile:
         """Build a file from identification results (numpy arrays welcome).
 
         With ``closed_loop`` the file describes that closed-loop robot: its loop closures and
-        actuated joints (which must be ``joints``) are stored in ``robot``.
+        actuated joints (which must be ``joints``) are stored in ``robot``. ``settings`` are
+        every setting the identification used (``settings.signal``: the
+        :class:`~dynamic_identification.core.identification.SignalSettings` fields),
+        ``standard_parameters`` the section of
+        :func:`~dynamic_identification.io.parameter_files.standard_parameters_section`.
         """
         count = len(names)
         stds = [None] * count if std_percent is None else list(std_percent)
@@ -212,6 +257,9 @@ class ParameterFile:
             stamp=stamp,
             loop_closures=() if closed_loop is None else closed_loop.closures,
             actuated_joints=() if closed_loop is None else closed_loop.actuated_joint_names,
+            urdf_sha256=urdf_sha256,
+            settings=dict(settings or {}),
+            standard_parameters=dict(standard_parameters or {}),
         )
 
     @property
@@ -245,6 +293,70 @@ class ParameterFile:
         except (TypeError, ValueError) as error:
             raise DataError(f"model.drive_chain: {error}") from error
 
+    @property
+    def source(self) -> str:
+        """How messages name this file: its path, or ``parameter text``."""
+        return self.path if self.path is not None else "parameter text"
+
+    def urdf_path(self) -> Path:
+        """The URDF this file names, resolved and checked against ``robot.urdf_sha256``.
+
+        See :func:`~dynamic_identification.io.urdf_location.resolve_urdf`: ``package://``
+        through ``AMENT_PREFIX_PATH``, a relative name against the file's folder (then the
+        working directory), an absolute path as it is.
+
+        Raises
+        ------
+        DataError
+            When the URDF is not found, or its content changed since the identification.
+        """
+        folder = Path(self.path).parent if self.path is not None else None
+        return resolve_urdf(self.urdf, folder=folder, sha256=self.urdf_sha256, source=self.source)
+
+    def named_for(self, folder: str | os.PathLike[str]) -> ParameterFile:
+        """This file with its URDF named as a file in ``folder`` names it (relative when possible).
+
+        A ``package://`` name stays; an absolute path becomes relative to ``folder`` when
+        the two share a folder below the root; a relative name is re-based from the
+        folder it was loaded from.
+        """
+        if self.urdf.startswith(PACKAGE_SCHEME):
+            return self
+        current = Path(self.urdf)
+        if not current.is_absolute():
+            if self.path is None:
+                return self
+            current = Path(self.path).parent / current
+        return replace(self, urdf=urdf_name(current, folder=folder))
+
+    def signal_settings(self) -> SignalSettings | None:
+        """The signal settings the identification used (``settings.signal``); ``None`` when the file has none.
+
+        Read generically: every key of ``settings.signal`` is a field of
+        :class:`~dynamic_identification.core.identification.SignalSettings`; a field the
+        file lacks takes its default (a file written before the field existed).
+
+        Raises
+        ------
+        DataError
+            A key this version does not know, or a value the settings refuse.
+        """
+        signal = self.settings.get("signal")
+        if signal is None:
+            return None
+        values = _mapping(signal, "settings.signal")
+        known = [item.name for item in fields(SignalSettings)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise DataError(f"settings.signal has keys {unknown} that this version does not know (known: {known})")
+        for key, value in values.items():
+            if value is not None and not isinstance(value, (bool, int, float, str)):
+                raise DataError(f"settings.signal.{key} must be a number, true/false or null, got {brief(value)}")
+        try:
+            return SignalSettings(**values)
+        except (TypeError, ValueError) as error:
+            raise DataError(f"settings.signal: {error}") from error
+
     def values(self) -> dict[str, float]:
         """Parameter values by name, in file order."""
         return {entry.name: entry.value for entry in self.parameters}
@@ -277,9 +389,13 @@ def model_section(drive_terms: DriveTerms, drive_chain: DriveChain, *, regressio
 
 def dump_parameters(pf: ParameterFile) -> str:
     """YAML text of ``pf``; :func:`load_parameters` of it returns an equal object."""
-    document = {
+    robot: dict[str, Any] = {"urdf": pf.urdf}
+    if pf.urdf_sha256 is not None:
+        robot["urdf_sha256"] = pf.urdf_sha256
+    robot["joints"] = list(pf.joints)
+    document: dict[str, Any] = {
         "format": FORMAT,
-        "robot": {"urdf": pf.urdf, "joints": list(pf.joints), **closed_loop_section(pf)},
+        "robot": {**robot, **closed_loop_section(pf)},
         "model": pf.model,
         "parameters": [
             {
@@ -294,6 +410,10 @@ def dump_parameters(pf: ParameterFile) -> str:
         "quality": pf.quality,
         "stamp": pf.stamp,
     }
+    if pf.settings:
+        document["settings"] = pf.settings
+    if pf.standard_parameters:
+        document["standard_parameters"] = pf.standard_parameters
     return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
 
 
@@ -314,10 +434,13 @@ def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
 def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> ClosedLoopModel:
     """The closed-loop model a file describes: its URDF (or ``urdf``), loop closures and actuated joints.
 
+    Without ``urdf`` the file's URDF is :meth:`ParameterFile.urdf_path` (relative to the
+    file, ``package://`` or absolute), checked against ``robot.urdf_sha256``.
+
     Raises
     ------
     DataError
-        When the file describes a serial robot.
+        When the file describes a serial robot, or its URDF is not found or changed.
     ModelError
         When the URDF cannot be loaded or does not fit the closures (named).
     """
@@ -325,7 +448,7 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
         raise DataError("the parameter file describes a serial robot (no robot.loop_closures)")
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
     model = ClosedLoopModel.from_config(
-        Path(pf.urdf if urdf is None else urdf), loop_closures=closures, actuated_joints=pf.actuated_joints
+        pf.urdf_path() if urdf is None else Path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints
     )
     if model.actuated_joint_names != pf.joints:
         raise DataError(
@@ -403,6 +526,9 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
             stamp=document.get("stamp", 0.0),
             loop_closures=tuple(closures),
             actuated_joints=tuple(actuated),
+            urdf_sha256=robot.get("urdf_sha256"),
+            settings=_mapping(document.get("settings") or {}, f"settings in {source}"),
+            standard_parameters=_mapping(document.get("standard_parameters") or {}, f"standard_parameters in {source}"),
         )
     except DataError as error:
         raise DataError(f"{source}: {error}") from error
@@ -429,16 +555,17 @@ def load_parameters(path_or_text: str | os.PathLike[str]) -> ParameterFile:
         raise DataError(f"parameter file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"cannot read parameter file {path}: {error}") from error
-    return parse_parameters(text, source=str(path))
+    return replace(parse_parameters(text, source=str(path)), path=str(path))
 
 
 def write_parameters_atomic(path: str | os.PathLike[str], pf: ParameterFile) -> None:
     """Write ``pf`` to ``path`` atomically (:func:`~dynamic_identification.io.atomic.atomic_output`).
 
     A reader (the feedforward node, a user's editor) sees either the old file or the
-    new one, never a partial write.
+    new one, never a partial write. The URDF is named as seen from the file's folder
+    (:meth:`ParameterFile.named_for`: relative when possible, or ``package://``).
     """
-    text = dump_parameters(pf)
+    text = dump_parameters(pf.named_for(Path(path).resolve().parent))
     with atomic_output(path) as stream:
         stream.write(text)
 

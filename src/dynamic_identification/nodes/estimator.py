@@ -566,7 +566,13 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update, closed_loop=self.closed_loop
+            self.robot,
+            self.drive_terms,
+            self.drive_chain,
+            self._estimator.base,
+            update,
+            settings=self.settings,
+            closed_loop=self.closed_loop,
         )
         if self.config.parameters_file:
             try:

@@ -283,7 +283,7 @@ class FeedforwardNode(GuardedNode):
 
     def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel | ClosedLoopFeedforwardModel:
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
-        urdf = self.config.urdf or parameters.urdf
+        urdf = self.config.urdf or str(parameters.urdf_path())
         model: FeedforwardModel | ClosedLoopFeedforwardModel
         if parameters.closed_loop:
             described = repr((parameters.loop_closures, parameters.actuated_joints))

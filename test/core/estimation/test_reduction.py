@@ -197,3 +197,19 @@ def test_bad_joint_std_is_refused_by_name() -> None:
 
     with pytest.raises(IdentificationError, match="joint_std"):
         reduce_parameters(equations, np.array([0.1, 0.0, 0.1]))
+
+
+def test_essential_never_removes_the_last_parameter_of_a_joint() -> None:
+    """Joint 2's only column is poorly determined (largest %σ): removing it would leave joint 2 unexplained."""
+    rng = np.random.default_rng(13)
+    w = rng.normal(size=(400, 2, 3)) * np.array([1.0, 2.0, 0.01])
+    w[:, 0, 2] = 0.0  # column 2 acts on joint 2 only
+    w[:, 1, :2] = 0.0  # and is all joint 2 has
+    y = w @ np.array([1.0, -0.5, 0.3]) + rng.normal(size=(400, 2)) * 0.05
+    equations = NormalEquations.from_rows(w, y)
+
+    result = reduce_parameters(equations, np.array([0.05, 0.05]), method="essential", r_sigma=2.0)
+
+    assert 2 in result.kept
+    assert result.refused == ((2, 1),)
+    assert all(column != 2 for column, _ in result.removed)

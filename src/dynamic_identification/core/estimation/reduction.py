@@ -30,6 +30,12 @@ model (``O(n b²)``, no factorisation). Three methods:
 
 ``'none'`` — only the rank check of step 1.
 
+Guard for both reductions: a removal that would leave an equation column (a joint of
+the IDIM) that has equations with no parameter acting on it is refused, whatever its
+sensitivity or ``%σ``: the reduced model would predict zero torque there while the data
+say otherwise, and every equation of that joint would be lost to the model. The column
+stays in the model; :attr:`ReductionResult.refused` says which and for which joint.
+
 The relative errors are ``e*_j = ‖ρ_j‖ / ‖y_j‖`` (:attr:`NormalSolution.relative_errors`),
 the RMS counterpart of [Volkmann2020] eq. (11)-(12): the mean absolute errors of eq. (11)-(12)
 need the rows, which the normal equations do not keep; the caller computes them for the
@@ -94,6 +100,10 @@ class ReductionResult:
         WLS of the kept columns.
     reference
         WLS of the identifiable full model (Algorithm 1 lines 2-3).
+    refused
+        ``(column, equation column)`` of each removal refused because the column was
+        the last one acting on that equation column (a joint of the IDIM, 0-based), in
+        the order the reduction met them (module docstring).
     """
 
     method: str
@@ -102,6 +112,7 @@ class ReductionResult:
     essential: np.ndarray
     solution: NormalSolution
     reference: NormalSolution
+    refused: tuple[tuple[int, int], ...] = ()
 
 
 def reduce_parameters(
@@ -184,15 +195,16 @@ def reduce_parameters(
     essential = identifiable[forced_mask[identifiable]]
     reference = _solve(equations, sigma, identifiable, names)
 
+    guard = _LastParameterGuard(equations)
     if method == "sensitivity":
         kept, essential, dropped = _sensitivity_reduction(
-            equations, matrix, vector, identifiable, essential, reference.relative_errors, e_tol
+            equations, matrix, vector, identifiable, essential, reference.relative_errors, e_tol, guard
         )
         removed += [(i, LOW_SENSITIVITY) for i in dropped]
         solution = _solve(equations, sigma, kept, names)
     elif method == "essential":
         kept, dropped_essential = _essential_reduction(
-            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters
+            equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters, guard
         )
         removed += dropped_essential
         solution = _solve(equations, sigma, kept, names)
@@ -205,7 +217,31 @@ def reduce_parameters(
         essential=essential,
         solution=solution,
         reference=reference,
+        refused=tuple(guard.refused),
     )
+
+
+class _LastParameterGuard:
+    """Refuses removing the last column that acts on an equation column with equations (module docstring).
+
+    Column ``k`` acts on equation column ``j`` when ``a[j, k, k] > 0`` (some valid row of
+    ``j`` has a non-zero entry in ``k``); an equation column needs a parameter when it has
+    equations with non-zero torque (``c_j > 0``).
+    """
+
+    def __init__(self, equations: NormalEquations) -> None:
+        self._acts = np.einsum("jkk->jk", equations.a) > 0.0
+        self._needs = (equations.count > 0) & (equations.c > 0.0)
+        self.refused: list[tuple[int, int]] = []
+
+    def allows(self, column: int, current: np.ndarray) -> bool:
+        """Whether ``column`` may leave the model of columns ``current``; records a refusal."""
+        acting = self._acts[:, current].sum(axis=1)
+        orphaned = np.flatnonzero(self._needs & self._acts[:, column] & (acting <= 1))
+        if orphaned.size == 0:
+            return True
+        self.refused.append((int(column), int(orphaned[0])))
+        return False
 
 
 def _forced_mask(forced: Sequence[int], b: int) -> np.ndarray:
@@ -259,6 +295,7 @@ def _sensitivity_reduction(
     forced: np.ndarray,
     reference_errors: np.ndarray,
     e_tol: float,
+    guard: _LastParameterGuard,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """[Volkmann2020] Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
 
@@ -278,7 +315,9 @@ def _sensitivity_reduction(
     trials = _RemovalTrials(equations, matrix, vector, identifiable)
     removed: list[int] = []
     for column in order:
-        if np.any(trials.residual_squares_without(int(column)) > limit_squares):
+        if not guard.allows(int(column), trials.columns) or np.any(
+            trials.residual_squares_without(int(column)) > limit_squares
+        ):
             essential[column] = True
         else:
             trials.remove(int(column))
@@ -391,6 +430,7 @@ def _essential_reduction(
     forced_mask: np.ndarray,
     r_sigma: float,
     min_parameters: int,
+    guard: _LastParameterGuard,
 ) -> tuple[np.ndarray, list[tuple[int, str]]]:
     """[Gautier2013] §V.B: drop the largest ``%σ`` (never a forced column) until ``max/min %σ < r_sigma``.
 
@@ -401,6 +441,7 @@ def _essential_reduction(
     total = float(equations.count.sum())
     kept = identifiable
     removed: list[tuple[int, str]] = []
+    guarded = np.zeros_like(forced_mask)
     while kept.size > min_parameters:
         parameters, factor, diagonal = _trial_solve(matrix, vector, kept)
         sigma_squared = float(weights @ residual_norms_squared(equations, kept, parameters)) / (total - kept.size)
@@ -408,11 +449,16 @@ def _essential_reduction(
         std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
         with np.errstate(divide="ignore", invalid="ignore"):
             percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
-        ratio = sigma_ratio(percent)
-        removable = ~forced_mask[kept]
+        # A column the guard keeps does not hold the others back: its %σ leaves the ratio.
+        free = ~guarded[kept]
+        ratio = sigma_ratio(percent[free]) if free.any() else 0.0
+        removable = ~(forced_mask | guarded)[kept]
         if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
             break
         worst = int(np.argmax(np.where(removable, percent, -np.inf)))
+        if not guard.allows(int(kept[worst]), kept):
+            guarded[kept[worst]] = True
+            continue
         removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
         kept = np.delete(kept, worst)
     return kept, removed

@@ -114,7 +114,9 @@ class IdentificationResult:
     identifiable model before the reduction; ``history`` the recursive estimator's
     ([DirectDrive2012] Figs. 2-3), ``None`` for the batch solution; ``equations`` the
     per-column normal equations of the valid rows in every base column, for the steps that
-    start from them (physical consistency, further reductions).
+    start from them (physical consistency, further reductions); ``reduction`` the rank check
+    and reduction step itself (its reference and reduced per-column errors, and the removals
+    its guard refused), ``None`` for a result assembled by hand.
     """
 
     base: BaseParameters
@@ -127,6 +129,7 @@ class IdentificationResult:
     condition_number_full: float = math.nan
     history: RecursiveHistory | None = None
     equations: NormalEquations | None = None
+    reduction: ReductionResult | None = None
 
     @property
     def judged(self) -> Quality:
@@ -307,6 +310,7 @@ def identify_observations(
         condition_number_full=reduction.reference.condition_number,
         history=history,
         equations=equations,
+        reduction=reduction,
     )
 
 

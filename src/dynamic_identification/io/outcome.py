@@ -1,0 +1,320 @@
+"""What ``dynid identify`` adds around the seam's result: consistent link parameters, held-out validation, warnings.
+
+* :func:`consistent_model` — the physically consistent standard parameters nearest to
+  the data ([Wensing2018], :class:`~dynamic_identification.core.estimation.consistency.ConsistentEstimator`
+  with the URDF's attached parts), for ``standard_parameters`` and ``--urdf-out``;
+* :func:`validate` — the identified model on a held-out recording, for
+  ``quality.validation``: ``e_j``, ``e*_j`` ([Volkmann2020] eq. (11)-(12)) on the
+  recording's IDIM equations, filtered and decimated exactly as the identification's own
+  (so they compare directly with ``quality.joint_relative_errors``: a model that only
+  fits its training data shows here), and the torques at every recorded stamp with their
+  errors against the recorded torques where the joint moves (these include the torque
+  sensor's or current's noise, which the decimation filter removes from the equations);
+* :func:`identification_warnings` — what a user must read, one sentence each, for the
+  output and ``quality.warnings``: parameters physically impossible as identified,
+  reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
+  ``e_tol``, parameters the recording left unexcited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dynamic_identification.core.errors import IdentificationError, shorten
+from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
+from dynamic_identification.core.estimation.quality import JointErrors
+from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
+from dynamic_identification.core.identification.observations import prepare_observations
+from dynamic_identification.core.identification.prediction import (
+    Samples,
+    StampPrediction,
+    predict_at_stamps,
+    torque_errors,
+)
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
+from dynamic_identification.io.parameter_files import finite_or_none, per_joint
+from dynamic_identification.io.recording import Recording
+from dynamic_identification.io.urdf_export import attached_inertias
+
+_LISTED = 8
+"""Names listed in one warning before ``…``."""
+
+NOT_CONSISTENT = "the identified parameters are physically impossible as they stand"
+"""How the warning about parameters no physically consistent model reproduces begins."""
+
+
+@dataclass(frozen=True)
+class ConsistentModel:
+    """The physically consistent estimate of an identification, or why there is none.
+
+    ``estimate`` is ``None`` when it could not be computed; ``error`` then says why.
+    ``published_consistent`` says whether the published base values are those of a
+    physically consistent model (within the estimator's shift tolerance).
+    """
+
+    estimate: ConsistentEstimate | None
+    error: str = ""
+    published_consistent: bool | None = None
+
+
+def consistent_model(
+    robot: RobotModel, terms: DriveTerms, settings: IdentificationSettings, result: IdentificationResult
+) -> ConsistentModel:
+    """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
+
+    Fitted to the seam's weighted normal equations with the identification's weights
+    ([Gautier2013] eq. (20)), URDF inertias as the prior of the directions no data
+    determine, and the URDF's parts merged into a body (a gripper) kept as they are.
+    """
+    equations = result.equations
+    if equations is None or equations.n_joints != robot.n_joints:
+        return ConsistentModel(None, f"not available for the {result.model} model's equations")
+    try:
+        estimator = ConsistentEstimator(
+            result.base, terms, standard_parameters(robot, terms), attached=attached_inertias(robot)
+        )
+        weights = joint_weights(result.observations, settings.method)
+        estimate = estimator.solve(equations, weights, result.base.subset(result.names))
+    except IdentificationError as error:
+        return ConsistentModel(None, shorten(str(error), 200))
+    published = result.estimate.parameters
+    same = bool(np.allclose(estimate.kept_values, published, rtol=1e-9, atol=0.0))
+    return ConsistentModel(estimate, published_consistent=same or estimate.unconstrained_consistent)
+
+
+def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> dict[str, Any]:
+    """``quality.physical_consistency``: whether the published parameters are physically possible.
+
+    ``ok`` is ``null`` when it could not be decided (``error`` says why); otherwise
+    ``shift_sigma`` (distance from the published to the nearest consistent model, in
+    standard deviations), ``cost_increase`` (relative growth of the weighted residual) and
+    the ``active`` constraints of the nearest consistent model.
+    """
+    if model.estimate is None:
+        return {"ok": None, "error": model.error}
+    estimate = model.estimate
+    links = [robot.joint_names[index] for index in estimate.report.inconsistent_links]
+    return {
+        "ok": bool(model.published_consistent),
+        "checked": "the identified parameters: does a physically consistent model ([Wensing2018]) reproduce them",
+        "shift_sigma": finite_or_none(0.0 if model.published_consistent else estimate.shift_sigma),
+        "cost_increase": finite_or_none(0.0 if model.published_consistent else estimate.cost_increase),
+        "active": list(estimate.active),
+        "standard_parameters_consistent": bool(estimate.report.consistent),
+        "inconsistent_links": links,
+    }
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The identified model on one held-out recording.
+
+    Attributes
+    ----------
+    name
+        The recording as the user named it.
+    recording
+        The recording in model joint order.
+    torques
+        Its joint torques, N·m, ``(N, n)``.
+    prediction
+        The model's torques at its stamps (:func:`~dynamic_identification.core.identification.predict_at_stamps`).
+    errors
+        [Volkmann2020] eq. (11)-(12) sums of the prediction at the stamps where the joint moves.
+    equation_errors
+        The same sums on the recording's filtered, decimated IDIM equations (the
+        identification's scale).
+    identified
+        ``(n,)`` booleans: joints the model predicts (the others had no equation when identified).
+    min_speed_rad_s
+        The errors count samples where the joint moves at least this fast, rad/s.
+    """
+
+    name: str
+    recording: Recording
+    torques: np.ndarray
+    prediction: StampPrediction
+    errors: JointErrors
+    equation_errors: JointErrors
+    identified: np.ndarray
+    min_speed_rad_s: float
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Predicted torques, N·m, ``(N, n)``, NaN where the model has no prediction (edges, gaps, joints)."""
+        torques = np.where(self.prediction.covered[:, None], self.prediction.torques, np.nan)
+        torques[:, ~self.identified] = np.nan
+        return torques
+
+    def entry(self, joints: Sequence[str]) -> dict[str, Any]:
+        """The ``quality.validation`` entry.
+
+        ``file``; ``samples`` and ``predicted`` rows; ``joint_errors`` ``e_j`` (N·m) and
+        ``joint_relative_errors`` ``e*_j`` on the equations (the identification's scale);
+        ``recorded_relative_error`` ``‖τ − τ̂‖/‖τ‖`` and ``recorded_joint_relative_errors``
+        ``e*_j`` against the recorded torques at the stamps where the joint moves.
+        """
+        covered = self.prediction.covered
+        moving = (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
+        residual = np.where(moving, self.torques - self.prediction.torques, 0.0)
+        measured = np.where(moving, self.torques, 0.0)
+        norm = float(np.linalg.norm(measured))
+        names = tuple(joints)
+        return {
+            "file": self.name,
+            "samples": int(covered.shape[0]),
+            "predicted": int(covered.sum()),
+            "joint_errors": per_joint(names, np.where(self.identified, self.equation_errors.errors, np.nan)),
+            "joint_relative_errors": per_joint(
+                names, np.where(self.identified, self.equation_errors.relative_errors, np.nan)
+            ),
+            "recorded_relative_error": finite_or_none(float(np.linalg.norm(residual)) / norm) if norm > 0.0 else None,
+            "recorded_joint_relative_errors": per_joint(
+                names, np.where(self.identified, self.errors.relative_errors, np.nan)
+            ),
+        }
+
+
+def validate(
+    robot: RobotModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    result: IdentificationResult,
+    recording: Recording,
+    settings: IdentificationSettings,
+    *,
+    name: str,
+) -> Validation:
+    """Predict a held-out recording (model joint order) with the identified model and judge it.
+
+    The equations are built with the identification's ``settings`` (filter, decimation,
+    the stick rule ``signal.min_speed_rad_s``); the errors at the stamps count the samples
+    where the joint moves at least ``signal.min_speed_rad_s``.
+    """
+    signal = settings.signal
+    torques = recording.joint_torques(drive_chain)
+    samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
+    prediction = predict_at_stamps(robot, drive_chain, terms, result.values, samples, signal)
+    errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
+    observations = prepare_observations(
+        robot,
+        drive_chain,
+        terms,
+        result.base,
+        recording.time,
+        robot.unwrap_positions(recording.position),
+        torques,
+        dq_measured=recording.velocity,
+        settings=settings,
+    )
+    kept = result.base.subset(result.names)
+    equation_errors = JointErrors.of(
+        observations.torques,
+        observations.observation_matrix[..., kept] @ result.estimate.parameters,
+        observations.valid,
+    )
+    identified = np.isfinite(result.judged.joint_errors.errors)
+    return Validation(name, recording, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_LISTED])
+    return shown + (f" … ({len(names)} in all)" if len(names) > _LISTED else "")
+
+
+def _equation_names(result: IdentificationResult, robot: RobotModel) -> list[str]:
+    """Names of the seam's equation columns: the joints for the IDIM models, else numbered columns."""
+    columns = result.observations.torques.shape[1]
+    if columns == robot.n_joints:
+        return list(robot.joint_names)
+    return [f"{result.model} equation column {k + 1}" for k in range(columns)]
+
+
+def identification_warnings(
+    robot: RobotModel,
+    result: IdentificationResult,
+    settings: IdentificationSettings,
+    consistent: ConsistentModel,
+) -> list[str]:
+    """What a user must read about an identification, one sentence each (module docstring)."""
+    warnings: list[str] = []
+    estimate = consistent.estimate
+    if estimate is not None and not consistent.published_consistent:
+        active = _listed(list(estimate.active)) or "none"
+        warnings.append(
+            f"{NOT_CONSISTENT}: no physically consistent model ([Wensing2018]) reproduces them; the nearest one"
+            f" is {estimate.shift_sigma:.3g} σ away"
+            f" (weighted residual +{100 * estimate.cost_increase:.3g} %, at the bound: {active})"
+            " and is what standard_parameters and --urdf-out hold"
+        )
+    negative = [
+        f"{name} = {value:.3g}"
+        for name, value, expression in zip(result.names, result.estimate.parameters, result.expressions, strict=True)
+        if name.startswith(("Fv", "Fc", "Ia")) and expression.strip() == name and value < 0.0
+    ]
+    if negative:
+        warnings.append(
+            f"negative friction or rotor inertia (physically impossible): {_listed(negative)}; the data do not"
+            " determine them (check the drive gains, the sign of the torques, the excitation of those joints)"
+        )
+    columns = _equation_names(result, robot)
+    reduction = result.reduction
+    if reduction is not None:
+        for column, equation in reduction.refused:
+            warnings.append(
+                f"the {reduction.method} reduction did not remove {result.base.names[column]}: it is the last"
+                f" parameter acting on {columns[equation]}, whose every equation would otherwise go unexplained"
+            )
+        if reduction.method != "none":
+            before, after = reduction.reference.relative_errors, reduction.solution.relative_errors
+            for name, old, new in zip(columns, before, after, strict=True):
+                if np.isfinite(old) and old > 0.0 and new > (1.0 + settings.e_tol) * old:
+                    warnings.append(
+                        f"{name}: the {reduction.method} reduction raised its relative error ‖ρ_j‖/‖y_j‖"
+                        f" ([Volkmann2020] Algorithm 1's e*_j) from {old:.3g}"
+                        f" to {new:.3g} (+{100 * (new / old - 1.0):.3g} %, more than"
+                        f" e_tol = {100 * settings.e_tol:g} %)"
+                    )
+    errors = result.judged.joint_errors.errors
+    silent = [joint for joint, error in zip(robot.joint_names, errors, strict=True) if np.isnan(error)]
+    if silent:
+        warnings.append(
+            f"{', '.join(silent)} had no usable equation (never moved, or only slower than"
+            f" signal.min_speed_rad_s = {settings.signal.min_speed_rad_s:g} rad/s): the model gives no torque there"
+        )
+    unexcited = [name for name, why in result.removed if why in (NOT_EXCITED, NOT_IDENTIFIABLE)]
+    if unexcited:
+        warnings.append(
+            f"the recording leaves {len(unexcited)} base parameter(s) unexcited: {_listed(unexcited)} (removed:"
+            " their torques are missing from the model); excite the joints they belong to over more of their range"
+        )
+    return warnings
+
+
+def validation_names(paths: Sequence[Path]) -> list[str]:
+    """Names of held-out recordings as the user gave them (unique: repeated names get ``#2``, ``#3``)."""
+    names: list[str] = []
+    for path in paths:
+        name = str(path)
+        count = sum(1 for existing in names if existing == name or existing.startswith(f"{name} #"))
+        names.append(name if count == 0 else f"{name} #{count + 1}")
+    return names
+
+
+__all__ = [
+    "NOT_CONSISTENT",
+    "ConsistentModel",
+    "Validation",
+    "consistent_model",
+    "identification_warnings",
+    "physical_consistency_section",
+    "validate",
+    "validation_names",
+]

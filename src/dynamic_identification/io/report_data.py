@@ -1,0 +1,144 @@
+"""The HTML report's data of an identification (``dynid identify --report DIR``).
+
+:func:`identification_report` fills :class:`~dynamic_identification.io.report.ReportData`
+from the seam's result, the training recording and every held-out recording
+(:class:`~dynamic_identification.io.outcome.Validation`): measured against predicted
+torques (NaN where the model predicts nothing: segment edges, gaps, joints without
+equations), the parameter table with ``%σ``, the removed parameters, the quality
+figures, physical consistency ([Wensing2018]), plausibility, warnings, every setting
+used and the joints' limits for the coverage table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+
+import numpy as np
+
+from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.solve import IdentificationResult
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.io.outcome import NOT_CONSISTENT, ConsistentModel, Validation
+from dynamic_identification.io.report import (
+    Consistency,
+    DataSeries,
+    ParameterRow,
+    Plausibility,
+    Quality,
+    ReportData,
+)
+
+EPOCH_AFTER_S = 1e8
+"""A stamp later than this (s, about 1973) is read as Unix time and printed as a UTC date."""
+
+
+def stamp_text(stamp: float) -> str:
+    """How the report prints a data-time stamp: a UTC date for Unix time, else seconds of the recording's clock."""
+    if stamp > EPOCH_AFTER_S:
+        moment = datetime.datetime.fromtimestamp(stamp, tz=datetime.timezone.utc)
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC (data time of the last sample)"
+    return f"{stamp:.6g} s of the recording's clock (data time of the last sample)"
+
+
+def data_series(validation: Validation) -> DataSeries:
+    """Measured and predicted torques of one recording, with its motion."""
+    recording = validation.recording
+    velocity = recording.velocity
+    if velocity is None:
+        velocity = np.gradient(recording.position, recording.time, axis=0)
+    return DataSeries(
+        name=validation.name,
+        time=recording.time,
+        measured=validation.torques,
+        predicted=validation.predicted,
+        q=recording.position,
+        dq=velocity,
+    )
+
+
+def identification_report(
+    *,
+    robot: RobotModel,
+    terms: DriveTerms,
+    drive_chain: DriveChain,
+    settings: IdentificationSettings,
+    result: IdentificationResult,
+    training: Validation,
+    validations: Sequence[Validation],
+    consistent: ConsistentModel,
+    warnings: Sequence[str],
+    urdf: str,
+    stamp: float,
+) -> ReportData:
+    """The report of one identification: training first, then each held-out recording.
+
+    ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s.
+    """
+    estimate = result.estimate
+    observations = result.observations
+    errors = result.judged.joint_errors
+    estimate_consistent = consistent.estimate
+    if estimate_consistent is None:
+        consistency = Consistency(ok=False, problems=[f"not checked: {consistent.error}"], checked="")
+    else:
+        published = bool(consistent.published_consistent)
+        consistency = Consistency(
+            ok=published,
+            problems=(
+                []
+                if published or not estimate_consistent.active
+                else ["at their bound in the nearest consistent model: " + ", ".join(estimate_consistent.active)]
+            ),
+            cost_increase=None if published else estimate_consistent.cost_increase,
+            shift_sigma=None if published else estimate_consistent.shift_sigma,
+            checked="the identified parameters of the table; standard_parameters and --urdf-out hold the nearest"
+            " physically consistent model",
+        )
+    return ReportData(
+        title=f"Identification of {robot.model.name}",
+        robot_name=robot.model.name,
+        urdf=urdf,
+        joints=robot.joint_names,
+        parameters=[
+            ParameterRow(name=name, value=float(value), std_percent=float(std), expression=expression)
+            for name, value, std, expression in zip(
+                result.names, estimate.parameters, estimate.relative_std_percent, result.expressions, strict=True
+            )
+        ],
+        removed=list(result.removed),
+        datasets=[data_series(training), *(data_series(v) for v in validations)],
+        quality=Quality(
+            condition_number=float(estimate.condition_number),
+            relative_error=float(estimate.relative_error),
+            joint_errors=errors.errors,
+            joint_relative_errors=errors.relative_errors,
+            samples=int(observations.input_samples),
+            rate_hz=float(observations.rate_hz),
+            decimation=int(observations.decimation),
+            equations=int(observations.observation_matrix.shape[0]),
+            window_s=float(training.recording.time[-1] - training.recording.time[0]),
+        ),
+        settings={
+            "regression_model": result.model,
+            **dataclasses.asdict(settings),
+            "drive_chain": {
+                "gear_ratios": drive_chain.gear_ratios.tolist(),
+                "drive_gains": drive_chain.drive_gains.tolist(),
+            },
+            "drive_terms": {name: True for name in terms.names},
+        },
+        consistency=consistency,
+        plausibility=Plausibility(ok=result.judged.plausible, problems=list(result.judged.problems)),
+        # The page says "not physically consistent" itself, pointing to its section.
+        warnings=[warning for warning in warnings if not warning.startswith(NOT_CONSISTENT)],
+        lower_limits=robot.lower_position_limits,
+        upper_limits=robot.upper_position_limits,
+        velocity_limits=robot.velocity_limits,
+        min_speed_rad_s=settings.signal.min_speed_rad_s,
+        stamp=stamp_text(stamp),
+    )
+
+
+__all__ = ["EPOCH_AFTER_S", "data_series", "identification_report", "stamp_text"]

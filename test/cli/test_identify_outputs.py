@@ -1,0 +1,307 @@
+"""What ``dynid identify`` writes besides parameters: a self-contained file, ``--urdf-out``, ``--validate``, a report.
+
+The recordings are synthesised from the exact inverse dynamics of the shipped 6-axis arm
+(``urdf/dynid_arm6.urdf``, drive chain and true drive parameters from
+``config/dynid_arm6.yaml``) along random Fourier excitations at 1 kHz with quantised
+encoder positions and noisy motor currents. The identification uses signal settings other
+than the defaults (cut-off 15 Hz, gap factor 4, stick speed 0.08 rad/s), so a ``dynid
+predict`` that ignored the file's settings would be caught.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+from numpy.testing import assert_allclose
+
+from dynamic_identification import cli
+from dynamic_identification.core.estimation.consistency import is_physically_consistent
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.model import DriveTerms, load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, simulated_robot
+from dynamic_identification.io.parameters import load_parameters
+from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
+RATE_HZ = 1000.0
+SIGNAL = {"position_cutoff_hz": 15.0, "gap_factor": 4.0, "min_speed_rad_s": 0.08}
+"""Signal settings of the identification, all different from the defaults."""
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def dynid(*argv: str | Path) -> Run:
+    """``cli.main(argv)`` with stdout and stderr captured (usable from module-scoped fixtures)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(arg) for arg in argv])
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def config_with(path: Path, signal: dict[str, float], estimation: dict[str, object] | None = None) -> Path:
+    """The shipped configuration with ``signal.*`` (and ``estimation.*``) of the estimator block replaced."""
+    document = yaml.safe_load(ARM6_CONFIG.read_text(encoding="utf-8"))
+    block = document["/**/estimator"]["ros__parameters"]
+    block["signal"].update(signal)
+    block["estimation"].update(estimation or {})
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def synthetic(path: Path, *, seconds: float, seed: int) -> Recording:
+    """A recording of motor currents along a random Fourier excitation, written to ``path``."""
+    robot = load_robot(ARM6_URDF)
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    simulated = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    rng = np.random.default_rng(seed)
+    stamps = np.arange(int(seconds * RATE_HZ)) / RATE_HZ + rng.uniform(-2e-4, 2e-4, int(seconds * RATE_HZ))
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq, ddq = trajectory.evaluate(stamps)
+    q_measured, currents = synthesize_measurements(
+        robot, chain, simulated.drive, stamps, q, dq, ddq, simulated.sensor, seed=seed
+    )
+    recording = recording_from_arrays(time=stamps, joint_names=robot.joint_names, position=q_measured, current=currents)
+    write_recording_csv(path, recording)
+    return recording
+
+
+@dataclass(frozen=True)
+class Identified:
+    run: Run
+    params: Path
+    urdf: Path
+    report: Path
+    config: Path
+    training: Recording
+    held_out: Path
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("outputs")
+
+
+@pytest.fixture(scope="module")
+def identified(folder: Path) -> Identified:
+    """``dynid identify`` with ``--urdf-out``, ``--validate`` (twice: the same file) and ``--report``."""
+    config = config_with(folder / "config.yaml", SIGNAL)
+    training = synthetic(folder / "training.csv", seconds=30.0, seed=3)
+    synthetic(folder / "held_out.csv", seconds=10.0, seed=4)
+    params, urdf, report = folder / "params.yaml", folder / "identified.urdf", folder / "report"
+    run = dynid(
+        "identify",
+        "--urdf",
+        ARM6_URDF,
+        "--data",
+        folder / "training.csv",
+        "--config",
+        config,
+        "--out",
+        params,
+        "--urdf-out",
+        urdf,
+        "--validate",
+        folder / "held_out.csv",
+        "--validate",
+        folder / "held_out.csv",
+        "--report",
+        report,
+    )
+    assert run.code == 0, run.err
+    return Identified(run, params, urdf, report, config, training, folder / "held_out.csv")
+
+
+# --- the parameter file is self-contained ---------------------------------------------------------------
+
+
+def test_the_file_stores_every_signal_setting_the_identification_used(identified: Identified) -> None:
+    stored = load_parameters(identified.params)
+    signal = stored.signal_settings()
+    assert signal is not None
+    for key, value in SIGNAL.items():
+        assert getattr(signal, key) == value
+    assert stored.settings["method"] == "wls" and "e_tol" in stored.settings
+
+
+def test_predict_without_config_uses_the_stored_settings(identified: Identified, folder: Path) -> None:
+    with_config, without = folder / "with_config.csv", folder / "without.csv"
+    argv = ["predict", "--params", identified.params, "--data", identified.held_out]
+    assert dynid(*argv, "--config", identified.config, "--out", with_config).code == 0
+    run = dynid(*argv, "--out", without)
+    assert run.code == 0, run.err
+    assert f"signal settings from {identified.params}: position_cutoff_hz=15.0" in run.out
+    assert without.read_bytes() == with_config.read_bytes()
+    shipped = folder / "shipped.csv"  # the shipped configuration filters at 20 Hz: another prediction
+    assert dynid(*argv, "--config", ARM6_CONFIG, "--out", shipped).code == 0
+    assert shipped.read_bytes() != without.read_bytes()
+
+
+def test_the_stamp_is_the_data_time_of_the_last_sample(identified: Identified) -> None:
+    assert load_parameters(identified.params).stamp == identified.training.time[-1]
+
+
+def test_the_file_names_the_urdf_with_its_hash(identified: Identified) -> None:
+    stored = load_parameters(identified.params)
+    assert stored.urdf_sha256 == hashlib.sha256(ARM6_URDF.read_bytes()).hexdigest()
+    assert stored.urdf_path() == ARM6_URDF.resolve()
+
+
+def test_predict_refuses_a_urdf_that_changed_since_the_identification(identified: Identified, tmp_path: Path) -> None:
+    urdf = tmp_path / "arm.urdf"
+    shutil.copyfile(ARM6_URDF, urdf)
+    document = yaml.safe_load(identified.params.read_text(encoding="utf-8"))
+    document["robot"]["urdf"] = "arm.urdf"  # beside the file
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    out = tmp_path / "predicted.csv"
+    assert dynid("predict", "--params", params, "--data", identified.held_out, "--out", out).code == 0
+    urdf.write_text(urdf.read_text(encoding="utf-8").replace("</robot>", "<!-- edited --></robot>"), encoding="utf-8")
+
+    run = dynid("predict", "--params", params, "--data", identified.held_out, "--out", tmp_path / "again.csv")
+
+    assert run.code == 2 and run.out == ""
+    (line,) = run.err.splitlines()
+    assert line.startswith("dynid predict: error: the URDF ") and "changed since" in line
+    assert hashlib.sha256(urdf.read_bytes()).hexdigest()[:16] in line
+    assert document["robot"]["urdf_sha256"][:16] in line
+
+
+# --- standard parameters and --urdf-out -------------------------------------------------------------------
+
+
+def _standard_inertial(params: Path) -> np.ndarray:
+    links = load_parameters(params).standard_parameters["links"]
+    return np.array([[link["m_kg"], *link["mc_kg_m"], *link["inertia_kg_m2"].values()] for link in links])
+
+
+def test_standard_parameters_are_physically_consistent_links_with_units(identified: Identified) -> None:
+    section = load_parameters(identified.params).standard_parameters
+    assert section["source"] == "consistent" and section["physically_consistent"] is True
+    link = section["links"][0]
+    assert list(link) == ["joint", "link", "m_kg", "mc_kg_m", "com_m", "inertia_kg_m2", "drive"]
+    assert list(link["inertia_kg_m2"]) == ["xx", "xy", "yy", "xz", "yz", "zz"]  # Pinocchio order
+    assert list(link["drive"]) == ["Ia_kg_m2", "Fv_N_m_s_per_rad", "Fc_N_m", "off_N_m"]
+    assert_allclose(link["com_m"], np.array(link["mc_kg_m"]) / link["m_kg"], rtol=1e-12)
+    inertial = _standard_inertial(identified.params)
+    assert is_physically_consistent(inertial.ravel(), len(inertial), DriveTerms(False, False, False, False))
+
+
+def test_urdf_out_reloaded_in_pinocchio_reproduces_the_rigid_body_torques_of_the_yaml(identified: Identified) -> None:
+    joints = load_parameters(identified.params).joints
+    exported = load_robot(identified.urdf, joints).model
+    original = load_robot(ARM6_URDF, joints).model
+    phi = _standard_inertial(identified.params).ravel()
+    rng = np.random.default_rng(7)
+    data_exported, data_original = exported.createData(), original.createData()
+    for _ in range(20):
+        q, dq, ddq = rng.uniform(-2.0, 2.0, 6), rng.uniform(-3.0, 3.0, 6), rng.uniform(-10.0, 10.0, 6)
+        regressor = pin.computeJointTorqueRegressor(original, data_original, q, dq, ddq)
+        assert_allclose(pin.rnea(exported, data_exported, q, dq, ddq), regressor @ phi, rtol=0.0, atol=1e-9)
+
+
+def test_urdf_out_carries_the_identified_friction(identified: Identified) -> None:
+    links = load_parameters(identified.params).standard_parameters["links"]
+    root = ElementTree.parse(identified.urdf).getroot()
+    for link in links:
+        dynamics = root.find(f"joint[@name='{link['joint']}']/dynamics")
+        assert dynamics is not None
+        assert float(dynamics.get("damping", "nan")) == link["drive"]["Fv_N_m_s_per_rad"]  # identity coupling
+        assert float(dynamics.get("friction", "nan")) == link["drive"]["Fc_N_m"]
+
+
+# --- held-out validation and the report -------------------------------------------------------------------
+
+
+def test_each_validate_file_is_judged_into_quality_validation(identified: Identified) -> None:
+    quality = load_parameters(identified.params).quality
+    first, second = quality["validation"]
+    assert first["file"] == str(identified.held_out) and second["file"] == f"{identified.held_out} #2"
+    edge = int(np.ceil(4.0 * RATE_HZ / SIGNAL["position_cutoff_hz"]))  # the filter's transient, each end
+    assert first["samples"] == 10_000 and abs(first["predicted"] - (10_000 - 2 * edge)) <= 4
+    training, held_out = quality["joint_relative_errors"], first["joint_relative_errors"]
+    for joint, error in held_out.items():
+        # The held-out equations are filtered like the training ones: same scale, a little worse.
+        assert 0.5 * training[joint] < error < min(3.0 * training[joint], 0.05), joint
+        assert error < first["recorded_joint_relative_errors"][joint]  # the raw currents carry their noise
+    assert f"validation {identified.held_out}: e*_j [%] on its equations" in identified.run.out
+
+
+def test_report_is_a_self_contained_page_with_its_figures(identified: Identified) -> None:
+    page = identified.report / "index.html"
+    text = page.read_text(encoding="utf-8")
+    figures = ["torques_1.png", "torques_2.png", "torques_3.png", "spectra.png", "coverage.png"]
+    for name in figures:
+        assert (identified.report / name).stat().st_size > 10_000, name
+        assert f'src="{name}"' in text
+    assert f"validation: {identified.held_out}" in text and "training: " in text
+    assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
+    assert f"report written to {page}" in identified.run.out
+
+
+# --- warnings, in the output and in the file ----------------------------------------------------------------
+
+
+def _identify(folder: Path, data: Path, name: str, *extra: str | Path) -> tuple[Run, dict[str, object]]:
+    out = folder / f"{name}.yaml"
+    run = dynid("identify", "--urdf", ARM6_URDF, "--data", data, "--out", out, *extra)
+    assert run.code == 0, run.err
+    return run, load_parameters(out).quality
+
+
+def _warned(run: Run, quality: dict[str, object], needle: str) -> None:
+    warnings = quality["warnings"]
+    assert isinstance(warnings, list)
+    assert any(needle in warning for warning in warnings), warnings
+    assert any(line.startswith("warning: ") and needle in line for line in run.out.splitlines()), run.out
+
+
+def test_a_recording_that_leaves_parameters_unexcited_is_warned_about(
+    identified: Identified, folder: Path, tmp_path: Path
+) -> None:
+    training = identified.training
+    held = training.position.copy()
+    held[:, 5] = 0.3  # the wrist's last joint never moves
+    data = tmp_path / "held.csv"
+    write_recording_csv(
+        data,
+        recording_from_arrays(
+            time=training.time, joint_names=training.joint_names, position=held, current=training.current
+        ),
+    )
+    run, quality = _identify(tmp_path, data, "held", "--config", ARM6_CONFIG)
+    _warned(run, quality, "unexcited: ")
+    _warned(run, quality, "joint_6 had no usable equation")
+
+
+def test_a_reduction_that_raises_a_joints_error_beyond_e_tol_is_warned_about(
+    identified: Identified, folder: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "config.yaml", SIGNAL, {"reduction": "essential", "e_tol": 1e-6})
+    run, quality = _identify(tmp_path, folder / "training.csv", "essential", "--config", config)
+    _warned(run, quality, "the essential reduction raised its relative error ‖ρ_j‖/‖y_j‖")
+
+
+def test_identify_output_without_validate_holds_an_empty_validation(
+    identified: Identified, folder: Path, tmp_path: Path
+) -> None:
+    _, quality = _identify(tmp_path, folder / "training.csv", "plain", "--config", identified.config)
+    assert quality["validation"] == []
+    assert isinstance(quality["physical_consistency"], dict) and "ok" in quality["physical_consistency"]
