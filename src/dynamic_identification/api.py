@@ -46,11 +46,13 @@ from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
 from dynamic_identification.io.outcome import (
+    ConsistentModel,
     Validation,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
     validate,
+    validate_closed_loop,
     validation_names,
 )
 from dynamic_identification.io.parameter_files import (
@@ -656,6 +658,29 @@ def _closed_loop_summary(model: ClosedLoopModel, recording: Recording) -> str:
     )
 
 
+CLOSED_LOOP_CONSISTENCY = (
+    "not available for a closed-loop robot: the consistent fit ([Wensing2018]) works on a serial robot's"
+    " equations; standard_parameters hold the base values on their independent columns"
+)
+"""``quality.physical_consistency.error`` of a closed-loop robot's file."""
+
+
+def _closed_loop_recording(model: ClosedLoopModel, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
+    """A closed-loop robot's recording CSV: every tree joint when it has them all, else the actuated ones."""
+    recording = read_recording_csv(path, require_torque=require_torque)
+    if not set(model.actuated_joint_names) <= set(recording.joint_names):
+        missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
+        raise DataError(
+            f"{path} lacks the actuated joints {missing} of the closed-loop robot"
+            f" (it has {list(recording.joint_names)})"
+        )
+    every = set(model.joint_names) <= set(recording.joint_names)
+    recording = recording.select(model.joint_names if every else model.actuated_joint_names)
+    if unit_checks:
+        check_closed_loop_units(model, recording, str(path))
+    return recording
+
+
 def _identify_closed_loop_file(
     *,
     urdf: Path,
@@ -675,17 +700,16 @@ def _identify_closed_loop_file(
 
     The file is self-contained as a serial robot's (settings with the signal settings the
     data decided, the URDF's name and hash, the standard parameters of the opened tree's
-    links, the data time of the last sample as ``stamp``) and names the loop closures.
+    links, the data time of the last sample as ``stamp``, warnings, the held-out
+    recordings of ``validate_data`` in ``quality.validation``) and names the loop closures.
+    The physically consistent fit, so ``urdf_out``, and the HTML ``report`` are not
+    available for a closed-loop robot: asking for them is refused before any work.
     """
-    unavailable = [
-        option
-        for option, given in (("--urdf-out", urdf_out), ("--validate", validate_data), ("--report", report))
-        if given
-    ]
+    unavailable = [option for option, given in (("--urdf-out", urdf_out), ("--report", report)) if given]
     if unavailable:
         raise DataError(
-            f"{', '.join(unavailable)} not available for a closed-loop robot (robot.loop_closures): identify without"
-            " and check held-out recordings with dynid predict"
+            f"{' and '.join(unavailable)}: not available for a closed-loop robot (robot.loop_closures), whose"
+            " physically consistent link parameters ([Wensing2018]) are not computed; identify without"
         )
     mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
@@ -698,6 +722,9 @@ def _identify_closed_loop_file(
             f"regression model {regression!r} is not available for a closed-loop robot: its IDIM ([Briot2012]"
             " eq. (6)) is 'dynamic'"
         )
+    held_out = [
+        _closed_loop_recording(mechanism, path, require_torque=True, unit_checks=unit_checks) for path in validate_data
+    ]
     base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
     actuated = recording.select(mechanism.actuated_joint_names)
     result = identify_closed_loop(
@@ -714,24 +741,44 @@ def _identify_closed_loop_file(
     )
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    # What the data decided (stamps, cut-off, velocities) is what the file stores: predict reproduces it.
+    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
+    # held-out recordings are processed with: predict then reproduces identify exactly.
     settings = replace(parsed.identification_settings(), signal=result.observations.signal)
+    terms = parsed.drive_terms
+    joints = mechanism.actuated_joint_names
+    validations = [
+        validate_closed_loop(mechanism, drive_chain, terms, result, held, settings, name=name)
+        for held, name in zip(held_out, validation_names(validate_data), strict=True)
+    ]
+    consistent = ConsistentModel(None, CLOSED_LOOP_CONSISTENCY)
+    warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
     write_parameters_atomic(
         out,
         identified_parameter_file(
             mechanism.robot,
-            parsed.drive_terms,
+            terms,
             drive_chain,
             result,
             window_s=float(recording.time[-1] - recording.time[0]),
             stamp=float(recording.time[-1]),
             settings=settings,
+            quality={
+                "validation": [v.entry(joints) for v in validations],
+                "physical_consistency": physical_consistency_section(consistent, mechanism.robot),
+                "warnings": warnings,
+            },
             closed_loop=mechanism,
         ),
     )
-    text = format_result(result, mechanism.actuated_joint_names)
-    summary = _closed_loop_summary(mechanism, recording)
-    return f"{summary}\n{text}\n{_plausibility_report(result)}\nparameters written to {out}"
+    lines = [
+        _closed_loop_summary(mechanism, recording),
+        format_result(result, joints),
+        _plausibility_report(result),
+        *(_validation_line(v, joints) for v in validations),
+        *(f"warning: {warning}" for warning in warnings),
+        f"parameters written to {out}",
+    ]
+    return "\n".join(lines)
 
 
 def _predict_closed_loop_file(
@@ -744,11 +791,7 @@ def _predict_closed_loop_file(
     columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
     """
     mechanism = closed_loop_model_of(parameters)
-    recording = read_recording_csv(data, require_torque=False)
-    every = set(mechanism.joint_names) <= set(recording.joint_names)
-    recording = recording.select(mechanism.joint_names if every else mechanism.actuated_joint_names)
-    if unit_checks:
-        check_closed_loop_units(mechanism, recording, str(data))
+    recording = _closed_loop_recording(mechanism, data, require_torque=False, unit_checks=unit_checks)
     signal, origin = _prediction_signal(parameters, params, config)
     drive_chain = parameters.drive_chain()
     prediction = predict_closed_loop_at_stamps(

@@ -15,6 +15,7 @@ closure, one continuous crank), whose configuration is written here.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import math
 from dataclasses import dataclass
@@ -279,9 +280,93 @@ def test_the_parameter_file_describes_the_mechanism_so_predict_needs_no_configur
     assert robot["actuated_joints"] == robot["joints"]
     assert robot["loop_closures"] == [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
     out = tmp_path / "predicted.csv"
-    code, _, error = dynid("predict", "--params", five_bar.params, "--data", five_bar.validation, "--out", out)
+    code, output, error = dynid("predict", "--params", five_bar.params, "--data", five_bar.validation, "--out", out)
     assert code == 0, error
     assert predicted_error(out, five_bar.validation_time, five_bar.validation_torques) < 0.01
+    assert f"signal settings from {five_bar.params}: position_cutoff_hz=10.0" in output
+
+
+def test_the_closed_loop_parameter_file_is_self_contained(five_bar: FiveBar) -> None:
+    """Settings as the data decided them, the URDF with its hash, data time, and the opened tree's links."""
+    params = load_parameters(five_bar.params)
+    assert params.urdf_path().resolve() == FIVE_BAR_URDF.resolve()
+    assert params.urdf_sha256 == hashlib.sha256(FIVE_BAR_URDF.read_bytes()).hexdigest()
+    assert params.stamp == five_bar.unloaded.time_s[-1]
+    signal = params.signal_settings()
+    assert signal is not None and signal.resolved
+    # Configured in config/five_bar.yaml; the recording has no velocities, so they are differentiated.
+    assert signal.position_cutoff_hz == 10.0 and signal.velocity == "differentiated"
+    assert "signal: velocities: differentiated positions (the recording has none)" in five_bar.identify_output
+    section = params.standard_parameters
+    model = five_bar.model
+    assert section["source"] == "base"
+    assert [link["joint"] for link in section["links"]] == list(model.joint_names)
+    actuated = set(model.actuated_joint_names)
+    assert all((link["drive"] is None) == (link["joint"] not in actuated) for link in section["links"])
+    # The base values on their independent columns: the links give back the file's base parameters.
+    terms, chain = params.drive_terms(), params.drive_chain()
+    standard = []
+    for link in section["links"]:
+        inertia = link["inertia_kg_m2"]
+        standard += [link["m_kg"], *link["mc_kg_m"], *(inertia[key] for key in ("xx", "xy", "yy", "xz", "yz", "zz"))]
+        if link["drive"] is not None:
+            standard += list(link["drive"].values())
+    base = base_parameters(model, chain, terms)
+    recovered = dict(zip(base.names, base.from_standard(np.array(standard)).tolist(), strict=True))
+    for name, value in params.values().items():
+        assert recovered[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+    consistency = params.quality["physical_consistency"]
+    assert consistency["ok"] is None and "closed-loop" in consistency["error"]
+    assert isinstance(params.quality["warnings"], list)
+    assert params.quality["validation"] == []
+
+
+def test_identify_validates_a_held_out_closed_loop_recording(five_bar: FiveBar, tmp_path: Path) -> None:
+    # Measured: 0.3 % against the noise-free actuated torques of a motion the identification did not see.
+    out = tmp_path / "params.yaml"
+    code, output, error = dynid(
+        "identify",
+        "--urdf",
+        FIVE_BAR_URDF,
+        "--data",
+        five_bar.recording,
+        "--config",
+        FIVE_BAR_CONFIG,
+        "--validate",
+        five_bar.validation,
+        "--out",
+        out,
+    )
+    assert code == 0, error
+    (entry,) = load_parameters(out).quality["validation"]
+    assert entry["file"] == str(five_bar.validation)
+    assert entry["samples"] == five_bar.validation_time.size and entry["predicted"] > 0.8 * entry["samples"]
+    assert set(entry["joint_relative_errors"]) == set(five_bar.model.actuated_joint_names)
+    assert entry["recorded_relative_error"] < 0.01
+    assert all(value < 0.02 for value in entry["joint_relative_errors"].values())
+    assert f"validation {five_bar.validation}:" in output
+
+
+@pytest.mark.parametrize("option", ["--urdf-out", "--report"])
+def test_identify_refuses_outputs_a_closed_loop_robot_does_not_have(
+    five_bar: FiveBar, tmp_path: Path, option: str
+) -> None:
+    out = tmp_path / "params.yaml"
+    code, _, error = dynid(
+        "identify",
+        "--urdf",
+        FIVE_BAR_URDF,
+        "--data",
+        five_bar.recording,
+        "--config",
+        FIVE_BAR_CONFIG,
+        option,
+        tmp_path / "extra",
+        "--out",
+        out,
+    )
+    assert code == 2 and f"{option}: not available for a closed-loop robot" in error
+    assert not out.exists()
 
 
 def test_the_feedforward_of_the_file_is_the_closed_loop_model_within_1_percent(five_bar: FiveBar) -> None:
@@ -342,6 +427,12 @@ def test_stream_runs_the_estimator_window_on_the_five_bar(five_bar: FiveBar, tmp
     assert f"written to {params}" in output
     window = load_parameters(params)
     assert window.closed_loop and window.joints == five_bar.model.actuated_joint_names
+    # The window's settings and the signal settings they imply, as a serial robot's window file stores them.
+    assert window.settings["window"]["position_cutoff_hz"] == 10.0
+    signal = window.signal_settings()
+    assert signal is not None and signal.resolved and signal.position_cutoff_hz == 10.0
+    assert [link["joint"] for link in window.standard_parameters["links"]] == list(five_bar.model.joint_names)
+    assert window.urdf_sha256 == hashlib.sha256(FIVE_BAR_URDF.read_bytes()).hexdigest()
 
 
 def test_drive_gains_by_tls_with_a_payload_on_the_platform_within_1_percent(five_bar: FiveBar, tmp_path: Path) -> None:
