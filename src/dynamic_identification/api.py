@@ -48,6 +48,7 @@ from dynamic_identification.io.config import IdentificationConfig, load_config, 
 from dynamic_identification.io.outcome import (
     ConsistentModel,
     Validation,
+    configured_consistency,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
@@ -127,7 +128,11 @@ def identify_recording(
     *,
     model: str | None = None,
 ) -> IdentificationResult:
-    """Identify a recording already in model joint order with ``model`` (default ``estimation.model``)."""
+    """Identify a recording already in model joint order with ``model`` (default ``estimation.model``).
+
+    With ``estimation.consistency`` (the default) the published values are the physically
+    consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
+    """
     base = base_parameters(robot, drive_chain, config.drive_terms)
     return identify_model(
         robot,
@@ -141,6 +146,7 @@ def identify_recording(
         dq_measured=recording.velocity,
         settings=config.identification_settings(),
         bounds=config.plausibility_bounds(robot),
+        consistency=configured_consistency(robot, config, base),
     )
 
 
@@ -182,6 +188,7 @@ def identify_file(
     accept_implausible: bool = False,
     unit_checks: bool = True,
     signal: Mapping[str, object] | None = None,
+    consistency: bool | None = None,
     urdf_out: Path | None = None,
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
@@ -191,7 +198,8 @@ def identify_file(
     ``signal`` overrides signal settings of the configuration by their
     :class:`~dynamic_identification.io.config.IdentificationConfig` names (``velocity``,
     ``position_cutoff_hz``, ``stamps``: the command line's ``--velocity``, ``--cutoff-hz``,
-    ``--stamps``); what is left ``auto`` is decided from the data and reported.
+    ``--stamps``); what is left ``auto`` is decided from the data and reported. ``consistency``
+    overrides ``estimation.consistency`` (``--no-consistency``).
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
     regression model of [DirectDrive2012] §3; every model identifies the IDIM base
@@ -237,6 +245,8 @@ def identify_file(
     )
     if signal:
         parsed = replace(parsed, **signal)
+    if consistency is not None:
+        parsed = replace(parsed, consistency=consistency)
     held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
     result = identify_recording(robot, parsed, drive_chain, recording, model=model)
     if result.judged.problems and not accept_implausible:
@@ -538,8 +548,15 @@ def stream_file(
             urdf, data, config, bag=bag, unit_checks=unit_checks
         )
         settings = parsed.window_settings()
+        base = base_parameters(robot, drive_chain, parsed.drive_terms)
         estimator = SlidingWindowEstimator(
-            robot, drive_chain, parsed.drive_terms, settings, bounds=parsed.plausibility_bounds(robot)
+            robot,
+            drive_chain,
+            parsed.drive_terms,
+            settings,
+            base=base,
+            bounds=parsed.plausibility_bounds(robot),
+            consistency=configured_consistency(robot, parsed, base),
         )
         joints = robot.joint_names
     torques = recording.joint_torques(drive_chain)

@@ -146,6 +146,12 @@ def _parser() -> argparse.ArgumentParser:
         " 2-20 Hz; overrides signal.position_cutoff_hz of --config)",
     )
     identify.add_argument(
+        "--no-consistency",
+        action="store_true",
+        help="publish the unconstrained weighted least-squares values instead of the physically consistent"
+        " estimate nearest to them ([Wensing2018]; overrides estimation.consistency of --config)",
+    )
+    identify.add_argument(
         "--stamps",
         choices=("auto", "recorded", "recovered"),
         help="sample instants (default auto: recovered from the sample order when the stamps jitter by more"
@@ -253,6 +259,7 @@ def _identify(arguments: argparse.Namespace) -> str:
         accept_implausible=arguments.accept_implausible,
         unit_checks=_unit_checks(arguments),
         signal=_signal_overrides(arguments),
+        consistency=False if arguments.no_consistency else None,
         urdf_out=arguments.urdf_out,
         validate_data=arguments.validate,
         report=arguments.report,

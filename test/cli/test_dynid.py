@@ -282,16 +282,22 @@ def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torq
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:
     out = tmp_path / "power.yaml"
-    # On one trajectory the power model's drive terms are physically impossible (e.g. a wrist rotor
-    # inertia that would need several times the joint's effort limit): refused unless accepted.
-    refused = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power")
+    # On one trajectory the power model's unconstrained drive terms are physically impossible (e.g. a
+    # wrist rotor inertia that would need several times the joint's effort limit): refused unless accepted.
+    unconstrained = (*identify_argv(good.path, out), "--model", "power", "--no-consistency")
+    refused = run_dynid(capsys, *unconstrained)
     assert refused.code == 2 and "implausible model" in refused.err and "--accept-implausible" in refused.err
     assert not out.exists()
-    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power", "--accept-implausible")
+    accepted = run_dynid(capsys, *unconstrained, "--accept-implausible")
+    assert accepted.code == 0, accepted.err
+    assert load_parameters(out).quality["plausibility"]["ok"] is False
+    # By default the published values are the nearest physically consistent ones: plausible.
+    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "power")
     assert run.code == 0, run.err
     assert "regression model power ([DirectDrive2012] §3)" in run.out and str(out) in run.out
     power, dynamic = load_parameters(out), load_parameters(identified[1])
-    assert power.quality["plausibility"]["ok"] is False and power.quality["plausibility"]["problems"]
+    assert power.quality["plausibility"] == {"ok": True, "problems": []}
+    assert power.quality["physical_consistency"]["enforced"] is True
     assert dynamic.quality["plausibility"] == {"ok": True, "problems": []}
     assert power.model["regression"] == "power" and dynamic.model["regression"] == "idim"
     base_names = {entry.name for entry in dynamic.parameters} | set(dynamic.removed)
@@ -624,15 +630,19 @@ def test_identify_refuses_torques_in_the_wrong_unit_unless_accepted(
     assert load_parameters(out).quality["plausibility"]["ok"] is False
 
 
-def test_identify_refuses_the_supplied_energy_model_on_one_trajectory(
+def test_identify_publishes_the_supplied_energy_model_of_one_trajectory_only_physically_consistent(
     capsys: pytest.CaptureFixture[str], good: Synthetic, tmp_path: Path
 ) -> None:
     # One 6-axis trajectory leaves the supplied-energy model far from any physical robot ([DirectDrive2012]
     # compares it on a 3-axis arm): it used to exit 0 with a model predicting thousands of N·m.
+    # Published only as the nearest physically consistent model (the default).
     out = tmp_path / "energy.yaml"
-    refused = run_dynid(capsys, *identify_argv(good.path, out), "--model", "supplied_energy")
+    refused = run_dynid(capsys, *identify_argv(good.path, out), "--model", "supplied_energy", "--no-consistency")
     assert_one_line_error(refused, "identify", "implausible model", "effort limit", "--accept-implausible")
     assert not out.exists()
+    run = run_dynid(capsys, *identify_argv(good.path, out), "--model", "supplied_energy")
+    assert run.code == 0, run.err
+    assert load_parameters(out).quality["plausibility"] == {"ok": True, "problems": []}
 
 
 def test_identify_refuses_a_regression_model_that_leaves_base_parameters_undetermined(

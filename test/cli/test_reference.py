@@ -32,8 +32,9 @@ OUTPUTS = REFERENCE / "outputs"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 CONFIG = INPUTS / "config_default.yaml"
-"""The shipped configuration with the stamps as recorded: the reference predates the recovery of jittered stamps,
-a deliberate change of the defaults (bench/bench_realistic.py measures it)."""
+"""The shipped configuration with the stamps as recorded and the unconstrained estimate: the reference predates the
+recovery of jittered stamps and the physically consistent estimate by default, deliberate changes of the defaults
+(bench/bench_realistic.py measures them; test/cli/test_identify_outputs.py tests the consistent estimate)."""
 DATA = INPUTS / "recording.csv"
 RTOL = 1e-9
 ATOL = 1e-12

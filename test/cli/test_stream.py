@@ -130,7 +130,7 @@ def test_params_out_holds_the_last_publishable_estimate(streamed: tuple[int, lis
 def test_params_out_stores_the_window_settings_and_the_signal_settings_they_imply(
     streamed: tuple[int, list[dict[str, Any]], Path],
 ) -> None:
-    """``dynid predict`` of a streamed file filters as the window did, without the configuration."""
+    """``dynid predict`` of a streamed file filters as the window did, without the configuration; physical model."""
     _, _, params = streamed
     loaded = load_parameters(params)
     window = load_config(str(ARM6_CONFIG)).window_settings()
@@ -138,7 +138,9 @@ def test_params_out_stores_the_window_settings_and_the_signal_settings_they_impl
     signal = loaded.signal_settings()
     assert signal is not None and signal.position_cutoff_hz == window.position_cutoff_hz
     assert signal.gap_factor == window.gap_factor and signal.min_speed_rad_s == window.min_speed_rad_s
-    assert loaded.standard_parameters["source"] == "base"
+    # The window publishes the physically consistent estimate by default ([Wensing2018]).
+    assert loaded.standard_parameters["source"] == "consistent"
+    assert loaded.standard_parameters["physically_consistent"] is True
 
 
 def test_standstill_is_never_publishable(folder: Path) -> None:

@@ -248,7 +248,7 @@ def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callabl
 def test_refuses_bad_samples_and_restarts_on_a_jump_back(
     graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
 ) -> None:
-    g = graph()
+    g = graph([Parameter("signal.position_cutoff_hz", value=20.0)])  # a window from its first samples
     stamps, q, effort = moving
     names = g.estimator.joint_names
     g.publish(stamps[:750], q[:750], effort[:750])  # 3 s

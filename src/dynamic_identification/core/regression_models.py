@@ -58,6 +58,7 @@ import scipy.integrate
 import scipy.signal
 
 from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import stamp_torque_check
@@ -352,6 +353,7 @@ def identify_model(
     recursive: bool = False,
     forgetting: float = 1.0,
     initial_covariance: float = 1e8,
+    consistency: ConsistentEstimator | None = None,
 ) -> IdentificationResult:
     """Identify the base parameters from one recording with one regression model ([DirectDrive2012] §3).
 
@@ -362,6 +364,8 @@ def identify_model(
     [DirectDrive2012] §3.1 (one sample per update, the per-equation-column weights of
     ``settings.method == "wls"``) for the final estimate instead of the batch QR
     solution (:class:`~dynamic_identification.core.identification.solve.RecursiveSettings`).
+    ``consistency`` publishes the physically consistent estimate fitted to the model's own
+    normal equations ([Wensing2018]; step 5 of the seam).
 
     Raises
     ------
@@ -395,6 +399,7 @@ def identify_model(
         if model == "dynamic"
         else stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
+        consistency=consistency,
     )
 
 

@@ -25,7 +25,7 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
         signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
-        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
@@ -105,6 +105,10 @@ CONFIG_KEYS: dict[str, str] = {
     "estimation.e_tol": "sensitivity reduction: allowed growth of each joint's relative error (> 0, 0.05 = 5 %)",
     "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
     "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
+    "estimation.consistency": "publish the physically consistent estimate nearest to the data ([Wensing2018]:"
+    " link pseudo-inertias positive definite, Ia, Fv, Fc >= 0); false publishes the unconstrained one",
+    "estimation.prior": "half-width of a box around the URDF's link inertias in parameter scales, for the consistent"
+    " estimate (0: none; 0.5 keeps masses within ±50 %)",
     "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
     "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
     "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
@@ -221,6 +225,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "signal.gap_factor",
         "estimation.e_tol",
         "estimation.r_sigma",
+        "estimation.consistency",
+        "estimation.prior",
         "window.window_s",
         "window.update_period_s",
         "window.reduction",
@@ -351,6 +357,10 @@ class IdentificationConfig:
         Essential-parameter stopping ratio of the largest to smallest %σ.
     e_tol
         Sensitivity reduction: allowed relative growth of each joint's error.
+    consistency, prior
+        Publish the physically consistent estimate ([Wensing2018]), offline and for every
+        publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
+        half-width (parameter scales) around the URDF's.
     rate_hz
         Sample rate in Hz; 0 takes it from the median time step of the data.
     min_speed_rad_s
@@ -389,6 +399,8 @@ class IdentificationConfig:
     reduction: str = "none"
     r_sigma: float = 20.0
     e_tol: float = 0.05
+    consistency: bool = True
+    prior: float = 0.0
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
     gap_factor: float = DEFAULT_GAP_FACTOR
@@ -761,6 +773,8 @@ def config_from_parameters(
         reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
         r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0, maximum=1e6),
         e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0, maximum=10.0),
+        consistency=reader.flag("estimation.consistency", defaults.consistency),
+        prior=reader.real("estimation.prior", defaults.prior, minimum=0.0, inclusive=True, maximum=1e3),
         window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0, maximum=3600.0),
         window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
         update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0, maximum=3600.0),

@@ -32,7 +32,11 @@ from dynamic_identification.core.closed_loop_identification import (
     predict_closed_loop_at_stamps,
 )
 from dynamic_identification.core.errors import IdentificationError, shorten
-from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
+from dynamic_identification.core.estimation.consistency import (
+    ConsistencySettings,
+    ConsistentEstimate,
+    ConsistentEstimator,
+)
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
 from dynamic_identification.core.identification.observations import prepare_observations
@@ -45,6 +49,8 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
+from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
 from dynamic_identification.io.urdf_export import attached_inertias
@@ -62,12 +68,43 @@ class ConsistentModel:
 
     ``estimate`` is ``None`` when it could not be computed; ``error`` then says why.
     ``published_consistent`` says whether the published base values are those of a
-    physically consistent model (within the estimator's shift tolerance).
+    physically consistent model (within the estimator's shift tolerance); ``enforced``
+    whether the identification published the consistent estimate (``estimation.consistency``,
+    the default) rather than only checking the unconstrained one.
     """
 
     estimate: ConsistentEstimate | None
     error: str = ""
     published_consistent: bool | None = None
+    enforced: bool = False
+
+
+def consistent_estimator(
+    robot: RobotModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+) -> ConsistentEstimator:
+    """The physically consistent estimator of ``robot`` ([Wensing2018]).
+
+    The URDF's inertias are the prior of the directions no data determine (and, with
+    ``prior``, the centre of a box of that half-width in parameter scales:
+    ``estimation.prior``); the URDF's parts merged into a body (a gripper) are kept as
+    they are.
+    """
+    return ConsistentEstimator(
+        base,
+        terms,
+        standard_parameters(robot, terms),
+        settings=ConsistencySettings(box=prior),
+        attached=attached_inertias(robot),
+    )
+
+
+def configured_consistency(
+    robot: RobotModel, config: IdentificationConfig, base: BaseParameters
+) -> ConsistentEstimator | None:
+    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``), or ``None``."""
+    if not config.consistency:
+        return None
+    return consistent_estimator(robot, config.drive_terms, base, prior=config.prior or None)
 
 
 def consistent_model(
@@ -75,19 +112,22 @@ def consistent_model(
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
 
-    Fitted to the seam's weighted normal equations with the identification's weights
-    ([Gautier2013] eq. (20)), URDF inertias as the prior of the directions no data
-    determine, and the URDF's parts merged into a body (a gripper) kept as they are.
+    When the identification enforced consistency (step 5 of the seam) that estimate;
+    otherwise it is computed here, to check the unconstrained values and to give
+    ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
+    weighted normal equations with the identification's weights ([Gautier2013] eq. (20)).
     """
+    if result.consistency is not None:
+        physical = result.consistency
+        return ConsistentModel(physical.estimate, physical.error, published_consistent=physical.applied, enforced=True)
     equations = result.equations
     if equations is None or equations.n_joints != robot.n_joints:
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
-        estimator = ConsistentEstimator(
-            result.base, terms, standard_parameters(robot, terms), attached=attached_inertias(robot)
-        )
         weights = joint_weights(result.observations, settings.method)
-        estimate = estimator.solve(equations, weights, result.base.subset(result.names))
+        estimate = consistent_estimator(robot, terms, result.base).solve(
+            equations, weights, result.base.subset(result.names)
+        )
     except IdentificationError as error:
         return ConsistentModel(None, shorten(str(error), 200))
     published = result.estimate.parameters
@@ -98,21 +138,30 @@ def consistent_model(
 def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> dict[str, Any]:
     """``quality.physical_consistency``: whether the published parameters are physically possible.
 
-    ``ok`` is ``null`` when it could not be decided (``error`` says why); otherwise
-    ``shift_sigma`` (distance from the published to the nearest consistent model, in
-    standard deviations), ``cost_increase`` (relative growth of the weighted residual) and
-    the ``active`` constraints of the nearest consistent model.
+    ``ok`` is ``null`` when it could not be decided (``error`` says why). ``enforced``:
+    the published values are the consistent estimate's, and ``shift_sigma`` (distance
+    from the unconstrained estimate, in standard deviations), ``cost_increase`` (relative
+    growth of the weighted residual) and ``relative_error`` against
+    ``relative_error_unconstrained`` say what the constraint cost the fit. Not enforced:
+    the same figures of the nearest consistent model, 0 when the published values are
+    already consistent. ``active``: the constraints at their bound.
     """
     if model.estimate is None:
-        return {"ok": None, "error": model.error}
+        return {"ok": None, "enforced": model.enforced, "error": model.error}
     estimate = model.estimate
     links = [robot.joint_names[index] for index in estimate.report.inconsistent_links]
+    costless = model.published_consistent and not model.enforced
     return {
         "ok": bool(model.published_consistent),
-        "checked": "the identified parameters: does a physically consistent model ([Wensing2018]) reproduce them",
-        "shift_sigma": finite_or_none(0.0 if model.published_consistent else estimate.shift_sigma),
-        "cost_increase": finite_or_none(0.0 if model.published_consistent else estimate.cost_increase),
+        "enforced": model.enforced,
+        "checked": "the published parameters: does a physically consistent model ([Wensing2018]) reproduce them",
+        "shift_sigma": finite_or_none(0.0 if costless else estimate.shift_sigma),
+        "cost_increase": finite_or_none(0.0 if costless else estimate.cost_increase),
+        "relative_error": finite_or_none(estimate.relative_error),
+        "relative_error_unconstrained": finite_or_none(estimate.relative_error_unconstrained),
         "active": list(estimate.active),
+        "solver": estimate.solver_status,
+        "solve_time_s": finite_or_none(estimate.solve_time_s),
         "standard_parameters_consistent": bool(estimate.report.consistent),
         "inconsistent_links": links,
     }
@@ -312,6 +361,11 @@ def identification_warnings(
     joints = tuple(robot.joint_names if joints is None else joints)
     warnings: list[str] = []
     estimate = consistent.estimate
+    if consistent.enforced and estimate is None:
+        warnings.append(
+            f"physical consistency could not be enforced ({consistent.error}): the published values are the"
+            " unconstrained estimate"
+        )
     if estimate is not None and not consistent.published_consistent:
         active = _listed(list(estimate.active)) or "none"
         warnings.append(
@@ -377,6 +431,8 @@ def validation_names(paths: Sequence[Path]) -> list[str]:
 __all__ = [
     "NOT_CONSISTENT",
     "ConsistentModel",
+    "configured_consistency",
+    "consistent_estimator",
     "Validation",
     "consistent_model",
     "identification_warnings",

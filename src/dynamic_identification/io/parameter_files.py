@@ -388,8 +388,14 @@ def window_parameter_file(
         },
         stamp=update.time_s if stamp is None else stamp,
         settings=stored,
-        standard_parameters=standard_parameters_section(
-            robot, terms, standard_from_base(base, values), source="base", closed_loop=closed_loop
+        standard_parameters=(
+            standard_parameters_section(
+                robot, terms, update.consistent_standard, source="consistent", closed_loop=closed_loop
+            )
+            if update.consistent_standard.size
+            else standard_parameters_section(
+                robot, terms, standard_from_base(base, values), source="base", closed_loop=closed_loop
+            )
         ),
         closed_loop=closed_loop,
     )
@@ -411,6 +417,8 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
         "window_s": float(update.window_s),
         "seconds": float(update.seconds),
         "position_cutoff_hz": finite_or_none(update.position_cutoff_hz),
+        "consistency_shift_sigma": finite_or_none(update.consistency_shift_sigma),
+        "consistency_cost": finite_or_none(update.consistency_cost),
         "restarted": bool(restarted),
     }
 

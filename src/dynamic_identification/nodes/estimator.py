@@ -55,8 +55,10 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
 from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
@@ -65,8 +67,10 @@ from dynamic_identification.core.identification.in_process import (
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
@@ -140,7 +144,7 @@ _IDENTIFICATION_PARAMETERS = (
         "signal.position_cutoff_hz",
         _DEFAULTS.position_cutoff_hz,
         Parameter.Type.DOUBLE,
-        "zero-phase position low-pass cut-off, Hz; 0 = from the data's first 10 s",
+        "zero-phase position low-pass cut-off, Hz; 0 = from the first 5 s of data",
         floating=(0.0, 10000.0),
     ),
     ParameterSpec(
@@ -184,6 +188,19 @@ _IDENTIFICATION_PARAMETERS = (
         Parameter.Type.DOUBLE,
         "essential parameters: largest allowed ratio of %sigma",
         floating=(1.0, 1e6),
+    ),
+    ParameterSpec(
+        "estimation.consistency",
+        _DEFAULTS.consistency,
+        Parameter.Type.BOOL,
+        "publish the physically consistent estimate nearest to the window's data (Wensing 2018)",
+    ),
+    ParameterSpec(
+        "estimation.prior",
+        _DEFAULTS.prior,
+        Parameter.Type.DOUBLE,
+        "box half-width around the URDF's link inertias, parameter scales; 0 = none",
+        floating=(0.0, 1000.0),
     ),
     ParameterSpec(
         "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
@@ -287,6 +304,8 @@ class EstimatorSetup:
     drive_terms: DriveTerms
     settings: WindowSettings
     bounds: PlausibilityBounds
+    base: BaseParameters
+    consistency: ConsistentEstimator | None
     closed_loop: ClosedLoopModel | None = None
     """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
 
@@ -308,10 +327,18 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         drive_chain = parsed.drive_chain(robot.n_joints)
         settings = parsed.window_settings()
         bounds = parsed.plausibility_bounds(robot)
+        base = base_parameters(robot, drive_chain, parsed.drive_terms)
+        consistency = configured_consistency(robot, parsed, base)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
     return EstimatorSetup(
-        robot=robot, drive_chain=drive_chain, drive_terms=parsed.drive_terms, settings=settings, bounds=bounds
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=parsed.drive_terms,
+        settings=settings,
+        bounds=bounds,
+        base=base,
+        consistency=consistency,
     )
 
 
@@ -325,6 +352,7 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
         drive_chain = parsed.drive_chain(model.n_actuated)
         settings = parsed.window_settings()
         bounds = parsed.closed_loop_bounds(model)
+        base = closed_loop_base_parameters(model, drive_chain, parsed.drive_terms)
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
     return EstimatorSetup(
@@ -333,6 +361,8 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
         drive_terms=parsed.drive_terms,
         settings=settings,
         bounds=bounds,
+        base=base,
+        consistency=None,
         closed_loop=model,
     )
 
@@ -367,12 +397,23 @@ class EstimatorNode(GuardedNode):
         if self.closed_loop is None:
             self._names = list(self.robot.joint_names)
             self._estimator = SlidingWindowEstimator(
-                self.robot, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+                self.robot,
+                self.drive_chain,
+                self.drive_terms,
+                self.settings,
+                base=setup.base,
+                bounds=setup.bounds,
+                consistency=setup.consistency,
             )
         else:
             self._names = list(self.closed_loop.actuated_joint_names)
             self._estimator = closed_loop_window(
-                self.closed_loop, self.drive_chain, self.drive_terms, self.settings, bounds=setup.bounds
+                self.closed_loop,
+                self.drive_chain,
+                self.drive_terms,
+                self.settings,
+                base=setup.base,
+                bounds=setup.bounds,
             )
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
         # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
@@ -627,6 +668,8 @@ class EstimatorNode(GuardedNode):
                 rows=str(update.samples),
                 update_seconds=f"{update.seconds:.6f}",
                 position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",
+                consistency_shift_sigma=f"{update.consistency_shift_sigma:.4g}",
+                consistency_cost=f"{update.consistency_cost:.4g}",
             )
             if update.joint_relative_errors.size == len(self._names):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):

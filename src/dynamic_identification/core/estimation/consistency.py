@@ -469,7 +469,7 @@ class ConsistentEstimator:
     nominal: np.ndarray
     settings: ConsistencySettings = field(default_factory=ConsistencySettings)
     attached: np.ndarray | None = None
-    _problems: dict[int, _Problem] = field(default_factory=dict, repr=False)
+    _problems: dict[tuple[int, int], _Problem] = field(default_factory=dict, repr=False)
     _inertial_scale: np.ndarray = field(init=False, repr=False)
     _attached_scaled: np.ndarray = field(init=False, repr=False)
 
@@ -660,7 +660,7 @@ class ConsistentEstimator:
 
     # -- conic problem ------------------------------------------------------------------------
 
-    def _compile(self, kept: int, margins: np.ndarray) -> _Problem:
+    def _compile(self, kept: int, nullity: int, margins: np.ndarray) -> _Problem:
         import cvxpy as cp
 
         p = len(self.base.standard_names)
@@ -669,8 +669,8 @@ class ConsistentEstimator:
         data_vector = cp.Parameter(kept)
         objective = cp.sum_squares(data_matrix @ x - data_vector)
         null_space = null_target = None
-        if p > kept:
-            null_space, null_target = cp.Parameter((p, p - kept)), cp.Parameter(p - kept)
+        if nullity:
+            null_space, null_target = cp.Parameter((p, nullity)), cp.Parameter(nullity)
             objective = objective + self.settings.regularization * cp.sum_squares(null_space.T @ x - null_target)
         per_joint = self.terms.per_joint
         entries = _BASIS.reshape(_INERTIAL, 16).T  # (16, 10): row-major entries of J
@@ -701,14 +701,15 @@ class ConsistentEstimator:
         import cvxpy as cp
 
         kept = reduced.shape[0]
-        if kept not in self._problems:
-            self._problems[kept] = self._compile(kept, margins)
-        compiled = self._problems[kept]
+        # Usually p − k (K_kept has identity columns); more when the scaling leaves kept rows dependent.
+        basis = scipy.linalg.null_space(reduced)
+        key = (kept, basis.shape[1])
+        if key not in self._problems:
+            self._problems[key] = self._compile(kept, basis.shape[1], margins)
+        compiled = self._problems[key]
         compiled.data_matrix.value = whitened @ reduced
         compiled.data_vector.value = whitened @ estimate
         if compiled.null_space is not None and compiled.null_target is not None:
-            # K_kept has identity columns, so it has full row rank and its null space dimension p − k.
-            basis = scipy.linalg.null_space(reduced)
             compiled.null_space.value = basis
             compiled.null_target.value = basis.T @ nominal_scaled
         if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:

@@ -26,7 +26,7 @@ import scipy.linalg
 
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
 from dynamic_identification.core.estimation.normal_equations import NormalEquations
-from dynamic_identification.core.estimation.quality import JointErrors, relative_norm
+from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.reduction import reduce_parameters
 
 _EXACT_DATA_FLOOR = float(np.sqrt(np.finfo(float).eps))
@@ -476,9 +476,6 @@ def _solve(
     r_inverse /= factors.norms[:, None]
     covariance = residual_std**2 * (r_inverse @ r_inverse.T)
     std = np.sqrt(np.diag(covariance))
-    absolute = np.abs(parameters)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative_std_percent = np.where(absolute > 0.0, 100.0 * std / absolute, np.inf)
     singular_values = scipy.linalg.svdvals(factors.r)
     condition_number = float(singular_values[0] / singular_values[-1])
     residual = np.where(valid, y - w @ parameters, 0.0)
@@ -487,7 +484,7 @@ def _solve(
     return LeastSquaresResult(
         parameters=parameters,
         std=std,
-        relative_std_percent=relative_std_percent,
+        relative_std_percent=relative_std_percent(std, parameters),
         covariance=covariance,
         residual_std=residual_std,
         joint_std=np.array(joint_std, dtype=float),

@@ -114,6 +114,13 @@ def relative_norm(residual_norm: float, measured_norm: float) -> float:
     return residual_norm / measured_norm
 
 
+def relative_std_percent(std: np.ndarray, parameters: np.ndarray) -> np.ndarray:
+    """``%σ = 100 σ / |χ|`` ([Gautier2013] eq. (19)); ``inf`` where ``χ == 0``."""
+    absolute = np.abs(np.asarray(parameters, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(absolute > 0.0, 100.0 * np.asarray(std, dtype=float) / absolute, np.inf)
+
+
 def sigma_ratio(relative_std_percent: np.ndarray) -> float:
     """``max(%σ) / min(%σ)`` of the essential-parameter rule ([Gautier2013] §V.B); 0 when every ``%σ`` is 0
     (exact fit), ``inf`` if only the smallest is."""
@@ -126,4 +133,4 @@ def sigma_ratio(relative_std_percent: np.ndarray) -> float:
     return largest / smallest
 
 
-__all__ = ["JointErrors", "relative_norm", "sigma_ratio"]
+__all__ = ["JointErrors", "relative_norm", "relative_std_percent", "sigma_ratio"]

@@ -61,7 +61,7 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
-from dynamic_identification.core.estimation.quality import sigma_ratio
+from dynamic_identification.core.estimation.quality import relative_std_percent, sigma_ratio
 
 METHODS = ("sensitivity", "essential", "none")
 """Reduction methods accepted by :func:`reduce_parameters`."""
@@ -447,8 +447,7 @@ def _essential_reduction(
         sigma_squared = float(weights @ residual_norms_squared(equations, kept, parameters)) / (total - kept.size)
         inverse, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
         std = np.sqrt(np.clip(sigma_squared * np.diag(inverse), 0.0, None)) / diagonal
-        with np.errstate(divide="ignore", invalid="ignore"):
-            percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
+        percent = relative_std_percent(std, parameters)
         # A column the guard keeps does not hold the others back: its %σ leaves the ratio.
         free = ~guarded[kept]
         ratio = sigma_ratio(percent[free]) if free.any() else 0.0

@@ -37,16 +37,22 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     joint_error_std_from_normal_equations,
 )
-from dynamic_identification.core.estimation.quality import JointErrors
-from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
+from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
+from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
 from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, DEFAULT_GAP_FACTOR, REDUCTIONS
-from dynamic_identification.core.identification.solve import plausibility_problems, reduce_model, removed_reasons
+from dynamic_identification.core.identification.solve import (
+    consistent_step,
+    plausibility_problems,
+    reduce_model,
+    removed_reasons,
+)
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     DEFAULT_EFFORT_FACTOR,
@@ -82,8 +88,9 @@ class WindowRowBuilder(Protocol):
 RowBuilderFactory = Callable[[int, float, int | None], WindowRowBuilder]
 """Makes the window's row builder from the decimation factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``."""
 
-AUTO_CUTOFF_DATA_S = 10.0
-"""Seconds of data (at most the window) the sliding window waits for to choose an automatic cut-off."""
+AUTO_CUTOFF_DATA_S = 5.0
+"""Data time, s, from which a window with the automatic cut-off chooses it: half the default
+window (or the whole window if shorter), a whole period of any excitation of 0.2 Hz or faster."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +194,10 @@ class WindowUpdate:
     ``joint_errors`` and ``joint_relative_errors`` ([Volkmann2020] eq. (11)-(12)) are NaN for
     a joint without an equation in the window (it did not move). ``position_cutoff_hz`` is
     the cut-off in use (chosen from the first data when configured 0; NaN before).
+    ``consistency_shift_sigma`` and ``consistency_cost`` say what publishing the physically
+    consistent estimate cost ([Wensing2018]: its distance from the unconstrained one in σ,
+    the relative growth of the weighted residual); NaN when it was not computed;
+    ``consistent_standard`` its standard parameters (empty then).
     """
 
     time_s: float
@@ -205,6 +216,9 @@ class WindowUpdate:
     window_s: float = 0.0
     seconds: float = 0.0
     position_cutoff_hz: float = float("nan")
+    consistency_shift_sigma: float = float("nan")
+    consistency_cost: float = float("nan")
+    consistent_standard: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -228,16 +242,23 @@ class SlidingWindowEstimator:
         *,
         base: BaseParameters | None = None,
         bounds: PlausibilityBounds | None = None,
+        consistency: ConsistentEstimator | None = None,
         row_builder: RowBuilderFactory | None = None,
         equations: int | None = None,
     ) -> None:
         """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors.
+
+        With ``consistency`` every update that passes the quality gates publishes the
+        physically consistent estimate nearest to the window's normal equations
+        ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
+        computed is not publishable.
 
         ``row_builder`` makes the rows of another model than the serial IDIM of ``robot``
         (a closed-loop robot: :func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`),
         whose samples then hold ``equations`` joints (positions and torques) instead of ``robot.n_joints``.
         """
         self._robot = robot
+        self._consistency = consistency
         self._chain = drive_chain
         self._terms = terms
         self._settings = settings
@@ -379,6 +400,15 @@ class SlidingWindowEstimator:
         q = np.concatenate(self._q)
         tau = np.concatenate(self._tau)
         if self._builder is None:
+            if time.size < 32:
+                return
+            # The grid and the automatic cut-off come from the samples after the last gap: a gap is never
+            # interpolated, so samples before it could not join the first grid anyway.
+            step_s = 1.0 / self._settings.rate_hz if self._settings.rate_hz else float(np.median(np.diff(time)))
+            gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * step_s)
+            first = int(gaps[-1]) + 1 if gaps.size else 0
+            time, q, tau = time[first:], q[first:], tau[first:]
+            self._time, self._q, self._tau = [time], [q], [tau]
             automatic = self._settings.position_cutoff_hz == AUTO_CUTOFF_HZ
             if time.size < 32 or (automatic and time[-1] - time[0] < min(AUTO_CUTOFF_DATA_S, self._settings.window_s)):
                 return
@@ -528,9 +558,10 @@ class SlidingWindowEstimator:
         equations = self._equations
         names = self._base.names
         try:
+            joint_std = joint_error_std_from_normal_equations(equations)
             reduction = reduce_model(
                 equations,
-                joint_error_std_from_normal_equations(equations),
+                joint_std,
                 names=names,
                 travel=travel,
                 method=settings.reduction,
@@ -542,7 +573,7 @@ class SlidingWindowEstimator:
             return replace(blank, reason=f"estimation failed: {error}")
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
-        errors = self._joint_errors(reduction)
+        errors = self._joint_errors(reduction.kept, solution.parameters)
         update = replace(
             blank,
             names=kept_names,
@@ -556,8 +587,27 @@ class SlidingWindowEstimator:
             joint_relative_errors=errors.relative_errors,
         )
         reason = _gate(update, settings)
+        if not reason and self._consistency is not None:
+            physical = consistent_step(self._consistency, equations, joint_std, reduction.kept)
+            if physical.estimate is None:
+                reason = f"no physically consistent estimate: {physical.error}"
+            else:
+                values = physical.estimate.base_values[reduction.kept]
+                errors = self._joint_errors(reduction.kept, values)
+                update = replace(
+                    update,
+                    values=values,
+                    std_percent=relative_std_percent(solution.std, values),
+                    relative_error=physical.estimate.relative_error,
+                    joint_errors=errors.errors,
+                    joint_relative_errors=errors.relative_errors,
+                    consistency_shift_sigma=physical.estimate.shift_sigma,
+                    consistency_cost=physical.estimate.cost_increase,
+                    consistent_standard=physical.estimate.standard,
+                )
+                reason = _gate(update, settings)
         if not reason:
-            problems = plausibility_problems(self._bounds, kept_names, solution.parameters, errors)
+            problems = plausibility_problems(self._bounds, kept_names, update.values, errors)
             reason = f"implausible model: {'; '.join(problems)}" if problems else ""
         unidentifiable = [names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE]
         if settings.reduction == "none" and unidentifiable and not reason:
@@ -566,10 +616,10 @@ class SlidingWindowEstimator:
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
 
-    def _joint_errors(self, reduction: ReductionResult) -> JointErrors:
-        """[Volkmann2020] eq. (11)-(12) of the reduced model on the window's valid rows, block by block."""
+    def _joint_errors(self, kept: np.ndarray, values: np.ndarray) -> JointErrors:
+        """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""
         parameters = np.zeros(self._base.count)
-        parameters[reduction.kept] = reduction.solution.parameters
+        parameters[kept] = values
         errors = JointErrors.zeros(self._n)
         for block in self._blocks:
             rows = block.rows

@@ -7,6 +7,25 @@ import numpy as np
 from dynamic_identification.core.identification.solve import IdentificationResult
 
 
+def _consistency_lines(result: IdentificationResult) -> list[str]:
+    """What physical consistency ([Wensing2018]) did to the published values; nothing when it was not asked for."""
+    physical = result.consistency
+    if physical is None:
+        return []
+    if physical.estimate is None:
+        return [f"physical consistency: not enforced ({physical.error}); the values are the unconstrained estimate"]
+    estimate = physical.estimate
+    if estimate.solver_status == "not needed":
+        return ["physical consistency ([Wensing2018]): the unconstrained estimate is physically consistent"]
+    active = ", ".join(estimate.active) or "none"
+    return [
+        "physical consistency ([Wensing2018]): the values are the nearest physically consistent model,"
+        f" {estimate.shift_sigma:.3g} σ from the unconstrained estimate; it cost the fit"
+        f" +{100 * estimate.cost_increase:.3g} % weighted residual (||rho||/||Y|| {estimate.relative_error:.4g} against"
+        f" {estimate.relative_error_unconstrained:.4g}); at the bound: {active}"
+    ]
+
+
 def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
     """Human-readable table of the identified parameters and the quality figures.
 
@@ -39,6 +58,7 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         " equation column",
         f"condition number {estimate.condition_number:.4g} ({result.condition_number_full:.4g} before reduction),"
         f" relative error of the {result.model} equations ||rho||/||Y|| {estimate.relative_error:.4g}",
+        *_consistency_lines(result),
         "per-joint torque errors e_j [N·m] / e*_j [%]: "
         + ", ".join(
             f"{joint} {e:.3g}/{100 * r:.2f}" if np.isfinite(e) else f"{joint} no equation (never moved)"

@@ -43,7 +43,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, IdentificationError, shorten
+from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
 from dynamic_identification.core.estimation.least_squares import (
     LeastSquaresResult,
     joint_error_std,
@@ -51,7 +52,7 @@ from dynamic_identification.core.estimation.least_squares import (
     weighted_least_squares,
 )
 from dynamic_identification.core.estimation.normal_equations import NormalEquations
-from dynamic_identification.core.estimation.quality import JointErrors, relative_norm
+from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.identification.motion import check_motion, check_samples
@@ -104,6 +105,25 @@ class Quality:
 
 
 @dataclass(frozen=True)
+class PhysicalConsistency:
+    """Step 5 of the seam: the physically consistent estimate ([Wensing2018]) and what it cost.
+
+    ``estimate`` is ``None`` when it could not be computed (``error`` says why; the
+    published values are then the unconstrained ones). Otherwise the published base
+    values are ``estimate.base_values`` of the consistent standard parameters, and
+    ``estimate.cost_increase`` / ``estimate.shift_sigma`` say how much fit that cost.
+    """
+
+    estimate: ConsistentEstimate | None
+    error: str = ""
+
+    @property
+    def applied(self) -> bool:
+        """Whether the published values are those of the consistent standard parameters."""
+        return self.estimate is not None
+
+
+@dataclass(frozen=True)
 class IdentificationResult:
     """Identified base parameters, how the model was reduced and its quality; one type for every model.
 
@@ -116,7 +136,8 @@ class IdentificationResult:
     per-column normal equations of the valid rows in every base column, for the steps that
     start from them (physical consistency, further reductions); ``reduction`` the rank check
     and reduction step itself (its reference and reduced per-column errors, and the removals
-    its guard refused), ``None`` for a result assembled by hand.
+    its guard refused), ``None`` for a result assembled by hand; ``consistency`` the physically
+    consistent step ([Wensing2018]), ``None`` when it was not asked for.
     """
 
     base: BaseParameters
@@ -130,6 +151,7 @@ class IdentificationResult:
     history: RecursiveHistory | None = None
     equations: NormalEquations | None = None
     reduction: ReductionResult | None = None
+    consistency: PhysicalConsistency | None = None
 
     @property
     def judged(self) -> Quality:
@@ -239,6 +261,7 @@ def identify_observations(
     bounds: PlausibilityBounds,
     torque_check: TorqueCheck | None = None,
     recursive: RecursiveSettings | None = None,
+    consistency: ConsistentEstimator | None = None,
 ) -> IdentificationResult:
     """Estimate, reduce and judge a model from its observations (the seam, see the module docstring).
 
@@ -262,6 +285,11 @@ def identify_observations(
         parameters are simply absent from its prediction.
     recursive
         Recursive least squares for the final estimate instead of the batch solution.
+    consistency
+        Publish the physically consistent estimate nearest to the data ([Wensing2018]),
+        fitted by this estimator to the same weighted normal equations; the quality and
+        the plausibility gates judge it. ``None``: the unconstrained estimate. A model that leaves
+        base parameters undetermined is refused as it is: no constraint may fill them in.
 
     Raises
     ------
@@ -293,12 +321,16 @@ def identify_observations(
     history = None
     if recursive is not None:
         estimate, history = _recursive(estimate, matrix[..., kept], target, valid, joint_std, recursive)
+    unusable: tuple[str, ...] = () if torque_check is None else _undetermined(observations.model, base, reduction)
+    physical = None
+    if consistency is not None and not unusable:
+        physical = consistent_step(consistency, equations, joint_std, kept)
+        if physical.estimate is not None:
+            estimate = with_values(estimate, physical.estimate.base_values[kept], matrix[..., kept], target, valid)
     if torque_check is None:
         errors = JointErrors.of(target, matrix[..., kept] @ estimate.parameters, valid)
-        unusable: tuple[str, ...] = ()
     else:
         errors = torque_check(dict(zip(names, estimate.parameters.tolist(), strict=True)))
-        unusable = _undetermined(observations.model, base, reduction)
     return IdentificationResult(
         base=base,
         names=names,
@@ -311,6 +343,40 @@ def identify_observations(
         history=history,
         equations=equations,
         reduction=reduction,
+        consistency=physical,
+    )
+
+
+def consistent_step(
+    estimator: ConsistentEstimator, equations: NormalEquations, joint_std: np.ndarray, kept: np.ndarray
+) -> PhysicalConsistency:
+    """The consistent estimate of the ``kept`` columns, or why there is none (the unconstrained one stays)."""
+    try:
+        return PhysicalConsistency(estimator.solve(equations, joint_std, kept))
+    except IdentificationError as error:
+        return PhysicalConsistency(None, shorten(str(error), 200))
+
+
+def with_values(
+    estimate: LeastSquaresResult, values: np.ndarray, matrix: np.ndarray, target: np.ndarray, valid: np.ndarray
+) -> LeastSquaresResult:
+    """``estimate`` with other parameter values: its fit statistics recomputed, its covariance kept.
+
+    The covariance describes the data's information about the parameters; the relative
+    standard deviations ([Gautier2013] eq. (19)) and the errors are those of ``values``.
+    """
+    fitted = matrix @ values
+    errors = JointErrors.of(target, fitted, valid)
+    residual = np.where(valid, target - fitted, 0.0)
+    return replace(
+        estimate,
+        parameters=np.asarray(values, dtype=float),
+        relative_std_percent=relative_std_percent(estimate.std, values),
+        relative_error=relative_norm(
+            float(np.linalg.norm(residual)), float(np.linalg.norm(np.where(valid, target, 0.0)))
+        ),
+        joint_errors=errors.errors,
+        joint_relative_errors=errors.relative_errors,
     )
 
 
@@ -371,8 +437,7 @@ def _recursive(
     std = np.sqrt(np.diag(covariance))
     residual = np.where(valid, target - matrix @ parameters, 0.0)
     errors = JointErrors.of(target, matrix @ parameters, valid)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        percent = np.where(parameters != 0.0, 100.0 * std / np.abs(parameters), np.inf)
+    percent = relative_std_percent(std, parameters)
     estimate = replace(
         batch,
         parameters=parameters,
@@ -439,11 +504,13 @@ def identify(
     dq_measured: np.ndarray | None = None,
     settings: IdentificationSettings | None = None,
     bounds: PlausibilityBounds | None = None,
+    consistency: ConsistentEstimator | None = None,
 ) -> IdentificationResult:
     """Identify the base parameters from a recording in model joint order with the IDIM ([Gautier2013] §IV.A).
 
     :func:`~dynamic_identification.core.regression_models.identify_model` does the same
-    with any regression model.
+    with any regression model. ``consistency``: publish the physically consistent
+    estimate (:func:`identify_observations`).
 
     Raises
     ------
@@ -471,6 +538,7 @@ def identify(
         settings=settings,
         travel=np.ptp(samples.q, axis=0),
         bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        consistency=consistency,
     )
 
 
@@ -478,9 +546,11 @@ __all__ = [
     "FRICTION_PREFIXES",
     "NOT_EXCITED",
     "IdentificationResult",
+    "PhysicalConsistency",
     "Quality",
     "RecursiveSettings",
     "checked_samples",
+    "consistent_step",
     "friction_columns",
     "identify",
     "identify_observations",
@@ -488,4 +558,5 @@ __all__ = [
     "plausibility_problems",
     "reduce_model",
     "removed_reasons",
+    "with_values",
 ]
