@@ -46,8 +46,9 @@ from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
 from dynamic_identification.io.outcome import (
-    ConsistentModel,
     Validation,
+    closed_loop_consistent_estimator_of,
+    configured_closed_loop_consistency,
     configured_consistency,
     consistent_model,
     identification_warnings,
@@ -236,6 +237,7 @@ def identify_file(
             accept_implausible=accept_implausible,
             unit_checks=unit_checks,
             signal=signal,
+            consistency=consistency,
             urdf_out=urdf_out,
             validate_data=validate_data,
             report=report,
@@ -539,8 +541,15 @@ def stream_file(
         robot = mechanism.robot
         recording = recording.select(mechanism.actuated_joint_names)
         settings = parsed.window_settings()
+        base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
         estimator = closed_loop_window(
-            mechanism, drive_chain, parsed.drive_terms, settings, bounds=parsed.closed_loop_bounds(mechanism)
+            mechanism,
+            drive_chain,
+            parsed.drive_terms,
+            settings,
+            base=base,
+            bounds=parsed.closed_loop_bounds(mechanism),
+            consistency=configured_closed_loop_consistency(mechanism, parsed, base),
         )
         joints = mechanism.actuated_joint_names
     else:
@@ -675,13 +684,6 @@ def _closed_loop_summary(model: ClosedLoopModel, recording: Recording) -> str:
     )
 
 
-CLOSED_LOOP_CONSISTENCY = (
-    "not available for a closed-loop robot: the consistent fit ([Wensing2018]) works on a serial robot's"
-    " equations; standard_parameters hold the base values on their independent columns"
-)
-"""``quality.physical_consistency.error`` of a closed-loop robot's file."""
-
-
 def _closed_loop_recording(model: ClosedLoopModel, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
     """A closed-loop robot's recording CSV: every tree joint when it has them all, else the actuated ones."""
     recording = read_recording_csv(path, require_torque=require_torque)
@@ -709,30 +711,36 @@ def _identify_closed_loop_file(
     accept_implausible: bool,
     unit_checks: bool,
     signal: Mapping[str, object] | None = None,
+    consistency: bool | None = None,
     urdf_out: Path | None = None,
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
 ) -> str:
     """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam.
 
-    The file is self-contained as a serial robot's (settings with the signal settings the
-    data decided, the URDF's name and hash, the standard parameters of the opened tree's
-    links, the data time of the last sample as ``stamp``, warnings, the held-out
-    recordings of ``validate_data`` in ``quality.validation``) and names the loop closures.
-    The physically consistent fit, so ``urdf_out``, and the HTML ``report`` are not
-    available for a closed-loop robot: asking for them is refused before any work.
+    As for a serial robot, the published values are by default the physically consistent
+    estimate nearest to the data ([Wensing2018]: every link of the opened tree a physical
+    body, the actuated joints' ``Ia, Fv, Fc >= 0``), and the file is self-contained
+    (settings with the signal settings the data decided, the URDF's name and hash, the
+    standard parameters of the opened tree's links, the data time of the last sample as
+    ``stamp``, warnings, the held-out recordings of ``validate_data`` in
+    ``quality.validation``); it names the loop closures. ``urdf_out`` and the HTML
+    ``report`` are not available for a closed-loop robot: asking for them is refused
+    before any work.
     """
     unavailable = [option for option, given in (("--urdf-out", urdf_out), ("--report", report)) if given]
     if unavailable:
         raise DataError(
-            f"{' and '.join(unavailable)}: not available for a closed-loop robot (robot.loop_closures), whose"
-            " physically consistent link parameters ([Wensing2018]) are not computed; identify without"
+            f"{' and '.join(unavailable)}: not available for a closed-loop robot (robot.loop_closures);"
+            " identify without"
         )
     mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     if signal:
         parsed = replace(parsed, **signal)
+    if consistency is not None:
+        parsed = replace(parsed, consistency=consistency)
     regression = model or parsed.model
     if regression != "dynamic":
         raise DataError(
@@ -755,6 +763,7 @@ def _identify_closed_loop_file(
         settings=parsed.identification_settings(),
         bounds=parsed.closed_loop_bounds(mechanism),
         dq_measured=recording.velocity,
+        consistency=configured_closed_loop_consistency(mechanism, parsed, base),
     )
     if result.judged.problems and not accept_implausible:
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
@@ -767,7 +776,13 @@ def _identify_closed_loop_file(
         validate_closed_loop(mechanism, drive_chain, terms, result, held, settings, name=name)
         for held, name in zip(held_out, validation_names(validate_data), strict=True)
     ]
-    consistent = ConsistentModel(None, CLOSED_LOOP_CONSISTENCY)
+    consistent = consistent_model(
+        mechanism.robot,
+        terms,
+        settings,
+        result,
+        estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
+    )
     warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
     write_parameters_atomic(
         out,
@@ -779,6 +794,8 @@ def _identify_closed_loop_file(
             window_s=float(recording.time[-1] - recording.time[0]),
             stamp=float(recording.time[-1]),
             settings=settings,
+            standard=None if consistent.estimate is None else consistent.estimate.standard,
+            standard_source="base" if consistent.estimate is None else "consistent",
             quality={
                 "validation": [v.entry(joints) for v in validations],
                 "physical_consistency": physical_consistency_section(consistent, mechanism.robot),

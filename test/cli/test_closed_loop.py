@@ -299,11 +299,12 @@ def test_the_closed_loop_parameter_file_is_self_contained(five_bar: FiveBar) -> 
     assert "signal: velocities: differentiated positions (the recording has none)" in five_bar.identify_output
     section = params.standard_parameters
     model = five_bar.model
-    assert section["source"] == "base"
+    # Physically consistent by default, as for a serial robot: every link of the opened tree a physical body.
+    assert section["source"] == "consistent" and section["physically_consistent"]
     assert [link["joint"] for link in section["links"]] == list(model.joint_names)
     actuated = set(model.actuated_joint_names)
     assert all((link["drive"] is None) == (link["joint"] not in actuated) for link in section["links"])
-    # The base values on their independent columns: the links give back the file's base parameters.
+    # The links give back the file's base parameters: the published values are the consistent model's.
     terms, chain = params.drive_terms(), params.drive_chain()
     standard = []
     for link in section["links"]:
@@ -316,7 +317,8 @@ def test_the_closed_loop_parameter_file_is_self_contained(five_bar: FiveBar) -> 
     for name, value in params.values().items():
         assert recovered[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
     consistency = params.quality["physical_consistency"]
-    assert consistency["ok"] is None and "closed-loop" in consistency["error"]
+    assert consistency["ok"] is True and consistency["enforced"] is True
+    assert "physical consistency ([Wensing2018])" in five_bar.identify_output
     assert isinstance(params.quality["warnings"], list)
     assert params.quality["validation"] == []
 
@@ -345,6 +347,35 @@ def test_identify_validates_a_held_out_closed_loop_recording(five_bar: FiveBar, 
     assert entry["recorded_relative_error"] < 0.01
     assert all(value < 0.02 for value in entry["joint_relative_errors"].values())
     assert f"validation {five_bar.validation}:" in output
+
+
+def test_no_consistency_publishes_the_unconstrained_closed_loop_estimate_and_checks_it(
+    five_bar: FiveBar, tmp_path: Path
+) -> None:
+    out = tmp_path / "params.yaml"
+    code, output, error = dynid(
+        "identify",
+        "--urdf",
+        FIVE_BAR_URDF,
+        "--data",
+        five_bar.recording,
+        "--config",
+        FIVE_BAR_CONFIG,
+        "--no-consistency",
+        "--out",
+        out,
+    )
+    assert code == 0, error
+    assert "physical consistency ([Wensing2018])" not in output
+    params = load_parameters(out)
+    consistency = params.quality["physical_consistency"]
+    # Checked, not enforced: the unconstrained estimate of this recording is (within 1e-5 σ) a physical model.
+    assert consistency["enforced"] is False and consistency["ok"] is True
+    assert params.standard_parameters["source"] == "consistent"
+    enforced = load_parameters(five_bar.params).values()
+    for entry in params.parameters:
+        sigma = abs(entry.value) * entry.std_percent / 100.0
+        assert abs(entry.value - enforced[entry.name]) < 1e-3 * sigma, entry.name
 
 
 @pytest.mark.parametrize("option", ["--urdf-out", "--report"])
@@ -432,6 +463,8 @@ def test_stream_runs_the_estimator_window_on_the_five_bar(five_bar: FiveBar, tmp
     signal = window.signal_settings()
     assert signal is not None and signal.resolved and signal.position_cutoff_hz == 10.0
     assert [link["joint"] for link in window.standard_parameters["links"]] == list(five_bar.model.joint_names)
+    # The window publishes the physically consistent estimate, as for a serial robot.
+    assert window.standard_parameters["source"] == "consistent" and window.standard_parameters["physically_consistent"]
     assert window.urdf_sha256 == hashlib.sha256(FIVE_BAR_URDF.read_bytes()).hexdigest()
 
 

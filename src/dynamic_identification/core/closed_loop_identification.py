@@ -74,6 +74,7 @@ from dynamic_identification.core.drive_gains import (
     drive_gains_from_rows,
 )
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import ConsistencySettings, ConsistentEstimator
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.identification import (
     DecimatedRows,
@@ -91,6 +92,8 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.prediction import PREDICTION_BLOCK_SAMPLES, StampPrediction
 from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.model import standard_parameter_names as serial_standard_names
+from dynamic_identification.core.model import standard_parameters as serial_standard_parameters
 from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
 from dynamic_identification.core.plausibility import DEFAULT_EFFORT_FACTOR, DEFAULT_MASS_FACTOR, PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
@@ -531,6 +534,7 @@ def identify_closed_loop(
     bounds: PlausibilityBounds | None = None,
     dq_measured: np.ndarray | None = None,
     passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+    consistency: ConsistentEstimator | None = None,
 ) -> IdentificationResult:
     """Identify a closed-loop robot's base parameters from a recording ([Briot2012] §2-3.1, IDIM-WLS).
 
@@ -541,7 +545,9 @@ def identify_closed_loop(
     (:func:`closed_loop_bounds` by default), exactly as for a serial robot. The friction
     rule of the reduction looks at the travel of the actuated joints.
 
-    Parameters are those of :func:`closed_loop_observations`; ``bounds`` the plausibility gates.
+    Parameters are those of :func:`closed_loop_observations`; ``bounds`` the plausibility gates;
+    ``consistency`` (:func:`closed_loop_consistent_estimator`) publishes the physically
+    consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
 
     Raises
     ------
@@ -568,6 +574,7 @@ def identify_closed_loop(
         settings=settings,
         travel=np.ptp(_unwrapped(model, actuated), axis=0),
         bounds=bounds if bounds is not None else closed_loop_bounds(model),
+        consistency=consistency,
     )
 
 
@@ -675,6 +682,7 @@ def closed_loop_window(
     *,
     base: BaseParameters | None = None,
     bounds: PlausibilityBounds | None = None,
+    consistency: ConsistentEstimator | None = None,
 ) -> SlidingWindowEstimator:
     """The sliding-window estimator of a closed-loop robot ([Volkmann2020] with [Briot2012] eq. (6)-(7)).
 
@@ -683,7 +691,8 @@ def closed_loop_window(
     joints' positions and torques ``(N, n_a)``; its rows come from
     :meth:`ClosedLoopRowBuilder.sampled_rows`, which completes the tree motion at the
     decimated instants. ``bounds`` default to :func:`closed_loop_bounds` with the
-    settings' factors.
+    settings' factors; ``consistency`` (:func:`closed_loop_consistent_estimator`) publishes
+    the physically consistent estimate of every update that passes the gates.
 
     Raises
     ------
@@ -713,8 +722,78 @@ def closed_loop_window(
         base=base,
         bounds=bounds
         or closed_loop_bounds(model, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor),
+        consistency=consistency,
         row_builder=builder,
         equations=model.n_actuated,
+    )
+
+
+def tree_standard(model: ClosedLoopModel, terms: DriveTerms, standard: np.ndarray) -> np.ndarray:
+    """Closed-loop standard parameters laid out as the opened tree's, passive joints' drive terms 0.
+
+    ``standard`` is in :func:`~dynamic_identification.core.closed_loop.standard_parameter_names`
+    order (drive terms of the actuated joints only); the result in
+    :func:`~dynamic_identification.core.model.standard_parameter_names` order of the tree's
+    ``n_t`` joints, the layout of the serial tools (consistency, parameter-file sections).
+    """
+    values = np.asarray(standard, dtype=float)
+    columns = _tree_columns(model, terms)
+    if values.shape[-1:] != (columns.size,):
+        raise DataError(f"standard parameters must have {columns.size} entries, got shape {values.shape}")
+    tree = np.zeros((*values.shape[:-1], model.n_tree * terms.per_joint))
+    tree[..., columns] = values
+    return tree
+
+
+def _tree_columns(model: ClosedLoopModel, terms: DriveTerms) -> np.ndarray:
+    """Column of each closed-loop standard parameter in the opened tree's standard layout."""
+    position = {name: i for i, name in enumerate(serial_standard_names(model.n_tree, terms))}
+    return np.array([position[name] for name in standard_parameter_names(model, terms)], dtype=int)
+
+
+def tree_base_parameters(model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters) -> BaseParameters:
+    """The closed-loop base parameters over the opened tree's standard layout (:func:`tree_standard`).
+
+    The same base parameters (names, expressions, equations' structure), their regrouping
+    ``K`` with a zero column for each passive joint's drive term, which no equation holds.
+    """
+    _check_base(model, terms, base)
+    columns = _tree_columns(model, terms)
+    regrouping = np.zeros((base.count, model.n_tree * terms.per_joint))
+    regrouping[:, columns] = base.regrouping
+    return BaseParameters(
+        standard_names=serial_standard_names(model.n_tree, terms),
+        independent=columns[base.independent],
+        regrouping=regrouping,
+        names=base.names,
+        expressions=base.expressions,
+        structure=base.structure,
+    )
+
+
+def closed_loop_consistent_estimator(
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    settings: ConsistencySettings | None = None,
+    attached: np.ndarray | None = None,
+) -> ConsistentEstimator:
+    """The physically consistent estimator ([Wensing2018]) of a closed-loop robot's base parameters.
+
+    Every link of the opened tree is a body whose pseudo-inertia must be positive definite,
+    the actuated joints' ``Ia, Fv, Fc`` non-negative; the URDF's inertias are the prior of
+    the directions no data determine, the passive joints' drive terms (in no equation) 0.
+    Its :attr:`~dynamic_identification.core.estimation.consistency.ConsistentEstimate.standard`
+    has the tree's layout (:func:`tree_standard`); ``base_values`` are those of ``base``.
+    """
+    return ConsistentEstimator(
+        tree_base_parameters(model, terms, base),
+        terms,
+        serial_standard_parameters(model.robot, terms),
+        settings=settings or ConsistencySettings(),
+        attached=attached,
+        equation_joints=tuple(int(j) for j in model.actuated),
     )
 
 

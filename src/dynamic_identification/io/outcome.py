@@ -28,6 +28,7 @@ import numpy as np
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
+    closed_loop_consistent_estimator,
     closed_loop_observations,
     predict_closed_loop_at_stamps,
 )
@@ -107,25 +108,50 @@ def configured_consistency(
     return consistent_estimator(robot, config.drive_terms, base, prior=config.prior or None)
 
 
+def closed_loop_consistent_estimator_of(
+    model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+) -> ConsistentEstimator:
+    """:func:`consistent_estimator` of a closed-loop robot: every link of its opened tree ([Briot2012] §2)."""
+    return closed_loop_consistent_estimator(
+        model, terms, base, settings=ConsistencySettings(box=prior), attached=attached_inertias(model.robot)
+    )
+
+
+def configured_closed_loop_consistency(
+    model: ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
+) -> ConsistentEstimator | None:
+    """:func:`configured_consistency` of a closed-loop robot."""
+    if not config.consistency:
+        return None
+    return closed_loop_consistent_estimator_of(model, config.drive_terms, base, prior=config.prior or None)
+
+
 def consistent_model(
-    robot: RobotModel, terms: DriveTerms, settings: IdentificationSettings, result: IdentificationResult
+    robot: RobotModel,
+    terms: DriveTerms,
+    settings: IdentificationSettings,
+    result: IdentificationResult,
+    *,
+    estimator: ConsistentEstimator | None = None,
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
 
     When the identification enforced consistency (step 5 of the seam) that estimate;
     otherwise it is computed here, to check the unconstrained values and to give
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
-    weighted normal equations with the identification's weights ([Gautier2013] eq. (20)).
+    weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
+    by ``estimator`` when given (a closed-loop robot's, whose equations are its actuated
+    joints'), else :func:`consistent_estimator` of ``robot``.
     """
     if result.consistency is not None:
         physical = result.consistency
         return ConsistentModel(physical.estimate, physical.error, published_consistent=physical.applied, enforced=True)
     equations = result.equations
-    if equations is None or equations.n_joints != robot.n_joints:
+    if equations is None or (estimator is None and equations.n_joints != robot.n_joints):
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
         weights = joint_weights(result.observations, settings.method)
-        estimate = consistent_estimator(robot, terms, result.base).solve(
+        estimate = (estimator or consistent_estimator(robot, terms, result.base)).solve(
             equations, weights, result.base.subset(result.names)
         )
     except IdentificationError as error:
@@ -431,6 +457,8 @@ def validation_names(paths: Sequence[Path]) -> list[str]:
 __all__ = [
     "NOT_CONSISTENT",
     "ConsistentModel",
+    "closed_loop_consistent_estimator_of",
+    "configured_closed_loop_consistency",
     "configured_consistency",
     "consistent_estimator",
     "Validation",

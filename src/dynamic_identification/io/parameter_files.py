@@ -21,19 +21,13 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop import standard_parameter_names as closed_loop_standard_names
+from dynamic_identification.core.closed_loop_identification import tree_standard
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.model import (
-    INERTIAL_PARAMETER_NAMES,
-    DriveChain,
-    DriveTerms,
-    RobotModel,
-    standard_parameter_names,
-)
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
 from dynamic_identification.io.urdf_location import urdf_name, urdf_sha256
@@ -121,24 +115,6 @@ def child_links(robot: RobotModel) -> tuple[str, ...]:
     return tuple(links)
 
 
-def _tree_standard(model: ClosedLoopModel, terms: DriveTerms, standard: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A closed-loop robot's standard parameters laid out as its opened tree's, and which joints are actuated.
-
-    ``standard`` is in :func:`~dynamic_identification.core.closed_loop.standard_parameter_names`
-    order (drive terms of the actuated joints only); the passive joints' drive terms are 0.
-    """
-    names = closed_loop_standard_names(model, terms)
-    values = np.asarray(standard, dtype=float)
-    if values.shape != (len(names),):
-        raise DataError(f"standard parameters must be {len(names)} values, got shape {values.shape}")
-    position = {name: i for i, name in enumerate(standard_parameter_names(model.n_tree, terms))}
-    tree = np.zeros(model.n_tree * terms.per_joint)
-    tree[[position[name] for name in names]] = values
-    actuated = np.zeros(model.n_tree, dtype=bool)
-    actuated[np.asarray(model.actuated, dtype=int)] = True
-    return tree, actuated
-
-
 def standard_parameters_section(
     robot: RobotModel,
     terms: DriveTerms,
@@ -162,9 +138,9 @@ def standard_parameters_section(
     source
         A key of :data:`STANDARD_SOURCES`.
     closed_loop
-        A closed-loop robot whose opened tree is ``robot``: ``standard`` is then in
-        :func:`~dynamic_identification.core.closed_loop.standard_parameter_names` order (drive
-        terms of the actuated joints only) and a passive joint's ``drive`` is ``null``.
+        A closed-loop robot whose opened tree is ``robot`` (``standard`` in the tree's layout,
+        :func:`~dynamic_identification.core.closed_loop_identification.tree_standard`): a
+        passive joint's ``drive`` is ``null``, it has none.
 
     Returns
     -------
@@ -178,7 +154,8 @@ def standard_parameters_section(
     values = np.asarray(standard, dtype=float)
     driven = np.ones(robot.n_joints, dtype=bool)
     if closed_loop is not None:
-        values, driven = _tree_standard(closed_loop, terms, values)
+        driven[:] = False
+        driven[np.asarray(closed_loop.actuated, dtype=int)] = True
     n = robot.n_joints
     if values.shape != (n * terms.per_joint,) or not np.all(np.isfinite(values)):
         raise DataError(f"standard parameters must be {n * terms.per_joint} finite values, got shape {values.shape}")
@@ -275,7 +252,8 @@ def identified_parameter_file(
         More ``quality`` keys (``validation``, ``physical_consistency``, ``warnings``).
     closed_loop
         For a closed-loop robot, the model whose opened tree is ``robot``: the file's joints
-        are the actuated ones and its ``robot`` section holds the loop closures.
+        are the actuated ones and its ``robot`` section holds the loop closures; ``standard``
+        is in the tree's layout (:func:`~dynamic_identification.core.closed_loop_identification.tree_standard`).
 
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
@@ -284,6 +262,8 @@ def identified_parameter_file(
     errors = result.judged.joint_errors
     if standard is None:
         standard, standard_source = standard_from_base(result.base, result.values), "base"
+        if closed_loop is not None:
+            standard = tree_standard(closed_loop, terms, standard)
     return ParameterFile.create(
         **_robot_keys(robot),
         joints=joints,
@@ -314,6 +294,14 @@ def identified_parameter_file(
         ),
         closed_loop=closed_loop,
     )
+
+
+def _base_standard(
+    base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, closed_loop: ClosedLoopModel | None
+) -> np.ndarray:
+    """:func:`standard_from_base`, in the opened tree's layout for a closed-loop robot."""
+    standard = standard_from_base(base, values)
+    return standard if closed_loop is None else tree_standard(closed_loop, terms, standard)
 
 
 def window_parameter_file(
@@ -394,7 +382,7 @@ def window_parameter_file(
             )
             if update.consistent_standard.size
             else standard_parameters_section(
-                robot, terms, standard_from_base(base, values), source="base", closed_loop=closed_loop
+                robot, terms, _base_standard(base, values, terms, closed_loop), source="base", closed_loop=closed_loop
             )
         ),
         closed_loop=closed_loop,

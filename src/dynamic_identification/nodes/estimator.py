@@ -33,7 +33,8 @@ alike.
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is estimated from its actuated joints' samples (other joints of a message
 are ignored) with the closed-loop IDIM
-(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`); the
+(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`), publishing
+the physically consistent estimate as for a serial robot (``estimation.consistency``); the
 published parameter YAML then names its closures.
 """
 
@@ -70,7 +71,7 @@ from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.stamps import Stamp, classify_stamp
 from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
-from dynamic_identification.io.outcome import configured_consistency
+from dynamic_identification.io.outcome import configured_closed_loop_consistency, configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
@@ -353,6 +354,7 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
         settings = parsed.window_settings()
         bounds = parsed.closed_loop_bounds(model)
         base = closed_loop_base_parameters(model, drive_chain, parsed.drive_terms)
+        consistency = configured_closed_loop_consistency(model, parsed, base)
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
     return EstimatorSetup(
@@ -362,7 +364,7 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
         settings=settings,
         bounds=bounds,
         base=base,
-        consistency=None,
+        consistency=consistency,
         closed_loop=model,
     )
 
@@ -414,6 +416,7 @@ class EstimatorNode(GuardedNode):
                 self.settings,
                 base=setup.base,
                 bounds=setup.bounds,
+                consistency=setup.consistency,
             )
         # The buffer lock guards what the callback writes; the estimator lock what the worker and ~/reset share
         # (held for a whole update); the status lock the worker's results, which the diagnostics timer reads
