@@ -269,6 +269,11 @@ def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identifi
         assert entry.name in names_in_table
     assert np.isfinite(params.quality["condition_number"])
     assert params.quality["samples"] == IDENTIFY_S * RATE_HZ
+    # %σ accounts for residuals correlated in time, and says so in the output and the file.
+    assert "%σ: autocorrelation-consistent" in run.out
+    uncertainty = params.quality["uncertainty"]
+    assert uncertainty["method"] == "hac" and uncertainty["bandwidth_rows"] >= 1
+    assert uncertainty["hac_over_white_median"] > 1.0
 
 
 def test_identified_friction_matches_the_simulated_robot(arm: Arm, identified: tuple[Run, Path]) -> None:

@@ -32,9 +32,10 @@ OUTPUTS = REFERENCE / "outputs"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 CONFIG = INPUTS / "config_default.yaml"
-"""The shipped configuration with the stamps as recorded and the unconstrained estimate: the reference predates the
-recovery of jittered stamps and the physically consistent estimate by default, deliberate changes of the defaults
-(bench/bench_realistic.py measures them; test/cli/test_identify_outputs.py tests the consistent estimate)."""
+"""The shipped configuration with the stamps as recorded, the unconstrained estimate and the σ of independent
+residuals: the reference predates the recovery of jittered stamps, the physically consistent estimate and the HAC σ
+by default, deliberate changes of the defaults (bench/bench_realistic.py measures them;
+test/core/identification/test_physical_consistency.py and test/core/estimation/test_uncertainty.py test them)."""
 DATA = INPUTS / "recording.csv"
 RTOL = 1e-9
 ATOL = 1e-12

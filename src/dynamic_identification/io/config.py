@@ -25,7 +25,8 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
         signal: {position_cutoff_hz: 0.0, decimation: 0, velocity: auto, stamps: auto, rate_hz: 0.0,
                  min_speed_rad_s: 0.05}
-        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0}
+        estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0,
+                     uncertainty: hac}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
@@ -65,6 +66,7 @@ from dynamic_identification.core.identification.settings import (
     METHODS,
     REDUCTIONS,
     STAMP_SOURCES,
+    UNCERTAINTIES,
     VELOCITY_SOURCES,
     IdentificationSettings,
     SignalSettings,
@@ -109,6 +111,8 @@ CONFIG_KEYS: dict[str, str] = {
     " link pseudo-inertias positive definite, Ia, Fv, Fc >= 0); false publishes the unconstrained one",
     "estimation.prior": "half-width of a box around the URDF's link inertias in parameter scales, for the consistent"
     " estimate (0: none; 0.5 keeps masses within ±50 %)",
+    "estimation.uncertainty": "σ and %σ: 'hac' (correlated residuals, Newey & West 1987) or 'white'"
+    " ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
     "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
     "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
     "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
@@ -227,6 +231,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
         "estimation.r_sigma",
         "estimation.consistency",
         "estimation.prior",
+        "estimation.uncertainty",
         "window.window_s",
         "window.update_period_s",
         "window.reduction",
@@ -361,6 +366,9 @@ class IdentificationConfig:
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
         half-width (parameter scales) around the URDF's.
+    uncertainty
+        ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
+        (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
     rate_hz
         Sample rate in Hz; 0 takes it from the median time step of the data.
     min_speed_rad_s
@@ -401,6 +409,7 @@ class IdentificationConfig:
     e_tol: float = 0.05
     consistency: bool = True
     prior: float = 0.0
+    uncertainty: str = "hac"
     rate_hz: float = 0.0
     min_speed_rad_s: float = 0.05
     gap_factor: float = DEFAULT_GAP_FACTOR
@@ -490,6 +499,7 @@ class IdentificationConfig:
                 e_tol=self.e_tol,
                 friction_motion_rad=self.friction_motion_rad,
                 min_samples=self.min_samples,
+                uncertainty=self.uncertainty,
             )
         except IdentificationError as error:
             raise DataError(f"identification settings: {error}") from error
@@ -516,6 +526,7 @@ class IdentificationConfig:
                 stick_periods=self.stick_periods,
                 effort_factor=self.effort_factor,
                 mass_factor=self.mass_factor,
+                uncertainty=self.uncertainty,
             )
         except IdentificationError as error:
             raise DataError(f"window settings: {error}") from error
@@ -775,6 +786,7 @@ def config_from_parameters(
         e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0, maximum=10.0),
         consistency=reader.flag("estimation.consistency", defaults.consistency),
         prior=reader.real("estimation.prior", defaults.prior, minimum=0.0, inclusive=True, maximum=1e3),
+        uncertainty=reader.choice("estimation.uncertainty", defaults.uncertainty, UNCERTAINTIES),
         window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0, maximum=3600.0),
         window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
         update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0, maximum=3600.0),

@@ -3,11 +3,13 @@
 Both build the self-contained parameter YAML of :mod:`~dynamic_identification.io.parameters`
 with the same ``quality`` keys: condition number after and before reduction, ``‖ρ‖/‖Y‖``,
 per-joint ``e_j`` and ``e*_j`` ([Volkmann2020] eq. (11)-(12); ``null`` for a joint without
-a usable equation), samples and window length; an offline file adds the plausibility
-verdict (and what the caller adds: validation, physical consistency, warnings), an update
-its reason. Both store every setting the identification used (``settings``, generically:
-the fields of the settings dataclasses), the URDF's content hash, the standard parameters
-per link (``standard_parameters``) and, as ``stamp``, the data time of the last sample used.
+a usable equation), samples and window length, and how the ``std_percent`` of the
+parameters was computed (``uncertainty``, :func:`uncertainty_section`); an offline file
+adds the plausibility verdict (and what the caller adds: validation, physical
+consistency, warnings), an update its reason. Both store every setting the identification
+used (``settings``, generically: the fields of the settings dataclasses), the URDF's content
+hash, the standard parameters per link (``standard_parameters``) and, as ``stamp``, the data
+time of the last sample used.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import tree_standard
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
+from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
@@ -73,6 +76,40 @@ def quality_section(
         "joint_relative_errors": per_joint(joints, joint_relative_errors),
         "samples": int(samples),
         "window": float(window_s),
+    }
+
+
+UNCERTAINTY_MEANINGS: dict[str, str] = {
+    "hac": "autocorrelation-consistent σ (Newey & West 1987, Andrews 1991 bandwidth, Kiefer & Vogelsang 2005"
+    " fixed-b widening): value ± 2σ holds the truth about 95 % of the time",
+    "white": "σ of [Gautier2013] eq. (18), residuals assumed independent in time: too small when they are not",
+}
+"""Values of ``quality.uncertainty.method`` and what each means (written beside it as ``meaning``)."""
+
+
+def uncertainty_section(uncertainty: RobustCovariance | None, fallback: str = "") -> dict[str, Any]:
+    """``quality.uncertainty``: how ``std_percent`` was computed.
+
+    ``method`` (``hac`` or ``white``) and its ``meaning``; for HAC the Bartlett bandwidth
+    in decimated rows (``bandwidth_rows``), the median over the parameters of the HAC σ
+    over the white σ of eq. (18) (``hac_over_white_median``: how much eq. (18) would
+    have understated σ) and the fewest effectively independent time steps of any
+    parameter (``effective_steps_min``); for ``white`` where HAC was asked, ``why`` not.
+    """
+    if uncertainty is None:
+        section: dict[str, Any] = {"method": "white", "meaning": UNCERTAINTY_MEANINGS["white"]}
+        if fallback:
+            section["why"] = fallback
+        return section
+    ratio = uncertainty.inflation
+    ratio = ratio[np.isfinite(ratio)]
+    steps = uncertainty.effective_steps
+    return {
+        "method": "hac",
+        "meaning": UNCERTAINTY_MEANINGS["hac"],
+        "bandwidth_rows": int(uncertainty.bandwidth),
+        "hac_over_white_median": finite_or_none(np.median(ratio)) if ratio.size else None,
+        "effective_steps_min": finite_or_none(np.min(steps)) if steps.size else None,
     }
 
 
@@ -284,6 +321,7 @@ def identified_parameter_file(
                 samples=result.observations.input_samples,
                 window_s=window_s,
             ),
+            "uncertainty": uncertainty_section(result.uncertainty, result.uncertainty_fallback),
             "plausibility": {"ok": result.judged.plausible, "problems": list(result.judged.problems)},
             **(quality or {}),
         },
@@ -372,6 +410,7 @@ def window_parameter_file(
                 samples=update.samples,
                 window_s=update.window_s,
             ),
+            "uncertainty": uncertainty_section(update.uncertainty, update.uncertainty_fallback),
             "reason": update.reason,
         },
         stamp=update.time_s if stamp is None else stamp,
@@ -414,6 +453,7 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
 __all__ = [
     "IDIM_REGRESSION",
     "STANDARD_SOURCES",
+    "UNCERTAINTY_MEANINGS",
     "child_links",
     "finite_or_none",
     "identified_parameter_file",
@@ -421,6 +461,7 @@ __all__ = [
     "quality_section",
     "standard_from_base",
     "standard_parameters_section",
+    "uncertainty_section",
     "update_record",
     "window_parameter_file",
     "window_signal_settings",

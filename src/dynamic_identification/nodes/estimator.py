@@ -204,6 +204,12 @@ _IDENTIFICATION_PARAMETERS = (
         floating=(0.0, 1000.0),
     ),
     ParameterSpec(
+        "estimation.uncertainty",
+        _DEFAULTS.uncertainty,
+        Parameter.Type.STRING,
+        "hac | white: sigma of time-correlated residuals (Newey & West 1987) or of [Gautier2013] eq. (18)",
+    ),
+    ParameterSpec(
         "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
     ),
     ParameterSpec(

@@ -11,6 +11,7 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
@@ -75,6 +76,24 @@ def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
     batch = weighted_least_squares(w, y, joint_std=sigma, valid=valid)
     assert_allclose(last.values, batch.parameters, rtol=1e-8, atol=1e-10 * np.abs(batch.parameters).max())
     assert 7.0 <= last.window_s <= 9.0
+    # %σ by default accounts for the window's residuals correlated in time, as offline.
+    robust = hac_covariance(w, y, batch.parameters, joint_std=sigma, valid=valid)
+    assert last.uncertainty is not None and last.uncertainty.bandwidth == robust.bandwidth
+    assert_allclose(last.std_percent, robust.relative_std_percent(batch.parameters), rtol=1e-6)
+    assert np.median(last.std_percent / batch.relative_std_percent) > 1.0
+
+
+def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, base) -> None:
+    robot, chain, _ = arm
+    settings = WindowSettings(reduction="none", window_s=8.0, refactor_every=1000, uncertainty="white")
+    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), settings, base=base)
+    time, q, tau = _fourier_data(arm, seconds=12.0)
+    last = _feed(estimator, time, q, tau)[-1]
+    assert last.publishable and last.uncertainty is None
+    w, y, valid = estimator.window_rows()
+    sigma = joint_error_std_from_normal_equations(estimator.window_equations())
+    batch = weighted_least_squares(w, y, joint_std=sigma, valid=valid)
+    assert_allclose(last.std_percent, batch.relative_std_percent, rtol=1e-6)
 
 
 def test_standstill_is_never_published(arm, base) -> None:

@@ -84,6 +84,7 @@ import numpy as np
 import scipy.linalg
 
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
+from dynamic_identification.core.estimation.quality import relative_std_percent
 
 BARTLETT_CONSTANT = 1.1447
 """Andrews (1991) eq. (6.4) constant of the Bartlett kernel's optimal bandwidth."""
@@ -139,9 +140,7 @@ class RobustCovariance:
 
     def relative_std_percent(self, parameters: np.ndarray) -> np.ndarray:
         """``%σ = 100 σ / |χ̂|`` ([Gautier2013] eq. (19)) with the robust ``σ``; ``inf`` where ``χ̂ = 0``."""
-        values = np.abs(np.asarray(parameters, dtype=float))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(values > 0.0, 100.0 * self.std / values, np.inf)
+        return relative_std_percent(self.std, parameters)
 
 
 def hac_covariance(
@@ -191,15 +190,17 @@ def hac_covariance(
     r, _, k = w.shape
     weights = np.where(mask, 1.0 / sigma**2, 0.0)
     residual = np.where(mask, y - w @ theta, 0.0)
-    weighted = w * weights[:, :, None]
-    scores = np.einsum("tjk,tj->tk", weighted, residual)
-    normal = weighted.reshape(-1, k).T @ w.reshape(-1, k)
-    normal = 0.5 * (normal + normal.T)
+    scores = np.einsum("tjk,tj->tk", w, weights * residual)
+    normal = _weighted_normal_matrix(w, weights)
     steps = int(np.count_nonzero(mask.any(axis=1)))
     if steps <= k:
         raise DataError(f"only {steps} time steps with valid equations for {k} parameters")
+    # Columns scaled to a unit diagonal first: parameters in kg·m² beside N·m must not look singular.
+    diagonal = np.sqrt(np.diag(normal))
+    if not np.all(diagonal > 0.0):
+        raise RankDeficientError(f"columns {np.flatnonzero(diagonal <= 0.0).tolist()} of observation_matrix are zero")
     try:
-        factor = scipy.linalg.cho_factor(normal)
+        factor = scipy.linalg.cho_factor(normal / np.outer(diagonal, diagonal))
     except np.linalg.LinAlgError as error:
         raise RankDeficientError("the weighted normal matrix of observation_matrix is singular") from error
     if bandwidth is None:
@@ -209,12 +210,9 @@ def hac_covariance(
             raise IdentificationError(f"bandwidth must be >= 0, got {bandwidth}")
         lag, rho = int(bandwidth), float("nan")
     lag = min(lag, r // 2)
-    inverse = scipy.linalg.cho_solve(factor, np.eye(k))
+    inverse = scipy.linalg.cho_solve(factor, np.eye(k)) / np.outer(diagonal, diagonal)
     lag_zero = scores.T @ scores
-    meat = lag_zero.copy()
-    for step in range(1, lag + 1):
-        gamma = scores[step:].T @ scores[:-step]
-        meat += (1.0 - step / (lag + 1.0)) * (gamma + gamma.T)
+    meat = bartlett_long_run_covariance(scores, lag)
     hac = inverse @ meat @ inverse * steps / (steps - k)
     hac = 0.5 * (hac + hac.T)
     hac_std = np.sqrt(np.clip(np.diag(hac), 0.0, None))
@@ -237,6 +235,37 @@ def hac_covariance(
         autocorrelation=rho,
         effective_steps=effective,
     )
+
+
+def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarray:
+    """``S = Γ_0 + Σ_{l=1}^{L} (1 − l/(L+1)) (Γ_l + Γ_lᵀ)`` of scores ``(r, k)`` in ``O(r k²)``, whatever ``L``.
+
+    The Bartlett weights are a box of ``m = L + 1`` ones convolved with itself, divided
+    by ``m``: with ``B_u = Σ_{s=u−m+1}^{u} g_s`` the moving sums of the zero-padded
+    scores (``r + L`` of them, from one cumulative sum),
+    ``Σ_u B_u B_uᵀ = Σ_{s,s'} (m − |s − s'|)₊ g_s g_s'ᵀ = m S``. So ``S = BᵀB / m``: one
+    product instead of ``L`` lagged ones, and positive semi-definite by construction
+    (Newey & West 1987). Exact, not an approximation.
+    """
+    g = np.asarray(scores, dtype=float)
+    width = int(bandwidth) + 1
+    if width == 1:
+        return g.T @ g
+    cumulative = np.concatenate([np.zeros((1, g.shape[1])), np.cumsum(g, axis=0)])
+    ends = np.minimum(np.arange(g.shape[0] + width - 1), g.shape[0] - 1) + 1
+    starts = np.maximum(np.arange(g.shape[0] + width - 1) - width + 1, 0)
+    sums = cumulative[ends] - cumulative[starts]
+    return sums.T @ sums / width
+
+
+def _weighted_normal_matrix(w: np.ndarray, weights: np.ndarray, *, block_rows: int = 4096) -> np.ndarray:
+    """``Σ_t Σ_j weights_tj w_tjᵀ w_tj``, symmetric, in blocks of rows so no weighted copy of ``w`` is made whole."""
+    k = w.shape[2]
+    normal = np.zeros((k, k))
+    for start in range(0, w.shape[0], block_rows):
+        part = w[start : start + block_rows]
+        normal += (part * weights[start : start + block_rows, :, None]).reshape(-1, k).T @ part.reshape(-1, k)
+    return 0.5 * (normal + normal.T)
 
 
 def fixed_b_critical_value(b: float) -> float:

@@ -39,6 +39,7 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import (
     METHODS,
     REDUCTIONS,
+    UNCERTAINTIES,
     IdentificationSettings,
     SignalSettings,
 )
@@ -54,6 +55,7 @@ from dynamic_identification.core.identification.solve import (
 __all__ = [
     "METHODS",
     "REDUCTIONS",
+    "UNCERTAINTIES",
     "DecimatedRows",
     "IdentificationResult",
     "IdentificationSettings",

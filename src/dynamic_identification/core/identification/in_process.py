@@ -17,6 +17,15 @@ window: joints weighted by their residual variance ([Gautier2013] eq. (20)), the
 reduced ([Volkmann2020] Algorithm 1 by default), the quality gates passed; only an
 estimate that passes them is marked publishable, the others carry the reason.
 
+The published ``%σ`` ([Gautier2013] eq. (19)) is by default autocorrelation-consistent,
+as offline (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`
+on the window's stored rows of the kept columns at update time, Newey & West 1987 with
+Andrews' 1991 bandwidth and the Kiefer & Vogelsang 2005 fixed-b widening): the
+residuals of the decimated rows are correlated in time, and the white σ of
+eq. (17)-(18), which the reduction still uses, understates σ several times. Computing
+it from the rows costs one pass over the window's ``r × n × k`` kept columns per update
+(``bench/bench_stream.py`` prints the update latency with and without it).
+
 Stamps (:mod:`~dynamic_identification.core.stamps`): a stamp earlier than the last one
 (a bag loop, a simulation reset) clears the window; a step forward longer than
 ``gap_factor`` grid periods is a gap: the samples before it are turned into rows as far
@@ -36,17 +45,23 @@ from typing import Protocol
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     joint_error_std_from_normal_equations,
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
-from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
+from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
+from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
-from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, DEFAULT_GAP_FACTOR, REDUCTIONS
+from dynamic_identification.core.identification.settings import (
+    AUTO_CUTOFF_HZ,
+    DEFAULT_GAP_FACTOR,
+    REDUCTIONS,
+    UNCERTAINTIES,
+)
 from dynamic_identification.core.identification.solve import (
     consistent_step,
     plausibility_problems,
@@ -142,6 +157,10 @@ class WindowSettings:
         Plausibility gates (:mod:`~dynamic_identification.core.plausibility`): the
         model's torques on its own window within ``effort_factor`` effort limits, its
         inertial parameters within what ``mass_factor`` times the URDF's mass produces.
+    uncertainty
+        ``"hac"`` (default) or ``"white"``: the published ``%σ``, as offline
+        (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`);
+        the reduction uses the white ``%σ`` of the normal equations either way.
     """
 
     window_s: float = 10.0
@@ -162,10 +181,13 @@ class WindowSettings:
     refactor_every: int = 20
     effort_factor: float = DEFAULT_EFFORT_FACTOR
     mass_factor: float = DEFAULT_MASS_FACTOR
+    uncertainty: str = "hac"
 
     def __post_init__(self) -> None:
         if self.reduction not in REDUCTIONS:
             raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
+        if self.uncertainty not in UNCERTAINTIES:
+            raise IdentificationError(f"uncertainty must be one of {list(UNCERTAINTIES)}, got {self.uncertainty!r}")
         for name in ("window_s", "update_period_s", "max_condition_number"):
             if not getattr(self, name) > 0.0:
                 raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -198,6 +220,9 @@ class WindowUpdate:
     consistent estimate cost ([Wensing2018]: its distance from the unconstrained one in σ,
     the relative growth of the weighted residual); NaN when it was not computed;
     ``consistent_standard`` its standard parameters (empty then).
+    ``std_percent`` is the HAC ``%σ`` of ``uncertainty`` (which holds the white σ beside
+    it) when ``uncertainty`` is set, else [Gautier2013] eq. (19) with eq. (18)'s σ
+    (``WindowSettings.uncertainty == "white"``, or ``uncertainty_fallback`` says why).
     """
 
     time_s: float
@@ -219,6 +244,8 @@ class WindowUpdate:
     consistency_shift_sigma: float = float("nan")
     consistency_cost: float = float("nan")
     consistent_standard: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    uncertainty: RobustCovariance | None = None
+    uncertainty_fallback: str = ""
 
 
 @dataclass
@@ -574,11 +601,20 @@ class SlidingWindowEstimator:
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
         errors = self._joint_errors(reduction.kept, solution.parameters)
+        std_percent, robust, fallback = solution.relative_std_percent, None, ""
+        if settings.uncertainty == "hac":
+            try:
+                robust = self._robust_covariance(reduction, joint_std)
+                std_percent = robust.relative_std_percent(solution.parameters)
+            except (DataError, RankDeficientError) as error:
+                fallback = f"HAC σ not computable: {error}"
         update = replace(
             blank,
             names=kept_names,
             values=solution.parameters,
-            std_percent=solution.relative_std_percent,
+            std_percent=std_percent,
+            uncertainty=robust,
+            uncertainty_fallback=fallback,
             removed=removed_reasons(names, reduction),
             condition_number_full=reduction.reference.condition_number,
             condition_number=solution.condition_number,
@@ -597,7 +633,7 @@ class SlidingWindowEstimator:
                 update = replace(
                     update,
                     values=values,
-                    std_percent=relative_std_percent(solution.std, values),
+                    std_percent=relative_std_percent(solution.std if robust is None else robust.std, values),
                     relative_error=physical.estimate.relative_error,
                     joint_errors=errors.errors,
                     joint_relative_errors=errors.relative_errors,
@@ -615,6 +651,22 @@ class SlidingWindowEstimator:
             # cannot determine it is rank-deficient, not a smaller model.
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
+
+    def _robust_covariance(self, reduction: ReductionResult, joint_std: np.ndarray) -> RobustCovariance:
+        """HAC covariance of the reduced estimate from the window's rows of the kept columns, in time order.
+
+        Blocks after a gap follow the ones before it as if contiguous: the few lags that
+        straddle it are negligible for a window much longer than the bandwidth.
+        """
+        kept = reduction.kept
+        blocks = [block.rows for block in self._blocks]
+        return hac_covariance(
+            np.concatenate([rows.observation_matrix[..., kept] for rows in blocks]),
+            np.concatenate([rows.torques for rows in blocks]),
+            reduction.solution.parameters,
+            joint_std=joint_std,
+            valid=np.concatenate([rows.valid for rows in blocks]),
+        )
 
     def _joint_errors(self, kept: np.ndarray, values: np.ndarray) -> JointErrors:
         """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""

@@ -58,6 +58,7 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         " equation column",
         f"condition number {estimate.condition_number:.4g} ({result.condition_number_full:.4g} before reduction),"
         f" relative error of the {result.model} equations ||rho||/||Y|| {estimate.relative_error:.4g}",
+        _uncertainty_line(result),
         *_consistency_lines(result),
         "per-joint torque errors e_j [N·m] / e*_j [%]: "
         + ", ".join(
@@ -66,6 +67,20 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def _uncertainty_line(result: IdentificationResult) -> str:
+    """How the %σ of the table were computed, and how much the white σ would have understated them."""
+    robust = result.uncertainty
+    if robust is None:
+        why = f" ({result.uncertainty_fallback})" if result.uncertainty_fallback else ""
+        return f"%σ: [Gautier2013] eq. (18), residuals assumed independent in time{why}"
+    inflation = robust.inflation[np.isfinite(robust.inflation)]
+    median = f"; eq. (18) would give σ {float(np.median(inflation)):.2g}× smaller (median)" if inflation.size else ""
+    return (
+        f"%σ: autocorrelation-consistent (Newey & West 1987, Bartlett bandwidth {robust.bandwidth} rows,"
+        f" fixed-b widening of Kiefer & Vogelsang 2005){median}"
+    )
 
 
 __all__ = ["format_result"]

@@ -20,6 +20,11 @@ METHODS: tuple[str, ...] = ("ols", "wls")
 REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
 """Model reductions: [Volkmann2020] Algorithm 1, [Gautier2013] §V.B essential parameters, or the rank check only."""
 
+UNCERTAINTIES: tuple[str, ...] = ("hac", "white")
+"""How σ and %σ are computed: autocorrelation-consistent (Newey & West 1987, Andrews 1991, Kiefer & Vogelsang 2005;
+:mod:`~dynamic_identification.core.estimation.uncertainty`) or as if the residuals were white ([Gautier2013]
+eq. (17)-(18))."""
+
 AUTO_CUTOFF_HZ = 0.0
 """``position_cutoff_hz`` that asks for a cut-off chosen from the data's spectrum."""
 
@@ -121,6 +126,15 @@ class IdentificationSettings:
         Some joint must travel this far, rad, or the robot is standing still.
     block_samples
         Samples per block when building observation matrices (memory bound).
+    uncertainty
+        One of :data:`UNCERTAINTIES`: how the published σ, covariance and %σ
+        ([Gautier2013] eq. (19)) of the final estimate are computed. ``"hac"`` (the
+        default) accounts for the correlation in time of the residuals of filtered,
+        decimated rows (Newey & West 1987 with Andrews' 1991 bandwidth and the fixed-b
+        widening of Kiefer & Vogelsang 2005), so ``χ̂ ± 2σ`` holds the truth about 95 % of
+        the time; ``"white"`` is eq. (17)-(18), which assumes independent residuals and
+        is several times too small on such data. The model reduction uses eq. (18)
+        either way (:func:`~dynamic_identification.core.identification.solve.identify_observations`).
     """
 
     signal: SignalSettings = field(default_factory=SignalSettings)
@@ -132,10 +146,15 @@ class IdentificationSettings:
     min_samples: int = 200
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
+    uncertainty: str = "hac"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise IdentificationError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.uncertainty not in UNCERTAINTIES:
+            raise IdentificationError(
+                f"uncertainty must be one of {', '.join(UNCERTAINTIES)}, got {self.uncertainty!r}"
+            )
         if self.reduction not in REDUCTIONS:
             raise IdentificationError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {self.reduction!r}")
 
@@ -146,6 +165,7 @@ __all__ = [
     "METHODS",
     "REDUCTIONS",
     "STAMP_SOURCES",
+    "UNCERTAINTIES",
     "VELOCITY_SOURCES",
     "IdentificationSettings",
     "SignalSettings",

@@ -23,7 +23,12 @@ of the IDIM, the filtered IDIM, the supplied-energy, power and filtered-power mo
    joint travels at least ``friction_motion_rad`` ([Volkmann2020] §III.D);
 3. the estimate of the kept columns by QR on the rows (accuracy of ``cond(W)``, not
    ``cond(W)²``; [Gautier2013] eq. (15)-(20)), optionally by recursive least squares
-   ([DirectDrive2012] §3.1);
+   ([DirectDrive2012] §3.1); its σ, covariance and %σ ([Gautier2013] eq. (19)) by
+   default autocorrelation-consistent
+   (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`: Newey &
+   West 1987, Andrews 1991, Kiefer & Vogelsang 2005) from the weighted rows of the final
+   estimate, since the residuals of filtered, decimated rows are correlated in time and
+   eq. (17)-(18) understates σ several times there (``settings.uncertainty``);
 4. **quality** — [Volkmann2020] eq. (11)-(12) of the joint torques
    (:class:`~dynamic_identification.core.estimation.quality.JointErrors`): on the IDIM's
    own rows, or, for a model whose equations are not the joint torques, of its torque
@@ -43,7 +48,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dynamic_identification.core.errors import DataError, IdentificationError, shorten
+from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError, shorten
 from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
 from dynamic_identification.core.estimation.least_squares import (
     LeastSquaresResult,
@@ -55,6 +60,7 @@ from dynamic_identification.core.estimation.normal_equations import NormalEquati
 from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
+from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
@@ -68,6 +74,17 @@ NOT_EXCITED = f"{NOT_IDENTIFIABLE}: not excited by this data"
 
 FRICTION_PREFIXES = ("Fv", "Fc")
 """Names of the friction parameters forced essential when every joint moves enough."""
+
+RLS_FORGETTING_FALLBACK = (
+    "recursive least squares with forgetting: σ is that of the RLS covariance, independent residuals assumed"
+)
+"""Why an RLS estimate with a forgetting factor keeps the white σ.
+
+With forgetting ``λ < 1`` the estimate weighs row ``t`` by ``λ^(N−t)``; its sandwich
+would need those weights in ``A`` and in the scores, and the fixed-b and
+degrees-of-freedom corrections of :mod:`~dynamic_identification.core.estimation.uncertainty`
+are derived (and checked) for a uniformly weighted record only. Without forgetting the
+RLS estimate is the batch one to about 1e-7 and gets the same HAC σ."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +154,11 @@ class IdentificationResult:
     start from them (physical consistency, further reductions); ``reduction`` the rank check
     and reduction step itself (its reference and reduced per-column errors, and the removals
     its guard refused), ``None`` for a result assembled by hand; ``consistency`` the physically
-    consistent step ([Wensing2018]), ``None`` when it was not asked for.
+    consistent step ([Wensing2018]), ``None`` when it was not asked for. ``uncertainty`` is the
+    autocorrelation-consistent covariance ``estimate.std``/``covariance``/``relative_std_percent``
+    were taken from (with the white σ of [Gautier2013] eq. (18) beside it), ``None`` when
+    they are eq. (18)'s: ``settings.uncertainty == "white"``, or
+    ``uncertainty_fallback`` says why HAC could not be computed.
     """
 
     base: BaseParameters
@@ -152,6 +173,18 @@ class IdentificationResult:
     equations: NormalEquations | None = None
     reduction: ReductionResult | None = None
     consistency: PhysicalConsistency | None = None
+    uncertainty: RobustCovariance | None = None
+    uncertainty_fallback: str = ""
+
+    @property
+    def uncertainty_method(self) -> str:
+        """``"hac"`` when σ is autocorrelation-consistent, ``"white"`` when it is [Gautier2013] eq. (18)."""
+        return "white" if self.uncertainty is None else "hac"
+
+    @property
+    def white_std(self) -> np.ndarray:
+        """σ of [Gautier2013] eq. (17)-(18) (independent residuals assumed), in ``estimate`` order, ``(k,)``."""
+        return self.estimate.std if self.uncertainty is None else self.uncertainty.white_std
 
     @property
     def judged(self) -> Quality:
@@ -291,6 +324,17 @@ def identify_observations(
         the plausibility gates judge it. ``None``: the unconstrained estimate. A model that leaves
         base parameters undetermined is refused as it is: no constraint may fill them in.
 
+    Notes
+    -----
+    ``settings.uncertainty`` decides only the σ published with the final estimate. The
+    reduction (step 2) always compares the %σ of [Gautier2013] eq. (18) computed from the
+    normal equations: the essential-parameter rule's ``r_σ`` ([Gautier2013] §V.B, 10-30)
+    is a ratio calibrated on that σ, the sensitivity rule ([Volkmann2020] Algorithm 1)
+    uses no σ at all, and the sliding window, which reduces from its normal equations
+    only, must decide exactly as offline identification does. The HAC inflation differs
+    from one parameter to the next (it follows how slowly each column varies), so
+    reducing on HAC %σ would change which parameters are kept without anyone asking.
+
     Raises
     ------
     DataError
@@ -321,9 +365,19 @@ def identify_observations(
     history = None
     if recursive is not None:
         estimate, history = _recursive(estimate, matrix[..., kept], target, valid, joint_std, recursive)
+    uncertainty, fallback = None, ""
+    if settings.uncertainty == "hac":
+        if recursive is not None and recursive.forgetting != 1.0:
+            fallback = RLS_FORGETTING_FALLBACK
+        else:
+            try:
+                estimate, uncertainty = robust_estimate(estimate, matrix[..., kept], target, valid, joint_std)
+            except (DataError, RankDeficientError) as error:
+                fallback = f"HAC σ not computable: {error}"
     unusable: tuple[str, ...] = () if torque_check is None else _undetermined(observations.model, base, reduction)
     physical = None
     if consistency is not None and not unusable:
+        # The σ stay the data's (HAC about the unconstrained estimate): the constraint adds no information.
         physical = consistent_step(consistency, equations, joint_std, kept)
         if physical.estimate is not None:
             estimate = with_values(estimate, physical.estimate.base_values[kept], matrix[..., kept], target, valid)
@@ -344,6 +398,8 @@ def identify_observations(
         equations=equations,
         reduction=reduction,
         consistency=physical,
+        uncertainty=uncertainty,
+        uncertainty_fallback=fallback,
     )
 
 
@@ -377,6 +433,38 @@ def with_values(
         ),
         joint_errors=errors.errors,
         joint_relative_errors=errors.relative_errors,
+    )
+
+
+def robust_estimate(
+    estimate: LeastSquaresResult,
+    matrix: np.ndarray,
+    target: np.ndarray,
+    valid: np.ndarray,
+    joint_std: np.ndarray,
+) -> tuple[LeastSquaresResult, RobustCovariance]:
+    """``estimate`` with the autocorrelation-consistent σ, covariance and %σ of its weighted rows.
+
+    ``matrix`` ``(r, n, k)`` holds the kept columns of the decimated rows in time order,
+    ``joint_std`` the WLS weights ``σ_j`` (ones for OLS). Everything else (the estimate,
+    ``σ̂_ρ`` of eq. (17), the errors) is unchanged.
+
+    Raises
+    ------
+    DataError
+        When there are no more time steps with a valid equation than parameters.
+    RankDeficientError
+        When the weighted normal matrix of ``matrix`` is singular.
+    """
+    robust = hac_covariance(matrix, target, estimate.parameters, joint_std=joint_std, valid=valid)
+    return (
+        replace(
+            estimate,
+            std=robust.std,
+            covariance=robust.covariance,
+            relative_std_percent=robust.relative_std_percent(estimate.parameters),
+        ),
+        robust,
     )
 
 
@@ -418,7 +506,9 @@ def _recursive(
 
     Normalising the columns lets one ``p₀`` suit parameters of any unit (kg·m² next to
     N·m): the prior's pull is ``1 / (p₀ σ_min²)`` of the scaled matrix. The covariance and
-    ``%σ`` are those of the RLS; the other statistics are the batch solution's.
+    ``%σ`` are those of the RLS (white, [Gautier2013] eq. (18)); the other statistics are
+    the batch solution's. The seam replaces that σ by the HAC one when there is no
+    forgetting (:data:`RLS_FORGETTING_FALLBACK`).
     """
     scale = np.linalg.norm(np.where(valid[..., None], matrix / joint_std[None, :, None], 0.0), axis=(0, 1))
     scale = np.where(scale > 0.0, scale, 1.0)
@@ -545,6 +635,7 @@ def identify(
 __all__ = [
     "FRICTION_PREFIXES",
     "NOT_EXCITED",
+    "RLS_FORGETTING_FALLBACK",
     "IdentificationResult",
     "PhysicalConsistency",
     "Quality",
@@ -559,4 +650,5 @@ __all__ = [
     "reduce_model",
     "removed_reasons",
     "with_values",
+    "robust_estimate",
 ]
