@@ -318,6 +318,8 @@ def test_the_closed_loop_parameter_file_is_self_contained(five_bar: FiveBar) -> 
         assert recovered[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
     consistency = params.quality["physical_consistency"]
     assert consistency["ok"] is True and consistency["enforced"] is True
+    # The σ are autocorrelation-consistent by default, as for a serial robot.
+    assert params.quality["uncertainty"]["method"] == "hac"
     assert "physical consistency ([Wensing2018])" in five_bar.identify_output
     assert isinstance(params.quality["warnings"], list)
     assert params.quality["validation"] == []
@@ -463,7 +465,8 @@ def test_stream_runs_the_estimator_window_on_the_five_bar(five_bar: FiveBar, tmp
     signal = window.signal_settings()
     assert signal is not None and signal.resolved and signal.position_cutoff_hz == 10.0
     assert [link["joint"] for link in window.standard_parameters["links"]] == list(five_bar.model.joint_names)
-    # The window publishes the physically consistent estimate, as for a serial robot.
+    # The window publishes the physically consistent estimate with HAC σ, as for a serial robot.
+    assert window.quality["uncertainty"]["method"] == "hac"
     assert window.standard_parameters["source"] == "consistent" and window.standard_parameters["physically_consistent"]
     assert window.urdf_sha256 == hashlib.sha256(FIVE_BAR_URDF.read_bytes()).hexdigest()
 
