@@ -26,9 +26,11 @@ $(VENV)/.stamp: requirements.txt setup.py setup.cfg package.xml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
+# mypy checks the package with the settings of pyproject.toml ([tool.mypy]).
 lint: venv
 	$(BIN)/ruff check src test bench launch
 	$(BIN)/ruff format --check src test bench launch
+	$(BIN)/mypy
 
 # pytest exits 5 when it collects no test: that fails the target on purpose.
 pytest: venv

@@ -62,6 +62,15 @@ def _ros_localhost_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture
+def context() -> Iterator[Any]:
+    """A ROS context of this test's own, shut down after it (``ros_graph.ros_context``)."""
+    from ros_graph import ros_context
+
+    with ros_context() as ros:
+        yield ros
+
+
 @pytest.fixture(scope="session")
 def ros_domain_id() -> int:
     """The ROS domain of this test process, for tests that start subprocesses."""

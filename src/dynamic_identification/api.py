@@ -196,11 +196,12 @@ def identify_file(
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
-    ``signal`` overrides signal settings of the configuration by their
-    :class:`~dynamic_identification.io.config.IdentificationConfig` names (``velocity``,
-    ``position_cutoff_hz``, ``stamps``: the command line's ``--velocity``, ``--cutoff-hz``,
-    ``--stamps``); what is left ``auto`` is decided from the data and reported. ``consistency``
-    overrides ``estimation.consistency`` (``--no-consistency``).
+    ``signal`` overrides signal settings of the configuration by their keys
+    (``signal.velocity``, ``signal.position_cutoff_hz``, ``signal.stamps``: the command
+    line's ``--velocity``, ``--cutoff-hz``, ``--stamps``), checked as the schema says
+    (:meth:`~dynamic_identification.io.config.IdentificationConfig.overridden`); what is
+    left ``auto`` is decided from the data and reported. ``consistency`` overrides
+    ``estimation.consistency`` (``--no-consistency``).
 
     ``model`` (default: ``estimation.model`` of the configuration) chooses the
     regression model of [DirectDrive2012] §3; every model identifies the IDIM base
@@ -246,7 +247,7 @@ def identify_file(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     if signal:
-        parsed = replace(parsed, **signal)
+        parsed = parsed.overridden(signal, source="the command line")
     if consistency is not None:
         parsed = replace(parsed, consistency=consistency)
     held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
@@ -255,7 +256,9 @@ def identify_file(
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
     # What the data decided (stamps, cut-off, velocities) is what the file stores and the
     # held-out recordings are processed with: predict then reproduces identify exactly.
-    settings = replace(parsed.identification_settings(), signal=result.observations.signal)
+    settings = parsed.identification_settings()
+    if result.observations.signal is not None:
+        settings = replace(settings, signal=result.observations.signal)
     terms = parsed.drive_terms
     consistent = consistent_model(robot, terms, settings, result)
     if urdf_out is not None and consistent.estimate is None:
@@ -738,7 +741,7 @@ def _identify_closed_loop_file(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     if signal:
-        parsed = replace(parsed, **signal)
+        parsed = parsed.overridden(signal, source="the command line")
     if consistency is not None:
         parsed = replace(parsed, consistency=consistency)
     regression = model or parsed.model
@@ -769,7 +772,9 @@ def _identify_closed_loop_file(
         raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
     # What the data decided (stamps, cut-off, velocities) is what the file stores and the
     # held-out recordings are processed with: predict then reproduces identify exactly.
-    settings = replace(parsed.identification_settings(), signal=result.observations.signal)
+    settings = parsed.identification_settings()
+    if result.observations.signal is not None:
+        settings = replace(settings, signal=result.observations.signal)
     terms = parsed.drive_terms
     joints = mechanism.actuated_joint_names
     validations = [

@@ -27,6 +27,7 @@ from typing import NoReturn
 from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.regression_models import MODELS
+from dynamic_identification.core.settings_schema import EXCITATION_MODES, STAMP_SOURCES, VELOCITY_SOURCES
 
 BAD_INPUT = 2
 INTERRUPTED = 130
@@ -135,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_unit_checks(identify)
     identify.add_argument(
         "--velocity",
-        choices=("auto", "measured", "differentiated"),
+        choices=VELOCITY_SOURCES,
         help="velocity source (default auto: the recorded velocities when they agree with the differentiated"
         " positions, else the derivative; overrides signal.velocity of --config)",
     )
@@ -153,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     identify.add_argument(
         "--stamps",
-        choices=("auto", "recorded", "recovered"),
+        choices=STAMP_SOURCES,
         help="sample instants (default auto: recovered from the sample order when the stamps jitter by more"
         " than 1 %% of a period; overrides signal.stamps of --config)",
     )
@@ -191,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     excite.set_defaults(func=_excite)
     excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
-    excite.add_argument("--mode", required=True, choices=("fourier", "segmented", "process"), help="trajectory kind")
+    excite.add_argument("--mode", required=True, choices=EXCITATION_MODES, help="trajectory kind")
     excite.add_argument("--out", required=True, type=_output, help="trajectory CSV to write")
 
     stream = verbs.add_parser(
@@ -235,11 +236,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _signal_overrides(arguments: argparse.Namespace) -> dict[str, object]:
-    """The signal settings given on the command line, by their configuration names."""
+    """The signal settings given on the command line, by their setting keys."""
     given = {
-        "velocity": arguments.velocity,
-        "position_cutoff_hz": arguments.cutoff_hz,
-        "stamps": arguments.stamps,
+        "signal.velocity": arguments.velocity,
+        "signal.position_cutoff_hz": arguments.cutoff_hz,
+        "signal.stamps": arguments.stamps,
     }
     return {name: value for name, value in given.items() if value is not None}
 
@@ -331,7 +332,7 @@ def _report_warnings(prefix: str) -> logging.Handler:
     def show(message: Warning | str, category: type[Warning], *_args: object, **_kwargs: object) -> None:
         print(f"{prefix}: warning: {category.__name__}: {shorten(str(message))}", file=sys.stderr)
 
-    warnings.showwarning = show  # type: ignore[assignment]
+    warnings.showwarning = show
     return handler
 
 

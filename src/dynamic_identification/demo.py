@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -59,7 +60,8 @@ from dynamic_identification.network import network_environment, process_domain_i
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
 from dynamic_identification.nodes.estimator import EstimatorNode
 from dynamic_identification.nodes.excitation import ExcitationNode
-from dynamic_identification.nodes.feedforward import DesiredMotion, FeedforwardNode, next_motion
+from dynamic_identification.nodes.feedforward import FeedforwardNode
+from dynamic_identification.nodes.follower import DesiredMotion, next_motion
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.recorder import RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
@@ -176,7 +178,9 @@ def _validation(
     write_recording_csv(out_dir / "validation_predicted.csv", predicted)
     measured = recording.joint_torques(simulator.drive_chain)[covered]
     truth = noise_free[covered]
-    error = predicted.effort - truth
+    error = predicted.joint_torques() - truth
+    if recording.velocity is None:
+        raise DataError("the simulated validation run has no velocities")
     moving = np.abs(recording.velocity[covered]) >= signal.min_speed_rad_s
     return Validation(
         samples=int(predicted.time.shape[0]),
@@ -356,7 +360,7 @@ class _Monitor(Node):
         self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
         self.create_subscription(String, "/estimator/parameters", self._on_parameters, LATCHED_QOS)
-        self.trigger_clients = {
+        self.trigger_clients: dict[str, Client] = {
             service: self.create_client(Trigger, service)
             for service in ("/excitation/start", "/feedforward/enable", "/feedforward/disable")
         }
@@ -394,7 +398,7 @@ class _Monitor(Node):
         if not motions or len(samples) < 2:
             raise DataError(f"the phase recorded {len(samples)} joint states and {len(motions)} trajectories")
         start_ns = min(motion.start_ns for motion in motions)
-        end_ns = max(motion.start_ns + round(float(motion.times_s[-1]) * NS_PER_S) for motion in motions)
+        end_ns = max(motion.end_ns for motion in motions)
         inside = [sample for sample in samples if start_ns <= sample[0] <= end_ns]
         stamps = np.array([sample[0] for sample in inside], dtype=np.int64)
         # The commanded state at a stamp: the latest chunk started by then (chunks overlap by the horizon).
@@ -644,7 +648,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         result.validation_errors,
         recording.time[covered],
         measured,
-        predicted.effort,
+        predicted.joint_torques(),
     )
     plot_tracking(
         out_dir / "tracking.png",

@@ -27,9 +27,9 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, DriveTerms, load_robot, standard_parameter_names
+from dynamic_identification.core.model import DriveTerms, load_robot, standard_parameter_names
 from dynamic_identification.core.simulation import inverse_dynamics
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 
@@ -94,14 +94,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     q, dq, ddq = trajectory.evaluate(time_s)
     config = load_config(str(ARM6_CONFIG))
     chain = config.drive_chain(robot.n_joints)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
+    drive = simulated_robot(ARM6_CONFIG, robot.n_joints).drive
     effort = inverse_dynamics(robot, chain, drive, q, dq, ddq)
     recording_path = folder / "recording.csv"
     write_recording_csv(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import pathlib
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +22,6 @@ import rclpy
 import yaml
 from builtin_interfaces.msg import Duration
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -42,6 +39,7 @@ from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -91,10 +89,8 @@ def billion_laughs_yaml() -> str:
 class Harness:
     """A node, a probe that publishes to it, and how to tell a refusal and a valid input apart."""
 
-    context: Context
+    graph: RosGraph
     node: GuardedNode
-    probe: Node
-    executor: SingleThreadedExecutor
     publishers: dict[str, Any]
     refused: Callable[[str], int]
     good: dict[str, Callable[[int], Any]]
@@ -102,12 +98,7 @@ class Harness:
     sent: int = 0
 
     def spin_until(self, predicate: Callable[[], bool]) -> bool:
-        deadline = time.monotonic() + WAIT_S
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
+        return self.graph.spin_until(predicate, WAIT_S)
 
     def send(self, topic: str, message: Any) -> None:
         self.publishers[topic].publish(message)
@@ -124,10 +115,8 @@ class Harness:
         return counted and self.node.callback_failure_count == failures, alive
 
     def close(self) -> None:
-        self.executor.shutdown()
-        self.probe.destroy_node()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self.graph.close()
+        self.graph.context.try_shutdown()
 
 
 def harness(
@@ -139,15 +128,10 @@ def harness(
 ) -> Harness:
     context = Context()
     rclpy.init(context=context)
-    node = make(context)
-    probe = Node("corpus_probe", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(probe)
-    publishers = {topic: probe.create_publisher(kind, topic, qos) for topic, (kind, qos) in topics.items()}
-    item = Harness(
-        context, node, probe, executor, publishers, lambda t: refused(node, t), good, lambda t: taken(node, t)
-    )
+    graph = RosGraph(context, name="corpus_probe")
+    node = graph.add(make(context))
+    publishers = {topic: graph.probe.create_publisher(kind, topic, qos) for topic, (kind, qos) in topics.items()}
+    item = Harness(graph, node, publishers, lambda t: refused(node, t), good, lambda t: taken(node, t))
     ready = item.spin_until(lambda: all(p.get_subscription_count() > 0 for p in publishers.values()))
     assert ready
     return item

@@ -460,8 +460,8 @@ def test_stream_runs_the_estimator_window_on_the_five_bar(five_bar: FiveBar, tmp
     assert f"written to {params}" in output
     window = load_parameters(params)
     assert window.closed_loop and window.joints == five_bar.model.actuated_joint_names
-    # The window's settings and the signal settings they imply, as a serial robot's window file stores them.
-    assert window.settings["window"]["position_cutoff_hz"] == 10.0
+    # The window's settings and, once, the signal settings it used, as a serial robot's window file stores them.
+    assert window.settings["signal"]["position_cutoff_hz"] == 10.0 and "signal" not in window.settings["window"]
     signal = window.signal_settings()
     assert signal is not None and signal.resolved and signal.position_cutoff_hz == 10.0
     assert [link["joint"] for link in window.standard_parameters["links"]] == list(five_bar.model.joint_names)

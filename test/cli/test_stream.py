@@ -88,7 +88,7 @@ def streamed(moving: tuple[Any, ...], folder: Path) -> tuple[int, list[dict[str,
 def test_stream_writes_one_line_per_second_of_data(streamed: tuple[int, list[dict[str, Any]], Path]) -> None:
     code, updates, _ = streamed
     assert code == 0
-    assert len(updates) == pytest.approx(SECONDS / load_config(str(ARM6_CONFIG)).update_period_s, abs=1)
+    assert len(updates) == pytest.approx(SECONDS / load_config(str(ARM6_CONFIG)).window.update_period_s, abs=1)
     times = np.array([update["time"] for update in updates])
     assert np.all(np.abs(np.diff(times) - 1.0) < 0.01)
     keys = {"time", "publishable", "reason", "parameters", "removed", "condition_number", "condition_number_full"}
@@ -137,7 +137,7 @@ def test_params_out_stores_the_window_settings_and_the_signal_settings_they_impl
     assert loaded.settings["window"]["window_s"] == window.window_s
     signal = loaded.signal_settings()
     assert signal is not None and signal.position_cutoff_hz == window.position_cutoff_hz
-    assert signal.gap_factor == window.gap_factor and signal.min_speed_rad_s == window.min_speed_rad_s
+    assert signal.gap_factor == window.signal.gap_factor and signal.min_speed_rad_s == window.signal.min_speed_rad_s
     # The window publishes the physically consistent estimate by default ([Wensing2018]).
     assert loaded.standard_parameters["source"] == "consistent"
     assert loaded.standard_parameters["physically_consistent"] is True

@@ -46,8 +46,8 @@ from dynamic_identification.core.power_model import (
     torque_relative_error,
 )
 from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix, random_motion
-from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
-from dynamic_identification.io.config import ros_parameters
+from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
+from dynamic_identification.io.config import simulated_robot
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "dynid_arm6.yaml"
 TERMS = DriveTerms()
@@ -209,16 +209,8 @@ def test_seed_000_cases_block_triangular_pim_rivals_idim(arm6_urdf: Path) -> Non
     torques poorly; PIM on the segmented (block-triangular) trajectories is close to IDIM-WLS."""
     robot = load_robot(arm6_urdf)
     n = robot.n_joints
-    sim = ros_parameters(CONFIG, "sim_robot")
-    chain = DriveChain.create(n, gear_ratios=sim["gear_ratios"], drive_gains=sim["drive_gains"])
-    drive = DriveParameters.create(
-        n,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    sim = simulated_robot(CONFIG, n)
+    chain, drive, sensor = sim.drive_chain, sim.drive, sim.sensor
     base = base_parameters(robot, chain, TERMS)
     limits = JointLimits.from_robot(robot, velocity_scale=0.8, acceleration_scale=0.8)
     rate, fundamental, harmonics = 500.0, 0.1, 5

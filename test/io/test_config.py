@@ -133,6 +133,27 @@ def test_bad_values_are_named(key: str, value: object, message: str) -> None:
         config_from_parameters({key: value}, source="test")
 
 
+def test_the_deprecated_velocity_flag_means_a_velocity_source_unless_one_is_given() -> None:
+    assert config_from_parameters({"signal.use_measured_velocity": True}).velocity == "measured"
+    assert config_from_parameters({"signal.use_measured_velocity": False}).velocity == "differentiated"
+    both = {"signal.use_measured_velocity": True, "signal.velocity": "auto"}
+    assert config_from_parameters(both).velocity == "auto"
+
+
+def test_overrides_by_key_are_checked_like_the_file() -> None:
+    config = IdentificationConfig().overridden(
+        {"signal.position_cutoff_hz": 12.0, "signal.velocity": "measured", "estimation.consistency": False},
+        source="the command line",
+    )
+    assert (config.position_cutoff_hz, config.velocity, config.consistency) == (12.0, "measured", False)
+    with pytest.raises(DataError, match="signal.position_cutoff_hz in the command line must be finite and >= 0"):
+        IdentificationConfig().overridden({"signal.position_cutoff_hz": -1.0}, source="the command line")
+    with pytest.raises(DataError, match=r"one of \['auto', 'recorded', 'recovered'\]"):
+        IdentificationConfig().overridden({"signal.stamps": "smoothed"}, source="the command line")
+    with pytest.raises(DataError, match="unknown configuration keys .*signal.cutoff_hz"):
+        IdentificationConfig().overridden({"signal.cutoff_hz": 12.0}, source="the command line")
+
+
 def test_sizes_must_agree() -> None:
     with pytest.raises(DataError, match="sizes disagree"):
         config_from_parameters({"joints": ["a", "b"], "drive_chain.gear_ratios": [1.0, 2.0, 3.0]})

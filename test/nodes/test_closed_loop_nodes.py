@@ -11,23 +11,18 @@ actuated torques.
 
 from __future__ import annotations
 
-import gc
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import rclpy
 from numpy.testing import assert_allclose
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.closed_loop import base_parameters, standard_parameters
@@ -41,6 +36,7 @@ from dynamic_identification.nodes.excitation import ExcitationNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph, graphs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
@@ -57,49 +53,23 @@ def overrides(node: str, **extra: object) -> list[Parameter]:
 
 
 @pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    gc.collect()
-    gc.freeze()
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-        gc.unfreeze()
+def graph(context: Context) -> Iterator[Callable[..., RosGraph]]:
+    """Graphs of the nodes under test and a probe in this process's namespace (``ros_graph``), closed after the
+    test: ``graph(node, …)``."""
+
+    def build(*nodes: Node) -> RosGraph:
+        made = RosGraph(context, name="closed_loop_probe", namespace=NAMESPACE)
+        for node in nodes:
+            made.add(node)
+        return made
+
+    with graphs(build) as make:
+        yield make
 
 
-class _Graph:
-    """Nodes and a probe in one executor."""
-
-    def __init__(self, context: Context, *nodes: Node) -> None:
-        self.nodes = nodes
-        self.probe = Node("closed_loop_probe", namespace=NAMESPACE, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in (*nodes, self.probe):
-            self.executor.add_node(node)
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def call(self, service: str) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, service)
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(Trigger.Request())
-        self.spin(30.0, until=future.done)
-        response = future.result()
-        assert response is not None, f"no answer from {service}"
-        return response
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        for node in (self.probe, *self.nodes):
-            node.destroy_node()
-
-
-def test_the_excitation_node_plays_a_closed_loop_excitation_the_simulated_five_bar_follows(context: Context) -> None:
+def test_the_excitation_node_plays_a_closed_loop_excitation_the_simulated_five_bar_follows(
+    context: Context, graph: Callable[..., RosGraph]
+) -> None:
     excitation = ExcitationNode(
         context=context,
         namespace=NAMESPACE,
@@ -108,35 +78,32 @@ def test_the_excitation_node_plays_a_closed_loop_excitation_the_simulated_five_b
         ),
     )
     sim = SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides("sim_robot", rate_hz=250.0))
-    g = _Graph(context, excitation, sim)
-    states: list[JointState] = []
-    commands: list[JointTrajectory] = []
-    g.probe.create_subscription(JointState, "joint_states", states.append, SENSOR_QOS)
-    g.probe.create_subscription(JointTrajectory, "joint_trajectory", commands.append, COMMAND_QOS)
-    try:
-        assert excitation.joint_names == ACTUATED and sim.joint_names == ACTUATED
-        assert excitation.wait_for_plan(60.0), "planning did not finish"
-        g.spin(20.0, until=lambda: len(states) > 20 and excitation.state == "ready")
-        assert excitation.state == "ready", excitation.diagnostic_status().message
-        plan = excitation.plan
-        assert plan is not None and "closure σ_min/σ_max" in plan.description
-        response = g.call(f"/{NAMESPACE}/excitation/start")
-        assert response.success, response.message
-        playback = excitation._playback
-        assert playback is not None
-        g.spin(playback.trajectory.duration_s + 5.0, until=lambda: excitation.state == "idle")
-        assert excitation.state == "idle"
-        assert commands and all(list(c.joint_names) == ACTUATED for c in commands)
-        measured = np.array([arrays_from_joint_state(m, ACTUATED)[1] for m in states])
-        amplitude = np.ptp(playback.trajectory.q, axis=0)
-        assert np.all(amplitude > 0.1)
-        assert np.all(np.ptp(measured, axis=0) > 0.8 * amplitude)  # the mechanism really moved
-        assert sim.simulator.saturated_steps == 0
-    finally:
-        g.close()
+    g = graph(excitation, sim)
+    states: list[JointState] = g.record(JointState, "joint_states", SENSOR_QOS)
+    commands: list[JointTrajectory] = g.record(JointTrajectory, "joint_trajectory", COMMAND_QOS)
+    assert excitation.joint_names == ACTUATED and sim.joint_names == ACTUATED
+    assert excitation.wait_for_plan(60.0), "planning did not finish"
+    g.spin(20.0, until=lambda: len(states) > 20 and excitation.state == "ready")
+    assert excitation.state == "ready", excitation.diagnostic_status().message
+    plan = excitation.plan
+    assert plan is not None and "closure σ_min/σ_max" in plan.description
+    response = g.call(f"/{NAMESPACE}/excitation/start")
+    assert response.success, response.message
+    playback = excitation._playback
+    assert playback is not None
+    g.spin(playback.trajectory.duration_s + 5.0, until=lambda: excitation.state == "idle")
+    assert excitation.state == "idle"
+    assert commands and all(list(c.joint_names) == ACTUATED for c in commands)
+    measured = np.array([arrays_from_joint_state(m, ACTUATED)[1] for m in states])
+    amplitude = np.ptp(playback.trajectory.q, axis=0)
+    assert np.all(amplitude > 0.1)
+    assert np.all(np.ptp(measured, axis=0) > 0.8 * amplitude)  # the mechanism really moved
+    assert sim.simulator.saturated_steps == 0
 
 
-def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(context: Context) -> None:
+def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(
+    context: Context, graph: Callable[..., RosGraph]
+) -> None:
     """The played motion, ramps included, is checked against the closure: the robot resting 0.05 rad before the
     distal links align (both motors opened by 0.59 rad) is too close to the singularity to start from."""
     excitation = ExcitationNode(
@@ -146,20 +113,17 @@ def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(con
             "excitation", optimise=False, fundamental_hz=0.5, harmonics=2, periods=1, seed=3, rate_hz=100.0
         ),
     )
-    g = _Graph(context, excitation)
+    g = graph(excitation)
     states = g.probe.create_publisher(JointState, "joint_states", SENSOR_QOS)
-    try:
-        assert excitation.wait_for_plan(60.0)
-        g.spin(1.0)
-        now = excitation.get_clock().now().nanoseconds
-        for _ in range(5):
-            states.publish(joint_state_message(ACTUATED, now, [0.59, -0.59], [0.0, 0.0]))
-            g.spin(0.05)
-        response = g.call(f"/{NAMESPACE}/excitation/start")
-        assert not response.success
-        assert "singularity margin" in response.message or "closure at t =" in response.message, response.message
-    finally:
-        g.close()
+    assert excitation.wait_for_plan(60.0)
+    g.spin(1.0)
+    now = excitation.get_clock().now().nanoseconds
+    for _ in range(5):
+        states.publish(joint_state_message(ACTUATED, now, [0.59, -0.59], [0.0, 0.0]))
+        g.spin(0.05)
+    response = g.call(f"/{NAMESPACE}/excitation/start")
+    assert not response.success
+    assert "singularity margin" in response.message or "closure at t =" in response.message, response.message
 
 
 def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -188,7 +152,9 @@ def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.nd
     return t, np.round(motion.q / step) * step, dq, torques
 
 
-def test_the_estimator_node_identifies_the_five_bar_from_samples_of_every_tree_joint(context: Context) -> None:
+def test_the_estimator_node_identifies_the_five_bar_from_samples_of_every_tree_joint(
+    context: Context, graph: Callable[..., RosGraph]
+) -> None:
     estimator = EstimatorNode(
         context=context,
         namespace=NAMESPACE,
@@ -197,31 +163,27 @@ def test_the_estimator_node_identifies_the_five_bar_from_samples_of_every_tree_j
             **{"window.max_condition_number": 1e4, "window.update_period_s": 2.0, "signal.decimation": 5},
         ),
     )
-    g = _Graph(context, estimator)
-    published: list[String] = []
-    g.probe.create_subscription(String, "estimator/parameters", published.append, LATCHED_QOS)
+    g = graph(estimator)
+    published: list[String] = g.record(String, "estimator/parameters", LATCHED_QOS)
     samples = g.probe.create_publisher(JointState, "recorder/samples", SAMPLES_QOS)
-    try:
-        assert estimator.joint_names == ACTUATED
-        g.spin(20.0, until=lambda: samples.get_subscription_count() > 0)
-        stamps, q, _, torques = _five_bar_samples(10.0, 250.0)
-        model = estimator.closed_loop
-        assert model is not None
-        effort = np.zeros_like(q)
-        effort[:, model.actuated] = torques
-        names = list(model.joint_names)
-        for first in range(0, stamps.size, 250):
-            last = min(first + 250, stamps.size)
-            for k in range(first, last):
-                samples.publish(joint_state_message(names, int((1000.0 + stamps[k]) * 1e9), q[k], None, effort[k]))
-            g.spin(5.0, until=lambda last=last: int(diagnostic_values(estimator)["samples_received"]) >= last)
-        g.spin(60.0, until=lambda: bool(published))
-        assert published, estimator.diagnostic_status().message
-        parameters = parse_parameters(published[-1].data)
-        assert parameters.closed_loop and parameters.joints == tuple(ACTUATED)
-        assert parameters.loop_closures[0].frame_a == "tip_1"
-    finally:
-        g.close()
+    assert estimator.joint_names == ACTUATED
+    g.spin(20.0, until=lambda: samples.get_subscription_count() > 0)
+    stamps, q, _, torques = _five_bar_samples(10.0, 250.0)
+    model = estimator.closed_loop
+    assert model is not None
+    effort = np.zeros_like(q)
+    effort[:, model.actuated] = torques
+    names = list(model.joint_names)
+    for first in range(0, stamps.size, 250):
+        last = min(first + 250, stamps.size)
+        for k in range(first, last):
+            samples.publish(joint_state_message(names, int((1000.0 + stamps[k]) * 1e9), q[k], None, effort[k]))
+        g.spin(5.0, until=lambda last=last: int(diagnostic_values(estimator)["samples_received"]) >= last)
+    g.spin(60.0, until=lambda: bool(published))
+    assert published, estimator.diagnostic_status().message
+    parameters = parse_parameters(published[-1].data)
+    assert parameters.closed_loop and parameters.joints == tuple(ACTUATED)
+    assert parameters.loop_closures[0].frame_a == "tip_1"
 
 
 def diagnostic_values(node: EstimatorNode | FeedforwardNode) -> dict[str, str]:
@@ -229,7 +191,7 @@ def diagnostic_values(node: EstimatorNode | FeedforwardNode) -> dict[str, str]:
 
 
 def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_file(
-    context: Context, tmp_path: Path
+    context: Context, graph: Callable[..., RosGraph], tmp_path: Path
 ) -> None:
     config = load_config(str(FIVE_BAR_CONFIG))
     model = config.closed_loop_model(FIVE_BAR_URDF)
@@ -254,29 +216,25 @@ def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_fi
         namespace=NAMESPACE,
         parameter_overrides=[Parameter("parameters_file", value=str(path)), Parameter("parameters_topic", value="")],
     )
-    g = _Graph(context, node)
-    outputs: list[Float64MultiArray] = []
-    g.probe.create_subscription(Float64MultiArray, "feedforward/effort", outputs.append, COMMAND_QOS)
+    g = graph(node)
+    outputs: list[Float64MultiArray] = g.record(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
     trajectory = g.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
-    try:
-        assert isinstance(node.model, ClosedLoopFeedforwardModel)
-        g.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
-        pose = [0.3, -0.2]
-        message = JointTrajectory(joint_names=ACTUATED)
-        message.points = [JointTrajectoryPoint(positions=pose, velocities=[0.0, 0.0], accelerations=[0.0, 0.0])]
-        trajectory.publish(message)
-        g.spin(10.0, until=lambda: len(outputs) > 5)
-        assert outputs, node.diagnostic_status().message
-        expected = ClosedLoopFeedforwardModel.from_yaml(path).torques(np.array(pose), np.zeros(2), np.zeros(2))
-        assert_allclose(np.array(outputs[-1].data), expected, rtol=1e-9, atol=1e-12)
-        # A trajectory naming the passive joints too is accepted; their points are ignored.
-        message = JointTrajectory(joint_names=list(model.joint_names))
-        message.points = [JointTrajectoryPoint(positions=[0.3, 0.0, -0.2, 0.0])]
-        trajectory.publish(message)
-        g.spin(1.0)
-        assert diagnostic_values(node)["trajectory_error"] == ""
-    finally:
-        g.close()
+    assert isinstance(node.model, ClosedLoopFeedforwardModel)
+    g.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
+    pose = [0.3, -0.2]
+    message = JointTrajectory(joint_names=ACTUATED)
+    message.points = [JointTrajectoryPoint(positions=pose, velocities=[0.0, 0.0], accelerations=[0.0, 0.0])]
+    trajectory.publish(message)
+    g.spin(10.0, until=lambda: len(outputs) > 5)
+    assert outputs, node.diagnostic_status().message
+    expected = ClosedLoopFeedforwardModel.from_yaml(path).torques(np.array(pose), np.zeros(2), np.zeros(2))
+    assert_allclose(np.array(outputs[-1].data), expected, rtol=1e-9, atol=1e-12)
+    # A trajectory naming the passive joints too is accepted; their points are ignored.
+    message = JointTrajectory(joint_names=list(model.joint_names))
+    message.points = [JointTrajectoryPoint(positions=[0.3, 0.0, -0.2, 0.0])]
+    trajectory.publish(message)
+    g.spin(1.0)
+    assert diagnostic_values(node)["trajectory_error"] == ""
 
 
 def test_actuated_joints_without_loop_closures_are_refused_at_start(context: Context) -> None:

@@ -8,33 +8,29 @@ increasing stamps, as fast as the executor takes them.
 
 from __future__ import annotations
 
-import gc
+import functools
 import math
 import os
 import pathlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-import rclpy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveParameters, load_robot
-from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.qos import LATCHED_QOS
+from ros_graph import RosGraph, graphs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -56,15 +52,8 @@ DRIVE_CHAIN = [
 def synthesize(seconds: float, *, moving: bool, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stamps (s, from 0), measured positions (rad) and joint torques (N·m) in model order."""
     robot = load_robot(ARM6_URDF)
-    sim = ros_parameters(ARM6_CONFIG, "sim_robot")
-    drive = DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=sim["rotor_inertia"],
-        viscous=sim["viscous_friction"],
-        coulomb=sim["coulomb_friction"],
-        offset=sim["offset"],
-    )
-    sensor = SensorModel(current_noise_std_a=sim["current_noise_std"], encoder_counts_per_rev=sim["encoder_counts"])
+    sim = simulated_robot(ARM6_CONFIG, robot.n_joints)
+    drive, sensor = sim.drive, sim.sensor
     chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
     stamps = np.arange(int(round(seconds * RATE_HZ))) / RATE_HZ
     if moving:
@@ -82,46 +71,20 @@ def moving() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return synthesize(10.0, moving=True)
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-class _Graph:
+class _Graph(RosGraph):
     """The estimator plus a probe publishing samples and recording its outputs, in one executor."""
 
-    def __init__(self, context: Context, overrides: list[Parameter]) -> None:
-        self.context = context
-        self.estimator = EstimatorNode(
-            context=context, namespace=NAMESPACE, parameter_overrides=[*DRIVE_CHAIN, *overrides]
+    def __init__(self, context: Context, overrides: list[Parameter] | None = None) -> None:
+        super().__init__(context, name="estimator_probe", namespace=NAMESPACE)
+        self.estimator = self.add(
+            EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=[*DRIVE_CHAIN, *(overrides or [])])
         )
-        self.probe = Node("estimator_probe", namespace=NAMESPACE, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.estimator)
-        self.executor.add_node(self.probe)
-        self.parameters: list[String] = []
-        self.diagnostics: list[DiagnosticStatus] = []
-        self.probe.create_subscription(String, "estimator/parameters", self.parameters.append, LATCHED_QOS)
-        self.probe.create_subscription(
-            DiagnosticArray,
-            "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == f"{NAMESPACE}/estimator"),
-            100,
-        )
+        self.parameters: list[String] = self.record(String, "estimator/parameters", LATCHED_QOS)
+        self.diagnostics = self.record_diagnostics(f"{NAMESPACE}/estimator")
         self.samples = self.probe.create_publisher(
             type(joint_state_message(["a"], 0, [0.0])), "recorder/samples", SAMPLES_QOS
         )
         self.spin(20.0, until=lambda: self.samples.get_subscription_count() > 0)
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
 
     def received(self) -> int:
         return int(self.values()["samples_received"])
@@ -147,39 +110,11 @@ class _Graph:
                 )
             self.spin(20.0, until=lambda expected=expected: self.received() >= expected)
 
-    def call(self, service: str) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, service)
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(Trigger.Request())
-        self.spin(20.0, until=future.done)
-        response = future.result()
-        assert response is not None, f"no answer from {service}"
-        return response
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.probe.destroy_node()
-        self.estimator.destroy_node()
-
 
 @pytest.fixture
 def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
-    made: list[_Graph] = []
-    # Frozen start-up objects (Pinocchio, rclpy, message types) keep garbage collections short,
-    # so the one-threaded executor takes the sample bursts without long stalls.
-    gc.collect()
-    gc.freeze()
-
-    def make(overrides: list[Parameter] | None = None) -> _Graph:
-        made.append(_Graph(context, overrides or []))
-        return made[-1]
-
-    try:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def test_publishes_latched_parameters_and_writes_the_file(

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import pathlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-import rclpy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from numpy.testing import assert_allclose
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -40,6 +36,7 @@ from dynamic_identification.nodes.excitation import (
 )
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph, graphs
 
 SIM_RATE_HZ = 250.0
 FOURIER = [
@@ -52,91 +49,29 @@ FOURIER = [
 ]
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-def _spin(executor: SingleThreadedExecutor, seconds: float, until: Callable[[], bool] | None = None) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not (until is not None and until()):
-        executor.spin_once(timeout_sec=0.01)
-
-
-def _call(executor: SingleThreadedExecutor, probe: Node, service: str) -> Trigger.Response:
-    client = probe.create_client(Trigger, service)
-    _spin(executor, 20.0, until=client.service_is_ready)
-    future = client.call_async(Trigger.Request())
-    _spin(executor, 20.0, until=future.done)
-    response = future.result()
-    assert response is not None, f"no answer from {service}"
-    return response
-
-
-class _Graph:
+class _Graph(RosGraph):
     """Excitation (and optionally sim_robot) plus a probe recording every topic, in one executor."""
 
     def __init__(self, context: Context, overrides: list[Parameter], *, with_robot: bool = True) -> None:
-        self.excitation = ExcitationNode(context=context, parameter_overrides=overrides)
+        super().__init__(context, name="excitation_probe")
+        self.excitation = self.add(ExcitationNode(context=context, parameter_overrides=overrides))
         self.sim = (
-            SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=SIM_RATE_HZ)])
+            self.add(SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=SIM_RATE_HZ)]))
             if with_robot
             else None
         )
-        self.probe = Node("excitation_probe", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in (self.excitation, self.sim, self.probe):
-            if node is not None:
-                self.executor.add_node(node)
-        self.states: list[JointState] = []
-        self.commands: list[JointTrajectory] = []
-        self.diagnostics: list[DiagnosticStatus] = []
-        self.probe.create_subscription(JointState, "/joint_states", self.states.append, SENSOR_QOS)
-        self.probe.create_subscription(JointTrajectory, "/joint_trajectory", self.commands.append, COMMAND_QOS)
-        self.probe.create_subscription(
-            DiagnosticArray,
-            "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "excitation"),
-            10,
-        )
+        self.states: list[JointState] = self.record(JointState, "/joint_states", SENSOR_QOS)
+        self.commands: list[JointTrajectory] = self.record(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+        self.diagnostics = self.record_diagnostics("excitation")
 
     def call(self, service: str) -> Trigger.Response:
-        return _call(self.executor, self.probe, f"/excitation/{service}")
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        _spin(self.executor, seconds, until)
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        for node in (self.probe, self.sim, self.excitation):
-            if node is not None:
-                node.destroy_node()
+        return super().call(f"/excitation/{service}")
 
 
 @pytest.fixture
 def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
-    made: list[_Graph] = []
-    # A full garbage collection of this process's large heap (Pinocchio, rclpy, message types)
-    # stalls the one-threaded executor for ~0.1 s, which sim_robot answers by dropping its backlog;
-    # frozen start-up objects keep collections short so the simulated robot runs in real time.
-    gc.collect()
-    gc.freeze()
-
-    def make(overrides: list[Parameter], *, with_robot: bool = True) -> _Graph:
-        made.append(_Graph(context, overrides, with_robot=with_robot))
-        return made[-1]
-
-    try:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def _measured(states: list[JointState], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,21 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import rclpy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from numpy.testing import assert_allclose
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray, String
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
@@ -42,6 +37,7 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
+from ros_graph import RosGraph
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
 NAMESPACE = f"feedforward_test_{os.getpid()}"
@@ -82,62 +78,24 @@ def parameters_path(parameters: ParameterFile, tmp_path: pathlib.Path) -> pathli
     return path
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-class _Graph:
+class _Graph(RosGraph):
     """A probe node that commands trajectories, publishes parameters and /clock, and records the outputs."""
 
     def __init__(self, context: Context) -> None:
-        self.context = context
-        self.executor = SingleThreadedExecutor(context=context)
-        self.probe = Node("feedforward_probe", namespace=NAMESPACE, context=context)
-        self.executor.add_node(self.probe)
-        self.nodes: list[Node] = []
-        self.efforts: list[np.ndarray] = []
-        self.diagnostics: list[DiagnosticStatus] = []
+        super().__init__(context, name="feedforward_probe", namespace=NAMESPACE)
+        self.efforts: list[np.ndarray] = self.record(
+            Float64MultiArray, "feedforward/effort", COMMAND_QOS, convert=float64_array
+        )
+        self.diagnostics = self.record_diagnostics(f"{NAMESPACE}/feedforward")
         self.trajectory = self.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
         self.clock = self.probe.create_publisher(Clock, "/clock", 10)
-        self.probe.create_subscription(
-            Float64MultiArray, "feedforward/effort", lambda m: self.efforts.append(float64_array(m)), COMMAND_QOS
-        )
-        self.probe.create_subscription(
-            DiagnosticArray,
-            "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == f"{NAMESPACE}/feedforward"),
-            10,
-        )
 
     def start(self, overrides: list[Parameter]) -> FeedforwardNode:
-        node = FeedforwardNode(context=self.context, namespace=NAMESPACE, parameter_overrides=overrides)
-        self.nodes.append(node)
-        self.executor.add_node(node)
-        return node
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
+        return self.add(FeedforwardNode(context=self.context, namespace=NAMESPACE, parameter_overrides=overrides))
 
     def send(self, message: JointTrajectory) -> None:
         self.spin(20.0, until=lambda: self.trajectory.get_subscription_count() > 0)
         self.trajectory.publish(message)
-
-    def call(self, service: str) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, service)
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(Trigger.Request())
-        self.spin(20.0, until=future.done)
-        response = future.result()
-        assert response is not None, f"no answer from {service}"
-        return response
 
     def effort_at(self, stamp_ns: int) -> np.ndarray:
         """Set the simulated clock to ``stamp_ns`` and return the next published feedforward."""
@@ -146,11 +104,6 @@ class _Graph:
         self.spin(20.0, until=lambda: len(self.efforts) > count)
         assert len(self.efforts) > count, f"no feedforward published at {stamp_ns} ns"
         return self.efforts[-1]
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        for node in (*self.nodes, self.probe):
-            node.destroy_node()
 
 
 @pytest.fixture

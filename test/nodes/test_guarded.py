@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import pathlib
 import re
-import time
-from collections.abc import Iterator
 
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -18,18 +15,9 @@ from std_srvs.srv import Trigger
 
 from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.runner import stream_executor
+from ros_graph import spin_until
 
 NODES_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "dynamic_identification" / "nodes"
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
 
 
 class Fragile(GuardedNode):
@@ -55,15 +43,6 @@ class Fragile(GuardedNode):
         self.ticks += 1
         if self.ticks == 1:
             raise ZeroDivisionError("float division by zero")
-
-
-def spin_until(executor: SingleThreadedExecutor, predicate, timeout_s: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        executor.spin_once(timeout_sec=0.01)
-    return True
 
 
 @pytest.mark.parametrize("make_executor", [SingleThreadedExecutor, stream_executor], ids=["single", "events"])

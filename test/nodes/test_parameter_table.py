@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
 
 import pytest
-import rclpy
 from rclpy.context import Context
 from rclpy.parameter import Parameter
 
+from dynamic_identification.core.settings_schema import Kind
 from dynamic_identification.io.config import NODE_PARAMETERS
 from dynamic_identification.nodes.overrides import refuse_unknown_parameters, unknown_parameters
-from dynamic_identification.nodes.parameters import ParameterSpec
+from dynamic_identification.nodes.parameters import ParameterSpec, node_parameters
 from dynamic_identification.nodes.recorder import RecorderNode
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
 
 
 @pytest.mark.parametrize("name", sorted(NODE_PARAMETERS))
@@ -57,3 +46,19 @@ def test_a_key_another_node_declares_is_accepted_from_the_shared_block(context: 
         assert unknown_parameters(node) == []
     finally:
         node.destroy_node()
+
+
+@pytest.mark.parametrize("name", sorted(NODE_PARAMETERS))
+def test_descriptors_carry_the_schemas_description_unit_and_range(name: str) -> None:
+    for spec in node_parameters(name):
+        item, descriptor = spec.setting, spec.descriptor()
+        assert descriptor.read_only and descriptor.description.startswith(item.description)
+        assert item.unit in descriptor.description
+        if item.kind is Kind.DOUBLE:
+            bounds = descriptor.floating_point_range[0]
+            assert (bounds.from_value, bounds.to_value) == (item.minimum, item.maximum)
+        elif item.kind is Kind.INTEGER:
+            bounds = descriptor.integer_range[0]
+            assert (bounds.from_value, bounds.to_value) == (item.minimum, item.maximum)
+        for choice in item.choices:
+            assert choice in descriptor.additional_constraints

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import pathlib
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-import rclpy
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus
 from numpy.testing import assert_allclose
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -29,6 +25,7 @@ from dynamic_identification.nodes.conversions import (
     stamp_to_ns,
 )
 from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
+from ros_graph import RosGraph, graphs
 
 JOINTS = ("a", "b", "c")
 GEAR_RATIOS = [100.0, 50.0, 20.0]
@@ -58,36 +55,16 @@ def motion(stamp_ns: int) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * np.sin(phase), 0.5 * np.pi * np.cos(phase)
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-class _Graph:
+class _Graph(RosGraph):
     """The recorder and a probe that publishes its inputs and records its outputs, in one executor."""
 
     def __init__(self, context: Context, overrides: list[Parameter]) -> None:
-        self.recorder = RecorderNode(context=context, parameter_overrides=overrides)
-        self.probe = Node("recorder_probe", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in (self.recorder, self.probe):
-            self.executor.add_node(node)
-        self.samples: list[JointState] = []
-        self.diagnostics: list[DiagnosticStatus] = []
+        super().__init__(context, name="recorder_probe")
+        self.recorder = self.add(RecorderNode(context=context, parameter_overrides=overrides))
+        self.samples: list[JointState] = self.record(JointState, "/recorder/samples", STREAM_QOS)
+        self.diagnostics = self.record_diagnostics("recorder")
         self.joint_states = self.probe.create_publisher(JointState, "/joint_states", STREAM_QOS)
         self.currents = self.probe.create_publisher(JointState, "/motor_currents", STREAM_QOS)
-        self.probe.create_subscription(JointState, "/recorder/samples", self.samples.append, STREAM_QOS)
-        self.probe.create_subscription(
-            DiagnosticArray,
-            "/diagnostics",
-            lambda m: self.diagnostics.extend(s for s in m.status if s.name == "recorder"),
-            10,
-        )
         self.spin(20.0, until=self.connected)
 
     def connected(self) -> bool:
@@ -97,19 +74,8 @@ class _Graph:
             and self.probe.count_publishers("/recorder/samples") > 0
         )
 
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
-
     def call(self, service: str) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, f"/recorder/{service}")
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(Trigger.Request())
-        self.spin(20.0, until=future.done)
-        response = future.result()
-        assert response is not None, f"no answer from ~/{service}"
-        return response
+        return super().call(f"/recorder/{service}")
 
     def wait_for_diagnostics(
         self, accept: Callable[[DiagnosticStatus], bool], seconds: float = 3.0
@@ -119,28 +85,11 @@ class _Graph:
         assert matching, f"no matching diagnostics; last: {self.diagnostics[-1:]}"
         return matching[-1]
 
-    def close(self) -> None:
-        self.executor.shutdown()
-        for node in (self.probe, self.recorder):
-            node.destroy_node()
-
 
 @pytest.fixture
-def graph(context: Context) -> Iterator[Callable[[list[Parameter]], _Graph]]:
-    made: list[_Graph] = []
-    gc.collect()
-    gc.freeze()  # keeps garbage collections of the large heap short while messages stream
-
-    def make(overrides: list[Parameter]) -> _Graph:
-        made.append(_Graph(context, overrides))
-        return made[-1]
-
-    try:
+def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
-        gc.unfreeze()
 
 
 def stamps(count: int, *, first: int = 0, offset_ns: int = 0, seed: int = 0) -> np.ndarray:

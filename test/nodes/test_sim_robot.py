@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-import rclpy
 from numpy.testing import assert_allclose
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -30,32 +25,16 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS, sensor_qos
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph
 
 RATE_HZ = 250.0
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-def _spin(executor: SingleThreadedExecutor, seconds: float, until: object = None) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not (callable(until) and until()):
-        executor.spin_once(timeout_sec=0.01)
-
-
 def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context: Context) -> None:
     sim = SimRobotNode(context=context, parameter_overrides=[Parameter("rate_hz", value=RATE_HZ)])
-    probe = Node("sim_robot_probe", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(sim)
-    executor.add_node(probe)
+    graph = RosGraph(context, name="sim_robot_probe")
+    graph.add(sim)
+    probe = graph.probe
     states: dict[int, JointState] = {}
     currents: dict[int, JointState] = {}
     probe.create_subscription(
@@ -66,7 +45,7 @@ def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context
     )
     publisher = probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
     try:
-        _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0 and len(states) > 5)
+        graph.spin(20.0, until=lambda: publisher.get_subscription_count() > 0 and len(states) > 5)
         start = sim.simulator.q
         names = sim.joint_names
         target = start[0] + 0.2
@@ -75,11 +54,9 @@ def test_sim_robot_follows_a_trajectory_and_publishes_consistent_sensors(context
                 [names[0]], np.array([1.0]), np.array([[target]]), np.zeros((1, 1)), np.zeros((1, 1))
             )
         )
-        _spin(executor, 2.0)
+        graph.spin(2.0)
     finally:
-        executor.shutdown()
-        probe.destroy_node()
-        sim.destroy_node()
+        graph.close()
 
     stamps = sorted(states)
     last = states[stamps[-1]]
@@ -111,23 +88,19 @@ def test_sim_robot_applies_fresh_feedforward_and_ignores_wrong_sizes(context: Co
         context=context,
         parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("joints", value=["joint_1"])],
     )
-    probe = Node("sim_robot_feedforward_probe", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(sim)
-    executor.add_node(probe)
-    publisher = probe.create_publisher(Float64MultiArray, "/feedforward/effort", COMMAND_QOS)
+    graph = RosGraph(context, name="sim_robot_feedforward_probe")
+    graph.add(sim)
+    publisher = graph.probe.create_publisher(Float64MultiArray, "/feedforward/effort", COMMAND_QOS)
     try:
-        _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0)
+        graph.spin(20.0, until=lambda: publisher.get_subscription_count() > 0)
         publisher.publish(float64_multi_array([1.0, 2.0]))
-        _spin(executor, 0.2)
+        graph.spin(0.2)
         assert np.allclose(sim.simulator.applied_torques, 0.0, atol=1.0)
         for _ in range(40):  # 20 N·m on joint 1, kept fresh
             publisher.publish(float64_multi_array([20.0]))
-            _spin(executor, 0.02)
+            graph.spin(0.02)
     finally:
-        executor.shutdown()
-        probe.destroy_node()
-        sim.destroy_node()
+        graph.close()
     # The PD holds 0 against the push: the static deflection lies between the one with the joint
     # sticking on Coulomb friction and the frictionless one, (20 N·m - offset [- Fc]) / kp.
     kp, offset, coulomb = sim.simulator.kp[0], sim.config.offset[0], sim.config.coulomb_friction[0]
@@ -157,58 +130,55 @@ def test_trajectory_message_round_trip_selects_joints_in_node_order() -> None:
     assert_allclose(float64_array(float64_multi_array([1.0, 2.0])), [1.0, 2.0])
 
 
-def _clocked_graph(context: Context, *extra: Parameter) -> tuple[SimRobotNode, Node, SingleThreadedExecutor]:
-    sim = SimRobotNode(
-        context=context,
-        parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True), *extra],
+def _clocked_graph(context: Context, *extra: Parameter) -> tuple[SimRobotNode, Node, RosGraph]:
+    graph = RosGraph(context, name="clock_probe", probe_parameters=[Parameter("use_sim_time", value=True)])
+    sim = graph.add(
+        SimRobotNode(
+            context=context,
+            parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True), *extra],
+        )
     )
-    probe = Node("clock_probe", context=context, parameter_overrides=[Parameter("use_sim_time", value=True)])
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(sim)
-    executor.add_node(probe)
-    return sim, probe, executor
+    return sim, graph.probe, graph
 
 
 def test_as_the_clock_every_sample_is_stamped_with_the_simulated_time_it_publishes(context: Context) -> None:
-    sim, probe, executor = _clocked_graph(context)
+    sim, probe, graph = _clocked_graph(context)
     clock: list[int] = []
     stamps: list[int] = []
     probe.create_subscription(Clock, "/clock", lambda m: clock.append(stamp_to_ns(m.clock)), sensor_qos(1000))
     probe.create_subscription(JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), 100)
-    _spin(executor, 20.0, until=lambda: len(stamps) >= 100)
-    executor.shutdown()
+    graph.spin(20.0, until=lambda: len(stamps) >= 100)
+    graph.executor.shutdown()
     assert len(stamps) >= 100
     steps = np.diff(stamps)
     assert np.all(steps == round(1e9 / RATE_HZ))  # one sample per simulated step, never a dropped backlog
     assert set(stamps[:50]) <= set(clock)  # each sample's stamp was published on /clock
     assert probe.get_clock().now().nanoseconds >= stamps[0]  # a use_sim_time node follows it
-    sim.destroy_node()
-    probe.destroy_node()
+    graph.close()
 
 
 def test_in_lockstep_simulated_time_waits_for_the_next_chunk_of_a_moving_trajectory(context: Context) -> None:
-    sim, probe, executor = _clocked_graph(context, Parameter("lockstep", value=True))
+    sim, probe, graph = _clocked_graph(context, Parameter("lockstep", value=True))
     names = sim.joint_names
     publisher = probe.create_publisher(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
-    _spin(executor, 20.0, until=lambda: publisher.get_subscription_count() > 0)
+    graph.spin(20.0, until=lambda: publisher.get_subscription_count() > 0)
     start = sim._now_ns()
     q = np.zeros((2, len(names)))
     q[1, 0] = 0.05
     dq = np.full((2, len(names)), 0.0)
     dq[:, 0] = 0.1  # the chunk ends moving: more must follow
     publisher.publish(joint_trajectory_message(names, np.array([0.0, 0.2]), q, dq, np.zeros_like(q), stamp_ns=start))
-    _spin(executor, 0.6)  # three times the chunk's length in wall time
+    graph.spin(0.6)  # three times the chunk's length in wall time
     waited_at = sim._now_ns()
     assert 0.19e9 <= waited_at - start <= 0.25e9  # simulated time stopped at the end of the chunk
     q[:, 0] += 0.02
     publisher.publish(
         joint_trajectory_message(names, np.array([0.0, 0.2]), q, np.zeros_like(q), np.zeros_like(q), stamp_ns=waited_at)
     )
-    _spin(executor, 0.6)
-    executor.shutdown()
+    graph.spin(0.6)
+    graph.executor.shutdown()
     assert sim._now_ns() - waited_at > 0.3e9  # it runs again once the next chunk (ending at rest) arrived
-    sim.destroy_node()
-    probe.destroy_node()
+    graph.close()
 
 
 def test_publish_clock_gives_other_nodes_the_simulated_time(context: Context) -> None:
@@ -217,22 +187,19 @@ def test_publish_clock_gives_other_nodes_the_simulated_time(context: Context) ->
         context=context,
         parameter_overrides=[Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True)],
     )
-    follower = Node("follower", context=context, parameter_overrides=[Parameter("use_sim_time", value=True)])
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(sim)
-    executor.add_node(follower)
+    graph = RosGraph(context, name="follower", probe_parameters=[Parameter("use_sim_time", value=True)])
+    graph.add(sim)
+    follower = graph.probe
     stamps: list[int] = []
     follower.create_subscription(
         JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), SENSOR_QOS
     )
     try:
-        _spin(executor, 20.0, until=lambda: len(stamps) > 20 and follower.get_clock().now().nanoseconds > 0)
+        graph.spin(20.0, until=lambda: len(stamps) > 20 and follower.get_clock().now().nanoseconds > 0)
         clock_ns = follower.get_clock().now().nanoseconds
         latest_ns = stamps[-1]
     finally:
-        executor.shutdown()
-        follower.destroy_node()
-        sim.destroy_node()
+        graph.close()
     assert clock_ns > 0 and follower.get_clock().ros_time_is_active
     assert abs(clock_ns - latest_ns) < 0.5e9  # the follower's time is the simulator's, not 0
 

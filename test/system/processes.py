@@ -10,8 +10,9 @@ network rule (loopback discovery only, the test's ``ROS_DOMAIN_ID``), writes std
 stderr to files, and is always ended:
 SIGINT (the nodes shut down cleanly), then SIGKILL after a grace period.
 
-:class:`Probe` is the test process's own node: it records what the node processes publish
-(parameter YAML, aligned samples, diagnostics) while the test spins it.
+:class:`Probe` is the test process's own node (a :class:`ros_graph.RosGraph`, as the node tests'
+graphs): it records what the node processes publish (parameter YAML, aligned samples,
+diagnostics) while the test spins it.
 """
 
 from __future__ import annotations
@@ -22,15 +23,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -38,6 +37,7 @@ from dynamic_identification.io.parameters import ParameterFile, load_parameters
 from dynamic_identification.nodes.conversions import arrays_from_joint_state
 from dynamic_identification.nodes.qos import LATCHED_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS
+from ros_graph import RosGraph
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
@@ -256,8 +256,8 @@ class SampleLog:
         return stamps[inside], np.asarray(self.positions)[inside], np.asarray(self.efforts)[inside]
 
 
-class Probe:
-    """The test's node: subscriptions that record, and a spin loop with a deadline.
+class Probe(RosGraph):
+    """The test's node: subscriptions that record, and a spin loop with a deadline (:class:`ros_graph.RosGraph`).
 
     In ``namespace`` (the test's, see ``conftest.py``) its relative topic names are the
     node processes' of the same namespace, and :attr:`diagnostics` holds only the
@@ -265,25 +265,20 @@ class Probe:
     """
 
     def __init__(self, context: Context, name: str = "system_probe", namespace: str = "") -> None:
+        super().__init__(context, name=name, namespace=namespace)
         self.namespace = namespace.strip("/")
-        self.node = Node(name, namespace=f"/{self.namespace}", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
+        self.node = self.probe
         self.diagnostics: dict[str, list[tuple[float, DiagnosticStatus]]] = {}
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
 
     def subscribe_parameters(self, topic: str = "estimator/parameters") -> list[ReceivedParameters]:
         """A new reliable, transient-local subscription; the list fills as messages arrive."""
-        received: list[ReceivedParameters] = []
-        self.node.create_subscription(
+        return self.record(
             String,
             topic,
-            lambda message: received.append(
-                ReceivedParameters(time.monotonic(), message.data, load_parameters(message.data))
-            ),
             LATCHED_QOS,
+            convert=lambda message: ReceivedParameters(time.monotonic(), message.data, load_parameters(message.data)),
         )
-        return received
 
     def subscribe_samples(self, joints: Sequence[str], topic: str = "recorder/samples") -> SampleLog:
         """Record the aligned samples of ``topic`` in the order ``joints``."""
@@ -297,20 +292,3 @@ class Probe:
         for status in message.status:
             if status.name.startswith(prefix):
                 self.diagnostics.setdefault(status.name[len(prefix) :], []).append((now, status))
-
-    def spin_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Spin until ``predicate()`` holds or ``timeout_s`` passed; whether it holds."""
-        deadline = time.monotonic() + timeout_s
-        while not predicate():
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
-
-    def spin_for(self, seconds: float) -> None:
-        """Spin for ``seconds``."""
-        self.spin_until(lambda: False, seconds)
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()

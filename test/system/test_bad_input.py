@@ -8,14 +8,9 @@ receives them, reports the refusals on ``/diagnostics`` and keeps running.
 
 from __future__ import annotations
 
-import gc
 import math
 import pathlib
-from collections.abc import Iterator
 
-import pytest
-import rclpy
-from rclpy.context import Context
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -28,24 +23,8 @@ from .processes import NodeProcesses, Probe
 JOINTS = [f"joint_{k}" for k in range(1, 7)]
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    item = Probe(context, name="attacker", namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
+PROBE_NAME = "attacker"
+"""Name of this module's probe node (the ``probe`` fixture of ``conftest.py``)."""
 
 
 def nan_trajectory() -> JointTrajectory:

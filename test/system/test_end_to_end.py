@@ -9,21 +9,16 @@ motion, data the estimate never saw.
 
 from __future__ import annotations
 
-import gc
 import pathlib
 import time
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-import rclpy
-from rclpy.context import Context
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.signal import lowpass_zero_phase
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters
 from dynamic_identification.nodes.conversions import stamp_to_seconds
 
@@ -48,32 +43,10 @@ MAX_MODEL_ERROR = 0.03
 """Largest model error on top of the noise floor, against the raw measured torques (added in quadrature)."""
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()  # short garbage collections while the samples stream into this process
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
-
-
 def torque_noise_std(config: pathlib.Path) -> np.ndarray:
     """Joint-side std of the simulator's torque noise, N·m: current noise · drive gain · gear ratio."""
-    sim = ros_parameters(config, "sim_robot")
-    return float(sim["current_noise_std"]) * np.asarray(sim["drive_gains"]) * np.asarray(sim["gear_ratios"])
+    sim = simulated_robot(config, 6)
+    return sim.sensor.current_noise_std_a * sim.drive_chain.drive_gains * sim.drive_chain.gear_ratios
 
 
 def prediction_errors(

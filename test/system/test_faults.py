@@ -10,15 +10,12 @@ stop one topic at will. ``recorder`` and ``estimator`` run as their own processe
 
 from __future__ import annotations
 
-import gc
 import pathlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.context import Context
 from sensor_msgs.msg import JointState
@@ -73,28 +70,6 @@ def motion() -> Motion:
     q, dq, ddq = trajectory.evaluate(stamps)
     q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=3)
     return Motion(robot.joint_names, stamps, q_measured, dq, currents, chain.joint_torques(currents))
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()  # short garbage collections while this process publishes 250 samples/s
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
 
 
 class Player:

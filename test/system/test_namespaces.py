@@ -10,17 +10,12 @@ which it can only do if no topic of one stack reaches the other.
 
 from __future__ import annotations
 
-import gc
 import pathlib
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-import rclpy
-from rclpy.context import Context
 from trajectory_msgs.msg import JointTrajectory
 
-from dynamic_identification.io.config import ros_parameters
+from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.nodes.conversions import stamp_to_seconds
 
 from .processes import ARM6_CONFIG, NodeProcesses, Probe, ReceivedParameters
@@ -30,31 +25,9 @@ RAMP_S = 1.5
 """Upper bound of the excitation's ramp from rest to the trajectory's first state, s."""
 SIM_RATE_HZ = 250.0
 TIMEOUT_S = 90.0
-VISCOUS = np.asarray(ros_parameters(ARM6_CONFIG, "sim_robot")["viscous_friction"], dtype=float)
+VISCOUS = np.asarray(simulated_robot(ARM6_CONFIG, 6).drive.viscous, dtype=float)
 """Fv of the first arm, N·m·s/rad; the second arm has twice these."""
 ARMS = {"arm1": VISCOUS, "arm2": 2.0 * VISCOUS}
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
 
 
 def viscous_friction(document: object) -> dict[int, float]:

@@ -10,16 +10,11 @@ been reported at WARN.
 
 from __future__ import annotations
 
-import gc
 import pathlib
 import time
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
-from rclpy.context import Context
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -33,28 +28,6 @@ JOINTS = [f"joint_{k}" for k in range(1, 8)]
 RATE_HZ = 5000.0
 SECONDS = 3.0
 CURRENT_DELAY_NS = 50_000
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    gc.freeze()
-    item = Probe(context, namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
-        gc.unfreeze()
 
 
 def call(probe: Probe, client: object, timeout_s: float = 30.0) -> Trigger.Response:

@@ -7,18 +7,14 @@ configuration; the test process is the ROS user, with rclpy's parameter client (
 
 from __future__ import annotations
 
-import gc
 import pathlib
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import rclpy
 from rcl_interfaces.msg import ParameterType
-from rclpy.context import Context
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.task import Future
@@ -48,24 +44,8 @@ EXIT_S = 15.0
 """Longest wait for a node to exit after a signal, s."""
 
 
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-@pytest.fixture
-def probe(context: Context, namespace: str) -> Iterator[Probe]:
-    gc.collect()
-    item = Probe(context, name="ros_user", namespace=namespace)
-    try:
-        yield item
-    finally:
-        item.close()
+PROBE_NAME = "ros_user"
+"""Name of this module's probe node (the ``probe`` fixture of ``conftest.py``)."""
 
 
 def answer(probe: Probe, future: Future, what: str) -> object:

@@ -26,15 +26,16 @@ import numpy as np
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.settings_schema import default
 
 POLYNOMIAL_ORDER = 3
 """Order of the current → motor-torque polynomial of [Swevers2002] eq. (4)."""
 
-DEFAULT_TOLERANCE_S = 0.005
+DEFAULT_TOLERANCE_S: float = default("tolerance_s", "recorder")
 """Largest distance (s) between a joint-state stamp and each bracketing current sample:
 5 periods at 1 kHz, 2.5 at 500 Hz, so one lost current sample is bridged but a longer gap is not."""
 
-DEFAULT_MAX_DELAY_S = 0.5
+DEFAULT_MAX_DELAY_S: float = default("max_delay_s", "recorder")
 """How long (s, stamp time) a joint state waits for its currents before it is dropped: the two
 topics arrive through separate queues, and on a loaded machine one runs up to a few hundred
 milliseconds ahead of the other (0.1 s dropped 5 % of a 1 kHz stream, ``bench/bench_recorder.py``)."""

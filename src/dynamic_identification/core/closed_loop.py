@@ -80,13 +80,13 @@ from dynamic_identification.core.regressors import (
     drive_observation_matrix,
     inertial_observation_matrix,
 )
+from dynamic_identification.core.settings_schema import CLOSURE_FIELDS, CLOSURE_TYPES
 
 ClosureType = Literal["point", "planar", "6d"]
-CLOSURE_TYPES: tuple[str, ...] = ("point", "planar", "6d")
-"""Accepted values of :attr:`LoopClosure.type`."""
+"""Accepted values of :attr:`LoopClosure.type` (:data:`~dynamic_identification.core.settings_schema.CLOSURE_TYPES`)."""
 
 _CLOSURE_ROWS = {"point": 3, "planar": 3, "6d": 6}
-_CLOSURE_KEYS = ("frame_a", "frame_b", "type")
+_CLOSURE_KEYS = CLOSURE_FIELDS
 
 RESIDUAL_TOLERANCE = 1e-12
 """Largest constraint residual (m, rad) accepted as closed by the Newton solver."""

@@ -37,8 +37,9 @@ from dynamic_identification.core.model import (
     standard_parameter_names,
 )
 from dynamic_identification.core.payload import Payload, PayloadDynamics
+from dynamic_identification.core.settings_schema import default
 
-DEFAULT_FRICTION_SMOOTHING = 1000.0
+DEFAULT_FRICTION_SMOOTHING: float = default("friction_smoothing", "feedforward")
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
 
 MAX_PARAMETER_MAGNITUDE = 1e9
@@ -120,7 +121,7 @@ class FeedforwardModel:
         values: Sequence[float] | np.ndarray,
         *,
         friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-        identified: Sequence[bool] | None = None,
+        identified: Sequence[bool] | np.ndarray | None = None,
         effort_limits: Sequence[float] | np.ndarray | None = None,
         acceleration_limits: Sequence[float] | np.ndarray | None = None,
         payload: Payload | None = None,

@@ -21,6 +21,7 @@ inertia, kg·m²), viscous ``Fv_m`` (N·m·s/rad), Coulomb ``Fc_m`` (N·m) and o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.errors import ModelError, brief
+from dynamic_identification.core.settings_schema import setting_field
 
 INERTIAL_PARAMETER_NAMES: tuple[str, ...] = ("M", "MX", "MY", "MZ", "XX", "XY", "YY", "XZ", "YZ", "ZZ")
 """Khalil-Dombre names of Pinocchio's ``toDynamicParameters()`` entries, in that order."""
@@ -42,10 +44,10 @@ DRIVE_PARAMETER_NAMES: tuple[str, ...] = ("Ia", "Fv", "Fc", "off")
 class DriveTerms:
     """Which drive-chain standard parameters the model contains ([Gautier2013] eq. (3))."""
 
-    rotor_inertia: bool = True
-    viscous_friction: bool = True
-    coulomb_friction: bool = True
-    offset: bool = True
+    rotor_inertia: bool = setting_field("drive_terms.rotor_inertia")
+    viscous_friction: bool = setting_field("drive_terms.viscous_friction")
+    coulomb_friction: bool = setting_field("drive_terms.coulomb_friction")
+    offset: bool = setting_field("drive_terms.offset")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -289,7 +291,7 @@ class RobotModel:
 
 
 def load_robot(
-    urdf_path: str | Path,
+    urdf_path: str | os.PathLike[str],
     joint_names: Sequence[str] | None = None,
     *,
     locked_positions: Mapping[str, float] | None = None,

@@ -34,11 +34,12 @@ import numpy as np
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.settings_schema import default
 
-DEFAULT_EFFORT_FACTOR = 1.5
+DEFAULT_EFFORT_FACTOR: float = default("plausibility.effort_factor")
 """Predicted torques, viscous and inertial drive torques may reach this many effort limits."""
 
-DEFAULT_MASS_FACTOR = 10.0
+DEFAULT_MASS_FACTOR: float = default("plausibility.mass_factor")
 """Inertial base parameters may reach what this many times the URDF's total mass produces."""
 
 _NAME = re.compile(r"^(M|MX|MY|MZ|XX|XY|YY|XZ|YZ|ZZ|Ia|Fv|Fc|off)(\d+)$")
@@ -120,9 +121,9 @@ class PlausibilityBounds:
             acceleration = DEFAULT_ACCELERATION_PER_VELOCITY_HZ * velocity
         else:
             acceleration = np.asarray(acceleration_limits, dtype=float)
-        for name, value in (("effort_limits", effort), ("acceleration_limits", acceleration)):
-            if value.shape != (n,):
-                raise IdentificationError(f"{name} must have {n} entries, got {value.tolist()}")
+        for name, limits in (("effort_limits", effort), ("acceleration_limits", acceleration)):
+            if limits.shape != (n,):
+                raise IdentificationError(f"{name} must have {n} entries, got {limits.tolist()}")
         model = robot.model
         masses = [model.inertias[j].mass for j in range(1, model.njoints)]
         total = float(sum(masses))

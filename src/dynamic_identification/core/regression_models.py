@@ -73,10 +73,11 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.power_model import energy_matrix, friction_power_matrix, power_observations
 from dynamic_identification.core.regressors import BaseParameters, observation_matrix
+from dynamic_identification.core.settings_schema import REGRESSION_MODELS
 
 RegressionModel = Literal["dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power"]
 
-MODELS: tuple[str, ...] = ("dynamic", "filtered_dynamic", "supplied_energy", "power", "filtered_power")
+MODELS: tuple[str, ...] = REGRESSION_MODELS
 """The regression models of [DirectDrive2012] §3, in the paper's order."""
 
 DEFAULT_FILTER_LAMBDA_RAD_S = 9.11

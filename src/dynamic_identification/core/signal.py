@@ -38,9 +38,11 @@ from scipy.interpolate import make_interp_spline
 from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.settings_schema import default
 
-DEFAULT_GAP_FACTOR = 5.0
-"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated."""
+DEFAULT_GAP_FACTOR: float = default("signal.gap_factor")
+"""A stamp step longer than this many nominal periods is a gap: the data is split there, never interpolated
+(the default of ``signal.gap_factor``)."""
 
 __all__ = [
     "ParallelDecimator",

@@ -23,6 +23,7 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
+from dynamic_identification.core.settings_schema import setting_field
 
 DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
@@ -133,6 +134,129 @@ class SensorModel:
             raise ModelError(f"encoder_counts_per_rev must be >= 1, got {self.encoder_counts_per_rev}")
         if not (np.isfinite(self.velocity_noise_std_rad_s) and self.velocity_noise_std_rad_s >= 0.0):
             raise ModelError(f"velocity_noise_std_rad_s must be finite and >= 0, got {self.velocity_noise_std_rad_s}")
+
+
+@dataclass(frozen=True)
+class SimulatedRobot:
+    """A simulated robot's true drive chain, drive terms and sensors.
+
+    ``drive_chain`` the gear ratios, drive gains (N·m/A) and coupling; ``drive`` the rotor
+    inertia (kg·m²), viscous (N·m·s/rad) and Coulomb friction (N·m) and offsets (N·m) per
+    joint; ``sensor`` the current noise (A), velocity noise (rad/s) and encoder resolution.
+    """
+
+    drive_chain: DriveChain
+    drive: DriveParameters
+    sensor: SensorModel
+
+
+@dataclass(frozen=True)
+class SimulatedArm:
+    """The ``sim_robot`` settings of a simulated robot (defaults: the shipped arm), and the one factory of it.
+
+    The ``sim_robot`` node, the demo, the tests and the benchmarks all build the simulated
+    robot with :meth:`build` from these settings (``io.config.simulated_robot`` reads them
+    from a configuration file). Per-joint values are given for the simulated joints or for
+    every joint of the URDF (then the simulated joints' entries are taken, so the shipped
+    arm's defaults stay valid for a subset of its joints); ``coupling`` is n×n row by row.
+    """
+
+    gear_ratios: tuple[float, ...] | None = setting_field("gear_ratios", "sim_robot")
+    drive_gains: tuple[float, ...] | None = setting_field("drive_gains", "sim_robot")
+    coupling: tuple[float, ...] | None = setting_field("coupling", "sim_robot")
+    rotor_inertia: tuple[float, ...] | None = setting_field("rotor_inertia", "sim_robot")
+    viscous_friction: tuple[float, ...] | None = setting_field("viscous_friction", "sim_robot")
+    coulomb_friction: tuple[float, ...] | None = setting_field("coulomb_friction", "sim_robot")
+    offset: tuple[float, ...] | None = setting_field("offset", "sim_robot")
+    current_noise_std: float = setting_field("current_noise_std", "sim_robot")
+    velocity_noise_std: float = setting_field("velocity_noise_std", "sim_robot")
+    encoder_counts: int = setting_field("encoder_counts", "sim_robot")
+
+    def per_joint(
+        self,
+        name: str,
+        n_joints: int,
+        selected: np.ndarray | None = None,
+        urdf_joints: int | None = None,
+        *,
+        allow_scalar: bool = False,
+    ) -> np.ndarray | None:
+        """The values of the per-joint field ``name`` for the ``n_joints`` simulated joints, ``None`` when unset.
+
+        ``selected`` are the simulated joints' indices among the ``urdf_joints`` joints of
+        the URDF: values may be given for all of those; ``allow_scalar`` accepts one value
+        for every joint.
+
+        Raises
+        ------
+        ModelError
+            Naming the field, the counts it accepts and what it got.
+        """
+        values = getattr(self, name)
+        if not values:
+            return None
+        array = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(array)):
+            raise ModelError(f"'{name}' must be finite, got {list(values)}")
+        n_urdf = n_joints if urdf_joints is None or selected is None else urdf_joints
+        if len(values) == n_joints:
+            return array
+        if len(values) == n_urdf and selected is not None:
+            return array[selected]
+        if allow_scalar and len(values) == 1:
+            return np.full(n_joints, array[0])
+        counts = sorted({n_joints, n_urdf} | ({1} if allow_scalar else set()))
+        raise ModelError(
+            f"'{name}' needs {' or '.join(map(str, counts))} values ({n_joints} simulated joints,"
+            f" {n_urdf} in the URDF), got {len(values)}: {list(values)}"
+        )
+
+    def build(
+        self, n_joints: int, *, selected: np.ndarray | None = None, urdf_joints: int | None = None
+    ) -> SimulatedRobot:
+        """The simulated robot of ``n_joints`` joints (``selected`` of the URDF's ``urdf_joints``: :meth:`per_joint`).
+
+        Raises
+        ------
+        ModelError
+            Naming the field that does not fit.
+        """
+        names = ("gear_ratios", "drive_gains", "rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
+        values = {name: self.per_joint(name, n_joints, selected, urdf_joints) for name in names}
+        for name in ("rotor_inertia", "viscous_friction", "coulomb_friction"):
+            value = values[name]
+            if value is not None and np.any(value < 0.0):
+                raise ModelError(f"'{name}' must be >= 0, got {value.tolist()}")
+        return SimulatedRobot(
+            drive_chain=DriveChain.create(
+                n_joints,
+                gear_ratios=values["gear_ratios"],
+                drive_gains=values["drive_gains"],
+                coupling=self._coupling(n_joints, selected, urdf_joints),
+            ),
+            drive=DriveParameters.create(
+                n_joints,
+                rotor_inertia=values["rotor_inertia"],
+                viscous=values["viscous_friction"],
+                coulomb=values["coulomb_friction"],
+                offset=values["offset"],
+            ),
+            sensor=SensorModel(
+                current_noise_std_a=self.current_noise_std,
+                encoder_counts_per_rev=self.encoder_counts,
+                velocity_noise_std_rad_s=self.velocity_noise_std,
+            ),
+        )
+
+    def _coupling(self, n: int, selected: np.ndarray | None, urdf_joints: int | None) -> np.ndarray | None:
+        if not self.coupling:
+            return None
+        m = urdf_joints if urdf_joints is not None else n
+        if len(self.coupling) == n * n:
+            return np.asarray(self.coupling, dtype=float).reshape(n, n)
+        if len(self.coupling) == m * m and selected is not None:
+            return np.asarray(self.coupling, dtype=float).reshape(m, m)[np.ix_(selected, selected)]
+        raise ModelError(f"'coupling' needs {n * n} or {m * m} values (row-major), got {len(self.coupling)}")
 
 
 def quantize_positions(drive_chain: DriveChain, sensor: SensorModel, q: np.ndarray) -> np.ndarray:

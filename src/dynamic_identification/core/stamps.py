@@ -1,4 +1,4 @@
-"""The stamp rule of streamed samples: what a stamp earlier than the last one means.
+"""Stamps of streamed samples: what a stamp earlier than the last one means, and what a gap forward hides.
 
 Streams (the recorder's inputs, a rosbag read offline, the estimator's samples, ``dynid
 stream``) judge each stamp against the latest one accepted so far:
@@ -13,10 +13,15 @@ Time is float seconds, as everywhere in the core; :data:`NS_PER_S` converts the
 integer nanoseconds of the ROS boundary. Forward gaps are the concern of the
 consumers: a step longer than ``gap_factor`` periods splits the data, never
 interpolated (:class:`~dynamic_identification.core.identification.settings.SignalSettings`).
+
+Forward, a regular stream (a driver publishing at a fixed rate) that loses messages on the
+way leaves gaps of whole periods between its stamps: :class:`StampGaps` counts the samples
+missing from them, and the interruptions (a driver that stopped), on integer nanoseconds.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 from enum import Enum
 
@@ -92,4 +97,138 @@ def _next_jump(time: np.ndarray, start: int) -> int:
     return start + 1 + int(jumps[0]) if jumps.size else time.size
 
 
-__all__ = ["BACKWARD_JUMP_S", "NS_PER_S", "Stamp", "classify_stamp", "jumped_back", "stream_chunks"]
+LEARN_STEPS = 64
+"""Steps whose median is the first estimate of a stream's period (:class:`StampGaps`)."""
+
+REFRESH_STEPS = 1024
+"""Every this many steps :class:`StampGaps` compares the latest median with its period."""
+
+GAP_FACTOR = 1.5
+"""A step longer than this many periods is a gap (jitter alone stays below it)."""
+
+
+def _median_period(steps: list[int]) -> float:
+    """The median step without the gaps (steps over ``GAP_FACTOR`` times the plain median), ns."""
+    rough = statistics.median(steps)
+    return float(statistics.median([step for step in steps if step <= GAP_FACTOR * rough]))
+
+
+class StampGaps:
+    """Counts samples missing from a regular stream.
+
+    A robot driver publishes joint states and motor currents at a fixed rate, stamped by
+    its control loop. A message lost on the way (a subscriber queue that overflowed, a
+    publisher history overwritten before delivery, a congested network) leaves a gap of a
+    whole number of periods between two consecutive stamps; ``round(gap / period) - 1``
+    samples are counted missing for every gap longer than :data:`GAP_FACTOR` periods:
+    exact for a stream whose stamps stay within a quarter of a period of its grid (±0.25 ms
+    at 1 kHz), and independent of the transport (DDS gives rclpy's events executor no
+    sequence numbers). A gap longer than ``max_gap_s`` is an *interruption* (the driver
+    stopped), counted separately with its duration rather than as samples. Stamps are
+    integer nanoseconds, as on the ROS side, so a period of 200 µs stays exact after years
+    of stamps; steps that are zero or negative (repeated or out-of-order stamps) are not
+    gaps and are left to the caller's counts.
+
+    The period is the median step of the first :data:`LEARN_STEPS` steps, then the
+    mean over every step so far, each counted as the whole number of periods it spans:
+    a stamp's jitter does not accumulate on a grid, so the estimate converges to the
+    driver's period and rounding a long gap stays exact. Every :data:`REFRESH_STEPS`
+    steps the median of the latest ones is compared with it and, should the rate have
+    changed by more than 10 %, replaces it.
+
+    Parameters
+    ----------
+    max_gap_s
+        Longest gap counted as missing samples, s; a longer one is an interruption.
+    """
+
+    def __init__(self, *, max_gap_s: float = 1.0) -> None:
+        if not max_gap_s > 0.0:
+            raise ValueError(f"max_gap_s must be > 0, got {max_gap_s!r}")
+        self.max_gap_ns = max_gap_s * 1e9
+        self.missing = 0
+        self.gaps = 0
+        self.interruptions = 0
+        self.interrupted_s = 0.0
+        self.largest_gap_s = 0.0
+        self._period_ns: float | None = None
+        self._span_ns = 0
+        self._span_periods = 0
+        self._steps: list[int] = []
+        self._last: int | None = None
+
+    @property
+    def period_s(self) -> float | None:
+        """The stream's period, s, once learnt."""
+        return None if self._period_ns is None else self._period_ns / 1e9
+
+    def reset(self) -> None:
+        """Forget the last stamp (a jump back: a bag loop, a clock reset); counts and period are kept."""
+        self._last = None
+
+    def add(self, stamp_ns: int) -> int:
+        """Take the next stamp; the samples found missing before it (usually 0)."""
+        last, self._last = self._last, stamp_ns
+        if last is None:
+            return 0
+        step = stamp_ns - last
+        if step <= 0:
+            self._last = last if step < 0 else stamp_ns
+            return 0
+        if self._period_ns is None:
+            self._steps.append(step)
+            if len(self._steps) < LEARN_STEPS:
+                return 0
+            return self._learn()
+        self._steps.append(step)
+        if len(self._steps) >= REFRESH_STEPS:
+            median = _median_period(self._steps)
+            if abs(median - self._period_ns) > 0.1 * self._period_ns:  # the rate changed: start from the median
+                count = len(self._steps)
+                self._period_ns, self._span_ns, self._span_periods = median, round(median * count), count
+            self._steps.clear()
+        return self._count(step)
+
+    def _learn(self) -> int:
+        """Period of the learnt steps (median, then twice the mean over whole periods), and their gaps."""
+        learnt, self._steps = self._steps, []
+        period = _median_period(learnt)
+        regular = [step for step in learnt if step <= self.max_gap_ns]
+        for _ in range(2):
+            periods = [max(round(step / period), 1) for step in regular]
+            period = sum(regular) / sum(periods)
+        self._period_ns, self._span_ns, self._span_periods = period, sum(regular), sum(periods)
+        return sum(self._count(step, learn=False) for step in learnt)
+
+    def _count(self, step: int, *, learn: bool = True) -> int:
+        period = self._period_ns
+        if period is None:
+            return 0
+        if step > self.max_gap_ns:
+            seconds = step / 1e9
+            self.largest_gap_s = max(self.largest_gap_s, seconds)
+            self.interruptions += 1
+            self.interrupted_s += seconds
+            return 0
+        periods = max(round(step / period), 1)
+        if learn:
+            self._span_ns += step
+            self._span_periods += periods
+            self._period_ns = self._span_ns / self._span_periods
+        if step <= GAP_FACTOR * period:
+            return 0
+        self.largest_gap_s = max(self.largest_gap_s, step / 1e9)
+        self.gaps += 1
+        self.missing += periods - 1
+        return periods - 1
+
+
+__all__ = [
+    "BACKWARD_JUMP_S",
+    "NS_PER_S",
+    "Stamp",
+    "StampGaps",
+    "classify_stamp",
+    "jumped_back",
+    "stream_chunks",
+]

@@ -16,6 +16,9 @@ parameter some node of the package (or ``dynid``) knows: a misspelled key
 to a node name (``estimater:``). Error messages never print a value whole (see
 :func:`~dynamic_identification.core.errors.brief`).
 
+Every key is a setting of :data:`~dynamic_identification.core.settings_schema.SETTINGS`, read
+through it (:class:`~dynamic_identification.io.settings.SettingsReader`: type, range, default);
+:data:`CONFIG_KEYS`, :data:`EXCITATION_KEYS` and :data:`NODE_PARAMETERS` are its views.
 Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
 
     /**/estimator:
@@ -45,11 +48,10 @@ actuated joints (or unset), and the drive chain has one entry per actuated joint
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,239 +60,43 @@ import yaml
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.closed_loop_identification import closed_loop_bounds
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
-from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
+from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
-from dynamic_identification.core.identification.settings import (
-    AUTO_CUTOFF_HZ,
-    DEFAULT_GAP_FACTOR,
-    METHODS,
-    REDUCTIONS,
-    STAMP_SOURCES,
-    UNCERTAINTIES,
-    VELOCITY_SOURCES,
-    IdentificationSettings,
-    SignalSettings,
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.settings_schema import (
+    DYNID,
+    DYNID_EXCITE,
+    NODES,
+    default,
+    field_settings,
+    group_member,
+    nested_field,
+    setting_field,
+    settings_of,
 )
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import (
-    DEFAULT_EFFORT_FACTOR,
-    DEFAULT_MASS_FACTOR,
-    PlausibilityBounds,
-)
-from dynamic_identification.core.regression_models import MODELS
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.simulation import SimulatedArm, SimulatedRobot
+from dynamic_identification.io.settings import SettingsReader, describe
 
-CONFIG_KEYS: dict[str, str] = {
-    "joints": "identified joints, in any order (empty: every joint of the recording)",
-    "drive_chain.gear_ratios": "gear ratio per joint, motor rad per joint rad (empty: 1)",
-    "drive_chain.drive_gains": "motor torque constant per joint in N·m/A, motor side (empty: 1)",
-    "drive_chain.coupling": "n×n dimensionless coupling matrix, row by row (empty: identity)",
-    "drive_terms.rotor_inertia": "identify the rotor inertia Ia per joint",
-    "drive_terms.viscous_friction": "identify the viscous friction Fv per joint",
-    "drive_terms.coulomb_friction": "identify the Coulomb friction Fc per joint",
-    "drive_terms.offset": "identify the torque offset per joint",
-    "signal.position_cutoff_hz": "cut-off of the zero-phase position low-pass filter in Hz (0: from the data)",
-    "signal.decimation": "parallel decimation factor (0: automatic)",
-    "signal.velocity": "velocity source: 'auto' (recorded when they agree with the differentiated positions),"
-    " 'measured' or 'differentiated'",
-    "signal.stamps": "sample instants: 'auto' (recovered from the sample order when the stamps jitter), 'recorded'"
-    " or 'recovered'",
-    "signal.use_measured_velocity": "deprecated: true is signal.velocity 'measured', false 'differentiated'",
-    "signal.rate_hz": "sample rate in Hz (0: from the median time step of the data)",
-    "signal.min_speed_rad_s": "leave out a joint's equations near its velocity reversals, rad/s (0: keep all)",
-    "signal.gap_factor": "a stamp step longer than this many periods splits the data, never interpolated (> 1)",
-    "estimation.model": "regression model ([DirectDrive2012]): 'dynamic' (IDIM), 'filtered_dynamic', 'supplied_energy',"
-    " 'power' or 'filtered_power'",
-    "estimation.method": "least-squares method: 'ols' or 'wls' ([Gautier2013] eq. (20))",
-    "estimation.reduction": "parameter reduction: 'sensitivity' ([Volkmann2020] Algorithm 1),"
-    " 'essential' ([Gautier2013] §V.B) or 'none'",
-    "estimation.e_tol": "sensitivity reduction: allowed growth of each joint's relative error (> 0, 0.05 = 5 %)",
-    "estimation.r_sigma": "essential parameters: largest allowed %σ ratio (> 0)",
-    "estimation.min_samples": "fewest recorded samples to identify from (>= 1)",
-    "estimation.consistency": "publish the physically consistent estimate nearest to the data ([Wensing2018]:"
-    " link pseudo-inertias positive definite, Ia, Fv, Fc >= 0); false publishes the unconstrained one",
-    "estimation.prior": "half-width of a box around the URDF's link inertias in parameter scales, for the consistent"
-    " estimate (0: none; 0.5 keeps masses within ±50 %)",
-    "estimation.uncertainty": "σ and %σ: 'hac' (correlated residuals, Newey & West 1987) or 'white'"
-    " ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
-    "topics.joint_states": "sensor_msgs/JointState topic of positions, velocities (and efforts)",
-    "topics.motor_currents": "sensor_msgs/JointState topic whose effort field holds motor currents in A",
-    "topics.effort_is_torque": "take joint torques from JointState.effort of topics.joint_states",
-    "window.window_s": "in-process estimation: window length, s of data (> 0)",
-    "window.reduction": "in-process reduction: 'sensitivity' ([Volkmann2020] Algorithm 1), 'essential' or 'none'",
-    "window.update_period_s": "in-process estimation: data time between updates, s (> 0, <= window_s)",
-    "window.max_condition_number": "quality gate: largest condition number of the reduced model (> 0)",
-    "window.max_relative_error": "quality gate: largest relative error ||rho||/||Y|| (> 0)",
-    "window.min_motion_rad": "quality gate: some joint must travel this far in the window, rad (>= 0)",
-    "window.friction_motion_rad": "friction forced essential when every joint travels this far, rad (>= 0)",
-    "window.refactor_every": "updates between recomputing the normal equations from the rows (>= 1)",
-    "window.stick_periods": "decimation periods left out around a slow sample (>= 0; 10: the filter's support)",
-    "limits.effort": "joint torque limits per joint, N·m (empty: the URDF's)",
-    "limits.acceleration": "acceleration limits per joint, rad/s² (empty: 4 /s × the URDF velocity limit)",
-    "limits.jerk": "jerk limits per joint, rad/s³ (empty: 50 /s × the acceleration limit)",
-    "plausibility.effort_factor": "gate: predicted torques within this many effort limits (>= 1)",
-    "plausibility.mass_factor": "gate: inertial parameters within what this many URDF masses produce (>= 1)",
-    "robot.actuated_joints": "closed-loop robots: the actuated joints of the opened tree",
-    "robot.loop_closures": "closed-loop robots: list of {frame_a, frame_b, type: point|planar|6d} (outside ROS;"
-    " in a ROS parameter file robot.loop_closures.<name>.{frame_a, frame_b, type})",
-}
-"""Dotted parameter names understood by :func:`load_config`, with their meaning and units."""
+CONFIG_KEYS: dict[str, str] = {item.key: describe(item) for item in settings_of(DYNID)}
+"""Dotted parameter names understood by :func:`load_config`, with their meaning, units and range
+(the ``dynid`` settings of :data:`~dynamic_identification.core.settings_schema.SETTINGS`)."""
 
-SECTIONS: tuple[str, ...] = (
-    "drive_chain",
-    "drive_terms",
-    "signal",
-    "estimation",
-    "topics",
-    "window",
-    "limits",
-    "plausibility",
-)
+SECTIONS: tuple[str, ...] = tuple(sorted({key.split(".", 1)[0] for key in CONFIG_KEYS if "." in key}))
 """Parameter prefixes owned by this configuration: unknown keys under them are typos."""
 
-NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
-    "recorder": (
-        "current_polynomial",
-        "output_topic",
-        "output_dir",
-        "output_file",
-        "tolerance_s",
-        "max_delay_s",
-        "silent_timeout_s",
-        "joints",
-        "drive_chain.gear_ratios",
-        "drive_chain.drive_gains",
-        "drive_chain.coupling",
-        "topics.joint_states",
-        "topics.motor_currents",
-        "topics.effort_is_torque",
-    ),
-    "excitation": (
-        "urdf",
-        "joints",
-        "mode",
-        "file",
-        "fundamental_hz",
-        "harmonics",
-        "periods",
-        "rate_hz",
-        "position_margin_rad",
-        "velocity_scale",
-        "acceleration_scale",
-        "acceleration_limits",
-        "jerk_scale",
-        "effort_scale",
-        "interpolation_tolerance_rad",
-        "parameters_file",
-        "limits.effort",
-        "limits.acceleration",
-        "limits.jerk",
-        "optimise",
-        "time_budget_s",
-        "seed",
-        "workspace_lower",
-        "workspace_upper",
-        "box_min",
-        "box_max",
-        "frame",
-        "process",
-        "cycles",
-        "output_topic",
-        "stream_rate_hz",
-        "horizon_s",
-        "stale_timeout_s",
-        "autostart",
-        "drive_chain.gear_ratios",
-        "drive_chain.drive_gains",
-        "drive_chain.coupling",
-        "drive_terms.rotor_inertia",
-        "drive_terms.viscous_friction",
-        "drive_terms.coulomb_friction",
-        "drive_terms.offset",
-        "robot.actuated_joints",
-    ),
-    "estimator": (
-        "urdf",
-        "joints",
-        "input_topic",
-        "parameters_topic",
-        "parameters_file",
-        "drive_chain.gear_ratios",
-        "drive_chain.drive_gains",
-        "drive_chain.coupling",
-        "drive_terms.rotor_inertia",
-        "drive_terms.viscous_friction",
-        "drive_terms.coulomb_friction",
-        "drive_terms.offset",
-        "signal.position_cutoff_hz",
-        "signal.decimation",
-        "signal.rate_hz",
-        "signal.min_speed_rad_s",
-        "signal.gap_factor",
-        "estimation.e_tol",
-        "estimation.r_sigma",
-        "estimation.consistency",
-        "estimation.prior",
-        "estimation.uncertainty",
-        "window.window_s",
-        "window.update_period_s",
-        "window.reduction",
-        "window.max_condition_number",
-        "window.max_relative_error",
-        "window.min_motion_rad",
-        "window.friction_motion_rad",
-        "window.refactor_every",
-        "window.stick_periods",
-        "limits.effort",
-        "limits.acceleration",
-        "plausibility.effort_factor",
-        "plausibility.mass_factor",
-        "robot.actuated_joints",
-    ),
-    "feedforward": (
-        "parameters_file",
-        "parameters_topic",
-        "trajectory_topic",
-        "output_topic",
-        "rate_hz",
-        "enabled",
-        "friction_smoothing",
-        "urdf",
-        "limits.effort",
-        "limits.acceleration",
-    ),
-    "sim_robot": (
-        "urdf",
-        "joints",
-        "rate_hz",
-        "gear_ratios",
-        "drive_gains",
-        "coupling",
-        "rotor_inertia",
-        "viscous_friction",
-        "coulomb_friction",
-        "offset",
-        "current_noise_std",
-        "velocity_noise_std",
-        "encoder_counts",
-        "kp",
-        "kd",
-        "initial_positions",
-        "max_catch_up_s",
-        "seed",
-        "publish_clock",
-        "real_time_factor",
-        "lockstep",
-        "lockstep_timeout_s",
-        "robot.actuated_joints",
-    ),
-}
-"""The ROS parameters each node of the package declares (``test/nodes`` checks the nodes against it).
+NODE_PARAMETERS: dict[str, tuple[str, ...]] = {node: tuple(item.key for item in settings_of(node)) for node in NODES}
+"""The ROS parameters each node of the package declares (the schema's settings of that node).
 
 With :data:`CONFIG_KEYS` (``dynid``'s keys, shared with the estimator and recorder blocks),
 :data:`EXCITATION_KEYS` and :data:`ROS_PARAMETERS` it is the set of valid keys of a
 configuration file: the ``/**`` block applies to every node, so a key there must be known
 to one of them."""
+
+EXCITATION_KEYS: dict[str, str] = {item.key: describe(item) for item in settings_of(DYNID_EXCITE)}
+"""Excitation settings: parameters of the ``excitation`` node block of a configuration file,
+read by the node and by ``dynid excite``."""
 
 ROS_PARAMETERS: tuple[str, ...] = ("use_sim_time", "start_type_description_service")
 """Parameters rclpy declares on every node."""
@@ -298,9 +104,15 @@ ROS_PARAMETERS: tuple[str, ...] = ("use_sim_time", "start_type_description_servi
 ROS_PARAMETER_PREFIXES: tuple[str, ...] = ("qos_overrides.",)
 """Prefixes of parameters rclpy or a launch file may set on any node (QoS overrides)."""
 
-LOOP_CLOSURE_PREFIX = "robot.loop_closures."
-"""Closed-loop robots: ``robot.loop_closures.<name>.{frame_a, frame_b, type}`` (a ROS parameter file cannot
-hold a list of mappings, so each closure is a named mapping; see ``docs/closed_loop.md``)."""
+CLOSED_LOOP_KEYS: tuple[str, ...] = tuple(key for key in CONFIG_KEYS if key.startswith("robot."))
+"""A closed-loop robot's description ([Briot2012] §2, ``docs/closed_loop.md``): ``robot.loop_closures`` (as ROS
+parameters ``robot.loop_closures.<name>.{frame_a, frame_b, type}``: a parameter file cannot hold a list of
+mappings) and ``robot.actuated_joints``."""
+
+
+def is_closed_loop_key(key: str) -> bool:
+    """Whether ``key`` belongs to a closed-loop robot's description (:data:`CLOSED_LOOP_KEYS` or a closure's field)."""
+    return key in CLOSED_LOOP_KEYS or group_member(key) is not None
 
 
 def known_keys() -> frozenset[str]:
@@ -313,7 +125,7 @@ def known_keys() -> frozenset[str]:
 
 def is_known_key(key: str) -> bool:
     """Whether ``key`` is a parameter of some node of the package, of ``dynid`` or of rclpy."""
-    return key in known_keys() or key.startswith((*ROS_PARAMETER_PREFIXES, LOOP_CLOSURE_PREFIX))
+    return key in known_keys() or key.startswith(ROS_PARAMETER_PREFIXES) or group_member(key) is not None
 
 
 def unknown_keys_message(keys: Sequence[str], source: str, *, known: Iterable[str] | None = None) -> str:
@@ -330,9 +142,18 @@ def unknown_keys_message(keys: Sequence[str], source: str, *, known: Iterable[st
     return f"unknown configuration keys [{', '.join(shown)}]{more} in {source}{hint}"
 
 
+def _absolute(topic: str) -> str:
+    """A topic name as a rosbag stores it: a relative name is taken in the root namespace."""
+    return topic if topic.startswith("/") else f"/{topic}"
+
+
 @dataclass(frozen=True)
 class IdentificationConfig:
-    """Settings of an identification run (defaults suit the demo robot).
+    """Settings of an identification run: the ``dynid`` settings of the schema (defaults suit the demo robot).
+
+    Every field made with :func:`~dynamic_identification.core.settings_schema.setting_field` is
+    read from its key by :func:`config_from_parameters` (units, ranges and meaning in
+    :data:`CONFIG_KEYS`); ``drive_terms`` and ``window`` are built from theirs.
 
     Attributes
     ----------
@@ -343,25 +164,14 @@ class IdentificationConfig:
         ``None`` means a direct drive (ones, identity).
     drive_terms
         Which drive-chain parameters are identified.
-    position_cutoff_hz
-        Cut-off of the position low-pass filter in Hz; 0 chooses it from the data.
-    decimation
-        Parallel decimation factor; 0 chooses it from the rate and the cut-off.
-    velocity, stamps
-        Velocity source and sample instants (``auto`` decides from the data; see
-        :class:`~dynamic_identification.core.identification.settings.SignalSettings`).
+    position_cutoff_hz, decimation, velocity, stamps, rate_hz, min_speed_rad_s, gap_factor
+        Signal processing (:class:`~dynamic_identification.core.identification.settings.SignalSettings`):
+        a cut-off of 0 is chosen from the data, ``auto`` velocities and stamps are decided from it.
     model
-        Regression model of offline identification ([DirectDrive2012] §3, one of
-        :data:`~dynamic_identification.core.regression_models.MODELS`): ``"dynamic"``
+        Regression model of offline identification ([DirectDrive2012] §3): ``"dynamic"``
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
-    method
-        ``"ols"`` or ``"wls"`` ([Gautier2013] eq. (20)).
-    reduction
-        ``"sensitivity"`` ([Volkmann2020] Algorithm 1), ``"essential"`` ([Gautier2013] §V.B) or ``"none"``.
-    r_sigma
-        Essential-parameter stopping ratio of the largest to smallest %σ.
-    e_tol
-        Sensitivity reduction: allowed relative growth of each joint's error.
+    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples
+        Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
     consistency, prior
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
@@ -369,68 +179,53 @@ class IdentificationConfig:
     uncertainty
         ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
         (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
-    rate_hz
-        Sample rate in Hz; 0 takes it from the median time step of the data.
-    min_speed_rad_s
-        A joint's equations are left out where its motor is slower than this,
-        rad/s, since Coulomb friction ``Fc sign(q̇)`` fails while it sticks.
-    gap_factor
-        A stamp step longer than this many periods is a gap: offline the recording is
-        split there, in-process the window's grid restarts; never interpolated.
-    min_samples
-        Fewest recorded samples an identification may use.
     joint_states_topic, currents_topic, effort_is_torque
-        Where a rosbag holds the joint states and the motor currents; with
+        Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``.
-    window_s, window_reduction, update_period_s, max_condition_number, max_relative_error,
-    min_motion_rad, friction_motion_rad, refactor_every, stick_periods
-        In-process estimation (see :meth:`window_settings`); ``window_reduction`` is the
-        reduction of the sliding window, ``reduction`` that of offline identification.
+    window
+        In-process estimation (the ``window.*`` settings, with the signal and estimation ones).
     effort_limits, acceleration_limits, jerk_limits
         The robot's limits where the URDF has none or the wrong ones (``limits.*``),
         N·m, rad/s², rad/s³; ``None``: the URDF's and the defaults.
     effort_factor, mass_factor
         Plausibility gates (:mod:`~dynamic_identification.core.plausibility`).
+    loop_closures, actuated_joints
+        A closed-loop robot's closures and actuated joints (``robot.loop_closures``,
+        ``robot.actuated_joints``, read through the schema by :func:`config_from_parameters`);
+        both empty for a serial robot.
     """
 
-    joints: tuple[str, ...] | None = None
-    gear_ratios: tuple[float, ...] | None = None
-    drive_gains: tuple[float, ...] | None = None
-    coupling: tuple[tuple[float, ...], ...] | None = None
-    drive_terms: DriveTerms = field(default_factory=DriveTerms)
-    position_cutoff_hz: float = AUTO_CUTOFF_HZ
-    decimation: int = 0
-    velocity: str = "auto"
-    stamps: str = "auto"
-    model: str = "dynamic"
-    method: str = "wls"
-    reduction: str = "none"
-    r_sigma: float = 20.0
-    e_tol: float = 0.05
-    consistency: bool = True
-    prior: float = 0.0
-    uncertainty: str = "hac"
-    rate_hz: float = 0.0
-    min_speed_rad_s: float = 0.05
-    gap_factor: float = DEFAULT_GAP_FACTOR
-    min_samples: int = 200
-    joint_states_topic: str = "/joint_states"
-    currents_topic: str = "/motor_currents"
-    effort_is_torque: bool = False
-    window_s: float = 10.0
-    window_reduction: str = "sensitivity"
-    update_period_s: float = 1.0
-    max_condition_number: float = 100.0
-    max_relative_error: float = 0.5
-    min_motion_rad: float = 0.05
-    friction_motion_rad: float = 0.1
-    refactor_every: int = 20
-    stick_periods: int = 10
-    effort_limits: tuple[float, ...] | None = None
-    acceleration_limits: tuple[float, ...] | None = None
-    jerk_limits: tuple[float, ...] | None = None
-    effort_factor: float = DEFAULT_EFFORT_FACTOR
-    mass_factor: float = DEFAULT_MASS_FACTOR
+    joints: tuple[str, ...] | None = setting_field("joints", DYNID)
+    gear_ratios: tuple[float, ...] | None = setting_field("drive_chain.gear_ratios")
+    drive_gains: tuple[float, ...] | None = setting_field("drive_chain.drive_gains")
+    coupling: tuple[tuple[float, ...], ...] | None = setting_field("drive_chain.coupling")
+    drive_terms: DriveTerms = nested_field(DriveTerms)
+    position_cutoff_hz: float = setting_field("signal.position_cutoff_hz")
+    decimation: int = setting_field("signal.decimation")
+    velocity: str = setting_field("signal.velocity")
+    stamps: str = setting_field("signal.stamps")
+    model: str = setting_field("estimation.model")
+    method: str = setting_field("estimation.method")
+    reduction: str = setting_field("estimation.reduction")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    e_tol: float = setting_field("estimation.e_tol")
+    consistency: bool = setting_field("estimation.consistency")
+    prior: float = setting_field("estimation.prior")
+    uncertainty: str = setting_field("estimation.uncertainty")
+    rate_hz: float = setting_field("signal.rate_hz")
+    min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
+    gap_factor: float = setting_field("signal.gap_factor")
+    min_samples: int = setting_field("estimation.min_samples")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
+    currents_topic: str = _absolute(default("topics.motor_currents", DYNID))
+    effort_is_torque: bool = setting_field("topics.effort_is_torque", DYNID)
+    window: WindowSettings = nested_field(WindowSettings)
+    effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
+    acceleration_limits: tuple[float, ...] | None = setting_field("limits.acceleration")
+    jerk_limits: tuple[float, ...] | None = setting_field("limits.jerk")
+    effort_factor: float = setting_field("plausibility.effort_factor")
+    mass_factor: float = setting_field("plausibility.mass_factor")
     loop_closures: tuple[LoopClosure, ...] = ()
     actuated_joints: tuple[str, ...] = ()
 
@@ -481,61 +276,46 @@ class IdentificationConfig:
             raise DataError(f"limits.* / plausibility.*: {error}") from error
 
     def identification_settings(self) -> IdentificationSettings:
-        """Settings of offline identification (``dynid identify``, ``predict``)."""
+        """Settings of offline identification (``dynid identify``, ``predict``): the fields of the same keys."""
         try:
-            return IdentificationSettings(
-                signal=SignalSettings(
-                    position_cutoff_hz=self.position_cutoff_hz,
-                    decimation=self.decimation,
-                    rate_hz=self.rate_hz or None,
-                    velocity=self.velocity,
-                    stamps=self.stamps,
-                    gap_factor=self.gap_factor,
-                    min_speed_rad_s=self.min_speed_rad_s,
-                ),
-                method=self.method,
-                reduction=self.reduction,
-                r_sigma=self.r_sigma,
-                e_tol=self.e_tol,
-                friction_motion_rad=self.friction_motion_rad,
-                min_samples=self.min_samples,
-                uncertainty=self.uncertainty,
-            )
+            return _by_key(IdentificationSettings, self, signal=_by_key(SignalSettings, self))
         except IdentificationError as error:
             raise DataError(f"identification settings: {error}") from error
 
     def window_settings(self) -> WindowSettings:
         """Settings of the in-process sliding-window estimator."""
-        try:
-            return WindowSettings(
-                window_s=self.window_s,
-                update_period_s=self.update_period_s,
-                rate_hz=self.rate_hz,
-                position_cutoff_hz=self.position_cutoff_hz,
-                decimation=self.decimation,
-                min_speed_rad_s=self.min_speed_rad_s,
-                gap_factor=self.gap_factor,
-                reduction=self.window_reduction,
-                e_tol=self.e_tol,
-                r_sigma=self.r_sigma,
-                friction_motion_rad=self.friction_motion_rad,
-                min_motion_rad=self.min_motion_rad,
-                max_condition_number=self.max_condition_number,
-                max_relative_error=self.max_relative_error,
-                refactor_every=self.refactor_every,
-                stick_periods=self.stick_periods,
-                effort_factor=self.effort_factor,
-                mass_factor=self.mass_factor,
-                uncertainty=self.uncertainty,
-            )
-        except IdentificationError as error:
-            raise DataError(f"window settings: {error}") from error
+        return self.window
 
     def drive_chain(self, n_joints: int) -> DriveChain:
         """The drive chain for ``n_joints`` joints (raises ``ModelError`` on a size mismatch)."""
         return DriveChain.create(
             n_joints, gear_ratios=self.gear_ratios, drive_gains=self.drive_gains, coupling=self.coupling
         )
+
+    def overridden(self, values: Mapping[str, Any], *, source: str) -> IdentificationConfig:
+        """These settings with ``values`` (setting key → value: ``{"signal.velocity": "measured"}``) instead.
+
+        Each value is read through the schema (type, bounds, choices) into the field of its
+        key, as :func:`config_from_parameters` reads it: the command line's ``--cutoff-hz``
+        is ``signal.position_cutoff_hz``, checked like the one of a configuration file.
+
+        Raises
+        ------
+        DataError
+            Naming ``source``, the key and the bad value, or a key no field here holds.
+        """
+        names = {item.key: name for name, item in field_settings(IdentificationConfig).items()}
+        unknown = sorted(key for key in values if key not in names)
+        if unknown:
+            raise DataError(unknown_keys_message(unknown, source, known=names))
+        reader = SettingsReader(values, source, DYNID)
+        return replace(self, **{names[key]: reader.value(reader.setting(key)) for key in values})
+
+
+def _by_key(cls: type[Any], source: object, **nested: Any) -> Any:
+    """``cls`` with each field made by ``setting_field`` taken from the field of ``source`` with the same key."""
+    values = {item.key: getattr(source, name) for name, item in field_settings(type(source)).items()}
+    return cls(**{name: values[item.key] for name, item in field_settings(cls).items() if item.key in values}, **nested)
 
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -588,39 +368,23 @@ def read_config_text(path: str | os.PathLike[str]) -> tuple[Path, str]:
         raise DataError(f"cannot read configuration file {file}: {error}") from None
 
 
-@dataclass(frozen=True)
-class SimulatedRobot:
-    """The simulated robot of a configuration's ``sim_robot`` block: its drive chain, true drive terms and sensors.
-
-    ``drive_chain`` from ``gear_ratios`` and ``drive_gains``; ``drive`` the rotor inertia
-    (kg·m²), viscous (N·m·s/rad) and Coulomb friction (N·m) and offsets (N·m) per joint;
-    ``sensor`` the current noise (A) and encoder resolution (counts per revolution).
-    """
-
-    drive_chain: DriveChain
-    drive: DriveParameters
-    sensor: SensorModel
-
-
 def simulated_robot(path: str | os.PathLike[str], n_joints: int) -> SimulatedRobot:
-    """The ``sim_robot`` block of the configuration file ``path`` for a robot of ``n_joints`` joints."""
-    parameters = ros_parameters(path, "sim_robot")
-    return SimulatedRobot(
-        drive_chain=DriveChain.create(
-            n_joints, gear_ratios=parameters["gear_ratios"], drive_gains=parameters["drive_gains"]
-        ),
-        drive=DriveParameters.create(
-            n_joints,
-            rotor_inertia=parameters["rotor_inertia"],
-            viscous=parameters["viscous_friction"],
-            coulomb=parameters["coulomb_friction"],
-            offset=parameters["offset"],
-        ),
-        sensor=SensorModel(
-            current_noise_std_a=float(parameters["current_noise_std"]),
-            encoder_counts_per_rev=int(parameters["encoder_counts"]),
-        ),
-    )
+    """The simulated robot of the ``sim_robot`` block of the configuration file ``path``, for ``n_joints`` joints.
+
+    Read through the settings schema (unset keys take the shipped arm's values) and built by
+    :meth:`~dynamic_identification.core.simulation.SimulatedArm.build`, as the ``sim_robot``
+    node builds it.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the key and the bad value.
+    """
+    arm = SettingsReader(ros_parameters(path, "sim_robot"), str(path), "sim_robot").build(SimulatedArm)
+    try:
+        return arm.build(n_joints)
+    except IdentificationError as error:
+        raise DataError(f"the sim_robot block of {path}: {error}") from error
 
 
 def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
@@ -718,11 +482,15 @@ def load_config(
     return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
 
 
-def _velocity_default(reader: _Reader, default: str) -> str:
-    """``signal.velocity``'s default: the deprecated ``signal.use_measured_velocity`` when a file still sets it."""
-    if "signal.use_measured_velocity" not in reader.parameters:
-        return default
-    return "measured" if reader.flag("signal.use_measured_velocity", False) else "differentiated"
+def _replace_deprecated(parameters: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """``parameters`` with the deprecated ``signal.use_measured_velocity`` a file still sets read as the
+    ``signal.velocity`` it means (``true``: ``measured``, ``false``: ``differentiated``) unless that is set too."""
+    if "signal.use_measured_velocity" not in parameters:
+        return parameters
+    measured = SettingsReader(parameters, source, DYNID).flag("signal.use_measured_velocity")
+    if "signal.velocity" in parameters:
+        return parameters
+    return {**parameters, "signal.velocity": "measured" if measured else "differentiated"}
 
 
 def config_from_parameters(
@@ -740,111 +508,53 @@ def config_from_parameters(
         Naming ``source``, the key and the bad value.
     """
     allowed = set(CONFIG_KEYS) | set(extra_keys)
-    unknown = sorted(key for key in parameters if key.split(".", 1)[0] in SECTIONS and key not in allowed)
+    unknown = sorted(
+        key
+        for key in parameters
+        if key.split(".", 1)[0] in SECTIONS and key not in allowed and group_member(key) is None
+    )
     if unknown:
         raise DataError(unknown_keys_message(unknown, source, known=allowed))
-    reader = _Reader(parameters, source)
-    joints = reader.names("joints")
-    closures, actuated = _closed_loop(parameters, reader, source)
-    if closures and joints is not None and sorted(joints) != sorted(actuated):
+    reader = SettingsReader(_replace_deprecated(parameters, source), source, DYNID)
+    try:
+        config = reader.build(IdentificationConfig)
+    except DataError:
+        raise
+    except IdentificationError as error:
+        raise DataError(f"settings in {source}: {error}") from error
+    closures, actuated = _closed_loop(reader, source)
+    if closures and config.joints is not None and sorted(config.joints) != sorted(actuated):
         raise DataError(
             f"joints in {source} must be the actuated joints {list(actuated)} of the closed-loop robot, or unset;"
-            f" got {list(joints)} (recorded passive joints are used when a recording has them)"
+            f" got {list(config.joints)} (recorded passive joints are used when a recording has them)"
         )
-    gear_ratios = reader.numbers("drive_chain.gear_ratios")
-    drive_gains = reader.numbers("drive_chain.drive_gains")
-    coupling = reader.matrix("drive_chain.coupling")
-    _check_sizes(source, joints or (actuated or None), gear_ratios, drive_gains, coupling)
-    defaults = IdentificationConfig()
-    terms = DriveTerms(
-        rotor_inertia=reader.flag("drive_terms.rotor_inertia", defaults.drive_terms.rotor_inertia),
-        viscous_friction=reader.flag("drive_terms.viscous_friction", defaults.drive_terms.viscous_friction),
-        coulomb_friction=reader.flag("drive_terms.coulomb_friction", defaults.drive_terms.coulomb_friction),
-        offset=reader.flag("drive_terms.offset", defaults.drive_terms.offset),
-    )
-    return IdentificationConfig(
-        joints=joints,
-        gear_ratios=gear_ratios,
-        drive_gains=drive_gains,
-        coupling=coupling,
-        drive_terms=terms,
-        position_cutoff_hz=reader.real(
-            "signal.position_cutoff_hz", defaults.position_cutoff_hz, minimum=0.0, inclusive=True, maximum=10000.0
-        ),
-        decimation=reader.integer("signal.decimation", defaults.decimation, minimum=0, maximum=1000),
-        velocity=reader.choice("signal.velocity", _velocity_default(reader, defaults.velocity), VELOCITY_SOURCES),
-        stamps=reader.choice("signal.stamps", defaults.stamps, STAMP_SOURCES),
-        rate_hz=reader.real("signal.rate_hz", defaults.rate_hz, minimum=0.0, inclusive=True, maximum=100000.0),
-        min_speed_rad_s=reader.real(
-            "signal.min_speed_rad_s", defaults.min_speed_rad_s, minimum=0.0, inclusive=True, maximum=100.0
-        ),
-        gap_factor=reader.real("signal.gap_factor", defaults.gap_factor, minimum=1.0, maximum=1e6),
-        model=reader.choice("estimation.model", defaults.model, MODELS),
-        method=reader.choice("estimation.method", defaults.method, METHODS),
-        reduction=reader.choice("estimation.reduction", defaults.reduction, REDUCTIONS),
-        r_sigma=reader.real("estimation.r_sigma", defaults.r_sigma, minimum=0.0, maximum=1e6),
-        e_tol=reader.real("estimation.e_tol", defaults.e_tol, minimum=0.0, maximum=10.0),
-        consistency=reader.flag("estimation.consistency", defaults.consistency),
-        prior=reader.real("estimation.prior", defaults.prior, minimum=0.0, inclusive=True, maximum=1e3),
-        uncertainty=reader.choice("estimation.uncertainty", defaults.uncertainty, UNCERTAINTIES),
-        window_s=reader.real("window.window_s", defaults.window_s, minimum=0.0, maximum=3600.0),
-        window_reduction=reader.choice("window.reduction", defaults.window_reduction, REDUCTIONS),
-        update_period_s=reader.real("window.update_period_s", defaults.update_period_s, minimum=0.0, maximum=3600.0),
-        max_condition_number=reader.real(
-            "window.max_condition_number", defaults.max_condition_number, minimum=0.0, maximum=1e12
-        ),
-        max_relative_error=reader.real("window.max_relative_error", defaults.max_relative_error, minimum=0.0),
-        min_motion_rad=reader.real("window.min_motion_rad", defaults.min_motion_rad, minimum=0.0, inclusive=True),
-        friction_motion_rad=reader.real(
-            "window.friction_motion_rad", defaults.friction_motion_rad, minimum=0.0, inclusive=True
-        ),
-        refactor_every=reader.integer("window.refactor_every", defaults.refactor_every, minimum=1, maximum=100000),
-        stick_periods=reader.integer("window.stick_periods", defaults.stick_periods, minimum=0, maximum=1000),
-        min_samples=reader.integer("estimation.min_samples", defaults.min_samples, minimum=1, maximum=10**9),
-        joint_states_topic=reader.text("topics.joint_states", defaults.joint_states_topic),
-        currents_topic=reader.text("topics.motor_currents", defaults.currents_topic),
-        effort_is_torque=reader.flag("topics.effort_is_torque", defaults.effort_is_torque),
-        effort_limits=reader.numbers("limits.effort"),
-        acceleration_limits=reader.numbers("limits.acceleration"),
-        jerk_limits=reader.numbers("limits.jerk"),
-        effort_factor=reader.real("plausibility.effort_factor", defaults.effort_factor, minimum=1.0, inclusive=True),
-        mass_factor=reader.real("plausibility.mass_factor", defaults.mass_factor, minimum=1.0, inclusive=True),
+    _check_sizes(source, config.joints or (actuated or None), config.gear_ratios, config.drive_gains, config.coupling)
+    return replace(
+        config,
+        joint_states_topic=_absolute(reader.text("topics.joint_states")),
+        currents_topic=_absolute(reader.text("topics.motor_currents")),
         loop_closures=closures,
         actuated_joints=actuated,
     )
 
 
-def _closed_loop(
-    parameters: Mapping[str, Any], reader: _Reader, source: str
-) -> tuple[tuple[LoopClosure, ...], tuple[str, ...]]:
+def _closed_loop(reader: SettingsReader, source: str) -> tuple[tuple[LoopClosure, ...], tuple[str, ...]]:
     """``robot.loop_closures`` and ``robot.actuated_joints``; both empty for a serial robot.
 
     The closures come as dotted parameters ``robot.loop_closures.<name>.<key>`` (what a ROS
-    parameter file holds) or as one list ``robot.loop_closures`` (a plain YAML file).
+    parameter file holds) or as one list ``robot.loop_closures`` (a plain YAML file); the
+    settings schema reads both (:meth:`~dynamic_identification.io.settings.SettingsReader.closures`).
     """
-    listed = parameters.get("robot.loop_closures")
-    named: dict[str, dict[str, Any]] = {}
-    for key, value in parameters.items():
-        if not key.startswith(LOOP_CLOSURE_PREFIX):
-            continue
-        name, dot, field_name = key[len(LOOP_CLOSURE_PREFIX) :].rpartition(".")
-        if not dot or not name:
-            raise DataError(
-                f"{key} in {source} must be a closure {{frame_a, frame_b, type}}, got {brief(value)}"
-                " (robot.loop_closures.<name>.frame_a, …)"
-            )
-        named.setdefault(name, {})[field_name] = value
-    if listed not in (None, []) and named:
-        raise DataError(f"robot.loop_closures in {source} is given both as a list and as named closures")
+    given = reader.closures("robot.loop_closures")
     actuated = reader.names("robot.actuated_joints") or ()
-    if not named and listed in (None, []):
+    if given is None:
         if actuated:
             raise DataError(
                 f"robot.actuated_joints in {source} describes a closed-loop robot: give robot.loop_closures too"
             )
         return (), ()
     try:
-        closures = loop_closures_from_config(named or listed)
+        closures = loop_closures_from_config(given)
     except IdentificationError as error:
         raise DataError(f"{source}: {error}") from error
     if not actuated:
@@ -895,141 +605,6 @@ def _check_sizes(
         raise DataError(f"sizes disagree in {source}: {sizes} (one entry, or coupling row, per joint)")
 
 
-@dataclass(frozen=True)
-class _Reader:
-    """Typed access to flat parameters with errors naming the source, key and value."""
-
-    parameters: Mapping[str, Any]
-    source: str
-
-    def _fail(self, key: str, value: Any, expected: str) -> DataError:
-        return DataError(f"{key} in {self.source} must be {expected}, got {brief(value)}")
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.parameters.get(key, default)
-        if not isinstance(value, bool):
-            raise self._fail(key, value, "true or false")
-        return value
-
-    def real(
-        self,
-        key: str,
-        default: float,
-        *,
-        minimum: float,
-        inclusive: bool = False,
-        maximum: float = math.inf,
-        least: float = -math.inf,
-    ) -> float:
-        value = self.parameters.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self._fail(key, value, "a number")
-        try:
-            number = float(value)
-        except OverflowError:
-            raise self._fail(key, value, f"at most {maximum:g}") from None
-        below = number < minimum if inclusive else number <= minimum
-        if not math.isfinite(number) or below:
-            raise self._fail(key, value, f"finite and {'>=' if inclusive else '>'} {minimum:g}")
-        if number > maximum:
-            raise self._fail(key, value, f"at most {maximum:g}")
-        if number < least:
-            raise self._fail(key, value, f"at least {least:g}")
-        return number
-
-    def integer(self, key: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
-        value = self.parameters.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, value, "an integer")
-        if value < minimum:
-            raise self._fail(key, value, f">= {minimum}")
-        if maximum is not None and value > maximum:
-            raise self._fail(key, value, f"at most {maximum}")
-        return value
-
-    def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
-        value = self.parameters.get(key, default)
-        if not isinstance(value, str) or value not in choices:
-            raise self._fail(key, value, f"one of {list(choices)}")
-        return str(value)
-
-    def text(self, key: str, default: str) -> str:
-        value = self.parameters.get(key, default)
-        if not isinstance(value, str) or not value.strip():
-            raise self._fail(key, value, "a non-empty string")
-        return value
-
-    def names(self, key: str) -> tuple[str, ...] | None:
-        value = self.parameters.get(key)
-        if value is None or value == [] or value == [""]:
-            return None
-        if not isinstance(value, list) or not all(isinstance(name, str) and name for name in value):
-            raise self._fail(key, value, "a list of joint names")
-        if len(set(value)) != len(value):
-            raise self._fail(key, value, "a list of distinct joint names")
-        return tuple(value)
-
-    def numbers(self, key: str) -> tuple[float, ...] | None:
-        value = self.parameters.get(key)
-        if value is None or value == []:
-            return None
-        if not isinstance(value, list) or not all(_is_real(item) for item in value):
-            raise self._fail(key, value, "a list of finite numbers")
-        return tuple(float(item) for item in value)
-
-    def matrix(self, key: str) -> tuple[tuple[float, ...], ...] | None:
-        value = self.parameters.get(key)
-        if value is None or value == []:
-            return None
-        expected = "a square matrix: n×n finite numbers, row by row, or a list of rows"
-        if not isinstance(value, list):
-            raise self._fail(key, value, expected)
-        if all(isinstance(row, list) for row in value):
-            rows = value
-        else:
-            size = math.isqrt(len(value))
-            if size * size != len(value):
-                raise self._fail(key, value, expected)
-            rows = [value[i * size : (i + 1) * size] for i in range(size)]
-        if any(len(row) != len(rows) or not all(_is_real(item) for item in row) for row in rows):
-            raise self._fail(key, value, expected)
-        return tuple(tuple(float(item) for item in row) for row in rows)
-
-
-def _is_real(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-
-
-EXCITATION_KEYS: dict[str, str] = {
-    "mode": "fourier | segmented | process",
-    "fundamental_hz": "Fourier fundamental frequency, Hz (> 0)",
-    "harmonics": "number of Fourier harmonics n_h (>= 1)",
-    "periods": "repetitions of the trajectory (>= 1)",
-    "rate_hz": "sampling of the planned trajectory, Hz (> 0)",
-    "position_margin_rad": "distance kept from the URDF position limits, rad (>= 0)",
-    "velocity_scale": "fraction of the URDF velocity limits allowed, (0, 1]",
-    "acceleration_scale": "fraction of the acceleration limits allowed, (0, 1]",
-    "acceleration_limits": "acceleration limits per joint, rad/s² (default 4 /s × velocity limit)",
-    "jerk_scale": "fraction of the jerk limits allowed, (0, 1]",
-    "effort_scale": "fraction of the effort limits a planned motion may need, (0, 1]",
-    "interpolation_tolerance_rad": "largest distance of the controller's interpolation from the plan, rad (> 0)",
-    "parameters_file": "identified parameter YAML whose torques are checked (default the URDF's nominal model)",
-    "optimise": "optimise the Fourier coefficients for the condition number",
-    "time_budget_s": "wall-time budget of the optimisation, s (> 0)",
-    "max_evaluations": "most cost evaluations of the optimisation (0: the time budget alone)",
-    "seed": "random seed (>= 0)",
-    "workspace_lower": "restricted workspace: lower joint positions, rad",
-    "workspace_upper": "restricted workspace: upper joint positions, rad",
-    "box_min": "end-effector box lower corner x, y, z in the base frame, m",
-    "box_max": "end-effector box upper corner x, y, z in the base frame, m",
-    "frame": "end-effector frame for the box and the process trajectories",
-    "process": "pick_and_place | square",
-    "cycles": "pick-and-place cycles or square laps (>= 1)",
-}
-"""Excitation settings: parameters of the ``excitation`` node block of a configuration file,
-read by the node and by ``dynid excite``."""
-
-
 def excitation_settings_from_parameters(
     parameters: Mapping[str, Any], *, source: str = "parameters", mode: str | None = None
 ) -> ExcitationSettings:
@@ -1045,47 +620,15 @@ def excitation_settings_from_parameters(
     DataError
         Naming ``source``, the key and the bad value.
     """
-    reader = _Reader(parameters, source)
-    defaults = ExcitationSettings()
-    frame = parameters.get("frame")
+    reader = SettingsReader({**parameters, **({"mode": mode} if mode else {})}, source, DYNID_EXCITE)
     try:
-        settings = ExcitationSettings(
-            mode=mode or reader.choice("mode", defaults.mode, MODES),  # type: ignore[arg-type]
-            fundamental_hz=reader.real(
-                "fundamental_hz", defaults.fundamental_hz, minimum=0.0, least=1e-4, maximum=100.0
-            ),
-            harmonics=reader.integer("harmonics", defaults.harmonics, minimum=1, maximum=100),
-            periods=reader.integer("periods", defaults.periods, minimum=1, maximum=10000),
-            rate_hz=reader.real("rate_hz", defaults.rate_hz, minimum=0.0, least=1.0, maximum=10000.0),
-            position_margin_rad=reader.real(
-                "position_margin_rad", defaults.position_margin_rad, minimum=0.0, inclusive=True
-            ),
-            velocity_scale=reader.real("velocity_scale", defaults.velocity_scale, minimum=0.0),
-            acceleration_scale=reader.real("acceleration_scale", defaults.acceleration_scale, minimum=0.0),
-            acceleration_limits=reader.numbers("acceleration_limits") or reader.numbers("limits.acceleration"),
-            jerk_scale=reader.real("jerk_scale", defaults.jerk_scale, minimum=0.0),
-            jerk_limits=reader.numbers("limits.jerk"),
-            effort_scale=reader.real("effort_scale", defaults.effort_scale, minimum=0.0),
-            effort_limits=reader.numbers("limits.effort"),
-            interpolation_tolerance_rad=reader.real(
-                "interpolation_tolerance_rad", defaults.interpolation_tolerance_rad, minimum=0.0
-            ),
-            optimise=reader.flag("optimise", defaults.optimise),
-            time_budget_s=reader.real("time_budget_s", defaults.time_budget_s, minimum=0.0, maximum=3600.0),
-            max_evaluations=reader.integer("max_evaluations", defaults.max_evaluations, minimum=0, maximum=10**9),
-            seed=reader.integer("seed", defaults.seed, minimum=0, maximum=2**31 - 1),
-            workspace_lower=reader.numbers("workspace_lower"),
-            workspace_upper=reader.numbers("workspace_upper"),
-            box_min=reader.numbers("box_min"),
-            box_max=reader.numbers("box_max"),
-            frame=None if frame in (None, "") else reader.text("frame", ""),
-            process=reader.choice("process", defaults.process, PROCESSES),  # type: ignore[arg-type]
-            cycles=reader.integer("cycles", defaults.cycles, minimum=1, maximum=10000),
-        )
+        settings = reader.build(ExcitationSettings, core_first=True)
+    except DataError:
+        raise
     except IdentificationError as error:
-        if isinstance(error, DataError):
-            raise
         raise DataError(f"excitation settings in {source}: {error}") from error
+    if settings.acceleration_limits is None:
+        settings = replace(settings, acceleration_limits=reader.numbers("limits.acceleration"))
     check_trajectory_size(settings, source=source)
     return settings
 
@@ -1120,6 +663,5 @@ def check_trajectory_size(settings: ExcitationSettings, *, source: str = "parame
 
 def load_excitation_settings(path: str | os.PathLike[str] | None, *, mode: str | None = None) -> ExcitationSettings:
     """Excitation settings of a configuration file (``/**`` and ``excitation`` blocks); ``None``: defaults."""
-    if path is None:
-        return ExcitationSettings() if mode is None else ExcitationSettings(mode=mode)  # type: ignore[arg-type]
-    return excitation_settings_from_parameters(ros_parameters(path, "excitation"), source=str(path), mode=mode)
+    parameters = {} if path is None else ros_parameters(path, "excitation")
+    return excitation_settings_from_parameters(parameters, source=str(path or "the defaults"), mode=mode)

@@ -229,26 +229,20 @@ def standard_parameters_section(
 
 
 def window_signal_settings(settings: WindowSettings, *, position_cutoff_hz: float = math.nan) -> SignalSettings:
-    """The :class:`SignalSettings` the sliding window filters with: its fields of the same name.
+    """The :class:`SignalSettings` the sliding window filters with: its ``signal`` settings as the window uses them.
 
-    Generic on purpose: a signal setting the window gains is carried over without
-    listing it here (``rate_hz`` 0, the window's "median rate", is ``None``). What the
-    window does not decide is fixed to what it does: the stamps as recorded, the
-    velocities differentiated, and ``position_cutoff_hz`` (when finite) the cut-off it
-    chose from its first data.
+    What the window does not decide is fixed to what it does: the stamps as recorded, the
+    velocities differentiated, ``rate_hz`` 0 (the window's "median rate") ``None``, and
+    ``position_cutoff_hz`` (when finite) the cut-off it chose from its first data.
     """
-    values: dict[str, Any] = {
-        item.name: getattr(settings, item.name)
-        for item in dataclasses.fields(SignalSettings)
-        if hasattr(settings, item.name)
-    }
-    if "rate_hz" in values and not values["rate_hz"]:
-        values["rate_hz"] = None
-    values.setdefault("stamps", "recorded")
-    values.setdefault("velocity", "differentiated")
-    if math.isfinite(position_cutoff_hz):
-        values["position_cutoff_hz"] = position_cutoff_hz
-    return SignalSettings(**values)
+    signal = settings.signal
+    return dataclasses.replace(
+        signal,
+        stamps="recorded",
+        velocity="differentiated",
+        rate_hz=signal.rate_hz or None,
+        position_cutoff_hz=position_cutoff_hz if math.isfinite(position_cutoff_hz) else signal.position_cutoff_hz,
+    )
 
 
 def _robot_keys(robot: RobotModel) -> dict[str, Any]:
@@ -366,8 +360,9 @@ def window_parameter_file(
     stamp
         ``stamp`` of the file, s; default the update's data time ``update.time_s``.
     settings
-        The window's settings, stored whole (``settings.window``) with the signal settings
-        they imply (``settings.signal``, :func:`window_signal_settings`); ``None`` stores none.
+        The window's settings, stored whole: its signal settings as the window used them
+        (``settings.signal``, :func:`window_signal_settings`), the others as ``settings.window``;
+        ``None`` stores none.
     closed_loop
         The closed-loop model when ``robot`` is its opened tree (see :func:`identified_parameter_file`).
 
@@ -388,7 +383,7 @@ def window_parameter_file(
             "signal": dataclasses.asdict(
                 window_signal_settings(settings, position_cutoff_hz=update.position_cutoff_hz)
             ),
-            "window": dataclasses.asdict(settings),
+            "window": {key: value for key, value in dataclasses.asdict(settings).items() if key != "signal"},
         }
     )
     return ParameterFile.create(

@@ -127,7 +127,10 @@ class Recording:
         return Recording(
             time=self.time,
             joint_names=tuple(wanted),
-            **{kind: _columns(getattr(self, kind), index) for kind in COLUMN_KINDS},
+            position=self.position[:, index],
+            velocity=_columns(self.velocity, index),
+            effort=_columns(self.effort, index),
+            current=_columns(self.current, index),
         )
 
     def rows(self, index: int | slice | Sequence[int] | np.ndarray) -> Recording:
@@ -137,7 +140,10 @@ class Recording:
         return Recording(
             time=self.time[index],
             joint_names=self.joint_names,
-            **{kind: _rows(getattr(self, kind), index) for kind in COLUMN_KINDS},
+            position=self.position[index],
+            velocity=_rows(self.velocity, index),
+            effort=_rows(self.effort, index),
+            current=_rows(self.current, index),
         )
 
     def joint_torques(self, drive_chain: DriveChain | None = None) -> np.ndarray:
@@ -186,12 +192,12 @@ def recording_from_arrays(
     if effort is None and current is None:
         raise DataError("a recording needs effort (N·m) or current (A), got neither")
     recording = Recording(
-        time=time,
-        joint_names=_joint_list(joint_names),
-        position=position,
-        velocity=velocity,
-        effort=effort,
-        current=current,
+        time=np.asarray(time),
+        joint_names=tuple(_joint_list(joint_names)),
+        position=np.asarray(position),
+        velocity=_optional_array(velocity),
+        effort=_optional_array(effort),
+        current=_optional_array(current),
     )
     if recording.n_samples < _MIN_ROWS:
         raise DataError(f"a recording needs at least {_MIN_ROWS} samples, got {recording.n_samples}")
@@ -432,6 +438,10 @@ def _joint_list(joint_names: Sequence[str]) -> list[str]:
     if not names:
         raise DataError("joint_names is empty")
     return names
+
+
+def _optional_array(value: Sequence[Sequence[float]] | np.ndarray | None) -> np.ndarray | None:
+    return None if value is None else np.asarray(value)
 
 
 def _columns(array: np.ndarray | None, index: np.ndarray) -> np.ndarray | None:

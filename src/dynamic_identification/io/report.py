@@ -1078,7 +1078,7 @@ def _coverage_table(data: ReportData, covered: list[Coverage]) -> str:
         groups.append((_e(series.name), 4))
     rows = []
     for j, joint in enumerate(data.joints):
-        lower, upper = data.lower_limits[j], data.upper_limits[j]  # type: ignore[index]
+        lower, upper = data.lower_limits[j], data.upper_limits[j]
         limits = (
             f"{_number(lower, '.4g')} … {_number(upper, '.4g')}"
             if np.isfinite(lower) and np.isfinite(upper)
@@ -1088,7 +1088,7 @@ def _coverage_table(data: ReportData, covered: list[Coverage]) -> str:
             f"<td>{_e(joint)}</td>",
             f'<td class="num">{_e(limits)}</td>',
             f'<td class="num">{_e(_number(data.velocity_limits[j], ".4g"))}</td>',
-        ]  # type: ignore[index]
+        ]
         for cover in covered:
             if not np.isfinite(cover.q_min[j]):
                 cells.append('<td class="none" colspan="4">no position data</td>')

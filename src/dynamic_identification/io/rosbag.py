@@ -141,7 +141,7 @@ def read_recording_bag(
             base_ns = stamp_ns
         stamp_s = (stamp_ns - base_ns) / NS_PER_S
         if topic == joint_states_topic:
-            position = _field(message, "position", index, where, required="positions (rad)")
+            position = _required_field(message, "position", index, where, "positions (rad)")
             velocity = _field(message, "velocity", index, where)
             effort = _field(message, "effort", index, where, required="joint torques (N·m)" if effort_is_torque else "")
             all_velocities = all_velocities and velocity is not None
@@ -150,7 +150,7 @@ def read_recording_bag(
             last_ns = stamp_ns
             samples += aligner.add_joint_state(stamp_s, position, velocity, effort if effort_is_torque else None)
         else:
-            currents = _field(message, "effort", index, where, required="motor currents (A)")
+            currents = _required_field(message, "effort", index, where, "motor currents (A)")
             samples += aligner.add_currents(stamp_s, currents)
     _check_dropped(aligner, counts[joint_states_topic], f"joint states on {joint_states_topic} in {bag}")
     if base_ns is None or not samples:
@@ -254,6 +254,14 @@ def _joint_index(
             f" which names {list(message_names)}"
         )
     return np.array([column[name] for name in joint_names], dtype=int)
+
+
+def _required_field(message: Any, field: str, index: np.ndarray, where: str, what: str) -> np.ndarray:
+    """:func:`_field` of a field the recording cannot do without (``what`` says what it holds)."""
+    values = _field(message, field, index, where, required=what)
+    if values is None:  # _field raises first; kept for the type checker
+        raise DataError(f"{where} has no {field} values ({what})")
+    return values
 
 
 def _field(message: Any, field: str, index: np.ndarray, where: str, *, required: str = "") -> np.ndarray | None:

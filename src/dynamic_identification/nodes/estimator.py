@@ -48,9 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -69,236 +68,63 @@ from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.stamps import Stamp, classify_stamp
-from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters, is_closed_loop_key
 from dynamic_identification.io.outcome import configured_closed_loop_consistency, configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
-from dynamic_identification.nodes.conversions import arrays_from_joint_state, time_message
-from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import CLOSED_LOOP_PARAMETERS, ParameterSpec, declare_closed_loop
-from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.conversions import arrays_from_joint_state
+from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
-DIAGNOSTICS_PERIOD_S = 1.0
 WORKER_POLL_S = 0.02
 """The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
 
 SAMPLES_QOS = sensor_qos(2000)
 """``SENSOR_QOS`` with a 2 s history at 1 kHz, so a briefly busy executor loses no sample."""
 
-_DEFAULTS = IdentificationConfig()
+NODE = "estimator"
 
 
 @dataclass(frozen=True)
 class EstimatorConfig:
     """The node's parameters, read once at start.
 
-    ``joints`` empty means every 1-DoF joint of the URDF; ``identification`` holds the
-    ``drive_chain.*``, ``drive_terms.*``, ``signal.*``, ``estimation.*`` and
-    ``window.*`` parameters as set (units as in :data:`~dynamic_identification.io.config.CONFIG_KEYS`).
+    ``urdf`` empty means the shipped arm, ``joints`` unset every 1-DoF joint of the URDF;
+    ``identification`` holds the ``drive_chain.*``, ``drive_terms.*``, ``signal.*``,
+    ``estimation.*``, ``window.*``, ``limits.*`` and ``plausibility.*`` parameters as set
+    (units as in :data:`~dynamic_identification.io.config.CONFIG_KEYS`).
     """
 
-    urdf: str
-    joints: tuple[str, ...] = ()
-    input_topic: str = "recorder/samples"
-    parameters_topic: str = "estimator/parameters"
-    parameters_file: str = ""
+    urdf: str = setting_field("urdf", NODE)
+    joints: tuple[str, ...] | None = setting_field("joints", NODE)
+    input_topic: str = setting_field("input_topic", NODE)
+    parameters_topic: str = setting_field("parameters_topic", NODE)
+    parameters_file: str = setting_field("parameters_file", NODE)
     identification: tuple[tuple[str, object], ...] = ()
     closed_loop: tuple[tuple[str, object], ...] = ()
     """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
-_NODE_PARAMETERS = (
-    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
-    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "identified joints; unset = all 1-DoF joints"),
-    ParameterSpec("input_topic", "recorder/samples", Parameter.Type.STRING, "JointState samples (effort in N.m)"),
-    ParameterSpec(
-        "parameters_topic", "estimator/parameters", Parameter.Type.STRING, "std_msgs/String parameter YAML output"
-    ),
-    ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML written atomically; empty = none"),
-)
-
-_IDENTIFICATION_PARAMETERS = (
-    ParameterSpec(
-        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
-    ),
-    *(
-        ParameterSpec(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"identify the {text} per joint")
-        for term, text in (
-            ("rotor_inertia", "rotor inertia Ia"),
-            ("viscous_friction", "viscous friction Fv"),
-            ("coulomb_friction", "Coulomb friction Fc"),
-            ("offset", "torque offset"),
-        )
-    ),
-    ParameterSpec(
-        "signal.position_cutoff_hz",
-        _DEFAULTS.position_cutoff_hz,
-        Parameter.Type.DOUBLE,
-        "zero-phase position low-pass cut-off, Hz; 0 = from the first 5 s of data",
-        floating=(0.0, 10000.0),
-    ),
-    ParameterSpec(
-        "signal.decimation",
-        _DEFAULTS.decimation,
-        Parameter.Type.INTEGER,
-        "parallel decimation factor; 0 = automatic",
-        integer=(0, 1000),
-    ),
-    ParameterSpec(
-        "signal.rate_hz",
-        _DEFAULTS.rate_hz,
-        Parameter.Type.DOUBLE,
-        "uniform grid rate, Hz; 0 = median step of the first samples",
-        floating=(0.0, 100000.0),
-    ),
-    ParameterSpec(
-        "signal.min_speed_rad_s",
-        _DEFAULTS.min_speed_rad_s,
-        Parameter.Type.DOUBLE,
-        "leave out a joint's equations below this speed, rad/s",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "signal.gap_factor",
-        _DEFAULTS.gap_factor,
-        Parameter.Type.DOUBLE,
-        "a stamp step longer than this many periods restarts the window's grid (never interpolated)",
-        floating=(1.0001, 1e9),
-    ),
-    ParameterSpec(
-        "estimation.e_tol",
-        _DEFAULTS.e_tol,
-        Parameter.Type.DOUBLE,
-        "sensitivity reduction: allowed growth of each joint's relative error (0.05 = 5 %)",
-        floating=(1e-6, 10.0),
-    ),
-    ParameterSpec(
-        "estimation.r_sigma",
-        _DEFAULTS.r_sigma,
-        Parameter.Type.DOUBLE,
-        "essential parameters: largest allowed ratio of %sigma",
-        floating=(1.0, 1e6),
-    ),
-    ParameterSpec(
-        "estimation.consistency",
-        _DEFAULTS.consistency,
-        Parameter.Type.BOOL,
-        "publish the physically consistent estimate nearest to the window's data (Wensing 2018)",
-    ),
-    ParameterSpec(
-        "estimation.prior",
-        _DEFAULTS.prior,
-        Parameter.Type.DOUBLE,
-        "box half-width around the URDF's link inertias, parameter scales; 0 = none",
-        floating=(0.0, 1000.0),
-    ),
-    ParameterSpec(
-        "estimation.uncertainty",
-        _DEFAULTS.uncertainty,
-        Parameter.Type.STRING,
-        "hac | white: sigma of time-correlated residuals (Newey & West 1987) or of [Gautier2013] eq. (18)",
-    ),
-    ParameterSpec(
-        "window.window_s", _DEFAULTS.window_s, Parameter.Type.DOUBLE, "window length, s of data", floating=(0.1, 3600.0)
-    ),
-    ParameterSpec(
-        "window.update_period_s",
-        _DEFAULTS.update_period_s,
-        Parameter.Type.DOUBLE,
-        "data time between updates, s (<= window_s)",
-        floating=(0.01, 3600.0),
-    ),
-    ParameterSpec(
-        "window.reduction", _DEFAULTS.window_reduction, Parameter.Type.STRING, "sensitivity | essential | none"
-    ),
-    ParameterSpec(
-        "window.max_condition_number",
-        _DEFAULTS.max_condition_number,
-        Parameter.Type.DOUBLE,
-        "quality gate: largest condition number of the reduced model",
-        floating=(1.0, 1e12),
-    ),
-    ParameterSpec(
-        "window.max_relative_error",
-        _DEFAULTS.max_relative_error,
-        Parameter.Type.DOUBLE,
-        "quality gate: largest ||rho||/||Y||",
-        floating=(1e-9, 1e3),
-    ),
-    ParameterSpec(
-        "window.min_motion_rad",
-        _DEFAULTS.min_motion_rad,
-        Parameter.Type.DOUBLE,
-        "quality gate: some joint must travel this far in the window, rad",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "window.friction_motion_rad",
-        _DEFAULTS.friction_motion_rad,
-        Parameter.Type.DOUBLE,
-        "friction forced essential when every joint travels this far in the window, rad",
-        floating=(0.0, 100.0),
-    ),
-    ParameterSpec(
-        "window.refactor_every",
-        _DEFAULTS.refactor_every,
-        Parameter.Type.INTEGER,
-        "updates between recomputing the normal equations from the stored rows",
-        integer=(1, 100000),
-    ),
-    ParameterSpec(
-        "window.stick_periods",
-        _DEFAULTS.stick_periods,
-        Parameter.Type.INTEGER,
-        "decimation periods left out around a slow sample (10: the decimation filter's support)",
-        integer=(0, 1000),
-    ),
-    ParameterSpec("limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits, N.m; unset = the URDF's"),
-    ParameterSpec(
-        "limits.acceleration",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "acceleration limits, rad/s^2; unset = 4/s times the URDF velocity limit",
-    ),
-    ParameterSpec(
-        "plausibility.effort_factor",
-        _DEFAULTS.effort_factor,
-        Parameter.Type.DOUBLE,
-        "gate: predicted torques and drive terms within this many effort limits",
-        floating=(1.0, 1e6),
-    ),
-    ParameterSpec(
-        "plausibility.mass_factor",
-        _DEFAULTS.mass_factor,
-        Parameter.Type.DOUBLE,
-        "gate: inertial parameters within what this many URDF masses produce",
-        floating=(1.0, 1e6),
-    ),
-)
+_PARAMETERS = node_parameters(NODE)
 
 
 def declare_and_read(node: Node) -> EstimatorConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values = declare_parameters(node, _NODE_PARAMETERS)
-    identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
-    closed_loop = declare_closed_loop(node, CLOSED_LOOP_PARAMETERS)
-    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    reader = read_parameters(node, NODE, _PARAMETERS)
+    config = reader.build(EstimatorConfig)
     return replace(
-        EstimatorConfig(urdf=urdf),
-        **values,
-        identification=tuple(sorted(identification.items())),
-        closed_loop=tuple(sorted(closed_loop.items())),
+        config,
+        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        identification=reader.set_among(
+            lambda key: key in CONFIG_KEYS and key != "joints" and not is_closed_loop_key(key)
+        ),
+        closed_loop=reader.set_among(is_closed_loop_key),
     )
 
 
@@ -325,7 +151,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     if config.closed_loop:
         return _closed_loop_setup(config)
     try:
-        robot = load_robot(config.urdf, list(config.joints) or None)
+        robot = load_robot(config.urdf, list(config.joints or ()) or None)
     except IdentificationError as error:
         raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
     flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
@@ -354,7 +180,7 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
     flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
     flat.update(dict(config.closed_loop))
     try:
-        parsed = config_from_parameters({"joints": list(config.joints), **flat}, source="estimator parameters")
+        parsed = config_from_parameters({"joints": list(config.joints or ()), **flat}, source="estimator parameters")
         model = parsed.closed_loop_model(config.urdf)
         drive_chain = parsed.drive_chain(model.n_actuated)
         settings = parsed.window_settings()
@@ -390,7 +216,7 @@ class EstimatorNode(GuardedNode):
     """Sliding-window identification of the samples on ``input_topic`` (see the module docstring)."""
 
     def __init__(self, *, node_name: str = "estimator", **kwargs: object) -> None:
-        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        super().__init__(node_name, **kwargs)
         # Created first, started last: destroy_node works even when a parameter error stops __init__.
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -439,11 +265,10 @@ class EstimatorNode(GuardedNode):
         self._event = ""
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self.start_diagnostics(self.diagnostic_status)
         self._worker.start()
         self.get_logger().info(
             f"estimating {len(self._names)} joints of {self.config.urdf} from {self.config.input_topic}:"
@@ -518,7 +343,7 @@ class EstimatorNode(GuardedNode):
             self._estimator.reset()
             self._set_status(None, event="window cleared by ~/reset", failure="")
         self.get_logger().info("window cleared by ~/reset")
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         return Trigger.Response(success=True, message="window cleared")
 
     def _drain(self) -> list[tuple[float, np.ndarray, np.ndarray]]:
@@ -570,7 +395,7 @@ class EstimatorNode(GuardedNode):
                 self._set_status(update, failure="")
                 updated = True
         if updated:
-            self._publish_diagnostics()
+            self.publish_diagnostics()
 
     def _feed_until_due(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
         """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
@@ -690,19 +515,7 @@ class EstimatorNode(GuardedNode):
             level, message = DiagnosticStatus.OK, "publishing"
         else:
             level, message = DiagnosticStatus.WARN, f"no update: {reason}"
-        return DiagnosticStatus(
-            level=level,
-            name="estimator",
-            message=message,
-            hardware_id="",
-            values=[KeyValue(key=key, value=value) for key, value in values.items()],
-        )
-
-    def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.guard_report(self.diagnostic_status())]
-        self._diagnostics.publish(array)
+        return status_message(level, "estimator", message, values)
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -67,10 +66,15 @@ from dynamic_identification.core.excitation.safety import (
     resample,
     stop_ramp,
 )
-from dynamic_identification.core.excitation.settings import MODES, PROCESSES, ExcitationSettings
+from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.io.config import check_trajectory_size, config_from_parameters
+from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
+from dynamic_identification.io.config import (
+    config_from_parameters,
+    excitation_settings_from_parameters,
+    is_closed_loop_key,
+)
 from dynamic_identification.io.parameters import identified_closed_loop_torque_model, identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
@@ -78,243 +82,67 @@ from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     implausible_joint_state,
     joint_trajectory_message,
-    time_message,
 )
-from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import CLOSED_LOOP_PARAMETERS, ParameterSpec, declare_closed_loop
-from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
-NODE_MODES: tuple[str, ...] = (*MODES, "file")
+NODE_MODES: tuple[str, ...] = NODE_EXCITATION_MODES
 START_LEAD_S = 0.1
 """Playback starts this long after ``~/start``, so the first chunk reaches the controller in time."""
 REST_VELOCITY_FRACTION = 0.05
 """``~/start`` refuses while a joint moves faster than this fraction of its velocity limit."""
-DIAGNOSTICS_PERIOD_S = 1.0
 
-_SETTINGS = ExcitationSettings()
-_SETTING_NAMES = tuple(field.name for field in fields(ExcitationSettings) if field.name != "mode")
+NODE = "excitation"
 
 
 @dataclass(frozen=True)
 class ExcitationConfig:
-    """The node's parameters, read once at start (units as in the ROS parameter descriptions).
+    """The node's parameters, read once at start (units and ranges: the settings schema).
 
-    ``joints`` empty means every 1-DoF joint of the URDF; ``None`` for an optional
-    array means "not set" (see :class:`~dynamic_identification.core.excitation.plan.ExcitationSettings`).
+    ``urdf`` empty means the shipped arm, ``joints`` unset every 1-DoF joint of the URDF;
+    ``settings`` are the planner's (the node's parameters of
+    :data:`~dynamic_identification.io.config.EXCITATION_KEYS`, read as ``dynid excite`` reads
+    them), ``drive_chain_parameters`` the ``drive_chain.*`` and ``drive_terms.*`` parameters
+    as set (shared ``/**`` block of the config).
     """
 
-    urdf: str
-    joints: tuple[str, ...] = ()
-    mode: str = "fourier"
-    file: str = ""
-    fundamental_hz: float = _SETTINGS.fundamental_hz
-    harmonics: int = _SETTINGS.harmonics
-    periods: int = _SETTINGS.periods
-    rate_hz: float = _SETTINGS.rate_hz
-    position_margin_rad: float = _SETTINGS.position_margin_rad
-    velocity_scale: float = _SETTINGS.velocity_scale
-    acceleration_scale: float = _SETTINGS.acceleration_scale
-    acceleration_limits: tuple[float, ...] | None = None
-    jerk_scale: float = _SETTINGS.jerk_scale
-    jerk_limits: tuple[float, ...] | None = None
-    effort_scale: float = _SETTINGS.effort_scale
-    effort_limits: tuple[float, ...] | None = None
-    interpolation_tolerance_rad: float = _SETTINGS.interpolation_tolerance_rad
-    parameters_file: str = ""
-    optimise: bool = _SETTINGS.optimise
-    time_budget_s: float = _SETTINGS.time_budget_s
-    seed: int = _SETTINGS.seed
-    workspace_lower: tuple[float, ...] | None = None
-    workspace_upper: tuple[float, ...] | None = None
-    box_min: tuple[float, ...] | None = None
-    box_max: tuple[float, ...] | None = None
-    frame: str | None = None
-    process: str = _SETTINGS.process
-    cycles: int = _SETTINGS.cycles
-    output_topic: str = "joint_trajectory"
-    stream_rate_hz: float = 10.0
-    horizon_s: float = 1.0
-    stale_timeout_s: float = 0.5
-    autostart: bool = False
+    urdf: str = setting_field("urdf", NODE)
+    joints: tuple[str, ...] | None = setting_field("joints", NODE)
+    mode: str = setting_field("mode", NODE)
+    file: str = setting_field("file", NODE)
+    output_topic: str = setting_field("output_topic", NODE)
+    stream_rate_hz: float = setting_field("stream_rate_hz", NODE)
+    horizon_s: float = setting_field("horizon_s", NODE)
+    stale_timeout_s: float = setting_field("stale_timeout_s", NODE)
+    autostart: bool = setting_field("autostart", NODE)
+    parameters_file: str = setting_field("parameters_file", NODE)
+    settings: ExcitationSettings = field(default_factory=ExcitationSettings)
     drive_chain_parameters: tuple[tuple[str, object], ...] = ()
-    """``drive_chain.*`` and ``drive_terms.*`` parameters as set (shared ``/**`` block of the config)."""
     closed_loop: tuple[tuple[str, object], ...] = ()
     """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
-_PARAMETERS = (
-    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF of the robot; empty = the shipped dynid_arm6.urdf"),
-    ParameterSpec("joints", None, Parameter.Type.STRING_ARRAY, "joints to excite; unset = all 1-DoF joints"),
-    ParameterSpec("mode", "fourier", Parameter.Type.STRING, "fourier | segmented | process | file"),
-    ParameterSpec("file", "", Parameter.Type.STRING, "trajectory CSV played in mode 'file' (dynid excite --out)"),
-    ParameterSpec(
-        "fundamental_hz",
-        _SETTINGS.fundamental_hz,
-        Parameter.Type.DOUBLE,
-        "Fourier fundamental frequency, Hz",
-        floating=(1e-4, 100.0),
-    ),
-    ParameterSpec("harmonics", _SETTINGS.harmonics, Parameter.Type.INTEGER, "Fourier harmonics", integer=(1, 100)),
-    ParameterSpec(
-        "periods", _SETTINGS.periods, Parameter.Type.INTEGER, "repetitions of the trajectory", integer=(1, 10000)
-    ),
-    ParameterSpec(
-        "rate_hz",
-        _SETTINGS.rate_hz,
-        Parameter.Type.DOUBLE,
-        "trajectory sampling (point spacing), Hz",
-        floating=(1.0, 10000.0),
-    ),
-    ParameterSpec(
-        "position_margin_rad",
-        _SETTINGS.position_margin_rad,
-        Parameter.Type.DOUBLE,
-        "distance kept from each URDF position limit, rad",
-        floating=(0.0, 3.2),
-    ),
-    ParameterSpec(
-        "velocity_scale",
-        _SETTINGS.velocity_scale,
-        Parameter.Type.DOUBLE,
-        "fraction of the URDF velocity limits allowed, (0, 1]",
-        floating=(0.0, 1.0),
-    ),
-    ParameterSpec(
-        "acceleration_scale",
-        _SETTINGS.acceleration_scale,
-        Parameter.Type.DOUBLE,
-        "fraction of the acceleration limits allowed, (0, 1]",
-        floating=(0.0, 1.0),
-    ),
-    ParameterSpec(
-        "acceleration_limits",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "acceleration limits per joint, rad/s^2; unset = 4/s times the velocity limit",
-    ),
-    ParameterSpec(
-        "jerk_scale",
-        _SETTINGS.jerk_scale,
-        Parameter.Type.DOUBLE,
-        "fraction of the jerk limits allowed, (0, 1]",
-        floating=(0.0, 1.0),
-    ),
-    ParameterSpec(
-        "effort_scale",
-        _SETTINGS.effort_scale,
-        Parameter.Type.DOUBLE,
-        "fraction of the effort limits a planned motion may need, (0, 1]",
-        floating=(0.0, 1.0),
-    ),
-    ParameterSpec(
-        "interpolation_tolerance_rad",
-        _SETTINGS.interpolation_tolerance_rad,
-        Parameter.Type.DOUBLE,
-        "largest distance between the controller's interpolation and the planned motion, rad",
-        floating=(1e-6, 0.1),
-    ),
-    ParameterSpec(
-        "parameters_file",
-        "",
-        Parameter.Type.STRING,
-        "identified parameter YAML whose torques are checked against the effort limits; empty = URDF nominal",
-    ),
-    ParameterSpec("optimise", _SETTINGS.optimise, Parameter.Type.BOOL, "fourier: optimise the condition number"),
-    ParameterSpec(
-        "time_budget_s",
-        _SETTINGS.time_budget_s,
-        Parameter.Type.DOUBLE,
-        "fourier: optimisation time budget, s",
-        floating=(1e-3, 3600.0),
-    ),
-    ParameterSpec(
-        "seed", _SETTINGS.seed, Parameter.Type.INTEGER, "seed of random coefficients", integer=(0, 2**31 - 1)
-    ),
-    ParameterSpec(
-        "workspace_lower", None, Parameter.Type.DOUBLE_ARRAY, "narrower lower joint limits, rad; unset = URDF"
-    ),
-    ParameterSpec(
-        "workspace_upper", None, Parameter.Type.DOUBLE_ARRAY, "narrower upper joint limits, rad; unset = URDF"
-    ),
-    ParameterSpec(
-        "box_min", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box lower corner [x, y, z], m; unset = none"
-    ),
-    ParameterSpec(
-        "box_max", None, Parameter.Type.DOUBLE_ARRAY, "end-effector box upper corner [x, y, z], m; unset = none"
-    ),
-    ParameterSpec("frame", "", Parameter.Type.STRING, "frame kept in the box / moved by processes; empty = last link"),
-    ParameterSpec("process", _SETTINGS.process, Parameter.Type.STRING, "process mode: pick_and_place | square"),
-    ParameterSpec(
-        "cycles", _SETTINGS.cycles, Parameter.Type.INTEGER, "process mode: cycles or laps", integer=(1, 10000)
-    ),
-    ParameterSpec("output_topic", "joint_trajectory", Parameter.Type.STRING, "JointTrajectory command topic"),
-    ParameterSpec(
-        "stream_rate_hz", 10.0, Parameter.Type.DOUBLE, "rate of published trajectory chunks, Hz", floating=(0.1, 1000.0)
-    ),
-    ParameterSpec(
-        "horizon_s", 1.0, Parameter.Type.DOUBLE, "duration of the points of one chunk, s", floating=(0.01, 60.0)
-    ),
-    ParameterSpec(
-        "stale_timeout_s",
-        0.5,
-        Parameter.Type.DOUBLE,
-        "joint states older than this by their header stamp or arrival (node clock) refuse ~/start, s",
-        floating=(0.001, 60.0),
-    ),
-    ParameterSpec("autostart", False, Parameter.Type.BOOL, "start once the plan is ready and joint states arrive"),
-)
-
-_LIMIT_PARAMETERS = (
-    ParameterSpec("limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "joint torque limits, N.m; unset = the URDF's"),
-    ParameterSpec(
-        "limits.acceleration",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "acceleration limits, rad/s^2 (acceleration_limits wins); unset = 4/s times the velocity limit",
-    ),
-    ParameterSpec(
-        "limits.jerk", None, Parameter.Type.DOUBLE_ARRAY, "jerk limits, rad/s^3; unset = 50/s times the acceleration"
-    ),
-)
-
-_DRIVE_PARAMETERS = (
-    ParameterSpec(
-        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: gear ratios; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: N.m/A; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "fourier optimisation: n x n row-major coupling"
-    ),
-    *(
-        ParameterSpec(f"drive_terms.{term}", True, Parameter.Type.BOOL, f"fourier optimisation: model {term}")
-        for term in ("rotor_inertia", "viscous_friction", "coulomb_friction", "offset")
-    ),
-)
+_PARAMETERS = node_parameters(NODE)
 
 
 def declare_and_read(node: Node) -> ExcitationConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values = declare_parameters(node, _PARAMETERS)
-    limits = declare_parameters(node, _LIMIT_PARAMETERS)
-    drive = declare_parameters(node, _DRIVE_PARAMETERS)
-    closed_loop = declare_closed_loop(node, CLOSED_LOOP_PARAMETERS)
-    values["effort_limits"] = limits.get("limits.effort")
-    values["jerk_limits"] = limits.get("limits.jerk")
-    if values.get("acceleration_limits") is None:
-        values["acceleration_limits"] = limits.get("limits.acceleration")
-    urdf = str(values.pop("urdf", "") or "") or str(shipped_path("urdf", DEFAULT_URDF_NAME))
-    values["frame"] = str(values.get("frame", "") or "") or None
+    reader = read_parameters(node, NODE, _PARAMETERS)
+    config = reader.build(ExcitationConfig)
+    settings = excitation_settings_from_parameters(
+        reader.parameters, source=reader.source, mode="fourier" if config.mode == "file" else config.mode
+    )
+    drive = reader.set_among(lambda key: key.startswith(("drive_chain.", "drive_terms.")))
     return replace(
-        ExcitationConfig(urdf=urdf),
-        **values,
-        drive_chain_parameters=tuple(sorted(drive.items())),
-        closed_loop=tuple(sorted(closed_loop.items())),
+        config,
+        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        settings=settings,
+        drive_chain_parameters=drive,
+        closed_loop=reader.set_among(is_closed_loop_key),
     )
 
 
@@ -343,14 +171,8 @@ class ExcitationSetup:
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     """Validate ``config``; ``ValueError`` names the bad parameter."""
-    if config.mode not in NODE_MODES:
-        raise ValueError(f"parameter 'mode' must be one of {list(NODE_MODES)}, got {config.mode!r}")
-    if config.process not in PROCESSES:
-        raise ValueError(f"parameter 'process' must be one of {list(PROCESSES)}, got {config.process!r}")
     if config.mode == "file" and not config.file:
         raise ValueError("parameter 'file' must name a trajectory CSV in mode 'file'")
-    if not config.output_topic:
-        raise ValueError("parameter 'output_topic' must not be empty")
     if not config.horizon_s > 1.0 / config.stream_rate_hz:
         raise ValueError(
             f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
@@ -359,9 +181,10 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     if config.closed_loop:
         return _closed_loop_setup(config)
     try:
-        robot = load_robot(config.urdf, list(config.joints) or None)
+        robot = load_robot(config.urdf, list(config.joints or ()) or None)
     except IdentificationError as error:
         raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+    settings = config.settings
     for name in (
         "workspace_lower",
         "workspace_upper",
@@ -371,28 +194,17 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         "box_min",
         "box_max",
     ):
-        value = getattr(config, name)
+        value = getattr(settings, name)
         size = 3 if name.startswith("box") else robot.n_joints
         if value is not None and len(value) != size:
             raise ValueError(f"parameter '{name}' needs {size} values, got {list(value)}")
     try:
-        settings = ExcitationSettings(
-            mode="fourier" if config.mode == "file" else config.mode,  # type: ignore[arg-type]
-            **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
-        )
         limits = settings.limits(robot)
-        check_trajectory_size(settings, source="the excitation parameters")
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
         shared = config_from_parameters(
-            {
-                "joints": list(robot.joint_names),
-                **{
-                    key: list(value) if isinstance(value, tuple) else value
-                    for key, value in config.drive_chain_parameters
-                },
-            },
+            {"joints": list(robot.joint_names), **dict(config.drive_chain_parameters)},
             source="excitation parameters",
         )
         drive_chain = shared.drive_chain(robot.n_joints)
@@ -424,11 +236,8 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
     try:
         shared = config_from_parameters(
             {
-                "joints": list(config.joints),
-                **{
-                    key: list(value) if isinstance(value, tuple) else value
-                    for key, value in config.drive_chain_parameters
-                },
+                "joints": list(config.joints or ()),
+                **dict(config.drive_chain_parameters),
                 **dict(config.closed_loop),
             },
             source="excitation parameters",
@@ -436,12 +245,8 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
         model = shared.closed_loop_model(config.urdf)
         robot = load_robot(config.urdf, model.actuated_joint_names)
         drive_chain = shared.drive_chain(model.n_actuated)
-        settings = ExcitationSettings(
-            mode="fourier",
-            **{name: getattr(config, name) for name in _SETTING_NAMES if hasattr(config, name)},
-        )
+        settings = replace(config.settings, mode="fourier")
         limits = ClosedLoopLimits.from_settings(model, settings)
-        check_trajectory_size(settings, source="the excitation parameters")
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
     torques = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
@@ -658,7 +463,7 @@ class ExcitationNode(GuardedNode):
     """Plans an excitation trajectory and streams it to a ``JointTrajectory`` controller on request."""
 
     def __init__(self, *, node_name: str = "excitation", **kwargs: object) -> None:
-        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        super().__init__(node_name, **kwargs)
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.robot = setup.robot
@@ -678,12 +483,11 @@ class ExcitationNode(GuardedNode):
         self._joint_state_error: str | None = None
         self._autostarted = False
         self._trajectory = self.create_publisher(JointTrajectory, self.config.output_topic, COMMAND_QOS)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(1.0 / self.config.stream_rate_hz, self._on_stream)
-        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self.start_diagnostics(self.diagnostic_status, stamp_ns=self._now_ns)
         self._planner = threading.Thread(
             target=self._run_planner, args=(setup,), name="excitation_planner", daemon=True
         )
@@ -776,7 +580,7 @@ class ExcitationNode(GuardedNode):
     def _refuse(self, reason: str) -> Trigger.Response:
         self._refusal = reason
         self.get_logger().warning(f"not starting: {reason}")
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         return Trigger.Response(success=False, message=reason)
 
     def _measured_rest_position(self, now_ns: int) -> tuple[np.ndarray | None, str]:
@@ -861,7 +665,7 @@ class ExcitationNode(GuardedNode):
         with self._lock:
             self._state = "running"
         self._publish_chunk(now_ns)
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         message = f"playing {plan.description}, {motion.duration_s:.3f} s with ramps"
         self.get_logger().info(message)
         return Trigger.Response(success=True, message=message)
@@ -887,7 +691,7 @@ class ExcitationNode(GuardedNode):
         self._trajectory.publish(
             joint_trajectory_message(self._names, motion.time, motion.q, motion.dq, motion.ddq, stamp_ns=now_ns)
         )
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         message = f"stopping within {motion.duration_s:.3f} s"
         self.get_logger().info(message)
         return Trigger.Response(success=True, message=message)
@@ -925,7 +729,7 @@ class ExcitationNode(GuardedNode):
             with self._lock:
                 self._state = "idle"
             self.get_logger().info("excitation finished" if not playback.stopping else "stopped at rest")
-            self._publish_diagnostics()
+            self.publish_diagnostics()
             return
         if not playback.stopping:
             self._publish_chunk(now_ns)
@@ -957,19 +761,7 @@ class ExcitationNode(GuardedNode):
             for quantity in ("position", "velocity", "acceleration"):
                 usage = getattr(plan.usage, quantity)
                 values[f"max_{quantity}_usage"] = f"{float(np.max(usage)):.4f}"
-        return DiagnosticStatus(
-            level=level,
-            name="excitation",
-            message=message,
-            hardware_id="",
-            values=[KeyValue(key=key, value=value) for key, value in values.items()],
-        )
-
-    def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.guard_report(self.diagnostic_status())]
-        self._diagnostics.publish(array)
+        return status_message(level, "excitation", message, values)
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -17,13 +17,11 @@ actuated ones, whose desired motion is completed through the closures to give
 ``τ_act = J_tᵀ τ_tree`` plus the drive terms (a trajectory may also name the passive
 joints; their points are ignored). It is loaded
 from ``parameters_file`` at start, and every message on ``parameters_topic``
-replaces it (the topic carries the latest estimate). The desired ``q, q̇, q̈`` are
-interpolated from the trajectory's points at the node clock's time
-(:func:`~dynamic_identification.core.excitation.trajectory.interpolate_trajectory`, from
-``header.stamp``; 0 means "on receipt"), the way ``joint_trajectory_controller``
-does; after the last point the node keeps publishing the feedforward of that point
-at rest (gravity and offsets), as the controller keeps holding it. Joints a
-trajectory leaves out hold their previous desired position.
+replaces it (the topic carries the latest estimate). The desired ``q, q̇, q̈`` come from
+the trajectories as ``joint_trajectory_controller`` follows them, at the node clock's time
+(:mod:`~dynamic_identification.nodes.follower`, shared with ``sim_robot``); after the last
+point the node keeps publishing the feedforward of that point at rest (gravity and
+offsets), as the controller keeps holding it.
 
 Nothing is published while disabled, before the first parameters, or before the
 first trajectory; ``/diagnostics`` says which.
@@ -39,197 +37,64 @@ overflow is refused on load.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters, parse_parameters
 from dynamic_identification.nodes.conversions import (
-    NS_PER_S,
     float64_multi_array,
     require_known_joints,
-    time_message,
-    trajectory_points,
 )
-from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
-from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.follower import DesiredMotion, next_motion
+from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
 from dynamic_identification.nodes.runner import run_node
 
-DIAGNOSTICS_PERIOD_S = 1.0
+NODE = "feedforward"
 
 
 @dataclass(frozen=True)
 class FeedforwardConfig:
-    """The node's parameters, read once at start (units as in the ROS parameter descriptions)."""
+    """The node's parameters, read once at start (units and ranges: the settings schema)."""
 
-    parameters_file: str = ""
-    parameters_topic: str = "estimator/parameters"
-    trajectory_topic: str = "joint_trajectory"
-    output_topic: str = "feedforward/effort"
-    rate_hz: float = 500.0
-    enabled: bool = True
-    friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING
-    urdf: str = ""
-    effort_limits: tuple[float, ...] | None = None
-    acceleration_limits: tuple[float, ...] | None = None
+    parameters_file: str = setting_field("parameters_file", NODE)
+    parameters_topic: str = setting_field("parameters_topic", NODE)
+    trajectory_topic: str = setting_field("trajectory_topic", NODE)
+    output_topic: str = setting_field("output_topic", NODE)
+    rate_hz: float = setting_field("rate_hz", NODE)
+    enabled: bool = setting_field("enabled", NODE)
+    friction_smoothing: float = setting_field("friction_smoothing", NODE)
+    urdf: str = setting_field("urdf", NODE)
+    effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
+    acceleration_limits: tuple[float, ...] | None = setting_field("limits.acceleration")
 
 
-_PARAMETERS = (
-    ParameterSpec("parameters_file", "", Parameter.Type.STRING, "parameter YAML loaded at start; empty = none"),
-    ParameterSpec(
-        "parameters_topic",
-        "estimator/parameters",
-        Parameter.Type.STRING,
-        "std_msgs/String parameter YAML input (latched); empty = use parameters_file only",
-    ),
-    ParameterSpec("trajectory_topic", "joint_trajectory", Parameter.Type.STRING, "desired JointTrajectory input"),
-    ParameterSpec("output_topic", "feedforward/effort", Parameter.Type.STRING, "Float64MultiArray torque output"),
-    ParameterSpec("rate_hz", 500.0, Parameter.Type.DOUBLE, "publishing rate, Hz", floating=(1.0, 10000.0)),
-    ParameterSpec("enabled", True, Parameter.Type.BOOL, "publish at start (~/enable, ~/disable switch it)"),
-    ParameterSpec(
-        "friction_smoothing",
-        DEFAULT_FRICTION_SMOOTHING,
-        Parameter.Type.DOUBLE,
-        "k of the Coulomb feedforward Fc tanh(k dq), s/rad ([Volkmann2020]: 1000)",
-        floating=(1e-3, 1e9),
-    ),
-    ParameterSpec("urdf", "", Parameter.Type.STRING, "URDF instead of the one the parameters name; empty = theirs"),
-)
-
-_LIMIT_PARAMETERS = (
-    ParameterSpec(
-        "limits.effort", None, Parameter.Type.DOUBLE_ARRAY, "torque clamp per joint, N.m; unset = the URDF's effort"
-    ),
-    ParameterSpec(
-        "limits.acceleration",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "desired accelerations beyond these are refused, rad/s^2; unset = 4/s times the URDF velocity limit",
-    ),
-)
+_PARAMETERS = node_parameters(NODE)
 
 
 def declare_and_read(node: Node) -> FeedforwardConfig:
-    """Declare every parameter with its descriptor and read them once into a config."""
-    values = declare_parameters(node, _PARAMETERS)
-    limits = declare_parameters(node, _LIMIT_PARAMETERS)
-    return replace(
-        FeedforwardConfig(),
-        **values,
-        effort_limits=limits.get("limits.effort"),
-        acceleration_limits=limits.get("limits.acceleration"),
-    )
-
-
-def validate(config: FeedforwardConfig) -> None:
-    """``ValueError`` naming the parameter when ``config`` cannot work."""
-    if not config.trajectory_topic:
-        raise ValueError("parameter 'trajectory_topic' must not be empty")
-    if not config.output_topic:
-        raise ValueError("parameter 'output_topic' must not be empty")
-    if not config.rate_hz > 0.0:
-        raise ValueError(f"parameter 'rate_hz' must be > 0, got {config.rate_hz}")
-    if not config.friction_smoothing > 0.0:
-        raise ValueError(f"parameter 'friction_smoothing' must be > 0, got {config.friction_smoothing}")
-
-
-@dataclass(frozen=True)
-class DesiredMotion:
-    """The motion being commanded: held positions and the latest trajectory, by joint name.
-
-    ``times_s``, ``positions``, ... are the trajectory's points for the joints
-    ``moving`` (indices into ``joints``); other joints hold ``held``.
-    """
-
-    joints: tuple[str, ...]
-    held: np.ndarray
-    start_ns: int
-    moving: np.ndarray
-    times_s: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray | None
-    accelerations: np.ndarray | None
-
-    def at(self, stamp_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Desired ``q, q̇, q̈`` of every joint of :attr:`joints` at ``stamp_ns``."""
-        q = self.held.copy()
-        dq = np.zeros_like(q)
-        ddq = np.zeros_like(q)
-        t = (stamp_ns - self.start_ns) / NS_PER_S
-        q[self.moving], dq[self.moving], ddq[self.moving] = interpolate_trajectory(
-            self.times_s, self.positions, self.velocities, self.accelerations, t
-        )
-        return q, dq, ddq
-
-    def ended(self, stamp_ns: int) -> bool:
-        return (stamp_ns - self.start_ns) / NS_PER_S >= float(self.times_s[-1])
-
-
-def next_motion(previous: DesiredMotion | None, message: JointTrajectory, now_ns: int) -> DesiredMotion:
-    """The motion after receiving ``message`` at ``now_ns`` (node clock).
-
-    Joints the message leaves out hold their desired position of ``previous``;
-    when the first point lies after ``time_from_start`` 0, the trajectory starts
-    from the desired state of ``previous`` at the start time, as
-    ``joint_trajectory_controller`` does.
-
-    Raises
-    ------
-    DataError
-        If the message is malformed (names, times, sizes).
-    """
-    known = previous.joints if previous is not None else ()
-    joints = known + tuple(name for name in message.joint_names if name not in known)
-    points = trajectory_points(message, joints)
-    start_ns = points.start_ns if points.start_ns > 0 else now_ns
-    held = np.zeros(len(joints))
-    q0 = dq0 = ddq0 = None
-    if previous is not None:
-        old_q, old_dq, old_ddq = previous.at(start_ns)
-        held[: len(known)] = old_q
-        q0, dq0, ddq0 = (np.concatenate([x, np.zeros(len(joints) - len(known))]) for x in (old_q, old_dq, old_ddq))
-    held[points.joints] = points.positions[-1]
-    times, positions = points.times_s, points.positions
-    velocities, accelerations = points.velocities, points.accelerations
-    if times[0] > 0.0 and previous is not None and np.all(points.joints < len(known)):
-        index = points.joints
-        times = np.concatenate([[0.0], times])
-        positions = np.vstack([q0[index], positions])
-        velocities = None if velocities is None else np.vstack([dq0[index], velocities])
-        accelerations = None if accelerations is None else np.vstack([ddq0[index], accelerations])
-    return DesiredMotion(
-        joints=joints,
-        held=held,
-        start_ns=start_ns,
-        moving=points.joints,
-        times_s=times,
-        positions=positions,
-        velocities=velocities,
-        accelerations=accelerations,
-    )
+    """Declare every parameter with its descriptor and read them once into a config (checked: the schema)."""
+    return read_parameters(node, NODE, _PARAMETERS).build(FeedforwardConfig)
 
 
 class FeedforwardNode(GuardedNode):
     """Publishes the identified model's torques for the desired trajectory."""
 
     def __init__(self, *, node_name: str = "feedforward", **kwargs: object) -> None:
-        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        super().__init__(node_name, **kwargs)
         self.config = declare_and_read(self)
-        validate(self.config)
         self._model: FeedforwardModel | ClosedLoopFeedforwardModel | None = None
         self._source = ""
         self._stamp = 0.0
@@ -249,14 +114,13 @@ class FeedforwardNode(GuardedNode):
             except IdentificationError as error:
                 raise ValueError(f"parameter 'parameters_file': {error}") from error
         self._effort = self.create_publisher(Float64MultiArray, self.config.output_topic, COMMAND_QOS)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if self.config.parameters_topic:
             self.create_subscription(String, self.config.parameters_topic, self._on_parameters, LATCHED_QOS)
         self.create_subscription(JointTrajectory, self.config.trajectory_topic, self._on_trajectory, COMMAND_QOS)
         self.create_service(Trigger, "~/enable", self._on_enable)
         self.create_service(Trigger, "~/disable", self._on_disable)
         self.create_timer(1.0 / self.config.rate_hz, self._on_timer)
-        self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics)
+        self.start_diagnostics(self.diagnostic_status, stamp_ns=self._now_ns)
         sources = " and ".join(s for s in (self.config.parameters_file, self.config.parameters_topic) if s)
         state = "enabled" if self._enabled else "disabled"
         self.get_logger().info(
@@ -353,7 +217,7 @@ class FeedforwardNode(GuardedNode):
         state = "enabled" if enabled else "disabled"
         if changed:
             self.get_logger().info(f"feedforward {state}")
-        self._publish_diagnostics()
+        self.publish_diagnostics()
         return Trigger.Response(success=True, message=state if changed else f"already {state}")
 
     def _on_enable(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
@@ -441,19 +305,7 @@ class FeedforwardNode(GuardedNode):
             level, message = DiagnosticStatus.WARN, "; ".join(["publishing", *problems])
         else:
             level, message = DiagnosticStatus.OK, "publishing"
-        return DiagnosticStatus(
-            level=level,
-            name="feedforward",
-            message=message,
-            hardware_id="",
-            values=[KeyValue(key=key, value=value) for key, value in values.items()],
-        )
-
-    def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = time_message(max(self._now_ns(), 0))
-        array.status = [self.guard_report(self.diagnostic_status())]
-        self._diagnostics.publish(array)
+        return status_message(level, "feedforward", message, values)
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -23,20 +23,39 @@ from __future__ import annotations
 import inspect
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock
 from rclpy.node import Node
+from rclpy.service import Service
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 
 from dynamic_identification.core.errors import shorten
+from dynamic_identification.nodes.conversions import time_message
 
 LOG_PERIOD_S = 5.0
 """After the first failure of a callback, at most one log line per this many seconds (s)."""
 
 RECENT_S = 10.0
 """A failure this recent (s) raises the node's diagnostics to ERROR."""
+
+DIAGNOSTICS_PERIOD_S = 1.0
+"""A node publishes its status on ``/diagnostics`` this often (s)."""
+
+
+def status_message(level: int, name: str, message: str, values: Mapping[str, str]) -> DiagnosticStatus:
+    """A ``DiagnosticStatus`` of ``values`` (key → text); :meth:`GuardedNode.guard_report` names it after the node."""
+    return DiagnosticStatus(
+        level=level,
+        name=name,
+        message=message,
+        hardware_id="",
+        values=[KeyValue(key=key, value=value) for key, value in values.items()],
+    )
 
 
 @dataclass
@@ -198,14 +217,43 @@ class GuardedNode(Node):
             status.message = shorten(f"{label} refused {last.count} inputs: {last.last_error}; {status.message}")
         return status
 
+    # -- diagnostics -------------------------------------------------------------------------------
+
+    def start_diagnostics(
+        self,
+        status: Callable[[], DiagnosticStatus],
+        *,
+        stamp_ns: Callable[[], int] | None = None,
+        period_s: float | None = DIAGNOSTICS_PERIOD_S,
+        clock: Clock | None = None,
+    ) -> None:
+        """Publish ``status()`` with the guard's report on ``/diagnostics`` every ``period_s`` (``None``: only on
+        :meth:`publish_diagnostics`), stamped ``stamp_ns()`` (default the node clock) and timed on ``clock``."""
+        self._diagnostics_status = status
+        self._diagnostics_stamp_ns = stamp_ns or (lambda: int(self.get_clock().now().nanoseconds))
+        self._diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        if period_s is not None:
+            self.create_timer(period_s, self.publish_diagnostics, clock=clock)
+
+    def publish_diagnostics(self) -> None:
+        """Publish the node's status now (see :meth:`start_diagnostics`)."""
+        array = DiagnosticArray()
+        array.header.stamp = time_message(max(self._diagnostics_stamp_ns(), 0))
+        array.status = [self.guard_report(self._diagnostics_status())]
+        self._diagnostics_publisher.publish(array)
+
     # -- guarded factories (same signatures as rclpy's) ---------------------------------------------
 
-    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[..., Any], *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def, override]
+    def create_subscription(
+        self, msg_type: Any, topic: str, callback: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> Subscription:
         return super().create_subscription(
             msg_type, topic, self.guarded(f"subscription {topic}", callback), *args, **kwargs
         )
 
-    def create_service(self, srv_type: Any, srv_name: str, callback: Callable[..., Any], *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def, override]
+    def create_service(
+        self, srv_type: Any, srv_name: str, callback: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> Service:
         return super().create_service(
             srv_type,
             srv_name,
@@ -214,7 +262,9 @@ class GuardedNode(Node):
             **kwargs,
         )
 
-    def create_timer(self, timer_period_sec: float, callback: Callable[..., Any] | None, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def, override]
+    def create_timer(
+        self, timer_period_sec: float, callback: Callable[..., Any] | None, *args: Any, **kwargs: Any
+    ) -> Timer:
         if callback is not None:
             guarded = self.guarded(f"timer {getattr(callback, '__name__', 'callback')}", callback)
             if _takes_no_arguments(callback):

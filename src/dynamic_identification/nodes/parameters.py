@@ -1,8 +1,16 @@
-"""ROS parameters of the nodes: each declared once with a descriptor and read once.
+"""ROS parameters of the nodes: declared from the settings schema with a descriptor, read once.
 
-A node lists its parameters as :class:`ParameterSpec` (name, default, type,
-description with units, allowed range); :func:`declare_and_read` declares them
-read-only and returns the values that are set, ready for a frozen config dataclass.
+Each node declares the settings of :data:`~dynamic_identification.core.settings_schema.SETTINGS`
+that list it (:func:`node_parameters`): read-only, with a ``ParameterDescriptor`` holding the
+setting's description, unit, range (``ros2 param describe`` shows them) and choices.
+:func:`read_parameters` declares them and returns a
+:class:`~dynamic_identification.io.settings.SettingsReader` of the values set, which checks
+them against the same schema and builds the node's frozen config dataclass.
+
+A setting of :attr:`~dynamic_identification.core.settings_schema.Kind.CLOSURES`
+(``robot.loop_closures``) is a group of string parameters ``<key>.<name>.<field>`` whose
+names only the node's overrides tell (rcl refuses lists of mappings): each one given is
+declared, with the setting's descriptor, and read.
 """
 
 from __future__ import annotations
@@ -16,28 +24,65 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
+from dynamic_identification.io.settings import SettingsReader
+
+ROS_TYPES: dict[Kind, Parameter.Type] = {
+    Kind.BOOL: Parameter.Type.BOOL,
+    Kind.INTEGER: Parameter.Type.INTEGER,
+    Kind.DOUBLE: Parameter.Type.DOUBLE,
+    Kind.STRING: Parameter.Type.STRING,
+    Kind.NAMES: Parameter.Type.STRING_ARRAY,
+    Kind.NUMBERS: Parameter.Type.DOUBLE_ARRAY,
+    Kind.MATRIX: Parameter.Type.DOUBLE_ARRAY,
+    Kind.CLOSURES: Parameter.Type.STRING,
+}
+"""The ROS parameter type of each kind of setting (a matrix is flattened row by row, closures are strings
+``<key>.<name>.<field>``)."""
+
 
 @dataclass(frozen=True)
 class ParameterSpec:
-    """One node parameter; ``default=None`` declares it without a value (typed, unset)."""
+    """One node parameter: a setting of the schema; an unset default declares it typed, without a value."""
 
-    name: str
-    default: object
-    kind: Parameter.Type
-    description: str
-    floating: tuple[float, float] | None = None
-    integer: tuple[int, int] | None = None
+    setting: Setting
+
+    @property
+    def name(self) -> str:
+        return self.setting.key
+
+    @property
+    def kind(self) -> Parameter.Type:
+        return ROS_TYPES[self.setting.kind]
+
+    @property
+    def default(self) -> object:
+        """The default as rclpy takes it (a list for an array), ``None`` when unset."""
+        value = self.setting.default
+        return list(value) if isinstance(value, tuple) else value
 
     def descriptor(self) -> ParameterDescriptor:
-        """Read-only descriptor with the description and the allowed range."""
-        descriptor = ParameterDescriptor(description=self.description, read_only=True)
-        if self.floating is not None:
-            descriptor.floating_point_range = [
-                FloatingPointRange(from_value=self.floating[0], to_value=self.floating[1], step=0.0)
-            ]
-        if self.integer is not None:
-            descriptor.integer_range = [IntegerRange(from_value=self.integer[0], to_value=self.integer[1], step=0)]
+        """Read-only descriptor with the description and unit, the allowed range and the choices."""
+        item = self.setting
+        unit = f", {item.unit}" if item.unit else ""
+        descriptor = ParameterDescriptor(description=f"{item.description}{unit}", read_only=True)
+        if item.choices or item.exclusive:
+            descriptor.additional_constraints = f"one of {item.range_text()}" if item.choices else item.range_text()
+        if item.minimum is not None and item.maximum is not None:
+            if item.kind is Kind.DOUBLE:
+                descriptor.floating_point_range = [
+                    FloatingPointRange(from_value=float(item.minimum), to_value=float(item.maximum), step=0.0)
+                ]
+            elif item.kind is Kind.INTEGER:
+                descriptor.integer_range = [
+                    IntegerRange(from_value=int(item.minimum), to_value=int(item.maximum), step=0)
+                ]
         return descriptor
+
+
+def node_parameters(node_name: str) -> tuple[ParameterSpec, ...]:
+    """The parameters node ``node_name`` declares: its settings of the schema, in table order."""
+    return tuple(ParameterSpec(item) for item in settings_of(node_name))
 
 
 def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, object]:
@@ -48,6 +93,9 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
     """
     values: dict[str, object] = {}
     for spec in specs:
+        if spec.setting.kind is Kind.CLOSURES:
+            values.update(_declare_members(node, spec))
+            continue
         if spec.default is None:
             node.declare_parameter(spec.name, spec.kind, spec.descriptor())
         else:
@@ -61,40 +109,19 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
     return values
 
 
-LOOP_CLOSURE_PREFIX = "robot.loop_closures."
-
-CLOSED_LOOP_PARAMETERS = (
-    ParameterSpec(
-        "robot.actuated_joints",
-        None,
-        Parameter.Type.STRING_ARRAY,
-        "closed-loop robots: the motorised joints of the opened tree (with robot.loop_closures.<name>.*)",
-    ),
-)
-"""The closed-loop description ([Briot2012] §2) a node reads besides ``robot.loop_closures.<name>.<key>``."""
-
-
-def declare_closed_loop(node: Node, specs: Sequence[ParameterSpec] = CLOSED_LOOP_PARAMETERS) -> dict[str, object]:
-    """Declare and read a closed-loop robot's description: ``specs`` (:data:`CLOSED_LOOP_PARAMETERS`) and every
-    ``robot.loop_closures.<name>.{frame_a, frame_b, type}`` the node was given (strings).
-
-    A parameter file cannot hold a list of closures (rcl refuses lists of mappings), so each
-    closure is a named group of parameters whose names only the overrides tell; they are
-    declared read-only, with a description, as the node finds them. Empty for a serial robot.
-    """
-    values = declare_and_read(node, specs)
+def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
+    """Declare and read the members ``<key>.<name>.<field>`` of the :attr:`Kind.CLOSURES` setting of ``spec`` that
+    the node was given (none for a serial robot)."""
     # rclpy keeps a node's overrides (parameter file, launch, constructor) here; it has no public accessor.
     overrides = getattr(node, "_parameter_overrides", None) or {}
-    closures = [
-        ParameterSpec(
-            name,
-            None,
-            Parameter.Type.STRING,
-            "closed-loop robots: frame_a, frame_b (frames of the opened tree) or type (point | planar | 6d)"
-            " of a loop closure",
-        )
-        for name in sorted(overrides)
-        if name.startswith(LOOP_CLOSURE_PREFIX)
-    ]
-    values.update(declare_and_read(node, closures))
-    return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
+    values: dict[str, object] = {}
+    for name in sorted(overrides):
+        if group_member(name) == spec.setting:
+            node.declare_parameter(name, spec.kind, spec.descriptor())
+            values[name] = node.get_parameter(name).value
+    return values
+
+
+def read_parameters(node: Node, node_name: str, specs: Sequence[ParameterSpec]) -> SettingsReader:
+    """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema."""
+    return SettingsReader(declare_and_read(node, specs), f"the {node_name} parameters", node_name, ros=True)

@@ -19,7 +19,7 @@ torque in N·m, stamp = the joint state's) and ``/diagnostics`` at 1 Hz (message
 received and refused per topic, aligned, unaligned, rejected NaN/duplicate/out-of-order
 samples, the recording, and a warning naming any input topic silent for
 ``silent_timeout_s``). Nothing is lost silently: samples missing between stamps (a
-queue that overflowed: :class:`~dynamic_identification.core.streams.StampGaps`),
+queue that overflowed: :class:`~dynamic_identification.core.stamps.StampGaps`),
 refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
 samples are being lost or the recording lacks some (ERROR for malformed input), and
 ``~/stop`` names the losses of the recording. A message stamped 0 (a driver that does
@@ -45,15 +45,12 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.alignment import (
-    DEFAULT_MAX_DELAY_S,
-    DEFAULT_TOLERANCE_S,
     AlignedSample,
     StreamAligner,
     current_polynomial,
@@ -61,118 +58,54 @@ from dynamic_identification.core.alignment import (
 )
 from dynamic_identification.core.errors import IdentificationError, brief
 from dynamic_identification.core.model import DriveChain
-from dynamic_identification.core.stamps import NS_PER_S, jumped_back
-from dynamic_identification.core.streams import StampGaps
-from dynamic_identification.io.config import IdentificationConfig, config_from_parameters
+from dynamic_identification.core.settings_schema import setting_field
+from dynamic_identification.core.stamps import NS_PER_S, StampGaps, jumped_back
+from dynamic_identification.io.config import CONFIG_KEYS, IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     joint_state_message,
     stamp_to_ns,
-    time_message,
 )
-from dynamic_identification.nodes.guarded import GuardedNode
-from dynamic_identification.nodes.parameters import ParameterSpec
-from dynamic_identification.nodes.parameters import declare_and_read as declare_parameters
+from dynamic_identification.nodes.guarded import DIAGNOSTICS_PERIOD_S, GuardedNode, status_message
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
-
-DIAGNOSTICS_PERIOD_S = 1.0
-"""Diagnostics are published, and the recording file flushed, this often (s)."""
 
 STREAM_QOS = sensor_qos(1000)
 """``SENSOR_QOS`` with a 1 s history at 1 kHz, for both inputs and the aligned output."""
 
-_DEFAULTS = IdentificationConfig()
+NODE = "recorder"
 
 
 @dataclass(frozen=True)
 class RecorderConfig:
-    """The node's parameters, read once at start (units as in the ROS parameter descriptions).
+    """The node's parameters, read once at start (units and ranges: the settings schema).
 
-    ``identification`` holds the ``joints``, ``drive_chain.*`` and ``topics.*``
-    parameters as set, for :func:`~dynamic_identification.io.config.config_from_parameters`.
+    ``identification`` holds the parameters set that ``dynid`` reads too (``joints``,
+    ``drive_chain.*``, ``topics.effort_is_torque``), for
+    :func:`~dynamic_identification.io.config.config_from_parameters`.
     """
 
-    current_polynomial: tuple[float, ...] = ()
-    output_topic: str = "recorder/samples"
-    output_dir: str = "."
-    output_file: str = ""
-    tolerance_s: float = DEFAULT_TOLERANCE_S
-    max_delay_s: float = DEFAULT_MAX_DELAY_S
-    silent_timeout_s: float = 0.5
+    current_polynomial: tuple[float, ...] | None = setting_field("current_polynomial", NODE)
+    output_topic: str = setting_field("output_topic", NODE)
+    output_dir: str = setting_field("output_dir", NODE)
+    output_file: str = setting_field("output_file", NODE)
+    tolerance_s: float = setting_field("tolerance_s", NODE)
+    max_delay_s: float = setting_field("max_delay_s", NODE)
+    silent_timeout_s: float = setting_field("silent_timeout_s", NODE)
+    joint_states_topic: str = setting_field("topics.joint_states", NODE)
+    currents_topic: str = setting_field("topics.motor_currents", NODE)
     identification: tuple[tuple[str, object], ...] = ()
 
 
-_NODE_PARAMETERS = (
-    ParameterSpec(
-        "current_polynomial",
-        None,
-        Parameter.Type.DOUBLE_ARRAY,
-        "current to motor torque, [Swevers2002] eq. (4): [c0 N.m, c1 N.m/A, c2 N.m/A^2, c3 N.m/A^3] per motor,"
-        " motor by motor; unset = linear with drive_chain.drive_gains",
-    ),
-    ParameterSpec(
-        "output_topic", "recorder/samples", Parameter.Type.STRING, "aligned samples (effort in N.m); relative name"
-    ),
-    ParameterSpec("output_dir", ".", Parameter.Type.STRING, "directory of recording_<YYYYmmdd_HHMMSS>.csv files"),
-    ParameterSpec(
-        "output_file", "", Parameter.Type.STRING, "recording file name inside output_dir (no '..'); empty = dated"
-    ),
-    ParameterSpec(
-        "tolerance_s",
-        DEFAULT_TOLERANCE_S,
-        Parameter.Type.DOUBLE,
-        "largest distance of each bracketing current sample from a joint-state stamp, s",
-        floating=(1e-6, 1.0),
-    ),
-    ParameterSpec(
-        "max_delay_s",
-        DEFAULT_MAX_DELAY_S,
-        Parameter.Type.DOUBLE,
-        "longest wait of a joint state for its currents, s of stamp time",
-        floating=(1e-3, 10.0),
-    ),
-    ParameterSpec(
-        "silent_timeout_s",
-        0.5,
-        Parameter.Type.DOUBLE,
-        "an input topic without messages for this long is reported silent, s",
-        floating=(0.01, 3600.0),
-    ),
-)
-
-_IDENTIFICATION_PARAMETERS = (
-    ParameterSpec(
-        "joints", None, Parameter.Type.STRING_ARRAY, "recorded joints; unset = those of the first joint state"
-    ),
-    ParameterSpec(
-        "drive_chain.gear_ratios", None, Parameter.Type.DOUBLE_ARRAY, "motor rad per joint rad, per joint; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.drive_gains", None, Parameter.Type.DOUBLE_ARRAY, "motor torque constants, N.m/A; unset = 1"
-    ),
-    ParameterSpec(
-        "drive_chain.coupling", None, Parameter.Type.DOUBLE_ARRAY, "n x n row-major coupling; unset = identity"
-    ),
-    ParameterSpec("topics.joint_states", "joint_states", Parameter.Type.STRING, "JointState input; relative name"),
-    ParameterSpec(
-        "topics.motor_currents", "motor_currents", Parameter.Type.STRING, "JointState of currents (effort, A)"
-    ),
-    ParameterSpec(
-        "topics.effort_is_torque",
-        _DEFAULTS.effort_is_torque,
-        Parameter.Type.BOOL,
-        "joint states' effort is the joint torque (gz_ros2_control); no currents",
-    ),
-)
+_PARAMETERS = node_parameters(NODE)
 
 
 def declare_and_read(node: Node) -> RecorderConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    values = declare_parameters(node, _NODE_PARAMETERS)
-    identification = declare_parameters(node, _IDENTIFICATION_PARAMETERS)
-    return replace(RecorderConfig(), **values, identification=tuple(sorted(identification.items())))
+    reader = read_parameters(node, NODE, _PARAMETERS)
+    return replace(reader.build(RecorderConfig), identification=reader.set_among(CONFIG_KEYS.__contains__))
 
 
 @dataclass(frozen=True)
@@ -321,7 +254,7 @@ class RecorderNode(GuardedNode):
     """Aligns joint states with motor currents, publishes joint torques and records them (module docstring)."""
 
     def __init__(self, *, node_name: str = "recorder", **kwargs: object) -> None:
-        super().__init__(node_name, **kwargs)  # type: ignore[arg-type]
+        super().__init__(node_name, **kwargs)
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.identification = setup.identification
@@ -334,8 +267,8 @@ class RecorderNode(GuardedNode):
         self._published = 0
         self._overflowed = 0
         self._started = time.monotonic()
-        self._joint_states = _Input(self.identification.joint_states_topic)
-        self._currents = _Input(self.identification.currents_topic)
+        self._joint_states = _Input(self.config.joint_states_topic)
+        self._currents = _Input(self.config.currents_topic)
         self._recording: Path | None = None
         self._writer: RecordingWriter | None = None
         self._recording_refused = 0
@@ -344,7 +277,7 @@ class RecorderNode(GuardedNode):
         self._losses_at_start = Losses()
         self._losses_reported = Losses()
         self._samples = self.create_publisher(JointState, self.config.output_topic, STREAM_QOS)
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.start_diagnostics(self.diagnostic_status, period_s=None)
         # Names as resolved in the node's namespace, for the logs and diagnostics.
         subscription = self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
         self._joint_states.topic = subscription.topic_name
@@ -567,7 +500,8 @@ class RecorderNode(GuardedNode):
     def _on_timer(self) -> None:
         if self._writer is not None:
             self._writer.flush()
-        self._publish_diagnostics()
+        self.publish_diagnostics()
+        self._losses_reported = self.losses()  # the next report's "recent" starts here
 
     def losses(self) -> Losses:
         """Joint states lost so far, by cause (:class:`Losses`)."""
@@ -682,23 +616,10 @@ class RecorderNode(GuardedNode):
             message = f"recording to {recording}"
         else:
             message = "ok"
-        return DiagnosticStatus(
-            level=level,
-            name="recorder",
-            message=message,
-            hardware_id="",
-            values=[KeyValue(key=key, value=value) for key, value in values.items()],
-        )
+        return status_message(level, "recorder", message, values)
 
     def _source(self, topic: str) -> _Input:
         return self._joint_states if topic == self._joint_states.topic else self._currents
-
-    def _publish_diagnostics(self) -> None:
-        array = DiagnosticArray()
-        array.header.stamp = time_message(max(int(self.get_clock().now().nanoseconds), 0))
-        array.status = [self.guard_report(self.diagnostic_status())]
-        self._losses_reported = self.losses()  # the next report's "recent" starts here
-        self._diagnostics.publish(array)
 
 
 def main(args: Sequence[str] | None = None) -> None:

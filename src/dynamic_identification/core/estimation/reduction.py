@@ -62,9 +62,10 @@ from dynamic_identification.core.estimation.normal_equations import (
     weighted_normal_matrix,
 )
 from dynamic_identification.core.estimation.quality import relative_std_percent, sigma_ratio
+from dynamic_identification.core.settings_schema import REDUCTIONS
 
-METHODS = ("sensitivity", "essential", "none")
-"""Reduction methods accepted by :func:`reduce_parameters`."""
+METHODS: tuple[str, ...] = REDUCTIONS
+"""Reduction methods accepted by :func:`reduce_parameters` (the schema's choices of ``estimation.reduction``)."""
 
 NOT_IDENTIFIABLE = "not identifiable"
 LOW_SENSITIVITY = "low sensitivity"

@@ -61,18 +61,18 @@ from dynamic_identification.core.closed_loop import (
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
-    _fit_scales,
-    _gram,
-    _gram_condition,
-    _normalised_condition,
-    _period_grid,
+    fit_scales,
     fit_to_limits,
+    gram_condition,
+    gram_matrix,
+    normalised_condition,
+    period_grid,
 )
 from dynamic_identification.core.excitation.plan import (
     PLANNING_HEADROOM,
     PLANNING_RATE_HZ,
     ExcitationPlan,
-    _subsampled,
+    subsampled,
 )
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
@@ -653,7 +653,7 @@ def _finalise(
     """Fit to the actuated limits at :data:`~.safety.CHECK_RATE_HZ`, shrink until the closed-loop constraints
     hold on :data:`_FINAL_SAMPLES` points per period, verify them at 1 kHz, and describe."""
     model, limits = evaluator.model, evaluator.limits
-    grid = _period_grid(trajectory, max(int(np.ceil(trajectory.period_s * CHECK_RATE_HZ)), _FIT_SAMPLES))
+    grid = period_grid(trajectory, max(int(np.ceil(trajectory.period_s * CHECK_RATE_HZ)), _FIT_SAMPLES))
     fitted = fit_to_limits(trajectory, limits.actuated, samples=grid.shape[0])
     offsets = fitted.offsets
     where = f"around the offset pose q_a = {np.round(offsets, 4).tolist()} rad"
@@ -665,7 +665,7 @@ def _finalise(
         q, dq, ddq = fitted.evaluate(times)
         return _from_rest(q - offsets, dq, ddq)
 
-    coarse = oscillation(_period_grid(fitted, _FINAL_SAMPLES))
+    coarse = oscillation(period_grid(fitted, _FINAL_SAMPLES))
     scale, probe, binding = evaluator.largest_scale(
         offsets, q_offset, rest, coarse, first=min(first, 1.0) if first > 0.0 else 1.0, steps=_FINAL_STEPS
     )
@@ -705,7 +705,7 @@ def _finalise(
         torque_usage = float(np.max(np.abs(probe.torques) / limits.actuated.effort))
     return ClosedLoopExcitationDesign(
         trajectory=final,
-        condition_number=_normalised_condition(stacked),
+        condition_number=normalised_condition(stacked),
         singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
         scale=scale,
         usage=limit_usage(sampled, limits.actuated),
@@ -818,7 +818,7 @@ class _Search:
         cosine = x[n + h * n :].reshape(h, n)
         qs, qc, vs, vc, acs, acc = self.fit_basis
         motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = _fit_scales(offsets, motion, self.evaluator.limits.actuated)
+        scale = fit_scales(offsets, motion, self.evaluator.limits.actuated)
         return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def cost(self, x: np.ndarray) -> float:
@@ -844,7 +844,7 @@ class _Search:
         scale, probe, _ = self.evaluator.largest_scale(offsets, q_offset, rest, grid, first=1.0, steps=_SEARCH_STEPS)
         if probe is None or probe.observed is None:
             return self._record(x, _UNEXCITED_COST, 0.0)
-        kappa = _gram_condition(_gram(self.base.select(probe.observed).reshape(-1, self.base.count)))
+        kappa = gram_condition(gram_matrix(self.base.select(probe.observed).reshape(-1, self.base.count)))
         return self._record(x, float(np.log(min(kappa, 1e12))), scale)
 
     def _record(self, x: np.ndarray, value: float, scale: float) -> float:
@@ -1223,7 +1223,7 @@ def plan_closed_loop_excitation(
     dense_rate = settings.rate_hz * factor
     steps = int(round(settings.periods * fourier.period_s * settings.rate_hz)) * factor
     reference = sample(fourier, np.arange(steps + 1) / dense_rate, model.actuated_joint_names)
-    points = _subsampled(reference, factor)
+    points = subsampled(reference, factor)
     check_sampling(points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     check = check_closed_loop_trajectory(
         model,

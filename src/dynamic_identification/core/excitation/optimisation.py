@@ -145,7 +145,7 @@ class ExcitationDesign:
     limits: JointLimits
 
 
-def _normalised_condition(stacked: np.ndarray) -> float:
+def normalised_condition(stacked: np.ndarray) -> float:
     """Condition number of ``stacked`` (rows × b) with columns scaled to unit norm; infinite if a column is zero."""
     norms = np.linalg.norm(stacked, axis=0)
     if np.any(norms <= 1e-12 * max(float(norms.max(initial=0.0)), 1.0)):
@@ -154,7 +154,7 @@ def _normalised_condition(stacked: np.ndarray) -> float:
     return float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
 
 
-def _gram(stacked: np.ndarray) -> np.ndarray:
+def gram_matrix(stacked: np.ndarray) -> np.ndarray:
     """``Wᵀ W`` summed over row blocks small enough for BLAS to stay on one thread.
 
     Between the Python loops of the observation matrix, waking BLAS threads for one
@@ -170,7 +170,7 @@ def _gram(stacked: np.ndarray) -> np.ndarray:
     return gram
 
 
-def _gram_condition(gram: np.ndarray) -> float:
+def gram_condition(gram: np.ndarray) -> float:
     """The same condition number from the Gram matrix ``Wᵀ W`` (b × b).
 
     Its eigenvalues are the squared singular values, so this is exact enough below
@@ -184,7 +184,8 @@ def _gram_condition(gram: np.ndarray) -> float:
     return float(np.sqrt(eigenvalues[-1] / max(eigenvalues[0], 1e-300)))
 
 
-def _period_grid(trajectory: FourierTrajectory, samples: int) -> np.ndarray:
+def period_grid(trajectory: FourierTrajectory, samples: int) -> np.ndarray:
+    """``samples`` equally spaced instants of one period of ``trajectory``, s, from 0 (the period excluded)."""
     if samples < 2:
         raise IdentificationError(f"samples must be >= 2, got {samples}")
     return np.arange(samples) * (trajectory.period_s / samples)
@@ -208,9 +209,9 @@ def condition_number(
     convention). Drive-chain columns (rotor inertia, friction, offset) count as
     ``terms`` says. Infinite when a base column is never excited.
     """
-    q, dq, ddq = trajectory.evaluate(_period_grid(trajectory, samples))
+    q, dq, ddq = trajectory.evaluate(period_grid(trajectory, samples))
     stacked = base.select(observation_matrix(robot, drive_chain, terms, q, dq, ddq)).reshape(-1, base.count)
-    return _normalised_condition(stacked)
+    return normalised_condition(stacked)
 
 
 def sampled_condition_number(
@@ -231,7 +232,7 @@ def sampled_condition_number(
     full = observation_matrix(
         robot, drive_chain, terms, trajectory.q[index], trajectory.dq[index], trajectory.ddq[index]
     )
-    return _normalised_condition(base.select(full).reshape(-1, base.count))
+    return normalised_condition(base.select(full).reshape(-1, base.count))
 
 
 def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
@@ -241,7 +242,7 @@ def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
     return limits.centre, half
 
 
-def _fit_scales(
+def fit_scales(
     offsets: np.ndarray, motion: tuple[np.ndarray, np.ndarray, np.ndarray], limits: JointLimits
 ) -> np.ndarray:
     """Per-joint factors that bring the oscillation ``motion = (q − q0, q̇, q̈)`` exactly to the limits."""
@@ -288,8 +289,8 @@ def fit_to_limits(trajectory: FourierTrajectory, limits: JointLimits, *, samples
     """
     offsets = np.asarray(trajectory.offsets, dtype=float)
     _check_offsets(offsets, limits)
-    q, dq, ddq = trajectory.evaluate(_period_grid(trajectory, samples))
-    return trajectory.scaled(_fit_scales(offsets, (q - offsets, dq, ddq), limits))
+    q, dq, ddq = trajectory.evaluate(period_grid(trajectory, samples))
+    return trajectory.scaled(fit_scales(offsets, (q - offsets, dq, ddq), limits))
 
 
 def _workspace_limits(limits: JointLimits, workspace: Workspace | None) -> JointLimits:
@@ -400,7 +401,7 @@ def _within_torques(
 
 
 def _dense_grid(trajectory: FourierTrajectory) -> np.ndarray:
-    return _period_grid(trajectory, max(int(np.ceil(trajectory.period_s * CHECK_RATE_HZ)), _FIT_SAMPLES))
+    return period_grid(trajectory, max(int(np.ceil(trajectory.period_s * CHECK_RATE_HZ)), _FIT_SAMPLES))
 
 
 def _finalise(
@@ -527,7 +528,7 @@ class _Search:
         cosine = x[n + h * n :].reshape(h, n)
         qs, qc, vs, vc, acs, acc = self.fit_basis
         motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = _fit_scales(offsets, motion, self.limits)
+        scale = fit_scales(offsets, motion, self.limits)
         return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def cost(self, x: np.ndarray) -> float:
@@ -561,7 +562,7 @@ class _Search:
             if feasible == 0.0:
                 return self._record(x, _INFEASIBLE_COST)
             observed = self._observed(trajectory, feasible)
-        kappa = _gram_condition(_gram(self.base.select(observed).reshape(-1, self.base.count)))
+        kappa = gram_condition(gram_matrix(self.base.select(observed).reshape(-1, self.base.count)))
         return self._record(x, float(np.log(min(kappa, 1e12))))
 
     def _motion(self, trajectory: FourierTrajectory, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

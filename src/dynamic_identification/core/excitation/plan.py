@@ -130,7 +130,7 @@ def plan_excitation(
         reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode != "fourier" else ""
-    points = _subsampled(reference, factor)
+    points = subsampled(reference, factor)
     check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     torque_usage = check_torques(points, limits, model)
     if condition is None:
@@ -265,7 +265,7 @@ def _slower_until_torques_fit(
     )
 
 
-def _subsampled(reference: SampledTrajectory, factor: int) -> SampledTrajectory:
+def subsampled(reference: SampledTrajectory, factor: int) -> SampledTrajectory:
     """Every ``factor``-th sample of ``reference``, its last sample always included."""
     index = np.arange(0, reference.time.shape[0], factor)
     if index[-1] != reference.time.shape[0] - 1:

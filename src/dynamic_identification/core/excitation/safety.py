@@ -48,6 +48,7 @@ from dynamic_identification.core.model import (
     standard_parameters,
 )
 from dynamic_identification.core.regressors import observation_matrix
+from dynamic_identification.core.settings_schema import DYNID_EXCITE, default
 
 ROUNDING_TOLERANCE = 1e-9
 """Excesses below this (rad, rad/s, rad/s², rad/s³, N·m) are rounding, not violations: a
@@ -63,7 +64,7 @@ DEFAULT_JERK_PER_ACCELERATION_HZ = 50.0
 """Without jerk limits, ``j_max = 50 /s · a_max``: full acceleration in 20 ms. The shipped
 plans use up to 37 /s (the short rest-to-rest quintics of a pick-and-place)."""
 
-DEFAULT_INTERPOLATION_TOLERANCE_RAD = 1e-3
+DEFAULT_INTERPOLATION_TOLERANCE_RAD: float = default("interpolation_tolerance_rad", DYNID_EXCITE)
 """Largest distance between the executed and the planned motion, rad."""
 
 TORQUE_CHECK_RATE_HZ = 250.0

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.safety import DEFAULT_INTERPOLATION_TOLERANCE_RAD, JointLimits
+from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.settings_schema import DYNID_EXCITE, EXCITATION_MODES, PROCESSES, setting_field
 
-MODES: tuple[str, ...] = ("fourier", "segmented", "process")
-PROCESSES: tuple[str, ...] = ("pick_and_place", "square")
+MODES: tuple[str, ...] = EXCITATION_MODES
 
 
 @dataclass(frozen=True)
@@ -54,31 +54,31 @@ class ExcitationSettings:
         (``cycles`` laps).
     """
 
-    mode: Literal["fourier", "segmented", "process"] = "fourier"
-    fundamental_hz: float = 0.1
-    harmonics: int = 5
-    periods: int = 1
-    rate_hz: float = 100.0
-    position_margin_rad: float = 0.05
-    velocity_scale: float = 0.8
-    acceleration_scale: float = 0.8
-    acceleration_limits: tuple[float, ...] | None = None
-    jerk_scale: float = 0.8
-    jerk_limits: tuple[float, ...] | None = None
-    effort_scale: float = 0.9
-    effort_limits: tuple[float, ...] | None = None
-    interpolation_tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD
-    optimise: bool = True
-    time_budget_s: float = 30.0
-    max_evaluations: int = 0
-    seed: int = 0
-    workspace_lower: tuple[float, ...] | None = None
-    workspace_upper: tuple[float, ...] | None = None
-    box_min: tuple[float, ...] | None = None
-    box_max: tuple[float, ...] | None = None
-    frame: str | None = None
-    process: Literal["pick_and_place", "square"] = "pick_and_place"
-    cycles: int = 3
+    mode: Literal["fourier", "segmented", "process"] = setting_field("mode", DYNID_EXCITE)
+    fundamental_hz: float = setting_field("fundamental_hz", DYNID_EXCITE)
+    harmonics: int = setting_field("harmonics", DYNID_EXCITE)
+    periods: int = setting_field("periods", DYNID_EXCITE)
+    rate_hz: float = setting_field("rate_hz", DYNID_EXCITE)
+    position_margin_rad: float = setting_field("position_margin_rad", DYNID_EXCITE)
+    velocity_scale: float = setting_field("velocity_scale", DYNID_EXCITE)
+    acceleration_scale: float = setting_field("acceleration_scale", DYNID_EXCITE)
+    acceleration_limits: tuple[float, ...] | None = setting_field("acceleration_limits", DYNID_EXCITE)
+    jerk_scale: float = setting_field("jerk_scale", DYNID_EXCITE)
+    jerk_limits: tuple[float, ...] | None = setting_field("limits.jerk")
+    effort_scale: float = setting_field("effort_scale", DYNID_EXCITE)
+    effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
+    interpolation_tolerance_rad: float = setting_field("interpolation_tolerance_rad", DYNID_EXCITE)
+    optimise: bool = setting_field("optimise", DYNID_EXCITE)
+    time_budget_s: float = setting_field("time_budget_s", DYNID_EXCITE)
+    max_evaluations: int = setting_field("max_evaluations", DYNID_EXCITE)
+    seed: int = setting_field("seed", DYNID_EXCITE)
+    workspace_lower: tuple[float, ...] | None = setting_field("workspace_lower", DYNID_EXCITE)
+    workspace_upper: tuple[float, ...] | None = setting_field("workspace_upper", DYNID_EXCITE)
+    box_min: tuple[float, ...] | None = setting_field("box_min", DYNID_EXCITE)
+    box_max: tuple[float, ...] | None = setting_field("box_max", DYNID_EXCITE)
+    frame: str | None = setting_field("frame", DYNID_EXCITE)
+    process: Literal["pick_and_place", "square"] = setting_field("process", DYNID_EXCITE)
+    cycles: int = setting_field("cycles", DYNID_EXCITE)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

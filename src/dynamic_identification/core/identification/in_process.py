@@ -56,12 +56,7 @@ from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, R
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
-from dynamic_identification.core.identification.settings import (
-    AUTO_CUTOFF_HZ,
-    DEFAULT_GAP_FACTOR,
-    REDUCTIONS,
-    UNCERTAINTIES,
-)
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.identification.solve import (
     consistent_step,
     plausibility_problems,
@@ -69,12 +64,9 @@ from dynamic_identification.core.identification.solve import (
     removed_reasons,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import (
-    DEFAULT_EFFORT_FACTOR,
-    DEFAULT_MASS_FACTOR,
-    PlausibilityBounds,
-)
+from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
 from dynamic_identification.core.signal import ParallelDecimator, default_decimation, differentiate, interpolate_at
 
 
@@ -110,7 +102,7 @@ window (or the whole window if shorter), a whole period of any excitation of 0.2
 
 @dataclass(frozen=True)
 class WindowSettings:
-    """Settings of the in-process estimator.
+    """Settings of the in-process estimator (defaults and bounds: the ``window.*`` settings of the schema).
 
     Attributes
     ----------
@@ -118,14 +110,15 @@ class WindowSettings:
         Length of the window, s of data.
     update_period_s
         Data time between updates, s.
-    rate_hz
-        Uniform grid rate, Hz; 0 estimates it from the first samples' median step.
-    position_cutoff_hz, decimation, min_speed_rad_s, gap_factor
-        As for offline identification (:class:`~dynamic_identification.core.identification.SignalSettings`):
-        a stamp step longer than ``gap_factor`` grid periods restarts the grid, never interpolated.
-        A cut-off of 0 is chosen from the first :data:`AUTO_CUTOFF_DATA_S` of data (the
-        rule of :func:`~dynamic_identification.core.identification.motion.resolve_signal`)
-        and kept: every row of the window is filtered alike.
+    signal
+        Signal processing, as for offline identification: the grid rate (0 estimates it
+        from the first samples' median step), the position cut-off (0: chosen from the
+        first :data:`AUTO_CUTOFF_DATA_S` of data after the last gap by the rule of
+        :func:`~dynamic_identification.core.identification.motion.resolve_signal` and kept,
+        so every row of the window is filtered alike), the decimation, the stick speed, and
+        ``gap_factor``: a stamp step longer than that many grid periods restarts the grid,
+        never interpolated. The window differentiates the positions and takes the stamps as
+        recorded: ``signal.velocity`` and ``signal.stamps`` are not used.
     stick_periods
         Decimation periods on each side of a slow sample whose equations are left out;
         the default ten is the decimation filter's whole support, as offline, so no
@@ -163,48 +156,36 @@ class WindowSettings:
         the reduction uses the white ``%σ`` of the normal equations either way.
     """
 
-    window_s: float = 10.0
-    update_period_s: float = 1.0
-    rate_hz: float = 0.0
-    position_cutoff_hz: float = AUTO_CUTOFF_HZ
-    decimation: int = 0
-    min_speed_rad_s: float = 0.05
-    gap_factor: float = DEFAULT_GAP_FACTOR
-    stick_periods: int = 10
-    reduction: str = "sensitivity"
-    e_tol: float = 0.05
-    r_sigma: float = 20.0
-    friction_motion_rad: float = 0.1
-    min_motion_rad: float = 0.05
-    max_condition_number: float = 100.0
-    max_relative_error: float = 0.5
-    refactor_every: int = 20
-    effort_factor: float = DEFAULT_EFFORT_FACTOR
-    mass_factor: float = DEFAULT_MASS_FACTOR
-    uncertainty: str = "hac"
+    window_s: float = setting_field("window.window_s")
+    update_period_s: float = setting_field("window.update_period_s")
+    signal: SignalSettings = nested_field(SignalSettings)
+    stick_periods: int = setting_field("window.stick_periods")
+    reduction: str = setting_field("window.reduction")
+    e_tol: float = setting_field("estimation.e_tol")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    min_motion_rad: float = setting_field("window.min_motion_rad")
+    max_condition_number: float = setting_field("window.max_condition_number")
+    max_relative_error: float = setting_field("window.max_relative_error")
+    refactor_every: int = setting_field("window.refactor_every")
+    effort_factor: float = setting_field("plausibility.effort_factor")
+    mass_factor: float = setting_field("plausibility.mass_factor")
+    uncertainty: str = setting_field("estimation.uncertainty")
 
     def __post_init__(self) -> None:
-        if self.reduction not in REDUCTIONS:
-            raise IdentificationError(f"reduction must be one of {list(REDUCTIONS)}, got {self.reduction!r}")
-        if self.uncertainty not in UNCERTAINTIES:
-            raise IdentificationError(f"uncertainty must be one of {list(UNCERTAINTIES)}, got {self.uncertainty!r}")
-        for name in ("window_s", "update_period_s", "max_condition_number"):
-            if not getattr(self, name) > 0.0:
-                raise IdentificationError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not (np.isfinite(self.position_cutoff_hz) and self.position_cutoff_hz >= 0.0):
-            raise IdentificationError(
-                f"position_cutoff_hz must be >= 0 (0: from the data), got {self.position_cutoff_hz}"
-            )
+        check_fields(self)
+        if self.signal.position_cutoff_hz is None:
+            raise IdentificationError("position_cutoff_hz must be >= 0 (0: from the data), got None")
         if self.update_period_s > self.window_s:
             raise IdentificationError(
                 f"update_period_s={self.update_period_s} must not exceed window_s={self.window_s}"
             )
-        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
-            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
-        if self.stick_periods < 0:
-            raise IdentificationError(f"stick_periods must be >= 0, got {self.stick_periods}")
-        if self.refactor_every < 1:
-            raise IdentificationError(f"refactor_every must be >= 1, got {self.refactor_every}")
+
+    @property
+    def position_cutoff_hz(self) -> float:
+        """The configured low-pass cut-off of the positions, Hz (``signal.position_cutoff_hz``, never ``None`` here;
+        :data:`AUTO_CUTOFF_HZ`: chosen from the first data)."""
+        return float(self.signal.position_cutoff_hz or 0.0)
 
 
 @dataclass(frozen=True)
@@ -431,8 +412,12 @@ class SlidingWindowEstimator:
                 return
             # The grid and the automatic cut-off come from the samples after the last gap: a gap is never
             # interpolated, so samples before it could not join the first grid anyway.
-            step_s = 1.0 / self._settings.rate_hz if self._settings.rate_hz else float(np.median(np.diff(time)))
-            gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * step_s)
+            step_s = (
+                1.0 / self._settings.signal.rate_hz
+                if self._settings.signal.rate_hz
+                else float(np.median(np.diff(time)))
+            )
+            gaps = np.flatnonzero(np.diff(time) > self._settings.signal.gap_factor * step_s)
             first = int(gaps[-1]) + 1 if gaps.size else 0
             time, q, tau = time[first:], q[first:], tau[first:]
             self._time, self._q, self._tau = [time], [q], [tau]
@@ -440,7 +425,7 @@ class SlidingWindowEstimator:
             if time.size < 32 or (automatic and time[-1] - time[0] < min(AUTO_CUTOFF_DATA_S, self._settings.window_s)):
                 return
             self._create_builder(time, q)
-        gaps = np.flatnonzero(np.diff(time) > self._settings.gap_factor * self._dt) + 1
+        gaps = np.flatnonzero(np.diff(time) > self._settings.signal.gap_factor * self._dt) + 1
         starts = np.concatenate([[0], gaps])
         stops = np.concatenate([gaps, [time.size]])
         kept = slice(0, 0)
@@ -462,7 +447,7 @@ class SlidingWindowEstimator:
     def _create_builder(self, time: np.ndarray, q: np.ndarray) -> None:
         settings = self._settings
         self._origin = float(time[0])
-        self._dt = 1.0 / settings.rate_hz if settings.rate_hz else float(np.median(np.diff(time)))
+        self._dt = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else float(np.median(np.diff(time)))
         rate = 1.0 / self._dt
         if settings.position_cutoff_hz == AUTO_CUTOFF_HZ:
             grid = self._origin + np.arange(int((time[-1] - time[0]) / self._dt)) * self._dt
@@ -474,8 +459,8 @@ class SlidingWindowEstimator:
                 f"position_cutoff_hz={self._cutoff} must be below the Nyquist frequency"
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
-        factor = settings.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
-        self._builder = self._make_builder(factor, settings.min_speed_rad_s, settings.stick_periods)
+        factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
+        self._builder = self._make_builder(factor, settings.signal.min_speed_rad_s, settings.stick_periods)
         self._edge = edge_samples(rate, self._cutoff)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:

@@ -9,31 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.settings_schema import (
+    AUTO_CUTOFF_HZ,
+    METHODS,
+    REDUCTIONS,
+    STAMP_SOURCES,
+    UNCERTAINTIES,
+    VELOCITY_SOURCES,
+    check_fields,
+    setting_field,
+)
 from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
-
-METHODS: tuple[str, ...] = ("ols", "wls")
-"""Least-squares methods: ordinary, or weighted per joint ([Gautier2013] eq. (20))."""
-
-REDUCTIONS: tuple[str, ...] = ("sensitivity", "essential", "none")
-"""Model reductions: [Volkmann2020] Algorithm 1, [Gautier2013] §V.B essential parameters, or the rank check only."""
-
-UNCERTAINTIES: tuple[str, ...] = ("hac", "white")
-"""How σ and %σ are computed: autocorrelation-consistent (Newey & West 1987, Andrews 1991, Kiefer & Vogelsang 2005;
-:mod:`~dynamic_identification.core.estimation.uncertainty`) or as if the residuals were white ([Gautier2013]
-eq. (17)-(18))."""
-
-AUTO_CUTOFF_HZ = 0.0
-"""``position_cutoff_hz`` that asks for a cut-off chosen from the data's spectrum."""
-
-VELOCITY_SOURCES: tuple[str, ...] = ("auto", "measured", "differentiated")
-"""Where joint velocities come from: decided from the data, the recorded ones, or the differentiated positions."""
-
-STAMP_SOURCES: tuple[str, ...] = ("auto", "recorded", "recovered")
-"""How sample instants are taken: decided from the data, the recorded stamps as they are, or recovered from the
-sample order (jittered, quantised or bunched stamps)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +39,7 @@ class SignalSettings:
         Parallel-decimation factor ``n_d``; 0 chooses
         :func:`~dynamic_identification.core.signal.default_decimation`.
     rate_hz
-        Uniform resampling rate, Hz; ``None`` uses the recording's median rate.
+        Uniform resampling rate, Hz; 0 or ``None`` uses the recording's median rate.
     velocity
         ``"measured"``: the recorded velocities (filtered like positions);
         ``"differentiated"``: the derivative of the filtered positions; ``"auto"`` (the
@@ -76,24 +62,16 @@ class SignalSettings:
         ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
     """
 
-    position_cutoff_hz: float | None = AUTO_CUTOFF_HZ
-    decimation: int = 0
-    rate_hz: float | None = None
-    velocity: str = "auto"
-    stamps: str = "auto"
-    gap_factor: float = DEFAULT_GAP_FACTOR
-    min_speed_rad_s: float = 0.05
+    position_cutoff_hz: float | None = setting_field("signal.position_cutoff_hz")
+    decimation: int = setting_field("signal.decimation")
+    rate_hz: float | None = setting_field("signal.rate_hz")
+    velocity: str = setting_field("signal.velocity")
+    stamps: str = setting_field("signal.stamps")
+    gap_factor: float = setting_field("signal.gap_factor")
+    min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.gap_factor) and self.gap_factor > 1.0):
-            raise IdentificationError(f"gap_factor must be finite and > 1, got {self.gap_factor}")
-        if self.velocity not in VELOCITY_SOURCES:
-            raise IdentificationError(f"velocity must be one of {', '.join(VELOCITY_SOURCES)}, got {self.velocity!r}")
-        if self.stamps not in STAMP_SOURCES:
-            raise IdentificationError(f"stamps must be one of {', '.join(STAMP_SOURCES)}, got {self.stamps!r}")
-        cutoff = self.position_cutoff_hz
-        if cutoff is not None and not (np.isfinite(cutoff) and cutoff >= 0.0):
-            raise IdentificationError(f"position_cutoff_hz must be finite and >= 0 (0: auto), got {cutoff}")
+        check_fields(self)  # the schema's bounds and choices: cut-off >= 0 (0: automatic), gap_factor > 1, …
 
     @property
     def resolved(self) -> bool:
@@ -138,25 +116,18 @@ class IdentificationSettings:
     """
 
     signal: SignalSettings = field(default_factory=SignalSettings)
-    method: str = "wls"
-    reduction: str = "none"
-    r_sigma: float = 20.0
-    e_tol: float = 0.05
-    friction_motion_rad: float = 0.1
-    min_samples: int = 200
+    method: str = setting_field("estimation.method")
+    reduction: str = setting_field("estimation.reduction")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    e_tol: float = setting_field("estimation.e_tol")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    min_samples: int = setting_field("estimation.min_samples")
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
-    uncertainty: str = "hac"
+    uncertainty: str = setting_field("estimation.uncertainty")
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise IdentificationError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.uncertainty not in UNCERTAINTIES:
-            raise IdentificationError(
-                f"uncertainty must be one of {', '.join(UNCERTAINTIES)}, got {self.uncertainty!r}"
-            )
-        if self.reduction not in REDUCTIONS:
-            raise IdentificationError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {self.reduction!r}")
+        check_fields(self)
 
 
 __all__ = [

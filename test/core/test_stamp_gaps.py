@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dynamic_identification.core.streams import StampGaps
+from dynamic_identification.core.stamps import StampGaps
 
 
 def jittered(count: int, period_ns: int, *, seed: int, jitter: float = 0.2) -> np.ndarray:
