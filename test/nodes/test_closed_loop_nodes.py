@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.closed_loop import base_parameters, standard_parameters
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
+from dynamic_identification.core.settings_schema import setting
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic
@@ -235,6 +236,20 @@ def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_fi
     trajectory.publish(message)
     g.spin(1.0)
     assert diagnostic_values(node)["trajectory_error"] == ""
+
+
+def test_the_closures_are_declared_read_only_with_the_schemas_description(context: Context) -> None:
+    """Each ``robot.loop_closures.<name>.<field>`` given is declared with the descriptor of the schema's setting."""
+    node = SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides("sim_robot"))
+    try:
+        names = sorted(name for name in node.list_parameters([], 0).names if name.startswith("robot."))
+        expected = [f"robot.loop_closures.distal_tip.{field}" for field in ("frame_a", "frame_b", "type")]
+        assert names == ["robot.actuated_joints", *expected]
+        for descriptor in node.describe_parameters(expected):
+            assert descriptor.read_only and descriptor.description == setting("robot.loop_closures").description
+        assert node.get_parameter(expected[0]).value == "tip_1"
+    finally:
+        node.destroy_node()
 
 
 def test_actuated_joints_without_loop_closures_are_refused_at_start(context: Context) -> None:
