@@ -166,7 +166,8 @@ def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> d
 
     ``ok`` is ``null`` when it could not be decided (``error`` says why). ``enforced``:
     the published values are the consistent estimate's, and ``shift_sigma`` (distance
-    from the unconstrained estimate, in standard deviations), ``cost_increase`` (relative
+    from the unconstrained estimate, in the standard deviations of [Gautier2013] eq. (18):
+    a Mahalanobis distance, larger than in the published HAC σ), ``cost_increase`` (relative
     growth of the weighted residual) and ``relative_error`` against
     ``relative_error_unconstrained`` say what the constraint cost the fit. Not enforced:
     the same figures of the nearest consistent model, 0 when the published values are

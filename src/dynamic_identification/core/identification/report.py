@@ -20,7 +20,7 @@ def _consistency_lines(result: IdentificationResult) -> list[str]:
     active = ", ".join(estimate.active) or "none"
     return [
         "physical consistency ([Wensing2018]): the values are the nearest physically consistent model,"
-        f" {estimate.shift_sigma:.3g} σ from the unconstrained estimate; it cost the fit"
+        f" {estimate.shift_sigma:.3g} σ of eq. (18) from the unconstrained estimate; it cost the fit"
         f" +{100 * estimate.cost_increase:.3g} % weighted residual (||rho||/||Y|| {estimate.relative_error:.4g} against"
         f" {estimate.relative_error_unconstrained:.4g}); at the bound: {active}"
     ]
