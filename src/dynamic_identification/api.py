@@ -16,10 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
+from dynamic_identification.core import closed_loop
 from dynamic_identification.core.alignment import current_polynomial
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop_identification import (
+    closed_loop_window,
+    identify_closed_loop,
+    identify_closed_loop_drive_gains,
+    predict_closed_loop_at_stamps,
+)
 from dynamic_identification.core.drive_gains import CurrentRecording, identify_drive_gains
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
+from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
     Samples,
@@ -41,11 +50,14 @@ from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
 from dynamic_identification.io.outcome import (
     Validation,
+    closed_loop_consistent_estimator_of,
+    configured_closed_loop_consistency,
     configured_consistency,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
     validate,
+    validate_closed_loop,
     validation_names,
 )
 from dynamic_identification.io.parameter_files import (
@@ -55,6 +67,8 @@ from dynamic_identification.io.parameter_files import (
 )
 from dynamic_identification.io.parameters import (
     ParameterFile,
+    closed_loop_model_of,
+    identified_closed_loop_torque_model,
     identified_torque_model,
     load_parameters,
     write_parameters_atomic,
@@ -222,6 +236,22 @@ def identify_file(
         _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
     if report is not None and report.exists() and not report.is_dir():
         raise DataError(f"--report {report} exists and is not a directory")
+    if load_config(str(config) if config else None).closed_loop:
+        return _identify_closed_loop_file(
+            urdf=urdf,
+            data=data,
+            config=config,
+            out=out,
+            bag=bag,
+            model=model,
+            accept_implausible=accept_implausible,
+            unit_checks=unit_checks,
+            signal=signal,
+            consistency=consistency,
+            urdf_out=urdf_out,
+            validate_data=validate_data,
+            report=report,
+        )
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
@@ -383,6 +413,17 @@ def _signal_text(signal: SignalSettings) -> str:
     return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
 
 
+def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | None) -> tuple[SignalSettings, str]:
+    """The signal settings ``dynid predict`` filters with, and where they come from: ``config``'s when given,
+    else those the identification stored, else the defaults."""
+    stored = parameters.signal_settings()
+    if config is not None:
+        return load_config(str(config)).identification_settings().signal, f"from {config}"
+    if stored is not None:
+        return stored, f"from {params}"
+    return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+
+
 def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
     """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
 
@@ -394,17 +435,15 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     """
     _check_output(out, params, data, config)
     parameters = load_parameters(params)
+    if parameters.closed_loop:
+        return _predict_closed_loop_file(
+            parameters, params=params, data=data, config=config, out=out, unit_checks=unit_checks
+        )
     robot = load_robot(parameters.urdf_path(), parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
-    stored = parameters.signal_settings()
-    if config is not None:
-        settings, origin = load_config(str(config)).identification_settings().signal, f"from {config}"
-    elif stored is not None:
-        settings, origin = stored, f"from {params}"
-    else:
-        settings, origin = SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+    settings, origin = _prediction_signal(parameters, params, config)
     torques = predicted_torques(robot, parameters, recording, settings)
     rows = recording.time.shape[0]
     predicted = np.isfinite(torques).any(axis=1)
@@ -437,29 +476,51 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
     _check_output(out, urdf, config)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
-    robot = load_robot(urdf, identification.joints)
     parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
-    torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
-    plan = plan_excitation(
-        robot,
-        identification.drive_chain(robot.n_joints),
-        identification.drive_terms,
-        settings,
-        torque_model=torque_model,
-    )
+    if identification.closed_loop:
+        mechanism = identification.closed_loop_model(urdf)
+        plan = plan_closed_loop_excitation(
+            mechanism,
+            identification.drive_chain(mechanism.n_actuated),
+            identification.drive_terms,
+            settings,
+            torque_model=(
+                identified_closed_loop_torque_model(str(parameters_file), mechanism) if parameters_file else None
+            ),
+        )
+        joints = mechanism.actuated_joint_names
+    else:
+        robot = load_robot(urdf, identification.joints)
+        torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
+        plan = plan_excitation(
+            robot,
+            identification.drive_chain(robot.n_joints),
+            identification.drive_terms,
+            settings,
+            torque_model=torque_model,
+        )
+        joints = robot.joint_names
     write_trajectory_csv(out, plan.trajectory)
+    return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")
+
+
+def _excitation_report(
+    plan: ExcitationPlan, joints: tuple[str, ...], rate_hz: float, out: Path, *, payload: bool = False
+) -> str:
+    """What ``dynid excite`` prints: the plan, its condition number (of the load's regressor for ``payload``), torque
+    and limit usage."""
     usage = plan.usage
     lines = [
-        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {settings.rate_hz:g} Hz,"
+        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {rate_hz:g} Hz,"
         f" {plan.trajectory.time.shape[0]} samples",
-        f"condition number of the {'payload regressor' if settings.mode == 'payload' else 'base observation matrix'}:"
+        f"condition number of the {'payload regressor' if payload else 'base observation matrix'}:"
         f" {plan.condition_number:.4g}",
         f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
         "the controller's quintic interpolation between the samples was checked at 1 kHz",
         f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
         "   (fractions of the limits with margins)",
     ]
-    for j, joint in enumerate(robot.joint_names):
+    for j, joint in enumerate(joints):
         lines.append(
             f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
             f" {usage.jerk[j]:>9.3f}"
@@ -488,23 +549,43 @@ def stream_file(
     _check_output(out, urdf, data, config, bag, params_out)
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
-    robot, parsed, drive_chain, recording = load_identification_inputs(
-        urdf, data, config, bag=bag, unit_checks=unit_checks
-    )
-    settings = parsed.window_settings()
+    mechanism: ClosedLoopModel | None = None
+    if load_config(str(config) if config else None).closed_loop:
+        mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
+            urdf, data, config, bag=bag, unit_checks=unit_checks
+        )
+        robot = mechanism.robot
+        recording = recording.select(mechanism.actuated_joint_names)
+        settings = parsed.window_settings()
+        base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
+        estimator = closed_loop_window(
+            mechanism,
+            drive_chain,
+            parsed.drive_terms,
+            settings,
+            base=base,
+            bounds=parsed.closed_loop_bounds(mechanism),
+            consistency=configured_closed_loop_consistency(mechanism, parsed, base),
+        )
+        joints = mechanism.actuated_joint_names
+    else:
+        robot, parsed, drive_chain, recording = load_identification_inputs(
+            urdf, data, config, bag=bag, unit_checks=unit_checks
+        )
+        settings = parsed.window_settings()
+        base = base_parameters(robot, drive_chain, parsed.drive_terms)
+        estimator = SlidingWindowEstimator(
+            robot,
+            drive_chain,
+            parsed.drive_terms,
+            settings,
+            base=base,
+            bounds=parsed.plausibility_bounds(robot),
+            consistency=configured_consistency(robot, parsed, base),
+        )
+        joints = robot.joint_names
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
-    base = base_parameters(robot, drive_chain, parsed.drive_terms)
-    estimator = SlidingWindowEstimator(
-        robot,
-        drive_chain,
-        parsed.drive_terms,
-        settings,
-        base=base,
-        bounds=parsed.plausibility_bounds(robot),
-        consistency=configured_consistency(robot, parsed, base),
-    )
-    joints = robot.joint_names
     seconds: list[float] = []
     publishable = 0
     last: WindowUpdate | None = None
@@ -544,9 +625,323 @@ def stream_file(
         else:
             write_parameters_atomic(
                 params_out,
-                window_parameter_file(robot, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings),
+                window_parameter_file(
+                    robot,
+                    parsed.drive_terms,
+                    drive_chain,
+                    estimator.base,
+                    best,
+                    settings=settings,
+                    closed_loop=mechanism,
+                ),
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- closed-loop robots
+def load_closed_loop_inputs(
+    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
+) -> tuple[ClosedLoopModel, IdentificationConfig, DriveChain, Recording]:
+    """The closed-loop model of a configuration with ``robot.loop_closures`` ([Briot2012] §2) and its recording.
+
+    The recording must hold the actuated joints (positions, torques or currents); when it
+    also holds the position of every passive joint of the opened tree, those are kept
+    (checked against the closures, they choose the assembly mode). It comes back in the
+    tree's kinematic order: every tree joint, or the actuated joints only.
+    """
+    config = load_config(str(config_path) if config_path else None)
+    recording = read_recording_input(data, bag, config)
+    model = config.closed_loop_model(urdf)
+    source = str(data or bag)
+    if not set(model.actuated_joint_names) <= set(recording.joint_names):
+        missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
+        raise DataError(
+            f"{source} lacks the actuated joints {missing} of the closed-loop robot (it has"
+            f" {list(recording.joint_names)})"
+        )
+    every = set(model.joint_names) <= set(recording.joint_names)
+    recording = recording.select(model.joint_names if every else model.actuated_joint_names)
+    if unit_checks:
+        check_closed_loop_units(model, recording, source)
+    if recording.effort is None and config.drive_gains is None:
+        raise DataError(
+            f"{source} has motor currents but no drive gains are configured:"
+            " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
+        )
+    return model, config, config.drive_chain(model.n_actuated), recording
+
+
+def check_closed_loop_units(model: ClosedLoopModel, recording: Recording, source: str) -> None:
+    """:func:`check_units` of a recording of some joints of a closed-loop robot's opened tree."""
+    tree = model.robot
+    index = np.array([tree.joint_names.index(name) for name in recording.joint_names], dtype=int)
+    positions = np.array(recording.position, dtype=float)
+    for column, joint in enumerate(index):
+        if tree.continuous[int(joint)]:
+            positions[:, column] = np.unwrap(positions[:, column])
+    check_recording_units(
+        recording.joint_names,
+        recording.time,
+        positions,
+        lower=tree.lower_position_limits[index],
+        upper=tree.upper_position_limits[index],
+        velocity_limits=tree.velocity_limits[index],
+        source=source,
+    )
+
+
+def _closed_loop_summary(model: ClosedLoopModel, recording: Recording) -> str:
+    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in model.closures)
+    passive = "recorded (checked against the closures)" if recording.n_joints == model.n_tree else "from the closures"
+    return (
+        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {model.n_tree} tree joints, closures {closures},"
+        f" actuated {list(model.actuated_joint_names)}; passive positions {passive}"
+    )
+
+
+def _closed_loop_recording(model: ClosedLoopModel, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
+    """A closed-loop robot's recording CSV: every tree joint when it has them all, else the actuated ones."""
+    recording = read_recording_csv(path, require_torque=require_torque)
+    if not set(model.actuated_joint_names) <= set(recording.joint_names):
+        missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
+        raise DataError(
+            f"{path} lacks the actuated joints {missing} of the closed-loop robot"
+            f" (it has {list(recording.joint_names)})"
+        )
+    every = set(model.joint_names) <= set(recording.joint_names)
+    recording = recording.select(model.joint_names if every else model.actuated_joint_names)
+    if unit_checks:
+        check_closed_loop_units(model, recording, str(path))
+    return recording
+
+
+def _identify_closed_loop_file(
+    *,
+    urdf: Path,
+    data: Path | None,
+    config: Path | None,
+    out: Path,
+    bag: Path | None,
+    model: str | None,
+    accept_implausible: bool,
+    unit_checks: bool,
+    signal: Mapping[str, object] | None = None,
+    consistency: bool | None = None,
+    urdf_out: Path | None = None,
+    validate_data: Sequence[Path] = (),
+    report: Path | None = None,
+) -> str:
+    """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam.
+
+    As for a serial robot, the published values are by default the physically consistent
+    estimate nearest to the data ([Wensing2018]: every link of the opened tree a physical
+    body, the actuated joints' ``Ia, Fv, Fc >= 0``), and the file is self-contained
+    (settings with the signal settings the data decided, the URDF's name and hash, the
+    standard parameters of the opened tree's links, the data time of the last sample as
+    ``stamp``, warnings, the held-out recordings of ``validate_data`` in
+    ``quality.validation``); it names the loop closures. ``urdf_out`` and the HTML
+    ``report`` are not available for a closed-loop robot: asking for them is refused
+    before any work.
+    """
+    unavailable = [option for option, given in (("--urdf-out", urdf_out), ("--report", report)) if given]
+    if unavailable:
+        raise DataError(
+            f"{' and '.join(unavailable)}: not available for a closed-loop robot (robot.loop_closures);"
+            " identify without"
+        )
+    mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
+        urdf, data, config, bag=bag, unit_checks=unit_checks
+    )
+    if signal:
+        parsed = parsed.overridden(signal, source="the command line")
+    if consistency is not None:
+        parsed = replace(parsed, consistency=consistency)
+    regression = model or parsed.model
+    if regression != "dynamic":
+        raise DataError(
+            f"regression model {regression!r} is not available for a closed-loop robot: its IDIM ([Briot2012]"
+            " eq. (6)) is 'dynamic'"
+        )
+    held_out = [
+        _closed_loop_recording(mechanism, path, require_torque=True, unit_checks=unit_checks) for path in validate_data
+    ]
+    base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
+    actuated = recording.select(mechanism.actuated_joint_names)
+    result = identify_closed_loop(
+        mechanism,
+        drive_chain,
+        parsed.drive_terms,
+        base,
+        recording.time,
+        recording.position,
+        actuated.joint_torques(drive_chain),
+        settings=parsed.identification_settings(),
+        bounds=parsed.closed_loop_bounds(mechanism),
+        dq_measured=recording.velocity,
+        consistency=configured_closed_loop_consistency(mechanism, parsed, base),
+    )
+    if result.judged.problems and not accept_implausible:
+        raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
+    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
+    # held-out recordings are processed with: predict then reproduces identify exactly.
+    settings = parsed.identification_settings()
+    if result.observations.signal is not None:
+        settings = replace(settings, signal=result.observations.signal)
+    terms = parsed.drive_terms
+    joints = mechanism.actuated_joint_names
+    validations = [
+        validate_closed_loop(mechanism, drive_chain, terms, result, held, settings, name=name)
+        for held, name in zip(held_out, validation_names(validate_data), strict=True)
+    ]
+    consistent = consistent_model(
+        mechanism.robot,
+        terms,
+        settings,
+        result,
+        estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
+    )
+    warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
+    write_parameters_atomic(
+        out,
+        identified_parameter_file(
+            mechanism.robot,
+            terms,
+            drive_chain,
+            result,
+            window_s=float(recording.time[-1] - recording.time[0]),
+            stamp=float(recording.time[-1]),
+            settings=settings,
+            standard=None if consistent.estimate is None else consistent.estimate.standard,
+            standard_source="base" if consistent.estimate is None else "consistent",
+            quality={
+                "validation": [v.entry(joints) for v in validations],
+                "physical_consistency": physical_consistency_section(consistent, mechanism.robot),
+                "warnings": warnings,
+            },
+            closed_loop=mechanism,
+        ),
+    )
+    lines = [
+        _closed_loop_summary(mechanism, recording),
+        format_result(result, joints),
+        _plausibility_report(result),
+        *(_validation_line(v, joints) for v in validations),
+        *(f"warning: {warning}" for warning in warnings),
+        f"parameters written to {out}",
+    ]
+    return "\n".join(lines)
+
+
+def _predict_closed_loop_file(
+    parameters: ParameterFile, *, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool
+) -> str:
+    """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion.
+
+    As for a serial robot (:func:`predict_file`): one row per input row, the signal
+    settings of the file (or ``config``), ``nan`` where the model has no prediction; the
+    columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
+    """
+    mechanism = closed_loop_model_of(parameters)
+    recording = _closed_loop_recording(mechanism, data, require_torque=False, unit_checks=unit_checks)
+    signal, origin = _prediction_signal(parameters, params, config)
+    drive_chain = parameters.drive_chain()
+    prediction = predict_closed_loop_at_stamps(
+        mechanism,
+        drive_chain,
+        parameters.drive_terms(),
+        parameters.values(),
+        recording.time,
+        recording.position,
+        signal=signal,
+        dq_measured=recording.velocity,
+    )
+    joints = mechanism.actuated_joint_names
+    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
+    identified = parameters.identified_joints()
+    torques[:, [joint not in identified for joint in joints]] = np.nan
+    actuated = recording.select(joints)
+    rows = recording.time.shape[0]
+    predicted = np.isfinite(torques).any(axis=1)
+    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * len(joints)))
+    table[:, 0] = recording.time
+    table[:, 1::2] = actuated.position
+    table[:, 2::2] = torques
+    write_table(out, header, table)
+    report = [
+        _closed_loop_summary(mechanism, recording),
+        f"predicted actuated torques for {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())}"
+        f" without prediction: segment edges, gaps) written to {out}",
+        f"signal settings {origin}: {_signal_text(signal)}",
+    ]
+    missing = [joint for joint in joints if joint not in identified]
+    if missing:
+        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
+    if actuated.effort is not None or actuated.current is not None:
+        measured = actuated.joint_torques(drive_chain)
+        usable = np.isfinite(torques)
+        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
+            np.where(usable, measured, 0.0)
+        )
+        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
+    return "\n".join(report)
+
+
+def closed_loop_gains_file(
+    *,
+    urdf: Path,
+    data: Path,
+    data_loaded: Path,
+    payload: Path,
+    frame: str | None,
+    config: Path,
+    out: Path,
+    unit_checks: bool = True,
+) -> str:
+    """Drive gains of a closed-loop robot's motors by IDIM-TLS with a known payload ([Briot2012] eq. (8)-(13)).
+
+    ``data`` is a recording without load, ``data_loaded`` one with the payload of the
+    payload YAML ``payload`` fixed to ``frame`` (default the file's frame), a frame of the
+    opened tree (the platform's); both hold ``J/current`` (A) of the actuated joints and
+    the positions of the actuated (or every tree) joint. ``config`` describes the
+    mechanism (``robot.loop_closures``, ``robot.actuated_joints``), the gear ratios and the
+    nominal gains. Writes the drive-gains file of :mod:`~dynamic_identification.io.payload`
+    (``drive_chain.drive_gains`` per actuated joint, σ, quality), read as a configuration.
+    """
+    _check_output(out, urdf, data, data_loaded, payload, config)
+    mechanism, parsed, chain, unloaded = load_closed_loop_inputs(urdf, data, config, unit_checks=unit_checks)
+    _, _, _, loaded = load_closed_loop_inputs(urdf, data_loaded, config, unit_checks=unit_checks)
+    known = load_payload(payload)
+    if frame is not None:
+        known = replace(known, frame=frame)
+    recordings = []
+    for path, recording in ((data, unloaded), (data_loaded, loaded)):
+        currents = recording.select(mechanism.actuated_joint_names).current
+        if currents is None:
+            raise DataError(f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them")
+        recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
+    result = identify_closed_loop_drive_gains(
+        mechanism,
+        chain,
+        parsed.drive_terms,
+        unloaded=recordings[0],
+        loaded=recordings[1],
+        payload=known,
+        settings=parsed.identification_settings(),
+    )
+    write_drive_gains_atomic(out, result, chain, mechanism.actuated_joint_names, payload=known, stamp=wall_clock.time())
+    lines = [
+        _closed_loop_summary(mechanism, unloaded),
+        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
+        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples, {len(result.names)} base"
+        " parameters",
+        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}   (N·m/A)",
+    ]
+    for j, joint in enumerate(mechanism.actuated_joint_names):
+        gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+        lines.append(f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}")
+    lines.append(f"drive gains written to {out}")
     return "\n".join(lines)
 
 
@@ -576,6 +971,17 @@ def gains_file(
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
     parsed = load_config(str(config) if config else None)
+    if parsed.closed_loop and config is not None:
+        return closed_loop_gains_file(
+            urdf=urdf,
+            data=data,
+            data_loaded=data_loaded,
+            payload=payload,
+            frame=frame,
+            config=config,
+            out=out,
+            unit_checks=unit_checks,
+        )
     known = load_payload(payload)
     notes = []
     if frame is not None and frame != known.frame:

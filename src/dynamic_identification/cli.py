@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
             "Identify the base dynamic parameters ([Gautier2013]: IDIM, OLS or per-joint WLS, essential parameters)"
             " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)"
             " or a rosbag2 directory (motor currents aligned to the joint-state stamps)."
+            " With robot.loop_closures and robot.actuated_joints in --config, a closed-loop (parallel) robot whose"
+            " --urdf is the opened tree ([Briot2012] §2): the recording holds its actuated joints (or every tree"
+            " joint), the file names the closures."
         ),
     )
     identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
@@ -183,6 +186,8 @@ def _parser() -> argparse.ArgumentParser:
             " per-joint-fixed, a pick-and-place / square process, or a Fourier series of the last joints optimised"
             " for a payload's parameters) that keeps the URDF limits with the"
             " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
+            " A closed-loop robot (robot.loop_closures in --config): a Fourier series of the actuated joints that"
+            " keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020])."
         ),
     )
     excite.set_defaults(func=_excite)

@@ -7,12 +7,20 @@
     model = FeedforwardModel.from_yaml("params.yaml")   # written by `dynid identify --out`
     tau = model.torques(q, dq, ddq)                     # (n,) or (N, n), N·m, joints in model.joint_names order
 
+    model = load_feedforward("params.yaml")             # a serial or a closed-loop robot's file
+
 :class:`FeedforwardModel` here is the numerical
 :class:`dynamic_identification.core.feedforward.FeedforwardModel` with constructors
 that read a parameter file. The split keeps the core free of file IO: the core
 class takes a robot model and parameter values, this one adds
 :meth:`~FeedforwardModel.from_yaml` and :meth:`~FeedforwardModel.from_parameters`
 (the io layer's :class:`~dynamic_identification.io.parameters.ParameterFile`).
+
+A closed-loop robot's file (``robot.loop_closures``, [Briot2012] §2) gives a
+:class:`ClosedLoopFeedforwardModel`: desired **actuated** ``q, q̇, q̈`` in, actuated torques
+``J_tᵀ τ_tree`` plus drive terms out, the passive motion completed from the closures
+(:mod:`dynamic_identification.core.closed_loop_feedforward`). :func:`load_feedforward` and
+:func:`feedforward_from_parameters` return whichever model a file describes.
 """
 
 from __future__ import annotations
@@ -21,15 +29,23 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from dynamic_identification.core import closed_loop_feedforward as closed_core
 from dynamic_identification.core import feedforward as core
+from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.io.parameters import ParameterFile, load_parameters
+from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters
 from dynamic_identification.io.payload import load_payload
 
-__all__ = ["DEFAULT_FRICTION_SMOOTHING", "FeedforwardModel"]
+__all__ = [
+    "DEFAULT_FRICTION_SMOOTHING",
+    "ClosedLoopFeedforwardModel",
+    "FeedforwardModel",
+    "feedforward_from_parameters",
+    "load_feedforward",
+]
 
 
 class FeedforwardModel(core.FeedforwardModel):
@@ -81,6 +97,11 @@ class FeedforwardModel(core.FeedforwardModel):
             If the URDF cannot be loaded, changed since the identification, lacks a
             joint of the file, or a parameter is not a standard parameter of the model.
         """
+        if parameters.closed_loop:
+            raise ModelError(
+                "the parameter file describes a closed-loop robot (robot.loop_closures): use"
+                " ClosedLoopFeedforwardModel or load_feedforward"
+            )
         if robot is None:
             robot = load_robot(parameters.urdf_path() if urdf is None else Path(urdf), parameters.joints)
         elif robot.joint_names != parameters.joints:
@@ -130,3 +151,121 @@ class FeedforwardModel(core.FeedforwardModel):
             acceleration_limits=acceleration_limits,
             payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
         )
+
+
+class ClosedLoopFeedforwardModel(closed_core.ClosedLoopFeedforwardModel):
+    """A closed-loop robot's feedforward of actuated torques, loadable from a parameter YAML file.
+
+    See :class:`dynamic_identification.core.closed_loop_feedforward.ClosedLoopFeedforwardModel`
+    for the model (passive motion completed from the closures, ``τ_act = J_tᵀ τ_tree`` plus
+    drive terms, [Briot2012] eq. (6)) and :meth:`torques`.
+    """
+
+    @classmethod
+    def from_parameters(
+        cls,
+        parameters: ParameterFile,
+        *,
+        urdf: str | os.PathLike[str] | None = None,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        model: ClosedLoopModel | None = None,
+        effort_limits: Sequence[float] | None = None,
+        acceleration_limits: Sequence[float] | None = None,
+        payload: Payload | None = None,
+    ) -> ClosedLoopFeedforwardModel:
+        """The model of a parsed closed-loop parameter file (``robot.loop_closures``, ``robot.actuated_joints``).
+
+        ``model`` is the closed-loop model of the file, already built (a node that receives
+        new parameters for the same robot reuses it); ``urdf`` replaces the file's URDF.
+        The other arguments are those of :meth:`FeedforwardModel.from_parameters`, per
+        actuated joint.
+
+        Raises
+        ------
+        dynamic_identification.core.errors.IdentificationError
+            A serial robot's file, a URDF that does not fit the closures, or a parameter
+            that is not a standard parameter of the mechanism.
+        """
+        if model is None:
+            model = closed_loop_model_of(parameters, urdf)
+        elif model.actuated_joint_names != parameters.joints:
+            raise ModelError(
+                f"the closed-loop model actuates {list(model.actuated_joint_names)}, the file {list(parameters.joints)}"
+            )
+        values = parameters.values()
+        return cls(
+            model,
+            parameters.drive_chain(),
+            parameters.drive_terms(),
+            tuple(values),
+            tuple(values.values()),
+            friction_smoothing=friction_smoothing,
+            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
+            payload=payload,
+        )
+
+    @classmethod
+    def from_yaml(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        urdf: str | os.PathLike[str] | None = None,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        effort_limits: Sequence[float] | None = None,
+        acceleration_limits: Sequence[float] | None = None,
+        payload: str | os.PathLike[str] | Payload | None = None,
+    ) -> ClosedLoopFeedforwardModel:
+        """The model of a closed-loop robot's parameter YAML file or text (see :meth:`FeedforwardModel.from_yaml`)."""
+        parameters = load_parameters(path)
+        return cls.from_parameters(
+            parameters,
+            urdf=urdf,
+            friction_smoothing=friction_smoothing,
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
+            payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
+        )
+
+
+def feedforward_from_parameters(
+    parameters: ParameterFile,
+    *,
+    urdf: str | os.PathLike[str] | None = None,
+    friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+    effort_limits: Sequence[float] | None = None,
+    acceleration_limits: Sequence[float] | None = None,
+    payload: Payload | None = None,
+) -> FeedforwardModel | ClosedLoopFeedforwardModel:
+    """The feedforward of a parsed parameter file: a serial robot's or a closed-loop robot's."""
+    kind = ClosedLoopFeedforwardModel if parameters.closed_loop else FeedforwardModel
+    return kind.from_parameters(
+        parameters,
+        urdf=urdf,
+        friction_smoothing=friction_smoothing,
+        effort_limits=effort_limits,
+        acceleration_limits=acceleration_limits,
+        payload=payload,
+    )
+
+
+def load_feedforward(
+    path: str | os.PathLike[str],
+    *,
+    urdf: str | os.PathLike[str] | None = None,
+    friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+    effort_limits: Sequence[float] | None = None,
+    acceleration_limits: Sequence[float] | None = None,
+    payload: str | os.PathLike[str] | Payload | None = None,
+) -> FeedforwardModel | ClosedLoopFeedforwardModel:
+    """The feedforward of a parameter YAML file or text, serial or closed-loop (``robot.loop_closures``)."""
+    parameters = load_parameters(path)
+    return feedforward_from_parameters(
+        parameters,
+        urdf=urdf,
+        friction_smoothing=friction_smoothing,
+        effort_limits=effort_limits,
+        acceleration_limits=acceleration_limits,
+        payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
+    )

@@ -12,6 +12,8 @@ from dynamic_identification.core.model import DriveTerms
 from dynamic_identification.io.config import (
     IdentificationConfig,
     config_from_parameters,
+    is_closed_loop_key,
+    is_known_key,
     load_config,
     load_excitation_settings,
     ros_parameters,
@@ -157,6 +159,29 @@ def test_overrides_by_key_are_checked_like_the_file() -> None:
 def test_sizes_must_agree() -> None:
     with pytest.raises(DataError, match="sizes disagree"):
         config_from_parameters({"joints": ["a", "b"], "drive_chain.gear_ratios": [1.0, 2.0, 3.0]})
+
+
+def test_loop_closures_are_read_through_the_schema_as_a_list_or_by_name() -> None:
+    """``robot.loop_closures`` is one setting of the schema: a list in a plain file, named groups of ROS parameters."""
+    closure = {"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}
+    listed = config_from_parameters({"robot.loop_closures": [closure], "robot.actuated_joints": ["m1", "m2"]})
+    members = {f"robot.loop_closures.distal_tip.{key}": value for key, value in closure.items()}
+    named = config_from_parameters({**members, "robot.actuated_joints": ["m1", "m2"]})
+    assert listed.closed_loop and listed.loop_closures == named.loop_closures
+    assert (listed.loop_closures[0].frame_a, listed.actuated_joints) == ("tip_1", ("m1", "m2"))
+    assert not config_from_parameters({}).closed_loop
+    assert is_known_key("robot.loop_closures.distal_tip.frame_a") and is_closed_loop_key("robot.actuated_joints")
+    assert not is_known_key("robot.loop_closures.frame_a")
+    with pytest.raises(DataError, match="robot.loop_closures in p must be given once"):
+        config_from_parameters({"robot.loop_closures": [closure], "robot.loop_closures.cut.frame_a": "a"}, source="p")
+    with pytest.raises(DataError, match=r"unknown configuration keys \['robot.loop_closures.frame_a'\] in p"):
+        config_from_parameters({"robot.loop_closures.frame_a": "a"}, source="p")
+    with pytest.raises(DataError, match="robot.loop_closures in p must be a list of closures"):
+        config_from_parameters({"robot.loop_closures": "tip_1-tip_2"}, source="p")
+    with pytest.raises(DataError, match="robot.loop_closures in p needs robot.actuated_joints"):
+        config_from_parameters({"robot.loop_closures": [closure]}, source="p")
+    with pytest.raises(DataError, match=r"robot.actuated_joints in p .* give robot.loop_closures too"):
+        config_from_parameters({"robot.actuated_joints": ["m1"]}, source="p")
 
 
 def test_coupling_accepts_rows() -> None:

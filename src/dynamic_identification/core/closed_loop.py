@@ -80,13 +80,13 @@ from dynamic_identification.core.regressors import (
     drive_observation_matrix,
     inertial_observation_matrix,
 )
+from dynamic_identification.core.settings_schema import CLOSURE_FIELDS, CLOSURE_TYPES
 
 ClosureType = Literal["point", "planar", "6d"]
-CLOSURE_TYPES: tuple[str, ...] = ("point", "planar", "6d")
-"""Accepted values of :attr:`LoopClosure.type`."""
+"""Accepted values of :attr:`LoopClosure.type` (:data:`~dynamic_identification.core.settings_schema.CLOSURE_TYPES`)."""
 
 _CLOSURE_ROWS = {"point": 3, "planar": 3, "6d": 6}
-_CLOSURE_KEYS = ("frame_a", "frame_b", "type")
+_CLOSURE_KEYS = CLOSURE_FIELDS
 
 RESIDUAL_TOLERANCE = 1e-12
 """Largest constraint residual (m, rad) accepted as closed by the Newton solver."""
@@ -109,6 +109,12 @@ _CONTINUATION_STEP_RAD = 0.05
 
 _SAMPLING_CONDITION = 1e2
 """Largest condition number of the passive block accepted for the random states of :func:`base_parameters`."""
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` of two 3-vectors (``numpy.cross`` costs tens of µs a call: the drift of a planar closure
+    calls it five times a sample)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 class LoopClosureError(DataError):
@@ -348,11 +354,11 @@ class _Kinematics:
                 linear = (
                     rate_a[:3]
                     - rate_b[:3]
-                    - np.cross(rate_a[3:], offset)
-                    - 2.0 * np.cross(omega_a, offset_rate)
-                    + np.cross(omega_a, np.cross(omega_a, offset))
+                    - _cross(rate_a[3:], offset)
+                    - 2.0 * _cross(omega_a, offset_rate)
+                    + _cross(omega_a, _cross(omega_a, offset))
                 )
-                angular = rate_a[3:] - rate_b[3:] + np.cross(omega_a, twist_b[3:])
+                angular = rate_a[3:] - rate_b[3:] + _cross(omega_a, twist_b[3:])
                 out[row : row + 2] = (pose_a.rotation.T @ linear)[:2]
                 out[row + 2] = (pose_a.rotation.T @ angular)[2]
             row += closure.rows
@@ -927,6 +933,34 @@ def _actuated_indices(robot: RobotModel, actuated_joints: Sequence[str], urdf_na
         )
     position = {name: j for j, name in enumerate(robot.joint_names)}
     return np.array(sorted(position[name] for name in names), dtype=int)
+
+
+def tree_values(
+    model: ClosedLoopModel, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
+) -> np.ndarray:
+    """A per-joint setting given for the actuated joints or for every tree joint, as ``(n_t,)`` tree values.
+
+    ``None`` gives ``default`` (``(n_t,)``); ``n_a`` values set the actuated joints (kinematic
+    order) and leave the passive ones at ``default``; ``n_t`` values are taken as they are.
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` when ``value`` has another length.
+    """
+    out = np.array(default, dtype=float)
+    if value is None:
+        return out
+    array = np.asarray(value, dtype=float)
+    if array.shape == (model.n_tree,):
+        return array
+    if array.shape == (model.n_actuated,):
+        out[model.actuated] = array
+        return out
+    raise ModelError(
+        f"{name} must have {model.n_actuated} entries (actuated joints {list(model.actuated_joint_names)}) or"
+        f" {model.n_tree} (tree joints), got {np.asarray(value).tolist()}"
+    )
 
 
 def _rank(matrix: np.ndarray) -> int:

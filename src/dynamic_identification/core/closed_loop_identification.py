@@ -52,8 +52,8 @@ fixed by ``δ = 1``, per-joint weights, σ for every gain and base parameter.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +64,7 @@ from dynamic_identification.core.closed_loop import (
     base_parameters,
     observation_matrix,
     standard_parameter_names,
+    tree_values,
 )
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
@@ -73,17 +74,28 @@ from dynamic_identification.core.drive_gains import (
     drive_gains_from_rows,
 )
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import ConsistencySettings, ConsistentEstimator
+from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.identification import (
+    DecimatedRows,
+    IdentificationResult,
     IdentificationSettings,
     PreparedObservations,
     SignalSettings,
+    SlidingWindowEstimator,
+    WindowSettings,
     check_motion,
     estimate_motion,
+    identify_observations,
     resolve_signal,
     slow_equations,
 )
+from dynamic_identification.core.identification.prediction import PREDICTION_BLOCK_SAMPLES, StampPrediction
 from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.model import standard_parameter_names as serial_standard_names
+from dynamic_identification.core.model import standard_parameters as serial_standard_parameters
 from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
+from dynamic_identification.core.plausibility import DEFAULT_EFFORT_FACTOR, DEFAULT_MASS_FACTOR, PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, default_decimation
 
@@ -118,11 +130,14 @@ class CompletedSegment:
 
 @dataclass(frozen=True)
 class CompletedRecording:
-    """The segments of :func:`complete_recording` and their provenance."""
+    """The segments of :func:`complete_recording`, their provenance and the signal settings used (every ``auto``
+    decided from the actuated motion, with the reasons)."""
 
     segments: tuple[CompletedSegment, ...]
     input_samples: int
     duplicates_dropped: int
+    signal: SignalSettings
+    signal_reasons: tuple[str, ...] = ()
 
     @property
     def rate_hz(self) -> float:
@@ -233,6 +248,53 @@ class ClosedLoopRowBuilder:
             index=index[inside],
         )
 
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """The sliding window's rows from filtered **actuated** motion ``(L, n_a)`` on the grid.
+
+        As :meth:`~dynamic_identification.core.identification.RowBuilder.sampled_rows`:
+        the torques are low-passed and decimated, while ``W`` is evaluated at the decimated
+        instants only, on the tree motion completed there ([Briot2012] eq. (2)-(4), walked
+        from the model's reference configuration, so in its assembly mode); equations near
+        a velocity reversal of a motor are masked.
+
+        Raises
+        ------
+        LoopClosureError
+            When the motion of this block reaches a singularity or leaves the workspace
+            (``sample`` is the grid index).
+        """
+        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        local = index[inside] - start
+        model, base = self.model, self.base
+        w_out = np.zeros((local.size, model.n_actuated, base.count))
+        if local.size:
+            try:
+                motion = model.complete_motion(q[local], dq[local], ddq[local])
+            except LoopClosureError as error:
+                grid = None if error.sample is None else int(index[inside][error.sample])
+                raise LoopClosureError(
+                    f"grid sample {grid}: {_SAMPLE_PREFIX.sub('', str(error))}",
+                    sample=grid,
+                    residual=error.residual,
+                    condition_number=error.condition_number,
+                ) from error
+            full = observation_matrix(
+                model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+            )
+            w_out[:, base.structure] = full[..., base.independent][:, base.structure]
+        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+        return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
+
 
 def complete_recording(
     model: ClosedLoopModel,
@@ -298,7 +360,8 @@ def complete_recording(
                 f" ({t.shape[0]}, {model.n_tree}), got {measured.shape}"
             )
         velocities = measured[:, model.actuated] if measured.shape[1] == model.n_tree else measured
-    settings = resolve_signal(t, actuated, settings, dq_measured=velocities).signal
+    choice = resolve_signal(t, actuated, settings, dq_measured=velocities)
+    settings = choice.signal
     motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities)
     segments = []
     for motion in motions:
@@ -315,7 +378,13 @@ def complete_recording(
         segments.append(
             CompletedSegment(time=motion.time, motion=completed, signals=motion.torques, rate_hz=motion.rate_hz)
         )
-    return CompletedRecording(segments=tuple(segments), input_samples=int(t.shape[0]), duplicates_dropped=duplicates)
+    return CompletedRecording(
+        segments=tuple(segments),
+        input_samples=int(t.shape[0]),
+        duplicates_dropped=duplicates,
+        signal=choice.signal,
+        signal_reasons=choice.reasons,
+    )
 
 
 def closed_loop_observations(
@@ -394,7 +463,7 @@ def closed_loop_observations(
         passive_tolerance_rad=passive_tolerance_rad,
     )
     _check_travel(model, completed, settings)
-    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, completed.signal)
     matrices, targets, masks = [], [], []
     for rows in _segment_rows(builder, completed.segments, settings.block_samples):
         matrices.append(rows.observation_matrix)
@@ -409,6 +478,322 @@ def closed_loop_observations(
         segments=len(completed.segments),
         rate_hz=completed.rate_hz,
         decimation=builder.decimator.factor,
+        signal=completed.signal,
+        signal_reasons=completed.signal_reasons,
+    )
+
+
+def closed_loop_bounds(
+    model: ClosedLoopModel,
+    *,
+    effort_limits: np.ndarray | tuple[float, ...] | None = None,
+    acceleration_limits: np.ndarray | tuple[float, ...] | None = None,
+    effort_factor: float = DEFAULT_EFFORT_FACTOR,
+    mass_factor: float = DEFAULT_MASS_FACTOR,
+) -> PlausibilityBounds:
+    """The plausibility gates of a closed-loop robot (:mod:`~dynamic_identification.core.plausibility`).
+
+    Those of the opened tree (its URDF limits, total mass and reach), with the predicted
+    torques judged on the actuated joints, whose equations the closed-loop IDIM has
+    ([Briot2012] eq. (6)). ``effort_limits`` (N·m) and ``acceleration_limits`` (rad/s²)
+    replace the URDF's; one value per actuated joint or per tree joint.
+
+    Raises
+    ------
+    ModelError
+        A limit list of another length, or a factor below 1.
+    """
+    robot = model.robot
+    effort = tree_values(model, "limits.effort", effort_limits, robot.effort_limits)
+    acceleration = tree_values(
+        model,
+        "limits.acceleration",
+        acceleration_limits,
+        DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+    )
+    bounds = PlausibilityBounds.from_robot(
+        robot,
+        effort_limits=effort,
+        acceleration_limits=acceleration,
+        effort_factor=effort_factor,
+        mass_factor=mass_factor,
+    )
+    return replace(bounds, equations=tuple(int(j) for j in model.actuated))
+
+
+def identify_closed_loop(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    settings: IdentificationSettings,
+    bounds: PlausibilityBounds | None = None,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+    consistency: ConsistentEstimator | None = None,
+) -> IdentificationResult:
+    """Identify a closed-loop robot's base parameters from a recording ([Briot2012] §2-3.1, IDIM-WLS).
+
+    The observations of :func:`closed_loop_observations` go through the identification
+    seam (:func:`~dynamic_identification.core.identification.identify_observations`):
+    OLS or per-joint WLS, the rank check and the configured reduction, ``σ``, the
+    per-joint errors of the actuated joints and the plausibility gates
+    (:func:`closed_loop_bounds` by default), exactly as for a serial robot. The friction
+    rule of the reduction looks at the travel of the actuated joints.
+
+    Parameters are those of :func:`closed_loop_observations`; ``bounds`` the plausibility gates;
+    ``consistency`` (:func:`closed_loop_consistent_estimator`) publishes the physically
+    consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
+
+    Raises
+    ------
+    DataError, InsufficientExcitationError, LoopClosureError
+        As :func:`closed_loop_observations`; too few equations for the base parameters.
+    """
+    observations = closed_loop_observations(
+        model,
+        drive_chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=settings,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    positions = np.asarray(q, dtype=float)
+    actuated = positions[:, model.actuated] if positions.shape[1] == model.n_tree else positions
+    return identify_observations(
+        base,
+        observations,
+        settings=settings,
+        travel=np.ptp(_unwrapped(model, actuated), axis=0),
+        bounds=bounds if bounds is not None else closed_loop_bounds(model),
+        consistency=consistency,
+    )
+
+
+def closed_loop_torques(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    parameters: Mapping[str, float],
+    motion: ClosedLoopMotion,
+) -> np.ndarray:
+    """Actuated torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along completed motion.
+
+    A base parameter is named after its independent standard column
+    (:func:`~dynamic_identification.core.closed_loop.standard_parameter_names`), so the
+    prediction is ``(J_tᵀ φ_tree + drive terms)[:, names] @ values`` ([Briot2012] eq. (6)),
+    evaluated in blocks of :data:`~dynamic_identification.core.identification.prediction.PREDICTION_BLOCK_SAMPLES`.
+
+    Raises
+    ------
+    DataError
+        A name that is not a standard parameter of this mechanism and drive terms.
+    """
+    names = standard_parameter_names(model, terms)
+    position = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in parameters if name not in position]
+    if unknown:
+        raise DataError(
+            f"parameters {unknown[:6]} are not standard parameters of this closed-loop model"
+            f" ({model.n_tree} tree joints, actuated {list(model.actuated_joint_names)})"
+        )
+    columns = np.array([position[name] for name in parameters], dtype=int)
+    values = np.array(list(parameters.values()), dtype=float)
+    samples = motion.q.shape[0]
+    out = np.empty((samples, model.n_actuated))
+    for first in range(0, samples, PREDICTION_BLOCK_SAMPLES):
+        block = slice(first, first + PREDICTION_BLOCK_SAMPLES)
+        matrix = observation_matrix(
+            model,
+            drive_chain,
+            terms,
+            motion.q[block],
+            motion.dq[block],
+            motion.ddq[block],
+            projection=motion.projection[block],
+        )
+        out[block] = matrix[..., columns] @ values
+    return out
+
+
+def predict_closed_loop_at_stamps(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    parameters: Mapping[str, float],
+    time: np.ndarray,
+    q: np.ndarray,
+    *,
+    signal: SignalSettings,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+) -> StampPrediction:
+    """The model's actuated torques along a recording's filtered, completed motion, at its stamps.
+
+    The closed-loop counterpart of
+    :func:`~dynamic_identification.core.identification.predict_at_stamps`: the recording
+    goes through :func:`complete_recording` (positions of the actuated joints or of every
+    tree joint), the torques of :func:`closed_loop_torques` are interpolated back onto
+    the stamps. Rows outside every usable segment (edges, gaps) are not covered;
+    ``speed`` holds the actuated joints' ``|q̇|``.
+
+    Raises
+    ------
+    DataError, LoopClosureError
+        As :func:`complete_recording` (a singular or unreachable sample is named).
+    """
+    stamps = np.asarray(time, dtype=float)
+    completed = complete_recording(
+        model,
+        stamps,
+        q,
+        np.zeros((stamps.shape[0], 1)),
+        settings=signal,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    covered = np.zeros(stamps.shape[0], dtype=bool)
+    effort = np.zeros((stamps.shape[0], model.n_actuated))
+    speed = np.zeros_like(effort)
+    for segment in completed.segments:
+        torques = closed_loop_torques(model, drive_chain, terms, parameters, segment.motion)
+        actuated_speed = segment.motion.dq[:, model.actuated]
+        inside = (stamps >= segment.time[0]) & (stamps <= segment.time[-1])
+        for j in range(model.n_actuated):
+            effort[inside, j] = np.interp(stamps[inside], segment.time, torques[:, j])
+            speed[inside, j] = np.abs(np.interp(stamps[inside], segment.time, actuated_speed[:, j]))
+        covered |= inside
+    return StampPrediction(torques=effort, speed=speed, covered=covered)
+
+
+def closed_loop_window(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    settings: WindowSettings,
+    *,
+    base: BaseParameters | None = None,
+    bounds: PlausibilityBounds | None = None,
+    consistency: ConsistentEstimator | None = None,
+) -> SlidingWindowEstimator:
+    """The sliding-window estimator of a closed-loop robot ([Volkmann2020] with [Briot2012] eq. (6)-(7)).
+
+    The serial window (:class:`~dynamic_identification.core.identification.SlidingWindowEstimator`:
+    resampling, filtering, normal equations, reduction, gates) fed with the **actuated**
+    joints' positions and torques ``(N, n_a)``; its rows come from
+    :meth:`ClosedLoopRowBuilder.sampled_rows`, which completes the tree motion at the
+    decimated instants. ``bounds`` default to :func:`closed_loop_bounds` with the
+    settings' factors; ``consistency`` (:func:`closed_loop_consistent_estimator`) publishes
+    the physically consistent estimate of every update that passes the gates.
+
+    Raises
+    ------
+    ModelError
+        When the drive chain or the base parameters do not belong to ``model``.
+    """
+    _check_chain(model, drive_chain)
+    base = base or base_parameters(model, drive_chain, terms)
+    _check_base(model, terms, base)
+
+    def builder(decimation: int, min_speed_rad_s: float, stick_periods: int | None) -> ClosedLoopRowBuilder:
+        return ClosedLoopRowBuilder.create(
+            model,
+            drive_chain,
+            terms,
+            base,
+            decimation=decimation,
+            min_speed_rad_s=min_speed_rad_s,
+            stick_periods=stick_periods,
+        )
+
+    return SlidingWindowEstimator(
+        model.robot,
+        drive_chain,
+        terms,
+        settings,
+        base=base,
+        bounds=bounds
+        or closed_loop_bounds(model, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor),
+        consistency=consistency,
+        row_builder=builder,
+        equations=model.n_actuated,
+    )
+
+
+def tree_standard(model: ClosedLoopModel, terms: DriveTerms, standard: np.ndarray) -> np.ndarray:
+    """Closed-loop standard parameters laid out as the opened tree's, passive joints' drive terms 0.
+
+    ``standard`` is in :func:`~dynamic_identification.core.closed_loop.standard_parameter_names`
+    order (drive terms of the actuated joints only); the result in
+    :func:`~dynamic_identification.core.model.standard_parameter_names` order of the tree's
+    ``n_t`` joints, the layout of the serial tools (consistency, parameter-file sections).
+    """
+    values = np.asarray(standard, dtype=float)
+    columns = _tree_columns(model, terms)
+    if values.shape[-1:] != (columns.size,):
+        raise DataError(f"standard parameters must have {columns.size} entries, got shape {values.shape}")
+    tree = np.zeros((*values.shape[:-1], model.n_tree * terms.per_joint))
+    tree[..., columns] = values
+    return tree
+
+
+def _tree_columns(model: ClosedLoopModel, terms: DriveTerms) -> np.ndarray:
+    """Column of each closed-loop standard parameter in the opened tree's standard layout."""
+    position = {name: i for i, name in enumerate(serial_standard_names(model.n_tree, terms))}
+    return np.array([position[name] for name in standard_parameter_names(model, terms)], dtype=int)
+
+
+def tree_base_parameters(model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters) -> BaseParameters:
+    """The closed-loop base parameters over the opened tree's standard layout (:func:`tree_standard`).
+
+    The same base parameters (names, expressions, equations' structure), their regrouping
+    ``K`` with a zero column for each passive joint's drive term, which no equation holds.
+    """
+    _check_base(model, terms, base)
+    columns = _tree_columns(model, terms)
+    regrouping = np.zeros((base.count, model.n_tree * terms.per_joint))
+    regrouping[:, columns] = base.regrouping
+    return BaseParameters(
+        standard_names=serial_standard_names(model.n_tree, terms),
+        independent=columns[base.independent],
+        regrouping=regrouping,
+        names=base.names,
+        expressions=base.expressions,
+        structure=base.structure,
+    )
+
+
+def closed_loop_consistent_estimator(
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    settings: ConsistencySettings | None = None,
+    attached: np.ndarray | None = None,
+) -> ConsistentEstimator:
+    """The physically consistent estimator ([Wensing2018]) of a closed-loop robot's base parameters.
+
+    Every link of the opened tree is a body whose pseudo-inertia must be positive definite,
+    the actuated joints' ``Ia, Fv, Fc`` non-negative; the URDF's inertias are the prior of
+    the directions no data determine, the passive joints' drive terms (in no equation) 0.
+    Its :attr:`~dynamic_identification.core.estimation.consistency.ConsistentEstimate.standard`
+    has the tree's layout (:func:`tree_standard`); ``base_values`` are those of ``base``.
+    """
+    return ConsistentEstimator(
+        tree_base_parameters(model, terms, base),
+        terms,
+        serial_standard_parameters(model.robot, terms),
+        settings=settings or ConsistencySettings(),
+        attached=attached,
+        equation_joints=tuple(int(j) for j in model.actuated),
     )
 
 
@@ -531,7 +916,7 @@ def _gain_rows(
         name=recording.name,
     )
     _check_travel(model, completed, settings)
-    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, settings.signal)
+    builder = _builder(model, drive_chain, terms, base, completed.rate_hz, completed.signal)
     phi = payload.dynamic_parameters() if payload is not None else None
     segments = []
     for segment in completed.segments:

@@ -78,6 +78,11 @@ class PlausibilityBounds:
         Bound on the distance of any body's centre of mass from the base, m.
     effort_factor
         How many effort limits predicted, viscous and inertial drive torques may reach.
+    equations
+        Index in :attr:`joint_names` of the joint of each equation column (of the
+        predicted peak torques); ``None``: one column per joint, in order. A closed-loop
+        robot's equations are its actuated joints' ([Briot2012] eq. (6)) while its
+        parameter names number every joint of the opened tree.
     """
 
     joint_names: tuple[str, ...]
@@ -87,6 +92,7 @@ class PlausibilityBounds:
     mass_kg: float
     reach_m: float
     effort_factor: float = DEFAULT_EFFORT_FACTOR
+    equations: tuple[int, ...] | None = None
 
     @classmethod
     def from_robot(
@@ -159,8 +165,8 @@ def model_problems(
         Base- or standard-parameter names (``ZZ1``, ``Fc3`` …; a base parameter is
         named after its independent column) and values in SI units.
     predicted_peak
-        Largest ``|τ̂_j|`` (N·m) the model predicts on its own data, per joint;
-        ``None`` skips that gate.
+        Largest ``|τ̂_j|`` (N·m) the model predicts on its own data, per equation
+        column (:attr:`PlausibilityBounds.equations`); ``None`` skips that gate.
     """
     problems: list[str] = []
     array = np.asarray(values, dtype=float).ravel()
@@ -200,12 +206,14 @@ def model_problems(
                 )
     if predicted_peak is not None:
         peak = np.asarray(predicted_peak, dtype=float)
-        for j, joint in enumerate(bounds.joint_names):
-            if not np.isfinite(peak[j]):
+        columns = range(len(bounds.joint_names)) if bounds.equations is None else bounds.equations
+        for column, j in enumerate(columns):
+            joint = bounds.joint_names[j]
+            if not np.isfinite(peak[column]):
                 problems.append(f"the predicted torque of {joint} is not finite")
-            elif peak[j] > factor * effort[j]:
+            elif peak[column] > factor * effort[j]:
                 problems.append(
-                    f"the predicted torque of {joint} reaches {peak[j]:.4g} N·m on its own data, more than"
+                    f"the predicted torque of {joint} reaches {peak[column]:.4g} N·m on its own data, more than"
                     f" {factor:g} × its effort limit {effort[j]:.4g} N·m (torques in the wrong unit?)"
                 )
     return tuple(problems)

@@ -55,9 +55,19 @@ class Kind(Enum):
     NAMES = "string[]"
     NUMBERS = "double[]"
     MATRIX = "double[] (n×n, row by row)"
+    CLOSURES = "closures"
+    """Named groups of strings: a configuration file gives a list of mappings under the key, or one
+    mapping per name; ROS parameters (which hold no list of mappings) one string parameter per
+    member, ``<key>.<name>.<field>`` (:func:`group_member`)."""
 
 
 Value = bool | int | float | str | tuple[str, ...] | tuple[float, ...] | None
+
+CLOSURE_FIELDS: tuple[str, ...] = ("frame_a", "frame_b", "type")
+"""The fields of one loop closure (:attr:`Kind.CLOSURES`)."""
+
+CLOSURE_TYPES: tuple[str, ...] = ("point", "planar", "6d")
+"""Loop closures ([Briot2012] §2): coincident origins, in-plane placement, coincident placements."""
 
 
 @dataclass(frozen=True)
@@ -202,14 +212,19 @@ _CHAIN = ("recorder", "excitation", "estimator", DYNID)
 _TERMS = ("excitation", "estimator", DYNID)
 _ESTIMATION = ("estimator", DYNID)
 _EXCITE = ("excitation", DYNID_EXCITE)
+_CLOSED_LOOP = ("excitation", "estimator", "sim_robot", DYNID)
 _INT32 = 2**31 - 1
 
 SETTINGS: tuple[Setting, ...] = (
     # -- robot and drive chain (the /** block: every node that needs them) --
     Setting("joints", Kind.NAMES, None, "joints in the node's order; unset: every 1-DoF joint of the URDF (the"
             " recorder: of the first joint state)", nodes=("recorder", "excitation", "estimator", "sim_robot", DYNID)),
-    Setting("robot.actuated_joints", Kind.NAMES, None, "closed-loop robots: the actuated joints of the opened tree",
-            nodes=(DYNID,)),
+    # -- closed-loop (parallel) robots ([Briot2012] §2, docs/closed_loop.md): the /** block --
+    Setting("robot.loop_closures", Kind.CLOSURES, None, "closed-loop robots: the closures of the opened tree,"
+            f" each {{{', '.join(CLOSURE_FIELDS[:2])}, type: {' | '.join(CLOSURE_TYPES)}}}; a list, or by name (ROS"
+            " parameters: robot.loop_closures.NAME.frame_a, …); unset: a serial robot", nodes=_CLOSED_LOOP),
+    Setting("robot.actuated_joints", Kind.NAMES, None, "closed-loop robots: the actuated (motorised) joints of the"
+            " opened tree, with robot.loop_closures; joints and the drive chain are then theirs", nodes=_CLOSED_LOOP),
     Setting("drive_chain.gear_ratios", Kind.NUMBERS, None, "gear ratio per joint, motor rad per joint rad; unset: 1",
             nodes=_CHAIN),
     Setting("drive_chain.drive_gains", Kind.NUMBERS, None, "motor torque constant per joint, motor side; unset: 1",
@@ -489,6 +504,15 @@ def default(key: str, consumer: str | None = None) -> Any:
     return setting(key, consumer).default
 
 
+def group_member(key: str) -> Setting | None:
+    """The setting of :attr:`Kind.CLOSURES` whose member ``key`` is (``robot.loop_closures.<name>.<field>``), or
+    ``None``."""
+    for item in SETTINGS:
+        if item.kind is Kind.CLOSURES and key.startswith(f"{item.key}.") and "." in key[len(item.key) + 1 :]:
+            return item
+    return None
+
+
 SETTING = "setting"
 """Metadata key of a dataclass field filled from a setting (:func:`setting_field`)."""
 
@@ -537,6 +561,8 @@ def check_fields(instance: object) -> None:
 
 __all__ = [
     "AUTO_CUTOFF_HZ",
+    "CLOSURE_FIELDS",
+    "CLOSURE_TYPES",
     "CONSUMERS",
     "DYNID",
     "DYNID_EXCITE",
@@ -557,6 +583,7 @@ __all__ = [
     "check_fields",
     "default",
     "field_settings",
+    "group_member",
     "nested_field",
     "nested_fields",
     "setting",

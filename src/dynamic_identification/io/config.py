@@ -34,6 +34,15 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
 flattened row by row (a list of rows is accepted as well).
+
+A closed-loop (parallel) robot ([Briot2012] §2, ``docs/closed_loop.md``) adds, in the ``/**``
+block, the closures of its opened tree and its actuated joints; ``joints`` are then the
+actuated joints (or unset), and the drive chain has one entry per actuated joint::
+
+    robot:
+      loop_closures:
+        distal_tip: {frame_a: tip_1, frame_b: tip_2, type: point}   # ROS: a mapping per closure
+      actuated_joints: [proximal_joint_1, proximal_joint_2]
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ from typing import Any
 
 import yaml
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
+from dynamic_identification.core.closed_loop_identification import closed_loop_bounds
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
@@ -60,6 +71,7 @@ from dynamic_identification.core.settings_schema import (
     NODES,
     default,
     field_settings,
+    group_member,
     nested_field,
     setting_field,
     settings_of,
@@ -92,9 +104,15 @@ ROS_PARAMETERS: tuple[str, ...] = ("use_sim_time", "start_type_description_servi
 ROS_PARAMETER_PREFIXES: tuple[str, ...] = ("qos_overrides.",)
 """Prefixes of parameters rclpy or a launch file may set on any node (QoS overrides)."""
 
-LOOP_CLOSURE_PREFIX = "robot.loop_closures."
-"""Closed-loop robots: ``robot.loop_closures.<name>.{frame_a, frame_b, type}`` (a ROS parameter file cannot
-hold a list of mappings, so each closure is a named mapping; see ``docs/closed_loop.md``)."""
+CLOSED_LOOP_KEYS: tuple[str, ...] = tuple(key for key in CONFIG_KEYS if key.startswith("robot."))
+"""A closed-loop robot's description ([Briot2012] §2, ``docs/closed_loop.md``): ``robot.loop_closures`` (as ROS
+parameters ``robot.loop_closures.<name>.{frame_a, frame_b, type}``: a parameter file cannot hold a list of
+mappings) and ``robot.actuated_joints``."""
+
+
+def is_closed_loop_key(key: str) -> bool:
+    """Whether ``key`` belongs to a closed-loop robot's description (:data:`CLOSED_LOOP_KEYS` or a closure's field)."""
+    return key in CLOSED_LOOP_KEYS or group_member(key) is not None
 
 
 def known_keys() -> frozenset[str]:
@@ -107,7 +125,7 @@ def known_keys() -> frozenset[str]:
 
 def is_known_key(key: str) -> bool:
     """Whether ``key`` is a parameter of some node of the package, of ``dynid`` or of rclpy."""
-    return key in known_keys() or key.startswith((*ROS_PARAMETER_PREFIXES, LOOP_CLOSURE_PREFIX))
+    return key in known_keys() or key.startswith(ROS_PARAMETER_PREFIXES) or group_member(key) is not None
 
 
 def unknown_keys_message(keys: Sequence[str], source: str, *, known: Iterable[str] | None = None) -> str:
@@ -171,6 +189,10 @@ class IdentificationConfig:
         N·m, rad/s², rad/s³; ``None``: the URDF's and the defaults.
     effort_factor, mass_factor
         Plausibility gates (:mod:`~dynamic_identification.core.plausibility`).
+    loop_closures, actuated_joints
+        A closed-loop robot's closures and actuated joints (``robot.loop_closures``,
+        ``robot.actuated_joints``, read through the schema by :func:`config_from_parameters`);
+        both empty for a serial robot.
     """
 
     joints: tuple[str, ...] | None = setting_field("joints", DYNID)
@@ -204,6 +226,41 @@ class IdentificationConfig:
     jerk_limits: tuple[float, ...] | None = setting_field("limits.jerk")
     effort_factor: float = setting_field("plausibility.effort_factor")
     mass_factor: float = setting_field("plausibility.mass_factor")
+    loop_closures: tuple[LoopClosure, ...] = ()
+    actuated_joints: tuple[str, ...] = ()
+
+    @property
+    def closed_loop(self) -> bool:
+        """Whether the configuration describes a closed-loop robot (``robot.loop_closures``)."""
+        return bool(self.loop_closures)
+
+    def closed_loop_model(self, urdf: str | os.PathLike[str]) -> ClosedLoopModel:
+        """The closed-loop model of ``urdf`` (its opened tree) with these closures and actuated joints.
+
+        Raises
+        ------
+        DataError
+            When the configuration describes a serial robot.
+        ModelError
+            When the URDF does not fit the description (unknown frame or joint, mobility).
+        """
+        if not self.closed_loop:
+            raise DataError("the configuration has no robot.loop_closures: it describes a serial robot")
+        closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in self.loop_closures]
+        return ClosedLoopModel.from_config(Path(urdf), loop_closures=closures, actuated_joints=self.actuated_joints)
+
+    def closed_loop_bounds(self, model: ClosedLoopModel) -> PlausibilityBounds:
+        """The plausibility gates of the closed-loop ``model`` with these limits and factors."""
+        try:
+            return closed_loop_bounds(
+                model,
+                effort_limits=self.effort_limits,
+                acceleration_limits=self.acceleration_limits,
+                effort_factor=self.effort_factor,
+                mass_factor=self.mass_factor,
+            )
+        except IdentificationError as error:
+            raise DataError(f"limits.* / plausibility.*: {error}") from error
 
     def plausibility_bounds(self, robot: RobotModel) -> PlausibilityBounds:
         """The plausibility gates of ``robot`` with these limits and factors."""
@@ -454,7 +511,7 @@ def config_from_parameters(
     unknown = sorted(
         key
         for key in parameters
-        if key.split(".", 1)[0] in SECTIONS and key not in allowed and not key.startswith(LOOP_CLOSURE_PREFIX)
+        if key.split(".", 1)[0] in SECTIONS and key not in allowed and group_member(key) is None
     )
     if unknown:
         raise DataError(unknown_keys_message(unknown, source, known=allowed))
@@ -465,12 +522,44 @@ def config_from_parameters(
         raise
     except IdentificationError as error:
         raise DataError(f"settings in {source}: {error}") from error
-    _check_sizes(source, config.joints, config.gear_ratios, config.drive_gains, config.coupling)
+    closures, actuated = _closed_loop(reader, source)
+    if closures and config.joints is not None and sorted(config.joints) != sorted(actuated):
+        raise DataError(
+            f"joints in {source} must be the actuated joints {list(actuated)} of the closed-loop robot, or unset;"
+            f" got {list(config.joints)} (recorded passive joints are used when a recording has them)"
+        )
+    _check_sizes(source, config.joints or (actuated or None), config.gear_ratios, config.drive_gains, config.coupling)
     return replace(
         config,
         joint_states_topic=_absolute(reader.text("topics.joint_states")),
         currents_topic=_absolute(reader.text("topics.motor_currents")),
+        loop_closures=closures,
+        actuated_joints=actuated,
     )
+
+
+def _closed_loop(reader: SettingsReader, source: str) -> tuple[tuple[LoopClosure, ...], tuple[str, ...]]:
+    """``robot.loop_closures`` and ``robot.actuated_joints``; both empty for a serial robot.
+
+    The closures come as dotted parameters ``robot.loop_closures.<name>.<key>`` (what a ROS
+    parameter file holds) or as one list ``robot.loop_closures`` (a plain YAML file); the
+    settings schema reads both (:meth:`~dynamic_identification.io.settings.SettingsReader.closures`).
+    """
+    given = reader.closures("robot.loop_closures")
+    actuated = reader.names("robot.actuated_joints") or ()
+    if given is None:
+        if actuated:
+            raise DataError(
+                f"robot.actuated_joints in {source} describes a closed-loop robot: give robot.loop_closures too"
+            )
+        return (), ()
+    try:
+        closures = loop_closures_from_config(given)
+    except IdentificationError as error:
+        raise DataError(f"{source}: {error}") from error
+    if not actuated:
+        raise DataError(f"robot.loop_closures in {source} needs robot.actuated_joints: name the motorised joints")
+    return closures, actuated
 
 
 def _matches(key: str, node_name: str) -> bool:

@@ -10,6 +10,7 @@
   fits its training data shows here), and the torques at every recorded stamp with their
   errors against the recorded torques where the joint moves (these include the torque
   sensor's or current's noise, which the decimation filter removes from the equations);
+  :func:`validate_closed_loop` the same for a closed-loop robot's actuated joints;
 * :func:`identification_warnings` — what a user must read, one sentence each, for the
   output and ``quality.warnings``: parameters physically impossible as identified,
   reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
@@ -25,6 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop_identification import (
+    closed_loop_consistent_estimator,
+    closed_loop_observations,
+    predict_closed_loop_at_stamps,
+)
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
@@ -101,25 +108,50 @@ def configured_consistency(
     return consistent_estimator(robot, config.drive_terms, base, prior=config.prior or None)
 
 
+def closed_loop_consistent_estimator_of(
+    model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+) -> ConsistentEstimator:
+    """:func:`consistent_estimator` of a closed-loop robot: every link of its opened tree ([Briot2012] §2)."""
+    return closed_loop_consistent_estimator(
+        model, terms, base, settings=ConsistencySettings(box=prior), attached=attached_inertias(model.robot)
+    )
+
+
+def configured_closed_loop_consistency(
+    model: ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
+) -> ConsistentEstimator | None:
+    """:func:`configured_consistency` of a closed-loop robot."""
+    if not config.consistency:
+        return None
+    return closed_loop_consistent_estimator_of(model, config.drive_terms, base, prior=config.prior or None)
+
+
 def consistent_model(
-    robot: RobotModel, terms: DriveTerms, settings: IdentificationSettings, result: IdentificationResult
+    robot: RobotModel,
+    terms: DriveTerms,
+    settings: IdentificationSettings,
+    result: IdentificationResult,
+    *,
+    estimator: ConsistentEstimator | None = None,
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
 
     When the identification enforced consistency (step 5 of the seam) that estimate;
     otherwise it is computed here, to check the unconstrained values and to give
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
-    weighted normal equations with the identification's weights ([Gautier2013] eq. (20)).
+    weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
+    by ``estimator`` when given (a closed-loop robot's, whose equations are its actuated
+    joints'), else :func:`consistent_estimator` of ``robot``.
     """
     if result.consistency is not None:
         physical = result.consistency
         return ConsistentModel(physical.estimate, physical.error, published_consistent=physical.applied, enforced=True)
     equations = result.equations
-    if equations is None or equations.n_joints != robot.n_joints:
+    if equations is None or (estimator is None and equations.n_joints != robot.n_joints):
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
         weights = joint_weights(result.observations, settings.method)
-        estimate = consistent_estimator(robot, terms, result.base).solve(
+        estimate = (estimator or consistent_estimator(robot, terms, result.base)).solve(
             equations, weights, result.base.subset(result.names)
         )
     except IdentificationError as error:
@@ -274,16 +306,69 @@ def validate(
     return Validation(name, recording, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
 
 
+def validate_closed_loop(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    result: IdentificationResult,
+    recording: Recording,
+    settings: IdentificationSettings,
+    *,
+    name: str,
+) -> Validation:
+    """:func:`validate` for a closed-loop robot ([Briot2012] eq. (6)): its actuated joints' torques.
+
+    ``recording`` holds the actuated joints (torques or currents) and optionally every
+    passive joint of the opened tree, in the tree's kinematic order; the motion is completed
+    through the closures as in the identification
+    (:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_observations`).
+    The validation's recording is that of the actuated joints.
+    """
+    signal = settings.signal
+    actuated = recording.select(model.actuated_joint_names)
+    torques = actuated.joint_torques(drive_chain)
+    prediction = predict_closed_loop_at_stamps(
+        model,
+        drive_chain,
+        terms,
+        result.values,
+        recording.time,
+        recording.position,
+        signal=signal,
+        dq_measured=recording.velocity,
+    )
+    errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
+    observations = closed_loop_observations(
+        model,
+        drive_chain,
+        terms,
+        result.base,
+        recording.time,
+        recording.position,
+        torques,
+        settings=settings,
+        dq_measured=recording.velocity,
+    )
+    kept = result.base.subset(result.names)
+    equation_errors = JointErrors.of(
+        observations.torques,
+        observations.observation_matrix[..., kept] @ result.estimate.parameters,
+        observations.valid,
+    )
+    identified = np.isfinite(result.judged.joint_errors.errors)
+    return Validation(name, actuated, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+
+
 def _listed(names: Sequence[str]) -> str:
     shown = ", ".join(names[:_LISTED])
     return shown + (f" … ({len(names)} in all)" if len(names) > _LISTED else "")
 
 
-def _equation_names(result: IdentificationResult, robot: RobotModel) -> list[str]:
+def _equation_names(result: IdentificationResult, joints: Sequence[str]) -> list[str]:
     """Names of the seam's equation columns: the joints for the IDIM models, else numbered columns."""
     columns = result.observations.torques.shape[1]
-    if columns == robot.n_joints:
-        return list(robot.joint_names)
+    if columns == len(joints):
+        return list(joints)
     return [f"{result.model} equation column {k + 1}" for k in range(columns)]
 
 
@@ -292,8 +377,15 @@ def identification_warnings(
     result: IdentificationResult,
     settings: IdentificationSettings,
     consistent: ConsistentModel,
+    *,
+    joints: Sequence[str] | None = None,
 ) -> list[str]:
-    """What a user must read about an identification, one sentence each (module docstring)."""
+    """What a user must read about an identification, one sentence each (module docstring).
+
+    ``joints`` name the equations' joints when they are not ``robot``'s (a closed-loop
+    robot's actuated joints, ``robot`` being its opened tree).
+    """
+    joints = tuple(robot.joint_names if joints is None else joints)
     warnings: list[str] = []
     estimate = consistent.estimate
     if consistent.enforced and estimate is None:
@@ -319,7 +411,7 @@ def identification_warnings(
             f"negative friction or rotor inertia (physically impossible): {_listed(negative)}; the data do not"
             " determine them (check the drive gains, the sign of the torques, the excitation of those joints)"
         )
-    columns = _equation_names(result, robot)
+    columns = _equation_names(result, joints)
     reduction = result.reduction
     if reduction is not None:
         for column, equation in reduction.refused:
@@ -338,7 +430,7 @@ def identification_warnings(
                         f" e_tol = {100 * settings.e_tol:g} %)"
                     )
     errors = result.judged.joint_errors.errors
-    silent = [joint for joint, error in zip(robot.joint_names, errors, strict=True) if np.isnan(error)]
+    silent = [joint for joint, error in zip(joints, errors, strict=True) if np.isnan(error)]
     if silent:
         warnings.append(
             f"{', '.join(silent)} had no usable equation (never moved, or only slower than"
@@ -366,6 +458,8 @@ def validation_names(paths: Sequence[Path]) -> list[str]:
 __all__ = [
     "NOT_CONSISTENT",
     "ConsistentModel",
+    "closed_loop_consistent_estimator_of",
+    "configured_closed_loop_consistency",
     "configured_consistency",
     "consistent_estimator",
     "Validation",
@@ -373,5 +467,6 @@ __all__ = [
     "identification_warnings",
     "physical_consistency_section",
     "validate",
+    "validate_closed_loop",
     "validation_names",
 ]

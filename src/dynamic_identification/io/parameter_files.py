@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop_identification import tree_standard
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance
@@ -151,7 +153,12 @@ def child_links(robot: RobotModel) -> tuple[str, ...]:
 
 
 def standard_parameters_section(
-    robot: RobotModel, terms: DriveTerms, standard: np.ndarray, *, source: str
+    robot: RobotModel,
+    terms: DriveTerms,
+    standard: np.ndarray,
+    *,
+    source: str,
+    closed_loop: ClosedLoopModel | None = None,
 ) -> dict[str, Any]:
     """The ``standard_parameters`` section of a parameter file.
 
@@ -167,6 +174,10 @@ def standard_parameters_section(
         ``toDynamicParameters()``), then the drive terms (joint side).
     source
         A key of :data:`STANDARD_SOURCES`.
+    closed_loop
+        A closed-loop robot whose opened tree is ``robot`` (``standard`` in the tree's layout,
+        :func:`~dynamic_identification.core.closed_loop_identification.tree_standard`): a
+        passive joint's ``drive`` is ``null``, it has none.
 
     Returns
     -------
@@ -178,6 +189,10 @@ def standard_parameters_section(
     if source not in STANDARD_SOURCES:
         raise DataError(f"standard_parameters source must be one of {list(STANDARD_SOURCES)}, got {source!r}")
     values = np.asarray(standard, dtype=float)
+    driven = np.ones(robot.n_joints, dtype=bool)
+    if closed_loop is not None:
+        driven[:] = False
+        driven[np.asarray(closed_loop.actuated, dtype=int)] = True
     n = robot.n_joints
     if values.shape != (n * terms.per_joint,) or not np.all(np.isfinite(values)):
         raise DataError(f"standard parameters must be {n * terms.per_joint} finite values, got shape {values.shape}")
@@ -196,7 +211,11 @@ def standard_parameters_section(
                 "mc_kg_m": [float(v) for v in block[1:4]],
                 "com_m": [float(v) / mass for v in block[1:4]] if mass > 0.0 else None,
                 "inertia_kg_m2": {key: float(v) for key, v in zip(_INERTIA_KEYS, block[4:inertial], strict=True)},
-                "drive": {_DRIVE_KEYS[name]: float(v) for name, v in zip(terms.names, block[inertial:], strict=True)},
+                "drive": (
+                    {_DRIVE_KEYS[name]: float(v) for name, v in zip(terms.names, block[inertial:], strict=True)}
+                    if driven[j]
+                    else None
+                ),
             }
         )
     return {
@@ -243,6 +262,7 @@ def identified_parameter_file(
     standard: np.ndarray | None = None,
     standard_source: str = "base",
     quality: Mapping[str, Any] | None = None,
+    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of an offline identification with any regression model.
 
@@ -261,14 +281,20 @@ def identified_parameter_file(
         :data:`STANDARD_SOURCES`); default the base values on their independent columns.
     quality
         More ``quality`` keys (``validation``, ``physical_consistency``, ``warnings``).
+    closed_loop
+        For a closed-loop robot, the model whose opened tree is ``robot``: the file's joints
+        are the actuated ones and its ``robot`` section holds the loop closures; ``standard``
+        is in the tree's layout (:func:`~dynamic_identification.core.closed_loop_identification.tree_standard`).
 
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
     estimate = result.estimate
-    joints = robot.joint_names
+    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
     errors = result.judged.joint_errors
     if standard is None:
         standard, standard_source = standard_from_base(result.base, result.values), "base"
+        if closed_loop is not None:
+            standard = tree_standard(closed_loop, terms, standard)
     return ParameterFile.create(
         **_robot_keys(robot),
         joints=joints,
@@ -295,8 +321,19 @@ def identified_parameter_file(
         },
         stamp=stamp,
         settings=dataclasses.asdict(settings),
-        standard_parameters=standard_parameters_section(robot, terms, standard, source=standard_source),
+        standard_parameters=standard_parameters_section(
+            robot, terms, standard, source=standard_source, closed_loop=closed_loop
+        ),
+        closed_loop=closed_loop,
     )
+
+
+def _base_standard(
+    base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, closed_loop: ClosedLoopModel | None
+) -> np.ndarray:
+    """:func:`standard_from_base`, in the opened tree's layout for a closed-loop robot."""
+    standard = standard_from_base(base, values)
+    return standard if closed_loop is None else tree_standard(closed_loop, terms, standard)
 
 
 def window_parameter_file(
@@ -308,6 +345,7 @@ def window_parameter_file(
     *,
     stamp: float | None = None,
     settings: WindowSettings | None = None,
+    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of one sliding-window update.
 
@@ -325,6 +363,8 @@ def window_parameter_file(
         The window's settings, stored whole: its signal settings as the window used them
         (``settings.signal``, :func:`window_signal_settings`), the others as ``settings.window``;
         ``None`` stores none.
+    closed_loop
+        The closed-loop model when ``robot`` is its opened tree (see :func:`identified_parameter_file`).
 
     Raises
     ------
@@ -334,7 +374,7 @@ def window_parameter_file(
     if not update.names:
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
     expression = dict(zip(base.names, base.expressions, strict=True))
-    joints = robot.joint_names
+    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
     values = dict(zip(update.names, update.values.tolist(), strict=True))
     stored = (
         {}
@@ -371,10 +411,15 @@ def window_parameter_file(
         stamp=update.time_s if stamp is None else stamp,
         settings=stored,
         standard_parameters=(
-            standard_parameters_section(robot, terms, update.consistent_standard, source="consistent")
+            standard_parameters_section(
+                robot, terms, update.consistent_standard, source="consistent", closed_loop=closed_loop
+            )
             if update.consistent_standard.size
-            else standard_parameters_section(robot, terms, standard_from_base(base, values), source="base")
+            else standard_parameters_section(
+                robot, terms, _base_standard(base, values, terms, closed_loop), source="base", closed_loop=closed_loop
+            )
         ),
+        closed_loop=closed_loop,
     )
 
 

@@ -9,6 +9,8 @@ written by ``dynid identify --out``. Keys, in this order::
       urdf: ../urdf/robot.urdf               # relative to this file, package://pkg/…, or absolute
       urdf_sha256: 3f2a…                     # SHA-256 of the URDF's bytes, checked on load
       joints: [joint1, joint2, ...]          # identified joints, model order
+      loop_closures: [{frame_a: tip_1, frame_b: tip_2, type: point}]   # closed-loop robots only
+      actuated_joints: [joint1, joint2]      # closed-loop robots only: the joints above
     model:
       regression: idim
       drive_terms: {rotor_inertia: true, viscous_friction: true, coulomb_friction: true, offset: true}
@@ -45,6 +47,13 @@ clock (ROS time of the messages), never the wall time of the computer that ran i
 ``settings`` and ``standard_parameters`` are absent from files written before they
 existed; such files still load (``dynid predict`` then uses the default settings).
 
+A closed-loop (parallel) robot ([Briot2012] §2, ``docs/closed_loop.md``) is the URDF of its
+opened tree plus ``robot.loop_closures`` and ``robot.actuated_joints``: its ``joints`` are the
+actuated joints (one equation, drive chain entry and ``quality`` entry each) and its
+parameters are named by tree joint (``ZZ2`` is the inertia of the second joint of the tree),
+so the file rebuilds the closed-loop model for ``dynid predict`` and the feedforward. A file
+without these keys is a serial robot's.
+
 Floats are written with :func:`repr` (PyYAML's float representer), so every value
 reads back bit-identical. ``std_percent`` is ``null`` when unknown (or NaN) and
 ``.inf`` when the parameter is not identifiable.
@@ -63,7 +72,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
+from dynamic_identification.core.closed_loop import standard_parameter_names as closed_loop_standard_names
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
+from dynamic_identification.core.excitation.closed_loop import ClosedLoopTorqueModel
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
@@ -136,6 +148,10 @@ class ParameterFile:
     removed: tuple[str, ...] = ()
     quality: dict[str, Any] = field(default_factory=dict)
     stamp: float = 0.0
+    loop_closures: tuple[LoopClosure, ...] = ()
+    """Closed-loop robots: the closures of the opened tree (empty: a serial robot)."""
+    actuated_joints: tuple[str, ...] = ()
+    """Closed-loop robots: the actuated joints, the same as :attr:`joints` (empty: a serial robot)."""
     urdf_sha256: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     standard_parameters: dict[str, Any] = field(default_factory=dict)
@@ -147,6 +163,28 @@ class ParameterFile:
             raise DataError(f"robot.joints must be a non-empty list of names, got {list(joints)}")
         if len(set(joints)) != len(joints):
             raise DataError(f"robot.joints repeat: {list(joints)}")
+        entries = list(self.loop_closures)
+        try:
+            closures = (
+                tuple(entries)
+                if all(isinstance(entry, LoopClosure) for entry in entries)
+                else loop_closures_from_config(entries)
+            )
+        except IdentificationError as error:
+            raise DataError(str(error)) from error
+        actuated = tuple(self.actuated_joints)
+        if bool(closures) != bool(actuated):
+            raise DataError(
+                "robot.loop_closures and robot.actuated_joints describe a closed-loop robot together: give both"
+                f" or neither, got {len(closures)} closures and actuated joints {list(actuated)}"
+            )
+        if actuated and sorted(actuated) != sorted(joints):
+            raise DataError(
+                f"robot.actuated_joints {list(actuated)} must be the identified joints {list(joints)} of a"
+                " closed-loop robot (one equation per actuated joint)"
+            )
+        object.__setattr__(self, "loop_closures", closures)
+        object.__setattr__(self, "actuated_joints", actuated)
         parameters = tuple(self.parameters)
         names = [entry.name for entry in parameters]
         if len(set(names)) != len(names):
@@ -184,13 +222,16 @@ class ParameterFile:
         quality: Mapping[str, Any] | None = None,
         stamp: float = 0.0,
         regression: str = "idim",
+        closed_loop: ClosedLoopModel | None = None,
         urdf_sha256: str | None = None,
         settings: Mapping[str, Any] | None = None,
         standard_parameters: Mapping[str, Any] | None = None,
     ) -> ParameterFile:
         """Build a file from identification results (numpy arrays welcome).
 
-        ``settings`` are every setting the identification used (``settings.signal``: the
+        With ``closed_loop`` the file describes that closed-loop robot: its loop closures and
+        actuated joints (which must be ``joints``) are stored in ``robot``. ``settings`` are
+        every setting the identification used (``settings.signal``: the
         :class:`~dynamic_identification.core.identification.SignalSettings` fields),
         ``standard_parameters`` the section of
         :func:`~dynamic_identification.io.parameter_files.standard_parameters_section`.
@@ -214,10 +255,17 @@ class ParameterFile:
             removed=tuple(removed),
             quality=dict(quality or {}),
             stamp=stamp,
+            loop_closures=() if closed_loop is None else closed_loop.closures,
+            actuated_joints=() if closed_loop is None else closed_loop.actuated_joint_names,
             urdf_sha256=urdf_sha256,
             settings=dict(settings or {}),
             standard_parameters=dict(standard_parameters or {}),
         )
+
+    @property
+    def closed_loop(self) -> bool:
+        """Whether the file describes a closed-loop robot (``robot.loop_closures``)."""
+        return bool(self.loop_closures)
 
     def drive_terms(self) -> DriveTerms:
         """The drive-chain terms of ``model.drive_terms``."""
@@ -347,7 +395,7 @@ def dump_parameters(pf: ParameterFile) -> str:
     robot["joints"] = list(pf.joints)
     document: dict[str, Any] = {
         "format": FORMAT,
-        "robot": robot,
+        "robot": {**robot, **closed_loop_section(pf)},
         "model": pf.model,
         "parameters": [
             {
@@ -367,6 +415,47 @@ def dump_parameters(pf: ParameterFile) -> str:
     if pf.standard_parameters:
         document["standard_parameters"] = pf.standard_parameters
     return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
+
+
+def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
+    """``robot.loop_closures`` (a list of ``{frame_a, frame_b, type}``) and ``robot.actuated_joints`` of a
+    closed-loop robot's file; empty for a serial robot."""
+    if not pf.closed_loop:
+        return {}
+    return {
+        "loop_closures": [
+            {"frame_a": closure.frame_a, "frame_b": closure.frame_b, "type": closure.type}
+            for closure in pf.loop_closures
+        ],
+        "actuated_joints": list(pf.actuated_joints),
+    }
+
+
+def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> ClosedLoopModel:
+    """The closed-loop model a file describes: its URDF (or ``urdf``), loop closures and actuated joints.
+
+    Without ``urdf`` the file's URDF is :meth:`ParameterFile.urdf_path` (relative to the
+    file, ``package://`` or absolute), checked against ``robot.urdf_sha256``.
+
+    Raises
+    ------
+    DataError
+        When the file describes a serial robot, or its URDF is not found or changed.
+    ModelError
+        When the URDF cannot be loaded or does not fit the closures (named).
+    """
+    if not pf.closed_loop:
+        raise DataError("the parameter file describes a serial robot (no robot.loop_closures)")
+    closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
+    model = ClosedLoopModel.from_config(
+        pf.urdf_path() if urdf is None else Path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints
+    )
+    if model.actuated_joint_names != pf.joints:
+        raise DataError(
+            f"robot.joints {list(pf.joints)} must list the actuated joints in the tree's kinematic order"
+            f" {list(model.actuated_joint_names)}"
+        )
+    return model
 
 
 def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:
@@ -420,6 +509,12 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
     joints = robot["joints"]
     if not isinstance(joints, list):
         raise DataError(f"robot.joints in {source} must be a list of names, got {brief(joints)}")
+    closures = robot.get("loop_closures") or []
+    actuated = robot.get("actuated_joints") or []
+    if not isinstance(closures, list):
+        raise DataError(f"robot.loop_closures in {source} must be a list of closures, got {brief(closures)}")
+    if not isinstance(actuated, list) or not all(isinstance(name, str) for name in actuated):
+        raise DataError(f"robot.actuated_joints in {source} must be a list of names, got {brief(actuated)}")
     try:
         return ParameterFile(
             urdf=robot["urdf"],
@@ -429,6 +524,8 @@ def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterF
             removed=tuple(removed),
             quality=_mapping(document.get("quality") or {}, f"quality in {source}"),
             stamp=document.get("stamp", 0.0),
+            loop_closures=tuple(closures),
+            actuated_joints=tuple(actuated),
             urdf_sha256=robot.get("urdf_sha256"),
             settings=_mapping(document.get("settings") or {}, f"settings in {source}"),
             standard_parameters=_mapping(document.get("standard_parameters") or {}, f"standard_parameters in {source}"),
@@ -526,3 +623,34 @@ def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel) -> 
         )
     except IdentificationError as error:
         raise DataError(str(error)) from error
+
+
+def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: ClosedLoopModel) -> ClosedLoopTorqueModel:
+    """The actuated-torque model of a closed-loop robot's parameter file at ``path``, for safety checks.
+
+    The identified base parameters sit at their independent standard columns, the others
+    are zero ([Briot2012] eq. (6)-(7)), as for a serial robot's :func:`identified_torque_model`.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read, describes another mechanism, or holds a parameter that
+        is not a standard parameter of its model.
+    """
+    identified = load_parameters(path)
+    if not identified.closed_loop or identified.joints != model.actuated_joint_names:
+        raise DataError(
+            f"{path} identifies joints {list(identified.joints)}"
+            f"{'' if identified.closed_loop else ' of a serial robot'}, the closed-loop model actuates"
+            f" {list(model.actuated_joint_names)}"
+        )
+    terms = identified.drive_terms()
+    names = closed_loop_standard_names(model, terms)
+    position = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in identified.values() if name not in position]
+    if unknown:
+        raise DataError(f"{path}: parameters {unknown[:6]} are not standard parameters of this closed-loop model")
+    standard = np.zeros(len(names))
+    for name, value in identified.values().items():
+        standard[position[name]] = value
+    return ClosedLoopTorqueModel(model, identified.drive_chain(), terms, standard, f"the identified model {path}")

@@ -124,6 +124,12 @@ class SettingsReader:
         value: tuple[tuple[float, ...], ...] | None = self.value(self.setting(key))
         return value
 
+    def closures(self, key: str) -> list[Any] | dict[str, dict[str, Any]] | None:
+        """The closures of a :attr:`~dynamic_identification.core.settings_schema.Kind.CLOSURES` setting as given:
+        the list under ``key``, or name → fields of the members ``key.<name>.<field>``; ``None`` when unset."""
+        value: list[Any] | dict[str, dict[str, Any]] | None = self.value(self.setting(key))
+        return value
+
 
 def _flag(reader: SettingsReader, item: Setting, value: Any) -> bool:
     if not isinstance(value, bool):
@@ -194,6 +200,31 @@ def _matrix(reader: SettingsReader, item: Setting, value: Any) -> tuple[tuple[fl
     return tuple(tuple(float(number) for number in row) for row in rows)
 
 
+def _closures(reader: SettingsReader, item: Setting, value: Any) -> list[Any] | dict[str, dict[str, Any]] | None:
+    """A list of closures under the key, or the members ``<key>.<name>.<field>`` by name (what ROS parameters
+    hold); their fields are checked where they are used
+    (:func:`~dynamic_identification.core.closed_loop.loop_closures_from_config`)."""
+    prefix = f"{item.key}."
+    named: dict[str, dict[str, Any]] = {}
+    for key, member in reader.parameters.items():
+        if not key.startswith(prefix):
+            continue
+        name, dot, field = key[len(prefix) :].rpartition(".")
+        if not dot or not name:
+            raise reader._fail(key, member, f"a field of a named closure ({item.key}.<name>.frame_a, …)")
+        named.setdefault(name, {})[field] = member
+    listed = None if value is None or _empty(value) else value
+    if listed is not None and named:
+        raise reader._fail(item.key, listed, "given once: as a list or as named closures, not both")
+    if named:
+        return named
+    if listed is None:
+        return None
+    if not isinstance(listed, (list, tuple)):
+        raise reader._fail(item.key, listed, "a list of closures {frame_a, frame_b, type}, or named closures")
+    return list(listed)
+
+
 def _empty(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == 0
 
@@ -210,6 +241,7 @@ _READERS = {
     Kind.NAMES: _names,
     Kind.NUMBERS: _numbers,
     Kind.MATRIX: _matrix,
+    Kind.CLOSURES: _closures,
 }
 
 __all__ = ["SettingsReader", "describe"]

@@ -43,6 +43,13 @@ The identification settings are the ``drive_chain.*``, ``drive_terms.*``,
 :data:`~dynamic_identification.io.config.CONFIG_KEYS`, so the ``estimator`` block of
 the configuration file (``--params-file``) configures the node and ``dynid stream``
 alike.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is estimated from its actuated joints' samples (other joints of a message
+are ignored) with the closed-loop IDIM
+(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`), publishing
+the physically consistent estimate as for a serial robot (``estimation.consistency``); the
+published parameter YAML then names its closures.
 """
 
 from __future__ import annotations
@@ -62,6 +69,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
+from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification import SignalSettings
@@ -83,8 +93,8 @@ from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.stamps import Stamp, classify_stamp
-from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters
-from dynamic_identification.io.outcome import configured_consistency
+from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters, is_closed_loop_key
+from dynamic_identification.io.outcome import configured_closed_loop_consistency, configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record
@@ -123,6 +133,8 @@ class EstimatorConfig:
     identification: tuple[tuple[str, object], ...] = ()
     payload_topic: str = setting_field("payload_topic", NODE)
     payload: tuple[tuple[str, object], ...] = ()
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _PAYLOAD_DEFAULTS = PayloadReidentificationSettings(frame="unset")
@@ -137,8 +149,11 @@ def declare_and_read(node: Node) -> EstimatorConfig:
     return replace(
         config,
         urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
-        identification=reader.set_among(lambda key: key in CONFIG_KEYS and key != "joints"),
+        identification=reader.set_among(
+            lambda key: key in CONFIG_KEYS and key != "joints" and not is_closed_loop_key(key)
+        ),
         payload=reader.set_among(lambda key: key.startswith("payload.")),
+        closed_loop=reader.set_among(is_closed_loop_key),
     )
 
 
@@ -155,6 +170,8 @@ class EstimatorSetup:
     payload_prior: dict[str, float] | None
     base: BaseParameters
     consistency: ConsistentEstimator | None
+    closed_loop: ClosedLoopModel | None = None
+    """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
 
 
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
@@ -162,6 +179,8 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     for name in ("input_topic", "parameters_topic", "payload_topic"):
         if not getattr(config, name):
             raise ValueError(f"parameter '{name}' must not be empty")
+    if config.closed_loop:
+        return _closed_loop_setup(config)
     try:
         robot = load_robot(config.urdf, list(config.joints or ()) or None)
     except IdentificationError as error:
@@ -226,6 +245,35 @@ def _payload_setup(
     return settings, values_by_name
 
 
+def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
+    """The setup of a closed-loop robot: its model, the actuated joints' drive chain and gates."""
+    flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+    flat.update(dict(config.closed_loop))
+    try:
+        parsed = config_from_parameters({"joints": list(config.joints or ()), **flat}, source="estimator parameters")
+        model = parsed.closed_loop_model(config.urdf)
+        drive_chain = parsed.drive_chain(model.n_actuated)
+        settings = parsed.window_settings()
+        bounds = parsed.closed_loop_bounds(model)
+        base = closed_loop_base_parameters(model, drive_chain, parsed.drive_terms)
+        consistency = configured_closed_loop_consistency(model, parsed, base)
+    except IdentificationError as error:
+        raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
+    return EstimatorSetup(
+        robot=model.robot,
+        drive_chain=drive_chain,
+        drive_terms=parsed.drive_terms,
+        settings=settings,
+        bounds=bounds,
+        # ~/identify_payload is refused for a closed-loop robot: its payload regressor is the serial one.
+        payload=replace(_PAYLOAD_DEFAULTS, frame=model.robot.model.frames[model.robot.model.nframes - 1].name),
+        payload_prior=None,
+        base=base,
+        consistency=consistency,
+        closed_loop=model,
+    )
+
+
 @dataclass
 class _Counters:
     received: int = 0
@@ -264,16 +312,29 @@ class EstimatorNode(GuardedNode):
         self.drive_chain = setup.drive_chain
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
-        self._names = list(self.robot.joint_names)
-        self._estimator = SlidingWindowEstimator(
-            self.robot,
-            self.drive_chain,
-            self.drive_terms,
-            self.settings,
-            base=setup.base,
-            bounds=setup.bounds,
-            consistency=setup.consistency,
-        )
+        self.closed_loop = setup.closed_loop
+        if self.closed_loop is None:
+            self._names = list(self.robot.joint_names)
+            self._estimator = SlidingWindowEstimator(
+                self.robot,
+                self.drive_chain,
+                self.drive_terms,
+                self.settings,
+                base=setup.base,
+                bounds=setup.bounds,
+                consistency=setup.consistency,
+            )
+        else:
+            self._names = list(self.closed_loop.actuated_joint_names)
+            self._estimator = closed_loop_window(
+                self.closed_loop,
+                self.drive_chain,
+                self.drive_terms,
+                self.settings,
+                base=setup.base,
+                bounds=setup.bounds,
+                consistency=setup.consistency,
+            )
         self.payload_settings = setup.payload
         # Payload re-identification: the trigger is left under its own lock by ~/identify_payload (answered at
         # once); the worker takes it, owns the collection and, from the trigger on, pauses the window.
@@ -411,6 +472,10 @@ class EstimatorNode(GuardedNode):
 
         The start is :func:`payload_trigger_stamp` of the last sample received and the node's clock.
         """
+        if self.closed_loop is not None:
+            reason = "payload re-identification is not available for a closed-loop robot (robot.loop_closures)"
+            self.count_refusal("identify_payload", reason)
+            return Trigger.Response(success=False, message=reason)
         now_s = self.get_clock().now().nanoseconds / NS_PER_S
         with self._buffer_lock:
             last = payload_trigger_stamp(self._last_stamp, now_s, self.payload_settings.duration_s)
@@ -599,7 +664,13 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
+            self.robot,
+            self.drive_terms,
+            self.drive_chain,
+            self._estimator.base,
+            update,
+            settings=self.settings,
+            closed_loop=self.closed_loop,
         )
         if self.config.parameters_file:
             try:

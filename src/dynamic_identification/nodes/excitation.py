@@ -22,6 +22,14 @@ whole. It is streamed in overlapping chunks of ``horizon_s`` at
 first point). ``~/stop`` replaces the rest of the motion with
 :func:`~dynamic_identification.core.excitation.safety.stop_ramp` from the state
 being commanded now.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is excited through its actuated joints: the plan is
+:func:`~dynamic_identification.core.excitation.closed_loop.plan_closed_loop_excitation`
+(mode ``fourier``, or a trajectory file of the actuated joints), the joint states and the
+streamed trajectory are those of the actuated joints, and the played motion, ramps
+included, must keep the passive joints' limits, the distance to singularities and the
+motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
 """
 
 from __future__ import annotations
@@ -37,7 +45,14 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.closed_loop import (
+    ClosedLoopLimits,
+    ClosedLoopTorqueModel,
+    check_closed_loop_trajectory,
+    plan_closed_loop_excitation,
+)
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
     DEFAULT_INTERPOLATION_TOLERANCE_RAD,
@@ -56,8 +71,12 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
-from dynamic_identification.io.config import config_from_parameters, excitation_settings_from_parameters
-from dynamic_identification.io.parameters import identified_torque_model
+from dynamic_identification.io.config import (
+    config_from_parameters,
+    excitation_settings_from_parameters,
+    is_closed_loop_key,
+)
+from dynamic_identification.io.parameters import identified_closed_loop_torque_model, identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -104,6 +123,8 @@ class ExcitationConfig:
     parameters_file: str = setting_field("parameters_file", NODE)
     settings: ExcitationSettings = field(default_factory=ExcitationSettings)
     drive_chain_parameters: tuple[tuple[str, object], ...] = ()
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _PARAMETERS = node_parameters(NODE)
@@ -122,7 +143,17 @@ def declare_and_read(node: Node) -> ExcitationConfig:
         urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
         settings=settings,
         drive_chain_parameters=drive,
+        closed_loop=reader.set_among(is_closed_loop_key),
     )
+
+
+@dataclass(frozen=True)
+class ClosedLoopExcitation:
+    """What a closed-loop robot's excitation keeps besides the actuated limits ([Briot2012] eq. (2)-(6))."""
+
+    model: ClosedLoopModel
+    limits: ClosedLoopLimits
+    torque_model: ClosedLoopTorqueModel
 
 
 @dataclass(frozen=True)
@@ -134,7 +165,9 @@ class ExcitationSetup:
     drive_terms: DriveTerms
     settings: ExcitationSettings
     limits: JointLimits
-    torque_model: TorqueModel
+    torque_model: TorqueModel | None
+    closed_loop: ClosedLoopExcitation | None = None
+    """A closed-loop robot's model, limits and torques (``robot`` then holds its actuated joints)."""
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -146,6 +179,8 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
             f" ({1.0 / config.stream_rate_hz:g} s), or the controller runs out of points between chunks"
         )
+    if config.closed_loop:
+        return _closed_loop_setup(config)
     try:
         robot = load_robot(config.urdf, list(config.joints or ()) or None)
     except IdentificationError as error:
@@ -192,6 +227,46 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     )
 
 
+def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
+    """The setup of a closed-loop robot: the actuated joints are planned and streamed, the rest is checked."""
+    if config.mode not in ("fourier", "file"):
+        raise ValueError(
+            f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its actuated"
+            " joints ('fourier') or a trajectory file of them ('file')"
+        )
+    try:
+        shared = config_from_parameters(
+            {
+                "joints": list(config.joints or ()),
+                **dict(config.drive_chain_parameters),
+                **dict(config.closed_loop),
+            },
+            source="excitation parameters",
+        )
+        model = shared.closed_loop_model(config.urdf)
+        robot = load_robot(config.urdf, model.actuated_joint_names)
+        drive_chain = shared.drive_chain(model.n_actuated)
+        settings = replace(config.settings, mode="fourier")
+        limits = ClosedLoopLimits.from_settings(model, settings)
+    except IdentificationError as error:
+        raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
+    torques = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
+    if config.parameters_file:
+        try:
+            torques = identified_closed_loop_torque_model(config.parameters_file, model)
+        except IdentificationError as error:
+            raise ValueError(f"parameter 'parameters_file': {error}") from error
+    return ExcitationSetup(
+        robot=robot,
+        drive_chain=drive_chain,
+        drive_terms=shared.drive_terms,
+        settings=settings,
+        limits=limits.actuated,
+        torque_model=None,
+        closed_loop=ClosedLoopExcitation(model=model, limits=limits, torque_model=torques),
+    )
+
+
 def plan_from_file(
     path: str,
     robot: RobotModel,
@@ -199,6 +274,7 @@ def plan_from_file(
     torque_model: TorqueModel | None = None,
     *,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    closed_loop: ClosedLoopExcitation | None = None,
 ) -> ExcitationPlan:
     """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
 
@@ -207,6 +283,10 @@ def plan_from_file(
     controller's quintic through its points must keep ``limits``, and the torques
     ``torque_model`` predicts (default: the URDF's nominal model on a direct drive)
     must keep the effort limits.
+
+    A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
+    completed from them must also keep the passive limits, the singularity margin and the
+    motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
 
     Raises
     ------
@@ -223,9 +303,25 @@ def plan_from_file(
         loaded.ddq[:, order],
         robot.joint_names,
     )
+    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
+    if closed_loop is not None:
+        check = check_closed_loop_trajectory(
+            closed_loop.model, trajectory, closed_loop.limits, torque_model=closed_loop.torque_model
+        )
+        return ExcitationPlan(
+            trajectory=trajectory,
+            limits=limits,
+            usage=limit_usage(trajectory, limits),
+            condition_number=None,
+            description=(
+                f"trajectory file {path}, {trajectory.duration_s:g} s, closure σ_min/σ_max >="
+                f" {check.singularity_ratio:.2f} of its reference value"
+            ),
+            torque_usage=check.torque_usage,
+            torque_source=closed_loop.torque_model.source,
+        )
     if torque_model is None:
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
-    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
     check_trajectory(trajectory, limits)
     torque_usage = check_torques(trajectory, limits, torque_model)
     return ExcitationPlan(
@@ -258,6 +354,7 @@ def playback_trajectory(
     rate_hz: float,
     torque_model: TorqueModel | None = None,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    ramp_limits: JointLimits | None = None,
 ) -> SampledTrajectory:
     """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
 
@@ -267,6 +364,8 @@ def playback_trajectory(
     through the result keeps ``limits`` (:func:`check_trajectory`), stays within
     ``tolerance_rad`` of the motion through the original points when resampled
     (:func:`check_sampling`), and, with ``torque_model``, keeps the effort limits.
+    The ramps are fitted to ``ramp_limits`` (default ``limits``; slower ones keep a
+    closed-loop robot's passive joints within theirs).
 
     Raises
     ------
@@ -276,8 +375,9 @@ def playback_trajectory(
     first = (trajectory.q[0], trajectory.dq[0], trajectory.ddq[0])
     last = (trajectory.q[-1], trajectory.dq[-1], trajectory.ddq[-1])
     rest = np.zeros_like(q_now)
-    ramp_in = ramp((np.asarray(q_now, dtype=float), rest, rest), first, limits, rate_hz=rate_hz)
-    ramp_out = stop_ramp(last, limits, rate_hz=rate_hz)
+    fitted = limits if ramp_limits is None else ramp_limits
+    ramp_in = ramp((np.asarray(q_now, dtype=float), rest, rest), first, fitted, rate_hz=rate_hz)
+    ramp_out = stop_ramp(last, fitted, rate_hz=rate_hz)
     whole = concatenate([_part(ramp_in, 0, -1), trajectory.shifted(-trajectory.time[0]), _part(ramp_out, 1, None)])
     step = 1.0 / rate_hz
     if np.allclose(np.diff(whole.time), step, rtol=0.0, atol=1e-9):
@@ -288,6 +388,51 @@ def playback_trajectory(
     if torque_model is not None:
         check_torques(whole, limits, torque_model)
     return whole
+
+
+RAMP_SLOWDOWNS: tuple[float, ...] = (1.0, 0.75, 0.5)
+"""Fractions of the actuated velocity, acceleration and jerk limits a closed-loop robot's ramps are fitted to, in
+turn, until the played motion keeps the passive joints' limits too."""
+
+
+def closed_loop_playback(
+    trajectory: SampledTrajectory,
+    q_now: np.ndarray,
+    limits: JointLimits,
+    closed_loop: ClosedLoopExcitation,
+    *,
+    rate_hz: float,
+    tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+) -> SampledTrajectory:
+    """:func:`playback_trajectory` of a closed-loop robot's actuated joints, ramps included checked against the
+    closure: passive limits, distance to singularities, motor torques
+    (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`). Ramps are fitted
+    to the actuated limits times each of :data:`RAMP_SLOWDOWNS` in turn.
+
+    Raises
+    ------
+    IdentificationError
+        The violation of the fastest ramps (time, joint or closure) when none passes.
+    """
+    failures: list[IdentificationError] = []
+    for factor in RAMP_SLOWDOWNS:
+        try:
+            motion = playback_trajectory(
+                trajectory,
+                q_now,
+                limits,
+                rate_hz=rate_hz,
+                tolerance_rad=tolerance_rad,
+                ramp_limits=limits.slower(factor),
+            )
+            check_closed_loop_trajectory(
+                closed_loop.model, motion, closed_loop.limits, torque_model=closed_loop.torque_model
+            )
+        except IdentificationError as error:
+            failures.append(error)
+            continue
+        return motion
+    raise failures[0]
 
 
 def chunk_range(times_s: np.ndarray, elapsed_s: float, horizon_s: float) -> tuple[int, int]:
@@ -326,6 +471,7 @@ class ExcitationNode(GuardedNode):
         self.settings = setup.settings
         self.limits = setup.limits
         self.torque_model = setup.torque_model
+        self.closed_loop = setup.closed_loop
         self._names = list(self.robot.joint_names)
         self._lock = threading.Lock()
         self._plan: ExcitationPlan | None = None
@@ -384,6 +530,16 @@ class ExcitationNode(GuardedNode):
                     setup.limits,
                     setup.torque_model,
                     tolerance_rad=setup.settings.interpolation_tolerance_rad,
+                    closed_loop=setup.closed_loop,
+                )
+            elif setup.closed_loop is not None:
+                plan = plan_closed_loop_excitation(
+                    setup.closed_loop.model,
+                    setup.drive_chain,
+                    setup.drive_terms,
+                    setup.settings,
+                    margin=setup.closed_loop.limits.singularity_margin,
+                    torque_model=setup.closed_loop.torque_model,
                 )
             else:
                 plan = plan_excitation(
@@ -483,16 +639,28 @@ class ExcitationNode(GuardedNode):
         if q_now is None:
             return self._refuse(reason)
         try:
-            motion = playback_trajectory(
-                plan.trajectory,
-                q_now,
-                self.limits,
-                rate_hz=self.settings.rate_hz,
-                torque_model=self.torque_model,
-                tolerance_rad=self.settings.interpolation_tolerance_rad,
-            )
+            if self.closed_loop is not None:
+                motion = closed_loop_playback(
+                    plan.trajectory,
+                    q_now,
+                    self.limits,
+                    self.closed_loop,
+                    rate_hz=self.settings.rate_hz,
+                    tolerance_rad=self.settings.interpolation_tolerance_rad,
+                )
+            else:
+                motion = playback_trajectory(
+                    plan.trajectory,
+                    q_now,
+                    self.limits,
+                    rate_hz=self.settings.rate_hz,
+                    torque_model=self.torque_model,
+                    tolerance_rad=self.settings.interpolation_tolerance_rad,
+                )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")
+        # The checks take time (a closed-loop robot's completion): playback starts from the clock after them.
+        now_ns = self._now_ns()
         self._playback = _Playback(motion, now_ns + round(START_LEAD_S * NS_PER_S))
         self._refusal = None
         with self._lock:

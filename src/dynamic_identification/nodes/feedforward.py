@@ -10,7 +10,12 @@ in the parameter file's joint order) at ``rate_hz`` and ``diagnostic_msgs/Diagno
 on ``/diagnostics``; serves ``~/enable`` and ``~/disable`` (``std_srvs/Trigger``).
 
 The model is :class:`dynamic_identification.feedforward.FeedforwardModel`: the
-identified IDIM with ``tanh(k q̇)`` Coulomb friction ([Volkmann2020] §IV.C). It is loaded
+identified IDIM with ``tanh(k q̇)`` Coulomb friction ([Volkmann2020] §IV.C). A closed-loop
+robot's parameters (``robot.loop_closures``, [Briot2012] §2) give a
+:class:`~dynamic_identification.feedforward.ClosedLoopFeedforwardModel`: its joints are the
+actuated ones, whose desired motion is completed through the closures to give
+``τ_act = J_tᵀ τ_tree`` plus the drive terms (a trajectory may also name the passive
+joints; their points are ignored). It is loaded
 from ``parameters_file`` at start, and every message on ``parameters_topic``
 replaces it (the topic carries the latest estimate). The desired ``q, q̇, q̈`` come from
 the trajectories as ``joint_trajectory_controller`` follows them, at the node clock's time
@@ -49,12 +54,13 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.feedforward import FeedforwardModel
-from dynamic_identification.io.parameters import ParameterFile, load_parameters, parse_parameters
+from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, FeedforwardModel
+from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters, parse_parameters
 from dynamic_identification.io.payload import load_payload, parse_payload
 from dynamic_identification.nodes.conversions import (
     float64_multi_array,
@@ -101,10 +107,11 @@ class FeedforwardNode(GuardedNode):
     def __init__(self, *, node_name: str = "feedforward", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)
         self.config = declare_and_read(self)
-        self._model: FeedforwardModel | None = None
+        self._model: FeedforwardModel | ClosedLoopFeedforwardModel | None = None
         self._source = ""
         self._stamp = 0.0
         self._robots: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
+        self._mechanisms: dict[tuple[str, str], ClosedLoopModel] = {}
         self._parameters_error = ""
         self._trajectory_error = ""
         self._motion: DesiredMotion | None = None
@@ -145,7 +152,7 @@ class FeedforwardNode(GuardedNode):
         )
 
     @property
-    def model(self) -> FeedforwardModel | None:
+    def model(self) -> FeedforwardModel | ClosedLoopFeedforwardModel | None:
         """The model in use, ``None`` before the first parameters."""
         return self._model
 
@@ -166,19 +173,32 @@ class FeedforwardNode(GuardedNode):
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
-    def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel:
+    def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel | ClosedLoopFeedforwardModel:
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
         urdf = self.config.urdf or str(parameters.urdf_path())
-        key = (urdf, parameters.joints)
-        if key not in self._robots:
-            self._robots = {key: load_robot(urdf, parameters.joints)}
-        model = FeedforwardModel.from_parameters(
-            parameters,
-            robot=self._robots[key],
-            friction_smoothing=self.config.friction_smoothing,
-            effort_limits=self.config.effort_limits,
-            acceleration_limits=self.config.acceleration_limits,
-        )
+        model: FeedforwardModel | ClosedLoopFeedforwardModel
+        if parameters.closed_loop:
+            described = repr((parameters.loop_closures, parameters.actuated_joints))
+            if (urdf, described) not in self._mechanisms:
+                self._mechanisms = {(urdf, described): closed_loop_model_of(parameters, urdf)}
+            model = ClosedLoopFeedforwardModel.from_parameters(
+                parameters,
+                model=self._mechanisms[(urdf, described)],
+                friction_smoothing=self.config.friction_smoothing,
+                effort_limits=self.config.effort_limits,
+                acceleration_limits=self.config.acceleration_limits,
+            )
+        else:
+            key = (urdf, parameters.joints)
+            if key not in self._robots:
+                self._robots = {key: load_robot(urdf, parameters.joints)}
+            model = FeedforwardModel.from_parameters(
+                parameters,
+                robot=self._robots[key],
+                friction_smoothing=self.config.friction_smoothing,
+                effort_limits=self.config.effort_limits,
+                acceleration_limits=self.config.acceleration_limits,
+            )
         if self._payload is not None:
             try:
                 model = model.with_payload(self._payload)
@@ -234,8 +254,12 @@ class FeedforwardNode(GuardedNode):
         self.get_logger().error(reason)
 
     def _on_trajectory(self, message: JointTrajectory) -> None:
+        model = self._model
+        known: tuple[str, ...] | None = None
+        if model is not None:
+            known = model.mechanism.joint_names if isinstance(model, ClosedLoopFeedforwardModel) else model.joint_names
         try:
-            require_known_joints(message.joint_names, self._model.joint_names if self._model else None, "trajectory")
+            require_known_joints(message.joint_names, known, "trajectory")
             self._motion = next_motion(self._motion, message, self._now_ns())
         except IdentificationError as error:
             self._trajectory_error = f"ignoring {self.config.trajectory_topic}: {error}"

@@ -6,6 +6,11 @@ setting's description, unit, range (``ros2 param describe`` shows them) and choi
 :func:`read_parameters` declares them and returns a
 :class:`~dynamic_identification.io.settings.SettingsReader` of the values set, which checks
 them against the same schema and builds the node's frozen config dataclass.
+
+A setting of :attr:`~dynamic_identification.core.settings_schema.Kind.CLOSURES`
+(``robot.loop_closures``) is a group of string parameters ``<key>.<name>.<field>`` whose
+names only the node's overrides tell (rcl refuses lists of mappings): each one given is
+declared, with the setting's descriptor, and read.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from dynamic_identification.core.settings_schema import Kind, Setting, settings_of
+from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
 
 ROS_TYPES: dict[Kind, Parameter.Type] = {
@@ -30,8 +35,10 @@ ROS_TYPES: dict[Kind, Parameter.Type] = {
     Kind.NAMES: Parameter.Type.STRING_ARRAY,
     Kind.NUMBERS: Parameter.Type.DOUBLE_ARRAY,
     Kind.MATRIX: Parameter.Type.DOUBLE_ARRAY,
+    Kind.CLOSURES: Parameter.Type.STRING,
 }
-"""The ROS parameter type of each kind of setting (a matrix is flattened row by row)."""
+"""The ROS parameter type of each kind of setting (a matrix is flattened row by row, closures are strings
+``<key>.<name>.<field>``)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,9 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
     """
     values: dict[str, object] = {}
     for spec in specs:
+        if spec.setting.kind is Kind.CLOSURES:
+            values.update(_declare_members(node, spec))
+            continue
         if spec.default is None:
             node.declare_parameter(spec.name, spec.kind, spec.descriptor())
         else:
@@ -96,6 +106,19 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
             value = None
         if value is not None:
             values[spec.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+    return values
+
+
+def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
+    """Declare and read the members ``<key>.<name>.<field>`` of the :attr:`Kind.CLOSURES` setting of ``spec`` that
+    the node was given (none for a serial robot)."""
+    # rclpy keeps a node's overrides (parameter file, launch, constructor) here; it has no public accessor.
+    overrides = getattr(node, "_parameter_overrides", None) or {}
+    values: dict[str, object] = {}
+    for name in sorted(overrides):
+        if group_member(name) == spec.setting:
+            node.declare_parameter(name, spec.kind, spec.descriptor())
+            values[name] = node.get_parameter(name).value
     return values
 
 

@@ -33,6 +33,14 @@ the URDF limits) and keeps simulated time in one of two ways:
   it never steps past the end of a trajectory that ends in motion (a streamed chunk)
   until the next one arrives, at most ``lockstep_timeout_s`` of wall time, so a
   commanding node starved of CPU cannot leave the robot without a reference.
+
+A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
+[Briot2012] §2) is simulated by
+:class:`~dynamic_identification.core.closed_loop_simulation.ClosedLoopSimulator`
+(constrained dynamics of the opened tree, drives on the actuated joints): the node's
+joints are then the actuated ones, which it commands, measures and publishes; the per-joint
+parameters hold one value per actuated joint (or per URDF joint), built by the same
+:meth:`~dynamic_identification.core.simulation.SimulatedArm.build`.
 """
 
 from __future__ import annotations
@@ -51,11 +59,13 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.closed_loop_simulation import ClosedLoopSimulationSettings, ClosedLoopSimulator
 from dynamic_identification.core.errors import IdentificationError, ModelError
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.simulation import RobotSimulator, SimulatedArm, SimulationSettings
+from dynamic_identification.io.config import config_from_parameters, is_closed_loop_key
 from dynamic_identification.io.payload import load_payload
 from dynamic_identification.io.sanity import position_problem
 from dynamic_identification.nodes.conversions import (
@@ -109,6 +119,8 @@ class SimRobotConfig(SimulatedArm):
     payload_file: str = setting_field("payload_file", NODE)
     payload_attached: bool = setting_field("payload_attached", NODE)
     substeps: int = setting_field("substeps", NODE)
+    closed_loop: tuple[tuple[str, object], ...] = ()
+    """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
 
 
 _PARAMETERS = node_parameters(NODE)
@@ -116,8 +128,13 @@ _PARAMETERS = node_parameters(NODE)
 
 def declare_and_read(node: Node) -> SimRobotConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
-    config = read_parameters(node, NODE, _PARAMETERS).build(SimRobotConfig)
-    return replace(config, urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)))
+    reader = read_parameters(node, NODE, _PARAMETERS)
+    config = reader.build(SimRobotConfig)
+    return replace(
+        config,
+        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        closed_loop=reader.set_among(is_closed_loop_key),
+    )
 
 
 @dataclass(frozen=True)
@@ -126,18 +143,27 @@ class SimRobotSetup:
 
     robot: RobotModel
     drive_chain: DriveChain
-    simulator: RobotSimulator
+    simulator: RobotSimulator | ClosedLoopSimulator
     dt_ns: int
+    initial: np.ndarray
+    """Initial positions of the node's joints, rad (rest)."""
     payload: Payload | None = None
 
 
 def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
     """Validate ``config`` and build the simulator; ``ValueError`` names the bad parameter."""
+    model = None
     try:
-        robot = load_robot(config.urdf, list(config.joints or ()) or None)
+        if config.closed_loop:
+            model = config_from_parameters(
+                {"joints": list(config.joints or ()), **dict(config.closed_loop)}, source="sim_robot parameters"
+            ).closed_loop_model(config.urdf)
+            robot = load_robot(config.urdf, model.actuated_joint_names)
+        else:
+            robot = load_robot(config.urdf, list(config.joints or ()) or None)
         all_joints = load_robot(config.urdf).joint_names
     except IdentificationError as error:
-        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+        raise ValueError(f"parameter 'urdf'/'joints'/'robot.*': {error}") from error
     n, m = robot.n_joints, len(all_joints)
     selected = np.array([all_joints.index(name) for name in robot.joint_names], dtype=int)
     dt_ns = round(NS_PER_S / config.rate_hz)
@@ -148,30 +174,48 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
             if value is not None and np.any(value < 0.0):
                 raise ModelError(f"'{name}' must be >= 0, got {value.tolist()}")
         initial = config.per_joint("initial_positions", n, selected, m)
+        if initial is None and model is not None:
+            initial = model.reference_configuration[model.actuated]
         if initial is None:
             lower, upper = robot.lower_position_limits, robot.upper_position_limits
             initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
-        settings = SimulationSettings(
-            dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
-        )
-        simulator = RobotSimulator(
-            robot, simulated.drive_chain, simulated.drive, settings, q0=initial, seed=config.seed
-        )
+        simulator: RobotSimulator | ClosedLoopSimulator
+        if model is not None:
+            closed = ClosedLoopSimulationSettings(
+                dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
+            )
+            simulator = ClosedLoopSimulator(
+                model, simulated.drive_chain, simulated.drive, closed, q0=initial, seed=config.seed
+            )
+        else:
+            settings = SimulationSettings(
+                dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
+            )
+            simulator = RobotSimulator(
+                robot, simulated.drive_chain, simulated.drive, settings, q0=initial, seed=config.seed
+            )
     except IdentificationError as error:
         raise ValueError(f"invalid sim_robot parameter {error}") from error
     payload = None
     if config.payload_file:
         try:
+            if model is not None:
+                raise ModelError("a payload is not available for a closed-loop robot (robot.loop_closures)")
             payload = load_payload(config.payload_file)
             frame_id(robot, payload.frame)
         except IdentificationError as error:
             raise ValueError(f"parameter 'payload_file': {error}") from error
     elif config.payload_attached:
         raise ValueError("parameter 'payload_attached' is true but no payload_file names the load")
-    if payload is not None and config.payload_attached:
+    if payload is not None and config.payload_attached and isinstance(simulator, RobotSimulator):
         simulator.carry(payload)
     return SimRobotSetup(
-        robot=robot, drive_chain=simulated.drive_chain, simulator=simulator, dt_ns=dt_ns, payload=payload
+        robot=robot,
+        drive_chain=simulated.drive_chain,
+        simulator=simulator,
+        dt_ns=dt_ns,
+        initial=initial,
+        payload=payload,
     )
 
 
@@ -194,7 +238,7 @@ class SimRobotNode(GuardedNode):
         self._payload = setup.payload
         self._names = list(self.robot.joint_names)
         n = self.robot.n_joints
-        self._reference = DesiredMotion.holding(self._names, self.simulator.q)
+        self._reference = DesiredMotion.holding(self._names, np.array(setup.initial, dtype=float))
         self._feedforward: tuple[np.ndarray, int] | None = None
         self._anchor_ns: int | None = None
         self._steps = 0
@@ -257,6 +301,10 @@ class SimRobotNode(GuardedNode):
         """Carry the ``payload_file`` load (``data: true``) or put it down (``false``) from the next step on."""
         if request.data and self._payload is None:
             reason = "no payload_file names a load to grasp"
+            self.count_refusal("~/grasp", reason)
+            return SetBool.Response(success=False, message=reason)
+        if not isinstance(self.simulator, RobotSimulator):
+            reason = "a payload is not available for a closed-loop robot"
             self.count_refusal("~/grasp", reason)
             return SetBool.Response(success=False, message=reason)
         self.simulator.carry(self._payload if request.data else None)
@@ -387,7 +435,7 @@ class SimRobotNode(GuardedNode):
             "steps": str(self._steps),
             "rate_hz": f"{self.config.rate_hz:g}",
             "feedforward": "true" if self._feedforward is not None else "false",
-            "payload": _carried(self.simulator.payload),
+            "payload": _carried(getattr(self.simulator, "payload", None)),
         }
         return status_message(level, "sim_robot", message, values)
 

@@ -462,6 +462,11 @@ class ConsistentEstimator:
         constraint becomes ``J(φ_i − attached_i) ⪰ ε``, so the identified body minus
         its attachments is itself a physical body and the URDF export can keep the
         attachments' own inertias. Zeros (no attachment) by default.
+    equation_joints
+        The standard joint (0-based) of each equation column of the normal equations,
+        when they are not one per standard joint in order: a closed-loop robot's
+        equations are those of its actuated joints, its standard parameters those of the
+        opened tree ([Briot2012] eq. (6)). Only the drive terms' scales use it.
     """
 
     base: BaseParameters
@@ -469,6 +474,7 @@ class ConsistentEstimator:
     nominal: np.ndarray
     settings: ConsistencySettings = field(default_factory=ConsistencySettings)
     attached: np.ndarray | None = None
+    equation_joints: tuple[int, ...] | None = None
     _problems: dict[tuple[int, int], _Problem] = field(default_factory=dict, repr=False)
     _inertial_scale: np.ndarray = field(init=False, repr=False)
     _attached_scaled: np.ndarray = field(init=False, repr=False)
@@ -489,6 +495,11 @@ class ConsistentEstimator:
             raise ConsistencyError(f"attached must hold ({n}, {_INERTIAL}) finite values, got shape {attached.shape}")
         attached.setflags(write=False)
         self.attached = attached
+        if self.equation_joints is not None:
+            joints = tuple(int(j) for j in self.equation_joints)
+            if not all(0 <= j < n for j in joints) or len(set(joints)) != len(joints):
+                raise ConsistencyError(f"equation_joints must be distinct joints in [0, {n}), got {list(joints)}")
+            self.equation_joints = joints
         self._inertial_scale = self._structural_scales()
         self._attached_scaled = attached / self._inertial_scale
 
@@ -599,9 +610,18 @@ class ConsistentEstimator:
         """Structural scales per link, data-driven ones for drive terms; margins within the nominal's.
 
         A drive term's scale is the largest of its nominal magnitude, the base estimates
-        it enters and 1 % of its joint's RMS torque (in SI units, as if at 1 rad/s).
+        it enters and 1 % of its joint's RMS torque (in SI units, as if at 1 rad/s; 0 for
+        a joint without an equation, see ``equation_joints``).
         """
         n, per_joint = self.n_joints, self.terms.per_joint
+        if self.equation_joints is not None:
+            per_equation = np.asarray(rms_torque, dtype=float)
+            if per_equation.shape != (len(self.equation_joints),):
+                raise ConsistencyError(
+                    f"the equations have {per_equation.shape[0]} joints, equation_joints {len(self.equation_joints)}"
+                )
+            rms_torque = np.zeros(n)
+            rms_torque[list(self.equation_joints)] = per_equation
         nominal = self.nominal.reshape(n, per_joint)
         contribution = np.abs(regrouping * estimate[:, None]).max(axis=0).reshape(n, per_joint)
         scale = np.empty((n, per_joint))

@@ -43,7 +43,6 @@ checks the passive joints, the singularity margin and the torques
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +56,7 @@ from dynamic_identification.core.closed_loop import (
     base_parameters,
     observation_matrix,
     standard_parameters,
+    tree_values,
 )
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
@@ -259,11 +259,11 @@ class ClosedLoopLimits:
         """
         robot = model.robot
         velocity = robot.velocity_limits
-        acceleration = _tree_values(
+        acceleration = tree_values(
             model, "acceleration_limits", settings.acceleration_limits, DEFAULT_ACCELERATION_PER_VELOCITY_HZ * velocity
         )
-        jerk = _tree_values(model, "jerk_limits", settings.jerk_limits, DEFAULT_JERK_PER_ACCELERATION_HZ * acceleration)
-        effort = _tree_values(model, "effort_limits", settings.effort_limits, robot.effort_limits)
+        jerk = tree_values(model, "jerk_limits", settings.jerk_limits, DEFAULT_JERK_PER_ACCELERATION_HZ * acceleration)
+        effort = tree_values(model, "effort_limits", settings.effort_limits, robot.effort_limits)
         tree = JointLimits.from_robot(
             robot,
             position_margin_rad=settings.position_margin_rad,
@@ -275,8 +275,8 @@ class ClosedLoopLimits:
             effort_limits=effort,
             effort_scale=settings.effort_scale,
         ).restricted(
-            lower=_tree_values(model, "workspace_lower", settings.workspace_lower, np.full(model.n_tree, -np.inf)),
-            upper=_tree_values(model, "workspace_upper", settings.workspace_upper, np.full(model.n_tree, np.inf)),
+            lower=tree_values(model, "workspace_lower", settings.workspace_lower, np.full(model.n_tree, -np.inf)),
+            upper=tree_values(model, "workspace_upper", settings.workspace_upper, np.full(model.n_tree, np.inf)),
         )
         return cls(
             actuated=_subset(tree, model.actuated, effort=True),
@@ -300,23 +300,6 @@ class ClosedLoopLimits:
             passive=passive.restricted(lower=passive.lower + gap, upper=passive.upper - gap),
             singularity_margin=self.singularity_margin,
         )
-
-
-def _tree_values(model: ClosedLoopModel, name: str, value: Sequence[float] | None, default: np.ndarray) -> np.ndarray:
-    """A per-joint setting given for the actuated joints or for every tree joint, as tree values."""
-    out = np.array(default, dtype=float)
-    if value is None:
-        return out
-    array = np.asarray(value, dtype=float)
-    if array.shape == (model.n_tree,):
-        return array
-    if array.shape == (model.n_actuated,):
-        out[model.actuated] = array
-        return out
-    raise IdentificationError(
-        f"{name} must have {model.n_actuated} entries (actuated joints {list(model.actuated_joint_names)}) or"
-        f" {model.n_tree} (tree joints), got {array.tolist()}"
-    )
 
 
 def _subset(limits: JointLimits, index: np.ndarray, *, effort: bool) -> JointLimits:
@@ -687,7 +670,12 @@ def _finalise(
         offsets, q_offset, rest, coarse, first=min(first, 1.0) if first > 0.0 else 1.0, steps=_FINAL_STEPS
     )
     if scale < MINIMUM_SCALE:
-        binding = binding or evaluator.scaled(offsets, q_offset, coarse, MINIMUM_SCALE).reason
+        # The constraint that binds: at the smallest motion allowed, else (feasible there) at the full motion.
+        binding = (
+            binding
+            or evaluator.scaled(offsets, q_offset, coarse, MINIMUM_SCALE).reason
+            or f"at the full motion {evaluator.scaled(offsets, q_offset, coarse, 1.0).reason}"
+        )
         raise IdentificationError(
             f"no excitation {where} keeps the closed-loop constraints (singularity margin"
             f" {limits.singularity_margin:g}) with more than {MINIMUM_SCALE:.0%} of the motion the actuated limits"

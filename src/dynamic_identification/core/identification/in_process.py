@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import time as wall_clock
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -65,7 +67,33 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
-from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
+from dynamic_identification.core.signal import ParallelDecimator, default_decimation, differentiate, interpolate_at
+
+
+class WindowRowBuilder(Protocol):
+    """What the window needs of a row builder: :class:`~.observations.RowBuilder` and the closed-loop one
+    (:class:`~dynamic_identification.core.closed_loop_identification.ClosedLoopRowBuilder`)."""
+
+    @property
+    def decimator(self) -> ParallelDecimator: ...
+
+    @property
+    def reach(self) -> int: ...
+
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows: ...
+
+
+RowBuilderFactory = Callable[[int, float, int | None], WindowRowBuilder]
+"""Makes the window's row builder from the decimation factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``."""
 
 AUTO_CUTOFF_DATA_S = 5.0
 """Data time, s, from which a window with the automatic cut-off chooses it: half the default
@@ -223,6 +251,8 @@ class SlidingWindowEstimator:
         base: BaseParameters | None = None,
         bounds: PlausibilityBounds | None = None,
         consistency: ConsistentEstimator | None = None,
+        row_builder: RowBuilderFactory | None = None,
+        equations: int | None = None,
     ) -> None:
         """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors.
 
@@ -230,18 +260,35 @@ class SlidingWindowEstimator:
         physically consistent estimate nearest to the window's normal equations
         ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
         computed is not publishable.
+
+        ``row_builder`` makes the rows of another model than the serial IDIM of ``robot``
+        (a closed-loop robot: :func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`),
+        whose samples then hold ``equations`` joints (positions and torques) instead of ``robot.n_joints``.
         """
         self._robot = robot
         self._consistency = consistency
         self._chain = drive_chain
         self._terms = terms
         self._settings = settings
+        self._n = robot.n_joints if equations is None else int(equations)
         self._bounds = bounds or PlausibilityBounds.from_robot(
             robot, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
         )
         self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
+        self._make_builder = row_builder or self._serial_builder
         self._threads = ThreadpoolController()
         self.reset()
+
+    def _serial_builder(self, decimation: int, min_speed_rad_s: float, stick_periods: int | None) -> RowBuilder:
+        return RowBuilder.create(
+            self._robot,
+            self._chain,
+            self._terms,
+            self._base,
+            decimation=decimation,
+            min_speed_rad_s=min_speed_rad_s,
+            stick_periods=stick_periods,
+        )
 
     @property
     def base(self) -> BaseParameters:
@@ -261,10 +308,10 @@ class SlidingWindowEstimator:
         self._dt = 0.0
         self._edge = 0
         self._cutoff = float("nan")
-        self._builder: RowBuilder | None = None
+        self._builder: WindowRowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
-        self._equations = NormalEquations.zeros(self._robot.n_joints, self._base.count)
+        self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
 
@@ -304,7 +351,7 @@ class SlidingWindowEstimator:
         time = np.atleast_1d(np.asarray(time_s, dtype=float))
         positions = np.atleast_2d(np.asarray(q, dtype=float))
         efforts = np.atleast_2d(np.asarray(torques, dtype=float))
-        n = self._robot.n_joints
+        n = self._n
         if positions.shape != (time.size, n) or efforts.shape != (time.size, n):
             raise IdentificationError(
                 f"need q and torques of shape ({time.size}, {n}), got {positions.shape} and {efforts.shape}"
@@ -342,7 +389,7 @@ class SlidingWindowEstimator:
     def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The window's rows ``(W, Y, valid)``, e.g. for a batch WLS on the same data."""
         if not self._blocks:
-            n, b = self._robot.n_joints, self._base.count
+            n, b = self._n, self._base.count
             return np.zeros((0, n, b)), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
         return (
             np.concatenate([block.rows.observation_matrix for block in self._blocks]),
@@ -413,15 +460,7 @@ class SlidingWindowEstimator:
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
         factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
-        self._builder = RowBuilder.create(
-            self._robot,
-            self._chain,
-            self._terms,
-            self._base,
-            decimation=factor,
-            min_speed_rad_s=settings.signal.min_speed_rad_s,
-            stick_periods=settings.stick_periods,
-        )
+        self._builder = self._make_builder(factor, settings.signal.min_speed_rad_s, settings.stick_periods)
         self._edge = edge_samples(rate, self._cutoff)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:
@@ -505,7 +544,7 @@ class SlidingWindowEstimator:
         self._equations = self._equations + block.equations
         self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
-            total = NormalEquations.zeros(self._robot.n_joints, self._base.count)
+            total = NormalEquations.zeros(self._n, self._base.count)
             for kept in self._blocks:
                 total = total + kept.equations
             self._equations = total
@@ -618,7 +657,7 @@ class SlidingWindowEstimator:
         """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""
         parameters = np.zeros(self._base.count)
         parameters[kept] = values
-        errors = JointErrors.zeros(self._robot.n_joints)
+        errors = JointErrors.zeros(self._n)
         for block in self._blocks:
             rows = block.rows
             errors = errors + JointErrors.of(rows.torques, rows.observation_matrix @ parameters, rows.valid)

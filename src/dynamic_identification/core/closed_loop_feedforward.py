@@ -1,0 +1,378 @@
+"""Model-based feedforward of a closed-loop (parallel) robot: actuated torques along a desired actuated motion.
+
+A parallel robot's controller commands its actuated joints. For desired actuated
+``q_a, q̇_a, q̈_a`` the passive motion is completed from the loop closures ([Briot2012]
+eq. (2)-(4): Newton on the passive positions, warm-started from the previous sample;
+``q̇_t = J_t q̇_a``; ``q̈_p = −A_p⁺ (A_a q̈_a + Ȧ_t q̇_t)``), the opened tree's virtual torques
+``τ_tree = φ_tree(q_t, q̇_t, q̈_t) χ_tree`` (Pinocchio's ``computeJointTorqueRegressor`` times
+the identified inertial parameters; plus a carried payload's ``Y_p φ_p``) are projected onto
+the motors, and the drive terms added ([Briot2012] eq. (6)):
+
+``τ_act = J_tᵀ τ_tree + Cᵀ (Ia ⊙ (C q̈_a) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇_a``,
+
+with the Coulomb term smoothed as for a serial robot ([Volkmann2020] §IV.C,
+:mod:`~dynamic_identification.core.feedforward`). Where ``|k v| ≫ 1`` this equals
+:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_torques`.
+
+:class:`ClosedLoopFeedforwardModel` has the surface of the serial
+:class:`~dynamic_identification.core.feedforward.FeedforwardModel` (joints, limits,
+:meth:`~ClosedLoopFeedforwardModel.evaluate`), its joints being the actuated ones. It keeps
+the last completed configuration to warm-start the next sample, so it is not thread-safe:
+one instance per thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+import pinocchio as pin
+
+from dynamic_identification.core.closed_loop import (
+    ClosedLoopModel,
+    ClosedLoopMotion,
+    LoopClosureError,
+    standard_parameter_names,
+    tree_values,
+)
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
+from dynamic_identification.core.feedforward import (
+    DEFAULT_FRICTION_SMOOTHING,
+    DESIRED_STATE_TOLERANCE,
+    MAX_PARAMETER_MAGNITUDE,
+    FeedforwardTorques,
+)
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms
+from dynamic_identification.core.payload import Payload, PayloadDynamics
+
+WALK_STEP_RAD = 0.05
+"""Largest change of an actuated position (rad) between two solves of the closures: a desired state farther
+from the last one is reached by walking there, so the assembly mode is kept."""
+
+
+_Model = TypeVar("_Model", bound="ClosedLoopFeedforwardModel")
+
+
+class ClosedLoopFeedforwardModel:
+    """Actuated torques of an identified closed-loop model for desired actuated ``q, q̇, q̈`` (module docstring).
+
+    Parameters
+    ----------
+    model
+        The closed-loop mechanism (opened tree, closures, actuated joints).
+    drive_chain
+        Drive chain of the actuated joints (its coupling defines the motor velocities ``v``).
+    terms
+        The drive-chain terms of the identified model.
+    names, values
+        Closed-loop standard-parameter names (:func:`~dynamic_identification.core.closed_loop.standard_parameter_names`:
+        ``ZZ2`` is the inertia of the tree's second joint, ``Fc1`` the Coulomb friction of an
+        actuated joint) and their values in SI units; base parameters carry the name of their
+        independent column.
+    friction_smoothing
+        ``k`` > 0 of ``tanh(k v)``, s/rad.
+    identified
+        Per actuated joint, whether the identification had equations for it; ``None``: all.
+        A joint it had none for gets no feedforward torque.
+    effort_limits
+        Torques are clamped to ``±effort_limits`` (N·m), one per actuated joint or per tree
+        joint; default the URDF's.
+    acceleration_limits
+        Desired actuated accelerations beyond these (rad/s², with
+        :data:`~dynamic_identification.core.feedforward.DESIRED_STATE_TOLERANCE`) are refused;
+        default ``4 /s`` times the URDF velocity limits.
+    payload
+        A load fixed to a frame of the opened tree (the platform's): its torques
+        ``J_tᵀ Y_p φ_p`` are added ([Briot2012] eq. (11)).
+
+    Raises
+    ------
+    ModelError
+        If a name is not a standard parameter of the mechanism, names repeat, sizes disagree,
+        a value is beyond :data:`~dynamic_identification.core.feedforward.MAX_PARAMETER_MAGNITUDE`,
+        or ``friction_smoothing`` is not finite and positive.
+    """
+
+    def __init__(
+        self,
+        model: ClosedLoopModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        names: Sequence[str],
+        values: Sequence[float] | np.ndarray,
+        *,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        identified: Sequence[bool] | np.ndarray | None = None,
+        effort_limits: Sequence[float] | np.ndarray | None = None,
+        acceleration_limits: Sequence[float] | np.ndarray | None = None,
+        payload: Payload | None = None,
+    ) -> None:
+        n_a = model.n_actuated
+        mask = np.ones(n_a, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
+        if mask.shape != (n_a,):
+            raise ModelError(f"identified must have one flag per actuated joint ({n_a}), got {mask.shape[0]}")
+        if drive_chain.n_joints != n_a:
+            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, the mechanism {n_a} actuated joints")
+        if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
+            raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
+        names = tuple(names)
+        values_array = np.asarray(values, dtype=float).ravel()
+        if values_array.shape[0] != len(names):
+            raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(names)}")
+        if not np.all(np.isfinite(values_array)):
+            raise ModelError(f"values must be finite, got {values_array.tolist()}")
+        huge = np.abs(values_array) > MAX_PARAMETER_MAGNITUDE
+        if huge.any():
+            index = int(np.argmax(huge))
+            raise ModelError(
+                f"parameter {names[index]} = {values_array[index]:.6g} is beyond {MAX_PARAMETER_MAGNITUDE:g}"
+                " in SI units: no physical model, and its torques would overflow"
+            )
+        if len(set(names)) != len(names):
+            raise ModelError(f"parameter names repeat: {list(names)}")
+        position = {name: i for i, name in enumerate(standard_parameter_names(model, terms))}
+        unknown = [name for name in names if name not in position]
+        if unknown:
+            raise ModelError(
+                f"parameters {unknown[:6]} are not standard parameters of this closed-loop model"
+                f" ({model.n_tree} tree joints, actuated {list(model.actuated_joint_names)}, {terms})"
+            )
+        inertial = np.zeros(model.n_tree * len(INERTIAL_PARAMETER_NAMES))
+        drive = {term: np.zeros(n_a) for term in ("Ia", "Fv", "Fc", "off")}
+        actuated_index = {int(j) + 1: m for m, j in enumerate(model.actuated)}
+        for name, value in zip(names, values_array, strict=True):
+            kind = name.rstrip("0123456789")
+            joint = int(name[len(kind) :])
+            if kind in INERTIAL_PARAMETER_NAMES:
+                inertial[(joint - 1) * len(INERTIAL_PARAMETER_NAMES) + INERTIAL_PARAMETER_NAMES.index(kind)] = value
+            else:
+                drive[kind][actuated_index[joint]] = value
+        robot = model.robot
+        self._model = model
+        self._drive_chain = drive_chain
+        self._terms = terms
+        self._names = names
+        self._values = values_array
+        self._values.setflags(write=False)
+        self._k = float(friction_smoothing)
+        self._inertial = inertial
+        self._has_inertial = bool(np.any(inertial != 0.0))
+        self._rotor_inertia, self._viscous, self._coulomb, self._offset = (
+            drive["Ia"],
+            drive["Fv"],
+            drive["Fc"],
+            drive["off"],
+        )
+        self._coupling = drive_chain.coupling
+        self._direct = bool(np.array_equal(self._coupling, np.eye(n_a)))
+        self._continuous = any(robot.continuous)
+        self._data = robot.model.createData()
+        self._identified = mask
+        self._identified.setflags(write=False)
+        actuated = model.actuated
+        self._effort = _limits(
+            tree_values(model, "effort_limits", effort_limits, robot.effort_limits)[actuated], "effort_limits"
+        )
+        self._velocity = _limits(robot.velocity_limits[actuated], "velocity_limits")
+        self._acceleration = _limits(
+            tree_values(
+                model,
+                "acceleration_limits",
+                acceleration_limits,
+                DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+            )[actuated],
+            "acceleration_limits",
+        )
+        self._payload = payload
+        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
+        self._payload_parameters = None if payload is None else payload.dynamic_parameters()
+        self._last: np.ndarray | None = None
+
+    @property
+    def mechanism(self) -> ClosedLoopModel:
+        """The closed-loop model."""
+        return self._model
+
+    @property
+    def drive_chain(self) -> DriveChain:
+        return self._drive_chain
+
+    @property
+    def terms(self) -> DriveTerms:
+        return self._terms
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names, in the order given."""
+        return self._names
+
+    @property
+    def values(self) -> np.ndarray:
+        """Parameter values (read-only), in the order of :attr:`names`."""
+        return self._values
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The actuated joints, in the order of the torque columns (the tree's kinematic order)."""
+        return self._model.actuated_joint_names
+
+    @property
+    def n_joints(self) -> int:
+        return self._model.n_actuated
+
+    @property
+    def identified_joints(self) -> tuple[str, ...]:
+        """Actuated joints that get a feedforward torque."""
+        return tuple(name for name, flag in zip(self.joint_names, self._identified, strict=True) if flag)
+
+    @property
+    def friction_smoothing(self) -> float:
+        """``k`` of ``tanh(k v)``, s/rad."""
+        return self._k
+
+    @property
+    def payload(self) -> Payload | None:
+        """The load whose torques are added, ``None`` without one."""
+        return self._payload
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
+        return self._effort.copy()
+
+    def with_payload(self: _Model, payload: Payload | None) -> _Model:
+        """The same model carrying ``payload`` (``None``: no load)."""
+        return type(self)(
+            self._model,
+            self._drive_chain,
+            self._terms,
+            self._names,
+            self._values,
+            friction_smoothing=self._k,
+            identified=self._identified,
+            effort_limits=self._effort,
+            acceleration_limits=self._acceleration,
+            payload=payload,
+        )
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Feedforward actuated torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
+        return self.evaluate(q, dq, ddq).torques
+
+    def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
+        """Feedforward actuated torques, N·m, clamped to the effort limits, and which were clamped.
+
+        Parameters
+        ----------
+        q, dq, ddq
+            Desired actuated positions (rad), velocities (rad/s) and accelerations (rad/s²):
+            one sample ``(n_a,)`` or samples ``(N, n_a)`` in time order.
+
+        Raises
+        ------
+        DataError
+            Bad shapes, a non-finite value, a desired velocity or acceleration beyond its
+            limit (refused, never extrapolated), or a non-finite torque.
+        LoopClosureError
+            A desired state where the loops cannot be closed or the mechanism is singular.
+        """
+        n = self.n_joints
+        q = np.asarray(q, dtype=float)
+        dq = np.asarray(dq, dtype=float)
+        ddq = np.asarray(ddq, dtype=float)
+        single = q.ndim == 1
+        if not (q.shape == dq.shape == ddq.shape) or q.ndim not in (1, 2) or q.shape[-1] != n:
+            raise DataError(
+                f"q, dq, ddq must all have shape ({n},) or (N, {n}), got {q.shape}, {dq.shape}, {ddq.shape}"
+            )
+        for name, array in (("q", q), ("dq", dq), ("ddq", ddq)):
+            if not np.isfinite(array).all():
+                where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
+                raise DataError(f"{name} has a non-finite value{where}")
+        q_rows, dq_rows, ddq_rows = (q[None], dq[None], ddq[None]) if single else (q, dq, ddq)
+        checks = (("velocity", dq_rows, self._velocity), ("acceleration", ddq_rows, self._acceleration))
+        for name, array, limit in checks:
+            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
+            if beyond.any():
+                sample, joint = (int(i) for i in np.argwhere(beyond)[0])
+                where = "" if single else f" at sample {sample}"
+                raise DataError(
+                    f"desired {name} of {self.joint_names[joint]} is {array[sample, joint]:.6g}{where}, beyond its"
+                    f" limit {limit[joint]:.6g}: refused, not extrapolated"
+                )
+        motion = self._complete(q_rows, dq_rows, ddq_rows)
+        samples = int(q_rows.shape[0])
+        raw = np.empty((samples, n))
+        for k in range(samples):
+            raw[k] = self._one(motion, k, dq_rows[k], ddq_rows[k])
+        if single:
+            raw = raw[0]
+        if not np.all(np.isfinite(raw)):
+            raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
+        clamped = np.abs(raw) > self._effort
+        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
+
+    def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> ClosedLoopMotion:
+        """The tree motion of desired actuated samples, in the assembly mode of the last one (or the reference)."""
+        model = self._model
+        guess = self._last
+        if guess is not None and float(np.max(np.abs(q[0] - guess[model.actuated]))) > WALK_STEP_RAD:
+            guess = self._walk(guess, q[0])
+        try:
+            motion = model.complete_motion(q, dq, ddq, q_guess=guess)
+        except LoopClosureError:
+            if guess is None:
+                raise
+            # The last configuration is no start for this one (a jump): solve it from the reference instead.
+            motion = model.complete_motion(q, dq, ddq)
+        self._last = motion.q[-1].copy()
+        return motion
+
+    def _walk(self, start: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+        """The configuration at actuated ``target``, walked there from ``start``; ``None`` when that fails."""
+        actuated = self._model.actuated
+        steps = int(np.ceil(float(np.max(np.abs(target - start[actuated]))) / WALK_STEP_RAD))
+        path = start[actuated] + np.linspace(0.0, 1.0, steps + 1)[1:, None] * (target - start[actuated])
+        zeros = np.zeros_like(path)
+        try:
+            return self._model.complete_motion(path, zeros, zeros, q_guess=start).q[-1]
+        except LoopClosureError:
+            return None
+
+    def _one(self, motion: ClosedLoopMotion, k: int, dq_a: np.ndarray, ddq_a: np.ndarray) -> np.ndarray:
+        """Actuated torques of sample ``k`` of the completed motion."""
+        if self._direct:
+            velocity, acceleration = dq_a, ddq_a
+        else:
+            velocity, acceleration = self._coupling @ dq_a, self._coupling @ ddq_a
+        motor = (
+            self._rotor_inertia * acceleration
+            + self._viscous * velocity
+            + self._coulomb * np.tanh(self._k * velocity)
+            + self._offset
+        )
+        torque = motor if self._direct else self._coupling.T @ motor
+        q_t, dq_t, ddq_t = motion.q[k], motion.dq[k], motion.ddq[k]
+        tree = np.zeros(self._model.n_tree)
+        if self._has_inertial:
+            robot = self._model.robot
+            configuration = robot.configurations(q_t[None])[0] if self._continuous else q_t
+            regressor = pin.computeJointTorqueRegressor(robot.model, self._data, configuration, dq_t, ddq_t)
+            tree = regressor @ self._inertial
+        if self._payload_dynamics is not None and self._payload_parameters is not None:
+            tree = tree + self._payload_dynamics.torques(q_t, dq_t, ddq_t, self._payload_parameters)
+        torque = torque + motion.projection[k].T @ tree
+        return np.where(self._identified, torque, 0.0)
+
+
+def _limits(values: np.ndarray, name: str) -> np.ndarray:
+    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ModelError(f"{name} must be one value per joint, got {array.tolist()}")
+    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+
+
+__all__ = ["WALK_STEP_RAD", "ClosedLoopFeedforwardModel"]
