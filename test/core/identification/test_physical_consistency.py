@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from dynamic_identification.core.estimation.consistency import ConsistentEstimator, is_physically_consistent
+from dynamic_identification.core.estimation.consistency import (
+    ConsistencySettings,
+    ConsistentEstimator,
+    is_physically_consistent,
+)
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationResult, identify, predict_torques
 from dynamic_identification.core.model import (
@@ -113,3 +117,17 @@ def test_consistent_data_publish_the_unconstrained_estimate_unchanged(arm) -> No
     assert physical.consistency is not None and physical.consistency.estimate is not None
     assert physical.consistency.estimate.unconstrained_consistent
     assert_allclose(physical.estimate.parameters, free.estimate.parameters, rtol=1e-6, atol=1e-9)
+
+
+def test_a_model_whose_consistent_estimate_cannot_be_computed_fails_the_plausibility_gates(arm) -> None:
+    """A box prior around an impossible nominal (link 4 with a negative mass) is infeasible: nothing is published."""
+    robot, chain, base, truth, _ = arm
+    nominal = standard_parameters(robot, TERMS)
+    nominal[3 * TERMS.per_joint] = -1.0
+    infeasible = ConsistentEstimator(base, TERMS, nominal, settings=ConsistencySettings(box=0.01))
+    time, q, dq, ddq = _motion(robot, seed=1, amplitude=0.3, fundamental_hz=0.1, duration_s=10.0)
+    torques = observation_matrix(robot, chain, TERMS, q, dq, ddq) @ truth
+    result = identify(robot, chain, TERMS, base, time, q, torques, consistency=infeasible)
+    assert result.consistency is not None and result.consistency.estimate is None
+    assert not result.judged.plausible
+    assert any("no physically consistent estimate" in problem for problem in result.judged.problems)

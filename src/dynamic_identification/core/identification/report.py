@@ -76,7 +76,7 @@ def _uncertainty_line(result: IdentificationResult) -> str:
         why = f" ({result.uncertainty_fallback})" if result.uncertainty_fallback else ""
         return f"%σ: [Gautier2013] eq. (18), residuals assumed independent in time{why}"
     inflation = robust.inflation[np.isfinite(robust.inflation)]
-    median = f"; eq. (18) would give σ {float(np.median(inflation)):.2g}× smaller (median)" if inflation.size else ""
+    median = f"; median σ / σ of eq. (18): {float(np.median(inflation)):.3g}" if inflation.size else ""
     return (
         f"%σ: autocorrelation-consistent (Newey & West 1987, Bartlett bandwidth {robust.bandwidth} rows,"
         f" fixed-b widening of Kiefer & Vogelsang 2005){median}"

@@ -322,7 +322,9 @@ def identify_observations(
         Publish the physically consistent estimate nearest to the data ([Wensing2018]),
         fitted by this estimator to the same weighted normal equations; the quality and
         the plausibility gates judge it. ``None``: the unconstrained estimate. A model that leaves
-        base parameters undetermined is refused as it is: no constraint may fill them in.
+        base parameters undetermined is refused as it is: no constraint may fill them in. When
+        the consistent estimate cannot be computed (an infeasible ``estimation.prior``, a solver
+        failure) the model fails the plausibility gates rather than go out unconstrained.
 
     Notes
     -----
@@ -392,7 +394,10 @@ def identify_observations(
         estimate=estimate,
         removed=removed_reasons(base.names, reduction),
         observations=observations,
-        quality=Quality(errors, unusable + plausibility_problems(bounds, names, estimate.parameters, errors)),
+        quality=Quality(
+            errors,
+            unusable + _inconsistent(physical) + plausibility_problems(bounds, names, estimate.parameters, errors),
+        ),
         condition_number_full=reduction.reference.condition_number,
         history=history,
         equations=equations,
@@ -466,6 +471,13 @@ def robust_estimate(
         ),
         robust,
     )
+
+
+def _inconsistent(physical: PhysicalConsistency | None) -> tuple[str, ...]:
+    """The problem of a model whose physically consistent estimate was asked for and could not be computed."""
+    if physical is None or physical.estimate is not None:
+        return ()
+    return (f"no physically consistent estimate ({physical.error}); --no-consistency publishes the unconstrained one",)
 
 
 def _undetermined(model: str, base: BaseParameters, reduction: ReductionResult) -> tuple[str, ...]:
