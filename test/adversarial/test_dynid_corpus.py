@@ -597,12 +597,28 @@ def test_as_a_process_the_error_is_one_line_too(name: str, inputs: Inputs, tmp_p
     assert process.returncode == 2 and len(errors) == 1 and b"Traceback" not in err, err.decode()[-2000:]
 
 
+def wait_until_caught(process: subprocess.Popen[bytes], number: int, timeout_s: float = 120.0) -> None:
+    """Wait until ``process`` has its own handler for signal ``number`` (Linux: ``SigCgt`` of /proc/PID/status).
+
+    A fixed sleep would depend on how long the imports take on a loaded machine.
+    """
+    deadline = time.monotonic() + timeout_s
+    status = Path(f"/proc/{process.pid}/status")
+    while time.monotonic() < deadline and process.poll() is None:
+        caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
+        if int(caught.split()[1], 16) & (1 << (number - 1)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the process never caught signal {number} (exit code {process.poll()})")
+
+
 def test_sigterm_during_a_write_leaves_no_temporary_file(inputs: Inputs, tmp_path: Path) -> None:
     """A killed or interrupted dynid leaves neither half a file nor its ``.NAME.PID.tmp``."""
     config = inputs.write("slow.yaml", "excitation:\n  ros__parameters:\n    time_budget_s: 60.0\n")
     process = child(["excite", "--urdf", str(ARM6_URDF), "--config", str(config), "--mode", "fourier",
                      "--out", str(tmp_path / "traj.csv")], tmp_path)  # fmt: skip
-    time.sleep(3.0)
+    wait_until_caught(process, signal.SIGTERM)
+    time.sleep(1.0)  # into the optimisation
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err.decode()
