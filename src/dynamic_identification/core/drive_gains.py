@@ -348,7 +348,10 @@ def _rows(
             gains = estimate.gains if estimate is not None else None
             # The regime from low-passed currents: deciding by the noisy ones would correlate
             # the split columns with the noise (a bias of several σ on small motors).
-            smooth = lowpass_zero_phase(motion.torques, cutoff_hz=min(cutoff, 0.4 * rate), rate_hz=rate)
+            try:
+                smooth = lowpass_zero_phase(motion.torques, cutoff_hz=min(cutoff, 0.4 * rate), rate_hz=rate)
+            except DataError:  # a segment too short for the filter's padding: decide on the raw currents
+                smooth = motion.torques
             driving = driving_samples(drive_chain, smooth, motion.dq, friction=friction, gains=gains)
             amps = np.concatenate(
                 [np.where(driving, motion.torques, 0.0), np.where(driving, 0.0, motion.torques)], axis=1
