@@ -5,6 +5,10 @@ On the shipped 6-axis arm with the TX-40 wrist coupling, 1 % current noise and a
 
 * drive gains: mean error, scatter and mean reported σ of each gain over ``--seeds``
   noise draws (two 20 s recordings at 1 kHz), and the wall time of one identification;
+* drive gains on data with transmission efficiencies 0.82-0.9 ([Swevers2002] eq. (8)):
+  the largest gain error of the default model (a driving and a braking gain per motor,
+  giving ``k`` and ``η``) against one gain per motor (``efficiency=False``), and the
+  largest ``η`` error;
 * payload: mass, centre-of-mass and principal-moment errors of the linear estimate
   (efficiency 1, [Swevers2002] Approach 1 for the load) and of the maximum-likelihood
   estimate with efficiency (Approach 3) on 4 periods of a 10 s excitation with
@@ -87,6 +91,37 @@ def main() -> None:
     print("  scatter %      ", np.array2string(errors_percent.std(axis=0, ddof=1), precision=4))
     print("  mean σ %       ", np.array2string(sigmas_percent.mean(axis=0), precision=4))
     print(f"  largest |error| {np.abs(errors_percent).max():.3f} %, median time {np.median(seconds):.2f} s")
+
+    lossy: dict[str, list[np.ndarray]] = {"efficiency": [], "single": [], "eta": []}
+    for seed in range(arguments.seeds):
+        unloaded, loaded = (
+            simulate_current_recording(
+                robot,
+                truth,
+                drive,
+                trajectory,
+                duration_s=20.0,
+                payload=load_,
+                efficiency=EFFICIENCY,
+                seed=offset + seed,
+                name=name,
+            )
+            for trajectory, load_, offset, name in (
+                (unloaded_trajectory, None, 400, "unloaded"),
+                (loaded_trajectory, known, 500, "loaded"),
+            )
+        )
+        for label, efficiency in (("efficiency", True), ("single", False)):
+            result = identify_drive_gains(
+                robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=known, base=base, efficiency=efficiency
+            )
+            lossy[label].append(100.0 * np.abs(result.drive_gains / TRUE_GAINS - 1.0))
+            if result.efficiency is not None:
+                lossy["eta"].append(100.0 * np.abs(result.efficiency / EFFICIENCY - 1.0))
+    print(f"drive gains with efficiencies {EFFICIENCY.tolist()}, {arguments.seeds} seeds (worst |error| per joint, %):")
+    print("  k, with η      ", np.array2string(np.max(lossy["efficiency"], axis=0), precision=3))
+    print("  η              ", np.array2string(np.max(lossy["eta"], axis=0), precision=3))
+    print("  k, one gain    ", np.array2string(np.max(lossy["single"], axis=0), precision=3))
 
     rotation = Rotation.from_euler("xyz", [0.3, -0.2, 0.5]).as_matrix()
     load = Payload.create(

@@ -957,6 +957,7 @@ def gains_file(
     frame: str | None,
     config: Path | None,
     out: Path,
+    efficiency: bool | None = None,
     unit_checks: bool = True,
 ) -> str:
     """``dynid gains``: drive gains and base parameters by IDIM-TLS with a known payload ([Briot2012] eq. (11)-(13)).
@@ -968,9 +969,16 @@ def gains_file(
     identifies the gains, the known payload fixes their scale). Writes the drive-gains
     file (:mod:`~dynamic_identification.io.payload`) whose ``drive_chain.drive_gains``
     the recorder and ``dynid identify --config`` read as they are.
+
+    With ``efficiency`` (``estimation.efficiency`` of the configuration when ``None``, on by
+    default) each motor gets a driving and a braking gain, which give its drive gain and
+    its transmission efficiency ([Swevers2002] eq. (8)); both are printed and written. A
+    closed-loop robot keeps one gain per motor.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
     parsed = load_config(str(config) if config else None)
+    if efficiency is not None:
+        parsed = replace(parsed, efficiency=efficiency)
     if parsed.closed_loop and config is not None:
         return closed_loop_gains_file(
             urdf=urdf,
@@ -1006,6 +1014,7 @@ def gains_file(
         loaded=recordings[1],
         payload=known,
         settings=parsed.identification_settings(),
+        efficiency=parsed.efficiency,
     )
     write_drive_gains_atomic(out, result, chain, robot.joint_names, payload=known, stamp=wall_clock.time())
     lines = [
@@ -1013,13 +1022,25 @@ def gains_file(
         f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
         f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples,"
         f" {len(result.names)} base parameters ({len(result.removed)} not excited)",
-        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7} {'change %':>9}   (N·m/A)",
+        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7} {'change %':>9}   (N·m/A)"
+        + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
     ]
     for j, joint in enumerate(robot.joint_names):
         gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+        eta_text = ""
+        if result.efficiency is not None and result.efficiency_std is not None:
+            eta, eta_std = result.efficiency[j], result.efficiency_std[j]
+            eta_text = (
+                f"          {eta:>8.4f} {eta_std:>8.2g}" if np.isfinite(eta_std) else f"          {'—':>8} {'':>8}"
+            )
         lines.append(
             f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
-            f" {100.0 * (gain / nominal - 1.0):>+9.2f}"
+            f" {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}"
+        )
+    if result.efficiency is not None:
+        lines.append(
+            "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
+            " brakes (k / η); — a motor that only drove or only braked (one gain)"
         )
     lines += [
         f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"

@@ -242,6 +242,12 @@ def _parser() -> argparse.ArgumentParser:
         "--config", type=Path, help="ROS 2 parameter YAML (joints, gear ratios, coupling, nominal gains, filters)"
     )
     gains.add_argument("--out", required=True, type=_output, help="drive-gains parameter YAML to write")
+    gains.add_argument(
+        "--no-efficiency",
+        action="store_true",
+        help="one lossless gain per motor ([Briot2012]); by default each motor's transmission efficiency"
+        " ([Swevers2002] eq. (8)) is identified with its gain (overrides estimation.efficiency of --config)",
+    )
     _add_unit_checks(gains)
 
     payload = verbs.add_parser(
@@ -375,6 +381,7 @@ def _gains(arguments: argparse.Namespace) -> str:
         frame=arguments.frame,
         config=arguments.config,
         out=arguments.out,
+        efficiency=False if arguments.no_efficiency else None,
         unit_checks=_unit_checks(arguments),
     )
 

@@ -40,6 +40,20 @@ residual is ``‖W_tot x̂‖² = s_min² ‖[x̂; 1]‖²``). Hence
 eq. (17)-(18) applied to the compatible system): ``r`` weighted equations,
 ``p`` unknowns. The TLS correction to this is of order ``s_min² / s_{p}²``.
 
+Transmission efficiency ([Swevers2002] eq. (5)-(8)). A transmission of efficiency ``η``
+delivers ``η τ_T`` while its motor drives the load (``τ_T v > 0``) and ``τ_T / η`` while
+the load drives the motor, where ``τ_T = N k i − f`` is the motor torque less the
+motor-side rotor inertia, friction and offset ``f``. Per motor the current then maps to
+joint torque with the gain ``g_d = η k`` while driving and ``g_b = k / η`` while braking,
+and the motor-side parameters ``θ`` of ``f`` appear as ``η θ`` and ``θ / η``. With
+``efficiency`` (the default) each current column is split into its driving and its braking
+samples (:func:`driving_samples`, decided on low-passed currents, less ``f`` of the
+previous fit from the second of :data:`REGIME_PASSES` fits on), each drive-term column
+gains a braking copy (unknown ``θ_b − θ_d``), and the same TLS identifies ``g_d`` and
+``g_b``; the result reports ``k = sqrt(g_d g_b)`` and ``η = sqrt(g_d / g_b)`` with σ
+propagated from their covariance. Without losses ``η`` comes out 1 within its σ. Without
+this split, efficiencies of 0.82-0.9 bias the gains by up to 10 %.
+
 Signal processing is the one of :func:`~dynamic_identification.core.identification.identify`
 (stamp cleaning, resampling, zero-phase position filter, derivatives and parallel
 decimation, [Gautier2013] eq. (13)-(14)): the currents go through it in place of
@@ -66,14 +80,22 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload, PayloadDynamics
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
-from dynamic_identification.core.signal import default_decimation
+from dynamic_identification.core.regressors import BaseParameters, base_parameters, drive_observation_matrix
+from dynamic_identification.core.signal import default_decimation, lowpass_zero_phase
 
 TLS_ITERATIONS = 3
 """Re-weighting passes of the weighted TLS (weights from the previous pass's residuals)."""
 
 _SCALE_TOLERANCE = 1e-9
 """Smallest ``|δ|`` of the unit singular vector accepted as fixing the scale."""
+
+REGIME_PASSES = 3
+"""Efficiency: fits of :func:`identify_drive_gains`, the first telling driving from braking samples by the
+motor torque, the next by the transmission torque of the previous fit (:func:`driving_samples`)."""
+
+MIN_REGIME_SHARE = 0.01
+"""Efficiency per motor: the driving and the braking current columns must each carry at least
+this share of the motor's current column (squared norm, both recordings); else one gain."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +191,12 @@ class DriveGainsResult:
         ``s_min`` of the weighted ``W_tot`` (the TLS residual for a unit vector).
     samples
         Decimated samples of the unloaded and loaded recordings.
+    efficiency
+        Transmission efficiency ``η = sqrt(g_d / g_b)`` per motor ([Swevers2002] eq. (8)), ``(n,)``;
+        1 where it was not identified (one gain: efficiency off, or a motor that only drove or
+        only braked).
+    efficiency_std
+        Its standard deviation, ``(n,)``; NaN where it was not identified.
     """
 
     drive_gains: np.ndarray
@@ -185,6 +213,15 @@ class DriveGainsResult:
     condition_number: float
     smallest_singular_value: float
     samples: tuple[int, int]
+    efficiency: np.ndarray | None = None
+    efficiency_std: np.ndarray | None = None
+
+    @property
+    def efficiency_identified(self) -> np.ndarray:
+        """``(n,)`` booleans: the motors whose efficiency the data identified (module docstring)."""
+        if self.efficiency_std is None:
+            return np.zeros(self.drive_gains.shape[0], dtype=bool)
+        return np.isfinite(self.efficiency_std)
 
     @property
     def parameters(self) -> dict[str, float]:
@@ -218,12 +255,28 @@ class GainRows:
         Torques of the known payload ``W_kL χ_kL``, N·m, shape ``(r, n)``; zeros without load.
     valid
         ``(r, n)`` booleans: the equations to use.
+    braking_columns
+        With transmission efficiency (:func:`split_currents`): ``V_τ`` of the currents
+        while each motor brakes, shape of ``current_columns``, which then holds the
+        currents while it drives; ``None``: one gain per motor.
+    braking_drive_columns
+        With efficiency: the base columns of the motor-side drive terms (``Ia``, ``Fv``,
+        ``Fc``, ``off`` that are base parameters on their own) restricted to the samples
+        where their motor brakes, shape ``(r, n, d)``: their parameters differ by ``η²``
+        between the regimes ([Swevers2002] eq. (5)-(8)), the extra unknown of each is
+        ``θ_b − θ_d``.
+    drive_motors, drive_columns_base
+        The motor and the base parameter of each of the ``d`` braking drive columns.
     """
 
     observation_matrix: np.ndarray
     current_columns: np.ndarray
     known: np.ndarray
     valid: np.ndarray
+    braking_columns: np.ndarray | None = None
+    braking_drive_columns: np.ndarray | None = None
+    drive_motors: tuple[int, ...] = ()
+    drive_columns_base: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         r, n = self.valid.shape
@@ -231,6 +284,7 @@ class GainRows:
             self.observation_matrix.shape[:2] != (r, n)
             or self.current_columns.shape[:2] != (r, n)
             or self.known.shape != (r, n)
+            or (self.braking_columns is not None and self.braking_columns.shape != self.current_columns.shape)
         ):
             raise DataError(
                 f"GainRows: observation_matrix {self.observation_matrix.shape}, current_columns"
@@ -247,9 +301,12 @@ def _rows(
     recording: CurrentRecording,
     settings: IdentificationSettings,
     payload: Payload | None,
+    efficiency: bool = False,
+    estimate: _DriveEstimate | None = None,
 ) -> GainRows:
     """The blocks of :func:`~dynamic_identification.core.identification.prepare_observations`, with
-    the currents and the known payload torques decimated as extra signals."""
+    the currents (split by :func:`split_currents` with ``efficiency``) and the known payload
+    torques decimated as extra signals."""
     n = robot.n_joints
     if recording.q.shape[1] != n or recording.currents.shape[1] != n:
         raise DataError(
@@ -273,7 +330,9 @@ def _rows(
     )
     dynamics = PayloadDynamics(robot, payload.frame) if payload is not None else None
     phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
-    matrices, currents, known, masks = [], [], [], []
+    matrices, currents, known, masks, braking_drive = [], [], [], [], []
+    width = 2 * n if efficiency else n
+    drive = _drive_columns(base, terms, n) if efficiency else []
     step = max(settings.block_samples - settings.block_samples % factor, factor)
     for motion in motions:
         length = motion.time.shape[0]
@@ -283,7 +342,28 @@ def _rows(
         if dynamics is not None:
             for k in range(length):
                 payload_torques[k] = dynamics.torques(motion.q[k], motion.dq[k], motion.ddq[k], phi)
-        signals = np.concatenate([motion.torques, payload_torques], axis=1)
+        extra = np.zeros((length, 0))
+        if efficiency:
+            friction = estimate.friction(drive_chain, terms, motion.dq, motion.ddq) if estimate is not None else None
+            gains = estimate.gains if estimate is not None else None
+            # The regime from low-passed currents: deciding by the noisy ones would correlate
+            # the split columns with the noise (a bias of several σ on small motors).
+            try:
+                smooth = lowpass_zero_phase(motion.torques, cutoff_hz=min(cutoff, 0.4 * rate), rate_hz=rate)
+            except DataError:  # a segment too short for the filter's padding: decide on the raw currents
+                smooth = motion.torques
+            driving = driving_samples(drive_chain, smooth, motion.dq, friction=friction, gains=gains)
+            amps = np.concatenate(
+                [np.where(driving, motion.torques, 0.0), np.where(driving, 0.0, motion.torques)], axis=1
+            )
+            if drive:
+                columns = drive_observation_matrix(drive_chain, terms, motion.dq, motion.ddq)
+                extra = np.stack([columns[:, :, c] * ~driving[:, m, None] for m, c, _ in drive], axis=2).reshape(
+                    length, -1
+                )
+        else:
+            amps = motion.torques
+        signals = np.concatenate([amps, payload_torques, extra], axis=1)
         for first_output in range(0, length, step):
             start = max(first_output - builder.reach, 0)
             block = slice(start, min(first_output + step + builder.reach, length))
@@ -296,15 +376,90 @@ def _rows(
                 outputs=(first_output, first_output + step),
             )
             matrices.append(rows.observation_matrix)
-            currents.append(rows.torques[:, :n])
-            known.append(rows.torques[:, n:])
+            currents.append(rows.torques[:, :width])
+            known.append(rows.torques[:, width : width + n])
+            braking_drive.append(rows.torques[:, width + n :].reshape(rows.torques.shape[0], n, len(drive)))
             masks.append(rows.valid)
+    amps = np.concatenate(currents)
     return GainRows(
         observation_matrix=np.concatenate(matrices),
-        current_columns=current_columns(drive_chain, np.concatenate(currents)),
+        current_columns=current_columns(drive_chain, amps[:, :n]),
         known=np.concatenate(known),
         valid=np.concatenate(masks),
+        braking_columns=current_columns(drive_chain, amps[:, n:]) if efficiency else None,
+        braking_drive_columns=np.concatenate(braking_drive) if efficiency else None,
+        drive_motors=tuple(m for m, _, _ in drive),
+        drive_columns_base=tuple(i for _, _, i in drive),
     )
+
+
+def _drive_columns(base: BaseParameters, terms: DriveTerms, n: int) -> list[tuple[int, int, int]]:
+    """``(motor, column of the drive observation matrix, base index)`` of every drive term.
+
+    The base index is the one of the base parameter the term is alone, ``-1`` when it is
+    regrouped with link parameters (``Ia1`` in ``ZZ1 + Ia1 + …``): its braking column is
+    still exact (the regrouped column is the driving value, the braking column adds
+    ``θ_b − θ_d``), only its value is not reported separately.
+    """
+    found = []
+    for m in range(n):
+        for t, term in enumerate(terms.names):
+            name = f"{term}{m + 1}"
+            index = base.expressions.index(name) if name in base.expressions else -1
+            found.append((m, m * len(terms.names) + t, index))
+    return found
+
+
+@dataclass(frozen=True)
+class _DriveEstimate:
+    """Gains and motor-side drive terms of a first fit, to tell driving from braking samples."""
+
+    gains: np.ndarray
+    drive: np.ndarray
+    """``(n, len(terms.names))`` drive parameters (zero where regrouped)."""
+
+    def friction(self, drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Motor-side drive torques ``f_m`` (joint-side units), ``(N, n)``."""
+        velocity = dq @ drive_chain.coupling.T
+        signals = {
+            "Ia": ddq @ drive_chain.coupling.T,
+            "Fv": velocity,
+            "Fc": np.sign(velocity),
+            "off": np.ones_like(velocity),
+        }
+        return sum(
+            (signals[term] * self.drive[None, :, t] for t, term in enumerate(terms.names)),
+            np.zeros_like(velocity),
+        )
+
+
+def driving_samples(
+    drive_chain: DriveChain,
+    currents_a: np.ndarray,
+    dq: np.ndarray,
+    *,
+    friction: np.ndarray | None = None,
+    gains: np.ndarray | None = None,
+) -> np.ndarray:
+    """``(N, m)`` booleans: the samples where each motor drives its load (else it brakes).
+
+    [Swevers2002] eq. (8): the transmission of motor ``m`` delivers ``η`` times its input
+    ``τ_T`` while the motor drives (``τ_T v_m > 0``) and ``1/η`` times it while the load
+    drives the motor, as :func:`~dynamic_identification.core.payload_simulation.transmission_input`
+    decides it, with the motor velocity ``v = C q̇``. The input is the motor torque
+    ``N k i`` less the motor-side drive torques ``friction`` (rotor inertia, friction,
+    offset; joint-side units) when they are known, else the motor torque alone.
+    Samples at zero power count as driving. Splitting the currents (and the drive
+    columns) before the decimation filter is exact: the filter is linear and the parts
+    add up.
+    """
+    currents = np.asarray(currents_a, dtype=float)
+    velocity = np.asarray(dq, dtype=float) @ drive_chain.coupling.T
+    k = drive_chain.drive_gains if gains is None else np.asarray(gains, dtype=float)
+    torque = currents * drive_chain.gear_ratios * k
+    if friction is not None:
+        torque = torque - friction
+    return np.asarray(torque * velocity >= 0.0)
 
 
 def current_columns(drive_chain: DriveChain, currents_a: np.ndarray) -> np.ndarray:
@@ -337,6 +492,7 @@ def identify_drive_gains(
     payload: Payload,
     base: BaseParameters | None = None,
     settings: IdentificationSettings | None = None,
+    efficiency: bool = True,
 ) -> DriveGainsResult:
     """Identify the drive gains and the base parameters by IDIM-TLS ([Briot2012] eq. (12)-(13)).
 
@@ -358,11 +514,15 @@ def identify_drive_gains(
     settings
         Signal processing and data requirements (only ``settings.signal``,
         ``min_samples``, ``min_motion_rad`` and ``block_samples`` are used).
+    efficiency
+        Identify a transmission efficiency per motor too (:func:`split_currents`,
+        :func:`drive_gains_from_rows`): two gains per motor, ``η k`` while it drives and
+        ``k / η`` while it brakes. ``False``: one gain per motor, lossless transmissions.
 
     Returns
     -------
     DriveGainsResult
-        Gains with σ, base parameters with σ, fit quality.
+        Gains with σ, efficiencies with σ, base parameters with σ, fit quality.
 
     Raises
     ------
@@ -378,12 +538,22 @@ def identify_drive_gains(
     if drive_chain.n_joints != n:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
     base = base or base_parameters(robot, drive_chain, terms)
-    return drive_gains_from_rows(
-        _rows(robot, drive_chain, terms, base, unloaded, settings, None),
-        _rows(robot, drive_chain, terms, base, loaded, settings, payload),
-        base=base,
-        nominal_gains=drive_chain.drive_gains,
-    )
+    estimate: _DriveEstimate | None = None
+    for _ in range(REGIME_PASSES if efficiency else 1):
+        result = drive_gains_from_rows(
+            _rows(robot, drive_chain, terms, base, unloaded, settings, None, efficiency, estimate),
+            _rows(robot, drive_chain, terms, base, loaded, settings, payload, efficiency, estimate),
+            base=base,
+            nominal_gains=drive_chain.drive_gains,
+        )
+        if result.efficiency is None:
+            break
+        values = result.parameters
+        estimate = _DriveEstimate(
+            gains=result.drive_gains,
+            drive=np.array([[values.get(f"{term}{m + 1}", 0.0) for term in terms.names] for m in range(n)]),
+        )
+    return result
 
 
 def drive_gains_from_rows(
@@ -396,6 +566,14 @@ def drive_gains_from_rows(
     from least squares with ``nominal_gains`` and are re-estimated from the TLS residuals
     (:data:`TLS_ITERATIONS` passes, [Gautier2013] eq. (20)), and σ follows the module
     docstring.
+
+    With ``braking_columns`` (transmission efficiency, :func:`split_currents`) a motor
+    whose driving and braking columns each carry at least :data:`MIN_REGIME_SHARE` of
+    its currents gets two unknowns, ``g_d = η k`` and ``g_b = k / η``, identified by the
+    same TLS; the result reports ``k = sqrt(g_d g_b)`` and ``η = sqrt(g_d / g_b)`` with σ
+    propagated from the covariance of ``(g_d, g_b)`` to first order. A motor that barely
+    drove or barely braked, or whose two gains come out of different signs, keeps one
+    gain (its two columns added).
 
     Parameters
     ----------
@@ -425,6 +603,146 @@ def drive_gains_from_rows(
             )
         if rows.current_columns.shape[2] != gains:
             raise DataError(f"rows have {rows.current_columns.shape[2]} current columns for {gains} nominal gains")
+    if (unloaded.braking_columns is None) != (loaded.braking_columns is None):
+        raise DataError("both recordings' rows or neither must split the currents into driving and braking")
+    split = _split_motors(recordings, gains)
+    while True:
+        fit = _fit(recordings, split, base=base, nominal_gains=nominal_gains)
+        driving, braking = fit.split_gains()
+        contradictory = split & ~(driving * braking > 0.0)
+        if not np.any(contradictory):
+            return fit.result(split, samples=(int(unloaded.valid.shape[0]), int(loaded.valid.shape[0])))
+        split = split & ~contradictory
+
+
+def _split_motors(recordings: tuple[GainRows, ...], gains: int) -> np.ndarray:
+    """``(g,)`` booleans: the motors with enough driving and braking currents for two gains.
+
+    Each regime must carry :data:`MIN_REGIME_SHARE` of the motor's current column.
+    """
+    if any(rows.braking_columns is None for rows in recordings):
+        return np.zeros(gains, dtype=bool)
+    driving = sum(
+        np.sum(np.where(rows.valid[..., None], rows.current_columns, 0.0) ** 2, axis=(0, 1)) for rows in recordings
+    )
+    braking = sum(
+        np.sum(np.where(rows.valid[..., None], rows.braking_columns, 0.0) ** 2, axis=(0, 1))  # type: ignore[arg-type]
+        for rows in recordings
+    )
+    total = np.maximum(np.asarray(driving + braking, dtype=float), 1e-300)
+    return np.asarray((driving / total >= MIN_REGIME_SHARE) & (braking / total >= MIN_REGIME_SHARE))
+
+
+def _gain_columns(rows: GainRows, split: np.ndarray) -> np.ndarray:
+    """The current columns of the TLS: per motor ``[driving, braking]`` where ``split``, else their sum."""
+    columns = []
+    for m in range(split.shape[0]):
+        driving = rows.current_columns[..., m]
+        braking = rows.braking_columns[..., m] if rows.braking_columns is not None else None
+        if split[m] and braking is not None:
+            columns += [driving, braking]
+        else:
+            columns.append(driving if braking is None else driving + braking)
+    return np.stack(columns, axis=2)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One weighted IDIM-TLS solution of :func:`drive_gains_from_rows`, before the gains are combined."""
+
+    drive_split: tuple[int, ...]
+    """Base index (−1: regrouped) of each braking drive column; their unknowns ``θ_b − θ_d``
+    follow the kept base parameters."""
+    kept: np.ndarray
+    unexcited: np.ndarray
+    base: BaseParameters
+    nominal_gains: np.ndarray
+    solution: np.ndarray
+    covariance: np.ndarray
+    columns: tuple[tuple[int, int], ...]
+    residual_std: float
+    joint_std: np.ndarray
+    relative_error: float
+    condition_number: float
+    smallest_singular_value: float
+
+    def split_gains(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(g_d, g_b)`` per motor (equal where one gain)."""
+        gains = self.solution[self.kept.size : -1]
+        return (
+            np.array([gains[d] for d, _ in self.columns]),
+            np.array([gains[b] for _, b in self.columns]),
+        )
+
+    def result(self, split: np.ndarray, *, samples: tuple[int, int]) -> DriveGainsResult:
+        """The result with ``k = sqrt(g_d g_b)``, ``η = sqrt(g_d / g_b)`` and their σ to first order."""
+        offset = self.kept.size
+        motors = len(self.columns)
+        values, std = self.solution[:offset].copy(), np.sqrt(np.diag(self.covariance))[:offset].copy()
+        for e, index in enumerate(self.drive_split):
+            # θ_d (driving) and θ_b = θ_d + Δ: the motor-side value is their geometric mean.
+            where = int(np.searchsorted(self.kept, index))
+            if index >= 0 and where < offset and self.kept[where] == index:
+                driving, braking = values[where], values[where] + self.solution[offset + e]
+                if driving * braking > 0.0:
+                    values[where] = np.sign(driving) * np.sqrt(driving * braking)
+        drive_gains, drive_std = np.empty(motors), np.empty(motors)
+        efficiency, efficiency_std = np.ones(motors), np.full(motors, np.nan)
+        for m, (d, b) in enumerate(self.columns):
+            g_d, g_b = self.solution[offset + d], self.solution[offset + b]
+            block = self.covariance[np.ix_([offset + d, offset + b], [offset + d, offset + b])]
+            if d == b:
+                drive_gains[m], drive_std[m] = g_d, np.sqrt(block[0, 0])
+                continue
+            gain, eta = np.sqrt(g_d * g_b), np.sqrt(g_d / g_b)
+            # ∂k/∂(g_d, g_b) = (k / 2g_d, k / 2g_b); ∂η/∂(g_d, g_b) = (η / 2g_d, −η / 2g_b).
+            gain_jacobian = np.array([gain / (2.0 * g_d), gain / (2.0 * g_b)])
+            eta_jacobian = np.array([eta / (2.0 * g_d), -eta / (2.0 * g_b)])
+            drive_gains[m], drive_std[m] = gain, np.sqrt(gain_jacobian @ block @ gain_jacobian)
+            efficiency[m], efficiency_std[m] = eta, np.sqrt(eta_jacobian @ block @ eta_jacobian)
+        return DriveGainsResult(
+            drive_gains=drive_gains,
+            drive_gains_std=drive_std,
+            nominal_drive_gains=self.nominal_gains.copy(),
+            names=tuple(self.base.names[i] for i in self.kept),
+            values=values,
+            std=std,
+            expressions=tuple(self.base.expressions[i] for i in self.kept),
+            removed=tuple(self.base.names[i] for i in self.unexcited),
+            residual_std=self.residual_std,
+            joint_std=self.joint_std.copy(),
+            relative_error=self.relative_error,
+            condition_number=self.condition_number,
+            smallest_singular_value=self.smallest_singular_value,
+            samples=samples,
+            efficiency=efficiency if np.any(split) else None,
+            efficiency_std=efficiency_std if np.any(split) else None,
+        )
+
+
+def _fit(
+    recordings: tuple[GainRows, ...], split: np.ndarray, *, base: BaseParameters, nominal_gains: np.ndarray
+) -> _Fit:
+    """Weighted IDIM-TLS with the current columns of :func:`_gain_columns` (``split`` per motor)."""
+    n = recordings[0].valid.shape[1]
+    columns: list[tuple[int, int]] = []
+    for m in range(split.shape[0]):
+        first = len(columns) + int(np.sum(split[:m]))
+        columns.append((first, first + 1) if split[m] else (first, first))
+    gain_columns = [_gain_columns(rows, split) for rows in recordings]
+    drive_split = [i for i, m in enumerate(recordings[0].drive_motors) if split[m]]
+    drive_columns = [
+        rows.braking_drive_columns[..., drive_split]
+        if rows.braking_drive_columns is not None
+        else np.zeros((*rows.valid.shape, 0))
+        for rows in recordings
+    ]
+    gain_columns = [
+        np.concatenate([-extra, current], axis=2) for extra, current in zip(drive_columns, gain_columns, strict=True)
+    ]
+    extras = len(drive_split)
+    columns = [(d + extras, b + extras) for d, b in columns]
+    gains = gain_columns[0].shape[2]
     stacked_w = np.concatenate([rows.observation_matrix for rows in recordings])
     stacked_valid = np.concatenate([rows.valid for rows in recordings])
     unexcited = rank_deficient_columns(stacked_w, valid=stacked_valid)
@@ -433,19 +751,22 @@ def drive_gains_from_rows(
         np.concatenate(
             [
                 -rows.observation_matrix[..., kept],
-                rows.current_columns,
+                current,
                 -rows.known[..., None],
             ],
             axis=2,
         )
-        for rows in recordings
+        for rows, current in zip(recordings, gain_columns, strict=True)
     ]
     unknowns = kept.size + gains
     total_rows = int(stacked_valid.sum())
     if total_rows <= unknowns + 1:
         raise DataError(f"only {total_rows} usable equations for {unknowns} unknowns (base parameters and gains)")
-    # First weights: per-joint residuals of least squares with the nominal gains and δ = 1.
-    nominal = np.concatenate([np.zeros(kept.size), nominal_gains, [1.0]])
+    # First weights: per-joint residuals of least squares with the nominal gains (η = 1) and δ = 1.
+    nominal_columns = np.concatenate(
+        [np.zeros(extras), [nominal_gains[m] for m, (d, b) in enumerate(columns) for _ in {d, b}]]
+    )
+    nominal = np.concatenate([np.zeros(kept.size), nominal_columns, [1.0]])
     joint_std = np.ones((2, n))
     for r, (block, rows) in enumerate(zip(blocks, recordings, strict=True)):
         target = block[..., kept.size :] @ nominal[kept.size :]
@@ -470,7 +791,6 @@ def drive_gains_from_rows(
     r_factor = scipy.linalg.qr(design / norms, mode="r")[0][:unknowns]
     r_inverse = scipy.linalg.solve_triangular(r_factor, np.eye(unknowns)) / norms[:, None]
     covariance = residual_std**2 * (r_inverse @ r_inverse.T)
-    std = np.sqrt(np.diag(covariance))
     singular_values = scipy.linalg.svdvals(r_factor)
     unweighted = np.concatenate(
         [(block @ solution)[rows.valid] for block, rows in zip(blocks, recordings, strict=True)]
@@ -481,21 +801,20 @@ def drive_gains_from_rows(
             for block, rows in zip(blocks, recordings, strict=True)
         ]
     )
-    return DriveGainsResult(
-        drive_gains=solution[kept.size : -1].copy(),
-        drive_gains_std=std[kept.size :].copy(),
-        nominal_drive_gains=nominal_gains.copy(),
-        names=tuple(base.names[i] for i in kept),
-        values=solution[: kept.size].copy(),
-        std=std[: kept.size].copy(),
-        expressions=tuple(base.expressions[i] for i in kept),
-        removed=tuple(base.names[i] for i in unexcited),
+    return _Fit(
+        drive_split=tuple(recordings[0].drive_columns_base[i] for i in drive_split),
+        kept=kept,
+        unexcited=unexcited,
+        base=base,
+        nominal_gains=nominal_gains.copy(),
+        solution=solution,
+        covariance=covariance,
+        columns=tuple(columns),
         residual_std=residual_std,
         joint_std=joint_std.copy(),
         relative_error=float(np.linalg.norm(unweighted) / max(float(np.linalg.norm(torques)), 1e-300)),
         condition_number=float(singular_values[0] / singular_values[-1]),
         smallest_singular_value=float(singular),
-        samples=(int(unloaded.valid.shape[0]), int(loaded.valid.shape[0])),
     )
 
 

@@ -176,6 +176,9 @@ class IdentificationConfig:
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
         half-width (parameter scales) around the URDF's.
+    efficiency
+        ``dynid gains``: identify a transmission efficiency per motor with its drive gain
+        (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`).
     uncertainty
         ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
         (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
@@ -216,6 +219,7 @@ class IdentificationConfig:
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")
     min_samples: int = setting_field("estimation.min_samples")
+    efficiency: bool = setting_field("estimation.efficiency")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
     currents_topic: str = _absolute(default("topics.motor_currents", DYNID))

@@ -30,6 +30,9 @@ holds the identified drive chain, so it can be given to the nodes
         reference: "[Briot2012] eq. (13)"
         drive_gains_std: [...]     # N·m/A
         nominal_drive_gains: [...] # N·m/A
+        efficiency: [...]          # transmission efficiency per motor ([Swevers2002] eq. (8)), with efficiency
+        efficiency_std: [...]      #   on (the default); 1 and 0 where efficiency_identified is false
+        efficiency_identified: [true, ...]
         quality: {residual_std: ..., relative_error: ..., condition_number: ..., ...}
         payload: {frame: tool0, mass_kg: 4.0}
 
@@ -390,6 +393,13 @@ def drive_gains_document(
         "quality": quality,
         "stamp": float(stamp),
     }
+    if result.efficiency is not None and result.efficiency_std is not None:
+        # Lists of one type (ROS parameter arrays): 1 and σ 0 where not identified, said by efficiency_identified.
+        identified = result.efficiency_identified
+        block["efficiency"] = np.where(identified, result.efficiency, 1.0)
+        block["efficiency_std"] = np.where(identified, result.efficiency_std, 0.0)
+        block["efficiency_identified"] = [bool(ok) for ok in identified]
+        block["reference"] = "[Briot2012] eq. (13), [Swevers2002] eq. (8)"
     if payload is not None:
         block["payload"] = {"frame": payload.frame, "mass_kg": payload.mass_kg}
     return {
