@@ -203,7 +203,10 @@ def test_after_the_estimator_stops_the_last_parameters_stay_on_the_topic_and_in_
         stored = load_parameters(parameters_file)
         assert stored.stamp == last.document.stamp
         assert stored.values() == last.document.values()
-        assert stored.joints == last.document.joints and stored.urdf == last.document.urdf
+        assert stored.joints == last.document.joints and stored.urdf_sha256 == last.document.urdf_sha256
+        # The file names the URDF relative to itself when they share a folder below the root, the topic's text
+        # absolutely (or as package://): the same URDF either way, wherever the checkout is.
+        assert stored.urdf_path().resolve() == last.document.urdf_path().resolve()
 
         nodes.start("feedforward", parameters_file=str(parameters_file))
         assert probe.spin_until(lambda: latest(probe, "feedforward", 0.0) is not None, 30.0), nodes.report()
