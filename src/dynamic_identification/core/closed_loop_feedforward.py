@@ -41,8 +41,8 @@ from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_P
 from dynamic_identification.core.feedforward import (
     DEFAULT_FRICTION_SMOOTHING,
     DESIRED_STATE_TOLERANCE,
-    MAX_PARAMETER_MAGNITUDE,
     FeedforwardTorques,
+    checked_parameters,
 )
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms
 from dynamic_identification.core.payload import Payload, PayloadDynamics
@@ -117,21 +117,7 @@ class ClosedLoopFeedforwardModel:
             raise ModelError(f"drive chain has {drive_chain.n_joints} joints, the mechanism {n_a} actuated joints")
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
             raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
-        names = tuple(names)
-        values_array = np.asarray(values, dtype=float).ravel()
-        if values_array.shape[0] != len(names):
-            raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(names)}")
-        if not np.all(np.isfinite(values_array)):
-            raise ModelError(f"values must be finite, got {values_array.tolist()}")
-        huge = np.abs(values_array) > MAX_PARAMETER_MAGNITUDE
-        if huge.any():
-            index = int(np.argmax(huge))
-            raise ModelError(
-                f"parameter {names[index]} = {values_array[index]:.6g} is beyond {MAX_PARAMETER_MAGNITUDE:g}"
-                " in SI units: no physical model, and its torques would overflow"
-            )
-        if len(set(names)) != len(names):
-            raise ModelError(f"parameter names repeat: {list(names)}")
+        names, values_array = checked_parameters(names, values)
         position = {name: i for i, name in enumerate(standard_parameter_names(model, terms))}
         unknown = [name for name in names if name not in position]
         if unknown:

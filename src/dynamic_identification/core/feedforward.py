@@ -49,6 +49,36 @@ MAX_PARAMETER_MAGNITUDE = 1e9
 """Largest ``|value|`` (SI units) of a parameter a feedforward accepts: nothing physical is larger, and
 products of larger values with states within the limits can overflow."""
 
+
+def checked_parameters(
+    names: Sequence[str], values: Sequence[float] | np.ndarray
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """``names`` and ``values`` of a feedforward's parameters, checked: as many values as names, finite,
+    within :data:`MAX_PARAMETER_MAGNITUDE`, no name twice.
+
+    Raises
+    ------
+    ModelError
+        Naming the first offending parameter.
+    """
+    named = tuple(names)
+    values_array = np.asarray(values, dtype=float).ravel()
+    if values_array.shape[0] != len(named):
+        raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(named)}")
+    if not np.all(np.isfinite(values_array)):
+        raise ModelError(f"values must be finite, got {values_array.tolist()}")
+    huge = np.abs(values_array) > MAX_PARAMETER_MAGNITUDE
+    if huge.any():
+        index = int(np.argmax(huge))
+        raise ModelError(
+            f"parameter {named[index]} = {values_array[index]:.6g} is beyond {MAX_PARAMETER_MAGNITUDE:g}"
+            " in SI units: no physical model, and its torques would overflow"
+        )
+    if len(set(names)) != len(named):
+        raise ModelError(f"parameter names repeat: {list(named)}")
+    return named, values_array
+
+
 DESIRED_STATE_TOLERANCE = 0.01
 """Desired velocities and accelerations may exceed their limits by this fraction (the overshoot of an
 interpolation between points at the limit) before they are refused."""
@@ -137,21 +167,7 @@ class FeedforwardModel:
             raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
             raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
-        names = tuple(names)
-        values_array = np.asarray(values, dtype=float).ravel()
-        if values_array.shape[0] != len(names):
-            raise ModelError(f"values has {values_array.shape[0]} entries, names has {len(names)}")
-        if not np.all(np.isfinite(values_array)):
-            raise ModelError(f"values must be finite, got {values_array.tolist()}")
-        huge = np.abs(values_array) > MAX_PARAMETER_MAGNITUDE
-        if huge.any():
-            index = int(np.argmax(huge))
-            raise ModelError(
-                f"parameter {names[index]} = {values_array[index]:.6g} is beyond {MAX_PARAMETER_MAGNITUDE:g}"
-                " in SI units: no physical model, and its torques would overflow"
-            )
-        if len(set(names)) != len(names):
-            raise ModelError(f"parameter names repeat: {list(names)}")
+        names, values_array = checked_parameters(names, values)
         standard = standard_parameter_names(n, terms)
         position = {name: i for i, name in enumerate(standard)}
         unknown = [name for name in names if name not in position]
