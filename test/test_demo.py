@@ -107,19 +107,16 @@ def test_node_demo_writes_parameters_plots_and_report(node_demo) -> None:
 
 def test_node_demo_reidentifies_the_picked_load_in_process(node_demo) -> None:
     # Phase (c), [Swevers2002] in-process: 10 s of the process after ~/identify_payload, the published model as prior.
-    # Measured here: mass within 0.6 %, lateral centre of mass within 2 mm, along the tool axis 20-35 mm off.
-    # That axial error is the prior's, not the method's: the load's first moment along the tool axis enters the
-    # same base parameter as the wrist's own (MX5 + 0.035 M6 + MX6, truly 0.083 kg·m), which the sensitivity
-    # reduction of phase (a) removes (sets to 0): alone that moves a 4.5 kg load's COM by 18 mm; the consistent
-    # estimate published since main's default adds its wrist errors (10-16 mm before, 20-35 mm since). With the
-    # true robot as prior the same job gives 1.2 mm (test/core/test_payload_in_process.py: the 5 mm).
+    # The sensitivity reduction of phase (a) drops the wrist's small first moments; used as it is, that prior put the
+    # load's centre of mass 14-35 mm off along the tool axis. The job without the load before the grasp corrects it
+    # (PriorCorrection). Measured: mass within 0.2 %, centre of mass 2.9 mm off (2.5 mm along the tool axis).
     result, out_dir = node_demo
     payload = result.payload
     assert payload is not None and payload.identified is not None, payload.reason if payload else "no phase (c)"
     found, truth = payload.identified, payload.truth
     assert abs(found.mass_kg / truth.mass_kg - 1.0) < 0.02
-    assert np.max(np.abs(found.com_m[:2] - truth.com_m[:2])) < 0.005
-    assert np.linalg.norm(found.com_m - truth.com_m) < 0.045  # the prior's axial error, see above
+    assert np.max(np.abs(found.com_m - truth.com_m)) < 0.005
+    assert "robot model corrected at tool0" in payload.correction_text
     assert 9.0 < payload.data_s <= 10.0
     assert (out_dir / "payload.yaml").is_file() and (out_dir / "unknown_load.yaml").is_file()
 

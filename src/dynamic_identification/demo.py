@@ -333,6 +333,12 @@ UNKNOWN_LOAD = Payload.create(
 PAYLOAD_MAX_COM_STD_M = 0.01
 """The demo estimator's ``payload.max_com_std_m``, m (see :func:`run_node_demo`)."""
 
+PAYLOAD_REFERENCE_RUN_S = 14.0
+"""Simulated time the arm does its job without the load before the grasp in phase (c), s."""
+
+PAYLOAD_REFERENCE_S = 20.0
+"""The demo estimator's ``payload.reference_s``, s: the reference run and the rests around the grasp."""
+
 
 @dataclass(frozen=True)
 class PayloadDemoResult:
@@ -360,6 +366,20 @@ class PayloadDemoResult:
     def note(self) -> str:
         """``; inertia …`` when the job did not determine the inertia, else empty."""
         return "; the job does not turn the load enough for its inertia: a solid sphere's" if self.inertia_fixed else ""
+
+    @property
+    def correction_text(self) -> str:
+        """What the job before the grasp corrected in the robot model (``identification.prior_correction``)."""
+        document = yaml.safe_load(self.payload_yaml) if self.payload_yaml else None
+        identification = document.get("identification", {}) if isinstance(document, dict) else {}
+        correction = identification.get("prior_correction", {})
+        if not correction.get("applied"):
+            return f"robot model used as published: {correction.get('reason', 'no correction reported')}"
+        moment = np.round(1e3 * np.asarray(correction["first_moment_kg_m"], dtype=float), 1).tolist()
+        return (
+            f"robot model corrected at {self.truth.frame} by the job before the grasp (PriorCorrection): first moment"
+            f" {moment} g·m, mass {1e3 * float(correction['mass_kg']):.1f} g"
+        )
 
     @property
     def reduction_percent(self) -> np.ndarray:
@@ -627,6 +647,9 @@ def _payload_phase(
     """
     first = excitation.plan.trajectory.q[0] if excitation.plan is not None else np.zeros(0)
     _wait_until(estimator.payload_prior_known, timeout_s, "the robot model in the restarted estimator")
+    # The job without the load before the gripper closes: the estimator's window takes it, and its last
+    # payload.reference_s correct the robot model where the load would absorb its error (PriorCorrection).
+    _play_process(monitor, excitation, timeout_s, stop_when=lambda: monitor.elapsed_s() >= PAYLOAD_REFERENCE_RUN_S)
     _grasp(monitor, timeout_s)
 
     def identify_payload() -> None:
@@ -699,10 +722,12 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
     demo overrides the process, window length, simulation rate and seeds.
 
     (c) With ``settings.payload_phase``: the estimator restarts with the published model as its
-    robot prior (``payload.prior_file``), the arm grasps :data:`UNKNOWN_LOAD` (``sim_robot``'s
-    ``~/grasp``), the process starts and ``~/identify_payload`` is called; the run with the
-    old feedforward goes on until the feedforward has the payload from ``/estimator/payload``,
-    then the process runs again with it, as long ([Swevers2002]).
+    robot prior (``payload.prior_file``), the arm does its job without the load for
+    :data:`PAYLOAD_REFERENCE_RUN_S` (the reference that corrects the prior), grasps
+    :data:`UNKNOWN_LOAD` (``sim_robot``'s ``~/grasp``), the process starts and
+    ``~/identify_payload`` is called; the run with the old feedforward goes on until the
+    feedforward has the payload from ``/estimator/payload``, then the process runs again with
+    it, as long ([Swevers2002]).
 
     Writes ``parameters.yaml``, ``unknown_load.yaml`` (the truth), ``payload.yaml`` (what the
     estimator published), ``torques.png``, ``tracking.png`` and ``report.txt`` to ``out_dir``.
@@ -826,6 +851,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                     # The process keeps the tool vertical: the load's centre of mass along the tool axis shows
                     # only through the accelerations, σ 5-7 mm from 10 s here; mass and lateral COM σ ≈ 1 mm.
                     payload__max_com_std_m=PAYLOAD_MAX_COM_STD_M,
+                    payload__reference_s=PAYLOAD_REFERENCE_S,
                 ),
             )
             nodes.append(reidentifier)
@@ -959,6 +985,7 @@ def _payload_report(payload: PayloadDemoResult, joint_names: Sequence[str], movi
     found = payload.identified
     if found is None:
         return [*lines, f"  refused: {payload.reason}"]
+    lines.append(f"  {payload.correction_text}")
     std = found.std
     sigma = f" ± {std.mass_kg:.2g}" if std is not None else ""
     lines += [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from dynamic_identification.core.payload_identification import (
 from dynamic_identification.core.payload_in_process import (
     PayloadReidentification,
     PayloadReidentificationSettings,
+    RecentMotion,
 )
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.payload import format_payload_estimate, payload_identification_record
@@ -136,3 +138,88 @@ def test_settings_name_what_is_wrong() -> None:
         PayloadReidentificationSettings(frame="")
     with pytest.raises(IdentificationError, match="duration_s"):
         PayloadReidentificationSettings(frame="tool0", duration_s=0.0)
+    with pytest.raises(IdentificationError, match="reference_s"):
+        PayloadReidentificationSettings(frame="tool0", reference_s=-1.0)
+
+
+def _reduced_prior(robot: RobotModel) -> RobotPrior:
+    """The true robot without the wrist's small first moments (MX5, MX6, MY6, MZ6), as a sensitivity reduction
+    drops them ([Volkmann2020] Algorithm 1: they change the robot's own torques by less than e_tol)."""
+    truth = RobotPrior.from_standard(robot, CHAIN, DRIVE)
+    inertial = truth.inertial.reshape(6, 10).copy()
+    inertial[4, 1] = 0.0
+    inertial[5, 1:4] = 0.0
+    return replace(truth, inertial=inertial.ravel())
+
+
+def _reidentify(prior: RobotPrior, robot: RobotModel, reference: tuple | None, settings=None):
+    settings = settings or PayloadReidentificationSettings(frame="tool0", duration_s=10.0)
+    estimator = PayloadReidentification(prior, settings, reference=reference)
+    estimator.trigger()
+    outcome = estimator.add_samples(*_job(robot, carried=LOAD, seconds=12.0, seed=5))
+    assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
+    return outcome
+
+
+def test_the_motion_before_the_trigger_corrects_what_a_reduced_robot_model_lacks_at_the_wrist(arm6) -> None:
+    # The moments the reduction dropped (0.035 kg·m) show as centimetres of the load's centre of mass when the
+    # prior is used as it is; the job's motion without the load before the trigger measures and restores them.
+    prior = _reduced_prior(arm6)
+    unloaded = _job(arm6, carried=None, seconds=12.0, seed=4)
+    plain = _reidentify(prior, arm6, None)
+    corrected = _reidentify(prior, arm6, unloaded)
+    # Measured: 15.0 mm off along the tool axis without the correction, 0.6 mm with it (σ 0.6 mm).
+    assert plain.correction is None and "no motion without the load" in plain.correction_note
+    assert np.max(np.abs(plain.estimate.payload.com_m - LOAD.com_m)) > 0.01
+    assert corrected.correction is not None and corrected.correction_note == ""
+    found = corrected.estimate.payload
+    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.003
+    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.01
+    assert np.all(np.abs(found.com_m - LOAD.com_m) < 3.0 * found.std.com_m + 1e-4)
+    # The correction's own uncertainty is part of the load's.
+    assert np.all(found.std.com_m >= plain.estimate.payload.std.com_m)
+    # What it restored is the dropped moment seen from tool0 (MZ6 and MX5 regroup along the tool axis).
+    restored = corrected.correction.dynamic_parameters
+    assert np.all(restored[4:] == 0.0) and abs(restored[0]) < 0.05
+
+
+def test_with_the_true_robot_model_the_correction_changes_nothing_that_matters(arm6) -> None:
+    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    corrected = _reidentify(prior, arm6, _job(arm6, carried=None, seconds=12.0, seed=4))
+    plain = _reidentify(prior, arm6, None)
+    assert corrected.correction is not None
+    assert np.max(np.abs(corrected.correction.dynamic_parameters[1:4])) < 2e-3  # kg·m: the noise of the fit
+    assert_allclose(corrected.estimate.payload.com_m, plain.estimate.payload.com_m, atol=1e-3)
+
+
+def test_a_reference_at_rest_or_turned_off_leaves_the_prior_as_it_is_and_says_why(arm6) -> None:
+    prior = _reduced_prior(arm6)
+    time, q, torques = _job(arm6, carried=None, seconds=4.0, seed=4)
+    at_rest = (time, np.repeat(q[:1], time.size, axis=0), np.repeat(torques[:1], time.size, axis=0))
+    still = _reidentify(prior, arm6, at_rest)
+    assert still.correction is None and "does not determine" in still.correction_note
+    off = PayloadReidentificationSettings(frame="tool0", duration_s=10.0, reference_s=0.0)
+    turned_off = _reidentify(prior, arm6, _job(arm6, carried=None, seconds=12.0, seed=4), off)
+    assert turned_off.correction is None and turned_off.correction_note == "reference_s is 0"
+    assert_allclose(still.estimate.payload.com_m, turned_off.estimate.payload.com_m)
+
+
+def test_recent_motion_keeps_the_last_span_and_starts_over_when_time_steps_back() -> None:
+    recent = RecentMotion(2.0)
+    assert recent.motion() is None
+    time = np.arange(0.0, 5.0, 0.01)
+    q, torques = np.tile(time[:, None], (1, 6)), -np.tile(time[:, None], (1, 6))
+    for start in range(0, time.size, 37):  # blocks as the node's worker feeds them
+        block = slice(start, start + 37)
+        recent.add(time[block], q[block], torques[block])
+    kept_time, kept_q, kept_torques = recent.motion()
+    assert kept_time[0] >= time[-1] - 2.0 - 1e-12 and kept_time[-1] == time[-1]
+    assert kept_time.size == 201
+    assert np.all(kept_q[:, 0] == kept_time) and np.all(kept_torques[:, 0] == -kept_time)  # rows of those stamps
+    recent.add(np.array([1.0]), q[:1], torques[:1])  # a restarted recording
+    assert recent.motion()[0].tolist() == [1.0]
+    recent.clear()
+    assert recent.motion() is None
+    nothing = RecentMotion(0.0)
+    nothing.add(time, q, torques)
+    assert nothing.motion() is None

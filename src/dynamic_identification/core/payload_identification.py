@@ -130,6 +130,43 @@ _COMPLEX_STEP = 1e-30
 # --------------------------------------------------------------------------- robot prior
 
 
+CORRECTED_PARAMETERS = 4
+"""The prior correction estimates the first :data:`CORRECTED_PARAMETERS` of ``φ``: mass and first moment."""
+
+
+@dataclass(frozen=True)
+class PriorCorrection:
+    """What the robot prior lacks at the load's frame, estimated from the robot's motion without the load.
+
+    The load's equations are those of the link it is attached to ([Swevers2002] eq. (1)-(3):
+    its parameters add to that link's), so wherever the robot prior is wrong in the span of the
+    load's columns, the load's estimate absorbs the error. An identified model reduced by
+    sensitivity ([Volkmann2020] Algorithm 1) drops a wrist's small first moments because they
+    change the robot's own torques by less than ``e_tol``; a load of kilograms then shows the
+    dropped moment as centimetres of centre of mass. Fitting the prior's residual of motion
+    *without* the load to the load's mass and first-moment columns measures that part of the
+    prior's error; :meth:`RobotPrior.corrected` adds it back.
+
+    Attributes
+    ----------
+    frame
+        The load's frame.
+    dynamic_parameters
+        ``φ₀`` (10,) about the frame origin, Pinocchio order: mass (kg) and first moment
+        (kg·m) estimated, the inertia entries zero (a job does not determine them).
+    covariance
+        Covariance of ``φ₀``, ``(10, 10)`` (zero outside the estimated block); it adds to the
+        load's (:func:`add_correction_uncertainty`).
+    equations
+        Motor equations of the motion without the load that were used.
+    """
+
+    frame: str
+    dynamic_parameters: np.ndarray
+    covariance: np.ndarray
+    equations: int
+
+
 @dataclass(frozen=True)
 class RobotPrior:
     """The identified robot, split into its rigid-body and drive-chain parts.
@@ -147,12 +184,16 @@ class RobotPrior:
         ``inertial_observation_matrix(q, q̇, q̈) @ inertial``.
     drive
         Rotor inertia, viscous and Coulomb friction and offset per motor (joint side).
+    correction
+        What the motion without the load showed missing at the load's frame
+        (:func:`identify_prior_correction`); ``None``: the identified values as they are.
     """
 
     robot: RobotModel
     drive_chain: DriveChain
     inertial: np.ndarray
     drive: DriveParameters
+    correction: PriorCorrection | None = None
 
     @classmethod
     def from_parameters(
@@ -202,9 +243,17 @@ class RobotPrior:
             robot=robot, drive_chain=drive_chain, inertial=robot.standard_inertial_parameters().ravel(), drive=drive
         )
 
+    def corrected(self, correction: PriorCorrection) -> RobotPrior:
+        """This prior with ``correction`` added at its frame."""
+        return replace(self, correction=correction)
+
     def link_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Joint torques of the links, N·m, ``(N, n)``."""
-        return inertial_observation_matrix(self.robot, q, dq, ddq) @ self.inertial
+        """Joint torques of the links (with the :attr:`correction`), N·m, ``(N, n)``."""
+        torques = inertial_observation_matrix(self.robot, q, dq, ddq) @ self.inertial
+        if self.correction is None:
+            return torques
+        correction = self.correction
+        return torques + payload_regressor(self.robot, correction.frame, q, dq, ddq) @ correction.dynamic_parameters
 
 
 # --------------------------------------------------------------------------- observations
@@ -601,21 +650,7 @@ def identify_payload_linear(
     problem = _problem(prior, frame, observations, noise if noise is not None else np.ones(n))
     friction_motors = np.flatnonzero(problem.actuated) if estimate_friction else np.empty(0, dtype=int)
     count = problem.motor.size
-    columns = [problem.load_columns]
-    names = list(PAYLOAD_PARAMETER_NAMES)
-    sign = np.sign(problem.velocity)
-    for m in friction_motors:
-        rows = (problem.motor == m).astype(float)
-        columns += [(rows * problem.velocity)[:, None], (rows * sign)[:, None]]
-        names += [f"Fv{m + 1}", f"Fc{m + 1}"]
-    design = np.concatenate(columns, axis=1)
-    target = (
-        problem.measured
-        - problem.delivered_robot
-        - problem.fixed
-        - prior.drive.viscous[problem.motor] * problem.velocity
-        - prior.drive.coulomb[problem.motor] * sign
-    )
+    design, target, names = _linear_design(prior, problem, 10, friction_motors)
     # Each motor equation is a sample of its own for weighted_least_squares: W (K, 1, p), per-equation σ.
     try:
         result = weighted_least_squares(
@@ -669,6 +704,78 @@ def identify_payload_linear(
         converged=True,
         projected=projected,
     )
+
+
+def _linear_design(
+    prior: RobotPrior, problem: _Problem, load_parameters: int, friction_motors: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Design, target and unknown names of the linear equations ``u − u_robot = C⁻ᵀ Y_p φ + ΔFv v + ΔFc sign(v)``.
+
+    The load's unknowns are the first ``load_parameters`` of ``φ``; friction changes are
+    estimated for ``friction_motors``.
+    """
+    columns = [problem.load_columns[:, :load_parameters]]
+    names = list(PAYLOAD_PARAMETER_NAMES[:load_parameters])
+    sign = np.sign(problem.velocity)
+    for m in friction_motors:
+        rows = (problem.motor == m).astype(float)
+        columns += [(rows * problem.velocity)[:, None], (rows * sign)[:, None]]
+        names += [f"Fv{m + 1}", f"Fc{m + 1}"]
+    target = (
+        problem.measured
+        - problem.delivered_robot
+        - problem.fixed
+        - prior.drive.viscous[problem.motor] * problem.velocity
+        - prior.drive.coulomb[problem.motor] * sign
+    )
+    return np.concatenate(columns, axis=1), target, names
+
+
+def identify_prior_correction(prior: RobotPrior, frame: str, observations: PayloadObservations) -> PriorCorrection:
+    """What ``prior`` lacks at ``frame``, from a recording of the robot *without* the load (:class:`PriorCorrection`).
+
+    Weighted least squares of the prior's residual on the load's mass and first-moment
+    columns and the friction changes of the moving motors (the equations of
+    :func:`identify_payload_linear` with four load unknowns; per-motor σ from the residual).
+    The inertia entries are left out: a job barely turns the wrist and leaves them undetermined.
+
+    Raises
+    ------
+    ModelError
+        Unknown frame.
+    RankDeficientError, InsufficientExcitationError
+        The motion does not determine the mass and first moment at ``frame`` (e.g. the robot stood still).
+    """
+    n = prior.robot.n_joints
+    problem = _problem(prior, frame, observations, np.ones(n))
+    design, target, names = _linear_design(prior, problem, CORRECTED_PARAMETERS, np.flatnonzero(problem.actuated))
+    result = weighted_least_squares(
+        design[:, None, :],
+        target[:, None],
+        sample_std=_residual_sigma(design, target, problem, n)[:, None],
+        parameter_names=names,
+    )
+    estimated = slice(0, CORRECTED_PARAMETERS)
+    phi = np.zeros(10)
+    phi[estimated] = result.parameters[estimated]
+    covariance = np.zeros((10, 10))
+    covariance[estimated, estimated] = result.covariance[estimated, estimated]
+    return PriorCorrection(frame, dynamic_parameters=phi, covariance=covariance, equations=int(problem.motor.size))
+
+
+def add_correction_uncertainty(estimate: PayloadEstimate, correction: PriorCorrection) -> PayloadEstimate:
+    """``estimate`` with the covariance of ``correction`` added to its ``φ``'s and its σ propagated again.
+
+    An error ``δφ₀`` of the correction shifts the load's estimate by ``−δφ₀`` (the two share
+    their columns), so the covariances add. The σ of an inertia that was held fixed
+    (:attr:`PayloadEstimate.inertia_fixed`) stays the statement of ignorance it was.
+    """
+    covariance = estimate.covariance + correction.covariance
+    payload = estimate.payload
+    std = _payload_std(_complex_step(_description_of_phi, estimate.dynamic_parameters), covariance)
+    if estimate.inertia_fixed and payload.std is not None:
+        std = replace(std, inertia_kg_m2=payload.std.inertia_kg_m2)
+    return replace(estimate, covariance=covariance, payload=replace(payload, std=std))
 
 
 def _description_of_phi(phi: np.ndarray) -> np.ndarray:

@@ -13,6 +13,16 @@ to a solid sphere's and only the mass and centre of mass are estimated,
 recorder publishes); they are mapped back to motor currents through the drive chain
 so the identification sees the motor-side equations it is written for.
 
+The robot's identified parameters are corrected first where the load would absorb their error
+(:class:`~.payload_identification.PriorCorrection`): the last ``reference_s`` of motion the
+sliding window took before the trigger — the robot without the load, by the same assumption
+that lets the window identify the robot — give the mass and first moment the prior lacks at
+the load's frame. A model reduced by sensitivity drops a wrist's small first moments (they
+change the robot's own torques by less than ``e_tol``), and a 4.5 kg load then shows them as
+2-3 cm of centre of mass along the tool axis; corrected, a few millimetres. The correction's
+uncertainty adds to the load's. When the reference does not determine it (the robot stood
+still, no reference yet) the prior is used as it is and the outcome says why.
+
 The result is refused — with the reason — when the motion does not determine the load
 well enough: the identification itself finds it rank-deficient (only the wrist moved,
 [Swevers2002] §4.2) or the standard deviations exceed the quality bounds
@@ -31,10 +41,13 @@ from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.payload_identification import (
     PayloadEstimate,
     PayloadObservations,
+    PriorCorrection,
     RobotPrior,
+    add_correction_uncertainty,
     identify_payload_linear,
     identify_payload_mass_and_centre,
     identify_payload_ml,
+    identify_prior_correction,
     recording_observations,
 )
 from dynamic_identification.core.settings_schema import PAYLOAD_METHODS, setting_field
@@ -59,10 +72,14 @@ class PayloadReidentificationSettings:
     stick_periods
         Decimation periods left out around a slow sample (the in-process estimator's
         ``window.stick_periods``; a job stops at every pick and place).
+    reference_s
+        Seconds of motion without the load before the trigger kept to correct the robot
+        prior (module docstring), s; 0: the prior is used as it is.
     """
 
     frame: str
     duration_s: float = setting_field("payload.duration_s", "estimator")
+    reference_s: float = setting_field("payload.reference_s", "estimator")
     method: str = setting_field("payload.method", "estimator")
     max_mass_std_percent: float = setting_field("payload.max_mass_std_percent", "estimator")
     max_com_std_m: float = setting_field("payload.max_com_std_m", "estimator")
@@ -75,6 +92,8 @@ class PayloadReidentificationSettings:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise IdentificationError(f"{name} must be finite and > 0, got {value}")
+        if not (np.isfinite(self.reference_s) and self.reference_s >= 0.0):
+            raise IdentificationError(f"reference_s must be finite and >= 0, got {self.reference_s}")
         if self.method not in PAYLOAD_METHODS:
             raise IdentificationError(f"method must be 'ml' or 'linear', got {self.method!r}")
 
@@ -85,6 +104,8 @@ class PayloadOutcome:
 
     ``started_s``/``ended_s`` bound the data used (data time, s); ``estimate`` is
     ``None`` exactly when ``reason`` says why the load could not be identified.
+    ``correction`` is what the motion before the trigger added to the robot prior
+    (``None``: the prior as it is, and ``correction_note`` says why).
     """
 
     started_s: float
@@ -92,24 +113,77 @@ class PayloadOutcome:
     samples: int
     estimate: PayloadEstimate | None
     reason: str
+    correction: PriorCorrection | None = None
+    correction_note: str = ""
 
     @property
     def accepted(self) -> bool:
         return self.estimate is not None
 
 
+Motion = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Stamps (s, ``(N,)``), joint positions (rad) and joint torques (N·m), ``(N, n)``, in time order."""
+
+
+class RecentMotion:
+    """The last ``span_s`` of samples, the reference of a payload re-identification (memory bounded by the span).
+
+    A step back in time starts it over (a restarted recording). Not thread-safe.
+    """
+
+    def __init__(self, span_s: float) -> None:
+        if not (np.isfinite(span_s) and span_s >= 0.0):
+            raise IdentificationError(f"span_s must be finite and >= 0, got {span_s}")
+        self._span_s = float(span_s)
+        self._parts: list[Motion] = []
+
+    def add(self, time_s: np.ndarray, q: np.ndarray, torques_nm: np.ndarray) -> None:
+        """Append samples (rows in time order, joints in model order); those older than the span are dropped."""
+        time = np.atleast_1d(np.asarray(time_s, dtype=float))
+        if time.size == 0 or self._span_s == 0.0:
+            return
+        if self._parts and time[0] < self._parts[-1][0][-1]:
+            self._parts = []
+        q_rad = np.atleast_2d(np.asarray(q, dtype=float))
+        self._parts.append((time, q_rad, np.atleast_2d(np.asarray(torques_nm, dtype=float))))
+        start = time[-1] - self._span_s
+        while self._parts[0][0][-1] < start:
+            self._parts.pop(0)
+        first_time, first_q, first_tau = self._parts[0]
+        keep = first_time >= start
+        self._parts[0] = (first_time[keep], first_q[keep], first_tau[keep])
+
+    def motion(self) -> Motion | None:
+        """The samples kept, ``None`` when there are none."""
+        if not self._parts:
+            return None
+        time, q, torques = (np.concatenate(part) for part in zip(*self._parts, strict=True))
+        return time, q, torques
+
+    def clear(self) -> None:
+        self._parts = []
+
+
 class PayloadReidentification:
     """Collects samples after :meth:`trigger` and identifies the payload once enough have come.
 
+    ``reference`` is the robot's motion without the load just before the trigger
+    (:class:`RecentMotion`), used to correct ``prior`` (module docstring).
     Not thread-safe: feed it from one thread (the estimator node's worker).
     """
 
     def __init__(
-        self, prior: RobotPrior, settings: PayloadReidentificationSettings, *, signal: SignalSettings | None = None
+        self,
+        prior: RobotPrior,
+        settings: PayloadReidentificationSettings,
+        *,
+        signal: SignalSettings | None = None,
+        reference: Motion | None = None,
     ) -> None:
         self._prior = prior
         self._settings = settings
         self._signal = signal or SignalSettings()
+        self._reference = reference
         self._time: list[np.ndarray] = []
         self._q: list[np.ndarray] = []
         self._tau: list[np.ndarray] = []
@@ -165,7 +239,35 @@ class PayloadReidentification:
         self._armed = False
         return self._identify()
 
-    def _maximum_likelihood(self, observations: PayloadObservations, linear: PayloadEstimate) -> PayloadEstimate:
+    def _observations(self, time: np.ndarray, q: np.ndarray, torques: np.ndarray) -> PayloadObservations:
+        """Filtered, decimated observations of joint torques mapped back to motor torques."""
+        chain = self._prior.drive_chain
+        return recording_observations(
+            self._prior.robot,
+            chain,
+            time,
+            q,
+            chain.motor_currents(torques),
+            settings=self._signal,
+            stick_periods=self._settings.stick_periods,
+        )
+
+    def _correction(self) -> tuple[PriorCorrection | None, str]:
+        """The prior's correction from the reference motion, or ``None`` and why not."""
+        if self._settings.reference_s == 0.0:
+            return None, "reference_s is 0"
+        if self._reference is None:
+            return None, "no motion without the load before the trigger"
+        time, q, torques = self._reference
+        try:
+            reference = self._observations(time, q, torques)
+            return identify_prior_correction(self._prior, self._settings.frame, reference), ""
+        except IdentificationError as error:
+            return None, f"the motion before the trigger does not determine it: {error}"
+
+    def _maximum_likelihood(
+        self, prior: RobotPrior, observations: PayloadObservations, linear: PayloadEstimate
+    ) -> PayloadEstimate:
         """The maximum-likelihood load, or mass and centre of mass alone when the job leaves the inertia open.
 
         A job barely turns the load: the full search then ends at (or fails near) the physical
@@ -173,7 +275,7 @@ class PayloadReidentification:
         the centre of mass is then fixed to a solid sphere's
         (:func:`~.payload_identification.identify_payload_mass_and_centre`).
         """
-        prior, frame = self._prior, self._settings.frame
+        frame = self._settings.frame
         try:
             estimate = identify_payload_ml(prior, frame, observations, efficiency=False, initial=linear)
         except IdentificationError:
@@ -188,26 +290,36 @@ class PayloadReidentification:
         torques = np.concatenate(self._tau)
         self._time, self._q, self._tau = [], [], []
         started, ended = float(time[0]), float(time[-1])
-        prior, frame = self._prior, self._settings.frame
+        correction, note = self._correction()
+        prior = self._prior if correction is None else self._prior.corrected(correction)
+        frame = self._settings.frame
         try:
-            observations = recording_observations(
-                prior.robot,
-                prior.drive_chain,
-                time,
-                q,
-                prior.drive_chain.motor_currents(torques),
-                settings=self._signal,
-                stick_periods=self._settings.stick_periods,
-            )
+            observations = self._observations(time, q, torques)
             estimate = identify_payload_linear(prior, frame, observations)
             if self._settings.method == "ml":
-                estimate = self._maximum_likelihood(observations, estimate)
+                estimate = self._maximum_likelihood(prior, observations, estimate)
         except IdentificationError as error:
             return PayloadOutcome(
-                started, ended, time.size, None, f"the motion does not determine the payload: {error}"
+                started,
+                ended,
+                time.size,
+                None,
+                f"the motion does not determine the payload: {error}",
+                correction=correction,
+                correction_note=note,
             )
+        if correction is not None:
+            estimate = add_correction_uncertainty(estimate, correction)
         reason = _quality_problem(estimate, self._settings)
-        return PayloadOutcome(started, ended, time.size, None if reason else estimate, reason)
+        return PayloadOutcome(
+            started,
+            ended,
+            time.size,
+            None if reason else estimate,
+            reason,
+            correction=correction,
+            correction_note=note,
+        )
 
 
 def _quality_problem(estimate: PayloadEstimate, settings: PayloadReidentificationSettings) -> str:

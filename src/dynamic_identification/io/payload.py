@@ -57,6 +57,7 @@ from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
 from dynamic_identification.core.payload_identification import PayloadEstimate
+from dynamic_identification.core.payload_in_process import PayloadOutcome
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
@@ -294,6 +295,26 @@ def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[st
         "efficiency_std": per_joint(estimate.efficiency_std),
         "viscous_friction": per_joint(estimate.viscous),
         "coulomb_friction": per_joint(estimate.coulomb),
+    }
+
+
+def prior_correction_record(outcome: PayloadOutcome) -> dict[str, Any]:
+    """The ``identification.prior_correction`` section: what the motion before the trigger added to the robot prior.
+
+    ``applied: false`` with the ``reason`` when the prior was used as it is
+    (:class:`~dynamic_identification.core.payload_identification.PriorCorrection`).
+    """
+    correction = outcome.correction
+    if correction is None:
+        return {"applied": False, "reason": outcome.correction_note}
+    phi = correction.dynamic_parameters
+    std = np.sqrt(np.diag(correction.covariance))
+    return {
+        "applied": True,
+        "mass_kg": float(phi[0]),
+        "first_moment_kg_m": [float(value) for value in phi[1:4]],
+        "first_moment_std_kg_m": [float(value) for value in std[1:4]],
+        "equations": correction.equations,
     }
 
 

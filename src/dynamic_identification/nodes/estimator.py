@@ -88,6 +88,7 @@ from dynamic_identification.core.payload_in_process import (
     PayloadOutcome,
     PayloadReidentification,
     PayloadReidentificationSettings,
+    RecentMotion,
 )
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -97,7 +98,7 @@ from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters
 from dynamic_identification.io.outcome import configured_closed_loop_consistency, configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
-from dynamic_identification.io.payload import dump_payload, payload_identification_record
+from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
 from dynamic_identification.nodes.parameters import node_parameters, read_parameters
@@ -228,6 +229,7 @@ def _payload_setup(
                 values.get("payload.max_mass_std_percent", _PAYLOAD_DEFAULTS.max_mass_std_percent)
             ),
             max_com_std_m=float(values.get("payload.max_com_std_m", _PAYLOAD_DEFAULTS.max_com_std_m)),
+            reference_s=float(values.get("payload.reference_s", _PAYLOAD_DEFAULTS.reference_s)),
         )
     except IdentificationError as error:
         raise ValueError(f"invalid payload.* parameter: {error}") from error
@@ -343,6 +345,8 @@ class EstimatorNode(GuardedNode):
         self._prior_values = setup.payload_prior
         self._prior_from_file = setup.payload_prior is not None
         self._reidentification: PayloadReidentification | None = None
+        # The last payload.reference_s of samples the window took: the robot without the load (worker only).
+        self._recent_motion = RecentMotion(self.payload_settings.reference_s)
         self._payload_from = -math.inf  # data time from which the collection takes samples (worker only)
         self._window_paused = False
         self._payload_status = _PayloadStatus()
@@ -462,6 +466,7 @@ class EstimatorNode(GuardedNode):
                 self._window_paused = False
             if self._reidentification is not None:
                 self._reidentification.cancel()
+            self._recent_motion.clear()
             self._set_status(None, event="window cleared by ~/reset", failure="")
         self.get_logger().info("window cleared by ~/reset")
         self.publish_diagnostics()
@@ -569,7 +574,10 @@ class EstimatorNode(GuardedNode):
         if trigger is not None and self._prior_values is not None:
             prior = RobotPrior.from_parameters(self.robot, self.drive_chain, self.drive_terms, self._prior_values)
             self._reidentification = PayloadReidentification(
-                prior, self.payload_settings, signal=_signal_settings(self.settings)
+                prior,
+                self.payload_settings,
+                signal=_signal_settings(self.settings),
+                reference=self._recent_motion.motion(),
             )
             self._reidentification.trigger()
             self._payload_from = trigger
@@ -581,9 +589,11 @@ class EstimatorNode(GuardedNode):
             outcome = reidentification.add_samples(stamps[after], q[after], effort[after])
             if outcome is not None:
                 self._payload_outcome(outcome)
+        keep = ~after
+        if keep.any():
+            self._recent_motion.add(stamps[keep], q[keep], effort[keep])
         if not after.any():
             return stamps, q, effort
-        keep = ~after
         return stamps[keep], q[keep], effort[keep]
 
     def _payload_outcome(self, outcome: PayloadOutcome) -> None:
@@ -600,6 +610,7 @@ class EstimatorNode(GuardedNode):
             payload = estimate.payload
             record = payload_identification_record(estimate, self._names)
             record.update(started_s=outcome.started_s, ended_s=outcome.ended_s, samples=outcome.samples)
+            record.update(prior_correction=prior_correction_record(outcome))
             if not self._stop.is_set() and self.context.ok():
                 self._payload_publisher.publish(String(data=dump_payload(payload, identification=record)))
             with self._buffer_lock:
