@@ -164,7 +164,7 @@ def _gains(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | 
     return np.broadcast_to(array.ravel(), (n,)).copy() if array.size == 1 else array.ravel().copy()
 
 
-class ClosedLoopSimulator(PDTrackingSimulator):
+class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
     """Forward dynamics of a closed-loop robot under PD + feedforward control of its actuated joints.
 
     Each step solves the constrained dynamics with ``pinocchio.constraintDynamics``:
@@ -241,10 +241,6 @@ class ClosedLoopSimulator(PDTrackingSimulator):
     def model(self) -> ClosedLoopModel:
         return self._model
 
-    @property
-    def settings(self) -> ClosedLoopSimulationSettings:
-        return self._settings
-
     def reset(
         self, q_actuated: np.ndarray, dq_actuated: np.ndarray | None = None, *, time_s: float | None = None
     ) -> None:
@@ -291,7 +287,7 @@ class ClosedLoopSimulator(PDTrackingSimulator):
         model, settings = self._model, self._settings
         dt = settings.dt_s
         qa, dqa = self._q[model.actuated], self._dq[model.actuated]
-        command, gains = self._pd_command(settings, qa, dqa, q_desired, dq_desired, ddq_desired, feedforward_nm)
+        command, gains = self._pd_command(qa, dqa, q_desired, dq_desired, ddq_desired, feedforward_nm)
         eps = settings.coulomb_smoothing_rad_s
         tanh = np.tanh(dqa / eps)
         friction = self._drive.viscous * dqa + self._drive.coulomb * tanh + self._drive.offset

@@ -17,6 +17,7 @@ inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -420,14 +421,19 @@ class SimulatedJointState:
         return self._dq.copy()
 
 
-class PDTrackingSimulator(SimulatedJointState):
-    """The clock, gains and PD + feedforward law of a simulator that tracks a desired motion.
+_Settings = TypeVar("_Settings", bound=PDSimulationSettings)
 
-    A subclass keeps, besides the state, the clock ``_time_s`` (s), the gains ``_kp`` and
-    ``_kd`` and bounds ``_effort_limits`` (:func:`effort_bounds`) of the controlled joints,
-    the motor torques of the last step ``_applied`` (N·m) and ``saturated_steps``.
+
+class PDTrackingSimulator(SimulatedJointState, Generic[_Settings]):
+    """The settings, clock, gains and PD + feedforward law of a simulator that tracks a desired motion.
+
+    A subclass keeps, besides the state, its ``_settings``, the clock ``_time_s`` (s), the
+    gains ``_kp`` and ``_kd`` and bounds ``_effort_limits`` (:func:`effort_bounds`) of the
+    controlled joints, the motor torques of the last step ``_applied`` (N·m) and
+    ``saturated_steps``.
     """
 
+    _settings: _Settings
     _time_s: float
     _kp: np.ndarray
     _kd: np.ndarray
@@ -435,6 +441,10 @@ class PDTrackingSimulator(SimulatedJointState):
     _applied: np.ndarray
     saturated_steps: int
     """Number of steps in which at least one motor torque was clipped to its effort limit."""
+
+    @property
+    def settings(self) -> _Settings:
+        return self._settings
 
     @property
     def time_s(self) -> float:
@@ -458,7 +468,6 @@ class PDTrackingSimulator(SimulatedJointState):
 
     def _pd_command(
         self,
-        settings: PDSimulationSettings,
         q: np.ndarray,
         dq: np.ndarray,
         q_desired: np.ndarray,
@@ -472,11 +481,12 @@ class PDTrackingSimulator(SimulatedJointState):
         there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``, ``q̇_d⁺ = q̇_d + dt q̈_d``
         (``q̈_d`` = 0 when omitted), and taken at the predicted state ``q + dt q̇``;
         ``feedforward_nm`` (N·m, per joint) is added. The torque is clipped to the effort
-        limits when ``settings.saturate_effort`` (the step is counted in
+        limits when the settings' ``saturate_effort`` (the step is counted in
         ``saturated_steps``). The part of the PD that depends on the step's ``Δq̇`` is left
         to the integrator: returned are the torque and its gains ``dt kd + dt² kp``
         (0 on the clipped joints).
         """
+        settings = self._settings
         n, dt = q.shape[0], settings.dt_s
         qd = motion_rows("q_desired", q_desired, n)[0]
         dqd = motion_rows("dq_desired", dq_desired, n)[0]
@@ -529,7 +539,7 @@ def tracking_inputs(
     return time, q_des, dq_des, ddq_des, ff
 
 
-class RobotSimulator(PDTrackingSimulator):
+class RobotSimulator(PDTrackingSimulator[SimulationSettings]):
     """Forward dynamics of the robot and its drive chain under PD + feedforward control.
 
     Each step solves ``(M(q) + Cᵀ diag(Ia) C) q̈ = τ_m − b(q, q̇) − τ_f(q̇)`` with
@@ -580,10 +590,6 @@ class RobotSimulator(PDTrackingSimulator):
         kp, kd = _per_joint("kp", settings.kp, n), _per_joint("kd", settings.kd, n)
         self._kp = default_kp if kp is None else kp
         self._kd = default_kd if kd is None else kd
-
-    @property
-    def settings(self) -> SimulationSettings:
-        return self._settings
 
     @property
     def payload(self) -> Payload | None:
@@ -646,9 +652,7 @@ class RobotSimulator(PDTrackingSimulator):
         its ``Δq̇``-dependent part implicit in the step.
         """
         dt = self._settings.dt_s
-        command, gains = self._pd_command(
-            self._settings, self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm
-        )
+        command, gains = self._pd_command(self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm)
         configuration = self._robot.configurations(self._q[None])[0]
         bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
         delta_dq = self._implicit_velocity_step(self.mass_matrix() + np.diag(gains), dt * (command - bias))
