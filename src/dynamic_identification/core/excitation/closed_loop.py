@@ -769,20 +769,8 @@ class _Search(FourierSearch):
         samples: int,
     ) -> None:
         self.evaluator, self.base = evaluator, base
-        actuated = evaluator.limits.actuated
-        finite = np.isfinite(actuated.lower) & np.isfinite(actuated.upper)
-        super().__init__(
-            n=evaluator.model.n_actuated,
-            centre=_centre(actuated),
-            half=np.where(finite, 0.5 * (actuated.upper - actuated.lower), np.pi),
-            fundamental_hz=fundamental_hz,
-            harmonics=harmonics,
-            samples=samples,
-        )
+        super().__init__(evaluator.limits.actuated, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
         self.closest: tuple[float, str] = (np.inf, "")
-
-    def fit_limits(self) -> JointLimits:
-        return self.evaluator.limits.actuated
 
     def cost(self, x: np.ndarray) -> float:
         """``log κ`` of the decoded, shrunk candidate on the cost grid; a penalty when its offset pose fails."""
@@ -868,7 +856,7 @@ def optimise_closed_loop_fourier(
     evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     search = _Search(evaluator, base, fundamental_hz=float(fundamental_hz), harmonics=harmonics, samples=samples)
-    run_search(
+    best = run_search(
         search,
         start=start,
         time_budget_s=time_budget_s,
@@ -877,8 +865,6 @@ def optimise_closed_loop_fourier(
         population=_POPULATION,
         centre_first=True,
     )
-    if search.best_x is None:
-        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError(
             f"no offset pose of the actuated joints keeps the closed-loop constraints (singularity margin"
@@ -887,7 +873,7 @@ def optimise_closed_loop_fourier(
     return _finalise(
         evaluator,
         base,
-        search.decode(search.best_x),
+        search.decode(best),
         first=search.best_scale,
         evaluations=search.evaluations,
         start=start,

@@ -236,10 +236,15 @@ def sampled_condition_number(
 
 
 def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and half-range used to place offsets, rad (π for unbounded joints)."""
+    """Centre and half-range used to place offsets, rad (π for unbounded joints).
+
+    The centre is :attr:`~.safety.JointLimits.centre`, without the warning of ``inf − inf``
+    for unbounded (continuous) joints.
+    """
     finite = np.isfinite(limits.lower) & np.isfinite(limits.upper)
     half = np.where(finite, 0.5 * (limits.upper - limits.lower), _UNBOUNDED_HALF_RANGE)
-    return limits.centre, half
+    with np.errstate(invalid="ignore"):
+        return limits.centre, half
 
 
 def fit_scales(
@@ -479,35 +484,25 @@ class BudgetSpent(Exception):
 class FourierSearch:
     """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
 
-    The decision vector ``x`` in ``[-1, 1]`` holds, for ``n`` joints and ``harmonics``
-    harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of each
-    half-range around its centre), then the raw sine and cosine coefficients
-    ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's oscillation to its limits.
-    A subclass gives the limits of the fit (:meth:`fit_limits`) and the cost.
+    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
+    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
+    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
+    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
+    oscillation to ``limits``. A subclass gives the cost.
 
     Parameters
     ----------
-    n
-        Joints the trajectory moves.
-    centre, half
-        Centre and half-range of each joint's offsets, rad.
+    limits
+        Limits of the joints the trajectory moves.
     fundamental_hz, harmonics
         The Fourier series.
     samples
         Points per period of the cost grid (:attr:`cost_basis`).
     """
 
-    def __init__(
-        self,
-        *,
-        n: int,
-        centre: np.ndarray,
-        half: np.ndarray,
-        fundamental_hz: float,
-        harmonics: int,
-        samples: int,
-    ) -> None:
-        self.n, self.centre, self.half = n, centre, half
+    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
+        self.fit_limits, self.n = limits, len(limits.joint_names)
+        self.centre, self.half = _half_ranges(limits)
         self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
         period = 1.0 / fundamental_hz
         omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
@@ -525,10 +520,6 @@ class FourierSearch:
     def size(self) -> int:
         return self.n * (1 + 2 * self.harmonics)
 
-    def fit_limits(self) -> JointLimits:
-        """The limits each joint's oscillation is fitted to."""
-        raise NotImplementedError
-
     def cost(self, x: np.ndarray) -> float:
         """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
         raise NotImplementedError
@@ -541,7 +532,7 @@ class FourierSearch:
         cosine = x[n + h * n :].reshape(h, n)
         qs, qc, vs, vc, acs, acc = self.fit_basis
         motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = fit_scales(offsets, motion, self.fit_limits())
+        scale = fit_scales(offsets, motion, self.fit_limits)
         return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def spend(self) -> None:
@@ -601,14 +592,19 @@ def run_search(
     seed: int,
     population: int,
     centre_first: bool,
-) -> None:
-    """Minimise ``search.cost`` within the budget that began at ``start`` (``time.perf_counter``, s).
+) -> np.ndarray:
+    """The best decision vector of ``search.cost`` within the budget that began at ``start`` (``time.perf_counter``, s).
 
     A quarter (:data:`_GLOBAL_SHARE`) of the time and evaluation budgets goes to
     :func:`scipy.optimize.differential_evolution` (seeded Latin-hypercube population of
     ``population`` individuals, the first at the centre offsets with ``centre_first``; no
     polishing), the rest to bounded Powell refinements of the best candidate, restarted
-    while they improve by :data:`_RESTART_GAIN`. The best candidate is ``search.best_x``.
+    while they improve by :data:`_RESTART_GAIN`; ``search`` keeps the best cost and scale.
+
+    Raises
+    ------
+    IdentificationError
+        When ``time_budget_s`` left no time to evaluate a candidate.
     """
     total = np.inf if max_evaluations is None else float(max_evaluations)
     bounds = [(-1.0, 1.0)] * search.size
@@ -633,6 +629,9 @@ def run_search(
             scipy.optimize.minimize(search.cost, search.best_x, method="Powell", bounds=bounds)
     except BudgetSpent:
         pass
+    if search.best_x is None:
+        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    return search.best_x
 
 
 class _Search(FourierSearch):
@@ -655,19 +654,8 @@ class _Search(FourierSearch):
         self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
         self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
         self.limits, self.tool = limits, tool
-        centre, half = _half_ranges(limits)
         self.data = robot.model.createData()
-        super().__init__(
-            n=robot.n_joints,
-            centre=centre,
-            half=half,
-            fundamental_hz=fundamental_hz,
-            harmonics=harmonics,
-            samples=samples,
-        )
-
-    def fit_limits(self) -> JointLimits:
-        return self.limits
+        super().__init__(limits, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
 
     def cost(self, x: np.ndarray) -> float:
         """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept)."""
@@ -793,7 +781,7 @@ def optimise_fourier(
         samples=samples,
         torque_model=torque_model,
     )
-    run_search(
+    best = run_search(
         search,
         start=start,
         time_budget_s=time_budget_s,
@@ -802,11 +790,9 @@ def optimise_fourier(
         population=_POPULATION,
         centre_first=False,
     )
-    if search.best_x is None:
-        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
-    trajectory, usage = _finalise(search.decode(search.best_x), effective, tool, torque_model)
+    trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model)
     return ExcitationDesign(
         trajectory=trajectory,
         condition_number=condition_number(robot, drive_chain, terms, base, trajectory, samples=samples),
