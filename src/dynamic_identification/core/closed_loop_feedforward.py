@@ -36,16 +36,16 @@ from dynamic_identification.core.closed_loop import (
     standard_parameter_names,
     tree_values,
 )
-from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.feedforward import (
     DEFAULT_FRICTION_SMOOTHING,
-    DESIRED_STATE_TOLERANCE,
+    FeedforwardBase,
     FeedforwardTorques,
     checked_parameters,
 )
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms
-from dynamic_identification.core.payload import Payload, PayloadDynamics
+from dynamic_identification.core.payload import Payload
 
 WALK_STEP_RAD = 0.05
 """Largest change of an actuated position (rad) between two solves of the closures: a desired state farther
@@ -55,7 +55,7 @@ from the last one is reached by walking there, so the assembly mode is kept."""
 _Model = TypeVar("_Model", bound="ClosedLoopFeedforwardModel")
 
 
-class ClosedLoopFeedforwardModel:
+class ClosedLoopFeedforwardModel(FeedforwardBase):
     """Actuated torques of an identified closed-loop model for desired actuated ``q, q̇, q̈`` (module docstring).
 
     Parameters
@@ -137,43 +137,34 @@ class ClosedLoopFeedforwardModel:
                 drive[kind][actuated_index[joint]] = value
         robot = model.robot
         self._model = model
-        self._drive_chain = drive_chain
-        self._terms = terms
-        self._names = names
-        self._values = values_array
-        self._values.setflags(write=False)
-        self._k = float(friction_smoothing)
-        self._inertial = inertial
-        self._has_inertial = bool(np.any(inertial != 0.0))
-        self._rotor_inertia, self._viscous, self._coulomb, self._offset = (
-            drive["Ia"],
-            drive["Fv"],
-            drive["Fc"],
-            drive["off"],
-        )
-        self._coupling = drive_chain.coupling
-        self._direct = bool(np.array_equal(self._coupling, np.eye(n_a)))
-        self._continuous = any(robot.continuous)
-        self._data = robot.model.createData()
-        self._identified = mask
-        self._identified.setflags(write=False)
         actuated = model.actuated
-        self._effort = _limits(
-            tree_values(model, "effort_limits", effort_limits, robot.effort_limits)[actuated], "effort_limits"
+        self._keep(
+            robot,
+            drive_chain,
+            terms,
+            names,
+            values_array,
+            friction_smoothing=friction_smoothing,
+            inertial=inertial,
+            drive=drive,
+            identified=mask,
+            limits=(
+                _limits(
+                    tree_values(model, "effort_limits", effort_limits, robot.effort_limits)[actuated], "effort_limits"
+                ),
+                _limits(robot.velocity_limits[actuated], "velocity_limits"),
+                _limits(
+                    tree_values(
+                        model,
+                        "acceleration_limits",
+                        acceleration_limits,
+                        DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                    )[actuated],
+                    "acceleration_limits",
+                ),
+            ),
+            payload=payload,
         )
-        self._velocity = _limits(robot.velocity_limits[actuated], "velocity_limits")
-        self._acceleration = _limits(
-            tree_values(
-                model,
-                "acceleration_limits",
-                acceleration_limits,
-                DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
-            )[actuated],
-            "acceleration_limits",
-        )
-        self._payload = payload
-        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
-        self._payload_parameters = None if payload is None else payload.dynamic_parameters()
         self._last: np.ndarray | None = None
 
     @property
@@ -182,51 +173,9 @@ class ClosedLoopFeedforwardModel:
         return self._model
 
     @property
-    def drive_chain(self) -> DriveChain:
-        return self._drive_chain
-
-    @property
-    def terms(self) -> DriveTerms:
-        return self._terms
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Parameter names, in the order given."""
-        return self._names
-
-    @property
-    def values(self) -> np.ndarray:
-        """Parameter values (read-only), in the order of :attr:`names`."""
-        return self._values
-
-    @property
     def joint_names(self) -> tuple[str, ...]:
         """The actuated joints, in the order of the torque columns (the tree's kinematic order)."""
         return self._model.actuated_joint_names
-
-    @property
-    def n_joints(self) -> int:
-        return self._model.n_actuated
-
-    @property
-    def identified_joints(self) -> tuple[str, ...]:
-        """Actuated joints that get a feedforward torque."""
-        return tuple(name for name, flag in zip(self.joint_names, self._identified, strict=True) if flag)
-
-    @property
-    def friction_smoothing(self) -> float:
-        """``k`` of ``tanh(k v)``, s/rad."""
-        return self._k
-
-    @property
-    def payload(self) -> Payload | None:
-        """The load whose torques are added, ``None`` without one."""
-        return self._payload
-
-    @property
-    def effort_limits(self) -> np.ndarray:
-        """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
-        return self._effort.copy()
 
     def with_payload(self: _Model, payload: Payload | None) -> _Model:
         """The same model carrying ``payload`` (``None``: no load)."""
@@ -242,10 +191,6 @@ class ClosedLoopFeedforwardModel:
             acceleration_limits=self._acceleration,
             payload=payload,
         )
-
-    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Feedforward actuated torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
-        return self.evaluate(q, dq, ddq).torques
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward actuated torques, N·m, clamped to the effort limits, and which were clamped.
@@ -265,40 +210,14 @@ class ClosedLoopFeedforwardModel:
             A desired state where the loops cannot be closed or the mechanism is singular.
         """
         n = self.n_joints
-        q = np.asarray(q, dtype=float)
-        dq = np.asarray(dq, dtype=float)
-        ddq = np.asarray(ddq, dtype=float)
-        single = q.ndim == 1
-        if not (q.shape == dq.shape == ddq.shape) or q.ndim not in (1, 2) or q.shape[-1] != n:
-            raise DataError(
-                f"q, dq, ddq must all have shape ({n},) or (N, {n}), got {q.shape}, {dq.shape}, {ddq.shape}"
-            )
-        for name, array in (("q", q), ("dq", dq), ("ddq", ddq)):
-            if not np.isfinite(array).all():
-                where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
-                raise DataError(f"{name} has a non-finite value{where}")
+        q, dq, ddq, single = self._desired_state(q, dq, ddq)
         q_rows, dq_rows, ddq_rows = (q[None], dq[None], ddq[None]) if single else (q, dq, ddq)
-        checks = (("velocity", dq_rows, self._velocity), ("acceleration", ddq_rows, self._acceleration))
-        for name, array, limit in checks:
-            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
-            if beyond.any():
-                sample, joint = (int(i) for i in np.argwhere(beyond)[0])
-                where = "" if single else f" at sample {sample}"
-                raise DataError(
-                    f"desired {name} of {self.joint_names[joint]} is {array[sample, joint]:.6g}{where}, beyond its"
-                    f" limit {limit[joint]:.6g}: refused, not extrapolated"
-                )
         motion = self._complete(q_rows, dq_rows, ddq_rows)
         samples = int(q_rows.shape[0])
         raw = np.empty((samples, n))
         for k in range(samples):
             raw[k] = self._one(motion, k, dq_rows[k], ddq_rows[k])
-        if single:
-            raw = raw[0]
-        if not np.all(np.isfinite(raw)):
-            raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
-        clamped = np.abs(raw) > self._effort
-        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
+        return self._bounded(raw[0] if single else raw, single)
 
     def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> ClosedLoopMotion:
         """The tree motion of desired actuated samples, in the assembly mode of the last one (or the reference)."""
@@ -329,17 +248,7 @@ class ClosedLoopFeedforwardModel:
 
     def _one(self, motion: ClosedLoopMotion, k: int, dq_a: np.ndarray, ddq_a: np.ndarray) -> np.ndarray:
         """Actuated torques of sample ``k`` of the completed motion."""
-        if self._direct:
-            velocity, acceleration = dq_a, ddq_a
-        else:
-            velocity, acceleration = self._coupling @ dq_a, self._coupling @ ddq_a
-        motor = (
-            self._rotor_inertia * acceleration
-            + self._viscous * velocity
-            + self._coulomb * np.tanh(self._k * velocity)
-            + self._offset
-        )
-        torque = motor if self._direct else self._coupling.T @ motor
+        torque = self._drive_torques(dq_a, ddq_a)
         q_t, dq_t, ddq_t = motion.q[k], motion.dq[k], motion.ddq[k]
         tree = np.zeros(self._model.n_tree)
         if self._has_inertial:

@@ -85,19 +85,24 @@ from dynamic_identification.core.identification import (
     SlidingWindowEstimator,
     WindowSettings,
     check_motion,
+    decimation_factor,
     estimate_motion,
     identify_observations,
     resolve_signal,
-    slow_equations,
 )
-from dynamic_identification.core.identification.prediction import PREDICTION_BLOCK_SAMPLES, StampPrediction
+from dynamic_identification.core.identification.observations import DecimatingRowBuilder, output_blocks
+from dynamic_identification.core.identification.prediction import (
+    StampPrediction,
+    interpolate_at_stamps,
+    parameter_columns,
+    predict_in_blocks,
+)
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.model import standard_parameter_names as serial_standard_names
 from dynamic_identification.core.model import standard_parameters as serial_standard_parameters
 from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
 from dynamic_identification.core.plausibility import DEFAULT_EFFORT_FACTOR, DEFAULT_MASS_FACTOR, PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator, default_decimation
 
 PASSIVE_TOLERANCE_RAD = 0.01
 """Default largest distance (rad, or m for a prismatic joint) of a recorded passive position
@@ -156,7 +161,7 @@ class ClosedLoopRows:
 
 
 @dataclass(frozen=True)
-class ClosedLoopRowBuilder:
+class ClosedLoopRowBuilder(DecimatingRowBuilder):
     """Builds decimated closed-loop base-IDIM rows from completed motion on a uniform grid.
 
     The closed-loop counterpart of
@@ -168,12 +173,6 @@ class ClosedLoopRowBuilder:
     """
 
     model: ClosedLoopModel
-    drive_chain: DriveChain
-    terms: DriveTerms
-    base: BaseParameters
-    decimator: ParallelDecimator
-    min_speed_rad_s: float
-    stick_reach: int
 
     @classmethod
     def create(
@@ -197,22 +196,18 @@ class ClosedLoopRowBuilder:
         """
         _check_chain(model, drive_chain)
         _check_base(model, terms, base)
-        decimator = ParallelDecimator.create(decimation)
-        reach = decimator.half_length
+        decimator, min_speed, stick_reach = cls.decimation(
+            terms, decimation=decimation, min_speed_rad_s=min_speed_rad_s, stick_periods=stick_periods
+        )
         return cls(
             model=model,
             drive_chain=drive_chain,
             terms=terms,
             base=base,
             decimator=decimator,
-            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
-            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+            min_speed_rad_s=min_speed,
+            stick_reach=stick_reach,
         )
-
-    @property
-    def reach(self) -> int:
-        """Samples of support needed on each side of an output sample."""
-        return self.decimator.half_length
 
     def rows(
         self,
@@ -238,13 +233,10 @@ class ClosedLoopRowBuilder:
         inside = (index >= outputs[0]) & (index < outputs[1])
         w_out = np.zeros((int(inside.sum()), model.n_actuated, base.count))
         w_out[:, structure] = packed[inside]
-        slow = slow_equations(
-            self.drive_chain, motion.dq[:, model.actuated], min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach
-        )
         return ClosedLoopRows(
             observation_matrix=w_out,
             signals=signals_out[inside],
-            valid=~slow[index[inside] - start],
+            valid=~self.stuck(motion.dq[:, model.actuated])[index[inside] - start],
             index=index[inside],
         )
 
@@ -292,8 +284,9 @@ class ClosedLoopRowBuilder:
                 model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
             )
             w_out[:, base.structure] = full[..., base.independent][:, base.structure]
-        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
-        return DecimatedRows(observation_matrix=w_out, torques=y_out[inside], valid=~slow[local], index=index[inside])
+        return DecimatedRows(
+            observation_matrix=w_out, torques=y_out[inside], valid=~self.stuck(dq)[local], index=index[inside]
+        )
 
 
 def complete_recording(
@@ -597,21 +590,18 @@ def closed_loop_torques(
     DataError
         A name that is not a standard parameter of this mechanism and drive terms.
     """
-    names = standard_parameter_names(model, terms)
-    position = {name: i for i, name in enumerate(names)}
-    unknown = [name for name in parameters if name not in position]
+    columns, values, unknown = parameter_columns(parameters, standard_parameter_names(model, terms))
     if unknown:
         raise DataError(
             f"parameters {unknown[:6]} are not standard parameters of this closed-loop model"
             f" ({model.n_tree} tree joints, actuated {list(model.actuated_joint_names)})"
         )
-    columns = np.array([position[name] for name in parameters], dtype=int)
-    values = np.array(list(parameters.values()), dtype=float)
-    samples = motion.q.shape[0]
-    out = np.empty((samples, model.n_actuated))
-    for first in range(0, samples, PREDICTION_BLOCK_SAMPLES):
-        block = slice(first, first + PREDICTION_BLOCK_SAMPLES)
-        matrix = observation_matrix(
+    return predict_in_blocks(
+        motion.q.shape[0],
+        model.n_actuated,
+        columns,
+        values,
+        lambda block: observation_matrix(
             model,
             drive_chain,
             terms,
@@ -619,9 +609,8 @@ def closed_loop_torques(
             motion.dq[block],
             motion.ddq[block],
             projection=motion.projection[block],
-        )
-        out[block] = matrix[..., columns] @ values
-    return out
+        ),
+    )
 
 
 def predict_closed_loop_at_stamps(
@@ -660,18 +649,18 @@ def predict_closed_loop_at_stamps(
         dq_measured=dq_measured,
         passive_tolerance_rad=passive_tolerance_rad,
     )
-    covered = np.zeros(stamps.shape[0], dtype=bool)
-    effort = np.zeros((stamps.shape[0], model.n_actuated))
-    speed = np.zeros_like(effort)
-    for segment in completed.segments:
-        torques = closed_loop_torques(model, drive_chain, terms, parameters, segment.motion)
-        actuated_speed = segment.motion.dq[:, model.actuated]
-        inside = (stamps >= segment.time[0]) & (stamps <= segment.time[-1])
-        for j in range(model.n_actuated):
-            effort[inside, j] = np.interp(stamps[inside], segment.time, torques[:, j])
-            speed[inside, j] = np.abs(np.interp(stamps[inside], segment.time, actuated_speed[:, j]))
-        covered |= inside
-    return StampPrediction(torques=effort, speed=speed, covered=covered)
+    return interpolate_at_stamps(
+        stamps,
+        model.n_actuated,
+        (
+            (
+                segment.time,
+                closed_loop_torques(model, drive_chain, terms, parameters, segment.motion),
+                segment.motion.dq[:, model.actuated],
+            )
+            for segment in completed.segments
+        ),
+    )
 
 
 def closed_loop_window(
@@ -1084,8 +1073,7 @@ def _builder(
     rate_hz: float,
     signal: SignalSettings,
 ) -> ClosedLoopRowBuilder:
-    cutoff = signal.position_cutoff_hz or 0.25 * rate_hz
-    factor = signal.decimation or default_decimation(rate_hz, position_cutoff_hz=cutoff)
+    factor = decimation_factor(signal, rate_hz)
     return ClosedLoopRowBuilder.create(
         model, drive_chain, terms, base, decimation=factor, min_speed_rad_s=signal.min_speed_rad_s
     )
@@ -1095,19 +1083,15 @@ def _segment_rows(
     builder: ClosedLoopRowBuilder, segments: tuple[CompletedSegment, ...] | list[CompletedSegment], block_samples: int
 ) -> Iterator[ClosedLoopRows]:
     """Rows of every segment, built in blocks of about ``block_samples`` grid samples (bounded memory)."""
-    factor = builder.decimator.factor
-    step = max(block_samples - block_samples % factor, factor)
     for segment in segments:
-        length = segment.time.shape[0]
         motion = segment.motion
-        for first_output in range(0, length, step):
-            start = max(first_output - builder.reach, 0)
-            block = slice(start, min(first_output + step + builder.reach, length))
+        blocks = output_blocks(segment.time.shape[0], block_samples, builder.decimator.factor, builder.reach)
+        for start, block, outputs in blocks:
             yield builder.rows(
                 ClosedLoopMotion(
                     q=motion.q[block], dq=motion.dq[block], ddq=motion.ddq[block], projection=motion.projection[block]
                 ),
                 segment.signals[block],
                 start=start,
-                outputs=(first_output, first_output + step),
+                outputs=outputs,
             )

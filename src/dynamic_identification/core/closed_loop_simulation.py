@@ -25,7 +25,7 @@ exact when the loop moves in a plane, which a planar closure describes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -35,10 +35,14 @@ from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import (
-    DEFAULT_BANDWIDTH_HZ,
-    SensorModel,
+    PDSimulationSettings,
+    PDTrackingSimulator,
+    critically_damped_gains,
     drive_torques,
+    effort_bounds,
     measure,
+    motion_rows,
+    tracking_inputs,
 )
 
 _PLANAR_ROWS = np.array([0, 1, 5])
@@ -83,15 +87,6 @@ def _size(closure: LoopClosure) -> int:
     return 3 if closure.type == "point" else 6
 
 
-def _motion(name: str, value: np.ndarray, n: int) -> np.ndarray:
-    array = np.atleast_2d(np.asarray(value, dtype=float))
-    if array.ndim != 2 or array.shape[1] != n:
-        raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
-    if not np.all(np.isfinite(array)):
-        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
-    return array
-
-
 def _check_drive(model: ClosedLoopModel, drive_chain: DriveChain, drive: DriveParameters) -> None:
     if drive_chain.n_joints != model.n_actuated or drive.rotor_inertia.shape[0] != model.n_actuated:
         raise ModelError(
@@ -120,7 +115,7 @@ def constrained_inverse_dynamics(
     """
     _check_drive(model, drive_chain, drive)
     n_t = model.n_tree
-    q, dq, ddq = _motion("q", q, n_t), _motion("dq", dq, n_t), _motion("ddq", ddq, n_t)
+    q, dq, ddq = motion_rows("q", q, n_t), motion_rows("dq", dq, n_t), motion_rows("ddq", ddq, n_t)
     if not q.shape == dq.shape == ddq.shape:
         raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
     pinocchio_model = model.robot.model
@@ -148,42 +143,16 @@ def constrained_inverse_dynamics(
 
 
 @dataclass(frozen=True)
-class ClosedLoopSimulationSettings:
+class ClosedLoopSimulationSettings(PDSimulationSettings):
     """Settings of :class:`ClosedLoopSimulator`.
 
-    Attributes
-    ----------
-    dt_s
-        Integration step, s.
-    kp, kd
-        PD gains of the actuated joints, N·m/rad and N·m·s/rad, a scalar or one per
-        actuated joint; ``None`` chooses the gains of a critically damped loop of
-        ``bandwidth_hz`` on the diagonal of the projected inertia
-        ``J_tᵀ M J_t + diag(Ia)`` at the start configuration.
-    bandwidth_hz
-        Bandwidth of the default gains, Hz.
-    coulomb_smoothing_rad_s
-        ``ε`` of the ``tanh(v / ε)`` Coulomb friction integrated, rad/s.
-    sensor
-        Encoder resolution, current and velocity noise of the actuated joints.
-    saturate_effort
-        Clip the motor torques to the URDF effort limits of the actuated joints
-        (non-positive or non-finite limits mean unlimited).
+    The attributes are those of
+    :class:`~dynamic_identification.core.simulation.PDSimulationSettings`. The controlled
+    joints are the actuated ones; the default gains are those on the diagonal of the
+    projected inertia ``J_tᵀ M J_t + diag(Ia)`` at the start configuration.
     """
 
-    dt_s: float = 1e-3
-    kp: float | np.ndarray | None = None
-    kd: float | np.ndarray | None = None
-    bandwidth_hz: float = DEFAULT_BANDWIDTH_HZ
     coulomb_smoothing_rad_s: float = 1e-2
-    sensor: SensorModel = field(default_factory=SensorModel)
-    saturate_effort: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("dt_s", "bandwidth_hz", "coulomb_smoothing_rad_s"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0.0):
-                raise ModelError(f"{name} must be finite and > 0, got {value}")
 
 
 def _gains(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | None:
@@ -195,7 +164,7 @@ def _gains(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | 
     return np.broadcast_to(array.ravel(), (n,)).copy() if array.size == 1 else array.ravel().copy()
 
 
-class ClosedLoopSimulator:
+class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
     """Forward dynamics of a closed-loop robot under PD + feedforward control of its actuated joints.
 
     Each step solves the constrained dynamics with ``pinocchio.constraintDynamics``:
@@ -256,58 +225,21 @@ class ClosedLoopSimulator:
         pin.initConstraintDynamics(self._pinocchio, self._data, self._constraints, self._constraint_datas)
         self._proximal = pin.ProximalSettings(1e-12, _PROXIMAL_MU, 20)
         self._velocity_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.actuated])
-        limits = model.robot.effort_limits[model.actuated]
-        self._effort_limits = np.where(np.isfinite(limits) & (limits > 0.0), limits, np.inf)
+        self._effort_limits = effort_bounds(model.robot.effort_limits[model.actuated])
         self._q = np.array(model.reference_configuration, dtype=float)
         self._dq = np.zeros(model.n_tree)
         self._time_s = 0.0
         self._applied = np.zeros(n_a)
         self.saturated_steps = 0
-        """Number of steps in which at least one motor torque was clipped to its effort limit."""
         self.reset(self._q[model.actuated] if q0 is None else q0)
-        omega = 2.0 * np.pi * settings.bandwidth_hz
-        inertia = np.diag(self.actuated_inertia())
+        default_kp, default_kd = critically_damped_gains(np.diag(self.actuated_inertia()), settings.bandwidth_hz)
         kp, kd = _gains("kp", settings.kp, n_a), _gains("kd", settings.kd, n_a)
-        self._kp = inertia * omega**2 if kp is None else kp
-        self._kd = 2.0 * inertia * omega if kd is None else kd
+        self._kp = default_kp if kp is None else kp
+        self._kd = default_kd if kd is None else kd
 
     @property
     def model(self) -> ClosedLoopModel:
         return self._model
-
-    @property
-    def settings(self) -> ClosedLoopSimulationSettings:
-        return self._settings
-
-    @property
-    def time_s(self) -> float:
-        """Simulated time, s."""
-        return self._time_s
-
-    @property
-    def q(self) -> np.ndarray:
-        """True tree joint positions, rad (a copy)."""
-        return self._q.copy()
-
-    @property
-    def dq(self) -> np.ndarray:
-        """True tree joint velocities, rad/s (a copy)."""
-        return self._dq.copy()
-
-    @property
-    def kp(self) -> np.ndarray:
-        """Proportional gains in use, N·m/rad."""
-        return self._kp.copy()
-
-    @property
-    def kd(self) -> np.ndarray:
-        """Derivative gains in use, N·m·s/rad."""
-        return self._kd.copy()
-
-    @property
-    def applied_torques(self) -> np.ndarray:
-        """Motor torques of the actuated joints over the last step, N·m."""
-        return self._applied.copy()
 
     def reset(
         self, q_actuated: np.ndarray, dq_actuated: np.ndarray | None = None, *, time_s: float | None = None
@@ -319,8 +251,8 @@ class ClosedLoopSimulator:
         """
         model = self._model
         n_a = model.n_actuated
-        qa = _motion("q_actuated", q_actuated, n_a)[0]
-        dqa = np.zeros(n_a) if dq_actuated is None else _motion("dq_actuated", dq_actuated, n_a)[0]
+        qa = motion_rows("q_actuated", q_actuated, n_a)[0]
+        dqa = np.zeros(n_a) if dq_actuated is None else motion_rows("dq_actuated", dq_actuated, n_a)[0]
         start = self._q[model.actuated]
         steps = max(1, int(np.ceil(np.max(np.abs(qa - start)) / 0.05)))
         path = start + np.linspace(0.0, 1.0, steps + 1)[:, None] * (qa - start)
@@ -353,24 +285,13 @@ class ClosedLoopSimulator:
         Taylor step; ``feedforward_nm`` (N·m per actuated joint) is added.
         """
         model, settings = self._model, self._settings
-        n_a, dt = model.n_actuated, settings.dt_s
-        qd = _motion("q_desired", q_desired, n_a)[0]
-        dqd = _motion("dq_desired", dq_desired, n_a)[0]
-        ddqd = np.zeros(n_a) if ddq_desired is None else _motion("ddq_desired", ddq_desired, n_a)[0]
-        ff = np.zeros(n_a) if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n_a)[0]
+        dt = settings.dt_s
         qa, dqa = self._q[model.actuated], self._dq[model.actuated]
-        command = (
-            self._kp * (qd + dt * dqd + 0.5 * dt**2 * ddqd - qa - dt * dqa) + self._kd * (dqd + dt * ddqd - dqa) + ff
-        )
-        saturated = np.abs(command) > self._effort_limits if settings.saturate_effort else np.zeros(n_a, bool)
-        if np.any(saturated):
-            self.saturated_steps += 1
-            command = np.clip(command, -self._effort_limits, self._effort_limits)
+        command, gains = self._pd_command(qa, dqa, q_desired, dq_desired, ddq_desired, feedforward_nm)
         eps = settings.coulomb_smoothing_rad_s
         tanh = np.tanh(dqa / eps)
         friction = self._drive.viscous * dqa + self._drive.coulomb * tanh + self._drive.offset
         slope = self._drive.viscous + self._drive.coulomb * (1.0 - tanh**2) / eps
-        gains = np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
         self._pinocchio.armature[self._velocity_index] = self._drive.rotor_inertia + gains + dt * slope
         torques = np.zeros(model.n_tree)
         torques[self._velocity_index] = command - friction
@@ -412,9 +333,9 @@ class ClosedLoopSimulator:
         """
         sensor = self._settings.sensor
         actuated = self._model.actuated
-        positions = _motion("q_tree", q_tree, self._model.n_tree)[:, actuated]
-        velocities = _motion("dq_tree", dq_tree, self._model.n_tree)[:, actuated]
-        torques = _motion("motor_torques_nm", motor_torques_nm, self._model.n_actuated)
+        positions = motion_rows("q_tree", q_tree, self._model.n_tree)[:, actuated]
+        velocities = motion_rows("dq_tree", dq_tree, self._model.n_tree)[:, actuated]
+        torques = motion_rows("motor_torques_nm", motor_torques_nm, self._model.n_actuated)
         q_measured, currents = measure(self._chain, sensor, positions, torques, self._rng)
         if sensor.velocity_noise_std_rad_s:
             velocities = velocities + self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=velocities.shape)
@@ -477,24 +398,9 @@ def simulate_tracking(
     the start of the trajectory first for a run without initial transient.
     """
     n_a = simulator.model.n_actuated
-    time = np.asarray(time_s, dtype=float)
-    q_des, dq_des, ddq_des = (
-        _motion("q_des", q_des, n_a),
-        _motion("dq_des", dq_des, n_a),
-        _motion("ddq_des", ddq_des, n_a),
+    time, q_des, dq_des, ddq_des, ff = tracking_inputs(
+        n_a, simulator.settings.dt_s, time_s, q_des, dq_des, ddq_des, feedforward_nm
     )
-    if (
-        time.ndim != 1
-        or time.shape[0] < 2
-        or not time.shape[0] == q_des.shape[0] == dq_des.shape[0] == ddq_des.shape[0]
-    ):
-        raise DataError(f"time_s must have shape ({q_des.shape[0]},) with at least 2 samples, got {time.shape}")
-    dt = simulator.settings.dt_s
-    if not np.allclose(np.diff(time), dt, rtol=1e-6, atol=1e-12):
-        raise DataError(f"time_s must be spaced by the simulator step {dt} s")
-    ff = None if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n_a)
-    if ff is not None and ff.shape != q_des.shape:
-        raise DataError(f"feedforward_nm must have shape {q_des.shape}, got {ff.shape}")
     samples = time.shape[0] - 1
     n_t = simulator.model.n_tree
     q_tree, dq_tree = np.empty((samples, n_t)), np.empty((samples, n_t))

@@ -75,13 +75,15 @@ from dynamic_identification.core.identification import (
     IdentificationSettings,
     RowBuilder,
     check_motion,
+    decimation_factor,
     estimate_motion,
     resolve_signal,
 )
+from dynamic_identification.core.identification.observations import output_blocks
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.regressors import BaseParameters, base_parameters, drive_observation_matrix
-from dynamic_identification.core.signal import default_decimation, lowpass_zero_phase
+from dynamic_identification.core.signal import lowpass_zero_phase
 
 TLS_ITERATIONS = 3
 """Re-weighting passes of the weighted TLS (weights from the previous pass's residuals)."""
@@ -324,7 +326,7 @@ def _rows(
     motions, _ = estimate_motion(recording.time, q, signal, torques=recording.currents)
     rate = motions[0].rate_hz
     cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
-    factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=cutoff)
+    factor = decimation_factor(settings.signal, rate)
     builder = RowBuilder.create(
         robot, drive_chain, terms, base, decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s
     )
@@ -333,7 +335,6 @@ def _rows(
     matrices, currents, known, masks, braking_drive = [], [], [], [], []
     width = 2 * n if efficiency else n
     drive = _drive_columns(base, terms, n) if efficiency else []
-    step = max(settings.block_samples - settings.block_samples % factor, factor)
     for motion in motions:
         length = motion.time.shape[0]
         if motion.torques is None:
@@ -364,16 +365,9 @@ def _rows(
         else:
             amps = motion.torques
         signals = np.concatenate([amps, payload_torques, extra], axis=1)
-        for first_output in range(0, length, step):
-            start = max(first_output - builder.reach, 0)
-            block = slice(start, min(first_output + step + builder.reach, length))
+        for start, block, outputs in output_blocks(length, settings.block_samples, factor, builder.reach):
             rows = builder.rows(
-                motion.q[block],
-                motion.dq[block],
-                motion.ddq[block],
-                signals[block],
-                start=start,
-                outputs=(first_output, first_output + step),
+                motion.q[block], motion.dq[block], motion.ddq[block], signals[block], start=start, outputs=outputs
             )
             matrices.append(rows.observation_matrix)
             currents.append(rows.torques[:, :width])

@@ -93,7 +93,186 @@ class FeedforwardTorques:
     clamped: np.ndarray
 
 
-class FeedforwardModel:
+class FeedforwardBase:
+    """What the serial and the closed-loop feedforward models share.
+
+    The identified parameters, the drive terms
+    ``Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)`` with ``v = C q̇`` of the
+    controlled joints ([Gautier2013] eq. (3), (26); [Volkmann2020] §IV.C), the check of a
+    desired state against the limits and the clamping of the torques to the effort limits.
+    A subclass checks its arguments, keeps them with :meth:`_keep` and gives the joints'
+    names (:attr:`joint_names`).
+    """
+
+    _names: tuple[str, ...]
+    _values: np.ndarray
+    _k: float
+
+    def _keep(
+        self,
+        robot: RobotModel,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        names: tuple[str, ...],
+        values: np.ndarray,
+        *,
+        friction_smoothing: float,
+        inertial: np.ndarray,
+        drive: dict[str, np.ndarray],
+        identified: np.ndarray,
+        limits: tuple[np.ndarray, np.ndarray, np.ndarray],
+        payload: Payload | None,
+    ) -> None:
+        """Keep the checked arguments of a model of ``robot`` (the opened tree of a closed-loop one).
+
+        ``inertial`` are the standard inertial parameters of ``robot``'s joints (zeros where
+        not identified), ``drive`` the per-joint ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
+        controlled joints, ``limits`` their effort, velocity and acceleration limits
+        (``∞``: none).
+        """
+        self._drive_chain = drive_chain
+        self._terms = terms
+        self._names = names
+        self._values = values
+        self._values.setflags(write=False)
+        self._k = float(friction_smoothing)
+        self._inertial = inertial
+        self._has_inertial = bool(np.any(inertial != 0.0))
+        self._rotor_inertia, self._viscous = drive["Ia"], drive["Fv"]
+        self._coulomb, self._offset = drive["Fc"], drive["off"]
+        self._coupling = drive_chain.coupling
+        self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
+        self._continuous = any(robot.continuous)
+        self._data = robot.model.createData()
+        self._identified = identified
+        self._identified.setflags(write=False)
+        self._effort, self._velocity, self._acceleration = limits
+        self._payload = payload
+        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
+        self._payload_parameters = None if payload is None else payload.dynamic_parameters()
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The controlled joints, in the order of the torque columns."""
+        raise NotImplementedError
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def identified_joints(self) -> tuple[str, ...]:
+        """Joints that get a feedforward torque: the others, which the identification had no equations for, get 0."""
+        return tuple(name for name, flag in zip(self.joint_names, self._identified, strict=True) if flag)
+
+    @property
+    def drive_chain(self) -> DriveChain:
+        return self._drive_chain
+
+    @property
+    def terms(self) -> DriveTerms:
+        return self._terms
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names, in the order given."""
+        return self._names
+
+    @property
+    def values(self) -> np.ndarray:
+        """Parameter values (read-only), in the order of :attr:`names`."""
+        return self._values
+
+    @property
+    def friction_smoothing(self) -> float:
+        """``k`` of ``tanh(k v)``, s/rad."""
+        return self._k
+
+    @property
+    def payload(self) -> Payload | None:
+        """The load whose torques are added, ``None`` without one."""
+        return self._payload
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
+        return self._effort.copy()
+
+    def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
+        """Feedforward torques of desired ``q, q̇, q̈``, N·m, clamped to the effort limits, and which were clamped."""
+        raise NotImplementedError
+
+    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Feedforward torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
+        return self.evaluate(q, dq, ddq).torques
+
+    def _desired_state(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Desired ``q, q̇, q̈`` as float arrays, checked, and whether they are one sample ``(n,)``.
+
+        Raises
+        ------
+        DataError
+            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, or a
+            desired velocity or acceleration is beyond its limit (with
+            :data:`DESIRED_STATE_TOLERANCE`; refused, never extrapolated), naming the joint
+            and the sample.
+        """
+        n = len(self.joint_names)
+        q = np.asarray(q, dtype=float)
+        dq = np.asarray(dq, dtype=float)
+        ddq = np.asarray(ddq, dtype=float)
+        single = q.ndim == 1
+        if not (q.shape == dq.shape == ddq.shape) or q.ndim not in (1, 2) or q.shape[-1] != n:
+            raise DataError(
+                f"q, dq, ddq must all have shape ({n},) or (N, {n}), got {q.shape}, {dq.shape}, {ddq.shape}"
+            )
+        for name, array in (("q", q), ("dq", dq), ("ddq", ddq)):
+            if not np.isfinite(array).all():
+                where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
+                raise DataError(f"{name} has a non-finite value{where}")
+        for name, array, limit in (("velocity", dq, self._velocity), ("acceleration", ddq, self._acceleration)):
+            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
+            if beyond.any():
+                sample, joint = (0, int(np.argmax(beyond))) if single else (int(i) for i in np.argwhere(beyond)[0])
+                value = float(array[joint] if single else array[sample, joint])
+                where = "" if single else f" at sample {sample}"
+                raise DataError(
+                    f"desired {name} of {self.joint_names[joint]} is {value:.6g}{where}, beyond its limit"
+                    f" {limit[joint]:.6g}: refused, not extrapolated"
+                )
+        return q, dq, ddq, single
+
+    def _drive_torques(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """The drive terms' torques of one sample of the controlled joints' ``q̇``, ``q̈``, N·m."""
+        if self._direct:
+            velocity, acceleration = dq, ddq
+        else:
+            velocity, acceleration = self._coupling @ dq, self._coupling @ ddq
+        motor = (
+            self._rotor_inertia * acceleration
+            + self._viscous * velocity
+            + self._coulomb * np.tanh(self._k * velocity)
+            + self._offset
+        )
+        return motor if self._direct else self._coupling.T @ motor
+
+    def _bounded(self, raw: np.ndarray, single: bool) -> FeedforwardTorques:
+        """The model's torques ``raw`` clamped to the effort limits, and which were clamped.
+
+        Raises
+        ------
+        DataError
+            If a torque is not finite.
+        """
+        if not np.all(np.isfinite(raw)):
+            raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
+        clamped = np.abs(raw) > self._effort
+        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
+
+
+class FeedforwardModel(FeedforwardBase):
     """Joint torques of an identified model for desired ``q, q̇, q̈``.
 
     ``τ = Y(q, q̇, q̈) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
@@ -183,76 +362,37 @@ class FeedforwardModel:
         for index, term in enumerate(terms.names):
             drive[term] = chi[:, inertial_count + index].copy()
         self._robot = robot
-        self._drive_chain = drive_chain
-        self._terms = terms
-        self._names = names
-        self._values = values_array
-        self._values.setflags(write=False)
-        self._k = float(friction_smoothing)
-        self._inertial = chi[:, :inertial_count].ravel()
-        self._has_inertial = bool(np.any(self._inertial != 0.0))
-        self._rotor_inertia, self._viscous = drive["Ia"], drive["Fv"]
-        self._coulomb, self._offset = drive["Fc"], drive["off"]
-        self._coupling = drive_chain.coupling
-        self._direct = bool(np.array_equal(self._coupling, np.eye(n)))
-        self._continuous = any(robot.continuous)
-        self._data = robot.model.createData()
-        self._identified = mask
-        self._identified.setflags(write=False)
-        self._effort = _limits("effort_limits", effort_limits, robot.effort_limits, n)
-        self._velocity = _limits("velocity_limits", None, robot.velocity_limits, n)
-        self._acceleration = _limits(
-            "acceleration_limits", acceleration_limits, DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits, n
+        self._keep(
+            robot,
+            drive_chain,
+            terms,
+            names,
+            values_array,
+            friction_smoothing=friction_smoothing,
+            inertial=chi[:, :inertial_count].ravel(),
+            drive=drive,
+            identified=mask,
+            limits=(
+                _limits("effort_limits", effort_limits, robot.effort_limits, n),
+                _limits("velocity_limits", None, robot.velocity_limits, n),
+                _limits(
+                    "acceleration_limits",
+                    acceleration_limits,
+                    DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                    n,
+                ),
+            ),
+            payload=payload,
         )
-        self._payload = payload
-        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
-        self._payload_parameters = None if payload is None else payload.dynamic_parameters()
 
     @property
     def robot(self) -> RobotModel:
         return self._robot
 
     @property
-    def drive_chain(self) -> DriveChain:
-        return self._drive_chain
-
-    @property
-    def terms(self) -> DriveTerms:
-        return self._terms
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Parameter names, in the order given."""
-        return self._names
-
-    @property
-    def values(self) -> np.ndarray:
-        """Parameter values (read-only), in the order of :attr:`names`."""
-        return self._values
-
-    @property
     def joint_names(self) -> tuple[str, ...]:
         """Joints, in the order of the torque columns."""
         return self._robot.joint_names
-
-    @property
-    def n_joints(self) -> int:
-        return self._robot.n_joints
-
-    @property
-    def identified_joints(self) -> tuple[str, ...]:
-        """Joints that get a feedforward torque (the others get 0, see the class docstring)."""
-        return tuple(name for name, flag in zip(self._robot.joint_names, self._identified, strict=True) if flag)
-
-    @property
-    def friction_smoothing(self) -> float:
-        """``k`` of ``tanh(k v)``, s/rad."""
-        return self._k
-
-    @property
-    def payload(self) -> Payload | None:
-        """The load whose torques are added, ``None`` without one."""
-        return self._payload
 
     def with_payload(self: _Model, payload: Payload | None) -> _Model:
         """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
@@ -268,15 +408,6 @@ class FeedforwardModel:
             acceleration_limits=self._acceleration,
             payload=payload,
         )
-
-    @property
-    def effort_limits(self) -> np.ndarray:
-        """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
-        return self._effort.copy()
-
-    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Feedforward joint torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
-        return self.evaluate(q, dq, ddq).torques
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward joint torques, N·m, clamped to the effort limits, and which were clamped.
@@ -299,53 +430,18 @@ class FeedforwardModel:
             desired velocity or acceleration is beyond its limit (refused, never
             extrapolated), or the model's torque is not finite.
         """
-        n = self._robot.n_joints
-        q = np.asarray(q, dtype=float)
-        dq = np.asarray(dq, dtype=float)
-        ddq = np.asarray(ddq, dtype=float)
-        single = q.ndim == 1
-        if not (q.shape == dq.shape == ddq.shape) or q.ndim not in (1, 2) or q.shape[-1] != n:
-            raise DataError(
-                f"q, dq, ddq must all have shape ({n},) or (N, {n}), got {q.shape}, {dq.shape}, {ddq.shape}"
-            )
-        for name, array in (("q", q), ("dq", dq), ("ddq", ddq)):
-            if not np.isfinite(array).all():
-                where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
-                raise DataError(f"{name} has a non-finite value{where}")
-        for name, array, limit in (("velocity", dq, self._velocity), ("acceleration", ddq, self._acceleration)):
-            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
-            if beyond.any():
-                sample, joint = (0, int(np.argmax(beyond))) if single else (int(i) for i in np.argwhere(beyond)[0])
-                value = float(array[joint] if single else array[sample, joint])
-                where = "" if single else f" at sample {sample}"
-                raise DataError(
-                    f"desired {name} of {self.joint_names[joint]} is {value:.6g}{where}, beyond its limit"
-                    f" {limit[joint]:.6g}: refused, not extrapolated"
-                )
+        q, dq, ddq, single = self._desired_state(q, dq, ddq)
         if single:
             raw = self._one(q, dq, ddq)
         else:
             raw = np.empty(q.shape)
             for k in range(q.shape[0]):
                 raw[k] = self._one(q[k], dq[k], ddq[k])
-        if not np.all(np.isfinite(raw)):
-            raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
-        clamped = np.abs(raw) > self._effort
-        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
+        return self._bounded(raw, single)
 
     def _one(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Torques of one validated sample."""
-        if self._direct:
-            velocity, acceleration = dq, ddq
-        else:
-            velocity, acceleration = self._coupling @ dq, self._coupling @ ddq
-        motor = (
-            self._rotor_inertia * acceleration
-            + self._viscous * velocity
-            + self._coulomb * np.tanh(self._k * velocity)
-            + self._offset
-        )
-        torque = motor if self._direct else self._coupling.T @ motor
+        torque = self._drive_torques(dq, ddq)
         if self._has_inertial:
             configuration = self._robot.configurations(q[None])[0] if self._continuous else q
             regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)

@@ -48,7 +48,7 @@ from dynamic_identification.core.identification.motion import (
     estimate_motion,
     resolve_signal,
 )
-from dynamic_identification.core.identification.observations import PreparedObservations
+from dynamic_identification.core.identification.observations import PreparedObservations, output_blocks
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
@@ -168,13 +168,10 @@ def power_rows(
     independent = base.independent
     data = robot.model.createData()
     dt = 1.0 / motion.rate_hz
-    factor, reach = decimator.factor, decimator.half_length + 1
-    step = max(block_samples - block_samples % factor, factor)
-    length = motion.q.shape[0]
     matrices, powers = [], []
-    for first_output in range(0, length, step):
-        start = max(first_output - reach, 0)
-        block = slice(start, min(first_output + step + reach, length))
+    for start, block, outputs in output_blocks(
+        motion.q.shape[0], block_samples, decimator.factor, decimator.half_length + 1
+    ):
         q, dq = motion.q[block], motion.dq[block]
         if q.shape[0] < 3:
             continue
@@ -184,7 +181,7 @@ def power_rows(
         power = np.sum(dq * motion.torques[block], axis=1)
         w_out, index = decimator.decimate(columns, start=start)
         y_out, _ = decimator.decimate(power, start=start)
-        inside = (index >= first_output) & (index < first_output + step)
+        inside = (index >= outputs[0]) & (index < outputs[1])
         matrices.append(w_out[inside])
         powers.append(y_out[inside])
     if not matrices:

@@ -17,6 +17,7 @@ inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -30,7 +31,14 @@ DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
 
 
-def _motion(name: str, value: np.ndarray, n: int) -> np.ndarray:
+def motion_rows(name: str, value: np.ndarray, n: int) -> np.ndarray:
+    """``value`` as finite samples ``(N, n)`` (one sample ``(n,)`` becomes one row).
+
+    Raises
+    ------
+    DataError
+        Naming ``name`` and its shape, or the first sample with a non-finite value.
+    """
     array = np.atleast_2d(np.asarray(value, dtype=float))
     if array.ndim != 2 or array.shape[1] != n:
         raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
@@ -74,8 +82,8 @@ def drive_torques(
         raise ModelError(f"coulomb_smoothing_rad_s must be >= 0, got {coulomb_smoothing_rad_s}")
     n = drive_chain.n_joints
     coupling = drive_chain.coupling
-    velocity = _motion("dq", dq, n) @ coupling.T
-    motor_acceleration = _motion("ddq", ddq, n) @ coupling.T
+    velocity = motion_rows("dq", dq, n) @ coupling.T
+    motor_acceleration = motion_rows("ddq", ddq, n) @ coupling.T
     motor_side = (
         drive.rotor_inertia * motor_acceleration
         + drive.viscous * velocity
@@ -99,7 +107,7 @@ def inverse_dynamics(
     """
     _check_sizes(robot, drive_chain, drive)
     n = robot.n_joints
-    q, dq, ddq = _motion("q", q, n), _motion("dq", dq, n), _motion("ddq", ddq, n)
+    q, dq, ddq = motion_rows("q", q, n), motion_rows("dq", dq, n), motion_rows("ddq", ddq, n)
     if not q.shape == dq.shape == ddq.shape:
         raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
     data = robot.model.createData()
@@ -330,27 +338,27 @@ _NEWTON_ITERATIONS = 30
 
 
 @dataclass(frozen=True)
-class SimulationSettings:
-    """Settings of :class:`RobotSimulator`.
+class PDSimulationSettings:
+    """The settings every simulator under PD + feedforward control has.
 
     Attributes
     ----------
     dt_s
         Integration step, s.
     kp, kd
-        PD gains, N·m/rad and N·m·s/rad, a scalar or one per joint; ``None``
-        chooses, per joint, the gains of a critically damped second-order loop of
-        ``bandwidth_hz`` on the diagonal inertia ``m_j`` of ``M(q0) + Cᵀ diag(Ia) C``:
-        ``kp = m_j ω²``, ``kd = 2 m_j ω`` with ``ω = 2π bandwidth_hz``.
+        PD gains of the controlled joints, N·m/rad and N·m·s/rad, a scalar or one per
+        joint; ``None`` chooses, per joint, the gains of a critically damped
+        second-order loop of ``bandwidth_hz`` (:func:`critically_damped_gains`) on the
+        diagonal of the inertia the motors see at the start.
     bandwidth_hz
         Bandwidth of the default gains, Hz.
     coulomb_smoothing_rad_s
         ``ε`` of the ``tanh(v / ε)`` Coulomb friction integrated, rad/s.
     sensor
-        The sensor model of :meth:`RobotSimulator.measure`.
+        Encoder resolution, current and velocity noise of the controlled joints.
     saturate_effort
-        Clip the commanded joint torque to the URDF effort limits (non-positive
-        or non-finite limits mean unlimited); saturated samples are counted.
+        Clip the motor torques to the URDF effort limits (non-positive or non-finite
+        limits mean unlimited); saturated steps are counted.
     """
 
     dt_s: float = 1e-3
@@ -368,7 +376,170 @@ class SimulationSettings:
                 raise ModelError(f"{name} must be finite and > 0, got {value}")
 
 
-class RobotSimulator:
+@dataclass(frozen=True)
+class SimulationSettings(PDSimulationSettings):
+    """Settings of :class:`RobotSimulator` (attributes: :class:`PDSimulationSettings`).
+
+    The default gains are, per joint, those of the diagonal inertia ``m_j`` of
+    ``M(q0) + Cᵀ diag(Ia) C``: ``kp = m_j ω²``, ``kd = 2 m_j ω`` with ``ω = 2π bandwidth_hz``.
+    """
+
+
+def critically_damped_gains(inertia: np.ndarray, bandwidth_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """PD gains ``(kp, kd)`` of a critically damped second-order loop of ``bandwidth_hz`` (Hz) per joint.
+
+    ``kp = m ω²`` (N·m/rad), ``kd = 2 m ω`` (N·m·s/rad) with ``ω = 2π bandwidth_hz`` and
+    ``m`` (kg·m²) the diagonal inertia each motor sees.
+    """
+    omega = 2.0 * np.pi * bandwidth_hz
+    return inertia * omega**2, 2.0 * inertia * omega
+
+
+def effort_bounds(effort_limits: np.ndarray) -> np.ndarray:
+    """Torque bounds (N·m) of URDF effort limits: ``∞`` where a limit is not positive and finite (unknown)."""
+    return np.where(np.isfinite(effort_limits) & (effort_limits > 0.0), effort_limits, np.inf)
+
+
+class SimulatedJointState:
+    """A simulator's true joint state, read as copies.
+
+    A subclass keeps the positions ``_q`` (rad) and velocities ``_dq`` (rad/s) of all its
+    joints (the opened tree's for a closed-loop robot).
+    """
+
+    _q: np.ndarray
+    _dq: np.ndarray
+
+    @property
+    def q(self) -> np.ndarray:
+        """True joint positions, rad (a copy)."""
+        return self._q.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        """True joint velocities, rad/s (a copy)."""
+        return self._dq.copy()
+
+
+_Settings = TypeVar("_Settings", bound=PDSimulationSettings)
+
+
+class PDTrackingSimulator(SimulatedJointState, Generic[_Settings]):
+    """The settings, clock, gains and PD + feedforward law of a simulator that tracks a desired motion.
+
+    A subclass keeps, besides the state, its ``_settings``, the clock ``_time_s`` (s), the
+    gains ``_kp`` and ``_kd`` and bounds ``_effort_limits`` (:func:`effort_bounds`) of the
+    controlled joints, the motor torques of the last step ``_applied`` (N·m) and
+    ``saturated_steps``.
+    """
+
+    _settings: _Settings
+    _time_s: float
+    _kp: np.ndarray
+    _kd: np.ndarray
+    _effort_limits: np.ndarray
+    _applied: np.ndarray
+    saturated_steps: int
+    """Number of steps in which at least one motor torque was clipped to its effort limit."""
+
+    @property
+    def settings(self) -> _Settings:
+        return self._settings
+
+    @property
+    def time_s(self) -> float:
+        """Simulated time, s."""
+        return self._time_s
+
+    @property
+    def kp(self) -> np.ndarray:
+        """Proportional gains in use, N·m/rad."""
+        return self._kp.copy()
+
+    @property
+    def kd(self) -> np.ndarray:
+        """Derivative gains in use, N·m·s/rad."""
+        return self._kd.copy()
+
+    @property
+    def applied_torques(self) -> np.ndarray:
+        """Motor torques of the controlled joints over the last step, N·m."""
+        return self._applied.copy()
+
+    def _pd_command(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None,
+        feedforward_nm: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Motor torques of the next step at the controlled joints' state ``q``, ``dq``, and the implicit PD gains.
+
+        The PD acts on the state at the end of the step, so the desired state is carried
+        there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``, ``q̇_d⁺ = q̇_d + dt q̈_d``
+        (``q̈_d`` = 0 when omitted), and taken at the predicted state ``q + dt q̇``;
+        ``feedforward_nm`` (N·m, per joint) is added. The torque is clipped to the effort
+        limits when the settings' ``saturate_effort`` (the step is counted in
+        ``saturated_steps``). The part of the PD that depends on the step's ``Δq̇`` is left
+        to the integrator: returned are the torque and its gains ``dt kd + dt² kp``
+        (0 on the clipped joints).
+        """
+        settings = self._settings
+        n, dt = q.shape[0], settings.dt_s
+        qd = motion_rows("q_desired", q_desired, n)[0]
+        dqd = motion_rows("dq_desired", dq_desired, n)[0]
+        ddqd = np.zeros(n) if ddq_desired is None else motion_rows("ddq_desired", ddq_desired, n)[0]
+        ff = np.zeros(n) if feedforward_nm is None else motion_rows("feedforward_nm", feedforward_nm, n)[0]
+        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
+        dq_target = dqd + dt * ddqd
+        command = self._kp * (q_target - q - dt * dq) + self._kd * (dq_target - dq) + ff
+        saturated = np.abs(command) > self._effort_limits if settings.saturate_effort else np.zeros(n, bool)
+        if np.any(saturated):
+            self.saturated_steps += 1
+            command = np.clip(command, -self._effort_limits, self._effort_limits)
+        return command, np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
+
+
+def tracking_inputs(
+    n: int,
+    dt_s: float,
+    time_s: np.ndarray,
+    q_des: np.ndarray,
+    dq_des: np.ndarray,
+    ddq_des: np.ndarray,
+    feedforward_nm: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The checked inputs of a tracking run of ``n`` controlled joints: ``(time, q, q̇, q̈, feedforward)``.
+
+    Raises
+    ------
+    DataError
+        If a motion is not finite ``(N, n)``, ``time_s`` not ``(N,)`` with ``N >= 2``
+        samples spaced by the simulator step ``dt_s``, or the feedforward not ``(N, n)``.
+    """
+    time = np.asarray(time_s, dtype=float)
+    q_des, dq_des, ddq_des = (
+        motion_rows("q_des", q_des, n),
+        motion_rows("dq_des", dq_des, n),
+        motion_rows("ddq_des", ddq_des, n),
+    )
+    if (
+        time.ndim != 1
+        or time.shape[0] < 2
+        or not time.shape[0] == q_des.shape[0] == dq_des.shape[0] == ddq_des.shape[0]
+    ):
+        raise DataError(f"time_s must have shape ({q_des.shape[0]},) with at least 2 samples, got {time.shape}")
+    if not np.allclose(np.diff(time), dt_s, rtol=1e-6, atol=1e-12):
+        raise DataError(f"time_s must be spaced by the simulator step {dt_s} s")
+    ff = None if feedforward_nm is None else motion_rows("feedforward_nm", feedforward_nm, n)
+    if ff is not None and ff.shape != q_des.shape:
+        raise DataError(f"feedforward_nm must have shape {q_des.shape}, got {ff.shape}")
+    return time, q_des, dq_des, ddq_des, ff
+
+
+class RobotSimulator(PDTrackingSimulator[SimulationSettings]):
     """Forward dynamics of the robot and its drive chain under PD + feedforward control.
 
     Each step solves ``(M(q) + Cᵀ diag(Ia) C) q̈ = τ_m − b(q, q̇) − τ_f(q̇)`` with
@@ -408,24 +579,17 @@ class RobotSimulator:
         self._rng = np.random.default_rng(seed)
         n = robot.n_joints
         self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
-        limits = robot.effort_limits
-        self._effort_limits = np.where(np.isfinite(limits) & (limits > 0.0), limits, np.inf)
+        self._effort_limits = effort_bounds(robot.effort_limits)
         self._q = np.zeros(n)
         self._dq = np.zeros(n)
         self._time_s = 0.0
         self._applied = np.zeros(n)
         self.saturated_steps = 0
-        """Number of steps in which at least one joint torque was clipped to its effort limit."""
         self.reset(np.zeros(n) if q0 is None else q0)
-        omega = 2.0 * np.pi * settings.bandwidth_hz
-        inertia = np.diag(self.mass_matrix())
+        default_kp, default_kd = critically_damped_gains(np.diag(self.mass_matrix()), settings.bandwidth_hz)
         kp, kd = _per_joint("kp", settings.kp, n), _per_joint("kd", settings.kd, n)
-        self._kp = inertia * omega**2 if kp is None else kp
-        self._kd = 2.0 * inertia * omega if kd is None else kd
-
-    @property
-    def settings(self) -> SimulationSettings:
-        return self._settings
+        self._kp = default_kp if kp is None else kp
+        self._kd = default_kd if kd is None else kd
 
     @property
     def payload(self) -> Payload | None:
@@ -460,41 +624,11 @@ class RobotSimulator:
         """The true drive-chain parameters (rotor inertia, friction, offset)."""
         return self._drive
 
-    @property
-    def time_s(self) -> float:
-        """Simulated time, s."""
-        return self._time_s
-
-    @property
-    def q(self) -> np.ndarray:
-        """True joint positions, rad (a copy)."""
-        return self._q.copy()
-
-    @property
-    def dq(self) -> np.ndarray:
-        """True joint velocities, rad/s (a copy)."""
-        return self._dq.copy()
-
-    @property
-    def kp(self) -> np.ndarray:
-        """Proportional gains in use, N·m/rad."""
-        return self._kp.copy()
-
-    @property
-    def kd(self) -> np.ndarray:
-        """Derivative gains in use, N·m·s/rad."""
-        return self._kd.copy()
-
-    @property
-    def applied_torques(self) -> np.ndarray:
-        """Joint torques the motors applied over the last step, N·m."""
-        return self._applied.copy()
-
     def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
         """Put the robot at ``q`` (rad) with velocity ``dq`` (rad/s, default rest)."""
         n = self._robot.n_joints
-        self._q = _motion("q", q, n)[0].copy()
-        self._dq = np.zeros(n) if dq is None else _motion("dq", dq, n)[0].copy()
+        self._q = motion_rows("q", q, n)[0].copy()
+        self._dq = np.zeros(n) if dq is None else motion_rows("dq", dq, n)[0].copy()
         if time_s is not None:
             self._time_s = float(time_s)
         self._applied = np.zeros(n)
@@ -514,28 +648,13 @@ class RobotSimulator:
     ) -> None:
         """Advance by ``dt_s`` towards the desired motion given at the current time.
 
-        The PD acts on the state at the end of the step, so the desired state is
-        carried there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``,
-        ``q̇_d⁺ = q̇_d + dt q̈_d`` (``q̈_d`` = 0 when omitted). ``feedforward_nm``
-        (N·m, per joint) is added to the PD torque.
+        The PD + feedforward torque of :meth:`PDTrackingSimulator._pd_command` (per joint),
+        its ``Δq̇``-dependent part implicit in the step.
         """
-        n = self._robot.n_joints
         dt = self._settings.dt_s
-        qd = _motion("q_desired", q_desired, n)[0]
-        dqd = _motion("dq_desired", dq_desired, n)[0]
-        ddqd = np.zeros(n) if ddq_desired is None else _motion("ddq_desired", ddq_desired, n)[0]
-        ff = np.zeros(n) if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n)[0]
-        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
-        dq_target = dqd + dt * ddqd
-        # PD at the predicted state q + dt q̇ (the Δq̇-dependent part is implicit below).
-        command = self._kp * (q_target - self._q - dt * self._dq) + self._kd * (dq_target - self._dq) + ff
-        saturated = np.abs(command) > self._effort_limits if self._settings.saturate_effort else np.zeros(n, bool)
-        if np.any(saturated):
-            self.saturated_steps += 1
-            command = np.clip(command, -self._effort_limits, self._effort_limits)
+        command, gains = self._pd_command(self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm)
         configuration = self._robot.configurations(self._q[None])[0]
         bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
-        gains = np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
         delta_dq = self._implicit_velocity_step(self.mass_matrix() + np.diag(gains), dt * (command - bias))
         self._applied = command - gains / dt * delta_dq
         self._dq = self._dq + delta_dq
@@ -648,21 +767,10 @@ def simulate_tracking(
     each step. The simulator's state is used as it is (reset it to the start of
     the trajectory first for a run without initial transient).
     """
-    time = np.asarray(time_s, dtype=float)
     n = simulator.q.shape[0]
-    q_des, dq_des, ddq_des = _motion("q_des", q_des, n), _motion("dq_des", dq_des, n), _motion("ddq_des", ddq_des, n)
-    if (
-        time.ndim != 1
-        or time.shape[0] < 2
-        or not time.shape[0] == q_des.shape[0] == dq_des.shape[0] == ddq_des.shape[0]
-    ):
-        raise DataError(f"time_s must have shape ({q_des.shape[0]},) with at least 2 samples, got {time.shape}")
-    dt = simulator.settings.dt_s
-    if not np.allclose(np.diff(time), dt, rtol=1e-6, atol=1e-12):
-        raise DataError(f"time_s must be spaced by the simulator step {dt} s")
-    ff = None if feedforward_nm is None else _motion("feedforward_nm", feedforward_nm, n)
-    if ff is not None and ff.shape != q_des.shape:
-        raise DataError(f"feedforward_nm must have shape {q_des.shape}, got {ff.shape}")
+    time, q_des, dq_des, ddq_des, ff = tracking_inputs(
+        n, simulator.settings.dt_s, time_s, q_des, dq_des, ddq_des, feedforward_nm
+    )
     samples = time.shape[0] - 1
     q, dq, torques, currents, error, applied = (np.empty((samples, n)) for _ in range(6))
     for k in range(samples):

@@ -45,6 +45,7 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, RobotModel
+from dynamic_identification.core.simulation import SimulatedJointState, critically_damped_gains, effort_bounds
 
 _ACTIVE_SET_SWEEPS = 4
 """Active-set changes allowed per motor before the coordinate-descent fallback."""
@@ -222,7 +223,7 @@ class StickSlipRun:
     saturated_steps: int
 
 
-class StickSlipSimulator:
+class StickSlipSimulator(SimulatedJointState):
     """The robot under PD + feedforward control with Stribeck friction, stiction and rotor inertia.
 
     See the module docstring for the time stepping. Per step the motors apply
@@ -281,8 +282,7 @@ class StickSlipSimulator:
         self._coupling_inverse = np.linalg.inv(drive_chain.coupling)
         ia = _vector("rotor_inertia", rotor_inertia, n)
         self._rotor = drive_chain.coupling.T @ (ia[:, None] * drive_chain.coupling)
-        limits = robot.effort_limits
-        self._limits = np.where(np.isfinite(limits) & (limits > 0.0), limits, np.inf) if saturate_effort else None
+        self._limits = effort_bounds(robot.effort_limits) if saturate_effort else None
         self._continuous = any(robot.continuous)
         self._lower = np.tril_indices(n, -1)
         self._diagonal = np.diag_indices(n)
@@ -290,24 +290,13 @@ class StickSlipSimulator:
         self._q = np.zeros(n)
         self._dq = np.zeros(n)
         self.reset(np.zeros(n) if q0 is None else q0)
-        omega = 2.0 * np.pi * bandwidth_hz
-        inertia = np.diag(self._mass_matrix(self._q))
-        self.kp = inertia * omega**2 if kp is None else _vector("kp", kp, n)
-        self.kd = 2.0 * inertia * omega if kd is None else _vector("kd", kd, n)
+        default_kp, default_kd = critically_damped_gains(np.diag(self._mass_matrix(self._q)), bandwidth_hz)
+        self.kp = default_kp if kp is None else _vector("kp", kp, n)
+        self.kd = default_kd if kd is None else _vector("kd", kd, n)
 
     @property
     def dt_s(self) -> float:
         return self._dt
-
-    @property
-    def q(self) -> np.ndarray:
-        """True joint positions, rad (a copy)."""
-        return self._q.copy()
-
-    @property
-    def dq(self) -> np.ndarray:
-        """True joint velocities, rad/s (a copy)."""
-        return self._dq.copy()
 
     def reset(self, q: np.ndarray, dq: np.ndarray | None = None) -> None:
         """Put the robot at ``q`` (rad) with velocity ``dq`` (rad/s; default rest)."""

@@ -46,8 +46,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
-import scipy.stats.qmc
 
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
@@ -61,12 +59,14 @@ from dynamic_identification.core.closed_loop import (
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
-    fit_scales,
+    FourierSearch,
+    check_search_budget,
     fit_to_limits,
     gram_condition,
     gram_matrix,
     normalised_condition,
     period_grid,
+    run_search,
 )
 from dynamic_identification.core.excitation.plan import (
     PLANNING_HEADROOM,
@@ -114,20 +114,11 @@ MINIMUM_SCALE = 0.1
 """A design whose shrink toward the offset pose keeps less than this fraction of the motion the actuated limits
 allow is refused: the closed-loop constraints leave too little motion to excite the dynamics."""
 
-_OFFSET_FRACTION = 0.5
-"""Offsets range over this fraction of each actuated half-range around its centre."""
-
 _FIT_SAMPLES = 1000
 """Samples per period on which candidates are fitted to the actuated limits (cheap: no kinematics)."""
 
 _POPULATION = 20
 """Individuals of the differential-evolution population (each costs a few motion completions)."""
-
-_GLOBAL_SHARE = 0.25
-"""Share of the time and evaluation budgets given to the global stage."""
-
-_RESTART_GAIN = 1e-4
-"""Smallest gain of ``log κ`` for which the local refinement is restarted once more."""
 
 _SEARCH_STEPS = 4
 """Regula-falsi steps of the shrink toward the offset pose per candidate during the search."""
@@ -576,13 +567,6 @@ def _rows(motion: ClosedLoopMotion, index: slice) -> ClosedLoopMotion:
     )
 
 
-def _basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Matrices mapping ``(a, b)`` to ``q − q0``, ``q̇``, ``q̈`` on ``grid`` ([Volkmann2020] eq. (6), :mod:`.fourier`)."""
-    phase = grid[:, None] * omega
-    sin, cos = np.sin(phase), np.cos(phase)
-    return sin / omega, -cos / omega, cos, sin, -sin * omega, cos * omega
-
-
 def _from_rest(deviation: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, ...]:
     """The grid rolled to start at its sample nearest the offset pose (the walk there is shortest)."""
     start = int(np.argmin(np.max(np.abs(deviation), axis=1)))
@@ -771,12 +755,9 @@ def random_closed_loop_fourier(
     return _finalise(evaluator, base, raw, first=1.0, evaluations=0, start=start)
 
 
-class _BudgetSpent(Exception):
-    """Raised inside the cost to stop a SciPy stage when its budget is spent."""
-
-
-class _Search:
-    """Cost of the decision vector, the best candidate seen, the closest infeasible offset, and the budget."""
+class _Search(FourierSearch):
+    """Cost of the decision vector of a closed-loop excitation, the best candidate seen, the closest infeasible
+    offset, and the budget."""
 
     def __init__(
         self,
@@ -788,53 +769,19 @@ class _Search:
         samples: int,
     ) -> None:
         self.evaluator, self.base = evaluator, base
-        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
-        self.n = evaluator.model.n_actuated
-        actuated = evaluator.limits.actuated
-        finite = np.isfinite(actuated.lower) & np.isfinite(actuated.upper)
-        self.centre = _centre(actuated)
-        self.half = np.where(finite, 0.5 * (actuated.upper - actuated.lower), np.pi)
-        period = 1.0 / fundamental_hz
-        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
-        self.fit_basis = _basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
-        self.cost_basis = _basis(np.arange(samples) * (period / samples), omega)
-        self.evaluations = 0
-        self.best_cost = np.inf
-        self.best_x: np.ndarray | None = None
-        self.best_scale = 1.0
+        super().__init__(evaluator.limits.actuated, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
         self.closest: tuple[float, str] = (np.inf, "")
-        self.stop_evaluations: float = np.inf
-        self.deadline: float = np.inf
-
-    @property
-    def size(self) -> int:
-        return self.n * (1 + 2 * self.harmonics)
-
-    def decode(self, x: np.ndarray) -> FourierTrajectory:
-        """Trajectory of ``x`` (in ``[-1, 1]``), each actuated joint fitted to its limits on the fit grid."""
-        n, h = self.n, self.harmonics
-        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
-        sine = x[n : n + h * n].reshape(h, n)
-        cosine = x[n + h * n :].reshape(h, n)
-        qs, qc, vs, vc, acs, acc = self.fit_basis
-        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = fit_scales(offsets, motion, self.evaluator.limits.actuated)
-        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def cost(self, x: np.ndarray) -> float:
         """``log κ`` of the decoded, shrunk candidate on the cost grid; a penalty when its offset pose fails."""
-        spent = self.evaluations >= self.stop_evaluations or time.perf_counter() >= self.deadline
-        # The first candidate is always evaluated, so a loaded machine still gets a design.
-        if spent and self.best_x is not None:
-            raise _BudgetSpent
-        self.evaluations += 1
+        self.spend()
         trajectory = self.decode(np.asarray(x, dtype=float))
         offsets = trajectory.offsets
         q_offset, rest = self.evaluator.offset_pose(offsets)
         if q_offset is None or rest.worst > 1.0:
             if rest.worst < self.closest[0] or not self.closest[1]:
                 self.closest = (rest.worst, f"at q_a = {np.round(offsets, 3).tolist()} rad, {rest.reason}")
-            return self._record(x, _INFEASIBLE_COST + min(rest.worst - 1.0, 10.0), 0.0)
+            return self.record(x, _INFEASIBLE_COST + min(rest.worst - 1.0, 10.0), 0.0)
         qs, qc, vs, vc, acs, acc = self.cost_basis
         grid = _from_rest(
             qs @ trajectory.sine + qc @ trajectory.cosine,
@@ -843,18 +790,9 @@ class _Search:
         )
         scale, probe, _ = self.evaluator.largest_scale(offsets, q_offset, rest, grid, first=1.0, steps=_SEARCH_STEPS)
         if probe is None or probe.observed is None:
-            return self._record(x, _UNEXCITED_COST, 0.0)
+            return self.record(x, _UNEXCITED_COST, 0.0)
         kappa = gram_condition(gram_matrix(self.base.select(probe.observed).reshape(-1, self.base.count)))
-        return self._record(x, float(np.log(min(kappa, 1e12))), scale)
-
-    def _record(self, x: np.ndarray, value: float, scale: float) -> float:
-        if value < self.best_cost:
-            self.best_cost, self.best_x, self.best_scale = value, np.array(x, dtype=float), scale
-        return value
-
-    def stage(self, *, evaluations: float, deadline: float) -> None:
-        self.stop_evaluations = evaluations
-        self.deadline = deadline
+        return self.record(x, float(np.log(min(kappa, 1e12))), scale)
 
 
 def optimise_closed_loop_fourier(
@@ -914,37 +852,19 @@ def optimise_closed_loop_fourier(
     """
     start = time.perf_counter()
     _check_settings(model, limits, fundamental_hz, harmonics)
-    if not time_budget_s > 0.0:
-        raise IdentificationError(f"time_budget_s must be > 0, got {time_budget_s}")
-    if samples < 8:
-        raise IdentificationError(f"samples must be >= 8, got {samples}")
-    if max_evaluations is not None and max_evaluations < 2 * _POPULATION:
-        raise IdentificationError(f"max_evaluations must be >= {2 * _POPULATION}, got {max_evaluations}")
+    check_search_budget(time_budget_s, samples, 8, max_evaluations, _POPULATION)
     evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     search = _Search(evaluator, base, fundamental_hz=float(fundamental_hz), harmonics=harmonics, samples=samples)
-    total = np.inf if max_evaluations is None else float(max_evaluations)
-    bounds = [(-1.0, 1.0)] * search.size
-    rng = np.random.default_rng(seed)
-    population = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(_POPULATION) - 1.0
-    population[0, : search.n] = 0.0
-    search.stage(evaluations=_GLOBAL_SHARE * total, deadline=start + _GLOBAL_SHARE * time_budget_s)
-    try:
-        scipy.optimize.differential_evolution(
-            search.cost, bounds, init=population, maxiter=1_000_000, tol=0.0, polish=False, rng=rng
-        )
-    except _BudgetSpent:
-        pass
-    search.stage(evaluations=total, deadline=start + time_budget_s)
-    try:
-        previous = np.inf
-        while search.best_x is not None and search.best_cost < previous - _RESTART_GAIN:
-            previous = search.best_cost
-            scipy.optimize.minimize(search.cost, search.best_x, method="Powell", bounds=bounds)
-    except _BudgetSpent:
-        pass
-    if search.best_x is None:
-        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    best = run_search(
+        search,
+        start=start,
+        time_budget_s=time_budget_s,
+        max_evaluations=max_evaluations,
+        seed=seed,
+        population=_POPULATION,
+        centre_first=True,
+    )
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError(
             f"no offset pose of the actuated joints keeps the closed-loop constraints (singularity margin"
@@ -953,7 +873,7 @@ def optimise_closed_loop_fourier(
     return _finalise(
         evaluator,
         base,
-        search.decode(search.best_x),
+        search.decode(best),
         first=search.best_scale,
         evaluations=search.evaluations,
         start=start,

@@ -236,10 +236,15 @@ def sampled_condition_number(
 
 
 def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and half-range used to place offsets, rad (π for unbounded joints)."""
+    """Centre and half-range used to place offsets, rad (π for unbounded joints).
+
+    The centre is :attr:`~.safety.JointLimits.centre`, without the warning of ``inf − inf``
+    for unbounded (continuous) joints.
+    """
     finite = np.isfinite(limits.lower) & np.isfinite(limits.upper)
     half = np.where(finite, 0.5 * (limits.upper - limits.lower), _UNBOUNDED_HALF_RANGE)
-    return limits.centre, half
+    with np.errstate(invalid="ignore"):
+        return limits.centre, half
 
 
 def fit_scales(
@@ -472,12 +477,165 @@ def _check_settings(robot: RobotModel, limits: JointLimits, fundamental_hz: floa
         raise IdentificationError(f"limits name joints {list(limits.joint_names)}, robot has {list(robot.joint_names)}")
 
 
-class _BudgetSpent(Exception):
+class BudgetSpent(Exception):
     """Raised inside the cost to stop a SciPy stage when its budget is spent."""
 
 
-class _Search:
-    """Cost of the decision vector, the best candidate seen, and the budget."""
+class FourierSearch:
+    """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
+
+    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
+    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
+    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
+    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
+    oscillation to ``limits``. A subclass gives the cost.
+
+    Parameters
+    ----------
+    limits
+        Limits of the joints the trajectory moves.
+    fundamental_hz, harmonics
+        The Fourier series.
+    samples
+        Points per period of the cost grid (:attr:`cost_basis`).
+    """
+
+    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
+        self.fit_limits, self.n = limits, len(limits.joint_names)
+        self.centre, self.half = _half_ranges(limits)
+        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
+        period = 1.0 / fundamental_hz
+        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
+        self.fit_basis = fourier_basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
+        self.cost_basis = fourier_basis(np.arange(samples) * (period / samples), omega)
+        self.evaluations = 0
+        self.best_cost = np.inf
+        self.best_x: np.ndarray | None = None
+        self.best_scale = 1.0
+        """Scale toward the offset pose of the best candidate (1: not shrunk)."""
+        self.stop_evaluations: float = np.inf
+        self.deadline: float = np.inf
+
+    @property
+    def size(self) -> int:
+        return self.n * (1 + 2 * self.harmonics)
+
+    def cost(self, x: np.ndarray) -> float:
+        """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
+        raise NotImplementedError
+
+    def decode(self, x: np.ndarray) -> FourierTrajectory:
+        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), each joint fitted to its limits on the fit grid."""
+        n, h = self.n, self.harmonics
+        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
+        sine = x[n : n + h * n].reshape(h, n)
+        cosine = x[n + h * n :].reshape(h, n)
+        qs, qc, vs, vc, acs, acc = self.fit_basis
+        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
+        scale = fit_scales(offsets, motion, self.fit_limits)
+        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
+
+    def spend(self) -> None:
+        """Count one evaluation of the cost, or raise :class:`BudgetSpent` when the stage's budget is spent.
+
+        The first candidate is always evaluated, so a loaded machine still gets a design.
+        """
+        spent = self.evaluations >= self.stop_evaluations or time.perf_counter() >= self.deadline
+        if spent and self.best_x is not None:
+            raise BudgetSpent
+        self.evaluations += 1
+
+    def record(self, x: np.ndarray, value: float, scale: float = 1.0) -> float:
+        """``value``, the cost of ``x`` (shrunk by ``scale``), kept when it is the best so far."""
+        if value < self.best_cost:
+            self.best_cost, self.best_x, self.best_scale = value, np.array(x, dtype=float), scale
+        return value
+
+    def stage(self, *, evaluations: float, deadline: float) -> None:
+        """Let the next stage run until ``evaluations`` costs in all or the ``deadline`` (``time.perf_counter``, s)."""
+        self.stop_evaluations = evaluations
+        self.deadline = deadline
+
+
+def fourier_basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Matrices mapping ``(a, b)`` to ``q − q0``, ``q̇``, ``q̈`` on ``grid`` ([Volkmann2020] eq. (6), :mod:`.fourier`)."""
+    phase = grid[:, None] * omega
+    sin, cos = np.sin(phase), np.cos(phase)
+    return sin / omega, -cos / omega, cos, sin, -sin * omega, cos * omega
+
+
+def check_search_budget(
+    time_budget_s: float, samples: int, min_samples: int, max_evaluations: int | None, population: int
+) -> None:
+    """Refuse a search budget: ``time_budget_s`` (s) not > 0, fewer ``samples`` than ``min_samples`` per period, or
+    fewer ``max_evaluations`` than two generations of ``population``.
+
+    Raises
+    ------
+    IdentificationError
+        Naming the setting and its value.
+    """
+    if not time_budget_s > 0.0:
+        raise IdentificationError(f"time_budget_s must be > 0, got {time_budget_s}")
+    if samples < min_samples:
+        raise IdentificationError(f"samples must be >= {min_samples}, got {samples}")
+    if max_evaluations is not None and max_evaluations < 2 * population:
+        raise IdentificationError(f"max_evaluations must be >= {2 * population}, got {max_evaluations}")
+
+
+def run_search(
+    search: FourierSearch,
+    *,
+    start: float,
+    time_budget_s: float,
+    max_evaluations: int | None,
+    seed: int,
+    population: int,
+    centre_first: bool,
+) -> np.ndarray:
+    """The best decision vector of ``search.cost`` within the budget that began at ``start`` (``time.perf_counter``, s).
+
+    A quarter (:data:`_GLOBAL_SHARE`) of the time and evaluation budgets goes to
+    :func:`scipy.optimize.differential_evolution` (seeded Latin-hypercube population of
+    ``population`` individuals, the first at the centre offsets with ``centre_first``; no
+    polishing), the rest to bounded Powell refinements of the best candidate, restarted
+    while they improve by :data:`_RESTART_GAIN`; ``search`` keeps the best cost and scale.
+
+    Raises
+    ------
+    IdentificationError
+        When ``time_budget_s`` left no time to evaluate a candidate.
+    """
+    total = np.inf if max_evaluations is None else float(max_evaluations)
+    bounds = [(-1.0, 1.0)] * search.size
+    rng = np.random.default_rng(seed)
+    initial = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(population) - 1.0
+    if centre_first:
+        initial[0, : search.n] = 0.0
+    search.stage(evaluations=_GLOBAL_SHARE * total, deadline=start + _GLOBAL_SHARE * time_budget_s)
+    try:
+        scipy.optimize.differential_evolution(
+            search.cost, bounds, init=initial, maxiter=1_000_000, tol=0.0, polish=False, rng=rng
+        )
+    except BudgetSpent:
+        pass
+    search.stage(evaluations=total, deadline=start + time_budget_s)
+    try:
+        # Powell stalls on the non-smooth cost (max/min singular values, max-based fitting);
+        # restarting it from its own result with fresh directions keeps improving.
+        previous = np.inf
+        while search.best_x is not None and search.best_cost < previous - _RESTART_GAIN:
+            previous = search.best_cost
+            scipy.optimize.minimize(search.cost, search.best_x, method="Powell", bounds=bounds)
+    except BudgetSpent:
+        pass
+    if search.best_x is None:
+        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    return search.best_x
+
+
+class _Search(FourierSearch):
+    """Cost of the decision vector of a serial robot's excitation, the best candidate seen, and the budget."""
 
     def __init__(
         self,
@@ -496,48 +654,12 @@ class _Search:
         self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
         self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
         self.limits, self.tool = limits, tool
-        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
-        self.centre, self.half = _half_ranges(limits)
         self.data = robot.model.createData()
-        period = 1.0 / fundamental_hz
-        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
-        self.fit_basis = self._basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
-        self.cost_basis = self._basis(np.arange(samples) * (period / samples), omega)
-        self.evaluations = 0
-        self.best_cost = np.inf
-        self.best_x: np.ndarray | None = None
-        self.stop_evaluations: float = np.inf
-        self.deadline: float = np.inf
-
-    @staticmethod
-    def _basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Matrices mapping ``(a, b)`` to ``q − q0``, ``q̇``, ``q̈`` on ``grid`` ([Volkmann2020] eq. (6))."""
-        phase = grid[:, None] * omega
-        sin, cos = np.sin(phase), np.cos(phase)
-        return sin / omega, -cos / omega, cos, sin, -sin * omega, cos * omega
-
-    @property
-    def size(self) -> int:
-        return self.robot.n_joints * (1 + 2 * self.harmonics)
-
-    def decode(self, x: np.ndarray) -> FourierTrajectory:
-        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), fitted to the joint limits on the fit grid."""
-        n, h = self.robot.n_joints, self.harmonics
-        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
-        sine = x[n : n + h * n].reshape(h, n)
-        cosine = x[n + h * n :].reshape(h, n)
-        qs, qc, vs, vc, acs, acc = self.fit_basis
-        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = fit_scales(offsets, motion, self.limits)
-        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
+        super().__init__(limits, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
 
     def cost(self, x: np.ndarray) -> float:
         """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept)."""
-        spent = self.evaluations >= self.stop_evaluations or time.perf_counter() >= self.deadline
-        # The first candidate is always evaluated, so a loaded machine still gets a design.
-        if spent and self.best_x is not None:
-            raise _BudgetSpent
-        self.evaluations += 1
+        self.spend()
         trajectory = self.decode(np.asarray(x, dtype=float))
         qs, qc, _, _, _, _ = self.cost_basis
         deviation = qs @ trajectory.sine + qc @ trajectory.cosine
@@ -546,7 +668,7 @@ class _Search:
             shrink = self.tool.shrink(trajectory.offsets, deviation, steps=_BOX_BISECTIONS)
             if shrink is None:
                 value = _INFEASIBLE_COST + self.tool.excess(trajectory.offsets[None, :])
-                return self._record(x, value)
+                return self.record(x, value)
             scale = shrink
         observed = self._observed(trajectory, scale)
         model = self.torque_model
@@ -560,10 +682,10 @@ class _Search:
                 else:
                     infeasible = middle
             if feasible == 0.0:
-                return self._record(x, _INFEASIBLE_COST)
+                return self.record(x, _INFEASIBLE_COST)
             observed = self._observed(trajectory, feasible)
         kappa = gram_condition(gram_matrix(self.base.select(observed).reshape(-1, self.base.count)))
-        return self._record(x, float(np.log(min(kappa, 1e12))))
+        return self.record(x, float(np.log(min(kappa, 1e12))))
 
     def _motion(self, trajectory: FourierTrajectory, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``q, q̇, q̈`` on the cost grid of ``trajectory`` with its oscillation scaled by ``scale``."""
@@ -582,16 +704,6 @@ class _Search:
         if model.drive_chain is self.drive_chain and model.terms == self.terms and model.robot is self.robot:
             return observed @ model.standard
         return model.torques(*self._motion(trajectory, scale))
-
-    def _record(self, x: np.ndarray, value: float) -> float:
-        if value < self.best_cost:
-            self.best_cost = value
-            self.best_x = np.array(x, dtype=float)
-        return value
-
-    def stage(self, *, evaluations: float, deadline: float) -> None:
-        self.stop_evaluations = evaluations
-        self.deadline = deadline
 
 
 def optimise_fourier(
@@ -653,12 +765,7 @@ def optimise_fourier(
     """
     start = time.perf_counter()
     _check_settings(robot, limits, fundamental_hz, harmonics)
-    if not time_budget_s > 0.0:
-        raise IdentificationError(f"time_budget_s must be > 0, got {time_budget_s}")
-    if samples < 2:
-        raise IdentificationError(f"samples must be >= 2, got {samples}")
-    if max_evaluations is not None and max_evaluations < 2 * _POPULATION:
-        raise IdentificationError(f"max_evaluations must be >= {2 * _POPULATION}, got {max_evaluations}")
+    check_search_budget(time_budget_s, samples, 2, max_evaluations, _POPULATION)
     effective = _workspace_limits(limits, workspace)
     tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
     base = base if base is not None else base_parameters(robot, drive_chain, terms)
@@ -674,32 +781,18 @@ def optimise_fourier(
         samples=samples,
         torque_model=torque_model,
     )
-    total = np.inf if max_evaluations is None else float(max_evaluations)
-    bounds = [(-1.0, 1.0)] * search.size
-    rng = np.random.default_rng(seed)
-    population = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(_POPULATION) - 1.0
-    search.stage(evaluations=_GLOBAL_SHARE * total, deadline=start + _GLOBAL_SHARE * time_budget_s)
-    try:
-        scipy.optimize.differential_evolution(
-            search.cost, bounds, init=population, maxiter=1_000_000, tol=0.0, polish=False, rng=rng
-        )
-    except _BudgetSpent:
-        pass
-    search.stage(evaluations=total, deadline=start + time_budget_s)
-    try:
-        # Powell stalls on the non-smooth cost (max/min singular values, max-based fitting);
-        # restarting it from its own result with fresh directions keeps improving.
-        previous = np.inf
-        while search.best_x is not None and search.best_cost < previous - _RESTART_GAIN:
-            previous = search.best_cost
-            scipy.optimize.minimize(search.cost, search.best_x, method="Powell", bounds=bounds)
-    except _BudgetSpent:
-        pass
-    if search.best_x is None:
-        raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    best = run_search(
+        search,
+        start=start,
+        time_budget_s=time_budget_s,
+        max_evaluations=max_evaluations,
+        seed=seed,
+        population=_POPULATION,
+        centre_first=False,
+    )
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
-    trajectory, usage = _finalise(search.decode(search.best_x), effective, tool, torque_model)
+    trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model)
     return ExcitationDesign(
         trajectory=trajectory,
         condition_number=condition_number(robot, drive_chain, terms, base, trajectory, samples=samples),

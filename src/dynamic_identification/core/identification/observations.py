@@ -10,6 +10,7 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -74,7 +75,53 @@ class DecimatedRows:
 
 
 @dataclass(frozen=True)
-class RowBuilder:
+class DecimatingRowBuilder:
+    """What the IDIM row builders (serial and closed-loop) share: the model's drive chain, drive terms and
+    base parameters, the parallel decimation and the stick mask.
+
+    A builder works on blocks that carry :attr:`reach` samples of support on each side of
+    the outputs they produce; its equations within ``stick_reach`` samples of a motor
+    slower than ``min_speed_rad_s`` are masked (:meth:`stuck`).
+    """
+
+    drive_chain: DriveChain
+    terms: DriveTerms
+    base: BaseParameters
+    decimator: ParallelDecimator
+    min_speed_rad_s: float
+    stick_reach: int
+
+    @staticmethod
+    def decimation(
+        terms: DriveTerms, *, decimation: int, min_speed_rad_s: float, stick_periods: int | None
+    ) -> tuple[ParallelDecimator, float, int]:
+        """The decimator of factor ``decimation``, the masking speed and the masked samples on each side.
+
+        The speed is ``min_speed_rad_s`` (rad/s) with Coulomb friction in ``terms``, else 0
+        (nothing masked); ``stick_periods`` decimation periods are masked on each side of a
+        slow sample, ``None``: the filter's whole support, so no stick sample reaches an
+        equation.
+        """
+        decimator = ParallelDecimator.create(decimation)
+        reach = decimator.half_length
+        return (
+            decimator,
+            min_speed_rad_s if terms.coulomb_friction else 0.0,
+            reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+        )
+
+    @property
+    def reach(self) -> int:
+        """Samples of support needed on each side of an output sample."""
+        return self.decimator.half_length
+
+    def stuck(self, dq: np.ndarray) -> np.ndarray:
+        """``(N, n)``: the equations masked at the controlled joints' velocities ``dq`` (:func:`slow_equations`)."""
+        return slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+
+
+@dataclass(frozen=True)
+class RowBuilder(DecimatingRowBuilder):
     """Builds decimated base-IDIM rows from filtered motion on a uniform grid ([Gautier2013] eq. (13)-(14)).
 
     Works on blocks that carry :attr:`reach` samples of support on each side of
@@ -85,12 +132,6 @@ class RowBuilder:
     """
 
     robot: RobotModel
-    drive_chain: DriveChain
-    terms: DriveTerms
-    base: BaseParameters
-    decimator: ParallelDecimator
-    min_speed_rad_s: float
-    stick_reach: int
     gather: np.ndarray
     data: pin.Data
 
@@ -109,24 +150,20 @@ class RowBuilder:
         """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
         masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation."""
         rows = np.arange(robot.n_joints)[:, None] * len(base.standard_names)
-        decimator = ParallelDecimator.create(decimation)
-        reach = decimator.half_length
+        decimator, min_speed, stick_reach = cls.decimation(
+            terms, decimation=decimation, min_speed_rad_s=min_speed_rad_s, stick_periods=stick_periods
+        )
         return cls(
             robot=robot,
             drive_chain=drive_chain,
             terms=terms,
             base=base,
             decimator=decimator,
-            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
-            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+            min_speed_rad_s=min_speed,
+            stick_reach=stick_reach,
             gather=(rows + base.independent[None, :])[base.structure],
             data=robot.model.createData(),
         )
-
-    @property
-    def reach(self) -> int:
-        """Samples of support needed on each side of an output sample."""
-        return self.decimator.half_length
 
     def rows(
         self,
@@ -179,8 +216,24 @@ class RowBuilder:
         """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
         w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
         w_out[:, self.base.structure] = packed
-        slow = slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
-        return DecimatedRows(observation_matrix=w_out, torques=torques, valid=~slow[local], index=index)
+        return DecimatedRows(observation_matrix=w_out, torques=torques, valid=~self.stuck(dq)[local], index=index)
+
+
+def output_blocks(
+    length: int, block_samples: int, factor: int, reach: int
+) -> Iterator[tuple[int, slice, tuple[int, int]]]:
+    """The blocks rows of a segment of ``length`` grid samples are built in: ``(start, block, outputs)``.
+
+    Each block produces the outputs at grid indices ``[outputs[0], outputs[1])``, about
+    ``block_samples`` of them (a multiple of the decimation ``factor``), and carries ``reach``
+    samples of filter support on each side (clipped at the segment's ends): it covers
+    ``block`` of the segment, which starts at grid index ``start``. Consecutive blocks give
+    exactly the rows of the whole segment, with bounded memory.
+    """
+    step = max(block_samples - block_samples % factor, factor)
+    for first_output in range(0, length, step):
+        start = max(first_output - reach, 0)
+        yield start, slice(start, min(first_output + step + reach, length)), (first_output, first_output + step)
 
 
 def prepare_observations(
@@ -217,21 +270,18 @@ def prepare_observations(
         min_speed_rad_s=settings.signal.min_speed_rad_s,
     )
     matrices, targets, masks = [], [], []
-    step = max(settings.block_samples - settings.block_samples % factor, factor)
     for motion in motions:
         if motion.torques is None:
             raise DataError("the motion has no torques: the IDIM needs them")
-        length = motion.time.shape[0]
-        for first_output in range(0, length, step):
-            start = max(first_output - builder.reach, 0)
-            block = slice(start, min(first_output + step + builder.reach, length))
+        blocks = output_blocks(motion.time.shape[0], settings.block_samples, factor, builder.reach)
+        for start, block, outputs in blocks:
             rows = builder.rows(
                 motion.q[block],
                 motion.dq[block],
                 motion.ddq[block],
                 motion.torques[block],
                 start=start,
-                outputs=(first_output, first_output + step),
+                outputs=outputs,
             )
             matrices.append(rows.observation_matrix)
             targets.append(rows.torques)
@@ -270,4 +320,12 @@ def slow_equations(drive_chain: DriveChain, dq: np.ndarray, *, min_speed_rad_s: 
     return scipy.ndimage.maximum_filter1d(slow, size=2 * reach + 1, axis=0, mode="nearest")
 
 
-__all__ = ["DecimatedRows", "PreparedObservations", "RowBuilder", "prepare_observations", "slow_equations"]
+__all__ = [
+    "DecimatedRows",
+    "DecimatingRowBuilder",
+    "PreparedObservations",
+    "RowBuilder",
+    "output_blocks",
+    "prepare_observations",
+    "slow_equations",
+]

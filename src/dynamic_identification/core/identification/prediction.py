@@ -9,7 +9,7 @@ quality of a regression model whose own equations are not joint torques.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +54,56 @@ class StampPrediction:
     covered: np.ndarray
 
 
+def parameter_columns(
+    parameters: Mapping[str, float], names: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The standard columns and the values of base parameters given by name, and the names not in ``names``.
+
+    A base parameter is named after its independent standard column, so a model's
+    prediction is ``W_st[:, columns] @ values`` ([Gautier2013] eq. (4)).
+    """
+    position = {name: i for i, name in enumerate(names)}
+    unknown = [name for name in parameters if name not in position]
+    columns = np.array([position.get(name, -1) for name in parameters], dtype=int)
+    return columns, np.array(list(parameters.values()), dtype=float), unknown
+
+
+def predict_in_blocks(
+    samples: int,
+    n: int,
+    columns: np.ndarray,
+    values: np.ndarray,
+    observations: Callable[[slice], np.ndarray],
+) -> np.ndarray:
+    """Torques ``(samples, n)`` of ``observations(block)[..., columns] @ values`` in blocks of
+    :data:`PREDICTION_BLOCK_SAMPLES` samples, so that the standard observation matrix is never held whole."""
+    out = np.empty((samples, n))
+    for start in range(0, samples, PREDICTION_BLOCK_SAMPLES):
+        block = slice(start, start + PREDICTION_BLOCK_SAMPLES)
+        out[block] = observations(block)[..., columns] @ values
+    return out
+
+
+def interpolate_at_stamps(
+    stamps: np.ndarray, n: int, segments: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> StampPrediction:
+    """Torques and speeds of uniform-grid segments interpolated onto a recording's ``stamps`` (s).
+
+    Each segment is its grid (s), the torques on it (N·m, ``(L, n)``) and the velocities
+    (rad/s, ``(L, n)``); stamps outside every segment are not covered.
+    """
+    covered = np.zeros(stamps.shape[0], dtype=bool)
+    effort = np.zeros((stamps.shape[0], n))
+    speed = np.zeros_like(effort)
+    for time, torques, velocities in segments:
+        inside = (stamps >= time[0]) & (stamps <= time[-1])
+        for j in range(n):
+            effort[inside, j] = np.interp(stamps[inside], time, torques[:, j])
+            speed[inside, j] = np.abs(np.interp(stamps[inside], time, velocities[:, j]))
+        covered |= inside
+    return StampPrediction(torques=effort, speed=speed, covered=covered)
+
+
 def predict_torques(
     robot: RobotModel,
     drive_chain: DriveChain,
@@ -69,21 +119,18 @@ def predict_torques(
     prediction is ``W_st[:, names] @ values`` ([Gautier2013] eq. (4)), evaluated in blocks
     of :data:`PREDICTION_BLOCK_SAMPLES` samples.
     """
-    names = standard_parameter_names(robot.n_joints, terms)
-    position = {name: i for i, name in enumerate(names)}
-    unknown = [name for name in parameters if name not in position]
+    columns, values, unknown = parameter_columns(parameters, standard_parameter_names(robot.n_joints, terms))
     if unknown:
         raise DataError(f"parameters {unknown} are not standard parameters of this model")
-    columns = np.array([position[name] for name in parameters], dtype=int)
-    values = np.array(list(parameters.values()), dtype=float)
     q, dq, ddq = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, dq, ddq))
-    out = np.empty(q.shape)
     data = robot.model.createData()
-    for start in range(0, q.shape[0], PREDICTION_BLOCK_SAMPLES):
-        block = slice(start, start + PREDICTION_BLOCK_SAMPLES)
-        matrix = observation_matrix(robot, drive_chain, terms, q[block], dq[block], ddq[block], data=data)
-        out[block] = matrix[..., columns] @ values
-    return out
+    return predict_in_blocks(
+        q.shape[0],
+        q.shape[1],
+        columns,
+        values,
+        lambda block: observation_matrix(robot, drive_chain, terms, q[block], dq[block], ddq[block], data=data),
+    )
 
 
 def predict_at_stamps(
@@ -100,18 +147,18 @@ def predict_at_stamps(
     """
     positions = robot.unwrap_positions(samples.q)
     motions, _ = estimate_motion(samples.time, positions, signal, dq_measured=samples.dq_measured)
-    stamps = samples.time
-    covered = np.zeros(stamps.shape[0], dtype=bool)
-    effort = np.zeros((stamps.shape[0], robot.n_joints))
-    speed = np.zeros_like(effort)
-    for motion in motions:
-        torques = predict_torques(robot, drive_chain, terms, parameters, motion.q, motion.dq, motion.ddq)
-        inside = (stamps >= motion.time[0]) & (stamps <= motion.time[-1])
-        for j in range(robot.n_joints):
-            effort[inside, j] = np.interp(stamps[inside], motion.time, torques[:, j])
-            speed[inside, j] = np.abs(np.interp(stamps[inside], motion.time, motion.dq[:, j]))
-        covered |= inside
-    return StampPrediction(torques=effort, speed=speed, covered=covered)
+    return interpolate_at_stamps(
+        samples.time,
+        robot.n_joints,
+        (
+            (
+                motion.time,
+                predict_torques(robot, drive_chain, terms, parameters, motion.q, motion.dq, motion.ddq),
+                motion.dq,
+            )
+            for motion in motions
+        ),
+    )
 
 
 def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed_rad_s: float) -> JointErrors:
