@@ -96,6 +96,19 @@ def _smooth_actuated_motion(model: ClosedLoopModel, time_s: np.ndarray) -> tuple
     return q, dq, ddq
 
 
+STENCIL_STEP_S = 1e-4
+"""Step of the central differences that check the completed motion, s."""
+
+
+def _completed_on_stencil(model: ClosedLoopModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The completed tree motion of :func:`_smooth_actuated_motion` at ``t − h``, ``t``, ``t + h`` around six
+    instants ``t`` in [0.1, 1] s (``h = STENCIL_STEP_S``): q, q̇, q̈, each ``(6, 3, n_tree)``."""
+    centres = np.linspace(0.1, 1.0, 6)
+    times = (centres[:, None] + np.array([-STENCIL_STEP_S, 0.0, STENCIL_STEP_S])).ravel()
+    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
+    return tuple(values.reshape(centres.size, 3, model.n_tree) for values in (motion.q, motion.dq, motion.ddq))
+
+
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(
     mechanisms: dict[str, ClosedLoopModel], name: str
@@ -148,14 +161,9 @@ def test_completed_velocities_are_finite_differences_of_solved_positions(
     mechanisms: dict[str, ClosedLoopModel], name: str
 ) -> None:
     """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)."""
-    model = mechanisms[name]
-    step = 1e-4
-    centres = np.linspace(0.1, 1.0, 6)
-    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
-    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
-    q = motion.q.reshape(centres.size, 3, model.n_tree)
-    numerical = (q[:, 2] - q[:, 0]) / (2.0 * step)
-    assert_allclose(motion.dq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-6)
+    q, dq, _ = _completed_on_stencil(mechanisms[name])
+    numerical = (q[:, 2] - q[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(dq[:, 1], numerical, rtol=0.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -163,14 +171,9 @@ def test_completed_accelerations_are_finite_differences_of_completed_velocities(
     mechanisms: dict[str, ClosedLoopModel], name: str
 ) -> None:
     """Passive accelerations of [Briot2012] eq. (4), with the drift ``Ȧ_t q̇_t``, are derivatives of eq. (3)."""
-    model = mechanisms[name]
-    step = 1e-4
-    centres = np.linspace(0.1, 1.0, 6)
-    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
-    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
-    dq = motion.dq.reshape(centres.size, 3, model.n_tree)
-    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * step)
-    assert_allclose(motion.ddq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-5)
+    _, dq, ddq = _completed_on_stencil(mechanisms[name])
+    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(ddq[:, 1], numerical, rtol=0.0, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", MECHANISMS)

@@ -35,6 +35,7 @@ from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.io.config import simulated_robot
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
@@ -44,10 +45,9 @@ FIVE_BAR_ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
 """The five-bar's motors."""
 FIVE_BAR_CHAIN = DriveChain.create(2, drive_gains=[0.08, 0.08])
 """The data sheet's torque constants of the five-bar's motors (config/five_bar.yaml), N·m/A."""
-FIVE_BAR_DRIVE = DriveParameters.create(
-    2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-)
-"""The drive terms of config/five_bar.yaml's sim_robot."""
+FIVE_BAR_CONFIG = REPO_ROOT / "config" / "five_bar.yaml"
+FIVE_BAR_DRIVE = simulated_robot(FIVE_BAR_CONFIG, 2).drive
+"""The drive terms of config/five_bar.yaml's sim_robot: rotor inertia, viscous and Coulomb friction, offsets."""
 TIP_PAYLOAD = Payload.create(
     "tip_1", mass_kg=0.06, com_m=[0.01, -0.005, 0.02], inertia_kg_m2=[1.2e-5, 1e-6, 0.0, 1.5e-5, 0.0, 8e-6]
 )
