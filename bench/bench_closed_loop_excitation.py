@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 from _common import load_five_bar, print_limit_usage
@@ -30,8 +31,9 @@ from dynamic_identification.core.excitation.closed_loop import (
     plan_closed_loop_excitation,
     random_closed_loop_fourier,
 )
-from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.io.config import load_excitation_settings
+from dynamic_identification.resources import shipped_path
 
 
 def main() -> None:
@@ -42,15 +44,8 @@ def main() -> None:
     arguments = parser.parse_args()
     model = load_five_bar()
     chain, terms = DriveChain.create(2, drive_gains=[0.08, 0.08]), DriveTerms()
-    settings = ExcitationSettings(
-        fundamental_hz=0.2,
-        harmonics=5,
-        periods=2,
-        rate_hz=100.0,
-        position_margin_rad=0.1,
-        velocity_scale=0.5,
-        acceleration_scale=0.5,
-        time_budget_s=arguments.budget,
+    settings = replace(
+        load_excitation_settings(shipped_path("config", "five_bar.yaml")), time_budget_s=arguments.budget
     )
     start = time.perf_counter()
     plan = plan_closed_loop_excitation(model, chain, terms, settings, margin=arguments.margin)

@@ -26,23 +26,12 @@ from dynamic_identification.core.excitation.closed_loop import (
 )
 from dynamic_identification.core.excitation.plan import ExcitationPlan
 from dynamic_identification.core.excitation.safety import check_trajectory
-from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
 from dynamic_identification.core.model import DriveChain, DriveTerms
-from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, identify_wls, load_five_bar, track
+from dynamic_identification.io.config import load_excitation_settings
+from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, FIVE_BAR_DRIVE, identify_wls, load_five_bar, track
 
-SETTINGS = ExcitationSettings(
-    fundamental_hz=0.2,
-    harmonics=5,
-    periods=2,
-    rate_hz=100.0,
-    position_margin_rad=0.1,
-    velocity_scale=0.5,
-    acceleration_scale=0.5,
-    time_budget_s=math.inf,
-    max_evaluations=80,
-    seed=0,
-)
+SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=80)
 """The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible)."""
 
 
