@@ -17,6 +17,7 @@ from dynamic_identification.core.closed_loop_simulation import (
     constrained_inverse_dynamics,
     simulate_tracking,
 )
+from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.excitation.safety import LimitUsage
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.payload import Payload
@@ -83,6 +84,11 @@ def track(
     )
     simulator = ClosedLoopSimulator(model, chain, drive, settings, seed=seed)
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
+
+
+def current_recording(run: ClosedLoopTrackingRun, name: str) -> CurrentRecording:
+    """The stamps, actuated positions and motor currents of ``run``, as the drive-gain identification reads them."""
+    return CurrentRecording.create(run.time_s, run.q, run.currents_a, name=name)
 
 
 def print_limit_usage(usage: LimitUsage) -> None:

@@ -25,7 +25,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, fourier, load_five_bar, track
+from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, current_recording, fourier, load_five_bar, track
 
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
@@ -41,7 +41,6 @@ from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
@@ -107,8 +106,8 @@ def main() -> None:
             model,
             NOMINAL,
             TERMS,
-            unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
-            loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
+            unloaded=current_recording(unloaded, "unloaded"),
+            loaded=current_recording(loaded, "loaded"),
             payload=PAYLOAD,
             base=base,
             settings=SETTINGS,

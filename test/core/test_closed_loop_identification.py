@@ -48,7 +48,16 @@ from dynamic_identification.core.model import DriveChain, DriveParameters, Drive
 from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.simulation import SensorModel, quantize_positions
-from five_bar import FIVE_BAR_ACTUATED, FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, TIP_PAYLOAD, fourier, load_five_bar, track
+from five_bar import (
+    FIVE_BAR_ACTUATED,
+    FIVE_BAR_CHAIN,
+    FIVE_BAR_DRIVE,
+    TIP_PAYLOAD,
+    current_recording,
+    fourier,
+    load_five_bar,
+    track,
+)
 
 NOMINAL = FIVE_BAR_CHAIN
 """The data sheet's torque constants of the five-bar's motors (config/five_bar.yaml), N·m/A."""
@@ -110,8 +119,8 @@ def scenario() -> Scenario:
         model,
         NOMINAL,
         TERMS,
-        unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
-        loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
+        unloaded=current_recording(unloaded, "unloaded"),
+        loaded=current_recording(loaded, "loaded"),
         payload=PAYLOAD,
         base=base,
         settings=SETTINGS,

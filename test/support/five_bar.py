@@ -29,6 +29,7 @@ from dynamic_identification.core.closed_loop_simulation import (
     constrained_inverse_dynamics,
     simulate_tracking,
 )
+from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from dynamic_identification.core.payload import Payload
@@ -115,6 +116,11 @@ def track(
     settings = ClosedLoopSimulationSettings(sensor=sensor)
     simulator = ClosedLoopSimulator(model, chain, drive, settings, q0=q0, seed=seed)
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
+
+
+def current_recording(run: ClosedLoopTrackingRun, name: str) -> CurrentRecording:
+    """The stamps, actuated positions and motor currents of ``run``, as the drive-gain identification reads them."""
+    return CurrentRecording.create(run.time_s, run.q, run.currents_a, name=name)
 
 
 @dataclass(frozen=True)
