@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop_identification import identify_closed_loop_drive_gains
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopSimulationSettings,
     ClosedLoopSimulator,
@@ -17,10 +18,12 @@ from dynamic_identification.core.closed_loop_simulation import (
     constrained_inverse_dynamics,
     simulate_tracking,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording
+from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
 from dynamic_identification.core.excitation.safety import LimitUsage
-from dynamic_identification.core.model import DriveChain, DriveParameters
+from dynamic_identification.core.identification import IdentificationSettings
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.simulation import SensorModel
 from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.resources import shipped_path
@@ -86,9 +89,28 @@ def track(
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
 
 
-def current_recording(run: ClosedLoopTrackingRun, name: str) -> CurrentRecording:
-    """The stamps, actuated positions and motor currents of ``run``, as the drive-gain identification reads them."""
-    return CurrentRecording.create(run.time_s, run.q, run.currents_a, name=name)
+def identify_gains_from_runs(
+    model: ClosedLoopModel,
+    chain: DriveChain,
+    *,
+    unloaded: ClosedLoopTrackingRun,
+    loaded: ClosedLoopTrackingRun,
+    payload: Payload,
+    base: BaseParameters,
+    settings: IdentificationSettings,
+) -> DriveGainsResult:
+    """IDIM-TLS drive gains ([Briot2012] eq. (6)-(13)) of ``model`` from its tracking runs without and with
+    ``payload``: their stamps, actuated positions and motor currents, nominal gains ``chain``."""
+    return identify_closed_loop_drive_gains(
+        model,
+        chain,
+        DriveTerms(),
+        unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
+        loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
+        payload=payload,
+        base=base,
+        settings=settings,
+    )
 
 
 def print_limit_usage(usage: LimitUsage) -> None:

@@ -25,7 +25,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, current_recording, fourier, load_five_bar, track
+from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, fourier, identify_gains_from_runs, load_five_bar, track
 
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
@@ -35,7 +35,6 @@ from dynamic_identification.core.closed_loop import (
 )
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_observations,
-    identify_closed_loop_drive_gains,
 )
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
@@ -102,15 +101,8 @@ def main() -> None:
             observations.observation_matrix, observations.torques, valid=observations.valid, parameter_names=base.names
         )
         start = time.perf_counter()
-        gains = identify_closed_loop_drive_gains(
-            model,
-            NOMINAL,
-            TERMS,
-            unloaded=current_recording(unloaded, "unloaded"),
-            loaded=current_recording(loaded, "loaded"),
-            payload=PAYLOAD,
-            base=base,
-            settings=SETTINGS,
+        gains = identify_gains_from_runs(
+            model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
         )
         tls_time = time.perf_counter() - start
         nominal = closed_loop_observations(

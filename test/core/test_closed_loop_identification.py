@@ -53,8 +53,8 @@ from five_bar import (
     FIVE_BAR_CHAIN,
     FIVE_BAR_DRIVE,
     TIP_PAYLOAD,
-    current_recording,
     fourier,
+    identify_gains_from_runs,
     load_five_bar,
     track,
 )
@@ -115,15 +115,8 @@ def scenario() -> Scenario:
         parameter_names=base.names,
         valid=observations.valid,
     )
-    gains = identify_closed_loop_drive_gains(
-        model,
-        NOMINAL,
-        TERMS,
-        unloaded=current_recording(unloaded, "unloaded"),
-        loaded=current_recording(loaded, "loaded"),
-        payload=PAYLOAD,
-        base=base,
-        settings=SETTINGS,
+    gains = identify_gains_from_runs(
+        model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
     )
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
     return Scenario(model, base, truth, unloaded, loaded, observations, estimate, gains)
