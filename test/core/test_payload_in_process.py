@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -13,7 +11,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.payload_identification import (
     RobotPrior,
@@ -29,11 +27,6 @@ from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.payload import format_payload_estimate, payload_identification_record
 
 RATE_HZ = 500.0
-
-
-@pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 def _job(robot: RobotModel, *, carried: Payload | None, seconds: float, seed: int, hold: int | None = None):
