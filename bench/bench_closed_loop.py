@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 import scipy.ndimage
+from _common import FIVE_BAR_DRIVE, fourier, load_five_bar
 
 from dynamic_identification.core.closed_loop import (
-    ClosedLoopModel,
     base_parameters,
     observation_matrix,
     random_motion,
@@ -37,25 +37,9 @@ from dynamic_identification.core.closed_loop_simulation import (
     simulate_tracking,
 )
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import SensorModel
-from dynamic_identification.resources import shipped_path
-
-
-def fourier(seed: int, duration_s: float, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
-    """0.2 Hz, 5-harmonic Fourier motion of the two motors around the home pose, rad."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration_s + dt / 2, dt)
-    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
-    for j in range(2):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
-    return t, q, dq, ddq
 
 
 def per_thousand(seconds: float, samples: int) -> str:
@@ -66,16 +50,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the identification recording, s")
     args = parser.parse_args()
-    model = ClosedLoopModel.from_config(
-        shipped_path("urdf", "five_bar.urdf"),
-        loop_closures=[{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}],
-        actuated_joints=["proximal_joint_1", "proximal_joint_2"],
-    )
+    model = load_five_bar()
     terms = DriveTerms()
     chain = DriveChain.create(2, drive_gains=[0.08, 0.08])
-    drive = DriveParameters.create(
-        2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-    )
+    drive = FIVE_BAR_DRIVE
 
     time_s, q_des, dq_des, ddq_des = fourier(3, args.seconds)
     start = time.perf_counter()

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
+from _common import load_five_bar, print_limit_usage
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters
+from dynamic_identification.core.closed_loop import base_parameters
 from dynamic_identification.core.excitation.closed_loop import (
     DEFAULT_SINGULARITY_MARGIN,
     ClosedLoopLimits,
@@ -29,8 +31,8 @@ from dynamic_identification.core.excitation.closed_loop import (
     plan_closed_loop_excitation,
     random_closed_loop_fourier,
 )
-from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.io.config import load_excitation_settings
 from dynamic_identification.resources import shipped_path
 
 
@@ -40,21 +42,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="random-coefficient baselines")
     parser.add_argument("--margin", type=float, default=DEFAULT_SINGULARITY_MARGIN, help="singularity margin")
     arguments = parser.parse_args()
-    model = ClosedLoopModel.from_config(
-        shipped_path("urdf", "five_bar.urdf"),
-        loop_closures=[{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}],
-        actuated_joints=["proximal_joint_1", "proximal_joint_2"],
-    )
+    model = load_five_bar()
     chain, terms = DriveChain.create(2, drive_gains=[0.08, 0.08]), DriveTerms()
-    settings = ExcitationSettings(
-        fundamental_hz=0.2,
-        harmonics=5,
-        periods=2,
-        rate_hz=100.0,
-        position_margin_rad=0.1,
-        velocity_scale=0.5,
-        acceleration_scale=0.5,
-        time_budget_s=arguments.budget,
+    settings = replace(
+        load_excitation_settings(shipped_path("config", "five_bar.yaml")), time_budget_s=arguments.budget
     )
     start = time.perf_counter()
     plan = plan_closed_loop_excitation(model, chain, terms, settings, margin=arguments.margin)
@@ -84,12 +75,7 @@ def main() -> None:
         f"  random     cond {baseline:8.2f}  (median of {arguments.seeds} seeds, range {min(random):.2f}-"
         f"{max(random):.2f}) -> optimised is {baseline / float(plan.condition_number or np.inf):.1f}x lower"
     )
-    for name, values in (
-        ("position span", plan.usage.position),
-        ("velocity", plan.usage.velocity),
-        ("acceleration", plan.usage.acceleration),
-    ):
-        print(f"  {name:<14} use " + " ".join(f"{value:5.2f}" for value in values))
+    print_limit_usage(plan.usage)
     print(f"  torque         use {plan.torque_usage:5.2f} of the effort limits ({plan.torque_source})")
 
 

@@ -25,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, fourier, identify_gains_from_runs, load_five_bar, track
 
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
@@ -34,76 +35,40 @@ from dynamic_identification.core.closed_loop import (
 )
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_observations,
-    identify_closed_loop_drive_gains,
 )
 from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
-    simulate_tracking,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.simulation import SensorModel
-from dynamic_identification.resources import shipped_path
+from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.payload import attach_payload
 
 NOMINAL = DriveChain.create(2, drive_gains=[0.08, 0.08])
 TRUE_GAINS = np.array([0.08 * 1.075, 0.08 * 0.94])
 TRUTH = DriveChain.create(2, drive_gains=TRUE_GAINS)
-DRIVE = DriveParameters.create(
-    2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-)
-PAYLOAD = Payload.create(
-    "tip_1", mass_kg=0.06, com_m=[0.01, -0.005, 0.02], inertia_kg_m2=[1.2e-5, 1e-6, 0.0, 1.5e-5, 0.0, 8e-6]
-)
+DRIVE = FIVE_BAR_DRIVE
+PAYLOAD = TIP_PAYLOAD
 SETTINGS = IdentificationSettings(signal=SignalSettings(position_cutoff_hz=10.0, decimation=10), min_samples=2000)
 TERMS = DriveTerms()
 
 
-def _fourier(seed: int, duration_s: float, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
-    """A 0.2 Hz, 5-harmonic Fourier trajectory of the two motors around the home pose (rad)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration_s + dt / 2, dt)
-    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
-    for j in range(2):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
-    return t, q, dq, ddq
-
-
 def _record(model: ClosedLoopModel, trajectory_seed: int, noise_seed: int) -> ClosedLoopTrackingRun:
-    time_s, q, dq, ddq = _fourier(trajectory_seed, 10.0)
-    desired = model.complete_motion(q, dq, ddq)
-    feedforward = constrained_inverse_dynamics(model, TRUTH, DRIVE, desired.q, desired.dq, desired.ddq)
-    noise = 0.01 * float(np.sqrt(np.mean((feedforward / TRUE_GAINS) ** 2)))
-    settings = ClosedLoopSimulationSettings(sensor=SensorModel(current_noise_std_a=noise, encoder_counts_per_rev=2**14))
-    simulator = ClosedLoopSimulator(model, TRUTH, DRIVE, settings, seed=noise_seed)
-    return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
+    return track(model, TRUTH, DRIVE, fourier(trajectory_seed, 10.0), seed=noise_seed)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="noise seeds")
     args = parser.parse_args()
-    model = ClosedLoopModel.from_config(
-        shipped_path("urdf", "five_bar.urdf"),
-        loop_closures=[{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}],
-        actuated_joints=["proximal_joint_1", "proximal_joint_2"],
-    )
+    model = load_five_bar()
     loaded_model = ClosedLoopModel.create(
         attach_payload(model.robot, PAYLOAD), model.closures, model.actuated_joint_names
     )
     base = base_parameters(model, NOMINAL, TERMS)
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
-    _, q, dq, ddq = _fourier(11, 5.0)
+    _, q, dq, ddq = fourier(11, 5.0)
     validation = model.complete_motion(q, dq, ddq)
     expected = constrained_inverse_dynamics(model, TRUTH, DRIVE, validation.q, validation.dq, validation.ddq)
     regressor = base.select(
@@ -136,15 +101,8 @@ def main() -> None:
             observations.observation_matrix, observations.torques, valid=observations.valid, parameter_names=base.names
         )
         start = time.perf_counter()
-        gains = identify_closed_loop_drive_gains(
-            model,
-            NOMINAL,
-            TERMS,
-            unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
-            loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
-            payload=PAYLOAD,
-            base=base,
-            settings=SETTINGS,
+        gains = identify_gains_from_runs(
+            model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
         )
         tls_time = time.perf_counter() - start
         nominal = closed_loop_observations(

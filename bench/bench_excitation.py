@@ -17,6 +17,7 @@ import importlib.metadata
 import pathlib
 
 import numpy as np
+from _common import print_limit_usage
 
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
@@ -68,12 +69,7 @@ def run(label: str, robot: RobotModel, workspace: Workspace | None, budget_s: fl
         f"  random     cond {baseline:8.2f}  (median of {seeds} seeds, range {min(random):.2f}-{max(random):.2f})"
         f"  -> optimised is {baseline / design.condition_number:.1f}x lower"
     )
-    for name, values in (
-        ("position span", design.usage.position),
-        ("velocity", design.usage.velocity),
-        ("acceleration", design.usage.acceleration),
-    ):
-        print(f"  {name:<14} use " + " ".join(f"{value:5.2f}" for value in values))
+    print_limit_usage(design.usage)
 
 
 def main() -> None:

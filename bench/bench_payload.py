@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 
 from dynamic_identification.core.drive_gains import identify_drive_gains
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, load_robot
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.payload_identification import (
     RobotPrior,
@@ -37,6 +37,7 @@ from dynamic_identification.core.payload_identification import (
 )
 from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.resources import shipped_path
 
 GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
@@ -54,13 +55,7 @@ def main() -> None:
     coupling[5, 4] = 1.0
     nominal = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=coupling)
     truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=coupling)
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    drive = simulated_robot(shipped_path("config", "dynid_arm6.yaml"), 6).drive
     rotation = Rotation.from_euler("xyz", [0.2, 0.5, -0.3]).as_matrix()
     known = Payload.create(
         "tool0",

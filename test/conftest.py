@@ -89,6 +89,15 @@ def arm6_urdf() -> pathlib.Path:
     return ARM6_URDF
 
 
+@pytest.fixture(scope="module")
+def arm6(arm6_urdf: pathlib.Path) -> Any:
+    """The shipped 6-axis arm as a ``RobotModel``, loaded once per test module (a module may define its own
+    ``arm6``)."""
+    from dynamic_identification.core.model import load_robot
+
+    return load_robot(arm6_urdf)
+
+
 @dataclass(frozen=True)
 class Arm6Run:
     """A simulated run of the shipped arm: stamps (s), measured positions (rad), motor currents (A) and the

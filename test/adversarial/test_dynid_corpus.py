@@ -160,6 +160,16 @@ def rows_with(inputs: Inputs, row: int, cell: int, value: str) -> str:
 Case = Callable[[Inputs, Path], list[str | Path]]
 
 
+def config_text(name: str, text: str) -> Case:
+    """``identify`` of the valid recording with the configuration file ``name`` holding ``text``."""
+    return lambda i, o: identify(i.recording, o, config=i.write(name, text))
+
+
+def excite_config_text(name: str, text: str) -> Case:
+    """``excite`` with the configuration file ``name`` holding ``text``."""
+    return lambda i, o: excite(i.write(name, text), o)
+
+
 def _sparse_nul_file(inputs: Inputs, out: Path) -> list[str | Path]:
     path = inputs.write("nul_padded.csv", inputs.header + "\n")
     with path.open("r+b") as stream:
@@ -344,14 +354,14 @@ CASES: dict[str, tuple[Case, str]] = {
     # --- configuration ---
     "config-missing": (lambda i, o: identify(i.recording, o, config=i.folder / "no.yaml"), "not found"),
     "config-is-a-directory": (lambda i, o: identify(i.recording, o, config=i.folder), "directory"),
-    "config-not-yaml": (lambda i, o: identify(i.recording, o, config=i.write("bad.yaml", "a: [\n")), "not valid YAML"),
-    "config-a-list": (lambda i, o: identify(i.recording, o, config=i.write("list.yaml", "- 1\n- 2\n")), "mapping"),
+    "config-not-yaml": (config_text("bad.yaml", "a: [\n"), "not valid YAML"),
+    "config-a-list": (config_text("list.yaml", "- 1\n- 2\n"), "mapping"),
     "config-python-tag": (
-        lambda i, o: identify(i.recording, o, config=i.write("tag.yaml", "a: !!python/object/apply:os.system [ls]\n")),
+        config_text("tag.yaml", "a: !!python/object/apply:os.system [ls]\n"),
         "not valid YAML",
     ),
     "config-billion-laughs-joints": (
-        lambda i, o: identify(i.recording, o, config=i.write("laughs.yaml", billion_laughs())),
+        config_text("laughs.yaml", billion_laughs()),
         "joints",
     ),
     "config-deeply-nested": (_deep_yaml, "too deeply"),
@@ -390,23 +400,23 @@ CASES: dict[str, tuple[Case, str]] = {
         "did you mean 'harmonics'",
     ),
     "config-non-string-key": (
-        lambda i, o: identify(i.recording, o, config=i.write("key.yaml", "/**:\n  ros__parameters:\n    1: 2\n")),
+        config_text("key.yaml", "/**:\n  ros__parameters:\n    1: 2\n"),
         "must be strings",
     ),
     "config-parameters-a-list": (
-        lambda i, o: identify(i.recording, o, config=i.write("pl.yaml", "/**:\n  ros__parameters: [1, 2]\n")),
+        config_text("pl.yaml", "/**:\n  ros__parameters: [1, 2]\n"),
         "must be a mapping",
     ),
     "config-decimation-1e9": (
-        lambda i, o: identify(i.recording, o, config=i.write("d.yaml", "signal: {decimation: 1000000000}\n")),
+        config_text("d.yaml", "signal: {decimation: 1000000000}\n"),
         "at most 1000",
     ),
     "config-decimation-1e9-float": (
-        lambda i, o: identify(i.recording, o, config=i.write("d2.yaml", "signal: {decimation: 1e9}\n")),
+        config_text("d2.yaml", "signal: {decimation: 1e9}\n"),
         "an integer",
     ),
     "config-rate-1e7": (
-        lambda i, o: identify(i.recording, o, config=i.write("r.yaml", "signal: {rate_hz: 1e7}\n")),
+        config_text("r.yaml", "signal: {rate_hz: 1e7}\n"),
         "at most 100000",
     ),
     "config-window-nan": (
@@ -414,23 +424,23 @@ CASES: dict[str, tuple[Case, str]] = {
         "finite",
     ),
     "config-window-1e400": (
-        lambda i, o: identify(i.recording, o, config=i.write("w2.yaml", "window: {window_s: 1e400}\n")),
+        config_text("w2.yaml", "window: {window_s: 1e400}\n"),
         "finite",
     ),
     "config-negative-decimation": (
-        lambda i, o: identify(i.recording, o, config=i.write("n.yaml", "signal: {decimation: -1}\n")),
+        config_text("n.yaml", "signal: {decimation: -1}\n"),
         ">= 0",
     ),
     "config-method-a-number": (
-        lambda i, o: identify(i.recording, o, config=i.write("m.yaml", "estimation: {method: 3}\n")),
+        config_text("m.yaml", "estimation: {method: 3}\n"),
         "one of",
     ),
     "config-ragged-coupling": (
-        lambda i, o: identify(i.recording, o, config=i.write("c.yaml", "drive_chain: {coupling: [[1, 0], [0]]}\n")),
+        config_text("c.yaml", "drive_chain: {coupling: [[1, 0], [0]]}\n"),
         "square matrix",
     ),
     "config-coupling-strings": (
-        lambda i, o: identify(i.recording, o, config=i.write("c2.yaml", "drive_chain: {coupling: [a, b, c, d]}\n")),
+        config_text("c2.yaml", "drive_chain: {coupling: [a, b, c, d]}\n"),
         "square matrix",
     ),
     "config-gear-ratios-wrong-length": (
@@ -444,15 +454,15 @@ CASES: dict[str, tuple[Case, str]] = {
         "sizes disagree",
     ),
     "config-repeated-joints": (
-        lambda i, o: identify(i.recording, o, config=i.write("j.yaml", "joints: [joint_1, joint_1]\n")),
+        config_text("j.yaml", "joints: [joint_1, joint_1]\n"),
         "distinct",
     ),
     "config-excite-rate-1e7": (
-        lambda i, o: excite(i.write("er.yaml", "excitation:\n  ros__parameters:\n    rate_hz: 1e7\n"), o),
+        excite_config_text("er.yaml", "excitation:\n  ros__parameters:\n    rate_hz: 1e7\n"),
         "at most 10000",
     ),
     "config-excite-fundamental-1e-9": (
-        lambda i, o: excite(i.write("ef.yaml", "excitation:\n  ros__parameters:\n    fundamental_hz: 1e-9\n"), o),
+        excite_config_text("ef.yaml", "excitation:\n  ros__parameters:\n    fundamental_hz: 1e-9\n"),
         "at least 0.0001",
     ),
     "config-excite-too-many-samples": (
@@ -466,7 +476,7 @@ CASES: dict[str, tuple[Case, str]] = {
         "samples",
     ),
     "config-excite-harmonics-1000": (
-        lambda i, o: excite(i.write("eh.yaml", "excitation:\n  ros__parameters:\n    harmonics: 1000\n"), o),
+        excite_config_text("eh.yaml", "excitation:\n  ros__parameters:\n    harmonics: 1000\n"),
         "at most 100",
     ),
     # --- parameter files (predict) ---

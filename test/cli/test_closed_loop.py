@@ -28,15 +28,11 @@ import yaml
 from dynamic_identification import api, cli
 from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
 )
-from dynamic_identification.core.closed_loop_simulation import simulate_tracking as simulate
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, load_feedforward
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
@@ -44,10 +40,8 @@ from dynamic_identification.io.payload import write_payload_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.io.table import read_body, read_header
 from dynamic_identification.io.trajectory import read_trajectory_csv
+from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, REPO_ROOT, TIP_PAYLOAD, fourier, track
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
-FIVE_BAR_CONFIG = REPO_ROOT / "config" / "five_bar.yaml"
 FOUR_BAR_URDF = REPO_ROOT / "test" / "core" / "data" / "four_bar.urdf"
 TWO_ARMS_URDF = REPO_ROOT / "test" / "core" / "data" / "two_arms.urdf"
 FOUR_BAR_CONFIG = """\
@@ -91,44 +85,6 @@ excitation:
 """
 TRUE_GAIN_ERRORS = np.array([1.075, 0.94])
 """The five-bar motors' torque constants relative to the data sheet's 0.08 N·m/A of the configuration."""
-PAYLOAD = Payload.create(
-    "tip_1", mass_kg=0.06, com_m=[0.01, -0.005, 0.02], inertia_kg_m2=[1.2e-5, 1e-6, 0.0, 1.5e-5, 0.0, 8e-6]
-)
-"""A 60 g weight clamped on the pen holder at the five-bar's distal tip (its platform)."""
-
-
-def fourier(seed: int, duration_s: float, n: int, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
-    """A 0.2 Hz, 5-harmonic Fourier motion of ``n`` motors around the home pose: t (s), q, q̇, q̈ (rad, /s, /s²)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration_s + dt / 2, dt)
-    q, dq, ddq = (np.zeros((t.size, n)) for _ in range(3))
-    for j in range(n):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
-    return t, q, dq, ddq
-
-
-def track(
-    model: ClosedLoopModel,
-    chain: DriveChain,
-    drive: DriveParameters,
-    motion: tuple[np.ndarray, ...],
-    *,
-    seed: int,
-    counts: int = 2**14,
-) -> ClosedLoopTrackingRun:
-    """``model`` tracking ``(t, q, q̇, q̈)`` of its motors with the exact feedforward; current noise 1 % RMS."""
-    time_s, q, dq, ddq = motion
-    desired = model.complete_motion(q, dq, ddq)
-    feedforward = constrained_inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
-    noise = 0.01 * float(np.sqrt(np.mean((feedforward / chain.drive_gains) ** 2)))
-    sensor = SensorModel(current_noise_std_a=noise, encoder_counts_per_rev=counts)
-    simulator = ClosedLoopSimulator(model, chain, drive, ClosedLoopSimulationSettings(sensor=sensor), seed=seed)
-    return simulate(simulator, time_s, q, dq, ddq, feedforward)
 
 
 def true_base_parameters(
@@ -146,6 +102,13 @@ def dynid(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main([str(arg) for arg in argv])
     return code, out.getvalue(), err.getvalue()
+
+
+def identify_five_bar(data: Path, out: Path, *options: str | Path) -> tuple[int, str, str]:
+    """``dynid identify`` of the five-bar (``config/five_bar.yaml``) on ``data`` with ``options``, into ``out``."""
+    return dynid(
+        "identify", "--urdf", FIVE_BAR_URDF, "--data", data, "--config", FIVE_BAR_CONFIG, *options, "--out", out
+    )
 
 
 def sigma_deviations(params: Path, truth: dict[str, float]) -> dict[str, float]:
@@ -204,7 +167,7 @@ def five_bar(tmp_path_factory: pytest.TempPathFactory) -> FiveBar:
     true_chain = DriveChain.create(2, drive_gains=sim.drive_chain.drive_gains * TRUE_GAIN_ERRORS)
     unloaded = track(model, true_chain, sim.drive, fourier(3, 10.0, 2), seed=4)
     loaded_model = ClosedLoopModel.create(
-        attach_payload(model.robot, PAYLOAD), model.closures, model.actuated_joint_names
+        attach_payload(model.robot, TIP_PAYLOAD), model.closures, model.actuated_joint_names
     )
     loaded = track(loaded_model, true_chain, sim.drive, fourier(5, 10.0, 2), seed=6)
     joints = model.actuated_joint_names
@@ -229,9 +192,7 @@ def five_bar(tmp_path_factory: pytest.TempPathFactory) -> FiveBar:
     )
     truth = true_base_parameters(model, sim.drive_chain, config.drive_terms, sim.drive)
     params = folder / "five_bar_params.yaml"
-    code, output, error = dynid(
-        "identify", "--urdf", FIVE_BAR_URDF, "--data", recording, "--config", FIVE_BAR_CONFIG, "--out", params
-    )
+    code, output, error = identify_five_bar(recording, params)
     assert code == 0, error
     return FiveBar(
         model=model,
@@ -328,19 +289,7 @@ def test_the_closed_loop_parameter_file_is_self_contained(five_bar: FiveBar) -> 
 def test_identify_validates_a_held_out_closed_loop_recording(five_bar: FiveBar, tmp_path: Path) -> None:
     # Measured: 0.3 % against the noise-free actuated torques of a motion the identification did not see.
     out = tmp_path / "params.yaml"
-    code, output, error = dynid(
-        "identify",
-        "--urdf",
-        FIVE_BAR_URDF,
-        "--data",
-        five_bar.recording,
-        "--config",
-        FIVE_BAR_CONFIG,
-        "--validate",
-        five_bar.validation,
-        "--out",
-        out,
-    )
+    code, output, error = identify_five_bar(five_bar.recording, out, "--validate", five_bar.validation)
     assert code == 0, error
     (entry,) = load_parameters(out).quality["validation"]
     assert entry["file"] == str(five_bar.validation)
@@ -355,18 +304,7 @@ def test_no_consistency_publishes_the_unconstrained_closed_loop_estimate_and_che
     five_bar: FiveBar, tmp_path: Path
 ) -> None:
     out = tmp_path / "params.yaml"
-    code, output, error = dynid(
-        "identify",
-        "--urdf",
-        FIVE_BAR_URDF,
-        "--data",
-        five_bar.recording,
-        "--config",
-        FIVE_BAR_CONFIG,
-        "--no-consistency",
-        "--out",
-        out,
-    )
+    code, output, error = identify_five_bar(five_bar.recording, out, "--no-consistency")
     assert code == 0, error
     assert "physical consistency ([Wensing2018])" not in output
     params = load_parameters(out)
@@ -385,19 +323,7 @@ def test_identify_refuses_outputs_a_closed_loop_robot_does_not_have(
     five_bar: FiveBar, tmp_path: Path, option: str
 ) -> None:
     out = tmp_path / "params.yaml"
-    code, _, error = dynid(
-        "identify",
-        "--urdf",
-        FIVE_BAR_URDF,
-        "--data",
-        five_bar.recording,
-        "--config",
-        FIVE_BAR_CONFIG,
-        option,
-        tmp_path / "extra",
-        "--out",
-        out,
-    )
+    code, _, error = identify_five_bar(five_bar.recording, out, option, tmp_path / "extra")
     assert code == 2 and f"{option}: not available for a closed-loop robot" in error
     assert not out.exists()
 
@@ -429,9 +355,7 @@ def test_a_recording_of_every_tree_joint_gives_the_same_estimate(five_bar: FiveB
         recording, recording_from_arrays(time=run.time_s, joint_names=model.joint_names, position=q, effort=effort)
     )
     params = tmp_path / "params.yaml"
-    code, output, error = dynid(
-        "identify", "--urdf", FIVE_BAR_URDF, "--data", recording, "--config", FIVE_BAR_CONFIG, "--out", params
-    )
+    code, output, error = identify_five_bar(recording, params)
     assert code == 0, error
     assert "passive positions recorded (checked against the closures)" in output
     reference = {entry.name: entry for entry in load_parameters(five_bar.params).parameters}
@@ -474,7 +398,7 @@ def test_stream_runs_the_estimator_window_on_the_five_bar(five_bar: FiveBar, tmp
 def test_drive_gains_by_tls_with_a_payload_on_the_platform_within_1_percent(five_bar: FiveBar, tmp_path: Path) -> None:
     # Measured: within 0.05 % of the true gains, which are 7.5 % and 6 % off the configured 0.08 N·m/A.
     payload, out = tmp_path / "payload.yaml", tmp_path / "gains.yaml"
-    write_payload_atomic(payload, PAYLOAD)
+    write_payload_atomic(payload, TIP_PAYLOAD)
     report = api.closed_loop_gains_file(
         urdf=FIVE_BAR_URDF,
         data=five_bar.currents,
@@ -504,9 +428,7 @@ def test_a_recording_through_a_singularity_is_refused_naming_its_sample(tmp_path
         ),
     )
     out = tmp_path / "params.yaml"
-    code, _, error = dynid(
-        "identify", "--urdf", FIVE_BAR_URDF, "--data", recording, "--config", FIVE_BAR_CONFIG, "--out", out
-    )
+    code, _, error = identify_five_bar(recording, out)
     crossing = int(np.ceil(3.0 / np.pi * math.acos(1.0 - (math.radians(60.0) - math.acos(0.11 / 0.12)) / 0.4) / 1e-3))
     assert code == 2
     assert len(error.strip().splitlines()) == 1
@@ -534,19 +456,7 @@ def test_segmented_excitation_and_other_regression_models_are_refused_for_a_clos
         "excite", "--urdf", FIVE_BAR_URDF, "--config", FIVE_BAR_CONFIG, "--mode", "segmented", "--out", tmp_path / "x"
     )
     assert code == 2 and "only 'fourier'" in error
-    code, _, error = dynid(
-        "identify",
-        "--urdf",
-        FIVE_BAR_URDF,
-        "--data",
-        five_bar.recording,
-        "--config",
-        FIVE_BAR_CONFIG,
-        "--model",
-        "power",
-        "--out",
-        tmp_path / "p.yaml",
-    )
+    code, _, error = identify_five_bar(five_bar.recording, tmp_path / "p.yaml", "--model", "power")
     assert code == 2 and "not available for a closed-loop robot" in error
 
 

@@ -18,8 +18,21 @@ import numpy as np
 import pytest
 import yaml
 from numpy.testing import assert_allclose
-from scipy.spatial.transform import Rotation
 
+from arm6_drives import (
+    ARM6_DRIVE,
+    EFFICIENCY,
+    GEAR_RATIOS,
+    KNOWN_LOAD,
+    NOMINAL_GAINS,
+    POLYNOMIAL,
+    TRUE_GAINS,
+    UNKNOWN_LOAD,
+    arm6_chain,
+    fourier_current_recording,
+    unknown_load_recording,
+    wrist_coupling,
+)
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
@@ -35,7 +48,6 @@ from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.payload_simulation import (
     currents_from_motor_torques,
     motor_side_torques,
-    simulate_current_recording,
 )
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
@@ -46,40 +58,6 @@ from dynamic_identification.io.trajectory import read_trajectory_csv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-NOMINAL_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-"""What the data sheet says, N·m/A (the configuration)."""
-TRUE_GAINS = NOMINAL_GAINS * np.array([1.08, 0.93, 1.05, 0.9, 1.1, 0.95])
-"""The motors' torque constants, 5-10 % off the data sheet."""
-EFFICIENCY = np.array([0.9, 0.9, 0.88, 0.85, 0.85, 0.82])
-"""Transmission efficiencies R_z ([Swevers2002] eq. (8))."""
-POLYNOMIAL = np.stack([np.zeros(6), NOMINAL_GAINS, -0.03 * NOMINAL_GAINS, 0.004 * NOMINAL_GAINS], axis=1)
-"""Current → motor torque ([Swevers2002] eq. (4)): a few % below linear at 1-2 A, known from the motor data."""
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-)
-
-
-def _coupling() -> np.ndarray:
-    """Motor 6 turns with joints 5 and 6 ([Gautier2013] eq. (25))."""
-    coupling = np.eye(6)
-    coupling[5, 4] = 1.0
-    return coupling
-
-
-def _load(mass_kg: float, com_m: list[float], moments: list[float], angles: list[float]) -> Payload:
-    rotation = Rotation.from_euler("xyz", angles).as_matrix()
-    return Payload.create("tool0", mass_kg=mass_kg, com_m=com_m, inertia_kg_m2=rotation @ np.diag(moments) @ rotation.T)
-
-
-KNOWN = _load(4.0, [0.03, -0.02, 0.08], [0.015, 0.025, 0.03], [0.2, 0.5, -0.3])
-"""The calibrated test load of the drive-gain experiment."""
-UNKNOWN = _load(3.5, [0.04, -0.02, 0.09], [0.012, 0.02, 0.026], [0.3, -0.2, 0.5])
-"""The load ``dynid payload`` identifies."""
 
 
 def _run(*argv: str | Path) -> tuple[int, str, str]:
@@ -97,7 +75,7 @@ def _write_config(path: Path, gains: np.ndarray, *, polynomial: bool = False) ->
                 "drive_chain": {
                     "gear_ratios": GEAR_RATIOS.tolist(),
                     "drive_gains": gains.tolist(),
-                    "coupling": _coupling().ravel().tolist(),
+                    "coupling": wrist_coupling().ravel().tolist(),
                 },
             }
         }
@@ -132,21 +110,15 @@ def gains(tmp_path_factory: pytest.TempPathFactory) -> Files:
     """20 s without load and 20 s with the known load, true gains 5-10 % off the configured ones; ``dynid gains``."""
     folder = tmp_path_factory.mktemp("gains")
     robot = load_robot(ARM6_URDF)
-    truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=_coupling())
+    truth = arm6_chain(TRUE_GAINS)
     paths = []
-    for name, seed, payload in (("unloaded.csv", 1, None), ("loaded.csv", 2, KNOWN)):
-        recording = simulate_current_recording(
-            robot,
-            truth,
-            DRIVE,
-            random_fourier_trajectory(robot, seed=seed, margin=0.2),
-            duration_s=20.0,
-            payload=payload,
-            seed=10 + seed,
+    for name, seed, payload in (("unloaded.csv", 1, None), ("loaded.csv", 2, KNOWN_LOAD)):
+        recording = fourier_current_recording(
+            robot, truth, trajectory_seed=seed, duration_s=20.0, payload=payload, seed=10 + seed
         )
         paths.append(_write_currents(folder / name, robot, recording.time, recording.q, recording.currents))
     known = folder / "known.yaml"
-    write_payload_atomic(known, KNOWN)
+    write_payload_atomic(known, KNOWN_LOAD)
     config = _write_config(folder / "config.yaml", NOMINAL_GAINS)
     out = folder / "gains.yaml"
     code, report, error = _run(
@@ -170,7 +142,7 @@ def test_the_gains_file_is_a_configuration_identify_reads_and_it_beats_the_nomin
     # Measured on a fresh trajectory: 0.05 % relative error with the TLS gains, 7.5 % with the nominal ones
     # (0.04 and 7.2 % before main's data-driven signal defaults, consistent estimates and row-wise predict).
     robot = gains.robot
-    truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=_coupling())
+    truth = arm6_chain(TRUE_GAINS)
     time = np.arange(0.0, 10.0, 0.001)
     q, dq, ddq = random_fourier_trajectory(robot, seed=3, margin=0.25).evaluate(time)
     validation = gains.folder / "validation.csv"
@@ -180,7 +152,7 @@ def test_the_gains_file_is_a_configuration_identify_reads_and_it_beats_the_nomin
             time=time,
             joint_names=robot.joint_names,
             position=q,
-            effort=inverse_dynamics(robot, truth, DRIVE, q, dq, ddq),
+            effort=inverse_dynamics(robot, truth, ARM6_DRIVE, q, dq, ddq),
         ),
     )
     errors = {}
@@ -202,14 +174,13 @@ def test_the_gains_file_is_a_configuration_identify_reads_and_it_beats_the_nomin
 @pytest.fixture(scope="module")
 def lossy_gains(gains: Files) -> dict[str, tuple[dict, str]]:
     """``dynid gains`` on data with efficiency losses and the wrist coupling: by default and ``--no-efficiency``."""
-    truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=_coupling())
+    truth = arm6_chain(TRUE_GAINS)
     paths = []
-    for name, seed, payload in (("lossy_unloaded.csv", 1, None), ("lossy_loaded.csv", 2, KNOWN)):
-        recording = simulate_current_recording(
+    for name, seed, payload in (("lossy_unloaded.csv", 1, None), ("lossy_loaded.csv", 2, KNOWN_LOAD)):
+        recording = fourier_current_recording(
             gains.robot,
             truth,
-            DRIVE,
-            random_fourier_trajectory(gains.robot, seed=seed, margin=0.2),
+            trajectory_seed=seed,
             duration_s=20.0,
             payload=payload,
             efficiency=EFFICIENCY,
@@ -273,7 +244,7 @@ def test_an_unknown_frame_is_a_one_line_error_naming_the_frames(verb: str, gains
         argv = ["--urdf", ARM6_URDF, "--data", gains.unloaded, "--data-loaded", gains.loaded, "--payload", gains.known]
     else:
         params = tmp_path / "robot.yaml"
-        write_parameters_atomic(params, _true_parameter_file(gains.robot, DriveChain.create(6)))
+        write_parameters_atomic(params, _true_parameter_file(gains.robot, DriveChain.create(6), ARM6_DRIVE))
         argv = ["--params", params, "--data", gains.loaded]
     code, _, error = _run(verb, *argv, "--frame", "flange", "--out", tmp_path / "out.yaml")
     assert code == 2
@@ -299,8 +270,9 @@ def test_a_payload_file_with_an_inertia_that_is_not_positive_definite_is_a_one_l
 # --------------------------------------------------------------------------- dynid payload
 
 
-def _true_parameter_file(robot: RobotModel, chain: DriveChain) -> ParameterFile:
-    """The robot's base parameters at their true values, as an exact ``dynid identify`` would write them."""
+def _true_parameter_file(robot: RobotModel, chain: DriveChain, drive: DriveParameters) -> ParameterFile:
+    """The robot's base parameters at their true values (drive terms ``drive``), as an exact ``dynid identify``
+    would write them."""
     terms = DriveTerms()
     base = base_parameters(robot, chain, terms)
     return ParameterFile.create(
@@ -309,7 +281,7 @@ def _true_parameter_file(robot: RobotModel, chain: DriveChain) -> ParameterFile:
         drive_terms=terms,
         drive_chain=chain,
         names=base.names,
-        values=base.from_standard(standard_parameters(robot, terms, DRIVE)),
+        values=base.from_standard(standard_parameters(robot, terms, drive)),
         expressions=base.expressions,
     )
 
@@ -328,21 +300,11 @@ def payload_run(tmp_path_factory: pytest.TempPathFactory) -> PayloadRun:
     """40 s of the arm with the unknown load: efficiency losses, coupling, the current polynomial, 1 % noise."""
     folder = tmp_path_factory.mktemp("payload")
     robot = load_robot(ARM6_URDF)
-    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=_coupling())
-    recording = simulate_current_recording(
-        robot,
-        chain,
-        DRIVE,
-        random_fourier_trajectory(robot, fundamental_hz=0.1, seed=3, margin=0.2),
-        duration_s=40.0,
-        payload=UNKNOWN,
-        efficiency=EFFICIENCY,
-        polynomial=POLYNOMIAL,
-        seed=5,
-    )
+    chain = arm6_chain(NOMINAL_GAINS)
+    recording = unknown_load_recording(robot, chain, duration_s=40.0, seed=5)
     loaded = _write_currents(folder / "loaded.csv", robot, recording.time, recording.q, recording.currents)
     params = folder / "robot.yaml"
-    write_parameters_atomic(params, _true_parameter_file(robot, chain))
+    write_parameters_atomic(params, _true_parameter_file(robot, chain, ARM6_DRIVE))
     config = _write_config(folder / "config.yaml", NOMINAL_GAINS, polynomial=True)
     found = {}
     report = ""
@@ -359,9 +321,9 @@ def payload_run(tmp_path_factory: pytest.TempPathFactory) -> PayloadRun:
 def _errors(payload: Payload) -> tuple[float, float, float]:
     """Relative mass error, largest COM coordinate error (m), largest relative principal-moment error."""
     return (
-        abs(payload.mass_kg / UNKNOWN.mass_kg - 1.0),
-        float(np.max(np.abs(payload.com_m - UNKNOWN.com_m))),
-        float(np.max(np.abs(payload.principal_moments() / UNKNOWN.principal_moments() - 1.0))),
+        abs(payload.mass_kg / UNKNOWN_LOAD.mass_kg - 1.0),
+        float(np.max(np.abs(payload.com_m - UNKNOWN_LOAD.com_m))),
+        float(np.max(np.abs(payload.principal_moments() / UNKNOWN_LOAD.principal_moments() - 1.0))),
     )
 
 
@@ -387,7 +349,7 @@ def test_the_payload_file_has_the_contract_keys_with_std_and_the_table_is_printe
     keys = {"ixx", "ixy", "ixz", "iyy", "iyz", "izz"}
     assert set(body["inertia_kg_m2"]) == keys and set(body["std"]["inertia_kg_m2"]) == keys
     assert set(body["std"]) == {"mass_kg", "com_m", "inertia_kg_m2"}
-    assert abs(body["mass_kg"] - UNKNOWN.mass_kg) < 4.0 * body["std"]["mass_kg"]
+    assert abs(body["mass_kg"] - UNKNOWN_LOAD.mass_kg) < 4.0 * body["std"]["mass_kg"]
     for row in ("mass", "com x", "com z", "inertia ixx", "inertia izz"):
         assert row in payload_run.report
     assert "current polynomial" in payload_run.report and "efficiency" in payload_run.report
@@ -397,14 +359,13 @@ def test_payload_of_a_robot_identified_by_dynid_identify(tmp_path: Path) -> None
     # The whole pipeline on a robot without transmission losses: identify, then the load with it as prior.
     # Measured: mass 0.01 %, COM 0.03 mm, principal moments 1.3 % (the prior's wrist errors).
     robot = load_robot(ARM6_URDF)
-    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=_coupling())
+    chain = arm6_chain(NOMINAL_GAINS)
     config = _write_config(tmp_path / "config.yaml", NOMINAL_GAINS)
     files = []
-    for name, seed, payload, seconds in (("unloaded.csv", 8, None, 60.0), ("loaded.csv", 3, UNKNOWN, 30.0)):
-        recording = simulate_current_recording(
-            robot, chain, DRIVE, random_fourier_trajectory(robot, seed=seed, margin=0.2), duration_s=seconds,
-            payload=payload, seed=seed + 20,
-        )  # fmt: skip
+    for name, seed, payload, seconds in (("unloaded.csv", 8, None, 60.0), ("loaded.csv", 3, UNKNOWN_LOAD, 30.0)):
+        recording = fourier_current_recording(
+            robot, chain, trajectory_seed=seed, duration_s=seconds, payload=payload, seed=seed + 20
+        )
         files.append(_write_currents(tmp_path / name, robot, recording.time, recording.q, recording.currents))
     code, _, error = _run("identify", "--urdf", ARM6_URDF, "--data", files[0], "--config", config,
                           "--out", tmp_path / "robot.yaml")  # fmt: skip
@@ -442,18 +403,18 @@ def test_the_payload_excitation_moves_the_wrist_and_gives_the_load_from_its_peri
     planned = read_trajectory_csv(tmp_path / "trajectory.csv")
     assert np.ptp(planned.q[:, :2], axis=0).max() == 0.0  # shoulder joints held
     assert np.all(np.ptp(planned.q[:, 2:], axis=0) > 0.2)  # joint 3 and the wrist move
-    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=_coupling())
+    chain = arm6_chain(NOMINAL_GAINS)
     time = np.arange(0.0, float(planned.time[-1]), 0.002)
     q, dq, ddq = interpolate_trajectory(planned.time, planned.q, planned.dq, planned.ddq, time)
     currents = currents_from_motor_torques(
-        chain, motor_side_torques(robot, chain, DRIVE, q, dq, ddq, payload=UNKNOWN, efficiency=EFFICIENCY)
+        chain, motor_side_torques(robot, chain, ARM6_DRIVE, q, dq, ddq, payload=UNKNOWN_LOAD, efficiency=EFFICIENCY)
     )
     noisy = currents + np.random.default_rng(4).normal(size=currents.shape) * 0.01 * np.sqrt(
         np.mean(currents**2, axis=0)
     )
     loaded = _write_currents(tmp_path / "loaded.csv", robot, time, q, noisy)
     params = tmp_path / "robot.yaml"
-    write_parameters_atomic(params, _true_parameter_file(robot, chain))
+    write_parameters_atomic(params, _true_parameter_file(robot, chain, ARM6_DRIVE))
     config = _write_config(tmp_path / "c.yaml", NOMINAL_GAINS)
     code, _, error = _run("payload", "--params", params, "--data", loaded, "--frame", "tool0", "--period", "10",
                           "--config", config, "--out", tmp_path / "p.yaml")  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,31 +22,29 @@ from dynamic_identification.core.closed_loop import (
     standard_parameters,
     with_current_columns,
 )
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    constrained_inverse_dynamics,
-    simulate_tracking,
-)
+from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator, differentiate
-from dynamic_identification.core.simulation import SensorModel
+from five_bar import (
+    FIVE_BAR_ACTUATED,
+    FIVE_BAR_CHAIN,
+    FIVE_BAR_CLOSURES,
+    FIVE_BAR_DRIVE,
+    FIVE_BAR_URDF,
+    REPO_ROOT,
+    WlsIdentification,
+    fourier,
+    identify_wls,
+    load_five_bar,
+    track,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
-FIVE_BAR_CLOSURES = [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
-FIVE_BAR_ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
 DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")
 def five_bar() -> ClosedLoopModel:
-    return ClosedLoopModel.from_config(
-        FIVE_BAR_URDF, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED
-    )
+    return load_five_bar()
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +94,19 @@ def _smooth_actuated_motion(model: ClosedLoopModel, time_s: np.ndarray) -> tuple
             dq[:, i] = 0.15 * omega * np.cos(omega * time_s + phase)
             ddq[:, i] = -0.15 * omega**2 * np.sin(omega * time_s + phase)
     return q, dq, ddq
+
+
+STENCIL_STEP_S = 1e-4
+"""Step of the central differences that check the completed motion, s."""
+
+
+def _completed_on_stencil(model: ClosedLoopModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The completed tree motion of :func:`_smooth_actuated_motion` at ``t − h``, ``t``, ``t + h`` around six
+    instants ``t`` in [0.1, 1] s (``h = STENCIL_STEP_S``): q, q̇, q̈, each ``(6, 3, n_tree)``."""
+    centres = np.linspace(0.1, 1.0, 6)
+    times = (centres[:, None] + np.array([-STENCIL_STEP_S, 0.0, STENCIL_STEP_S])).ravel()
+    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
+    return tuple(values.reshape(centres.size, 3, model.n_tree) for values in (motion.q, motion.dq, motion.ddq))
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -151,14 +161,9 @@ def test_completed_velocities_are_finite_differences_of_solved_positions(
     mechanisms: dict[str, ClosedLoopModel], name: str
 ) -> None:
     """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)."""
-    model = mechanisms[name]
-    step = 1e-4
-    centres = np.linspace(0.1, 1.0, 6)
-    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
-    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
-    q = motion.q.reshape(centres.size, 3, model.n_tree)
-    numerical = (q[:, 2] - q[:, 0]) / (2.0 * step)
-    assert_allclose(motion.dq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-6)
+    q, dq, _ = _completed_on_stencil(mechanisms[name])
+    numerical = (q[:, 2] - q[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(dq[:, 1], numerical, rtol=0.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -166,14 +171,9 @@ def test_completed_accelerations_are_finite_differences_of_completed_velocities(
     mechanisms: dict[str, ClosedLoopModel], name: str
 ) -> None:
     """Passive accelerations of [Briot2012] eq. (4), with the drift ``Ȧ_t q̇_t``, are derivatives of eq. (3)."""
-    model = mechanisms[name]
-    step = 1e-4
-    centres = np.linspace(0.1, 1.0, 6)
-    times = (centres[:, None] + np.array([-step, 0.0, step])).ravel()
-    motion = model.complete_motion(*_smooth_actuated_motion(model, times))
-    dq = motion.dq.reshape(centres.size, 3, model.n_tree)
-    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * step)
-    assert_allclose(motion.ddq.reshape(centres.size, 3, -1)[:, 1], numerical, rtol=0.0, atol=1e-5)
+    _, dq, ddq = _completed_on_stencil(mechanisms[name])
+    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(ddq[:, 1], numerical, rtol=0.0, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -315,67 +315,16 @@ def test_invalid_mechanism_descriptions_are_refused_by_name(closures, actuated, 
 
 
 # ----------------------------------------------------------------------------- identification
-def _fourier(seed: int, duration_s: float, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
-    """A 0.2 Hz, 5-harmonic Fourier trajectory of the two motors around the home pose (rad)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration_s + dt / 2, dt)
-    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
-    for j in range(2):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
-    return t, q, dq, ddq
-
-
-@dataclass(frozen=True)
-class _Identified:
-    base: BaseParameters
-    truth: np.ndarray
-    result: LeastSquaresResult
-    chain: DriveChain
-    drive: DriveParameters
-
-
 @pytest.fixture(scope="module")
-def identified_five_bar(five_bar: ClosedLoopModel) -> _Identified:
-    """IDIM-WLS on 10 s of the simulated five-bar: PD + feedforward tracking, 14-bit encoders, 10 mA noise.
-
-    Band-pass derivatives (10 Hz), completion of the tree motion, parallel decimation by 10,
-    equations within 0.05 rad/s of a velocity reversal (over the decimation filter's support) left out.
-    """
-    terms = DriveTerms()
-    chain = DriveChain.create(2, drive_gains=[0.08, 0.08])
-    drive = DriveParameters.create(
-        2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-    )
-    settings = ClosedLoopSimulationSettings(sensor=SensorModel(current_noise_std_a=0.01, encoder_counts_per_rev=2**14))
-    time_s, q_des, dq_des, ddq_des = _fourier(3, 10.0)
-    desired = five_bar.complete_motion(q_des, dq_des, ddq_des)
-    feedforward = constrained_inverse_dynamics(five_bar, chain, drive, desired.q, desired.dq, desired.ddq)
-    simulator = ClosedLoopSimulator(five_bar, chain, drive, settings, seed=4)
-    run = simulate_tracking(simulator, time_s, q_des, dq_des, ddq_des, feedforward)
-    q, dq, ddq = differentiate(run.q, rate_hz=1000.0, cutoff_hz=10.0)
-    motion = five_bar.complete_motion(q, dq, ddq, q_guess=run.q_tree[0])
-    base = base_parameters(five_bar, chain, terms)
-    w = base.select(
-        observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
-    )
-    decimator = ParallelDecimator.create(10)
-    slowest = scipy.ndimage.minimum_filter1d(np.abs(dq), size=2 * decimator.half_length + 1, axis=0)
-    edge = 500  # filter edge effects, samples
-    w_decimated, kept = decimator.decimate(w[edge:-edge])
-    y_decimated, _ = decimator.decimate(run.joint_torques_nm[edge:-edge])
-    valid = slowest[edge:-edge][kept] > 0.05
-    result = weighted_least_squares(w_decimated, y_decimated, parameter_names=base.names, valid=valid)
-    truth = base.from_standard(standard_parameters(five_bar, terms, drive))
-    return _Identified(base=base, truth=truth, result=result, chain=chain, drive=drive)
+def identified_five_bar(five_bar: ClosedLoopModel) -> WlsIdentification:
+    """IDIM-WLS (``five_bar.identify_wls``) on 10 s of the simulated five-bar: PD + feedforward tracking,
+    14-bit encoders, 10 mA noise."""
+    run = track(five_bar, FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, fourier(3, 10.0), seed=4, current_noise_a=0.01)
+    return identify_wls(five_bar, FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, run)
 
 
 def test_identification_on_simulated_five_bar_recovers_base_parameters_within_3_sigma(
-    identified_five_bar: _Identified,
+    identified_five_bar: WlsIdentification,
 ) -> None:
     result, truth = identified_five_bar.result, identified_five_bar.truth
     deviation = np.abs(result.parameters - truth) / result.std
@@ -383,12 +332,12 @@ def test_identification_on_simulated_five_bar_recovers_base_parameters_within_3_
 
 
 def test_identified_five_bar_predicts_validation_torques_within_1_percent(
-    five_bar: ClosedLoopModel, identified_five_bar: _Identified
+    five_bar: ClosedLoopModel, identified_five_bar: WlsIdentification
 ) -> None:
-    _, q, dq, ddq = _fourier(11, 5.0)
+    _, q, dq, ddq = fourier(11, 5.0)
     motion = five_bar.complete_motion(q, dq, ddq)
-    chain, terms = identified_five_bar.chain, DriveTerms()
-    expected = constrained_inverse_dynamics(five_bar, chain, identified_five_bar.drive, motion.q, motion.dq, motion.ddq)
+    chain, terms = FIVE_BAR_CHAIN, DriveTerms()
+    expected = constrained_inverse_dynamics(five_bar, chain, FIVE_BAR_DRIVE, motion.q, motion.dq, motion.ddq)
     regressor = observation_matrix(
         five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,11 +32,8 @@ from dynamic_identification.core.closed_loop_identification import (
     tree_standard,
 )
 from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
-    simulate_tracking,
 )
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
 from dynamic_identification.core.errors import DataError, ModelError
@@ -49,28 +45,27 @@ from dynamic_identification.core.estimation.least_squares import (
 from dynamic_identification.core.estimation.normal_equations import NormalEquations
 from dynamic_identification.core.identification import IdentificationSettings, PreparedObservations, SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.simulation import SensorModel, quantize_positions
+from five_bar import (
+    FIVE_BAR_ACTUATED,
+    FIVE_BAR_CHAIN,
+    FIVE_BAR_DRIVE,
+    TIP_PAYLOAD,
+    fourier,
+    identify_gains_from_runs,
+    load_five_bar,
+    track,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
-CLOSURES = [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
-ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
-
-NOMINAL = DriveChain.create(2, drive_gains=[0.08, 0.08])
+NOMINAL = FIVE_BAR_CHAIN
 """The data sheet's torque constants of the five-bar's motors (config/five_bar.yaml), N·m/A."""
 TRUE_GAINS = np.array([0.08 * 1.075, 0.08 * 0.94])
 """The motors' actual torque constants: within the ~10 % a data sheet promises ([Briot2012] §3.2)."""
 TRUTH = DriveChain.create(2, drive_gains=TRUE_GAINS)
-DRIVE = DriveParameters.create(
-    2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-)
-"""The drive terms of config/five_bar.yaml's sim_robot."""
-PAYLOAD = Payload.create(
-    "tip_1", mass_kg=0.06, com_m=[0.01, -0.005, 0.02], inertia_kg_m2=[1.2e-5, 1e-6, 0.0, 1.5e-5, 0.0, 8e-6]
-)
-"""A 60 g weight clamped on the pen holder at the distal tip (the five-bar's platform)."""
+DRIVE = FIVE_BAR_DRIVE
+PAYLOAD = TIP_PAYLOAD
 SETTINGS = IdentificationSettings(
     signal=SignalSettings(position_cutoff_hz=10.0, decimation=10, min_speed_rad_s=0.05), min_samples=2000
 )
@@ -78,30 +73,9 @@ SETTINGS = IdentificationSettings(
 TERMS = DriveTerms()
 
 
-def _fourier(seed: int, duration_s: float, dt: float = 1e-3) -> tuple[np.ndarray, ...]:
-    """A 0.2 Hz, 5-harmonic Fourier trajectory of the two motors around the home pose (rad)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, duration_s + dt / 2, dt)
-    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
-    for j in range(2):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
-    return t, q, dq, ddq
-
-
 def _record(model: ClosedLoopModel, *, trajectory_seed: int, noise_seed: int) -> ClosedLoopTrackingRun:
     """10 s of ``model`` tracking a Fourier motion; current noise σ = 1 % of the RMS current."""
-    time_s, q, dq, ddq = _fourier(trajectory_seed, 10.0)
-    desired = model.complete_motion(q, dq, ddq)
-    feedforward = constrained_inverse_dynamics(model, TRUTH, DRIVE, desired.q, desired.dq, desired.ddq)
-    noise = 0.01 * float(np.sqrt(np.mean((feedforward / TRUE_GAINS) ** 2)))
-    settings = ClosedLoopSimulationSettings(sensor=SensorModel(current_noise_std_a=noise, encoder_counts_per_rev=2**14))
-    simulator = ClosedLoopSimulator(model, TRUTH, DRIVE, settings, seed=noise_seed)
-    return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
+    return track(model, TRUTH, DRIVE, fourier(trajectory_seed, 10.0), seed=noise_seed)
 
 
 def _all_joints(model: ClosedLoopModel, run: ClosedLoopTrackingRun) -> np.ndarray:
@@ -125,8 +99,8 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def scenario() -> Scenario:
-    model = ClosedLoopModel.from_config(FIVE_BAR_URDF, loop_closures=CLOSURES, actuated_joints=ACTUATED)
-    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, ACTUATED)
+    model = load_five_bar()
+    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
     unloaded = _record(model, trajectory_seed=3, noise_seed=4)
     loaded = _record(loaded_model, trajectory_seed=5, noise_seed=6)
     base = base_parameters(model, NOMINAL, TERMS)
@@ -141,23 +115,33 @@ def scenario() -> Scenario:
         parameter_names=base.names,
         valid=observations.valid,
     )
-    gains = identify_closed_loop_drive_gains(
-        model,
-        NOMINAL,
-        TERMS,
-        unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
-        loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
-        payload=PAYLOAD,
-        base=base,
-        settings=SETTINGS,
+    gains = identify_gains_from_runs(
+        model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
     )
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
     return Scenario(model, base, truth, unloaded, loaded, observations, estimate, gains)
 
 
+def _observations(
+    s: Scenario, *, q: np.ndarray | None = None, torques: np.ndarray | None = None, base: BaseParameters | None = None
+) -> PreparedObservations:
+    """``closed_loop_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
+    and ``base`` replace its actuated positions, its joint torques and the scenario's base parameters."""
+    return closed_loop_observations(
+        s.model,
+        NOMINAL,
+        TERMS,
+        s.base if base is None else base,
+        s.unloaded.time_s,
+        s.unloaded.q if q is None else q,
+        s.unloaded.joint_torques_nm if torques is None else torques,
+        settings=SETTINGS,
+    )
+
+
 def _validation_error(s: Scenario, names: tuple[str, ...], values: np.ndarray) -> float:
     """Relative error of the predicted noise-free actuated torques along a trajectory not used for identification."""
-    _, q, dq, ddq = _fourier(11, 5.0)
+    _, q, dq, ddq = fourier(11, 5.0)
     motion = s.model.complete_motion(q, dq, ddq)
     expected = constrained_inverse_dynamics(s.model, TRUTH, DRIVE, motion.q, motion.dq, motion.ddq)
     regressor = observation_matrix(
@@ -231,16 +215,7 @@ def test_tls_model_predicts_true_torques_better_than_ols_with_nominal_gains(scen
     # OLS (IDIM-WLS) must trust the nominal gains; on the same unloaded recording its torques are off by
     # the gain errors. Measured on the validation trajectory: TLS 0.06 %, OLS with nominal gains 6.1 %.
     s = scenario
-    observations = closed_loop_observations(
-        s.model,
-        NOMINAL,
-        TERMS,
-        s.base,
-        s.unloaded.time_s,
-        s.unloaded.q,
-        NOMINAL.joint_torques(s.unloaded.currents_a),
-        settings=SETTINGS,
-    )
+    observations = _observations(s, torques=NOMINAL.joint_torques(s.unloaded.currents_a))
     ols = weighted_least_squares(observations.observation_matrix, observations.torques, valid=observations.valid)
     tls_error = _validation_error(s, s.gains.names, s.gains.values)
     ols_error = _validation_error(s, s.base.names, ols.parameters)
@@ -251,7 +226,7 @@ def test_tls_model_predicts_true_torques_better_than_ols_with_nominal_gains(scen
 def test_payload_regressor_is_the_difference_of_loaded_and_unloaded_constrained_dynamics(scenario: Scenario) -> None:
     """``J_tᵀ Y_p φ`` ([Briot2012] eq. (6), (11)) against Lagrange multipliers on the model carrying the payload."""
     model = scenario.model
-    loaded = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, ACTUATED)
+    loaded = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
     motion = random_motion(model, 20, np.random.default_rng(2))
     no_drive = DriveParameters.create(2)
     difference = constrained_inverse_dynamics(
@@ -265,16 +240,7 @@ def test_payload_regressor_is_the_difference_of_loaded_and_unloaded_constrained_
 def test_actuated_only_and_all_joint_recordings_give_the_same_estimate(scenario: Scenario) -> None:
     """Passive encoders (14 bit) pass the closure check; the motion used is the completed one either way."""
     s = scenario
-    observations = closed_loop_observations(
-        s.model,
-        NOMINAL,
-        TERMS,
-        s.base,
-        s.unloaded.time_s,
-        _all_joints(s.model, s.unloaded),
-        s.unloaded.joint_torques_nm,
-        settings=SETTINGS,
-    )
+    observations = _observations(s, q=_all_joints(s.model, s.unloaded))
     estimate = weighted_least_squares(
         observations.observation_matrix,
         observations.torques,
@@ -304,7 +270,7 @@ def test_all_joint_recordings_give_the_same_drive_gains(scenario: Scenario) -> N
 def test_recording_through_a_singularity_is_refused_naming_its_sample() -> None:
     """Both motors open symmetrically by s(t) = 0.4 (1 − cos(π t / 3 s)): the distal links align at
     s* = 60° − acos(0.11 / 0.12) = 0.6361 rad, i.e. t* = 2.1028 s: recorded sample 2103 at 1 kHz."""
-    model = ClosedLoopModel.from_config(FIVE_BAR_URDF, loop_closures=CLOSURES, actuated_joints=ACTUATED)
+    model = load_five_bar()
     time_s = np.arange(0.0, 3.0005, 1e-3)
     opening = 0.4 * (1.0 - np.cos(np.pi * time_s / 3.0))
     q = np.stack([opening, -opening], axis=1)
@@ -329,9 +295,7 @@ def test_passive_positions_that_contradict_the_closure_are_refused_naming_sample
     with pytest.raises(
         DataError, match=r"at sample 4000 \(t = 4\.0000 s\): distal_joint_1 is 0\.0[45]\d* rad"
     ) as caught:
-        closed_loop_observations(
-            s.model, NOMINAL, TERMS, s.base, s.unloaded.time_s, q, s.unloaded.joint_torques_nm, settings=SETTINGS
-        )
+        _observations(s, q=q)
     assert "\n" not in str(caught.value)
 
 
@@ -339,16 +303,7 @@ def test_base_parameters_of_other_drive_terms_are_refused(scenario: Scenario) ->
     s = scenario
     other = base_parameters(s.model, NOMINAL, DriveTerms(offset=False))
     with pytest.raises(ModelError, match="do not regroup the standard parameters of this mechanism"):
-        closed_loop_observations(
-            s.model,
-            NOMINAL,
-            TERMS,
-            other,
-            s.unloaded.time_s,
-            s.unloaded.q,
-            s.unloaded.joint_torques_nm,
-            settings=SETTINGS,
-        )
+        _observations(s, base=other)
 
 
 def test_a_non_finite_position_is_refused_naming_joint_and_sample(scenario: Scenario) -> None:
@@ -356,6 +311,4 @@ def test_a_non_finite_position_is_refused_naming_joint_and_sample(scenario: Scen
     q = s.unloaded.q.copy()
     q[1234, 1] = np.nan
     with pytest.raises(DataError, match="position of proximal_joint_2 is not finite at sample 1234"):
-        closed_loop_observations(
-            s.model, NOMINAL, TERMS, s.base, s.unloaded.time_s, q, s.unloaded.joint_torques_nm, settings=SETTINGS
-        )
+        _observations(s, q=q)

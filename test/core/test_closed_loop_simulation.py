@@ -21,8 +21,8 @@ from dynamic_identification.core.closed_loop_simulation import (
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import SensorModel
+from five_bar import load_five_bar
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 NOISE_A = 0.01
 GAINS = np.array([0.08, 0.09])
@@ -32,11 +32,7 @@ GAINS = np.array([0.08, 0.09])
 def mechanisms() -> dict[str, ClosedLoopModel]:
     """The shipped five-bar (point closure) and the four-bar of the tests (planar closure, continuous crank)."""
     return {
-        "five_bar": ClosedLoopModel.from_config(
-            REPO_ROOT / "urdf" / "five_bar.urdf",
-            loop_closures=[{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}],
-            actuated_joints=["proximal_joint_1", "proximal_joint_2"],
-        ),
+        "five_bar": load_five_bar(),
         "four_bar": ClosedLoopModel.from_config(
             DATA / "four_bar.urdf",
             loop_closures=[{"frame_a": "cut_1", "frame_b": "cut_2", "type": "planar"}],

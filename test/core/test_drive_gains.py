@@ -8,31 +8,44 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from scipy.spatial.transform import Rotation
 
+from arm6_drives import ARM6_DRIVE, KNOWN_LOAD, NOMINAL_GAINS, TRUE_GAINS, arm6_chain, fourier_current_recording
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify, predict_torques
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-NOMINAL_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-"""What the manufacturer says (config/dynid_arm6.yaml), N·m/A."""
-TRUE_GAINS = NOMINAL_GAINS * np.array([1.08, 0.93, 1.05, 0.9, 1.1, 0.95])
-"""The motors' actual torque constants: within the ~10 % a data sheet promises ([Briot2012] §3.2)."""
 DURATION_S = 20.0
 
 
-def _coupling() -> np.ndarray:
-    """TX-40 wrist: motor 6 turns with joints 5 and 6 ([Gautier2013] eq. (25))."""
-    coupling = np.eye(6)
-    coupling[5, 4] = 1.0
-    return coupling
+def _gain_experiment(
+    robot: RobotModel,
+    truth: DriveChain,
+    payload: Payload,
+    *,
+    efficiency: np.ndarray | None = None,
+) -> tuple[CurrentRecording, CurrentRecording]:
+    """The two recordings of the drive-gain experiment ([Briot2012] §3.2): 20 s without load and 20 s with
+    ``payload``, along two random Fourier trajectories, drive terms ``ARM6_DRIVE``, the drives' transmission
+    efficiency ``efficiency``."""
+    unloaded, loaded = (
+        fourier_current_recording(
+            robot,
+            truth,
+            trajectory_seed=seed,
+            duration_s=DURATION_S,
+            payload=load,
+            efficiency=efficiency,
+            seed=noise_seed,
+            name=name,
+        )
+        for seed, noise_seed, load, name in ((1, 11, None, "unloaded"), (2, 12, payload, "loaded"))
+    )
+    return unloaded, loaded
 
 
 @dataclass(frozen=True)
@@ -51,41 +64,8 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario(arm6_urdf: Path) -> Scenario:
     robot = load_robot(arm6_urdf)
-    nominal = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=_coupling())
-    truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=_coupling())
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
-    rotation = Rotation.from_euler("xyz", [0.2, 0.5, -0.3]).as_matrix()
-    payload = Payload.create(
-        "tool0",
-        mass_kg=4.0,
-        com_m=[0.03, -0.02, 0.08],
-        inertia_kg_m2=rotation @ np.diag([0.015, 0.025, 0.03]) @ rotation.T,
-    )
-    unloaded = simulate_current_recording(
-        robot,
-        truth,
-        drive,
-        random_fourier_trajectory(robot, seed=1, margin=0.2),
-        duration_s=DURATION_S,
-        seed=11,
-        name="unloaded",
-    )
-    loaded = simulate_current_recording(
-        robot,
-        truth,
-        drive,
-        random_fourier_trajectory(robot, seed=2, margin=0.2),
-        duration_s=DURATION_S,
-        payload=payload,
-        seed=12,
-        name="loaded",
-    )
+    nominal, truth, drive, payload = arm6_chain(NOMINAL_GAINS), arm6_chain(TRUE_GAINS), ARM6_DRIVE, KNOWN_LOAD
+    unloaded, loaded = _gain_experiment(robot, truth, payload)
     terms = DriveTerms()
     base = base_parameters(robot, nominal, terms)
     result = identify_drive_gains(robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=payload, base=base)
@@ -162,20 +142,7 @@ class LossyScenario:
 @pytest.fixture(scope="module")
 def lossy(scenario: Scenario) -> LossyScenario:
     s = scenario
-    recordings = [
-        simulate_current_recording(
-            s.robot,
-            s.truth,
-            s.drive,
-            random_fourier_trajectory(s.robot, seed=seed, margin=0.2),
-            duration_s=DURATION_S,
-            payload=load,
-            efficiency=EFFICIENCY,
-            seed=noise_seed,
-            name=name,
-        )
-        for seed, noise_seed, load, name in ((1, 11, None, "unloaded"), (2, 12, s.payload, "loaded"))
-    ]
+    recordings = _gain_experiment(s.robot, s.truth, s.payload, efficiency=EFFICIENCY)
     results = [
         identify_drive_gains(
             s.robot,

@@ -8,8 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
-from scipy.spatial.transform import Rotation
 
+from arm6_drives import (
+    ARM6_DRIVE,
+    EFFICIENCY,
+    NOMINAL_GAINS,
+    POLYNOMIAL,
+    UNKNOWN_LOAD,
+    arm6_chain,
+    fourier_current_recording,
+    unknown_load_recording,
+)
 from dynamic_identification.core.errors import DataError, RankDeficientError
 from dynamic_identification.core.excitation import FourierTrajectory, random_fourier_trajectory
 from dynamic_identification.core.identification import identify
@@ -27,31 +36,9 @@ from dynamic_identification.core.payload_identification import (
 from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import base_parameters
 
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-DRIVE_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-EFFICIENCY = np.array([0.9, 0.9, 0.88, 0.85, 0.85, 0.82])
-"""Transmission efficiencies R_z ([Swevers2002] eq. (8)): 10-18 % loss, typical of harmonic drives."""
-POLYNOMIAL = np.stack([np.zeros(6), DRIVE_GAINS, -0.03 * DRIVE_GAINS, 0.004 * DRIVE_GAINS], axis=1)
-"""Current → motor torque of [Swevers2002] eq. (4), known a priori: a few % below linear at 1-2 A."""
 PERIOD_S = 10.0
 PERIODS = 4
 RATE_HZ = 500.0
-
-
-def _coupling() -> np.ndarray:
-    coupling = np.eye(6)
-    coupling[5, 4] = 1.0  # TX-40 wrist ([Gautier2013] eq. (25))
-    return coupling
-
-
-def _payload() -> Payload:
-    rotation = Rotation.from_euler("xyz", [0.3, -0.2, 0.5]).as_matrix()
-    return Payload.create(
-        "tool0",
-        mass_kg=3.5,
-        com_m=[0.04, -0.02, 0.09],
-        inertia_kg_m2=rotation @ np.diag([0.012, 0.02, 0.026]) @ rotation.T,
-    )
 
 
 @dataclass(frozen=True)
@@ -71,35 +58,20 @@ def robot(arm6_urdf: Path) -> RobotModel:
 
 @pytest.fixture(scope="module")
 def chain() -> DriveChain:
-    return DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS, coupling=_coupling())
+    return arm6_chain(NOMINAL_GAINS)
 
 
 @pytest.fixture(scope="module")
 def drive() -> DriveParameters:
-    return DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    return ARM6_DRIVE
 
 
 @pytest.fixture(scope="module")
 def scenario(robot: RobotModel, chain: DriveChain, drive: DriveParameters) -> Scenario:
     """Periodic excitation of every joint, 4 periods, the robot's own parameters known a priori."""
-    truth = _payload()
-    recording = simulate_current_recording(
-        robot,
-        chain,
-        drive,
-        random_fourier_trajectory(robot, fundamental_hz=1.0 / PERIOD_S, seed=3, margin=0.2),
-        duration_s=PERIODS * PERIOD_S,
-        rate_hz=RATE_HZ,
-        payload=truth,
-        efficiency=EFFICIENCY,
-        polynomial=POLYNOMIAL,
-        seed=5,
+    truth = UNKNOWN_LOAD
+    recording = unknown_load_recording(
+        robot, chain, fundamental_hz=1.0 / PERIOD_S, duration_s=PERIODS * PERIOD_S, rate_hz=RATE_HZ, seed=5
     )
     observations = periodic_observations(
         robot,
@@ -175,33 +147,16 @@ def test_ten_seconds_of_motion_with_an_identified_robot_give_mass_and_com(
     # Measured: mass 0.4 %, COM 1.2 mm; the inertia is off by up to 34 % and at the physical bound
     # (the prior's link errors), which the estimate reports as at_bound.
     terms = DriveTerms()
-    unloaded = simulate_current_recording(
-        robot,
-        chain,
-        drive,
-        random_fourier_trajectory(robot, seed=8, margin=0.2),
-        duration_s=30.0,
-        efficiency=EFFICIENCY,
-        polynomial=POLYNOMIAL,
-        seed=6,
+    unloaded = fourier_current_recording(
+        robot, chain, trajectory_seed=8, duration_s=30.0, efficiency=EFFICIENCY, polynomial=POLYNOMIAL, seed=6
     )
     torques = measured_motor_torques(chain, unloaded.currents, polynomial=POLYNOMIAL) @ chain.coupling
     robot_model = identify(
         robot, chain, terms, base_parameters(robot, chain, terms), unloaded.time, unloaded.q, torques
     )
     prior = RobotPrior.from_parameters(robot, chain, terms, robot_model.values)
-    truth = _payload()
-    loaded = simulate_current_recording(
-        robot,
-        chain,
-        drive,
-        random_fourier_trajectory(robot, seed=3, margin=0.2),
-        duration_s=10.0,
-        payload=truth,
-        efficiency=EFFICIENCY,
-        polynomial=POLYNOMIAL,
-        seed=7,
-    )
+    truth = UNKNOWN_LOAD
+    loaded = unknown_load_recording(robot, chain, duration_s=10.0, seed=7)
     estimate = identify_payload(prior, "tool0", loaded.time, loaded.q, loaded.currents, polynomial=POLYNOMIAL)
     assert abs(estimate.payload.mass_kg / truth.mass_kg - 1.0) < 0.02
     assert_allclose(estimate.payload.com_m, truth.com_m, atol=0.005)
@@ -215,7 +170,7 @@ def test_a_motion_of_the_wrist_alone_cannot_give_the_mass(
     wrist = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
     trajectory = FourierTrajectory(moving.fundamental_hz, moving.offsets, moving.sine * wrist, moving.cosine * wrist)
     recording = simulate_current_recording(
-        robot, chain, drive, trajectory, duration_s=2 * PERIOD_S, rate_hz=RATE_HZ, payload=_payload(), seed=9
+        robot, chain, drive, trajectory, duration_s=2 * PERIOD_S, rate_hz=RATE_HZ, payload=UNKNOWN_LOAD, seed=9
     )
     with pytest.raises(RankDeficientError, match="the motion does not determine the payload") as error:
         identify_payload(

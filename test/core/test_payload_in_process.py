@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, PROCESS_LOAD
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.payload_identification import (
     RobotPrior,
@@ -30,30 +30,13 @@ from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.payload import format_payload_estimate, payload_identification_record
 
 RATE_HZ = 500.0
-CHAIN = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-)
-LOAD = Payload.create(
-    "tool0",
-    mass_kg=3.5,
-    com_m=[0.03, -0.02, 0.06],
-    inertia_kg_m2={"ixx": 0.012, "ixy": 0.0, "ixz": 0.0, "iyy": 0.015, "iyz": 0.0, "izz": 0.009},
-)
-
-
-@pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 def _job(robot: RobotModel, *, carried: Payload | None, seconds: float, seed: int, hold: int | None = None):
     """The pick-and-place process, torques from the robot carrying ``carried`` with 1 % current noise."""
-    plan = plan_excitation(robot, CHAIN, DriveTerms(), ExcitationSettings(mode="process", cycles=4, seed=seed))
+    plan = plan_excitation(
+        robot, ARM6_UNCOUPLED_CHAIN, DriveTerms(), ExcitationSettings(mode="process", cycles=4, seed=seed)
+    )
     time = np.arange(0.0, min(seconds, plan.trajectory.duration_s), 1.0 / RATE_HZ)
     q, dq, ddq = interpolate_trajectory(
         plan.trajectory.time, plan.trajectory.q, plan.trajectory.dq, plan.trajectory.ddq, time
@@ -61,17 +44,19 @@ def _job(robot: RobotModel, *, carried: Payload | None, seconds: float, seed: in
     if hold is not None:  # every joint but the wrist held still
         q[:, :hold], dq[:, :hold], ddq[:, :hold] = q[0, :hold], 0.0, 0.0
     model = robot if carried is None else attach_payload(robot, carried)
-    torques = inverse_dynamics(model, CHAIN, DRIVE, q, dq, ddq)
+    torques = inverse_dynamics(model, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE, q, dq, ddq)
     rng = np.random.default_rng(seed)
-    currents = CHAIN.motor_currents(torques)
-    noisy = CHAIN.joint_torques(currents + rng.normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape))
+    currents = ARM6_UNCOUPLED_CHAIN.motor_currents(torques)
+    noisy = ARM6_UNCOUPLED_CHAIN.joint_torques(
+        currents + rng.normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape)
+    )
     return time, q, noisy
 
 
 def test_the_load_is_identified_from_ten_seconds_of_the_job_after_the_trigger(arm6) -> None:
-    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    prior = RobotPrior.from_standard(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
     estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=10.0))
-    time, q, torques = _job(arm6, carried=LOAD, seconds=12.0, seed=2)
+    time, q, torques = _job(arm6, carried=PROCESS_LOAD, seconds=12.0, seed=2)
     assert estimator.add_samples(time, q, torques) is None  # no trigger yet: nothing is kept
     estimator.trigger()
     outcome = None
@@ -82,16 +67,16 @@ def test_the_load_is_identified_from_ten_seconds_of_the_job_after_the_trigger(ar
     assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
     assert outcome.ended_s - outcome.started_s <= 10.0 + 1e-9
     found = outcome.estimate.payload
-    assert abs(found.mass_kg - LOAD.mass_kg) / LOAD.mass_kg < 0.02
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+    assert abs(found.mass_kg - PROCESS_LOAD.mass_kg) / PROCESS_LOAD.mass_kg < 0.02
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.005
 
 
 def test_a_job_that_keeps_the_tool_vertical_fixes_the_inertia_and_says_so(arm6) -> None:
     # The pick-and-place barely turns the load: its inertia is left open, the full search ends at the physical
     # bound or fails, and mass and centre of mass are estimated with a solid sphere's inertia held fixed.
-    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    prior = RobotPrior.from_standard(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
     estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=10.0))
-    time, q, torques = _job(arm6, carried=LOAD, seconds=12.0, seed=3)
+    time, q, torques = _job(arm6, carried=PROCESS_LOAD, seconds=12.0, seed=3)
     estimator.trigger()
     outcome = estimator.add_samples(time, q, torques)
     assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
@@ -101,8 +86,8 @@ def test_a_job_that_keeps_the_tool_vertical_fixes_the_inertia_and_says_so(arm6) 
     assert_allclose(found.inertia_kg_m2, sphere_inertia(found.mass_kg), rtol=0.01)
     assert np.all(found.std.inertia_kg_m2 >= np.max(np.abs(found.inertia_kg_m2)))  # σ says: not identified
     # Measured: mass 0.1 %, centre of mass within 0.6 mm; σ of the mass and COM stay those of the data.
-    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.01
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.003
+    assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.01
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.003
     assert found.std.mass_kg < 0.01 * found.mass_kg and np.max(found.std.com_m) < 0.003
     assert payload_identification_record(estimate, arm6.joint_names)["inertia_fixed"] is True
     assert "does not determine the inertia" in format_payload_estimate(estimate, arm6.joint_names)
@@ -110,23 +95,25 @@ def test_a_job_that_keeps_the_tool_vertical_fixes_the_inertia_and_says_so(arm6) 
 
 def test_mass_and_centre_do_not_depend_on_the_inertia_held_fixed(arm6) -> None:
     # Whatever inertia is assumed (a 10 cm cube's or the truth's), the job gives the same mass and centre of mass.
-    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
-    time, q, torques = _job(arm6, carried=LOAD, seconds=10.0, seed=4)
-    observations = recording_observations(arm6, CHAIN, time, q, CHAIN.motor_currents(torques), stick_periods=3)
-    cube = np.eye(3) * LOAD.mass_kg * 0.1**2 / 6.0
-    truth = identify_payload_mass_and_centre(prior, "tool0", observations, inertia_kg_m2=LOAD.inertia_kg_m2)
+    prior = RobotPrior.from_standard(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
+    time, q, torques = _job(arm6, carried=PROCESS_LOAD, seconds=10.0, seed=4)
+    observations = recording_observations(
+        arm6, ARM6_UNCOUPLED_CHAIN, time, q, ARM6_UNCOUPLED_CHAIN.motor_currents(torques), stick_periods=3
+    )
+    cube = np.eye(3) * PROCESS_LOAD.mass_kg * 0.1**2 / 6.0
+    truth = identify_payload_mass_and_centre(prior, "tool0", observations, inertia_kg_m2=PROCESS_LOAD.inertia_kg_m2)
     other = identify_payload_mass_and_centre(prior, "tool0", observations, inertia_kg_m2=cube)
     assert_allclose(other.payload.inertia_kg_m2, cube)
     # Measured: they differ by 1e-8 kg and 0.03 µm.
-    assert abs(other.payload.mass_kg - truth.payload.mass_kg) < 1e-4 * LOAD.mass_kg
+    assert abs(other.payload.mass_kg - truth.payload.mass_kg) < 1e-4 * PROCESS_LOAD.mass_kg
     assert np.max(np.abs(other.payload.com_m - truth.payload.com_m)) < 1e-4
-    assert np.max(np.abs(truth.payload.com_m - LOAD.com_m)) < 0.003
+    assert np.max(np.abs(truth.payload.com_m - PROCESS_LOAD.com_m)) < 0.003
 
 
 def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason(arm6) -> None:
-    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    prior = RobotPrior.from_standard(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
     estimator = PayloadReidentification(prior, PayloadReidentificationSettings(frame="tool0", duration_s=6.0))
-    time, q, torques = _job(arm6, carried=LOAD, seconds=8.0, seed=2, hold=3)
+    time, q, torques = _job(arm6, carried=PROCESS_LOAD, seconds=8.0, seed=2, hold=3)
     estimator.trigger()
     outcome = estimator.add_samples(time, q, torques)
     assert outcome is not None and not outcome.accepted
@@ -145,7 +132,7 @@ def test_settings_name_what_is_wrong() -> None:
 def _reduced_prior(robot: RobotModel) -> RobotPrior:
     """The true robot without the wrist's small first moments (MX5, MX6, MY6, MZ6), as a sensitivity reduction
     drops them ([Volkmann2020] Algorithm 1: they change the robot's own torques by less than e_tol)."""
-    truth = RobotPrior.from_standard(robot, CHAIN, DRIVE)
+    truth = RobotPrior.from_standard(robot, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
     inertial = truth.inertial.reshape(6, 10).copy()
     inertial[4, 1] = 0.0
     inertial[5, 1:4] = 0.0
@@ -156,7 +143,7 @@ def _reidentify(prior: RobotPrior, robot: RobotModel, reference: tuple | None, s
     settings = settings or PayloadReidentificationSettings(frame="tool0", duration_s=10.0)
     estimator = PayloadReidentification(prior, settings, reference=reference)
     estimator.trigger()
-    outcome = estimator.add_samples(*_job(robot, carried=LOAD, seconds=12.0, seed=5))
+    outcome = estimator.add_samples(*_job(robot, carried=PROCESS_LOAD, seconds=12.0, seed=5))
     assert outcome is not None and outcome.accepted, outcome.reason if outcome else "no outcome"
     return outcome
 
@@ -170,12 +157,12 @@ def test_the_motion_before_the_trigger_corrects_what_a_reduced_robot_model_lacks
     corrected = _reidentify(prior, arm6, unloaded)
     # Measured: 15.0 mm off along the tool axis without the correction, 0.6 mm with it (σ 0.6 mm).
     assert plain.correction is None and "no motion without the load" in plain.correction_note
-    assert np.max(np.abs(plain.estimate.payload.com_m - LOAD.com_m)) > 0.01
+    assert np.max(np.abs(plain.estimate.payload.com_m - PROCESS_LOAD.com_m)) > 0.01
     assert corrected.correction is not None and corrected.correction_note == ""
     found = corrected.estimate.payload
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.003
-    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.01
-    assert np.all(np.abs(found.com_m - LOAD.com_m) < 3.0 * found.std.com_m + 1e-4)
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.003
+    assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.01
+    assert np.all(np.abs(found.com_m - PROCESS_LOAD.com_m) < 3.0 * found.std.com_m + 1e-4)
     # The correction's own uncertainty is part of the load's.
     assert np.all(found.std.com_m >= plain.estimate.payload.std.com_m)
     # What it restored is the dropped moment seen from tool0 (MZ6 and MX5 regroup along the tool axis).
@@ -184,7 +171,7 @@ def test_the_motion_before_the_trigger_corrects_what_a_reduced_robot_model_lacks
 
 
 def test_with_the_true_robot_model_the_correction_changes_nothing_that_matters(arm6) -> None:
-    prior = RobotPrior.from_standard(arm6, CHAIN, DRIVE)
+    prior = RobotPrior.from_standard(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE)
     corrected = _reidentify(prior, arm6, _job(arm6, carried=None, seconds=12.0, seed=4))
     plain = _reidentify(prior, arm6, None)
     assert corrected.correction is not None

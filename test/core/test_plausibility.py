@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     ImplausibleModelError,
     PlausibilityBounds,
@@ -20,11 +18,6 @@ from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 
 RATE_HZ = 500.0
-
-
-@pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 @pytest.fixture(scope="module")

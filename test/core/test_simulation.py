@@ -11,6 +11,7 @@ import pytest
 from numpy.testing import assert_allclose
 from scipy.integrate import solve_ivp
 
+from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, GEAR_RATIOS
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
@@ -28,8 +29,6 @@ from dynamic_identification.core.simulation import (
     synthesize_measurements,
 )
 
-GEARS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-
 
 @pytest.fixture(scope="module")
 def ur5(example_urdf: Callable[[str], Path]) -> RobotModel:
@@ -38,18 +37,12 @@ def ur5(example_urdf: Callable[[str], Path]) -> RobotModel:
 
 @pytest.fixture(scope="module")
 def chain() -> DriveChain:
-    return DriveChain.create(6, gear_ratios=GEARS, drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
+    return ARM6_UNCOUPLED_CHAIN
 
 
 @pytest.fixture(scope="module")
 def drive() -> DriveParameters:
-    return DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    return ARM6_DRIVE
 
 
 def _random_states(samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,12 +133,18 @@ def test_viscous_friction_dissipates_the_energy_it_should(ur5: RobotModel) -> No
     assert_allclose(energies[0] - energies[-1], dissipated, rtol=0.01)
 
 
+def _slow_ur5_motion(ur5: RobotModel, *, duration_s: float, seed: int) -> tuple[np.ndarray, ...]:
+    """A 0.5 Hz, 3-harmonic random Fourier motion of the UR5 at 0.3 of its limits, sampled at 1 kHz for
+    ``duration_s``: t (s), q, q̇, q̈."""
+    trajectory = random_fourier_trajectory(ur5, fundamental_hz=0.5, harmonics=3, seed=seed).scaled(0.3)
+    time = np.arange(0.0, duration_s, 1e-3)
+    return (time, *trajectory.evaluate(time))
+
+
 def test_feedforward_of_inverse_dynamics_makes_tracking_much_better(
     ur5: RobotModel, chain: DriveChain, drive: DriveParameters
 ) -> None:
-    trajectory = random_fourier_trajectory(ur5, fundamental_hz=0.5, harmonics=3, seed=3).scaled(0.3)
-    time = np.arange(0.0, 2.0, 1e-3)
-    q, dq, ddq = trajectory.evaluate(time)
+    time, q, dq, ddq = _slow_ur5_motion(ur5, duration_s=2.0, seed=3)
     errors = []
     for feedforward in (None, inverse_dynamics(ur5, chain, drive, q, dq, ddq)):
         simulator = RobotSimulator(ur5, chain, drive, SimulationSettings(), q0=q[0])
@@ -160,9 +159,7 @@ def test_feedforward_of_inverse_dynamics_makes_tracking_much_better(
 def test_measured_torques_follow_inverse_dynamics_along_the_run(
     ur5: RobotModel, chain: DriveChain, drive: DriveParameters
 ) -> None:
-    trajectory = random_fourier_trajectory(ur5, fundamental_hz=0.5, harmonics=3, seed=4).scaled(0.3)
-    time = np.arange(0.0, 1.0, 1e-3)
-    q, dq, ddq = trajectory.evaluate(time)
+    time, q, dq, ddq = _slow_ur5_motion(ur5, duration_s=1.0, seed=4)
     sensor = SensorModel(current_noise_std_a=0.0)
     simulator = RobotSimulator(ur5, chain, drive, SimulationSettings(sensor=sensor), q0=q[0])
     simulator.reset(q[0], dq[0])
@@ -183,11 +180,11 @@ def test_effort_saturation_is_counted(ur5: RobotModel) -> None:
 
 def test_quantisation_step_is_one_motor_count_through_the_gear() -> None:
     counts = 4096
-    chain = DriveChain.create(6, gear_ratios=GEARS)
+    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
     sensor = SensorModel(encoder_counts_per_rev=counts)
     q = np.linspace(-0.01, 0.01, 100001)[:, None] * np.ones(6)
     measured = quantize_positions(chain, sensor, q)
-    step = 2.0 * np.pi / (counts * GEARS)
+    step = 2.0 * np.pi / (counts * GEAR_RATIOS)
     for j in range(6):
         levels = np.unique(np.round(measured[:, j] / step[j], 6))
         assert_allclose(np.diff(levels), 1.0)
@@ -207,7 +204,7 @@ def test_current_noise_has_the_configured_std() -> None:
 def test_simulator_measure_adds_configured_noise(ur5: RobotModel) -> None:
     settings = SimulationSettings(sensor=SensorModel(current_noise_std_a=0.03, velocity_noise_std_rad_s=0.01))
     simulator = RobotSimulator(
-        ur5, DriveChain.create(6, gear_ratios=GEARS), DriveParameters.create(6), settings, seed=6
+        ur5, DriveChain.create(6, gear_ratios=GEAR_RATIOS), DriveParameters.create(6), settings, seed=6
     )
     samples = np.array([simulator.measure() for _ in range(5000)])
     assert_allclose(samples[:, 3].std(axis=0), 0.03, rtol=0.06)

@@ -37,14 +37,12 @@ from dynamic_identification.nodes.excitation import ExcitationNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from five_bar import FIVE_BAR_ACTUATED as ACTUATED
+from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, fourier_motion
 from ros_graph import RosGraph, graphs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
-FIVE_BAR_CONFIG = REPO_ROOT / "config" / "five_bar.yaml"
 NAMESPACE = f"closed_loop_test_{os.getpid()}"
 """The nodes and probe run in a namespace of this process: no latched message of another run reaches them."""
-ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
 
 
 def overrides(node: str, **extra: object) -> list[Parameter]:
@@ -138,14 +136,7 @@ def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.nd
     sim = simulated_robot(FIVE_BAR_CONFIG, 2)
     rng = np.random.default_rng(5)
     t = np.arange(0.0, seconds, 1.0 / rate_hz)
-    q, dq, ddq = (np.zeros((t.size, 2)) for _ in range(3))
-    for j in range(2):
-        for h in range(1, 6):
-            omega = 2.0 * np.pi * 0.2 * h
-            a, b = rng.normal(0.0, 1.0, 2) * 0.5 / (h * np.sqrt(5.0))
-            q[:, j] += a * np.sin(omega * t) + b * (np.cos(omega * t) - 1.0)
-            dq[:, j] += omega * (a * np.cos(omega * t) - b * np.sin(omega * t))
-            ddq[:, j] -= omega**2 * (a * np.sin(omega * t) + b * np.cos(omega * t))
+    q, dq, ddq = fourier_motion(t, 2, rng)
     motion = model.complete_motion(q, dq, ddq)
     torques = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, motion.q, motion.dq, motion.ddq)
     torques = torques + rng.normal(0.0, 0.01 * float(np.sqrt(np.mean(torques**2))), torques.shape)

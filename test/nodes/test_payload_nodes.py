@@ -28,14 +28,15 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from arm6_drives import ARM6_DRIVE, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveParameters, DriveTerms, RobotModel, load_robot, standard_parameters
-from dynamic_identification.core.payload import Payload, attach_payload, payload_torques
+from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.payload import attach_payload, payload_torques
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
-from dynamic_identification.io.config import load_config, ros_parameters
+from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, parse_payload, write_payload_atomic
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
@@ -52,20 +53,6 @@ NAMESPACE = f"payload_test_{os.getpid()}"
 RATE_HZ = 250.0
 START_S = 1000.0
 BURST = 250
-LOAD = Payload.create(
-    "tool0",
-    mass_kg=3.5,
-    com_m=[0.03, -0.02, 0.06],
-    inertia_kg_m2={"ixx": 0.012, "ixy": 0.0, "ixz": 0.0, "iyy": 0.015, "iyz": 0.0, "izz": 0.009},
-)
-SIM = ros_parameters(ARM6_CONFIG, "sim_robot")
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=SIM["rotor_inertia"],
-    viscous=SIM["viscous_friction"],
-    coulomb=SIM["coulomb_friction"],
-    offset=SIM["offset"],
-)
 CONFIG = load_config(str(ARM6_CONFIG))
 DRIVE_CHAIN_PARAMETERS = [
     Parameter("drive_chain.gear_ratios", value=list(CONFIG.gear_ratios or ())),
@@ -85,8 +72,8 @@ class Job:
 def _job(
     robot: RobotModel, *, seconds: float, seed: int, hold: int | None = None, grasp_s: float = 0.0, cycles: int = 4
 ) -> Job:
-    """The pick-and-place process carrying :data:`LOAD` from ``grasp_s`` on, 1 % current noise; ``hold`` joints held
-    still."""
+    """The pick-and-place process carrying :data:`PROCESS_LOAD` from ``grasp_s`` on, 1 % current noise;
+    ``hold`` joints held still."""
     chain = CONFIG.drive_chain(robot.n_joints)
     plan = plan_excitation(robot, chain, DriveTerms(), ExcitationSettings(mode="process", cycles=cycles, seed=seed))
     stamps = np.arange(0.0, min(seconds, plan.trajectory.duration_s), 1.0 / RATE_HZ)
@@ -95,10 +82,10 @@ def _job(
     )
     if hold is not None:
         q[:, :hold], dq[:, :hold], ddq[:, :hold] = q[0, :hold], 0.0, 0.0
-    torques = inverse_dynamics(attach_payload(robot, LOAD), chain, DRIVE, q, dq, ddq)
+    torques = inverse_dynamics(attach_payload(robot, PROCESS_LOAD), chain, ARM6_DRIVE, q, dq, ddq)
     before = stamps < grasp_s
     if before.any():
-        torques[before] = inverse_dynamics(robot, chain, DRIVE, q[before], dq[before], ddq[before])
+        torques[before] = inverse_dynamics(robot, chain, ARM6_DRIVE, q[before], dq[before], ddq[before])
     currents = chain.motor_currents(torques)
     noise = np.random.default_rng(seed).normal(0.0, 0.01 * np.abs(currents).max(axis=0), currents.shape)
     return Job(stamps, q, chain.joint_torques(currents + noise))
@@ -112,7 +99,7 @@ def _true_parameters(robot: RobotModel, path: pathlib.Path, *, without_wrist_mom
     """
     chain, terms = CONFIG.drive_chain(robot.n_joints), DriveTerms()
     base = base_parameters(robot, chain, terms)
-    standard = standard_parameters(robot, terms, DRIVE).reshape(robot.n_joints, terms.per_joint)
+    standard = standard_parameters(robot, terms, ARM6_DRIVE).reshape(robot.n_joints, terms.per_joint)
     if without_wrist_moments:
         standard[4, 1] = 0.0
         standard[5, 1:4] = 0.0
@@ -250,8 +237,8 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     found = parse_payload(message.data)
     # Measured: mass 0.3 %, centre of mass 0.9 mm off, from 10 s of the process at 250 Hz.
     assert found.frame == "tool0" and found.std is not None
-    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.02
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+    assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.02
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.005
     identification = yaml.safe_load(message.data)["identification"]
     assert identification["method"] in ("ml", "linear")
     assert identification["ended_s"] - identification["started_s"] <= 10.0
@@ -293,8 +280,8 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     identification = yaml.safe_load(message.data)["identification"]
     assert identification["started_s"] >= start_s + grasp_s  # from the request on, not from the last sample received
     found = parse_payload(message.data)
-    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.02
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+    assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.02
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.005
 
 
 def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
@@ -320,8 +307,8 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
     assert correction["applied"] is True and correction["equations"] > 0
     found = parse_payload(message.data)
     # Measured: the uncorrected model puts the centre of mass 15 mm off along the tool axis (core test).
-    assert abs(found.mass_kg / LOAD.mass_kg - 1.0) < 0.02
-    assert np.max(np.abs(found.com_m - LOAD.com_m)) < 0.005
+    assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.02
+    assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.005
 
 
 def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
@@ -396,7 +383,7 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     before = np.array(_hold(p, pose)[-1].data)
     payloads = p.probe.create_publisher(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: payloads.get_subscription_count() > 0)
-    payloads.publish(String(data=dump_payload(LOAD)))
+    payloads.publish(String(data=dump_payload(PROCESS_LOAD)))
     node = p.node
     assert isinstance(node, FeedforwardNode)
     p.spin(20.0, until=lambda: node.payload is not None)
@@ -405,16 +392,16 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     p.spin(20.0, until=lambda: len(efforts) > count + 2)
     after = np.array(efforts[-1].data)  # type: ignore[attr-defined]
     zeros = np.zeros((1, 6))
-    gravity = payload_torques(arm6, LOAD, np.array([pose]), zeros, zeros)[0]
+    gravity = payload_torques(arm6, PROCESS_LOAD, np.array([pose]), zeros, zeros)[0]
     np.testing.assert_allclose(after - before, gravity, atol=1e-9)
 
-    bad = yaml.safe_load(dump_payload(LOAD))
+    bad = yaml.safe_load(dump_payload(PROCESS_LOAD))
     bad["payload"]["inertia_kg_m2"]["iyy"] = -0.01
     payloads.publish(String(data=yaml.safe_dump(bad)))
     p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _ff_values(node)["payload_error"]))
     values = _ff_values(node)
     assert "not positive definite" in values["payload_error"] and "3.5 kg on tool0" in values["payload"]
-    assert node.payload is not None and node.payload.mass_kg == LOAD.mass_kg  # the previous payload stays
+    assert node.payload is not None and node.payload.mass_kg == PROCESS_LOAD.mass_kg  # the previous payload stays
     assert node.refusals()["payload"].count == 1
 
 
@@ -424,7 +411,7 @@ def _ff_values(node: FeedforwardNode) -> dict[str, str]:
 
 def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel, tmp_path: pathlib.Path) -> None:
     parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
-    write_payload_atomic(tmp_path / "load.yaml", LOAD)
+    write_payload_atomic(tmp_path / "load.yaml", PROCESS_LOAD)
     node = _feedforward(
         context,
         [
@@ -434,7 +421,7 @@ def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel
     )
     try:
         assert node.model is not None and node.model.payload is not None
-        np.testing.assert_array_equal(node.model.payload.dynamic_parameters(), LOAD.dynamic_parameters())
+        np.testing.assert_array_equal(node.model.payload.dynamic_parameters(), PROCESS_LOAD.dynamic_parameters())
     finally:
         node.destroy_node()
 
@@ -445,7 +432,7 @@ def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel
 def test_the_simulator_carries_the_payload_after_grasp(
     context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
-    write_payload_atomic(tmp_path / "load.yaml", LOAD)
+    write_payload_atomic(tmp_path / "load.yaml", PROCESS_LOAD)
     sim = SimRobotNode(
         context=context,
         namespace=NAMESPACE,
@@ -471,7 +458,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
     loaded = settled_torque()
     q = np.array(states[-1].position)  # type: ignore[attr-defined]
     zeros = np.zeros((1, 6))
-    gravity = payload_torques(arm6, LOAD, q[None], zeros, zeros)[0]
+    gravity = payload_torques(arm6, PROCESS_LOAD, q[None], zeros, zeros)[0]
     # At rest the motors hold the load's weight as well (the PD's steady state lowers the pose by < 1 mrad).
     np.testing.assert_allclose(loaded - empty, gravity, rtol=0.02, atol=0.05)
 

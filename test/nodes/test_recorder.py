@@ -189,11 +189,17 @@ def test_start_and_stop_write_a_recording_that_loads_with_the_right_joints_and_s
     assert g.call("stop").message == "not recording"
 
 
+def _recording_into(graph: Callable[[list[Parameter]], _Graph], path: pathlib.Path) -> _Graph:
+    """A recorder writing ``path`` (``output_dir`` and ``output_file``), started."""
+    g = graph([*BASE, Parameter("output_dir", value=str(path.parent)), Parameter("output_file", value=path.name)])
+    assert g.call("start").success
+    return g
+
+
 def test_the_file_being_written_loads_mid_recording(
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:
-    g = graph([*BASE, Parameter("output_dir", value=str(tmp_path)), Parameter("output_file", value="run.csv")])
-    assert g.call("start").success
+    g = _recording_into(graph, tmp_path / "run.csv")
     js = stamps(600, seed=5)
     cur = stamps(602, first=-1, offset_ns=500_000, seed=6)
     stream(g, js[:300], cur[:301])
@@ -309,8 +315,7 @@ def values_of(status: DiagnosticStatus) -> dict[str, str]:
 def test_joint_states_lost_on_the_way_are_reported_at_warn_with_their_exact_count(
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:
-    g = graph([*BASE, Parameter("output_dir", value=str(tmp_path)), Parameter("output_file", value="gap.csv")])
-    assert g.call("start").success
+    g = _recording_into(graph, tmp_path / "gap.csv")
     js = stamps(400, seed=16)
     cur = stamps(402, first=-1, offset_ns=300_000, seed=17)
     kept = np.concatenate([js[:150], js[167:300], js[302:]])  # 17 + 2 joint states never arrive

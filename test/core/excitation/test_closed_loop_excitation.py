@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,17 +13,8 @@ import scipy.ndimage
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
     base_parameters,
-    observation_matrix,
-    standard_parameters,
-)
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    constrained_inverse_dynamics,
-    simulate_tracking,
 )
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.estimation.least_squares import weighted_least_squares
 from dynamic_identification.core.excitation.closed_loop import (
     DEFAULT_SINGULARITY_MARGIN,
     ClosedLoopLimits,
@@ -36,42 +26,23 @@ from dynamic_identification.core.excitation.closed_loop import (
 )
 from dynamic_identification.core.excitation.plan import ExcitationPlan
 from dynamic_identification.core.excitation.safety import check_trajectory
-from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.signal import ParallelDecimator, differentiate
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.io.config import load_excitation_settings
+from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, FIVE_BAR_DRIVE, identify_wls, load_five_bar, track
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
-
-SETTINGS = ExcitationSettings(
-    fundamental_hz=0.2,
-    harmonics=5,
-    periods=2,
-    rate_hz=100.0,
-    position_margin_rad=0.1,
-    velocity_scale=0.5,
-    acceleration_scale=0.5,
-    time_budget_s=math.inf,
-    max_evaluations=80,
-    seed=0,
-)
+SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=80)
 """The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible)."""
 
 
 @pytest.fixture(scope="module")
 def five_bar() -> ClosedLoopModel:
-    return ClosedLoopModel.from_config(
-        FIVE_BAR_URDF,
-        loop_closures=[{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}],
-        actuated_joints=["proximal_joint_1", "proximal_joint_2"],
-    )
+    return load_five_bar()
 
 
 @pytest.fixture(scope="module")
 def chain() -> DriveChain:
-    return DriveChain.create(2, drive_gains=[0.08, 0.08])
+    return FIVE_BAR_CHAIN
 
 
 @pytest.fixture(scope="module")
@@ -183,31 +154,9 @@ def test_identification_along_the_planned_trajectory_recovers_base_parameters_wi
 ) -> None:
     """The five-bar simulated along the plan (PD + feedforward at 1 kHz, 14-bit encoders, 10 mA current noise),
     identified by IDIM-WLS on band-pass derivatives decimated by 10 ([Briot2012] §3.1)."""
-    terms = DriveTerms()
-    drive = DriveParameters.create(
-        2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[4e-3, 5e-3], offset=[1e-3, -1e-3]
-    )
     executed = _executed(plan)
-    desired = five_bar.complete_motion(executed.q, executed.dq, executed.ddq)
-    feedforward = constrained_inverse_dynamics(five_bar, chain, drive, desired.q, desired.dq, desired.ddq)
-    sensor = SensorModel(current_noise_std_a=0.01, encoder_counts_per_rev=2**14)
-    simulator = ClosedLoopSimulator(
-        five_bar, chain, drive, ClosedLoopSimulationSettings(sensor=sensor), q0=executed.q[0], seed=4
-    )
-    run = simulate_tracking(simulator, executed.time, executed.q, executed.dq, executed.ddq, feedforward)
-    q, dq, ddq = differentiate(run.q, rate_hz=1000.0, cutoff_hz=10.0)
-    motion = five_bar.complete_motion(q, dq, ddq, q_guess=run.q_tree[0])
-    base = base_parameters(five_bar, chain, terms)
-    w = base.select(
-        observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
-    )
-    decimator = ParallelDecimator.create(10)
-    slowest = scipy.ndimage.minimum_filter1d(np.abs(dq), size=2 * decimator.half_length + 1, axis=0)
-    edge = 500  # filter edge effects, samples
-    w_decimated, kept = decimator.decimate(w[edge:-edge])
-    y_decimated, _ = decimator.decimate(run.joint_torques_nm[edge:-edge])
-    valid = slowest[edge:-edge][kept] > 0.05
-    result = weighted_least_squares(w_decimated, y_decimated, parameter_names=base.names, valid=valid)
-    truth = base.from_standard(standard_parameters(five_bar, terms, drive))
-    deviation = np.abs(result.parameters - truth) / result.std
-    assert np.all(deviation < 3.0), dict(zip(base.names, np.round(deviation, 2), strict=True))
+    motion = (executed.time, executed.q, executed.dq, executed.ddq)
+    run = track(five_bar, chain, FIVE_BAR_DRIVE, motion, seed=4, current_noise_a=0.01, q0=executed.q[0])
+    identified = identify_wls(five_bar, chain, FIVE_BAR_DRIVE, run)
+    deviation = np.abs(identified.result.parameters - identified.truth) / identified.result.std
+    assert np.all(deviation < 3.0), dict(zip(identified.base.names, np.round(deviation, 2), strict=True))

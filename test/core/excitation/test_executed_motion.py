@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,16 +27,11 @@ from dynamic_identification.core.excitation.safety import (
     ramp,
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms
 
 ORACLE_RATE_HZ = 1000.0
 SLACK = 1e-6
 """Relative slack of the oracle's comparison (round-off of a different evaluation of the same polynomials)."""
-
-
-@pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 def executed(trajectory: SampledTrajectory) -> tuple[np.ndarray, ...]:

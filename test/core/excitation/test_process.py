@@ -31,11 +31,6 @@ MM = 1e-3
 
 
 @pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
-
-
-@pytest.fixture(scope="module")
 def limits(arm6: RobotModel) -> JointLimits:
     return JointLimits.from_robot(arm6)
 

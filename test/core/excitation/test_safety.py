@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,11 +25,6 @@ from dynamic_identification.core.excitation import (
 from dynamic_identification.core.model import RobotModel, load_robot
 
 RATE_HZ = 500.0
-
-
-@pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 @pytest.fixture(scope="module")

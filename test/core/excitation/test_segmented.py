@@ -27,11 +27,6 @@ PANDA_ARM = [f"panda_joint{i}" for i in range(1, 8)]
 
 
 @pytest.fixture(scope="module")
-def arm6(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
-
-
-@pytest.fixture(scope="module")
 def panda(example_urdf: Callable[[str], Path]) -> RobotModel:
     return load_robot(example_urdf("panda.urdf"), PANDA_ARM)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
 from dynamic_identification.core.estimation import reduce_parameters
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
 from dynamic_identification.core.excitation import JointLimits, optimise_fourier, sample
@@ -22,7 +23,7 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.model import DriveTerms, load_robot
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import (
     SensorModel,
@@ -41,14 +42,7 @@ MIN_SPEED = 0.05
 @pytest.fixture(scope="module")
 def arm(arm6_urdf: Path):
     robot = load_robot(arm6_urdf)
-    chain = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    chain, drive = ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE
     terms = DriveTerms()
     return robot, chain, drive, terms, base_parameters(robot, chain, terms)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
@@ -28,14 +29,7 @@ RATE_HZ = 1000.0
 @pytest.fixture(scope="module")
 def arm(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, DriveParameters]:
     robot = load_robot(arm6_urdf)
-    chain = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    chain, drive = ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE
     return robot, chain, drive
 
 
