@@ -553,8 +553,7 @@ def _motor_errors(problem: _Problem, residual: np.ndarray, n: int) -> np.ndarray
     return errors
 
 
-@dataclass(frozen=True)
-class _DriveEstimate:
+class _DriveEstimate(NamedTuple):
     """Efficiency, viscous and Coulomb friction per motor with their σ, as :class:`PayloadEstimate` reports them."""
 
     efficiency: np.ndarray
@@ -607,17 +606,18 @@ def _payload_estimate(
     arguments are the :class:`PayloadEstimate` fields of the same names.
     """
     dynamic_parameters, covariance = load
+    efficiency, efficiency_std, viscous, viscous_std, coulomb, coulomb_std = drive
     return PayloadEstimate(
         payload=payload,
         dynamic_parameters=dynamic_parameters,
         covariance=covariance,
         method=method,
-        efficiency=drive.efficiency,
-        efficiency_std=drive.efficiency_std,
-        viscous=drive.viscous,
-        viscous_std=drive.viscous_std,
-        coulomb=drive.coulomb,
-        coulomb_std=drive.coulomb_std,
+        efficiency=efficiency,
+        efficiency_std=efficiency_std,
+        viscous=viscous,
+        viscous_std=viscous_std,
+        coulomb=coulomb,
+        coulomb_std=coulomb_std,
         actuated=problem.actuated.copy(),
         noise_std=noise_std,
         residual_std=residual_std,
