@@ -897,7 +897,7 @@ class _Search:
         ]
         return -np.concatenate(blocks, axis=1) / problem.sigma[:, None]
 
-    def estimate(self, frame: str, x: np.ndarray, search: _SearchOutcome) -> PayloadEstimate:
+    def estimate(self, frame: str, x: np.ndarray, outcome: _SearchOutcome) -> PayloadEstimate:
         """The result at ``θ = x``, with ``cov(θ) = s² (JᵀJ)⁻¹`` propagated to the load's description."""
         problem = self.problem
         n = problem.noise_std.size
@@ -941,7 +941,7 @@ class _Search:
             method="ml",
             noise_std=problem.noise_std.copy(),
             residual_std=residual_std,
-            search=search,
+            search=outcome,
             at_bound=at_bound,
         )
 
