@@ -145,6 +145,20 @@ def check_inertia(inertia_kg_m2: np.ndarray, *, name: str = "inertia_kg_m2") -> 
     return moments
 
 
+def _store_description(description: PayloadStd | Payload, mass: float, com: np.ndarray, inertia: np.ndarray) -> None:
+    """Set the validated ``mass_kg``, ``com_m`` and ``inertia_kg_m2`` of a frozen description, the arrays read-only.
+
+    :class:`PayloadStd` and :class:`Payload` normalise their fields in ``__post_init__``
+    (a float mass, a ``(3,)`` centre of mass, a ``(3, 3)`` inertia); being frozen, they set
+    them through ``object.__setattr__``.
+    """
+    com.setflags(write=False)
+    inertia.setflags(write=False)
+    object.__setattr__(description, "mass_kg", mass)
+    object.__setattr__(description, "com_m", com)
+    object.__setattr__(description, "inertia_kg_m2", inertia)
+
+
 @dataclass(frozen=True)
 class PayloadStd:
     """Standard deviations of a payload's description, same units as :class:`Payload`.
@@ -173,11 +187,7 @@ class PayloadStd:
         for name, values in (("mass_kg", np.array([mass])), ("com_m", com), ("inertia_kg_m2", inertia)):
             if not np.all(np.isfinite(values)) or np.any(values < 0.0):
                 raise PayloadError(f"std of {name} must be finite and >= 0, got {values.tolist()}")
-        com.setflags(write=False)
-        inertia.setflags(write=False)
-        object.__setattr__(self, "mass_kg", mass)
-        object.__setattr__(self, "com_m", com)
-        object.__setattr__(self, "inertia_kg_m2", inertia)
+        _store_description(self, mass, com, inertia)
 
 
 @dataclass(frozen=True)
@@ -226,11 +236,7 @@ class Payload:
         inertia = 0.5 * (inertia + inertia.T)
         if self.std is not None and not isinstance(self.std, PayloadStd):
             raise PayloadError(f"payload std must be a PayloadStd, got {type(self.std).__name__}")
-        com.setflags(write=False)
-        inertia.setflags(write=False)
-        object.__setattr__(self, "mass_kg", mass)
-        object.__setattr__(self, "com_m", com)
-        object.__setattr__(self, "inertia_kg_m2", inertia)
+        _store_description(self, mass, com, inertia)
 
     @classmethod
     def create(
@@ -317,8 +323,18 @@ def parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
     log-Cholesky parametrisation of physically consistent bodies). Analytic, so it
     accepts complex ``θ`` (complex-step derivatives).
     """
-    mass = np.exp(theta[0])
-    com = theta[1:4]
+    return parameters_from_com_inertia(
+        np.exp(theta[0]), theta[1:4], com_inertia_from_log_cholesky(theta), dtype=theta.dtype
+    )
+
+
+def com_inertia_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
+    """Inertia about the centre of mass ``I_c = tr(Σ_c) 1 − Σ_c`` of a log-Cholesky vector ``θ`` (10,), ``(3, 3)``.
+
+    ``Σ_c = L Lᵀ`` with ``L = [[e^{l_0}, 0, 0], [l_1, e^{l_2}, 0], [l_3, l_4, e^{l_5}]]``
+    from ``θ[4:10]`` (see :func:`parameters_from_log_cholesky`). Analytic, so it accepts
+    complex ``θ`` (complex-step derivatives).
+    """
     lower = np.array(
         [
             [np.exp(theta[4]), 0.0, 0.0],
@@ -328,21 +344,33 @@ def parameters_from_log_cholesky(theta: np.ndarray) -> np.ndarray:
         dtype=theta.dtype,
     )
     second = lower @ lower.T
-    inertia = np.trace(second) * np.eye(3) - second + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
+    return np.trace(second) * np.eye(3) - second
+
+
+def parameters_from_com_inertia(
+    mass: float | complex, com: np.ndarray, inertia: np.ndarray, *, dtype: np.dtype[Any]
+) -> np.ndarray:
+    """Dynamic parameters ``φ`` (10,) of a body of ``mass``, centre of mass ``com`` and inertia ``inertia`` about it.
+
+    ``φ = [m, m c, I]`` in Pinocchio's order with ``I = I_c + m (‖c‖² 1 − c cᵀ)`` about the
+    frame origin (parallel-axis theorem). Analytic, so real or complex numbers (complex-step
+    derivatives) alike; ``dtype`` is the result's.
+    """
+    about_origin = inertia + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
     return np.array(
         [
             mass,
             mass * com[0],
             mass * com[1],
             mass * com[2],
-            inertia[0, 0],
-            inertia[0, 1],
-            inertia[1, 1],
-            inertia[0, 2],
-            inertia[1, 2],
-            inertia[2, 2],
+            about_origin[0, 0],
+            about_origin[0, 1],
+            about_origin[1, 1],
+            about_origin[0, 2],
+            about_origin[1, 2],
+            about_origin[2, 2],
         ],
-        dtype=theta.dtype,
+        dtype=dtype,
     )
 
 

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -91,7 +91,9 @@ from dynamic_identification.core.payload import (
     PayloadError,
     PayloadStd,
     com_inertia,
+    com_inertia_from_log_cholesky,
     log_cholesky_from_parameters,
+    parameters_from_com_inertia,
     parameters_from_log_cholesky,
     payload_regressor,
 )
@@ -428,16 +430,7 @@ def recording_observations(
 
 def _description(theta: np.ndarray) -> np.ndarray:
     """``[m, c (3), ixx, ixy, ixz, iyy, iyz, izz]`` about the centre of mass of ``θ``; complex-step safe."""
-    lower = np.array(
-        [
-            [np.exp(theta[4]), 0.0, 0.0],
-            [theta[5], np.exp(theta[6]), 0.0],
-            [theta[7], theta[8], np.exp(theta[9])],
-        ],
-        dtype=theta.dtype,
-    )
-    second = lower @ lower.T
-    inertia = np.trace(second) * np.eye(3) - second
+    inertia = com_inertia_from_log_cholesky(theta)
     entries = [inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2], inertia[2, 2]]
     return np.concatenate([[np.exp(theta[0])], theta[1:4], np.array(entries, dtype=theta.dtype)])
 
@@ -609,6 +602,86 @@ def _motor_errors(problem: _Problem, residual: np.ndarray, n: int) -> np.ndarray
     return errors
 
 
+class _DriveEstimate(NamedTuple):
+    """Efficiency, viscous and Coulomb friction per motor with their σ, as :class:`PayloadEstimate` reports them."""
+
+    efficiency: np.ndarray
+    efficiency_std: np.ndarray
+    viscous: np.ndarray
+    viscous_std: np.ndarray
+    coulomb: np.ndarray
+    coulomb_std: np.ndarray
+
+    @classmethod
+    def without_efficiency(
+        cls, viscous: np.ndarray, viscous_std: np.ndarray, coulomb: np.ndarray, coulomb_std: np.ndarray
+    ) -> _DriveEstimate:
+        """Friction only: the efficiency is not estimated (1, σ NaN)."""
+        n = viscous.size
+        return cls(np.ones(n), np.full(n, np.nan), viscous, viscous_std, coulomb, coulomb_std)
+
+
+class _SearchOutcome(NamedTuple):
+    """Levenberg-Marquardt iterations (Jacobian evaluations), residual evaluations and convergence of a search."""
+
+    iterations: int
+    evaluations: int
+    converged: bool
+
+
+_NO_SEARCH = _SearchOutcome(iterations=0, evaluations=0, converged=True)
+"""The outcome reported for the linear estimate, which does not iterate."""
+
+
+def _payload_estimate(
+    problem: _Problem,
+    residual: np.ndarray,
+    payload: Payload,
+    load: tuple[np.ndarray, np.ndarray],
+    drive: _DriveEstimate,
+    *,
+    method: Literal["linear", "ml"],
+    noise_std: np.ndarray,
+    residual_std: float,
+    search: _SearchOutcome = _NO_SEARCH,
+    projected: bool = False,
+    at_bound: bool = False,
+    inertia_fixed: bool = False,
+) -> PayloadEstimate:
+    """The estimate of ``payload``, its ``load = (φ, cov(φ))`` and ``drive``, with the fit quality of ``residual``.
+
+    ``residual`` is ``u − û`` of every used equation (motor torques, N·m, ``(K,)``): it gives
+    the relative error, each motor's RMS error and the number of equations. The other
+    arguments are the :class:`PayloadEstimate` fields of the same names.
+    """
+    dynamic_parameters, covariance = load
+    efficiency, efficiency_std, viscous, viscous_std, coulomb, coulomb_std = drive
+    return PayloadEstimate(
+        payload=payload,
+        dynamic_parameters=dynamic_parameters,
+        covariance=covariance,
+        method=method,
+        efficiency=efficiency,
+        efficiency_std=efficiency_std,
+        viscous=viscous,
+        viscous_std=viscous_std,
+        coulomb=coulomb,
+        coulomb_std=coulomb_std,
+        actuated=problem.actuated.copy(),
+        noise_std=noise_std,
+        residual_std=residual_std,
+        relative_error=float(np.linalg.norm(residual) / max(float(np.linalg.norm(problem.measured)), 1e-300)),
+        motor_rms_error=_motor_errors(problem, residual, problem.noise_std.size),
+        equations=int(residual.size),
+        iterations=search.iterations,
+        evaluations=search.evaluations,
+        converged=search.converged,
+        projected=projected,
+        at_bound=at_bound,
+        inertia_fixed=inertia_fixed,
+    )
+
+
 def _noise(prior: RobotPrior, observations: PayloadObservations) -> np.ndarray | None:
     if observations.noise_std is None:
         return None
@@ -649,7 +722,6 @@ def identify_payload_linear(
     noise = _noise(prior, observations)
     problem = _problem(prior, frame, observations, noise if noise is not None else np.ones(n))
     friction_motors = np.flatnonzero(problem.actuated) if estimate_friction else np.empty(0, dtype=int)
-    count = problem.motor.size
     design, target, names = _linear_design(prior, problem, 10, friction_motors)
     # Each motor equation is a sample of its own for weighted_least_squares: W (K, 1, p), per-equation σ.
     try:
@@ -682,26 +754,15 @@ def identify_payload_linear(
         coulomb[m] += result.parameters[11 + 2 * i]
         viscous_std[m], coulomb_std[m] = result.std[10 + 2 * i], result.std[11 + 2 * i]
     residual = target - design @ result.parameters
-    return PayloadEstimate(
-        payload=payload,
-        dynamic_parameters=phi.copy(),
-        covariance=covariance.copy(),
+    return _payload_estimate(
+        problem,
+        residual,
+        payload,
+        (phi.copy(), covariance.copy()),
+        _DriveEstimate.without_efficiency(viscous, viscous_std, coulomb, coulomb_std),
         method="linear",
-        efficiency=np.ones(n),
-        efficiency_std=np.full(n, np.nan),
-        viscous=viscous,
-        viscous_std=viscous_std,
-        coulomb=coulomb,
-        coulomb_std=coulomb_std,
-        actuated=problem.actuated.copy(),
         noise_std=_motor_errors(problem, residual, n) if noise is None else noise.copy(),
         residual_std=float(result.residual_std),
-        relative_error=float(np.linalg.norm(residual) / max(float(np.linalg.norm(problem.measured)), 1e-300)),
-        motor_rms_error=_motor_errors(problem, residual, n),
-        equations=int(count),
-        iterations=0,
-        evaluations=0,
-        converged=True,
         projected=projected,
     )
 
@@ -883,7 +944,7 @@ def identify_payload_ml(
             search = replace(
                 search, problem=replace(search.problem, sigma=noise[search.problem.motor], noise_std=noise)
             )
-    return search.estimate(frame, x, iterations=iterations, evaluations=evaluations, converged=converged)
+    return search.estimate(frame, x, _SearchOutcome(iterations, evaluations, converged))
 
 
 @dataclass(frozen=True)
@@ -943,9 +1004,7 @@ class _Search:
         ]
         return -np.concatenate(blocks, axis=1) / problem.sigma[:, None]
 
-    def estimate(
-        self, frame: str, x: np.ndarray, *, iterations: int, evaluations: int, converged: bool
-    ) -> PayloadEstimate:
+    def estimate(self, frame: str, x: np.ndarray, outcome: _SearchOutcome) -> PayloadEstimate:
         """The result at ``θ = x``, with ``cov(θ) = s² (JᵀJ)⁻¹`` propagated to the load's description."""
         problem = self.problem
         n = problem.noise_std.size
@@ -980,28 +1039,16 @@ class _Search:
         coulomb_std[friction] = std[10 + f : 10 + 2 * f]
         rates = np.exp(log_efficiency)
         efficiency_std[losses] = rates[losses] * std[10 + 2 * f :]
-        errors = weighted * problem.sigma
-        return PayloadEstimate(
-            payload=payload,
-            dynamic_parameters=phi,
-            covariance=load_jacobian @ covariance[:10, :10] @ load_jacobian.T,
+        return _payload_estimate(
+            problem,
+            weighted * problem.sigma,
+            payload,
+            (phi, load_jacobian @ covariance[:10, :10] @ load_jacobian.T),
+            _DriveEstimate(rates, efficiency_std, viscous, viscous_std, coulomb, coulomb_std),
             method="ml",
-            efficiency=rates,
-            efficiency_std=efficiency_std,
-            viscous=viscous,
-            viscous_std=viscous_std,
-            coulomb=coulomb,
-            coulomb_std=coulomb_std,
-            actuated=problem.actuated.copy(),
             noise_std=problem.noise_std.copy(),
             residual_std=residual_std,
-            relative_error=float(np.linalg.norm(errors) / max(float(np.linalg.norm(problem.measured)), 1e-300)),
-            motor_rms_error=_motor_errors(problem, errors, n),
-            equations=int(count),
-            iterations=iterations,
-            evaluations=evaluations,
-            converged=converged,
-            projected=False,
+            search=outcome,
             at_bound=at_bound,
         )
 
@@ -1024,23 +1071,7 @@ def sphere_inertia(mass_kg: float, *, density_kg_m3: float = ASSUMED_DENSITY_KG_
 
 def _phi_of(x: np.ndarray, inertia: np.ndarray) -> np.ndarray:
     """``φ`` of mass ``x[0]``, centre of mass ``x[1:4]`` and a fixed inertia about it; complex-step safe."""
-    mass, com = x[0], x[1:4]
-    total = inertia + mass * ((com @ com) * np.eye(3) - np.outer(com, com))
-    return np.array(
-        [
-            mass,
-            mass * com[0],
-            mass * com[1],
-            mass * com[2],
-            total[0, 0],
-            total[0, 1],
-            total[1, 1],
-            total[0, 2],
-            total[1, 2],
-            total[2, 2],
-        ],
-        dtype=x.dtype,
-    )
+    return parameters_from_com_inertia(x[0], x[1:4], inertia, dtype=x.dtype)
 
 
 def identify_payload_mass_and_centre(
@@ -1122,28 +1153,16 @@ def identify_payload_mass_and_centre(
     f = moving.size
     viscous[moving], coulomb[moving] = x[4 : 4 + f], x[4 + f :]
     viscous_std[moving], coulomb_std[moving] = std[4 : 4 + f], std[4 + f :]
-    errors = weighted * problem.sigma
-    return PayloadEstimate(
-        payload=payload,
-        dynamic_parameters=_phi_of(x[:4], inertia),
-        covariance=phi_jacobian @ covariance[:4, :4] @ phi_jacobian.T,
+    return _payload_estimate(
+        problem,
+        weighted * problem.sigma,
+        payload,
+        (_phi_of(x[:4], inertia), phi_jacobian @ covariance[:4, :4] @ phi_jacobian.T),
+        _DriveEstimate.without_efficiency(viscous, viscous_std, coulomb, coulomb_std),
         method="ml",
-        efficiency=np.ones(n),
-        efficiency_std=np.full(n, np.nan),
-        viscous=viscous,
-        viscous_std=viscous_std,
-        coulomb=coulomb,
-        coulomb_std=coulomb_std,
-        actuated=problem.actuated.copy(),
         noise_std=problem.noise_std.copy(),
         residual_std=residual_std,
-        relative_error=float(np.linalg.norm(errors) / max(float(np.linalg.norm(problem.measured)), 1e-300)),
-        motor_rms_error=_motor_errors(problem, errors, n),
-        equations=int(weighted.size),
-        iterations=int(solution.njev or 0),
-        evaluations=int(solution.nfev),
-        converged=bool(solution.status > 0),
-        projected=False,
+        search=_SearchOutcome(int(solution.njev or 0), int(solution.nfev), bool(solution.status > 0)),
         inertia_fixed=True,
     )
 

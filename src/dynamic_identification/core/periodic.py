@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline, make_interp_spline
 
+from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.signal import clean_time_stamps
 
@@ -42,21 +43,6 @@ _INTERPOLATION_KINDS = ("cubic", "linear")
 
 #: Default std floor of :func:`sample_weights_from_variance`, as a fraction of the median std.
 DEFAULT_FLOOR_FRACTION = 0.1
-
-
-def _positive_finite(name: str, value: float) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` naming ``name`` if it is not finite and > 0."""
-    v = float(value)
-    if not np.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return v
-
-
-def _integer_at_least(name: str, value: int, minimum: int) -> int:
-    """Return ``value`` as an int, or raise ``ValueError`` naming ``name`` if it is not an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _mean_step(t: np.ndarray, segments: tuple[tuple[int, int], ...], fallback: float) -> float:
@@ -100,7 +86,7 @@ class PeriodicData:
     period_s: float
 
     def __post_init__(self) -> None:
-        period = _positive_finite("period_s", self.period_s)
+        period = positive_finite("period_s", self.period_s)
         time = np.asarray(self.time, dtype=float)
         values = np.asarray(self.values, dtype=float)
         if time.ndim != 1:
@@ -190,7 +176,7 @@ def split_periods(
     >>> data.values.shape
     (3, 100)
     """
-    period = _positive_finite("period_s", period_s)
+    period = positive_finite("period_s", period_s)
     if kind not in _INTERPOLATION_KINDS:
         raise ValueError(f"kind must be one of {_INTERPOLATION_KINDS}, got {kind!r}")
     report = clean_time_stamps(time)
@@ -204,7 +190,7 @@ def split_periods(
     if samples_per_period is None:
         m = max(2, int(round(period / _mean_step(t, report.segments, report.nominal_dt))))
     else:
-        m = _integer_at_least("samples_per_period", samples_per_period, 2)
+        m = integer_at_least("samples_per_period", samples_per_period, 2)
     start = float(t[0]) if start_s is None else float(start_s)
     if not np.isfinite(start) or start < t[0] or start >= t[-1]:
         raise DataError(f"start_s={start_s!r} s must lie within the recording [{t[0]!r}, {t[-1]!r}) s")
@@ -349,7 +335,7 @@ def sample_weights_from_variance(variance: np.ndarray, *, floor: float | None = 
         raise DataError(f"variance must be >= 0, got min {float(np.min(var))!r}")
     std = np.sqrt(var)
     if floor is not None:
-        return np.maximum(std, _positive_finite("floor", floor))
+        return np.maximum(std, positive_finite("floor", floor))
     positive = std > 0.0
     if not positive.any():
         return np.ones_like(std)
@@ -413,8 +399,8 @@ def fourier_filter(
     >>> bool(np.allclose(dq, 2 * np.pi * np.cos(2 * np.pi * t)))
     True
     """
-    period = _positive_finite("period_s", period_s)
-    n_h = _integer_at_least("harmonics", harmonics, 0)
+    period = positive_finite("period_s", period_s)
+    n_h = integer_at_least("harmonics", harmonics, 0)
     x = np.asarray(values, dtype=float)
     if x.ndim == 0:
         raise DataError("values must have at least one dimension, got a scalar")

@@ -37,6 +37,7 @@ import scipy.ndimage
 from scipy.interpolate import make_interp_spline
 from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
 
+from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.settings_schema import default
 
@@ -59,18 +60,10 @@ __all__ = [
 _INTERPOLATION_KINDS = ("cubic", "local_cubic", "linear")
 
 
-def _positive_finite(name: str, value: float) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` naming ``name`` if it is not finite and > 0."""
-    v = float(value)
-    if not np.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return v
-
-
 def _check_cutoff(cutoff_hz: float, rate_hz: float, *, name: str = "cutoff_hz") -> tuple[float, float]:
     """Validate a low-pass cut-off (argument ``name``) against the Nyquist frequency ``rate_hz / 2``."""
-    rate = _positive_finite("rate_hz", rate_hz)
-    cutoff = _positive_finite(name, cutoff_hz)
+    rate = positive_finite("rate_hz", rate_hz)
+    cutoff = positive_finite(name, cutoff_hz)
     if cutoff >= 0.5 * rate:
         raise ValueError(f"{name}={cutoff_hz!r} must be below the Nyquist frequency rate_hz/2={0.5 * rate!r}")
     return cutoff, rate
@@ -280,7 +273,7 @@ def resample_uniform(
     ValueError
         If ``rate_hz`` is not finite and > 0 or ``kind`` is unknown.
     """
-    rate = _positive_finite("rate_hz", rate_hz)
+    rate = positive_finite("rate_hz", rate_hz)
     if kind not in _INTERPOLATION_KINDS:
         raise ValueError(f"kind must be one of {_INTERPOLATION_KINDS}, got {kind!r}")
     t = _time_vector(time)
@@ -405,8 +398,7 @@ def lowpass_zero_phase(x: np.ndarray, *, cutoff_hz: float, rate_hz: float, order
         If ``x`` is not finite or too short for the filter's edge padding.
     """
     cutoff, rate = _check_cutoff(cutoff_hz, rate_hz)
-    if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 1:
-        raise ValueError(f"order must be an integer >= 1, got {order!r}")
+    integer_at_least("order", order, 1)
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0:
         raise DataError("x must have at least one dimension, got a scalar")
@@ -507,7 +499,7 @@ def differentiate(
     DataError
         If ``q`` has fewer than 3 samples, is not finite, or is too short to filter.
     """
-    rate = _positive_finite("rate_hz", rate_hz)
+    rate = positive_finite("rate_hz", rate_hz)
     arr = np.asarray(q, dtype=float)
     if arr.ndim == 0 or arr.shape[0] < 3:
         raise DataError(f"q needs at least 3 samples along axis 0, got shape {arr.shape}")
@@ -525,9 +517,7 @@ def differentiate(
 
 def _decimation_factor(factor: int) -> int:
     """Validate a decimation factor (integer >= 1)."""
-    if isinstance(factor, bool) or not isinstance(factor, int | np.integer) or factor < 1:
-        raise ValueError(f"factor must be an integer >= 1, got {factor!r}")
-    return int(factor)
+    return integer_at_least("factor", factor, 1)
 
 
 def decimation_taps(factor: int) -> np.ndarray:
@@ -618,8 +608,7 @@ class ParallelDecimator:
         global_indices : numpy.ndarray
             Global sample index of each output, shape ``(K,)``, multiples of ``factor``.
         """
-        if isinstance(start, bool) or not isinstance(start, int | np.integer) or start < 0:
-            raise ValueError(f"start must be an integer >= 0, got {start!r}")
+        integer_at_least("start", start, 0)
         arr = np.asarray(x, dtype=float)
         if arr.ndim == 0:
             raise DataError("x must have at least one dimension, got a scalar")

@@ -82,7 +82,17 @@ _UNITS = {
 }
 
 
-class LimitViolationError(IdentificationError):
+class _JointFault(IdentificationError):
+    """A fault of one joint's ``quantity`` at one instant of a trajectory; the message starts with where it is."""
+
+    def __init__(self, detail: str, *, joint: str, time_s: float, quantity: str) -> None:
+        self.joint = joint
+        self.time_s = time_s
+        self.quantity = quantity
+        super().__init__(f"{joint} at t = {time_s:.4f} s: {detail}")
+
+
+class LimitViolationError(_JointFault):
     """A trajectory leaves the joint limits (or holds a non-finite value).
 
     Attributes name the first violation in time; ``between_points`` is true when it
@@ -99,41 +109,38 @@ class LimitViolationError(IdentificationError):
         limit: float,
         between_points: bool = False,
     ) -> None:
-        self.joint = joint
-        self.time_s = time_s
-        self.quantity = quantity
-        self.value = value
-        self.limit = limit
-        self.between_points = between_points
         units = _UNITS.get(quantity, "")
         if np.isfinite(value):
             text = f"{quantity} {value:.6g} {units} exceeds the limit {limit:.6g} {units}"
         else:
             text = f"{quantity} is {value}"
         where = " (in the controller's quintic interpolation between published points)" if between_points else ""
-        super().__init__(f"{joint} at t = {time_s:.4f} s: {text}{where}")
+        super().__init__(f"{text}{where}", joint=joint, time_s=time_s, quantity=quantity)
+        self.value = value
+        self.limit = limit
+        self.between_points = between_points
 
 
-class InconsistentTrajectoryError(IdentificationError):
+class InconsistentTrajectoryError(_JointFault):
     """The positions of a trajectory contradict its velocities and accelerations."""
 
     def __init__(
         self, *, joint: str, time_s: float, quantity: str, change: float, integral: float, tolerance: float
     ) -> None:
-        self.joint = joint
-        self.time_s = time_s
-        self.quantity = quantity
-        self.change = change
-        self.integral = integral
-        self.tolerance = tolerance
         source = "velocities and accelerations" if quantity == "position" else "accelerations"
         units = _UNITS[quantity]
         super().__init__(
-            f"{joint} at t = {time_s:.4f} s: the {quantity} changes by {change:.6g} {units} over one interval"
+            f"the {quantity} changes by {change:.6g} {units} over one interval"
             f" while the {source} integrate to {integral:.6g} {units} (tolerance {tolerance:.3g} {units});"
             f" the trajectory's columns contradict each other and the controller's interpolation would leave"
-            " the planned path"
+            " the planned path",
+            joint=joint,
+            time_s=time_s,
+            quantity=quantity,
         )
+        self.change = change
+        self.integral = integral
+        self.tolerance = tolerance
 
 
 class SamplingRateError(IdentificationError):
