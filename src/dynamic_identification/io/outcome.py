@@ -40,14 +40,14 @@ from dynamic_identification.core.estimation.consistency import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
-from dynamic_identification.core.identification.observations import prepare_observations
+from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import (
     Samples,
     StampPrediction,
     predict_at_stamps,
     torque_errors,
 )
-from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.regressors import BaseParameters
@@ -264,6 +264,32 @@ class Validation:
         }
 
 
+def _judged(
+    name: str,
+    recording: Recording,
+    torques: np.ndarray,
+    prediction: StampPrediction,
+    errors: JointErrors,
+    observations: PreparedObservations,
+    result: IdentificationResult,
+    signal: SignalSettings,
+) -> Validation:
+    """The :class:`Validation` of a held-out recording: its errors at the stamps and its equations' errors.
+
+    The equation errors are those of the identified parameters on the held-out
+    ``observations`` (the columns the identification kept); a joint counts as identified
+    when the identification judged it.
+    """
+    kept = result.base.subset(result.names)
+    equation_errors = JointErrors.of(
+        observations.torques,
+        observations.observation_matrix[..., kept] @ result.estimate.parameters,
+        observations.valid,
+    )
+    identified = np.isfinite(result.judged.joint_errors.errors)
+    return Validation(name, recording, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+
+
 def validate(
     robot: RobotModel,
     drive_chain: DriveChain,
@@ -296,14 +322,7 @@ def validate(
         dq_measured=recording.velocity,
         settings=settings,
     )
-    kept = result.base.subset(result.names)
-    equation_errors = JointErrors.of(
-        observations.torques,
-        observations.observation_matrix[..., kept] @ result.estimate.parameters,
-        observations.valid,
-    )
-    identified = np.isfinite(result.judged.joint_errors.errors)
-    return Validation(name, recording, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+    return _judged(name, recording, torques, prediction, errors, observations, result, signal)
 
 
 def validate_closed_loop(
@@ -349,14 +368,7 @@ def validate_closed_loop(
         settings=settings,
         dq_measured=recording.velocity,
     )
-    kept = result.base.subset(result.names)
-    equation_errors = JointErrors.of(
-        observations.torques,
-        observations.observation_matrix[..., kept] @ result.estimate.parameters,
-        observations.valid,
-    )
-    identified = np.isfinite(result.judged.joint_errors.errors)
-    return Validation(name, actuated, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+    return _judged(name, actuated, torques, prediction, errors, observations, result, signal)
 
 
 def _listed(names: Sequence[str]) -> str:
