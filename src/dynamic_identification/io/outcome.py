@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_consistent_estimator,
     closed_loop_observations,
@@ -40,6 +41,7 @@ from dynamic_identification.core.estimation.consistency import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
+from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import (
     Samples,
@@ -50,7 +52,8 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
@@ -124,6 +127,25 @@ def configured_closed_loop_consistency(
     if not config.consistency:
         return None
     return closed_loop_consistent_estimator_of(model, config.drive_terms, base, prior=config.prior or None)
+
+
+def configured_window_parts(
+    config: IdentificationConfig, mechanism: RobotModel | ClosedLoopModel, drive_chain: DriveChain
+) -> tuple[WindowSettings, PlausibilityBounds, BaseParameters, ConsistentEstimator | None]:
+    """What the sliding window of ``config`` takes besides the mechanism and the drive chain.
+
+    Its settings, plausibility gates, base parameters and the consistent estimator
+    ``config`` asks for (:func:`configured_consistency`), of the serial robot or of the
+    closed-loop ``mechanism`` (its actuated joints). Raises ``IdentificationError``.
+    """
+    settings = config.window_settings()
+    if isinstance(mechanism, ClosedLoopModel):
+        bounds = config.closed_loop_bounds(mechanism)
+        base = closed_loop_base_parameters(mechanism, drive_chain, config.drive_terms)
+        return settings, bounds, base, configured_closed_loop_consistency(mechanism, config, base)
+    bounds = config.plausibility_bounds(mechanism)
+    base = base_parameters(mechanism, drive_chain, config.drive_terms)
+    return settings, bounds, base, configured_consistency(mechanism, config, base)
 
 
 def consistent_model(
