@@ -144,6 +144,9 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
     ) -> FeedforwardModel:
         """The model of a parsed parameter file.
 
+        A closed-loop robot's file (``robot.loop_closures``) is refused: its model is a
+        :class:`ClosedLoopFeedforwardModel` (:func:`feedforward_from_parameters` picks the kind).
+
         Parameters
         ----------
         parameters
