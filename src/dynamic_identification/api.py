@@ -53,14 +53,12 @@ from dynamic_identification.io.config import IdentificationConfig, load_config, 
 from dynamic_identification.io.outcome import (
     Validation,
     closed_loop_consistent_estimator_of,
-    configured_closed_loop_consistency,
     configured_consistency,
     configured_window_parts,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
     validate,
-    validate_closed_loop,
     validation_names,
 )
 from dynamic_identification.io.parameter_files import (
@@ -780,13 +778,13 @@ def _identify_closed_loop_file(
         settings=parsed.identification_settings(),
         bounds=parsed.closed_loop_bounds(mechanism),
         dq_measured=recording.velocity,
-        consistency=configured_closed_loop_consistency(mechanism, parsed, base),
+        consistency=configured_consistency(mechanism, parsed, base),
     )
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     joints = mechanism.actuated_joint_names
     validations = [
-        validate_closed_loop(mechanism, drive_chain, terms, result, held, settings, name=name)
+        validate(mechanism, drive_chain, terms, result, held, settings, name=name)
         for held, name in zip(held_out, validation_names(validate_data), strict=True)
     ]
     consistent = consistent_model(
