@@ -22,6 +22,8 @@ from dynamic_identification.launch_support import default_config
 
 
 def generate_launch_description() -> LaunchDescription:
+    # Declared in full, not by launch_support.config_argument: test/test_launch.py reads this file's argument
+    # names without running it.
     declared_arguments = [
         DeclareLaunchArgument(
             "config",

@@ -12,16 +12,12 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dynamic_identification.launch_support import default_config
+from dynamic_identification.launch_support import config_argument
 
 
 def generate_launch_description() -> LaunchDescription:
     declared_arguments = [
-        DeclareLaunchArgument(
-            "config",
-            default_value=default_config(),
-            description="Parameter YAML of the recorded robot.",
-        ),
+        config_argument("Parameter YAML of the recorded robot."),
         DeclareLaunchArgument("namespace", default_value="", description="Namespace of the nodes and topics."),
     ]
     parameters = [LaunchConfiguration("config"), {"use_sim_time": True}]

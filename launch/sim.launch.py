@@ -15,16 +15,12 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from dynamic_identification.launch_support import default_config, share_file
+from dynamic_identification.launch_support import config_argument, share_file
 
 
 def generate_launch_description() -> LaunchDescription:
     declared_arguments = [
-        DeclareLaunchArgument(
-            "config",
-            default_value=default_config(),
-            description="Parameter YAML of the simulated robot and of the identification nodes.",
-        ),
+        config_argument("Parameter YAML of the simulated robot and of the identification nodes."),
         DeclareLaunchArgument(
             "with_feedforward", default_value="false", description="Also start the feedforward node."
         ),

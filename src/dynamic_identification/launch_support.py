@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from launch.actions import DeclareLaunchArgument
     from launch.substitutions import PathJoinSubstitution
 
 PACKAGE = "dynamic_identification"
@@ -28,3 +29,10 @@ def share_file(*parts: str) -> PathJoinSubstitution:
 def default_config() -> PathJoinSubstitution:
     """``config/dynid_arm6.yaml`` of the package: the default of every launch file's ``config`` argument."""
     return share_file("config", "dynid_arm6.yaml")
+
+
+def config_argument(description: str) -> DeclareLaunchArgument:
+    """The ``config`` launch argument: the nodes' parameter YAML, by default :func:`default_config`."""
+    from launch.actions import DeclareLaunchArgument
+
+    return DeclareLaunchArgument("config", default_value=default_config(), description=description)
