@@ -14,19 +14,20 @@ unless ``autostart:=true``: it moves the robot.
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+
+from dynamic_identification.launch_support import default_config
 
 
 def generate_launch_description() -> LaunchDescription:
+    # Declared in full, not by launch_support.config_argument: test/test_launch.py reads this file's argument
+    # names without running it.
     declared_arguments = [
         DeclareLaunchArgument(
             "config",
-            default_value=PathJoinSubstitution(
-                [FindPackageShare("dynamic_identification"), "config", "dynid_arm6.yaml"]
-            ),
+            default_value=default_config(),
             description="Parameter YAML of the robot (joints, drive chain, excitation, estimation).",
         ),
         DeclareLaunchArgument(

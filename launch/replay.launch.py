@@ -9,20 +9,15 @@ bag of that arm with its own names, or remap.
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
+
+from dynamic_identification.launch_support import config_argument
 
 
 def generate_launch_description() -> LaunchDescription:
     declared_arguments = [
-        DeclareLaunchArgument(
-            "config",
-            default_value=PathJoinSubstitution(
-                [FindPackageShare("dynamic_identification"), "config", "dynid_arm6.yaml"]
-            ),
-            description="Parameter YAML of the recorded robot.",
-        ),
+        config_argument("Parameter YAML of the recorded robot."),
         DeclareLaunchArgument("namespace", default_value="", description="Namespace of the nodes and topics."),
     ]
     parameters = [LaunchConfiguration("config"), {"use_sim_time": True}]

@@ -11,21 +11,16 @@ the simulator publishes its time on ``/clock`` and the other nodes run on it.
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+
+from dynamic_identification.launch_support import config_argument, share_file
 
 
 def generate_launch_description() -> LaunchDescription:
     declared_arguments = [
-        DeclareLaunchArgument(
-            "config",
-            default_value=PathJoinSubstitution(
-                [FindPackageShare("dynamic_identification"), "config", "dynid_arm6.yaml"]
-            ),
-            description="Parameter YAML of the simulated robot and of the identification nodes.",
-        ),
+        config_argument("Parameter YAML of the simulated robot and of the identification nodes."),
         DeclareLaunchArgument(
             "with_feedforward", default_value="false", description="Also start the feedforward node."
         ),
@@ -54,9 +49,7 @@ def generate_launch_description() -> LaunchDescription:
         parameters=[config, {"publish_clock": ParameterValue(use_sim_time, value_type=bool)}],
     )
     identification = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(
-            PathJoinSubstitution([FindPackageShare("dynamic_identification"), "launch", "identification.launch.py"])
-        ),
+        PythonLaunchDescriptionSource(share_file("launch", "identification.launch.py")),
         launch_arguments={
             "config": config,
             "use_sim_time": use_sim_time,

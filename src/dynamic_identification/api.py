@@ -12,6 +12,7 @@ import json
 import time as wall_clock
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.identification import (
     IdentificationResult,
+    IdentificationSettings,
     Samples,
     SignalSettings,
     SlidingWindowEstimator,
@@ -51,13 +53,12 @@ from dynamic_identification.io.config import IdentificationConfig, load_config, 
 from dynamic_identification.io.outcome import (
     Validation,
     closed_loop_consistent_estimator_of,
-    configured_closed_loop_consistency,
     configured_consistency,
+    configured_window_parts,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
     validate,
-    validate_closed_loop,
     validation_names,
 )
 from dynamic_identification.io.parameter_files import (
@@ -187,6 +188,35 @@ def _plausibility_report(result: IdentificationResult) -> str:
     return "WARNING: implausible model written (--accept-implausible): " + "; ".join(result.judged.problems)
 
 
+def _command_line_overrides(
+    parsed: IdentificationConfig, signal: Mapping[str, object] | None, consistency: bool | None
+) -> IdentificationConfig:
+    """The configuration with the signal settings and ``estimation.consistency`` given on the command line."""
+    if signal:
+        parsed = parsed.overridden(signal, source="the command line")
+    if consistency is not None:
+        parsed = replace(parsed, consistency=consistency)
+    return parsed
+
+
+def _accepted_settings(
+    parsed: IdentificationConfig, result: IdentificationResult, *, accept_implausible: bool
+) -> IdentificationSettings:
+    """The settings an identification's file stores, once its model passed the plausibility gates.
+
+    A model that fails a gate is refused (:class:`ImplausibleModelError`) unless
+    ``accept_implausible``. What the data decided (stamps, cut-off, velocities) is what the
+    file stores and the held-out recordings are processed with: predict then reproduces
+    identify exactly.
+    """
+    if result.judged.problems and not accept_implausible:
+        raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
+    settings = parsed.identification_settings()
+    if result.observations.signal is not None:
+        settings = replace(settings, signal=result.observations.signal)
+    return settings
+
+
 def identify_file(
     *,
     urdf: Path,
@@ -255,19 +285,10 @@ def identify_file(
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
-    if signal:
-        parsed = parsed.overridden(signal, source="the command line")
-    if consistency is not None:
-        parsed = replace(parsed, consistency=consistency)
+    parsed = _command_line_overrides(parsed, signal, consistency)
     held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
     result = identify_recording(robot, parsed, drive_chain, recording, model=model)
-    if result.judged.problems and not accept_implausible:
-        raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
-    # held-out recordings are processed with: predict then reproduces identify exactly.
-    settings = parsed.identification_settings()
-    if result.observations.signal is not None:
-        settings = replace(settings, signal=result.observations.signal)
+    settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     consistent = consistent_model(robot, terms, settings, result)
     if urdf_out is not None and consistent.estimate is None:
@@ -556,34 +577,18 @@ def stream_file(
         )
         robot = mechanism.robot
         recording = recording.select(mechanism.actuated_joint_names)
-        settings = parsed.window_settings()
-        base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
-        estimator = closed_loop_window(
-            mechanism,
-            drive_chain,
-            parsed.drive_terms,
-            settings,
-            base=base,
-            bounds=parsed.closed_loop_bounds(mechanism),
-            consistency=configured_closed_loop_consistency(mechanism, parsed, base),
-        )
+        settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
+        window = partial(closed_loop_window, mechanism)
         joints = mechanism.actuated_joint_names
     else:
         robot, parsed, drive_chain, recording = load_identification_inputs(
             urdf, data, config, bag=bag, unit_checks=unit_checks
         )
-        settings = parsed.window_settings()
-        base = base_parameters(robot, drive_chain, parsed.drive_terms)
-        estimator = SlidingWindowEstimator(
-            robot,
-            drive_chain,
-            parsed.drive_terms,
-            settings,
-            base=base,
-            bounds=parsed.plausibility_bounds(robot),
-            consistency=configured_consistency(robot, parsed, base),
-        )
+        settings, bounds, base, consistency = configured_window_parts(parsed, robot, drive_chain)
+        window = partial(SlidingWindowEstimator, robot)
         joints = robot.joint_names
+    # The serial robot's window, or the closed-loop one on the actuated joints; the rest is the same.
+    estimator = window(drive_chain, parsed.drive_terms, settings, base=base, bounds=bounds, consistency=consistency)
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
     seconds: list[float] = []
@@ -654,16 +659,7 @@ def load_closed_loop_inputs(
     recording = read_recording_input(data, bag, config)
     model = config.closed_loop_model(urdf)
     source = str(data or bag)
-    if not set(model.actuated_joint_names) <= set(recording.joint_names):
-        missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
-        raise DataError(
-            f"{source} lacks the actuated joints {missing} of the closed-loop robot (it has"
-            f" {list(recording.joint_names)})"
-        )
-    every = set(model.joint_names) <= set(recording.joint_names)
-    recording = recording.select(model.joint_names if every else model.actuated_joint_names)
-    if unit_checks:
-        check_closed_loop_units(model, recording, source)
+    recording = _closed_loop_joints(model, recording, source, unit_checks=unit_checks)
     if recording.effort is None and config.drive_gains is None:
         raise DataError(
             f"{source} has motor currents but no drive gains are configured:"
@@ -703,16 +699,22 @@ def _closed_loop_summary(model: ClosedLoopModel, recording: Recording) -> str:
 def _closed_loop_recording(model: ClosedLoopModel, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
     """A closed-loop robot's recording CSV: every tree joint when it has them all, else the actuated ones."""
     recording = read_recording_csv(path, require_torque=require_torque)
+    return _closed_loop_joints(model, recording, str(path), unit_checks=unit_checks)
+
+
+def _closed_loop_joints(model: ClosedLoopModel, recording: Recording, source: str, *, unit_checks: bool) -> Recording:
+    """The recording of a closed-loop robot in its tree's order: every tree joint when it has them all, else the
+    actuated ones (refused without them); with ``unit_checks`` in s and rad (:func:`check_closed_loop_units`)."""
     if not set(model.actuated_joint_names) <= set(recording.joint_names):
         missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
         raise DataError(
-            f"{path} lacks the actuated joints {missing} of the closed-loop robot"
+            f"{source} lacks the actuated joints {missing} of the closed-loop robot"
             f" (it has {list(recording.joint_names)})"
         )
     every = set(model.joint_names) <= set(recording.joint_names)
     recording = recording.select(model.joint_names if every else model.actuated_joint_names)
     if unit_checks:
-        check_closed_loop_units(model, recording, str(path))
+        check_closed_loop_units(model, recording, source)
     return recording
 
 
@@ -753,10 +755,7 @@ def _identify_closed_loop_file(
     mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
-    if signal:
-        parsed = parsed.overridden(signal, source="the command line")
-    if consistency is not None:
-        parsed = replace(parsed, consistency=consistency)
+    parsed = _command_line_overrides(parsed, signal, consistency)
     regression = model or parsed.model
     if regression != "dynamic":
         raise DataError(
@@ -779,19 +778,13 @@ def _identify_closed_loop_file(
         settings=parsed.identification_settings(),
         bounds=parsed.closed_loop_bounds(mechanism),
         dq_measured=recording.velocity,
-        consistency=configured_closed_loop_consistency(mechanism, parsed, base),
+        consistency=configured_consistency(mechanism, parsed, base),
     )
-    if result.judged.problems and not accept_implausible:
-        raise ImplausibleModelError(result.judged.problems, hint=ACCEPT_IMPLAUSIBLE_HINT)
-    # What the data decided (stamps, cut-off, velocities) is what the file stores and the
-    # held-out recordings are processed with: predict then reproduces identify exactly.
-    settings = parsed.identification_settings()
-    if result.observations.signal is not None:
-        settings = replace(settings, signal=result.observations.signal)
+    settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     joints = mechanism.actuated_joint_names
     validations = [
-        validate_closed_loop(mechanism, drive_chain, terms, result, held, settings, name=name)
+        validate(mechanism, drive_chain, terms, result, held, settings, name=name)
         for held, name in zip(held_out, validation_names(validate_data), strict=True)
     ]
     consistent = consistent_model(

@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
@@ -68,6 +68,33 @@ def _add_recording_source(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_urdf(parser: argparse.ArgumentParser) -> None:
+    """``--urdf FILE``, required: the robot's URDF."""
+    parser.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+
+
+def _add_output(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--out FILE``, required: the file the verb writes, described by ``what``."""
+    parser.add_argument("--out", required=True, type=_output, help=what)
+
+
+def _add_verb(
+    verbs: argparse._SubParsersAction[_Parser],
+    name: str,
+    run: Callable[[argparse.Namespace], str],
+    *,
+    summary: str,
+) -> argparse.ArgumentParser:
+    """The parser of the verb ``name``, which ``run`` carries out.
+
+    ``summary`` is its line in ``dynid --help``; its own ``--help`` describes it with
+    ``run``'s docstring (argparse folds the docstring's line breaks and indentation).
+    """
+    verb = verbs.add_parser(name, help=summary, description=run.__doc__)
+    verb.set_defaults(func=run)
+    return verb
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dynid",
@@ -75,26 +102,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
-    identify = verbs.add_parser(
-        "identify",
-        help="identify base parameters from a recording",
-        description=(
-            "Identify the base dynamic parameters ([Gautier2013]: IDIM, OLS or per-joint WLS, essential parameters)"
-            " from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)"
-            " or a rosbag2 directory (motor currents aligned to the joint-state stamps)."
-            " With robot.loop_closures and robot.actuated_joints in --config, a closed-loop (parallel) robot whose"
-            " --urdf is the opened tree ([Briot2012] §2): the recording holds its actuated joints (or every tree"
-            " joint), the file names the closures."
-        ),
-    )
-    identify.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    identify = _add_verb(verbs, "identify", _identify, summary="identify base parameters from a recording")
+    _add_urdf(identify)
     _add_recording_source(identify)
     identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
-    identify.add_argument(
-        "--out",
-        required=True,
-        type=_output,
-        help="parameter YAML to write: self-contained (every setting used, the URDF named relative to it or as"
+    _add_output(
+        identify,
+        "parameter YAML to write: self-contained (every setting used, the URDF named relative to it or as"
         " package:// with its SHA-256, physically consistent link parameters, stamp = data time of the last sample)",
     )
     identify.add_argument(
@@ -125,7 +139,6 @@ def _parser() -> argparse.ArgumentParser:
         choices=MODELS,
         help="regression model ([DirectDrive2012]; overrides estimation.model of --config; default 'dynamic': IDIM)",
     )
-    identify.set_defaults(func=_identify)
     identify.add_argument(
         "--accept-implausible",
         action="store_true",
@@ -159,15 +172,9 @@ def _parser() -> argparse.ArgumentParser:
         " than 1 %% of a period; overrides signal.stamps of --config)",
     )
 
-    predict = verbs.add_parser(
-        "predict",
-        help="predict joint torques of a recording from identified parameters",
-        description="Write the torques (J/effort, N·m) the identified model predicts for a recording's motion:"
-        " one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the"
-        " filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without"
-        " equations). Filters with the signal settings stored in the parameter file unless --config is given.",
+    predict = _add_verb(
+        verbs, "predict", _predict, summary="predict joint torques of a recording from identified parameters"
     )
-    predict.set_defaults(func=_predict)
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
     predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
     predict.add_argument(
@@ -175,23 +182,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="ROS 2 parameter YAML whose signal.* settings replace those stored in --params (default: the stored ones)",
     )
-    predict.add_argument("--out", required=True, type=_output, help="CSV of predicted torques to write")
+    _add_output(predict, "CSV of predicted torques to write")
     _add_unit_checks(predict)
 
-    excite = verbs.add_parser(
-        "excite",
-        help="plan an excitation trajectory within the joint limits",
-        description=(
-            "Plan an excitation trajectory (Fourier series optimised for the condition number, segmented"
-            " per-joint-fixed, a pick-and-place / square process, or a Fourier series of the last joints optimised"
-            " for a payload's parameters) that keeps the URDF limits with the"
-            " configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration)."
-            " A closed-loop robot (robot.loop_closures in --config): a Fourier series of the actuated joints that"
-            " keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020])."
-        ),
-    )
-    excite.set_defaults(func=_excite)
-    excite.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    excite = _add_verb(verbs, "excite", _excite, summary="plan an excitation trajectory within the joint limits")
+    _add_urdf(excite)
     excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
     excite.add_argument(
         "--mode",
@@ -200,40 +195,25 @@ def _parser() -> argparse.ArgumentParser:
         help="trajectory kind; payload: only the last joints move, optimised for the load's parameters"
         " ([Swevers2002] §4.2), frame from the excitation block's 'frame' (default the last frame)",
     )
-    excite.add_argument("--out", required=True, type=_output, help="trajectory CSV to write")
+    _add_output(excite, "trajectory CSV to write")
 
-    stream = verbs.add_parser(
+    stream = _add_verb(
+        verbs,
         "stream",
-        help="run the estimator node's sliding-window identification offline on a recording",
-        description=(
-            "Feed a recording CSV to the in-process estimator (sliding-window WLS with sensitivity reduction,"
-            " [Volkmann2020]) as fast as possible, one update per window.update_period_s of data, and write one JSON"
-            " line per update: time, publishable, reason, parameters kept, removed, condition number before and"
-            " after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent."
-            " A stamp more than 1 s earlier than the last restarts the window."
-        ),
+        _stream,
+        summary="run the estimator node's sliding-window identification offline on a recording",
     )
-    stream.set_defaults(func=_stream)
-    stream.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    _add_urdf(stream)
     _add_recording_source(stream)
     stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
-    stream.add_argument("--out", required=True, type=_output, help="JSON-lines file of updates to write")
+    _add_output(stream, "JSON-lines file of updates to write")
     stream.add_argument("--params-out", type=_output, help="also write the last publishable estimate as parameter YAML")
     _add_unit_checks(stream)
 
-    gains = verbs.add_parser(
-        "gains",
-        help="identify the drive gains (N·m/A) by IDIM-TLS with a known payload",
-        description=(
-            "Identify the motor torque constants (drive gains) and the base parameters together by IDIM-TLS"
-            " ([Briot2012] eq. (11)-(13)) from a recording without load and one with a payload whose inertial"
-            " parameters are known (payload YAML, fixes the scale). Both recordings need J/current columns (A)."
-            " Writes a ROS parameter file whose drive_chain.drive_gains the recorder, the estimator and"
-            " 'dynid identify --config' use as they are."
-        ),
+    gains = _add_verb(
+        verbs, "gains", _gains, summary="identify the drive gains (N·m/A) by IDIM-TLS with a known payload"
     )
-    gains.set_defaults(func=_gains)
-    gains.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+    _add_urdf(gains)
     gains.add_argument("--data", required=True, type=Path, help="recording CSV without load (J/current in A)")
     gains.add_argument("--data-loaded", required=True, type=Path, help="recording CSV with the payload (J/current)")
     gains.add_argument("--payload", required=True, type=Path, help="payload YAML of the known load")
@@ -241,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     gains.add_argument(
         "--config", type=Path, help="ROS 2 parameter YAML (joints, gear ratios, coupling, nominal gains, filters)"
     )
-    gains.add_argument("--out", required=True, type=_output, help="drive-gains parameter YAML to write")
+    _add_output(gains, "drive-gains parameter YAML to write")
     gains.add_argument(
         "--no-efficiency",
         action="store_true",
@@ -250,18 +230,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_unit_checks(gains)
 
-    payload = verbs.add_parser(
+    payload = _add_verb(
+        verbs,
         "payload",
-        help="identify a payload's mass, centre of mass and inertia with the robot's model known",
-        description=(
-            "Identify the 10 inertial parameters of a load from a recording with it, the robot's identified"
-            " parameters (--params, from 'dynid identify') held fixed as a-priori knowledge: maximum likelihood by"
-            " Levenberg-Marquardt with the friction and transmission efficiencies of the moving motors"
-            " ([Swevers2002] eq. (18), Approach 3). Writes payload YAML {frame, mass_kg, com_m, inertia_kg_m2, std}:"
-            " centre of mass in the frame, inertia about it in frame axes; prints them with their σ."
-        ),
+        _payload,
+        summary="identify a payload's mass, centre of mass and inertia with the robot's model known",
     )
-    payload.set_defaults(func=_payload)
     payload.add_argument("--params", required=True, type=Path, help="parameter YAML of the robot without load")
     payload.add_argument("--data", required=True, type=Path, help="recording CSV with the load (J/current or J/effort)")
     payload.add_argument("--frame", required=True, help="frame the load is attached to (e.g. tool0)")
@@ -270,7 +244,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="ROS 2 parameter YAML: filters, drive gains, recorder.current_polynomial ([Swevers2002] eq. (4))",
     )
-    payload.add_argument("--out", required=True, type=_output, help="payload YAML to write")
+    _add_output(payload, "payload YAML to write")
     payload.add_argument(
         "--method",
         choices=("ml", "linear"),
@@ -291,18 +265,12 @@ def _parser() -> argparse.ArgumentParser:
     payload.add_argument("--harmonics", type=int, default=5, help="with --period: Fourier lines kept (default 5)")
     _add_unit_checks(payload)
 
-    demo = verbs.add_parser(
+    demo = _add_verb(
+        verbs,
         "demo",
-        help="the ROS nodes on the simulated 6-axis arm in one process: in-process identification, feedforward",
-        description="What 'make demo' runs: sim_robot, recorder, excitation, estimator and feedforward in one"
-        " process over rclpy topics on loopback (own ROS_DOMAIN_ID). (a) A pick-and-place process is identified"
-        " in-process with sensitivity reduction; (b) feedforward from the published parameters is switched on and"
-        " the process runs again; (c) the arm picks an unknown load, the estimator re-identifies it from 10 s of"
-        " the process (~/identify_payload, [Swevers2002]) and the feedforward adds it. Writes parameters.yaml,"
-        " payload.yaml, unknown_load.yaml, torques.png, tracking.png and report.txt."
-        " --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).",
+        _demo,
+        summary="the ROS nodes on the simulated 6-axis arm in one process: in-process identification, feedforward",
     )
-    demo.set_defaults(func=_demo)
     demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for the outputs")
     demo.add_argument(
         "--duration",
@@ -328,81 +296,113 @@ def _unit_checks(arguments: argparse.Namespace) -> bool:
     return not getattr(arguments, "no_unit_checks", False)
 
 
+def _forward(verb: Callable[..., str], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> str:
+    """Run the api ``verb`` with the command-line values of ``names`` and the ``derived`` keywords.
+
+    ``names`` are argparse destinations that are also the api's keyword names (``--data-loaded``
+    → ``data_loaded``); ``derived`` are the keywords computed from other options.
+    """
+    return verb(**{name: getattr(arguments, name) for name in names}, **derived)
+
+
 def _identify(arguments: argparse.Namespace) -> str:
-    return api.identify_file(
-        urdf=arguments.urdf,
-        data=arguments.data,
-        bag=arguments.bag,
-        config=arguments.config,
-        out=arguments.out,
-        model=arguments.model,
-        accept_implausible=arguments.accept_implausible,
+    """Identify the base dynamic parameters ([Gautier2013]: IDIM, OLS or per-joint WLS, essential parameters)
+    from a recording CSV (time, J/position, optional J/velocity, J/effort in N·m or J/current in A)
+    or a rosbag2 directory (motor currents aligned to the joint-state stamps).
+    With robot.loop_closures and robot.actuated_joints in --config, a closed-loop (parallel) robot whose
+    --urdf is the opened tree ([Briot2012] §2): the recording holds its actuated joints (or every tree
+    joint), the file names the closures.
+    """
+    return _forward(
+        api.identify_file,
+        arguments,
+        ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
         unit_checks=_unit_checks(arguments),
         signal=_signal_overrides(arguments),
         consistency=False if arguments.no_consistency else None,
-        urdf_out=arguments.urdf_out,
         validate_data=arguments.validate,
-        report=arguments.report,
     )
 
 
 def _predict(arguments: argparse.Namespace) -> str:
-    return api.predict_file(
-        params=arguments.params,
-        data=arguments.data,
-        config=arguments.config,
-        out=arguments.out,
-        unit_checks=_unit_checks(arguments),
+    """Write the torques (J/effort, N·m) the identified model predicts for a recording's motion:
+    one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the
+    filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without
+    equations). Filters with the signal settings stored in the parameter file unless --config is given.
+    """
+    return _forward(
+        api.predict_file, arguments, ("params", "data", "config", "out"), unit_checks=_unit_checks(arguments)
     )
 
 
 def _excite(arguments: argparse.Namespace) -> str:
+    """Plan an excitation trajectory (Fourier series optimised for the condition number, segmented
+    per-joint-fixed, a pick-and-place / square process, or a Fourier series of the last joints optimised
+    for a payload's parameters) that keeps the URDF limits with the
+    configured margins, and write it as CSV (time, J/position, J/velocity, J/acceleration).
+    A closed-loop robot (robot.loop_closures in --config): a Fourier series of the actuated joints that
+    keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020]).
+    """
     return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
 
 
 def _stream(arguments: argparse.Namespace) -> str:
-    return api.stream_file(
-        urdf=arguments.urdf,
-        data=arguments.data,
-        bag=arguments.bag,
-        config=arguments.config,
-        out=arguments.out,
-        params_out=arguments.params_out,
+    """Feed a recording CSV to the in-process estimator (sliding-window WLS with sensitivity reduction,
+    [Volkmann2020]) as fast as possible, one update per window.update_period_s of data, and write one JSON
+    line per update: time, publishable, reason, parameters kept, removed, condition number before and
+    after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent.
+    A stamp more than 1 s earlier than the last restarts the window.
+    """
+    return _forward(
+        api.stream_file,
+        arguments,
+        ("urdf", "data", "bag", "config", "out", "params_out"),
         unit_checks=_unit_checks(arguments),
     )
 
 
 def _gains(arguments: argparse.Namespace) -> str:
-    return api.gains_file(
-        urdf=arguments.urdf,
-        data=arguments.data,
-        data_loaded=arguments.data_loaded,
-        payload=arguments.payload,
-        frame=arguments.frame,
-        config=arguments.config,
-        out=arguments.out,
+    """Identify the motor torque constants (drive gains) and the base parameters together by IDIM-TLS
+    ([Briot2012] eq. (11)-(13)) from a recording without load and one with a payload whose inertial
+    parameters are known (payload YAML, fixes the scale). Both recordings need J/current columns (A).
+    Writes a ROS parameter file whose drive_chain.drive_gains the recorder, the estimator and
+    'dynid identify --config' use as they are.
+    """
+    return _forward(
+        api.gains_file,
+        arguments,
+        ("urdf", "data", "data_loaded", "payload", "frame", "config", "out"),
         efficiency=False if arguments.no_efficiency else None,
         unit_checks=_unit_checks(arguments),
     )
 
 
 def _payload(arguments: argparse.Namespace) -> str:
-    return api.payload_file(
-        params=arguments.params,
-        data=arguments.data,
-        frame=arguments.frame,
-        config=arguments.config,
-        out=arguments.out,
-        method=arguments.method,
+    """Identify the 10 inertial parameters of a load from a recording with it, the robot's identified
+    parameters (--params, from 'dynid identify') held fixed as a-priori knowledge: maximum likelihood by
+    Levenberg-Marquardt with the friction and transmission efficiencies of the moving motors
+    ([Swevers2002] eq. (18), Approach 3). Writes payload YAML {frame, mass_kg, com_m, inertia_kg_m2, std}:
+    centre of mass in the frame, inertia about it in frame axes; prints them with their σ.
+    """
+    return _forward(
+        api.payload_file,
+        arguments,
+        ("params", "data", "frame", "config", "out", "method", "harmonics"),
         efficiency=not arguments.no_efficiency,
         period_s=arguments.period,
-        harmonics=arguments.harmonics,
         unit_checks=_unit_checks(arguments),
     )
 
 
 def _demo(arguments: argparse.Namespace) -> str:
-    """``dynid demo``: the node demo, or with ``--offline`` the offline one."""
+    """What 'make demo' runs: sim_robot, recorder, excitation, estimator and feedforward in one
+    process over rclpy topics on loopback (own ROS_DOMAIN_ID). (a) A pick-and-place process is identified
+    in-process with sensitivity reduction; (b) feedforward from the published parameters is switched on and
+    the process runs again; (c) the arm picks an unknown load, the estimator re-identifies it from 10 s of
+    the process (~/identify_payload, [Swevers2002]) and the feedforward adds it. Writes parameters.yaml,
+    payload.yaml, unknown_load.yaml, torques.png, tracking.png and report.txt.
+    --offline: simulated Fourier excitation identified through 'dynid identify' instead (no ROS).
+    """
     # Imported here: the demo needs rclpy, which the other verbs do not.
     from dynamic_identification import demo
 

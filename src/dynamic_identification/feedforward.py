@@ -21,6 +21,9 @@ A closed-loop robot's file (``robot.loop_closures``, [Briot2012] §2) gives a
 ``J_tᵀ τ_tree`` plus drive terms out, the passive motion completed from the closures
 (:mod:`dynamic_identification.core.closed_loop_feedforward`). :func:`load_feedforward` and
 :func:`feedforward_from_parameters` return whichever model a file describes.
+
+Every constructor here takes the core model's tuning keywords, :class:`FeedforwardOptions`
+(``friction_smoothing``, ``effort_limits``, ``acceleration_limits``), and hands them on unchanged.
 """
 
 from __future__ import annotations
@@ -28,27 +31,101 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from dynamic_identification.core import closed_loop_feedforward as closed_core
 from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters
 from dynamic_identification.io.payload import load_payload
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "DEFAULT_FRICTION_SMOOTHING",
     "ClosedLoopFeedforwardModel",
     "FeedforwardModel",
+    "FeedforwardOptions",
     "feedforward_from_parameters",
     "load_feedforward",
 ]
 
 
-class FeedforwardModel(core.FeedforwardModel):
+class FeedforwardOptions(TypedDict, total=False):
+    """The core model's tuning keywords, as every constructor of this module takes them.
+
+    Attributes
+    ----------
+    friction_smoothing
+        ``k`` of ``tanh(k q̇)``, s/rad (default :data:`DEFAULT_FRICTION_SMOOTHING`).
+    effort_limits, acceleration_limits
+        Torque clamp (N·m) and desired-acceleration bound (rad/s²) per joint (actuated joint
+        of a closed-loop robot); default the URDF's effort limits and ``4 /s`` times its
+        velocity limits.
+    """
+
+    friction_smoothing: float
+    effort_limits: Sequence[float] | None
+    acceleration_limits: Sequence[float] | None
+
+
+def _file_terms(parameters: ParameterFile) -> tuple[DriveChain, DriveTerms, tuple[str, ...], tuple[float, ...]]:
+    """The drive chain, drive terms, parameter names and values of a parsed file, in the core constructors' order."""
+    values = parameters.values()
+    return parameters.drive_chain(), parameters.drive_terms(), tuple(values), tuple(values.values())
+
+
+def _identified(parameters: ParameterFile) -> list[bool]:
+    """Per joint of the file: whether the identification had equations for it."""
+    return [joint in parameters.identified_joints() for joint in parameters.joints]
+
+
+def _resolved_payload(payload: str | os.PathLike[str] | Payload | None) -> Payload | None:
+    """A payload argument as a :class:`~dynamic_identification.core.payload.Payload`: a path or
+    YAML text (``dynid payload --out``, ``/estimator/payload``) is read, a ``Payload`` or ``None`` kept."""
+    return payload if payload is None or isinstance(payload, Payload) else load_payload(payload)
+
+
+def _require_joints(described: str, joints: Sequence[str], parameters: ParameterFile) -> None:
+    """Refuse a given robot model whose joints are not the file's: ``described`` names what it has."""
+    if joints != parameters.joints:
+        raise ModelError(f"{described} {list(joints)}, the file {list(parameters.joints)}")
+
+
+_Model = TypeVar("_Model", "FeedforwardModel", "ClosedLoopFeedforwardModel")
+
+
+class _LoadableFromYaml:
+    """``from_yaml`` of the serial and the closed-loop feedforward: read the file, then ``from_parameters``."""
+
+    @classmethod
+    def from_yaml(
+        cls: type[_Model],
+        path: str | os.PathLike[str],
+        *,
+        urdf: str | os.PathLike[str] | None = None,
+        payload: str | os.PathLike[str] | Payload | None = None,
+        **options: Unpack[FeedforwardOptions],
+    ) -> _Model:
+        """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
+
+        A relative URDF name in the file is taken relative to the file's folder (then
+        to the working directory, as files written before names were relative need),
+        ``package://`` through ``AMENT_PREFIX_PATH``; the URDF's content must match the
+        hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
+        payload --out`` or ``/estimator/payload``) or a
+        :class:`~dynamic_identification.core.payload.Payload`. The other arguments are
+        those of ``from_parameters``.
+        """
+        return cls.from_parameters(load_parameters(path), urdf=urdf, payload=_resolved_payload(payload), **options)
+
+
+class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
     """The identified model's feedforward torques, loadable from a parameter YAML file.
 
     See :class:`dynamic_identification.core.feedforward.FeedforwardModel` for the
@@ -61,13 +138,14 @@ class FeedforwardModel(core.FeedforwardModel):
         parameters: ParameterFile,
         *,
         urdf: str | os.PathLike[str] | None = None,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
         robot: RobotModel | None = None,
-        effort_limits: Sequence[float] | None = None,
-        acceleration_limits: Sequence[float] | None = None,
         payload: Payload | None = None,
+        **options: Unpack[FeedforwardOptions],
     ) -> FeedforwardModel:
         """The model of a parsed parameter file.
+
+        A closed-loop robot's file (``robot.loop_closures``) is refused: its model is a
+        :class:`ClosedLoopFeedforwardModel` (:func:`feedforward_from_parameters` picks the kind).
 
         Parameters
         ----------
@@ -79,17 +157,15 @@ class FeedforwardModel(core.FeedforwardModel):
             the file's URDF (:meth:`~dynamic_identification.io.parameters.ParameterFile.urdf_path`:
             relative to the file, ``package://``, or absolute) must still have the
             content hash the file records.
-        friction_smoothing
-            ``k`` of ``tanh(k q̇)``, s/rad.
         robot
             The robot model of the file's joints, already loaded (a node that
             receives new parameters for the same robot reuses it); ``urdf`` is then
             not read.
-        effort_limits, acceleration_limits
-            Torque clamp (N·m) and desired-acceleration bound (rad/s²) per joint;
-            default the URDF's effort limits and ``4 /s`` times its velocity limits.
         payload
             A carried load (``io.payload.load_payload``) whose torques are added.
+        **options
+            ``friction_smoothing`` (``k`` of ``tanh(k q̇)``, s/rad), ``effort_limits`` and
+            ``acceleration_limits`` (:class:`FeedforwardOptions`).
 
         Raises
         ------
@@ -104,56 +180,12 @@ class FeedforwardModel(core.FeedforwardModel):
             )
         if robot is None:
             robot = load_robot(parameters.urdf_path() if urdf is None else Path(urdf), parameters.joints)
-        elif robot.joint_names != parameters.joints:
-            raise ModelError(
-                f"the robot model has joints {list(robot.joint_names)}, the file {list(parameters.joints)}"
-            )
-        values = parameters.values()
-        return cls(
-            robot,
-            parameters.drive_chain(),
-            parameters.drive_terms(),
-            tuple(values),
-            tuple(values.values()),
-            friction_smoothing=friction_smoothing,
-            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
-            effort_limits=effort_limits,
-            acceleration_limits=acceleration_limits,
-            payload=payload,
-        )
-
-    @classmethod
-    def from_yaml(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        urdf: str | os.PathLike[str] | None = None,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-        effort_limits: Sequence[float] | None = None,
-        acceleration_limits: Sequence[float] | None = None,
-        payload: str | os.PathLike[str] | Payload | None = None,
-    ) -> FeedforwardModel:
-        """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
-
-        A relative URDF name in the file is taken relative to the file's folder (then
-        to the working directory, as files written before names were relative need),
-        ``package://`` through ``AMENT_PREFIX_PATH``; the URDF's content must match the
-        hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
-        payload --out`` or ``/estimator/payload``) or a
-        :class:`~dynamic_identification.core.payload.Payload`.
-        """
-        parameters = load_parameters(path)
-        return cls.from_parameters(
-            parameters,
-            urdf=urdf,
-            friction_smoothing=friction_smoothing,
-            effort_limits=effort_limits,
-            acceleration_limits=acceleration_limits,
-            payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
-        )
+        else:
+            _require_joints("the robot model has joints", robot.joint_names, parameters)
+        return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 
-class ClosedLoopFeedforwardModel(closed_core.ClosedLoopFeedforwardModel):
+class ClosedLoopFeedforwardModel(_LoadableFromYaml, closed_core.ClosedLoopFeedforwardModel):
     """A closed-loop robot's feedforward of actuated torques, loadable from a parameter YAML file.
 
     See :class:`dynamic_identification.core.closed_loop_feedforward.ClosedLoopFeedforwardModel`
@@ -167,11 +199,9 @@ class ClosedLoopFeedforwardModel(closed_core.ClosedLoopFeedforwardModel):
         parameters: ParameterFile,
         *,
         urdf: str | os.PathLike[str] | None = None,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
         model: ClosedLoopModel | None = None,
-        effort_limits: Sequence[float] | None = None,
-        acceleration_limits: Sequence[float] | None = None,
         payload: Payload | None = None,
+        **options: Unpack[FeedforwardOptions],
     ) -> ClosedLoopFeedforwardModel:
         """The model of a parsed closed-loop parameter file (``robot.loop_closures``, ``robot.actuated_joints``).
 
@@ -188,84 +218,29 @@ class ClosedLoopFeedforwardModel(closed_core.ClosedLoopFeedforwardModel):
         """
         if model is None:
             model = closed_loop_model_of(parameters, urdf)
-        elif model.actuated_joint_names != parameters.joints:
-            raise ModelError(
-                f"the closed-loop model actuates {list(model.actuated_joint_names)}, the file {list(parameters.joints)}"
-            )
-        values = parameters.values()
-        return cls(
-            model,
-            parameters.drive_chain(),
-            parameters.drive_terms(),
-            tuple(values),
-            tuple(values.values()),
-            friction_smoothing=friction_smoothing,
-            identified=[joint in parameters.identified_joints() for joint in parameters.joints],
-            effort_limits=effort_limits,
-            acceleration_limits=acceleration_limits,
-            payload=payload,
-        )
-
-    @classmethod
-    def from_yaml(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        urdf: str | os.PathLike[str] | None = None,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-        effort_limits: Sequence[float] | None = None,
-        acceleration_limits: Sequence[float] | None = None,
-        payload: str | os.PathLike[str] | Payload | None = None,
-    ) -> ClosedLoopFeedforwardModel:
-        """The model of a closed-loop robot's parameter YAML file or text (see :meth:`FeedforwardModel.from_yaml`)."""
-        parameters = load_parameters(path)
-        return cls.from_parameters(
-            parameters,
-            urdf=urdf,
-            friction_smoothing=friction_smoothing,
-            effort_limits=effort_limits,
-            acceleration_limits=acceleration_limits,
-            payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
-        )
+        else:
+            _require_joints("the closed-loop model actuates", model.actuated_joint_names, parameters)
+        return cls(model, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 
 def feedforward_from_parameters(
     parameters: ParameterFile,
     *,
     urdf: str | os.PathLike[str] | None = None,
-    friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-    effort_limits: Sequence[float] | None = None,
-    acceleration_limits: Sequence[float] | None = None,
     payload: Payload | None = None,
+    **options: Unpack[FeedforwardOptions],
 ) -> FeedforwardModel | ClosedLoopFeedforwardModel:
     """The feedforward of a parsed parameter file: a serial robot's or a closed-loop robot's."""
     kind = ClosedLoopFeedforwardModel if parameters.closed_loop else FeedforwardModel
-    return kind.from_parameters(
-        parameters,
-        urdf=urdf,
-        friction_smoothing=friction_smoothing,
-        effort_limits=effort_limits,
-        acceleration_limits=acceleration_limits,
-        payload=payload,
-    )
+    return kind.from_parameters(parameters, urdf=urdf, payload=payload, **options)
 
 
 def load_feedforward(
     path: str | os.PathLike[str],
     *,
     urdf: str | os.PathLike[str] | None = None,
-    friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-    effort_limits: Sequence[float] | None = None,
-    acceleration_limits: Sequence[float] | None = None,
     payload: str | os.PathLike[str] | Payload | None = None,
+    **options: Unpack[FeedforwardOptions],
 ) -> FeedforwardModel | ClosedLoopFeedforwardModel:
     """The feedforward of a parameter YAML file or text, serial or closed-loop (``robot.loop_closures``)."""
-    parameters = load_parameters(path)
-    return feedforward_from_parameters(
-        parameters,
-        urdf=urdf,
-        friction_smoothing=friction_smoothing,
-        effort_limits=effort_limits,
-        acceleration_limits=acceleration_limits,
-        payload=payload if payload is None or isinstance(payload, Payload) else load_payload(payload),
-    )
+    return feedforward_from_parameters(load_parameters(path), urdf=urdf, payload=_resolved_payload(payload), **options)

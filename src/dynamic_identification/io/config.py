@@ -50,7 +50,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -255,22 +255,19 @@ class IdentificationConfig:
 
     def closed_loop_bounds(self, model: ClosedLoopModel) -> PlausibilityBounds:
         """The plausibility gates of the closed-loop ``model`` with these limits and factors."""
-        try:
-            return closed_loop_bounds(
-                model,
-                effort_limits=self.effort_limits,
-                acceleration_limits=self.acceleration_limits,
-                effort_factor=self.effort_factor,
-                mass_factor=self.mass_factor,
-            )
-        except IdentificationError as error:
-            raise DataError(f"limits.* / plausibility.*: {error}") from error
+        return self._gates(closed_loop_bounds, model)
 
     def plausibility_bounds(self, robot: RobotModel) -> PlausibilityBounds:
         """The plausibility gates of ``robot`` with these limits and factors."""
+        return self._gates(PlausibilityBounds.from_robot, robot)
+
+    def _gates(
+        self, bounds_of: Callable[..., PlausibilityBounds], mechanism: RobotModel | ClosedLoopModel
+    ) -> PlausibilityBounds:
+        """``bounds_of(mechanism)`` with the ``limits.*`` and ``plausibility.*`` settings; errors as ``DataError``."""
         try:
-            return PlausibilityBounds.from_robot(
-                robot,
+            return bounds_of(
+                mechanism,
                 effort_limits=self.effort_limits,
                 acceleration_limits=self.acceleration_limits,
                 effort_factor=self.effort_factor,

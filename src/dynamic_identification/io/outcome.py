@@ -9,8 +9,8 @@
   (so they compare directly with ``quality.joint_relative_errors``: a model that only
   fits its training data shows here), and the torques at every recorded stamp with their
   errors against the recorded torques where the joint moves (these include the torque
-  sensor's or current's noise, which the decimation filter removes from the equations);
-  :func:`validate_closed_loop` the same for a closed-loop robot's actuated joints;
+  sensor's or current's noise, which the decimation filter removes from the equations),
+  for a closed-loop robot on its actuated joints;
 * :func:`identification_warnings` — what a user must read, one sentence each, for the
   output and ``quality.warnings``: parameters physically impossible as identified,
   reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_consistent_estimator,
     closed_loop_observations,
@@ -40,6 +42,7 @@ from dynamic_identification.core.estimation.consistency import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
+from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.observations import prepare_observations
 from dynamic_identification.core.identification.prediction import (
     Samples,
@@ -50,7 +53,8 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
@@ -99,15 +103,6 @@ def consistent_estimator(
     )
 
 
-def configured_consistency(
-    robot: RobotModel, config: IdentificationConfig, base: BaseParameters
-) -> ConsistentEstimator | None:
-    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``), or ``None``."""
-    if not config.consistency:
-        return None
-    return consistent_estimator(robot, config.drive_terms, base, prior=config.prior or None)
-
-
 def closed_loop_consistent_estimator_of(
     model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
 ) -> ConsistentEstimator:
@@ -117,13 +112,41 @@ def closed_loop_consistent_estimator_of(
     )
 
 
-def configured_closed_loop_consistency(
-    model: ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
+def configured_consistency(
+    mechanism: RobotModel | ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
 ) -> ConsistentEstimator | None:
-    """:func:`configured_consistency` of a closed-loop robot."""
+    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``), or ``None``.
+
+    A closed-loop robot's (:func:`closed_loop_consistent_estimator_of`) holds every link of its opened tree.
+    """
     if not config.consistency:
         return None
-    return closed_loop_consistent_estimator_of(model, config.drive_terms, base, prior=config.prior or None)
+    if isinstance(mechanism, ClosedLoopModel):
+        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=config.prior or None)
+    return consistent_estimator(mechanism, config.drive_terms, base, prior=config.prior or None)
+
+
+configured_closed_loop_consistency = configured_consistency
+""":func:`configured_consistency` of a closed-loop robot (the name it had when the two were separate functions)."""
+
+
+def configured_window_parts(
+    config: IdentificationConfig, mechanism: RobotModel | ClosedLoopModel, drive_chain: DriveChain
+) -> tuple[WindowSettings, PlausibilityBounds, BaseParameters, ConsistentEstimator | None]:
+    """What the sliding window of ``config`` takes besides the mechanism and the drive chain.
+
+    Its settings, plausibility gates, base parameters and the consistent estimator
+    ``config`` asks for (:func:`configured_consistency`), of the serial robot or of the
+    closed-loop ``mechanism`` (its actuated joints). Raises ``IdentificationError``.
+    """
+    settings = config.window_settings()
+    if isinstance(mechanism, ClosedLoopModel):
+        bounds = config.closed_loop_bounds(mechanism)
+        base = closed_loop_base_parameters(mechanism, drive_chain, config.drive_terms)
+    else:
+        bounds = config.plausibility_bounds(mechanism)
+        base = base_parameters(mechanism, drive_chain, config.drive_terms)
+    return settings, bounds, base, configured_consistency(mechanism, config, base)
 
 
 def consistent_model(
@@ -265,7 +288,7 @@ class Validation:
 
 
 def validate(
-    robot: RobotModel,
+    mechanism: RobotModel | ClosedLoopModel,
     drive_chain: DriveChain,
     terms: DriveTerms,
     result: IdentificationResult,
@@ -274,24 +297,49 @@ def validate(
     *,
     name: str,
 ) -> Validation:
-    """Predict a held-out recording (model joint order) with the identified model and judge it.
+    """Predict a held-out recording with the identified model and judge it.
 
     The equations are built with the identification's ``settings`` (filter, decimation,
     the stick rule ``signal.min_speed_rad_s``); the errors at the stamps count the samples
     where the joint moves at least ``signal.min_speed_rad_s``.
+
+    A serial robot's ``recording`` is in model joint order. A closed-loop robot's
+    ([Briot2012] eq. (6)) holds the actuated joints (torques or currents) and optionally
+    every passive joint of the opened tree, in the tree's kinematic order; the motion is
+    completed through the closures as in the identification
+    (:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_observations`),
+    and the validation's recording and torques are those of the actuated joints.
     """
     signal = settings.signal
-    torques = recording.joint_torques(drive_chain)
-    samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
-    prediction = predict_at_stamps(robot, drive_chain, terms, result.values, samples, signal)
+    if isinstance(mechanism, ClosedLoopModel):
+        judged = recording.select(mechanism.actuated_joint_names)
+        torques = judged.joint_torques(drive_chain)
+        prediction = predict_closed_loop_at_stamps(
+            mechanism,
+            drive_chain,
+            terms,
+            result.values,
+            recording.time,
+            recording.position,
+            signal=signal,
+            dq_measured=recording.velocity,
+        )
+        positions = recording.position
+        observations_of = partial(closed_loop_observations, mechanism)
+    else:
+        judged = recording
+        torques = recording.joint_torques(drive_chain)
+        samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
+        prediction = predict_at_stamps(mechanism, drive_chain, terms, result.values, samples, signal)
+        positions = mechanism.unwrap_positions(recording.position)
+        observations_of = partial(prepare_observations, mechanism)
     errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
-    observations = prepare_observations(
-        robot,
+    observations = observations_of(
         drive_chain,
         terms,
         result.base,
         recording.time,
-        robot.unwrap_positions(recording.position),
+        positions,
         torques,
         dq_measured=recording.velocity,
         settings=settings,
@@ -303,60 +351,11 @@ def validate(
         observations.valid,
     )
     identified = np.isfinite(result.judged.joint_errors.errors)
-    return Validation(name, recording, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+    return Validation(name, judged, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
 
 
-def validate_closed_loop(
-    model: ClosedLoopModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    result: IdentificationResult,
-    recording: Recording,
-    settings: IdentificationSettings,
-    *,
-    name: str,
-) -> Validation:
-    """:func:`validate` for a closed-loop robot ([Briot2012] eq. (6)): its actuated joints' torques.
-
-    ``recording`` holds the actuated joints (torques or currents) and optionally every
-    passive joint of the opened tree, in the tree's kinematic order; the motion is completed
-    through the closures as in the identification
-    (:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_observations`).
-    The validation's recording is that of the actuated joints.
-    """
-    signal = settings.signal
-    actuated = recording.select(model.actuated_joint_names)
-    torques = actuated.joint_torques(drive_chain)
-    prediction = predict_closed_loop_at_stamps(
-        model,
-        drive_chain,
-        terms,
-        result.values,
-        recording.time,
-        recording.position,
-        signal=signal,
-        dq_measured=recording.velocity,
-    )
-    errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
-    observations = closed_loop_observations(
-        model,
-        drive_chain,
-        terms,
-        result.base,
-        recording.time,
-        recording.position,
-        torques,
-        settings=settings,
-        dq_measured=recording.velocity,
-    )
-    kept = result.base.subset(result.names)
-    equation_errors = JointErrors.of(
-        observations.torques,
-        observations.observation_matrix[..., kept] @ result.estimate.parameters,
-        observations.valid,
-    )
-    identified = np.isfinite(result.judged.joint_errors.errors)
-    return Validation(name, actuated, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
+validate_closed_loop = validate
+""":func:`validate` of a closed-loop robot (the name it had when the two were separate functions)."""
 
 
 def _listed(names: Sequence[str]) -> str:

@@ -245,9 +245,28 @@ def window_signal_settings(settings: WindowSettings, *, position_cutoff_hz: floa
     )
 
 
-def _robot_keys(robot: RobotModel) -> dict[str, Any]:
-    """``urdf`` (``package://`` or absolute: a file names it relative to itself when written) and its hash."""
-    return {"urdf": urdf_name(robot.urdf_path), "urdf_sha256": urdf_sha256(robot.urdf_path)}
+def _file_joints(robot: RobotModel, closed_loop: ClosedLoopModel | None) -> tuple[str, ...]:
+    """The joints a parameter file lists: the robot's, or a closed-loop robot's actuated joints."""
+    return robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
+
+
+def _model_keys(
+    robot: RobotModel, terms: DriveTerms, drive_chain: DriveChain, closed_loop: ClosedLoopModel | None
+) -> dict[str, Any]:
+    """The keys of :meth:`ParameterFile.create` that describe the identified model.
+
+    ``urdf`` (``package://`` or absolute: a file names it relative to itself when written) and
+    its hash, the file's joints (:func:`_file_joints`), the drive terms and chain, and the
+    closed-loop model (``None``: a serial robot).
+    """
+    return {
+        "urdf": urdf_name(robot.urdf_path),
+        "urdf_sha256": urdf_sha256(robot.urdf_path),
+        "joints": _file_joints(robot, closed_loop),
+        "drive_terms": terms,
+        "drive_chain": drive_chain,
+        "closed_loop": closed_loop,
+    }
 
 
 def identified_parameter_file(
@@ -289,17 +308,12 @@ def identified_parameter_file(
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
     estimate = result.estimate
-    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
+    joints = _file_joints(robot, closed_loop)
     errors = result.judged.joint_errors
     if standard is None:
-        standard, standard_source = standard_from_base(result.base, result.values), "base"
-        if closed_loop is not None:
-            standard = tree_standard(closed_loop, terms, standard)
+        standard, standard_source = _base_standard(result.base, result.values, terms, closed_loop), "base"
     return ParameterFile.create(
-        **_robot_keys(robot),
-        joints=joints,
-        drive_terms=terms,
-        drive_chain=drive_chain,
+        **_model_keys(robot, terms, drive_chain, closed_loop),
         names=result.names,
         values=estimate.parameters,
         std_percent=estimate.relative_std_percent,
@@ -324,7 +338,6 @@ def identified_parameter_file(
         standard_parameters=standard_parameters_section(
             robot, terms, standard, source=standard_source, closed_loop=closed_loop
         ),
-        closed_loop=closed_loop,
     )
 
 
@@ -374,7 +387,7 @@ def window_parameter_file(
     if not update.names:
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
     expression = dict(zip(base.names, base.expressions, strict=True))
-    joints = robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
+    joints = _file_joints(robot, closed_loop)
     values = dict(zip(update.names, update.values.tolist(), strict=True))
     stored = (
         {}
@@ -387,10 +400,7 @@ def window_parameter_file(
         }
     )
     return ParameterFile.create(
-        **_robot_keys(robot),
-        joints=joints,
-        drive_terms=terms,
-        drive_chain=drive_chain,
+        **_model_keys(robot, terms, drive_chain, closed_loop),
         names=update.names,
         values=update.values,
         std_percent=update.std_percent,
@@ -419,7 +429,6 @@ def window_parameter_file(
                 robot, terms, _base_standard(base, values, terms, closed_loop), source="base", closed_loop=closed_loop
             )
         ),
-        closed_loop=closed_loop,
     )
 
 

@@ -81,6 +81,7 @@ from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
+from dynamic_identification.io.documents import document_text, parse_yaml
 from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name
 
 FORMAT = "dynamic_identification/parameters/v1"
@@ -460,10 +461,7 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
 
 def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:
     """Parse parameter YAML ``text``; ``source`` names it in error messages."""
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise DataError(f"{source} is not valid YAML: {' '.join(str(error).split())}") from error
+    document = parse_yaml(text, source)
     if not isinstance(document, dict):
         raise DataError(f"{source} must be a YAML mapping, got {type(document).__name__}")
     for key in ("format", "robot", "model", "parameters"):
@@ -546,15 +544,9 @@ def load_parameters(path_or_text: str | os.PathLike[str]) -> ParameterFile:
         If the file is missing or unreadable, the ``format`` is not :data:`FORMAT`,
         or a required key is missing (the message names it).
     """
-    if isinstance(path_or_text, str) and "\n" in path_or_text:
-        return parse_parameters(path_or_text)
-    path = Path(path_or_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"parameter file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"cannot read parameter file {path}: {error}") from error
+    text, path = document_text(path_or_text, "parameter")
+    if path is None:
+        return parse_parameters(text)
     return replace(parse_parameters(text, source=str(path)), path=str(path))
 
 

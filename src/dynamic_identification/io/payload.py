@@ -58,6 +58,7 @@ from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
 from dynamic_identification.core.payload_identification import PayloadEstimate
 from dynamic_identification.core.payload_in_process import PayloadOutcome
+from dynamic_identification.io.documents import document_text, parse_yaml
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
@@ -156,10 +157,7 @@ def parse_payload(text: str, *, source: str = "payload text") -> Payload:
         A non-physical payload: mass not > 0, inertia not positive definite about the
         centre of mass or violating the triangle inequality.
     """
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise DataError(f"{source} is not valid YAML: {' '.join(str(error).split())}") from error
+    document = parse_yaml(text, source)
     if not isinstance(document, Mapping):
         raise DataError(f"{source} must be a YAML mapping with a 'payload' key, got {type(document).__name__}")
     if "format" in document and document["format"] != FORMAT:
@@ -169,12 +167,7 @@ def parse_payload(text: str, *, source: str = "payload text") -> Payload:
     body = document["payload"]
     if not isinstance(body, Mapping):
         raise DataError(f"payload in {source} must be a mapping, got {body!r}")
-    missing = [key for key in _PAYLOAD_KEYS if key not in body]
-    if missing:
-        raise DataError(f"{source} misses the key 'payload.{missing[0]}' (needs {list(_PAYLOAD_KEYS)})")
-    unknown = sorted(set(body) - set(_PAYLOAD_KEYS) - set(_OPTIONAL_PAYLOAD_KEYS))
-    if unknown:
-        raise DataError(f"unknown keys {unknown} in payload of {source} (known: {list(_PAYLOAD_KEYS + ('std',))})")
+    _check_keys(body, "payload", source, needed=_PAYLOAD_KEYS, known=_PAYLOAD_KEYS + _OPTIONAL_PAYLOAD_KEYS)
     if not isinstance(body["frame"], str) or not body["frame"]:
         raise DataError(f"payload.frame in {source} must be a frame name, got {body['frame']!r}")
     try:
@@ -198,15 +191,9 @@ def load_payload(path_or_text: str | os.PathLike[str]) -> Payload:
     DataError, PayloadError
         As :func:`parse_payload`; a missing or unreadable file is a :class:`DataError`.
     """
-    if isinstance(path_or_text, str) and "\n" in path_or_text:
-        return parse_payload(path_or_text)
-    path = Path(path_or_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"payload file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"cannot read payload file {path}: {error}") from error
+    text, path = document_text(path_or_text, "payload")
+    if path is None:
+        return parse_payload(text)
     return parse_payload(text, source=str(path))
 
 
@@ -215,6 +202,18 @@ def write_payload_atomic(
 ) -> None:
     """Write :func:`dump_payload` of ``payload`` to ``path`` atomically."""
     write_text_atomic(path, dump_payload(payload, identification=identification))
+
+
+def _check_keys(
+    value: Mapping[str, Any], key: str, source: str, *, needed: Sequence[str], known: Sequence[str]
+) -> None:
+    """Refuse the mapping at ``key`` of ``source`` when it misses one of ``needed`` or has a key not ``known``."""
+    missing = [name for name in needed if name not in value]
+    if missing:
+        raise DataError(f"{source} misses the key '{key}.{missing[0]}' (needs {list(needed)})")
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise DataError(f"unknown keys {unknown} in {key} of {source} (known: {list(known)})")
 
 
 def _number(value: Any, key: str, source: str) -> float:
@@ -234,12 +233,7 @@ def _vector(value: Any, key: str, source: str) -> list[float]:
 def _inertia(value: Any, key: str, source: str) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise DataError(f"{key} in {source} must be a mapping of {list(INERTIA_KEYS)}, got {value!r}")
-    missing = [name for name in INERTIA_KEYS if name not in value]
-    if missing:
-        raise DataError(f"{source} misses the key '{key}.{missing[0]}' (needs {list(INERTIA_KEYS)})")
-    unknown = sorted(set(value) - set(INERTIA_KEYS))
-    if unknown:
-        raise DataError(f"unknown keys {unknown} in {key} of {source} (known: {list(INERTIA_KEYS)})")
+    _check_keys(value, key, source, needed=INERTIA_KEYS, known=INERTIA_KEYS)
     return {name: _number(value[name], f"{key}.{name}", source) for name in INERTIA_KEYS}
 
 
@@ -248,12 +242,7 @@ def _std(value: Any, source: str) -> PayloadStd | None:
         return None
     if not isinstance(value, Mapping):
         raise DataError(f"payload.std in {source} must be a mapping, got {value!r}")
-    missing = [key for key in _STD_KEYS if key not in value]
-    if missing:
-        raise DataError(f"{source} misses the key 'payload.std.{missing[0]}' (needs {list(_STD_KEYS)})")
-    unknown = sorted(set(value) - set(_STD_KEYS))
-    if unknown:
-        raise DataError(f"unknown keys {unknown} in payload.std of {source} (known: {list(_STD_KEYS)})")
+    _check_keys(value, "payload.std", source, needed=_STD_KEYS, known=_STD_KEYS)
     return PayloadStd(
         mass_kg=_number(value["mass_kg"], "payload.std.mass_kg", source),
         com_m=np.array(_vector(value["com_m"], "payload.std.com_m", source)),

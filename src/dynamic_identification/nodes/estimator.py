@@ -60,6 +60,7 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,6 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
 from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
@@ -81,7 +81,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import frame_id
 from dynamic_identification.core.payload_identification import RobotPrior
 from dynamic_identification.core.payload_in_process import (
@@ -91,22 +91,24 @@ from dynamic_identification.core.payload_in_process import (
     RecentMotion,
 )
 from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.stamps import Stamp, classify_stamp
-from dynamic_identification.io.config import CONFIG_KEYS, config_from_parameters, is_closed_loop_key
-from dynamic_identification.io.outcome import configured_closed_loop_consistency, configured_consistency
+from dynamic_identification.io.config import (
+    CONFIG_KEYS,
+    config_from_parameters,
+    is_closed_loop_key,
+)
+from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
-from dynamic_identification.nodes.parameters import node_parameters, read_parameters
+from dynamic_identification.nodes.parameters import node_parameters, node_robot, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
-from dynamic_identification.resources import shipped_path
 
-DEFAULT_URDF_NAME = "dynid_arm6.urdf"
 WORKER_POLL_S = 0.02
 """The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
 
@@ -149,7 +151,7 @@ def declare_and_read(node: Node) -> EstimatorConfig:
     config = reader.build(EstimatorConfig)
     return replace(
         config,
-        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        urdf=urdf_or_shipped(config.urdf),
         identification=reader.set_among(
             lambda key: key in CONFIG_KEYS and key != "joints" and not is_closed_loop_key(key)
         ),
@@ -175,6 +177,11 @@ class EstimatorSetup:
     """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
 
 
+def _identification_parameters(config: EstimatorConfig) -> dict[str, object]:
+    """The identification parameters as set, arrays as lists (as :func:`config_from_parameters` reads a YAML file)."""
+    return {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+
+
 def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     """Validate ``config``; ``ValueError`` names the bad parameter."""
     for name in ("input_topic", "parameters_topic", "payload_topic"):
@@ -182,18 +189,12 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
             raise ValueError(f"parameter '{name}' must not be empty")
     if config.closed_loop:
         return _closed_loop_setup(config)
-    try:
-        robot = load_robot(config.urdf, list(config.joints or ()) or None)
-    except IdentificationError as error:
-        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
-    flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+    robot = node_robot(config.urdf, config.joints)
+    flat = _identification_parameters(config)
     try:
         parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
         drive_chain = parsed.drive_chain(robot.n_joints)
-        settings = parsed.window_settings()
-        bounds = parsed.plausibility_bounds(robot)
-        base = base_parameters(robot, drive_chain, parsed.drive_terms)
-        consistency = configured_consistency(robot, parsed, base)
+        settings, bounds, base, consistency = configured_window_parts(parsed, robot, drive_chain)
     except IdentificationError as error:
         raise ValueError(f"invalid estimator parameter: {error}") from error
     payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
@@ -249,16 +250,13 @@ def _payload_setup(
 
 def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
     """The setup of a closed-loop robot: its model, the actuated joints' drive chain and gates."""
-    flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
+    flat = _identification_parameters(config)
     flat.update(dict(config.closed_loop))
     try:
         parsed = config_from_parameters({"joints": list(config.joints or ()), **flat}, source="estimator parameters")
         model = parsed.closed_loop_model(config.urdf)
         drive_chain = parsed.drive_chain(model.n_actuated)
-        settings = parsed.window_settings()
-        bounds = parsed.closed_loop_bounds(model)
-        base = closed_loop_base_parameters(model, drive_chain, parsed.drive_terms)
-        consistency = configured_closed_loop_consistency(model, parsed, base)
+        settings, bounds, base, consistency = configured_window_parts(parsed, model, drive_chain)
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
     return EstimatorSetup(
@@ -315,28 +313,21 @@ class EstimatorNode(GuardedNode):
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
         self.closed_loop = setup.closed_loop
+        # The serial robot's window, or the closed-loop one on the actuated joints; the rest is the same.
         if self.closed_loop is None:
             self._names = list(self.robot.joint_names)
-            self._estimator = SlidingWindowEstimator(
-                self.robot,
-                self.drive_chain,
-                self.drive_terms,
-                self.settings,
-                base=setup.base,
-                bounds=setup.bounds,
-                consistency=setup.consistency,
-            )
+            window = partial(SlidingWindowEstimator, self.robot)
         else:
             self._names = list(self.closed_loop.actuated_joint_names)
-            self._estimator = closed_loop_window(
-                self.closed_loop,
-                self.drive_chain,
-                self.drive_terms,
-                self.settings,
-                base=setup.base,
-                bounds=setup.bounds,
-                consistency=setup.consistency,
-            )
+            window = partial(closed_loop_window, self.closed_loop)
+        self._estimator = window(
+            self.drive_chain,
+            self.drive_terms,
+            self.settings,
+            base=setup.base,
+            bounds=setup.bounds,
+            consistency=setup.consistency,
+        )
         self.payload_settings = setup.payload
         # Payload re-identification: the trigger is left under its own lock by ~/identify_payload (answered at
         # once); the worker takes it, owns the collection and, from the trigger on, pauses the window.

@@ -35,8 +35,9 @@ motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loo
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -85,12 +86,10 @@ from dynamic_identification.nodes.conversions import (
     joint_trajectory_message,
 )
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
-from dynamic_identification.nodes.parameters import node_parameters, read_parameters
+from dynamic_identification.nodes.parameters import node_parameters, node_robot, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
-from dynamic_identification.resources import shipped_path
 
-DEFAULT_URDF_NAME = "dynid_arm6.urdf"
 NODE_MODES: tuple[str, ...] = NODE_EXCITATION_MODES
 START_LEAD_S = 0.1
 """Playback starts this long after ``~/start``, so the first chunk reaches the controller in time."""
@@ -129,6 +128,9 @@ class ExcitationConfig:
 
 _PARAMETERS = node_parameters(NODE)
 
+_Mechanism = TypeVar("_Mechanism", RobotModel, ClosedLoopModel)
+_Torques = TypeVar("_Torques", TorqueModel, ClosedLoopTorqueModel)
+
 
 def declare_and_read(node: Node) -> ExcitationConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
@@ -140,7 +142,7 @@ def declare_and_read(node: Node) -> ExcitationConfig:
     drive = reader.set_among(lambda key: key.startswith(("drive_chain.", "drive_terms.")))
     return replace(
         config,
-        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        urdf=urdf_or_shipped(config.urdf),
         settings=settings,
         drive_chain_parameters=drive,
         closed_loop=reader.set_among(is_closed_loop_key),
@@ -181,10 +183,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         )
     if config.closed_loop:
         return _closed_loop_setup(config)
-    try:
-        robot = load_robot(config.urdf, list(config.joints or ()) or None)
-    except IdentificationError as error:
-        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error
+    robot = node_robot(config.urdf, config.joints)
     settings = config.settings
     for name in (
         "workspace_lower",
@@ -213,10 +212,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         raise ValueError(f"parameter 'drive_chain.*': {error}") from error
     torque_model = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
     if config.parameters_file:
-        try:
-            torque_model = identified_torque_model(config.parameters_file, robot)
-        except IdentificationError as error:
-            raise ValueError(f"parameter 'parameters_file': {error}") from error
+        torque_model = _identified(identified_torque_model, config.parameters_file, robot)
     return ExcitationSetup(
         robot=robot,
         drive_chain=drive_chain,
@@ -225,6 +221,17 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         limits=limits,
         torque_model=torque_model,
     )
+
+
+def _identified(torque_model_of: Callable[[str, _Mechanism], _Torques], path: str, mechanism: _Mechanism) -> _Torques:
+    """The torque model of the identified parameter file ``path`` (parameter ``parameters_file``).
+
+    ``torque_model_of`` reads it for ``mechanism``; its errors name the parameter (``ValueError``).
+    """
+    try:
+        return torque_model_of(path, mechanism)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'parameters_file': {error}") from error
 
 
 def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -252,10 +259,7 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
         raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
     torques = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
     if config.parameters_file:
-        try:
-            torques = identified_closed_loop_torque_model(config.parameters_file, model)
-        except IdentificationError as error:
-            raise ValueError(f"parameter 'parameters_file': {error}") from error
+        torques = _identified(identified_closed_loop_torque_model, config.parameters_file, model)
     return ExcitationSetup(
         robot=robot,
         drive_chain=drive_chain,

@@ -59,7 +59,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, FeedforwardModel
+from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, FeedforwardModel, FeedforwardOptions
 from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters, parse_parameters
 from dynamic_identification.io.payload import load_payload, parse_payload
 from dynamic_identification.nodes.conversions import (
@@ -177,28 +177,23 @@ class FeedforwardNode(GuardedNode):
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
         urdf = self.config.urdf or str(parameters.urdf_path())
         model: FeedforwardModel | ClosedLoopFeedforwardModel
+        options = FeedforwardOptions(
+            friction_smoothing=self.config.friction_smoothing,
+            effort_limits=self.config.effort_limits,
+            acceleration_limits=self.config.acceleration_limits,
+        )
         if parameters.closed_loop:
             described = repr((parameters.loop_closures, parameters.actuated_joints))
             if (urdf, described) not in self._mechanisms:
                 self._mechanisms = {(urdf, described): closed_loop_model_of(parameters, urdf)}
             model = ClosedLoopFeedforwardModel.from_parameters(
-                parameters,
-                model=self._mechanisms[(urdf, described)],
-                friction_smoothing=self.config.friction_smoothing,
-                effort_limits=self.config.effort_limits,
-                acceleration_limits=self.config.acceleration_limits,
+                parameters, model=self._mechanisms[(urdf, described)], **options
             )
         else:
             key = (urdf, parameters.joints)
             if key not in self._robots:
                 self._robots = {key: load_robot(urdf, parameters.joints)}
-            model = FeedforwardModel.from_parameters(
-                parameters,
-                robot=self._robots[key],
-                friction_smoothing=self.config.friction_smoothing,
-                effort_limits=self.config.effort_limits,
-                acceleration_limits=self.config.acceleration_limits,
-            )
+            model = FeedforwardModel.from_parameters(parameters, robot=self._robots[key], **options)
         if self._payload is not None:
             try:
                 model = model.with_payload(self._payload)

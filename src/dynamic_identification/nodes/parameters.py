@@ -24,8 +24,14 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
+from dynamic_identification.resources import shipped_path
+
+DEFAULT_URDF_NAME = "dynid_arm6.urdf"
+"""The shipped arm's URDF (``urdf/``), the robot of a node whose ``urdf`` parameter is empty."""
 
 ROS_TYPES: dict[Kind, Parameter.Type] = {
     Kind.BOOL: Parameter.Type.BOOL,
@@ -125,3 +131,22 @@ def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
 def read_parameters(node: Node, node_name: str, specs: Sequence[ParameterSpec]) -> SettingsReader:
     """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema."""
     return SettingsReader(declare_and_read(node, specs), f"the {node_name} parameters", node_name, ros=True)
+
+
+def urdf_or_shipped(urdf: str) -> str:
+    """A node's ``urdf`` parameter; the shipped arm's URDF when it is empty."""
+    return urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+
+
+def node_robot(urdf: str, joints: Sequence[str] | None) -> RobotModel:
+    """The robot model of a node's ``urdf`` and ``joints`` parameters (unset joints: every 1-DoF joint).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameters, when the URDF cannot be loaded or lacks a joint.
+    """
+    try:
+        return load_robot(urdf, list(joints or ()) or None)
+    except IdentificationError as error:
+        raise ValueError(f"parameter 'urdf'/'joints': {error}") from error

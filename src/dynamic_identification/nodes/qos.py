@@ -15,46 +15,32 @@ from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-SENSOR_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=100,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
+
+def _reliable(depth: int, durability: DurabilityPolicy = DurabilityPolicy.VOLATILE) -> QoSProfile:
+    """A reliable keep-last profile of ``depth`` messages: every topic of the package is reliable."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=durability,
+    )
+
+
+SENSOR_QOS = _reliable(100)
 """Joint states, motor currents and time-aligned samples: reliable, keep last 100."""
 
 
 def sensor_qos(depth: int) -> QoSProfile:
     """``SENSOR_QOS`` keeping the last ``depth`` samples, for a subscriber of 1 kHz streams."""
-    return QoSProfile(
-        history=SENSOR_QOS.history,
-        depth=depth,
-        reliability=SENSOR_QOS.reliability,
-        durability=SENSOR_QOS.durability,
-    )
+    return _reliable(depth)
 
 
-COMMAND_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
+COMMAND_QOS = _reliable(10)
 """Trajectories and feedforward efforts: reliable, keep last 10."""
 
-LATCHED_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-)
+LATCHED_QOS = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
 """Identified parameters: the last message is delivered to late subscribers."""
 
-CLOCK_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
+CLOCK_QOS = _reliable(1)
 """``/clock``: keep last 1; reliable, so it serves the best-effort subscription of ROS time sources
 (``rclcpp::ClockQoS``) and reliable ones (``ros2 topic echo``, tools) alike."""

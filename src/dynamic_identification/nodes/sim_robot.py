@@ -77,13 +77,9 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.follower import DesiredMotion, follow
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
-from dynamic_identification.nodes.parameters import node_parameters, read_parameters
+from dynamic_identification.nodes.parameters import node_parameters, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
-from dynamic_identification.resources import shipped_path
-
-DEFAULT_URDF_NAME = "dynid_arm6.urdf"
-
 
 FEEDFORWARD_TIMEOUT_S = 0.1
 """A feedforward older than this (node clock) is ignored."""
@@ -132,7 +128,7 @@ def declare_and_read(node: Node) -> SimRobotConfig:
     config = reader.build(SimRobotConfig)
     return replace(
         config,
-        urdf=config.urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME)),
+        urdf=urdf_or_shipped(config.urdf),
         closed_loop=reader.set_among(is_closed_loop_key),
     )
 
