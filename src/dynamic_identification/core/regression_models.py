@@ -373,11 +373,10 @@ def identify_model(
         Too few samples, a robot standing still, too few equations.
     """
     settings = settings or IdentificationSettings()
-    return identify_recording(
-        robot,
-        base,
-        Samples(time, q, torques, dq_measured),
-        lambda samples: model_observations(
+
+    def observe(samples: Samples) -> PreparedObservations:
+        """The model's observations of the checked recording."""
+        return model_observations(
             robot,
             drive_chain,
             terms,
@@ -388,7 +387,13 @@ def identify_model(
             filter_lambda=filter_lambda,
             energy_interval_s=energy_interval_s,
             dq_measured=samples.dq_measured,
-        ),
+        )
+
+    return identify_recording(
+        robot,
+        base,
+        Samples(time, q, torques, dq_measured),
+        observe,
         settings=settings,
         bounds=bounds,
         consistency=consistency,
