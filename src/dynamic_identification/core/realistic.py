@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import pinocchio as pin
 from scipy import signal as sps
 
 from dynamic_identification.core.errors import DataError, IdentificationError, ModelError
@@ -64,6 +63,7 @@ from dynamic_identification.core.model import (
     standard_parameter_names,
     standard_parameters,
 )
+from dynamic_identification.core.simulation import rigid_body_torques
 from dynamic_identification.core.stick_slip import StickSlipSimulator, StribeckFriction
 
 Signal = Literal["effort", "current"]
@@ -637,9 +637,7 @@ def _desired_motion(
 
 def _feedforward(robot: RobotModel, preset: RobotPreset, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
     """Rigid-body inverse dynamics of the URDF plus a fraction of the true drive torques (smoothed sign)."""
-    data = robot.model.createData()
-    configurations = robot.configurations(q)
-    rigid = np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    rigid = rigid_body_torques(robot, q, dq, ddq)
     coupling = preset.drive_chain.coupling
     velocity = dq @ coupling.T
     friction = preset.friction

@@ -110,10 +110,18 @@ def inverse_dynamics(
     q, dq, ddq = motion_rows("q", q, n), motion_rows("dq", dq, n), motion_rows("ddq", ddq, n)
     if not q.shape == dq.shape == ddq.shape:
         raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    return rigid_body_torques(robot, q, dq, ddq) + drive_torques(drive_chain, drive, dq, ddq)
+
+
+def rigid_body_torques(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Rigid-body joint torques ``(N, n)``, N·m, of validated samples ``(N, n)``: ``pinocchio.rnea`` per sample.
+
+    The links' dynamics only (the URDF's inertias, with whatever load is attached to ``robot``):
+    no drive chain.
+    """
     data = robot.model.createData()
     configurations = robot.configurations(q)
-    rigid = np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-    return rigid + drive_torques(drive_chain, drive, dq, ddq)
+    return np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
 
 
 @dataclass(frozen=True)
