@@ -42,7 +42,6 @@ from dynamic_identification.core.feedforward import (
     DEFAULT_FRICTION_SMOOTHING,
     FeedforwardBase,
     FeedforwardTorques,
-    checked_parameters,
 )
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms
 from dynamic_identification.core.payload import Payload
@@ -95,6 +94,8 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
         or ``friction_smoothing`` is not finite and positive.
     """
 
+    _controlled_joint = "actuated joint"
+
     def __init__(
         self,
         model: ClosedLoopModel,
@@ -110,14 +111,9 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
         payload: Payload | None = None,
     ) -> None:
         n_a = model.n_actuated
-        mask = np.ones(n_a, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
-        if mask.shape != (n_a,):
-            raise ModelError(f"identified must have one flag per actuated joint ({n_a}), got {mask.shape[0]}")
-        if drive_chain.n_joints != n_a:
-            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, the mechanism {n_a} actuated joints")
-        if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
-            raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
-        names, values_array = checked_parameters(names, values)
+        mask, names, values_array = self._checked_arguments(
+            n_a, drive_chain, names, values, friction_smoothing=friction_smoothing, identified=identified
+        )
         position = {name: i for i, name in enumerate(standard_parameter_names(model, terms))}
         unknown = [name for name in names if name not in position]
         if unknown:

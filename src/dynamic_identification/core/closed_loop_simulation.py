@@ -37,7 +37,6 @@ from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import (
     PDSimulationSettings,
     PDTrackingSimulator,
-    critically_damped_gains,
     drive_torques,
     effort_bounds,
     measure,
@@ -155,15 +154,6 @@ class ClosedLoopSimulationSettings(PDSimulationSettings):
     coulomb_smoothing_rad_s: float = 1e-2
 
 
-def _gains(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | None:
-    if value is None:
-        return None
-    array = np.asarray(value, dtype=float)
-    if array.size not in (1, n) or not np.all(np.isfinite(array)) or np.any(array < 0.0):
-        raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {array.tolist()}")
-    return np.broadcast_to(array.ravel(), (n,)).copy() if array.size == 1 else array.ravel().copy()
-
-
 class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
     """Forward dynamics of a closed-loop robot under PD + feedforward control of its actuated joints.
 
@@ -232,10 +222,7 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
         self._applied = np.zeros(n_a)
         self.saturated_steps = 0
         self.reset(self._q[model.actuated] if q0 is None else q0)
-        default_kp, default_kd = critically_damped_gains(np.diag(self.actuated_inertia()), settings.bandwidth_hz)
-        kp, kd = _gains("kp", settings.kp, n_a), _gains("kd", settings.kd, n_a)
-        self._kp = default_kp if kp is None else kp
-        self._kd = default_kd if kd is None else kd
+        self._kp, self._kd = settings.pd_gains(np.diag(self.actuated_inertia()))
 
     @property
     def model(self) -> ClosedLoopModel:

@@ -107,6 +107,39 @@ class FeedforwardBase:
     _names: tuple[str, ...]
     _values: np.ndarray
     _k: float
+    _controlled_joint: str = "joint"
+    """What a controlled joint of the model is called in error messages."""
+
+    @classmethod
+    def _checked_arguments(
+        cls,
+        joints: int,
+        drive_chain: DriveChain,
+        names: Sequence[str],
+        values: Sequence[float] | np.ndarray,
+        *,
+        friction_smoothing: float,
+        identified: Sequence[bool] | np.ndarray | None,
+    ) -> tuple[np.ndarray, tuple[str, ...], np.ndarray]:
+        """The per-joint ``identified`` mask (``None``: all), ``names`` and ``values`` of a model of ``joints``
+        controlled joints, checked with the drive chain and ``friction_smoothing``.
+
+        Raises
+        ------
+        ModelError
+            If the mask or the drive chain has another number of joints, ``friction_smoothing`` is not
+            finite and positive, or the parameters are bad (:func:`checked_parameters`).
+        """
+        kind = cls._controlled_joint
+        mask = np.ones(joints, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
+        if mask.shape != (joints,):
+            raise ModelError(f"identified must have one flag per {kind} ({joints}), got {mask.shape[0]}")
+        if drive_chain.n_joints != joints:
+            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, the model has {joints} {kind}s")
+        if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
+            raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
+        checked_names, values_array = checked_parameters(names, values)
+        return mask, checked_names, values_array
 
     def _keep(
         self,
@@ -339,14 +372,9 @@ class FeedforwardModel(FeedforwardBase):
         payload: Payload | None = None,
     ) -> None:
         n = robot.n_joints
-        mask = np.ones(n, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
-        if mask.shape != (n,):
-            raise ModelError(f"identified must have one flag per joint ({n}), got {mask.shape[0]}")
-        if drive_chain.n_joints != n:
-            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
-        if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
-            raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
-        names, values_array = checked_parameters(names, values)
+        mask, names, values_array = self._checked_arguments(
+            n, drive_chain, names, values, friction_smoothing=friction_smoothing, identified=identified
+        )
         standard = standard_parameter_names(n, terms)
         position = {name: i for i, name in enumerate(standard)}
         unknown = [name for name in names if name not in position]

@@ -27,7 +27,6 @@ of each motor's RMS current; positions pass through the motor encoders
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.drive_gains import CurrentRecording
@@ -35,7 +34,7 @@ from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
 from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.simulation import SensorModel, quantize_positions
+from dynamic_identification.core.simulation import SensorModel, quantize_positions, rigid_body_torques
 
 _NEWTON_STEPS = 50
 """Newton iterations inverting the current polynomial (quadratic convergence: a few suffice)."""
@@ -85,9 +84,7 @@ def motor_side_torques(
     if any(a.ndim != 2 or a.shape[1] != n for a in arrays) or not arrays[0].shape == arrays[1].shape == arrays[2].shape:
         raise DataError(f"q, dq, ddq must have the same shape (N, {n}), got {[a.shape for a in arrays]}")
     q, dq, ddq = arrays
-    data = loaded.model.createData()
-    configurations = loaded.configurations(q)
-    link_torques = np.stack([pin.rnea(loaded.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    link_torques = rigid_body_torques(loaded, q, dq, ddq)
     coupling = drive_chain.coupling
     delivered = np.linalg.solve(coupling.T, link_torques.T).T
     velocity = dq @ coupling.T

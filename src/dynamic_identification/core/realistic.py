@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import pinocchio as pin
 from scipy import signal as sps
 
 from dynamic_identification.core.errors import DataError, IdentificationError, ModelError
@@ -64,6 +63,7 @@ from dynamic_identification.core.model import (
     standard_parameter_names,
     standard_parameters,
 )
+from dynamic_identification.core.simulation import per_joint_values, rigid_body_torques
 from dynamic_identification.core.stick_slip import StickSlipSimulator, StribeckFriction
 
 Signal = Literal["effort", "current"]
@@ -71,15 +71,6 @@ TorqueSensor = Literal["motor", "link"]
 
 PerJoint = float | tuple[float, ...]
 """A value for every joint (scalar) or one per joint."""
-
-
-def _per_joint(name: str, value: PerJoint, n: int) -> np.ndarray:
-    array = np.asarray(value, dtype=float)
-    if array.ndim == 0:
-        array = np.full(n, float(array))
-    if array.shape != (n,) or not np.all(np.isfinite(array)) or np.any(array < 0.0):
-        raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {np.asarray(value).tolist()}")
-    return array
 
 
 def _positive(name: str, value: float) -> None:
@@ -637,9 +628,7 @@ def _desired_motion(
 
 def _feedforward(robot: RobotModel, preset: RobotPreset, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
     """Rigid-body inverse dynamics of the URDF plus a fraction of the true drive torques (smoothed sign)."""
-    data = robot.model.createData()
-    configurations = robot.configurations(q)
-    rigid = np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    rigid = rigid_body_torques(robot, q, dq, ddq)
     coupling = preset.drive_chain.coupling
     velocity = dq @ coupling.T
     friction = preset.friction
@@ -759,7 +748,7 @@ def generate_recording(
         drive_velocity = raw
     latest = np.minimum(np.floor(sample_time / dt + 1e-9).astype(int), steps)
     velocity_drive = drive_velocity[latest]
-    velocity_noise = rng.normal(size=velocity_drive.shape) * _per_joint(
+    velocity_noise = rng.normal(size=velocity_drive.shape) * per_joint_values(
         "velocity_noise_std_rad_s", sensors.velocity_noise_std_rad_s, n
     )
     velocity = velocity_drive + velocity_noise
@@ -772,23 +761,23 @@ def generate_recording(
     noise = coloured_noise(
         rng,
         samples,
-        std=_per_joint("torque_coloured_std_nm", sensors.torque_coloured_std_nm, n),
+        std=per_joint_values("torque_coloured_std_nm", sensors.torque_coloured_std_nm, n),
         cutoff_hz=sensors.torque_noise_cutoff_hz,
         rate_hz=rate,
         order=sensors.torque_noise_order,
-    ) + rng.normal(size=(samples, n)) * _per_joint("torque_white_std_nm", sensors.torque_white_std_nm, n)
+    ) + rng.normal(size=(samples, n)) * per_joint_values("torque_white_std_nm", sensors.torque_white_std_nm, n)
     drift = offset_drift(
         rng,
         sample_time,
-        walk_std=_per_joint("offset_walk_std_nm", sensors.offset_walk_std_nm, n),
+        walk_std=per_joint_values("offset_walk_std_nm", sensors.offset_walk_std_nm, n),
         time_constant_s=sensors.offset_walk_time_constant_s,
-        sine_amplitude=_per_joint("offset_sine_nm", sensors.offset_sine_nm, n),
+        sine_amplitude=per_joint_values("offset_sine_nm", sensors.offset_sine_nm, n),
         sine_period_s=sensors.offset_sine_period_s,
     )
     motor_angle = q_true @ transmission.T
     ripple_phase = rng.uniform(0.0, 2.0 * np.pi, n)
     ripple = (
-        _per_joint("ripple_nm", sensors.ripple_nm, n)
+        per_joint_values("ripple_nm", sensors.ripple_nm, n)
         * np.sin(sensors.ripple_per_motor_rev * motor_angle + ripple_phase)
     ) @ chain.coupling
 

@@ -61,13 +61,12 @@ from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
-from dynamic_identification.core.identification.prediction import stamp_torque_check
+from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import (
     IdentificationResult,
     RecursiveSettings,
-    checked_samples,
-    identify_observations,
+    identify_recording,
 )
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
@@ -374,33 +373,35 @@ def identify_model(
         Too few samples, a robot standing still, too few equations.
     """
     settings = settings or IdentificationSettings()
-    samples = checked_samples(robot, time, q, torques, settings, dq_measured=dq_measured)
-    observations = model_observations(
+
+    def observe(samples: Samples) -> PreparedObservations:
+        """The model's observations of the checked recording."""
+        return model_observations(
+            robot,
+            drive_chain,
+            terms,
+            base,
+            *samples.signals,
+            model=model,
+            settings=settings,
+            filter_lambda=filter_lambda,
+            energy_interval_s=energy_interval_s,
+            dq_measured=samples.dq_measured,
+        )
+
+    return identify_recording(
         robot,
-        drive_chain,
-        terms,
         base,
-        samples.time,
-        samples.q,
-        samples.torques,
-        model=model,
+        Samples(time, q, torques, dq_measured),
+        observe,
         settings=settings,
-        filter_lambda=filter_lambda,
-        energy_interval_s=energy_interval_s,
-        dq_measured=dq_measured,
-    )
-    return identify_observations(
-        base,
-        observations,
-        settings=settings,
-        travel=np.ptp(samples.q, axis=0),
-        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        bounds=bounds,
+        consistency=consistency,
         # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
         torque_check=None
         if model == "dynamic"
-        else stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
+        else lambda samples: stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
-        consistency=consistency,
     )
 
 

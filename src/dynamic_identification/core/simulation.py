@@ -110,10 +110,18 @@ def inverse_dynamics(
     q, dq, ddq = motion_rows("q", q, n), motion_rows("dq", dq, n), motion_rows("ddq", ddq, n)
     if not q.shape == dq.shape == ddq.shape:
         raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    return rigid_body_torques(robot, q, dq, ddq) + drive_torques(drive_chain, drive, dq, ddq)
+
+
+def rigid_body_torques(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Rigid-body joint torques ``(N, n)``, N·m, of validated samples ``(N, n)``: ``pinocchio.rnea`` per sample.
+
+    The links' dynamics only (the URDF's inertias, with whatever load is attached to ``robot``):
+    no drive chain.
+    """
     data = robot.model.createData()
     configurations = robot.configurations(q)
-    rigid = np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-    return rigid + drive_torques(drive_chain, drive, dq, ddq)
+    return np.stack([pin.rnea(robot.model, data, configurations[k], dq[k], ddq[k]) for k in range(q.shape[0])])
 
 
 @dataclass(frozen=True)
@@ -324,13 +332,19 @@ def synthesize_measurements(
     return measure(drive_chain, sensor, np.atleast_2d(q), torques, np.random.default_rng(seed))
 
 
-def _per_joint(name: str, value: float | np.ndarray | None, n: int) -> np.ndarray | None:
-    if value is None:
-        return None
-    array = np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy() if np.size(value) in (1, n) else None
-    if array is None or not np.all(np.isfinite(array)) or np.any(array < 0.0):
-        raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {np.asarray(value).tolist()}")
-    return array
+def per_joint_values(name: str, value: float | tuple[float, ...] | np.ndarray, n: int) -> np.ndarray:
+    """``value`` as a new ``(n,)`` array, one entry per joint: a scalar (or one value) is repeated.
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` and the value when it is neither one nor ``n`` values, or one is not
+        finite and >= 0.
+    """
+    array = np.asarray(value, dtype=float)
+    if array.size not in (1, n) or not np.all(np.isfinite(array)) or np.any(array < 0.0):
+        raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {array.tolist()}")
+    return np.broadcast_to(array.ravel(), (n,)).copy() if array.size == 1 else array.ravel().copy()
 
 
 _NEWTON_ITERATIONS = 30
@@ -374,6 +388,21 @@ class PDSimulationSettings:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise ModelError(f"{name} must be finite and > 0, got {value}")
+
+    def pd_gains(self, inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(kp, kd)`` of the controlled joints: :attr:`kp` and :attr:`kd` where given, else those of
+        :func:`critically_damped_gains` for the diagonal ``inertia`` (kg·m², one per controlled joint).
+
+        Raises
+        ------
+        ModelError
+            If ``kp`` or ``kd`` is neither a scalar nor one finite value >= 0 per controlled joint.
+        """
+        n = inertia.shape[0]
+        default_kp, default_kd = critically_damped_gains(inertia, self.bandwidth_hz)
+        kp = default_kp if self.kp is None else per_joint_values("kp", self.kp, n)
+        kd = default_kd if self.kd is None else per_joint_values("kd", self.kd, n)
+        return kp, kd
 
 
 @dataclass(frozen=True)
@@ -586,10 +615,7 @@ class RobotSimulator(PDTrackingSimulator[SimulationSettings]):
         self._applied = np.zeros(n)
         self.saturated_steps = 0
         self.reset(np.zeros(n) if q0 is None else q0)
-        default_kp, default_kd = critically_damped_gains(np.diag(self.mass_matrix()), settings.bandwidth_hz)
-        kp, kd = _per_joint("kp", settings.kp, n), _per_joint("kd", settings.kd, n)
-        self._kp = default_kp if kp is None else kp
-        self._kd = default_kd if kd is None else kd
+        self._kp, self._kd = settings.pd_gains(np.diag(self.mass_matrix()))
 
     @property
     def payload(self) -> Payload | None:

@@ -60,7 +60,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     FourierSearch,
-    check_search_budget,
+    SearchBudget,
     fit_to_limits,
     gram_condition,
     gram_matrix,
@@ -852,19 +852,12 @@ def optimise_closed_loop_fourier(
     """
     start = time.perf_counter()
     _check_settings(model, limits, fundamental_hz, harmonics)
-    check_search_budget(time_budget_s, samples, 8, max_evaluations, _POPULATION)
+    budget = SearchBudget(start, time_budget_s, max_evaluations, seed, _POPULATION)
+    budget.check(samples, min_samples=8)
     evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     search = _Search(evaluator, base, fundamental_hz=float(fundamental_hz), harmonics=harmonics, samples=samples)
-    best = run_search(
-        search,
-        start=start,
-        time_budget_s=time_budget_s,
-        max_evaluations=max_evaluations,
-        seed=seed,
-        population=_POPULATION,
-        centre_first=True,
-    )
+    best = run_search(search, budget, centre_first=True)
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError(
             f"no offset pose of the actuated joints keeps the closed-loop constraints (singularity margin"

@@ -564,40 +564,53 @@ def fourier_basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]
     return sin / omega, -cos / omega, cos, sin, -sin * omega, cos * omega
 
 
-def check_search_budget(
-    time_budget_s: float, samples: int, min_samples: int, max_evaluations: int | None, population: int
-) -> None:
-    """Refuse a search budget: ``time_budget_s`` (s) not > 0, fewer ``samples`` than ``min_samples`` per period, or
-    fewer ``max_evaluations`` than two generations of ``population``.
+@dataclass(frozen=True)
+class SearchBudget:
+    """What a seeded excitation search may spend, and its seed.
 
-    Raises
-    ------
-    IdentificationError
-        Naming the setting and its value.
+    Attributes
+    ----------
+    start
+        ``time.perf_counter()`` (s) when the design began: the wall-time budget counts from it.
+    time_budget_s
+        Wall-time budget, s.
+    max_evaluations
+        Cost-evaluation budget; ``None``: bounded by the time only.
+    seed
+        Seeds the population and the mutations.
+    population
+        Individuals of the differential-evolution population.
     """
-    if not time_budget_s > 0.0:
-        raise IdentificationError(f"time_budget_s must be > 0, got {time_budget_s}")
-    if samples < min_samples:
-        raise IdentificationError(f"samples must be >= {min_samples}, got {samples}")
-    if max_evaluations is not None and max_evaluations < 2 * population:
-        raise IdentificationError(f"max_evaluations must be >= {2 * population}, got {max_evaluations}")
+
+    start: float
+    time_budget_s: float
+    max_evaluations: int | None
+    seed: int
+    population: int
+
+    def check(self, samples: int, min_samples: int) -> None:
+        """Refuse the budget: ``time_budget_s`` (s) not > 0, fewer ``samples`` than ``min_samples`` per period,
+        or fewer ``max_evaluations`` than two generations of the population.
+
+        Raises
+        ------
+        IdentificationError
+            Naming the setting and its value.
+        """
+        if not self.time_budget_s > 0.0:
+            raise IdentificationError(f"time_budget_s must be > 0, got {self.time_budget_s}")
+        if samples < min_samples:
+            raise IdentificationError(f"samples must be >= {min_samples}, got {samples}")
+        if self.max_evaluations is not None and self.max_evaluations < 2 * self.population:
+            raise IdentificationError(f"max_evaluations must be >= {2 * self.population}, got {self.max_evaluations}")
 
 
-def run_search(
-    search: FourierSearch,
-    *,
-    start: float,
-    time_budget_s: float,
-    max_evaluations: int | None,
-    seed: int,
-    population: int,
-    centre_first: bool,
-) -> np.ndarray:
-    """The best decision vector of ``search.cost`` within the budget that began at ``start`` (``time.perf_counter``, s).
+def run_search(search: FourierSearch, budget: SearchBudget, *, centre_first: bool) -> np.ndarray:
+    """The best decision vector of ``search.cost`` within ``budget``.
 
     A quarter (:data:`_GLOBAL_SHARE`) of the time and evaluation budgets goes to
     :func:`scipy.optimize.differential_evolution` (seeded Latin-hypercube population of
-    ``population`` individuals, the first at the centre offsets with ``centre_first``; no
+    ``budget.population`` individuals, the first at the centre offsets with ``centre_first``; no
     polishing), the rest to bounded Powell refinements of the best candidate, restarted
     while they improve by :data:`_RESTART_GAIN`; ``search`` keeps the best cost and scale.
 
@@ -606,10 +619,11 @@ def run_search(
     IdentificationError
         When ``time_budget_s`` left no time to evaluate a candidate.
     """
-    total = np.inf if max_evaluations is None else float(max_evaluations)
+    start, time_budget_s = budget.start, budget.time_budget_s
+    total = np.inf if budget.max_evaluations is None else float(budget.max_evaluations)
     bounds = [(-1.0, 1.0)] * search.size
-    rng = np.random.default_rng(seed)
-    initial = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(population) - 1.0
+    rng = np.random.default_rng(budget.seed)
+    initial = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(budget.population) - 1.0
     if centre_first:
         initial[0, : search.n] = 0.0
     search.stage(evaluations=_GLOBAL_SHARE * total, deadline=start + _GLOBAL_SHARE * time_budget_s)
@@ -765,7 +779,8 @@ def optimise_fourier(
     """
     start = time.perf_counter()
     _check_settings(robot, limits, fundamental_hz, harmonics)
-    check_search_budget(time_budget_s, samples, 2, max_evaluations, _POPULATION)
+    budget = SearchBudget(start, time_budget_s, max_evaluations, seed, _POPULATION)
+    budget.check(samples, min_samples=2)
     effective = _workspace_limits(limits, workspace)
     tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
     base = base if base is not None else base_parameters(robot, drive_chain, terms)
@@ -781,15 +796,7 @@ def optimise_fourier(
         samples=samples,
         torque_model=torque_model,
     )
-    best = run_search(
-        search,
-        start=start,
-        time_budget_s=time_budget_s,
-        max_evaluations=max_evaluations,
-        seed=seed,
-        population=_POPULATION,
-        centre_first=False,
-    )
+    best = run_search(search, budget, centre_first=False)
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
     trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model)

@@ -43,6 +43,11 @@ class Samples:
     torques: np.ndarray
     dq_measured: np.ndarray | None = None
 
+    @property
+    def signals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(time, q, torques)``: the arguments a regression model's observation builder takes after the model."""
+        return self.time, self.q, self.torques
+
 
 @dataclass(frozen=True)
 class StampPrediction:

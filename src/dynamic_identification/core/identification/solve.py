@@ -43,7 +43,7 @@ normal equations and blocks of rows: it runs steps 2 and 4 with the same functio
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -622,24 +622,49 @@ def identify(
         The robot stood still.
     """
     settings = settings or IdentificationSettings()
-    samples = checked_samples(robot, time, q, torques, settings, dq_measured=dq_measured)
-    observations = prepare_observations(
+    return identify_recording(
         robot,
-        drive_chain,
-        terms,
         base,
-        samples.time,
-        samples.q,
-        samples.torques,
-        dq_measured=dq_measured,
+        Samples(time, q, torques, dq_measured),
+        lambda samples: prepare_observations(
+            robot, drive_chain, terms, base, *samples.signals, dq_measured=samples.dq_measured, settings=settings
+        ),
         settings=settings,
+        bounds=bounds,
+        consistency=consistency,
+    )
+
+
+def identify_recording(
+    robot: RobotModel,
+    base: BaseParameters,
+    recording: Samples,
+    observe: Callable[[Samples], PreparedObservations],
+    *,
+    settings: IdentificationSettings,
+    bounds: PlausibilityBounds | None,
+    consistency: ConsistentEstimator | None,
+    torque_check: Callable[[Samples], TorqueCheck] | None = None,
+    recursive: RecursiveSettings | None = None,
+) -> IdentificationResult:
+    """Identify from one raw ``recording`` of ``robot`` with any regression model's builder ``observe``.
+
+    The recording is checked (:func:`checked_samples`), its observations made by ``observe``
+    and put through the seam (:func:`identify_observations`) with the positions' travel and
+    ``bounds`` (``None``: :meth:`PlausibilityBounds.from_robot`); ``torque_check`` makes the
+    seam's torque check from the checked samples (``None``: the IDIM's own rows judge).
+    """
+    samples = checked_samples(
+        robot, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
     return identify_observations(
         base,
-        observations,
+        observe(samples),
         settings=settings,
         travel=np.ptp(samples.q, axis=0),
         bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        torque_check=None if torque_check is None else torque_check(samples),
+        recursive=recursive,
         consistency=consistency,
     )
 
@@ -657,6 +682,7 @@ __all__ = [
     "friction_columns",
     "identify",
     "identify_observations",
+    "identify_recording",
     "joint_weights",
     "plausibility_problems",
     "reduce_model",
