@@ -249,13 +249,29 @@ class RobotPrior:
         """This prior with ``correction`` added at its frame."""
         return replace(self, correction=correction)
 
-    def link_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Joint torques of the links (with the :attr:`correction`), N·m, ``(N, n)``."""
+    def link_torques(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        *,
+        frame_regressor: tuple[str, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """Joint torques of the links (with the :attr:`correction`), N·m, ``(N, n)``.
+
+        ``frame_regressor``: a frame and its :func:`~dynamic_identification.core.payload.payload_regressor`
+        along this motion, which the caller already has; the correction on that frame uses it
+        instead of computing it again.
+        """
         torques = inertial_observation_matrix(self.robot, q, dq, ddq) @ self.inertial
-        if self.correction is None:
-            return torques
         correction = self.correction
-        return torques + payload_regressor(self.robot, correction.frame, q, dq, ddq) @ correction.dynamic_parameters
+        if correction is None:
+            return torques
+        if frame_regressor is not None and frame_regressor[0] == correction.frame:
+            regressor = frame_regressor[1]
+        else:
+            regressor = payload_regressor(self.robot, correction.frame, q, dq, ddq)
+        return torques + regressor @ correction.dynamic_parameters
 
 
 # --------------------------------------------------------------------------- observations
@@ -575,8 +591,9 @@ def _problem(prior: RobotPrior, frame: str, observations: PayloadObservations, n
         )
     used = valid & actuated[None, :]
     inverse_transpose = np.linalg.inv(chain.coupling.T)
-    delivered = prior.link_torques(q, dq, ddq) @ inverse_transpose.T
-    columns = np.einsum("mj,kjp->kmp", inverse_transpose, payload_regressor(robot, frame, q, dq, ddq))
+    load_regressor = payload_regressor(robot, frame, q, dq, ddq)
+    delivered = prior.link_torques(q, dq, ddq, frame_regressor=(frame, load_regressor)) @ inverse_transpose.T
+    columns = np.einsum("mj,kjp->kmp", inverse_transpose, load_regressor)
     velocity = dq @ chain.coupling.T
     fixed = prior.drive.rotor_inertia * (ddq @ chain.coupling.T) + prior.drive.offset
     motor = np.broadcast_to(np.arange(n), q.shape)[used]
