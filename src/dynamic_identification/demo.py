@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +361,7 @@ class PayloadDemoResult:
     rms_payload: np.ndarray
     payload_yaml: str = ""
     inertia_fixed: bool = False
+    prior_correction: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def note(self) -> str:
@@ -370,9 +371,7 @@ class PayloadDemoResult:
     @property
     def correction_text(self) -> str:
         """What the job before the grasp corrected in the robot model (``identification.prior_correction``)."""
-        document = yaml.safe_load(self.payload_yaml) if self.payload_yaml else None
-        identification = document.get("identification", {}) if isinstance(document, dict) else {}
-        correction = identification.get("prior_correction", {})
+        correction = self.prior_correction
         if not correction.get("applied"):
             return f"robot model used as published: {correction.get('reason', 'no correction reported')}"
         moment = np.round(1e3 * np.asarray(correction["first_moment_kg_m"], dtype=float), 1).tolist()
@@ -705,6 +704,7 @@ def _payload_phase(
         rms_payload=_rms(with_payload, new_process_s, window_s),
         payload_yaml=monitor.payload_text,
         inertia_fixed=bool(identification.get("inertia_fixed", False)),
+        prior_correction=dict(identification.get("prior_correction", {})),
     )
 
 
