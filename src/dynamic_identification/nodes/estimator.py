@@ -266,7 +266,10 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
         settings=settings,
         bounds=bounds,
         # ~/identify_payload is refused for a closed-loop robot: its payload regressor is the serial one.
-        payload=replace(_PAYLOAD_DEFAULTS, frame=model.robot.model.frames[model.robot.model.nframes - 1].name),
+        # No reference motion kept either (reference_s = 0): nothing would use it.
+        payload=replace(
+            _PAYLOAD_DEFAULTS, frame=model.robot.model.frames[model.robot.model.nframes - 1].name, reference_s=0.0
+        ),
         payload_prior=None,
         base=base,
         consistency=consistency,
