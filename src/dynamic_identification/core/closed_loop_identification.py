@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -77,7 +78,6 @@ from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.estimation.consistency import ConsistencySettings, ConsistentEstimator
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.identification import (
-    DecimatedRows,
     IdentificationResult,
     IdentificationSettings,
     PreparedObservations,
@@ -227,66 +227,42 @@ class ClosedLoopRowBuilder(DecimatingRowBuilder):
         full = observation_matrix(
             model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
         )
-        structure = base.structure
-        packed, index = self.decimator.decimate(full[..., base.independent][:, structure], start=start)
-        signals_out, _ = self.decimator.decimate(np.asarray(signals, dtype=float), start=start)
-        inside = (index >= outputs[0]) & (index < outputs[1])
-        w_out = np.zeros((int(inside.sum()), model.n_actuated, base.count))
-        w_out[:, structure] = packed[inside]
+        packed = full[..., base.independent][:, base.structure]
+        rows = self.decimated_rows(packed, signals, motion.dq[:, model.actuated], start=start, outputs=outputs)
         return ClosedLoopRows(
-            observation_matrix=w_out,
-            signals=signals_out[inside],
-            valid=~self.stuck(motion.dq[:, model.actuated])[index[inside] - start],
-            index=index[inside],
+            observation_matrix=rows.observation_matrix, signals=rows.torques, valid=rows.valid, index=rows.index
         )
 
-    def sampled_rows(
-        self,
-        q: np.ndarray,
-        dq: np.ndarray,
-        ddq: np.ndarray,
-        torques: np.ndarray,
-        *,
-        start: int,
-        outputs: tuple[int, int],
-    ) -> DecimatedRows:
-        """The sliding window's rows from filtered **actuated** motion ``(L, n_a)`` on the grid.
+    def packed_at(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, index: np.ndarray) -> np.ndarray:
+        """The non-zero entries of the closed-loop ``W`` at filtered **actuated** motion ``(r, n_a)`` on the grid.
 
-        As :meth:`~dynamic_identification.core.identification.RowBuilder.sampled_rows`:
-        the torques are low-passed and decimated, while ``W`` is evaluated at the decimated
-        instants only, on the tree motion completed there ([Briot2012] eq. (2)-(4), walked
-        from the model's reference configuration, so in its assembly mode); equations near
-        a velocity reversal of a motor are masked.
+        The sliding window's rows
+        (:meth:`~dynamic_identification.core.identification.observations.DecimatingRowBuilder.sampled_rows`)
+        evaluate ``W`` on the tree motion completed at these samples only ([Briot2012] eq. (2)-(4), walked
+        from the model's reference configuration, so in its assembly mode).
 
         Raises
         ------
         LoopClosureError
-            When the motion of this block reaches a singularity or leaves the workspace
-            (``sample`` is the grid index).
+            When the motion reaches a singularity or leaves the workspace (``sample`` is the grid index).
         """
-        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
-        inside = (index >= outputs[0]) & (index < outputs[1])
-        local = index[inside] - start
         model, base = self.model, self.base
-        w_out = np.zeros((local.size, model.n_actuated, base.count))
-        if local.size:
-            try:
-                motion = model.complete_motion(q[local], dq[local], ddq[local])
-            except LoopClosureError as error:
-                grid = None if error.sample is None else int(index[inside][error.sample])
-                raise LoopClosureError(
-                    f"grid sample {grid}: {_SAMPLE_PREFIX.sub('', str(error))}",
-                    sample=grid,
-                    residual=error.residual,
-                    condition_number=error.condition_number,
-                ) from error
-            full = observation_matrix(
-                model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
-            )
-            w_out[:, base.structure] = full[..., base.independent][:, base.structure]
-        return DecimatedRows(
-            observation_matrix=w_out, torques=y_out[inside], valid=~self.stuck(dq)[local], index=index[inside]
+        if not index.size:
+            return np.zeros((0, int(np.count_nonzero(base.structure))))
+        try:
+            motion = model.complete_motion(q, dq, ddq)
+        except LoopClosureError as error:
+            grid = None if error.sample is None else int(index[error.sample])
+            raise LoopClosureError(
+                f"grid sample {grid}: {_SAMPLE_PREFIX.sub('', str(error))}",
+                sample=grid,
+                residual=error.residual,
+                condition_number=error.condition_number,
+            ) from error
+        full = observation_matrix(
+            model, self.drive_chain, self.terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
         )
+        return full[..., base.independent][:, base.structure]
 
 
 def complete_recording(
@@ -691,18 +667,6 @@ def closed_loop_window(
     _check_chain(model, drive_chain)
     base = base or base_parameters(model, drive_chain, terms)
     _check_base(model, terms, base)
-
-    def builder(decimation: int, min_speed_rad_s: float, stick_periods: int | None) -> ClosedLoopRowBuilder:
-        return ClosedLoopRowBuilder.create(
-            model,
-            drive_chain,
-            terms,
-            base,
-            decimation=decimation,
-            min_speed_rad_s=min_speed_rad_s,
-            stick_periods=stick_periods,
-        )
-
     return SlidingWindowEstimator(
         model.robot,
         drive_chain,
@@ -712,7 +676,7 @@ def closed_loop_window(
         bounds=bounds
         or closed_loop_bounds(model, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor),
         consistency=consistency,
-        row_builder=builder,
+        row_builder=partial(ClosedLoopRowBuilder.create, model, drive_chain, terms, base),
         equations=model.n_actuated,
     )
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import time as wall_clock
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -55,7 +55,7 @@ from dynamic_identification.core.estimation.quality import JointErrors, relative
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.motion import automatic_cutoff_hz, edge_samples, motion_bandwidth_hz
-from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
+from dynamic_identification.core.identification.observations import DecimatedRows, DecimatingRowBuilder, RowBuilder
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.identification.solve import (
     consistent_step,
@@ -67,33 +67,18 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
-from dynamic_identification.core.signal import ParallelDecimator, default_decimation, differentiate, interpolate_at
+from dynamic_identification.core.signal import default_decimation, differentiate, interpolate_at
 
 
-class WindowRowBuilder(Protocol):
-    """What the window needs of a row builder: :class:`~.observations.RowBuilder` and the closed-loop one
-    (:class:`~dynamic_identification.core.closed_loop_identification.ClosedLoopRowBuilder`)."""
+class RowBuilderFactory(Protocol):
+    """Makes the window's row builder (:class:`~.observations.RowBuilder`, or the closed-loop
+    :class:`~dynamic_identification.core.closed_loop_identification.ClosedLoopRowBuilder`) from the decimation
+    factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``: the ``create`` of either with the model bound."""
 
-    @property
-    def decimator(self) -> ParallelDecimator: ...
+    def __call__(
+        self, *, decimation: int, min_speed_rad_s: float, stick_periods: int | None
+    ) -> DecimatingRowBuilder: ...
 
-    @property
-    def reach(self) -> int: ...
-
-    def sampled_rows(
-        self,
-        q: np.ndarray,
-        dq: np.ndarray,
-        ddq: np.ndarray,
-        torques: np.ndarray,
-        *,
-        start: int,
-        outputs: tuple[int, int],
-    ) -> DecimatedRows: ...
-
-
-RowBuilderFactory = Callable[[int, float, int | None], WindowRowBuilder]
-"""Makes the window's row builder from the decimation factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``."""
 
 AUTO_CUTOFF_DATA_S = 5.0
 """Data time, s, from which a window with the automatic cut-off chooses it: half the default
@@ -275,20 +260,11 @@ class SlidingWindowEstimator:
             robot, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
         )
         self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
-        self._make_builder = row_builder or self._serial_builder
+        self._make_builder: RowBuilderFactory = row_builder or partial(
+            RowBuilder.create, robot, drive_chain, terms, self._base
+        )
         self._threads = ThreadpoolController()
         self.reset()
-
-    def _serial_builder(self, decimation: int, min_speed_rad_s: float, stick_periods: int | None) -> RowBuilder:
-        return RowBuilder.create(
-            self._robot,
-            self._chain,
-            self._terms,
-            self._base,
-            decimation=decimation,
-            min_speed_rad_s=min_speed_rad_s,
-            stick_periods=stick_periods,
-        )
 
     @property
     def base(self) -> BaseParameters:
@@ -308,7 +284,7 @@ class SlidingWindowEstimator:
         self._dt = 0.0
         self._edge = 0
         self._cutoff = float("nan")
-        self._builder: WindowRowBuilder | None = None
+        self._builder: DecimatingRowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
         self._equations = NormalEquations.zeros(self._n, self._base.count)
@@ -460,7 +436,9 @@ class SlidingWindowEstimator:
                 f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
             )
         factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
-        self._builder = self._make_builder(factor, settings.signal.min_speed_rad_s, settings.stick_periods)
+        self._builder = self._make_builder(
+            decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s, stick_periods=settings.stick_periods
+        )
         self._edge = edge_samples(rate, self._cutoff)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:

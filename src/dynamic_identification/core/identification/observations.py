@@ -10,6 +10,7 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -75,13 +76,15 @@ class DecimatedRows:
 
 
 @dataclass(frozen=True)
-class DecimatingRowBuilder:
+class DecimatingRowBuilder(ABC):
     """What the IDIM row builders (serial and closed-loop) share: the model's drive chain, drive terms and
     base parameters, the parallel decimation and the stick mask.
 
     A builder works on blocks that carry :attr:`reach` samples of support on each side of
     the outputs they produce; its equations within ``stick_reach`` samples of a motor
-    slower than ``min_speed_rad_s`` are masked (:meth:`stuck`).
+    slower than ``min_speed_rad_s`` are masked (:meth:`stuck`). Each model evaluates its
+    own ``W`` (:meth:`packed_at`); the decimation of its rows, and the sliding window's
+    rows (:meth:`sampled_rows`), are the same for every model.
     """
 
     drive_chain: DriveChain
@@ -118,6 +121,60 @@ class DecimatingRowBuilder:
     def stuck(self, dq: np.ndarray) -> np.ndarray:
         """``(N, n)``: the equations masked at the controlled joints' velocities ``dq`` (:func:`slow_equations`)."""
         return slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+
+    def sampled_rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose filter support
+        lies in this block, which covers grid indices ``[start, start + len(q))``, with ``W`` evaluated on the
+        filtered motion ``q``, ``dq``, ``ddq`` of the controlled joints at the decimated instants only.
+
+        The torques are still low-passed and decimated; ``W`` is not. For motion
+        band-limited by the position filter (cut-off below the decimation filter's
+        passband) the two agree to the passband ripple, while the regressor runs on
+        one sample in ``factor``: the streaming estimator's fast path. Equations
+        near velocity reversals, where ``sign(q̇)`` is not band-limited, are masked
+        as in the rows of the whole block.
+        """
+        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        local = index[inside] - start
+        packed = self.packed_at(q[local], dq[local], ddq[local], index=index[inside])
+        return self._assemble(packed, y_out[inside], index[inside], local, dq)
+
+    @abstractmethod
+    def packed_at(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, index: np.ndarray) -> np.ndarray:
+        """``(r, s)``: the entries of ``W`` that are not structural zeros (:attr:`BaseParameters.structure`)
+        at the ``r`` samples ``q``, ``dq``, ``ddq`` of the controlled joints, at grid indices ``index``.
+
+        Each model's builder evaluates its own regressor here (:meth:`sampled_rows`).
+        """
+
+    def decimated_rows(
+        self, packed: np.ndarray, signals: np.ndarray, dq: np.ndarray, *, start: int, outputs: tuple[int, int]
+    ) -> DecimatedRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` from the packed non-zero entries of ``W`` ``(L, s)``
+        and the ``signals`` ``(L, m)`` at every sample of a block that starts at grid index ``start``, both
+        decimated with the same filter ([Gautier2013] eq. (13)-(14)); ``dq`` ``(L, n)`` masks stick phases."""
+        packed_out, index = self.decimator.decimate(packed, start=start)
+        signals_out, _ = self.decimator.decimate(np.asarray(signals, dtype=float), start=start)
+        inside = (index >= outputs[0]) & (index < outputs[1])
+        return self._assemble(packed_out[inside], signals_out[inside], index[inside], index[inside] - start, dq)
+
+    def _assemble(
+        self, packed: np.ndarray, signals: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
+    ) -> DecimatedRows:
+        """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
+        w_out = np.zeros((local.size, *self.base.structure.shape))
+        w_out[:, self.base.structure] = packed
+        return DecimatedRows(observation_matrix=w_out, torques=signals, valid=~self.stuck(dq)[local], index=index)
 
 
 @dataclass(frozen=True)
@@ -178,45 +235,13 @@ class RowBuilder(DecimatingRowBuilder):
         """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
         filter support lies in this block, which covers grid indices ``[start, start + len(q))``."""
         full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
-        packed, index = self.decimator.decimate(full.reshape(full.shape[0], -1)[:, self.gather], start=start)
-        y_out, _ = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
-        inside = (index >= outputs[0]) & (index < outputs[1])
-        return self._assemble(packed[inside], y_out[inside], index[inside], index[inside] - start, dq)
+        packed = full.reshape(full.shape[0], -1)[:, self.gather]
+        return self.decimated_rows(packed, torques, dq, start=start, outputs=outputs)
 
-    def sampled_rows(
-        self,
-        q: np.ndarray,
-        dq: np.ndarray,
-        ddq: np.ndarray,
-        torques: np.ndarray,
-        *,
-        start: int,
-        outputs: tuple[int, int],
-    ) -> DecimatedRows:
-        """Like :meth:`rows`, with ``W`` evaluated on the filtered motion at the decimated instants.
-
-        The torques are still low-passed and decimated; ``W`` is not. For motion
-        band-limited by the position filter (cut-off below the decimation filter's
-        passband) the two agree to the passband ripple, while the regressor runs on
-        one sample in ``factor``: the streaming estimator's fast path. Equations
-        near velocity reversals, where ``sign(q̇)`` is not band-limited, are masked
-        as in :meth:`rows`.
-        """
-        y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
-        inside = (index >= outputs[0]) & (index < outputs[1])
-        local = index[inside] - start
-        full = observation_matrix(
-            self.robot, self.drive_chain, self.terms, q[local], dq[local], ddq[local], data=self.data
-        )
-        return self._assemble(full.reshape(local.size, -1)[:, self.gather], y_out[inside], index[inside], local, dq)
-
-    def _assemble(
-        self, packed: np.ndarray, torques: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
-    ) -> DecimatedRows:
-        """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
-        w_out = np.zeros((local.size, self.robot.n_joints, self.base.count))
-        w_out[:, self.base.structure] = packed
-        return DecimatedRows(observation_matrix=w_out, torques=torques, valid=~self.stuck(dq)[local], index=index)
+    def packed_at(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, index: np.ndarray) -> np.ndarray:
+        """The non-zero entries of the serial IDIM's ``W`` at the samples ``q``, ``dq``, ``ddq``."""
+        full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
+        return full.reshape(index.size, -1)[:, self.gather]
 
 
 def output_blocks(
