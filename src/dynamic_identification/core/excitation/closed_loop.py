@@ -70,8 +70,9 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.plan import (
     PLANNING_HEADROOM,
-    PLANNING_RATE_HZ,
     ExcitationPlan,
+    planning_factor,
+    planning_times,
     subsampled,
 )
 from dynamic_identification.core.excitation.safety import (
@@ -1132,10 +1133,8 @@ def plan_closed_loop_excitation(
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
     fourier = design.trajectory
-    factor = max(1, int(np.ceil(PLANNING_RATE_HZ / settings.rate_hz - 1e-9)))
-    dense_rate = settings.rate_hz * factor
-    steps = int(round(settings.periods * fourier.period_s * settings.rate_hz)) * factor
-    reference = sample(fourier, np.arange(steps + 1) / dense_rate, model.actuated_joint_names)
+    factor = planning_factor(settings.rate_hz)
+    reference = sample(fourier, planning_times(fourier.period_s, settings, factor), model.actuated_joint_names)
     points = subsampled(reference, factor)
     check_sampling(points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     check = check_closed_loop_trajectory(
