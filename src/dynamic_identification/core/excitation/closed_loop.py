@@ -1110,26 +1110,15 @@ def plan_closed_loop_excitation(
             drive_chain,
             terms,
             planning,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            time_budget_s=settings.time_budget_s,
-            max_evaluations=settings.max_evaluations or None,
             torque_model=torques,
             base=base,
+            **settings.fourier_arguments(),
+            **settings.budget_arguments(),
         )
         kind = "optimised Fourier series of the actuated joints"
     else:
         design = random_closed_loop_fourier(
-            model,
-            drive_chain,
-            terms,
-            planning,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            torque_model=torques,
-            base=base,
+            model, drive_chain, terms, planning, torque_model=torques, base=base, **settings.fourier_arguments()
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
     fourier = design.trajectory

@@ -172,25 +172,16 @@ def _fourier(
             drive_chain,
             terms,
             limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
             workspace=_workspace(settings),
-            seed=settings.seed,
-            time_budget_s=settings.time_budget_s,
-            max_evaluations=settings.max_evaluations or None,
             torque_model=model,
+            **settings.fourier_arguments(),
+            **settings.budget_arguments(),
         )
         fourier, condition = design.trajectory, design.condition_number
         description = f"optimised Fourier series, condition number {condition:.3g}"
     else:
         fourier = random_fourier(
-            robot,
-            limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            workspace=_workspace(settings),
-            torque_model=model,
+            robot, limits, workspace=_workspace(settings), torque_model=model, **settings.fourier_arguments()
         )
         description = "random Fourier series fitted into the limits"
     reference = sample(fourier, planning_times(fourier.period_s, settings, factor), robot.joint_names)
@@ -213,11 +204,9 @@ def _payload(
         robot,
         frame,
         limits,
-        fundamental_hz=settings.fundamental_hz,
-        harmonics=settings.harmonics,
-        seed=settings.seed,
         max_evaluations=settings.max_evaluations or 1500,
         time_budget_s=settings.time_budget_s,
+        **settings.fourier_arguments(),
     )
     fourier = design.trajectory
     time = planning_times(fourier.period_s, settings, factor)
@@ -254,14 +243,7 @@ def _builder(robot: RobotModel, settings: ExcitationSettings) -> _Builder:
     """The segmented or process planner of ``settings``, as a function of the limits and the rate."""
 
     def segmented(limits: JointLimits, rate_hz: float) -> tuple[SampledTrajectory, str]:
-        one = default_segmented_trajectory(
-            robot,
-            limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            rate_hz=rate_hz,
-            seed=settings.seed,
-        ).trajectory
+        one = default_segmented_trajectory(robot, limits, rate_hz=rate_hz, **settings.fourier_arguments()).trajectory
         return _repeated(one, settings.periods, limits, rate_hz), (
             f"segmented per-joint-fixed trajectory, {robot.n_joints} segments"
         )
