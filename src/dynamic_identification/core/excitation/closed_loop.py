@@ -87,6 +87,7 @@ from dynamic_identification.core.excitation.safety import (
     check_trajectory,
     executed_motion,
     limit_usage,
+    urdf_friction,
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
@@ -335,13 +336,8 @@ class ClosedLoopTorqueModel:
         the actuated joints as viscous and Coulomb friction."""
         source = "the URDF's nominal model" if drive is None else "the URDF's inertias and the given drive terms"
         if drive is None:
-            pinocchio = model.robot.model
-            velocity_index = [pinocchio.joints[int(j) + 1].idx_v for j in model.actuated]
-            drive = DriveParameters.create(
-                model.n_actuated,
-                viscous=np.asarray(pinocchio.damping, dtype=float)[velocity_index],
-                coulomb=np.asarray(pinocchio.friction, dtype=float)[velocity_index],
-            )
+            joints = model.robot.model.joints
+            drive = urdf_friction(model.robot, [joints[int(j) + 1].idx_v for j in model.actuated])
         standard = standard_parameters(model, terms, drive)
         return cls(model, drive_chain, terms, standard, source)
 
