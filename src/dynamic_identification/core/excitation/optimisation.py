@@ -481,33 +481,14 @@ class BudgetSpent(Exception):
     """Raised inside the cost to stop a SciPy stage when its budget is spent."""
 
 
-class FourierSearch:
-    """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
+class BudgetedSearch:
+    """The evaluations of a search's cost counted against the budget of its stage, and the best candidate seen.
 
-    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
-    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
-    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
-    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
-    oscillation to ``limits``. A subclass gives the cost.
-
-    Parameters
-    ----------
-    limits
-        Limits of the joints the trajectory moves.
-    fundamental_hz, harmonics
-        The Fourier series.
-    samples
-        Points per period of the cost grid (:attr:`cost_basis`).
+    A cost calls :meth:`spend` first and returns through :meth:`record`; the SciPy stage it
+    runs in stops with :class:`BudgetSpent` once :meth:`stage`'s budget is spent.
     """
 
-    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
-        self.fit_limits, self.n = limits, len(limits.joint_names)
-        self.centre, self.half = _half_ranges(limits)
-        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
-        period = 1.0 / fundamental_hz
-        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
-        self.fit_basis = fourier_basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
-        self.cost_basis = fourier_basis(np.arange(samples) * (period / samples), omega)
+    def __init__(self) -> None:
         self.evaluations = 0
         self.best_cost = np.inf
         self.best_x: np.ndarray | None = None
@@ -515,25 +496,6 @@ class FourierSearch:
         """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
-
-    @property
-    def size(self) -> int:
-        return self.n * (1 + 2 * self.harmonics)
-
-    def cost(self, x: np.ndarray) -> float:
-        """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
-        raise NotImplementedError
-
-    def decode(self, x: np.ndarray) -> FourierTrajectory:
-        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), each joint fitted to its limits on the fit grid."""
-        n, h = self.n, self.harmonics
-        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
-        sine = x[n : n + h * n].reshape(h, n)
-        cosine = x[n + h * n :].reshape(h, n)
-        qs, qc, vs, vc, acs, acc = self.fit_basis
-        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = fit_scales(offsets, motion, self.fit_limits)
-        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def spend(self) -> None:
         """Count one evaluation of the cost, or raise :class:`BudgetSpent` when the stage's budget is spent.
@@ -555,6 +517,55 @@ class FourierSearch:
         """Let the next stage run until ``evaluations`` costs in all or the ``deadline`` (``time.perf_counter``, s)."""
         self.stop_evaluations = evaluations
         self.deadline = deadline
+
+
+class FourierSearch(BudgetedSearch):
+    """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
+
+    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
+    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
+    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
+    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
+    oscillation to ``limits``. A subclass gives the cost.
+
+    Parameters
+    ----------
+    limits
+        Limits of the joints the trajectory moves.
+    fundamental_hz, harmonics
+        The Fourier series.
+    samples
+        Points per period of the cost grid (:attr:`cost_basis`).
+    """
+
+    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
+        super().__init__()
+        self.fit_limits, self.n = limits, len(limits.joint_names)
+        self.centre, self.half = _half_ranges(limits)
+        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
+        period = 1.0 / fundamental_hz
+        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
+        self.fit_basis = fourier_basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
+        self.cost_basis = fourier_basis(np.arange(samples) * (period / samples), omega)
+
+    @property
+    def size(self) -> int:
+        return self.n * (1 + 2 * self.harmonics)
+
+    def cost(self, x: np.ndarray) -> float:
+        """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
+        raise NotImplementedError
+
+    def decode(self, x: np.ndarray) -> FourierTrajectory:
+        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), each joint fitted to its limits on the fit grid."""
+        n, h = self.n, self.harmonics
+        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
+        sine = x[n : n + h * n].reshape(h, n)
+        cosine = x[n + h * n :].reshape(h, n)
+        qs, qc, vs, vc, acs, acc = self.fit_basis
+        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
+        scale = fit_scales(offsets, motion, self.fit_limits)
+        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
 
 def fourier_basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
