@@ -23,6 +23,7 @@ trajectory is fitted and checked again at 1 kHz.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -346,14 +347,24 @@ class _Tool:
             return None
         if self.excess(offsets + deviation) == 0.0:
             return 1.0
-        feasible, infeasible = 0.0, 1.0
-        for _ in range(steps):
-            middle = 0.5 * (feasible + infeasible)
-            if self.excess(offsets + middle * deviation) == 0.0:
-                feasible = middle
-            else:
-                infeasible = middle
-        return feasible
+        return _bisect_scale(lambda scale: self.excess(offsets + scale * deviation) == 0.0, infeasible=1.0, steps=steps)
+
+
+def _bisect_scale(feasible: Callable[[float], bool], *, infeasible: float, steps: int) -> float:
+    """The largest scale toward the offset pose found feasible by ``steps`` bisections of ``[0, infeasible]``.
+
+    ``0`` (the offset pose) is taken as feasible and ``infeasible`` as not; each step
+    halves the bracket by one call of ``feasible``. Returns the feasible end of the last
+    bracket (0 when no scale tried was feasible).
+    """
+    low, high = 0.0, infeasible
+    for _ in range(steps):
+        middle = 0.5 * (low + high)
+        if feasible(middle):
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _into_box(trajectory: FourierTrajectory, tool: _Tool, grid: np.ndarray, *, steps: int) -> FourierTrajectory:
@@ -395,13 +406,11 @@ def _within_torques(
             f"holding the offset pose at rest already needs {np.round(at_rest[0], 3).tolist()} N·m,"
             f" beyond the effort limits {np.round(limits.effort, 3).tolist()} N·m ({model.source})"
         )
-    feasible, infeasible = 0.0, 1.0
-    for _ in range(steps):
-        middle = 0.5 * (feasible + infeasible)
-        if _torque_ratio(model.torques(*trajectory.scaled(middle).evaluate(grid)), limits) <= 1.0:
-            feasible = middle
-        else:
-            infeasible = middle
+    feasible = _bisect_scale(
+        lambda scale: _torque_ratio(model.torques(*trajectory.scaled(scale).evaluate(grid)), limits) <= 1.0,
+        infeasible=1.0,
+        steps=steps,
+    )
     return trajectory.scaled(feasible)
 
 
@@ -698,14 +707,12 @@ class _Search(FourierSearch):
         observed = self._observed(trajectory, scale)
         model = self.torque_model
         if model is not None and _torque_ratio(self._torques(model, observed, trajectory, scale), self.limits) > 1.0:
-            feasible, infeasible = 0.0, scale
-            for _ in range(_BOX_BISECTIONS):
-                middle = 0.5 * (feasible + infeasible)
+
+            def keeps_torques(middle: float) -> bool:
                 trial = self._observed(trajectory, middle)
-                if _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0:
-                    feasible = middle
-                else:
-                    infeasible = middle
+                return _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0
+
+            feasible = _bisect_scale(keeps_torques, infeasible=scale, steps=_BOX_BISECTIONS)
             if feasible == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
             observed = self._observed(trajectory, feasible)
