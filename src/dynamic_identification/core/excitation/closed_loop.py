@@ -361,12 +361,6 @@ class _Probe:
     torques: np.ndarray | None = None
 
 
-def _centre(limits: JointLimits) -> np.ndarray:
-    """:attr:`JointLimits.centre` without the warning of ``inf − inf`` for unbounded (continuous) joints."""
-    with np.errstate(invalid="ignore"):
-        return limits.centre
-
-
 def _walk(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Actuated poses from ``start`` toward ``end`` in steps of at most :data:`_WALK_STEP_RAD`, ``end`` excluded."""
     steps = max(1, int(np.ceil(float(np.max(np.abs(end - start), initial=0.0)) / _WALK_STEP_RAD)))
@@ -390,7 +384,7 @@ class _Evaluator:
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
         self.reference_ratio = reference_singularity_ratio(model)
         passive = limits.passive
-        self.centre = _centre(passive)
+        self.centre = passive.centre
         with np.errstate(invalid="ignore"):
             self.above = np.where(np.isfinite(passive.upper), passive.upper - self.centre, np.inf)
             self.below = np.where(np.isfinite(passive.lower), self.centre - passive.lower, np.inf)
@@ -743,7 +737,7 @@ def random_closed_loop_fourier(
     rng = np.random.default_rng(seed)
     raw = FourierTrajectory(
         fundamental_hz=float(fundamental_hz),
-        offsets=_centre(limits.actuated),
+        offsets=limits.actuated.centre,
         sine=rng.normal(size=(harmonics, model.n_actuated)),
         cosine=rng.normal(size=(harmonics, model.n_actuated)),
     )

@@ -237,15 +237,11 @@ def sampled_condition_number(
 
 
 def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and half-range used to place offsets, rad (π for unbounded joints).
-
-    The centre is :attr:`~.safety.JointLimits.centre`, without the warning of ``inf − inf``
-    for unbounded (continuous) joints.
-    """
+    """Centre (:attr:`~.safety.JointLimits.centre`) and half-range used to place offsets, rad (π for unbounded
+    joints)."""
     finite = np.isfinite(limits.lower) & np.isfinite(limits.upper)
     half = np.where(finite, 0.5 * (limits.upper - limits.lower), _UNBOUNDED_HALF_RANGE)
-    with np.errstate(invalid="ignore"):
-        return limits.centre, half
+    return limits.centre, half
 
 
 def fit_scales(

@@ -322,8 +322,12 @@ class JointLimits:
 
     @property
     def centre(self) -> np.ndarray:
-        """Middle of each (finite) position range, rad; 0 for unbounded joints."""
-        return np.where(np.isfinite(self.lower) & np.isfinite(self.upper), 0.5 * (self.lower + self.upper), 0.0)
+        """Middle of each (finite) position range, rad; 0 for unbounded joints.
+
+        NumPy's warning of ``inf − inf`` for unbounded (continuous) joints is silenced: their middle is not used.
+        """
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(self.lower) & np.isfinite(self.upper), 0.5 * (self.lower + self.upper), 0.0)
 
 
 def _per_joint(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray) -> np.ndarray:
