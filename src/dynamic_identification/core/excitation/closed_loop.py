@@ -70,8 +70,9 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.plan import (
     PLANNING_HEADROOM,
-    PLANNING_RATE_HZ,
     ExcitationPlan,
+    planning_factor,
+    planning_times,
     subsampled,
 )
 from dynamic_identification.core.excitation.safety import (
@@ -86,6 +87,7 @@ from dynamic_identification.core.excitation.safety import (
     check_trajectory,
     executed_motion,
     limit_usage,
+    urdf_friction,
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
@@ -334,13 +336,8 @@ class ClosedLoopTorqueModel:
         the actuated joints as viscous and Coulomb friction."""
         source = "the URDF's nominal model" if drive is None else "the URDF's inertias and the given drive terms"
         if drive is None:
-            pinocchio = model.robot.model
-            velocity_index = [pinocchio.joints[int(j) + 1].idx_v for j in model.actuated]
-            drive = DriveParameters.create(
-                model.n_actuated,
-                viscous=np.asarray(pinocchio.damping, dtype=float)[velocity_index],
-                coulomb=np.asarray(pinocchio.friction, dtype=float)[velocity_index],
-            )
+            joints = model.robot.model.joints
+            drive = urdf_friction(model.robot, [joints[int(j) + 1].idx_v for j in model.actuated])
         standard = standard_parameters(model, terms, drive)
         return cls(model, drive_chain, terms, standard, source)
 
@@ -362,12 +359,6 @@ class _Probe:
     motion: ClosedLoopMotion | None = None
     observed: np.ndarray | None = None
     torques: np.ndarray | None = None
-
-
-def _centre(limits: JointLimits) -> np.ndarray:
-    """:attr:`JointLimits.centre` without the warning of ``inf − inf`` for unbounded (continuous) joints."""
-    with np.errstate(invalid="ignore"):
-        return limits.centre
 
 
 def _walk(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -393,7 +384,7 @@ class _Evaluator:
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
         self.reference_ratio = reference_singularity_ratio(model)
         passive = limits.passive
-        self.centre = _centre(passive)
+        self.centre = passive.centre
         with np.errstate(invalid="ignore"):
             self.above = np.where(np.isfinite(passive.upper), passive.upper - self.centre, np.inf)
             self.below = np.where(np.isfinite(passive.lower), self.centre - passive.lower, np.inf)
@@ -746,7 +737,7 @@ def random_closed_loop_fourier(
     rng = np.random.default_rng(seed)
     raw = FourierTrajectory(
         fundamental_hz=float(fundamental_hz),
-        offsets=_centre(limits.actuated),
+        offsets=limits.actuated.centre,
         sine=rng.normal(size=(harmonics, model.n_actuated)),
         cosine=rng.normal(size=(harmonics, model.n_actuated)),
     )
@@ -1109,33 +1100,20 @@ def plan_closed_loop_excitation(
             drive_chain,
             terms,
             planning,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            time_budget_s=settings.time_budget_s,
-            max_evaluations=settings.max_evaluations or None,
             torque_model=torques,
             base=base,
+            **settings.fourier_arguments(),
+            **settings.budget_arguments(),
         )
         kind = "optimised Fourier series of the actuated joints"
     else:
         design = random_closed_loop_fourier(
-            model,
-            drive_chain,
-            terms,
-            planning,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            torque_model=torques,
-            base=base,
+            model, drive_chain, terms, planning, torque_model=torques, base=base, **settings.fourier_arguments()
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
     fourier = design.trajectory
-    factor = max(1, int(np.ceil(PLANNING_RATE_HZ / settings.rate_hz - 1e-9)))
-    dense_rate = settings.rate_hz * factor
-    steps = int(round(settings.periods * fourier.period_s * settings.rate_hz)) * factor
-    reference = sample(fourier, np.arange(steps + 1) / dense_rate, model.actuated_joint_names)
+    factor = planning_factor(settings.rate_hz)
+    reference = sample(fourier, planning_times(fourier.period_s, settings, factor), model.actuated_joint_names)
     points = subsampled(reference, factor)
     check_sampling(points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     check = check_closed_loop_trajectory(

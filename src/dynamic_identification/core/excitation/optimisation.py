@@ -23,6 +23,7 @@ trajectory is fitted and checked again at 1 kHz.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -236,15 +237,11 @@ def sampled_condition_number(
 
 
 def _half_ranges(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and half-range used to place offsets, rad (π for unbounded joints).
-
-    The centre is :attr:`~.safety.JointLimits.centre`, without the warning of ``inf − inf``
-    for unbounded (continuous) joints.
-    """
+    """Centre (:attr:`~.safety.JointLimits.centre`) and half-range used to place offsets, rad (π for unbounded
+    joints)."""
     finite = np.isfinite(limits.lower) & np.isfinite(limits.upper)
     half = np.where(finite, 0.5 * (limits.upper - limits.lower), _UNBOUNDED_HALF_RANGE)
-    with np.errstate(invalid="ignore"):
-        return limits.centre, half
+    return limits.centre, half
 
 
 def fit_scales(
@@ -346,14 +343,24 @@ class _Tool:
             return None
         if self.excess(offsets + deviation) == 0.0:
             return 1.0
-        feasible, infeasible = 0.0, 1.0
-        for _ in range(steps):
-            middle = 0.5 * (feasible + infeasible)
-            if self.excess(offsets + middle * deviation) == 0.0:
-                feasible = middle
-            else:
-                infeasible = middle
-        return feasible
+        return _bisect_scale(lambda scale: self.excess(offsets + scale * deviation) == 0.0, infeasible=1.0, steps=steps)
+
+
+def _bisect_scale(feasible: Callable[[float], bool], *, infeasible: float, steps: int) -> float:
+    """The largest scale toward the offset pose found feasible by ``steps`` bisections of ``[0, infeasible]``.
+
+    ``0`` (the offset pose) is taken as feasible and ``infeasible`` as not; each step
+    halves the bracket by one call of ``feasible``. Returns the feasible end of the last
+    bracket (0 when no scale tried was feasible).
+    """
+    low, high = 0.0, infeasible
+    for _ in range(steps):
+        middle = 0.5 * (low + high)
+        if feasible(middle):
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _into_box(trajectory: FourierTrajectory, tool: _Tool, grid: np.ndarray, *, steps: int) -> FourierTrajectory:
@@ -395,13 +402,11 @@ def _within_torques(
             f"holding the offset pose at rest already needs {np.round(at_rest[0], 3).tolist()} N·m,"
             f" beyond the effort limits {np.round(limits.effort, 3).tolist()} N·m ({model.source})"
         )
-    feasible, infeasible = 0.0, 1.0
-    for _ in range(steps):
-        middle = 0.5 * (feasible + infeasible)
-        if _torque_ratio(model.torques(*trajectory.scaled(middle).evaluate(grid)), limits) <= 1.0:
-            feasible = middle
-        else:
-            infeasible = middle
+    feasible = _bisect_scale(
+        lambda scale: _torque_ratio(model.torques(*trajectory.scaled(scale).evaluate(grid)), limits) <= 1.0,
+        infeasible=1.0,
+        steps=steps,
+    )
     return trajectory.scaled(feasible)
 
 
@@ -481,33 +486,14 @@ class BudgetSpent(Exception):
     """Raised inside the cost to stop a SciPy stage when its budget is spent."""
 
 
-class FourierSearch:
-    """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
+class BudgetedSearch:
+    """The evaluations of a search's cost counted against the budget of its stage, and the best candidate seen.
 
-    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
-    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
-    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
-    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
-    oscillation to ``limits``. A subclass gives the cost.
-
-    Parameters
-    ----------
-    limits
-        Limits of the joints the trajectory moves.
-    fundamental_hz, harmonics
-        The Fourier series.
-    samples
-        Points per period of the cost grid (:attr:`cost_basis`).
+    A cost calls :meth:`spend` first and returns through :meth:`record`; the SciPy stage it
+    runs in stops with :class:`BudgetSpent` once :meth:`stage`'s budget is spent.
     """
 
-    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
-        self.fit_limits, self.n = limits, len(limits.joint_names)
-        self.centre, self.half = _half_ranges(limits)
-        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
-        period = 1.0 / fundamental_hz
-        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
-        self.fit_basis = fourier_basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
-        self.cost_basis = fourier_basis(np.arange(samples) * (period / samples), omega)
+    def __init__(self) -> None:
         self.evaluations = 0
         self.best_cost = np.inf
         self.best_x: np.ndarray | None = None
@@ -515,25 +501,6 @@ class FourierSearch:
         """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
-
-    @property
-    def size(self) -> int:
-        return self.n * (1 + 2 * self.harmonics)
-
-    def cost(self, x: np.ndarray) -> float:
-        """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
-        raise NotImplementedError
-
-    def decode(self, x: np.ndarray) -> FourierTrajectory:
-        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), each joint fitted to its limits on the fit grid."""
-        n, h = self.n, self.harmonics
-        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
-        sine = x[n : n + h * n].reshape(h, n)
-        cosine = x[n + h * n :].reshape(h, n)
-        qs, qc, vs, vc, acs, acc = self.fit_basis
-        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
-        scale = fit_scales(offsets, motion, self.fit_limits)
-        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
     def spend(self) -> None:
         """Count one evaluation of the cost, or raise :class:`BudgetSpent` when the stage's budget is spent.
@@ -555,6 +522,55 @@ class FourierSearch:
         """Let the next stage run until ``evaluations`` costs in all or the ``deadline`` (``time.perf_counter``, s)."""
         self.stop_evaluations = evaluations
         self.deadline = deadline
+
+
+class FourierSearch(BudgetedSearch):
+    """The decision vector of a Fourier excitation search, the best candidate seen and the budget.
+
+    The decision vector ``x`` in ``[-1, 1]`` holds, for the ``n`` joints of ``limits`` and
+    ``harmonics`` harmonics, the offsets (placed in the middle :data:`_OFFSET_FRACTION` of
+    each half-range around its centre, ±π for an unbounded joint), then the raw sine and
+    cosine coefficients ([Volkmann2020] eq. (6)); :meth:`decode` fits each joint's
+    oscillation to ``limits``. A subclass gives the cost.
+
+    Parameters
+    ----------
+    limits
+        Limits of the joints the trajectory moves.
+    fundamental_hz, harmonics
+        The Fourier series.
+    samples
+        Points per period of the cost grid (:attr:`cost_basis`).
+    """
+
+    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
+        super().__init__()
+        self.fit_limits, self.n = limits, len(limits.joint_names)
+        self.centre, self.half = _half_ranges(limits)
+        self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
+        period = 1.0 / fundamental_hz
+        omega = 2.0 * np.pi * fundamental_hz * np.arange(1, harmonics + 1)
+        self.fit_basis = fourier_basis(np.arange(_FIT_SAMPLES) * (period / _FIT_SAMPLES), omega)
+        self.cost_basis = fourier_basis(np.arange(samples) * (period / samples), omega)
+
+    @property
+    def size(self) -> int:
+        return self.n * (1 + 2 * self.harmonics)
+
+    def cost(self, x: np.ndarray) -> float:
+        """The cost of decision vector ``x``: ``log κ`` of its observation matrix, or a penalty."""
+        raise NotImplementedError
+
+    def decode(self, x: np.ndarray) -> FourierTrajectory:
+        """Trajectory of decision vector ``x`` (in ``[-1, 1]``), each joint fitted to its limits on the fit grid."""
+        n, h = self.n, self.harmonics
+        offsets = self.centre + _OFFSET_FRACTION * self.half * x[:n]
+        sine = x[n : n + h * n].reshape(h, n)
+        cosine = x[n + h * n :].reshape(h, n)
+        qs, qc, vs, vc, acs, acc = self.fit_basis
+        motion = (qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine)
+        scale = fit_scales(offsets, motion, self.fit_limits)
+        return FourierTrajectory(self.fundamental_hz, offsets, sine * scale, cosine * scale)
 
 
 def fourier_basis(grid: np.ndarray, omega: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -687,14 +703,12 @@ class _Search(FourierSearch):
         observed = self._observed(trajectory, scale)
         model = self.torque_model
         if model is not None and _torque_ratio(self._torques(model, observed, trajectory, scale), self.limits) > 1.0:
-            feasible, infeasible = 0.0, scale
-            for _ in range(_BOX_BISECTIONS):
-                middle = 0.5 * (feasible + infeasible)
+
+            def keeps_torques(middle: float) -> bool:
                 trial = self._observed(trajectory, middle)
-                if _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0:
-                    feasible = middle
-                else:
-                    infeasible = middle
+                return _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0
+
+            feasible = _bisect_scale(keeps_torques, infeasible=scale, steps=_BOX_BISECTIONS)
             if feasible == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
             observed = self._observed(trajectory, feasible)

@@ -33,7 +33,7 @@ import scipy.optimize
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
-from dynamic_identification.core.excitation.optimisation import fit_to_limits
+from dynamic_identification.core.excitation.optimisation import BudgetedSearch, BudgetSpent, fit_to_limits
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
     JointLimits,
@@ -83,11 +83,7 @@ class PayloadExcitationDesign:
     wall_time_s: float
 
 
-class _BudgetSpent(Exception):
-    """Raised inside the cost to stop a SciPy stage when the budget is spent."""
-
-
-class _Cost:
+class _Cost(BudgetedSearch):
     """``log κ(Y_p)`` of a decision vector in ``[-1, 1]``, and the best vector seen."""
 
     def __init__(
@@ -104,16 +100,14 @@ class _Cost:
         max_evaluations: int,
         deadline: float,
     ) -> None:
+        super().__init__()
+        self.stage(evaluations=max_evaluations, deadline=deadline)
         self.dynamics = PayloadDynamics(robot, frame)
         self.limits, self.moving, self.rest = limits, moving, rest
         self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
         self.grid = np.arange(samples) / (samples * fundamental_hz)
-        self.max_evaluations, self.deadline = max_evaluations, deadline
         self.centre = 0.5 * (limits.lower + limits.upper)
         self.half = 0.5 * (limits.upper - limits.lower)
-        self.evaluations = 0
-        self.best_cost = np.inf
-        self.best_x: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -142,14 +136,8 @@ class _Cost:
         return float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
 
     def __call__(self, x: np.ndarray) -> float:
-        spent = self.evaluations >= self.max_evaluations or time.perf_counter() >= self.deadline
-        if spent and self.best_x is not None:
-            raise _BudgetSpent
-        self.evaluations += 1
-        value = float(np.log(min(self.condition(self.decode(np.asarray(x, dtype=float))), 1e12)))
-        if value < self.best_cost:
-            self.best_cost, self.best_x = value, np.array(x, dtype=float)
-        return value
+        self.spend()
+        return self.record(x, float(np.log(min(self.condition(self.decode(np.asarray(x, dtype=float))), 1e12))))
 
 
 def optimise_payload_excitation(
@@ -234,12 +222,12 @@ def optimise_payload_excitation(
         scipy.optimize.differential_evolution(
             cost, bounds, popsize=max(2, 20 // cost.size + 1), maxiter=1_000_000, tol=0.0, polish=False, rng=rng
         )
-    except _BudgetSpent:
+    except BudgetSpent:
         pass
     try:
         if cost.best_x is not None:
             scipy.optimize.minimize(cost, cost.best_x, method="Powell", bounds=bounds)
-    except _BudgetSpent:
+    except BudgetSpent:
         pass
     if cost.best_x is None:
         raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")

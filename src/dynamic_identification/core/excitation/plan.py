@@ -126,14 +126,14 @@ def plan_excitation(
         lower=limits.lower + tolerance, upper=limits.upper - tolerance
     )
     model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
-    factor = max(1, int(np.ceil(PLANNING_RATE_HZ / settings.rate_hz - 1e-9)))
-    dense_rate = settings.rate_hz * factor
+    factor = planning_factor(settings.rate_hz)
     condition: float | None = None
     if settings.mode == "fourier":
-        reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, dense_rate)
+        reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, factor)
     elif settings.mode == "payload":
-        reference, description, condition = _payload(robot, settings, planning, model, dense_rate)
+        reference, description, condition = _payload(robot, settings, planning, model, factor)
     else:
+        dense_rate = settings.rate_hz * factor
         reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
@@ -161,9 +161,10 @@ def _fourier(
     settings: ExcitationSettings,
     limits: JointLimits,
     model: TorqueModel,
-    rate_hz: float,
+    factor: int,
 ) -> tuple[SampledTrajectory, str, float | None]:
-    """The Fourier reference motion at ``rate_hz``, its description and (when optimised) its condition number."""
+    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised)
+    its condition number."""
     condition: float | None = None
     if settings.optimise:
         design = optimise_fourier(
@@ -171,37 +172,27 @@ def _fourier(
             drive_chain,
             terms,
             limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
             workspace=_workspace(settings),
-            seed=settings.seed,
-            time_budget_s=settings.time_budget_s,
-            max_evaluations=settings.max_evaluations or None,
             torque_model=model,
+            **settings.fourier_arguments(),
+            **settings.budget_arguments(),
         )
         fourier, condition = design.trajectory, design.condition_number
         description = f"optimised Fourier series, condition number {condition:.3g}"
     else:
         fourier = random_fourier(
-            robot,
-            limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            seed=settings.seed,
-            workspace=_workspace(settings),
-            torque_model=model,
+            robot, limits, workspace=_workspace(settings), torque_model=model, **settings.fourier_arguments()
         )
         description = "random Fourier series fitted into the limits"
-    duration = settings.periods * fourier.period_s
-    steps = int(round(duration * settings.rate_hz)) * int(round(rate_hz / settings.rate_hz))
-    reference = sample(fourier, np.arange(steps + 1) / rate_hz, robot.joint_names)
+    reference = sample(fourier, planning_times(fourier.period_s, settings, factor), robot.joint_names)
     return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
 
 
 def _payload(
-    robot: RobotModel, settings: ExcitationSettings, limits: JointLimits, model: TorqueModel, rate_hz: float
+    robot: RobotModel, settings: ExcitationSettings, limits: JointLimits, model: TorqueModel, factor: int
 ) -> tuple[SampledTrajectory, str, float]:
-    """The payload experiment's reference motion at ``rate_hz``, its description and the condition number of ``Y_p``.
+    """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description and the
+    condition number of ``Y_p``.
 
     :func:`~.payload.optimise_payload_excitation` within ``limits``; when the motion needs
     more torque than the effort limits allow, its amplitudes about the held pose are
@@ -213,16 +204,12 @@ def _payload(
         robot,
         frame,
         limits,
-        fundamental_hz=settings.fundamental_hz,
-        harmonics=settings.harmonics,
-        seed=settings.seed,
         max_evaluations=settings.max_evaluations or 1500,
         time_budget_s=settings.time_budget_s,
+        **settings.fourier_arguments(),
     )
     fourier = design.trajectory
-    duration = settings.periods * fourier.period_s
-    steps = int(round(duration * settings.rate_hz)) * int(round(rate_hz / settings.rate_hz))
-    time = np.arange(steps + 1) / rate_hz
+    time = planning_times(fourier.period_s, settings, factor)
     last_error: LimitViolationError | None = None
     for attempt in range(SLOWER_ATTEMPTS):
         scale = SLOWER_FACTOR**attempt
@@ -256,14 +243,7 @@ def _builder(robot: RobotModel, settings: ExcitationSettings) -> _Builder:
     """The segmented or process planner of ``settings``, as a function of the limits and the rate."""
 
     def segmented(limits: JointLimits, rate_hz: float) -> tuple[SampledTrajectory, str]:
-        one = default_segmented_trajectory(
-            robot,
-            limits,
-            fundamental_hz=settings.fundamental_hz,
-            harmonics=settings.harmonics,
-            rate_hz=rate_hz,
-            seed=settings.seed,
-        ).trajectory
+        one = default_segmented_trajectory(robot, limits, rate_hz=rate_hz, **settings.fourier_arguments()).trajectory
         return _repeated(one, settings.periods, limits, rate_hz), (
             f"segmented per-joint-fixed trajectory, {robot.n_joints} segments"
         )
@@ -320,6 +300,26 @@ def _slower_until_torques_fit(
         f"the motion needs more torque than the effort limits allow even at {slowest:.0%} of the speed limits"
         f" ({model.source}): {last_error}"
     )
+
+
+def planning_factor(rate_hz: float) -> int:
+    """Planned samples per published point: the smallest ``k >= 1`` with ``k · rate_hz >= PLANNING_RATE_HZ``.
+
+    The motion is planned at ``k · rate_hz`` (Hz) so that the published points, every
+    ``k``-th planned sample (:func:`subsampled`), are samples of the planned motion.
+    """
+    return max(1, int(np.ceil(PLANNING_RATE_HZ / rate_hz - 1e-9)))
+
+
+def planning_times(period_s: float, settings: ExcitationSettings, factor: int) -> np.ndarray:
+    """Instants (s) at which ``settings.periods`` periods of a periodic motion are planned.
+
+    From 0 to ``settings.periods · period_s`` rounded to a whole number of published
+    steps ``1 / settings.rate_hz``, both ends included, every ``1 / (factor ·
+    settings.rate_hz)`` s; ``factor`` from :func:`planning_factor`.
+    """
+    steps = int(round(settings.periods * period_s * settings.rate_hz)) * factor
+    return np.arange(steps + 1) / (settings.rate_hz * factor)
 
 
 def subsampled(reference: SampledTrajectory, factor: int) -> SampledTrajectory:

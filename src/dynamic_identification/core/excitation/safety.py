@@ -322,8 +322,12 @@ class JointLimits:
 
     @property
     def centre(self) -> np.ndarray:
-        """Middle of each (finite) position range, rad; 0 for unbounded joints."""
-        return np.where(np.isfinite(self.lower) & np.isfinite(self.upper), 0.5 * (self.lower + self.upper), 0.0)
+        """Middle of each (finite) position range, rad; 0 for unbounded joints.
+
+        NumPy's warning of ``inf − inf`` for unbounded (continuous) joints is silenced: their middle is not used.
+        """
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(self.lower) & np.isfinite(self.upper), 0.5 * (self.lower + self.upper), 0.0)
 
 
 def _per_joint(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray) -> np.ndarray:
@@ -641,6 +645,18 @@ def check_sampling(
     )
 
 
+def urdf_friction(robot: RobotModel, velocity_index: slice | Sequence[int]) -> DriveParameters:
+    """Drive terms of the URDF: ``<dynamics damping friction>`` as viscous and Coulomb friction.
+
+    One entry per joint whose velocity index (Pinocchio ``idx_v``) ``velocity_index``
+    selects, in that order: viscous in N·m·s/rad, Coulomb in N·m; the other drive terms zero.
+    The nominal torque models (:meth:`TorqueModel.nominal`, the closed-loop one) use them.
+    """
+    viscous = np.asarray(robot.model.damping, dtype=float)[velocity_index]
+    coulomb = np.asarray(robot.model.friction, dtype=float)[velocity_index]
+    return DriveParameters.create(viscous.shape[0], viscous=viscous, coulomb=coulomb)
+
+
 @dataclass(frozen=True)
 class TorqueModel:
     """Joint torques of a motion from standard parameters: ``τ = W_st(q, q̇, q̈) χ_st`` ([Gautier2013] eq. (2)).
@@ -664,11 +680,7 @@ class TorqueModel:
     @classmethod
     def nominal(cls, robot: RobotModel, drive_chain: DriveChain, terms: DriveTerms) -> TorqueModel:
         """The URDF's inertias with its ``<dynamics damping friction>`` as viscous and Coulomb friction."""
-        drive = DriveParameters.create(
-            robot.n_joints,
-            viscous=np.asarray(robot.model.damping, dtype=float)[: robot.n_joints],
-            coulomb=np.asarray(robot.model.friction, dtype=float)[: robot.n_joints],
-        )
+        drive = urdf_friction(robot, slice(robot.n_joints))
         return cls(robot, drive_chain, terms, standard_parameters(robot, terms, drive), "the URDF's nominal model")
 
     @classmethod

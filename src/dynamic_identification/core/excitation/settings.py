@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import JointLimits
@@ -12,6 +12,28 @@ from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, EXCITATION_MODES, PROCESSES, setting_field
 
 MODES: tuple[str, ...] = EXCITATION_MODES
+
+
+class FourierArguments(TypedDict):
+    """The Fourier series every excitation designer takes, as keyword arguments.
+
+    ``fundamental_hz`` (Hz) and ``harmonics`` of [Volkmann2020] eq. (6), and the ``seed`` of
+    the random coefficients or of the search.
+    """
+
+    fundamental_hz: float
+    harmonics: int
+    seed: int
+
+
+class BudgetArguments(TypedDict):
+    """The budget of an optimised Fourier design, as keyword arguments.
+
+    ``time_budget_s`` (s) and ``max_evaluations`` (``None``: the time budget alone).
+    """
+
+    time_budget_s: float
+    max_evaluations: int | None
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,14 @@ class ExcitationSettings:
         for name in ("harmonics", "periods", "cycles"):
             if getattr(self, name) < 1:
                 raise IdentificationError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def fourier_arguments(self) -> FourierArguments:
+        """``fundamental_hz``, ``harmonics`` and ``seed`` for a designer (``optimise_fourier(..., **arguments)``)."""
+        return FourierArguments(fundamental_hz=self.fundamental_hz, harmonics=self.harmonics, seed=self.seed)
+
+    def budget_arguments(self) -> BudgetArguments:
+        """``time_budget_s`` and ``max_evaluations`` for an optimiser; a configured 0 evaluations means no limit."""
+        return BudgetArguments(time_budget_s=self.time_budget_s, max_evaluations=self.max_evaluations or None)
 
     def limits(self, robot: RobotModel) -> JointLimits:
         """The robot's limits with these margins and workspace restrictions."""
