@@ -24,7 +24,6 @@ one instance per thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -51,10 +50,7 @@ WALK_STEP_RAD = 0.05
 from the last one is reached by walking there, so the assembly mode is kept."""
 
 
-_Model = TypeVar("_Model", bound="ClosedLoopFeedforwardModel")
-
-
-class ClosedLoopFeedforwardModel(FeedforwardBase):
+class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
     """Actuated torques of an identified closed-loop model for desired actuated ``q, q̇, q̈`` (module docstring).
 
     Parameters
@@ -132,9 +128,9 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
             else:
                 drive[kind][actuated_index[joint]] = value
         robot = model.robot
-        self._model = model
         actuated = model.actuated
         self._keep(
+            model,
             robot,
             drive_chain,
             terms,
@@ -166,27 +162,12 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
     @property
     def mechanism(self) -> ClosedLoopModel:
         """The closed-loop model."""
-        return self._model
+        return self._mechanism
 
     @property
     def joint_names(self) -> tuple[str, ...]:
         """The actuated joints, in the order of the torque columns (the tree's kinematic order)."""
-        return self._model.actuated_joint_names
-
-    def with_payload(self: _Model, payload: Payload | None) -> _Model:
-        """The same model carrying ``payload`` (``None``: no load)."""
-        return type(self)(
-            self._model,
-            self._drive_chain,
-            self._terms,
-            self._names,
-            self._values,
-            friction_smoothing=self._k,
-            identified=self._identified,
-            effort_limits=self._effort,
-            acceleration_limits=self._acceleration,
-            payload=payload,
-        )
+        return self._mechanism.actuated_joint_names
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward actuated torques, N·m, clamped to the effort limits, and which were clamped.
@@ -217,7 +198,7 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
 
     def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> ClosedLoopMotion:
         """The tree motion of desired actuated samples, in the assembly mode of the last one (or the reference)."""
-        model = self._model
+        model = self._mechanism
         guess = self._last
         if guess is not None and float(np.max(np.abs(q[0] - guess[model.actuated]))) > WALK_STEP_RAD:
             guess = self._walk(guess, q[0])
@@ -233,12 +214,12 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
 
     def _walk(self, start: np.ndarray, target: np.ndarray) -> np.ndarray | None:
         """The configuration at actuated ``target``, walked there from ``start``; ``None`` when that fails."""
-        actuated = self._model.actuated
+        actuated = self._mechanism.actuated
         steps = int(np.ceil(float(np.max(np.abs(target - start[actuated]))) / WALK_STEP_RAD))
         path = start[actuated] + np.linspace(0.0, 1.0, steps + 1)[1:, None] * (target - start[actuated])
         zeros = np.zeros_like(path)
         try:
-            return self._model.complete_motion(path, zeros, zeros, q_guess=start).q[-1]
+            return self._mechanism.complete_motion(path, zeros, zeros, q_guess=start).q[-1]
         except LoopClosureError:
             return None
 
@@ -246,9 +227,9 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
         """Actuated torques of sample ``k`` of the completed motion."""
         torque = self._drive_torques(dq_a, ddq_a)
         q_t, dq_t, ddq_t = motion.q[k], motion.dq[k], motion.ddq[k]
-        tree = np.zeros(self._model.n_tree)
+        tree = np.zeros(self._mechanism.n_tree)
         if self._has_inertial:
-            robot = self._model.robot
+            robot = self._mechanism.robot
             configuration = robot.configurations(q_t[None])[0] if self._continuous else q_t
             regressor = pin.computeJointTorqueRegressor(robot.model, self._data, configuration, dq_t, ddq_t)
             tree = regressor @ self._inertial

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -40,7 +40,10 @@ from dynamic_identification.core.model import (
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import default
 
-_Model = TypeVar("_Model", bound="FeedforwardModel")
+_Mechanism = TypeVar("_Mechanism")
+"""What a feedforward model is built on: a serial :class:`RobotModel` or a closed-loop mechanism."""
+
+_Feedforward = TypeVar("_Feedforward", bound="FeedforwardBase[Any]")
 
 DEFAULT_FRICTION_SMOOTHING: float = default("friction_smoothing", "feedforward")
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
@@ -93,22 +96,45 @@ class FeedforwardTorques:
     clamped: np.ndarray
 
 
-class FeedforwardBase:
+class FeedforwardBase(Generic[_Mechanism]):
     """What the serial and the closed-loop feedforward models share.
 
     The identified parameters, the drive terms
     ``Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)`` with ``v = C q̇`` of the
     controlled joints ([Gautier2013] eq. (3), (26); [Volkmann2020] §IV.C), the check of a
-    desired state against the limits and the clamping of the torques to the effort limits.
-    A subclass checks its arguments, keeps them with :meth:`_keep` and gives the joints'
-    names (:attr:`joint_names`).
+    desired state against the limits, the clamping of the torques to the effort limits and
+    the same model with another payload (:meth:`with_payload`). A subclass has the
+    constructor declared here, checks its arguments, keeps them with :meth:`_keep` and
+    gives the joints' names (:attr:`joint_names`).
     """
 
+    _mechanism: _Mechanism
     _names: tuple[str, ...]
     _values: np.ndarray
     _k: float
     _controlled_joint: str = "joint"
     """What a controlled joint of the model is called in error messages."""
+
+    def __init__(
+        self,
+        mechanism: _Mechanism,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        names: Sequence[str],
+        values: Sequence[float] | np.ndarray,
+        *,
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        identified: Sequence[bool] | np.ndarray | None = None,
+        effort_limits: Sequence[float] | np.ndarray | None = None,
+        acceleration_limits: Sequence[float] | np.ndarray | None = None,
+        payload: Payload | None = None,
+    ) -> None:
+        """The constructor of every feedforward model, on which :meth:`with_payload` rebuilds one.
+
+        A subclass implements it for its ``mechanism``: it checks the arguments and keeps
+        them with :meth:`_keep`.
+        """
+        raise NotImplementedError
 
     @classmethod
     def _checked_arguments(
@@ -143,6 +169,7 @@ class FeedforwardBase:
 
     def _keep(
         self,
+        mechanism: _Mechanism,
         robot: RobotModel,
         drive_chain: DriveChain,
         terms: DriveTerms,
@@ -156,13 +183,15 @@ class FeedforwardBase:
         limits: tuple[np.ndarray, np.ndarray, np.ndarray],
         payload: Payload | None,
     ) -> None:
-        """Keep the checked arguments of a model of ``robot`` (the opened tree of a closed-loop one).
+        """Keep the checked arguments of a model of ``mechanism``, whose tree is ``robot`` (the opened tree
+        of a closed-loop mechanism, the mechanism itself for a serial robot).
 
         ``inertial`` are the standard inertial parameters of ``robot``'s joints (zeros where
         not identified), ``drive`` the per-joint ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
         controlled joints, ``limits`` their effort, velocity and acceleration limits
         (``∞``: none).
         """
+        self._mechanism = mechanism
         self._drive_chain = drive_chain
         self._terms = terms
         self._names = names
@@ -230,6 +259,21 @@ class FeedforwardBase:
     def effort_limits(self) -> np.ndarray:
         """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
         return self._effort.copy()
+
+    def with_payload(self: _Feedforward, payload: Payload | None) -> _Feedforward:
+        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
+        return type(self)(
+            self._mechanism,
+            self._drive_chain,
+            self._terms,
+            self._names,
+            self._values,
+            friction_smoothing=self._k,
+            identified=self._identified,
+            effort_limits=self._effort,
+            acceleration_limits=self._acceleration,
+            payload=payload,
+        )
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward torques of desired ``q, q̇, q̈``, N·m, clamped to the effort limits, and which were clamped."""
@@ -305,7 +349,7 @@ class FeedforwardBase:
         return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
 
 
-class FeedforwardModel(FeedforwardBase):
+class FeedforwardModel(FeedforwardBase[RobotModel]):
     """Joint torques of an identified model for desired ``q, q̇, q̈``.
 
     ``τ = Y(q, q̇, q̈) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
@@ -389,8 +433,8 @@ class FeedforwardModel(FeedforwardBase):
         drive = {term: np.zeros(n) for term in ("Ia", "Fv", "Fc", "off")}
         for index, term in enumerate(terms.names):
             drive[term] = chi[:, inertial_count + index].copy()
-        self._robot = robot
         self._keep(
+            robot,
             robot,
             drive_chain,
             terms,
@@ -415,27 +459,12 @@ class FeedforwardModel(FeedforwardBase):
 
     @property
     def robot(self) -> RobotModel:
-        return self._robot
+        return self._mechanism
 
     @property
     def joint_names(self) -> tuple[str, ...]:
         """Joints, in the order of the torque columns."""
-        return self._robot.joint_names
-
-    def with_payload(self: _Model, payload: Payload | None) -> _Model:
-        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
-        return type(self)(
-            self._robot,
-            self._drive_chain,
-            self._terms,
-            self._names,
-            self._values,
-            friction_smoothing=self._k,
-            identified=self._identified.tolist(),
-            effort_limits=self._effort,
-            acceleration_limits=self._acceleration,
-            payload=payload,
-        )
+        return self._mechanism.joint_names
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward joint torques, N·m, clamped to the effort limits, and which were clamped.
@@ -471,8 +500,8 @@ class FeedforwardModel(FeedforwardBase):
         """Torques of one validated sample."""
         torque = self._drive_torques(dq, ddq)
         if self._has_inertial:
-            configuration = self._robot.configurations(q[None])[0] if self._continuous else q
-            regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
+            configuration = self._mechanism.configurations(q[None])[0] if self._continuous else q
+            regressor = pin.computeJointTorqueRegressor(self._mechanism.model, self._data, configuration, dq, ddq)
             torque = torque + regressor @ self._inertial
         if self._payload_dynamics is not None and self._payload_parameters is not None:
             torque = torque + self._payload_dynamics.torques(q, dq, ddq, self._payload_parameters)
