@@ -31,8 +31,9 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure
-from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import (
     PDSimulationSettings,
@@ -40,7 +41,6 @@ from dynamic_identification.core.simulation import (
     drive_torques,
     effort_bounds,
     measure,
-    motion_rows,
     tracking_inputs,
 )
 
@@ -114,9 +114,7 @@ def constrained_inverse_dynamics(
     """
     _check_drive(model, drive_chain, drive)
     n_t = model.n_tree
-    q, dq, ddq = motion_rows("q", q, n_t), motion_rows("dq", dq, n_t), motion_rows("ddq", ddq, n_t)
-    if not q.shape == dq.shape == ddq.shape:
-        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    q, dq, ddq = motion_samples(q, dq, ddq, n_t)
     pinocchio_model = model.robot.model
     data = pinocchio_model.createData()
     constraints, rows = constraint_models(model)

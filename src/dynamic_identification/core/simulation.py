@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
 from dynamic_identification.core.payload import Payload, attach_payload
@@ -29,22 +30,6 @@ from dynamic_identification.core.settings_schema import setting_field
 
 DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
-
-
-def motion_rows(name: str, value: np.ndarray, n: int) -> np.ndarray:
-    """``value`` as finite samples ``(N, n)`` (one sample ``(n,)`` becomes one row).
-
-    Raises
-    ------
-    DataError
-        Naming ``name`` and its shape, or the first sample with a non-finite value.
-    """
-    array = np.atleast_2d(np.asarray(value, dtype=float))
-    if array.ndim != 2 or array.shape[1] != n:
-        raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
-    if not np.all(np.isfinite(array)):
-        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
-    return array
 
 
 def _check_sizes(robot: RobotModel, drive_chain: DriveChain, drive: DriveParameters) -> None:
@@ -106,10 +91,7 @@ def inverse_dynamics(
     The ground truth of the IDIM ([Gautier2013] eq. (1)): independent of the regressor.
     """
     _check_sizes(robot, drive_chain, drive)
-    n = robot.n_joints
-    q, dq, ddq = motion_rows("q", q, n), motion_rows("dq", dq, n), motion_rows("ddq", ddq, n)
-    if not q.shape == dq.shape == ddq.shape:
-        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
     return rigid_body_torques(robot, q, dq, ddq) + drive_torques(drive_chain, drive, dq, ddq)
 
 
