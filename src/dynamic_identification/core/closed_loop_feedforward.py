@@ -40,7 +40,7 @@ from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_P
 from dynamic_identification.core.feedforward import (
     FeedforwardBase,
 )
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel, limit_bounds
 
 WALK_STEP_RAD = 0.05
 """Largest change of an actuated position (rad) between two solves of the closures: a desired state farther
@@ -202,11 +202,17 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
 
 
 def _limits(values: np.ndarray, name: str) -> np.ndarray:
-    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    """Per-joint limits as bounds (:func:`~dynamic_identification.core.model.limit_bounds`).
+
+    Raises
+    ------
+    ModelError
+        If they are not one value per joint.
+    """
     array = np.asarray(values, dtype=float)
     if array.ndim != 1:
         raise ModelError(f"{name} must be one value per joint, got {array.tolist()}")
-    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+    return limit_bounds(array)
 
 
 __all__ = ["WALK_STEP_RAD", "ClosedLoopFeedforwardModel"]

@@ -35,6 +35,7 @@ from dynamic_identification.core.model import (
     DriveChain,
     DriveTerms,
     RobotModel,
+    limit_bounds,
     standard_parameter_names,
 )
 from dynamic_identification.core.payload import Payload, PayloadDynamics
@@ -504,8 +505,15 @@ class FeedforwardModel(FeedforwardBase[RobotModel]):
 
 
 def _limits(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray, n: int) -> np.ndarray:
-    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    """Per-joint limits ``value`` (``None``: ``default``) as bounds
+    (:func:`~dynamic_identification.core.model.limit_bounds`).
+
+    Raises
+    ------
+    ModelError
+        If there are not ``n`` of them.
+    """
     array = np.asarray(default if value is None else value, dtype=float)
     if array.shape != (n,):
         raise ModelError(f"{name} must have {n} entries (one per joint), got {array.tolist()}")
-    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+    return limit_bounds(array)
