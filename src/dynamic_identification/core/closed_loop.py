@@ -65,6 +65,7 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from dynamic_identification.core.checks import require_finite_samples
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
@@ -905,8 +906,7 @@ class ClosedLoopModel:
         array = np.asarray(value, dtype=float)
         if array.ndim != 2 or array.shape[1] != n or array.shape[0] == 0:
             raise DataError(f"{name} must have shape (N, {n}) with N >= 1, got {array.shape}")
-        if not np.all(np.isfinite(array)):
-            raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
+        require_finite_samples(name, array)
         return array
 
 
@@ -1237,8 +1237,7 @@ def with_current_columns(observation: np.ndarray, currents: np.ndarray) -> np.nd
         raise DataError(f"observation must have shape (N, n_a, p), got {w.shape}")
     if v.shape != w.shape[:2]:
         raise DataError(f"currents must have shape {w.shape[:2]} (N, n_a), got {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise DataError(f"currents has a non-finite value at sample {int(np.argwhere(~np.isfinite(v))[0, 0])}")
+    require_finite_samples("currents", v)
     n_a = w.shape[1]
     gains = np.zeros(w.shape[:2] + (n_a,))
     diagonal = np.arange(n_a)

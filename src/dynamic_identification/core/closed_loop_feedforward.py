@@ -24,7 +24,6 @@ one instance per thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -39,22 +38,16 @@ from dynamic_identification.core.closed_loop import (
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.feedforward import (
-    DEFAULT_FRICTION_SMOOTHING,
     FeedforwardBase,
-    FeedforwardTorques,
 )
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms
-from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel, limit_bounds
 
 WALK_STEP_RAD = 0.05
 """Largest change of an actuated position (rad) between two solves of the closures: a desired state farther
 from the last one is reached by walking there, so the assembly mode is kept."""
 
 
-_Model = TypeVar("_Model", bound="ClosedLoopFeedforwardModel")
-
-
-class ClosedLoopFeedforwardModel(FeedforwardBase):
+class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
     """Actuated torques of an identified closed-loop model for desired actuated ``q, q̇, q̈`` (module docstring).
 
     Parameters
@@ -96,128 +89,78 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
 
     _controlled_joint = "actuated joint"
 
-    def __init__(
-        self,
-        model: ClosedLoopModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        names: Sequence[str],
-        values: Sequence[float] | np.ndarray,
-        *,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-        identified: Sequence[bool] | np.ndarray | None = None,
-        effort_limits: Sequence[float] | np.ndarray | None = None,
-        acceleration_limits: Sequence[float] | np.ndarray | None = None,
-        payload: Payload | None = None,
-    ) -> None:
-        n_a = model.n_actuated
-        mask, names, values_array = self._checked_arguments(
-            n_a, drive_chain, names, values, friction_smoothing=friction_smoothing, identified=identified
-        )
-        position = {name: i for i, name in enumerate(standard_parameter_names(model, terms))}
+    _last: np.ndarray | None = None
+    """The tree configuration of the last desired sample, which warm-starts the next one (``None``: none yet)."""
+
+    def _controlled_joints(self) -> int:
+        return self._mechanism.n_actuated
+
+    def _tree(self) -> RobotModel:
+        return self._mechanism.robot
+
+    def _standard_values(
+        self, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        mechanism = self._mechanism
+        position = {name: i for i, name in enumerate(standard_parameter_names(mechanism, terms))}
         unknown = [name for name in names if name not in position]
         if unknown:
             raise ModelError(
                 f"parameters {unknown[:6]} are not standard parameters of this closed-loop model"
-                f" ({model.n_tree} tree joints, actuated {list(model.actuated_joint_names)}, {terms})"
+                f" ({mechanism.n_tree} tree joints, actuated {list(mechanism.actuated_joint_names)}, {terms})"
             )
-        inertial = np.zeros(model.n_tree * len(INERTIAL_PARAMETER_NAMES))
-        drive = {term: np.zeros(n_a) for term in ("Ia", "Fv", "Fc", "off")}
-        actuated_index = {int(j) + 1: m for m, j in enumerate(model.actuated)}
-        for name, value in zip(names, values_array, strict=True):
+        inertial = np.zeros(mechanism.n_tree * len(INERTIAL_PARAMETER_NAMES))
+        drive = {term: np.zeros(mechanism.n_actuated) for term in ("Ia", "Fv", "Fc", "off")}
+        actuated_index = {int(j) + 1: m for m, j in enumerate(mechanism.actuated)}
+        for name, value in zip(names, values, strict=True):
             kind = name.rstrip("0123456789")
             joint = int(name[len(kind) :])
             if kind in INERTIAL_PARAMETER_NAMES:
                 inertial[(joint - 1) * len(INERTIAL_PARAMETER_NAMES) + INERTIAL_PARAMETER_NAMES.index(kind)] = value
             else:
                 drive[kind][actuated_index[joint]] = value
-        robot = model.robot
-        self._model = model
-        actuated = model.actuated
-        self._keep(
-            robot,
-            drive_chain,
-            terms,
-            names,
-            values_array,
-            friction_smoothing=friction_smoothing,
-            inertial=inertial,
-            drive=drive,
-            identified=mask,
-            limits=(
-                _limits(
-                    tree_values(model, "effort_limits", effort_limits, robot.effort_limits)[actuated], "effort_limits"
-                ),
-                _limits(robot.velocity_limits[actuated], "velocity_limits"),
-                _limits(
-                    tree_values(
-                        model,
-                        "acceleration_limits",
-                        acceleration_limits,
-                        DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
-                    )[actuated],
-                    "acceleration_limits",
-                ),
-            ),
-            payload=payload,
-        )
-        self._last: np.ndarray | None = None
+        return inertial, drive
 
-    @property
-    def mechanism(self) -> ClosedLoopModel:
-        """The closed-loop model."""
-        return self._model
+    def _joint_limits(
+        self,
+        effort_limits: Sequence[float] | np.ndarray | None,
+        acceleration_limits: Sequence[float] | np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        mechanism = self._mechanism
+        robot, actuated = mechanism.robot, mechanism.actuated
+        return (
+            _limits(
+                tree_values(mechanism, "effort_limits", effort_limits, robot.effort_limits)[actuated], "effort_limits"
+            ),
+            _limits(robot.velocity_limits[actuated], "velocity_limits"),
+            _limits(
+                tree_values(
+                    mechanism,
+                    "acceleration_limits",
+                    acceleration_limits,
+                    DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                )[actuated],
+                "acceleration_limits",
+            ),
+        )
 
     @property
     def joint_names(self) -> tuple[str, ...]:
         """The actuated joints, in the order of the torque columns (the tree's kinematic order)."""
-        return self._model.actuated_joint_names
+        return self._mechanism.actuated_joint_names
 
-    def with_payload(self: _Model, payload: Payload | None) -> _Model:
-        """The same model carrying ``payload`` (``None``: no load)."""
-        return type(self)(
-            self._model,
-            self._drive_chain,
-            self._terms,
-            self._names,
-            self._values,
-            friction_smoothing=self._k,
-            identified=self._identified,
-            effort_limits=self._effort,
-            acceleration_limits=self._acceleration,
-            payload=payload,
-        )
-
-    def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
-        """Feedforward actuated torques, N·m, clamped to the effort limits, and which were clamped.
-
-        Parameters
-        ----------
-        q, dq, ddq
-            Desired actuated positions (rad), velocities (rad/s) and accelerations (rad/s²):
-            one sample ``(n_a,)`` or samples ``(N, n_a)`` in time order.
-
-        Raises
-        ------
-        DataError
-            Bad shapes, a non-finite value, a desired velocity or acceleration beyond its
-            limit (refused, never extrapolated), or a non-finite torque.
-        LoopClosureError
-            A desired state where the loops cannot be closed or the mechanism is singular.
-        """
-        n = self.n_joints
-        q, dq, ddq, single = self._desired_state(q, dq, ddq)
+    def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
         q_rows, dq_rows, ddq_rows = (q[None], dq[None], ddq[None]) if single else (q, dq, ddq)
         motion = self._complete(q_rows, dq_rows, ddq_rows)
         samples = int(q_rows.shape[0])
-        raw = np.empty((samples, n))
+        raw = np.empty((samples, self.n_joints))
         for k in range(samples):
             raw[k] = self._one(motion, k, dq_rows[k], ddq_rows[k])
-        return self._bounded(raw[0] if single else raw, single)
+        return raw[0] if single else raw
 
     def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> ClosedLoopMotion:
         """The tree motion of desired actuated samples, in the assembly mode of the last one (or the reference)."""
-        model = self._model
+        model = self._mechanism
         guess = self._last
         if guess is not None and float(np.max(np.abs(q[0] - guess[model.actuated]))) > WALK_STEP_RAD:
             guess = self._walk(guess, q[0])
@@ -233,12 +176,12 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
 
     def _walk(self, start: np.ndarray, target: np.ndarray) -> np.ndarray | None:
         """The configuration at actuated ``target``, walked there from ``start``; ``None`` when that fails."""
-        actuated = self._model.actuated
+        actuated = self._mechanism.actuated
         steps = int(np.ceil(float(np.max(np.abs(target - start[actuated]))) / WALK_STEP_RAD))
         path = start[actuated] + np.linspace(0.0, 1.0, steps + 1)[1:, None] * (target - start[actuated])
         zeros = np.zeros_like(path)
         try:
-            return self._model.complete_motion(path, zeros, zeros, q_guess=start).q[-1]
+            return self._mechanism.complete_motion(path, zeros, zeros, q_guess=start).q[-1]
         except LoopClosureError:
             return None
 
@@ -246,9 +189,9 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
         """Actuated torques of sample ``k`` of the completed motion."""
         torque = self._drive_torques(dq_a, ddq_a)
         q_t, dq_t, ddq_t = motion.q[k], motion.dq[k], motion.ddq[k]
-        tree = np.zeros(self._model.n_tree)
+        tree = np.zeros(self._mechanism.n_tree)
         if self._has_inertial:
-            robot = self._model.robot
+            robot = self._mechanism.robot
             configuration = robot.configurations(q_t[None])[0] if self._continuous else q_t
             regressor = pin.computeJointTorqueRegressor(robot.model, self._data, configuration, dq_t, ddq_t)
             tree = regressor @ self._inertial
@@ -259,11 +202,17 @@ class ClosedLoopFeedforwardModel(FeedforwardBase):
 
 
 def _limits(values: np.ndarray, name: str) -> np.ndarray:
-    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    """Per-joint limits as bounds (:func:`~dynamic_identification.core.model.limit_bounds`).
+
+    Raises
+    ------
+    ModelError
+        If they are not one value per joint.
+    """
     array = np.asarray(values, dtype=float)
     if array.ndim != 1:
         raise ModelError(f"{name} must be one value per joint, got {array.tolist()}")
-    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+    return limit_bounds(array)
 
 
 __all__ = ["WALK_STEP_RAD", "ClosedLoopFeedforwardModel"]

@@ -31,16 +31,15 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure
-from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import DriveChain, DriveParameters
+from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.model import DriveChain, DriveParameters, limit_bounds
 from dynamic_identification.core.simulation import (
     PDSimulationSettings,
     PDTrackingSimulator,
     drive_torques,
-    effort_bounds,
     measure,
-    motion_rows,
     tracking_inputs,
 )
 
@@ -114,9 +113,7 @@ def constrained_inverse_dynamics(
     """
     _check_drive(model, drive_chain, drive)
     n_t = model.n_tree
-    q, dq, ddq = motion_rows("q", q, n_t), motion_rows("dq", dq, n_t), motion_rows("ddq", ddq, n_t)
-    if not q.shape == dq.shape == ddq.shape:
-        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    q, dq, ddq = motion_samples(q, dq, ddq, n_t)
     pinocchio_model = model.robot.model
     data = pinocchio_model.createData()
     constraints, rows = constraint_models(model)
@@ -154,7 +151,7 @@ class ClosedLoopSimulationSettings(PDSimulationSettings):
     coulomb_smoothing_rad_s: float = 1e-2
 
 
-class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
+class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulationSettings]):
     """Forward dynamics of a closed-loop robot under PD + feedforward control of its actuated joints.
 
     Each step solves the constrained dynamics with ``pinocchio.constraintDynamics``:
@@ -187,25 +184,11 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
         Seed of the sensor noise.
     """
 
-    def __init__(
-        self,
-        model: ClosedLoopModel,
-        drive_chain: DriveChain,
-        drive: DriveParameters,
-        settings: ClosedLoopSimulationSettings,
-        *,
-        q0: np.ndarray | None = None,
-        seed: int = 0,
-    ) -> None:
-        _check_drive(model, drive_chain, drive)
-        n_a = model.n_actuated
-        if not np.array_equal(drive_chain.coupling, np.eye(n_a)):
+    def _set_up(self, model: ClosedLoopModel) -> None:
+        _check_drive(model, self._chain, self._drive)
+        if not np.array_equal(self._chain.coupling, np.eye(model.n_actuated)):
             raise ModelError("the closed-loop simulator needs an uncoupled drive chain (identity coupling)")
         self._model = model
-        self._chain = drive_chain
-        self._drive = drive
-        self._settings = settings
-        self._rng = np.random.default_rng(seed)
         self._pinocchio = pin.Model(model.robot.model)
         self._data = self._pinocchio.createData()
         self._constraints, _ = constraint_models(model, planar_as_6d=True)
@@ -215,14 +198,15 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopSimulationSettings]):
         pin.initConstraintDynamics(self._pinocchio, self._data, self._constraints, self._constraint_datas)
         self._proximal = pin.ProximalSettings(1e-12, _PROXIMAL_MU, 20)
         self._velocity_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.actuated])
-        self._effort_limits = effort_bounds(model.robot.effort_limits[model.actuated])
+        self._effort_limits = limit_bounds(model.robot.effort_limits[model.actuated])
         self._q = np.array(model.reference_configuration, dtype=float)
         self._dq = np.zeros(model.n_tree)
-        self._time_s = 0.0
-        self._applied = np.zeros(n_a)
-        self.saturated_steps = 0
-        self.reset(self._q[model.actuated] if q0 is None else q0)
-        self._kp, self._kd = settings.pd_gains(np.diag(self.actuated_inertia()))
+
+    def _rest_positions(self) -> np.ndarray:
+        return self._q[self._model.actuated]
+
+    def _motor_inertia(self) -> np.ndarray:
+        return self.actuated_inertia()
 
     @property
     def model(self) -> ClosedLoopModel:

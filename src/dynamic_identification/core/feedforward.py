@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pinocchio as pin
@@ -35,12 +35,16 @@ from dynamic_identification.core.model import (
     DriveChain,
     DriveTerms,
     RobotModel,
+    limit_bounds,
     standard_parameter_names,
 )
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import default
 
-_Model = TypeVar("_Model", bound="FeedforwardModel")
+_Mechanism = TypeVar("_Mechanism")
+"""What a feedforward model is built on: a serial :class:`RobotModel` or a closed-loop mechanism."""
+
+_Feedforward = TypeVar("_Feedforward", bound="FeedforwardBase[Any]")
 
 DEFAULT_FRICTION_SMOOTHING: float = default("friction_smoothing", "feedforward")
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
@@ -93,44 +97,49 @@ class FeedforwardTorques:
     clamped: np.ndarray
 
 
-class FeedforwardBase:
+class FeedforwardBase(Generic[_Mechanism]):
     """What the serial and the closed-loop feedforward models share.
 
-    The identified parameters, the drive terms
+    The constructor, which checks and keeps the identified parameters; the drive terms
     ``Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)`` with ``v = C q̇`` of the
-    controlled joints ([Gautier2013] eq. (3), (26); [Volkmann2020] §IV.C), the check of a
-    desired state against the limits and the clamping of the torques to the effort limits.
-    A subclass checks its arguments, keeps them with :meth:`_keep` and gives the joints'
-    names (:attr:`joint_names`).
+    controlled joints ([Gautier2013] eq. (3), (26); [Volkmann2020] §IV.C); the check of a
+    desired state against the limits, the clamping of the torques to the effort limits and
+    the same model with another payload (:meth:`with_payload`). A subclass says what its
+    mechanism (:attr:`mechanism`) has: how many controlled joints (:meth:`_controlled_joints`),
+    which tree (:meth:`_tree`), where each named parameter goes (:meth:`_standard_values`),
+    which limits (:meth:`_joint_limits`) and the joints' names (:attr:`joint_names`); and it
+    gives the torques of checked desired states (:meth:`_model_torques`).
     """
 
-    _names: tuple[str, ...]
-    _values: np.ndarray
-    _k: float
     _controlled_joint: str = "joint"
     """What a controlled joint of the model is called in error messages."""
 
-    @classmethod
-    def _checked_arguments(
-        cls,
-        joints: int,
+    def __init__(
+        self,
+        mechanism: _Mechanism,
         drive_chain: DriveChain,
+        terms: DriveTerms,
         names: Sequence[str],
         values: Sequence[float] | np.ndarray,
         *,
-        friction_smoothing: float,
-        identified: Sequence[bool] | np.ndarray | None,
-    ) -> tuple[np.ndarray, tuple[str, ...], np.ndarray]:
-        """The per-joint ``identified`` mask (``None``: all), ``names`` and ``values`` of a model of ``joints``
-        controlled joints, checked with the drive chain and ``friction_smoothing``.
+        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
+        identified: Sequence[bool] | np.ndarray | None = None,
+        effort_limits: Sequence[float] | np.ndarray | None = None,
+        acceleration_limits: Sequence[float] | np.ndarray | None = None,
+        payload: Payload | None = None,
+    ) -> None:
+        """Check the arguments (the subclass's docstring says what they are) and keep them.
 
         Raises
         ------
         ModelError
-            If the mask or the drive chain has another number of joints, ``friction_smoothing`` is not
-            finite and positive, or the parameters are bad (:func:`checked_parameters`).
+            If the ``identified`` mask or the drive chain has another number of controlled joints,
+            ``friction_smoothing`` is not finite and positive, the parameters are bad
+            (:func:`checked_parameters`) or not standard parameters of ``mechanism``, or a limit
+            has another size.
         """
-        kind = cls._controlled_joint
+        self._mechanism = mechanism
+        joints, kind = self._controlled_joints(), self._controlled_joint
         mask = np.ones(joints, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
         if mask.shape != (joints,):
             raise ModelError(f"identified must have one flag per {kind} ({joints}), got {mask.shape[0]}")
@@ -139,34 +148,13 @@ class FeedforwardBase:
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
             raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
         checked_names, values_array = checked_parameters(names, values)
-        return mask, checked_names, values_array
-
-    def _keep(
-        self,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        names: tuple[str, ...],
-        values: np.ndarray,
-        *,
-        friction_smoothing: float,
-        inertial: np.ndarray,
-        drive: dict[str, np.ndarray],
-        identified: np.ndarray,
-        limits: tuple[np.ndarray, np.ndarray, np.ndarray],
-        payload: Payload | None,
-    ) -> None:
-        """Keep the checked arguments of a model of ``robot`` (the opened tree of a closed-loop one).
-
-        ``inertial`` are the standard inertial parameters of ``robot``'s joints (zeros where
-        not identified), ``drive`` the per-joint ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
-        controlled joints, ``limits`` their effort, velocity and acceleration limits
-        (``∞``: none).
-        """
+        inertial, drive = self._standard_values(terms, checked_names, values_array)
+        limits = self._joint_limits(effort_limits, acceleration_limits)
+        robot = self._tree()
         self._drive_chain = drive_chain
         self._terms = terms
-        self._names = names
-        self._values = values
+        self._names = checked_names
+        self._values = values_array
         self._values.setflags(write=False)
         self._k = float(friction_smoothing)
         self._inertial = inertial
@@ -177,12 +165,54 @@ class FeedforwardBase:
         self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
         self._continuous = any(robot.continuous)
         self._data = robot.model.createData()
-        self._identified = identified
+        self._identified = mask
         self._identified.setflags(write=False)
         self._effort, self._velocity, self._acceleration = limits
         self._payload = payload
         self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
         self._payload_parameters = None if payload is None else payload.dynamic_parameters()
+
+    def _controlled_joints(self) -> int:
+        """The number of joints of the mechanism the model gives torques for."""
+        raise NotImplementedError
+
+    def _tree(self) -> RobotModel:
+        """The kinematic tree of the mechanism whose joint-torque regressor the model evaluates."""
+        raise NotImplementedError
+
+    def _standard_values(
+        self, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Checked parameter ``names`` and ``values`` placed at their standard columns: the inertial
+        parameters of the tree's joints (zeros where not named) and the ``Ia``, ``Fv``, ``Fc`` and
+        ``off`` of the controlled joints.
+
+        Raises
+        ------
+        ModelError
+            If a name is not a standard parameter of the mechanism with ``terms``.
+        """
+        raise NotImplementedError
+
+    def _joint_limits(
+        self,
+        effort_limits: Sequence[float] | np.ndarray | None,
+        acceleration_limits: Sequence[float] | np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The effort, velocity and acceleration limits of the controlled joints (``∞``: none), the given
+        ones or the mechanism's.
+
+        Raises
+        ------
+        ModelError
+            If a given limit has another size.
+        """
+        raise NotImplementedError
+
+    @property
+    def mechanism(self) -> _Mechanism:
+        """What the model is built on: the serial robot, or the closed-loop mechanism."""
+        return self._mechanism
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -231,9 +261,48 @@ class FeedforwardBase:
         """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
         return self._effort.copy()
 
+    def with_payload(self: _Feedforward, payload: Payload | None) -> _Feedforward:
+        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
+        return type(self)(
+            self._mechanism,
+            self._drive_chain,
+            self._terms,
+            self._names,
+            self._values,
+            friction_smoothing=self._k,
+            identified=self._identified,
+            effort_limits=self._effort,
+            acceleration_limits=self._acceleration,
+            payload=payload,
+        )
+
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
-        """Feedforward torques of desired ``q, q̇, q̈``, N·m, clamped to the effort limits, and which were clamped."""
-        raise NotImplementedError
+        """Feedforward torques of the controlled joints, N·m, clamped to the effort limits, and which were clamped.
+
+        Parameters
+        ----------
+        q, dq, ddq
+            Desired positions (rad), velocities (rad/s) and accelerations (rad/s²) of the
+            controlled joints: one sample ``(n,)`` or samples ``(N, n)`` (rows are samples, in
+            time order: a closed-loop model starts each from the configuration of the one before).
+
+        Returns
+        -------
+        FeedforwardTorques
+            ``(n,)`` for one sample, ``(N, n)`` for samples.
+
+        Raises
+        ------
+        DataError
+            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, a
+            desired velocity or acceleration is beyond its limit (refused, never
+            extrapolated), or the model's torque is not finite.
+        LoopClosureError
+            A closed-loop model's desired state where the loops cannot be closed or the
+            mechanism is singular.
+        """
+        q, dq, ddq, single = self._desired_state(q, dq, ddq)
+        return self._bounded(self._model_torques(q, dq, ddq, single), single)
 
     def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Feedforward torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
@@ -277,6 +346,11 @@ class FeedforwardBase:
                 )
         return q, dq, ddq, single
 
+    def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
+        """The model's torques, N·m, of desired states checked by :meth:`_desired_state`: ``(n,)`` for
+        one sample (``single``), else ``(N, n)``; zero for the joints it was not identified for."""
+        raise NotImplementedError
+
     def _drive_torques(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """The drive terms' torques of one sample of the controlled joints' ``q̇``, ``q̈``, N·m."""
         if self._direct:
@@ -305,7 +379,7 @@ class FeedforwardBase:
         return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
 
 
-class FeedforwardModel(FeedforwardBase):
+class FeedforwardModel(FeedforwardBase[RobotModel]):
     """Joint torques of an identified model for desired ``q, q̇, q̈``.
 
     ``τ = Y(q, q̇, q̈) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
@@ -357,24 +431,16 @@ class FeedforwardModel(FeedforwardBase):
         ``friction_smoothing`` is not finite and positive.
     """
 
-    def __init__(
-        self,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        names: Sequence[str],
-        values: Sequence[float] | np.ndarray,
-        *,
-        friction_smoothing: float = DEFAULT_FRICTION_SMOOTHING,
-        identified: Sequence[bool] | np.ndarray | None = None,
-        effort_limits: Sequence[float] | np.ndarray | None = None,
-        acceleration_limits: Sequence[float] | np.ndarray | None = None,
-        payload: Payload | None = None,
-    ) -> None:
-        n = robot.n_joints
-        mask, names, values_array = self._checked_arguments(
-            n, drive_chain, names, values, friction_smoothing=friction_smoothing, identified=identified
-        )
+    def _controlled_joints(self) -> int:
+        return self._mechanism.n_joints
+
+    def _tree(self) -> RobotModel:
+        return self._mechanism
+
+    def _standard_values(
+        self, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        n = self._mechanism.n_joints
         standard = standard_parameter_names(n, terms)
         position = {name: i for i, name in enumerate(standard)}
         unknown = [name for name in names if name not in position]
@@ -382,97 +448,56 @@ class FeedforwardModel(FeedforwardBase):
             raise ModelError(f"parameters {unknown} are not standard parameters of this model ({n} joints, {terms})")
         per_joint = terms.per_joint
         chi = np.zeros((n, per_joint))
-        for name, value in zip(names, values_array, strict=True):
+        for name, value in zip(names, values, strict=True):
             joint, local = divmod(position[name], per_joint)
             chi[joint, local] = value
         inertial_count = len(INERTIAL_PARAMETER_NAMES)
         drive = {term: np.zeros(n) for term in ("Ia", "Fv", "Fc", "off")}
         for index, term in enumerate(terms.names):
             drive[term] = chi[:, inertial_count + index].copy()
-        self._robot = robot
-        self._keep(
-            robot,
-            drive_chain,
-            terms,
-            names,
-            values_array,
-            friction_smoothing=friction_smoothing,
-            inertial=chi[:, :inertial_count].ravel(),
-            drive=drive,
-            identified=mask,
-            limits=(
-                _limits("effort_limits", effort_limits, robot.effort_limits, n),
-                _limits("velocity_limits", None, robot.velocity_limits, n),
-                _limits(
-                    "acceleration_limits",
-                    acceleration_limits,
-                    DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
-                    n,
-                ),
+        return chi[:, :inertial_count].ravel(), drive
+
+    def _joint_limits(
+        self,
+        effort_limits: Sequence[float] | np.ndarray | None,
+        acceleration_limits: Sequence[float] | np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        robot = self._mechanism
+        n = robot.n_joints
+        return (
+            _limits("effort_limits", effort_limits, robot.effort_limits, n),
+            _limits("velocity_limits", None, robot.velocity_limits, n),
+            _limits(
+                "acceleration_limits",
+                acceleration_limits,
+                DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                n,
             ),
-            payload=payload,
         )
 
     @property
     def robot(self) -> RobotModel:
-        return self._robot
+        return self._mechanism
 
     @property
     def joint_names(self) -> tuple[str, ...]:
         """Joints, in the order of the torque columns."""
-        return self._robot.joint_names
+        return self._mechanism.joint_names
 
-    def with_payload(self: _Model, payload: Payload | None) -> _Model:
-        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
-        return type(self)(
-            self._robot,
-            self._drive_chain,
-            self._terms,
-            self._names,
-            self._values,
-            friction_smoothing=self._k,
-            identified=self._identified.tolist(),
-            effort_limits=self._effort,
-            acceleration_limits=self._acceleration,
-            payload=payload,
-        )
-
-    def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
-        """Feedforward joint torques, N·m, clamped to the effort limits, and which were clamped.
-
-        Parameters
-        ----------
-        q, dq, ddq
-            Desired positions (rad), velocities (rad/s) and accelerations (rad/s²):
-            one sample ``(n,)`` or samples ``(N, n)`` (rows are samples).
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(n,)`` for one sample, ``(N, n)`` for samples.
-
-        Raises
-        ------
-        DataError
-            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, a
-            desired velocity or acceleration is beyond its limit (refused, never
-            extrapolated), or the model's torque is not finite.
-        """
-        q, dq, ddq, single = self._desired_state(q, dq, ddq)
+    def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
         if single:
-            raw = self._one(q, dq, ddq)
-        else:
-            raw = np.empty(q.shape)
-            for k in range(q.shape[0]):
-                raw[k] = self._one(q[k], dq[k], ddq[k])
-        return self._bounded(raw, single)
+            return self._one(q, dq, ddq)
+        raw = np.empty(q.shape)
+        for k in range(q.shape[0]):
+            raw[k] = self._one(q[k], dq[k], ddq[k])
+        return raw
 
     def _one(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """Torques of one validated sample."""
         torque = self._drive_torques(dq, ddq)
         if self._has_inertial:
-            configuration = self._robot.configurations(q[None])[0] if self._continuous else q
-            regressor = pin.computeJointTorqueRegressor(self._robot.model, self._data, configuration, dq, ddq)
+            configuration = self._mechanism.configurations(q[None])[0] if self._continuous else q
+            regressor = pin.computeJointTorqueRegressor(self._mechanism.model, self._data, configuration, dq, ddq)
             torque = torque + regressor @ self._inertial
         if self._payload_dynamics is not None and self._payload_parameters is not None:
             torque = torque + self._payload_dynamics.torques(q, dq, ddq, self._payload_parameters)
@@ -480,8 +505,15 @@ class FeedforwardModel(FeedforwardBase):
 
 
 def _limits(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray, n: int) -> np.ndarray:
-    """Per-joint limits, ``∞`` where not positive and finite (unknown)."""
+    """Per-joint limits ``value`` (``None``: ``default``) as bounds
+    (:func:`~dynamic_identification.core.model.limit_bounds`).
+
+    Raises
+    ------
+    ModelError
+        If there are not ``n`` of them.
+    """
     array = np.asarray(default if value is None else value, dtype=float)
     if array.shape != (n,):
         raise ModelError(f"{name} must have {n} entries (one per joint), got {array.tolist()}")
-    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+    return limit_bounds(array)

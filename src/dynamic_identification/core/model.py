@@ -290,6 +290,13 @@ class RobotModel:
         return np.array([position[name] for name in self.joint_names], dtype=int)
 
 
+def limit_bounds(limits: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Per-joint limits (effort, velocity, acceleration) as bounds: ``∞`` where a limit is not positive and
+    finite, which is how a URDF (``effort="0"``) or a configuration says the limit is unknown."""
+    array = np.asarray(limits, dtype=float)
+    return np.where(np.isfinite(array) & (array > 0.0), array, np.inf)
+
+
 def load_robot(
     urdf_path: str | os.PathLike[str],
     joint_names: Sequence[str] | None = None,

@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.errors import DataError, IdentificationError, ModelError
+from dynamic_identification.core.checks import motion_samples
+from dynamic_identification.core.errors import IdentificationError, ModelError
 from dynamic_identification.core.model import RobotModel
 
 INERTIA_KEYS: tuple[str, ...] = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
@@ -442,15 +443,6 @@ def attach_payload(robot: RobotModel, payload: Payload) -> RobotModel:
     )
 
 
-def _motion(robot: RobotModel, name: str, value: np.ndarray) -> np.ndarray:
-    array = np.atleast_2d(np.asarray(value, dtype=float))
-    if array.ndim != 2 or array.shape[1] != robot.n_joints:
-        raise DataError(f"{name} must have shape (N, {robot.n_joints}), got {np.shape(value)}")
-    if not np.all(np.isfinite(array)):
-        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
-    return array
-
-
 class PayloadDynamics:
     """Joint torques of a payload on a named frame, sample by sample, reusing one Pinocchio ``Data``.
 
@@ -512,9 +504,7 @@ def payload_regressor(robot: RobotModel, frame: str, q: np.ndarray, dq: np.ndarr
         Motion of the wrong shape or not finite.
     """
     dynamics = PayloadDynamics(robot, frame)
-    q, dq, ddq = _motion(robot, "q", q), _motion(robot, "dq", dq), _motion(robot, "ddq", ddq)
-    if not q.shape == dq.shape == ddq.shape:
-        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
     out = np.empty((q.shape[0], robot.n_joints, 10))
     for k in range(q.shape[0]):
         out[k] = dynamics.regressor(q[k], dq[k], ddq[k])

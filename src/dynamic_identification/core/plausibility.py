@@ -33,7 +33,7 @@ import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.model import RobotModel, limit_bounds
 from dynamic_identification.core.settings_schema import default
 
 DEFAULT_EFFORT_FACTOR: float = default("plausibility.effort_factor")
@@ -129,9 +129,9 @@ class PlausibilityBounds:
         total = float(sum(masses))
         return cls(
             joint_names=robot.joint_names,
-            effort=np.where(np.isfinite(effort) & (effort > 0.0), effort, np.inf),
-            velocity=np.where(np.isfinite(velocity) & (velocity > 0.0), velocity, np.inf),
-            acceleration=np.where(np.isfinite(acceleration) & (acceleration > 0.0), acceleration, np.inf),
+            effort=limit_bounds(effort),
+            velocity=limit_bounds(velocity),
+            acceleration=limit_bounds(acceleration),
             mass_kg=mass_factor * total if total > 0.0 else np.inf,
             reach_m=_reach(robot),
             effort_factor=float(effort_factor),

@@ -22,7 +22,8 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
-from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.checks import motion_samples
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import (
     DriveChain,
     DriveTerms,
@@ -39,21 +40,6 @@ _PARAMETER_NAME = re.compile(r"([A-Za-z]+)(\d+)")
 """A standard-parameter name: its kind (one of :data:`_PREFERENCE`) and its 1-based joint index."""
 
 
-def _validated_motion(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> tuple[np.ndarray, ...]:
-    arrays = []
-    for name, value in (("q", q), ("dq", dq), ("ddq", ddq)):
-        array = np.atleast_2d(np.asarray(value, dtype=float))
-        if array.ndim != 2 or array.shape[1] != robot.n_joints:
-            raise DataError(f"{name} must have shape (N, {robot.n_joints}), got {np.shape(value)}")
-        if not np.all(np.isfinite(array)):
-            row = int(np.argwhere(~np.isfinite(array))[0, 0])
-            raise DataError(f"{name} has a non-finite value at sample {row}")
-        arrays.append(array)
-    if not arrays[0].shape == arrays[1].shape == arrays[2].shape:
-        raise DataError(f"q, dq, ddq differ in shape: {[a.shape for a in arrays]}")
-    return tuple(arrays)
-
-
 def inertial_observation_matrix(
     robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, data: pin.Data | None = None
 ) -> np.ndarray:
@@ -62,7 +48,7 @@ def inertial_observation_matrix(
     One Pinocchio ``Data`` is reused for all samples (pass ``data`` to reuse it
     across calls).
     """
-    q, dq, ddq = _validated_motion(robot, q, dq, ddq)
+    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
     n = robot.n_joints
     out = np.empty((q.shape[0], n, n, 10))
     _fill_inertial_columns(robot, q, dq, ddq, data if data is not None else robot.model.createData(), out)
@@ -137,7 +123,7 @@ def observation_matrix(
     """
     if drive_chain.n_joints != robot.n_joints:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {robot.n_joints}")
-    q, dq, ddq = _validated_motion(robot, q, dq, ddq)
+    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
     n = robot.n_joints
     samples = q.shape[0]
     out = np.zeros((samples, n, n * terms.per_joint))

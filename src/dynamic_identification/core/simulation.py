@@ -22,29 +22,14 @@ from typing import Generic, TypeVar
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
+from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, limit_bounds
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.settings_schema import setting_field
 
 DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
-
-
-def motion_rows(name: str, value: np.ndarray, n: int) -> np.ndarray:
-    """``value`` as finite samples ``(N, n)`` (one sample ``(n,)`` becomes one row).
-
-    Raises
-    ------
-    DataError
-        Naming ``name`` and its shape, or the first sample with a non-finite value.
-    """
-    array = np.atleast_2d(np.asarray(value, dtype=float))
-    if array.ndim != 2 or array.shape[1] != n:
-        raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
-    if not np.all(np.isfinite(array)):
-        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
-    return array
 
 
 def _check_sizes(robot: RobotModel, drive_chain: DriveChain, drive: DriveParameters) -> None:
@@ -106,10 +91,7 @@ def inverse_dynamics(
     The ground truth of the IDIM ([Gautier2013] eq. (1)): independent of the regressor.
     """
     _check_sizes(robot, drive_chain, drive)
-    n = robot.n_joints
-    q, dq, ddq = motion_rows("q", q, n), motion_rows("dq", dq, n), motion_rows("ddq", ddq, n)
-    if not q.shape == dq.shape == ddq.shape:
-        raise DataError(f"q, dq, ddq differ in shape: {q.shape}, {dq.shape}, {ddq.shape}")
+    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
     return rigid_body_torques(robot, q, dq, ddq) + drive_torques(drive_chain, drive, dq, ddq)
 
 
@@ -424,11 +406,6 @@ def critically_damped_gains(inertia: np.ndarray, bandwidth_hz: float) -> tuple[n
     return inertia * omega**2, 2.0 * inertia * omega
 
 
-def effort_bounds(effort_limits: np.ndarray) -> np.ndarray:
-    """Torque bounds (N·m) of URDF effort limits: ``∞`` where a limit is not positive and finite (unknown)."""
-    return np.where(np.isfinite(effort_limits) & (effort_limits > 0.0), effort_limits, np.inf)
-
-
 class SimulatedJointState:
     """A simulator's true joint state, read as copies.
 
@@ -450,18 +427,28 @@ class SimulatedJointState:
         return self._dq.copy()
 
 
+_Mechanism = TypeVar("_Mechanism")
+"""What a simulator simulates: a serial :class:`RobotModel` or a closed-loop mechanism."""
+
 _Settings = TypeVar("_Settings", bound=PDSimulationSettings)
 
 
-class PDTrackingSimulator(SimulatedJointState, Generic[_Settings]):
-    """The settings, clock, gains and PD + feedforward law of a simulator that tracks a desired motion.
+class PDTrackingSimulator(SimulatedJointState, Generic[_Mechanism, _Settings]):
+    """The construction, settings, clock, gains and PD + feedforward law of a simulator that tracks a motion.
 
-    A subclass keeps, besides the state, its ``_settings``, the clock ``_time_s`` (s), the
-    gains ``_kp`` and ``_kd`` and bounds ``_effort_limits`` (:func:`effort_bounds`) of the
-    controlled joints, the motor torques of the last step ``_applied`` (N·m) and
-    ``saturated_steps``.
+    The constructor keeps the drive chain ``_chain``, the true drive parameters ``_drive``
+    and the ``_settings``, seeds the sensor noise ``_rng``, starts the clock ``_time_s`` (s),
+    puts the mechanism at rest at ``q0`` and sets the gains ``_kp`` and ``_kd`` of the
+    controlled joints. A subclass sets its mechanism up (:meth:`_set_up`: the state and the
+    bounds ``_effort_limits`` (:func:`~dynamic_identification.core.model.limit_bounds`) of the
+    controlled joints), says where it rests without ``q0`` (:meth:`_rest_positions`) and which
+    inertia its motors see (:meth:`_motor_inertia`), and keeps the motor torques of the last
+    step ``_applied`` (N·m).
     """
 
+    _chain: DriveChain
+    _drive: DriveParameters
+    _rng: np.random.Generator
     _settings: _Settings
     _time_s: float
     _kp: np.ndarray
@@ -470,6 +457,57 @@ class PDTrackingSimulator(SimulatedJointState, Generic[_Settings]):
     _applied: np.ndarray
     saturated_steps: int
     """Number of steps in which at least one motor torque was clipped to its effort limit."""
+
+    def __init__(
+        self,
+        mechanism: _Mechanism,
+        drive_chain: DriveChain,
+        drive: DriveParameters,
+        settings: _Settings,
+        *,
+        q0: np.ndarray | None = None,
+        seed: int = 0,
+    ) -> None:
+        """Set the simulator of ``mechanism`` up (the subclass's docstring says what the arguments are).
+
+        Raises
+        ------
+        ModelError
+            If the drive chain or the drive parameters do not fit ``mechanism`` (:meth:`_set_up`).
+        """
+        self._chain = drive_chain
+        self._drive = drive
+        self._settings = settings
+        self._rng = np.random.default_rng(seed)
+        self._set_up(mechanism)
+        self._time_s = 0.0
+        self._applied = np.zeros(self._effort_limits.shape[0])
+        self.saturated_steps = 0
+        self.reset(self._rest_positions() if q0 is None else q0)
+        self._kp, self._kd = settings.pd_gains(np.diag(self._motor_inertia()))
+
+    def _set_up(self, mechanism: _Mechanism) -> None:
+        """Check the drive chain and parameters against ``mechanism`` and keep it, with its state (at rest)
+        and the effort bounds of the controlled joints.
+
+        Raises
+        ------
+        ModelError
+            If they do not fit.
+        """
+        raise NotImplementedError
+
+    def _rest_positions(self) -> np.ndarray:
+        """Positions of the controlled joints where the simulator starts without ``q0``, rad."""
+        raise NotImplementedError
+
+    def _motor_inertia(self) -> np.ndarray:
+        """The inertia the motors see at the current state (its diagonal tunes the default gains), kg·m²."""
+        raise NotImplementedError
+
+    def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
+        """Put the controlled joints at ``q`` (rad) with velocity ``dq`` (rad/s, default rest)."""
+        raise NotImplementedError
 
     @property
     def settings(self) -> _Settings:
@@ -568,7 +606,7 @@ def tracking_inputs(
     return time, q_des, dq_des, ddq_des, ff
 
 
-class RobotSimulator(PDTrackingSimulator[SimulationSettings]):
+class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
     """Forward dynamics of the robot and its drive chain under PD + feedforward control.
 
     Each step solves ``(M(q) + Cᵀ diag(Ia) C) q̈ = τ_m − b(q, q̇) − τ_f(q̇)`` with
@@ -587,35 +625,24 @@ class RobotSimulator(PDTrackingSimulator[SimulationSettings]):
     the step, so it matches the inverse dynamics to ``O(dt)``).
     """
 
-    def __init__(
-        self,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        drive: DriveParameters,
-        settings: SimulationSettings,
-        *,
-        q0: np.ndarray | None = None,
-        seed: int = 0,
-    ) -> None:
+    def _set_up(self, robot: RobotModel) -> None:
+        drive_chain, drive = self._chain, self._drive
         _check_sizes(robot, drive_chain, drive)
         self._unloaded = robot
         self._payload: Payload | None = None
         self._robot = robot
-        self._chain = drive_chain
-        self._drive = drive
-        self._settings = settings
         self._data = robot.model.createData()
-        self._rng = np.random.default_rng(seed)
         n = robot.n_joints
         self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
-        self._effort_limits = effort_bounds(robot.effort_limits)
+        self._effort_limits = limit_bounds(robot.effort_limits)
         self._q = np.zeros(n)
         self._dq = np.zeros(n)
-        self._time_s = 0.0
-        self._applied = np.zeros(n)
-        self.saturated_steps = 0
-        self.reset(np.zeros(n) if q0 is None else q0)
-        self._kp, self._kd = settings.pd_gains(np.diag(self.mass_matrix()))
+
+    def _rest_positions(self) -> np.ndarray:
+        return np.zeros(self._robot.n_joints)
+
+    def _motor_inertia(self) -> np.ndarray:
+        return self.mass_matrix()
 
     @property
     def payload(self) -> Payload | None:

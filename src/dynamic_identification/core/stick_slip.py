@@ -44,8 +44,8 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import DriveChain, RobotModel
-from dynamic_identification.core.simulation import SimulatedJointState, critically_damped_gains, effort_bounds
+from dynamic_identification.core.model import DriveChain, RobotModel, limit_bounds
+from dynamic_identification.core.simulation import SimulatedJointState, critically_damped_gains
 
 _ACTIVE_SET_SWEEPS = 4
 """Active-set changes allowed per motor before the coordinate-descent fallback."""
@@ -282,7 +282,7 @@ class StickSlipSimulator(SimulatedJointState):
         self._coupling_inverse = np.linalg.inv(drive_chain.coupling)
         ia = _vector("rotor_inertia", rotor_inertia, n)
         self._rotor = drive_chain.coupling.T @ (ia[:, None] * drive_chain.coupling)
-        self._limits = effort_bounds(robot.effort_limits) if saturate_effort else None
+        self._limits = limit_bounds(robot.effort_limits) if saturate_effort else None
         self._continuous = any(robot.continuous)
         self._lower = np.tril_indices(n, -1)
         self._diagonal = np.diag_indices(n)
