@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
@@ -32,7 +31,7 @@ from arm6_drives import ARM6_DRIVE, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.model import DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.payload import attach_payload, payload_torques
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
@@ -116,21 +115,6 @@ def _true_parameters(robot: RobotModel, path: pathlib.Path, *, without_wrist_mom
         ),
     )
     return path
-
-
-@pytest.fixture(scope="module")
-def arm6() -> RobotModel:
-    return load_robot(ARM6_URDF)
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
 
 
 class _Probe:
