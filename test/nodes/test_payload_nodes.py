@@ -147,7 +147,7 @@ def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = sli
     names = estimator.joint_names
 
     def received() -> int:
-        return int({kv.key: kv.value for kv in estimator.diagnostic_status().values}["samples_received"])
+        return int(_values(estimator)["samples_received"])
 
     begin, end, _ = rows.indices(job.time.size)
     for first in range(begin, end, BURST):
@@ -160,8 +160,9 @@ def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = sli
         p.spin(20.0, until=lambda expected=expected: received() >= expected)
 
 
-def _values(estimator: EstimatorNode) -> dict[str, str]:
-    return {kv.key: kv.value for kv in estimator.diagnostic_status().values}
+def _values(node: EstimatorNode | FeedforwardNode) -> dict[str, str]:
+    """The key-value pairs of ``node``'s diagnostic status."""
+    return {kv.key: kv.value for kv in node.diagnostic_status().values}
 
 
 def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
@@ -346,15 +347,11 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     bad = yaml.safe_load(dump_payload(PROCESS_LOAD))
     bad["payload"]["inertia_kg_m2"]["iyy"] = -0.01
     payloads.publish(String(data=yaml.safe_dump(bad)))
-    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _ff_values(node)["payload_error"]))
-    values = _ff_values(node)
+    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _values(node)["payload_error"]))
+    values = _values(node)
     assert "not positive definite" in values["payload_error"] and "3.5 kg on tool0" in values["payload"]
     assert node.payload is not None and node.payload.mass_kg == PROCESS_LOAD.mass_kg  # the previous payload stays
     assert node.refusals()["payload"].count == 1
-
-
-def _ff_values(node: FeedforwardNode) -> dict[str, str]:
-    return {kv.key: kv.value for kv in node.diagnostic_status().values}
 
 
 def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel, tmp_path: pathlib.Path) -> None:
