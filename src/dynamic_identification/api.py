@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time as wall_clock
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -26,7 +26,7 @@ from dynamic_identification.core.closed_loop_identification import (
     identify_closed_loop_drive_gains,
     predict_closed_loop_at_stamps,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, identify_drive_gains
+from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
@@ -42,7 +42,7 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
-from dynamic_identification.core.payload import frame_id
+from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
 from dynamic_identification.core.regression_models import identify_model
@@ -914,8 +914,43 @@ def closed_loop_gains_file(
         if currents is None:
             raise DataError(f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them")
         recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
-    result = identify_closed_loop_drive_gains(
-        mechanism,
+    identify = partial(identify_closed_loop_drive_gains, mechanism)
+    joints = mechanism.actuated_joint_names
+    result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, joints)
+    lines = [
+        _closed_loop_summary(mechanism, unloaded),
+        _drive_gains_fit(known, result),
+        f"{_DRIVE_GAINS_COLUMNS}   (N·m/A)",
+    ]
+    lines += [_drive_gain_row(result, j, joint) for j, joint in enumerate(joints)]
+    lines.append(f"drive gains written to {out}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- drive gains and payload
+
+_DRIVE_GAINS_COLUMNS = f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}"
+"""The columns of the drive-gains table every ``dynid gains`` report starts with (:func:`_drive_gain_row`)."""
+
+
+def _identify_and_write_drive_gains(
+    identify: Callable[..., DriveGainsResult],
+    chain: DriveChain,
+    parsed: IdentificationConfig,
+    recordings: Sequence[CurrentRecording],
+    known: Payload,
+    out: Path,
+    joints: Sequence[str],
+) -> DriveGainsResult:
+    """The drive gains by IDIM-TLS with the ``known`` payload ([Briot2012] eq. (13)), written to ``out``.
+
+    ``identify`` is the serial or closed-loop identification with its mechanism bound
+    (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`,
+    :func:`~dynamic_identification.core.closed_loop_identification.identify_closed_loop_drive_gains`);
+    ``recordings`` the recording without load, then the one with it; ``joints`` the
+    gains' joints, in the drive chain's order.
+    """
+    result = identify(
         chain,
         parsed.drive_terms,
         unloaded=recordings[0],
@@ -923,22 +958,23 @@ def closed_loop_gains_file(
         payload=known,
         settings=parsed.identification_settings(),
     )
-    write_drive_gains_atomic(out, result, chain, mechanism.actuated_joint_names, payload=known, stamp=wall_clock.time())
-    lines = [
-        _closed_loop_summary(mechanism, unloaded),
+    write_drive_gains_atomic(out, result, chain, joints, payload=known, stamp=wall_clock.time())
+    return result
+
+
+def _drive_gains_fit(known: Payload, result: DriveGainsResult) -> str:
+    """The line of a drive-gains report that names the method, the payload and the samples and parameters used."""
+    return (
         f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
         f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples, {len(result.names)} base"
-        " parameters",
-        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}   (N·m/A)",
-    ]
-    for j, joint in enumerate(mechanism.actuated_joint_names):
-        gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
-        lines.append(f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}")
-    lines.append(f"drive gains written to {out}")
-    return "\n".join(lines)
+        " parameters"
+    )
 
 
-# --------------------------------------------------------------------------- drive gains and payload
+def _drive_gain_row(result: DriveGainsResult, j: int, joint: str) -> str:
+    """Joint ``j``'s nominal and identified drive gain, σ and σ % (N·m/A), under :data:`_DRIVE_GAINS_COLUMNS`."""
+    gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+    return f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
 
 
 def gains_file(
@@ -999,37 +1035,23 @@ def gains_file(
             check_units(robot, selected, str(path))
         recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
     chain = parsed.drive_chain(robot.n_joints)
-    result = identify_drive_gains(
-        robot,
-        chain,
-        parsed.drive_terms,
-        unloaded=recordings[0],
-        loaded=recordings[1],
-        payload=known,
-        settings=parsed.identification_settings(),
-        efficiency=parsed.efficiency,
-    )
-    write_drive_gains_atomic(out, result, chain, robot.joint_names, payload=known, stamp=wall_clock.time())
+    identify = partial(identify_drive_gains, robot, efficiency=parsed.efficiency)
+    result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, robot.joint_names)
     lines = [
         *notes,
-        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
-        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples,"
-        f" {len(result.names)} base parameters ({len(result.removed)} not excited)",
-        f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7} {'change %':>9}   (N·m/A)"
+        f"{_drive_gains_fit(known, result)} ({len(result.removed)} not excited)",
+        f"{_DRIVE_GAINS_COLUMNS} {'change %':>9}   (N·m/A)"
         + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
     ]
     for j, joint in enumerate(robot.joint_names):
-        gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+        gain, nominal = result.drive_gains[j], result.nominal_drive_gains[j]
         eta_text = ""
         if result.efficiency is not None and result.efficiency_std is not None:
             eta, eta_std = result.efficiency[j], result.efficiency_std[j]
             eta_text = (
                 f"          {eta:>8.4f} {eta_std:>8.2g}" if np.isfinite(eta_std) else f"          {'—':>8} {'':>8}"
             )
-        lines.append(
-            f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
-            f" {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}"
-        )
+        lines.append(f"{_drive_gain_row(result, j, joint)} {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}")
     if result.efficiency is not None:
         lines.append(
             "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -41,6 +42,8 @@ from five_bar import FIVE_BAR_ACTUATED as ACTUATED
 from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, fourier_motion
 from ros_graph import RosGraph, graphs
 
+_N = TypeVar("_N", bound=Node)
+
 NAMESPACE = f"closed_loop_test_{os.getpid()}"
 """The nodes and probe run in a namespace of this process: no latched message of another run reaches them."""
 
@@ -49,6 +52,26 @@ def overrides(node: str, **extra: object) -> list[Parameter]:
     """The ``/**`` and ``node`` blocks of ``config/five_bar.yaml`` as parameter overrides, plus ``extra``."""
     values = {**ros_parameters(FIVE_BAR_CONFIG, node), "urdf": str(FIVE_BAR_URDF), **extra}
     return [Parameter(name, value=value) for name, value in values.items()]
+
+
+def five_bar_node(node_type: Callable[..., _N], context: Context, block: str, **extra: object) -> _N:
+    """A node of ``node_type`` in this process's namespace with the :func:`overrides` of ``block`` and ``extra``."""
+    return node_type(context=context, namespace=NAMESPACE, parameter_overrides=overrides(block, **extra))
+
+
+def quick_excitation(context: Context) -> ExcitationNode:
+    """The five-bar's excitation node with a plan made in seconds: 2 harmonics of 0.5 Hz, one period, not optimised."""
+    return five_bar_node(
+        ExcitationNode,
+        context,
+        "excitation",
+        optimise=False,
+        fundamental_hz=0.5,
+        harmonics=2,
+        periods=1,
+        seed=3,
+        rate_hz=100.0,
+    )
 
 
 @pytest.fixture
@@ -69,14 +92,8 @@ def graph(context: Context) -> Iterator[Callable[..., RosGraph]]:
 def test_the_excitation_node_plays_a_closed_loop_excitation_the_simulated_five_bar_follows(
     context: Context, graph: Callable[..., RosGraph]
 ) -> None:
-    excitation = ExcitationNode(
-        context=context,
-        namespace=NAMESPACE,
-        parameter_overrides=overrides(
-            "excitation", optimise=False, fundamental_hz=0.5, harmonics=2, periods=1, seed=3, rate_hz=100.0
-        ),
-    )
-    sim = SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides("sim_robot", rate_hz=250.0))
+    excitation = quick_excitation(context)
+    sim = five_bar_node(SimRobotNode, context, "sim_robot", rate_hz=250.0)
     g = graph(excitation, sim)
     states: list[JointState] = g.record(JointState, "joint_states", SENSOR_QOS)
     commands: list[JointTrajectory] = g.record(JointTrajectory, "joint_trajectory", COMMAND_QOS)
@@ -105,13 +122,7 @@ def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(
 ) -> None:
     """The played motion, ramps included, is checked against the closure: the robot resting 0.05 rad before the
     distal links align (both motors opened by 0.59 rad) is too close to the singularity to start from."""
-    excitation = ExcitationNode(
-        context=context,
-        namespace=NAMESPACE,
-        parameter_overrides=overrides(
-            "excitation", optimise=False, fundamental_hz=0.5, harmonics=2, periods=1, seed=3, rate_hz=100.0
-        ),
-    )
+    excitation = quick_excitation(context)
     g = graph(excitation)
     states = g.probe.create_publisher(JointState, "joint_states", SENSOR_QOS)
     assert excitation.wait_for_plan(60.0)
@@ -147,13 +158,11 @@ def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.nd
 def test_the_estimator_node_identifies_the_five_bar_from_samples_of_every_tree_joint(
     context: Context, graph: Callable[..., RosGraph]
 ) -> None:
-    estimator = EstimatorNode(
-        context=context,
-        namespace=NAMESPACE,
-        parameter_overrides=overrides(
-            "estimator",
-            **{"window.max_condition_number": 1e4, "window.update_period_s": 2.0, "signal.decimation": 5},
-        ),
+    estimator = five_bar_node(
+        EstimatorNode,
+        context,
+        "estimator",
+        **{"window.max_condition_number": 1e4, "window.update_period_s": 2.0, "signal.decimation": 5},
     )
     g = graph(estimator)
     published: list[String] = g.record(String, "estimator/parameters", LATCHED_QOS)
@@ -231,7 +240,7 @@ def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_fi
 
 def test_the_closures_are_declared_read_only_with_the_schemas_description(context: Context) -> None:
     """Each ``robot.loop_closures.<name>.<field>`` given is declared with the descriptor of the schema's setting."""
-    node = SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides("sim_robot"))
+    node = five_bar_node(SimRobotNode, context, "sim_robot")
     try:
         names = sorted(name for name in node.list_parameters([], 0).names if name.startswith("robot."))
         expected = [f"robot.loop_closures.distal_tip.{field}" for field in ("frame_a", "frame_b", "type")]

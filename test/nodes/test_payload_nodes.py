@@ -8,6 +8,7 @@ noise), published as ``sensor_msgs/JointState`` in bursts.
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import time
@@ -16,11 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -32,7 +31,7 @@ from arm6_drives import ARM6_DRIVE, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.model import DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.payload import attach_payload, payload_torques
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
@@ -44,6 +43,7 @@ from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph, graphs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -118,70 +118,18 @@ def _true_parameters(robot: RobotModel, path: pathlib.Path, *, without_wrist_mom
     return path
 
 
-@pytest.fixture(scope="module")
-def arm6() -> RobotModel:
-    return load_robot(ARM6_URDF)
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-class _Probe:
-    """A node under test and a probe node in one executor: publish, call services, collect messages."""
+class _Graph(RosGraph):
+    """The node under test (``node``) and a probe in this module's namespace, spun by one executor."""
 
     def __init__(self, context: Context, node: Node) -> None:
-        self.node = node
-        self.probe = Node("payload_probe", namespace=NAMESPACE, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.executor.add_node(self.probe)
-        self.received: dict[str, list[object]] = {}
-
-    def collect(self, message_type: type, topic: str, qos: object) -> list[object]:
-        messages: list[object] = []
-        self.probe.create_subscription(message_type, topic, messages.append, qos)
-        self.received[topic] = messages
-        return messages
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def call(self, service_type: type, service: str, request: object) -> object:
-        client = self.probe.create_client(service_type, service)
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(request)
-        self.spin(20.0, until=future.done)
-        assert future.result() is not None, f"no answer from {service}"
-        return future.result()
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.probe.destroy_node()
-        self.node.destroy_node()
+        super().__init__(context, name="payload_probe", namespace=NAMESPACE)
+        self.node = self.add(node)
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Callable[[Node], _Probe]]:
-    made: list[_Probe] = []
-
-    def make(node: Node) -> _Probe:
-        made.append(_Probe(context, node))
-        return made[-1]
-
-    try:
+def probe(context: Context) -> Iterator[Callable[[Node], _Graph]]:
+    with graphs(functools.partial(_Graph, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
 
 
 def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
@@ -189,7 +137,7 @@ def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
     return EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
 
 
-def _publish(p: _Probe, job: Job, *, start_s: float = START_S, rows: slice = slice(None)) -> None:
+def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = slice(None)) -> None:
     """Publish the job's samples (``rows`` of them, stamped ``start_s`` + their time) in bursts, letting the
     estimator take each burst before the next."""
     estimator = p.node
@@ -199,7 +147,7 @@ def _publish(p: _Probe, job: Job, *, start_s: float = START_S, rows: slice = sli
     names = estimator.joint_names
 
     def received() -> int:
-        return int({kv.key: kv.value for kv in estimator.diagnostic_status().values}["samples_received"])
+        return int(_values(estimator)["samples_received"])
 
     begin, end, _ = rows.indices(job.time.size)
     for first in range(begin, end, BURST):
@@ -212,20 +160,21 @@ def _publish(p: _Probe, job: Job, *, start_s: float = START_S, rows: slice = sli
         p.spin(20.0, until=lambda expected=expected: received() >= expected)
 
 
-def _values(estimator: EstimatorNode) -> dict[str, str]:
-    return {kv.key: kv.value for kv in estimator.diagnostic_status().values}
+def _values(node: EstimatorNode | FeedforwardNode) -> dict[str, str]:
+    """The key-value pairs of ``node``'s diagnostic status."""
+    return {kv.key: kv.value for kv in node.diagnostic_status().values}
 
 
 def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # The estimator restarts with its last estimate (parameters_file, republished): that is the robot prior.
     estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
     p = probe(_estimator(context, [Parameter("parameters_file", value=str(estimate))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
-    parameters = p.collect(String, "estimator/parameters", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
+    parameters = p.record(String, "estimator/parameters", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(parameters))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
     assert isinstance(response, Trigger.Response)
     assert response.success and "collecting 10 s" in response.message and "tool0" in response.message
 
@@ -250,13 +199,13 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     # The window was paused from the trigger: the robot estimate is still the one before the load.
     assert len(parameters) == 1 and values["updates"] == "0"
 
-    late = p.collect(String, "estimator/payload", LATCHED_QOS)
+    late = p.record(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(late))
     assert len(late) == 1
 
 
 def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_loads(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # Samples stamped on the node's clock, received 2 s late (a loaded machine): the gripper closed at GRASP_S,
     # ~/identify_payload is called right after, when the estimator has only the samples up to 1 s. The 2 s
@@ -265,12 +214,12 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     grasp_s = 3.0
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
     p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     job = _job(arm6, seconds=16.0, seed=2, grasp_s=grasp_s, cycles=6)
     start_s = time.time() - grasp_s  # the node's clock (ROS time) reaches the grasp now
     received = int(RATE_HZ)  # the first second
     _publish(p, job, start_s=start_s, rows=slice(0, received))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, start_s=start_s, rows=slice(received, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -285,18 +234,18 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
 
 
 def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # The robot model lacks the wrist moments a sensitivity reduction drops; the window took 10 s of the job
     # without the load before the gripper closed: they correct the model where the load would absorb its error.
     grasp_s = 10.0
     prior = _true_parameters(arm6, tmp_path / "reduced.yaml", without_wrist_moments=True)
     p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     job = _job(arm6, seconds=21.0, seed=2, grasp_s=grasp_s, cycles=8)
     before = int(grasp_s * RATE_HZ)
     _publish(p, job, rows=slice(0, before))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, rows=slice(before, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -312,10 +261,10 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
 
 
 def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
-    context: Context, probe: Callable[[Node], _Probe]
+    context: Context, probe: Callable[[Node], _Graph]
 ) -> None:
     p = probe(_estimator(context, []))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
     assert isinstance(response, Trigger.Response)
     assert not response.success and "no robot model" in response.message
     status = p.node.guard_report(p.node.diagnostic_status())  # type: ignore[attr-defined]
@@ -323,14 +272,14 @@ def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
 
 
 def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason_on_diagnostics(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
     overrides = [Parameter("payload.prior_file", value=str(prior)), Parameter("payload.duration_s", value=6.0)]
     p = probe(_estimator(context, overrides))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
-    diagnostics = p.collect(DiagnosticArray, "/diagnostics", 100)
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
+    diagnostics = p.record(DiagnosticArray, "/diagnostics", 100)
+    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
     assert isinstance(response, Trigger.Response) and response.success
     _publish(p, _job(arm6, seconds=8.0, seed=2, hold=3))
     estimator = p.node
@@ -359,9 +308,9 @@ def _feedforward(context: Context, overrides: list[Parameter]) -> FeedforwardNod
     return FeedforwardNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
 
 
-def _hold(p: _Probe, q: list[float]) -> list[Float64MultiArray]:
+def _hold(p: _Graph, q: list[float]) -> list[Float64MultiArray]:
     """Command a held pose and collect the feedforward."""
-    efforts = p.collect(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
+    efforts = p.record(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
     trajectory = p.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
     p.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
     trajectory.publish(
@@ -375,19 +324,19 @@ def _hold(p: _Probe, q: list[float]) -> list[Float64MultiArray]:
 
 
 def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
     p = probe(_feedforward(context, [Parameter("parameters_file", value=str(parameters))]))
     pose = [0.3, -0.6, 0.8, 0.2, 0.7, -0.4]
-    before = np.array(_hold(p, pose)[-1].data)
+    efforts = _hold(p, pose)
+    before = np.array(efforts[-1].data)
     payloads = p.probe.create_publisher(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: payloads.get_subscription_count() > 0)
     payloads.publish(String(data=dump_payload(PROCESS_LOAD)))
     node = p.node
     assert isinstance(node, FeedforwardNode)
     p.spin(20.0, until=lambda: node.payload is not None)
-    efforts = p.received["feedforward/effort"]
     count = len(efforts)
     p.spin(20.0, until=lambda: len(efforts) > count + 2)
     after = np.array(efforts[-1].data)  # type: ignore[attr-defined]
@@ -398,15 +347,11 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     bad = yaml.safe_load(dump_payload(PROCESS_LOAD))
     bad["payload"]["inertia_kg_m2"]["iyy"] = -0.01
     payloads.publish(String(data=yaml.safe_dump(bad)))
-    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _ff_values(node)["payload_error"]))
-    values = _ff_values(node)
+    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _values(node)["payload_error"]))
+    values = _values(node)
     assert "not positive definite" in values["payload_error"] and "3.5 kg on tool0" in values["payload"]
     assert node.payload is not None and node.payload.mass_kg == PROCESS_LOAD.mass_kg  # the previous payload stays
     assert node.refusals()["payload"].count == 1
-
-
-def _ff_values(node: FeedforwardNode) -> dict[str, str]:
-    return {kv.key: kv.value for kv in node.diagnostic_status().values}
 
 
 def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel, tmp_path: pathlib.Path) -> None:
@@ -430,7 +375,7 @@ def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel
 
 
 def test_the_simulator_carries_the_payload_after_grasp(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     write_payload_atomic(tmp_path / "load.yaml", PROCESS_LOAD)
     sim = SimRobotNode(
@@ -444,7 +389,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
         ],
     )
     p = probe(sim)
-    states = p.collect(JointState, "joint_states", SENSOR_QOS)
+    states = p.record(JointState, "joint_states", SENSOR_QOS)
 
     def settled_torque() -> np.ndarray:
         count = len(states)
@@ -452,7 +397,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
         return np.array(states[-1].effort)  # type: ignore[attr-defined]
 
     empty = settled_torque()
-    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    response = p.call("sim_robot/grasp", SetBool, SetBool.Request(data=True))
     assert isinstance(response, SetBool.Response) and response.success and "3.5 kg" in response.message
     settled_torque()
     loaded = settled_torque()
@@ -463,7 +408,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
     np.testing.assert_allclose(loaded - empty, gravity, rtol=0.02, atol=0.05)
 
 
-def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Probe]) -> None:
+def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Graph]) -> None:
     p = probe(SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=[]))
-    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    response = p.call("sim_robot/grasp", SetBool, SetBool.Request(data=True))
     assert isinstance(response, SetBool.Response) and not response.success and "payload_file" in response.message

@@ -99,6 +99,15 @@ def stamps(count: int, *, first: int = 0, offset_ns: int = 0, seed: int = 0) -> 
     return T0_NS + offset_ns + np.round(k * 1e9 / RATE_HZ + rng.uniform(-2e5, 2e5, count)).astype(np.int64)
 
 
+def streams(count: int, *, seed: int, offset_ns: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Stamps of ``count`` joint states (``seed``) and of the motor currents around them (``seed + 1``), ns.
+
+    The currents have their own jittered stamps, ``offset_ns`` later: one sample before
+    the first joint state and one after the last, so every joint state can be aligned.
+    """
+    return stamps(count, seed=seed), stamps(count + 2, first=-1, offset_ns=offset_ns, seed=seed + 1)
+
+
 JOINT_STATE_NAMES = ["c", "extra", "a", "b"]  # any order, with a joint the recorder does not record
 CURRENT_NAMES = ["b", "c", "a"]
 
@@ -134,8 +143,7 @@ def test_samples_carry_drive_chain_torques_of_currents_interpolated_at_joint_sta
     graph: Callable[[list[Parameter]], _Graph],
 ) -> None:
     g = graph(BASE)
-    js = stamps(500, seed=1)
-    cur = stamps(502, first=-1, offset_ns=700_000, seed=2)  # their own stamps, 0.7 ms later, jittered
+    js, cur = streams(500, seed=1, offset_ns=700_000)  # their own stamps, 0.7 ms later, jittered
     stream(g, js, cur)
     g.spin(20.0, until=lambda: len(g.samples) >= js.size)
 
@@ -158,8 +166,7 @@ def test_start_and_stop_write_a_recording_that_loads_with_the_right_joints_and_s
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:
     g = graph([*BASE, Parameter("output_dir", value=str(tmp_path))])
-    js = stamps(400, seed=3)
-    cur = stamps(402, first=-1, offset_ns=-300_000, seed=4)
+    js, cur = streams(400, seed=3, offset_ns=-300_000)
     stream(g, js[:100], cur[:100])  # before ~/start: published, not recorded
     # The last joint state before ~/start waits for a later current to be aligned.
     g.spin(20.0, until=lambda: len(g.samples) >= 98)
@@ -200,8 +207,7 @@ def test_the_file_being_written_loads_mid_recording(
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:
     g = _recording_into(graph, tmp_path / "run.csv")
-    js = stamps(600, seed=5)
-    cur = stamps(602, first=-1, offset_ns=500_000, seed=6)
+    js, cur = streams(600, seed=5, offset_ns=500_000)
     stream(g, js[:300], cur[:301])
     g.spin(1.5)  # past the 1 s flush
     middle = read_recording_csv(tmp_path / "run.csv")
@@ -236,8 +242,7 @@ def test_nan_and_duplicate_samples_are_counted_in_the_diagnostics(
     graph: Callable[[list[Parameter]], _Graph],
 ) -> None:
     g = graph(BASE)
-    js = stamps(40, seed=9)
-    cur = stamps(42, first=-1, seed=10)
+    js, cur = streams(40, seed=9)
     stream(g, js[:20], cur[:21])
     nan_state = joint_state(js[20])
     nan_state.position[2] = float("nan")
@@ -288,8 +293,8 @@ def test_effort_is_torque_publishes_the_joint_state_efforts(graph: Callable[[lis
 def test_the_polynomial_current_model_converts_the_currents(graph: Callable[[list[Parameter]], _Graph]) -> None:
     polynomial = [0.05, 0.4, -0.01, 0.002, 0.0, 0.3, 0.02, 0.0, 0.1, 0.2, 0.0, -0.001]
     g = graph([*BASE, Parameter("current_polynomial", value=polynomial)])
-    js = stamps(30, seed=14)
-    stream(g, js, stamps(32, first=-1, offset_ns=400_000, seed=15))
+    js, cur = streams(30, seed=14, offset_ns=400_000)
+    stream(g, js, cur)
     g.spin(20.0, until=lambda: len(g.samples) >= 30)
     effort = np.array([arrays_from_joint_state(s, JOINTS)[3] for s in g.samples])
     assert_allclose(effort, current_to_torque(currents_at(js), CHAIN, polynomial), atol=1e-9)
@@ -316,8 +321,7 @@ def test_joint_states_lost_on_the_way_are_reported_at_warn_with_their_exact_coun
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:
     g = _recording_into(graph, tmp_path / "gap.csv")
-    js = stamps(400, seed=16)
-    cur = stamps(402, first=-1, offset_ns=300_000, seed=17)
+    js, cur = streams(400, seed=16, offset_ns=300_000)
     kept = np.concatenate([js[:150], js[167:300], js[302:]])  # 17 + 2 joint states never arrive
     stream(g, kept, cur)
     status = g.wait_for_diagnostics(lambda s: values_of(s).get("lost_samples") == "19", seconds=20.0)
@@ -333,8 +337,7 @@ def test_a_current_clock_stepping_back_is_reported_not_refused_for_good(
     graph: Callable[[list[Parameter]], _Graph],
 ) -> None:
     g = graph(BASE)
-    js = stamps(300, seed=18)
-    cur = stamps(302, first=-1, offset_ns=300_000, seed=19)
+    js, cur = streams(300, seed=18, offset_ns=300_000)
     cur[150:] -= 10 * 10**9  # the current sensor's clock jumps back 10 s; the joint states' does not
     stream(g, js, cur)
     status = g.wait_for_diagnostics(lambda s: "behind" in s.message, seconds=20.0)

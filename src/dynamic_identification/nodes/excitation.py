@@ -73,6 +73,7 @@ from dynamic_identification.core.excitation.trajectory import SampledTrajectory,
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
 from dynamic_identification.io.config import (
+    IdentificationConfig,
     config_from_parameters,
     excitation_settings_from_parameters,
     is_closed_loop_key,
@@ -203,16 +204,12 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
-        shared = config_from_parameters(
-            {"joints": list(robot.joint_names), **dict(config.drive_chain_parameters)},
-            source="excitation parameters",
-        )
+        shared = _drive_config(config, robot.joint_names)
         drive_chain = shared.drive_chain(robot.n_joints)
     except IdentificationError as error:
         raise ValueError(f"parameter 'drive_chain.*': {error}") from error
-    torque_model = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
-    if config.parameters_file:
-        torque_model = _identified(identified_torque_model, config.parameters_file, robot)
+    nominal = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
+    torque_model = _torque_model(nominal, identified_torque_model, config.parameters_file, robot)
     return ExcitationSetup(
         robot=robot,
         drive_chain=drive_chain,
@@ -223,11 +220,25 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
     )
 
 
-def _identified(torque_model_of: Callable[[str, _Mechanism], _Torques], path: str, mechanism: _Mechanism) -> _Torques:
-    """The torque model of the identified parameter file ``path`` (parameter ``parameters_file``).
+def _drive_config(config: ExcitationConfig, joints: Sequence[str]) -> IdentificationConfig:
+    """The ``drive_chain.*``, ``drive_terms.*`` and ``robot.*`` parameters (none for a serial robot) of ``joints``,
+    read as ``dynid`` reads a configuration; ``IdentificationError`` when they do not fit."""
+    return config_from_parameters(
+        {"joints": list(joints), **dict(config.drive_chain_parameters), **dict(config.closed_loop)},
+        source="excitation parameters",
+    )
 
-    ``torque_model_of`` reads it for ``mechanism``; its errors name the parameter (``ValueError``).
+
+def _torque_model(
+    nominal: _Torques, torque_model_of: Callable[[str, _Mechanism], _Torques], path: str, mechanism: _Mechanism
+) -> _Torques:
+    """The torque model the plan is checked with: ``nominal``, or that of the identified parameter file ``path``
+    (parameter ``parameters_file``) when one is named.
+
+    ``torque_model_of`` reads the file for ``mechanism``; its errors name the parameter (``ValueError``).
     """
+    if not path:
+        return nominal
     try:
         return torque_model_of(path, mechanism)
     except IdentificationError as error:
@@ -242,14 +253,7 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
             " joints ('fourier') or a trajectory file of them ('file')"
         )
     try:
-        shared = config_from_parameters(
-            {
-                "joints": list(config.joints or ()),
-                **dict(config.drive_chain_parameters),
-                **dict(config.closed_loop),
-            },
-            source="excitation parameters",
-        )
+        shared = _drive_config(config, config.joints or ())
         model = shared.closed_loop_model(config.urdf)
         robot = load_robot(config.urdf, model.actuated_joint_names)
         drive_chain = shared.drive_chain(model.n_actuated)
@@ -257,9 +261,8 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
         limits = ClosedLoopLimits.from_settings(model, settings)
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
-    torques = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
-    if config.parameters_file:
-        torques = _identified(identified_closed_loop_torque_model, config.parameters_file, model)
+    nominal = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
+    torques = _torque_model(nominal, identified_closed_loop_torque_model, config.parameters_file, model)
     return ExcitationSetup(
         robot=robot,
         drive_chain=drive_chain,

@@ -202,6 +202,11 @@ class _Input:
     restarts: int = 0
     last_stamp_ns: int | None = None
 
+    def receive(self) -> None:
+        """Count a message of this topic as received now (monotonic clock, for the silence check)."""
+        self.received += 1
+        self.last_receipt = time.monotonic()
+
 
 @dataclass(frozen=True)
 class Losses:
@@ -334,10 +339,21 @@ class RecorderNode(GuardedNode):
             self.get_logger().error(f"refusing {source.topic}: {reason}")
         source.error = reason
 
+    def _arrays(
+        self, source: _Input, message: JointState, joints: Sequence[str]
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None] | None:
+        """``(q, dq, effort)`` of ``message`` in the order of ``joints``, ``None`` when it is refused (a joint missing,
+        a field whose length is not the names')."""
+        try:
+            _, q, dq, effort = arrays_from_joint_state(message, joints)
+        except IdentificationError as error:
+            self._refuse(source, str(error))
+            return None
+        return q, dq, effort
+
     def _on_joint_state(self, message: JointState) -> None:
         source = self._joint_states
-        source.received += 1
-        source.last_receipt = time.monotonic()
+        source.receive()
         if self._conversion is None:
             try:
                 self._use(build_conversion(self.config, self.identification, list(message.name)))
@@ -347,11 +363,10 @@ class RecorderNode(GuardedNode):
         conversion, aligner = self._conversion, self._aligner
         if conversion is None or aligner is None:
             return
-        try:
-            _, q, dq, effort = arrays_from_joint_state(message, conversion.joints)
-        except IdentificationError as error:
-            self._refuse(source, str(error))
+        arrays = self._arrays(source, message, conversion.joints)
+        if arrays is None:
             return
+        q, dq, effort = arrays
         if q is None:
             self._refuse(source, "the message carries no positions")
             return
@@ -364,16 +379,14 @@ class RecorderNode(GuardedNode):
 
     def _on_currents(self, message: JointState) -> None:
         source = self._currents
-        source.received += 1
-        source.last_receipt = time.monotonic()
+        source.receive()
         conversion, aligner = self._conversion, self._aligner
         if conversion is None or aligner is None:
             return  # the joints come with the first joint state
-        try:
-            _, _, _, currents = arrays_from_joint_state(message, conversion.joints)
-        except IdentificationError as error:
-            self._refuse(source, str(error))
+        arrays = self._arrays(source, message, conversion.joints)
+        if arrays is None:
             return
+        currents = arrays[2]
         if currents is None:
             self._refuse(source, "the message carries no effort (motor currents, A)")
             return
