@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from dynamic_identification.core import closed_loop_feedforward as closed_core
@@ -153,10 +152,11 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
             Parsed parameter YAML (``robot``, ``model`` and ``parameters`` are used).
         urdf
             URDF to use instead of the one the file names (a file identified on
-            another machine); the joints are still those of the file. Without it,
-            the file's URDF (:meth:`~dynamic_identification.io.parameters.ParameterFile.urdf_path`:
-            relative to the file, ``package://``, or absolute) must still have the
-            content hash the file records.
+            another machine, whose URDF lives elsewhere here); the joints are still
+            those of the file. Either URDF, this one or the file's
+            (:meth:`~dynamic_identification.io.parameters.ParameterFile.urdf_path`:
+            relative to the file, ``package://``, or absolute), must have the content
+            hash the file records.
         robot
             The robot model of the file's joints, already loaded (a node that
             receives new parameters for the same robot reuses it); ``urdf`` is then
@@ -179,7 +179,7 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
                 " ClosedLoopFeedforwardModel or load_feedforward"
             )
         if robot is None:
-            robot = load_robot(parameters.urdf_path() if urdf is None else Path(urdf), parameters.joints)
+            robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
         else:
             _require_joints("the robot model has joints", robot.joint_names, parameters)
         return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)

@@ -333,7 +333,8 @@ SETTINGS: tuple[Setting, ...] = (
     # -- the robot's URDF --
     Setting("urdf", _S, "", "URDF of the robot; empty: the shipped dynid_arm6.urdf",
             nodes=("excitation", "estimator", "sim_robot")),
-    Setting("urdf", _S, "", "URDF instead of the one the parameter file names; empty: theirs", nodes=("feedforward",)),
+    Setting("urdf", _S, "", "URDF instead of the one the parameter file names, with its content (robot.urdf_sha256);"
+            " empty: theirs", nodes=("feedforward",)),
     # -- excitation: the plan (the excitation node and dynid excite) --
     Setting("mode", _S, "fourier", "what to play: a planned excitation or the trajectory file",
             choices=NODE_EXCITATION_MODES, nodes=("excitation",)),

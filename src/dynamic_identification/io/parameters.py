@@ -82,7 +82,7 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
 from dynamic_identification.io.documents import document_text, parse_yaml
-from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name
+from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, checked_urdf, resolve_urdf, urdf_name
 
 FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
@@ -299,18 +299,23 @@ class ParameterFile:
         """How messages name this file: its path, or ``parameter text``."""
         return self.path if self.path is not None else "parameter text"
 
-    def urdf_path(self) -> Path:
-        """The URDF this file names, resolved and checked against ``robot.urdf_sha256``.
+    def urdf_path(self, override: str | os.PathLike[str] | None = None) -> Path:
+        """The URDF this file names, or ``override``, resolved and checked against ``robot.urdf_sha256``.
 
         See :func:`~dynamic_identification.io.urdf_location.resolve_urdf`: ``package://``
         through ``AMENT_PREFIX_PATH``, a relative name against the file's folder (then the
-        working directory), an absolute path as it is.
+        working directory), an absolute path as it is. An ``override`` (a path, e.g. the
+        feedforward node's ``urdf`` parameter on a machine where the named file lives
+        elsewhere) must hold the same content: the base parameters are only valid with
+        the kinematics they were identified on.
 
         Raises
         ------
         DataError
-            When the URDF is not found, or its content changed since the identification.
+            When the URDF is not found, or its content is not the one identified.
         """
+        if override is not None:
+            return checked_urdf(override, sha256=self.urdf_sha256, source=self.source)
         folder = Path(self.path).parent if self.path is not None else None
         return resolve_urdf(self.urdf, folder=folder, sha256=self.urdf_sha256, source=self.source)
 
@@ -448,9 +453,7 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
     if not pf.closed_loop:
         raise DataError("the parameter file describes a serial robot (no robot.loop_closures)")
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
-    model = ClosedLoopModel.from_config(
-        pf.urdf_path() if urdf is None else Path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints
-    )
+    model = ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints)
     if model.actuated_joint_names != pf.joints:
         raise DataError(
             f"robot.joints {list(pf.joints)} must list the actuated joints in the tree's kinematic order"

@@ -159,16 +159,35 @@ def resolve_urdf(
         path = next((candidate for candidate in candidates if candidate.is_file()), candidates[0])
         if not path.is_file():
             raise DataError(f"URDF file not found: {path} ({source} names it {name!r})")
-    path = path.resolve()
+    return checked_urdf(path, sha256=sha256, source=source)
+
+
+def checked_urdf(path: str | os.PathLike[str], *, sha256: str | None, source: str) -> Path:
+    """``path`` resolved, when its content is the URDF ``source`` was identified from.
+
+    The base parameters regroup the standard ones through the URDF's kinematics, so a
+    model is only valid with the URDF it was identified from; ``sha256`` (the file's
+    ``robot.urdf_sha256``) is compared with the content, ``None`` skips the check.
+
+    Raises
+    ------
+    DataError
+        One line: the file is missing, or its content is not the one identified (both hashes named).
+    """
+    given = Path(path)
+    if not given.is_file():
+        raise DataError(f"URDF file not found: {given} (for {source})")
+    resolved = given.resolve()
     if sha256 is not None:
-        actual = urdf_sha256(path)
+        actual = urdf_sha256(resolved)
         if actual != sha256:
             raise DataError(
-                f"the URDF {path} changed since {source} was identified from it: its sha256 is"
+                f"the URDF {resolved} is not the one {source} was identified from (it changed since, or it is"
+                f" another file): its sha256 is"
                 f" {actual[:HASH_SHOWN]}…, the file records {sha256[:HASH_SHOWN]}…; identify again with this URDF"
                 " or restore the one identified"
             )
-    return path
+    return resolved
 
 
-__all__ = ["PACKAGE_SCHEME", "package_uri", "resolve_urdf", "urdf_name", "urdf_sha256"]
+__all__ = ["PACKAGE_SCHEME", "checked_urdf", "package_uri", "resolve_urdf", "urdf_name", "urdf_sha256"]

@@ -175,7 +175,7 @@ class FeedforwardNode(GuardedNode):
 
     def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel | ClosedLoopFeedforwardModel:
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
-        urdf = self.config.urdf or str(parameters.urdf_path())
+        urdf = str(parameters.urdf_path(self.config.urdf or None))
         model: FeedforwardModel | ClosedLoopFeedforwardModel
         options = FeedforwardOptions(
             friction_smoothing=self.config.friction_smoothing,
