@@ -8,6 +8,7 @@ noise), published as ``sensor_msgs/JointState`` in bursts.
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import time
@@ -16,11 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -32,7 +31,7 @@ from arm6_drives import ARM6_DRIVE, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.model import DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.payload import attach_payload, payload_torques
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
@@ -44,6 +43,7 @@ from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from ros_graph import RosGraph, graphs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
@@ -118,70 +118,18 @@ def _true_parameters(robot: RobotModel, path: pathlib.Path, *, without_wrist_mom
     return path
 
 
-@pytest.fixture(scope="module")
-def arm6() -> RobotModel:
-    return load_robot(ARM6_URDF)
-
-
-@pytest.fixture
-def context() -> Iterator[Context]:
-    ros_context = Context()
-    rclpy.init(context=ros_context)
-    try:
-        yield ros_context
-    finally:
-        ros_context.try_shutdown()
-
-
-class _Probe:
-    """A node under test and a probe node in one executor: publish, call services, collect messages."""
+class _Probe(RosGraph):
+    """One node under test (``node``) and the probe, spun together (:class:`ros_graph.RosGraph`)."""
 
     def __init__(self, context: Context, node: Node) -> None:
-        self.node = node
-        self.probe = Node("payload_probe", namespace=NAMESPACE, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.executor.add_node(self.probe)
-        self.received: dict[str, list[object]] = {}
-
-    def collect(self, message_type: type, topic: str, qos: object) -> list[object]:
-        messages: list[object] = []
-        self.probe.create_subscription(message_type, topic, messages.append, qos)
-        self.received[topic] = messages
-        return messages
-
-    def spin(self, seconds: float, until: Callable[[], bool] | None = None) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not (until is not None and until()):
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def call(self, service_type: type, service: str, request: object) -> object:
-        client = self.probe.create_client(service_type, service)
-        self.spin(20.0, until=client.service_is_ready)
-        future = client.call_async(request)
-        self.spin(20.0, until=future.done)
-        assert future.result() is not None, f"no answer from {service}"
-        return future.result()
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.probe.destroy_node()
-        self.node.destroy_node()
+        super().__init__(context, name="payload_probe", namespace=NAMESPACE)
+        self.node = self.add(node)
 
 
 @pytest.fixture
 def probe(context: Context) -> Iterator[Callable[[Node], _Probe]]:
-    made: list[_Probe] = []
-
-    def make(node: Node) -> _Probe:
-        made.append(_Probe(context, node))
-        return made[-1]
-
-    try:
+    with graphs(functools.partial(_Probe, context)) as make:
         yield make
-    finally:
-        for item in made:
-            item.close()
 
 
 def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
@@ -222,10 +170,10 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     # The estimator restarts with its last estimate (parameters_file, republished): that is the robot prior.
     estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
     p = probe(_estimator(context, [Parameter("parameters_file", value=str(estimate))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
-    parameters = p.collect(String, "estimator/parameters", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
+    parameters = p.record(String, "estimator/parameters", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(parameters))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response)
     assert response.success and "collecting 10 s" in response.message and "tool0" in response.message
 
@@ -250,7 +198,7 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     # The window was paused from the trigger: the robot estimate is still the one before the load.
     assert len(parameters) == 1 and values["updates"] == "0"
 
-    late = p.collect(String, "estimator/payload", LATCHED_QOS)
+    late = p.record(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(late))
     assert len(late) == 1
 
@@ -265,12 +213,12 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     grasp_s = 3.0
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
     p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     job = _job(arm6, seconds=16.0, seed=2, grasp_s=grasp_s, cycles=6)
     start_s = time.time() - grasp_s  # the node's clock (ROS time) reaches the grasp now
     received = int(RATE_HZ)  # the first second
     _publish(p, job, start_s=start_s, rows=slice(0, received))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, start_s=start_s, rows=slice(received, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -292,11 +240,11 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
     grasp_s = 10.0
     prior = _true_parameters(arm6, tmp_path / "reduced.yaml", without_wrist_moments=True)
     p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     job = _job(arm6, seconds=21.0, seed=2, grasp_s=grasp_s, cycles=8)
     before = int(grasp_s * RATE_HZ)
     _publish(p, job, rows=slice(0, before))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, rows=slice(before, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -315,7 +263,7 @@ def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
     context: Context, probe: Callable[[Node], _Probe]
 ) -> None:
     p = probe(_estimator(context, []))
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response)
     assert not response.success and "no robot model" in response.message
     status = p.node.guard_report(p.node.diagnostic_status())  # type: ignore[attr-defined]
@@ -328,9 +276,9 @@ def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason_on_diagnostics(
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
     overrides = [Parameter("payload.prior_file", value=str(prior)), Parameter("payload.duration_s", value=6.0)]
     p = probe(_estimator(context, overrides))
-    payloads = p.collect(String, "estimator/payload", LATCHED_QOS)
-    diagnostics = p.collect(DiagnosticArray, "/diagnostics", 100)
-    response = p.call(Trigger, "estimator/identify_payload", Trigger.Request())
+    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
+    diagnostics = p.record(DiagnosticArray, "/diagnostics", 100)
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success
     _publish(p, _job(arm6, seconds=8.0, seed=2, hold=3))
     estimator = p.node
@@ -361,7 +309,7 @@ def _feedforward(context: Context, overrides: list[Parameter]) -> FeedforwardNod
 
 def _hold(p: _Probe, q: list[float]) -> list[Float64MultiArray]:
     """Command a held pose and collect the feedforward."""
-    efforts = p.collect(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
+    efforts = p.record(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
     trajectory = p.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
     p.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
     trajectory.publish(
@@ -380,14 +328,14 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
     p = probe(_feedforward(context, [Parameter("parameters_file", value=str(parameters))]))
     pose = [0.3, -0.6, 0.8, 0.2, 0.7, -0.4]
-    before = np.array(_hold(p, pose)[-1].data)
+    efforts = _hold(p, pose)
+    before = np.array(efforts[-1].data)
     payloads = p.probe.create_publisher(String, "estimator/payload", LATCHED_QOS)
     p.spin(20.0, until=lambda: payloads.get_subscription_count() > 0)
     payloads.publish(String(data=dump_payload(PROCESS_LOAD)))
     node = p.node
     assert isinstance(node, FeedforwardNode)
     p.spin(20.0, until=lambda: node.payload is not None)
-    efforts = p.received["feedforward/effort"]
     count = len(efforts)
     p.spin(20.0, until=lambda: len(efforts) > count + 2)
     after = np.array(efforts[-1].data)  # type: ignore[attr-defined]
@@ -444,7 +392,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
         ],
     )
     p = probe(sim)
-    states = p.collect(JointState, "joint_states", SENSOR_QOS)
+    states = p.record(JointState, "joint_states", SENSOR_QOS)
 
     def settled_torque() -> np.ndarray:
         count = len(states)
@@ -452,7 +400,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
         return np.array(states[-1].effort)  # type: ignore[attr-defined]
 
     empty = settled_torque()
-    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    response = p.call("sim_robot/grasp", SetBool, SetBool.Request(data=True))
     assert isinstance(response, SetBool.Response) and response.success and "3.5 kg" in response.message
     settled_torque()
     loaded = settled_torque()
@@ -465,5 +413,5 @@ def test_the_simulator_carries_the_payload_after_grasp(
 
 def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Probe]) -> None:
     p = probe(SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=[]))
-    response = p.call(SetBool, "sim_robot/grasp", SetBool.Request(data=True))
+    response = p.call("sim_robot/grasp", SetBool, SetBool.Request(data=True))
     assert isinstance(response, SetBool.Response) and not response.success and "payload_file" in response.message
