@@ -157,23 +157,19 @@ def test_constraint_drift_is_the_time_derivative_of_the_constraint_jacobian(kind
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
-def test_completed_velocities_are_finite_differences_of_solved_positions(
-    mechanisms: dict[str, ClosedLoopModel], name: str
+@pytest.mark.parametrize(
+    ("order", "atol"), [pytest.param(1, 1e-6, id="velocities"), pytest.param(2, 1e-5, id="accelerations")]
+)
+def test_completed_derivatives_are_finite_differences_of_the_completed_motion(
+    mechanisms: dict[str, ClosedLoopModel], name: str, order: int, atol: float
 ) -> None:
-    """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)."""
-    q, dq, _ = _completed_on_stencil(mechanisms[name])
-    numerical = (q[:, 2] - q[:, 0]) / (2.0 * STENCIL_STEP_S)
-    assert_allclose(dq[:, 1], numerical, rtol=0.0, atol=1e-6)
-
-
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_completed_accelerations_are_finite_differences_of_completed_velocities(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
-    """Passive accelerations of [Briot2012] eq. (4), with the drift ``Ȧ_t q̇_t``, are derivatives of eq. (3)."""
-    _, dq, ddq = _completed_on_stencil(mechanisms[name])
-    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * STENCIL_STEP_S)
-    assert_allclose(ddq[:, 1], numerical, rtol=0.0, atol=1e-5)
+    """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)
+    (``order`` 1); passive accelerations of eq. (4), with the drift ``Ȧ_t q̇_t``, the derivatives of eq. (3)
+    (``order`` 2)."""
+    motion = _completed_on_stencil(mechanisms[name])
+    quantity, rate = motion[order - 1], motion[order]
+    numerical = (quantity[:, 2] - quantity[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(rate[:, 1], numerical, rtol=0.0, atol=atol)
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
