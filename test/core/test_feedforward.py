@@ -27,7 +27,6 @@ from dynamic_identification.core.model import (
     DriveTerms,
     RobotModel,
     load_robot,
-    standard_parameters,
 )
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -36,6 +35,7 @@ from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.resources import shipped_path
+from true_parameters import true_base_parameters, true_parameter_file
 
 GEAR_RATIOS = [100.0, 100.0, 80.0, 60.0, 60.0, 50.0]
 COUPLED = np.eye(6)
@@ -49,17 +49,20 @@ DRIVE = DriveParameters.create(
 )
 
 
-def _true_base(robot: RobotModel, chain: DriveChain, terms: DriveTerms) -> tuple[BaseParameters, np.ndarray]:
+def _drive(robot: RobotModel) -> DriveParameters:
+    """``DRIVE`` of the robot's joints (the first ``robot.n_joints``)."""
     n = robot.n_joints
-    drive = DriveParameters.create(
+    return DriveParameters.create(
         n,
         rotor_inertia=DRIVE.rotor_inertia[:n],
         viscous=DRIVE.viscous[:n],
         coulomb=DRIVE.coulomb[:n],
         offset=DRIVE.offset[:n],
     )
-    base = base_parameters(robot, chain, terms)
-    return base, base.from_standard(standard_parameters(robot, terms, drive))
+
+
+def _true_base(robot: RobotModel, chain: DriveChain, terms: DriveTerms) -> tuple[BaseParameters, np.ndarray]:
+    return true_base_parameters(robot, chain, terms, _drive(robot))
 
 
 def _states(robot: RobotModel, samples: int, *, seed: int, min_speed: float) -> tuple[np.ndarray, ...]:
@@ -134,13 +137,12 @@ def test_a_joint_the_identification_never_saw_move_gets_no_feedforward(arm6_urdf
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
     terms = DriveTerms()
     base, values = _true_base(robot, chain, terms)
-    document = ParameterFile.create(
+    document = true_parameter_file(
+        robot,
+        chain,
+        terms,
+        _drive(robot),
         urdf=str(arm6_urdf),
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=values,
         quality={"joint_relative_errors": {**{name: 0.02 for name in robot.joint_names}, "joint_4": None}},
     )
     assert document.identified_joints() == ("joint_1", "joint_2", "joint_3", "joint_5", "joint_6")
@@ -179,16 +181,7 @@ def test_bad_inputs_are_refused_naming_them(arm6_urdf: pathlib.Path) -> None:
 
 
 def _parameter_file(robot: RobotModel, urdf: str, chain: DriveChain, terms: DriveTerms) -> ParameterFile:
-    base, values = _true_base(robot, chain, terms)
-    return ParameterFile.create(
-        urdf=urdf,
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=values,
-        expressions=base.expressions,
-    )
+    return true_parameter_file(robot, chain, terms, _drive(robot), urdf=urdf)
 
 
 def test_from_yaml_round_trip_reproduces_the_model(arm6_urdf: pathlib.Path, tmp_path: pathlib.Path) -> None:
