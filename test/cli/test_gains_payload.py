@@ -52,10 +52,8 @@ from dynamic_identification.io.parameters import write_parameters_atomic
 from dynamic_identification.io.payload import load_payload, write_payload_atomic
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.trajectory import read_trajectory_csv
+from repo_paths import ARM6_URDF
 from true_parameters import true_parameter_file
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 
 
 def _run(*argv: str | Path) -> tuple[int, str, str]:

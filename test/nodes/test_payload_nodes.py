@@ -43,11 +43,9 @@ from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph, graphs
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 NAMESPACE = f"payload_test_{os.getpid()}"
 """Every node of these tests runs in a namespace of this process (no latched message of another run)."""
 RATE_HZ = 250.0

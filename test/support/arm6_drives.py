@@ -11,7 +11,6 @@ the in-process tests use the simulator's uncoupled chain. This module says them 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from dynamic_identification.core.model import DriveChain, RobotModel
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.io.config import simulated_robot
+from repo_paths import ARM6_CONFIG
 
 GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
 NOMINAL_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
@@ -33,7 +33,7 @@ EFFICIENCY = np.array([0.9, 0.9, 0.88, 0.85, 0.85, 0.82])
 """Transmission efficiencies R_z ([Swevers2002] eq. (8)): 10-18 % loss, typical of harmonic drives."""
 POLYNOMIAL = np.stack([np.zeros(6), NOMINAL_GAINS, -0.03 * NOMINAL_GAINS, 0.004 * NOMINAL_GAINS], axis=1)
 """Current → motor torque of [Swevers2002] eq. (4), known a priori: a few % below linear at 1-2 A."""
-ARM6_SIMULATED = simulated_robot(Path(__file__).resolve().parents[2] / "config" / "dynid_arm6.yaml", 6)
+ARM6_SIMULATED = simulated_robot(ARM6_CONFIG, 6)
 ARM6_DRIVE = ARM6_SIMULATED.drive
 """The drive terms of config/dynid_arm6.yaml's sim_robot: rotor inertia, viscous and Coulomb friction, offsets."""
 ARM6_UNCOUPLED_CHAIN = ARM6_SIMULATED.drive_chain

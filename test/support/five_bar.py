@@ -11,7 +11,6 @@ run on such a recording.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.ndimage
@@ -39,8 +38,8 @@ from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import SensorModel
 from dynamic_identification.io.config import simulated_robot
+from repo_paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
 FIVE_BAR_CLOSURES = [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
 """The five-bar's loop closure: the two distal tips meet at a point."""
