@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
+from arm6_drives import ARM6_DRIVE
 from dynamic_identification import demo
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
@@ -40,24 +41,17 @@ from true_parameters import true_base_parameters, true_parameter_file
 GEAR_RATIOS = [100.0, 100.0, 80.0, 60.0, 60.0, 50.0]
 COUPLED = np.eye(6)
 COUPLED[5, 4] = 1.0  # a wrist whose last motor also turns with joint 5 (TX-40-like)
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-)
 
 
 def _drive(robot: RobotModel) -> DriveParameters:
-    """``DRIVE`` of the robot's joints (the first ``robot.n_joints``)."""
+    """``ARM6_DRIVE`` of the robot's joints (the first ``robot.n_joints``)."""
     n = robot.n_joints
     return DriveParameters.create(
         n,
-        rotor_inertia=DRIVE.rotor_inertia[:n],
-        viscous=DRIVE.viscous[:n],
-        coulomb=DRIVE.coulomb[:n],
-        offset=DRIVE.offset[:n],
+        rotor_inertia=ARM6_DRIVE.rotor_inertia[:n],
+        viscous=ARM6_DRIVE.viscous[:n],
+        coulomb=ARM6_DRIVE.coulomb[:n],
+        offset=ARM6_DRIVE.offset[:n],
     )
 
 
@@ -105,10 +99,10 @@ def test_torques_are_continuous_through_zero_velocity_with_slope_k_fc(arm6_urdf:
         # Coriolis terms are quadratic in q̇, so the central difference at rest is the friction slope
         # Fv + k Fc of joint j ([Volkmann2020] §IV.C tanh(1000 q̇)), and zero on the other joints.
         slope = np.zeros(robot.n_joints)
-        slope[j] = DRIVE.viscous[j] + DEFAULT_FRICTION_SMOOTHING * DRIVE.coulomb[j]
+        slope[j] = ARM6_DRIVE.viscous[j] + DEFAULT_FRICTION_SMOOTHING * ARM6_DRIVE.coulomb[j]
         assert_allclose((plus - minus) / (2.0 * delta), slope, rtol=1e-6, atol=1e-3)
         # The IDIM's sign(q̇) jumps by 2 Fc there; the feedforward moves by micro-N·m.
-        assert np.abs(plus - minus).max() < 2e-3 < 2.0 * DRIVE.coulomb[j]
+        assert np.abs(plus - minus).max() < 2e-3 < 2.0 * ARM6_DRIVE.coulomb[j]
     at_rest = model.torques(q[0], np.zeros(6), np.zeros(6))
     gravity_and_offset = predict_torques(
         robot, chain, terms, dict(zip(base.names, values, strict=True)), q, np.zeros((1, 6)), np.zeros((1, 6))

@@ -9,6 +9,7 @@ import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import (
@@ -32,16 +33,6 @@ GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
 DRIVE_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
 CURRENT_NOISE_A = 0.02
 ENCODER_COUNTS = 2**16
-
-
-def _truth(robot: RobotModel) -> DriveParameters:
-    return DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
-    )
 
 
 def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -73,7 +64,7 @@ def setup(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, DriveTerms, BasePara
     robot = load_robot(arm6_urdf)
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS)
     terms = DriveTerms()
-    return robot, chain, terms, base_parameters(robot, chain, terms), _truth(robot)
+    return robot, chain, terms, base_parameters(robot, chain, terms), IDENTIFICATION_DRIVE
 
 
 def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> None:
