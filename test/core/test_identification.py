@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -23,7 +21,6 @@ from dynamic_identification.core.model import (
     DriveParameters,
     DriveTerms,
     RobotModel,
-    load_robot,
     standard_parameters,
 )
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -60,11 +57,10 @@ def _recording(
 
 
 @pytest.fixture(scope="module")
-def setup(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, DriveParameters]:
-    robot = load_robot(arm6_urdf)
+def setup(arm6: RobotModel) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, DriveParameters]:
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS)
     terms = DriveTerms()
-    return robot, chain, terms, base_parameters(robot, chain, terms), IDENTIFICATION_DRIVE
+    return arm6, chain, terms, base_parameters(arm6, chain, terms), IDENTIFICATION_DRIVE
 
 
 def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> None:
