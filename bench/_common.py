@@ -1,10 +1,12 @@
-"""Set-up shared by the benchmarks: the closed-loop tests' five-bar, and the print-out of an excitation's limit usage.
+"""Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
+the realistic recordings of a robot preset, and the print-out of an excitation's limit usage.
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
 (``test/support/five_bar.py``: the mechanism, its drive terms, the tip payload, the Fourier motions, the
-simulated tracking runs and the IDIM-TLS gains of two runs): the benchmarks measure what the tests assert,
-from the same set-up rather than a copy of it.
+simulated tracking runs and the IDIM-TLS gains of two runs), the arm's drive chain, transmission losses and
+tool loads the drive-gain and payload tests' own (``test/support/arm6_drives.py``): the benchmarks measure
+what the tests assert, from the same set-up rather than a copy of it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,28 @@ import sys
 from pathlib import Path
 
 from dynamic_identification.core.excitation.safety import LimitUsage
+from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.realistic import (
+    RealisticRecording,
+    RobotPreset,
+    excitation_trajectory,
+    generate_recording,
+    process_trajectory,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
 
+from arm6_drives import (  # noqa: E402 - found on the path inserted above
+    ARM6_DRIVE,
+    ARM6_UNCOUPLED_CHAIN,
+    EFFICIENCY,
+    KNOWN_LOAD,
+    NOMINAL_GAINS,
+    PROCESS_LOAD,
+    TRUE_GAINS,
+    UNKNOWN_LOAD,
+    arm6_chain,
+)
 from five_bar import (  # noqa: E402 - found on the path inserted above
     FIVE_BAR_DRIVE,
     TIP_PAYLOAD,
@@ -26,11 +47,22 @@ from five_bar import (  # noqa: E402 - found on the path inserted above
 )
 
 __all__ = [
+    "ARM6_DRIVE",
+    "ARM6_UNCOUPLED_CHAIN",
+    "EFFICIENCY",
+    "KNOWN_LOAD",
+    "NOMINAL_GAINS",
+    "PROCESS_LOAD",
+    "TRUE_GAINS",
+    "UNKNOWN_LOAD",
     "FIVE_BAR_DRIVE",
     "TIP_PAYLOAD",
+    "arm6_chain",
     "fourier",
+    "fourier_recording",
     "identify_gains_from_runs",
     "load_five_bar",
+    "pick_and_place_recording",
     "print_limit_usage",
     "track",
 ]
@@ -44,3 +76,17 @@ def print_limit_usage(usage: LimitUsage) -> None:
         ("acceleration", usage.acceleration),
     ):
         print(f"  {name:<14} use " + " ".join(f"{value:5.2f}" for value in values))
+
+
+def fourier_recording(robot: RobotModel, preset: RobotPreset, *, seed: int, duration_s: float) -> RealisticRecording:
+    """``duration_s`` of the preset's realistic recording along its random Fourier excitation of seed ``seed``
+    (:func:`~dynamic_identification.core.realistic.excitation_trajectory`), the noise drawn with the same seed."""
+    trajectory = excitation_trajectory(robot, preset, seed=seed)
+    return generate_recording(robot, preset, trajectory, duration_s=duration_s, seed=seed)
+
+
+def pick_and_place_recording(robot: RobotModel, preset: RobotPreset, *, seed: int) -> RealisticRecording:
+    """The preset's realistic recording of its pick-and-place cycles with dwells ([Volkmann2020] §III.B,
+    :func:`~dynamic_identification.core.realistic.process_trajectory` of seed ``seed``), as long as the cycles,
+    the noise drawn with the same seed: the validation that extrapolates to the robot's job."""
+    return generate_recording(robot, preset, process_trajectory(robot, preset, seed=seed), seed=seed)

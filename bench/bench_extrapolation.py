@@ -28,6 +28,7 @@ import dataclasses
 import time
 
 import numpy as np
+from _common import fourier_recording
 from bench_realistic import relative, robot_preset
 
 from dynamic_identification.api import identify_recording
@@ -83,9 +84,7 @@ def _extrapolation(name: str, seeds: int) -> None:
     print("  seed  training    unconstrained  consistent  shift σ  unconstrained consistent?  solver")
     rows: dict[str, list[tuple[float, float, bool]]] = {"slow": [], "wide": []}
     for seed in range(seeds):
-        validation = generate_recording(
-            robot, preset, excitation_trajectory(robot, preset, seed=seed + 100), duration_s=VALIDATE_S, seed=seed + 100
-        )
+        validation = fourier_recording(robot, preset, seed=seed + 100, duration_s=VALIDATE_S)
         trainings = {
             "slow": slow_trajectory(robot, preset, seed=seed),
             "wide": excitation_trajectory(robot, preset, seed=seed),
@@ -126,8 +125,7 @@ def _cost(name: str, durations_s: tuple[float, ...]) -> None:
     print(f"\n{name}: identify_recording without physical consistency, and what the consistent step adds")
     for duration in durations_s:
         started = time.perf_counter()
-        trajectory = excitation_trajectory(robot, preset, seed=7)
-        train = generate_recording(robot, preset, trajectory, duration_s=duration, seed=7)
+        train = fourier_recording(robot, preset, seed=7, duration_s=duration)
         generated = time.perf_counter() - started
         free, free_s = _identify(robot, preset, train, consistency=False)
         started = time.perf_counter()

@@ -23,12 +23,11 @@ import argparse
 import time
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+from _common import ARM6_DRIVE, EFFICIENCY, KNOWN_LOAD, NOMINAL_GAINS, TRUE_GAINS, UNKNOWN_LOAD, arm6_chain
 
 from dynamic_identification.core.drive_gains import identify_drive_gains
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveTerms, load_robot
-from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.model import DriveTerms, load_robot
 from dynamic_identification.core.payload_identification import (
     RobotPrior,
     identify_payload_linear,
@@ -37,13 +36,7 @@ from dynamic_identification.core.payload_identification import (
 )
 from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import base_parameters
-from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.resources import shipped_path
-
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-NOMINAL_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-TRUE_GAINS = NOMINAL_GAINS * np.array([1.08, 0.93, 1.05, 0.9, 1.1, 0.95])
-EFFICIENCY = np.array([0.9, 0.9, 0.88, 0.85, 0.85, 0.82])
 
 
 def main() -> None:
@@ -51,18 +44,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     arguments = parser.parse_args()
     robot = load_robot(shipped_path("urdf", "dynid_arm6.urdf"))
-    coupling = np.eye(6)
-    coupling[5, 4] = 1.0
-    nominal = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=NOMINAL_GAINS, coupling=coupling)
-    truth = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=TRUE_GAINS, coupling=coupling)
-    drive = simulated_robot(shipped_path("config", "dynid_arm6.yaml"), 6).drive
-    rotation = Rotation.from_euler("xyz", [0.2, 0.5, -0.3]).as_matrix()
-    known = Payload.create(
-        "tool0",
-        mass_kg=4.0,
-        com_m=[0.03, -0.02, 0.08],
-        inertia_kg_m2=rotation @ np.diag([0.015, 0.025, 0.03]) @ rotation.T,
-    )
+    nominal, truth, drive, known = arm6_chain(NOMINAL_GAINS), arm6_chain(TRUE_GAINS), ARM6_DRIVE, KNOWN_LOAD
     terms = DriveTerms()
     base = base_parameters(robot, nominal, terms)
     unloaded_trajectory = random_fourier_trajectory(robot, seed=1, margin=0.2)
@@ -118,13 +100,7 @@ def main() -> None:
     print("  η              ", np.array2string(np.max(lossy["eta"], axis=0), precision=3))
     print("  k, one gain    ", np.array2string(np.max(lossy["single"], axis=0), precision=3))
 
-    rotation = Rotation.from_euler("xyz", [0.3, -0.2, 0.5]).as_matrix()
-    load = Payload.create(
-        "tool0",
-        mass_kg=3.5,
-        com_m=[0.04, -0.02, 0.09],
-        inertia_kg_m2=rotation @ np.diag([0.012, 0.02, 0.026]) @ rotation.T,
-    )
+    load = UNKNOWN_LOAD
     polynomial = np.stack([np.zeros(6), TRUE_GAINS, -0.03 * TRUE_GAINS, 0.004 * TRUE_GAINS], axis=1)
     prior = RobotPrior.from_standard(robot, truth, drive)
     excitation = random_fourier_trajectory(robot, seed=3, margin=0.2)

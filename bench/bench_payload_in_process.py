@@ -24,11 +24,12 @@ import time
 from dataclasses import replace
 
 import numpy as np
+from _common import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, PROCESS_LOAD
 
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.payload_identification import RobotPrior
 from dynamic_identification.core.payload_in_process import PayloadReidentification, PayloadReidentificationSettings
@@ -38,20 +39,9 @@ from dynamic_identification.resources import shipped_path
 RATE_HZ = 500.0
 CURRENT_NOISE = 0.01
 """σ of the current noise, fraction of each motor's largest current."""
-CHAIN = DriveChain.create(6, gear_ratios=[100, 100, 80, 60, 60, 50], drive_gains=[0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-)
-LOAD = Payload.create(
-    "tool0",
-    mass_kg=3.5,
-    com_m=[0.03, -0.02, 0.06],
-    inertia_kg_m2={"ixx": 0.012, "ixy": 0.0, "ixz": 0.0, "iyy": 0.015, "iyz": 0.0, "izz": 0.009},
-)
+CHAIN, DRIVE, LOAD = ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE, PROCESS_LOAD
+"""The in-process payload tests' arm (``test/support/arm6_drives.py``): the simulator's uncoupled drive chain, its
+rotor inertia, friction and offsets, and the 3.5 kg load the robot grasps."""
 DROPPED = ((4, 1), (5, 1), (5, 2), (5, 3))
 """(joint, standard column) of MX5, MX6, MY6 and MZ6."""
 

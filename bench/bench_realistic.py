@@ -43,19 +43,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from _common import fourier_recording, pick_and_place_recording
 
 from dynamic_identification.api import identify_recording
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.identification import predict_torques
 from dynamic_identification.core.model import DriveTerms, RobotModel
-from dynamic_identification.core.realistic import (
-    RealisticRecording,
-    RobotPreset,
-    excitation_trajectory,
-    generate_recording,
-    preset,
-    process_trajectory,
-)
+from dynamic_identification.core.realistic import RealisticRecording, RobotPreset, preset
 from dynamic_identification.core.signal import default_decimation
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.realistic import as_recording
@@ -192,25 +186,11 @@ def main() -> None:
         robot = robot_settings.robot()
         seed = arguments.seed
         started = time.perf_counter()
-        train = generate_recording(
-            robot,
-            robot_settings,
-            excitation_trajectory(robot, robot_settings, seed=seed),
-            duration_s=arguments.train_s,
-            seed=seed,
-        )
+        train = fourier_recording(robot, robot_settings, seed=seed, duration_s=arguments.train_s)
         generation = time.perf_counter() - started
         validations = {
-            "fourier": generate_recording(
-                robot,
-                robot_settings,
-                excitation_trajectory(robot, robot_settings, seed=seed + 100),
-                duration_s=arguments.validation_s,
-                seed=seed + 100,
-            ),
-            "pick&place": generate_recording(
-                robot, robot_settings, process_trajectory(robot, robot_settings, seed=seed + 200), seed=seed + 200
-            ),
+            "fourier": fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=arguments.validation_s),
+            "pick&place": pick_and_place_recording(robot, robot_settings, seed=seed + 200),
         }
         stamps = np.diff(train.time)
         print(

@@ -27,14 +27,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import fourier_recording, pick_and_place_recording
 
 from dynamic_identification import api
-from dynamic_identification.core.realistic import (
-    arm6_preset,
-    excitation_trajectory,
-    generate_recording,
-    process_trajectory,
-)
+from dynamic_identification.core.realistic import arm6_preset
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.outcome import consistent_model, identification_warnings, validate
 from dynamic_identification.io.realistic import as_recording
@@ -70,19 +66,11 @@ def main() -> None:
     robot = preset.robot()
     seed = arguments.seed
     recordings = {
-        "training (Fourier excitation)": generate_recording(
-            robot, preset, excitation_trajectory(robot, preset, seed=seed), duration_s=arguments.train_s, seed=seed
+        "training (Fourier excitation)": fourier_recording(robot, preset, seed=seed, duration_s=arguments.train_s),
+        "validation: another Fourier excitation": fourier_recording(
+            robot, preset, seed=seed + 100, duration_s=arguments.validation_s
         ),
-        "validation: another Fourier excitation": generate_recording(
-            robot,
-            preset,
-            excitation_trajectory(robot, preset, seed=seed + 100),
-            duration_s=arguments.validation_s,
-            seed=seed + 100,
-        ),
-        "validation: pick-and-place": generate_recording(
-            robot, preset, process_trajectory(robot, preset, seed=seed + 200), seed=seed + 200
-        ),
+        "validation: pick-and-place": pick_and_place_recording(robot, preset, seed=seed + 200),
     }
     generated = time.perf_counter() - started
     config = load_config(str(shipped_path("config", "dynid_arm6.yaml")))

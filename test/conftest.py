@@ -18,15 +18,13 @@ import numpy as np
 import pytest
 
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
 ROS_DOMAIN_ID = process_domain_id()
 """This test process's ROS domain (1..101, the range the ROS 2 docs recommend on Linux)."""
 
 ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 
 
 def find_example_urdf(filename: str) -> pathlib.Path:
@@ -126,7 +124,7 @@ def arm6_run() -> Callable[..., Arm6Run]:
     from dynamic_identification.io.config import simulated_robot
 
     robot = load_robot(ARM6_URDF)
-    sim = simulated_robot(REPO_ROOT / "config" / "dynid_arm6.yaml", robot.n_joints)
+    sim = simulated_robot(ARM6_CONFIG, robot.n_joints)
     chain = sim.drive_chain
 
     def run(seconds: float, *, rate_hz: float, seed: int) -> Arm6Run:

@@ -32,10 +32,8 @@ from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
+from repo_paths import ARM6_CONFIG, ARM6_URDF, REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 MAX_LINE = 500
 """Longest stderr line accepted, characters (the messages are cut at 400)."""
 RATE_HZ = 500.0

@@ -11,7 +11,6 @@ worst of them to the node *processes* and checks they are still running.
 from __future__ import annotations
 
 import math
-import pathlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +38,9 @@ from dynamic_identification.nodes.guarded import GuardedNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 JOINTS = [f"joint_{k}" for k in range(1, 7)]
 ZERO = [0.0] * 6
 WAIT_S = 20.0

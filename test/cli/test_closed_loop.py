@@ -40,9 +40,8 @@ from dynamic_identification.io.payload import write_payload_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.io.table import read_body, read_header
 from dynamic_identification.io.trajectory import read_trajectory_csv
-from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, REPO_ROOT, TIP_PAYLOAD, fourier, track
+from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, FOUR_BAR_URDF, REPO_ROOT, TIP_PAYLOAD, fourier, track
 
-FOUR_BAR_URDF = REPO_ROOT / "test" / "core" / "data" / "four_bar.urdf"
 TWO_ARMS_URDF = REPO_ROOT / "test" / "core" / "data" / "two_arms.urdf"
 FOUR_BAR_CONFIG = """\
 # The test four-bar as a user describes it: the URDF of the opened tree (coupler cut in its middle),

@@ -38,10 +38,8 @@ from dynamic_identification.io.recording import (
     write_recording_csv,
 )
 from dynamic_identification.io.table import read_body, read_header
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 JOINTS = tuple(f"joint_{k}" for k in range(1, 7))
 
 RATE_HZ = 1000.0

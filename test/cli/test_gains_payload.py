@@ -38,26 +38,22 @@ from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.model import (
     DriveChain,
-    DriveParameters,
     DriveTerms,
     RobotModel,
     load_robot,
-    standard_parameters,
 )
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.payload_simulation import (
     currents_from_motor_torques,
     motor_side_torques,
 )
-from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
-from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic
+from dynamic_identification.io.parameters import write_parameters_atomic
 from dynamic_identification.io.payload import load_payload, write_payload_atomic
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.trajectory import read_trajectory_csv
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
+from repo_paths import ARM6_URDF
+from true_parameters import true_parameter_file
 
 
 def _run(*argv: str | Path) -> tuple[int, str, str]:
@@ -244,7 +240,9 @@ def test_an_unknown_frame_is_a_one_line_error_naming_the_frames(verb: str, gains
         argv = ["--urdf", ARM6_URDF, "--data", gains.unloaded, "--data-loaded", gains.loaded, "--payload", gains.known]
     else:
         params = tmp_path / "robot.yaml"
-        write_parameters_atomic(params, _true_parameter_file(gains.robot, DriveChain.create(6), ARM6_DRIVE))
+        write_parameters_atomic(
+            params, true_parameter_file(gains.robot, DriveChain.create(6), DriveTerms(), ARM6_DRIVE, urdf=ARM6_URDF)
+        )
         argv = ["--params", params, "--data", gains.loaded]
     code, _, error = _run(verb, *argv, "--frame", "flange", "--out", tmp_path / "out.yaml")
     assert code == 2
@@ -270,22 +268,6 @@ def test_a_payload_file_with_an_inertia_that_is_not_positive_definite_is_a_one_l
 # --------------------------------------------------------------------------- dynid payload
 
 
-def _true_parameter_file(robot: RobotModel, chain: DriveChain, drive: DriveParameters) -> ParameterFile:
-    """The robot's base parameters at their true values (drive terms ``drive``), as an exact ``dynid identify``
-    would write them."""
-    terms = DriveTerms()
-    base = base_parameters(robot, chain, terms)
-    return ParameterFile.create(
-        urdf=ARM6_URDF,
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=base.from_standard(standard_parameters(robot, terms, drive)),
-        expressions=base.expressions,
-    )
-
-
 @dataclass(frozen=True)
 class PayloadRun:
     folder: Path
@@ -304,7 +286,7 @@ def payload_run(tmp_path_factory: pytest.TempPathFactory) -> PayloadRun:
     recording = unknown_load_recording(robot, chain, duration_s=40.0, seed=5)
     loaded = _write_currents(folder / "loaded.csv", robot, recording.time, recording.q, recording.currents)
     params = folder / "robot.yaml"
-    write_parameters_atomic(params, _true_parameter_file(robot, chain, ARM6_DRIVE))
+    write_parameters_atomic(params, true_parameter_file(robot, chain, DriveTerms(), ARM6_DRIVE, urdf=ARM6_URDF))
     config = _write_config(folder / "config.yaml", NOMINAL_GAINS, polynomial=True)
     found = {}
     report = ""
@@ -414,7 +396,7 @@ def test_the_payload_excitation_moves_the_wrist_and_gives_the_load_from_its_peri
     )
     loaded = _write_currents(tmp_path / "loaded.csv", robot, time, q, noisy)
     params = tmp_path / "robot.yaml"
-    write_parameters_atomic(params, _true_parameter_file(robot, chain, ARM6_DRIVE))
+    write_parameters_atomic(params, true_parameter_file(robot, chain, DriveTerms(), ARM6_DRIVE, urdf=ARM6_URDF))
     config = _write_config(tmp_path / "c.yaml", NOMINAL_GAINS)
     code, _, error = _run("payload", "--params", params, "--data", loaded, "--frame", "tool0", "--period", "10",
                           "--config", config, "--out", tmp_path / "p.yaml")  # fmt: skip

@@ -32,10 +32,8 @@ from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 RATE_HZ = 1000.0
 SIGNAL = {"position_cutoff_hz": 15.0, "gap_factor": 4.0, "min_speed_rad_s": 0.08}
 """Signal settings of the identification, all different from the defaults."""

@@ -25,10 +25,8 @@ from dynamic_identification.core.stamps import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 RATE_HZ = 1000.0
 SECONDS = 25.0
 SEED = 3

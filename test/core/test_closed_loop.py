@@ -36,6 +36,7 @@ from five_bar import (
     fourier,
     identify_wls,
     load_five_bar,
+    load_four_bar,
     track,
 )
 
@@ -53,11 +54,7 @@ def mechanisms(five_bar: ClosedLoopModel) -> dict[str, ClosedLoopModel]:
     spatial arms holding one bar (6d closure, closure given in the ROS-parameter mapping form)."""
     return {
         "five_bar": five_bar,
-        "four_bar": ClosedLoopModel.from_config(
-            DATA / "four_bar.urdf",
-            loop_closures=[{"frame_a": "cut_1", "frame_b": "cut_2", "type": "planar"}],
-            actuated_joints=["crank_joint"],
-        ),
+        "four_bar": load_four_bar(),
         "two_arms": ClosedLoopModel.from_config(
             DATA / "two_arms.urdf",
             loop_closures={"grip": {"frame_a": "grip_a", "frame_b": "grip_b", "type": "6d"}},
@@ -67,6 +64,12 @@ def mechanisms(five_bar: ClosedLoopModel) -> dict[str, ClosedLoopModel]:
 
 
 MECHANISMS = ["five_bar", "four_bar", "two_arms"]
+
+
+@pytest.fixture(params=MECHANISMS)
+def model(request: pytest.FixtureRequest, mechanisms: dict[str, ClosedLoopModel]) -> ClosedLoopModel:
+    """Each of the :func:`mechanisms` in turn."""
+    return mechanisms[request.param]
 
 
 def _drive(model: ClosedLoopModel, rng: np.random.Generator) -> DriveParameters:
@@ -109,12 +112,8 @@ def _completed_on_stencil(model: ClosedLoopModel) -> tuple[np.ndarray, np.ndarra
     return tuple(values.reshape(centres.size, 3, model.n_tree) for values in (motion.q, motion.dq, motion.ddq))
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
+def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(model: ClosedLoopModel) -> None:
     """[Briot2012] eq. (6) (projection by J_t) against eq. (5) (Pinocchio's constraint Jacobian, multipliers)."""
-    model = mechanisms[name]
     rng = np.random.default_rng(7)
     motion = random_motion(model, 30, rng)
     terms = DriveTerms()
@@ -125,11 +124,7 @@ def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(
     assert_allclose(regressor @ standard_parameters(model, terms, drive), expected, rtol=0.0, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_constraint_jacobian_is_the_derivative_of_the_residual(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
-    model = mechanisms[name]
+def test_constraint_jacobian_is_the_derivative_of_the_residual(model: ClosedLoopModel) -> None:
     rng = np.random.default_rng(2)
     q = random_motion(model, 1, rng).q[0]
     direction = rng.normal(size=model.n_tree)
@@ -156,31 +151,22 @@ def test_constraint_drift_is_the_time_derivative_of_the_constraint_jacobian(kind
     assert_allclose(model.constraint_drift(q, dq), rate @ dq, rtol=0.0, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_completed_velocities_are_finite_differences_of_solved_positions(
-    mechanisms: dict[str, ClosedLoopModel], name: str
+@pytest.mark.parametrize(
+    ("order", "atol"), [pytest.param(1, 1e-6, id="velocities"), pytest.param(2, 1e-5, id="accelerations")]
+)
+def test_completed_derivatives_are_finite_differences_of_the_completed_motion(
+    model: ClosedLoopModel, order: int, atol: float
 ) -> None:
-    """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)."""
-    q, dq, _ = _completed_on_stencil(mechanisms[name])
-    numerical = (q[:, 2] - q[:, 0]) / (2.0 * STENCIL_STEP_S)
-    assert_allclose(dq[:, 1], numerical, rtol=0.0, atol=1e-6)
+    """Passive velocities of [Briot2012] eq. (3) are the derivatives of the passive positions solved from eq. (2)
+    (``order`` 1); passive accelerations of eq. (4), with the drift ``Ȧ_t q̇_t``, the derivatives of eq. (3)
+    (``order`` 2)."""
+    motion = _completed_on_stencil(model)
+    quantity, rate = motion[order - 1], motion[order]
+    numerical = (quantity[:, 2] - quantity[:, 0]) / (2.0 * STENCIL_STEP_S)
+    assert_allclose(rate[:, 1], numerical, rtol=0.0, atol=atol)
 
 
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_completed_accelerations_are_finite_differences_of_completed_velocities(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
-    """Passive accelerations of [Briot2012] eq. (4), with the drift ``Ȧ_t q̇_t``, are derivatives of eq. (3)."""
-    _, dq, ddq = _completed_on_stencil(mechanisms[name])
-    numerical = (dq[:, 2] - dq[:, 0]) / (2.0 * STENCIL_STEP_S)
-    assert_allclose(ddq[:, 1], numerical, rtol=0.0, atol=1e-5)
-
-
-@pytest.mark.parametrize("name", MECHANISMS)
-def test_base_parameters_reproduce_the_torques_of_the_standard_parameters(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
-    model = mechanisms[name]
+def test_base_parameters_reproduce_the_torques_of_the_standard_parameters(model: ClosedLoopModel) -> None:
     terms = DriveTerms()
     chain = DriveChain.create(model.n_actuated)
     base = base_parameters(model, chain, terms, samples=120)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -21,9 +19,8 @@ from dynamic_identification.core.closed_loop_simulation import (
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import SensorModel
-from five_bar import load_five_bar
+from five_bar import load_five_bar, load_four_bar
 
-DATA = Path(__file__).resolve().parent / "data"
 NOISE_A = 0.01
 GAINS = np.array([0.08, 0.09])
 
@@ -33,12 +30,14 @@ def mechanisms() -> dict[str, ClosedLoopModel]:
     """The shipped five-bar (point closure) and the four-bar of the tests (planar closure, continuous crank)."""
     return {
         "five_bar": load_five_bar(),
-        "four_bar": ClosedLoopModel.from_config(
-            DATA / "four_bar.urdf",
-            loop_closures=[{"frame_a": "cut_1", "frame_b": "cut_2", "type": "planar"}],
-            actuated_joints=["crank_joint"],
-        ),
+        "four_bar": load_four_bar(),
     }
+
+
+@pytest.fixture(params=["five_bar", "four_bar"])
+def model(request: pytest.FixtureRequest, mechanisms: dict[str, ClosedLoopModel]) -> ClosedLoopModel:
+    """Each of the :func:`mechanisms` in turn."""
+    return mechanisms[request.param]
 
 
 def _forward_dynamics(model: ClosedLoopModel, q: np.ndarray, dq: np.ndarray, torques: np.ndarray) -> np.ndarray:
@@ -58,12 +57,8 @@ def _forward_dynamics(model: ClosedLoopModel, q: np.ndarray, dq: np.ndarray, tor
     )
 
 
-@pytest.mark.parametrize("name", ["five_bar", "four_bar"])
-def test_completed_accelerations_equal_pinocchio_constrained_forward_dynamics(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
+def test_completed_accelerations_equal_pinocchio_constrained_forward_dynamics(model: ClosedLoopModel) -> None:
     """The passive accelerations of [Briot2012] eq. (4) are those Pinocchio's constraint solver produces."""
-    model = mechanisms[name]
     rng = np.random.default_rng(1)
     state = random_motion(model, 8, rng)
     for q, dq in zip(state.q, state.dq, strict=True):
@@ -73,11 +68,7 @@ def test_completed_accelerations_equal_pinocchio_constrained_forward_dynamics(
         assert_allclose(completed.ddq[0], expected, rtol=0.0, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["five_bar", "four_bar"])
-def test_constrained_inverse_dynamics_inverts_pinocchio_constrained_forward_dynamics(
-    mechanisms: dict[str, ClosedLoopModel], name: str
-) -> None:
-    model = mechanisms[name]
+def test_constrained_inverse_dynamics_inverts_pinocchio_constrained_forward_dynamics(model: ClosedLoopModel) -> None:
     rng = np.random.default_rng(2)
     state = random_motion(model, 8, rng)
     torques = rng.uniform(-0.2, 0.2, (8, model.n_actuated))

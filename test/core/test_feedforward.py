@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
+from arm6_drives import ARM6_DRIVE
 from dynamic_identification import demo
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
@@ -27,7 +28,6 @@ from dynamic_identification.core.model import (
     DriveTerms,
     RobotModel,
     load_robot,
-    standard_parameters,
 )
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -36,30 +36,27 @@ from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.resources import shipped_path
+from true_parameters import true_base_parameters, true_parameter_file
 
 GEAR_RATIOS = [100.0, 100.0, 80.0, 60.0, 60.0, 50.0]
 COUPLED = np.eye(6)
 COUPLED[5, 4] = 1.0  # a wrist whose last motor also turns with joint 5 (TX-40-like)
-DRIVE = DriveParameters.create(
-    6,
-    rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-    viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-    coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-    offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-)
+
+
+def _drive(robot: RobotModel) -> DriveParameters:
+    """``ARM6_DRIVE`` of the robot's joints (the first ``robot.n_joints``)."""
+    n = robot.n_joints
+    return DriveParameters.create(
+        n,
+        rotor_inertia=ARM6_DRIVE.rotor_inertia[:n],
+        viscous=ARM6_DRIVE.viscous[:n],
+        coulomb=ARM6_DRIVE.coulomb[:n],
+        offset=ARM6_DRIVE.offset[:n],
+    )
 
 
 def _true_base(robot: RobotModel, chain: DriveChain, terms: DriveTerms) -> tuple[BaseParameters, np.ndarray]:
-    n = robot.n_joints
-    drive = DriveParameters.create(
-        n,
-        rotor_inertia=DRIVE.rotor_inertia[:n],
-        viscous=DRIVE.viscous[:n],
-        coulomb=DRIVE.coulomb[:n],
-        offset=DRIVE.offset[:n],
-    )
-    base = base_parameters(robot, chain, terms)
-    return base, base.from_standard(standard_parameters(robot, terms, drive))
+    return true_base_parameters(robot, chain, terms, _drive(robot))
 
 
 def _states(robot: RobotModel, samples: int, *, seed: int, min_speed: float) -> tuple[np.ndarray, ...]:
@@ -102,10 +99,10 @@ def test_torques_are_continuous_through_zero_velocity_with_slope_k_fc(arm6_urdf:
         # Coriolis terms are quadratic in q̇, so the central difference at rest is the friction slope
         # Fv + k Fc of joint j ([Volkmann2020] §IV.C tanh(1000 q̇)), and zero on the other joints.
         slope = np.zeros(robot.n_joints)
-        slope[j] = DRIVE.viscous[j] + DEFAULT_FRICTION_SMOOTHING * DRIVE.coulomb[j]
+        slope[j] = ARM6_DRIVE.viscous[j] + DEFAULT_FRICTION_SMOOTHING * ARM6_DRIVE.coulomb[j]
         assert_allclose((plus - minus) / (2.0 * delta), slope, rtol=1e-6, atol=1e-3)
         # The IDIM's sign(q̇) jumps by 2 Fc there; the feedforward moves by micro-N·m.
-        assert np.abs(plus - minus).max() < 2e-3 < 2.0 * DRIVE.coulomb[j]
+        assert np.abs(plus - minus).max() < 2e-3 < 2.0 * ARM6_DRIVE.coulomb[j]
     at_rest = model.torques(q[0], np.zeros(6), np.zeros(6))
     gravity_and_offset = predict_torques(
         robot, chain, terms, dict(zip(base.names, values, strict=True)), q, np.zeros((1, 6)), np.zeros((1, 6))
@@ -134,13 +131,12 @@ def test_a_joint_the_identification_never_saw_move_gets_no_feedforward(arm6_urdf
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
     terms = DriveTerms()
     base, values = _true_base(robot, chain, terms)
-    document = ParameterFile.create(
+    document = true_parameter_file(
+        robot,
+        chain,
+        terms,
+        _drive(robot),
         urdf=str(arm6_urdf),
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=values,
         quality={"joint_relative_errors": {**{name: 0.02 for name in robot.joint_names}, "joint_4": None}},
     )
     assert document.identified_joints() == ("joint_1", "joint_2", "joint_3", "joint_5", "joint_6")
@@ -179,16 +175,7 @@ def test_bad_inputs_are_refused_naming_them(arm6_urdf: pathlib.Path) -> None:
 
 
 def _parameter_file(robot: RobotModel, urdf: str, chain: DriveChain, terms: DriveTerms) -> ParameterFile:
-    base, values = _true_base(robot, chain, terms)
-    return ParameterFile.create(
-        urdf=urdf,
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=values,
-        expressions=base.expressions,
-    )
+    return true_parameter_file(robot, chain, terms, _drive(robot), urdf=urdf)
 
 
 def test_from_yaml_round_trip_reproduces_the_model(arm6_urdf: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import (
@@ -22,7 +21,6 @@ from dynamic_identification.core.model import (
     DriveParameters,
     DriveTerms,
     RobotModel,
-    load_robot,
     standard_parameters,
 )
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -32,16 +30,6 @@ GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
 DRIVE_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
 CURRENT_NOISE_A = 0.02
 ENCODER_COUNTS = 2**16
-
-
-def _truth(robot: RobotModel) -> DriveParameters:
-    return DriveParameters.create(
-        robot.n_joints,
-        rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
-    )
 
 
 def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -69,11 +57,10 @@ def _recording(
 
 
 @pytest.fixture(scope="module")
-def setup(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, DriveParameters]:
-    robot = load_robot(arm6_urdf)
+def setup(arm6: RobotModel) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, DriveParameters]:
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS)
     terms = DriveTerms()
-    return robot, chain, terms, base_parameters(robot, chain, terms), _truth(robot)
+    return arm6, chain, terms, base_parameters(arm6, chain, terms), IDENTIFICATION_DRIVE
 
 
 def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> None:

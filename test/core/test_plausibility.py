@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arm6_drives import ARM6_DRIVE
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import (
     ImplausibleModelError,
     PlausibilityBounds,
@@ -22,18 +23,12 @@ RATE_HZ = 500.0
 
 @pytest.fixture(scope="module")
 def recording(arm6: RobotModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """20 s of a random Fourier excitation of the shipped arm with friction, rotor inertia and noise."""
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.5, 0.4, 0.2, 0.1, 0.08, 0.05],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.1, -0.1, 0.05],
-    )
+    """20 s of a random Fourier excitation of the shipped arm with its simulator's friction, rotor inertia and
+    offsets, and noise."""
     trajectory = random_fourier_trajectory(arm6, fundamental_hz=0.1, harmonics=5, seed=4, margin=0.15)
     time = np.arange(0.0, 20.0, 1.0 / RATE_HZ)
     q, dq, ddq = trajectory.evaluate(time)
-    torques = inverse_dynamics(arm6, DriveChain.create(6), drive, q, dq, ddq)
+    torques = inverse_dynamics(arm6, DriveChain.create(6), ARM6_DRIVE, q, dq, ddq)
     return time, q, torques + np.random.default_rng(0).normal(0.0, 0.2, torques.shape)
 
 

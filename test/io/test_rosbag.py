@@ -33,10 +33,8 @@ from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.rosbag import read_recording_bag
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 RATE_HZ = 500.0
 SECONDS = 10.0
 SEED = 5

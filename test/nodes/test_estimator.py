@@ -30,11 +30,9 @@ from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.qos import LATCHED_QOS
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph, graphs
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 RATE_HZ = 250.0
 START_S = 1000.0
 """Stamp of the first sample, s (any ROS time works; not 0, so a jump back stays positive)."""

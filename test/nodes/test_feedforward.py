@@ -24,9 +24,7 @@ from dynamic_identification.core.model import (
     DriveParameters,
     DriveTerms,
     load_robot,
-    standard_parameters,
 )
-from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.nodes.conversions import (
@@ -38,6 +36,7 @@ from dynamic_identification.nodes.conversions import (
 from dynamic_identification.nodes.feedforward import FeedforwardNode, next_motion
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS
 from ros_graph import RosGraph
+from true_parameters import true_parameter_file
 
 JOINTS = ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
 NAMESPACE = f"feedforward_test_{os.getpid()}"
@@ -53,17 +52,7 @@ def _parameter_file(urdf: pathlib.Path, *, scale: float = 1.0, stamp: float = 1.
     drive = DriveParameters.create(
         6, viscous=[6.9, 4.5, 1.6, 0.85, 1.6, 0.5], coulomb=[6.7, 7.9, 6.3, 2.6, 2.7, 1.8], offset=[0.3] * 6
     )
-    base = base_parameters(robot, chain, terms)
-    values = scale * base.from_standard(standard_parameters(robot, terms, drive))
-    return ParameterFile.create(
-        urdf=str(urdf),
-        joints=robot.joint_names,
-        drive_terms=terms,
-        drive_chain=chain,
-        names=base.names,
-        values=values,
-        stamp=stamp,
-    )
+    return true_parameter_file(robot, chain, terms, drive, urdf=str(urdf), scale=scale, stamp=stamp)
 
 
 @pytest.fixture(scope="module")

@@ -43,11 +43,9 @@ from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph, graphs
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 NAMESPACE = f"payload_test_{os.getpid()}"
 """Every node of these tests runs in a namespace of this process (no latched message of another run)."""
 RATE_HZ = 250.0
@@ -118,8 +116,8 @@ def _true_parameters(robot: RobotModel, path: pathlib.Path, *, without_wrist_mom
     return path
 
 
-class _Graph(RosGraph):
-    """The node under test (``node``) and a probe in this module's namespace, spun by one executor."""
+class _Probe(RosGraph):
+    """One node under test (``node``) and the probe, spun together (:class:`ros_graph.RosGraph`)."""
 
     def __init__(self, context: Context, node: Node) -> None:
         super().__init__(context, name="payload_probe", namespace=NAMESPACE)
@@ -127,8 +125,8 @@ class _Graph(RosGraph):
 
 
 @pytest.fixture
-def probe(context: Context) -> Iterator[Callable[[Node], _Graph]]:
-    with graphs(functools.partial(_Graph, context)) as make:
+def probe(context: Context) -> Iterator[Callable[[Node], _Probe]]:
+    with graphs(functools.partial(_Probe, context)) as make:
         yield make
 
 
@@ -137,7 +135,7 @@ def _estimator(context: Context, overrides: list[Parameter]) -> EstimatorNode:
     return EstimatorNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
 
 
-def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = slice(None)) -> None:
+def _publish(p: _Probe, job: Job, *, start_s: float = START_S, rows: slice = slice(None)) -> None:
     """Publish the job's samples (``rows`` of them, stamped ``start_s`` + their time) in bursts, letting the
     estimator take each burst before the next."""
     estimator = p.node
@@ -147,7 +145,7 @@ def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = sli
     names = estimator.joint_names
 
     def received() -> int:
-        return int(_values(estimator)["samples_received"])
+        return int({kv.key: kv.value for kv in estimator.diagnostic_status().values}["samples_received"])
 
     begin, end, _ = rows.indices(job.time.size)
     for first in range(begin, end, BURST):
@@ -160,13 +158,12 @@ def _publish(p: _Graph, job: Job, *, start_s: float = START_S, rows: slice = sli
         p.spin(20.0, until=lambda expected=expected: received() >= expected)
 
 
-def _values(node: EstimatorNode | FeedforwardNode) -> dict[str, str]:
-    """The key-value pairs of ``node``'s diagnostic status."""
-    return {kv.key: kv.value for kv in node.diagnostic_status().values}
+def _values(estimator: EstimatorNode) -> dict[str, str]:
+    return {kv.key: kv.value for kv in estimator.diagnostic_status().values}
 
 
 def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # The estimator restarts with its last estimate (parameters_file, republished): that is the robot prior.
     estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
@@ -174,7 +171,7 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     parameters = p.record(String, "estimator/parameters", LATCHED_QOS)
     p.spin(20.0, until=lambda: bool(parameters))
-    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response)
     assert response.success and "collecting 10 s" in response.message and "tool0" in response.message
 
@@ -205,7 +202,7 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
 
 
 def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_loads(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # Samples stamped on the node's clock, received 2 s late (a loaded machine): the gripper closed at GRASP_S,
     # ~/identify_payload is called right after, when the estimator has only the samples up to 1 s. The 2 s
@@ -219,7 +216,7 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     start_s = time.time() - grasp_s  # the node's clock (ROS time) reaches the grasp now
     received = int(RATE_HZ)  # the first second
     _publish(p, job, start_s=start_s, rows=slice(0, received))
-    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, start_s=start_s, rows=slice(received, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -234,7 +231,7 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
 
 
 def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # The robot model lacks the wrist moments a sensitivity reduction drops; the window took 10 s of the job
     # without the load before the gripper closed: they correct the model where the load would absorb its error.
@@ -245,7 +242,7 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
     job = _job(arm6, seconds=21.0, seed=2, grasp_s=grasp_s, cycles=8)
     before = int(grasp_s * RATE_HZ)
     _publish(p, job, rows=slice(0, before))
-    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, rows=slice(before, None))
     p.spin(60.0, until=lambda: bool(payloads))
@@ -261,10 +258,10 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
 
 
 def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
-    context: Context, probe: Callable[[Node], _Graph]
+    context: Context, probe: Callable[[Node], _Probe]
 ) -> None:
     p = probe(_estimator(context, []))
-    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response)
     assert not response.success and "no robot model" in response.message
     status = p.node.guard_report(p.node.diagnostic_status())  # type: ignore[attr-defined]
@@ -272,14 +269,14 @@ def test_identify_payload_without_a_robot_model_refuses_with_the_reason(
 
 
 def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason_on_diagnostics(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
     overrides = [Parameter("payload.prior_file", value=str(prior)), Parameter("payload.duration_s", value=6.0)]
     p = probe(_estimator(context, overrides))
     payloads = p.record(String, "estimator/payload", LATCHED_QOS)
     diagnostics = p.record(DiagnosticArray, "/diagnostics", 100)
-    response = p.call("estimator/identify_payload", Trigger, Trigger.Request())
+    response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success
     _publish(p, _job(arm6, seconds=8.0, seed=2, hold=3))
     estimator = p.node
@@ -308,7 +305,7 @@ def _feedforward(context: Context, overrides: list[Parameter]) -> FeedforwardNod
     return FeedforwardNode(context=context, namespace=NAMESPACE, parameter_overrides=overrides)
 
 
-def _hold(p: _Graph, q: list[float]) -> list[Float64MultiArray]:
+def _hold(p: _Probe, q: list[float]) -> list[Float64MultiArray]:
     """Command a held pose and collect the feedforward."""
     efforts = p.record(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
     trajectory = p.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
@@ -324,7 +321,7 @@ def _hold(p: _Graph, q: list[float]) -> list[Float64MultiArray]:
 
 
 def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     parameters = _true_parameters(arm6, tmp_path / "robot.yaml")
     p = probe(_feedforward(context, [Parameter("parameters_file", value=str(parameters))]))
@@ -347,11 +344,15 @@ def test_the_feedforward_adds_the_published_payload_and_refuses_a_bad_one(
     bad = yaml.safe_load(dump_payload(PROCESS_LOAD))
     bad["payload"]["inertia_kg_m2"]["iyy"] = -0.01
     payloads.publish(String(data=yaml.safe_dump(bad)))
-    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _values(node)["payload_error"]))
-    values = _values(node)
+    p.spin(20.0, until=lambda: bool(node.diagnostic_status().values and "refused" in _ff_values(node)["payload_error"]))
+    values = _ff_values(node)
     assert "not positive definite" in values["payload_error"] and "3.5 kg on tool0" in values["payload"]
     assert node.payload is not None and node.payload.mass_kg == PROCESS_LOAD.mass_kg  # the previous payload stays
     assert node.refusals()["payload"].count == 1
+
+
+def _ff_values(node: FeedforwardNode) -> dict[str, str]:
+    return {kv.key: kv.value for kv in node.diagnostic_status().values}
 
 
 def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel, tmp_path: pathlib.Path) -> None:
@@ -375,7 +376,7 @@ def test_the_feedforward_takes_a_payload_file(context: Context, arm6: RobotModel
 
 
 def test_the_simulator_carries_the_payload_after_grasp(
-    context: Context, probe: Callable[[Node], _Graph], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     write_payload_atomic(tmp_path / "load.yaml", PROCESS_LOAD)
     sim = SimRobotNode(
@@ -408,7 +409,7 @@ def test_the_simulator_carries_the_payload_after_grasp(
     np.testing.assert_allclose(loaded - empty, gravity, rtol=0.02, atol=0.05)
 
 
-def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Graph]) -> None:
+def test_grasp_without_a_payload_file_is_refused(context: Context, probe: Callable[[Node], _Probe]) -> None:
     p = probe(SimRobotNode(context=context, namespace=NAMESPACE, parameter_overrides=[]))
     response = p.call("sim_robot/grasp", SetBool, SetBool.Request(data=True))
     assert isinstance(response, SetBool.Response) and not response.success and "payload_file" in response.message

@@ -1,17 +1,17 @@
-"""The drive chain, tool loads and simulated current recordings of the shipped 6-axis arm in the drive-gain
-and payload tests.
+"""The drive chain, drive terms, tool loads and simulated current recordings of the shipped 6-axis arm in the
+drive-gain, payload, feedforward and identification tests.
 
 The core, CLI and node tests of drive gains ([Briot2012] §3.2) and payloads ([Swevers2002]) give
 ``urdf/dynid_arm6.urdf`` the gear ratios and data-sheet torque constants of ``config/dynid_arm6.yaml``,
 the TX-40's coupled wrist ([Gautier2013] eq. (25)), the rotor inertia, friction and offsets of its
 simulator (the ``sim_robot`` block of ``config/dynid_arm6.yaml``) and a few-kilogram load on ``tool0``;
-the in-process tests use the simulator's uncoupled chain. This module says them once.
+the in-process tests use the simulator's uncoupled chain; the identification tests recover drive terms
+of their own (``IDENTIFICATION_DRIVE``). This module says them once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,10 +19,11 @@ from scipy.spatial.transform import Rotation
 
 from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, RobotModel
+from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.io.config import simulated_robot
+from repo_paths import ARM6_CONFIG
 
 GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
 NOMINAL_GAINS = np.array([0.45, 0.45, 0.4, 0.35, 0.3, 0.3])
@@ -33,11 +34,21 @@ EFFICIENCY = np.array([0.9, 0.9, 0.88, 0.85, 0.85, 0.82])
 """Transmission efficiencies R_z ([Swevers2002] eq. (8)): 10-18 % loss, typical of harmonic drives."""
 POLYNOMIAL = np.stack([np.zeros(6), NOMINAL_GAINS, -0.03 * NOMINAL_GAINS, 0.004 * NOMINAL_GAINS], axis=1)
 """Current → motor torque of [Swevers2002] eq. (4), known a priori: a few % below linear at 1-2 A."""
-ARM6_SIMULATED = simulated_robot(Path(__file__).resolve().parents[2] / "config" / "dynid_arm6.yaml", 6)
+ARM6_SIMULATED = simulated_robot(ARM6_CONFIG, 6)
 ARM6_DRIVE = ARM6_SIMULATED.drive
 """The drive terms of config/dynid_arm6.yaml's sim_robot: rotor inertia, viscous and Coulomb friction, offsets."""
 ARM6_UNCOUPLED_CHAIN = ARM6_SIMULATED.drive_chain
 """The drive chain of config/dynid_arm6.yaml's sim_robot: ``GEAR_RATIOS``, ``NOMINAL_GAINS``, no coupling."""
+IDENTIFICATION_DRIVE = DriveParameters.create(
+    6,
+    rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
+    viscous=[6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
+    coulomb=[6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
+    offset=[0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
+)
+"""The true drive terms the identification, physical-consistency and uncertainty tests recover: rotor inertia
+(kg·m², joint side), viscous (N·m·s/rad) and Coulomb (N·m) friction and offsets (N·m), of the order of
+``ARM6_DRIVE`` but other values."""
 
 
 def wrist_coupling() -> np.ndarray:

@@ -5,13 +5,13 @@ its distal tip (a point closure, two motors) from recordings of Pinocchio's cons
 dynamics (``ClosedLoopSimulator``) tracking 0.2 Hz, 5-harmonic Fourier motions of the motors. This
 module says once what that mechanism, its drive terms (``sim_robot`` of ``config/five_bar.yaml``), the
 60 g tip payload, the motion and a simulated recording are, and the IDIM-WLS pipeline the core tests
-run on such a recording.
+run on such a recording; and the tests' four-bar (a planar closure, one motor on a continuous crank), the
+second mechanism of the core and CLI tests.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.ndimage
@@ -39,9 +39,11 @@ from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import SensorModel
 from dynamic_identification.io.config import simulated_robot
+from repo_paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
+FOUR_BAR_URDF = REPO_ROOT / "test" / "core" / "data" / "four_bar.urdf"
+"""The tests' four-bar: the tree opened by cutting its coupler in the middle."""
 FIVE_BAR_CLOSURES = [{"frame_a": "tip_1", "frame_b": "tip_2", "type": "point"}]
 """The five-bar's loop closure: the two distal tips meet at a point."""
 FIVE_BAR_ACTUATED = ["proximal_joint_1", "proximal_joint_2"]
@@ -63,6 +65,16 @@ def load_five_bar() -> ClosedLoopModel:
     """The shipped five-bar, closed at its distal tip, driven by its two proximal joints."""
     return ClosedLoopModel.from_config(
         FIVE_BAR_URDF, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED
+    )
+
+
+def load_four_bar() -> ClosedLoopModel:
+    """The tests' four-bar (:data:`FOUR_BAR_URDF`): the coupler's cut as a planar closure, the continuous crank
+    as the one motor."""
+    return ClosedLoopModel.from_config(
+        FOUR_BAR_URDF,
+        loop_closures=[{"frame_a": "cut_1", "frame_b": "cut_2", "type": "planar"}],
+        actuated_joints=["crank_joint"],
     )
 
 

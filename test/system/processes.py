@@ -37,10 +37,9 @@ from dynamic_identification.io.parameters import ParameterFile, load_parameters
 from dynamic_identification.nodes.conversions import arrays_from_joint_state
 from dynamic_identification.nodes.qos import LATCHED_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS
+from repo_paths import ARM6_CONFIG, REPO_ROOT
 from ros_graph import RosGraph
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-ARM6_CONFIG = REPO_ROOT / "config" / "dynid_arm6.yaml"
 NODES = ("sim_robot", "recorder", "excitation", "estimator", "feedforward")
 STOP_GRACE_S = 5.0
 """Seconds a node has to exit after SIGINT before it is killed."""

@@ -21,8 +21,9 @@ from dynamic_identification.core.signal import lowpass_zero_phase
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters
 from dynamic_identification.nodes.conversions import stamp_to_seconds
+from repo_paths import ARM6_CONFIG, REPO_ROOT
 
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe, ReceivedParameters
+from .processes import NodeProcesses, Probe, ReceivedParameters
 
 WINDOW_S = 15.0
 """Estimator window, s of data."""

@@ -32,10 +32,10 @@ from dynamic_identification.io.parameters import ParameterFile, load_parameters,
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS
+from repo_paths import ARM6_CONFIG, ARM6_URDF
 
-from .processes import ARM6_CONFIG, REPO_ROOT, NodeProcesses, Probe
+from .processes import NodeProcesses, Probe
 
-ARM6_URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 RATE_HZ = 250.0
 DURATION_S = 60.0
 """Seconds of synthetic motion prepared (more than any test plays)."""

@@ -17,8 +17,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.nodes.conversions import stamp_to_seconds
+from repo_paths import ARM6_CONFIG
 
-from .processes import ARM6_CONFIG, NodeProcesses, Probe, ReceivedParameters
+from .processes import NodeProcesses, Probe, ReceivedParameters
 
 WINDOW_S = 10.0
 RAMP_S = 1.5

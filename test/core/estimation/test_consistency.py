@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.estimation import NormalEquations, solve_weighted
 from dynamic_identification.core.estimation.consistency import (
     ConsistencyError,
@@ -35,14 +37,9 @@ TERMS = DriveTerms()
 
 
 def _drive(**overrides: list[float]) -> DriveParameters:
-    values = {
-        "rotor_inertia": [0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
-        "viscous": [6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
-        "coulomb": [6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
-        "offset": [0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
-    }
-    values.update(overrides)
-    return DriveParameters.create(6, **values)
+    """``IDENTIFICATION_DRIVE`` with the terms in ``overrides`` replaced."""
+    values = {field.name: getattr(IDENTIFICATION_DRIVE, field.name) for field in dataclasses.fields(DriveParameters)}
+    return DriveParameters.create(6, **{**values, **overrides})
 
 
 @pytest.fixture(scope="module")

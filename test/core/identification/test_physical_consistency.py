@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
     ConsistentEstimator,
@@ -21,7 +22,6 @@ from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationResult, identify, predict_torques
 from dynamic_identification.core.model import (
     DriveChain,
-    DriveParameters,
     DriveTerms,
     RobotModel,
     load_robot,
@@ -38,14 +38,7 @@ def arm(arm6_urdf: Path) -> tuple[RobotModel, DriveChain, BaseParameters, np.nda
     robot = load_robot(arm6_urdf)
     chain = DriveChain.create(6, gear_ratios=np.full(6, 100.0))
     base = base_parameters(robot, chain, TERMS)
-    drive = DriveParameters.create(
-        6,
-        rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, 0.011],
-        viscous=[6.9, 4.5, 1.6, 0.85, 1.5, 0.5],
-        coulomb=[6.7, 7.9, 6.3, 2.5, 2.7, 1.8],
-        offset=[0.3, -0.5, 0.2, 0.05, -0.1, 0.02],
-    )
-    truth = standard_parameters(robot, TERMS, drive)
+    truth = standard_parameters(robot, TERMS, IDENTIFICATION_DRIVE)
     estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
     return robot, chain, base, truth, estimator
 
