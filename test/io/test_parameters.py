@@ -251,3 +251,19 @@ def test_a_changed_urdf_is_refused_naming_both_hashes(tmp_path: Path) -> None:
     message = str(refused.value)
     assert "\n" not in message and "changed since" in message
     assert now[:16] in message and document.urdf_sha256 is not None and document.urdf_sha256[:16] in message
+
+
+def test_a_urdf_given_instead_of_the_named_one_must_hold_the_identified_content(tmp_path: Path) -> None:
+    document, urdf = _with_urdf(tmp_path)
+    elsewhere = tmp_path / "controller" / "arm.urdf"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(urdf.read_bytes())
+    assert document.urdf_path(elsewhere) == elsewhere.resolve()
+    elsewhere.write_text("<robot name='arm'><link name='camera_mount'/></robot>\n", encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        document.urdf_path(elsewhere)
+    message = str(refused.value)
+    assert "\n" not in message and str(elsewhere.resolve()) in message
+    assert hashlib.sha256(elsewhere.read_bytes()).hexdigest()[:16] in message
+    with pytest.raises(DataError, match="URDF file not found"):
+        document.urdf_path(tmp_path / "missing.urdf")

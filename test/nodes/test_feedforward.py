@@ -27,6 +27,7 @@ from dynamic_identification.core.model import (
 )
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
+from dynamic_identification.io.urdf_location import urdf_sha256
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
     float64_array,
@@ -283,3 +284,33 @@ def test_torques_beyond_the_effort_limits_are_clamped_and_reported_at_warn(
     status = node.diagnostic_status()
     assert status.level == DiagnosticStatus.WARN and "clamped" in status.message
     assert int({kv.key: kv.value for kv in status.values}["clamped"]) >= 1
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["same-content-elsewhere", "other-content"])
+def test_the_urdf_parameter_must_hold_the_urdf_the_parameters_were_identified_on(
+    graph: _Graph, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path, edited: bool
+) -> None:
+    identified = dataclasses.replace(_parameter_file(arm6_urdf), urdf_sha256=urdf_sha256(arm6_urdf))
+    here = tmp_path / "controller" / "arm6.urdf"
+    here.parent.mkdir()
+    text = arm6_urdf.read_text(encoding="utf-8")
+    here.write_text(text.replace("</robot>", "<link name='camera_mount'/></robot>") if edited else text, "utf-8")
+    node = graph.start([Parameter("urdf", value=str(here))])
+    latched = graph.probe.create_publisher(String, "estimator/parameters", LATCHED_QOS)
+    graph.spin(20.0, until=lambda: latched.get_subscription_count() > 0)
+    latched.publish(String(data=dump_parameters(identified)))
+
+    def refused() -> bool:
+        return bool(graph.diagnostics) and "refused parameters" in graph.diagnostics[-1].message
+
+    graph.spin(20.0, until=lambda: node.model is not None or refused())
+    if edited:
+        assert node.model is None and refused()
+        message = graph.diagnostics[-1].message
+        assert "is not the one" in message and urdf_sha256(here)[:16] in message
+        times, q, dq, ddq = _trajectory()
+        graph.send(joint_trajectory_message(JOINTS, times, q, dq, ddq))
+        graph.spin(0.5)
+        assert graph.efforts == []
+    else:
+        assert node.model is not None and not refused()
