@@ -22,9 +22,11 @@ from dynamic_identification.core.payload_identification import (
     sphere_inertia,
 )
 from dynamic_identification.core.payload_in_process import (
+    REFERENCE_HISTORY_FACTOR,
     PayloadReidentification,
     PayloadReidentificationSettings,
     RecentMotion,
+    moving_samples,
 )
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.payload import format_payload_estimate, payload_identification_record
@@ -189,6 +191,43 @@ def test_a_reference_at_rest_or_turned_off_leaves_the_prior_as_it_is_and_says_wh
     turned_off = _reidentify(prior, arm6, _job(arm6, carried=None, seconds=12.0, seed=4), off)
     assert turned_off.correction is None and turned_off.correction_note == "reference_s is 0"
     assert_allclose(still.estimate.payload.com_m, turned_off.estimate.payload.com_m)
+
+
+def test_a_rest_before_the_trigger_leaves_the_job_before_it_in_the_reference(arm6) -> None:
+    # A cell waits for its part: 12 s of job, then 8 s at rest, then the grasp. The last 10 s of samples would be
+    # 80 % rest (no correction); the last 10 s of motion reach back over the rest into the job.
+    prior = _reduced_prior(arm6)
+    time, q, torques = _job(arm6, carried=None, seconds=12.0, seed=4)
+    rest_time = time[-1] + np.arange(1, int(8.0 * RATE_HZ) + 1) / RATE_HZ
+    resting_torque = inverse_dynamics(arm6, ARM6_UNCOUPLED_CHAIN, ARM6_DRIVE, q[-1:], 0.0 * q[-1:], 0.0 * q[-1:])
+    recent = RecentMotion(10.0)
+    recent.add(time, q, torques)
+    recent.add(rest_time, np.repeat(q[-1:], rest_time.size, axis=0), np.repeat(resting_torque, rest_time.size, axis=0))
+    reference = recent.motion()
+    assert reference is not None and reference[0][0] < time[-1] - 9.0 and reference[0][-1] == rest_time[-1]
+    corrected = _reidentify(prior, arm6, reference)
+    assert corrected.correction is not None and corrected.correction_note == ""
+    assert np.max(np.abs(corrected.estimate.payload.com_m - PROCESS_LOAD.com_m)) < 0.003
+
+
+def test_recent_motion_memory_is_bounded_by_a_few_spans_of_history() -> None:
+    recent = RecentMotion(2.0)
+    moving = np.arange(0.0, 3.0, 0.01)
+    recent.add(moving, np.tile(moving[:, None], (1, 6)), np.zeros((moving.size, 6)))
+    resting = 3.0 + np.arange(0.0, 20.0, 0.01)  # longer than REFERENCE_HISTORY_FACTOR × 2 s
+    recent.add(resting, np.full((resting.size, 6), 3.0), np.zeros((resting.size, 6)))
+    kept_time = recent.motion()[0]
+    assert kept_time[0] >= resting[-1] - REFERENCE_HISTORY_FACTOR * 2.0 - 1e-9  # the job is gone, not kept forever
+    assert not moving_samples(kept_time, np.full((kept_time.size, 6), 3.0), 0.05).any()
+
+
+def test_encoder_noise_at_rest_is_not_motion_and_a_slow_move_is() -> None:
+    time = np.arange(0.0, 2.0, 0.001)  # 1 kHz
+    rng = np.random.default_rng(0)
+    noisy_rest = np.round(rng.normal(0.0, 2e-4, (time.size, 6)) / 1e-5) * 1e-5  # 0.2 mrad noise, 10 µrad counts
+    assert not moving_samples(time, noisy_rest, 0.05).any()
+    slow = noisy_rest + 0.08 * time[:, None] * (np.arange(6) == 2)  # 0.08 rad/s on joint 3 only
+    assert moving_samples(time, slow, 0.05).all()
 
 
 def test_recent_motion_keeps_the_last_span_and_starts_over_when_time_steps_back() -> None:

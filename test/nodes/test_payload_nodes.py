@@ -230,17 +230,36 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     assert np.max(np.abs(found.com_m - PROCESS_LOAD.com_m)) < 0.005
 
 
+def _resting_before(job: Job, robot: RobotModel, at_s: float, rest_s: float) -> Job:
+    """``job`` with ``rest_s`` at rest inserted at ``at_s`` (a cell waiting for its part), later samples delayed."""
+    if rest_s == 0.0:
+        return job
+    split = int(np.searchsorted(job.time, at_s))
+    rest = job.time[split - 1] + np.arange(1, round(rest_s * RATE_HZ) + 1) / RATE_HZ
+    held = np.repeat(job.q[split - 1 : split], rest.size, axis=0)
+    still = np.zeros_like(held)
+    resting = inverse_dynamics(robot, CONFIG.drive_chain(robot.n_joints), ARM6_DRIVE, held, still, still)
+    return Job(
+        np.concatenate([job.time[:split], rest, job.time[split:] + rest_s]),
+        np.concatenate([job.q[:split], held, job.q[split:]]),
+        np.concatenate([job.torques[:split], resting, job.torques[split:]]),
+    )
+
+
+@pytest.mark.parametrize("rest_s", [0.0, 12.0], ids=["straight-to-the-grasp", "resting-before-the-grasp"])
 def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path, rest_s: float
 ) -> None:
     # The robot model lacks the wrist moments a sensitivity reduction drops; the window took 10 s of the job
     # without the load before the gripper closed: they correct the model where the load would absorb its error.
+    # A rest before the grasp (waiting for the part), here longer than payload.reference_s (10 s), does not count:
+    # the last 10 s of samples would all be rest and correct nothing.
     grasp_s = 10.0
     prior = _true_parameters(arm6, tmp_path / "reduced.yaml", without_wrist_moments=True)
     p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
     payloads = p.record(String, "estimator/payload", LATCHED_QOS)
-    job = _job(arm6, seconds=21.0, seed=2, grasp_s=grasp_s, cycles=8)
-    before = int(grasp_s * RATE_HZ)
+    job = _resting_before(_job(arm6, seconds=21.0, seed=2, grasp_s=grasp_s, cycles=8), arm6, grasp_s, rest_s)
+    before = int((grasp_s + rest_s) * RATE_HZ)
     _publish(p, job, rows=slice(0, before))
     response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response

@@ -15,11 +15,12 @@ so the identification sees the motor-side equations it is written for.
 
 The robot's identified parameters are corrected first where the load would absorb their error
 (:class:`~.payload_identification.PriorCorrection`): the last ``reference_s`` of motion the
-sliding window took before the trigger — the robot without the load, by the same assumption
-that lets the window identify the robot — give the mass and first moment the prior lacks at
-the load's frame. A model reduced by sensitivity drops a wrist's small first moments (they
-change the robot's own torques by less than ``e_tol``), and a 4.5 kg load then shows them as
-2-3 cm of centre of mass along the tool axis; corrected, a few millimetres. The correction's
+sliding window took before the trigger (:class:`RecentMotion`: rests such as waiting for the
+part do not count) — the robot without the load, by the same assumption that lets the window
+identify the robot — give the mass and first moment the prior lacks at the load's frame. A
+model reduced by sensitivity drops a wrist's small first moments (they change the robot's own
+torques by less than ``e_tol``), and a 4.5 kg load then shows them as 2-3 cm of centre of mass
+along the tool axis; corrected, a few millimetres. The correction's
 uncertainty adds to the load's. When the reference does not determine it (the robot stood
 still, no reference yet) the prior is used as it is and the outcome says why.
 
@@ -27,7 +28,7 @@ The result is refused — with the reason — when the motion does not determine
 well enough: the identification itself finds it rank-deficient (only the wrist moved,
 [Swevers2002] §4.2) or the standard deviations exceed the quality bounds
 (``max_mass_std_percent``, ``max_com_std_m``). Memory stays bounded by ``duration_s``
-of samples.
+and :data:`REFERENCE_HISTORY_FACTOR` ``× reference_s`` of samples.
 """
 
 from __future__ import annotations
@@ -125,20 +126,65 @@ Motion = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Stamps (s, ``(N,)``), joint positions (rad) and joint torques (N·m), ``(N, n)``, in time order."""
 
 
-class RecentMotion:
-    """The last ``span_s`` of samples, the reference of a payload re-identification (memory bounded by the span).
+REFERENCE_HISTORY_FACTOR = 6.0
+"""How much history :class:`RecentMotion` may keep per second of motion asked for: it reaches
+back over the rests of a job (a robot waiting for its part) but keeps memory bounded."""
 
-    A step back in time starts it over (a restarted recording). Not thread-safe.
+_SUM_ROUNDING = 1e-9
+"""Relative rounding of a sum of sample intervals: 200 intervals of 0.01 s make 2 s of motion."""
+
+MOTION_BASELINE_S = 0.1
+"""Interval over which a joint's displacement tells motion from rest, s: long enough that encoder
+quantisation and noise do not look like motion at 1 kHz, short against a move."""
+
+
+def moving_samples(time_s: np.ndarray, q_rad: np.ndarray, min_speed_rad_s: float) -> np.ndarray:
+    """``(N,)``: the samples at which some joint moves at ``min_speed_rad_s`` or faster.
+
+    The speed is the mean over :data:`MOTION_BASELINE_S` centred on each sample (shorter at
+    the ends), from the positions: what a reference needs is motion, whatever the recorded
+    velocities say.
+    """
+    time = np.asarray(time_s, dtype=float)
+    q = np.asarray(q_rad, dtype=float).reshape(time.size, -1)
+    before = np.searchsorted(time, time - 0.5 * MOTION_BASELINE_S, side="left")
+    after = np.searchsorted(time, time + 0.5 * MOTION_BASELINE_S, side="right") - 1
+    span = time[after] - time[before]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speed = np.abs(q[after] - q[before]).max(axis=1, initial=0.0) / span
+    return (span > 0.0) & (speed >= min_speed_rad_s)
+
+
+class RecentMotion:
+    """The robot's last ``span_s`` of motion: the reference of a payload re-identification.
+
+    :meth:`motion` gives the shortest recent stretch of samples in which some joint moved
+    (:func:`moving_samples`) for ``span_s`` in all, with the rests in between: a robot that
+    waited for its part before the grasp still has the job it did before. At most
+    :data:`REFERENCE_HISTORY_FACTOR` ``× span_s`` of samples are kept (memory bound); after
+    a longer rest the reference holds less motion. A step back in time starts it over (a
+    restarted recording). Not thread-safe.
+
+    Parameters
+    ----------
+    span_s
+        Motion wanted, s; 0 keeps nothing.
+    min_speed_rad_s
+        Joint speed from which a sample counts as motion, rad/s.
     """
 
-    def __init__(self, span_s: float) -> None:
+    def __init__(self, span_s: float, *, min_speed_rad_s: float = 0.05) -> None:
         if not (np.isfinite(span_s) and span_s >= 0.0):
             raise IdentificationError(f"span_s must be finite and >= 0, got {span_s}")
+        if not (np.isfinite(min_speed_rad_s) and min_speed_rad_s > 0.0):
+            raise IdentificationError(f"min_speed_rad_s must be finite and > 0, got {min_speed_rad_s}")
         self._span_s = float(span_s)
+        self._history_s = REFERENCE_HISTORY_FACTOR * self._span_s
+        self._min_speed_rad_s = float(min_speed_rad_s)
         self._parts: list[Motion] = []
 
     def add(self, time_s: np.ndarray, q: np.ndarray, torques_nm: np.ndarray) -> None:
-        """Append samples (rows in time order, joints in model order); those older than the span are dropped."""
+        """Append samples (rows in time order, joints in model order); those older than the history are dropped."""
         time = np.atleast_1d(np.asarray(time_s, dtype=float))
         if time.size == 0 or self._span_s == 0.0:
             return
@@ -146,7 +192,7 @@ class RecentMotion:
             self._parts = []
         q_rad = np.atleast_2d(np.asarray(q, dtype=float))
         self._parts.append((time, q_rad, np.atleast_2d(np.asarray(torques_nm, dtype=float))))
-        start = time[-1] - self._span_s
+        start = time[-1] - self._history_s
         while self._parts[0][0][-1] < start:
             self._parts.pop(0)
         first_time, first_q, first_tau = self._parts[0]
@@ -154,11 +200,17 @@ class RecentMotion:
         self._parts[0] = (first_time[keep], first_q[keep], first_tau[keep])
 
     def motion(self) -> Motion | None:
-        """The samples kept, ``None`` when there are none."""
+        """The last ``span_s`` of motion with the rests in between (all that is kept when it holds less);
+        ``None`` when nothing is kept."""
         if not self._parts:
             return None
         time, q, torques = (np.concatenate(part) for part in zip(*self._parts, strict=True))
-        return time, q, torques
+        moving = moving_samples(time, q, self._min_speed_rad_s)
+        interval = np.diff(time, prepend=time[0])
+        moved_s = np.cumsum((interval * moving)[::-1])[::-1]  # motion in the intervals from each sample's on, s
+        enough = np.flatnonzero(moved_s >= self._span_s * (1.0 - _SUM_ROUNDING))
+        first = max(int(enough[-1]) - 1, 0) if enough.size else 0  # the sample that opens that interval
+        return time[first:], q[first:], torques[first:]
 
     def clear(self) -> None:
         self._parts = []

@@ -409,8 +409,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("payload.duration_s", _D, 10.0, "data collected after ~/identify_payload", unit="s", minimum=0.5,
             maximum=600.0, nodes=("estimator",)),
     Setting("payload.reference_s", _D, 10.0, "motion without the load before ~/identify_payload (the last the window"
-            " took) that corrects the robot model where the load would absorb its error; 0: none", unit="s",
-            minimum=0.0, maximum=600.0, nodes=("estimator",)),
+            " took, rests not counted) that corrects the robot model where the load would absorb its error; 0: none",
+            unit="s", minimum=0.0, maximum=600.0, nodes=("estimator",)),
     Setting("payload.method", _S, "ml", "maximum likelihood ([Swevers2002] eq. (18)) after the linear estimate, or"
             " the linear estimate alone", choices=PAYLOAD_METHODS, nodes=("estimator",)),
     Setting("payload.max_mass_std_percent", _D, 2.0, "refuse the payload when σ of its mass exceeds this, % of the"

@@ -339,8 +339,10 @@ class EstimatorNode(GuardedNode):
         self._prior_values = setup.payload_prior
         self._prior_from_file = setup.payload_prior is not None
         self._reidentification: PayloadReidentification | None = None
-        # The last payload.reference_s of samples the window took: the robot without the load (worker only).
-        self._recent_motion = RecentMotion(self.payload_settings.reference_s)
+        # The last payload.reference_s of motion the window took: the robot without the load (worker only).
+        self._recent_motion = RecentMotion(
+            self.payload_settings.reference_s, min_speed_rad_s=_signal_settings(self.settings).min_speed_rad_s
+        )
         self._payload_from = -math.inf  # data time from which the collection takes samples (worker only)
         self._window_paused = False
         self._payload_status = _PayloadStatus()
