@@ -219,6 +219,9 @@ def test_recent_motion_memory_is_bounded_by_a_few_spans_of_history() -> None:
     kept_time = recent.motion()[0]
     assert kept_time[0] >= resting[-1] - REFERENCE_HISTORY_FACTOR * 2.0 - 1e-9  # the job is gone, not kept forever
     assert not moving_samples(kept_time, np.full((kept_time.size, 6), 3.0), 0.05).any()
+    every_sample = RecentMotion(2.0, min_speed_rad_s=0.0)  # signal.min_speed_rad_s: 0 counts rests as motion
+    every_sample.add(resting, np.full((resting.size, 6), 3.0), np.zeros((resting.size, 6)))
+    assert every_sample.motion()[0][0] == pytest.approx(resting[-1] - 2.0)
 
 
 def test_encoder_noise_at_rest_is_not_motion_and_a_slow_move_is() -> None:

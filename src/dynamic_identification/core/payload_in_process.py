@@ -170,14 +170,15 @@ class RecentMotion:
     span_s
         Motion wanted, s; 0 keeps nothing.
     min_speed_rad_s
-        Joint speed from which a sample counts as motion, rad/s.
+        Joint speed from which a sample counts as motion, rad/s (``signal.min_speed_rad_s``);
+        0: every sample counts, rests included.
     """
 
     def __init__(self, span_s: float, *, min_speed_rad_s: float = 0.05) -> None:
         if not (np.isfinite(span_s) and span_s >= 0.0):
             raise IdentificationError(f"span_s must be finite and >= 0, got {span_s}")
-        if not (np.isfinite(min_speed_rad_s) and min_speed_rad_s > 0.0):
-            raise IdentificationError(f"min_speed_rad_s must be finite and > 0, got {min_speed_rad_s}")
+        if not (np.isfinite(min_speed_rad_s) and min_speed_rad_s >= 0.0):
+            raise IdentificationError(f"min_speed_rad_s must be finite and >= 0, got {min_speed_rad_s}")
         self._span_s = float(span_s)
         self._history_s = REFERENCE_HISTORY_FACTOR * self._span_s
         self._min_speed_rad_s = float(min_speed_rad_s)
