@@ -22,7 +22,7 @@ from dynamic_identification.core.payload_identification import (
     sphere_inertia,
 )
 from dynamic_identification.core.payload_in_process import (
-    REFERENCE_HISTORY_FACTOR,
+    REFERENCE_MAX_REST_S,
     PayloadReidentification,
     PayloadReidentificationSettings,
     RecentMotion,
@@ -210,14 +210,14 @@ def test_a_rest_before_the_trigger_leaves_the_job_before_it_in_the_reference(arm
     assert np.max(np.abs(corrected.estimate.payload.com_m - PROCESS_LOAD.com_m)) < 0.003
 
 
-def test_recent_motion_memory_is_bounded_by_a_few_spans_of_history() -> None:
+def test_recent_motion_memory_is_bounded_by_the_span_and_a_minute_of_rest() -> None:
     recent = RecentMotion(2.0)
     moving = np.arange(0.0, 3.0, 0.01)
     recent.add(moving, np.tile(moving[:, None], (1, 6)), np.zeros((moving.size, 6)))
-    resting = 3.0 + np.arange(0.0, 20.0, 0.01)  # longer than REFERENCE_HISTORY_FACTOR × 2 s
+    resting = 3.0 + np.arange(0.0, REFERENCE_MAX_REST_S + 5.0, 0.01)
     recent.add(resting, np.full((resting.size, 6), 3.0), np.zeros((resting.size, 6)))
     kept_time = recent.motion()[0]
-    assert kept_time[0] >= resting[-1] - REFERENCE_HISTORY_FACTOR * 2.0 - 1e-9  # the job is gone, not kept forever
+    assert kept_time[0] >= resting[-1] - (2.0 + REFERENCE_MAX_REST_S) - 1e-9  # the job is gone, not kept forever
     assert not moving_samples(kept_time, np.full((kept_time.size, 6), 3.0), 0.05).any()
     every_sample = RecentMotion(2.0, min_speed_rad_s=0.0)  # signal.min_speed_rad_s: 0 counts rests as motion
     every_sample.add(resting, np.full((resting.size, 6), 3.0), np.zeros((resting.size, 6)))

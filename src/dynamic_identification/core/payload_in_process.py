@@ -28,7 +28,7 @@ The result is refused — with the reason — when the motion does not determine
 well enough: the identification itself finds it rank-deficient (only the wrist moved,
 [Swevers2002] §4.2) or the standard deviations exceed the quality bounds
 (``max_mass_std_percent``, ``max_com_std_m``). Memory stays bounded by ``duration_s``
-and :data:`REFERENCE_HISTORY_FACTOR` ``× reference_s`` of samples.
+and ``reference_s`` + :data:`REFERENCE_MAX_REST_S` of samples.
 """
 
 from __future__ import annotations
@@ -126,9 +126,9 @@ Motion = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Stamps (s, ``(N,)``), joint positions (rad) and joint torques (N·m), ``(N, n)``, in time order."""
 
 
-REFERENCE_HISTORY_FACTOR = 6.0
-"""How much history :class:`RecentMotion` may keep per second of motion asked for: it reaches
-back over the rests of a job (a robot waiting for its part) but keeps memory bounded."""
+REFERENCE_MAX_REST_S = 60.0
+"""Rest, s, that :class:`RecentMotion` reaches back over (a robot waiting for its part); it keeps
+at most ``span_s`` plus this of samples (memory bound)."""
 
 _SUM_ROUNDING = 1e-9
 """Relative rounding of a sum of sample intervals: 200 intervals of 0.01 s make 2 s of motion."""
@@ -160,9 +160,9 @@ class RecentMotion:
 
     :meth:`motion` gives the shortest recent stretch of samples in which some joint moved
     (:func:`moving_samples`) for ``span_s`` in all, with the rests in between: a robot that
-    waited for its part before the grasp still has the job it did before. At most
-    :data:`REFERENCE_HISTORY_FACTOR` ``× span_s`` of samples are kept (memory bound); after
-    a longer rest the reference holds less motion. A step back in time starts it over (a
+    waited for its part before the grasp still has the job it did before. At most ``span_s``
+    plus :data:`REFERENCE_MAX_REST_S` of samples are kept (memory bound); after a longer rest
+    the reference holds less motion. A step back in time starts it over (a
     restarted recording). Not thread-safe.
 
     Parameters
@@ -180,7 +180,7 @@ class RecentMotion:
         if not (np.isfinite(min_speed_rad_s) and min_speed_rad_s >= 0.0):
             raise IdentificationError(f"min_speed_rad_s must be finite and >= 0, got {min_speed_rad_s}")
         self._span_s = float(span_s)
-        self._history_s = REFERENCE_HISTORY_FACTOR * self._span_s
+        self._history_s = self._span_s + REFERENCE_MAX_REST_S
         self._min_speed_rad_s = float(min_speed_rad_s)
         self._parts: list[Motion] = []
 
