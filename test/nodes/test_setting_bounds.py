@@ -7,12 +7,18 @@ are of a value that contradicts another setting, at start, in one line naming th
 from __future__ import annotations
 
 import importlib
+import pathlib
 
+import numpy as np
 import pytest
 from rclpy.context import Context
 from rclpy.parameter import Parameter
 
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
+from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.settings_schema import Kind, Setting
+from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.nodes.excitation import ExcitationNode
 from dynamic_identification.nodes.parameters import node_parameters
 
 NODE_CLASSES = {
@@ -34,6 +40,19 @@ CONFLICTS = {
 }
 """Bound values that contradict another setting's default, and what the refusal names."""
 
+PLAN_S = 30.0
+"""Longest wait for an excitation node's plan before the next node, s."""
+
+
+def _at_rest(robot: RobotModel, path: pathlib.Path) -> list[Parameter]:
+    """Overrides that make an excitation node play a 1 s file at rest instead of planning: its planner thread
+    outlives ``destroy_node``, and a bound such as ``fundamental_hz`` 1e-4 plans for minutes. The settings are
+    still declared, read and checked at start."""
+    time_s = np.linspace(0.0, 1.0, 11)
+    rest = np.zeros((time_s.size, robot.n_joints))
+    write_trajectory_csv(path, SampledTrajectory(time_s, rest, rest, rest, robot.joint_names))
+    return [Parameter("mode", value="file"), Parameter("file", value=str(path))]
+
 
 def _bounds(setting: Setting) -> list[int | float]:
     """The finite bounds a value may take (an exclusive minimum may not)."""
@@ -45,9 +64,10 @@ def _bounds(setting: Setting) -> list[int | float]:
 
 @pytest.mark.parametrize("name", sorted(NODE_CLASSES))
 def test_every_numeric_parameter_at_its_announced_bounds_starts_the_node_or_names_the_conflict(
-    name: str, context: Context
+    name: str, context: Context, arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     node_class = getattr(importlib.import_module(f"dynamic_identification.nodes.{name}"), NODE_CLASSES[name])
+    others = _at_rest(arm6, tmp_path / "rest.csv") if name == "excitation" else []
     tried, unexpected = 0, []
     for spec in node_parameters(name):
         if spec.setting.kind not in (Kind.DOUBLE, Kind.INTEGER):
@@ -56,7 +76,10 @@ def test_every_numeric_parameter_at_its_announced_bounds_starts_the_node_or_name
             tried += 1
             conflict = CONFLICTS.get((name, spec.name, value))
             try:
-                node_class(context=context, parameter_overrides=[Parameter(spec.name, value=value)]).destroy_node()
+                node = node_class(context=context, parameter_overrides=[Parameter(spec.name, value=value), *others])
+                if isinstance(node, ExcitationNode):
+                    assert node.wait_for_plan(PLAN_S), f"{spec.name}={value}: still planning after {PLAN_S} s"
+                node.destroy_node()
             except ValueError as error:
                 message = str(error)
                 if conflict is None or conflict not in message or "\n" in message:
