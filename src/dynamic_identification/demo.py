@@ -335,8 +335,8 @@ PAYLOAD_MAX_COM_STD_M = 0.01
 
 PAYLOAD_REFERENCE_RUN_S = 14.0
 """Simulated time the arm does its job without the load before the grasp in phase (c), s; the demo
-estimator's ``payload.reference_s`` too: the whole run corrects the robot model (in one run each, the
-load's centre of mass came 2.4 mm off with it and 4.2 mm with the default 10 s of motion)."""
+estimator's ``payload.reference_s`` too: the whole run, not the default 10 s of it, corrects the robot
+model (more motion, less noise in the correction that the load's centre of mass inherits)."""
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,7 @@ def test_the_job_before_the_trigger_corrects_a_robot_model_reduced_at_the_wrist(
     message = payloads[0]
     assert isinstance(message, String)
     correction = yaml.safe_load(message.data)["identification"]["prior_correction"]
-    assert correction["applied"] is True and correction["equations"] > 0
+    assert correction["applied"] is True and correction["equations"] > 0, correction
     found = parse_payload(message.data)
     # Measured: the uncorrected model puts the centre of mass 15 mm off along the tool axis (core test).
     assert abs(found.mass_kg / PROCESS_LOAD.mass_kg - 1.0) < 0.02

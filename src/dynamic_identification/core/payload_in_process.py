@@ -133,6 +133,9 @@ at most ``span_s`` plus this of samples (memory bound)."""
 _SUM_ROUNDING = 1e-9
 """Relative rounding of a sum of sample intervals: 200 intervals of 0.01 s make 2 s of motion."""
 
+MOTION_MARGIN_S = 1.0
+"""Samples of a rest kept on each side of motion, s: support for the filters at its start and end."""
+
 MOTION_BASELINE_S = 0.1
 """Interval over which a joint's displacement tells motion from rest, s: long enough that encoder
 quantisation and noise do not look like motion at 1 kHz, short against a move."""
@@ -201,17 +204,26 @@ class RecentMotion:
         self._parts[0] = (first_time[keep], first_q[keep], first_tau[keep])
 
     def motion(self) -> Motion | None:
-        """The last ``span_s`` of motion with the rests in between (all that is kept when it holds less);
-        ``None`` when nothing is kept."""
+        """The last ``span_s`` of motion (all that is kept when it holds less), rests longer than
+        2 × :data:`MOTION_MARGIN_S` cut out: each cut is a gap, which the signal pipeline never
+        interpolates, and a rest would only dilute the motors' share of moving samples
+        (``MIN_ACTUATED_FRACTION`` of the payload identification). ``None`` when nothing moved."""
         if not self._parts:
             return None
         time, q, torques = (np.concatenate(part) for part in zip(*self._parts, strict=True))
         moving = moving_samples(time, q, self._min_speed_rad_s)
+        if not moving.any():
+            return None
         interval = np.diff(time, prepend=time[0])
         moved_s = np.cumsum((interval * moving)[::-1])[::-1]  # motion in the intervals from each sample's on, s
         enough = np.flatnonzero(moved_s >= self._span_s * (1.0 - _SUM_ROUNDING))
         first = max(int(enough[-1]) - 1, 0) if enough.size else 0  # the sample that opens that interval
-        return time[first:], q[first:], torques[first:]
+        moved_at = time[moving]
+        after = np.clip(np.searchsorted(moved_at, time), 0, moved_at.size - 1)
+        before = np.clip(after - 1, 0, moved_at.size - 1)
+        near = np.minimum(np.abs(time - moved_at[before]), np.abs(moved_at[after] - time)) <= MOTION_MARGIN_S
+        keep = near & (np.arange(time.size) >= first)
+        return time[keep], q[keep], torques[keep]
 
     def clear(self) -> None:
         self._parts = []
@@ -220,8 +232,10 @@ class RecentMotion:
 class PayloadReidentification:
     """Collects samples after :meth:`trigger` and identifies the payload once enough have come.
 
-    ``reference`` is the robot's motion without the load just before the trigger
-    (:class:`RecentMotion`), used to correct ``prior`` (module docstring).
+    ``reference`` is the robot's motion without the load just before the trigger, used to
+    correct ``prior`` (module docstring): the samples, or the :class:`RecentMotion` that keeps
+    them, read when the payload is identified, so samples stamped before the trigger that are
+    still on their way when it comes (a loaded machine) are part of it.
     Not thread-safe: feed it from one thread (the estimator node's worker).
     """
 
@@ -231,7 +245,7 @@ class PayloadReidentification:
         settings: PayloadReidentificationSettings,
         *,
         signal: SignalSettings | None = None,
-        reference: Motion | None = None,
+        reference: Motion | RecentMotion | None = None,
     ) -> None:
         self._prior = prior
         self._settings = settings
@@ -309,9 +323,10 @@ class PayloadReidentification:
         """The prior's correction from the reference motion, or ``None`` and why not."""
         if self._settings.reference_s == 0.0:
             return None, "reference_s is 0"
-        if self._reference is None:
+        motion = self._reference.motion() if isinstance(self._reference, RecentMotion) else self._reference
+        if motion is None:
             return None, "no motion without the load before the trigger"
-        time, q, torques = self._reference
+        time, q, torques = motion
         try:
             reference = self._observations(time, q, torques)
             return identify_prior_correction(self._prior, self._settings.frame, reference), ""

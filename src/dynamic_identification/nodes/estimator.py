@@ -573,21 +573,21 @@ class EstimatorNode(GuardedNode):
                 prior,
                 self.payload_settings,
                 signal=_signal_settings(self.settings),
-                reference=self._recent_motion.motion(),
+                reference=self._recent_motion,
             )
             self._reidentification.trigger()
             self._payload_from = trigger
         # Samples taken before the trigger that arrive after it (late, on a loaded machine) are the robot's
         # without the load: the window takes them, the collection never does.
         after = stamps > self._payload_from if paused else np.zeros(stamps.shape, dtype=bool)
+        keep = ~after
+        if keep.any():  # before the collection: a reference read now has this batch's samples before the trigger
+            self._recent_motion.add(stamps[keep], q[keep], effort[keep])
         reidentification = self._reidentification
         if reidentification is not None and reidentification.collecting and after.any():
             outcome = reidentification.add_samples(stamps[after], q[after], effort[after])
             if outcome is not None:
                 self._payload_outcome(outcome)
-        keep = ~after
-        if keep.any():
-            self._recent_motion.add(stamps[keep], q[keep], effort[keep])
         if not after.any():
             return stamps, q, effort
         return stamps[keep], q[keep], effort[keep]
