@@ -970,19 +970,13 @@ def _rank(matrix: np.ndarray) -> int:
     return int(np.count_nonzero(singular > _RANK_TOLERANCE * singular[0]))
 
 
-def _bounded_limits(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
-    lower = np.where(np.isfinite(robot.lower_position_limits), robot.lower_position_limits, -np.pi)
-    upper = np.where(np.isfinite(robot.upper_position_limits), robot.upper_position_limits, np.pi)
-    return lower, upper
-
-
 def _neutral_positions(robot: RobotModel) -> np.ndarray:
-    lower, upper = _bounded_limits(robot)
+    lower, upper = robot.sampling_position_range()
     return np.where((lower <= 0.0) & (0.0 <= upper), 0.0, 0.5 * (lower + upper))
 
 
 def _random_positions(robot: RobotModel, rng: np.random.Generator) -> np.ndarray:
-    lower, upper = _bounded_limits(robot)
+    lower, upper = robot.sampling_position_range()
     return rng.uniform(lower, upper)
 
 

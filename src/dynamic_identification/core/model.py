@@ -230,6 +230,13 @@ class RobotModel:
         """Upper joint limits in rad (or m); ``+inf`` for continuous joints."""
         return self._per_joint(self.model.upperPositionLimit, np.inf)
 
+    def sampling_position_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper positions to draw or centre motion in, rad (or m): the joint limits, and ``±π`` for a
+        continuous joint (one turn covers every configuration it has)."""
+        lower = np.where(np.isfinite(self.lower_position_limits), self.lower_position_limits, -np.pi)
+        upper = np.where(np.isfinite(self.upper_position_limits), self.upper_position_limits, np.pi)
+        return lower, upper
+
     @property
     def velocity_limits(self) -> np.ndarray:
         """Velocity limits in rad/s from the URDF."""

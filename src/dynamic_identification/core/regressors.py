@@ -188,8 +188,7 @@ def random_motion(
     robot: RobotModel, samples: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Random positions within the joint limits (±π where unbounded), velocities and accelerations."""
-    lower = np.where(np.isfinite(robot.lower_position_limits), robot.lower_position_limits, -np.pi)
-    upper = np.where(np.isfinite(robot.upper_position_limits), robot.upper_position_limits, np.pi)
+    lower, upper = robot.sampling_position_range()
     q = rng.uniform(lower, upper, size=(samples, robot.n_joints))
     dq = rng.uniform(-2.0, 2.0, size=(samples, robot.n_joints))
     ddq = rng.uniform(-5.0, 5.0, size=(samples, robot.n_joints))

@@ -92,8 +92,7 @@ def random_fourier_trajectory(
         raise IdentificationError(f"need fundamental_hz > 0 and harmonics >= 1, got {fundamental_hz}, {harmonics}")
     rng = np.random.default_rng(seed)
     n = robot.n_joints
-    lower = np.where(np.isfinite(robot.lower_position_limits), robot.lower_position_limits, -np.pi)
-    upper = np.where(np.isfinite(robot.upper_position_limits), robot.upper_position_limits, np.pi)
+    lower, upper = robot.sampling_position_range()
     centre = 0.5 * (lower + upper)
     half_range = 0.5 * (upper - lower) * (1.0 - margin)
     trajectory = FourierTrajectory(
