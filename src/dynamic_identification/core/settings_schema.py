@@ -363,6 +363,12 @@ SETTINGS: tuple[Setting, ...] = (
             " plan", unit="rad", minimum=0.0, exclusive=True, maximum=0.1, nodes=_EXCITE),
     Setting("parameters_file", _S, "", "identified parameter YAML whose torques are checked against the effort"
             " limits; empty: the URDF's nominal model", nodes=_EXCITE),
+    Setting("self_collision", _B, True, "check the executed motion for self-collision when the URDF has <collision>"
+            " geometry", nodes=_EXCITE),
+    Setting("collision_margin_m", _D, 0.01, "self-collision check: closest two links may come", unit="m", minimum=0.0,
+            maximum=0.5, nodes=_EXCITE),
+    Setting("collision_srdf", _S, "", "SRDF whose <disable_collisions> pairs the self-collision check leaves out;"
+            " empty: none (links joined by one joint are always left out)", nodes=_EXCITE),
     Setting("optimise", _B, True, "fourier: optimise the coefficients for the condition number", nodes=_EXCITE),
     Setting("time_budget_s", _D, 30.0, "fourier: wall-time budget of the optimisation", unit="s", minimum=0.0,
             exclusive=True, maximum=3600.0, nodes=_EXCITE),

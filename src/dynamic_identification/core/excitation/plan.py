@@ -15,7 +15,8 @@ Modes (issue: excitation):
 The trajectory is repeated ``periods`` times (Fourier series join seamlessly;
 other modes return to their start through a C² ramp). What the controller will
 execute between the published points is checked against every limit, the
-interpolation tolerance and the effort limits (:func:`plan_excitation`).
+interpolation tolerance and the effort limits, and, when the URDF has collision geometry,
+against self-collision (:func:`plan_excitation`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.collision import (
+    SelfCollisionError,
+    SelfCollisionModel,
+    check_self_collision,
+)
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
@@ -65,7 +71,8 @@ SLOWER_FACTOR = 0.8
 """Segmented and process plans whose torques exceed the effort limits are re-planned this much slower."""
 
 SLOWER_ATTEMPTS = 6
-"""Re-plans before a torque excess is refused (down to 0.8⁵ ≈ 33 % of the speed and acceleration limits)."""
+"""Re-plans before a torque excess is refused (down to 0.8⁵ ≈ 33 % of the speed and acceleration limits), and
+amplitude scalings before a Fourier series that collides with the robot itself is refused."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +120,17 @@ def plan_excitation(
        model, :meth:`~.safety.TorqueModel.nominal`) must keep the effort limits: a
        Fourier series is scaled toward its offset pose until they do (inside the
        optimisation), a segmented or process plan is re-planned slower
-       (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times), else refused.
+       (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times), else refused;
+    3. when the URDF has collision geometry (and ``settings.self_collision``), no two links
+       may come closer than ``settings.collision_margin_m`` along the executed motion
+       (:func:`~.collision.check_self_collision`): a Fourier or payload series is scaled toward
+       its offset pose (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times) until
+       it keeps the margin, a segmented or process plan is refused.
 
     Raises
     ------
-    LimitViolationError, SamplingRateError, IdentificationError
-        Naming the first violation, the rate needed, or why no plan exists.
+    LimitViolationError, SamplingRateError, SelfCollisionError, IdentificationError
+        Naming the first violation, the rate needed, the colliding links, or why no plan exists.
     """
     limits = settings.limits(robot)
     tolerance = settings.interpolation_tolerance_rad
@@ -126,12 +138,15 @@ def plan_excitation(
         lower=limits.lower + tolerance, upper=limits.upper - tolerance
     )
     model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
+    collision = settings.collision_model(robot)
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
     if settings.mode == "fourier":
-        reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, factor)
+        reference, description, condition = _fourier(
+            robot, drive_chain, terms, settings, planning, model, factor, collision
+        )
     elif settings.mode == "payload":
-        reference, description, condition = _payload(robot, settings, planning, model, factor)
+        reference, description, condition = _payload(robot, settings, planning, model, factor, collision)
     else:
         dense_rate = settings.rate_hz * factor
         reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
@@ -140,6 +155,8 @@ def plan_excitation(
     points = subsampled(reference, factor)
     check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
     torque_usage = check_torques(points, limits, model)
+    if collision is not None:
+        check_self_collision(points, collision)
     if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
@@ -162,9 +179,10 @@ def _fourier(
     limits: JointLimits,
     model: TorqueModel,
     factor: int,
+    collision: SelfCollisionModel | None,
 ) -> tuple[SampledTrajectory, str, float | None]:
-    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised)
-    its condition number."""
+    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised
+    and not scaled to avoid a self-collision) its condition number."""
     condition: float | None = None
     if settings.optimise:
         design = optimise_fourier(
@@ -184,20 +202,32 @@ def _fourier(
             robot, limits, workspace=_workspace(settings), torque_model=model, **settings.fourier_arguments()
         )
         description = "random Fourier series fitted into the limits"
-    reference = sample(fourier, planning_times(fourier.period_s, settings, factor), robot.joint_names)
+    time = planning_times(fourier.period_s, settings, factor)
+    reference, scale = _scaled_until_safe(fourier, time, robot.joint_names, collision=collision)
+    if scale < 1.0:
+        before = f" (condition number {condition:.3g} before)" if condition is not None else ""
+        description = description.split(", condition number")[0] + before
+        description += f", amplitudes scaled to {scale:.0%} to keep the self-collision margin"
+        condition = None
     return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
 
 
 def _payload(
-    robot: RobotModel, settings: ExcitationSettings, limits: JointLimits, model: TorqueModel, factor: int
+    robot: RobotModel,
+    settings: ExcitationSettings,
+    limits: JointLimits,
+    model: TorqueModel,
+    factor: int,
+    collision: SelfCollisionModel | None,
 ) -> tuple[SampledTrajectory, str, float]:
     """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description and the
     condition number of ``Y_p``.
 
     :func:`~.payload.optimise_payload_excitation` within ``limits``; when the motion needs
-    more torque than the effort limits allow, its amplitudes about the held pose are
-    scaled by :data:`SLOWER_FACTOR` (at most :data:`SLOWER_ATTEMPTS` times), which keeps
-    the period of the Fourier series.
+    more torque than the effort limits allow, or brings two links closer than the
+    self-collision margin, its amplitudes about the held pose are scaled by
+    :data:`SLOWER_FACTOR` (at most :data:`SLOWER_ATTEMPTS` times), which keeps the period
+    of the Fourier series.
     """
     frame = settings.frame or robot.model.frames[robot.model.nframes - 1].name
     design = optimise_payload_excitation(
@@ -210,29 +240,53 @@ def _payload(
     )
     fourier = design.trajectory
     time = planning_times(fourier.period_s, settings, factor)
-    last_error: LimitViolationError | None = None
+    reference, scale = _scaled_until_safe(
+        fourier, time, robot.joint_names, collision=collision, torques=(limits, model), what="the payload excitation"
+    )
+    description = (
+        f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
+        f" condition number of its regressor {design.condition_number:.3g}"
+    )
+    if scale < 1.0:
+        description += f", amplitudes scaled to {scale:.0%} to keep the effort limits and the self-collision margin"
+    description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
+    return reference, description, design.condition_number
+
+
+def _scaled_until_safe(
+    fourier: FourierTrajectory,
+    time: np.ndarray,
+    joint_names: tuple[str, ...],
+    *,
+    collision: SelfCollisionModel | None,
+    torques: tuple[JointLimits, TorqueModel] | None = None,
+    what: str = "the Fourier excitation",
+) -> tuple[SampledTrajectory, float]:
+    """``fourier`` sampled at ``time`` (s), its amplitudes about the offset pose scaled by :data:`SLOWER_FACTOR`
+    (at most :data:`SLOWER_ATTEMPTS` times) until its torques keep the effort limits of ``torques`` (limits and
+    model; ``None``: not checked) and it keeps the self-collision margin of ``collision`` (``None``: not checked);
+    returns the motion and the scale.
+
+    Raises
+    ------
+    IdentificationError
+        When even the smallest scale violates them, naming the last violation.
+    """
+    last_error: LimitViolationError | SelfCollisionError | None = None
     for attempt in range(SLOWER_ATTEMPTS):
         scale = SLOWER_FACTOR**attempt
-        sine, cosine = scale * fourier.sine, scale * fourier.cosine
-        scaled = FourierTrajectory(fourier.fundamental_hz, fourier.offsets, sine, cosine)
-        reference = sample(scaled, time, robot.joint_names)
+        reference = sample(fourier.scaled(scale), time, joint_names)
         try:
-            check_torques(reference, limits, model)
-        except LimitViolationError as error:
+            if torques is not None:
+                check_torques(reference, *torques)
+            if collision is not None:
+                check_self_collision(reference, collision)
+        except (LimitViolationError, SelfCollisionError) as error:
             last_error = error
             continue
-        description = (
-            f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
-            f" condition number of its regressor {design.condition_number:.3g}"
-        )
-        if attempt:
-            description += f", amplitudes scaled to {scale:.0%} to keep the effort limits"
-        description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
-        return reference, description, design.condition_number
-    raise IdentificationError(
-        f"the payload excitation needs more torque than the effort limits allow even at {scale:.0%} of its"
-        f" amplitudes ({model.source}): {last_error}"
-    )
+        return reference, scale
+    source = f" ({torques[1].source})" if torques is not None and isinstance(last_error, LimitViolationError) else ""
+    raise IdentificationError(f"{what} still fails at {scale:.0%} of its amplitudes{source}: {last_error}")
 
 
 _Builder = Callable[[JointLimits, float], tuple[SampledTrajectory, str]]

@@ -396,7 +396,7 @@ def executed_motion(
     )
 
 
-def _chunks(trajectory: SampledTrajectory, check_rate_hz: float) -> Iterator[ExecutedMotion]:
+def executed_chunks(trajectory: SampledTrajectory, check_rate_hz: float) -> Iterator[ExecutedMotion]:
     """The executed motion in consecutive pieces of about :data:`_CHUNK_SAMPLES` samples."""
     time = trajectory.time
     count = time.shape[0]
@@ -445,7 +445,7 @@ def check_trajectory(
                 value=float(values[sample, joint]),
                 limit=float("nan"),
             )
-    for motion in _chunks(trajectory, check_rate_hz):
+    for motion in executed_chunks(trajectory, check_rate_hz):
         _check_motion(motion, limits)
 
 
@@ -553,7 +553,7 @@ def interpolation_deviation(points: SampledTrajectory, reference: SampledTraject
     ``reference`` is the planned motion sampled densely; ``points`` what is published.
     """
     worst, joint, when = 0.0, 0, float(reference.time[0])
-    for motion in _chunks(reference, CHECK_RATE_HZ):
+    for motion in executed_chunks(reference, CHECK_RATE_HZ):
         q, _, _, _ = controller_motion(points.time, points.q, points.dq, points.ddq, motion.time)
         deviation = np.abs(q - motion.q)
         if not np.all(np.isfinite(deviation)):
@@ -742,7 +742,7 @@ def check_torques(trajectory: SampledTrajectory, limits: JointLimits, model: Tor
     if not known.any():
         return 0.0
     usage = 0.0
-    for motion in _chunks(trajectory, TORQUE_CHECK_RATE_HZ):
+    for motion in executed_chunks(trajectory, TORQUE_CHECK_RATE_HZ):
         torques = model.torques(motion.q, motion.dq, motion.ddq)
         ratio = np.where(known, np.abs(torques) / limits.effort, 0.0)
         bad = ~(ratio <= 1.0 + ROUNDING_TOLERANCE)
@@ -781,7 +781,7 @@ def limit_usage(trajectory: SampledTrajectory, limits: JointLimits) -> LimitUsag
     low = np.full(trajectory.n_joints, np.inf)
     high = -low
     peaks = np.zeros((3, trajectory.n_joints))
-    for motion in _chunks(trajectory, CHECK_RATE_HZ):
+    for motion in executed_chunks(trajectory, CHECK_RATE_HZ):
         low, high = np.minimum(low, motion.q.min(axis=0)), np.maximum(high, motion.q.max(axis=0))
         for row, values in enumerate((motion.dq, motion.ddq, motion.jerk)):
             peaks[row] = np.maximum(peaks[row], np.abs(values).max(axis=0))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.collision import SelfCollisionModel
 from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, EXCITATION_MODES, PROCESSES, setting_field
@@ -64,6 +65,11 @@ class ExcitationSettings:
         Largest distance allowed between the motion the controller executes between
         published points and the planned motion, rad; a lower ``rate_hz`` is refused
         with the lowest rate that keeps it.
+    self_collision, collision_margin_m, collision_srdf
+        Check the executed motion for self-collision when the URDF has collision
+        geometry, keeping its links ``collision_margin_m`` (m) apart, leaving out the
+        pairs the SRDF file ``collision_srdf`` disables (empty: none); see
+        :mod:`~.collision`.
     optimise, time_budget_s, max_evaluations, seed
         Fourier mode: optimise the coefficients (within the budget, s, and at most
         ``max_evaluations`` cost evaluations when > 0: reproducible whatever the machine's
@@ -92,6 +98,9 @@ class ExcitationSettings:
     effort_scale: float = setting_field("effort_scale", DYNID_EXCITE)
     effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
     interpolation_tolerance_rad: float = setting_field("interpolation_tolerance_rad", DYNID_EXCITE)
+    self_collision: bool = setting_field("self_collision", DYNID_EXCITE)
+    collision_margin_m: float = setting_field("collision_margin_m", DYNID_EXCITE)
+    collision_srdf: str = setting_field("collision_srdf", DYNID_EXCITE)
     optimise: bool = setting_field("optimise", DYNID_EXCITE)
     time_budget_s: float = setting_field("time_budget_s", DYNID_EXCITE)
     max_evaluations: int = setting_field("max_evaluations", DYNID_EXCITE)
@@ -145,3 +154,10 @@ class ExcitationSettings:
             effort_scale=self.effort_scale,
         )
         return limits.restricted(lower=self.workspace_lower, upper=self.workspace_upper)
+
+    def collision_model(self, robot: RobotModel) -> SelfCollisionModel | None:
+        """The self-collision check these settings ask for on ``robot``; ``None`` when off or when its URDF has no
+        collision geometry."""
+        if not self.self_collision:
+            return None
+        return SelfCollisionModel.from_urdf(robot, margin_m=self.collision_margin_m, srdf=self.collision_srdf or None)
