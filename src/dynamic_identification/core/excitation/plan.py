@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
@@ -98,6 +99,7 @@ def plan_excitation(
     settings: ExcitationSettings,
     *,
     torque_model: TorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """Build the trajectory the settings ask for, repeat it, and check what the controller will execute.
 
@@ -115,10 +117,18 @@ def plan_excitation(
        optimisation), a segmented or process plan is re-planned slower
        (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times), else refused.
 
+    Planning takes as long as its budget (``settings.time_budget_s``) and the length of the
+    motion (a period of ``1 / fundamental_hz``) ask; ``cancellation`` withdraws it: it is
+    polled before every cost evaluation of a search, every bisection step and every chunk of
+    a check (:mod:`~dynamic_identification.core.cancellation`). A plan that is not cancelled
+    is the same as without it.
+
     Raises
     ------
     LimitViolationError, SamplingRateError, IdentificationError
         Naming the first violation, the rate needed, or why no plan exists.
+    PlanningCancelled
+        When ``cancellation`` is requested before the plan is checked.
     """
     limits = settings.limits(robot)
     tolerance = settings.interpolation_tolerance_rad
@@ -128,18 +138,25 @@ def plan_excitation(
     model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
+    cancellation.check()
     if settings.mode == "fourier":
-        reference, description, condition = _fourier(robot, drive_chain, terms, settings, planning, model, factor)
+        reference, description, condition = _fourier(
+            robot, drive_chain, terms, settings, planning, model, factor, cancellation
+        )
     elif settings.mode == "payload":
-        reference, description, condition = _payload(robot, settings, planning, model, factor)
+        reference, description, condition = _payload(robot, settings, planning, model, factor, cancellation)
     else:
         dense_rate = settings.rate_hz * factor
-        reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
+        reference, description = _slower_until_torques_fit(
+            planning, model, dense_rate, _builder(robot, settings), cancellation
+        )
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
     points = subsampled(reference, factor)
-    check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
-    torque_usage = check_torques(points, limits, model)
+    check_sampling(
+        points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
+    )
+    torque_usage = check_torques(points, limits, model, cancellation=cancellation)
     if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
@@ -162,6 +179,7 @@ def _fourier(
     limits: JointLimits,
     model: TorqueModel,
     factor: int,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str, float | None]:
     """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised)
     its condition number."""
@@ -174,6 +192,7 @@ def _fourier(
             limits,
             workspace=_workspace(settings),
             torque_model=model,
+            cancellation=cancellation,
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
         )
@@ -181,7 +200,12 @@ def _fourier(
         description = f"optimised Fourier series, condition number {condition:.3g}"
     else:
         fourier = random_fourier(
-            robot, limits, workspace=_workspace(settings), torque_model=model, **settings.fourier_arguments()
+            robot,
+            limits,
+            workspace=_workspace(settings),
+            torque_model=model,
+            cancellation=cancellation,
+            **settings.fourier_arguments(),
         )
         description = "random Fourier series fitted into the limits"
     reference = sample(fourier, planning_times(fourier.period_s, settings, factor), robot.joint_names)
@@ -189,7 +213,12 @@ def _fourier(
 
 
 def _payload(
-    robot: RobotModel, settings: ExcitationSettings, limits: JointLimits, model: TorqueModel, factor: int
+    robot: RobotModel,
+    settings: ExcitationSettings,
+    limits: JointLimits,
+    model: TorqueModel,
+    factor: int,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str, float]:
     """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description and the
     condition number of ``Y_p``.
@@ -206,6 +235,7 @@ def _payload(
         limits,
         max_evaluations=settings.max_evaluations or 1500,
         time_budget_s=settings.time_budget_s,
+        cancellation=cancellation,
         **settings.fourier_arguments(),
     )
     fourier = design.trajectory
@@ -217,7 +247,7 @@ def _payload(
         scaled = FourierTrajectory(fourier.fundamental_hz, fourier.offsets, sine, cosine)
         reference = sample(scaled, time, robot.joint_names)
         try:
-            check_torques(reference, limits, model)
+            check_torques(reference, limits, model, cancellation=cancellation)
         except LimitViolationError as error:
             last_error = error
             continue
@@ -281,14 +311,17 @@ def _slower_until_torques_fit(
     model: TorqueModel,
     rate_hz: float,
     build: _Builder,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str]:
-    """Plan with ``limits``; while the torques exceed the effort limits, plan again slower."""
+    """Plan with ``limits``; while the torques exceed the effort limits, plan again slower (``cancellation``
+    polled before each attempt and through its torque check)."""
     last_error: LimitViolationError | None = None
     for attempt in range(SLOWER_ATTEMPTS):
+        cancellation.check()
         speed = SLOWER_FACTOR**attempt
         trajectory, description = build(limits.slower(speed) if attempt else limits, rate_hz)
         try:
-            check_torques(trajectory, limits, model)
+            check_torques(trajectory, limits, model, cancellation=cancellation)
         except LimitViolationError as error:
             last_error = error
             continue
