@@ -333,7 +333,7 @@ def plan_from_file(
         return ExcitationPlan(
             trajectory=trajectory,
             limits=limits,
-            usage=limit_usage(trajectory, limits),
+            usage=limit_usage(trajectory, limits, cancellation=cancellation),
             condition_number=None,
             description=(
                 f"trajectory file {path}, {trajectory.duration_s:g} s, closure σ_min/σ_max >="
@@ -349,7 +349,7 @@ def plan_from_file(
     return ExcitationPlan(
         trajectory=trajectory,
         limits=limits,
-        usage=limit_usage(trajectory, limits),
+        usage=limit_usage(trajectory, limits, cancellation=cancellation),
         condition_number=None,
         description=f"trajectory file {path}, {trajectory.duration_s:g} s",
         torque_usage=torque_usage,

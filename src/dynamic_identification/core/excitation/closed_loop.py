@@ -691,7 +691,7 @@ def _finalise(
         condition_number=normalised_condition(stacked),
         singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
         scale=scale,
-        usage=limit_usage(sampled, limits.actuated),
+        usage=limit_usage(sampled, limits.actuated, cancellation=evaluator.cancellation),
         passive_usage=_passive_usage(probe.motion, model, limits.passive),
         torque_usage=torque_usage,
         evaluations=evaluations,
@@ -1172,7 +1172,7 @@ def plan_closed_loop_excitation(
     return ExcitationPlan(
         trajectory=points,
         limits=limits.actuated,
-        usage=limit_usage(points, limits.actuated),
+        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
         condition_number=design.condition_number,
         description=description,
         torque_usage=check.torque_usage,

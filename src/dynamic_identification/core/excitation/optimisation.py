@@ -461,7 +461,7 @@ def _finalise(
     check_trajectory(sampled, limits, cancellation=cancellation)
     if torque_model is not None:
         check_torques(sampled, limits, torque_model, cancellation=cancellation)
-    return fitted, limit_usage(sampled, limits)
+    return fitted, limit_usage(sampled, limits, cancellation=cancellation)
 
 
 def random_fourier(

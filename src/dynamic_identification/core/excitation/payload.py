@@ -247,7 +247,7 @@ def optimise_payload_excitation(
         trajectory=trajectory,
         moving=tuple(robot.joint_names[i] for i in index),
         condition_number=cost.condition(trajectory),
-        usage=limit_usage(sampled, limits),
+        usage=limit_usage(sampled, limits, cancellation=cancellation),
         evaluations=cost.evaluations,
         wall_time_s=time.perf_counter() - start,
     )

@@ -163,7 +163,7 @@ def plan_excitation(
     return ExcitationPlan(
         trajectory=points,
         limits=limits,
-        usage=limit_usage(points, limits),
+        usage=limit_usage(points, limits, cancellation=cancellation),
         condition_number=condition,
         description=description,
         torque_usage=torque_usage,

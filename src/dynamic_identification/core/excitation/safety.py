@@ -804,14 +804,16 @@ class LimitUsage:
     jerk: np.ndarray
 
 
-def limit_usage(trajectory: SampledTrajectory, limits: JointLimits) -> LimitUsage:
+def limit_usage(
+    trajectory: SampledTrajectory, limits: JointLimits, *, cancellation: Cancellation = NEVER
+) -> LimitUsage:
     """Fractions of the limits used by the executed motion of ``trajectory`` ([Volkmann2020] reports its
-    workspace use)."""
+    workspace use); ``cancellation`` is polled before each chunk of it."""
     span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 2.0 * np.pi)
     low = np.full(trajectory.n_joints, np.inf)
     high = -low
     peaks = np.zeros((3, trajectory.n_joints))
-    for motion in _chunks(trajectory, CHECK_RATE_HZ):
+    for motion in _chunks(trajectory, CHECK_RATE_HZ, cancellation):
         low, high = np.minimum(low, motion.q.min(axis=0)), np.maximum(high, motion.q.max(axis=0))
         for row, values in enumerate((motion.dq, motion.ddq, motion.jerk)):
             peaks[row] = np.maximum(peaks[row], np.abs(values).max(axis=0))
