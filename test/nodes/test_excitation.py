@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from numpy.testing import assert_allclose
+from rcl_interfaces.msg import Log
 from rclpy.context import Context
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.excitation.optimisation import BudgetedSearch
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
 from dynamic_identification.core.model import load_robot
@@ -300,6 +303,48 @@ def test_start_refuses_while_planning_and_the_executor_keeps_answering(
     release.set()
     assert g.excitation.wait_for_plan(10.0)
     assert g.excitation.state == "ready" and g.excitation.plan is not None
+
+
+LONG_PLAN = [Parameter("mode", value="fourier"), Parameter("time_budget_s", value=3600.0)]
+"""An optimisation that searches for an hour: the node is destroyed long before it ends."""
+
+
+def test_destroying_the_node_while_it_plans_stops_the_planner_and_it_publishes_nothing_after(
+    context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    searching = threading.Event()
+    spend = BudgetedSearch.spend
+
+    def spend_and_tell(search: BudgetedSearch) -> None:  # the test destroys the node once the search runs
+        searching.set()
+        spend(search)
+
+    monkeypatch.setattr(BudgetedSearch, "spend", spend_and_tell)
+    with graphs(functools.partial(RosGraph, context, name="excitation_probe")) as make:
+        g = make()
+        commands = g.record(JointTrajectory, "/joint_trajectory", COMMAND_QOS)
+        diagnostics = g.record_diagnostics("excitation")
+        logs: list[Log] = g.record(Log, "/rosout", QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE))
+        before = set(threading.enumerate())
+        node = ExcitationNode(context=context, parameter_overrides=LONG_PLAN)
+        planners = [t for t in threading.enumerate() if t not in before and t.name == "excitation_planner"]
+        assert len(planners) == 1
+        g.executor.add_node(node)
+        g.spin(10.0, until=lambda: bool(diagnostics))
+        assert searching.wait(30.0), "the search did not start"
+        assert node.state == "planning" and diagnostics[-1].message == "planning"
+        g.executor.remove_node(node)
+        node.destroy_node()
+        planners[0].join(2.0)
+        assert not planners[0].is_alive(), "the planner thread outlived destroy_node by 2 s"
+        g.spin(0.5)  # what the node sent before it was destroyed arrives
+        published = len(commands), len(diagnostics)
+        g.spin(1.5)
+        assert (len(commands), len(diagnostics)) == published
+        assert commands == []
+        said = [(log.level, log.msg) for log in logs if log.name == "excitation"]
+        assert all(level <= Log.INFO for level, _ in said), said  # a cancelled plan is not an error
+        assert sum("planning cancelled" in message for _, message in said) <= 1, said
 
 
 def _alternating_file(path: pathlib.Path, joints: tuple[str, ...], *, step_rad: float) -> pathlib.Path:

@@ -18,7 +18,6 @@ from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.settings_schema import Kind, Setting
 from dynamic_identification.io.trajectory import write_trajectory_csv
-from dynamic_identification.nodes.excitation import ExcitationNode
 from dynamic_identification.nodes.parameters import node_parameters
 
 NODE_CLASSES = {
@@ -40,14 +39,14 @@ CONFLICTS = {
 }
 """Bound values that contradict another setting's default, and what the refusal names."""
 
-PLAN_S = 30.0
-"""Longest wait for an excitation node's plan before the next node, s."""
-
 
 def _at_rest(robot: RobotModel, path: pathlib.Path) -> list[Parameter]:
-    """Overrides that make an excitation node play a 1 s file at rest instead of planning: its planner thread
-    outlives ``destroy_node``, and a bound such as ``fundamental_hz`` 1e-4 plans for minutes. The settings are
-    still declared, read and checked at start."""
+    """Overrides that make an excitation node play a 1 s file at rest instead of planning.
+
+    The bounds under test are checked at start; ``destroy_node`` cancels a plan at its next poll, but a plan
+    begins with a QR of the base parameters that polls nothing (milliseconds on an idle machine, seconds when
+    BLAS threads compete on a loaded one), which destroying a node per bound would wait for: 30 s instead of
+    half a second here. The settings are still declared, read and checked at start."""
     time_s = np.linspace(0.0, 1.0, 11)
     rest = np.zeros((time_s.size, robot.n_joints))
     write_trajectory_csv(path, SampledTrajectory(time_s, rest, rest, rest, robot.joint_names))
@@ -77,8 +76,6 @@ def test_every_numeric_parameter_at_its_announced_bounds_starts_the_node_or_name
             conflict = CONFLICTS.get((name, spec.name, value))
             try:
                 node = node_class(context=context, parameter_overrides=[Parameter(spec.name, value=value), *others])
-                if isinstance(node, ExcitationNode):
-                    assert node.wait_for_plan(PLAN_S), f"{spec.name}={value}: still planning after {PLAN_S} s"
                 node.destroy_node()
             except ValueError as error:
                 message = str(error)

@@ -29,6 +29,14 @@ class ModelError(IdentificationError):
     """The robot description or drive-chain configuration is inconsistent."""
 
 
+class PlanningCancelled(Exception):
+    """The caller withdrew a long computation before it finished (:class:`~.cancellation.Cancellation`).
+
+    Not an :class:`IdentificationError`: nothing was wrong with the input, so the handlers
+    that refuse bad input (and the loops that retry after one) must let it through.
+    """
+
+
 MESSAGE_LIMIT = 400
 """Longest error message (characters) the package prints or logs: a value is never printed whole."""
 

@@ -10,7 +10,11 @@ At start-up the trajectory is planned in a background thread with
 :func:`~dynamic_identification.core.excitation.plan.plan_excitation` (modes
 ``fourier``, ``segmented``, ``process``, and ``payload``: the last joints only, for a
 quick payload experiment, [Swevers2002] §4.2, load on ``frame``) or read from a trajectory CSV (mode
-``file``) and checked against the limits; the executor never waits for it.
+``file``) and checked against the limits; the executor never waits for it. Destroying
+the node (``ros2 launch`` stopping it, Ctrl-C, a test or a composed process destroying it)
+cancels the planning (:mod:`~dynamic_identification.core.cancellation`) and waits at most
+:data:`PLANNER_STOP_S` for the thread to end; a cancelled plan is neither published nor
+reported as an error (one info line says it was cancelled).
 ``~/start`` refuses while planning, when the joint states are stale or lack a
 joint, when the robot moves, or when the motion would leave the limits.
 Otherwise the played motion is a C² ramp from the measured position (at rest)
@@ -46,8 +50,9 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.errors import IdentificationError, PlanningCancelled
 from dynamic_identification.core.excitation.closed_loop import (
     ClosedLoopLimits,
     ClosedLoopTorqueModel,
@@ -96,6 +101,11 @@ START_LEAD_S = 0.1
 """Playback starts this long after ``~/start``, so the first chunk reaches the controller in time."""
 REST_VELOCITY_FRACTION = 0.05
 """``~/start`` refuses while a joint moves faster than this fraction of its velocity limit."""
+PLANNER_STOP_S = 1.0
+"""``destroy_node`` waits this long (s) for a cancelled planner thread: it stops at its next poll, a
+cost evaluation (milliseconds) or a chunk of a check (tenths of a second) away. Only the set-up of a
+search polls nothing (a QR of the base parameters: milliseconds, seconds when BLAS threads compete on
+a loaded machine); a thread still in it is said in a warning and ends at its first poll."""
 
 NODE = "excitation"
 
@@ -282,6 +292,7 @@ def plan_from_file(
     *,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     closed_loop: ClosedLoopExcitation | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
 
@@ -294,12 +305,15 @@ def plan_from_file(
     A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
     completed from them must also keep the passive limits, the singularity margin and the
     motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
+    ``cancellation`` is polled through the limit and torque checks of a long file.
 
     Raises
     ------
     IdentificationError
         When the file cannot be read or lacks a joint; ``InconsistentTrajectoryError``
         naming joint, time and sizes; ``LimitViolationError`` naming the first violation.
+    PlanningCancelled
+        When ``cancellation`` is requested before the file is checked.
     """
     loaded = read_trajectory_csv(path)
     order = robot.order_of(loaded.joint_names)
@@ -312,13 +326,14 @@ def plan_from_file(
     )
     check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
     if closed_loop is not None:
+        cancellation.check()
         check = check_closed_loop_trajectory(
             closed_loop.model, trajectory, closed_loop.limits, torque_model=closed_loop.torque_model
         )
         return ExcitationPlan(
             trajectory=trajectory,
             limits=limits,
-            usage=limit_usage(trajectory, limits),
+            usage=limit_usage(trajectory, limits, cancellation=cancellation),
             condition_number=None,
             description=(
                 f"trajectory file {path}, {trajectory.duration_s:g} s, closure σ_min/σ_max >="
@@ -329,12 +344,12 @@ def plan_from_file(
         )
     if torque_model is None:
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
-    check_trajectory(trajectory, limits)
-    torque_usage = check_torques(trajectory, limits, torque_model)
+    check_trajectory(trajectory, limits, cancellation=cancellation)
+    torque_usage = check_torques(trajectory, limits, torque_model, cancellation=cancellation)
     return ExcitationPlan(
         trajectory=trajectory,
         limits=limits,
-        usage=limit_usage(trajectory, limits),
+        usage=limit_usage(trajectory, limits, cancellation=cancellation),
         condition_number=None,
         description=f"trajectory file {path}, {trajectory.duration_s:g} s",
         torque_usage=torque_usage,
@@ -472,6 +487,10 @@ class ExcitationNode(GuardedNode):
 
     def __init__(self, *, node_name: str = "excitation", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)
+        # Before anything can fail: destroy_node works whatever __init__ reached.
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._planner: threading.Thread | None = None
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.robot = setup.robot
@@ -480,7 +499,6 @@ class ExcitationNode(GuardedNode):
         self.torque_model = setup.torque_model
         self.closed_loop = setup.closed_loop
         self._names = list(self.robot.joint_names)
-        self._lock = threading.Lock()
         self._plan: ExcitationPlan | None = None
         self._plan_error: str | None = None
         self._playback: _Playback | None = None
@@ -496,6 +514,7 @@ class ExcitationNode(GuardedNode):
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(1.0 / self.config.stream_rate_hz, self._on_stream)
         self.start_diagnostics(self.diagnostic_status, stamp_ns=self._now_ns)
+        # A daemon still, so that an interpreter that exits without destroy_node is not held by it.
         self._planner = threading.Thread(
             target=self._run_planner, args=(setup,), name="excitation_planner", daemon=True
         )
@@ -522,48 +541,88 @@ class ExcitationNode(GuardedNode):
 
     def wait_for_plan(self, timeout_s: float) -> bool:
         """Block the caller (not the executor) until planning ended; ``True`` when it did."""
-        self._planner.join(timeout_s)
-        return not self._planner.is_alive()
+        planner = self._planner
+        if planner is None:
+            return True
+        planner.join(timeout_s)
+        return not planner.is_alive()
+
+    def destroy_node(self) -> None:
+        """Cancel the planning, wait at most :data:`PLANNER_STOP_S` for the planner thread, then destroy the node.
+
+        After the request the planner thread touches nothing of the node: it publishes its
+        result and logs only under the lock, and only while no cancellation was requested.
+        """
+        with self._lock:
+            self._cancel.set()
+        planner = self._planner
+        if planner is not None and planner.is_alive():
+            self.get_logger().info("destroyed while planning: planning cancelled")
+            planner.join(PLANNER_STOP_S)
+            if planner.is_alive():
+                self.get_logger().warning(
+                    f"the planner thread did not stop within {PLANNER_STOP_S:g} s; it ends at its next check and"
+                    " publishes nothing"
+                )
+        super().destroy_node()
 
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
     def _run_planner(self, setup: ExcitationSetup) -> None:
+        """Plan in the background; publish the plan or the refusal unless the node was destroyed meanwhile."""
         try:
-            if self.config.mode == "file":
-                plan = plan_from_file(
-                    self.config.file,
-                    setup.robot,
-                    setup.limits,
-                    setup.torque_model,
-                    tolerance_rad=setup.settings.interpolation_tolerance_rad,
-                    closed_loop=setup.closed_loop,
-                )
-            elif setup.closed_loop is not None:
-                plan = plan_closed_loop_excitation(
-                    setup.closed_loop.model,
-                    setup.drive_chain,
-                    setup.drive_terms,
-                    setup.settings,
-                    margin=setup.closed_loop.limits.singularity_margin,
-                    torque_model=setup.closed_loop.torque_model,
-                )
-            else:
-                plan = plan_excitation(
-                    setup.robot, setup.drive_chain, setup.drive_terms, setup.settings, torque_model=setup.torque_model
-                )
+            plan = self._planned(setup)
+        except PlanningCancelled:
+            return  # destroy_node asked for it and said so
         except Exception as error:  # noqa: BLE001 - a planner thread that dies silently would leave "planning" forever
             with self._lock:
+                if self._cancel.is_set():
+                    return
                 self._plan_error = str(error)
                 self._state = "failed"
-            self.get_logger().error(f"refusing the '{self.config.mode}' excitation: {error}")
+                self.get_logger().error(f"refusing the '{self.config.mode}' excitation: {error}")
             return
         with self._lock:
+            if self._cancel.is_set():
+                return
             self._plan = plan
             if self._state == "planning":
                 self._state = "ready"
-        condition = "" if plan.condition_number is None else f", condition number {plan.condition_number:.4g}"
-        self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}")
+            condition = "" if plan.condition_number is None else f", condition number {plan.condition_number:.4g}"
+            self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}")
+
+    def _planned(self, setup: ExcitationSetup) -> ExcitationPlan:
+        """The plan of the node's mode; :class:`PlanningCancelled` once :meth:`destroy_node` asked."""
+        cancellation = Cancellation(self._cancel.is_set)
+        if self.config.mode == "file":
+            return plan_from_file(
+                self.config.file,
+                setup.robot,
+                setup.limits,
+                setup.torque_model,
+                tolerance_rad=setup.settings.interpolation_tolerance_rad,
+                closed_loop=setup.closed_loop,
+                cancellation=cancellation,
+            )
+        if setup.closed_loop is not None:
+            return plan_closed_loop_excitation(
+                setup.closed_loop.model,
+                setup.drive_chain,
+                setup.drive_terms,
+                setup.settings,
+                margin=setup.closed_loop.limits.singularity_margin,
+                torque_model=setup.closed_loop.torque_model,
+                cancellation=cancellation,
+            )
+        return plan_excitation(
+            setup.robot,
+            setup.drive_chain,
+            setup.drive_terms,
+            setup.settings,
+            torque_model=setup.torque_model,
+            cancellation=cancellation,
+        )
 
     def _on_joint_state(self, message: JointState) -> None:
         try:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import (
     ClosedLoopModel,
     ClosedLoopMotion,
@@ -368,7 +369,10 @@ def _walk(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 class _Evaluator:
-    """Completes candidate motions of the actuated joints and measures the limits they use."""
+    """Completes candidate motions of the actuated joints and measures the limits they use.
+
+    ``cancellation`` is polled before every probe of :meth:`largest_scale`.
+    """
 
     def __init__(
         self,
@@ -377,8 +381,10 @@ class _Evaluator:
         terms: DriveTerms,
         limits: ClosedLoopLimits,
         torque_model: ClosedLoopTorqueModel | None,
+        cancellation: Cancellation = NEVER,
     ) -> None:
         self.model, self.drive_chain, self.terms, self.limits = model, drive_chain, terms, limits
+        self.cancellation = cancellation
         known = np.isfinite(limits.actuated.effort).any()
         self.torque_model = torque_model if torque_model is not None and known else None
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
@@ -504,6 +510,7 @@ class _Evaluator:
         high, f_high = first, np.inf
         scale, side, reason = first, 0, ""
         for _ in range(steps + 1):
+            self.cancellation.check()
             probe = self.scaled(offsets, q_offset, grid, scale)
             value = probe.worst - 1.0
             if value <= 0.0:
@@ -660,6 +667,7 @@ def _finalise(
     for _ in range(_FINAL_RETRIES):
         if probe is None:
             break
+        evaluator.cancellation.check()
         probe = evaluator.scaled(offsets, q_offset, dense, scale)
         if probe.worst <= 1.0:
             break
@@ -672,7 +680,7 @@ def _finalise(
         )
     final = fitted.scaled(scale)
     sampled = sample(final, grid, limits.actuated.joint_names)
-    check_trajectory(sampled, limits.actuated)
+    check_trajectory(sampled, limits.actuated, cancellation=evaluator.cancellation)
     stacked = base.select(probe.observed).reshape(-1, base.count)
     condition = _passive_condition(probe.motion)
     torque_usage = 0.0
@@ -683,7 +691,7 @@ def _finalise(
         condition_number=normalised_condition(stacked),
         singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
         scale=scale,
-        usage=limit_usage(sampled, limits.actuated),
+        usage=limit_usage(sampled, limits.actuated, cancellation=evaluator.cancellation),
         passive_usage=_passive_usage(probe.motion, model, limits.passive),
         torque_usage=torque_usage,
         evaluations=evaluations,
@@ -720,6 +728,7 @@ def random_closed_loop_fourier(
     seed: int = 0,
     torque_model: ClosedLoopTorqueModel | None = None,
     base: BaseParameters | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ClosedLoopExcitationDesign:
     """The random-coefficient baseline: same limits and constraints, no optimisation.
 
@@ -727,10 +736,14 @@ def random_closed_loop_fourier(
     each actuated joint fitted to its limits, then the oscillation shrunk toward the
     centre pose until the passive limits, the singularity margin and the torques hold.
 
+    ``cancellation`` is polled through the shrink and the final check.
+
     Raises
     ------
     IdentificationError
         When the centre pose itself breaks a constraint, or no shrink makes the motion feasible.
+    PlanningCancelled
+        When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
     _check_settings(model, limits, fundamental_hz, harmonics)
@@ -741,7 +754,7 @@ def random_closed_loop_fourier(
         sine=rng.normal(size=(harmonics, model.n_actuated)),
         cosine=rng.normal(size=(harmonics, model.n_actuated)),
     )
-    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model)
+    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     return _finalise(evaluator, base, raw, first=1.0, evaluations=0, start=start)
 
@@ -760,7 +773,13 @@ class _Search(FourierSearch):
         samples: int,
     ) -> None:
         self.evaluator, self.base = evaluator, base
-        super().__init__(evaluator.limits.actuated, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
+        super().__init__(
+            evaluator.limits.actuated,
+            fundamental_hz=fundamental_hz,
+            harmonics=harmonics,
+            samples=samples,
+            cancellation=evaluator.cancellation,
+        )
         self.closest: tuple[float, str] = (np.inf, "")
 
     def cost(self, x: np.ndarray) -> float:
@@ -800,6 +819,7 @@ def optimise_closed_loop_fourier(
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: ClosedLoopTorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ClosedLoopExcitationDesign:
     """Fourier excitation of the actuated joints minimising the condition number of the closed-loop base IDIM.
 
@@ -833,6 +853,9 @@ def optimise_closed_loop_fourier(
     torque_model
         Actuated torques of a candidate (e.g. :meth:`ClosedLoopTorqueModel.nominal`);
         ``None`` leaves the torques unconstrained.
+    cancellation
+        Polled before every cost evaluation and every shrink probe; a design that is not
+        cancelled is the same as without it.
 
     Raises
     ------
@@ -840,12 +863,14 @@ def optimise_closed_loop_fourier(
         On bad settings; when no offset pose tried keeps every constraint (naming the
         closest miss: loops that cannot be closed, a passive limit, the singularity
         margin or a torque).
+    PlanningCancelled
+        When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
     _check_settings(model, limits, fundamental_hz, harmonics)
     budget = SearchBudget(start, time_budget_s, max_evaluations, seed, _POPULATION)
     budget.check(samples, min_samples=8)
-    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model)
+    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     search = _Search(evaluator, base, fundamental_hz=float(fundamental_hz), harmonics=harmonics, samples=samples)
     best = run_search(search, budget, centre_first=True)
@@ -1036,6 +1061,7 @@ def plan_closed_loop_excitation(
     *,
     margin: float = DEFAULT_SINGULARITY_MARGIN,
     torque_model: ClosedLoopTorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """The Fourier excitation of a closed-loop robot's actuated joints, checked as the controller executes it.
 
@@ -1065,6 +1091,8 @@ def plan_closed_loop_excitation(
         Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed along the motion.
     torque_model
         Actuated torques; default :meth:`ClosedLoopTorqueModel.nominal`.
+    cancellation
+        Polled through the design and the checks (:mod:`~dynamic_identification.core.cancellation`).
 
     Returns
     -------
@@ -1078,6 +1106,8 @@ def plan_closed_loop_excitation(
     IdentificationError
         For another mode or a workspace box, when no design keeps the constraints, or
         naming the first violation of the checks (time, joint or closure).
+    PlanningCancelled
+        When ``cancellation`` is requested before the plan is checked.
     """
     if settings.mode != "fourier":
         raise IdentificationError(
@@ -1102,20 +1132,31 @@ def plan_closed_loop_excitation(
             planning,
             torque_model=torques,
             base=base,
+            cancellation=cancellation,
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
         )
         kind = "optimised Fourier series of the actuated joints"
     else:
         design = random_closed_loop_fourier(
-            model, drive_chain, terms, planning, torque_model=torques, base=base, **settings.fourier_arguments()
+            model,
+            drive_chain,
+            terms,
+            planning,
+            torque_model=torques,
+            base=base,
+            cancellation=cancellation,
+            **settings.fourier_arguments(),
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
     fourier = design.trajectory
     factor = planning_factor(settings.rate_hz)
     reference = sample(fourier, planning_times(fourier.period_s, settings, factor), model.actuated_joint_names)
     points = subsampled(reference, factor)
-    check_sampling(points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
+    check_sampling(
+        points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
+    )
+    cancellation.check()
     check = check_closed_loop_trajectory(
         model,
         points,
@@ -1131,7 +1172,7 @@ def plan_closed_loop_excitation(
     return ExcitationPlan(
         trajectory=points,
         limits=limits.actuated,
-        usage=limit_usage(points, limits.actuated),
+        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
         condition_number=design.condition_number,
         description=description,
         torque_usage=check.torque_usage,

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError, ModelError
 from dynamic_identification.core.excitation.safety import CHECK_RATE_HZ, executed_chunks
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
@@ -206,11 +207,14 @@ def _joint_reach(robot: RobotModel, geometry: pin.GeometryModel) -> np.ndarray:
     return np.where(prismatic, 1.0, reach)
 
 
-def check_self_collision(trajectory: SampledTrajectory, model: SelfCollisionModel) -> None:
+def check_self_collision(
+    trajectory: SampledTrajectory, model: SelfCollisionModel, *, cancellation: Cancellation = NEVER
+) -> None:
     """Refuse a trajectory whose executed motion brings two links closer than ``model.margin_m``.
 
     The controller's quintic through the points is evaluated at :data:`~.safety.CHECK_RATE_HZ`
-    and checked at the instants :meth:`SelfCollisionModel.checked_instants` chooses.
+    and checked at the instants :meth:`SelfCollisionModel.checked_instants` chooses;
+    ``cancellation`` is polled before each piece of it.
 
     Raises
     ------
@@ -223,7 +227,7 @@ def check_self_collision(trajectory: SampledTrajectory, model: SelfCollisionMode
         raise IdentificationError(
             f"trajectory joints {list(trajectory.joint_names)} differ from the robot's {list(model.robot.joint_names)}"
         )
-    for motion in executed_chunks(trajectory, CHECK_RATE_HZ):
+    for motion in executed_chunks(trajectory, CHECK_RATE_HZ, cancellation):
         instants = model.checked_instants(motion.q)
         found = model.first_collision(motion.q[instants])
         if found is None:

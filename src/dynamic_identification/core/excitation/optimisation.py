@@ -31,6 +31,7 @@ import pinocchio as pin
 import scipy.optimize
 import scipy.stats.qmc
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.safety import (
@@ -337,24 +338,35 @@ class _Tool:
         positions = self.positions(q)
         return float(max(np.max(positions - self.high, initial=0.0), np.max(self.low - positions, initial=0.0)))
 
-    def shrink(self, offsets: np.ndarray, deviation: np.ndarray, *, steps: int) -> float | None:
+    def shrink(
+        self, offsets: np.ndarray, deviation: np.ndarray, *, steps: int, cancellation: Cancellation = NEVER
+    ) -> float | None:
         """Largest scale ``s`` (bisection) with ``q0 + s (q − q0)`` in the box; ``None`` if the offset pose is not."""
         if self.excess(offsets[None, :]) > 0.0:
             return None
         if self.excess(offsets + deviation) == 0.0:
             return 1.0
-        return _bisect_scale(lambda scale: self.excess(offsets + scale * deviation) == 0.0, infeasible=1.0, steps=steps)
+        return _bisect_scale(
+            lambda scale: self.excess(offsets + scale * deviation) == 0.0,
+            infeasible=1.0,
+            steps=steps,
+            cancellation=cancellation,
+        )
 
 
-def _bisect_scale(feasible: Callable[[float], bool], *, infeasible: float, steps: int) -> float:
+def _bisect_scale(
+    feasible: Callable[[float], bool], *, infeasible: float, steps: int, cancellation: Cancellation = NEVER
+) -> float:
     """The largest scale toward the offset pose found feasible by ``steps`` bisections of ``[0, infeasible]``.
 
     ``0`` (the offset pose) is taken as feasible and ``infeasible`` as not; each step
-    halves the bracket by one call of ``feasible``. Returns the feasible end of the last
-    bracket (0 when no scale tried was feasible).
+    halves the bracket by one call of ``feasible``, after a poll of ``cancellation`` (a
+    step of the final fit evaluates a whole period at 1 kHz). Returns the feasible end of
+    the last bracket (0 when no scale tried was feasible).
     """
     low, high = 0.0, infeasible
     for _ in range(steps):
+        cancellation.check()
         middle = 0.5 * (low + high)
         if feasible(middle):
             low = middle
@@ -363,10 +375,12 @@ def _bisect_scale(feasible: Callable[[float], bool], *, infeasible: float, steps
     return low
 
 
-def _into_box(trajectory: FourierTrajectory, tool: _Tool, grid: np.ndarray, *, steps: int) -> FourierTrajectory:
+def _into_box(
+    trajectory: FourierTrajectory, tool: _Tool, grid: np.ndarray, *, steps: int, cancellation: Cancellation = NEVER
+) -> FourierTrajectory:
     """Scale all joints toward the offset pose until the tool stays in the box on ``grid``."""
     q, _, _ = trajectory.evaluate(grid)
-    scale = tool.shrink(trajectory.offsets, q - trajectory.offsets, steps=steps)
+    scale = tool.shrink(trajectory.offsets, q - trajectory.offsets, steps=steps, cancellation=cancellation)
     if scale is None:
         position = tool.positions(trajectory.offsets[None, :])[0]
         raise IdentificationError(
@@ -383,7 +397,13 @@ def _torque_ratio(torques: np.ndarray, limits: JointLimits) -> float:
 
 
 def _within_torques(
-    trajectory: FourierTrajectory, limits: JointLimits, model: TorqueModel, grid: np.ndarray, *, steps: int
+    trajectory: FourierTrajectory,
+    limits: JointLimits,
+    model: TorqueModel,
+    grid: np.ndarray,
+    *,
+    steps: int,
+    cancellation: Cancellation = NEVER,
 ) -> FourierTrajectory:
     """Scale all joints toward the offset pose until ``model``'s torques on ``grid`` keep the effort limits.
 
@@ -392,7 +412,7 @@ def _within_torques(
     IdentificationError
         When even the offset pose at rest needs more than the limits (gravity alone).
     """
-    torques = model.torques(*trajectory.evaluate(grid))
+    torques = model.torques(*trajectory.evaluate(grid), cancellation=cancellation)
     if _torque_ratio(torques, limits) <= 1.0:
         return trajectory
     rest = trajectory.scaled(0.0)
@@ -403,9 +423,13 @@ def _within_torques(
             f" beyond the effort limits {np.round(limits.effort, 3).tolist()} N·m ({model.source})"
         )
     feasible = _bisect_scale(
-        lambda scale: _torque_ratio(model.torques(*trajectory.scaled(scale).evaluate(grid)), limits) <= 1.0,
+        lambda scale: (
+            _torque_ratio(model.torques(*trajectory.scaled(scale).evaluate(grid), cancellation=cancellation), limits)
+            <= 1.0
+        ),
         infeasible=1.0,
         steps=steps,
+        cancellation=cancellation,
     )
     return trajectory.scaled(feasible)
 
@@ -415,25 +439,29 @@ def _dense_grid(trajectory: FourierTrajectory) -> np.ndarray:
 
 
 def _finalise(
-    trajectory: FourierTrajectory, limits: JointLimits, tool: _Tool | None, torque_model: TorqueModel | None = None
+    trajectory: FourierTrajectory,
+    limits: JointLimits,
+    tool: _Tool | None,
+    torque_model: TorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> tuple[FourierTrajectory, LimitUsage]:
     """Fit at :data:`CHECK_RATE_HZ`, keep the box and the torques, then check; returns the trajectory and its
     limit usage."""
     grid = _dense_grid(trajectory)
     fitted = fit_to_limits(trajectory, limits, samples=grid.shape[0])
     if tool is not None:
-        fitted = _into_box(fitted, tool, grid, steps=20)
+        fitted = _into_box(fitted, tool, grid, steps=20, cancellation=cancellation)
         excess = tool.excess(fitted.evaluate(grid)[0])
         if excess > 0.0:
             raise IdentificationError(f"the excitation leaves the workspace box by {excess:.3g} m")
     if torque_model is not None and np.isfinite(limits.effort).any():
         step = max(1, int(round(CHECK_RATE_HZ / TORQUE_CHECK_RATE_HZ)))
-        fitted = _within_torques(fitted, limits, torque_model, grid[::step], steps=20)
+        fitted = _within_torques(fitted, limits, torque_model, grid[::step], steps=20, cancellation=cancellation)
     sampled = sample(fitted, grid, limits.joint_names)
-    check_trajectory(sampled, limits)
+    check_trajectory(sampled, limits, cancellation=cancellation)
     if torque_model is not None:
-        check_torques(sampled, limits, torque_model)
-    return fitted, limit_usage(sampled, limits)
+        check_torques(sampled, limits, torque_model, cancellation=cancellation)
+    return fitted, limit_usage(sampled, limits, cancellation=cancellation)
 
 
 def random_fourier(
@@ -445,6 +473,7 @@ def random_fourier(
     seed: int = 0,
     workspace: Workspace | None = None,
     torque_model: TorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> FourierTrajectory:
     """The random-coefficient baseline: same limits (and workspace), no optimisation.
 
@@ -453,10 +482,14 @@ def random_fourier(
     :func:`fit_to_limits` at :data:`CHECK_RATE_HZ`, then, with a workspace box, all
     joints scaled toward the centre pose until the tool stays in the box.
 
+    ``cancellation`` is polled through the final fit and checks (a long period takes long).
+
     Raises
     ------
     IdentificationError
         On bad settings, or when the centre pose already leaves the box.
+    PlanningCancelled
+        When ``cancellation`` is requested before the trajectory is checked.
     """
     _check_settings(robot, limits, fundamental_hz, harmonics)
     effective = _workspace_limits(limits, workspace)
@@ -469,7 +502,7 @@ def random_fourier(
         cosine=rng.normal(size=(harmonics, n)),
     )
     tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
-    trajectory, _ = _finalise(raw, effective, tool, torque_model)
+    trajectory, _ = _finalise(raw, effective, tool, torque_model, cancellation)
     return trajectory
 
 
@@ -490,10 +523,14 @@ class BudgetedSearch:
     """The evaluations of a search's cost counted against the budget of its stage, and the best candidate seen.
 
     A cost calls :meth:`spend` first and returns through :meth:`record`; the SciPy stage it
-    runs in stops with :class:`BudgetSpent` once :meth:`stage`'s budget is spent.
+    runs in stops with :class:`BudgetSpent` once :meth:`stage`'s budget is spent, and the
+    whole search with :class:`~dynamic_identification.core.errors.PlanningCancelled` once
+    ``cancellation`` is requested. Every designer's search (serial, closed-loop, payload)
+    evaluates its candidates through :meth:`spend`: the one place a search is stopped.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cancellation: Cancellation = NEVER) -> None:
+        self.cancellation = cancellation
         self.evaluations = 0
         self.best_cost = np.inf
         self.best_x: np.ndarray | None = None
@@ -506,7 +543,10 @@ class BudgetedSearch:
         """Count one evaluation of the cost, or raise :class:`BudgetSpent` when the stage's budget is spent.
 
         The first candidate is always evaluated, so a loaded machine still gets a design.
+        Raises :class:`~dynamic_identification.core.errors.PlanningCancelled`, before any
+        evaluation, once ``cancellation`` is requested.
         """
+        self.cancellation.check()
         spent = self.evaluations >= self.stop_evaluations or time.perf_counter() >= self.deadline
         if spent and self.best_x is not None:
             raise BudgetSpent
@@ -541,10 +581,20 @@ class FourierSearch(BudgetedSearch):
         The Fourier series.
     samples
         Points per period of the cost grid (:attr:`cost_basis`).
+    cancellation
+        Polled before every evaluation of the cost (:meth:`BudgetedSearch.spend`).
     """
 
-    def __init__(self, limits: JointLimits, *, fundamental_hz: float, harmonics: int, samples: int) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        limits: JointLimits,
+        *,
+        fundamental_hz: float,
+        harmonics: int,
+        samples: int,
+        cancellation: Cancellation = NEVER,
+    ) -> None:
+        super().__init__(cancellation)
         self.fit_limits, self.n = limits, len(limits.joint_names)
         self.centre, self.half = _half_ranges(limits)
         self.fundamental_hz, self.harmonics = fundamental_hz, harmonics
@@ -634,6 +684,8 @@ def run_search(search: FourierSearch, budget: SearchBudget, *, centre_first: boo
     ------
     IdentificationError
         When ``time_budget_s`` left no time to evaluate a candidate.
+    PlanningCancelled
+        When ``search.cancellation`` is requested: at the next cost evaluation, in either stage.
     """
     start, time_budget_s = budget.start, budget.time_budget_s
     total = np.inf if budget.max_evaluations is None else float(budget.max_evaluations)
@@ -680,12 +732,15 @@ class _Search(FourierSearch):
         harmonics: int,
         samples: int,
         torque_model: TorqueModel | None = None,
+        cancellation: Cancellation = NEVER,
     ) -> None:
         self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
         self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
         self.limits, self.tool = limits, tool
         self.data = robot.model.createData()
-        super().__init__(limits, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples)
+        super().__init__(
+            limits, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples, cancellation=cancellation
+        )
 
     def cost(self, x: np.ndarray) -> float:
         """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept)."""
@@ -695,7 +750,9 @@ class _Search(FourierSearch):
         deviation = qs @ trajectory.sine + qc @ trajectory.cosine
         scale = 1.0
         if self.tool is not None:
-            shrink = self.tool.shrink(trajectory.offsets, deviation, steps=_BOX_BISECTIONS)
+            shrink = self.tool.shrink(
+                trajectory.offsets, deviation, steps=_BOX_BISECTIONS, cancellation=self.cancellation
+            )
             if shrink is None:
                 value = _INFEASIBLE_COST + self.tool.excess(trajectory.offsets[None, :])
                 return self.record(x, value)
@@ -708,7 +765,9 @@ class _Search(FourierSearch):
                 trial = self._observed(trajectory, middle)
                 return _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0
 
-            feasible = _bisect_scale(keeps_torques, infeasible=scale, steps=_BOX_BISECTIONS)
+            feasible = _bisect_scale(
+                keeps_torques, infeasible=scale, steps=_BOX_BISECTIONS, cancellation=self.cancellation
+            )
             if feasible == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
             observed = self._observed(trajectory, feasible)
@@ -749,6 +808,7 @@ def optimise_fourier(
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: TorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ExcitationDesign:
     """Fourier excitation minimising the condition number of the normalised base observation matrix.
 
@@ -784,12 +844,17 @@ def optimise_fourier(
         Joint torques of a candidate (nominal or identified model): a candidate whose
         torques exceed ``limits.effort`` is scaled toward its offset pose until they
         keep them (a constraint of the search, not a penalty).
+    cancellation
+        Polled before every cost evaluation and through the final fit and checks; a
+        design that is not cancelled is the same as without it.
 
     Raises
     ------
     IdentificationError
         On bad settings, when the workspace box excludes every offset pose tried, or
         when the final trajectory fails the 1 kHz limit check (never expected).
+    PlanningCancelled
+        When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
     _check_settings(robot, limits, fundamental_hz, harmonics)
@@ -809,11 +874,12 @@ def optimise_fourier(
         harmonics=harmonics,
         samples=samples,
         torque_model=torque_model,
+        cancellation=cancellation,
     )
     best = run_search(search, budget, centre_first=False)
     if search.best_cost >= _INFEASIBLE_COST:
         raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
-    trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model)
+    trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model, cancellation)
     return ExcitationDesign(
         trajectory=trajectory,
         condition_number=condition_number(robot, drive_chain, terms, base, trajectory, samples=samples),

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import BudgetedSearch, BudgetSpent, fit_to_limits
@@ -99,8 +100,9 @@ class _Cost(BudgetedSearch):
         samples: int,
         max_evaluations: int,
         deadline: float,
+        cancellation: Cancellation = NEVER,
     ) -> None:
-        super().__init__()
+        super().__init__(cancellation)
         self.stage(evaluations=max_evaluations, deadline=deadline)
         self.dynamics = PayloadDynamics(robot, frame)
         self.limits, self.moving, self.rest = limits, moving, rest
@@ -153,6 +155,7 @@ def optimise_payload_excitation(
     seed: int = 0,
     max_evaluations: int = 1500,
     time_budget_s: float = 60.0,
+    cancellation: Cancellation = NEVER,
 ) -> PayloadExcitationDesign:
     """Fourier excitation of a few joints minimising the condition number of the load's regressor.
 
@@ -177,12 +180,16 @@ def optimise_payload_excitation(
     max_evaluations, time_budget_s
         Budgets of the search (evaluations, wall time in s); with a generous time
         budget the result depends only on ``seed``.
+    cancellation
+        Polled before every cost evaluation and through the final check.
 
     Raises
     ------
     IdentificationError
         Unknown joint names, a frame unknown to the model (``ModelError``), bad
         settings, or a final trajectory that fails the limit check (never expected).
+    PlanningCancelled
+        When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
     if not fundamental_hz > 0.0 or harmonics < 1 or samples < 2 or max_evaluations < 1:
@@ -215,6 +222,7 @@ def optimise_payload_excitation(
         samples=samples,
         max_evaluations=max_evaluations,
         deadline=start + time_budget_s,
+        cancellation=cancellation,
     )
     bounds = [(-1.0, 1.0)] * cost.size
     rng = np.random.default_rng(seed)
@@ -234,12 +242,12 @@ def optimise_payload_excitation(
     grid = np.arange(int(np.ceil(CHECK_RATE_HZ / fundamental_hz))) / CHECK_RATE_HZ
     trajectory = cost.decode(cost.best_x, samples=grid.size)
     sampled = sample(trajectory, grid, robot.joint_names)
-    check_trajectory(sampled, limits)
+    check_trajectory(sampled, limits, cancellation=cancellation)
     return PayloadExcitationDesign(
         trajectory=trajectory,
         moving=tuple(robot.joint_names[i] for i in index),
         condition_number=cost.condition(trajectory),
-        usage=limit_usage(sampled, limits),
+        usage=limit_usage(sampled, limits, cancellation=cancellation),
         evaluations=cost.evaluations,
         wall_time_s=time.perf_counter() - start,
     )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
@@ -105,6 +106,7 @@ def plan_excitation(
     settings: ExcitationSettings,
     *,
     torque_model: TorqueModel | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """Build the trajectory the settings ask for, repeat it, and check what the controller will execute.
 
@@ -127,10 +129,18 @@ def plan_excitation(
        its offset pose (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times) until
        it keeps the margin, a segmented or process plan is refused.
 
+    Planning takes as long as its budget (``settings.time_budget_s``) and the length of the
+    motion (a period of ``1 / fundamental_hz``) ask; ``cancellation`` withdraws it: it is
+    polled before every cost evaluation of a search, every bisection step and every chunk of
+    a check (:mod:`~dynamic_identification.core.cancellation`). A plan that is not cancelled
+    is the same as without it.
+
     Raises
     ------
     LimitViolationError, SamplingRateError, SelfCollisionError, IdentificationError
         Naming the first violation, the rate needed, the colliding links, or why no plan exists.
+    PlanningCancelled
+        When ``cancellation`` is requested before the plan is checked.
     """
     limits = settings.limits(robot)
     tolerance = settings.interpolation_tolerance_rad
@@ -141,29 +151,34 @@ def plan_excitation(
     collision = settings.collision_model(robot)
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
+    cancellation.check()
     if settings.mode == "fourier":
         reference, description, condition = _fourier(
-            robot, drive_chain, terms, settings, planning, model, factor, collision
+            robot, drive_chain, terms, settings, planning, model, factor, collision, cancellation
         )
     elif settings.mode == "payload":
-        reference, description, condition = _payload(robot, settings, planning, model, factor, collision)
+        reference, description, condition = _payload(robot, settings, planning, model, factor, collision, cancellation)
     else:
         dense_rate = settings.rate_hz * factor
-        reference, description = _slower_until_torques_fit(planning, model, dense_rate, _builder(robot, settings))
+        reference, description = _slower_until_torques_fit(
+            planning, model, dense_rate, _builder(robot, settings), cancellation
+        )
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
     points = subsampled(reference, factor)
-    check_sampling(points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance)
-    torque_usage = check_torques(points, limits, model)
+    check_sampling(
+        points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
+    )
+    torque_usage = check_torques(points, limits, model, cancellation=cancellation)
     if collision is not None:
-        check_self_collision(points, collision)
+        check_self_collision(points, collision, cancellation=cancellation)
     if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
     return ExcitationPlan(
         trajectory=points,
         limits=limits,
-        usage=limit_usage(points, limits),
+        usage=limit_usage(points, limits, cancellation=cancellation),
         condition_number=condition,
         description=description,
         torque_usage=torque_usage,
@@ -180,6 +195,7 @@ def _fourier(
     model: TorqueModel,
     factor: int,
     collision: SelfCollisionModel | None,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str, float | None]:
     """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised
     and not scaled to avoid a self-collision) its condition number."""
@@ -192,6 +208,7 @@ def _fourier(
             limits,
             workspace=_workspace(settings),
             torque_model=model,
+            cancellation=cancellation,
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
         )
@@ -199,11 +216,18 @@ def _fourier(
         description = f"optimised Fourier series, condition number {condition:.3g}"
     else:
         fourier = random_fourier(
-            robot, limits, workspace=_workspace(settings), torque_model=model, **settings.fourier_arguments()
+            robot,
+            limits,
+            workspace=_workspace(settings),
+            torque_model=model,
+            cancellation=cancellation,
+            **settings.fourier_arguments(),
         )
         description = "random Fourier series fitted into the limits"
     time = planning_times(fourier.period_s, settings, factor)
-    reference, scale = _scaled_until_safe(fourier, time, robot.joint_names, collision=collision)
+    reference, scale = _scaled_until_safe(
+        fourier, time, robot.joint_names, collision=collision, cancellation=cancellation
+    )
     if scale < 1.0:
         before = f" (condition number {condition:.3g} before)" if condition is not None else ""
         description = description.split(", condition number")[0] + before
@@ -219,6 +243,7 @@ def _payload(
     model: TorqueModel,
     factor: int,
     collision: SelfCollisionModel | None,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str, float]:
     """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description and the
     condition number of ``Y_p``.
@@ -236,12 +261,19 @@ def _payload(
         limits,
         max_evaluations=settings.max_evaluations or 1500,
         time_budget_s=settings.time_budget_s,
+        cancellation=cancellation,
         **settings.fourier_arguments(),
     )
     fourier = design.trajectory
     time = planning_times(fourier.period_s, settings, factor)
     reference, scale = _scaled_until_safe(
-        fourier, time, robot.joint_names, collision=collision, torques=(limits, model), what="the payload excitation"
+        fourier,
+        time,
+        robot.joint_names,
+        collision=collision,
+        torques=(limits, model),
+        what="the payload excitation",
+        cancellation=cancellation,
     )
     description = (
         f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
@@ -261,6 +293,7 @@ def _scaled_until_safe(
     collision: SelfCollisionModel | None,
     torques: tuple[JointLimits, TorqueModel] | None = None,
     what: str = "the Fourier excitation",
+    cancellation: Cancellation = NEVER,
 ) -> tuple[SampledTrajectory, float]:
     """``fourier`` sampled at ``time`` (s), its amplitudes about the offset pose scaled by :data:`SLOWER_FACTOR`
     (at most :data:`SLOWER_ATTEMPTS` times) until its torques keep the effort limits of ``torques`` (limits and
@@ -278,9 +311,9 @@ def _scaled_until_safe(
         reference = sample(fourier.scaled(scale), time, joint_names)
         try:
             if torques is not None:
-                check_torques(reference, *torques)
+                check_torques(reference, *torques, cancellation=cancellation)
             if collision is not None:
-                check_self_collision(reference, collision)
+                check_self_collision(reference, collision, cancellation=cancellation)
         except (LimitViolationError, SelfCollisionError) as error:
             last_error = error
             continue
@@ -335,14 +368,17 @@ def _slower_until_torques_fit(
     model: TorqueModel,
     rate_hz: float,
     build: _Builder,
+    cancellation: Cancellation,
 ) -> tuple[SampledTrajectory, str]:
-    """Plan with ``limits``; while the torques exceed the effort limits, plan again slower."""
+    """Plan with ``limits``; while the torques exceed the effort limits, plan again slower (``cancellation``
+    polled before each attempt and through its torque check)."""
     last_error: LimitViolationError | None = None
     for attempt in range(SLOWER_ATTEMPTS):
+        cancellation.check()
         speed = SLOWER_FACTOR**attempt
         trajectory, description = build(limits.slower(speed) if attempt else limits, rate_hz)
         try:
-            check_torques(trajectory, limits, model)
+            check_torques(trajectory, limits, model, cancellation=cancellation)
         except LimitViolationError as error:
             last_error = error
             continue

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.trajectory import (
     SampledTrajectory,
@@ -396,8 +397,13 @@ def executed_motion(
     )
 
 
-def executed_chunks(trajectory: SampledTrajectory, check_rate_hz: float) -> Iterator[ExecutedMotion]:
-    """The executed motion in consecutive pieces of about :data:`_CHUNK_SAMPLES` samples."""
+def executed_chunks(
+    trajectory: SampledTrajectory, check_rate_hz: float, cancellation: Cancellation = NEVER
+) -> Iterator[ExecutedMotion]:
+    """The executed motion in consecutive pieces of about :data:`_CHUNK_SAMPLES` samples.
+
+    ``cancellation`` is polled before each piece: every check over a long motion passes here.
+    """
     time = trajectory.time
     count = time.shape[0]
     if count < 2:
@@ -407,6 +413,7 @@ def executed_chunks(trajectory: SampledTrajectory, check_rate_hz: float) -> Iter
     cumulative = np.concatenate([[0.0], np.cumsum(per_interval)])
     start = 0
     while start < count - 1:
+        cancellation.check()
         stop = int(np.searchsorted(cumulative, cumulative[start] + _CHUNK_SAMPLES, side="right"))
         stop = min(max(stop, start + 2), count)
         yield executed_motion(trajectory, check_rate_hz=check_rate_hz, start=start, stop=stop)
@@ -414,7 +421,11 @@ def executed_chunks(trajectory: SampledTrajectory, check_rate_hz: float) -> Iter
 
 
 def check_trajectory(
-    trajectory: SampledTrajectory, limits: JointLimits, *, check_rate_hz: float = CHECK_RATE_HZ
+    trajectory: SampledTrajectory,
+    limits: JointLimits,
+    *,
+    check_rate_hz: float = CHECK_RATE_HZ,
+    cancellation: Cancellation = NEVER,
 ) -> None:
     """Refuse a trajectory whose executed motion leaves ``limits``; silent when it keeps them.
 
@@ -429,6 +440,8 @@ def check_trajectory(
         whether it lies between published points).
     IdentificationError
         When the trajectory's joints differ from the limits' joints.
+    PlanningCancelled
+        When ``cancellation`` is requested before the check ends.
     """
     if trajectory.joint_names != limits.joint_names:
         raise IdentificationError(
@@ -445,7 +458,7 @@ def check_trajectory(
                 value=float(values[sample, joint]),
                 limit=float("nan"),
             )
-    for motion in executed_chunks(trajectory, check_rate_hz):
+    for motion in executed_chunks(trajectory, check_rate_hz, cancellation):
         _check_motion(motion, limits)
 
 
@@ -547,13 +560,15 @@ def resample(reference: SampledTrajectory, rate_hz: float) -> SampledTrajectory:
     return SampledTrajectory(times, q, dq, ddq, reference.joint_names)
 
 
-def interpolation_deviation(points: SampledTrajectory, reference: SampledTrajectory) -> tuple[float, int, float]:
+def interpolation_deviation(
+    points: SampledTrajectory, reference: SampledTrajectory, *, cancellation: Cancellation = NEVER
+) -> tuple[float, int, float]:
     """Largest ``|q_executed − q_reference|`` (rad), its joint and time, over the reference's executed motion.
 
     ``reference`` is the planned motion sampled densely; ``points`` what is published.
     """
     worst, joint, when = 0.0, 0, float(reference.time[0])
-    for motion in executed_chunks(reference, CHECK_RATE_HZ):
+    for motion in executed_chunks(reference, CHECK_RATE_HZ, cancellation):
         q, _, _, _ = controller_motion(points.time, points.q, points.dq, points.ddq, motion.time)
         deviation = np.abs(q - motion.q)
         if not np.all(np.isfinite(deviation)):
@@ -564,12 +579,14 @@ def interpolation_deviation(points: SampledTrajectory, reference: SampledTraject
     return worst, joint, when
 
 
-def _rate_works(reference: SampledTrajectory, limits: JointLimits, rate_hz: float, tolerance_rad: float) -> bool:
+def _rate_works(
+    reference: SampledTrajectory, limits: JointLimits, rate_hz: float, tolerance_rad: float, cancellation: Cancellation
+) -> bool:
     points = resample(reference, rate_hz)
-    if interpolation_deviation(points, reference)[0] > tolerance_rad:
+    if interpolation_deviation(points, reference, cancellation=cancellation)[0] > tolerance_rad:
         return False
     try:
-        check_trajectory(points, limits)
+        check_trajectory(points, limits, cancellation=cancellation)
     except LimitViolationError:
         return False
     return True
@@ -581,6 +598,7 @@ def minimum_rate_hz(
     *,
     rate_hz: float,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    cancellation: Cancellation = NEVER,
 ) -> float | None:
     """The lowest publish rate (Hz, within 5 %) whose executed motion stays within ``tolerance_rad``
     of ``reference`` and within ``limits``; ``None`` when not even the reference's own rate works.
@@ -591,17 +609,17 @@ def minimum_rate_hz(
     low, high = rate_hz, None
     candidate = rate_hz * 2.0
     while candidate < top:
-        if _rate_works(reference, limits, candidate, tolerance_rad):
+        if _rate_works(reference, limits, candidate, tolerance_rad, cancellation):
             high = candidate
             break
         low, candidate = candidate, candidate * 2.0
     if high is None:
-        if not _rate_works(reference, limits, top, tolerance_rad):
+        if not _rate_works(reference, limits, top, tolerance_rad, cancellation):
             return None
         high = top
     while high > 1.05 * low:
         middle = float(np.sqrt(low * high))
-        if _rate_works(reference, limits, middle, tolerance_rad):
+        if _rate_works(reference, limits, middle, tolerance_rad, cancellation):
             high = middle
         else:
             low = middle
@@ -615,6 +633,7 @@ def check_sampling(
     *,
     rate_hz: float,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    cancellation: Cancellation = NEVER,
 ) -> None:
     """Refuse ``points`` (published at ``rate_hz``) when the controller's motion through them strays
     more than ``tolerance_rad`` from the planned ``reference`` or leaves ``limits``.
@@ -623,12 +642,14 @@ def check_sampling(
     ------
     SamplingRateError
         With the lowest rate that would work (:func:`minimum_rate_hz`).
+    PlanningCancelled
+        When ``cancellation`` is requested before the check ends.
     """
-    deviation, joint, when = interpolation_deviation(points, reference)
+    deviation, joint, when = interpolation_deviation(points, reference, cancellation=cancellation)
     cause = ""
     if deviation <= tolerance_rad:
         try:
-            check_trajectory(points, limits)
+            check_trajectory(points, limits, cancellation=cancellation)
             return
         except LimitViolationError as error:
             if not error.between_points:
@@ -636,7 +657,9 @@ def check_sampling(
             cause = str(error)
     raise SamplingRateError(
         rate_hz=rate_hz,
-        minimum_rate_hz=minimum_rate_hz(reference, limits, rate_hz=rate_hz, tolerance_rad=tolerance_rad),
+        minimum_rate_hz=minimum_rate_hz(
+            reference, limits, rate_hz=rate_hz, tolerance_rad=tolerance_rad, cancellation=cancellation
+        ),
         joint=limits.joint_names[joint],
         time_s=when,
         deviation=deviation,
@@ -713,12 +736,15 @@ class TorqueModel:
             standard[position[name]] = value
         return cls(robot, drive_chain, terms, standard, source)
 
-    def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Joint torques (N·m), ``(N, n)``."""
+    def torques(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, cancellation: Cancellation = NEVER
+    ) -> np.ndarray:
+        """Joint torques (N·m), ``(N, n)``; ``cancellation`` is polled every 5000 samples."""
         out = np.empty((np.shape(q)[0], self.robot.n_joints))
         data = self.robot.model.createData()
         step = 5000
         for start in range(0, out.shape[0], step):
+            cancellation.check()
             part = slice(start, start + step)
             matrix = observation_matrix(
                 self.robot, self.drive_chain, self.terms, q[part], dq[part], ddq[part], data=data
@@ -727,7 +753,9 @@ class TorqueModel:
         return out
 
 
-def check_torques(trajectory: SampledTrajectory, limits: JointLimits, model: TorqueModel) -> float:
+def check_torques(
+    trajectory: SampledTrajectory, limits: JointLimits, model: TorqueModel, *, cancellation: Cancellation = NEVER
+) -> float:
     """Refuse a motion whose torques exceed the effort limits; returns the largest fraction used.
 
     The torques of the executed motion are evaluated at :data:`TORQUE_CHECK_RATE_HZ`
@@ -737,13 +765,15 @@ def check_torques(trajectory: SampledTrajectory, limits: JointLimits, model: Tor
     ------
     LimitViolationError
         Quantity ``torque``, naming the first excess in time.
+    PlanningCancelled
+        When ``cancellation`` is requested before the check ends.
     """
     known = np.isfinite(limits.effort)
     if not known.any():
         return 0.0
     usage = 0.0
-    for motion in executed_chunks(trajectory, TORQUE_CHECK_RATE_HZ):
-        torques = model.torques(motion.q, motion.dq, motion.ddq)
+    for motion in executed_chunks(trajectory, TORQUE_CHECK_RATE_HZ, cancellation):
+        torques = model.torques(motion.q, motion.dq, motion.ddq, cancellation=cancellation)
         ratio = np.where(known, np.abs(torques) / limits.effort, 0.0)
         bad = ~(ratio <= 1.0 + ROUNDING_TOLERANCE)
         if bad.any():
@@ -774,14 +804,16 @@ class LimitUsage:
     jerk: np.ndarray
 
 
-def limit_usage(trajectory: SampledTrajectory, limits: JointLimits) -> LimitUsage:
+def limit_usage(
+    trajectory: SampledTrajectory, limits: JointLimits, *, cancellation: Cancellation = NEVER
+) -> LimitUsage:
     """Fractions of the limits used by the executed motion of ``trajectory`` ([Volkmann2020] reports its
-    workspace use)."""
+    workspace use); ``cancellation`` is polled before each chunk of it."""
     span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 2.0 * np.pi)
     low = np.full(trajectory.n_joints, np.inf)
     high = -low
     peaks = np.zeros((3, trajectory.n_joints))
-    for motion in executed_chunks(trajectory, CHECK_RATE_HZ):
+    for motion in executed_chunks(trajectory, CHECK_RATE_HZ, cancellation):
         low, high = np.minimum(low, motion.q.min(axis=0)), np.maximum(high, motion.q.max(axis=0))
         for row, values in enumerate((motion.dq, motion.ddq, motion.jerk)):
             peaks[row] = np.maximum(peaks[row], np.abs(values).max(axis=0))

@@ -1,0 +1,197 @@
+"""Excitation planning stops at the first step after its caller cancels it, and is unchanged otherwise."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from dynamic_identification.core.cancellation import Cancellation
+from dynamic_identification.core.closed_loop import ClosedLoopModel
+from dynamic_identification.core.errors import PlanningCancelled
+from dynamic_identification.core.excitation import optimisation
+from dynamic_identification.core.excitation.closed_loop import (
+    ClosedLoopLimits,
+    ClosedLoopTorqueModel,
+    optimise_closed_loop_fourier,
+)
+from dynamic_identification.core.excitation.optimisation import ExcitationDesign, optimise_fourier
+from dynamic_identification.core.excitation.payload import optimise_payload_excitation
+from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.safety import JointLimits
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.io.config import load_excitation_settings
+from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
+
+BUDGET_S = 10.0
+"""Time budget of the searches under test: far longer than they run when cancelled (a few milliseconds)."""
+
+
+class _CancelAfter:
+    """``requested`` of a :class:`Cancellation` that turns true at poll ``polls + 1``, counting every poll."""
+
+    def __init__(self, polls: int) -> None:
+        self.limit, self.polls = polls, 0
+
+    def __call__(self) -> bool:
+        self.polls += 1
+        return self.polls > self.limit
+
+
+@pytest.fixture(scope="module")
+def robot(arm6_urdf) -> RobotModel:
+    return load_robot(arm6_urdf)
+
+
+@pytest.fixture(scope="module")
+def chain(robot: RobotModel) -> DriveChain:
+    return DriveChain.create(robot.n_joints)
+
+
+@pytest.fixture(scope="module")
+def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
+    return base_parameters(robot, chain, DriveTerms())
+
+
+@pytest.fixture(scope="module")
+def limits(robot: RobotModel) -> JointLimits:
+    return JointLimits.from_robot(robot)
+
+
+@pytest.fixture(scope="module")
+def five_bar() -> ClosedLoopModel:
+    return load_five_bar()
+
+
+def test_a_search_cancelled_after_25_evaluations_evaluates_no_further_candidate(
+    robot: RobotModel,
+    chain: DriveChain,
+    base: BaseParameters,
+    limits: JointLimits,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    evaluated = [0]
+    real = optimisation.observation_matrix
+
+    def counted(*args: Any, **kwargs: Any) -> np.ndarray:  # one call per candidate without box or torques
+        evaluated[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimisation, "observation_matrix", counted)
+    cancellation = Cancellation(lambda: evaluated[0] >= 25)
+    with pytest.raises(PlanningCancelled):
+        optimise_fourier(
+            robot, chain, DriveTerms(), limits, base=base, time_budget_s=BUDGET_S, cancellation=cancellation
+        )
+    assert evaluated[0] == 25
+
+
+Design = Callable[[Cancellation], object]
+"""A designer's search, with everything but the cancellation given."""
+
+
+@pytest.fixture(scope="module")
+def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar: ClosedLoopModel) -> dict[str, Design]:
+    """The three searches (serial, payload, closed-loop five-bar), each with an evaluation budget of a million."""
+    frame = robot.model.frames[robot.model.nframes - 1].name
+    settings = load_excitation_settings(FIVE_BAR_CONFIG)
+    planning = ClosedLoopLimits.from_settings(five_bar, settings).planning(settings.interpolation_tolerance_rad)
+    torques = ClosedLoopTorqueModel.nominal(five_bar, FIVE_BAR_CHAIN, DriveTerms())
+    budget_s, evaluations = BUDGET_S, 10**6
+    return {
+        "serial": lambda cancellation: optimise_fourier(
+            robot,
+            chain,
+            DriveTerms(),
+            limits,
+            time_budget_s=budget_s,
+            max_evaluations=evaluations,
+            cancellation=cancellation,
+        ),
+        "payload": lambda cancellation: optimise_payload_excitation(
+            robot, frame, limits, time_budget_s=budget_s, max_evaluations=evaluations, cancellation=cancellation
+        ),
+        "closed_loop": lambda cancellation: optimise_closed_loop_fourier(
+            five_bar,
+            FIVE_BAR_CHAIN,
+            DriveTerms(),
+            planning,
+            torque_model=torques,
+            time_budget_s=budget_s,
+            max_evaluations=evaluations,
+            cancellation=cancellation,
+        ),
+    }
+
+
+@pytest.mark.parametrize("designer", ["serial", "payload", "closed_loop"])
+@pytest.mark.parametrize("polls", [0, 20], ids=["already_cancelled", "cancelled_while_searching"])
+def test_every_designer_stops_at_its_first_poll_after_the_request(
+    designs: dict[str, Design], designer: str, polls: int
+) -> None:
+    requested = _CancelAfter(polls)
+    with pytest.raises(PlanningCancelled):
+        designs[designer](Cancellation(requested))
+    assert requested.polls == polls + 1  # nothing polled, so nothing evaluated, after the request
+
+
+def test_a_long_period_plan_is_cancelled_in_its_final_checks_too(robot: RobotModel) -> None:
+    """A 100 s period is fitted, shrunk and checked on 10⁵ samples: those loops poll as well."""
+    settings = ExcitationSettings(fundamental_hz=0.01, optimise=False)
+    requested = _CancelAfter(3)
+    with pytest.raises(PlanningCancelled):
+        plan_excitation(
+            robot, DriveChain.create(robot.n_joints), DriveTerms(), settings, cancellation=Cancellation(requested)
+        )
+    assert requested.polls == 4
+
+
+@pytest.mark.parametrize("mode", ["segmented", "process", "payload"])
+def test_every_mode_of_the_plan_is_cancellable(robot: RobotModel, mode: str) -> None:
+    settings = ExcitationSettings(mode=mode, time_budget_s=BUDGET_S)
+    with pytest.raises(PlanningCancelled):
+        plan_excitation(
+            robot, DriveChain.create(robot.n_joints), DriveTerms(), settings, cancellation=Cancellation(lambda: True)
+        )
+
+
+def test_a_design_that_is_not_cancelled_is_the_design_without_cancellation(
+    robot: RobotModel, chain: DriveChain, base: BaseParameters, limits: JointLimits
+) -> None:
+    def design(cancellation: Cancellation | None) -> ExcitationDesign:
+        if cancellation is None:
+            return optimise_fourier(
+                robot, chain, DriveTerms(), limits, base=base, time_budget_s=math.inf, max_evaluations=200, seed=5
+            )
+        return optimise_fourier(
+            robot,
+            chain,
+            DriveTerms(),
+            limits,
+            base=base,
+            time_budget_s=math.inf,
+            max_evaluations=200,
+            seed=5,
+            cancellation=cancellation,
+        )
+
+    plain, polled = design(None), design(Cancellation(lambda: False))
+    assert_array_equal(polled.trajectory.sine, plain.trajectory.sine)
+    assert_array_equal(polled.trajectory.cosine, plain.trajectory.cosine)
+    assert_array_equal(polled.trajectory.offsets, plain.trajectory.offsets)
+    assert polled.evaluations == plain.evaluations
+
+
+def test_a_cancellation_is_not_refused_as_bad_input() -> None:
+    """Handlers that refuse bad input (``except IdentificationError``, a ``ValueError``) let a cancellation through."""
+    with pytest.raises(PlanningCancelled, match="cancelled"):
+        try:
+            Cancellation(lambda: True).check()
+        except ValueError:
+            pytest.fail("a cancellation was caught as bad input")
