@@ -19,8 +19,9 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from dynamic_identification.core.excitation.collision import SelfCollisionError, SelfCollisionModel
 from dynamic_identification.core.excitation.optimisation import BudgetedSearch
-from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
+from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
 from dynamic_identification.core.model import load_robot
 from dynamic_identification.io.trajectory import write_trajectory_csv
@@ -40,6 +41,7 @@ from dynamic_identification.nodes.excitation import (
 from dynamic_identification.nodes.qos import COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from ros_graph import RosGraph, graphs
+from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest
 
 SIM_RATE_HZ = 250.0
 FOURIER = [
@@ -224,6 +226,43 @@ def test_file_that_leaves_the_limits_is_refused_naming_the_violation(
     g.spin(20.0, until=lambda: bool(g.diagnostics))
     assert g.diagnostics[-1].level == DiagnosticStatus.ERROR
     assert "joint_2" in g.diagnostics[-1].message and "velocity" in g.diagnostics[-1].message
+
+
+def test_a_file_whose_motion_collides_with_the_robot_itself_is_refused_naming_the_links(
+    graph: Callable[..., _Graph], tmp_path: pathlib.Path, example_urdf: Callable[[str], pathlib.Path]
+) -> None:
+    urdf, srdf = example_urdf("ur5_robot.urdf"), example_urdf("ur5.srdf")
+    robot = load_robot(urdf)
+    motion = executed_motion(rest_to_rest(robot.joint_names, [CLEAR_A, CLEAR_B], interval_s=2.0), check_rate_hz=100.0)
+    trajectory = SampledTrajectory(motion.time, motion.q, motion.dq, motion.ddq, robot.joint_names)
+    path = tmp_path / "through_the_forearm.csv"
+    write_trajectory_csv(path, trajectory)
+    limits = JointLimits.from_robot(robot)
+    assert plan_from_file(str(path), robot, limits).trajectory.q.shape == trajectory.q.shape  # only a collision
+    overrides = [("urdf", str(urdf)), ("collision_srdf", str(srdf)), ("mode", "file"), ("file", str(path))]
+    g = graph([Parameter(name, value=value) for name, value in overrides], with_robot=False)
+    assert g.excitation.wait_for_plan(20.0)
+    assert g.excitation.state == "failed" and g.excitation.plan is None
+    response = g.call("start")
+    assert not response.success
+    assert "self-collision" in response.message and "_link_0" in response.message
+
+
+def test_the_ramp_in_from_the_current_position_is_checked_for_self_collision(
+    example_urdf: Callable[[str], pathlib.Path],
+) -> None:
+    robot = load_robot(example_urdf("ur5_robot.urdf"))
+    collision = SelfCollisionModel.from_urdf(robot, srdf=example_urdf("ur5.srdf"))
+    assert collision is not None
+    limits = JointLimits.from_robot(robot)
+    held = rest_to_rest(robot.joint_names, [CLEAR_B, CLEAR_B], interval_s=1.0)
+    motion = playback_trajectory(held, np.array(CLEAR_B), limits, rate_hz=100.0, collision=collision)
+    assert_allclose(motion.q, np.broadcast_to(CLEAR_B, motion.q.shape), atol=1e-12)
+    with pytest.raises(SelfCollisionError) as raised:
+        playback_trajectory(held, np.array(CLEAR_A), limits, rate_hz=100.0, collision=collision)
+    unchecked = playback_trajectory(held, np.array(CLEAR_A), limits, rate_hz=100.0)
+    arrival_s = unchecked.time[np.argmax(np.all(np.abs(unchecked.q - CLEAR_B) < 1e-9, axis=1))]
+    assert 0.0 < raised.value.time_s < arrival_s  # in the ramp from CLEAR_A, before the held pose is reached
 
 
 def test_refuses_bad_parameters_naming_them(context: Context) -> None:

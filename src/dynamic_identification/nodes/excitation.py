@@ -59,6 +59,7 @@ from dynamic_identification.core.excitation.closed_loop import (
     check_closed_loop_trajectory,
     plan_closed_loop_excitation,
 )
+from dynamic_identification.core.excitation.collision import SelfCollisionModel, check_self_collision
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
     DEFAULT_INTERPOLATION_TOLERANCE_RAD,
@@ -181,6 +182,8 @@ class ExcitationSetup:
     torque_model: TorqueModel | None
     closed_loop: ClosedLoopExcitation | None = None
     """A closed-loop robot's model, limits and torques (``robot`` then holds its actuated joints)."""
+    collision: SelfCollisionModel | None = None
+    """The self-collision check of the URDF's collision geometry (``None``: none, or switched off)."""
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -211,6 +214,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             raise ValueError(f"parameter '{name}' needs {size} values, got {list(value)}")
     try:
         limits = settings.limits(robot)
+        collision = settings.collision_model(robot)
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
@@ -227,6 +231,7 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         settings=settings,
         limits=limits,
         torque_model=torque_model,
+        collision=collision,
     )
 
 
@@ -292,15 +297,17 @@ def plan_from_file(
     *,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     closed_loop: ClosedLoopExcitation | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
 
     Its positions must agree with its velocities and accelerations
     (:func:`~dynamic_identification.core.excitation.safety.check_consistency`), the
-    controller's quintic through its points must keep ``limits``, and the torques
+    controller's quintic through its points must keep ``limits``, the torques
     ``torque_model`` predicts (default: the URDF's nominal model on a direct drive)
-    must keep the effort limits.
+    must keep the effort limits, and, with ``collision``, no two links may come closer
+    than its margin (:func:`~dynamic_identification.core.excitation.collision.check_self_collision`).
 
     A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
     completed from them must also keep the passive limits, the singularity margin and the
@@ -346,6 +353,8 @@ def plan_from_file(
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
     check_trajectory(trajectory, limits, cancellation=cancellation)
     torque_usage = check_torques(trajectory, limits, torque_model, cancellation=cancellation)
+    if collision is not None:
+        check_self_collision(trajectory, collision, cancellation=cancellation)
     return ExcitationPlan(
         trajectory=trajectory,
         limits=limits,
@@ -377,6 +386,7 @@ def playback_trajectory(
     torque_model: TorqueModel | None = None,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     ramp_limits: JointLimits | None = None,
+    collision: SelfCollisionModel | None = None,
 ) -> SampledTrajectory:
     """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
 
@@ -385,7 +395,8 @@ def playback_trajectory(
     trajectory's points where it is sampled differently). The controller's motion
     through the result keeps ``limits`` (:func:`check_trajectory`), stays within
     ``tolerance_rad`` of the motion through the original points when resampled
-    (:func:`check_sampling`), and, with ``torque_model``, keeps the effort limits.
+    (:func:`check_sampling`), with ``torque_model`` keeps the effort limits, and with
+    ``collision`` brings no two links closer than its margin, ramp in from ``q_now`` included.
     The ramps are fitted to ``ramp_limits`` (default ``limits``; slower ones keep a
     closed-loop robot's passive joints within theirs).
 
@@ -409,6 +420,8 @@ def playback_trajectory(
         check_sampling(whole, native, limits, rate_hz=rate_hz, tolerance_rad=tolerance_rad)
     if torque_model is not None:
         check_torques(whole, limits, torque_model)
+    if collision is not None:
+        check_self_collision(whole, collision)
     return whole
 
 
@@ -498,6 +511,7 @@ class ExcitationNode(GuardedNode):
         self.limits = setup.limits
         self.torque_model = setup.torque_model
         self.closed_loop = setup.closed_loop
+        self.collision = setup.collision
         self._names = list(self.robot.joint_names)
         self._plan: ExcitationPlan | None = None
         self._plan_error: str | None = None
@@ -603,6 +617,7 @@ class ExcitationNode(GuardedNode):
                 setup.torque_model,
                 tolerance_rad=setup.settings.interpolation_tolerance_rad,
                 closed_loop=setup.closed_loop,
+                collision=setup.collision,
                 cancellation=cancellation,
             )
         if setup.closed_loop is not None:
@@ -722,6 +737,7 @@ class ExcitationNode(GuardedNode):
                     rate_hz=self.settings.rate_hz,
                     torque_model=self.torque_model,
                     tolerance_rad=self.settings.interpolation_tolerance_rad,
+                    collision=self.collision,
                 )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")

@@ -19,13 +19,8 @@ from dynamic_identification.core.excitation.collision import (
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import executed_motion
 from dynamic_identification.core.excitation.settings import ExcitationSettings
-from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-
-# Two poses of the UR5 within its limits, 2 cm clear of any collision, with a collision half-way between them
-# (found by a seeded search).
-CLEAR_A = [0.0, -1.71, -1.29, 2.53, 2.82, 0.0]
-CLEAR_B = [0.0, -1.79, -0.62, 1.83, 1.94, 0.0]
+from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +57,6 @@ def _clearance_m(model: SelfCollisionModel, q: np.ndarray) -> float:
     return float(clearance)
 
 
-def _rest_to_rest(robot: RobotModel, poses: list[list[float]], interval_s: float) -> SampledTrajectory:
-    q = np.array(poses, dtype=float)
-    time = interval_s * np.arange(q.shape[0])
-    return SampledTrajectory(time, q, np.zeros_like(q), np.zeros_like(q), robot.joint_names)
-
-
 def test_a_urdf_without_collision_geometry_has_no_check(arm6_urdf: Path) -> None:
     assert SelfCollisionModel.from_urdf(load_robot(arm6_urdf)) is None
 
@@ -91,7 +80,7 @@ def test_links_joined_by_one_joint_are_never_paired_and_an_srdf_leaves_out_its_p
 def test_a_collision_between_published_points_is_refused_naming_the_links_and_the_instant(
     ur5: RobotModel, ur5_collision: SelfCollisionModel
 ) -> None:
-    trajectory = _rest_to_rest(ur5, [CLEAR_A, CLEAR_B], interval_s=2.0)
+    trajectory = rest_to_rest(ur5.joint_names, [CLEAR_A, CLEAR_B], interval_s=2.0)
     assert _clearance_m(ur5_collision, trajectory.q) > ur5_collision.margin_m  # both published points are clear
     with pytest.raises(SelfCollisionError) as raised:
         check_self_collision(trajectory, ur5_collision)
@@ -109,8 +98,8 @@ def test_a_motion_that_keeps_the_margin_at_every_checked_instant_touches_nothing
     accepted = []
     fractions = np.linspace(0.1, 0.3, 9)
     for fraction in fractions:
-        end = (np.array(CLEAR_A) + fraction * (np.array(CLEAR_B) - np.array(CLEAR_A))).tolist()
-        trajectory = _rest_to_rest(ur5, [CLEAR_A, end], interval_s=1.0)
+        end = tuple(np.array(CLEAR_A) + fraction * (np.array(CLEAR_B) - np.array(CLEAR_A)))
+        trajectory = rest_to_rest(ur5.joint_names, [CLEAR_A, end], interval_s=1.0)
         try:
             check_self_collision(trajectory, ur5_collision)
         except SelfCollisionError:
