@@ -1,5 +1,6 @@
 """Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
-the realistic recordings of a robot preset, and the print-out of an excitation's limit usage.
+the realistic recordings of a robot preset, the print-out of an excitation's limit usage, and the files of
+example-robot-data (:func:`example_robot_file`, the tests' own finder).
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
@@ -45,6 +46,7 @@ from five_bar import (  # noqa: E402 - found on the path inserted above
     load_five_bar,
     track,
 )
+from repo_paths import example_robot_file  # noqa: E402 - found on the path inserted above
 
 __all__ = [
     "ARM6_DRIVE",
@@ -58,6 +60,7 @@ __all__ = [
     "FIVE_BAR_DRIVE",
     "TIP_PAYLOAD",
     "arm6_chain",
+    "example_robot_file",
     "fourier",
     "fourier_recording",
     "identify_gains_from_runs",

@@ -17,13 +17,13 @@ Run: ``.venv/bin/python bench/bench_consistency.py [--repeats 20]``
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import pathlib
 import tempfile
 import time
 
 import numpy as np
 import pinocchio as pin
+from _common import example_robot_file
 
 from dynamic_identification.core.estimation import NormalEquations
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
@@ -41,13 +41,6 @@ from dynamic_identification.core.model import (
 from dynamic_identification.core.regressors import base_parameters, observation_matrix, random_motion
 from dynamic_identification.io.urdf_export import attached_inertias, write_urdf
 from dynamic_identification.resources import shipped_path
-
-
-def _panda_urdf() -> pathlib.Path:
-    for entry in importlib.metadata.files("example-robot-data") or []:
-        if entry.name == "panda.urdf" and "robots" in entry.parts:
-            return pathlib.Path(str(entry.locate())).resolve()
-    raise FileNotFoundError("panda.urdf of example-robot-data")
 
 
 def _case(robot: RobotModel, *, duration_s: float, noise_nm: float, coulomb: float, repeats: int) -> None:
@@ -126,7 +119,7 @@ def main() -> None:
     arguments = parser.parse_args()
     robots = {
         "dynid_arm6": load_robot(shipped_path("urdf", "dynid_arm6.urdf")),
-        "panda (7 arm joints)": load_robot(_panda_urdf(), [f"panda_joint{i}" for i in range(1, 8)]),
+        "panda (7 arm joints)": load_robot(example_robot_file("panda.urdf"), [f"panda_joint{i}" for i in range(1, 8)]),
     }
     for name, robot in robots.items():
         print(name)

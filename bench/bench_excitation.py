@@ -13,11 +13,9 @@ Run: ``.venv/bin/python bench/bench_excitation.py [--budget 60] [--seeds 5]``
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import pathlib
 
 import numpy as np
-from _common import print_limit_usage
+from _common import example_robot_file, print_limit_usage
 
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
@@ -37,14 +35,6 @@ ARM6_RESTRICTED = Workspace(
     box_max=np.array([0.7, 0.5, 0.9]),
 )
 """A sector in front of the 6-axis arm, above its table (the test suite's restricted workspace)."""
-
-
-def panda_urdf() -> pathlib.Path:
-    """``panda.urdf`` of the installed example-robot-data wheel (located as ``test/conftest.py`` does)."""
-    for entry in importlib.metadata.files("example-robot-data") or []:
-        if entry.name == "panda.urdf" and "robots" in entry.parts:
-            return pathlib.Path(str(entry.locate())).resolve()
-    raise FileNotFoundError("panda.urdf is not in the installed example-robot-data")
 
 
 def run(label: str, robot: RobotModel, workspace: Workspace | None, budget_s: float, seeds: int) -> None:
@@ -78,7 +68,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="random-coefficient baselines per case")
     arguments = parser.parse_args()
     arm6 = load_robot(shipped_path("urdf", "dynid_arm6.urdf"))
-    panda = load_robot(panda_urdf(), [f"panda_joint{i}" for i in range(1, 8)])
+    panda = load_robot(example_robot_file("panda.urdf"), [f"panda_joint{i}" for i in range(1, 8)])
     print(f"n_h = 5, f = 0.1 Hz, 200 samples per period, budget {arguments.budget:g} s, seed 0")
     run("dynid_arm6, full ranges", arm6, None, arguments.budget, arguments.seeds)
     run("dynid_arm6, restricted workspace", arm6, ARM6_RESTRICTED, arguments.budget, arguments.seeds)

@@ -35,15 +35,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.metadata
 import itertools
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
-from _common import fourier_recording, pick_and_place_recording
+from _common import example_robot_file, fourier_recording, pick_and_place_recording
 
 from dynamic_identification.api import identify_recording
 from dynamic_identification.core.errors import IdentificationError
@@ -62,19 +60,11 @@ STAMPS = ("recorded", "recovered")
 METHODS = ("wls", "ols")
 
 
-def example_urdf(filename: str) -> Path:
-    """A URDF of the ``example-robot-data`` wheel (``ur5_robot.urdf``, ``panda.urdf``)."""
-    for entry in importlib.metadata.files("example-robot-data") or []:
-        if entry.name == filename and "robots" in entry.parts:
-            return Path(str(entry.locate())).resolve()
-    raise FileNotFoundError(f"{filename} is not in the installed example-robot-data")
-
-
 def robot_preset(name: str) -> RobotPreset:
     urdf = {
         "arm6": shipped_path("urdf", "dynid_arm6.urdf"),
-        "ur5": example_urdf("ur5_robot.urdf"),
-        "panda": example_urdf("panda.urdf"),
+        "ur5": example_robot_file("ur5_robot.urdf"),
+        "panda": example_robot_file("panda.urdf"),
     }[name]
     return preset(name, urdf)
 

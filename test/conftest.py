@@ -7,7 +7,6 @@ domain of its own (one per test process, so parallel runs never cross-talk).
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import pathlib
 from collections.abc import Callable, Iterator
@@ -18,38 +17,13 @@ import numpy as np
 import pytest
 
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
-from repo_paths import ARM6_CONFIG, ARM6_URDF
+from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
 
 ROS_DOMAIN_ID = process_domain_id()
 """This test process's ROS domain (1..101, the range the ROS 2 docs recommend on Linux)."""
 
 ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)
-
-
-def find_example_urdf(filename: str) -> pathlib.Path:
-    """Return the path of a URDF shipped by the ``example-robot-data`` wheel.
-
-    The wheel has no Python module: its files live under
-    ``cmeel.prefix/share/example-robot-data/robots/<robot>_description/...``.
-
-    Parameters
-    ----------
-    filename
-        Base name of the URDF, e.g. ``"ur5_robot.urdf"`` or ``"panda.urdf"``.
-
-    Raises
-    ------
-    FileNotFoundError
-        When no file of that name is in the installed distribution.
-    """
-    files = importlib.metadata.files("example-robot-data") or []
-    for entry in files:
-        if entry.name == filename and "robots" in entry.parts:
-            path = pathlib.Path(str(entry.locate())).resolve()
-            if path.is_file():
-                return path
-    raise FileNotFoundError(f"filename={filename!r} is not a URDF of the installed example-robot-data")
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +51,8 @@ def ros_domain_id() -> int:
 
 @pytest.fixture(scope="session")
 def example_urdf() -> Callable[[str], pathlib.Path]:
-    """Finder of URDFs in ``example-robot-data``: ``example_urdf("ur5_robot.urdf")``."""
-    return find_example_urdf
+    """Finder of robot files in ``example-robot-data``: ``example_urdf("ur5_robot.urdf")``, ``…("ur5.srdf")``."""
+    return example_robot_file
 
 
 @pytest.fixture(scope="session")

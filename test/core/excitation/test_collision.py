@@ -158,3 +158,18 @@ def test_the_margin_must_be_finite_and_not_negative(ur5: RobotModel) -> None:
     for margin in (-0.01, float("nan")):
         with pytest.raises(ModelError, match="collision_margin_m"):
             SelfCollisionModel.from_urdf(ur5, margin_m=margin)
+
+
+def test_the_optimised_fourier_search_keeps_clear_of_the_robot_itself(
+    ur5: RobotModel, ur5_collision: SelfCollisionModel, example_urdf: Callable[[str], Path]
+) -> None:
+    chain, terms = DriveChain.create(ur5.n_joints), DriveTerms()
+    srdf = str(example_urdf("ur5.srdf"))
+    common = {"seed": 1, "max_evaluations": 300, "time_budget_s": 3600.0, "collision_srdf": srdf}
+    unchecked = plan_excitation(ur5, chain, terms, ExcitationSettings(self_collision=False, **common))
+    assert _touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
+    plan = plan_excitation(ur5, chain, terms, ExcitationSettings(**common))
+    assert "scaled" not in plan.description  # the search itself avoided the collision
+    assert not _touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
+    assert plan.condition_number is not None and unchecked.condition_number is not None
+    assert plan.condition_number < 1.2 * unchecked.condition_number

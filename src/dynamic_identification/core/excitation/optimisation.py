@@ -33,6 +33,7 @@ import scipy.stats.qmc
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.collision import SelfCollisionModel
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
@@ -77,6 +78,10 @@ _SINGLE_THREAD_PRODUCT = 200_000
 
 _INFEASIBLE_COST = 100.0
 """Cost of a candidate whose offset pose leaves the end-effector box (plus its distance, m)."""
+
+_COLLIDING_COST = 50.0
+"""Cost of a candidate that would be the best so far but brings two links within the self-collision margin on
+the cost grid (above any ``log κ``, below :data:`_INFEASIBLE_COST`)."""
 
 
 @dataclass(frozen=True)
@@ -732,9 +737,11 @@ class _Search(FourierSearch):
         harmonics: int,
         samples: int,
         torque_model: TorqueModel | None = None,
+        collision: SelfCollisionModel | None = None,
         cancellation: Cancellation = NEVER,
     ) -> None:
         self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
+        self.collision = collision
         self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
         self.limits, self.tool = limits, tool
         self.data = robot.model.createData()
@@ -743,7 +750,8 @@ class _Search(FourierSearch):
         )
 
     def cost(self, x: np.ndarray) -> float:
-        """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept)."""
+        """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept, or when
+        it would be the best so far and brings two links within the self-collision margin on the grid)."""
         self.spend()
         trajectory = self.decode(np.asarray(x, dtype=float))
         qs, qc, _, _, _, _ = self.cost_basis
@@ -770,9 +778,15 @@ class _Search(FourierSearch):
             )
             if feasible == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
-            observed = self._observed(trajectory, feasible)
+            scale = feasible
+            observed = self._observed(trajectory, scale)
         kappa = gram_condition(gram_matrix(self.base.select(observed).reshape(-1, self.base.count)))
-        return self.record(x, float(np.log(min(kappa, 1e12))))
+        value = float(np.log(min(kappa, 1e12)))
+        # Checked only for a new best: a collision test costs about ten cost evaluations.
+        if self.collision is not None and value < self.best_cost:
+            if self.collision.first_collision(self._motion(trajectory, scale)[0]) is not None:
+                value = _COLLIDING_COST
+        return self.record(x, value)
 
     def _motion(self, trajectory: FourierTrajectory, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``q, q̇, q̈`` on the cost grid of ``trajectory`` with its oscillation scaled by ``scale``."""
@@ -808,6 +822,7 @@ def optimise_fourier(
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: TorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationDesign:
     """Fourier excitation minimising the condition number of the normalised base observation matrix.
@@ -844,6 +859,11 @@ def optimise_fourier(
         Joint torques of a candidate (nominal or identified model): a candidate whose
         torques exceed ``limits.effort`` is scaled toward its offset pose until they
         keep them (a constraint of the search, not a penalty).
+    collision
+        Self-collision of a candidate that would be the best so far, on the cost grid
+        (:meth:`~.collision.SelfCollisionModel.first_collision`): such a candidate is
+        penalised, so the search keeps to motions clear of the robot itself. The grid is
+        coarse; :func:`~.plan.plan_excitation` checks the executed motion.
     cancellation
         Polled before every cost evaluation and through the final fit and checks; a
         design that is not cancelled is the same as without it.
@@ -874,6 +894,7 @@ def optimise_fourier(
         harmonics=harmonics,
         samples=samples,
         torque_model=torque_model,
+        collision=collision,
         cancellation=cancellation,
     )
     best = run_search(search, budget, centre_first=False)

@@ -208,6 +208,7 @@ def _fourier(
             limits,
             workspace=_workspace(settings),
             torque_model=model,
+            collision=collision,
             cancellation=cancellation,
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
