@@ -214,7 +214,7 @@ def _fourier(
             **settings.budget_arguments(),
         )
         fourier, condition = design.trajectory, design.condition_number
-        description = f"optimised Fourier series, condition number {condition:.3g}"
+        description = "optimised Fourier series"
     else:
         fourier = random_fourier(
             robot,
@@ -229,11 +229,11 @@ def _fourier(
     reference, scale = _scaled_until_safe(
         fourier, time, robot.joint_names, collision=collision, cancellation=cancellation
     )
+    if condition is not None:
+        description += f", condition number {condition:.3g}" + (" before scaling" if scale < 1.0 else "")
     if scale < 1.0:
-        before = f" (condition number {condition:.3g} before)" if condition is not None else ""
-        description = description.split(", condition number")[0] + before
         description += f", amplitudes scaled to {scale:.0%} to keep the self-collision margin"
-        condition = None
+        condition = None  # recomputed on the scaled motion
     return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
 
 
