@@ -47,6 +47,7 @@ from five_bar import (  # noqa: E402 - found on the path inserted above
     track,
 )
 from repo_paths import example_robot_file  # noqa: E402 - found on the path inserted above
+from ur5_collision import touching  # noqa: E402 - found on the path inserted above
 
 __all__ = [
     "ARM6_DRIVE",
@@ -67,6 +68,7 @@ __all__ = [
     "load_five_bar",
     "pick_and_place_recording",
     "print_limit_usage",
+    "touching",
     "track",
 ]
 

@@ -23,8 +23,7 @@ import argparse
 import time
 
 import numpy as np
-import pinocchio as pin
-from _common import example_robot_file
+from _common import example_robot_file, touching
 
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
@@ -40,16 +39,6 @@ ROBOTS = {
     "ur5": ("ur5_robot.urdf", "ur5.srdf", None),
     "panda": ("panda.urdf", "panda.srdf", tuple(f"panda_joint{j}" for j in range(1, 8))),
 }
-
-
-def touches(model: SelfCollisionModel, q: np.ndarray) -> bool:
-    """Whether a checked pair touches (no margin) at some sample of ``q``: Pinocchio directly."""
-    robot = model.robot
-    data, geometry_data = robot.model.createData(), pin.GeometryData(model.geometry)
-    return any(
-        pin.computeCollisions(robot.model, data, model.geometry, geometry_data, configuration, True)
-        for configuration in robot.configurations(q)
-    )
 
 
 def run(name: str, seeds: int, evaluations: int) -> None:
@@ -70,7 +59,7 @@ def run(name: str, seeds: int, evaluations: int) -> None:
             common = {"optimise": optimise, "seed": seed, "collision_srdf": srdf_path, "max_evaluations": evaluations}
             free = plan_excitation(robot, chain, terms, ExcitationSettings(self_collision=False, **common))
             dense = executed_motion(free.trajectory, check_rate_hz=2000.0).q
-            touched = touches(model, dense)
+            touched = touching(model, dense)
             started = time.perf_counter()
             try:
                 check_self_collision(free.trajectory, model)
@@ -90,7 +79,7 @@ def run(name: str, seeds: int, evaluations: int) -> None:
             if "scaled to" in checked.description:
                 scale = checked.description.split("scaled to ")[1].split("%")[0]
                 scale = f"{float(scale) / 100:.2f}"
-            after = touches(model, executed_motion(checked.trajectory, check_rate_hz=2000.0).q)
+            after = touching(model, executed_motion(checked.trajectory, check_rate_hz=2000.0).q)
             print(
                 f"  {optimise!s:9}  {seed:4}  {touched!s:7} / {within!s:5}                 {scale}"
                 f"  {free.condition_number:6.3g} -> {checked.condition_number:6.3g}    {after}"

@@ -24,7 +24,7 @@ from dynamic_identification.core.excitation.payload import optimise_payload_exci
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.excitation.settings import ExcitationSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
@@ -45,11 +45,6 @@ class _CancelAfter:
 
 
 @pytest.fixture(scope="module")
-def robot(arm6_urdf) -> RobotModel:
-    return load_robot(arm6_urdf)
-
-
-@pytest.fixture(scope="module")
 def chain(robot: RobotModel) -> DriveChain:
     return DriveChain.create(robot.n_joints)
 
@@ -57,11 +52,6 @@ def chain(robot: RobotModel) -> DriveChain:
 @pytest.fixture(scope="module")
 def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
     return base_parameters(robot, chain, DriveTerms())
-
-
-@pytest.fixture(scope="module")
-def limits(robot: RobotModel) -> JointLimits:
-    return JointLimits.from_robot(robot)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import executed_motion
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest
+from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest, touching
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +34,6 @@ def ur5_collision(ur5: RobotModel, example_urdf: Callable[[str], Path]) -> SelfC
     model = SelfCollisionModel.from_urdf(ur5, srdf=example_urdf("ur5.srdf"))
     assert model is not None
     return model
-
-
-def _touching(model: SelfCollisionModel, q: np.ndarray) -> bool:
-    """Whether two objects of a checked pair touch at some sample of ``q``, by Pinocchio directly (ground truth)."""
-    robot = model.robot
-    data, geometry_data = robot.model.createData(), pin.GeometryData(model.geometry)
-    return any(
-        pin.computeCollisions(robot.model, data, model.geometry, geometry_data, configuration, True)
-        for configuration in robot.configurations(q)
-    )
 
 
 def _clearance_m(model: SelfCollisionModel, q: np.ndarray) -> float:
@@ -108,7 +98,7 @@ def test_a_motion_that_keeps_the_margin_at_every_checked_instant_touches_nothing
     assert accepted, "no approach was accepted"
     assert len(accepted) < fractions.size, "the collision was never reached"
     for trajectory in accepted:  # ground truth at 20 kHz of the controller's motion: no contact
-        assert not _touching(ur5_collision, executed_motion(trajectory, check_rate_hz=20_000.0).q)
+        assert not touching(ur5_collision, executed_motion(trajectory, check_rate_hz=20_000.0).q)
 
 
 def test_checked_instants_are_closer_than_the_margin_in_sweep_and_slow_motion_is_checked_rarely(
@@ -134,10 +124,10 @@ def test_a_colliding_fourier_excitation_is_scaled_until_it_keeps_the_margin(
     unchecked = plan_excitation(
         ur5, chain, terms, ExcitationSettings(optimise=False, seed=2, collision_srdf=srdf, self_collision=False)
     )
-    assert _touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
+    assert touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
     plan = plan_excitation(ur5, chain, terms, ExcitationSettings(optimise=False, seed=2, collision_srdf=srdf))
     assert "to keep the self-collision margin" in plan.description
-    assert not _touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
+    assert not touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
     assert plan.condition_number is not None and np.isfinite(plan.condition_number)
 
 
@@ -167,9 +157,9 @@ def test_the_optimised_fourier_search_keeps_clear_of_the_robot_itself(
     srdf = str(example_urdf("ur5.srdf"))
     common = {"seed": 1, "max_evaluations": 300, "time_budget_s": 3600.0, "collision_srdf": srdf}
     unchecked = plan_excitation(ur5, chain, terms, ExcitationSettings(self_collision=False, **common))
-    assert _touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
+    assert touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
     plan = plan_excitation(ur5, chain, terms, ExcitationSettings(**common))
     assert "scaled" not in plan.description  # the search itself avoided the collision
-    assert not _touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
+    assert not touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
     assert plan.condition_number is not None and unchecked.condition_number is not None
     assert plan.condition_number < 1.2 * unchecked.condition_number

@@ -21,7 +21,7 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, limit_usage
 from dynamic_identification.core.excitation.trajectory import sample
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 
 EVALUATIONS = 2000
@@ -37,11 +37,6 @@ RESTRICTED = Workspace(
 
 
 @pytest.fixture(scope="module")
-def robot(arm6_urdf) -> RobotModel:
-    return load_robot(arm6_urdf)
-
-
-@pytest.fixture(scope="module")
 def chain(robot: RobotModel) -> DriveChain:
     return DriveChain.create(robot.n_joints, gear_ratios=np.full(robot.n_joints, 100.0))
 
@@ -49,11 +44,6 @@ def chain(robot: RobotModel) -> DriveChain:
 @pytest.fixture(scope="module")
 def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
     return base_parameters(robot, chain, DriveTerms())
-
-
-@pytest.fixture(scope="module")
-def limits(robot: RobotModel) -> JointLimits:
-    return JointLimits.from_robot(robot)
 
 
 @pytest.fixture(scope="module")

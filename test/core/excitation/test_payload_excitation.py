@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from dynamic_identification.core.excitation import FourierTrajectory, fit_to_limits
 from dynamic_identification.core.excitation.payload import PayloadExcitationDesign, optimise_payload_excitation
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.model import RobotModel
 from dynamic_identification.core.payload import payload_regressor
-
-
-@pytest.fixture(scope="module")
-def robot(arm6_urdf: Path) -> RobotModel:
-    return load_robot(arm6_urdf)
 
 
 @pytest.fixture(scope="module")
