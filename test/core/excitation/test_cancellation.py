@@ -155,21 +155,9 @@ def test_a_design_that_is_not_cancelled_is_the_design_without_cancellation(
     robot: RobotModel, chain: DriveChain, base: BaseParameters, limits: JointLimits
 ) -> None:
     def design(cancellation: Cancellation | None) -> ExcitationDesign:
-        if cancellation is None:
-            return optimise_fourier(
-                robot, chain, DriveTerms(), limits, base=base, time_budget_s=math.inf, max_evaluations=200, seed=5
-            )
-        return optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
-            limits,
-            base=base,
-            time_budget_s=math.inf,
-            max_evaluations=200,
-            seed=5,
-            cancellation=cancellation,
-        )
+        polled = {} if cancellation is None else {"cancellation": cancellation}  # None: the default argument
+        common = {"base": base, "time_budget_s": math.inf, "max_evaluations": 200, "seed": 5}
+        return optimise_fourier(robot, chain, DriveTerms(), limits, **common, **polled)
 
     plain, polled = design(None), design(Cancellation(lambda: False))
     assert_array_equal(polled.trajectory.sine, plain.trajectory.sine)
