@@ -18,9 +18,14 @@ drive chain, physical consistency on as in the estimator node) twice:
 * ``recorded`` — with the stamps as recorded;
 * ``true`` — with the true sample instants the simulator took them at
   (:attr:`~dynamic_identification.core.realistic.GroundTruth.true_time_s`, on the stamps' origin);
+* ``offline rule`` — with the instants offline identification would use: the stamps, or,
+  when ``signal.stamps: auto`` decides so (:func:`~dynamic_identification.core.identification.motion.resolve_signal`
+  on the whole recording), those :func:`~dynamic_identification.core.signal.recover_stamps` recovers
+  from the sample order: what the window would gain from recovering as offline does;
 
 and identifies the whole training recording offline (``dynid identify``'s
-:func:`~dynamic_identification.api.identify_recording`, default settings, ``stamps: auto``).
+:func:`~dynamic_identification.api.identify_recording`, default settings, ``stamps: auto``), and with
+``signal.velocity: differentiated`` (the window's velocities) on recovered and on recorded stamps.
 Printed per preset (medians over the window's publishable updates; offline: its one estimate):
 
 * ``pub`` — the fraction of the window's updates that were publishable;
@@ -29,7 +34,8 @@ Printed per preset (medians over the window's publishable updates; offline: its 
 * ``%σ`` — the median over the kept parameters of the published ``%σ`` ([Gautier2013] eq. (19), HAC);
 * ``ρ/Y`` — the relative residual ``‖ρ‖/‖Y‖`` of the estimate's own equations;
 
-then, per preset, the ratios recorded / true of err and par (paired: same samples, same noise).
+then, per preset, the ratios of err and par to the window on the true instants (paired: same samples, same
+noise) of the window on the recorded stamps and on the offline rule's instants.
 
 Run: ``.venv/bin/python bench/bench_window_stamps.py [--robots ur5 arm6 panda] [--seeds 3] [--train-s 60]``
 """
@@ -45,11 +51,13 @@ from _common import fourier_recording
 from bench_realistic import relative, robot_preset, true_model_torques
 
 from dynamic_identification.api import identify_recording
-from dynamic_identification.core.identification import SlidingWindowEstimator, WindowUpdate
+from dynamic_identification.core.identification import SignalSettings, SlidingWindowEstimator, WindowUpdate
+from dynamic_identification.core.identification.motion import resolve_signal
 from dynamic_identification.core.identification.prediction import parameter_columns
 from dynamic_identification.core.model import RobotModel, standard_parameter_names
 from dynamic_identification.core.realistic import RealisticRecording
 from dynamic_identification.core.regressors import observation_matrix
+from dynamic_identification.core.signal import clean_time_stamps, recover_stamps
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_window_parts
@@ -94,13 +102,29 @@ def validation(robot: RobotModel, config: IdentificationConfig, data: RealisticR
     rows = np.linspace(0, truth.q.shape[0] - 1, min(VALIDATION_ROWS, truth.q.shape[0])).astype(int)
     terms = config.drive_terms
     return Validation(
-        observation=observation_matrix(
-            robot, data.drive_chain, terms, truth.q[rows], truth.dq[rows], truth.ddq[rows]
-        ),
+        observation=observation_matrix(robot, data.drive_chain, terms, truth.q[rows], truth.dq[rows], truth.ddq[rows]),
         names=standard_parameter_names(robot.n_joints, terms),
         truth=truth.torque_nm[rows],
         model=true_model_torques(robot, data)[rows],
     )
+
+
+def offline_rule_instants(train: RealisticRecording) -> tuple[np.ndarray, str]:
+    """The instants offline identification takes ``train``'s samples at (``signal.stamps: auto``), one per row
+    (a repeated stamp gets its predecessor's instant, and the window drops it as repeated), and which they are."""
+    stamps = train.time
+    choice = resolve_signal(stamps, train.position, SignalSettings(), dq_measured=train.velocity)
+    if choice.signal.stamps != "recovered":
+        return stamps, "offline rule: recorded"
+    # Relative to the first stamp, as offline, for full resolution of epoch-based clocks.
+    origin = float(stamps[0])
+    keep = clean_time_stamps(stamps).keep
+    recovered = np.empty(stamps.size)
+    recovered[keep] = origin + recover_stamps(stamps[keep] - origin).time
+    kept = np.zeros(stamps.size, dtype=bool)
+    kept[keep] = True
+    latest = np.maximum.accumulate(np.where(kept, np.arange(stamps.size), 0))
+    return recovered[latest], "offline rule: recovered"
 
 
 def run_window(
@@ -141,7 +165,7 @@ def run_window(
 def run_offline(
     robot: RobotModel, config: IdentificationConfig, train: RealisticRecording, check: Validation
 ) -> tuple[Outcome, float]:
-    """``dynid identify`` of the whole training recording (default settings, ``stamps: auto``)."""
+    """``dynid identify`` of the whole training recording with ``config``."""
     started = time.perf_counter()
     result = identify_recording(robot, config, train.drive_chain, as_recording(train))
     wall = time.perf_counter() - started
@@ -162,14 +186,16 @@ def run_offline(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", nargs="+", default=["ur5", "arm6"], choices=["arm6", "ur5", "panda"])
-    parser.add_argument("--seeds", type=int, default=3, help="training/validation pairs per robot (seeds 1..N)")
+    parser.add_argument("--robots", nargs="+", default=["ur5", "arm6", "panda"], choices=["arm6", "ur5", "panda"])
+    parser.add_argument("--seeds", type=int, default=2, help="training/validation pairs per robot (seeds 1..N)")
     parser.add_argument("--train-s", type=float, default=60.0, help="training recording length, s")
     parser.add_argument("--validation-s", type=float, default=20.0, help="validation recording length, s")
     arguments = parser.parse_args()
 
-    header = f"  {'seed':>4} {'estimator':<18} {'pub':>5} {'err':>7} {'par':>7} {'%σ':>6} {'ρ/Y':>6} {'wall s':>6}  note"
-    ratios: dict[str, list[tuple[float, float]]] = {}
+    header = (
+        f"  {'seed':>4} {'estimator':<20} {'pub':>5} {'err':>7} {'par':>7} {'%σ':>6} {'ρ/Y':>6} {'wall s':>6}  note"
+    )
+    ratios: dict[str, list[tuple[float, float, float, float]]] = {}
     for name in arguments.robots:
         robot_settings = robot_preset(name)
         robot = robot_settings.robot()
@@ -179,9 +205,10 @@ def main() -> None:
             gear_ratios=tuple(robot_settings.drive_chain.gear_ratios.tolist()),
             drive_gains=tuple(robot_settings.drive_chain.drive_gains.tolist()),
         )
+        jitter = stamp_settings.jitter_std_s
         print(
             f"\n== {name}: {robot.n_joints} joints at {stamp_settings.rate_hz:g} Hz, stamp jitter"
-            f" {1e6 * stamp_settings.jitter_std_s:g} µs ({100 * stamp_settings.jitter_std_s * stamp_settings.rate_hz:.2g}"
+            f" {1e6 * jitter:g} µs ({100 * jitter * stamp_settings.rate_hz:.2g}"
             f" % of a period), {stamp_settings.late_bursts_per_s:g} stalls/s, {stamp_settings.gaps} dropped"
             f" stretch(es), resolution {1e3 * stamp_settings.resolution_s:g} ms; train {arguments.train_s:g} s,"
             f" validation {arguments.validation_s:g} s (Fourier)",
@@ -197,28 +224,38 @@ def main() -> None:
                 fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=arguments.validation_s),
             )
             true_stamps = stamp_settings.origin_s + train.truth.true_time_s
+            rule_stamps, rule = offline_rule_instants(train)
             recorded, recorded_s = run_window(robot, config, train, train.time, check)
             true, true_s = run_window(robot, config, train, true_stamps, check)
-            offline, offline_s = run_offline(robot, config, train, check)
-            for label, outcome, wall in (
+            ruled, ruled_s = run_window(robot, config, train, rule_stamps, check)
+            ruled = dataclasses.replace(ruled, note=f"{ruled.note}; {rule}")
+            rows = [
                 ("window recorded", recorded, recorded_s),
                 ("window true", true, true_s),
-                ("offline auto", offline, offline_s),
+                ("window offline rule", ruled, ruled_s),
+            ]
+            for label, changes in (
+                ("offline auto", {}),
+                ("offline auto, diff", {"velocity": "differentiated"}),
+                ("offline rec., diff", {"velocity": "differentiated", "stamps": "recorded"}),
             ):
+                rows.append((label, *run_offline(robot, dataclasses.replace(config, **changes), train, check)))
+            for label, outcome, wall in rows:
                 print(
-                    f"  {seed:>4} {label:<18} {outcome.publishable:>5.2f} {outcome.err:>7.4f} {outcome.par:>7.4f}"
+                    f"  {seed:>4} {label:<20} {outcome.publishable:>5.2f} {outcome.err:>7.4f} {outcome.par:>7.4f}"
                     f" {outcome.std_percent:>6.2f} {outcome.relative_error:>6.3f} {wall:>6.1f}  {outcome.note}",
                     flush=True,
                 )
-            ratios[name].append((recorded.err / true.err, recorded.par / true.par))
+            ratios[name].append(
+                (recorded.err / true.err, recorded.par / true.par, ruled.err / true.err, ruled.par / true.par)
+            )
 
-    print("\nWindow on recorded stamps over the window on true instants (paired; > 1: the recorded stamps cost):")
-    print(f"  {'robot':<6} {'err ratio per seed':<28} {'par ratio per seed':<28}")
-    for name, pairs in ratios.items():
-        table = np.array(pairs)
-        print(
-            f"  {name:<6} {' '.join(f'{r:.3f}' for r in table[:, 0]):<28} {' '.join(f'{r:.3f}' for r in table[:, 1]):<28}"
-        )
+    print("\nThe window's err and par over those on the true instants, per seed (paired; > 1: worse than the truth):")
+    print(f"  {'robot':<6} {'recorded err':<21} {'recorded par':<21} {'offline rule err':<21} {'offline rule par':<21}")
+    for name, values in ratios.items():
+        table = np.array(values)
+        columns = (" ".join(f"{r:.3f}" for r in table[:, column]) for column in range(4))
+        print(f"  {name:<6} " + " ".join(f"{column:<21}" for column in columns))
 
 
 if __name__ == "__main__":
