@@ -1,30 +1,29 @@
 """Does the in-process window need stamp recovery? It on the recorded stamps against the true sample instants.
 
 The sliding window (:class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`)
-interpolates the positions at the stamps as recorded onto its uniform grid and
-differentiates them twice ([Gautier2013] §IV.A); offline identification recovers the
-instants of regularly taken samples from jittered, quantised or bunched stamps first
-(``signal.stamps: auto``, :func:`~dynamic_identification.core.signal.recover_stamps`).
-A driver's stamp jitter seen as position error grows with the speed and, differentiated
-twice, could add acceleration noise and bias; or the decimation filter averages it away.
+interpolates the positions at the sample instants onto its uniform grid and differentiates
+them twice ([Gautier2013] §IV.A). A driver's stamp jitter, seen as position error, grows
+with the speed and, differentiated twice, adds acceleration noise and bias, unless the
+decimation filter averages it away; offline identification, and the window with
+``signal.stamps: auto``, recover the instants of regularly taken samples from jittered,
+quantised or bunched stamps (:func:`~dynamic_identification.core.identification.motion.sample_instants`).
 
 For each robot preset of :mod:`dynamic_identification.core.realistic` (its driver's
-jitter, stalls, dropped stretches and repeated rows) and each seed, this generates a
-training recording on a random Fourier excitation and a validation recording on
-another, and feeds the training samples to the window as ``dynid stream`` does
-(chunks of ``window.update_period_s``, the default configuration with the preset's
-drive chain, physical consistency on as in the estimator node) twice:
+jitter, stalls, dropped stretches, repeated rows, a 1 ms counter) and each seed, this
+generates a training recording on a random Fourier excitation and a validation recording
+on another, and feeds the training samples to the window as ``dynid stream`` does (chunks
+of ``window.update_period_s``, the default configuration with the preset's drive chain,
+physical consistency on as in the estimator node) three times:
 
-* ``recorded`` — with the stamps as recorded;
-* ``true`` — with the true sample instants the simulator took them at
+* ``window`` — the stamps as recorded, default settings (``signal.stamps: auto``; the note
+  says whether the window recovered the instants);
+* ``window stamps: rec.`` — the stamps as recorded and taken as the instants
+  (``signal.stamps: recorded``, what the window did before it honoured the setting);
+* ``window true`` — the true sample instants the simulator took the samples at
   (:attr:`~dynamic_identification.core.realistic.GroundTruth.true_time_s`, on the stamps' origin);
-* ``offline rule`` — with the instants offline identification would use: the stamps, or,
-  when ``signal.stamps: auto`` decides so (:func:`~dynamic_identification.core.identification.motion.resolve_signal`
-  on the whole recording), those :func:`~dynamic_identification.core.signal.recover_stamps` recovers
-  from the sample order: what the window would gain from recovering as offline does;
 
 and identifies the whole training recording offline (``dynid identify``'s
-:func:`~dynamic_identification.api.identify_recording`, default settings, ``stamps: auto``), and with
+:func:`~dynamic_identification.api.identify_recording`, default settings), and with
 ``signal.velocity: differentiated`` (the window's velocities) on recovered and on recorded stamps.
 Printed per preset (medians over the window's publishable updates; offline: its one estimate):
 
@@ -34,8 +33,8 @@ Printed per preset (medians over the window's publishable updates; offline: its 
 * ``%σ`` — the median over the kept parameters of the published ``%σ`` ([Gautier2013] eq. (19), HAC);
 * ``ρ/Y`` — the relative residual ``‖ρ‖/‖Y‖`` of the estimate's own equations;
 
-then, per preset, the ratios of err and par to the window on the true instants (paired: same samples, same
-noise) of the window on the recorded stamps and on the offline rule's instants.
+then, per preset, the ratios of the window's err and par to those on the true instants (paired: same
+samples, same noise), with the default settings and with the stamps taken as recorded.
 
 Run: ``.venv/bin/python bench/bench_window_stamps.py [--robots ur5 arm6 panda] [--seeds 3] [--train-s 60]``
 """
@@ -51,13 +50,11 @@ from _common import fourier_recording
 from bench_realistic import relative, robot_preset, true_model_torques
 
 from dynamic_identification.api import identify_recording
-from dynamic_identification.core.identification import SignalSettings, SlidingWindowEstimator, WindowUpdate
-from dynamic_identification.core.identification.motion import resolve_signal
+from dynamic_identification.core.identification import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.identification.prediction import parameter_columns
 from dynamic_identification.core.model import RobotModel, standard_parameter_names
 from dynamic_identification.core.realistic import RealisticRecording
 from dynamic_identification.core.regressors import observation_matrix
-from dynamic_identification.core.signal import clean_time_stamps, recover_stamps
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_window_parts
@@ -109,30 +106,20 @@ def validation(robot: RobotModel, config: IdentificationConfig, data: RealisticR
     )
 
 
-def offline_rule_instants(train: RealisticRecording) -> tuple[np.ndarray, str]:
-    """The instants offline identification takes ``train``'s samples at (``signal.stamps: auto``), one per row
-    (a repeated stamp gets its predecessor's instant, and the window drops it as repeated), and which they are."""
-    stamps = train.time
-    choice = resolve_signal(stamps, train.position, SignalSettings(), dq_measured=train.velocity)
-    if choice.signal.stamps != "recovered":
-        return stamps, "offline rule: recorded"
-    # Relative to the first stamp, as offline, for full resolution of epoch-based clocks.
-    origin = float(stamps[0])
-    keep = clean_time_stamps(stamps).keep
-    recovered = np.empty(stamps.size)
-    recovered[keep] = origin + recover_stamps(stamps[keep] - origin).time
-    kept = np.zeros(stamps.size, dtype=bool)
-    kept[keep] = True
-    latest = np.maximum.accumulate(np.where(kept, np.arange(stamps.size), 0))
-    return recovered[latest], "offline rule: recovered"
-
-
 def run_window(
-    robot: RobotModel, config: IdentificationConfig, train: RealisticRecording, stamps: np.ndarray, check: Validation
+    robot: RobotModel,
+    config: IdentificationConfig,
+    train: RealisticRecording,
+    stamps: np.ndarray,
+    check: Validation,
+    *,
+    stamp_source: str = "auto",
 ) -> tuple[Outcome, float]:
-    """The window fed ``train`` on ``stamps`` as ``dynid stream`` feeds it; its outcome and the wall time, s."""
+    """The window (``signal.stamps: stamp_source``) fed ``train`` on ``stamps`` as ``dynid stream`` feeds it; its
+    outcome and the wall time, s."""
     chain = train.drive_chain
     settings, bounds, base, consistency = configured_window_parts(config, robot, chain)
+    settings = dataclasses.replace(settings, signal=dataclasses.replace(settings.signal, stamps=stamp_source))
     estimator = SlidingWindowEstimator(
         robot, chain, config.drive_terms, settings, base=base, bounds=bounds, consistency=consistency
     )
@@ -156,7 +143,8 @@ def run_window(
             par=float(np.median(errors[:, 1])),
             std_percent=float(np.median([np.median(np.abs(u.std_percent)) for u in published])),
             relative_error=float(np.median([u.relative_error for u in published])),
-            note=f"cut-off {published[-1].position_cutoff_hz:.3g} Hz",
+            note=f"cut-off {published[-1].position_cutoff_hz:.3g} Hz"
+            + ("; instants recovered" if estimator.recovers_stamps else "; stamps as recorded"),
         ),
         wall,
     )
@@ -224,15 +212,13 @@ def main() -> None:
                 fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=arguments.validation_s),
             )
             true_stamps = stamp_settings.origin_s + train.truth.true_time_s
-            rule_stamps, rule = offline_rule_instants(train)
-            recorded, recorded_s = run_window(robot, config, train, train.time, check)
+            window, window_s = run_window(robot, config, train, train.time, check)
+            recorded, recorded_s = run_window(robot, config, train, train.time, check, stamp_source="recorded")
             true, true_s = run_window(robot, config, train, true_stamps, check)
-            ruled, ruled_s = run_window(robot, config, train, rule_stamps, check)
-            ruled = dataclasses.replace(ruled, note=f"{ruled.note}; {rule}")
             rows = [
-                ("window recorded", recorded, recorded_s),
+                ("window", window, window_s),
+                ("window stamps: rec.", recorded, recorded_s),
                 ("window true", true, true_s),
-                ("window offline rule", ruled, ruled_s),
             ]
             for label, changes in (
                 ("offline auto", {}),
@@ -247,11 +233,11 @@ def main() -> None:
                     flush=True,
                 )
             ratios[name].append(
-                (recorded.err / true.err, recorded.par / true.par, ruled.err / true.err, ruled.par / true.par)
+                (window.err / true.err, window.par / true.par, recorded.err / true.err, recorded.par / true.par)
             )
 
     print("\nThe window's err and par over those on the true instants, per seed (paired; > 1: worse than the truth):")
-    print(f"  {'robot':<6} {'recorded err':<21} {'recorded par':<21} {'offline rule err':<21} {'offline rule par':<21}")
+    print(f"  {'robot':<6} {'default err':<21} {'default par':<21} {'stamps: rec. err':<21} {'stamps: rec. par':<21}")
     for name, values in ratios.items():
         table = np.array(values)
         columns = (" ".join(f"{r:.3f}" for r in table[:, column]) for column in range(4))
