@@ -21,10 +21,12 @@ physical consistency on as in the estimator node) three times:
   (``signal.stamps: recorded``, what the window did before it honoured the setting);
 * ``window true`` — the true sample instants the simulator took the samples at
   (:attr:`~dynamic_identification.core.realistic.GroundTruth.true_time_s`, on the stamps' origin);
+* with ``--variants``, ``window stamps: recov.`` — the stamps recovered whatever the data say
+  (``signal.stamps: recovered``);
 
 and identifies the whole training recording offline (``dynid identify``'s
 :func:`~dynamic_identification.api.identify_recording`, default settings), and, with
-``--offline-variants``, with ``signal.velocity: differentiated`` (the window's velocities) on
+``--variants``, with ``signal.velocity: differentiated`` (the window's velocities) on
 the stamps as decided and as recorded.
 Printed per preset (medians over the window's publishable updates; offline: its one estimate):
 
@@ -38,7 +40,7 @@ then, per preset, the ratios of the window's err and par to those on the true in
 samples, same noise), with the default settings and with the stamps taken as recorded.
 
 Run: ``.venv/bin/python bench/bench_window_stamps.py [--robots ur5 arm6 panda] [--seeds 3] [--train-s 60]
-[--offline-variants]`` (two to three minutes by default).
+[--variants]`` (two to three minutes by default).
 """
 
 from __future__ import annotations
@@ -181,14 +183,14 @@ def main() -> None:
     parser.add_argument("--train-s", type=float, default=60.0, help="training recording length, s")
     parser.add_argument("--validation-s", type=float, default=20.0, help="validation recording length, s")
     parser.add_argument(
-        "--offline-variants",
+        "--variants",
         action="store_true",
-        help="also offline with differentiated velocities, stamps auto and recorded",
+        help="also the window with stamps: recovered, and offline with differentiated velocities",
     )
     arguments = parser.parse_args()
 
     header = (
-        f"  {'seed':>4} {'estimator':<20} {'pub':>5} {'err':>7} {'par':>7} {'%σ':>6} {'ρ/Y':>6} {'wall s':>6}  note"
+        f"  {'seed':>4} {'estimator':<21} {'pub':>5} {'err':>7} {'par':>7} {'%σ':>6} {'ρ/Y':>6} {'wall s':>6}  note"
     )
     ratios: dict[str, list[tuple[float, float, float, float]]] = {}
     for name in arguments.robots:
@@ -227,15 +229,18 @@ def main() -> None:
                 ("window stamps: rec.", recorded, recorded_s),
                 ("window true", true, true_s),
             ]
+            if arguments.variants:
+                forced = run_window(robot, config, train, train.time, check, stamp_source="recovered")
+                rows.append(("window stamps: recov.", *forced))
             offline: list[tuple[str, dict[str, str]]] = [("offline auto", {})]
-            if arguments.offline_variants:
+            if arguments.variants:
                 offline.append(("offline auto, diff", {"velocity": "differentiated"}))
                 offline.append(("offline rec., diff", {"velocity": "differentiated", "stamps": "recorded"}))
             for label, changes in offline:
                 rows.append((label, *run_offline(robot, dataclasses.replace(config, **changes), train, check)))
             for label, outcome, wall in rows:
                 print(
-                    f"  {seed:>4} {label:<20} {outcome.publishable:>5.2f} {outcome.err:>7.4f} {outcome.par:>7.4f}"
+                    f"  {seed:>4} {label:<21} {outcome.publishable:>5.2f} {outcome.err:>7.4f} {outcome.par:>7.4f}"
                     f" {outcome.std_percent:>6.2f} {outcome.relative_error:>6.3f} {wall:>6.1f}  {outcome.note}",
                     flush=True,
                 )

@@ -47,7 +47,7 @@ When recovering, every update recovers the instants of its pending samples from 
 :data:`~dynamic_identification.core.signal.STAMP_RECOVERY_WINDOW` samples, far fewer than
 the filter margins kept pending) before the gap rule and the grid: the work stays that of
 the samples received, and a gap of the recovered instants is still never interpolated.
-Measured on the realistic presets (``bench/bench_window_stamps.py --seeds 3``, 60 s of
+Measured on the realistic presets (``bench/bench_window_stamps.py --seeds 3 --variants``, 60 s of
 Fourier excitation, medians over the publishable updates): the UR5's stamps (120 µs jitter,
 stalls) taken as recorded cost 10-12 % more parameter error than the true instants, and on
 one seed 39 % more validation torque error and 2.1 times the parameter error; recovered,

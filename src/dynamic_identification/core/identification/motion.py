@@ -56,7 +56,8 @@ SMEARED_STEPS_PER_S = 0.2
 its running median (:attr:`~.signal.RecoveredStamps.smeared_steps`: samples missing from the order of stamps that
 scatter by about a period). On the Panda preset's 1 ms counter at 978 Hz, whose colliding stamps are dropped as
 repeated, about two a second: recovered, its instants made the sliding window's validation torque error 1.5-3.6
-times that on the true instants (``bench/bench_window_stamps.py``); one long stall in a minute stays below."""
+times that on the true instants (``bench/bench_window_stamps.py --variants``); one long stall in a minute stays
+below."""
 
 ROUGHNESS_SAMPLES = 60_000
 """The stamp decision compares roughness over at most this many first samples."""
