@@ -250,7 +250,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("signal.velocity", _S, "auto", "velocity source; auto: the recorded velocities when they agree with the"
             " differentiated positions, else the derivative", choices=VELOCITY_SOURCES, nodes=(DYNID,)),
     Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
-            " jitter by more than 1 % of a period, else as recorded", choices=STAMP_SOURCES, nodes=(DYNID,)),
+            " jitter by more than 1 % of a period, else as recorded (the window: decided from its first seconds)",
+            choices=STAMP_SOURCES, nodes=_ESTIMATION),
     Setting("signal.use_measured_velocity", _B, False, "deprecated, when set: true is signal.velocity measured,"
             " false differentiated", nodes=(DYNID,)),
     Setting("signal.rate_hz", _D, 0.0, "uniform sample rate; 0: the median time step of the data", unit="Hz",

@@ -228,17 +228,20 @@ def standard_parameters_section(
     }
 
 
-def window_signal_settings(settings: WindowSettings, *, position_cutoff_hz: float = math.nan) -> SignalSettings:
+def window_signal_settings(
+    settings: WindowSettings, *, position_cutoff_hz: float = math.nan, recovered_stamps: bool = False
+) -> SignalSettings:
     """The :class:`SignalSettings` the sliding window filters with: its ``signal`` settings as the window uses them.
 
-    What the window does not decide is fixed to what it does: the stamps as recorded, the
-    velocities differentiated, ``rate_hz`` 0 (the window's "median rate") ``None``, and
-    ``position_cutoff_hz`` (when finite) the cut-off it chose from its first data.
+    What the window decides or does not is fixed to what it does: the stamps recovered
+    (``recovered_stamps``) or as recorded, the velocities differentiated, ``rate_hz`` 0 (the
+    window's "median rate") ``None``, and ``position_cutoff_hz`` (when finite) the cut-off it
+    chose from its first data.
     """
     signal = settings.signal
     return dataclasses.replace(
         signal,
-        stamps="recorded",
+        stamps="recovered" if recovered_stamps else "recorded",
         velocity="differentiated",
         rate_hz=signal.rate_hz or None,
         position_cutoff_hz=position_cutoff_hz if math.isfinite(position_cutoff_hz) else signal.position_cutoff_hz,
@@ -394,7 +397,11 @@ def window_parameter_file(
         if settings is None
         else {
             "signal": dataclasses.asdict(
-                window_signal_settings(settings, position_cutoff_hz=update.position_cutoff_hz)
+                window_signal_settings(
+                    settings,
+                    position_cutoff_hz=update.position_cutoff_hz,
+                    recovered_stamps=update.recovered_stamps,
+                )
             ),
             "window": {key: value for key, value in dataclasses.asdict(settings).items() if key != "signal"},
         }

@@ -657,7 +657,11 @@ class EstimatorNode(GuardedNode):
             self._cutoff_logged = True
             automatic = self.settings.position_cutoff_hz == AUTO_CUTOFF_HZ
             chosen = "chosen from the first data" if automatic else "configured"
-            self.get_logger().info(f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen})")
+            # Decided with the cut-off, from the same first data (signal.stamps).
+            instants = "recovered from the sample order" if self._estimator.recovers_stamps else "the stamps"
+            self.get_logger().info(
+                f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen}); sample instants: {instants}"
+            )
         with self._status_lock:
             self._last_update = update
             if event is not None:

@@ -99,6 +99,39 @@ def test_a_millisecond_counter_on_a_coarse_encoder_is_recovered() -> None:
     assert choice.rate_hz == pytest.approx(978.0, rel=1e-4)
 
 
+def counter_stamps_with_collisions_dropped(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A Panda-like stream whose samples jitter by 20 µs under a 1 ms counter: two samples sometimes read the same
+    millisecond, and the second is dropped as a repeated stamp (as every stream here drops it). The instants and
+    stamps of the samples kept."""
+    instants = np.arange(count) / 978.0
+    jitter = np.random.default_rng(seed).normal(0.0, 2e-5, count)
+    stamps = np.floor((instants + jitter) * 1e3) / 1e3
+    kept = np.concatenate(([True], np.diff(np.maximum.accumulate(stamps)) > 0.0))
+    return instants[kept], stamps[kept]
+
+
+def test_recover_stamps_counts_the_missing_samples_it_spreads() -> None:
+    """A sample missing from the order of stamps that scatter by a whole tick becomes a ramp, not a step."""
+    instants, stamps = counter_stamps_with_collisions_dropped(20_000, seed=6)
+    assert instants.size < 20_000 - 20
+    recovered = recover_stamps(stamps)
+    error = (recovered.time - instants) - np.median(recovered.time - instants)
+    # The ramps misplace the samples by up to half a period: worse than the counter's own tick in the band.
+    assert np.abs(error).max() > 0.4e-3
+    assert recovered.smeared_steps > 20
+    clean = np.arange(20_000) / 978.0
+    assert recover_stamps(np.floor(clean * 1e3) / 1e3).smeared_steps == 0
+    assert recover_stamps(late_stamps(10_000, seed=1)[1]).smeared_steps == 0
+
+
+def test_a_millisecond_counter_that_lost_colliding_samples_keeps_its_stamps() -> None:
+    instants, stamps = counter_stamps_with_collisions_dropped(30_000, seed=7)
+    q, _ = motion(instants)
+    choice = resolve_signal(stamps, q, SignalSettings())
+    assert choice.signal.stamps == "recorded"
+    assert "the sample order slips" in choice.reasons[0]
+
+
 def test_exact_stamps_of_a_jittering_sampler_are_kept() -> None:
     """A sampler that jitters but stamps each sample exactly: the stamps scatter, the positions say keep them."""
     rng = np.random.default_rng(4)

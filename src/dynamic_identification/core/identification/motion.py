@@ -13,9 +13,10 @@ real robots and the parameter file records exactly what was done:
 
 * **stamps** — recovered from the sample order when they scatter by more than 1 % of a
   period about a regular sequence (a millisecond counter on a 978 Hz stream, jitter,
-  the bunched stamps after a driver's stall) and the positions are smoother (less
-  power above 20 Hz) against the recovered instants; recorded otherwise (a sampler that jitters and stamps
-  exactly);
+  the bunched stamps after a driver's stall), the order of the samples is whole (no
+  samples missing where the stamps scatter by about a period) and the positions are
+  smoother (less power above 20 Hz) against the recovered instants; recorded otherwise (a
+  sampler that jitters and stamps exactly);
 * **sample rate** — from the (recovered) stamps' median period, not a nominal figure;
 * **position cut-off** — 20 times the motion's bandwidth (the frequency below which
   99 % of the joint-velocity power lies, the noise floor removed), within
@@ -49,6 +50,14 @@ STAMP_JITTER_LIMIT = 0.01
 ROUGHNESS_GAIN = 0.95
 """Jittered stamps are recovered only when the positions' roughness against the recovered instants is below
 this fraction of their roughness against the recorded stamps (:func:`~.signal.roughness`)."""
+
+SMEARED_STEPS_PER_S = 0.2
+"""Jittered stamps are recovered only when the recovery spreads fewer steps than this per second of stamps over
+its running median (:attr:`~.signal.RecoveredStamps.smeared_steps`: samples missing from the order of stamps that
+scatter by about a period). On the Panda preset's 1 ms counter at 978 Hz, whose colliding stamps are dropped as
+repeated, about two a second: recovered, its instants made the sliding window's validation torque error 1.5-3.6
+times that on the true instants (``bench/bench_window_stamps.py --variants``); one long stall in a minute stays
+below."""
 
 ROUGHNESS_SAMPLES = 60_000
 """The stamp decision compares roughness over at most this many first samples."""
@@ -116,9 +125,10 @@ class _Stamps:
     """Cleaned stamps: rows kept, their instants relative to ``origin`` (s), segments, duplicates, period.
 
     ``jitter`` is the stamps' scatter about a regular sequence (fraction of a period),
-    ``recovered`` whether ``time`` holds the recovered instants and ``roughness_ratio`` the
+    ``recovered`` whether ``time`` holds the recovered instants, ``roughness_ratio`` the
     roughness of the positions against the recovered over the recorded stamps (``nan`` when
-    not compared).
+    not compared) and ``smeared_steps`` the steps the recovery would have spread, when they
+    decided to keep the stamps (0 otherwise).
     """
 
     keep: np.ndarray
@@ -130,6 +140,7 @@ class _Stamps:
     jitter: float = 0.0
     recovered: bool = False
     roughness_ratio: float = float("nan")
+    smeared_steps: int = 0
 
 
 def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray, segment: tuple[int, int]) -> float:
@@ -152,21 +163,54 @@ def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray,
     return float(np.sqrt(np.sum(against_recovered**2) / total)) if total > 0.0 else 1.0
 
 
-def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamps:
-    """Drop repeated stamps, recover the instants when asked or when the data say so, split at gaps.
+@dataclass(frozen=True)
+class SampleInstants:
+    """The instants a :class:`SignalSettings` takes samples at: the stamps as given or the recovered instants.
 
-    With ``stamps: auto`` the instants are recovered when the stamps scatter by more than
-    :data:`STAMP_JITTER_LIMIT` of a period *and* the positions are smoother against the
-    recovered instants (by :data:`ROUGHNESS_GAIN`): a driver that stamps late
-    scatters stamps of regular samples, but a sampler that jitters and stamps exactly
-    scatters them too, and only the positions tell the two apart.
+    ``time`` (s, ``(N,)``) are the instants to use, ``recovered`` whether they were recovered
+    from the sample order (:func:`~.signal.recover_stamps`), ``period_s`` their period, ``jitter``
+    the stamps' scatter about a regular sequence (fraction of a period; 0 when not measured),
+    ``smeared_steps`` the steps the recovery would spread (:attr:`~.signal.RecoveredStamps.smeared_steps`),
+    ``roughness_ratio`` the positions' roughness against the recovered over the recorded
+    stamps (``nan`` when not compared).
     """
-    stamps = np.asarray(time, dtype=float)
-    report = clean_time_stamps(stamps, gap_factor=settings.gap_factor)
-    # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
-    origin = float(stamps[0])
-    kept = stamps[report.keep] - origin
-    recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
+
+    time: np.ndarray
+    recovered: bool
+    period_s: float
+    jitter: float = 0.0
+    smeared_steps: int = 0
+    roughness_ratio: float = float("nan")
+
+
+def sample_instants(
+    stamps: np.ndarray,
+    q: np.ndarray,
+    settings: SignalSettings,
+    *,
+    segment: tuple[int, int] | None = None,
+) -> SampleInstants:
+    """The instants of ``settings.stamps`` for cleaned stamps (strictly increasing, s) and their positions (rad).
+
+    ``recorded`` keeps the stamps; ``recovered`` recovers the instants; ``auto`` recovers
+    them when the stamps scatter by more than :data:`STAMP_JITTER_LIMIT` of a period, the
+    recovery spreads fewer than :data:`SMEARED_STEPS_PER_S` steps a second (samples missing
+    from the order of stamps that scatter by about a period, which it would misplace by up
+    to half a period), *and* the positions are smoother against the recovered instants (by
+    :data:`ROUGHNESS_GAIN`, compared on ``segment``, rows ``[start, stop)`` of one gap-free
+    stretch; default all): a driver that stamps late scatters stamps of regular samples, but
+    a sampler that jitters and stamps exactly scatters them too, and only the positions tell
+    the two apart. Fewer than 8 stamps are kept as they are. The one rule of offline
+    identification and of the sliding window.
+
+    Raises
+    ------
+    DataError
+        When the stamps do not increase strictly, or are to be recovered and the recovered instants would not.
+    """
+    kept = np.asarray(stamps, dtype=float)
+    period = float(np.median(np.diff(kept))) if kept.size > 1 else float("nan")
+    recorded = SampleInstants(kept, recovered=False, period_s=period)
     if settings.stamps == "recorded" or kept.size < 8:
         return recorded
     candidate = recover_stamps(kept, gap_factor=settings.gap_factor)
@@ -174,21 +218,46 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
     if settings.stamps == "auto":
         if candidate.jitter <= STAMP_JITTER_LIMIT:
             return replace(recorded, jitter=candidate.jitter)
-        longest = max(report.segments, key=lambda segment: segment[1] - segment[0])
-        ratio = _roughness_ratio(kept, candidate.time, np.asarray(q, dtype=float)[report.keep], longest)
+        if candidate.smeared_steps > SMEARED_STEPS_PER_S * float(kept[-1] - kept[0]):
+            return replace(recorded, jitter=candidate.jitter, smeared_steps=candidate.smeared_steps)
+        ratio = _roughness_ratio(kept, candidate.time, np.asarray(q, dtype=float), segment or (0, kept.size))
         if ratio >= ROUGHNESS_GAIN:
             return replace(recorded, jitter=candidate.jitter, roughness_ratio=ratio)
-    split = clean_time_stamps(candidate.time, gap_factor=settings.gap_factor)
+    return SampleInstants(
+        candidate.time, True, candidate.period_s, candidate.jitter, candidate.smeared_steps, roughness_ratio=ratio
+    )
+
+
+def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamps:
+    """Drop repeated stamps, recover the instants when asked or when the data say so (:func:`sample_instants`,
+    judged on the longest gap-free segment), split at gaps."""
+    stamps = np.asarray(time, dtype=float)
+    report = clean_time_stamps(stamps, gap_factor=settings.gap_factor)
+    # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
+    origin = float(stamps[0])
+    kept = stamps[report.keep] - origin
+    recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
+    longest = max(report.segments, key=lambda segment: segment[1] - segment[0], default=(0, kept.size))
+    instants = sample_instants(kept, np.asarray(q, dtype=float)[report.keep], settings, segment=longest)
+    if not instants.recovered:
+        return replace(
+            recorded,
+            jitter=instants.jitter,
+            roughness_ratio=instants.roughness_ratio,
+            smeared_steps=instants.smeared_steps,
+        )
+    split = clean_time_stamps(instants.time, gap_factor=settings.gap_factor)
     return _Stamps(
         report.keep,
-        candidate.time,
+        instants.time,
         origin,
         split.segments,
         report.duplicates_dropped,
-        candidate.period_s,
-        candidate.jitter,
+        instants.period_s,
+        instants.jitter,
         recovered=True,
-        roughness_ratio=ratio,
+        roughness_ratio=instants.roughness_ratio,
+        smeared_steps=instants.smeared_steps,
     )
 
 
@@ -269,6 +338,11 @@ def _stamp_reason(stamps: _Stamps) -> str:
         return (
             f"stamps: recovered from the sample order ({scatter}; the positions are"
             f" {1.0 / stamps.roughness_ratio:.3g}× smoother against the recovered instants)"
+        )
+    if stamps.smeared_steps:
+        return (
+            f"stamps: as recorded ({scatter}, but the sample order slips {stamps.smeared_steps} times where they"
+            " scatter by about a period: samples are missing, recovered instants would be off by up to half a period)"
         )
     if np.isnan(stamps.roughness_ratio):
         return f"stamps: as recorded ({scatter}: regular)"
@@ -415,6 +489,7 @@ def check_motion(q: np.ndarray, joint_names: tuple[str, ...], *, min_motion_rad:
 
 __all__ = [
     "Motion",
+    "SampleInstants",
     "SignalChoice",
     "automatic_cutoff_hz",
     "check_motion",
@@ -424,5 +499,6 @@ __all__ = [
     "estimate_motion",
     "motion_bandwidth_hz",
     "resolve_signal",
+    "sample_instants",
     "velocity_disagreement",
 ]
