@@ -12,6 +12,7 @@ import pytest
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.demo import (
+    PAYLOAD_MAX_COM_STD_M,
     DemoResult,
     NodeDemoResult,
     NodeDemoSettings,
@@ -109,13 +110,18 @@ def test_node_demo_reidentifies_the_picked_load_in_process(node_demo) -> None:
     # Phase (c), [Swevers2002] in-process: 10 s of the process after ~/identify_payload, the published model as prior.
     # The sensitivity reduction of phase (a) drops the wrist's small first moments; used as it is, that prior put the
     # load's centre of mass 14-35 mm off along the tool axis. The job without the load before the grasp corrects it
-    # (PriorCorrection). Measured: mass within 0.2 %, centre of mass 2.9 mm off (2.5 mm along the tool axis).
+    # (PriorCorrection). Measured: mass within 0.9 %; centre of mass 1.4-3.4 mm off over six runs, all but 0.6 mm
+    # of it along the tool axis (z of tool0), which 10 s of this process determine to σ ≈ 3 mm (across it: 0.4-0.6 mm).
+    # So z is held to its reported σ (a fixed 5 mm was 1.6 σ: about one run in ten would fail), x and y to 2 mm.
     result, out_dir = node_demo
     payload = result.payload
     assert payload is not None and payload.identified is not None, payload.reason if payload else "no phase (c)"
     found, truth = payload.identified, payload.truth
     assert abs(found.mass_kg / truth.mass_kg - 1.0) < 0.02
-    assert np.max(np.abs(found.com_m - truth.com_m)) < 0.005
+    assert found.std is not None
+    error_m, std_m = found.com_m - truth.com_m, found.std.com_m
+    assert np.all(np.abs(error_m[:2]) < 0.002), error_m
+    assert abs(error_m[2]) < 3.0 * std_m[2] and std_m[2] <= PAYLOAD_MAX_COM_STD_M, (error_m, std_m)
     assert "robot model corrected at tool0" in payload.correction_text
     assert 9.0 < payload.data_s <= 10.0
     assert (out_dir / "payload.yaml").is_file() and (out_dir / "unknown_load.yaml").is_file()
