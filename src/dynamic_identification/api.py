@@ -538,6 +538,7 @@ def _excitation_report(
         f" {plan.condition_number:.4g}",
         f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
         "the controller's quintic interpolation between the samples was checked at 1 kHz",
+        *([plan.self_collision] if plan.self_collision else []),
         f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
         "   (fractions of the limits with margins)",
     ]

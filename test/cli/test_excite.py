@@ -54,6 +54,8 @@ def test_every_mode_writes_a_trajectory_inside_the_configured_limits(
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert "condition number of the base observation matrix" in printed.out
+    # The shipped arm's URDF has no collision geometry: the report must not let the user believe it was checked.
+    assert "self-collision not checked: the URDF has no <collision> geometry" in printed.out
     trajectory = read_trajectory_csv(out)
     robot = load_robot(arm6_urdf)
     assert trajectory.joint_names == robot.joint_names

@@ -59,7 +59,12 @@ from dynamic_identification.core.excitation.closed_loop import (
     check_closed_loop_trajectory,
     plan_closed_loop_excitation,
 )
-from dynamic_identification.core.excitation.collision import SelfCollisionModel, check_self_collision
+from dynamic_identification.core.excitation.collision import (
+    CLOSED_LOOP_NOT_CHECKED,
+    SelfCollisionModel,
+    check_self_collision,
+    self_collision_summary,
+)
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
     DEFAULT_INTERPOLATION_TOLERANCE_RAD,
@@ -348,6 +353,7 @@ def plan_from_file(
             ),
             torque_usage=check.torque_usage,
             torque_source=closed_loop.torque_model.source,
+            self_collision=CLOSED_LOOP_NOT_CHECKED,
         )
     if torque_model is None:
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
@@ -604,13 +610,14 @@ class ExcitationNode(GuardedNode):
             if self._state == "planning":
                 self._state = "ready"
             condition = "" if plan.condition_number is None else f", condition number {plan.condition_number:.4g}"
-            self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}")
+            checked = f"; {plan.self_collision}" if plan.self_collision else ""
+            self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}{checked}")
 
     def _planned(self, setup: ExcitationSetup) -> ExcitationPlan:
         """The plan of the node's mode; :class:`PlanningCancelled` once :meth:`destroy_node` asked."""
         cancellation = Cancellation(self._cancel.is_set)
         if self.config.mode == "file":
-            return plan_from_file(
+            plan = plan_from_file(
                 self.config.file,
                 setup.robot,
                 setup.limits,
@@ -619,6 +626,11 @@ class ExcitationNode(GuardedNode):
                 closed_loop=setup.closed_loop,
                 collision=setup.collision,
                 cancellation=cancellation,
+            )
+            if setup.closed_loop is not None:
+                return plan
+            return replace(
+                plan, self_collision=self_collision_summary(setup.collision, enabled=setup.settings.self_collision)
             )
         if setup.closed_loop is not None:
             return plan_closed_loop_excitation(

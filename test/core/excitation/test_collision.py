@@ -125,8 +125,10 @@ def test_a_colliding_fourier_excitation_is_scaled_until_it_keeps_the_margin(
         ur5, chain, terms, ExcitationSettings(optimise=False, seed=2, collision_srdf=srdf, self_collision=False)
     )
     assert touching(ur5_collision, executed_motion(unchecked.trajectory, check_rate_hz=2_000.0).q)
+    assert unchecked.self_collision == "self-collision not checked (self_collision: false)"
     plan = plan_excitation(ur5, chain, terms, ExcitationSettings(optimise=False, seed=2, collision_srdf=srdf))
     assert "to keep the self-collision margin" in plan.description
+    assert plan.self_collision == "self-collision checked: 16 pairs of links kept 0.01 m apart"
     assert not touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
     assert plan.condition_number is not None and np.isfinite(plan.condition_number)
 

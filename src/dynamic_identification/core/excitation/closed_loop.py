@@ -58,6 +58,7 @@ from dynamic_identification.core.closed_loop import (
     tree_values,
 )
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.collision import CLOSED_LOOP_NOT_CHECKED
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     FourierSearch,
@@ -1177,4 +1178,5 @@ def plan_closed_loop_excitation(
         description=description,
         torque_usage=check.torque_usage,
         torque_source=torques.source,
+        self_collision=CLOSED_LOOP_NOT_CHECKED,
     )

@@ -180,6 +180,20 @@ class SelfCollisionModel:
         return np.union1d(chosen, [q.shape[0] - 1])
 
 
+CLOSED_LOOP_NOT_CHECKED = "self-collision not checked (not built for closed-loop robots yet)"
+"""What a closed-loop robot's plan says of self-collision (:attr:`~.plan.ExcitationPlan.self_collision`)."""
+
+
+def self_collision_summary(model: SelfCollisionModel | None, *, enabled: bool) -> str:
+    """One line saying whether and how a plan was checked for self-collision (reports, logs): a user whose URDF
+    has no collision geometry must not believe it was."""
+    if not enabled:
+        return "self-collision not checked (self_collision: false)"
+    if model is None:
+        return "self-collision not checked: the URDF has no <collision> geometry"
+    return f"self-collision checked: {len(model.pair_names)} pairs of links kept {model.margin_m:g} m apart"
+
+
 def _remove_adjacent_pairs(model: pin.Model, geometry: pin.GeometryModel) -> None:
     """Leave out the pairs of objects on bodies joined by one joint: their meshes meet there by design."""
     objects = geometry.geometryObjects

@@ -32,6 +32,7 @@ from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
     check_self_collision,
+    self_collision_summary,
 )
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
@@ -87,7 +88,9 @@ class ExcitationPlan:
     observation matrix along the trajectory (infinite when some base parameter is not
     excited, ``None`` when not computed, e.g. for a trajectory file); ``torque_usage``
     the largest fraction of an effort limit the motion needs under ``torque_source``
-    (0 when no effort limit is known).
+    (0 when no effort limit is known); ``self_collision`` whether and how the motion was
+    checked for self-collision (:func:`~.collision.self_collision_summary`; empty where
+    the check does not apply).
     """
 
     trajectory: SampledTrajectory
@@ -97,6 +100,7 @@ class ExcitationPlan:
     description: str
     torque_usage: float = 0.0
     torque_source: str = ""
+    self_collision: str = ""
 
 
 def plan_excitation(
@@ -183,6 +187,7 @@ def plan_excitation(
         description=description,
         torque_usage=torque_usage,
         torque_source=model.source,
+        self_collision=self_collision_summary(collision, enabled=settings.self_collision),
     )
 
 
