@@ -470,25 +470,29 @@ class SlidingWindowEstimator:
         to the first), or ``None`` when the stamps are to be taken as recorded, scatter by no more than
         :data:`STAMP_JITTER_LIMIT` of a period (the decision is then theirs at once) or cannot be recovered."""
         stamps = self._settings.signal.stamps
-        if stamps == "recorded" or time.size < 2:
+        if stamps == "recorded":
             return None
-        try:
-            candidate = recover_stamps(time - time[0], gap_factor=self._settings.signal.gap_factor)
-        except DataError:
+        candidate = self._recover_from(time)
+        if candidate is None or (stamps == "auto" and candidate.jitter <= STAMP_JITTER_LIMIT):
             return None
-        return candidate if stamps == "recovered" or candidate.jitter > STAMP_JITTER_LIMIT else None
+        return candidate
 
     def _instants(self, time: np.ndarray) -> np.ndarray:
         """The instants (s) the pending samples stamped ``time`` were taken at: the stamps, or, when recovering,
         the instants recovered from their order; a block whose recovered instants would not increase keeps its
         stamps."""
-        if not self._recover or time.size < 2:
-            return time
+        recovered = self._recover_from(time) if self._recover else None
+        return time if recovered is None else time[0] + recovered.time
+
+    def _recover_from(self, time: np.ndarray) -> RecoveredStamps | None:
+        """:func:`~dynamic_identification.core.signal.recover_stamps` of the stamps ``time`` (s), taken relative to
+        the first; ``None`` for fewer than two or when the recovered instants would not increase."""
+        if time.size < 2:
+            return None
         try:
-            recovered = recover_stamps(time - time[0], gap_factor=self._settings.signal.gap_factor)
+            return recover_stamps(time - time[0], gap_factor=self._settings.signal.gap_factor)
         except DataError:
-            return time
-        return time[0] + recovered.time
+            return None
 
     @property
     def recovers_stamps(self) -> bool:
@@ -509,8 +513,9 @@ class SlidingWindowEstimator:
         except DataError:
             instants = sample_instants(time - time[0], q, replace(settings.signal, stamps="recorded"))
         self._recover = instants.recovered
-        period = instants.period_s if instants.recovered else float(np.median(np.diff(time)))
-        time = self._instants(time)
+        period = float(np.median(np.diff(time)))
+        if instants.recovered:
+            period, time = instants.period_s, time[0] + instants.time
         self._origin = float(time[0])
         self._dt = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else period
         rate = 1.0 / self._dt
