@@ -648,6 +648,7 @@ class ExcitationNode(GuardedNode):
             setup.drive_terms,
             setup.settings,
             torque_model=setup.torque_model,
+            collision=setup.collision,
             cancellation=cancellation,
         )
 

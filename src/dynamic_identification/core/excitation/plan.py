@@ -110,6 +110,7 @@ def plan_excitation(
     settings: ExcitationSettings,
     *,
     torque_model: TorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """Build the trajectory the settings ask for, repeat it, and check what the controller will execute.
@@ -129,9 +130,11 @@ def plan_excitation(
        (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times), else refused;
     3. when the URDF has collision geometry (and ``settings.self_collision``), no two links
        may come closer than ``settings.collision_margin_m`` along the executed motion
-       (:func:`~.collision.check_self_collision`): a Fourier or payload series is scaled toward
-       its offset pose (:data:`SLOWER_FACTOR`, at most :data:`SLOWER_ATTEMPTS` times) until
-       it keeps the margin, a segmented or process plan is refused.
+       (:func:`~.collision.check_self_collision`; ``collision``: the model of these settings
+       when the caller has already built it, as the excitation node has, else built here):
+       a Fourier or payload series is scaled toward its offset pose (:data:`SLOWER_FACTOR`,
+       at most :data:`SLOWER_ATTEMPTS` times) until it keeps the margin, a segmented or
+       process plan is refused.
 
     Planning takes as long as its budget (``settings.time_budget_s``) and the length of the
     motion (a period of ``1 / fundamental_hz``) ask; ``cancellation`` withdraws it: it is
@@ -152,7 +155,7 @@ def plan_excitation(
         lower=limits.lower + tolerance, upper=limits.upper - tolerance
     )
     model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
-    collision = settings.collision_model(robot)
+    collision = collision if collision is not None else settings.collision_model(robot)
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
     cancellation.check()
