@@ -28,10 +28,13 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.closed_loop import base_parameters, standard_parameters
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
+from dynamic_identification.core.excitation.safety import executed_motion
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.settings_schema import setting
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic
+from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.excitation import ExcitationNode
@@ -39,8 +42,9 @@ from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from five_bar import FIVE_BAR_ACTUATED as ACTUATED
-from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, fourier_motion
+from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, five_bar_with_collision_geometry, fourier_motion
 from ros_graph import RosGraph, graphs
+from ur5_collision import rest_to_rest
 
 _N = TypeVar("_N", bound=Node)
 
@@ -103,6 +107,7 @@ def test_the_excitation_node_plays_a_closed_loop_excitation_the_simulated_five_b
     assert excitation.state == "ready", excitation.diagnostic_status().message
     plan = excitation.plan
     assert plan is not None and "closure σ_min/σ_max" in plan.description
+    assert plan.self_collision == "self-collision not checked: the URDF has no <collision> geometry"
     response = g.call(f"/{NAMESPACE}/excitation/start")
     assert response.success, response.message
     playback = excitation._playback
@@ -134,6 +139,25 @@ def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(
     response = g.call(f"/{NAMESPACE}/excitation/start")
     assert not response.success
     assert "singularity margin" in response.message or "closure at t =" in response.message, response.message
+
+
+def test_a_closed_loop_file_that_drives_a_link_into_the_robot_is_refused_naming_the_links(
+    context: Context, graph: Callable[..., RosGraph], tmp_path: Path
+) -> None:
+    """The five-bar with collision geometry and a post between its motors: a file from home to a pose within every
+    limit and the singularity margin whose distal link lies on the post."""
+    urdf = five_bar_with_collision_geometry(tmp_path)
+    points = rest_to_rest(tuple(ACTUATED), [(0.0, 0.0), (0.9, -0.3)], interval_s=2.0)
+    motion = executed_motion(points, check_rate_hz=100.0)
+    path = tmp_path / "into_the_post.csv"
+    write_trajectory_csv(path, SampledTrajectory(motion.time, motion.q, motion.dq, motion.ddq, points.joint_names))
+    excitation = five_bar_node(ExcitationNode, context, "excitation", urdf=str(urdf), mode="file", file=str(path))
+    g = graph(excitation)
+    assert excitation.wait_for_plan(60.0)
+    assert excitation.state == "failed" and excitation.plan is None
+    response = g.call(f"/{NAMESPACE}/excitation/start")
+    assert not response.success
+    assert "self-collision" in response.message and "plate_0" in response.message, response.message
 
 
 def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

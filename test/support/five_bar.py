@@ -11,7 +11,9 @@ second mechanism of the core and CLI tests.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.ndimage
@@ -66,6 +68,34 @@ def load_five_bar() -> ClosedLoopModel:
     return ClosedLoopModel.from_config(
         FIVE_BAR_URDF, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED
     )
+
+
+POST_TOP_M = 0.10
+"""Height above the motor axes of the post :func:`five_bar_with_collision_geometry` puts between the motors, m: the
+distal links reach down to 0.08 m within the five-bar's limits."""
+
+
+def five_bar_with_collision_geometry(folder: Path) -> Path:
+    """``urdf/five_bar.urdf`` with collision geometry, written into ``folder``: each link's visual box as its
+    ``<collision>`` box, and a 2 cm wide post on the plate midway between the motors, :data:`POST_TOP_M` tall (a
+    camera mount, say), which a motion within the joint limits can drive the distal links into."""
+    text = FIVE_BAR_URDF.read_text(encoding="utf-8")
+
+    def with_collision(visual: re.Match[str]) -> str:
+        geometry = re.sub(r"\s*<material[^>]*/>", "", visual.group(1))
+        return f"{visual.group(0)}\n    <collision>{geometry}</collision>"
+
+    height = POST_TOP_M - 0.03
+    post = (
+        '<link name="plate">\n    <collision>\n'
+        f'      <origin xyz="0 {0.03 + height / 2} 0.006" rpy="0 0 0"/>\n'
+        f'      <geometry><box size="0.02 {height} 0.03"/></geometry>\n'
+        "    </collision>\n  </link>"
+    )
+    text = re.sub(r"<visual>(.*?)</visual>", with_collision, text, flags=re.S).replace('<link name="plate"/>', post)
+    path = folder / "five_bar_collision.urdf"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def load_four_bar() -> ClosedLoopModel:

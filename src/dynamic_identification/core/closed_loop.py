@@ -578,6 +578,13 @@ class ClosedLoopModel:
         """Passive joints, kinematic order."""
         return tuple(self.robot.joint_names[j] for j in self.passive)
 
+    @property
+    def closure_joints(self) -> tuple[tuple[int, int], ...]:
+        """Per closure, the Pinocchio joint indices of the bodies that carry ``frame_a`` and ``frame_b``: the two
+        bodies the cut joint joins in the closed mechanism (their geometry meets there by design)."""
+        frames = self.robot.model.frames
+        return tuple((int(frames[a].parentJoint), int(frames[b].parentJoint)) for a, b in self.frame_ids)
+
     # ----------------------------------------------------------------- kinematics
     def residual(self, q: np.ndarray) -> np.ndarray:
         """Closure residual ``f_t(q_t)`` ([Briot2012] eq. (2)), shape ``(m,)``, m and rad."""

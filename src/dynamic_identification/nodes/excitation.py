@@ -60,7 +60,6 @@ from dynamic_identification.core.excitation.closed_loop import (
     plan_closed_loop_excitation,
 )
 from dynamic_identification.core.excitation.collision import (
-    CLOSED_LOOP_NOT_CHECKED,
     SelfCollisionModel,
     check_self_collision,
     self_collision_summary,
@@ -188,7 +187,8 @@ class ExcitationSetup:
     closed_loop: ClosedLoopExcitation | None = None
     """A closed-loop robot's model, limits and torques (``robot`` then holds its actuated joints)."""
     collision: SelfCollisionModel | None = None
-    """The self-collision check of the URDF's collision geometry (``None``: none, or switched off)."""
+    """The self-collision check of the URDF's collision geometry, of the opened tree for a closed-loop robot
+    (``None``: none, or switched off)."""
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
@@ -279,6 +279,7 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
         drive_chain = shared.drive_chain(model.n_actuated)
         settings = replace(config.settings, mode="fourier")
         limits = ClosedLoopLimits.from_settings(model, settings)
+        collision = settings.collision_model(model.robot, joined=model.closure_joints)
     except IdentificationError as error:
         raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
     nominal = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
@@ -291,6 +292,7 @@ def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
         limits=limits.actuated,
         torque_model=None,
         closed_loop=ClosedLoopExcitation(model=model, limits=limits, torque_model=torques),
+        collision=collision,
     )
 
 
@@ -316,7 +318,8 @@ def plan_from_file(
 
     A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
     completed from them must also keep the passive limits, the singularity margin and the
-    motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
+    motors' effort limits, and ``collision`` is the opened tree's
+    (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
     ``cancellation`` is polled through the limit and torque checks of a long file.
 
     Raises
@@ -340,7 +343,11 @@ def plan_from_file(
     if closed_loop is not None:
         cancellation.check()
         check = check_closed_loop_trajectory(
-            closed_loop.model, trajectory, closed_loop.limits, torque_model=closed_loop.torque_model
+            closed_loop.model,
+            trajectory,
+            closed_loop.limits,
+            torque_model=closed_loop.torque_model,
+            collision=collision,
         )
         return ExcitationPlan(
             trajectory=trajectory,
@@ -353,7 +360,6 @@ def plan_from_file(
             ),
             torque_usage=check.torque_usage,
             torque_source=closed_loop.torque_model.source,
-            self_collision=CLOSED_LOOP_NOT_CHECKED,
         )
     if torque_model is None:
         torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
@@ -444,11 +450,12 @@ def closed_loop_playback(
     *,
     rate_hz: float,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
+    collision: SelfCollisionModel | None = None,
 ) -> SampledTrajectory:
     """:func:`playback_trajectory` of a closed-loop robot's actuated joints, ramps included checked against the
-    closure: passive limits, distance to singularities, motor torques
-    (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`). Ramps are fitted
-    to the actuated limits times each of :data:`RAMP_SLOWDOWNS` in turn.
+    closure: passive limits, distance to singularities, motor torques and, with ``collision`` (the opened tree's),
+    self-collision (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
+    Ramps are fitted to the actuated limits times each of :data:`RAMP_SLOWDOWNS` in turn.
 
     Raises
     ------
@@ -467,7 +474,11 @@ def closed_loop_playback(
                 ramp_limits=limits.slower(factor),
             )
             check_closed_loop_trajectory(
-                closed_loop.model, motion, closed_loop.limits, torque_model=closed_loop.torque_model
+                closed_loop.model,
+                motion,
+                closed_loop.limits,
+                torque_model=closed_loop.torque_model,
+                collision=collision,
             )
         except IdentificationError as error:
             failures.append(error)
@@ -627,8 +638,6 @@ class ExcitationNode(GuardedNode):
                 collision=setup.collision,
                 cancellation=cancellation,
             )
-            if setup.closed_loop is not None:
-                return plan
             return replace(
                 plan, self_collision=self_collision_summary(setup.collision, enabled=setup.settings.self_collision)
             )
@@ -640,6 +649,7 @@ class ExcitationNode(GuardedNode):
                 setup.settings,
                 margin=setup.closed_loop.limits.singularity_margin,
                 torque_model=setup.closed_loop.torque_model,
+                collision=setup.collision,
                 cancellation=cancellation,
             )
         return plan_excitation(
@@ -741,6 +751,7 @@ class ExcitationNode(GuardedNode):
                     self.closed_loop,
                     rate_hz=self.settings.rate_hz,
                     tolerance_rad=self.settings.interpolation_tolerance_rad,
+                    collision=self.collision,
                 )
             else:
                 motion = playback_trajectory(

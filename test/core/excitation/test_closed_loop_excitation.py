@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,12 +25,24 @@ from dynamic_identification.core.excitation.closed_loop import (
     plan_closed_loop_excitation,
     random_closed_loop_fourier,
 )
+from dynamic_identification.core.excitation.collision import SelfCollisionError, SelfCollisionModel
 from dynamic_identification.core.excitation.plan import ExcitationPlan
-from dynamic_identification.core.excitation.safety import check_trajectory
+from dynamic_identification.core.excitation.safety import check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.io.config import load_excitation_settings
-from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, FIVE_BAR_DRIVE, identify_wls, load_five_bar, track
+from five_bar import (
+    FIVE_BAR_ACTUATED,
+    FIVE_BAR_CHAIN,
+    FIVE_BAR_CLOSURES,
+    FIVE_BAR_CONFIG,
+    FIVE_BAR_DRIVE,
+    five_bar_with_collision_geometry,
+    identify_wls,
+    load_five_bar,
+    track,
+)
+from ur5_collision import rest_to_rest, touching
 
 SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=80)
 """The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible)."""
@@ -160,3 +173,75 @@ def test_identification_along_the_planned_trajectory_recovers_base_parameters_wi
     identified = identify_wls(five_bar, chain, FIVE_BAR_DRIVE, run)
     deviation = np.abs(identified.result.parameters - identified.truth) / identified.result.std
     assert np.all(deviation < 3.0), dict(zip(identified.base.names, np.round(deviation, 2), strict=True))
+
+
+@pytest.fixture(scope="module")
+def five_bar_post(tmp_path_factory: pytest.TempPathFactory) -> ClosedLoopModel:
+    """The five-bar with collision geometry and a post between its motors that its distal links can reach."""
+    urdf = five_bar_with_collision_geometry(Path(tmp_path_factory.mktemp("five_bar_post")))
+    return ClosedLoopModel.from_config(urdf, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED)
+
+
+@pytest.fixture(scope="module")
+def post_collision(five_bar_post: ClosedLoopModel) -> SelfCollisionModel:
+    model = SETTINGS.collision_model(five_bar_post.robot, joined=five_bar_post.closure_joints)
+    assert model is not None
+    return model
+
+
+def _tree_motion(model: ClosedLoopModel, trajectory: SampledTrajectory) -> np.ndarray:
+    """Tree positions of the controller's motion through ``trajectory`` at 2 kHz, completed by the loop closure."""
+    executed = executed_motion(trajectory, check_rate_hz=2000.0)
+    return model.complete_motion(executed.q, executed.dq, executed.ddq).q
+
+
+def test_the_two_bodies_a_loop_closure_joins_are_never_paired(
+    five_bar_post: ClosedLoopModel, post_collision: SelfCollisionModel
+) -> None:
+    """The distal links' boxes overlap at the cut joint by design: paired, the assembled mechanism would collide."""
+    rest = five_bar_post.reference_configuration[None, :]
+    unjoined = SelfCollisionModel.from_urdf(five_bar_post.robot, margin_m=post_collision.margin_m)
+    assert unjoined is not None
+    found = unjoined.first_collision(rest)
+    assert found is not None and unjoined.pair_names[found[1]] == ("distal_1_0", "distal_2_0")
+    assert ("distal_1_0", "distal_2_0") not in post_collision.pair_names
+    assert ("plate_0", "distal_1_0") in post_collision.pair_names
+    assert post_collision.first_collision(rest) is None
+
+
+def test_a_closed_loop_motion_into_the_post_is_refused_where_a_passive_link_first_comes_within_the_margin(
+    five_bar_post: ClosedLoopModel, post_collision: SelfCollisionModel
+) -> None:
+    """From home to a pose within every joint limit and the singularity margin whose distal link lies on the post."""
+    limits = ClosedLoopLimits.from_settings(five_bar_post, SETTINGS)
+    trajectory = rest_to_rest(five_bar_post.actuated_joint_names, [(0.0, 0.0), (0.9, -0.3)], 2.0)
+    check_closed_loop_trajectory(five_bar_post, trajectory, limits)
+    with pytest.raises(SelfCollisionError, match=r"self-collision at t = \d\.\d{4} s \(in the controller") as caught:
+        check_closed_loop_trajectory(five_bar_post, trajectory, limits, collision=post_collision)
+    error = caught.value
+    assert {error.first, error.second} & {"distal_1_0", "distal_2_0"} and "plate_0" in (error.first, error.second)
+    assert 0.0 < error.time_s < 2.0 and error.between_points
+    assert error.distance_m < post_collision.margin_m
+    executed = executed_motion(trajectory, check_rate_hz=2000.0)
+    q_tree = _tree_motion(five_bar_post, trajectory)
+    assert not touching(post_collision, q_tree[executed.time < error.time_s])
+    assert touching(post_collision, q_tree)
+
+
+def test_a_colliding_closed_loop_excitation_is_scaled_until_its_executed_motion_keeps_the_margin(
+    five_bar_post: ClosedLoopModel, post_collision: SelfCollisionModel, chain: DriveChain
+) -> None:
+    """Random design of seed 1: unchecked, its distal links run into the post."""
+    settings = replace(SETTINGS, optimise=False, seed=1)
+    unchecked = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), replace(settings, self_collision=False))
+    assert unchecked.self_collision == "self-collision not checked (self_collision: false)"
+    assert touching(post_collision, _tree_motion(five_bar_post, unchecked.trajectory))
+    plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), settings)
+    assert "amplitudes scaled to 64% to keep the self-collision margin" in plan.description
+    assert plan.self_collision == "self-collision checked: 5 pairs of links kept 0.01 m apart"
+    assert not touching(post_collision, _tree_motion(five_bar_post, plan.trajectory))
+    assert plan.condition_number is not None and plan.condition_number > 0.0
+
+
+def test_the_shipped_five_bar_says_its_urdf_has_no_collision_geometry(plan: ExcitationPlan) -> None:
+    assert plan.self_collision == "self-collision not checked: the URDF has no <collision> geometry"

@@ -36,8 +36,10 @@ What is published is the actuated joints' trajectory — what a controller of th
 joints executes. :func:`plan_closed_loop_excitation` checks it as the serial plan does
 (:func:`~.safety.check_sampling`: the controller's quintic at 1 kHz against the actuated
 limits and the interpolation tolerance), then completes that executed motion at 1 kHz and
-checks the passive joints, the singularity margin and the torques
-(:func:`check_closed_loop_trajectory`), refusing with the time of the first violation.
+checks the passive joints, the singularity margin, the torques and, when the URDF has
+collision geometry, the self-collision margin of every link of the tree
+(:func:`check_closed_loop_trajectory`, :mod:`.collision`), refusing with the time of the
+first violation; a plan that collides is scaled toward its offset pose first.
 """
 
 from __future__ import annotations
@@ -58,7 +60,12 @@ from dynamic_identification.core.closed_loop import (
     tree_values,
 )
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.collision import CLOSED_LOOP_NOT_CHECKED
+from dynamic_identification.core.excitation.collision import (
+    SelfCollisionError,
+    SelfCollisionModel,
+    first_self_collision,
+    self_collision_summary,
+)
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     FourierSearch,
@@ -75,6 +82,7 @@ from dynamic_identification.core.excitation.plan import (
     ExcitationPlan,
     planning_factor,
     planning_times,
+    scaled_until_safe,
     subsampled,
 )
 from dynamic_identification.core.excitation.safety import (
@@ -920,6 +928,7 @@ def check_closed_loop_trajectory(
     limits: ClosedLoopLimits,
     *,
     torque_model: ClosedLoopTorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     q_guess: np.ndarray | None = None,
     check_rate_hz: float = CHECK_RATE_HZ,
 ) -> ClosedLoopCheck:
@@ -930,8 +939,10 @@ def check_closed_loop_trajectory(
     (:func:`~.safety.check_trajectory`); completed into the tree motion
     (:meth:`ClosedLoopModel.complete_motion`, [Briot2012] eq. (2)-(4)) it must keep the
     passive position, velocity and acceleration limits, ``σ_min/σ_max(A_p)`` at least
-    ``limits.singularity_margin`` times its value at the reference configuration, and
-    the effort limits under ``torque_model``.
+    ``limits.singularity_margin`` times its value at the reference configuration, the
+    effort limits under ``torque_model``, and, with ``collision`` (the opened tree's
+    collision model, :attr:`ClosedLoopModel.closure_joints` joined), no two links closer
+    than its margin (:func:`~.collision.first_self_collision` on the tree motion).
 
     Parameters
     ----------
@@ -947,9 +958,16 @@ def check_closed_loop_trajectory(
         An actuated or passive limit (joint, time, quantity, value, limit), or a torque.
     SingularityMarginError
         The first instant below the singularity margin (time, sample, ratio).
+    SelfCollisionError
+        The first instant two links come closer than the collision margin (links, time, distance).
     ClosedLoopExcitationError
         The first instant where the loops cannot be closed.
     """
+    if collision is not None and collision.robot.joint_names != model.joint_names:
+        raise IdentificationError(
+            f"the collision model's joints {list(collision.robot.joint_names)} differ from the tree's"
+            f" {list(model.joint_names)}"
+        )
     if trajectory.joint_names != model.actuated_joint_names:
         raise IdentificationError(
             f"trajectory joints {list(trajectory.joint_names)} differ from the actuated joints"
@@ -1025,6 +1043,10 @@ def check_closed_loop_trajectory(
             )
             failures.append((k, excessive))
         torque_usage = float(fraction.max(initial=0.0))
+    if collision is not None:
+        found = first_self_collision(collision, times, motion.q, at_point)
+        if found is not None:
+            failures.append(found)
     if failures:
         raise min(failures, key=lambda failure: failure[0])[1]
     return ClosedLoopCheck(
@@ -1062,6 +1084,7 @@ def plan_closed_loop_excitation(
     *,
     margin: float = DEFAULT_SINGULARITY_MARGIN,
     torque_model: ClosedLoopTorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
     """The Fourier excitation of a closed-loop robot's actuated joints, checked as the controller executes it.
@@ -1075,7 +1098,11 @@ def plan_closed_loop_excitation(
     must stay within the interpolation tolerance and the actuated limits
     (:func:`~.safety.check_sampling`), and its completion at
     :data:`~.safety.CHECK_RATE_HZ` within the passive limits, the singularity
-    ``margin`` and the effort limits (:func:`check_closed_loop_trajectory`).
+    ``margin``, the effort limits and, when the URDF has collision geometry (and
+    ``settings.self_collision``), the self-collision margin of every link of the tree
+    (:func:`check_closed_loop_trajectory`). A design whose executed motion collides is
+    scaled toward its offset pose (:func:`~.plan.scaled_until_safe`) until it keeps the
+    margin, else refused.
 
     Only ``settings.mode == "fourier"`` is available: segmented per-joint-fixed
     trajectories ([Gautier2013]) and process trajectories need a serial chain (inverse
@@ -1092,6 +1119,10 @@ def plan_closed_loop_excitation(
         Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed along the motion.
     torque_model
         Actuated torques; default :meth:`ClosedLoopTorqueModel.nominal`.
+    collision
+        The opened tree's collision model when the caller has built it (as the excitation
+        node has); default: the one of ``settings``
+        (:meth:`~.settings.ExcitationSettings.collision_model`).
     cancellation
         Polled through the design and the checks (:mod:`~dynamic_identification.core.cancellation`).
 
@@ -1106,7 +1137,7 @@ def plan_closed_loop_excitation(
     ------
     IdentificationError
         For another mode or a workspace box, when no design keeps the constraints, or
-        naming the first violation of the checks (time, joint or closure).
+        naming the first violation of the checks (time, joint, closure or colliding links).
     PlanningCancelled
         When ``cancellation`` is requested before the plan is checked.
     """
@@ -1121,6 +1152,8 @@ def plan_closed_loop_excitation(
             " joints with workspace_lower/workspace_upper"
         )
     limits = ClosedLoopLimits.from_settings(model, settings, singularity_margin=margin)
+    if collision is None:
+        collision = settings.collision_model(model.robot, joined=model.closure_joints)
     tolerance = settings.interpolation_tolerance_rad
     planning = limits.planning(tolerance)
     torques = torque_model if torque_model is not None else ClosedLoopTorqueModel.nominal(model, drive_chain, terms)
@@ -1152,31 +1185,70 @@ def plan_closed_loop_excitation(
         kind = "random Fourier series of the actuated joints fitted into the limits"
     fourier = design.trajectory
     factor = planning_factor(settings.rate_hz)
-    reference = sample(fourier, planning_times(fourier.period_s, settings, factor), model.actuated_joint_names)
-    points = subsampled(reference, factor)
-    check_sampling(
-        points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
+
+    def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, ClosedLoopCheck]:
+        points = subsampled(reference, factor)
+        check_sampling(
+            points,
+            reference,
+            limits.actuated,
+            rate_hz=settings.rate_hz,
+            tolerance_rad=tolerance,
+            cancellation=cancellation,
+        )
+        cancellation.check()
+        check = check_closed_loop_trajectory(
+            model,
+            points,
+            limits,
+            torque_model=torques,
+            collision=collision,
+            q_guess=start_configuration(model, fourier.offsets, points.q[0]),
+        )
+        return points, check
+
+    _, scale, (points, check) = scaled_until_safe(
+        fourier,
+        planning_times(fourier.period_s, settings, factor),
+        model.actuated_joint_names,
+        checked,
+        what="the closed-loop Fourier excitation",
+        recoverable=(SelfCollisionError,),
     )
-    cancellation.check()
-    check = check_closed_loop_trajectory(
-        model,
-        points,
-        limits,
-        torque_model=torques,
-        q_guess=start_configuration(model, fourier.offsets, points.q[0]),
-    )
-    description = (
-        f"{kind}, condition number {design.condition_number:.3g}, closure σ_min/σ_max >="
-        f" {check.singularity_ratio:.2f} of its reference value (margin {margin:g}), {settings.periods} period(s) of"
-        f" {fourier.period_s:g} s"
+    condition = design.condition_number
+    description = f"{kind}, condition number {condition:.3g}"
+    if scale < 1.0:
+        condition = _condition_number(
+            model, drive_chain, terms, base, points, start_configuration(model, fourier.offsets, points.q[0])
+        )
+        description += f" before scaling, amplitudes scaled to {scale:.0%} to keep the self-collision margin"
+    description += (
+        f", closure σ_min/σ_max >= {check.singularity_ratio:.2f} of its reference value (margin {margin:g}),"
+        f" {settings.periods} period(s) of {fourier.period_s:g} s"
     )
     return ExcitationPlan(
         trajectory=points,
         limits=limits.actuated,
         usage=limit_usage(points, limits.actuated, cancellation=cancellation),
-        condition_number=design.condition_number,
+        condition_number=condition,
         description=description,
         torque_usage=check.torque_usage,
         torque_source=torques.source,
-        self_collision=CLOSED_LOOP_NOT_CHECKED,
+        self_collision=self_collision_summary(collision, enabled=settings.self_collision),
     )
+
+
+def _condition_number(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    base: BaseParameters,
+    points: SampledTrajectory,
+    q_guess: np.ndarray,
+) -> float:
+    """Condition number of the column-normalised closed-loop base observation matrix on the published points."""
+    motion = model.complete_motion(points.q, points.dq, points.ddq, q_guess=q_guess)
+    observed = observation_matrix(
+        model, drive_chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+    )
+    return normalised_condition(base.select(observed).reshape(-1, base.count))

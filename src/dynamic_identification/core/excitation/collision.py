@@ -8,10 +8,14 @@ points) is checked against it with Pinocchio's collision model and its collision
 library (coal; no geometry of our own):
 
 * **Pairs.** Every pair of collision objects on different bodies of the identification
-  model, except bodies joined by one joint (their meshes meet at that joint by design)
-  and the pairs an SRDF's ``<disable_collisions>`` lists (MoveIt's file of the robot).
-  Locked joints are held where :func:`~dynamic_identification.core.model.load_robot`
-  holds them, so their links belong to the body before them.
+  model, except bodies joined by one joint (their meshes meet at that joint by design),
+  bodies a closed-loop robot's loop closure joins (the cut joint of [Briot2012] §2, given
+  as ``joined``) and the pairs an SRDF's ``<disable_collisions>`` lists (MoveIt's file of
+  the robot). Locked joints are held where
+  :func:`~dynamic_identification.core.model.load_robot` holds them, so their links belong
+  to the body before them. A closed-loop robot is checked on its opened tree, every tree
+  joint (actuated and passive) where the loop closure puts it
+  (:func:`~.closed_loop.check_closed_loop_trajectory`).
 * **Margin.** A pair closer than ``margin_m`` at a checked instant is a collision.
 * **Nothing slips between checked instants.** No point of a link moves further than
   ``Σ_j r_j |Δq_j|`` when the joints move by ``Δq`` (``r_j``: the largest distance
@@ -32,6 +36,7 @@ describe them; restrict the workspace (``workspace_lower``/``workspace_upper``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,12 +102,20 @@ class SelfCollisionModel:
 
     @classmethod
     def from_urdf(
-        cls, robot: RobotModel, *, margin_m: float = DEFAULT_MARGIN_M, srdf: str | Path | None = None
+        cls,
+        robot: RobotModel,
+        *,
+        margin_m: float = DEFAULT_MARGIN_M,
+        srdf: str | Path | None = None,
+        joined: Sequence[tuple[int, int]] = (),
     ) -> SelfCollisionModel | None:
         """The collision model of ``robot``'s URDF; ``None`` when the URDF has no ``<collision>`` element.
 
         Meshes named ``package://<name>/…`` are looked for in the URDF's parent folders,
         then where Pinocchio looks (``ROS_PACKAGE_PATH``, ``AMENT_PREFIX_PATH``).
+        ``joined``: pairs of Pinocchio joint indices whose bodies meet by design although
+        no joint of the tree joins them (a loop closure's cut joint,
+        :attr:`~dynamic_identification.core.closed_loop.ClosedLoopModel.closure_joints`).
 
         Raises
         ------
@@ -124,7 +137,7 @@ class SelfCollisionModel:
                 " (put its package's parent folder on ROS_PACKAGE_PATH, or set self_collision: false)"
             ) from error
         geometry.addAllCollisionPairs()
-        _remove_adjacent_pairs(robot.model, geometry)
+        _remove_adjacent_pairs(robot.model, geometry, joined)
         if srdf:
             if not Path(srdf).is_file():
                 raise ModelError(f"collision_srdf {srdf} is not a file")
@@ -180,10 +193,6 @@ class SelfCollisionModel:
         return np.union1d(chosen, [q.shape[0] - 1])
 
 
-CLOSED_LOOP_NOT_CHECKED = "self-collision not checked (not built for closed-loop robots yet)"
-"""What a closed-loop robot's plan says of self-collision (:attr:`~.plan.ExcitationPlan.self_collision`)."""
-
-
 def self_collision_summary(model: SelfCollisionModel | None, *, enabled: bool) -> str:
     """One line saying whether and how a plan was checked for self-collision (reports, logs): a user whose URDF
     has no collision geometry must not believe it was."""
@@ -194,12 +203,14 @@ def self_collision_summary(model: SelfCollisionModel | None, *, enabled: bool) -
     return f"self-collision checked: {len(model.pair_names)} pairs of links kept {model.margin_m:g} m apart"
 
 
-def _remove_adjacent_pairs(model: pin.Model, geometry: pin.GeometryModel) -> None:
-    """Leave out the pairs of objects on bodies joined by one joint: their meshes meet there by design."""
+def _remove_adjacent_pairs(model: pin.Model, geometry: pin.GeometryModel, joined: Sequence[tuple[int, int]]) -> None:
+    """Leave out the pairs of objects on bodies joined by one joint of the tree or by one of the ``joined`` pairs of
+    joint indices (loop closures): their meshes meet there by design."""
+    closures = {frozenset(pair) for pair in joined}
     objects = geometry.geometryObjects
     for pair in list(geometry.collisionPairs):
         a, b = objects[pair.first].parentJoint, objects[pair.second].parentJoint
-        if model.parents[a] == b or model.parents[b] == a:
+        if model.parents[a] == b or model.parents[b] == a or frozenset((a, b)) in closures:
             geometry.removeCollisionPair(pair)
 
 
@@ -242,17 +253,29 @@ def check_self_collision(
             f"trajectory joints {list(trajectory.joint_names)} differ from the robot's {list(model.robot.joint_names)}"
         )
     for motion in executed_chunks(trajectory, CHECK_RATE_HZ, cancellation):
-        instants = model.checked_instants(motion.q)
-        found = model.first_collision(motion.q[instants])
-        if found is None:
-            continue
-        sample, pair = instants[found[0]], found[1]
-        first, second = model.pair_names[pair]
-        raise SelfCollisionError(
-            first=first,
-            second=second,
-            time_s=float(motion.time[sample]),
-            distance_m=model.distance_m(motion.q[sample], pair),
-            margin_m=model.margin_m,
-            between_points=not bool(motion.at_point[sample]),
-        )
+        found = first_self_collision(model, motion.time, motion.q, motion.at_point)
+        if found is not None:
+            raise found[1]
+
+
+def first_self_collision(
+    model: SelfCollisionModel, time: np.ndarray, q: np.ndarray, at_point: np.ndarray
+) -> tuple[int, SelfCollisionError] | None:
+    """The first sample of a densely evaluated executed motion (``time`` s, ``q`` ``(M, n)`` rad or m of the
+    model's joints, ``at_point`` whether a sample is a published point) where two links come closer than the
+    margin, checked at :meth:`SelfCollisionModel.checked_instants`, and the error naming it; ``None`` when none
+    does."""
+    instants = model.checked_instants(q)
+    found = model.first_collision(q[instants])
+    if found is None:
+        return None
+    sample, pair = int(instants[found[0]]), found[1]
+    first, second = model.pair_names[pair]
+    return sample, SelfCollisionError(
+        first=first,
+        second=second,
+        time_s=float(time[sample]),
+        distance_m=model.distance_m(q[sample], pair),
+        margin_m=model.margin_m,
+        between_points=not bool(at_point[sample]),
+    )

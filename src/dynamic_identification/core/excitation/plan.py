@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -75,6 +76,9 @@ SLOWER_FACTOR = 0.8
 SLOWER_ATTEMPTS = 6
 """Re-plans before a torque excess is refused (down to 0.8⁵ ≈ 33 % of the speed and acceleration limits), and
 amplitude scalings before a Fourier series that collides with the robot itself is refused."""
+
+_Checked = TypeVar("_Checked")
+"""What the check of :func:`scaled_until_safe` returns for the motion it accepts."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,7 @@ def plan_excitation(
         points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
     )
     torque_usage = check_torques(points, limits, model, cancellation=cancellation)
-    if collision is not None:
-        check_self_collision(points, collision, cancellation=cancellation)
+    _check_collision(points, collision, cancellation)
     if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
@@ -234,8 +237,12 @@ def _fourier(
         )
         description = "random Fourier series fitted into the limits"
     time = planning_times(fourier.period_s, settings, factor)
-    reference, scale = _scaled_until_safe(
-        fourier, time, robot.joint_names, collision=collision, cancellation=cancellation
+    reference, scale, _ = scaled_until_safe(
+        fourier,
+        time,
+        robot.joint_names,
+        lambda motion: _check_collision(motion, collision, cancellation),
+        what="the Fourier excitation",
     )
     if condition is not None:
         description += f", condition number {condition:.3g}" + (" before scaling" if scale < 1.0 else "")
@@ -275,14 +282,13 @@ def _payload(
     )
     fourier = design.trajectory
     time = planning_times(fourier.period_s, settings, factor)
-    reference, scale = _scaled_until_safe(
-        fourier,
-        time,
-        robot.joint_names,
-        collision=collision,
-        torques=(limits, model),
-        what="the payload excitation",
-        cancellation=cancellation,
+
+    def check(motion: SampledTrajectory) -> None:
+        check_torques(motion, limits, model, cancellation=cancellation)
+        _check_collision(motion, collision, cancellation)
+
+    reference, scale, _ = scaled_until_safe(
+        fourier, time, robot.joint_names, check, what="the payload excitation", source=model.source
     )
     description = (
         f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
@@ -294,41 +300,48 @@ def _payload(
     return reference, description, design.condition_number
 
 
-def _scaled_until_safe(
+def _check_collision(
+    motion: SampledTrajectory, collision: SelfCollisionModel | None, cancellation: Cancellation
+) -> None:
+    """:func:`~.collision.check_self_collision` of ``motion`` when there is a collision model."""
+    if collision is not None:
+        check_self_collision(motion, collision, cancellation=cancellation)
+
+
+def scaled_until_safe(
     fourier: FourierTrajectory,
     time: np.ndarray,
     joint_names: tuple[str, ...],
+    check: Callable[[SampledTrajectory], _Checked],
     *,
-    collision: SelfCollisionModel | None,
-    torques: tuple[JointLimits, TorqueModel] | None = None,
-    what: str = "the Fourier excitation",
-    cancellation: Cancellation = NEVER,
-) -> tuple[SampledTrajectory, float]:
+    what: str,
+    recoverable: tuple[type[IdentificationError], ...] = (LimitViolationError, SelfCollisionError),
+    source: str = "",
+) -> tuple[SampledTrajectory, float, _Checked]:
     """``fourier`` sampled at ``time`` (s), its amplitudes about the offset pose scaled by :data:`SLOWER_FACTOR`
-    (at most :data:`SLOWER_ATTEMPTS` times) until its torques keep the effort limits of ``torques`` (limits and
-    model; ``None``: not checked) and it keeps the self-collision margin of ``collision`` (``None``: not checked);
-    returns the motion and the scale.
+    (at most :data:`SLOWER_ATTEMPTS` times) until ``check`` of the sampled motion raises none of the
+    ``recoverable`` errors (a torque beyond an effort limit, a self-collision); returns the motion, the scale and
+    what ``check`` returned. Scaling about the offset pose keeps the period and shrinks every excursion from that
+    pose, which the design has already checked.
 
     Raises
     ------
     IdentificationError
-        When even the smallest scale violates them, naming the last violation.
+        When even the smallest scale fails, naming what (``what``), the torque model (``source``) of a torque
+        violation, and the last violation; any error of ``check`` that is not ``recoverable`` as it is.
     """
-    last_error: LimitViolationError | SelfCollisionError | None = None
+    last_error: IdentificationError | None = None
     for attempt in range(SLOWER_ATTEMPTS):
         scale = SLOWER_FACTOR**attempt
         reference = sample(fourier.scaled(scale), time, joint_names)
         try:
-            if torques is not None:
-                check_torques(reference, *torques, cancellation=cancellation)
-            if collision is not None:
-                check_self_collision(reference, collision, cancellation=cancellation)
-        except (LimitViolationError, SelfCollisionError) as error:
+            checked = check(reference)
+        except recoverable as error:
             last_error = error
             continue
-        return reference, scale
-    source = f" ({torques[1].source})" if torques is not None and isinstance(last_error, LimitViolationError) else ""
-    raise IdentificationError(f"{what} still fails at {scale:.0%} of its amplitudes{source}: {last_error}")
+        return reference, scale, checked
+    model = f" ({source})" if source and isinstance(last_error, LimitViolationError) else ""
+    raise IdentificationError(f"{what} still fails at {scale:.0%} of its amplitudes{model}: {last_error}")
 
 
 _Builder = Callable[[JointLimits, float], tuple[SampledTrajectory, str]]

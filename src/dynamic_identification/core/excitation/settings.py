@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
@@ -155,9 +156,14 @@ class ExcitationSettings:
         )
         return limits.restricted(lower=self.workspace_lower, upper=self.workspace_upper)
 
-    def collision_model(self, robot: RobotModel) -> SelfCollisionModel | None:
-        """The self-collision check these settings ask for on ``robot``; ``None`` when off or when its URDF has no
-        collision geometry."""
+    def collision_model(
+        self, robot: RobotModel, *, joined: Sequence[tuple[int, int]] = ()
+    ) -> SelfCollisionModel | None:
+        """The self-collision check these settings ask for on ``robot`` (a closed-loop robot's opened tree, with its
+        :attr:`~dynamic_identification.core.closed_loop.ClosedLoopModel.closure_joints` as ``joined``); ``None``
+        when off or when its URDF has no collision geometry."""
         if not self.self_collision:
             return None
-        return SelfCollisionModel.from_urdf(robot, margin_m=self.collision_margin_m, srdf=self.collision_srdf or None)
+        return SelfCollisionModel.from_urdf(
+            robot, margin_m=self.collision_margin_m, srdf=self.collision_srdf or None, joined=joined
+        )
