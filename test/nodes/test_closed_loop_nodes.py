@@ -26,23 +26,33 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.closed_loop import base_parameters, standard_parameters
+from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
+from dynamic_identification.core.excitation.closed_loop import ClosedLoopLimits, ClosedLoopTorqueModel
+from dynamic_identification.core.excitation.collision import SelfCollisionError
 from dynamic_identification.core.excitation.safety import executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
+from dynamic_identification.core.model import DriveTerms
 from dynamic_identification.core.settings_schema import setting
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel
-from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
+from dynamic_identification.io.config import load_config, load_excitation_settings, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
-from dynamic_identification.nodes.excitation import ExcitationNode
+from dynamic_identification.nodes.excitation import ClosedLoopExcitation, ExcitationNode, closed_loop_playback
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from five_bar import FIVE_BAR_ACTUATED as ACTUATED
-from five_bar import FIVE_BAR_CONFIG, FIVE_BAR_URDF, five_bar_with_collision_geometry, fourier_motion
+from five_bar import (
+    FIVE_BAR_CHAIN,
+    FIVE_BAR_CLOSURES,
+    FIVE_BAR_CONFIG,
+    FIVE_BAR_URDF,
+    five_bar_with_collision_geometry,
+    fourier_motion,
+)
 from ros_graph import RosGraph, graphs
 from ur5_collision import rest_to_rest
 
@@ -158,6 +168,26 @@ def test_a_closed_loop_file_that_drives_a_link_into_the_robot_is_refused_naming_
     response = g.call(f"/{NAMESPACE}/excitation/start")
     assert not response.success
     assert "self-collision" in response.message and "plate_0" in response.message, response.message
+
+
+def test_a_closed_loop_ramp_in_from_the_robots_position_is_checked_for_self_collision(tmp_path: Path) -> None:
+    """Holding home, ramped in from a pose whose distal link lies on the post of the five-bar with collision
+    geometry: refused with the collision model, played without it."""
+    model = ClosedLoopModel.from_config(
+        five_bar_with_collision_geometry(tmp_path), loop_closures=FIVE_BAR_CLOSURES, actuated_joints=ACTUATED
+    )
+    settings = load_excitation_settings(FIVE_BAR_CONFIG)
+    collision = settings.collision_model(model.robot, joined=model.closure_joints)
+    limits = ClosedLoopLimits.from_settings(model, settings)
+    closed_loop = ClosedLoopExcitation(
+        model, limits, ClosedLoopTorqueModel.nominal(model, FIVE_BAR_CHAIN, DriveTerms())
+    )
+    held = rest_to_rest(tuple(ACTUATED), [(0.0, 0.0), (0.0, 0.0)], interval_s=1.0)
+    on_the_post = np.array([0.9, -0.3])
+    played = closed_loop_playback(held, on_the_post, limits.actuated, closed_loop, rate_hz=100.0)
+    assert_allclose(played.q[0], on_the_post)
+    with pytest.raises(SelfCollisionError, match="plate_0"):
+        closed_loop_playback(held, on_the_post, limits.actuated, closed_loop, rate_hz=100.0, collision=collision)
 
 
 def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

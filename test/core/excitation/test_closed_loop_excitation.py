@@ -228,19 +228,20 @@ def test_a_closed_loop_motion_into_the_post_is_refused_where_a_passive_link_firs
     assert touching(post_collision, q_tree)
 
 
-def test_a_colliding_closed_loop_excitation_is_scaled_until_its_executed_motion_keeps_the_margin(
+def test_a_closed_loop_excitation_is_shrunk_to_keep_the_margin_from_the_post_at_every_executed_instant(
     five_bar_post: ClosedLoopModel, post_collision: SelfCollisionModel, chain: DriveChain
 ) -> None:
-    """Random design of seed 1: unchecked, its distal links run into the post."""
+    """Random design of seed 1: unchecked, its distal links run into the post; checked, the design's shrink toward
+    its offset pose keeps the margin, so the plan needs no scaling after it."""
     settings = replace(SETTINGS, optimise=False, seed=1)
     unchecked = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), replace(settings, self_collision=False))
     assert unchecked.self_collision == "self-collision not checked (self_collision: false)"
     assert touching(post_collision, _tree_motion(five_bar_post, unchecked.trajectory))
     plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), settings)
-    assert "amplitudes scaled to 64% to keep the self-collision margin" in plan.description
     assert plan.self_collision == "self-collision checked: 5 pairs of links kept 0.01 m apart"
-    assert not touching(post_collision, _tree_motion(five_bar_post, plan.trajectory))
-    assert plan.condition_number is not None and plan.condition_number > 0.0
+    assert "scaled" not in plan.description
+    clearance_m, _ = post_collision.clearance_m(_tree_motion(five_bar_post, plan.trajectory))
+    assert clearance_m.min() >= post_collision.margin_m * 0.99
 
 
 def test_the_shipped_five_bar_says_its_urdf_has_no_collision_geometry(plan: ExcitationPlan) -> None:

@@ -165,3 +165,16 @@ def test_the_optimised_fourier_search_keeps_clear_of_the_robot_itself(
     assert not touching(ur5_collision, executed_motion(plan.trajectory, check_rate_hz=2_000.0).q)
     assert plan.condition_number is not None and unchecked.condition_number is not None
     assert plan.condition_number < 1.2 * unchecked.condition_number
+
+
+def test_the_clearance_of_a_pose_is_the_distance_of_its_closest_checked_pair(
+    ur5_collision: SelfCollisionModel,
+) -> None:
+    """What the closed-loop shrink keeps above the margin, against each pair's distance from Pinocchio."""
+    q = np.array([CLEAR_A, CLEAR_B])
+    clearance_m, closest = ur5_collision.clearance_m(q)
+    for k in range(q.shape[0]):
+        distances = [ur5_collision.distance_m(q[k], pair) for pair in range(len(ur5_collision.pair_names))]
+        assert clearance_m[k] == pytest.approx(min(distances), abs=1e-9)
+        assert closest[k] == int(np.argmin(distances))
+    assert np.all(clearance_m >= 0.02)

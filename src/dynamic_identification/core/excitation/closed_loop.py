@@ -20,7 +20,9 @@ does not have:
   closure mixes translations and rotations (``planar``, ``6d``); its ratio to the
   well-assembled home pose does not, and vanishes at a singularity all the same;
 * the actuated torques of a nominal model, ``τ_act = J_tᵀ τ_tree`` plus the drive terms
-  (:class:`ClosedLoopTorqueModel`), keep the effort limits.
+  (:class:`ClosedLoopTorqueModel`), keep the effort limits;
+* when the URDF has collision geometry, no two links of the tree come closer than the
+  self-collision margin (:mod:`.collision`; the bodies a closure joins are not paired).
 
 Candidates are feasible by construction, as in the serial optimiser: the decision
 variables are the offsets of the actuated joints (inside the middle of their ranges) and
@@ -30,7 +32,9 @@ the whole oscillation is shrunk toward the offset pose, ``q_a = q_0 + s (q_a −
 by the largest ``s`` in ``[0, 1]`` that keeps the passive limits, the singularity margin
 and the torques (regula falsi on the worst fraction of a limit used). Offset poses where
 the loops cannot be closed, or that already break a constraint, get a penalty; when no
-candidate has a feasible offset pose the design is refused, naming the closest miss.
+candidate has a feasible offset pose the design is refused, naming the closest miss. The
+self-collision margin enters the final shrink of the chosen design only (the search
+ignores the geometry, measured to give better designs than shrinking every candidate).
 
 What is published is the actuated joints' trajectory — what a controller of the actuated
 joints executes. :func:`plan_closed_loop_excitation` checks it as the serial plan does
@@ -39,7 +43,8 @@ limits and the interpolation tolerance), then completes that executed motion at 
 checks the passive joints, the singularity margin, the torques and, when the URDF has
 collision geometry, the self-collision margin of every link of the tree
 (:func:`check_closed_loop_trajectory`, :mod:`.collision`), refusing with the time of the
-first violation; a plan that collides is scaled toward its offset pose first.
+first violation; a plan whose executed motion still collides is scaled toward its offset
+pose first.
 """
 
 from __future__ import annotations
@@ -137,6 +142,10 @@ _SEARCH_STEPS = 4
 
 _FINAL_STEPS = 8
 """Regula-falsi steps of the final shrink, on :data:`_FINAL_SAMPLES` points per period."""
+
+_CLEARANCE_SCALE_M = 0.01
+"""Clearance, m, that counts as one whole limit in :meth:`_Evaluator.clearance_usage`: the slope the shrink's regula
+falsi sees, not the constraint (which is the margin)."""
 
 _FINAL_SAMPLES = 400
 """Points per period of the final shrink; the result is then verified at 1 kHz."""
@@ -391,9 +400,10 @@ class _Evaluator:
         limits: ClosedLoopLimits,
         torque_model: ClosedLoopTorqueModel | None,
         cancellation: Cancellation = NEVER,
+        collision: SelfCollisionModel | None = None,
     ) -> None:
         self.model, self.drive_chain, self.terms, self.limits = model, drive_chain, terms, limits
-        self.cancellation = cancellation
+        self.cancellation, self.collision = cancellation, collision
         known = np.isfinite(limits.actuated.effort).any()
         self.torque_model = torque_model if torque_model is not None and known else None
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
@@ -453,7 +463,8 @@ class _Evaluator:
         return _Probe(worst, reason, motion, observed, torques)
 
     def worst(self, motion: ClosedLoopMotion, torques: np.ndarray | None) -> tuple[float, str]:
-        """Largest fraction of a limit used (passive positions, velocities, accelerations, margin, torques)."""
+        """Largest fraction of a limit used (passive positions, velocities, accelerations, margin, torques and, with
+        a collision model, the self-collision clearance: :meth:`clearance_usage`)."""
         model, limits = self.model, self.limits
         passive = limits.passive
         q = motion.q[:, model.passive]
@@ -468,6 +479,10 @@ class _Evaluator:
         ]
         if torques is not None:
             usages.append(("torque", np.abs(torques) / limits.actuated.effort))
+        clearance = None
+        if self.collision is not None:
+            clearance = self.collision.clearance_m(motion.q)
+            usages.append(("self-collision", self.clearance_usage(motion.q, clearance[0])[:, None]))
         peaks = [float(np.max(values)) for _, values in usages]
         kind = int(np.argmax(peaks))
         worst = peaks[kind]
@@ -481,6 +496,12 @@ class _Evaluator:
                 f"σ_min/σ_max of A_p falls to {ratio:.4g} of its value at the reference configuration, below"
                 f" {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and {MARGIN_HEADROOM:.0%}"
                 " headroom)"
+            )
+        if name == "self-collision" and self.collision is not None and clearance is not None:
+            first, second = self.collision.pair_names[int(clearance[1][sample])]
+            return worst, (
+                f"{first} and {second} come within {clearance[0][sample]:.3g} m of each other (self-collision margin"
+                f" {self.collision.margin_m:g} m)"
             )
         if name == "torque" and torques is not None:
             return worst, (
@@ -497,6 +518,19 @@ class _Evaluator:
         value = float((motion.dq if name == "velocity" else motion.ddq)[sample, model.passive[column]])
         limit = float(getattr(passive, name)[column])
         return worst, f"passive joint {joint} {name} {value:.3g} exceeds {limit:.3g}"
+
+    def clearance_usage(self, q: np.ndarray, distance_m: np.ndarray) -> np.ndarray:
+        """Per sample of the tree motion ``q`` ``(N, n_t)``, how much of the self-collision clearance its closest pair
+        (at ``distance_m``) uses: 1 where it keeps exactly the margin plus half the sweep ``Σ_j r_j |Δq_j|`` to the
+        farther of its neighbouring samples (so the motion between samples keeps the margin too, as in
+        :meth:`~.collision.SelfCollisionModel.checked_instants`), more when closer, linearly
+        (:data:`_CLEARANCE_SCALE_M` per unit)."""
+        collision = self.collision
+        if collision is None:
+            return np.zeros(q.shape[0])
+        sweep = np.abs(np.diff(q, axis=0)) @ collision.joint_reach_m
+        half = 0.5 * np.maximum(np.append(sweep, 0.0), np.insert(sweep, 0, 0.0))
+        return 1.0 + (collision.margin_m + half - distance_m) / _CLEARANCE_SCALE_M
 
     def largest_scale(
         self,
@@ -737,13 +771,15 @@ def random_closed_loop_fourier(
     seed: int = 0,
     torque_model: ClosedLoopTorqueModel | None = None,
     base: BaseParameters | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ClosedLoopExcitationDesign:
     """The random-coefficient baseline: same limits and constraints, no optimisation.
 
     Offsets at the centre of the actuated ranges; coefficients standard normal (seeded);
     each actuated joint fitted to its limits, then the oscillation shrunk toward the
-    centre pose until the passive limits, the singularity margin and the torques hold.
+    centre pose until the passive limits, the singularity margin, the torques and, with
+    ``collision`` (the opened tree's), the self-collision margin hold.
 
     ``cancellation`` is polled through the shrink and the final check.
 
@@ -763,7 +799,7 @@ def random_closed_loop_fourier(
         sine=rng.normal(size=(harmonics, model.n_actuated)),
         cosine=rng.normal(size=(harmonics, model.n_actuated)),
     )
-    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation)
+    evaluator = _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation, collision)
     base = base if base is not None else base_parameters(model, drive_chain, terms)
     return _finalise(evaluator, base, raw, first=1.0, evaluations=0, start=start)
 
@@ -828,6 +864,7 @@ def optimise_closed_loop_fourier(
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: ClosedLoopTorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ClosedLoopExcitationDesign:
     """Fourier excitation of the actuated joints minimising the condition number of the closed-loop base IDIM.
@@ -862,6 +899,12 @@ def optimise_closed_loop_fourier(
     torque_model
         Actuated torques of a candidate (e.g. :meth:`ClosedLoopTorqueModel.nominal`);
         ``None`` leaves the torques unconstrained.
+    collision
+        The opened tree's collision model: the final shrink of the best candidate also
+        keeps every checked pair of links the margin apart, plus half the sweep between
+        samples (:meth:`_Evaluator.clearance_usage`), on :data:`_FINAL_SAMPLES` points per
+        period and again at :data:`~.safety.CHECK_RATE_HZ`; the search does not look at the
+        geometry. ``None`` leaves self-collision unchecked here.
     cancellation
         Polled before every cost evaluation and every shrink probe; a design that is not
         cancelled is the same as without it.
@@ -888,8 +931,10 @@ def optimise_closed_loop_fourier(
             f"no offset pose of the actuated joints keeps the closed-loop constraints (singularity margin"
             f" {limits.singularity_margin:g}); closest of {search.evaluations} tried: {search.closest[1]}"
         )
+    # The search itself ignores the geometry: shrinking every candidate for it gave worse designs than shrinking
+    # the best one (bench_self_collision.py --robots five_bar: κ 91-116 against 58-103).
     return _finalise(
-        evaluator,
+        _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation, collision),
         base,
         search.decode(best),
         first=search.best_scale,
@@ -1100,9 +1145,9 @@ def plan_closed_loop_excitation(
     :data:`~.safety.CHECK_RATE_HZ` within the passive limits, the singularity
     ``margin``, the effort limits and, when the URDF has collision geometry (and
     ``settings.self_collision``), the self-collision margin of every link of the tree
-    (:func:`check_closed_loop_trajectory`). A design whose executed motion collides is
-    scaled toward its offset pose (:func:`~.plan.scaled_until_safe`) until it keeps the
-    margin, else refused.
+    (:func:`check_closed_loop_trajectory`). The design's final shrink keeps that margin
+    already; should the executed motion still collide, it is scaled toward its offset pose
+    (:func:`~.plan.scaled_until_safe`) until it keeps the margin, else refused.
 
     Only ``settings.mode == "fourier"`` is available: segmented per-joint-fixed
     trajectories ([Gautier2013]) and process trajectories need a serial chain (inverse
@@ -1166,6 +1211,7 @@ def plan_closed_loop_excitation(
             planning,
             torque_model=torques,
             base=base,
+            collision=collision,
             cancellation=cancellation,
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
@@ -1179,6 +1225,7 @@ def plan_closed_loop_excitation(
             planning,
             torque_model=torques,
             base=base,
+            collision=collision,
             cancellation=cancellation,
             **settings.fourier_arguments(),
         )

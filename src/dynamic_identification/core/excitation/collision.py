@@ -177,6 +177,24 @@ class SelfCollisionModel:
         pin.updateGeometryPlacements(model, data, self.geometry, geometry_data, configuration)
         return float(pin.computeDistance(self.geometry, geometry_data, pair).min_distance)
 
+    def clearance_m(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per sample of ``q`` ``(N, n)`` (rad, m), the smallest distance between the objects of a checked pair, m
+        (negative: overlap), and that pair's index: the constraint a design shrinks toward its offset pose for
+        (:mod:`~.closed_loop`). ``inf`` and ``-1`` when no pair is checked."""
+        samples = q.shape[0]
+        distance, pair = np.full(samples, np.inf), np.full(samples, -1)
+        if not self.geometry.collisionPairs:
+            return distance, pair
+        model = self.robot.model
+        data = model.createData()
+        geometry_data = pin.GeometryData(self.geometry)
+        for k, configuration in enumerate(self.robot.configurations(q)):
+            pin.computeDistances(model, data, self.geometry, geometry_data, configuration)
+            distances = [result.min_distance for result in geometry_data.distanceResults]
+            pair[k] = int(np.argmin(distances))
+            distance[k] = distances[pair[k]]
+        return distance, pair
+
     def checked_instants(self, q: np.ndarray) -> np.ndarray:
         """Indices of the samples of a densely evaluated motion ``q`` ``(M, n)`` to check (see the module
         docstring): consecutive ones at most ``margin_m`` apart in the sweep ``Σ_j r_j |Δq_j|``; all of them
