@@ -16,9 +16,11 @@ from dynamic_identification.core.excitation.collision import (
     SelfCollisionModel,
     check_self_collision,
 )
-from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.fourier import FourierTrajectory
+from dynamic_identification.core.excitation.plan import SCALE_BISECTIONS, plan_excitation, scaled_until_safe
 from dynamic_identification.core.excitation.safety import executed_motion
 from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest, touching
 
@@ -178,3 +180,27 @@ def test_the_clearance_of_a_pose_is_the_distance_of_its_closest_checked_pair(
         assert clearance_m[k] == pytest.approx(min(distances), abs=1e-9)
         assert closest[k] == int(np.argmin(distances))
     assert np.all(clearance_m >= 0.02)
+
+
+@pytest.mark.parametrize("largest", [0.95, 0.7, 0.5, 0.35])
+def test_a_scaled_excitation_keeps_within_3_percent_of_the_largest_safe_amplitude(largest: float) -> None:
+    """A stand-in check that refuses motion beyond ``largest`` of the unscaled excursion from the offset pose: the
+    scale kept passes and lies within 3 % below ``largest`` (steps of 0.8 alone could lose 20 %)."""
+    fourier = FourierTrajectory(0.5, np.zeros(1), np.array([[1.0]]), np.array([[0.0]]))
+    time = np.linspace(0.0, 2.0, 401)
+    reach_rad = largest * float(np.abs(fourier.evaluate(time)[0]).max())
+    checked: list[float] = []
+
+    def check(motion: SampledTrajectory) -> float:
+        excursion = float(np.abs(motion.q).max())
+        if excursion > reach_rad:
+            raise SelfCollisionError(
+                first="a", second="b", time_s=0.0, distance_m=-1.0, margin_m=0.0, between_points=False
+            )
+        checked.append(excursion)
+        return excursion
+
+    motion, scale, excursion = scaled_until_safe(fourier, time, ("joint",), check, what="the test motion")
+    assert excursion <= reach_rad and excursion == float(np.abs(motion.q).max())
+    assert 0.97 * largest <= scale <= largest
+    assert len(checked) <= 1 + SCALE_BISECTIONS

@@ -932,7 +932,7 @@ def optimise_closed_loop_fourier(
             f" {limits.singularity_margin:g}); closest of {search.evaluations} tried: {search.closest[1]}"
         )
     # The search itself ignores the geometry: shrinking every candidate for it gave worse designs than shrinking
-    # the best one (bench_self_collision.py --robots five_bar: κ 91-116 against 58-103).
+    # the best one (bench_self_collision.py --robots five_bar, optimised: κ 91-116 against 49-82).
     return _finalise(
         _Evaluator(model, drive_chain, terms, limits, torque_model, cancellation, collision),
         base,
