@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 import pytest
+from numpy.testing import assert_allclose
 
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.excitation.collision import (
@@ -180,6 +181,21 @@ def test_the_clearance_of_a_pose_is_the_distance_of_its_closest_checked_pair(
         assert clearance_m[k] == pytest.approx(min(distances), abs=1e-9)
         assert closest[k] == int(np.argmin(distances))
     assert np.all(clearance_m >= 0.02)
+
+
+def test_the_clearance_measures_exactly_only_the_pairs_near_enough_to_matter(ur5_collision: SelfCollisionModel) -> None:
+    """With a cutoff, a sample whose closest pair is nearer than it gets the exact distance; a farther one a lower
+    bound above the cutoff (bounding spheres), which keeps the shrink's constraint on the safe side."""
+    rng = np.random.default_rng(3)
+    q = np.array(CLEAR_A) + rng.uniform(-0.6, 0.6, (40, 6))
+    exact_m, _ = ur5_collision.clearance_m(q)
+    cutoff_m = float(np.median(exact_m))
+    bounded_m, _ = ur5_collision.clearance_m(q, cutoff_m=cutoff_m)
+    near = exact_m < cutoff_m
+    assert near.any() and (~near).any()
+    assert_allclose(bounded_m[near], exact_m[near], atol=1e-9)
+    assert np.all(bounded_m[~near] <= exact_m[~near] + 1e-9)
+    assert np.all(bounded_m[~near] >= cutoff_m)
 
 
 @pytest.mark.parametrize("largest", [0.95, 0.7, 0.5, 0.35])

@@ -144,8 +144,8 @@ _FINAL_STEPS = 8
 """Regula-falsi steps of the final shrink, on :data:`_FINAL_SAMPLES` points per period."""
 
 _CLEARANCE_SCALE_M = 0.01
-"""Clearance, m, that counts as one whole limit in :meth:`_Evaluator.clearance_usage`: the slope the shrink's regula
-falsi sees, not the constraint (which is the margin)."""
+"""Clearance, m, that counts as one whole limit in :meth:`_Evaluator.worst` (:meth:`_Evaluator.required_clearance_m`):
+the slope the shrink's regula falsi sees, not the constraint."""
 
 _FINAL_SAMPLES = 400
 """Points per period of the final shrink; the result is then verified at 1 kHz."""
@@ -464,7 +464,7 @@ class _Evaluator:
 
     def worst(self, motion: ClosedLoopMotion, torques: np.ndarray | None) -> tuple[float, str]:
         """Largest fraction of a limit used (passive positions, velocities, accelerations, margin, torques and, with
-        a collision model, the self-collision clearance: :meth:`clearance_usage`)."""
+        a collision model, the self-collision clearance: :meth:`required_clearance_m`)."""
         model, limits = self.model, self.limits
         passive = limits.passive
         q = motion.q[:, model.passive]
@@ -481,8 +481,11 @@ class _Evaluator:
             usages.append(("torque", np.abs(torques) / limits.actuated.effort))
         clearance = None
         if self.collision is not None:
-            clearance = self.collision.clearance_m(motion.q)
-            usages.append(("self-collision", self.clearance_usage(motion.q, clearance[0])[:, None]))
+            required = self.required_clearance_m(motion.q)
+            clearance = self.collision.clearance_m(
+                motion.q, cutoff_m=float(required.max()) + _CLEARANCE_SCALE_M, cancellation=self.cancellation
+            )
+            usages.append(("self-collision", (1.0 + (required - clearance[0]) / _CLEARANCE_SCALE_M)[:, None]))
         peaks = [float(np.max(values)) for _, values in usages]
         kind = int(np.argmax(peaks))
         worst = peaks[kind]
@@ -519,18 +522,17 @@ class _Evaluator:
         limit = float(getattr(passive, name)[column])
         return worst, f"passive joint {joint} {name} {value:.3g} exceeds {limit:.3g}"
 
-    def clearance_usage(self, q: np.ndarray, distance_m: np.ndarray) -> np.ndarray:
-        """Per sample of the tree motion ``q`` ``(N, n_t)``, how much of the self-collision clearance its closest pair
-        (at ``distance_m``) uses: 1 where it keeps exactly the margin plus half the sweep ``Σ_j r_j |Δq_j|`` to the
-        farther of its neighbouring samples (so the motion between samples keeps the margin too, as in
-        :meth:`~.collision.SelfCollisionModel.checked_instants`), more when closer, linearly
-        (:data:`_CLEARANCE_SCALE_M` per unit)."""
+    def required_clearance_m(self, q: np.ndarray) -> np.ndarray:
+        """Per sample of the tree motion ``q`` ``(N, n_t)``, the distance every checked pair of links must keep, m:
+        the self-collision margin plus half the sweep ``Σ_j r_j |Δq_j|`` to the farther of its neighbouring samples,
+        so the motion between samples keeps the margin too (as in
+        :meth:`~.collision.SelfCollisionModel.checked_instants`). In :meth:`worst` a sample at the required
+        clearance uses 1 of this limit, one :data:`_CLEARANCE_SCALE_M` closer 2."""
         collision = self.collision
         if collision is None:
             return np.zeros(q.shape[0])
         sweep = np.abs(np.diff(q, axis=0)) @ collision.joint_reach_m
-        half = 0.5 * np.maximum(np.append(sweep, 0.0), np.insert(sweep, 0, 0.0))
-        return 1.0 + (collision.margin_m + half - distance_m) / _CLEARANCE_SCALE_M
+        return collision.margin_m + 0.5 * np.maximum(np.append(sweep, 0.0), np.insert(sweep, 0, 0.0))
 
     def largest_scale(
         self,
@@ -902,7 +904,7 @@ def optimise_closed_loop_fourier(
     collision
         The opened tree's collision model: the final shrink of the best candidate also
         keeps every checked pair of links the margin apart, plus half the sweep between
-        samples (:meth:`_Evaluator.clearance_usage`), on :data:`_FINAL_SAMPLES` points per
+        samples (:meth:`_Evaluator.required_clearance_m`), on :data:`_FINAL_SAMPLES` points per
         period and again at :data:`~.safety.CHECK_RATE_HZ`; the search does not look at the
         geometry. ``None`` leaves self-collision unchecked here.
     cancellation
