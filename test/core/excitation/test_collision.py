@@ -11,7 +11,8 @@ import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
-from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.cancellation import Cancellation
+from dynamic_identification.core.errors import ModelError, PlanningCancelled
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
@@ -220,3 +221,9 @@ def test_a_scaled_excitation_keeps_within_3_percent_of_the_largest_safe_amplitud
     assert excursion <= reach_rad and excursion == float(np.abs(motion.q).max())
     assert 0.97 * largest <= scale <= largest
     assert len(checked) <= 1 + SCALE_BISECTIONS
+
+
+def test_measuring_the_clearance_stops_when_the_caller_cancels(ur5_collision: SelfCollisionModel) -> None:
+    """Exact mesh distances take milliseconds a pose: a long motion must not hold up a node being destroyed."""
+    with pytest.raises(PlanningCancelled):
+        ur5_collision.clearance_m(np.array([CLEAR_A] * 10), cancellation=Cancellation(lambda: True))
