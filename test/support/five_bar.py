@@ -5,8 +5,9 @@ its distal tip (a point closure, two motors) from recordings of Pinocchio's cons
 dynamics (``ClosedLoopSimulator``) tracking 0.2 Hz, 5-harmonic Fourier motions of the motors. This
 module says once what that mechanism, its drive terms (``sim_robot`` of ``config/five_bar.yaml``), the
 60 g tip payload, the motion and a simulated recording are, and the IDIM-WLS pipeline the core tests
-run on such a recording; and the tests' four-bar (a planar closure, one motor on a continuous crank), the
-second mechanism of the core and CLI tests.
+run on such a recording; the same five-bar with collision geometry and a post between its motors, the
+self-collision tests' closed-loop robot; and the tests' four-bar (a planar closure, one motor on a continuous
+crank), the second mechanism of the core and CLI tests.
 """
 
 from __future__ import annotations
