@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from dynamic_identification.core.excitation.closed_loop import (
     ClosedLoopLimits,
     ClosedLoopTorqueModel,
     SingularityMarginError,
+    _Evaluator,
     check_closed_loop_trajectory,
     plan_closed_loop_excitation,
     random_closed_loop_fourier,
@@ -240,6 +242,23 @@ def test_a_closed_loop_excitation_is_shrunk_to_keep_the_margin_from_the_post_at_
     plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), settings)
     assert plan.self_collision == "self-collision checked: 5 pairs of links kept 0.01 m apart"
     assert "scaled" not in plan.description
+    clearance_m, _ = post_collision.clearance_m(_tree_motion(five_bar_post, plan.trajectory))
+    assert clearance_m.min() >= post_collision.margin_m * 0.99
+
+
+def test_a_design_that_does_not_keep_the_margin_is_scaled_until_its_executed_motion_does(
+    five_bar_post: ClosedLoopModel,
+    post_collision: SelfCollisionModel,
+    chain: DriveChain,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan's safety net: with a design shrunk only out of contact (no margin), the check of the executed motion
+    finds the post within the margin and the plan scales the design toward its offset pose until it keeps it."""
+    monkeypatch.setattr(_Evaluator, "required_clearance_m", lambda self, q: np.zeros(q.shape[0]))
+    plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), replace(SETTINGS, optimise=False, seed=1))
+    assert re.search(r"condition number [\d.]+ before scaling, amplitudes scaled to \d+% to keep", plan.description)
+    before = float(plan.description.split("condition number ")[1].split(" ")[0])
+    assert plan.condition_number is not None and plan.condition_number > before
     clearance_m, _ = post_collision.clearance_m(_tree_motion(five_bar_post, plan.trajectory))
     assert clearance_m.min() >= post_collision.margin_m * 0.99
 
