@@ -1235,7 +1235,8 @@ def plan_closed_loop_excitation(
     fourier = design.trajectory
     factor = planning_factor(settings.rate_hz)
 
-    def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, ClosedLoopCheck]:
+    def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, ClosedLoopCheck, np.ndarray]:
+        """The published points, their check and the tree configuration they start from."""
         points = subsampled(reference, factor)
         check_sampling(
             points,
@@ -1246,17 +1247,13 @@ def plan_closed_loop_excitation(
             cancellation=cancellation,
         )
         cancellation.check()
+        q_start = start_configuration(model, fourier.offsets, points.q[0])
         check = check_closed_loop_trajectory(
-            model,
-            points,
-            limits,
-            torque_model=torques,
-            collision=collision,
-            q_guess=start_configuration(model, fourier.offsets, points.q[0]),
+            model, points, limits, torque_model=torques, collision=collision, q_guess=q_start
         )
-        return points, check
+        return points, check, q_start
 
-    _, scale, (points, check) = scaled_until_safe(
+    _, scale, (points, check, q_start) = scaled_until_safe(
         fourier,
         planning_times(fourier.period_s, settings, factor),
         model.actuated_joint_names,
@@ -1267,9 +1264,7 @@ def plan_closed_loop_excitation(
     condition = design.condition_number
     description = f"{kind}, condition number {condition:.3g}"
     if scale < 1.0:
-        condition = _condition_number(
-            model, drive_chain, terms, base, points, start_configuration(model, fourier.offsets, points.q[0])
-        )
+        condition = _condition_number(model, drive_chain, terms, base, points, q_start)
         description += f" before scaling, amplitudes scaled to {scale:.0%} to keep the self-collision margin"
     description += (
         f", closure σ_min/σ_max >= {check.singularity_ratio:.2f} of its reference value (margin {margin:g}),"
