@@ -96,15 +96,15 @@ def interpolate_at_stamps(
 
     Each segment is its grid (s), the torques on it (N·m, ``(L, n)``) and the velocities
     (rad/s, ``(L, n)``); stamps outside every segment are not covered. A grid ends on or
-    before its segment's last stamp: stamps within half a grid period past either end take
-    the end's value.
+    before its segment's last sample instant, and recovered instants differ from the stamps by
+    their jitter: stamps within a grid period past either end take the end's value.
     """
     covered = np.zeros(stamps.shape[0], dtype=bool)
     effort = np.zeros((stamps.shape[0], n))
     speed = np.zeros_like(effort)
     for time, torques, velocities in segments:
-        half = 0.5 * float(time[1] - time[0]) if time.size > 1 else 0.0
-        inside = (stamps >= time[0] - half) & (stamps <= time[-1] + half)
+        period = float(time[1] - time[0]) if time.size > 1 else 0.0
+        inside = (stamps >= time[0] - period) & (stamps <= time[-1] + period)
         for j in range(n):
             effort[inside, j] = np.interp(stamps[inside], time, torques[:, j])
             speed[inside, j] = np.abs(np.interp(stamps[inside], time, velocities[:, j]))
