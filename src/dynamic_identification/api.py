@@ -39,6 +39,7 @@ from dynamic_identification.core.identification import (
     WindowUpdate,
     predict_at_stamps,
 )
+from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
@@ -417,9 +418,9 @@ def predicted_torques(
 ) -> np.ndarray:
     """The model's joint torques (N·m) at every row of ``recording``, ``(N, n)``.
 
-    NaN where the model has no prediction: rows outside every usable segment (the
-    filter's transient at the edges of each segment, gaps longer than
-    ``signal.gap_factor`` periods) and joints the identification had no equation for
+    NaN where the model has no prediction: rows of a stretch too short to differentiate
+    between two gaps (:data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`;
+    every segment is predicted to its ends) and joints the identification had no equation for
     (:meth:`~dynamic_identification.io.parameters.ParameterFile.identified_joints`), which
     the feedforward gives no torque either.
     """
@@ -428,6 +429,18 @@ def predicted_torques(
     identified = params.identified_joints()
     torques[:, [joint not in identified for joint in robot.joint_names]] = np.nan
     return torques
+
+
+def _predicted_rows(predicted: np.ndarray | np.bool_) -> str:
+    """How many of the rows (``predicted``: one flag a row) have a prediction, and why the others have none."""
+    flags = np.atleast_1d(predicted)
+    count, rows = int(np.count_nonzero(flags)), int(flags.size)
+    if count == rows:
+        return f"{count} of {rows} rows"
+    return (
+        f"{count} of {rows} rows ({rows - count} without prediction: stretches of fewer than {MIN_SEGMENT_SAMPLES}"
+        " samples between gaps)"
+    )
 
 
 def _signal_text(signal: SignalSettings) -> str:
@@ -475,8 +488,7 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     table[:, 2::2] = torques
     write_table(out, header, table)
     report = [
-        f"predicted {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())} without prediction:"
-        f" segment edges, gaps) written to {out}",
+        f"predicted {_predicted_rows(predicted)}; written to {out}",
         f"signal settings {origin}: {_signal_text(settings)}",
     ]
     missing = [joint for joint in robot.joint_names if joint not in parameters.identified_joints()]
@@ -865,8 +877,7 @@ def _predict_closed_loop_file(
     write_table(out, header, table)
     report = [
         _closed_loop_summary(mechanism, recording),
-        f"predicted actuated torques for {int(predicted.sum())} of {rows} rows ({rows - int(predicted.sum())}"
-        f" without prediction: segment edges, gaps) written to {out}",
+        f"predicted actuated torques for {_predicted_rows(predicted)}; written to {out}",
         f"signal settings {origin}: {_signal_text(signal)}",
     ]
     missing = [joint for joint in joints if joint not in identified]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,12 @@ from dynamic_identification.core.realistic import (
     coloured_noise,
     excitation_trajectory,
     generate_recording,
+    panda_hiccups_preset,
     panda_preset,
     plan_stamps,
     process_trajectory,
     slow_trajectory,
+    ur5_100hz_preset,
     ur5_preset,
 )
 from dynamic_identification.core.signal import clean_time_stamps
@@ -115,6 +118,41 @@ def test_gaps_duplicates_and_late_bursts_are_where_they_are_asked() -> None:
     assert np.all(np.abs(lateness[~plan.late]) < 1e-4)
     assert np.count_nonzero((steps > 4e-3) & (steps < 7e-3)) >= 15
     assert np.count_nonzero(np.abs(steps - 2e-5) < 1e-6) >= 4 * 15
+
+
+def test_a_1_khz_driver_loses_5_to_10_samples_every_3_to_7_s_as_real_logs_show(example_urdf) -> None:
+    # The public 1 kHz log of a 7-axis arm: steps of 0.7-8.8 ms, an 8.5 ms hiccup every few seconds.
+    settings = panda_hiccups_preset(example_urdf("panda.urdf")).stamps
+    plan = plan_stamps(settings, 120.0, np.random.default_rng(4))
+    steps = np.diff(plan.stamps_s)
+    lost = np.diff(plan.rows) - 1
+    hiccups = np.flatnonzero(lost > 0)
+    assert set(lost[hiccups].tolist()) <= set(range(5, 11)) and len(set(lost[hiccups].tolist())) >= 4
+    intervals = np.diff(plan.true_time_s[hiccups])
+    assert intervals.min() >= 3.0 - 0.011 and intervals.max() <= 7.0
+    assert 120.0 / 7.0 - 1 <= hiccups.size <= 120.0 / 3.0
+    regular = steps[(steps > 0.0) & (np.abs(steps - 1e-3) < 1e-3)]
+    assert 0.3e-3 < regular.min() and regular.max() < 1.7e-3  # ±0.3 ms jitter (σ 0.1 ms) on both stamps
+    assert steps.max() < 12e-3
+    assert 0.001 < np.count_nonzero(steps == 0.0) / steps.size < 0.004  # repeated stamps
+
+
+def test_a_recording_with_hiccups_is_the_one_without_them_less_the_lost_rows(example_urdf) -> None:
+    settings = panda_hiccups_preset(example_urdf("panda.urdf")).stamps
+    with_hiccups = plan_stamps(settings, 30.0, np.random.default_rng(1))
+    without = plan_stamps(replace(settings, hiccup_interval_s=(0.0, 0.0)), 30.0, np.random.default_rng(1))
+    recorded = np.isin(without.rows, with_hiccups.rows)
+    assert 0 < np.count_nonzero(~recorded) <= 10 * 10
+    assert_array_equal(without.rows[recorded], with_hiccups.rows)
+    assert_array_equal(without.stamps_s[recorded], with_hiccups.stamps_s)
+
+
+def test_a_100_hz_arm_logs_motor_currents_with_repeated_stamps(example_urdf) -> None:
+    settings = ur5_100hz_preset(example_urdf("ur5_robot.urdf"))
+    assert settings.signal == "current"
+    plan = plan_stamps(settings.stamps, 60.0, np.random.default_rng(2))
+    assert clean_time_stamps(plan.stamps_s).nominal_dt == pytest.approx(0.01, rel=1e-3)
+    assert 0.005 < np.count_nonzero(np.diff(plan.stamps_s) == 0.0) / plan.rows.size < 0.02
 
 
 def test_a_joint_at_rest_sticks_below_its_breakaway_torque_and_breaks_away_above(arm6_urdf: Path) -> None:

@@ -275,6 +275,7 @@ def complete_recording(
     dq_measured: np.ndarray | None = None,
     passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
     name: str | None = None,
+    edges: bool = False,
 ) -> CompletedRecording:
     """Filtered, differentiated and completed tree motion of a recording, segment by segment.
 
@@ -301,6 +302,9 @@ def complete_recording(
         the closed configuration of the recorded actuated positions, rad (m).
     name
         The recording's name, prefixed to error messages.
+    edges
+        Keep each segment whole, its ends filtered on extrapolated edges (a prediction of every
+        row; see :func:`~dynamic_identification.core.identification.estimate_motion`).
 
     Raises
     ------
@@ -331,7 +335,7 @@ def complete_recording(
         velocities = measured[:, model.actuated] if measured.shape[1] == model.n_tree else measured
     choice = resolve_signal(t, actuated, settings, dq_measured=velocities)
     settings = choice.signal
-    motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities)
+    motions, duplicates = estimate_motion(t, actuated, settings, torques=values, dq_measured=velocities, edges=edges)
     segments = []
     for motion in motions:
         if motion.torques is None:  # estimate_motion resamples every signal it is given
@@ -607,8 +611,9 @@ def predict_closed_loop_at_stamps(
     :func:`~dynamic_identification.core.identification.predict_at_stamps`: the recording
     goes through :func:`complete_recording` (positions of the actuated joints or of every
     tree joint), the torques of :func:`closed_loop_torques` are interpolated back onto
-    the stamps. Rows outside every usable segment (edges, gaps) are not covered;
-    ``speed`` holds the actuated joints' ``|q̇|``.
+    the stamps, every segment to its ends (extrapolated edges, as for a serial robot); only
+    rows of segments too short to differentiate are not covered; ``speed`` holds the actuated
+    joints' ``|q̇|``.
 
     Raises
     ------
@@ -624,6 +629,7 @@ def predict_closed_loop_at_stamps(
         settings=signal,
         dq_measured=dq_measured,
         passive_tolerance_rad=passive_tolerance_rad,
+        edges=True,
     )
     return interpolate_at_stamps(
         stamps,

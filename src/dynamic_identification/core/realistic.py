@@ -41,7 +41,7 @@ figures are *invented* (of the right order for such robots, not measured on them
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,6 +116,13 @@ class StampSettings:
         Number of dropped stretches of messages.
     gap_s
         Range of a gap's length, s (uniform).
+    hiccup_interval_s
+        Range of the time between hiccups, s (uniform); ``(0, 0)``: none. A hiccup is
+        what a real driver's loop does every few seconds: it misses a few cycles, so a
+        handful of consecutive samples never reach the recording (a 1 kHz log with an
+        8.5 ms step every 3-7 s).
+    hiccup_samples
+        Range of the number of consecutive samples a hiccup loses (uniform integers).
     duplicate_fraction
         Fraction of rows published twice (same stamp, same values).
     resolution_s
@@ -133,6 +140,8 @@ class StampSettings:
     catch_up_s: float = 2e-5
     gaps: int = 1
     gap_s: tuple[float, float] = (0.05, 0.5)
+    hiccup_interval_s: tuple[float, float] = (0.0, 0.0)
+    hiccup_samples: tuple[int, int] = (5, 10)
     duplicate_fraction: float = 1e-3
     resolution_s: float = 0.0
     origin_s: float = 0.0
@@ -147,6 +156,12 @@ class StampSettings:
             _non_negative(name, getattr(self, name))
         _interval("late_burst_s", self.late_burst_s)
         _interval("gap_s", self.gap_s)
+        _interval("hiccup_interval_s", self.hiccup_interval_s)
+        _interval("hiccup_samples", self.hiccup_samples)
+        if self.hiccup_interval_s[1] > 0.0 and self.hiccup_interval_s[0] <= 0.0:
+            raise IdentificationError(
+                f"hiccup_interval_s must be (0, 0) or start above 0, got {self.hiccup_interval_s}"
+            )
         if self.gaps < 0:
             raise IdentificationError(f"gaps must be >= 0, got {self.gaps}")
         if not 0.0 <= self.duplicate_fraction < 1.0:
@@ -199,7 +214,8 @@ def plan_stamps(settings: StampSettings, duration_s: float, rng: np.random.Gener
     ``e_k``; a stall of length ``L`` starting at ``T`` stamps every sample taken in
     ``[T, T + L)`` at ``T + L + j·catch_up``. Stamps are then made non-decreasing (a
     stamp that would go back repeats its predecessor). Gaps start uniformly within the
-    middle 80 % of the recording.
+    middle 80 % of the recording; hiccups follow each other at intervals drawn from
+    ``hiccup_interval_s``, each losing ``hiccup_samples`` consecutive samples.
 
     Raises
     ------
@@ -231,7 +247,27 @@ def plan_stamps(settings: StampSettings, duration_s: float, rng: np.random.Gener
     rows = np.repeat(kept, 1 + repeat.astype(int))
     duplicated = np.zeros(rows.size, dtype=bool)
     duplicated[np.cumsum(1 + repeat.astype(int))[repeat] - 1] = True
+    recorded = ~_hiccups(settings, time, rng.spawn(1)[0])[rows]
+    rows, duplicated = rows[recorded], duplicated[recorded]
     return StampPlan(sample_time_s=time, rows=rows, stamps_s=stamps[rows], duplicated=duplicated, late=late[rows])
+
+
+def _hiccups(settings: StampSettings, time: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Which samples of the regular sequence ``time`` (s) the driver's hiccups lose.
+
+    Drawn from their own generator (spawned, so the other draws of :func:`plan_stamps` do not
+    depend on them): a recording with hiccups is the one without them less the lost rows.
+    """
+    lost = np.zeros(time.size, dtype=bool)
+    low, high = settings.hiccup_interval_s
+    if high <= 0.0:
+        return lost
+    at = rng.uniform(low, high)
+    while at < time[-1]:
+        first = int(np.searchsorted(time, at))
+        lost[first : first + int(rng.integers(settings.hiccup_samples[0], settings.hiccup_samples[1] + 1))] = True
+        at += rng.uniform(low, high)
+    return lost
 
 
 @dataclass(frozen=True)
@@ -1061,12 +1097,67 @@ def panda_preset(urdf: str | Path) -> RobotPreset:
     )
 
 
-PRESETS = {"arm6": arm6_preset, "ur5": ur5_preset, "panda": panda_preset}
+def panda_hiccups_preset(urdf: str | Path) -> RobotPreset:
+    """The Panda as a 1 kHz log of a real driver: jittered stamps with a hiccup every few seconds.
+
+    The :func:`panda_preset` robot and sensors, stamped as the public 1 kHz logs of 7-axis arms
+    with joint torque sensors are: the loop runs at 1 kHz, each sample stamped with ±0.3 ms
+    of jitter (σ 0.1 ms), and every 3-7 s the loop misses 5-10 cycles, so the stamps step by
+    6-11 ms there (0.7-8.8 ms steps in one such log); 0.2 % of the messages are repeated.
+    """
+    base = panda_preset(urdf)
+    return replace(
+        base,
+        name="panda_hiccups",
+        stamps=StampSettings(
+            nominal_rate_hz=1000.0,
+            jitter_std_s=1e-4,
+            late_bursts_per_s=0.0,
+            gaps=0,
+            hiccup_interval_s=(3.0, 7.0),
+            hiccup_samples=(5, 10),
+            duplicate_fraction=2e-3,
+            origin_s=1.7e9,
+        ),
+    )
+
+
+def ur5_100hz_preset(urdf: str | Path) -> RobotPreset:
+    """The UR5 as a 100 Hz log of motor currents: the :func:`ur5_preset` robot, sampled at 100 Hz.
+
+    Drivers that publish ``/joint_states`` at 100 Hz with the motor currents in
+    ``JointState.effort``: stamps jitter by 0.5 ms (σ), 1 % of the messages are repeated
+    (the publisher ran twice on one sample), and every 5-15 s one to three samples are lost.
+    """
+    base = ur5_preset(urdf)
+    return replace(
+        base,
+        name="ur5_100hz",
+        stamps=StampSettings(
+            nominal_rate_hz=100.0,
+            jitter_std_s=5e-4,
+            late_bursts_per_s=0.0,
+            gaps=0,
+            hiccup_interval_s=(5.0, 15.0),
+            hiccup_samples=(1, 3),
+            duplicate_fraction=1e-2,
+            origin_s=1.7e9,
+        ),
+    )
+
+
+PRESETS = {
+    "arm6": arm6_preset,
+    "ur5": ur5_preset,
+    "panda": panda_preset,
+    "panda_hiccups": panda_hiccups_preset,
+    "ur5_100hz": ur5_100hz_preset,
+}
 """Preset constructors by name; each takes the robot's URDF path."""
 
 
 def preset(name: str, urdf: str | Path) -> RobotPreset:
-    """The preset ``name`` (``arm6``, ``ur5`` or ``panda``) for the URDF at ``urdf``.
+    """The preset ``name`` (a key of :data:`PRESETS`) for the URDF at ``urdf``.
 
     Raises
     ------
@@ -1094,10 +1185,12 @@ __all__ = [
     "excitation_trajectory",
     "generate_recording",
     "offset_drift",
+    "panda_hiccups_preset",
     "panda_preset",
     "plan_stamps",
     "preset",
     "process_trajectory",
     "slow_trajectory",
+    "ur5_100hz_preset",
     "ur5_preset",
 ]

@@ -290,7 +290,9 @@ def _expression(row: np.ndarray, names: tuple[str, ...], digits: int = 4) -> str
     terms = []
     for index in np.flatnonzero(row):
         coefficient = float(row[index])
-        magnitude = abs(coefficient)
+        # Rounded to 12 digits first: a coefficient on a rounding boundary of the display (0.050625) then reads the
+        # same whatever the last bits the linear algebra's kernel left on it.
+        magnitude = float(f"{abs(coefficient):.12g}")
         text = names[index] if np.isclose(magnitude, 1.0, rtol=1e-9) else f"{magnitude:.{digits}g} {names[index]}"
         sign = "-" if coefficient < 0 else "+"
         terms.append((sign, text))

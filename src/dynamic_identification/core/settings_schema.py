@@ -258,7 +258,8 @@ SETTINGS: tuple[Setting, ...] = (
             minimum=0.0, maximum=100000.0, nodes=_ESTIMATION),
     Setting("signal.min_speed_rad_s", _D, 0.05, "leave out a joint's equations near its velocity reversals; 0: keep"
             " all", unit="rad/s", minimum=0.0, maximum=100.0, nodes=_ESTIMATION),
-    Setting("signal.gap_factor", _D, 5.0, "a stamp step longer than this many periods splits the data, never"
+    Setting("signal.gap_factor", _D, 5.0, "a stamp step longer than this many periods and than a quarter period of"
+            " the position cut-off (a driver's hiccup of a few samples is bridged) splits the data, never"
             " interpolated", minimum=1.0, exclusive=True, maximum=1e6, nodes=_ESTIMATION),
     # -- estimation --
     Setting("estimation.model", _S, "dynamic", "regression model of offline identification ([DirectDrive2012])",
@@ -290,6 +291,8 @@ SETTINGS: tuple[Setting, ...] = (
             minimum=0.0, exclusive=True, maximum=3600.0, nodes=_ESTIMATION),
     Setting("window.update_period_s", _D, 1.0, "in-process estimation: data time between updates (<= window_s)",
             unit="s", minimum=0.0, exclusive=True, maximum=3600.0, nodes=_ESTIMATION),
+    Setting("window.min_fill", _D, 0.25, "quality gate: the window's rows must cover this fraction of window_s"
+            " (gaps and filter margins hold none)", minimum=0.0, exclusive=True, maximum=1.0, nodes=_ESTIMATION),
     Setting("window.reduction", _S, "sensitivity", "in-process reduction: [Volkmann2020] Algorithm 1, essential"
             " parameters or none", choices=REDUCTIONS, nodes=_ESTIMATION),
     Setting("window.max_condition_number", _D, 100.0, "quality gate: largest condition number of the reduced model",

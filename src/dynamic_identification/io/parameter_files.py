@@ -453,11 +453,13 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
         "joint_relative_errors": per_joint(joints, update.joint_relative_errors),
         "samples": int(update.samples),
         "window_s": float(update.window_s),
+        "data_s": float(update.data_s),
         "seconds": float(update.seconds),
         "position_cutoff_hz": finite_or_none(update.position_cutoff_hz),
         "consistency_shift_sigma": finite_or_none(update.consistency_shift_sigma),
         "consistency_cost": finite_or_none(update.consistency_cost),
         "restarted": bool(restarted),
+        "note": update.note,
     }
 
 

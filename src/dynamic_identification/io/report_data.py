@@ -3,8 +3,8 @@
 :func:`identification_report` fills :class:`~dynamic_identification.io.report.ReportData`
 from the seam's result, the training recording and every held-out recording
 (:class:`~dynamic_identification.io.outcome.Validation`): measured against predicted
-torques (NaN where the model predicts nothing: segment edges, gaps, joints without
-equations), the parameter table with ``%σ``, the removed parameters, the quality
+torques (NaN where the model predicts nothing: stretches too short between gaps, joints
+without equations), the parameter table with ``%σ``, the removed parameters, the quality
 figures, physical consistency ([Wensing2018]), plausibility, warnings, every setting
 used and the joints' limits for the coverage table.
 """

@@ -32,8 +32,10 @@ and updates whenever ``window.update_period_s`` of data is pending, so a slow up
 delays the estimate but never drops a sample. Samples with NaN, a missing joint or
 no effort are refused, as are stamps not later than the last accepted one; a stamp
 earlier than the last by more than :data:`~dynamic_identification.core.stamps.BACKWARD_JUMP_S`
-(a bag loop, a simulation reset) clears the window and starts a new one; a forward gap of
-more than ``signal.gap_factor`` periods restarts the window's grid (never interpolated).
+(a bag loop, a simulation reset) clears the window and starts a new one; forward, a
+driver's hiccup is bridged and a longer gap restarts the window's grid, never its rows
+(the one stamp-and-gap rule, :mod:`~dynamic_identification.core.identification.in_process`);
+what an update leaves out or adapts is logged at WARN and shown as the last event.
 The diagnostics timer and ``last_update`` read a snapshot the worker leaves under a
 lock of their own, never the lock the worker holds while it computes, so a slow update
 never blocks the executor.
@@ -544,14 +546,18 @@ class EstimatorNode(GuardedNode):
                 try:
                     update = self._estimator.update()
                 except IdentificationError as error:
-                    self._estimator.reset()
-                    failure = f"estimation failed, window cleared: {error}"
+                    # The window reports what it cannot use in the update itself; this is a bug, not data: the
+                    # window and its rows stay, and the next update goes on.
+                    failure = f"estimation failed (window kept): {error}"
                     self._set_status(self.last_update, failure=failure)
                     self.get_logger().error(failure)
                     continue
+                if update.note:
+                    self.get_logger().warning(f"window update at {update.time_s:.3f} s: {update.note}")
                 # Published and written before it shows in the diagnostics; ~/reset waits for it.
                 self._publish_update(update)
-                self._set_status(update, failure="")
+                event = f"update at {update.time_s:.3f} s: {update.note}" if update.note else None
+                self._set_status(update, event=event, failure="")
                 updated = True
         if updated:
             self.publish_diagnostics()

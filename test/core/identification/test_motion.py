@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.identification.motion import (
     AUTO_CUTOFF_RANGE_HZ,
@@ -13,6 +14,7 @@ from dynamic_identification.core.identification.motion import (
     estimate_motion,
     motion_bandwidth_hz,
     resolve_signal,
+    sample_instants,
 )
 from dynamic_identification.core.signal import recover_stamps, roughness
 
@@ -20,16 +22,23 @@ RATE_HZ = 1000.0
 PERIOD_S = 1.0 / RATE_HZ
 
 
-def motion(time: np.ndarray, fundamental_hz: float = 0.1, harmonics: int = 5) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (rad) and velocities (rad/s) of two joints moving on a band-limited Fourier series."""
+def motion_derivatives(time: np.ndarray, fundamental_hz: float = 0.1, harmonics: int = 5) -> tuple[np.ndarray, ...]:
+    """Positions, velocities and accelerations of :func:`motion`, in closed form."""
     rng = np.random.default_rng(0)
-    q = np.zeros((time.size, 2))
-    dq = np.zeros((time.size, 2))
+    q, dq, ddq = (np.zeros((time.size, 2)) for _ in range(3))
     for harmonic in range(1, harmonics + 1):
         omega = 2.0 * np.pi * fundamental_hz * harmonic
         a, b = rng.uniform(-0.3, 0.3, size=(2, 2)) / harmonic
-        q += np.sin(omega * time)[:, None] * a + np.cos(omega * time)[:, None] * b
-        dq += omega * (np.cos(omega * time)[:, None] * a - np.sin(omega * time)[:, None] * b)
+        sin, cos = np.sin(omega * time)[:, None], np.cos(omega * time)[:, None]
+        q += sin * a + cos * b
+        dq += omega * (cos * a - sin * b)
+        ddq -= omega**2 * (sin * a + cos * b)
+    return q, dq, ddq
+
+
+def motion(time: np.ndarray, fundamental_hz: float = 0.1, harmonics: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (rad) and velocities (rad/s) of two joints moving on a band-limited Fourier series."""
+    q, dq, _ = motion_derivatives(time, fundamental_hz, harmonics)
     return q, dq
 
 
@@ -216,3 +225,56 @@ def test_explicit_settings_are_kept_and_not_explained() -> None:
     choice = resolve_signal(stamps, q, settings, dq_measured=dq)
     assert choice.signal == settings
     assert choice.reasons == ()
+
+
+def stall_then_gap_stamps() -> np.ndarray:
+    """1 kHz stamps that no running median can order: a 20-period stall, its catch-up, then a gap of 7 periods."""
+    residual = np.zeros(1200)
+    residual[400:460] = 20 * PERIOD_S
+    residual[460:481] = 20 * PERIOD_S - 0.95 * PERIOD_S * np.arange(1, 22)
+    residual[481:] = residual[480] + 6 * PERIOD_S
+    return np.arange(1200) * PERIOD_S + residual
+
+
+def test_stamps_auto_keeps_stamps_the_recovery_cannot_order() -> None:
+    # Before, "the recovered sample instants do not increase" ended the identification (and the demo's phase c).
+    stamps = stall_then_gap_stamps()
+    with pytest.raises(DataError, match="do not increase"):
+        recover_stamps(stamps)
+    instants = sample_instants(stamps, motion(stamps)[0], SignalSettings(stamps="auto"))
+    assert not instants.recovered
+    assert_allclose(instants.time, stamps)
+    with pytest.raises(DataError, match="do not increase"):
+        sample_instants(stamps, motion(stamps)[0], SignalSettings(stamps="recovered"))
+
+
+@pytest.mark.parametrize(("hiccup_samples", "segments"), [(7, 1), (30, 2)])
+def test_a_hiccup_is_bridged_and_only_a_gap_that_matters_for_the_filter_splits(
+    hiccup_samples: int, segments: int
+) -> None:
+    # 1 kHz, cut-off 20 Hz: steps up to a quarter of its period (12.5 ms) are bridged, not the 5 periods of
+    # gap_factor alone (before, the 8 ms step of a 7-sample hiccup split the data and cost 2 × 0.2 s of edges).
+    time = np.arange(6000) * PERIOD_S
+    keep = np.ones(time.size, dtype=bool)
+    keep[3000 : 3000 + hiccup_samples] = False
+    q, _ = motion(time)
+    settings = SignalSettings(position_cutoff_hz=20.0, stamps="recorded", velocity="differentiated")
+    motions, _ = estimate_motion(time[keep], q[keep], settings)
+    assert len(motions) == segments
+    _, _, ddq = motion_derivatives(time)
+    for piece in motions:
+        rows = np.rint(piece.time / PERIOD_S).astype(int)
+        assert_allclose(piece.ddq, ddq[rows], atol=0.01 * np.abs(ddq).max())
+
+
+def test_a_prediction_keeps_every_row_of_a_segment_with_its_edges_extrapolated() -> None:
+    time = np.arange(3000) * PERIOD_S
+    q, _ = motion(time)
+    _, _, ddq = motion_derivatives(time)
+    settings = SignalSettings(position_cutoff_hz=20.0, stamps="recorded", velocity="differentiated")
+    trimmed, _ = estimate_motion(time, q, settings)
+    whole, _ = estimate_motion(time, q, settings, edges=True)
+    assert trimmed[0].time.size == time.size - 2 * 200
+    assert_allclose(whole[0].time, time)
+    # The acceleration to the last sample, where odd padding was off by the full acceleration.
+    assert_allclose(whole[0].ddq, ddq, atol=0.02 * np.abs(ddq).max())

@@ -27,11 +27,22 @@ it from the rows costs one pass over the window's ``r × n × k`` kept columns p
 (``bench/bench_stream.py`` prints the update latency with and without it).
 
 Stamps (:mod:`~dynamic_identification.core.stamps`): a stamp earlier than the last one
-(a bag loop, a simulation reset) clears the window; a step forward longer than
-``gap_factor`` grid periods is a gap: the samples before it are turned into rows as far
-as their filter margins allow, and the grid starts afresh at the first sample after it,
-so a gap is never interpolated and the work and memory of an update are bounded by the
-samples received, whatever the stamps say.
+(a bag loop, a simulation reset) clears the window. Forward, the one rule of every path
+(:func:`~dynamic_identification.core.identification.motion.longest_step_s`): a driver's
+hiccup of a few samples is bridged by the grid's interpolation; only a step longer than
+``gap_factor`` grid periods and a quarter period of the position cut-off is a gap. A gap
+never clears the window: the samples before it are turned into rows as far as their filter
+margins allow, and the grid starts afresh at the first sample after it, so the window holds
+the rows of its last ``window_s`` of stamp time in one or more segments, each filtered on its
+own, a gap is never interpolated, and the work and memory of an update are bounded by the
+samples received, whatever the stamps say. An update is publishable only when its rows cover
+``window.min_fill`` of ``window_s`` (with the other quality gates); after a gap longer than the
+window, the window refills with new data only.
+
+An update never raises on its data: samples it cannot use (a stretch between two gaps too short
+for the filter margins, a configured cut-off above the Nyquist frequency of the samples, which
+is then lowered to the automatic rule's ceiling) are reported in the update's ``note`` and the
+window goes on.
 
 Sample instants (``signal.stamps``, the rule of offline identification,
 :func:`~dynamic_identification.core.identification.motion.sample_instants`): a driver that
@@ -78,9 +89,11 @@ from dynamic_identification.core.estimation.quality import JointErrors, relative
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.motion import (
+    AUTO_CUTOFF_RANGE_HZ,
     STAMP_JITTER_LIMIT,
     automatic_cutoff_hz,
     edge_samples,
+    longest_step_s,
     motion_bandwidth_hz,
     sample_instants,
 )
@@ -101,6 +114,7 @@ from dynamic_identification.core.signal import (
     default_decimation,
     differentiate,
     interpolate_at,
+    longest_bridge_s,
     recover_stamps,
 )
 
@@ -138,7 +152,8 @@ class WindowSettings:
         :func:`~dynamic_identification.core.identification.motion.resolve_signal` and kept,
         so every row of the window is filtered alike), the decimation, the stick speed,
         ``gap_factor``: a step of the sample instants longer than that many grid periods
-        restarts the grid, never interpolated, and ``stamps``: the sample instants, as
+        and than a quarter period of the cut-off restarts the grid, never interpolated
+        (shorter ones are bridged), and ``stamps``: the sample instants, as
         offline (``auto``: recovered from the sample order when the stamps scatter, decided
         once from the first data; see the module docstring). The window differentiates the
         positions: ``signal.velocity`` is not used.
@@ -165,6 +180,9 @@ class WindowSettings:
         parameters are forced essential ([Volkmann2020] §III.D).
     min_motion_rad
         Gate: some joint must travel this far in the window.
+    min_fill
+        Gate: the window's rows must cover this fraction of ``window_s`` (gaps, filter
+        margins and the first data before the cut-off is chosen hold none).
     max_condition_number, max_relative_error
         Gates on the reduced model.
     refactor_every
@@ -188,6 +206,7 @@ class WindowSettings:
     r_sigma: float = setting_field("estimation.r_sigma")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     min_motion_rad: float = setting_field("window.min_motion_rad")
+    min_fill: float = setting_field("window.min_fill")
     max_condition_number: float = setting_field("window.max_condition_number")
     max_relative_error: float = setting_field("window.max_relative_error")
     refactor_every: int = setting_field("window.refactor_every")
@@ -228,6 +247,9 @@ class WindowUpdate:
     ``std_percent`` is the HAC ``%σ`` of ``uncertainty`` (which holds the white σ beside
     it) when ``uncertainty`` is set, else [Gautier2013] eq. (19) with eq. (18)'s σ
     (``WindowSettings.uncertainty == "white"``, or ``uncertainty_fallback`` says why).
+    ``window_s`` is the stamp time from the window's first row to its last, ``data_s`` the
+    data its rows cover (s; less after gaps), ``note`` what this update had to leave out or
+    adapt (samples it could not use, a lowered cut-off), empty when nothing.
     """
 
     time_s: float
@@ -244,6 +266,7 @@ class WindowUpdate:
     joint_relative_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
     samples: int = 0
     window_s: float = 0.0
+    data_s: float = 0.0
     seconds: float = 0.0
     position_cutoff_hz: float = float("nan")
     recovered_stamps: bool = False
@@ -252,6 +275,7 @@ class WindowUpdate:
     consistent_standard: np.ndarray = field(default_factory=lambda: np.zeros(0))
     uncertainty: RobustCovariance | None = None
     uncertainty_fallback: str = ""
+    note: str = ""
 
 
 @dataclass
@@ -331,6 +355,7 @@ class SlidingWindowEstimator:
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
+        self._notes: list[str] = []
 
     @property
     def pending_s(self) -> float:
@@ -394,14 +419,21 @@ class SlidingWindowEstimator:
         started = wall_clock.perf_counter()
         # The window's matrices are small (tens of columns): BLAS threads only add overhead.
         with self._threads.limit(limits=1, user_api="blas"):
-            self._absorb_pending()
+            try:
+                self._absorb_pending()
+            except IdentificationError as error:
+                # Never the window's end: these samples are left out, said so, and the window goes on.
+                left_out = int(sum(chunk.size for chunk in self._time))
+                self._time, self._q, self._tau = [], [], []
+                self._notes.append(f"{left_out} samples left out: {error}")
             # Rows trail the newest sample by the filter margins; rows older than that and the window
             # (after a gap, when no row has come yet) leave the window all the same.
             self._expire(self._last_time - self._margin_s())
             result = self._estimate()
         self._last_update_time = self._last_time
         self._updates += 1
-        return replace(result, seconds=wall_clock.perf_counter() - started)
+        note, self._notes = "; ".join(self._notes), []
+        return replace(result, seconds=wall_clock.perf_counter() - started, note=note)
 
     def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The window's rows ``(W, Y, valid)``, e.g. for a batch WLS on the same data."""
@@ -424,46 +456,73 @@ class SlidingWindowEstimator:
         time = np.concatenate(self._time)
         q = np.concatenate(self._q)
         tau = np.concatenate(self._tau)
-        if self._builder is None:
-            if time.size < 32:
+        fresh = self._builder is None
+        if fresh:
+            if not self._create_builder_when_ready(time, q, tau):
                 return
-            # The grid and the automatic cut-off come from the samples after the last gap: a gap is never
-            # interpolated, so samples before it could not join the first grid anyway. Gaps of scattered stamps
-            # that may be recovered are those of the recovered instants (a stall's jump bridged, as later).
-            candidate = self._recovered(time)
-            marks = time if candidate is None else time[0] + candidate.time
-            step_s = (
-                1.0 / self._settings.signal.rate_hz
-                if self._settings.signal.rate_hz
-                else float(np.median(np.diff(marks)))
-            )
-            gaps = np.flatnonzero(np.diff(marks) > self._settings.signal.gap_factor * step_s)
-            first = int(gaps[-1]) + 1 if gaps.size else 0
-            time, q, tau = time[first:], q[first:], tau[first:]
-            self._time, self._q, self._tau = [time], [q], [tau]
-            if time.size < 32:
-                return
-            # The automatic cut-off, and the stamp decision of scattered stamps, need seconds of data.
-            scattered = self._settings.signal.stamps == "auto" and candidate is not None
-            waiting = self._settings.position_cutoff_hz == AUTO_CUTOFF_HZ or scattered
-            if waiting and time[-1] - time[0] < min(AUTO_CUTOFF_DATA_S, self._settings.window_s):
-                return
-            self._create_builder(time, q)
+            time, q, tau = self._time[0], self._q[0], self._tau[0]
         # The recorded stamps stay pending; the grid, the gaps and the margins are of the sample instants.
         stamps, time = time, self._instants(time)
-        gaps = np.flatnonzero(np.diff(time) > self._settings.signal.gap_factor * self._dt) + 1
+        bridge = longest_bridge_s(self._dt, gap_factor=self._settings.signal.gap_factor, cutoff_hz=self._cutoff)
+        gaps = np.flatnonzero(np.diff(time) > bridge) + 1
         starts = np.concatenate([[0], gaps])
         stops = np.concatenate([gaps, [time.size]])
         kept = slice(0, 0)
+        short = 0
         for number, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist(), strict=True)):
-            if number > 0:
+            if number > 0 or fresh:
                 # After a gap the grid starts afresh at the first sample: the gap is never interpolated.
                 self._origin = float(time[start])
                 self._next_output = None
             piece = slice(start, stop)
             keep_from = self._absorb_segment(time[piece], q[piece], tau[piece])
+            if number < starts.size - 1 and keep_from <= time[start] and self._next_output is None:
+                short += stop - start
             kept = slice(start + int(np.searchsorted(time[piece], keep_from)), stop)
+        if short:
+            self._notes.append(
+                f"{short} samples between gaps left out: each stretch too short for the filter margins"
+                f" ({2 * (self._edge + self._reach()) + self._factor()} samples at {1.0 / self._dt:.4g} Hz)"
+            )
         self._time, self._q, self._tau = [stamps[kept]], [q[kept]], [tau[kept]]
+
+    def _create_builder_when_ready(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> bool:
+        """Before the first rows: decide the sample instants, the grid and the cut-off once the pending samples
+        ``time`` (stamps, s), ``q`` (rad), ``tau`` (N·m) allow it, and create the row builder; whether it was
+        created. The pending samples are left as one chunk.
+
+        The decisions are taken on the longest stretch between gaps (hiccups bridged at the automatic rule's
+        shortest bridge); the automatic cut-off, and the stamp decision of scattered stamps, wait for
+        :data:`AUTO_CUTOFF_DATA_S` of data between the gaps (the whole window if shorter). Stretches that end more
+        than a window before the newest sample are dropped meanwhile: they would have left the window anyway.
+        Gaps of scattered stamps that may be recovered are those of the recovered instants.
+        """
+        settings = self._settings
+        self._time, self._q, self._tau = [time], [q], [tau]
+        if time.size < 32:
+            return False
+        candidate = self._recovered(time)
+        marks = time if candidate is None else time[0] + candidate.time
+        step_s = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else float(np.median(np.diff(marks)))
+        gaps = np.flatnonzero(np.diff(marks) > longest_step_s(settings.signal, step_s)) + 1
+        starts = np.concatenate([[0], gaps])
+        stops = np.concatenate([gaps, [marks.size]])
+        recent = marks[stops - 1] >= marks[-1] - settings.window_s
+        if not recent.all():
+            first = int(starts[np.argmax(recent)])
+            return self._create_builder_when_ready(time[first:], q[first:], tau[first:])
+        lengths = stops - starts
+        longest = int(np.argmax(lengths))
+        if lengths[longest] < 32:
+            return False
+        scattered = settings.signal.stamps == "auto" and candidate is not None
+        waiting = settings.position_cutoff_hz == AUTO_CUTOFF_HZ or scattered
+        data_s = float(np.sum(marks[stops - 1] - marks[starts]))
+        if waiting and data_s < min(AUTO_CUTOFF_DATA_S, settings.window_s):
+            return False
+        piece = slice(int(starts[longest]), int(stops[longest]))
+        self._create_builder(time[piece], q[piece])
+        return True
 
     def _recovered(self, time: np.ndarray) -> RecoveredStamps | None:
         """Before the window decides on its sample instants: those recovered from the stamps ``time`` (s; relative
@@ -525,10 +584,13 @@ class SlidingWindowEstimator:
         else:
             self._cutoff = settings.position_cutoff_hz
         if self._cutoff >= 0.5 * rate:
-            raise IdentificationError(
-                f"position_cutoff_hz={self._cutoff} must be below the Nyquist frequency"
-                f" {0.5 * rate:.6g} Hz of the {rate:.6g} Hz samples"
+            # Samples slower than the configured filter allows (a lossy stream): the automatic rule's ceiling.
+            adapted = min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate)
+            self._notes.append(
+                f"position_cutoff_hz={self._cutoff:g} is not below the Nyquist frequency {0.5 * rate:.6g} Hz of the"
+                f" {rate:.6g} Hz samples: filtering at {adapted:.3g} Hz"
             )
+            self._cutoff = adapted
         factor = settings.signal.decimation or default_decimation(rate, position_cutoff_hz=self._cutoff)
         self._builder = self._make_builder(
             decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s, stick_periods=settings.stick_periods
@@ -590,6 +652,12 @@ class SlidingWindowEstimator:
             near = (q_times >= times[inside][0] - period) & (q_times <= times[inside][-1] + period)
             self._add_block(picked, times[inside], q[near] if near.any() else q)
 
+    def _reach(self) -> int:
+        return self._builder.reach if self._builder is not None else 0
+
+    def _factor(self) -> int:
+        return self._builder.decimator.factor if self._builder is not None else 1
+
     def _margin_s(self) -> float:
         """How far the newest row trails the newest sample, s: the filter margins kept pending."""
         builder = self._builder
@@ -624,20 +692,34 @@ class SlidingWindowEstimator:
     def _estimate(self) -> WindowUpdate:
         settings = self._settings
         now = self._last_time
+        needed_s = settings.min_fill * settings.window_s
         if not self._blocks:
-            return WindowUpdate(time_s=now, publishable=False, reason="window is empty (waiting for data)")
+            return WindowUpdate(
+                time_s=now,
+                publishable=False,
+                reason=f"waiting for data: the window holds no rows yet (publishes from {needed_s:.3g} s of rows)",
+                position_cutoff_hz=self._cutoff,
+            )
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
         travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
         samples = int(sum(b.rows.index.size for b in self._blocks))
+        data_s = samples * self._factor() * self._dt
         blank = WindowUpdate(
             time_s=now,
             publishable=False,
             reason="",
             samples=samples,
             window_s=span,
+            data_s=data_s,
             position_cutoff_hz=self._cutoff,
             recovered_stamps=self._recover,
         )
+        if data_s < needed_s * (1.0 - 1e-9):
+            return replace(
+                blank,
+                reason=f"waiting for data: the window's rows cover {data_s:.3g} s, it publishes from {needed_s:.3g} s"
+                f" (window.min_fill {settings.min_fill:g} of window_s {settings.window_s:g} s)",
+            )
         if travel.max() < settings.min_motion_rad:
             return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
         equations = self._equations

@@ -2,10 +2,16 @@
 
 1. clean the stamps (drop duplicates, refuse time going backwards), recover the sample
    instants from the sample order when the stamps jitter (:func:`~.signal.recover_stamps`),
-   and split at gaps of more than ``gap_factor`` periods: a gap is never interpolated;
+   and split at gaps: a hiccup of a few samples is bridged, only a step longer than
+   ``gap_factor`` periods *and* a quarter period of the position cut-off
+   (:func:`~.signal.longest_bridge_s`) ends a segment, and such a gap is never interpolated;
 2. resample each contiguous segment onto a uniform grid at the true sample rate;
 3. band-pass derivative estimation: zero-phase low-pass of ``q`` and central
    differences for ``q̇``, ``q̈`` (or the measured velocities, filtered).
+
+This is the one stamp-and-gap rule of every path: ``identify``, ``predict``, the bags, and
+the sliding window of the estimator node and ``dynid stream``
+(:mod:`~dynamic_identification.core.identification.in_process`).
 
 What a real recording needs is decided from the recording itself
 (:func:`resolve_signal`), each choice with its reason, so that default settings work on
@@ -38,6 +44,8 @@ from dynamic_identification.core.signal import (
     clean_time_stamps,
     default_decimation,
     differentiate,
+    longest_bridge_s,
+    lowpass_to_edges,
     lowpass_zero_phase,
     recover_stamps,
     resample_uniform,
@@ -73,6 +81,9 @@ CUTOFF_PER_BANDWIDTH = 20.0
 
 AUTO_CUTOFF_RANGE_HZ = (2.0, 20.0)
 """Bounds of the automatic position cut-off, Hz (and at most a tenth of the sample rate)."""
+
+MIN_SEGMENT_SAMPLES = 4
+"""A segment between two gaps needs this many samples for its motion to be estimated to its ends (a cubic)."""
 
 VELOCITY_AGREEMENT = 0.05
 """Recorded velocities within this relative RMS difference of the differentiated positions are used."""
@@ -111,6 +122,23 @@ class Motion:
 def edge_samples(rate_hz: float, cutoff_hz: float | None) -> int:
     """Samples dropped at each end of a segment, where the zero-phase filter's transient spoils derivatives."""
     return int(np.ceil(4.0 * rate_hz / cutoff_hz)) if cutoff_hz else 1
+
+
+def bridging_cutoff_hz(settings: SignalSettings, rate_hz: float) -> float | None:
+    """The position cut-off (Hz) that decides which stamp steps are bridged (:func:`~.signal.longest_bridge_s`):
+    the configured one, or, while it is still to be chosen from the data, the highest the automatic rule can
+    choose at ``rate_hz`` (the shortest bridge: nothing is bridged that the final cut-off would not bridge)."""
+    if settings.position_cutoff_hz == AUTO_CUTOFF_HZ:
+        return min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate_hz)
+    return settings.position_cutoff_hz
+
+
+def longest_step_s(settings: SignalSettings, period_s: float) -> float:
+    """The longest stamp step, s, a segment bridges under ``settings`` for samples ``period_s`` (s) apart
+    (``signal.rate_hz`` wins when set)."""
+    period = 1.0 / settings.rate_hz if settings.rate_hz else float(period_s)
+    cutoff = bridging_cutoff_hz(settings, 1.0 / period)
+    return longest_bridge_s(period, gap_factor=settings.gap_factor, cutoff_hz=cutoff)
 
 
 def decimation_factor(signal: SignalSettings, rate_hz: float) -> int:
@@ -206,14 +234,20 @@ def sample_instants(
     Raises
     ------
     DataError
-        When the stamps do not increase strictly, or are to be recovered and the recovered instants would not.
+        When the stamps do not increase strictly, or ``recovered`` is asked for and the recovered instants would
+        not increase (``auto`` then keeps the stamps).
     """
     kept = np.asarray(stamps, dtype=float)
     period = float(np.median(np.diff(kept))) if kept.size > 1 else float("nan")
     recorded = SampleInstants(kept, recovered=False, period_s=period)
     if settings.stamps == "recorded" or kept.size < 8:
         return recorded
-    candidate = recover_stamps(kept, gap_factor=settings.gap_factor)
+    try:
+        candidate = recover_stamps(kept, gap_factor=settings.gap_factor)
+    except DataError:
+        if settings.stamps == "recovered":
+            raise
+        return recorded  # auto: stamps too irregular to recover an order from are taken as they are
     ratio = float("nan")
     if settings.stamps == "auto":
         if candidate.jitter <= STAMP_JITTER_LIMIT:
@@ -230,9 +264,12 @@ def sample_instants(
 
 def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamps:
     """Drop repeated stamps, recover the instants when asked or when the data say so (:func:`sample_instants`,
-    judged on the longest gap-free segment), split at gaps."""
+    judged on the longest gap-free segment), split at gaps (steps longer than :func:`longest_step_s`)."""
     stamps = np.asarray(time, dtype=float)
     report = clean_time_stamps(stamps, gap_factor=settings.gap_factor)
+    report = clean_time_stamps(
+        stamps, gap_factor=settings.gap_factor, bridge_s=longest_step_s(settings, report.nominal_dt)
+    )
     # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
     origin = float(stamps[0])
     kept = stamps[report.keep] - origin
@@ -246,7 +283,9 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
             roughness_ratio=instants.roughness_ratio,
             smeared_steps=instants.smeared_steps,
         )
-    split = clean_time_stamps(instants.time, gap_factor=settings.gap_factor)
+    split = clean_time_stamps(
+        instants.time, gap_factor=settings.gap_factor, bridge_s=longest_step_s(settings, instants.period_s)
+    )
     return _Stamps(
         report.keep,
         instants.time,
@@ -406,12 +445,18 @@ def estimate_motion(
     *,
     torques: np.ndarray | None = None,
     dq_measured: np.ndarray | None = None,
+    edges: bool = False,
 ) -> tuple[list[Motion], int]:
     """Clean stamps, resample and differentiate; one :class:`Motion` per segment.
 
     Settings with an ``auto`` left are decided first (:func:`resolve_signal`). Returns
-    the motions and the number of duplicate stamps dropped. Segments too short to
-    differentiate are left out.
+    the motions and the number of duplicate stamps dropped. By default the filter's
+    transient at each end of a segment (:func:`edge_samples`) is dropped and segments too
+    short to keep anything are left out: identification uses only samples whose
+    derivatives are exact. With ``edges`` (a prediction of every recorded row) each
+    segment is kept whole, its ends filtered on the cubic extrapolation of its last
+    cut-off period (``differentiate(..., edges="extrapolated")``); only segments of fewer
+    than :data:`MIN_SEGMENT_SAMPLES` samples are left out.
 
     Raises
     ------
@@ -427,20 +472,25 @@ def estimate_motion(
     kept_time = stamps.time
     report_keep = stamps.keep
     kept_q = np.asarray(q, dtype=float)[report_keep]
-    edge = edge_samples(rate, settings.position_cutoff_hz)
+    edge = 0 if edges else edge_samples(rate, settings.position_cutoff_hz)
+    shortest = MIN_SEGMENT_SAMPLES if edges else 16
+    padding = "extrapolated" if edges else "odd"
     motions = []
     for start, stop in stamps.segments:
-        if stop - start < 16:
+        if stop - start < shortest:
             continue
         t = kept_time[start:stop]
         grid, q_uniform = resample_uniform(t, kept_q[start:stop], rate, kind="cubic")
-        if grid.shape[0] < 2 * edge + 16:
+        if grid.shape[0] < max(2 * edge + 16, MIN_SEGMENT_SAMPLES):
             continue
-        q_filtered, dq, ddq = differentiate(q_uniform, rate_hz=rate, cutoff_hz=settings.position_cutoff_hz)
+        q_filtered, dq, ddq = differentiate(
+            q_uniform, rate_hz=rate, cutoff_hz=settings.position_cutoff_hz, edges=padding
+        )
         if settings.velocity == "measured" and dq_measured is not None:
             _, dq_uniform = resample_uniform(t, np.asarray(dq_measured, dtype=float)[report_keep][start:stop], rate)
+            lowpass = lowpass_to_edges if edges else lowpass_zero_phase
             dq = (
-                lowpass_zero_phase(dq_uniform, cutoff_hz=settings.position_cutoff_hz, rate_hz=rate)
+                lowpass(dq_uniform, cutoff_hz=settings.position_cutoff_hz, rate_hz=rate)
                 if settings.position_cutoff_hz is not None
                 else dq_uniform
             )
@@ -488,15 +538,18 @@ def check_motion(q: np.ndarray, joint_names: tuple[str, ...], *, min_motion_rad:
 
 
 __all__ = [
+    "MIN_SEGMENT_SAMPLES",
     "Motion",
     "SampleInstants",
     "SignalChoice",
     "automatic_cutoff_hz",
+    "bridging_cutoff_hz",
     "check_motion",
     "check_samples",
     "decimation_factor",
     "edge_samples",
     "estimate_motion",
+    "longest_step_s",
     "motion_bandwidth_hz",
     "resolve_signal",
     "sample_instants",

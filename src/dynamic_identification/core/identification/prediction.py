@@ -95,13 +95,16 @@ def interpolate_at_stamps(
     """Torques and speeds of uniform-grid segments interpolated onto a recording's ``stamps`` (s).
 
     Each segment is its grid (s), the torques on it (N·m, ``(L, n)``) and the velocities
-    (rad/s, ``(L, n)``); stamps outside every segment are not covered.
+    (rad/s, ``(L, n)``); stamps outside every segment are not covered. A grid ends on or
+    before its segment's last sample instant, and recovered instants differ from the stamps by
+    their jitter: stamps within a grid period past either end take the end's value.
     """
     covered = np.zeros(stamps.shape[0], dtype=bool)
     effort = np.zeros((stamps.shape[0], n))
     speed = np.zeros_like(effort)
     for time, torques, velocities in segments:
-        inside = (stamps >= time[0]) & (stamps <= time[-1])
+        period = float(time[1] - time[0]) if time.size > 1 else 0.0
+        inside = (stamps >= time[0] - period) & (stamps <= time[-1] + period)
         for j in range(n):
             effort[inside, j] = np.interp(stamps[inside], time, torques[:, j])
             speed[inside, j] = np.abs(np.interp(stamps[inside], time, velocities[:, j]))
@@ -148,10 +151,13 @@ def predict_at_stamps(
 ) -> StampPrediction:
     """The model's torques along the recording's filtered motion, interpolated onto its stamps.
 
-    Rows outside every usable segment (edges, gaps) are not covered.
+    Every segment is predicted to its ends (``estimate_motion(..., edges=True)``: the
+    filter's edges extrapolated, not dropped); only rows of a segment too short to
+    differentiate (fewer than :data:`~.motion.MIN_SEGMENT_SAMPLES` samples between two
+    gaps) are not covered.
     """
     positions = robot.unwrap_positions(samples.q)
-    motions, _ = estimate_motion(samples.time, positions, signal, dq_measured=samples.dq_measured)
+    motions, _ = estimate_motion(samples.time, positions, signal, dq_measured=samples.dq_measured, edges=True)
     return interpolate_at_stamps(
         samples.time,
         robot.n_joints,
