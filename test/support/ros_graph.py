@@ -33,10 +33,14 @@ SERVICE_TIMEOUT_S = 20.0
 
 
 @contextmanager
-def ros_context() -> Iterator[Context]:
-    """A ROS context of its own, shut down on exit (the network rule is ``conftest.py``'s)."""
+def ros_context(arguments: Sequence[str] = ()) -> Iterator[Context]:
+    """A ROS context of its own, shut down on exit (the network rule is ``conftest.py``'s).
+
+    ``arguments`` are a command line's (``["--ros-args", "--params-file", path]``), read by rcl as a node
+    process reads its own.
+    """
     context = Context()
-    rclpy.init(context=context)
+    rclpy.init(args=["test", *arguments] if arguments else None, context=context)
     try:
         yield context
     finally:

@@ -10,14 +10,26 @@ of the package (or ``dynid``, or rclpy) knows the key
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from dynamic_identification.io.config import is_known_key, known_keys, unknown_keys_message
 
 
+def parameter_overrides(node: Node) -> Mapping[str, Parameter]:
+    """The node's parameter overrides (parameter files, ``-p``, a launch file's ``parameters``, the constructor's).
+
+    rclpy keeps them in ``Node._parameter_overrides`` and has no public accessor; this is the one place that
+    reads it.
+    """
+    return getattr(node, "_parameter_overrides", None) or {}
+
+
 def unknown_parameters(node: Node) -> list[str]:
     """The node's parameter overrides that neither it nor any node of the package declares."""
-    overrides = getattr(node, "_parameter_overrides", None) or {}
+    overrides = parameter_overrides(node)
     return sorted(name for name in overrides if not node.has_parameter(name) and not is_known_key(name))
 
 
