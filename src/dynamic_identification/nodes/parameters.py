@@ -27,7 +27,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
-from dynamic_identification.nodes.overrides import parameter_overrides
+from dynamic_identification.nodes.overrides import parameter_overrides, refuse_unknown_parameters
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
@@ -149,8 +149,14 @@ def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
 
 
 def read_parameters(node: Node, node_name: str, specs: Sequence[ParameterSpec]) -> SettingsReader:
-    """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema."""
-    return SettingsReader(declare_and_read(node, specs), f"the {node_name} parameters", node_name, ros=True)
+    """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema.
+
+    Overrides no node of the package knows are refused here, before the node logs or creates anything
+    (:func:`~dynamic_identification.nodes.overrides.refuse_unknown_parameters`).
+    """
+    values = declare_and_read(node, specs)
+    refuse_unknown_parameters(node)
+    return SettingsReader(values, f"the {node_name} parameters", node_name, ros=True)
 
 
 def urdf_or_shipped(urdf: str) -> str:

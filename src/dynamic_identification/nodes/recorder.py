@@ -260,6 +260,9 @@ class RecorderNode(GuardedNode):
 
     def __init__(self, *, node_name: str = "recorder", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)
+        # Before anything can fail: rclpy destroys a node whose constructor raised when its context shuts down.
+        self._recording: Path | None = None
+        self._writer: RecordingWriter | None = None
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.identification = setup.identification
@@ -274,8 +277,6 @@ class RecorderNode(GuardedNode):
         self._started = time.monotonic()
         self._joint_states = _Input(self.config.joint_states_topic)
         self._currents = _Input(self.config.currents_topic)
-        self._recording: Path | None = None
-        self._writer: RecordingWriter | None = None
         self._recording_refused = 0
         self._recording_error = ""
         self._last_path = ""

@@ -10,8 +10,10 @@ can neither abort the cleanup half-way nor crash a callback running in C++ with 
 context down under the running executor, which then fails to create its timeout timer
 (``RCLError: … the given context is not valid``, exit 1).
 
-Errors while *building* the node (invalid parameters, an unknown parameter key)
-end the process with one ``FATAL`` line and exit code 1. Errors of *callbacks* never
+Errors while *building* the node (invalid parameters, an unknown parameter key, both
+refused before the node logs anything) end the process with one ``FATAL`` line and exit
+code 1, and nothing after it: the nodes' ``destroy_node`` works on a node whose
+constructor raised, which rclpy destroys when the context shuts down. Errors of *callbacks* never
 end it: :class:`~dynamic_identification.nodes.guarded.GuardedNode` counts and reports
 them, and an exception that still escapes ``spin_once`` is logged here on one line
 and the loop goes on.
@@ -32,7 +34,6 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from dynamic_identification.core.errors import shorten
-from dynamic_identification.nodes.overrides import refuse_unknown_parameters
 
 SPIN_TIMEOUT_S = 0.1
 """Longest wait of one ``spin_once``: the loop notices a shutdown request at least this often."""
@@ -158,7 +159,6 @@ def run_node(
     try:
         try:
             node = create()
-            refuse_unknown_parameters(node)
         except (ValueError, ParameterException) as error:
             rclpy.logging.get_logger(name).fatal(f"refusing to start: {shorten(str(error))}")
             raise SystemExit(1) from None
