@@ -198,6 +198,7 @@ REFUSALS = [
     ("recorder", {"tolerance_s": -1.0}, "tolerance_s"),
     ("recorder", {"tolerence_s": 0.002}, "did you mean 'tolerance_s'"),
     ("estimator", {"estimation.method": "bogus"}, "estimation.method"),
+    ("recorder", {"harmonics": 3}, "keys the recorder does not read ['harmonics']"),
 ]
 
 

@@ -10,8 +10,9 @@ can neither abort the cleanup half-way nor crash a callback running in C++ with 
 context down under the running executor, which then fails to create its timeout timer
 (``RCLError: … the given context is not valid``, exit 1).
 
-Errors while *building* the node (invalid parameters, an unknown parameter key, both
-refused before the node logs anything) end the process with one ``FATAL`` line and exit
+Errors while *building* the node (invalid parameters, an unknown parameter key or
+another node's key in the node's block of a parameter file, all refused before the node
+logs anything) end the process with one ``FATAL`` line and exit
 code 1, and nothing after it: the nodes' ``destroy_node`` works on a node whose
 constructor raised, which rclpy destroys when the context shuts down. Errors of *callbacks* never
 end it: :class:`~dynamic_identification.nodes.guarded.GuardedNode` counts and reports
@@ -22,6 +23,7 @@ and the loop goes on.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
@@ -34,6 +36,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from dynamic_identification.core.errors import shorten
+from dynamic_identification.io.config import ros_parameters
 
 SPIN_TIMEOUT_S = 0.1
 """Longest wait of one ``spin_once``: the loop notices a shutdown request at least this often."""
@@ -124,6 +127,23 @@ def spin_until_shutdown(node: Node, spinner: Executor, stop: ShutdownRequest) ->
             )
 
 
+def parameter_files(arguments: Sequence[str]) -> list[str]:
+    """The ``--params-file`` paths of a command line (what ``ros2 launch`` passes for a launch file's
+    ``parameters``)."""
+    return [arguments[i + 1] for i, token in enumerate(arguments[:-1]) if token == "--params-file"]
+
+
+def check_parameter_files(name: str, arguments: Sequence[str]) -> None:
+    """``DataError`` when a parameter file of the command line holds, in a block of node ``name``, a key that
+    no consumer of the package knows or that this node does not read (another node's setting, which would reach
+    no one: :func:`~dynamic_identification.io.config.ros_parameters`).
+
+    rcl merges the blocks before the node sees them, so only the files tell which block a key came from.
+    """
+    for path in parameter_files(arguments):
+        ros_parameters(path, name)
+
+
 def _shutdown_keeping_handlers() -> None:
     """``rclpy.try_shutdown`` without putting the default signal handlers back (Jazzy and later would)."""
     try:
@@ -158,6 +178,7 @@ def run_node(
     node: Node | None = None
     try:
         try:
+            check_parameter_files(name, sys.argv if args is None else args)
             node = create()
         except (ValueError, ParameterException) as error:
             rclpy.logging.get_logger(name).fatal(f"refusing to start: {shorten(str(error))}")
