@@ -27,6 +27,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
+from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf
 from dynamic_identification.nodes.overrides import parameter_overrides, refuse_unknown_parameters
 from dynamic_identification.resources import shipped_path
 
@@ -160,8 +161,19 @@ def read_parameters(node: Node, node_name: str, specs: Sequence[ParameterSpec]) 
 
 
 def urdf_or_shipped(urdf: str) -> str:
-    """A node's ``urdf`` parameter; the shipped arm's URDF when it is empty."""
-    return urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    """A node's ``urdf`` parameter as a path: the shipped arm's URDF when it is empty, a ``package://`` URI
+    resolved through ``AMENT_PREFIX_PATH`` (what a configuration shipped in a package names).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, when a ``package://`` URI names no file.
+    """
+    if not urdf:
+        return str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    if urdf.startswith(PACKAGE_SCHEME):
+        return str(resolve_urdf(urdf, source="parameter 'urdf'"))
+    return urdf
 
 
 def node_robot(urdf: str, joints: Sequence[str] | None) -> RobotModel:
