@@ -4,7 +4,8 @@ Shutdown is this module's: SIGINT and SIGTERM (Ctrl-C, ``ros2 launch`` stopping 
 processes, ``kill``) only *request* a shutdown, which the spin loop notices within
 :data:`SPIN_TIMEOUT_S`; the node is then destroyed (the recorder closes its file, the
 estimator joins its worker) and the context shut down, in that order, and the process
-exits 0. A second (third, …) signal during that cleanup is logged and ignored, so it
+exits 0 at once, without Python's finalisation (:func:`exit_at_once`). A second
+(third, …) signal during that cleanup is logged and ignored, so it
 can neither abort the cleanup half-way nor crash a callback running in C++ with a
 ``KeyboardInterrupt``. rclpy's own signal handlers are not installed: they shut the
 context down under the running executor, which then fails to create its timeout timer
@@ -22,11 +23,13 @@ and the loop goes on.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import NoReturn
 
 import rclpy
 from rclpy.context import Context
@@ -194,3 +197,18 @@ def run_node(
             node.destroy_node()
         _shutdown_keeping_handlers()
         stop.ignore_further()
+    exit_at_once()
+
+
+def exit_at_once() -> NoReturn:
+    """End the process with exit code 0 now that its node is destroyed and its context shut down.
+
+    The node's files are closed and rcl's logging flushed by then; what Python's finalisation
+    would still do (tear down the modules, run the static destructors of the DDS and
+    Pinocchio libraries) only costs time: 1.3 s per node process on its own, 2.8 s each with a
+    stack's four ending at once on two busy cores, so ``ros2 launch`` escalated to SIGTERM
+    after 5 s when two stacks stopped together.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
