@@ -104,7 +104,9 @@ def test_a_placeholder_is_refused_at_launch_on_one_line_saying_what_to_set() -> 
     """replay.launch.py config:=gazebo_ur5.yaml started and left the launch running without its estimator."""
     problem = config_problem(resolve_config("gazebo_ur5.yaml"))
     assert problem is not None and "\n" not in problem
-    assert problem.startswith("gazebo_ur5.yaml: set urdf") and "'/path/to/ur5.urdf', which does not exist" in problem
+    assert problem.startswith("gazebo_ur5.yaml: set urdf to an existing file")
+    readers = "read by excitation, estimator, feedforward, sim_robot"
+    assert problem.endswith(f"{readers}): '/path/to/ur5.urdf' does not exist")
 
 
 def test_a_config_that_is_neither_a_file_nor_shipped_is_refused_naming_it(tmp_path: pathlib.Path) -> None:

@@ -86,6 +86,7 @@ def config_problem(path: Path) -> str | None:
     file a node would read at start (:data:`INPUT_FILES`) must exist: a placeholder such as
     ``urdf: /path/to/ur5.urdf`` is named with what to set, before any node starts.
     """
+    missing: dict[tuple[str, str], list[str]] = {}
     for node in NODES:
         try:
             parameters = ros_parameters(path, node)
@@ -95,14 +96,16 @@ def config_problem(path: Path) -> str | None:
             value = parameters.get(key)
             if key not in NODE_PARAMETERS[node] or (key == "parameters_file" and node == "estimator"):
                 continue
-            if not isinstance(value, str) or not value or not _missing(key, value):
-                continue
-            item = setting(key, node)
-            return (
-                f"{path.name}: set {key} (read by the {node}: {item.description}); it names {brief(value)},"
-                " which does not exist"
-            )
-    return None
+            if isinstance(value, str) and value and _missing(key, value):
+                missing.setdefault((key, value), []).append(node)
+    if not missing:
+        return None
+    (key, value), nodes = next(iter(missing.items()))
+    item = setting(key, nodes[0])
+    return (
+        f"{path.name}: set {key} to an existing file ({item.description}; read by {', '.join(nodes)}):"
+        f" {brief(value)} does not exist"
+    )
 
 
 def _missing(key: str, value: str) -> bool:
