@@ -68,6 +68,8 @@ class RosGraph:
         The probe's name and namespace (relative topics are the namespace's).
     probe_parameters
         Parameter overrides of the probe (``use_sim_time``).
+    probe_arguments
+        Command-line ROS arguments of the probe alone (``["--ros-args", "-r", "/clock:=clock"]``).
     """
 
     def __init__(
@@ -77,11 +79,16 @@ class RosGraph:
         name: str = "probe",
         namespace: str = "",
         probe_parameters: Sequence[Parameter] = (),
+        probe_arguments: Sequence[str] = (),
     ) -> None:
         self.context = context
         self.executor = SingleThreadedExecutor(context=context)
         self.probe = Node(
-            name, namespace=f"/{namespace.strip('/')}", context=context, parameter_overrides=list(probe_parameters)
+            name,
+            namespace=f"/{namespace.strip('/')}",
+            context=context,
+            parameter_overrides=list(probe_parameters),
+            cli_args=list(probe_arguments) or None,
         )
         self.executor.add_node(self.probe)
         self.nodes: list[Node] = []
