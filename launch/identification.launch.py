@@ -6,7 +6,10 @@
 Every node reads its parameters from ``config`` (one ``/**/node_name: ros__parameters:``
 block per node plus the shared ``/**`` block; see config/dynid_arm6.yaml), so the file
 applies whatever ``namespace`` the stack runs in; topics are relative names, so a
-namespace moves the whole stack. On a robot the excitation waits for
+namespace moves the whole stack. ``config`` is a path or the name of a shipped
+configuration (``config:=five_bar.yaml``); a file the nodes would refuse (an unknown key,
+a placeholder such as ``urdf: /path/to/robot.urdf``) stops the launch on one line before
+any node starts, and the launch stops when one of its nodes exits. On a robot the excitation waits for
 ``ros2 service call /excitation/start std_srvs/srv/Trigger`` (in the namespace, if any)
 unless ``autostart:=true``: it moves the robot.
 """
@@ -18,7 +21,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from dynamic_identification.launch_support import default_config
+from dynamic_identification.launch_support import checked_config, default_config, stop_on_exit
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -58,6 +61,7 @@ def generate_launch_description() -> LaunchDescription:
             executable="recorder",
             name="recorder",
             namespace=namespace,
+            on_exit=stop_on_exit("recorder"),
             parameters=parameters,
         ),
         Node(
@@ -65,6 +69,7 @@ def generate_launch_description() -> LaunchDescription:
             executable="excitation",
             name="excitation",
             namespace=namespace,
+            on_exit=stop_on_exit("excitation"),
             parameters=[*parameters, autostart],
         ),
         Node(
@@ -72,6 +77,7 @@ def generate_launch_description() -> LaunchDescription:
             executable="estimator",
             name="estimator",
             namespace=namespace,
+            on_exit=stop_on_exit("estimator"),
             parameters=parameters,
         ),
         Node(
@@ -79,8 +85,9 @@ def generate_launch_description() -> LaunchDescription:
             executable="feedforward",
             name="feedforward",
             namespace=namespace,
+            on_exit=stop_on_exit("feedforward"),
             parameters=parameters,
             condition=IfCondition(LaunchConfiguration("with_feedforward")),
         ),
     ]
-    return LaunchDescription(declared_arguments + nodes)
+    return LaunchDescription([*declared_arguments, checked_config(), *nodes])

@@ -12,7 +12,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dynamic_identification.launch_support import config_argument
+from dynamic_identification.launch_support import checked_config, config_argument, stop_on_exit
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -28,6 +28,7 @@ def generate_launch_description() -> LaunchDescription:
             executable="recorder",
             name="recorder",
             namespace=namespace,
+            on_exit=stop_on_exit("recorder"),
             parameters=parameters,
         ),
         Node(
@@ -35,7 +36,8 @@ def generate_launch_description() -> LaunchDescription:
             executable="estimator",
             name="estimator",
             namespace=namespace,
+            on_exit=stop_on_exit("estimator"),
             parameters=parameters,
         ),
     ]
-    return LaunchDescription(declared_arguments + nodes)
+    return LaunchDescription([*declared_arguments, checked_config(), *nodes])

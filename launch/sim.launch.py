@@ -1,21 +1,27 @@
 """The embedded default: the simulated 6-axis arm with the identification nodes, running on its own.
 
 ros2 launch dynamic_identification sim.launch.py
-ros2 launch dynamic_identification sim.launch.py with_feedforward:=true use_sim_time:=true namespace:=arm1
+ros2 launch dynamic_identification sim.launch.py namespace:=arm1 with_feedforward:=true
 
 The excitation starts by itself (``autostart:=false`` to start it with
-``ros2 service call /excitation/start std_srvs/srv/Trigger``). With ``use_sim_time:=true``
-the simulator publishes its time on ``/clock`` and the other nodes run on it.
+``ros2 service call /excitation/start std_srvs/srv/Trigger``). By default the simulator runs
+on simulated time, as a Gazebo setup does: it publishes its time on ``clock`` and steps in
+lockstep with the streamed trajectory, and the other nodes run on it (``use_sim_time``), so a
+busy machine slows the simulation down instead of tearing gaps into its data.
+``use_sim_time:=false`` runs it on the wall clock instead (a backlog it cannot keep up with
+is dropped). The clock is the stack's own: ``/clock`` is remapped to ``clock`` in the
+stack's namespace (``/arm1/clock``), so several simulated arms run side by side in one
+ROS domain, each on its own time.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch_ros.actions import Node, SetRemap
 from launch_ros.parameter_descriptions import ParameterValue
 
-from dynamic_identification.launch_support import config_argument, share_file
+from dynamic_identification.launch_support import checked_config, config_argument, share_file, stop_on_exit
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -31,8 +37,9 @@ def generate_launch_description() -> LaunchDescription:
         ),
         DeclareLaunchArgument(
             "use_sim_time",
-            default_value="false",
-            description="The simulator publishes /clock and the identification nodes run on it.",
+            default_value="true",
+            description="The simulator is the clock (its namespace's clock topic, lockstep with the trajectory)"
+            " and the identification nodes run on it; false: the simulator runs on the wall clock.",
         ),
         DeclareLaunchArgument(
             "namespace", default_value="", description="Namespace of the simulated arm and its nodes (e.g. arm1)."
@@ -40,13 +47,16 @@ def generate_launch_description() -> LaunchDescription:
     ]
     config = LaunchConfiguration("config")
     use_sim_time = LaunchConfiguration("use_sim_time")
+    simulated_time = ParameterValue(use_sim_time, value_type=bool)
     simulated_robot = Node(
         package="dynamic_identification",
         executable="sim_robot",
         name="sim_robot",
         namespace=LaunchConfiguration("namespace"),
-        # The simulator keeps wall-clock ticks and publishes the clock the others use.
-        parameters=[config, {"publish_clock": ParameterValue(use_sim_time, value_type=bool)}],
+        on_exit=stop_on_exit("sim_robot"),
+        # On simulated time the simulator keeps wall-clock ticks, publishes the clock the others use and waits
+        # for each trajectory chunk (lockstep).
+        parameters=[config, {"publish_clock": simulated_time, "lockstep": simulated_time}],
     )
     identification = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(share_file("launch", "identification.launch.py")),
@@ -58,4 +68,6 @@ def generate_launch_description() -> LaunchDescription:
             "namespace": LaunchConfiguration("namespace"),
         }.items(),
     )
-    return LaunchDescription(declared_arguments + [simulated_robot, identification])
+    # The stack's own clock: a relative name, so a namespace moves it with the stack.
+    stack = GroupAction([SetRemap(src="/clock", dst="clock"), simulated_robot, identification])
+    return LaunchDescription([*declared_arguments, checked_config(), stack])

@@ -15,6 +15,8 @@ import re
 import pytest
 import yaml
 
+from dynamic_identification.launch_support import config_problem, resolve_config
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((REPO_ROOT / "launch").glob("*.launch.py"))
 
@@ -70,14 +72,49 @@ def _defaults(path: pathlib.Path) -> dict[str, str]:
     }
 
 
-def test_sim_launch_runs_on_its_own_and_honours_use_sim_time() -> None:
-    """``ros2 launch … sim.launch.py`` alone moves the arm; ``use_sim_time:=true`` gives the nodes the sim's clock."""
+def test_sim_launch_runs_on_its_own_on_simulated_time_with_a_clock_of_its_namespace() -> None:
+    """``ros2 launch … sim.launch.py`` alone moves the arm, on the simulator's time by default (the wall-clock
+    simulator dropped its backlog on a busy machine and no model was published), in lockstep with the
+    trajectory, on a clock of the stack's namespace (two namespaced arms shared one ``/clock``)."""
     path = REPO_ROOT / "launch" / "sim.launch.py"
     defaults = _defaults(path)
-    assert defaults["autostart"] == "true" and defaults["use_sim_time"] == "false"
+    assert defaults["autostart"] == "true" and defaults["use_sim_time"] == "true"
     text = path.read_text(encoding="utf-8")
-    assert '"publish_clock"' in text
+    assert '"publish_clock": simulated_time, "lockstep": simulated_time' in text
     assert '"use_sim_time": use_sim_time' in text and '"autostart": LaunchConfiguration("autostart")' in text
+    assert 'SetRemap(src="/clock", dst="clock")' in text
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda path: path.name)
+def test_every_launch_file_checks_its_config_first_and_stops_with_any_of_its_nodes(path: pathlib.Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert len(_calls(tree, "checked_config")) == 1
+    for node in _calls(tree, "Node"):
+        assert any(keyword.arg == "on_exit" for keyword in node.keywords), f"{path.name}: a node without on_exit"
+
+
+@pytest.mark.parametrize("name", ["dynid_arm6.yaml", "five_bar.yaml"])
+def test_the_shipped_configurations_of_the_simulated_robots_pass_the_launch_check(name: str) -> None:
+    path = resolve_config(name)
+    assert path == REPO_ROOT / "config" / name
+    assert config_problem(path) is None
+
+
+def test_a_placeholder_is_refused_at_launch_on_one_line_saying_what_to_set() -> None:
+    """replay.launch.py config:=gazebo_ur5.yaml started and left the launch running without its estimator."""
+    problem = config_problem(resolve_config("gazebo_ur5.yaml"))
+    assert problem is not None and "\n" not in problem
+    assert problem.startswith("gazebo_ur5.yaml: set urdf to an existing file")
+    readers = "read by excitation, estimator, feedforward, sim_robot"
+    assert problem.endswith(f"{readers}): '/path/to/ur5.urdf' does not exist")
+
+
+def test_a_config_that_is_neither_a_file_nor_shipped_is_refused_naming_it(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match=r"config:=robot.yaml: no such file"):
+        resolve_config("robot.yaml")
+    (tmp_path / "robot.yaml").write_text("/**/recorder:\n  ros__parameters:\n    harmonics: 3\n", encoding="utf-8")
+    problem = config_problem(resolve_config(str(tmp_path / "robot.yaml")))
+    assert problem is not None and "keys the recorder does not read ['harmonics']" in problem
 
 
 def test_on_a_robot_the_excitation_waits_for_its_start_service() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import configparser
 import pathlib
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -70,14 +72,61 @@ def test_package_xml_declares_runtime_and_test_dependencies() -> None:
     assert "python3-pytest" in test_depends
 
 
-def test_package_xml_declares_every_ros_package_the_code_imports() -> None:
-    """rosdep installs only what package.xml names: every message package imported under src/ must be there."""
-    imported = set()
+ROSDEP_KEYS: dict[str, str] = {
+    "numpy": "python3-numpy",
+    "scipy": "python3-scipy",
+    "yaml": "python3-yaml",
+    "matplotlib": "python3-matplotlib",
+    "pinocchio": "pinocchio",
+    "cvxpy": "python3-cvxpy-pip",
+    "rosbags": "python3-rosbags-pip",
+}
+"""The rosdep key of each third-party module ``src/`` imports at run time: the keys of ros/rosdistro's
+``rosdep/python.yaml`` (a ``-pip`` key where no system package has one: cvxpy, which brings the Clarabel solver
+``estimation.consistency`` calls, and rosbags) and ``pinocchio``, a package of every ROS 2 distribution."""
+
+WITHOUT_ROSDEP_KEY = {"threadpoolctl"}
+"""Imported modules that no rosdep key installs (package.xml and the README say to ``pip install`` them)."""
+
+
+def runtime_imports() -> set[str]:
+    """Top-level modules imported under ``src/`` outside ``if TYPE_CHECKING:`` blocks, the standard library's left
+    out."""
+    modules: set[str] = set()
     for path in (REPO_ROOT / "src").rglob("*.py"):
-        imported |= set(re.findall(r"^\s*(?:from|import) (\w+_(?:msgs|srvs|interfaces))\b", path.read_text(), re.M))
-    exec_depends = {e.text for e in package_xml().findall("exec_depend")}
-    assert {"rcl_interfaces", "builtin_interfaces", "python3-matplotlib"} <= exec_depends
-    assert imported <= exec_depends, sorted(imported - exec_depends)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    return modules - set(sys.stdlib_module_names) - {"dynamic_identification"}
+
+
+def test_package_xml_declares_every_module_the_code_imports_by_its_rosdep_key() -> None:
+    """``rosdep install`` installs what package.xml names, and fails on a key it does not know."""
+    depends = [e.text for e in package_xml().findall("exec_depend")]
+    assert len(depends) == len(set(depends)), f"declared twice: {sorted({d for d in depends if depends.count(d) > 1})}"
+    imported = runtime_imports()
+    ros_packages = {module for module in imported if module not in ROSDEP_KEYS and module not in WITHOUT_ROSDEP_KEY}
+    # ROS packages go by their own name (rclpy, launch_ros, the message packages).
+    assert ros_packages <= {"rclpy", "launch", "launch_ros", "ament_index_python"} | {
+        module for module in ros_packages if module.endswith(("_msgs", "_srvs", "_interfaces"))
+    }, sorted(ros_packages)
+    expected = ros_packages | {ROSDEP_KEYS[module] for module in imported if module in ROSDEP_KEYS}
+    assert expected <= set(depends), sorted(expected - set(depends))
+    assert set(depends) <= expected, sorted(set(depends) - expected)
+    text = (REPO_ROOT / "package.xml").read_text(encoding="utf-8") + (REPO_ROOT / "README.md").read_text("utf-8")
+    for module in WITHOUT_ROSDEP_KEY & imported:
+        assert f"pip install {module}" in text
 
 
 def test_setup_py_has_no_deprecated_tests_require() -> None:

@@ -762,6 +762,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 mode="process",
                 process="pick_and_place",
                 cycles=settings.cycles,
+                periods=1,  # the configuration repeats sim.launch.py's Fourier excitation; the process runs once
                 seed=0,
             ),
         )

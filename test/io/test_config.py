@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,7 @@ estimator:
     parameters_file: estimate.yaml   # the node's own parameter, not ours
 recorder:
   ros__parameters:
-    signal:
-      position_cutoff_hz: 99.0
+    tolerance_s: 0.004
     output_dir: /tmp
 """
 
@@ -65,7 +65,8 @@ def test_flattening_merges_wildcard_and_node_blocks(tmp_path: Path) -> None:
     assert parameters["drive_chain.gear_ratios"] == [100.0, 80.0]
     assert parameters["signal.decimation"] == 4
     assert "output_dir" not in parameters
-    assert ros_parameters(_write(tmp_path, EXAMPLE), "/recorder")["signal.position_cutoff_hz"] == 99.0
+    recorder = ros_parameters(_write(tmp_path, EXAMPLE), "/recorder")
+    assert (recorder["tolerance_s"], recorder["signal.position_cutoff_hz"]) == (0.004, 10.0)
     assert ros_parameters(_write(tmp_path, EXAMPLE))["signal.position_cutoff_hz"] == 10.0
 
 
@@ -102,6 +103,28 @@ def test_typo_in_an_owned_section_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path, "estimator:\n  ros__parameters:\n    signal:\n      positon_cutoff_hz: 5.0\n")
     with pytest.raises(DataError, match=r"unknown configuration keys \['signal.positon_cutoff_hz'\] in .*dynid.yaml"):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("block", "key", "readers"),
+    [("/**/recorder", "harmonics: 3", "excitation"), ("/**/sim_robot", "window:\n        window_s: 5.0", "estimator")],
+)
+def test_another_nodes_key_in_a_nodes_block_is_refused_naming_who_reads_it(
+    tmp_path: Path, block: str, key: str, readers: str
+) -> None:
+    """A key only another node reads reaches no one from this block: refused, not silently ignored."""
+    path = _write(tmp_path, f"{block}:\n  ros__parameters:\n    {key}\n")
+    node = block.rsplit("/", 1)[-1]
+    with pytest.raises(DataError, match=rf"keys the {node} does not read .* in block '{re.escape(block)}'.*{readers}"):
+        ros_parameters(path, node)
+
+
+def test_dynids_keys_in_the_estimators_block_and_shared_keys_in_any_block_are_placed(tmp_path: Path) -> None:
+    text = (
+        "/**/estimator:\n  ros__parameters:\n    estimation:\n      method: ols\n    use_sim_time: true\n"
+        "/**/excitation:\n  ros__parameters:\n    max_evaluations: 100\n    joints: [a, b]\n"
+    )
+    assert ros_parameters(_write(tmp_path, text), "estimator")["estimation.method"] == "ols"
 
 
 def test_extra_keys_declared_by_the_caller_are_accepted() -> None:

@@ -13,7 +13,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from dynamic_identification.nodes.guarded import GuardedNode
+from dynamic_identification.nodes.guarded import GuardedNode, RecurringWarning
 from dynamic_identification.nodes.runner import stream_executor
 from ros_graph import spin_until
 
@@ -109,3 +109,22 @@ def test_a_refused_input_is_counted_and_reported_at_warn_while_recent(context: C
         node.destroy_node()
     assert status.level == DiagnosticStatus.WARN and "1e+09 rad" in status.message
     assert {kv.key: kv.value for kv in status.values}["refused/joint_states"] == "1"
+
+
+def test_a_recurring_warning_is_logged_once_then_once_a_period_with_how_often_it_occurred() -> None:
+    """52 "feedforward is older than 0.1 s" lines in 9 minutes, none saying how often (issue 23): now the first at
+    once, then one a period that counts the occurrences."""
+    recurring = RecurringWarning(period_s=30.0)
+    occurrences = [0.0, 0.5, 1.0, 10.0, 29.9, 30.0, 31.0, 95.0]  # s, monotonic
+    lines = [recurring.line("feedforward is late", now_s) for now_s in occurrences]
+    assert lines == [
+        "feedforward is late",
+        None,
+        None,
+        None,
+        None,
+        "feedforward is late (5 times since the last report, 6 in all)",
+        None,
+        "feedforward is late (2 times since the last report, 8 in all)",
+    ]
+    assert recurring.count == len(occurrences)

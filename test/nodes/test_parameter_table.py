@@ -10,7 +10,8 @@ from rclpy.parameter import Parameter
 
 from dynamic_identification.core.settings_schema import Kind
 from dynamic_identification.io.config import NODE_PARAMETERS
-from dynamic_identification.nodes.overrides import refuse_unknown_parameters, unknown_parameters
+from dynamic_identification.nodes.estimator import EstimatorNode
+from dynamic_identification.nodes.overrides import unknown_parameters
 from dynamic_identification.nodes.parameters import ParameterSpec, node_parameters
 from dynamic_identification.nodes.recorder import RecorderNode
 
@@ -28,14 +29,9 @@ def test_the_table_lists_exactly_the_parameters_the_node_declares(name: str) -> 
 
 
 def test_a_misspelled_override_is_refused_naming_the_closest_key(context: Context) -> None:
-    node = RecorderNode(context=context, parameter_overrides=[Parameter("tolerence_s", value=0.002)])
-    try:
-        assert unknown_parameters(node) == ["tolerence_s"]
-        expected = r"unknown configuration keys \['tolerence_s'\].*did you mean 'tolerance_s'"
-        with pytest.raises(ValueError, match=expected):
-            refuse_unknown_parameters(node)
-    finally:
-        node.destroy_node()
+    expected = r"unknown configuration keys \['tolerence_s'\].*did you mean 'tolerance_s'"
+    with pytest.raises(ValueError, match=expected):
+        RecorderNode(context=context, parameter_overrides=[Parameter("tolerence_s", value=0.002)])
 
 
 def test_a_key_another_node_declares_is_accepted_from_the_shared_block(context: Context) -> None:
@@ -62,3 +58,16 @@ def test_descriptors_carry_the_schemas_description_unit_and_range(name: str) -> 
             assert (bounds.from_value, bounds.to_value) == (item.minimum, item.maximum)
         for choice in item.choices:
             assert choice in descriptor.additional_constraints
+
+
+@pytest.mark.parametrize("key", ["estimation.method", "estimation.reduction", "estimation.model"])
+def test_a_dynid_setting_in_the_estimators_block_is_checked_by_the_estimator(context: Context, key: str) -> None:
+    """``dynid`` reads the estimator's block: a value it would refuse stops the node at start, naming the key and
+    the choices, instead of passing silently (the node does not use these settings)."""
+    with pytest.raises(ValueError, match=rf"parameter '{key}' must be one of .*got 'bogus'.*dynid"):
+        EstimatorNode(context=context, parameter_overrides=[Parameter(key, value="bogus")])
+
+
+def test_a_valid_dynid_setting_in_the_estimators_block_starts_the_estimator(context: Context) -> None:
+    node = EstimatorNode(context=context, parameter_overrides=[Parameter("estimation.method", value="ols")])
+    node.destroy_node()

@@ -196,6 +196,32 @@ def test_start_and_stop_write_a_recording_that_loads_with_the_right_joints_and_s
     assert g.call("stop").message == "not recording"
 
 
+@pytest.mark.parametrize("ros_home", [True, False])
+def test_without_output_dir_start_records_under_ros_home_not_the_working_directory(
+    graph: Callable[[list[Parameter]], _Graph],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ros_home: bool,
+) -> None:
+    """``ros2 launch`` runs the nodes in the caller's working directory: recordings go to
+    ``$ROS_HOME/dynamic_identification/recordings`` (``ROS_HOME`` defaults to ``~/.ros``), as ROS keeps its logs."""
+    monkeypatch.chdir(tmp_path)
+    if ros_home:
+        monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros_home"))
+        expected = tmp_path / "ros_home" / "dynamic_identification" / "recordings"
+    else:
+        monkeypatch.delenv("ROS_HOME", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        expected = tmp_path / "home" / ".ros" / "dynamic_identification" / "recordings"
+    g = graph(BASE)
+    started = g.call("start")
+    assert started.success, started.message
+    assert g.recorder.recording is not None and g.recorder.recording.parent == expected
+    assert str(expected) in started.message
+    g.call("stop")
+    assert list(tmp_path.glob("*.csv")) == []
+
+
 def _recording_into(graph: Callable[[list[Parameter]], _Graph], path: pathlib.Path) -> _Graph:
     """A recorder writing ``path`` (``output_dir`` and ``output_file``), started."""
     g = graph([*BASE, Parameter("output_dir", value=str(path.parent)), Parameter("output_file", value=path.name)])

@@ -219,3 +219,43 @@ def test_publish_clock_with_use_sim_time_is_refused_naming_both(context: Context
             context=context,
             parameter_overrides=[Parameter("publish_clock", value=True), Parameter("use_sim_time", value=True)],
         )
+
+
+STACK_CLOCK = ["--ros-args", "-r", "/clock:=clock"]
+"""sim.launch.py's remapping of every node of a stack (``SetRemap(src="/clock", dst="clock")``)."""
+
+
+def test_two_namespaced_simulators_are_each_the_clock_of_their_own_stack_only(context: Context) -> None:
+    """Two arms of sim.launch.py in one domain shared one ``/clock`` (two publishers): a node followed both clocks,
+    its time jumping between them, and one arm never identified. Remapped into each stack's namespace, a node
+    of ``arm1`` follows ``arm1``'s simulator alone, here beside a simulator four times slower."""
+    clocked = [Parameter("rate_hz", value=RATE_HZ), Parameter("publish_clock", value=True)]
+    arm1 = SimRobotNode(context=context, namespace="/arm1", cli_args=STACK_CLOCK, parameter_overrides=clocked)
+    arm2 = SimRobotNode(
+        context=context,
+        namespace="/arm2",
+        cli_args=STACK_CLOCK,
+        parameter_overrides=[*clocked, Parameter("real_time_factor", value=0.25)],
+    )
+    graph = RosGraph(
+        context,
+        name="arm1_follower",
+        namespace="arm1",
+        probe_parameters=[Parameter("use_sim_time", value=True)],
+        probe_arguments=STACK_CLOCK,
+    )
+    graph.add(arm1)
+    graph.add(arm2)
+    readings: list[int] = []
+
+    def read() -> bool:
+        readings.append(graph.probe.get_clock().now().nanoseconds)
+        return arm1._now_ns() - arm2._now_ns() > 0.5e9 and len(readings) > 100
+
+    try:
+        graph.spin(30.0, until=read)
+        followed, own, other = readings[-1], arm1._now_ns(), arm2._now_ns()
+    finally:
+        graph.close()
+    assert np.all(np.diff([t for t in readings if t > 0]) >= 0)  # never back to the other simulator's time
+    assert own - 0.1e9 <= followed <= own and followed > other + 0.3e9

@@ -33,10 +33,14 @@ SERVICE_TIMEOUT_S = 20.0
 
 
 @contextmanager
-def ros_context() -> Iterator[Context]:
-    """A ROS context of its own, shut down on exit (the network rule is ``conftest.py``'s)."""
+def ros_context(arguments: Sequence[str] = ()) -> Iterator[Context]:
+    """A ROS context of its own, shut down on exit (the network rule is ``conftest.py``'s).
+
+    ``arguments`` are a command line's (``["--ros-args", "--params-file", path]``), read by rcl as a node
+    process reads its own.
+    """
     context = Context()
-    rclpy.init(context=context)
+    rclpy.init(args=["test", *arguments] if arguments else None, context=context)
     try:
         yield context
     finally:
@@ -64,6 +68,8 @@ class RosGraph:
         The probe's name and namespace (relative topics are the namespace's).
     probe_parameters
         Parameter overrides of the probe (``use_sim_time``).
+    probe_arguments
+        Command-line ROS arguments of the probe alone (``["--ros-args", "-r", "/clock:=clock"]``).
     """
 
     def __init__(
@@ -73,11 +79,16 @@ class RosGraph:
         name: str = "probe",
         namespace: str = "",
         probe_parameters: Sequence[Parameter] = (),
+        probe_arguments: Sequence[str] = (),
     ) -> None:
         self.context = context
         self.executor = SingleThreadedExecutor(context=context)
         self.probe = Node(
-            name, namespace=f"/{namespace.strip('/')}", context=context, parameter_overrides=list(probe_parameters)
+            name,
+            namespace=f"/{namespace.strip('/')}",
+            context=context,
+            parameter_overrides=list(probe_parameters),
+            cli_args=list(probe_arguments) or None,
         )
         self.executor.add_node(self.probe)
         self.nodes: list[Node] = []

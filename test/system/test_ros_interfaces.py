@@ -192,3 +192,30 @@ def test_sigterm_while_recording_leaves_a_complete_recording(
     assert "FATAL" not in process.output(limit=100_000) and "Traceback" not in process.output(limit=100_000)
     recording = read_recording_csv(tmp_path / "run.csv")
     assert recording.n_samples == 200 and recording.joint_names == tuple(joints)
+
+
+REFUSALS = [
+    ("recorder", {"tolerance_s": -1.0}, "tolerance_s"),
+    ("recorder", {"tolerence_s": 0.002}, "did you mean 'tolerance_s'"),
+    ("estimator", {"estimation.method": "bogus"}, "estimation.method"),
+    ("recorder", {"harmonics": 3}, "keys the recorder does not read ['harmonics']"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "named"), REFUSALS, ids=[f"{name}-{next(iter(o))}" for name, o, _ in REFUSALS]
+)
+def test_a_refused_parameter_ends_the_node_with_one_fatal_line_and_nothing_else(
+    name: str, overrides: dict[str, object], named: str, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
+) -> None:
+    """Neither a traceback after the refusal (the recorder's half-built node failed when rclpy destroyed it) nor a
+    start-up line before it (the recorder logged "recording …" before refusing an unknown key)."""
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
+        process = nodes.start_with(name, overrides)
+        try:
+            code = process.process.wait(READY_S)
+        except subprocess.TimeoutExpired:
+            code = None
+    lines = [line for line in process.output(limit=100_000).splitlines() if line and not line.startswith("---")]
+    assert code == 1, nodes.report()
+    assert len(lines) == 1 and "[FATAL]" in lines[0] and named in lines[0], lines

@@ -324,8 +324,8 @@ SETTINGS: tuple[Setting, ...] = (
             " c1 N·m/A, c2 N·m/A², c3 N·m/A³ per motor; unset: linear", nodes=("recorder",)),
     Setting("output_topic", _S, "recorder/samples", "aligned samples (effort: joint torque, N·m)", nonempty=True,
             nodes=("recorder",)),
-    Setting("output_dir", _S, ".", "directory of the recording_<YYYYmmdd_HHMMSS>.csv files", nonempty=True,
-            nodes=("recorder",)),
+    Setting("output_dir", _S, "", "directory of the recording_<YYYYmmdd_HHMMSS>.csv files; empty:"
+            " $ROS_HOME/dynamic_identification/recordings (ROS_HOME: ~/.ros when unset)", nodes=("recorder",)),
     Setting("output_file", _S, "", "recording file name inside output_dir (no '..'); empty: dated",
             nodes=("recorder",)),
     Setting("tolerance_s", _D, 0.005, "largest distance of each bracketing current sample from a joint-state stamp",

@@ -432,6 +432,8 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
         node = _node_of_block(name, file)
         if name == "/**" or node is not None:
             _check_known(flat, f"block {name!r} of {file}")
+        if node is not None:
+            _check_placed(flat, node, f"block {name!r} of {file}")
         if name == "/**":
             wildcard.update(flat)
         elif node_name is not None and _matches(name, node_name):
@@ -459,6 +461,38 @@ def _check_known(parameters: Mapping[str, Any], source: str) -> None:
     unknown = [key for key in parameters if not is_known_key(key)]
     if unknown:
         raise DataError(unknown_keys_message(unknown, source))
+
+
+def block_keys(node: str) -> frozenset[str]:
+    """The keys a block of ``node`` (``/**/node:``) may hold: the node's parameters, rclpy's, and for the
+    ``estimator`` and ``excitation`` blocks those ``dynid`` and ``dynid excite`` read there."""
+    keys = set(NODE_PARAMETERS[node]) | set(ROS_PARAMETERS)
+    keys |= set(CONFIG_KEYS) if node == "estimator" else set()
+    keys |= set(EXCITATION_KEYS) if node == "excitation" else set()
+    return frozenset(keys)
+
+
+def _check_placed(parameters: Mapping[str, Any], node: str, source: str) -> None:
+    """``DataError`` naming the keys of a block of ``node`` that the node does not read (another node's setting:
+    ``harmonics`` under ``/**/recorder:`` reaches no one), with the closest key the node reads and who reads
+    them."""
+    allowed = block_keys(node)
+
+    def placed(key: str) -> bool:
+        member_of = group_member(key)
+        return (
+            key in allowed
+            or key.startswith(ROS_PARAMETER_PREFIXES)
+            or (member_of is not None and member_of.key in allowed)
+        )
+
+    misplaced = [key for key in parameters if not placed(key)]
+    if not misplaced:
+        return
+    readers = sorted({name for key in misplaced for name, keys in NODE_PARAMETERS.items() if key in keys})
+    where = f"; read by {', '.join(readers)}: move them to that block or to /**" if readers else ""
+    message = unknown_keys_message(misplaced, source, known=allowed)
+    raise DataError(message.replace("unknown configuration keys", f"keys the {node} does not read", 1) + where)
 
 
 def load_config(

@@ -82,7 +82,7 @@ from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
 from dynamic_identification.io.documents import document_text, parse_yaml
-from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, checked_urdf, resolve_urdf, urdf_name
+from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name
 
 FORMAT = "dynamic_identification/parameters/v1"
 """Value of the ``format`` key this module reads and writes."""
@@ -304,7 +304,7 @@ class ParameterFile:
 
         See :func:`~dynamic_identification.io.urdf_location.resolve_urdf`: ``package://``
         through ``AMENT_PREFIX_PATH``, a relative name against the file's folder (then the
-        working directory), an absolute path as it is. An ``override`` (a path, e.g. the
+        working directory), an absolute path as it is. An ``override`` (a path or a ``package://`` URI, e.g. the
         feedforward node's ``urdf`` parameter on a machine where the named file lives
         elsewhere) must hold the same content: the base parameters are only valid with
         the kinematics they were identified on.
@@ -315,7 +315,7 @@ class ParameterFile:
             When the URDF is not found, or its content is not the one identified.
         """
         if override is not None:
-            return checked_urdf(override, sha256=self.urdf_sha256, source=self.source)
+            return resolve_urdf(str(override), sha256=self.urdf_sha256, source=self.source)
         folder = Path(self.path).parent if self.path is not None else None
         return resolve_urdf(self.urdf, folder=folder, sha256=self.urdf_sha256, source=self.source)
 

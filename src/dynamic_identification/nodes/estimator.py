@@ -114,6 +114,9 @@ from dynamic_identification.nodes.runner import run_node, stream_executor
 WORKER_POLL_S = 0.02
 """The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
 
+WORKER_STOP_S = 1.0
+"""Longest wait of ``destroy_node`` for the worker thread (s): ``ros2 launch`` escalates after 5 s."""
+
 SAMPLES_QOS = sensor_qos(2000)
 """``SENSOR_QOS`` with a 2 s history at 1 kHz, so a briefly busy executor loses no sample."""
 
@@ -423,7 +426,9 @@ class EstimatorNode(GuardedNode):
         self._stop.set()
         self._wake.set()
         if self._worker.is_alive():
-            self._worker.join(5.0)
+            # An update in progress (a conic solve on a loaded machine) is not waited for: it writes parameters_file
+            # atomically and publishes nothing once stopped, and the worker is a daemon.
+            self._worker.join(WORKER_STOP_S)
         super().destroy_node()
 
     def _on_samples(self, message: JointState) -> None:

@@ -21,6 +21,7 @@ and messages; the guard is the root-level net for whatever slips through.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -56,6 +57,36 @@ def status_message(level: int, name: str, message: str, values: Mapping[str, str
         hardware_id="",
         values=[KeyValue(key=key, value=value) for key, value in values.items()],
     )
+
+
+RECURRING_PERIOD_S = 30.0
+"""A recurring warning is logged at once, then at most once per this many seconds with the count (s)."""
+
+
+@dataclass
+class RecurringWarning:
+    """A warning that may recur for as long as a node runs (a late feedforward, a simulation behind the clock).
+
+    :meth:`line` gives the line to log: the first occurrence at once, then at most one every ``period_s`` that
+    says how often it occurred meanwhile (rclpy's ``throttle_duration_sec`` drops the repeats without a
+    count: 52 lines in 9 minutes, and none told how often it happened).
+    """
+
+    period_s: float = RECURRING_PERIOD_S
+    count: int = 0
+    logged_count: int = 0
+    logged_s: float = -math.inf
+
+    def line(self, message: str, now_s: float) -> str | None:
+        """Count one occurrence at monotonic time ``now_s`` (s); the line to log now, or ``None``."""
+        self.count += 1
+        if now_s - self.logged_s < self.period_s:
+            return None
+        new = self.count - self.logged_count
+        self.logged_count, self.logged_s = self.count, now_s
+        if self.count == 1:
+            return message
+        return f"{message} ({new} times since the last report, {self.count} in all)"
 
 
 @dataclass
@@ -103,6 +134,7 @@ class GuardedNode(Node):
         # Set before Node.__init__: rclpy creates its parameter services there, through create_service.
         self._guard_failures: dict[str, CallbackFailures] = {}
         self._guard_refusals: dict[str, CallbackFailures] = {}
+        self._recurring: dict[str, RecurringWarning] = {}
         super().__init__(node_name, **kwargs)
 
     # -- the guard ---------------------------------------------------------------------------------
@@ -123,6 +155,17 @@ class GuardedNode(Node):
     def refusals(self) -> dict[str, CallbackFailures]:
         """Inputs the node refused by its own checks, by input label (see :meth:`count_refusal`)."""
         return dict(self._guard_refusals)
+
+    def warn_recurring(self, label: str, message: str) -> None:
+        """Log a warning that may recur (:class:`RecurringWarning`): at once, then once per period with the count."""
+        recurring = self._recurring.setdefault(label, RecurringWarning())
+        line = recurring.line(message, time.monotonic())
+        if line is not None:
+            self.get_logger().warning(line)
+
+    def recurring_counts(self) -> dict[str, int]:
+        """How often each recurring warning occurred, by label (for the diagnostics)."""
+        return {label: recurring.count for label, recurring in self._recurring.items()}
 
     def count_refusal(self, label: str, reason: str) -> None:
         """Count an input the node refused (``reason`` says why); reported by :meth:`guard_report`.

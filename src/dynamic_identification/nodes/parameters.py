@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -28,6 +27,8 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.model import RobotModel, load_robot
 from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
+from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf
+from dynamic_identification.nodes.overrides import parameter_overrides, refuse_unknown_parameters
 from dynamic_identification.resources import shipped_path
 
 DEFAULT_URDF_NAME = "dynid_arm6.urdf"
@@ -67,11 +68,16 @@ class ParameterSpec:
         value = self.setting.default
         return list(value) if isinstance(value, tuple) else value
 
-    def descriptor(self) -> ParameterDescriptor:
-        """Read-only descriptor with the description and unit, the allowed range and the choices."""
+    def descriptor(self, *, dynamic_typing: bool = False) -> ParameterDescriptor:
+        """Read-only descriptor with the description and unit, the allowed range and the choices.
+
+        ``dynamic_typing`` for a parameter declared without a value (an unset optional setting).
+        """
         item = self.setting
         unit = f", {item.unit}" if item.unit else ""
-        descriptor = ParameterDescriptor(description=f"{item.description}{unit}", read_only=True)
+        descriptor = ParameterDescriptor(
+            description=f"{item.description}{unit}", read_only=True, dynamic_typing=dynamic_typing
+        )
         if item.choices or item.exclusive:
             descriptor.additional_constraints = f"one of {item.range_text()}" if item.choices else item.range_text()
         if item.minimum is not None and item.maximum is not None:
@@ -97,29 +103,44 @@ def declare_and_read(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, ob
     rclpy rejects an override outside a declared range here, with an error naming
     the parameter.
     """
+    overrides = parameter_overrides(node)
     values: dict[str, object] = {}
     for spec in specs:
         if spec.setting.kind is Kind.CLOSURES:
             values.update(_declare_members(node, spec))
             continue
-        if spec.default is None:
+        given = _given(overrides.get(spec.name), optional=spec.default is None)
+        if spec.default is not None:
+            node.declare_parameter(spec.name, spec.default, spec.descriptor(), ignore_override=not given)
+        elif given:
             node.declare_parameter(spec.name, spec.kind, spec.descriptor())
         else:
-            node.declare_parameter(spec.name, spec.default, spec.descriptor())
-        try:
-            value = node.get_parameter(spec.name).value
-        except ParameterUninitializedException:
-            value = None
+            # Statically typed without a value, it would make rclpy's GetParameters answer nothing for a whole
+            # request naming it (``ros2 param dump`` printed ``{}``): unset, it is declared without a type and
+            # answers "not set".
+            node.declare_parameter(spec.name, None, spec.descriptor(dynamic_typing=True), ignore_override=True)
+        value = node.get_parameter(spec.name).value
         if value is not None:
             values[spec.name] = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
     return values
 
 
+UNSET_TEXT = "null"
+"""What ``ros2 param dump`` writes for a parameter that is not set (YAML's null), and rcl reads back as this text."""
+
+
+def _given(override: Parameter | None, *, optional: bool) -> bool:
+    """Whether ``override`` sets a value: ``[]`` (rcl reads an empty list as not set) does not, nor, for an
+    optional setting, ``null`` (a dump of an unset one), so ``ros2 param dump`` output loads back."""
+    if override is None or override.type_ is Parameter.Type.NOT_SET:
+        return False
+    return not (optional and override.type_ is Parameter.Type.STRING and override.value == UNSET_TEXT)
+
+
 def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
     """Declare and read the members ``<key>.<name>.<field>`` of the :attr:`Kind.CLOSURES` setting of ``spec`` that
     the node was given (none for a serial robot)."""
-    # rclpy keeps a node's overrides (parameter file, launch, constructor) here; it has no public accessor.
-    overrides = getattr(node, "_parameter_overrides", None) or {}
+    overrides = parameter_overrides(node)
     values: dict[str, object] = {}
     for name in sorted(overrides):
         if group_member(name) == spec.setting:
@@ -129,13 +150,30 @@ def _declare_members(node: Node, spec: ParameterSpec) -> dict[str, object]:
 
 
 def read_parameters(node: Node, node_name: str, specs: Sequence[ParameterSpec]) -> SettingsReader:
-    """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema."""
-    return SettingsReader(declare_and_read(node, specs), f"the {node_name} parameters", node_name, ros=True)
+    """Declare ``specs`` (the node's :func:`node_parameters`) and read the values set through the schema.
+
+    Overrides no node of the package knows are refused here, before the node logs or creates anything
+    (:func:`~dynamic_identification.nodes.overrides.refuse_unknown_parameters`).
+    """
+    values = declare_and_read(node, specs)
+    refuse_unknown_parameters(node)
+    return SettingsReader(values, f"the {node_name} parameters", node_name, ros=True)
 
 
 def urdf_or_shipped(urdf: str) -> str:
-    """A node's ``urdf`` parameter; the shipped arm's URDF when it is empty."""
-    return urdf or str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    """A node's ``urdf`` parameter as a path: the shipped arm's URDF when it is empty, a ``package://`` URI
+    resolved through ``AMENT_PREFIX_PATH`` (what a configuration shipped in a package names).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, when a ``package://`` URI names no file.
+    """
+    if not urdf:
+        return str(shipped_path("urdf", DEFAULT_URDF_NAME))
+    if urdf.startswith(PACKAGE_SCHEME):
+        return str(resolve_urdf(urdf, source="parameter 'urdf'"))
+    return urdf
 
 
 def node_robot(urdf: str, joints: Sequence[str] | None) -> RobotModel:

@@ -26,7 +26,8 @@ samples are being lost or the recording lacks some (ERROR for malformed input), 
 not stamp) is taken at its receive time, with a warning; a stamp of either stream
 jumping back by more than a second restarts the alignment. Serves ``~/start``
 and ``~/stop`` (``std_srvs/Trigger``): ``~/start`` records into
-``output_dir/recording_<YYYYmmdd_HHMMSS>.csv`` (or ``output_file``; an existing file
+``output_dir/recording_<YYYYmmdd_HHMMSS>.csv`` (``output_dir`` by default
+``$ROS_HOME/dynamic_identification/recordings``: :func:`recordings_dir`; or ``output_file``; an existing file
 is never overwritten: ``_1``, ``_2``, … are appended), ``~/stop`` closes it. The file
 (:class:`~dynamic_identification.io.recording.RecordingWriter`: ``time``, per joint
 ``J/position``, ``J/velocity``, ``J/effort`` in N·m and ``J/current`` in A when
@@ -142,8 +143,6 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
     """Validate ``config``; ``ValueError`` names the bad parameter."""
     if not config.output_topic:
         raise ValueError("parameter 'output_topic' must not be empty")
-    if not config.output_dir:
-        raise ValueError("parameter 'output_dir' must not be empty")
     output_file = Path(config.output_file)
     if config.output_file and (output_file.is_absolute() or ".." in output_file.parts or not output_file.name):
         raise ValueError(
@@ -171,10 +170,20 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
     return RecorderSetup(identification=identification, conversion=conversion)
 
 
+def recordings_dir() -> Path:
+    """Where recordings go without ``output_dir``: ``$ROS_HOME/dynamic_identification/recordings``.
+
+    ``ros2 launch`` runs the nodes in the caller's working directory, wherever that is; ROS keeps
+    what its nodes write under ``ROS_HOME`` (``~/.ros`` when unset), as rcl its logs.
+    """
+    ros_home = os.environ.get("ROS_HOME") or str(Path("~", ".ros"))
+    return Path(ros_home).expanduser() / "dynamic_identification" / "recordings"
+
+
 def recording_path(output_dir: str, output_file: str, now: datetime) -> Path:
-    """The file ``~/start`` creates: ``output_file`` (relative to ``output_dir``) or a dated name,
-    with ``_1``, ``_2``, … appended while the name exists."""
-    directory = Path(output_dir).expanduser()
+    """The file ``~/start`` creates: ``output_file`` (relative to ``output_dir``, default :func:`recordings_dir`)
+    or a dated name, with ``_1``, ``_2``, … appended while the name exists."""
+    directory = Path(output_dir).expanduser() if output_dir else recordings_dir()
     path = directory / (output_file or f"recording_{now:%Y%m%d_%H%M%S}.csv")
     candidate, index = path, 0
     while candidate.exists():
@@ -260,6 +269,9 @@ class RecorderNode(GuardedNode):
 
     def __init__(self, *, node_name: str = "recorder", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)
+        # Before anything can fail: rclpy destroys a node whose constructor raised when its context shuts down.
+        self._recording: Path | None = None
+        self._writer: RecordingWriter | None = None
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.identification = setup.identification
@@ -274,8 +286,6 @@ class RecorderNode(GuardedNode):
         self._started = time.monotonic()
         self._joint_states = _Input(self.config.joint_states_topic)
         self._currents = _Input(self.config.currents_topic)
-        self._recording: Path | None = None
-        self._writer: RecordingWriter | None = None
         self._recording_refused = 0
         self._recording_error = ""
         self._last_path = ""

@@ -339,8 +339,8 @@ class SimRobotNode(GuardedNode):
             return None
         values, received_ns = self._feedforward
         if now_ns - received_ns > FEEDFORWARD_TIMEOUT_S * NS_PER_S:
-            self.get_logger().warning(
-                f"feedforward is older than {FEEDFORWARD_TIMEOUT_S} s; running on PD alone", throttle_duration_sec=1.0
+            self.warn_recurring(
+                "feedforward_stale", f"feedforward is older than {FEEDFORWARD_TIMEOUT_S} s; running on PD alone"
             )
             self._feedforward = None
             return None
@@ -432,6 +432,7 @@ class SimRobotNode(GuardedNode):
             "rate_hz": f"{self.config.rate_hz:g}",
             "feedforward": "true" if self._feedforward is not None else "false",
             "payload": _carried(getattr(self.simulator, "payload", None)),
+            **{label: str(count) for label, count in self.recurring_counts().items()},
         }
         return status_message(level, "sim_robot", message, values)
 

@@ -1,0 +1,42 @@
+"""What ``run_node`` leaves behind when a node refuses its parameters: nothing that fails afterwards.
+
+rclpy tracks every node of a context from the start of ``Node.__init__`` and destroys the ones
+still alive when the context shuts down, a node whose constructor raised among them. The
+recorder's ``destroy_node`` then failed on attributes its constructor never set, and a
+30-line traceback followed the one ``FATAL`` line (issue 23, finding 6).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import rclpy
+from rclpy.context import Context
+from rclpy.exceptions import ParameterException
+from rclpy.parameter import Parameter
+
+REFUSED = [
+    ("recorder", "RecorderNode", "tolerance_s", -1.0),
+    ("recorder", "RecorderNode", "tolerance_s", "abc"),
+    ("estimator", "EstimatorNode", "window.window_s", -1.0),
+    ("excitation", "ExcitationNode", "harmonics", 0),
+    ("feedforward", "FeedforwardNode", "rate_hz", 0.0),
+    ("sim_robot", "SimRobotNode", "rate_hz", 0.0),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "key", "value"), REFUSED, ids=[f"{m}-{k}={v}" for m, _, k, v in REFUSED])
+def test_a_node_that_refused_its_parameters_is_destroyed_by_the_context_without_error(
+    module: str, name: str, key: str, value: object
+) -> None:
+    node_class = getattr(importlib.import_module(f"dynamic_identification.nodes.{module}"), name)
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises((ValueError, ParameterException), match=key.replace(".", r"\.")) as refused:
+            node_class(context=context, parameter_overrides=[Parameter(key, value=value)])
+        # The error's traceback keeps the half-built node alive, as it does in run_node while it logs and exits.
+        assert refused.value.__traceback__ is not None
+    finally:
+        context.try_shutdown()  # destroys the half-built node, as run_node's shutdown does
