@@ -19,6 +19,7 @@ import numpy as np
 
 from dynamic_identification.core import closed_loop
 from dynamic_identification.core.alignment import current_polynomial
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_window,
@@ -45,6 +46,7 @@ from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
+from dynamic_identification.core.progress import ProgressCallback, ignore_progress
 from dynamic_identification.core.regression_models import identify_model
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
@@ -138,12 +140,15 @@ def identify_recording(
     recording: Recording,
     *,
     model: str | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Identify a recording already in model joint order with ``model`` (default ``estimation.model``).
 
     With ``estimation.consistency`` (the default) the published values are the physically
     consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
+    ``cancellation`` is polled and told the progress of each stage.
     """
+    cancellation.report("base parameters (QR on random states)")
     base = base_parameters(robot, drive_chain, config.drive_terms)
     return identify_model(
         robot,
@@ -158,6 +163,7 @@ def identify_recording(
         settings=config.identification_settings(),
         bounds=config.plausibility_bounds(robot),
         consistency=configured_consistency(robot, config, base),
+        cancellation=cancellation,
     )
 
 
@@ -232,6 +238,7 @@ def identify_file(
     urdf_out: Path | None = None,
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
+    progress: ProgressCallback = ignore_progress,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
@@ -259,7 +266,9 @@ def identify_file(
     inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
     and judged into ``quality.validation``; ``report`` writes the HTML report there.
     Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
-    output and to ``quality.warnings``.
+    output and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
+    decisions, the observation rows sample by sample, reduction, least squares, physical
+    consistency, validation, writing, the report) as it begins (:mod:`~dynamic_identification.core.progress`).
     """
     _check_output(out, urdf, data, config, bag, *validate_data)
     if urdf_out is not None:
@@ -282,21 +291,24 @@ def identify_file(
             validate_data=validate_data,
             report=report,
         )
+    monitor = Cancellation(progress=progress)
+    monitor.report(f"reading {data or bag}")
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     parsed = _command_line_overrides(parsed, signal, consistency)
     held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
-    result = identify_recording(robot, parsed, drive_chain, recording, model=model)
+    result = identify_recording(robot, parsed, drive_chain, recording, model=model, cancellation=monitor)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     consistent = consistent_model(robot, terms, settings, result)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
-    validations = [
-        validate(robot, drive_chain, terms, result, held, settings, name=name)
-        for held, name in zip(held_out, validation_names(validate_data), strict=True)
-    ]
+    validations = []
+    for held, name in zip(held_out, validation_names(validate_data), strict=True):
+        monitor.report(f"validation on {name}")
+        validations.append(validate(robot, drive_chain, terms, result, held, settings, name=name))
+    monitor.report("writing the parameter file")
     warnings = identification_warnings(robot, result, settings, consistent)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
@@ -334,6 +346,7 @@ def identify_file(
         from dynamic_identification.io.report import write_report
         from dynamic_identification.io.report_data import identification_report
 
+        monitor.report(f"HTML report in {report}")
         training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
         page = write_report(
             report,
@@ -492,9 +505,16 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     return "\n".join(report)
 
 
-def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:
-    """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV."""
+def excite_file(
+    *, urdf: Path, config: Path | None, mode: str, out: Path, progress: ProgressCallback = ignore_progress
+) -> str:
+    """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV.
+
+    ``progress`` is told each stage of the plan as it begins and the search's budget spent at
+    every cost evaluation (:mod:`~dynamic_identification.core.progress`).
+    """
     _check_output(out, urdf, config)
+    monitor = Cancellation(progress=progress)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
@@ -508,6 +528,7 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
             torque_model=(
                 identified_closed_loop_torque_model(str(parameters_file), mechanism) if parameters_file else None
             ),
+            cancellation=monitor,
         )
         joints = mechanism.actuated_joint_names
     else:
@@ -519,8 +540,10 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
             identification.drive_terms,
             settings,
             torque_model=torque_model,
+            cancellation=monitor,
         )
         joints = robot.joint_names
+    monitor.report(f"writing {out}")
     write_trajectory_csv(out, plan.trajectory)
     return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")
 

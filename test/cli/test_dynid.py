@@ -104,15 +104,17 @@ def identify_argv(data: Path, out: Path, *, config: Path | None = ARM6_CONFIG, u
 
 
 def assert_one_line_error(run: Run, verb: str, *needles: str) -> str:
-    """The run failed with exactly one stderr line ``dynid VERB: error: ...`` containing every needle."""
+    """The run failed with exactly one stderr line ``dynid VERB: error: ...`` containing every needle, its last; the
+    lines before it, if any, are the verb's progress (its stages), no warning."""
     assert run.code != 0
     assert run.out == ""
-    lines = run.err.splitlines()
-    assert len(lines) == 1, run.err
-    assert lines[0].startswith(f"dynid {verb}: error: "), lines[0]
+    *progress, last = run.err.splitlines()
+    assert all(line.startswith(f"dynid {verb}: ") and ": error: " not in line for line in progress), run.err
+    assert not any(": warning: " in line for line in progress), run.err
+    assert last.startswith(f"dynid {verb}: error: "), last
     for needle in needles:
-        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
-    return lines[0]
+        assert needle in last, f"{needle!r} not in {last!r}"
+    return last
 
 
 def synthesize(arm: Arm, *, seconds: float, seed: int) -> tuple[FourierTrajectory, np.ndarray, np.ndarray, np.ndarray]:
@@ -246,10 +248,44 @@ def test_help_of_the_installed_module_lists_the_verbs() -> None:
 # --- identify -----------------------------------------------------------------------------------------------
 
 
+IDENTIFY_STAGES = (
+    "reading ",
+    "base parameters",
+    "signal decisions",
+    "observation matrix rows (",
+    "observation matrix rows: 100 %",
+    "reduction",
+    "least squares",
+    "physical consistency",
+    "writing the parameter file",
+)
+"""The beginnings of the stages ``dynid identify`` reports, in their order."""
+
+
+def test_identify_reports_its_stages_on_stderr_in_plain_lines_and_only_its_report_on_stdout(
+    identified: tuple[Run, Path],
+) -> None:
+    run, _ = identified
+    assert "\r" not in run.err  # stderr is not a terminal here: lines, no bar
+    lines = run.err.splitlines()
+    assert all(line.startswith("dynid identify: ") for line in lines), run.err
+    stages = [line.removeprefix("dynid identify: ") for line in lines]
+    where = [next(i for i, stage in enumerate(stages) if stage.startswith(start)) for start in IDENTIFY_STAGES]
+    assert where == sorted(where), stages
+    rows = [stage for stage in stages if stage.startswith("observation matrix rows: ")]
+    assert 1 <= len(rows) <= 10, rows  # a line per 10 % of the samples at most (blocks of 10 000 samples)
+    assert "observation matrix rows" not in run.out and not set(stages) & set(run.out.splitlines())
+
+
+def test_identify_quiet_reports_nothing_on_stderr(good: Synthetic, folder: Path) -> None:
+    run = run_captured([*identify_argv(good.path, folder / "quiet.yaml"), "--quiet"])
+    assert run.code == 0 and run.err == ""
+
+
 def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identified: tuple[Run, Path]) -> None:
     run, out = identified
     assert run.code == 0, run.err
-    assert run.err == ""
+    assert not any(": warning: " in line for line in run.err.splitlines()), run.err
     names_in_table = {line.split()[0] for line in run.out.splitlines() if line.strip()}
     assert {"ZZ1", "Fv1", "Fc6", "off6"} <= names_in_table
     assert "condition number" in run.out
