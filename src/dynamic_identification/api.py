@@ -90,7 +90,7 @@ from dynamic_identification.io.recording import (
 )
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
-from dynamic_identification.io.table import write_table
+from dynamic_identification.io.table import LOGGER, write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
 
@@ -120,8 +120,16 @@ def load_identification_inputs(
     """
     config = load_config(str(config_path) if config_path else None)
     recording = read_recording_input(data, bag, config)
-    joints = config.joints or recording.joint_names
-    robot = load_robot(urdf, joints)
+    source = str(data or bag)
+    robot = load_robot(urdf, _known_joints(urdf, config.joints, recording, source=source, config=config_path))
+    if config.joints:
+        unrecorded = [name for name in robot.joint_names if name not in recording.joint_names]
+        if unrecorded:
+            raise DataError(
+                f"joints in {config_path} names {unrecorded}, which {source} has no columns for (it records"
+                f" {list(recording.joint_names)}): name its columns J/position, … after the URDF's joints"
+            )
+        warn_locked_but_moving(urdf, recording, robot, source=source, config=str(config_path))
     recording = recording.select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data or bag))
@@ -130,7 +138,55 @@ def load_identification_inputs(
             f"{data or bag} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios in --config"
         )
-    return robot, config, config.drive_chain(robot.n_joints), recording
+    return robot, config, config.drive_chain(robot.n_joints, robot.joint_names), recording
+
+
+def _known_joints(
+    urdf: Path, joints: tuple[str, ...] | None, recording: Recording, *, source: str, config: Path | None
+) -> tuple[str, ...]:
+    """The joints to identify (``joints`` of the configuration, else the recording's), all of them in the URDF.
+
+    Raises
+    ------
+    DataError
+        Naming where the unknown names come from: the recording's columns or ``joints`` of ``config``.
+    """
+    wanted = joints or recording.joint_names
+    moving = load_robot(urdf).joint_names
+    unknown = [name for name in wanted if name not in moving]
+    if not unknown:
+        return tuple(wanted)
+    where = f"joints in {config} names" if joints else f"the columns of {source} (J/position, …) name joints"
+    fix = "" if joints else ": rename the columns after the URDF's joints, or list the joints in --config"
+    raise DataError(f"{where} {unknown} that {urdf.name} does not have (its joints: {list(moving)}){fix}")
+
+
+LOCKED_MOTION_RAD = 0.05
+"""Travel (rad) of a recorded joint left out of ``joints`` above which the lock is worth a warning."""
+
+
+def warn_locked_but_moving(urdf: Path, recording: Recording, robot: RobotModel, *, source: str, config: str) -> None:
+    """Warn (one line) when joints of the URDF that ``joints`` of ``config`` leaves out move in the recording.
+
+    The model holds a joint it does not identify locked at 0 or mid-range
+    (:func:`~dynamic_identification.core.model.load_robot`),
+    so the torques its motion causes land on the identified joints' parameters: a ``joints:`` list of 3 for a
+    6-axis recording gives a wrong model without a word otherwise. A recorded joint that travels less than
+    :data:`LOCKED_MOTION_RAD` (a gripper, a joint held still) is left alone.
+    """
+    if all(name in robot.joint_names for name in recording.joint_names):
+        return
+    in_urdf = set(load_robot(urdf).joint_names)
+    locked = [name for name in recording.joint_names if name not in robot.joint_names and name in in_urdf]
+    travel = np.ptp(recording.select(locked).position, axis=0) if locked else np.empty(0)
+    moving = [f"{name} ({span:.2g} rad)" for name, span in zip(locked, travel, strict=True) if span > LOCKED_MOTION_RAD]
+    if moving:
+        LOGGER.warning(
+            f"{source} records joints {', '.join(moving)} of the URDF moving, but joints in {config} leaves them out:"
+            " the model holds them locked (at 0 or mid-range), so the torques of their motion corrupt the identified"
+            " parameters;"
+            " add them to joints (or record them at rest)"
+        )
 
 
 def identify_recording(
@@ -522,7 +578,7 @@ def excite_file(
         mechanism = identification.closed_loop_model(urdf)
         plan = plan_closed_loop_excitation(
             mechanism,
-            identification.drive_chain(mechanism.n_actuated),
+            identification.drive_chain(mechanism.n_actuated, mechanism.actuated_joint_names),
             identification.drive_terms,
             settings,
             torque_model=(
@@ -536,7 +592,7 @@ def excite_file(
         torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
         plan = plan_excitation(
             robot,
-            identification.drive_chain(robot.n_joints),
+            identification.drive_chain(robot.n_joints, robot.joint_names),
             identification.drive_terms,
             settings,
             torque_model=torque_model,
@@ -689,7 +745,7 @@ def load_closed_loop_inputs(
             f"{source} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
         )
-    return model, config, config.drive_chain(model.n_actuated), recording
+    return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
 
 
 def check_closed_loop_units(model: ClosedLoopModel, recording: Recording, source: str) -> None:
@@ -1058,7 +1114,7 @@ def gains_file(
         if unit_checks:
             check_units(robot, selected, str(path))
         recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
-    chain = parsed.drive_chain(robot.n_joints)
+    chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
     identify = partial(identify_drive_gains, robot, efficiency=parsed.efficiency)
     result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, robot.joint_names)
     lines = [
@@ -1137,7 +1193,7 @@ def payload_file(
         check_units(robot, recording, str(data))
     chain = parameters.drive_chain()
     if parsed.drive_gains is not None:
-        chain = parsed.drive_chain(robot.n_joints)
+        chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
     polynomial_values = ros_parameters(str(config), "recorder").get("current_polynomial") if config else None
     polynomial = None
     if recording.current is not None and polynomial_values:

@@ -699,3 +699,37 @@ def test_identify_refuses_a_regression_model_that_leaves_base_parameters_undeter
     )
     refused = run_dynid(capsys, *identify_argv(data, out), "--model", "power")
     assert_one_line_error(refused, "identify", "the power model determines only", "use --model dynamic")
+
+
+# --- issue 21, finding 9: messages that said the wrong thing -------------------------------------------------
+
+
+def test_joints_that_move_but_are_left_out_of_joints_are_named_in_a_warning(good: Synthetic, tmp_path: Path) -> None:
+    """Before: a ``joints:`` list of 3 for a 6-axis recording locked the 3 others, that moved, without a word."""
+    shipped = ros_parameters(ARM6_CONFIG)
+    config = tmp_path / "three.yaml"
+    chain = {key: shipped[f"drive_chain.{key}"][:3] for key in ("gear_ratios", "drive_gains")}
+    config.write_text(
+        yaml.safe_dump(
+            {"/**": {"ros__parameters": {"joints": ["joint_1", "joint_2", "joint_3"], "drive_chain": chain}}}
+        )
+    )
+    run = run_captured([*identify_argv(good.path, tmp_path / "three_out.yaml", config=config), "--quiet"])
+    (warning,) = [line for line in run.err.splitlines() if ": warning: " in line]
+    assert warning.startswith(f"dynid identify: warning: {good.path} records joints joint_4 (")
+    assert "joint_6 (" in warning and f"joints in {config} leaves them out" in warning and "locked" in warning
+
+
+def test_recorded_joint_names_the_urdf_lacks_are_said_to_come_from_the_columns(good: Synthetic, tmp_path: Path) -> None:
+    """Before: "unknown joints ['j1', …] in dynid_arm6.urdf", which read as a configuration problem."""
+    lines = good.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(lines[0].replace("joint_", "j") + "".join(lines[1:3000]), encoding="utf-8")
+    run = run_captured([*identify_argv(renamed, tmp_path / "renamed.yaml", config=None), "--quiet"])
+    assert_one_line_error(
+        run, "identify", f"the columns of {renamed} (J/position, …) name joints ['j1'", "rename the columns"
+    )
+    # With joints: in the configuration, the file and the columns are named too (before: "joints [...] are not in
+    # the recording", which named neither).
+    run = run_captured([*identify_argv(renamed, tmp_path / "renamed.yaml"), "--quiet"])
+    assert_one_line_error(run, "identify", f"joints in {ARM6_CONFIG} names ['joint_1'", f"which {renamed} has no")
