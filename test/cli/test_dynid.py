@@ -254,7 +254,7 @@ IDENTIFY_STAGES = (
     "signal decisions",
     "observation matrix rows (",
     "observation matrix rows: 100 %",
-    "reduction",
+    "normal equations, reduction",
     "least squares",
     "physical consistency",
     "writing the parameter file",

@@ -355,7 +355,7 @@ def identify_observations(
             f" for {base.count} base parameters (record longer)"
         )
     cancellation.check()
-    cancellation.report(f"reduction ({settings.reduction})")
+    cancellation.report(f"normal equations, reduction ({settings.reduction})")
     joint_std = joint_weights(observations, settings.method)
     equations = NormalEquations.from_rows(matrix, target, valid)
     reduction = reduce_model(
