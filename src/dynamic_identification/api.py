@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time as wall_clock
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -90,9 +91,12 @@ from dynamic_identification.io.recording import (
 )
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
-from dynamic_identification.io.table import LOGGER, write_table
+from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
+
+LOGGER = logging.getLogger(__name__)
+"""Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -121,7 +125,10 @@ def load_identification_inputs(
     config = load_config(str(config_path) if config_path else None)
     recording = read_recording_input(data, bag, config)
     source = str(data or bag)
-    robot = load_robot(urdf, _known_joints(urdf, config.joints, recording, source=source, config=config_path))
+    in_urdf = load_robot(urdf).joint_names
+    robot = load_robot(
+        urdf, _known_joints(urdf.name, in_urdf, config.joints, recording, source=source, config=config_path)
+    )
     if config.joints:
         unrecorded = [name for name in robot.joint_names if name not in recording.joint_names]
         if unrecorded:
@@ -129,7 +136,7 @@ def load_identification_inputs(
                 f"joints in {config_path} names {unrecorded}, which {source} has no columns for (it records"
                 f" {list(recording.joint_names)}): name its columns J/position, … after the URDF's joints"
             )
-        warn_locked_but_moving(urdf, recording, robot, source=source, config=str(config_path))
+        warn_locked_but_moving(in_urdf, recording, robot, source=source, config=str(config_path))
     recording = recording.select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data or bag))
@@ -142,9 +149,15 @@ def load_identification_inputs(
 
 
 def _known_joints(
-    urdf: Path, joints: tuple[str, ...] | None, recording: Recording, *, source: str, config: Path | None
+    urdf: str,
+    in_urdf: Sequence[str],
+    joints: tuple[str, ...] | None,
+    recording: Recording,
+    *,
+    source: str,
+    config: Path | None,
 ) -> tuple[str, ...]:
-    """The joints to identify (``joints`` of the configuration, else the recording's), all of them in the URDF.
+    """The joints to identify (``joints`` of the configuration, else the recording's), all of them ``in_urdf``.
 
     Raises
     ------
@@ -152,21 +165,22 @@ def _known_joints(
         Naming where the unknown names come from: the recording's columns or ``joints`` of ``config``.
     """
     wanted = joints or recording.joint_names
-    moving = load_robot(urdf).joint_names
-    unknown = [name for name in wanted if name not in moving]
+    unknown = [name for name in wanted if name not in in_urdf]
     if not unknown:
         return tuple(wanted)
     where = f"joints in {config} names" if joints else f"the columns of {source} (J/position, …) name joints"
     fix = "" if joints else ": rename the columns after the URDF's joints, or list the joints in --config"
-    raise DataError(f"{where} {unknown} that {urdf.name} does not have (its joints: {list(moving)}){fix}")
+    raise DataError(f"{where} {unknown} that {urdf} does not have (its joints: {list(in_urdf)}){fix}")
 
 
 LOCKED_MOTION_RAD = 0.05
 """Travel (rad) of a recorded joint left out of ``joints`` above which the lock is worth a warning."""
 
 
-def warn_locked_but_moving(urdf: Path, recording: Recording, robot: RobotModel, *, source: str, config: str) -> None:
-    """Warn (one line) when joints of the URDF that ``joints`` of ``config`` leaves out move in the recording.
+def warn_locked_but_moving(
+    in_urdf: Sequence[str], recording: Recording, robot: RobotModel, *, source: str, config: str
+) -> None:
+    """Warn (one line) when joints ``in_urdf`` that ``joints`` of ``config`` leaves out move in the recording.
 
     The model holds a joint it does not identify locked at 0 or mid-range
     (:func:`~dynamic_identification.core.model.load_robot`),
@@ -174,9 +188,6 @@ def warn_locked_but_moving(urdf: Path, recording: Recording, robot: RobotModel, 
     6-axis recording gives a wrong model without a word otherwise. A recorded joint that travels less than
     :data:`LOCKED_MOTION_RAD` (a gripper, a joint held still) is left alone.
     """
-    if all(name in robot.joint_names for name in recording.joint_names):
-        return
-    in_urdf = set(load_robot(urdf).joint_names)
     locked = [name for name in recording.joint_names if name not in robot.joint_names and name in in_urdf]
     travel = np.ptp(recording.select(locked).position, axis=0) if locked else np.empty(0)
     moving = [f"{name} ({span:.2g} rad)" for name, span in zip(locked, travel, strict=True) if span > LOCKED_MOTION_RAD]
@@ -184,8 +195,7 @@ def warn_locked_but_moving(urdf: Path, recording: Recording, robot: RobotModel, 
         LOGGER.warning(
             f"{source} records joints {', '.join(moving)} of the URDF moving, but joints in {config} leaves them out:"
             " the model holds them locked (at 0 or mid-range), so the torques of their motion corrupt the identified"
-            " parameters;"
-            " add them to joints (or record them at rest)"
+            " parameters; add them to joints (or record them at rest)"
         )
 
 
