@@ -134,3 +134,11 @@ def _only_package_reexports(cycle: list[str]) -> bool:
             if imported in members and not (imported.startswith(module + ".") or module.startswith(imported + ".")):
                 return False
     return True
+
+
+def test_only_the_command_line_draws_progress_bars() -> None:
+    """The core reports progress through a callback (``core.progress``); tqdm, a display, is the CLI adapter's."""
+    drawing = sorted(
+        module for module, path in MODULES.items() if any(i.split(".")[0] == "tqdm" for i in _imports(path))
+    )
+    assert drawing == [f"{PACKAGE}.progress_display"], drawing

@@ -80,6 +80,7 @@ ROSDEP_KEYS: dict[str, str] = {
     "pinocchio": "pinocchio",
     "cvxpy": "python3-cvxpy-pip",
     "rosbags": "python3-rosbags-pip",
+    "tqdm": "python3-tqdm",
 }
 """The rosdep key of each third-party module ``src/`` imports at run time: the keys of ros/rosdistro's
 ``rosdep/python.yaml`` (a ``-pip`` key where no system package has one: cvxpy, which brings the Clarabel solver

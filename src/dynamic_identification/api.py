@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time as wall_clock
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -19,6 +20,7 @@ import numpy as np
 
 from dynamic_identification.core import closed_loop
 from dynamic_identification.core.alignment import current_polynomial
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
     closed_loop_window,
@@ -46,6 +48,7 @@ from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
+from dynamic_identification.core.progress import ProgressCallback, ignore_progress
 from dynamic_identification.core.regression_models import identify_model
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
@@ -93,6 +96,9 @@ from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
 
+LOGGER = logging.getLogger(__name__)
+"""Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
+
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
     """The recording of a CSV file (``data``) or of a rosbag2 directory (``bag``: topics from ``config``)."""
@@ -119,8 +125,19 @@ def load_identification_inputs(
     """
     config = load_config(str(config_path) if config_path else None)
     recording = read_recording_input(data, bag, config)
-    joints = config.joints or recording.joint_names
-    robot = load_robot(urdf, joints)
+    source = str(data or bag)
+    in_urdf = load_robot(urdf).joint_names
+    robot = load_robot(
+        urdf, _known_joints(urdf.name, in_urdf, config.joints, recording, source=source, config=config_path)
+    )
+    if config.joints:
+        unrecorded = [name for name in robot.joint_names if name not in recording.joint_names]
+        if unrecorded:
+            raise DataError(
+                f"joints in {config_path} names {unrecorded}, which {source} has no columns for (it records"
+                f" {list(recording.joint_names)}): name its columns J/position, … after the URDF's joints"
+            )
+        warn_locked_but_moving(in_urdf, recording, robot, source=source, config=str(config_path))
     recording = recording.select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data or bag))
@@ -129,7 +146,58 @@ def load_identification_inputs(
             f"{data or bag} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios in --config"
         )
-    return robot, config, config.drive_chain(robot.n_joints), recording
+    return robot, config, config.drive_chain(robot.n_joints, robot.joint_names), recording
+
+
+def _known_joints(
+    urdf: str,
+    in_urdf: Sequence[str],
+    joints: tuple[str, ...] | None,
+    recording: Recording,
+    *,
+    source: str,
+    config: Path | None,
+) -> tuple[str, ...]:
+    """The joints to identify (``joints`` of the configuration, else the recording's), all of them ``in_urdf``.
+
+    Raises
+    ------
+    DataError
+        Naming where the unknown names come from: the recording's columns or ``joints`` of ``config``.
+    """
+    wanted = joints or recording.joint_names
+    unknown = [name for name in wanted if name not in in_urdf]
+    if not unknown:
+        return tuple(wanted)
+    where = f"joints in {config} names" if joints else f"the columns of {source} (J/position, …) name joints"
+    fix = "" if joints else ": rename the columns after the URDF's joints, or list the joints in --config"
+    raise DataError(f"{where} {unknown} that {urdf} does not have (its joints: {list(in_urdf)}){fix}")
+
+
+LOCKED_MOTION_RAD = 0.05
+"""Travel (rad) of a recorded joint left out of ``joints`` above which the lock is worth a warning."""
+
+
+def warn_locked_but_moving(
+    in_urdf: Sequence[str], recording: Recording, robot: RobotModel, *, source: str, config: str
+) -> None:
+    """Warn (one line) when joints ``in_urdf`` that ``joints`` of ``config`` leaves out move in the recording.
+
+    The model holds a joint it does not identify locked at 0 or mid-range
+    (:func:`~dynamic_identification.core.model.load_robot`),
+    so the torques its motion causes land on the identified joints' parameters: a ``joints:`` list of 3 for a
+    6-axis recording gives a wrong model without a word otherwise. A recorded joint that travels less than
+    :data:`LOCKED_MOTION_RAD` (a gripper, a joint held still) is left alone.
+    """
+    locked = [name for name in recording.joint_names if name not in robot.joint_names and name in in_urdf]
+    travel = np.ptp(recording.select(locked).position, axis=0) if locked else np.empty(0)
+    moving = [f"{name} ({span:.2g} rad)" for name, span in zip(locked, travel, strict=True) if span > LOCKED_MOTION_RAD]
+    if moving:
+        LOGGER.warning(
+            f"{source} records joints {', '.join(moving)} of the URDF moving, but joints in {config} leaves them out:"
+            " the model holds them locked (at 0 or mid-range), so the torques of their motion corrupt the identified"
+            " parameters; add them to joints (or record them at rest)"
+        )
 
 
 def identify_recording(
@@ -139,12 +207,15 @@ def identify_recording(
     recording: Recording,
     *,
     model: str | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Identify a recording already in model joint order with ``model`` (default ``estimation.model``).
 
     With ``estimation.consistency`` (the default) the published values are the physically
     consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
+    ``cancellation`` is polled and told the progress of each stage.
     """
+    cancellation.report("base parameters (QR on random states)")
     base = base_parameters(robot, drive_chain, config.drive_terms)
     return identify_model(
         robot,
@@ -159,6 +230,7 @@ def identify_recording(
         settings=config.identification_settings(),
         bounds=config.plausibility_bounds(robot),
         consistency=configured_consistency(robot, config, base),
+        cancellation=cancellation,
     )
 
 
@@ -233,6 +305,7 @@ def identify_file(
     urdf_out: Path | None = None,
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
+    progress: ProgressCallback = ignore_progress,
 ) -> str:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
@@ -260,7 +333,9 @@ def identify_file(
     inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
     and judged into ``quality.validation``; ``report`` writes the HTML report there.
     Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
-    output and to ``quality.warnings``.
+    output and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
+    decisions, the observation rows sample by sample, reduction, least squares, physical
+    consistency, validation, writing, the report) as it begins (:mod:`~dynamic_identification.core.progress`).
     """
     _check_output(out, urdf, data, config, bag, *validate_data)
     if urdf_out is not None:
@@ -283,21 +358,24 @@ def identify_file(
             validate_data=validate_data,
             report=report,
         )
+    monitor = Cancellation(progress=progress)
+    monitor.report(f"reading {data or bag}")
     robot, parsed, drive_chain, recording = load_identification_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     parsed = _command_line_overrides(parsed, signal, consistency)
     held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
-    result = identify_recording(robot, parsed, drive_chain, recording, model=model)
+    result = identify_recording(robot, parsed, drive_chain, recording, model=model, cancellation=monitor)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     consistent = consistent_model(robot, terms, settings, result)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
-    validations = [
-        validate(robot, drive_chain, terms, result, held, settings, name=name)
-        for held, name in zip(held_out, validation_names(validate_data), strict=True)
-    ]
+    validations = []
+    for held, name in zip(held_out, validation_names(validate_data), strict=True):
+        monitor.report(f"validation on {name}")
+        validations.append(validate(robot, drive_chain, terms, result, held, settings, name=name))
+    monitor.report("writing the parameter file")
     warnings = identification_warnings(robot, result, settings, consistent)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
@@ -335,6 +413,7 @@ def identify_file(
         from dynamic_identification.io.report import write_report
         from dynamic_identification.io.report_data import identification_report
 
+        monitor.report(f"HTML report in {report}")
         training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
         page = write_report(
             report,
@@ -504,9 +583,16 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     return "\n".join(report)
 
 
-def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:
-    """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV."""
+def excite_file(
+    *, urdf: Path, config: Path | None, mode: str, out: Path, progress: ProgressCallback = ignore_progress
+) -> str:
+    """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV.
+
+    ``progress`` is told each stage of the plan as it begins and the search's budget spent at
+    every cost evaluation (:mod:`~dynamic_identification.core.progress`).
+    """
     _check_output(out, urdf, config)
+    monitor = Cancellation(progress=progress)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
@@ -514,12 +600,13 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
         mechanism = identification.closed_loop_model(urdf)
         plan = plan_closed_loop_excitation(
             mechanism,
-            identification.drive_chain(mechanism.n_actuated),
+            identification.drive_chain(mechanism.n_actuated, mechanism.actuated_joint_names),
             identification.drive_terms,
             settings,
             torque_model=(
                 identified_closed_loop_torque_model(str(parameters_file), mechanism) if parameters_file else None
             ),
+            cancellation=monitor,
         )
         joints = mechanism.actuated_joint_names
     else:
@@ -527,12 +614,14 @@ def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str
         torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
         plan = plan_excitation(
             robot,
-            identification.drive_chain(robot.n_joints),
+            identification.drive_chain(robot.n_joints, robot.joint_names),
             identification.drive_terms,
             settings,
             torque_model=torque_model,
+            cancellation=monitor,
         )
         joints = robot.joint_names
+    monitor.report(f"writing {out}")
     write_trajectory_csv(out, plan.trajectory)
     return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")
 
@@ -678,7 +767,7 @@ def load_closed_loop_inputs(
             f"{source} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
         )
-    return model, config, config.drive_chain(model.n_actuated), recording
+    return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
 
 
 def check_closed_loop_units(model: ClosedLoopModel, recording: Recording, source: str) -> None:
@@ -1046,7 +1135,7 @@ def gains_file(
         if unit_checks:
             check_units(robot, selected, str(path))
         recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
-    chain = parsed.drive_chain(robot.n_joints)
+    chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
     identify = partial(identify_drive_gains, robot, efficiency=parsed.efficiency)
     result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, robot.joint_names)
     lines = [
@@ -1125,7 +1214,7 @@ def payload_file(
         check_units(robot, recording, str(data))
     chain = parameters.drive_chain()
     if parsed.drive_gains is not None:
-        chain = parsed.drive_chain(robot.n_joints)
+        chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
     polynomial_values = ros_parameters(str(config), "recorder").get("current_polynomial") if config else None
     polynomial = None
     if recording.current is not None and polynomial_values:

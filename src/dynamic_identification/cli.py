@@ -28,6 +28,7 @@ from dynamic_identification import api
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.core.settings_schema import EXCITATION_MODES, STAMP_SOURCES, VELOCITY_SOURCES
+from dynamic_identification.progress_display import stderr_progress
 
 BAD_INPUT = 2
 INTERRUPTED = 130
@@ -71,6 +72,15 @@ def _add_recording_source(parser: argparse.ArgumentParser) -> None:
 def _add_urdf(parser: argparse.ArgumentParser) -> None:
     """``--urdf FILE``, required: the robot's URDF."""
     parser.add_argument("--urdf", required=True, type=Path, help="robot URDF")
+
+
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (by default each stage is reported there: a bar on a terminal, plain lines"
+        " at most every 10 %% or 5 s otherwise; stdout holds only the report)",
+    )
 
 
 def _add_output(parser: argparse.ArgumentParser, what: str) -> None:
@@ -171,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
         help="sample instants (default auto: recovered from the sample order when the stamps jitter by more"
         " than 1 %% of a period; overrides signal.stamps of --config)",
     )
+    _add_quiet(identify)
 
     predict = _add_verb(
         verbs, "predict", _predict, summary="predict joint torques of a recording from identified parameters"
@@ -196,6 +207,7 @@ def _parser() -> argparse.ArgumentParser:
         " ([Swevers2002] §4.2), frame from the excitation block's 'frame' (default the last frame)",
     )
     _add_output(excite, "trajectory CSV to write")
+    _add_quiet(excite)
 
     stream = _add_verb(
         verbs,
@@ -313,15 +325,17 @@ def _identify(arguments: argparse.Namespace) -> str:
     --urdf is the opened tree ([Briot2012] §2): the recording holds its actuated joints (or every tree
     joint), the file names the closures.
     """
-    return _forward(
-        api.identify_file,
-        arguments,
-        ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
-        unit_checks=_unit_checks(arguments),
-        signal=_signal_overrides(arguments),
-        consistency=False if arguments.no_consistency else None,
-        validate_data=arguments.validate,
-    )
+    with stderr_progress("dynid identify", quiet=arguments.quiet) as progress:
+        return _forward(
+            api.identify_file,
+            arguments,
+            ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
+            unit_checks=_unit_checks(arguments),
+            signal=_signal_overrides(arguments),
+            consistency=False if arguments.no_consistency else None,
+            validate_data=arguments.validate,
+            progress=progress,
+        )
 
 
 def _predict(arguments: argparse.Namespace) -> str:
@@ -343,7 +357,10 @@ def _excite(arguments: argparse.Namespace) -> str:
     A closed-loop robot (robot.loop_closures in --config): a Fourier series of the actuated joints that
     keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020]).
     """
-    return api.excite_file(urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out)
+    with stderr_progress("dynid excite", quiet=arguments.quiet) as progress:
+        return api.excite_file(
+            urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out, progress=progress
+        )
 
 
 def _stream(arguments: argparse.Namespace) -> str:

@@ -104,15 +104,17 @@ def identify_argv(data: Path, out: Path, *, config: Path | None = ARM6_CONFIG, u
 
 
 def assert_one_line_error(run: Run, verb: str, *needles: str) -> str:
-    """The run failed with exactly one stderr line ``dynid VERB: error: ...`` containing every needle."""
+    """The run failed with exactly one stderr line ``dynid VERB: error: ...`` containing every needle, its last; the
+    lines before it, if any, are the verb's progress (its stages), no warning."""
     assert run.code != 0
     assert run.out == ""
-    lines = run.err.splitlines()
-    assert len(lines) == 1, run.err
-    assert lines[0].startswith(f"dynid {verb}: error: "), lines[0]
+    *progress, last = run.err.splitlines()
+    assert all(line.startswith(f"dynid {verb}: ") and ": error: " not in line for line in progress), run.err
+    assert not any(": warning: " in line for line in progress), run.err
+    assert last.startswith(f"dynid {verb}: error: "), last
     for needle in needles:
-        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
-    return lines[0]
+        assert needle in last, f"{needle!r} not in {last!r}"
+    return last
 
 
 def synthesize(arm: Arm, *, seconds: float, seed: int) -> tuple[FourierTrajectory, np.ndarray, np.ndarray, np.ndarray]:
@@ -246,10 +248,44 @@ def test_help_of_the_installed_module_lists_the_verbs() -> None:
 # --- identify -----------------------------------------------------------------------------------------------
 
 
+IDENTIFY_STAGES = (
+    "reading ",
+    "base parameters",
+    "signal decisions",
+    "observation matrix rows (",
+    "observation matrix rows: 100 %",
+    "normal equations, reduction",
+    "least squares",
+    "physical consistency",
+    "writing the parameter file",
+)
+"""The beginnings of the stages ``dynid identify`` reports, in their order."""
+
+
+def test_identify_reports_its_stages_on_stderr_in_plain_lines_and_only_its_report_on_stdout(
+    identified: tuple[Run, Path],
+) -> None:
+    run, _ = identified
+    assert "\r" not in run.err  # stderr is not a terminal here: lines, no bar
+    lines = run.err.splitlines()
+    assert all(line.startswith("dynid identify: ") for line in lines), run.err
+    stages = [line.removeprefix("dynid identify: ") for line in lines]
+    where = [next(i for i, stage in enumerate(stages) if stage.startswith(start)) for start in IDENTIFY_STAGES]
+    assert where == sorted(where), stages
+    rows = [stage for stage in stages if stage.startswith("observation matrix rows: ")]
+    assert 1 <= len(rows) <= 10, rows  # a line per 10 % of the samples at most (blocks of 10 000 samples)
+    assert "observation matrix rows" not in run.out and not set(stages) & set(run.out.splitlines())
+
+
+def test_identify_quiet_reports_nothing_on_stderr(good: Synthetic, folder: Path) -> None:
+    run = run_captured([*identify_argv(good.path, folder / "quiet.yaml"), "--quiet"])
+    assert run.code == 0 and run.err == ""
+
+
 def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identified: tuple[Run, Path]) -> None:
     run, out = identified
     assert run.code == 0, run.err
-    assert run.err == ""
+    assert not any(": warning: " in line for line in run.err.splitlines()), run.err
     names_in_table = {line.split()[0] for line in run.out.splitlines() if line.strip()}
     assert {"ZZ1", "Fv1", "Fc6", "off6"} <= names_in_table
     assert "condition number" in run.out
@@ -659,3 +695,37 @@ def test_identify_refuses_a_regression_model_that_leaves_base_parameters_undeter
     )
     refused = run_dynid(capsys, *identify_argv(data, out), "--model", "power")
     assert_one_line_error(refused, "identify", "the power model determines only", "use --model dynamic")
+
+
+# --- issue 21, finding 9: messages that said the wrong thing -------------------------------------------------
+
+
+def test_joints_that_move_but_are_left_out_of_joints_are_named_in_a_warning(good: Synthetic, tmp_path: Path) -> None:
+    """Before: a ``joints:`` list of 3 for a 6-axis recording locked the 3 others, that moved, without a word."""
+    shipped = ros_parameters(ARM6_CONFIG)
+    config = tmp_path / "three.yaml"
+    chain = {key: shipped[f"drive_chain.{key}"][:3] for key in ("gear_ratios", "drive_gains")}
+    config.write_text(
+        yaml.safe_dump(
+            {"/**": {"ros__parameters": {"joints": ["joint_1", "joint_2", "joint_3"], "drive_chain": chain}}}
+        )
+    )
+    run = run_captured([*identify_argv(good.path, tmp_path / "three_out.yaml", config=config), "--quiet"])
+    (warning,) = [line for line in run.err.splitlines() if ": warning: " in line]
+    assert warning.startswith(f"dynid identify: warning: {good.path} records joints joint_4 (")
+    assert "joint_6 (" in warning and f"joints in {config} leaves them out" in warning and "locked" in warning
+
+
+def test_recorded_joint_names_the_urdf_lacks_are_said_to_come_from_the_columns(good: Synthetic, tmp_path: Path) -> None:
+    """Before: "unknown joints ['j1', …] in dynid_arm6.urdf", which read as a configuration problem."""
+    lines = good.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(lines[0].replace("joint_", "j") + "".join(lines[1:3000]), encoding="utf-8")
+    run = run_captured([*identify_argv(renamed, tmp_path / "renamed.yaml", config=None), "--quiet"])
+    assert_one_line_error(
+        run, "identify", f"the columns of {renamed} (J/position, …) name joints ['j1'", "rename the columns"
+    )
+    # With joints: in the configuration, the file and the columns are named too (before: "joints [...] are not in
+    # the recording", which named neither).
+    run = run_captured([*identify_argv(renamed, tmp_path / "renamed.yaml"), "--quiet"])
+    assert_one_line_error(run, "identify", f"joints in {ARM6_CONFIG} names ['joint_1'", f"which {renamed} has no")

@@ -83,3 +83,28 @@ def test_unknown_mode_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str
         cli.main(["excite", "--urdf", str(arm6_urdf), "--mode", "sinus", "--out", "x.csv"])
     assert caught.value.code == 2
     assert "invalid choice: 'sinus'" in capsys.readouterr().err
+
+
+def test_the_search_reports_its_budget_and_the_checks_on_stderr_and_only_the_report_goes_to_stdout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, arm6_urdf: Path
+) -> None:
+    config = _config(tmp_path, optimise=True)
+    argv = ["excite", "--urdf", str(arm6_urdf), "--config", str(config), "--mode", "fourier"]
+    assert cli.main([*argv, "--out", str(tmp_path / "fourier.csv")]) == 0
+    printed = capsys.readouterr()
+    stages = [line.removeprefix("dynid excite: ") for line in printed.err.splitlines()]
+    assert "\r" not in printed.err and all(line.startswith("dynid excite: ") for line in printed.err.splitlines())
+    search = [stage for stage in stages if stage.startswith("Fourier search")]
+    # The budget is 1500 evaluations or 60 s, whichever is spent first; it is shown in s of the budget.
+    assert search[0] == "Fourier search (60 s)"
+    assert search[-1] == "Fourier search: 100 % (60 of 60 s)"
+    assert len(search) <= 1 + 10 + 12  # a line per 10 % or 5 s at most (the 60 s bound the time lines)
+    assert stages.index(search[-1]) < stages.index("checks of the executed motion")
+    assert stages[-1] == f"writing {tmp_path / 'fourier.csv'}"
+    assert "Fourier search" not in printed.out and "condition number" in printed.out
+
+
+def test_quiet_prints_no_progress(capsys: pytest.CaptureFixture[str], tmp_path: Path, arm6_urdf: Path) -> None:
+    argv = ["excite", "--urdf", str(arm6_urdf), "--config", str(_config(tmp_path)), "--mode", "segmented"]
+    assert cli.main([*argv, "--out", str(tmp_path / "segmented.csv"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

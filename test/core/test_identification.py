@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from arm6_drives import IDENTIFICATION_DRIVE
+from dynamic_identification.core.cancellation import Cancellation
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import (
@@ -16,6 +17,7 @@ from dynamic_identification.core.identification import (
     identify,
     predict_torques,
 )
+from dynamic_identification.core.identification.observations import ROWS_STAGE
 from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
@@ -23,6 +25,7 @@ from dynamic_identification.core.model import (
     RobotModel,
     standard_parameters,
 )
+from dynamic_identification.core.progress import Progress
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 
 RATE_HZ = 1000.0
@@ -171,3 +174,34 @@ def test_epoch_stamps_give_the_same_estimate_as_stamps_from_zero(setup) -> None:
     # the estimate moves by a fraction of its own uncertainty.
     difference = np.abs(epoch.estimate.parameters - reference.estimate.parameters)
     assert np.all(difference < 0.5 * reference.estimate.std)
+
+
+def test_a_watched_identification_reports_its_rows_sample_by_sample_and_returns_the_same_estimate(setup) -> None:
+    robot, chain, terms, base, drive = setup
+    time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
+    settings = IdentificationSettings(reduction="none", block_samples=4000)
+    reports: list[Progress] = []
+    watched = identify(
+        robot,
+        chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=settings,
+        cancellation=Cancellation(progress=reports.append),
+    )
+    plain = identify(robot, chain, terms, base, time, q, torques, settings=settings)
+    assert watched.values == plain.values
+    rows = [report for report in reports if report.stage == ROWS_STAGE]
+    done = [report.done for report in rows]
+    assert done == sorted(done) and done[0] == 0 and done[-1] == rows[-1].total
+    assert len(rows) >= 30_000 / 4000  # a report per block of rows
+    stages = list(dict.fromkeys(report.stage for report in reports))
+    assert stages == [
+        "signal decisions (stamps, cut-off, velocities)",
+        ROWS_STAGE,
+        "normal equations, reduction (none)",
+        "least squares (wls, σ hac)",
+    ]

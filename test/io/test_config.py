@@ -261,3 +261,50 @@ def test_every_shipped_configuration_loads(path: Path) -> None:
     assert config.window_settings().window_s > 0.0
     assert load_excitation_settings(path).harmonics >= 1
     assert set(ros_parameters(path, "recorder")) >= set(ros_parameters(path, None))
+
+
+# --- issue 21, finding 9: messages that said the wrong thing -------------------------------------------------
+
+DRIVE_CHAIN = "      gear_ratios: [100.0, 80.0]\n      drive_gains: [0.1, 0.1]\n"
+
+
+def test_a_drive_chain_left_empty_above_its_keys_says_to_indent_them_not_did_you_mean(tmp_path: Path) -> None:
+    """Before: "unknown configuration keys ['drive_chain'] … (did you mean 'drive_gains'?)"."""
+    text = "/**:\n  ros__parameters:\n    joints: [a, b]\n    drive_chain:\n" + DRIVE_CHAIN.replace("      ", "    ")
+    with pytest.raises(DataError) as caught:
+        load_config(_write(tmp_path, text))
+    message = str(caught.value)
+    assert "'drive_chain' in block '/**' of" in message and "is empty" in message
+    assert "'gear_ratios', 'drive_gains' sit beside it: indent them one level more, under drive_chain" in message
+    assert "did you mean" not in message
+
+
+def test_a_drive_chain_beside_ros_parameters_is_refused_not_ignored(tmp_path: Path) -> None:
+    """Before: read without it (gear ratios 1, gains 1), without a word."""
+    text = "/**:\n  ros__parameters:\n    joints: [a, b]\n  drive_chain:\n" + DRIVE_CHAIN.replace("      ", "    ")
+    with pytest.raises(DataError, match=r"'drive_chain' in block '/\*\*' of .* sits beside 'ros__parameters'"):
+        load_config(_write(tmp_path, text))
+
+
+def test_a_drive_chain_at_the_top_level_is_called_a_parameter_not_a_block(tmp_path: Path) -> None:
+    """Before: "block 'drive_chain' of … has no 'ros__parameters' mapping"."""
+    text = "/**:\n  ros__parameters:\n    joints: [a, b]\ndrive_chain:\n" + DRIVE_CHAIN.replace("      ", "  ")
+    with pytest.raises(DataError, match="'drive_chain' at the top level of .* is a parameter, not a node block"):
+        load_config(_write(tmp_path, text))
+
+
+def test_a_drive_gains_count_that_is_not_the_joints_names_file_key_and_joints(tmp_path: Path) -> None:
+    """Before: "drive_gains must have 3 entries (one per joint), got shape (2,)"."""
+    path = _write(tmp_path, "/**:\n  ros__parameters:\n    drive_chain:\n" + DRIVE_CHAIN)
+    with pytest.raises(DataError) as caught:
+        load_config(path).drive_chain(3, ("j1", "j2", "j3"))
+    message = str(caught.value)
+    assert message.startswith(f"drive_chain.gear_ratios in {path} has 2 entries, but the 3 joints ['j1', 'j2', 'j3']")
+    assert "joints unset" in message
+
+
+def test_a_urdf_given_as_configuration_is_called_xml(tmp_path: Path) -> None:
+    """Before: "… is not valid YAML: mapping values are not allowed here …"."""
+    path = _write(tmp_path, '<?xml version="1.0"?>\n<robot name="arm">\n  <link name="base: a"/>\n</robot>\n')
+    with pytest.raises(DataError, match=r"configuration file .* is XML \(a URDF\?\), not a ROS 2 parameter YAML"):
+        load_config(path)

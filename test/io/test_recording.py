@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -263,4 +264,42 @@ def test_nul_bytes_inside_the_file_are_refused_naming_the_line(tmp_path: Path) -
     path = tmp_path / "rec.csv"
     path.write_bytes(b"time,a/position,a/effort\n0,1,2\n1,\x00\x00,3\n2,1,3\n")
     with pytest.raises(DataError, match="line 3 of .* holds NUL bytes"):
+        read_recording_csv(path)
+
+
+# --- issue 21, finding 9: messages that said the wrong thing -------------------------------------------------
+
+
+@pytest.mark.parametrize(("separator", "name"), [(";", "';'"), ("\t", "tab")])
+def test_a_semicolon_or_tab_separated_file_is_named_as_such(tmp_path: Path, separator: str, name: str) -> None:
+    """Before: "has no 'time' column (header: ['time;a/position;a/effort'])"; refused rather than guessed: such files
+    often write decimal commas too."""
+    path = _write(tmp_path, "time,a/position,a/effort\n0,1,2\n1,1,2\n".replace(",", separator))
+    with pytest.raises(DataError, match=f"the header of .* looks {name}-separated .*: dynid reads comma-separated"):
+        read_recording_csv(path)
+
+
+@pytest.mark.parametrize("column", ["time [s]", "timestamp", "t", "time_ns"])
+def test_a_time_column_under_another_name_is_pointed_at(tmp_path: Path, column: str) -> None:
+    path = _write(tmp_path, f"{column},a/position,a/effort\n0,1,2\n1,1,2\n")
+    with pytest.raises(DataError, match=f"is '{re.escape(column)}' the time\\? name it 'time' \\(seconds\\)"):
+        read_recording_csv(path)
+
+
+@pytest.mark.parametrize(("kind", "meant"), [("torque", "effort"), ("pos", "position"), ("vel", "velocity")])
+def test_a_column_kind_in_other_words_names_the_column_meant(tmp_path: Path, kind: str, meant: str) -> None:
+    path = _write(tmp_path, f"time,a/position,a/{kind}\n0,1,2\n1,1,2\n")
+    with pytest.raises(DataError, match=f"unknown column 'a/{kind}' .*did you mean 'a/{meant}'"):
+        read_recording_csv(path)
+
+
+@pytest.mark.parametrize(
+    ("first", "kind"), [("/**:", "YAML"), ('<?xml version="1.0"?>', r"XML \(a URDF\?\)")], ids=["yaml", "urdf"]
+)
+def test_a_configuration_or_urdf_given_as_recording_says_what_it_looks_like(
+    tmp_path: Path, first: str, kind: str
+) -> None:
+    """Before: "has no 'time' column (header: ['/**:'])"."""
+    path = _write(tmp_path, f"{first}\n  ros__parameters: {{}}\n")
+    with pytest.raises(DataError, match=f"is not a recording CSV: its first line .* looks like {kind}"):
         read_recording_csv(path)

@@ -353,7 +353,7 @@ def test_missing_topic_is_a_one_line_error_listing_the_topics(run: Run, folder: 
     config = write_config(folder / "currents_config.yaml", run)
 
     code, out, err = dynid(
-        "identify", "--urdf", ARM6_URDF, "--bag", bag, "--config", config, "--out", folder / "x.yaml"
+        "identify", "--urdf", ARM6_URDF, "--bag", bag, "--config", config, "--out", folder / "x.yaml", "--quiet"
     )
 
     assert code != 0 and out == ""

@@ -386,6 +386,30 @@ def test_destroying_the_node_while_it_plans_stops_the_planner_and_it_publishes_n
         assert sum("planning cancelled" in message for _, message in said) <= 1, said
 
 
+def test_the_planning_logs_its_stages_and_the_search_budget_at_info_before_it_is_ready(context: Context) -> None:
+    with graphs(functools.partial(RosGraph, context, name="excitation_probe")) as make:
+        g = make()
+        logs: list[Log] = g.record(Log, "/rosout", QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE))
+        node = ExcitationNode(
+            context=context,
+            parameter_overrides=[Parameter("mode", value="fourier"), Parameter("time_budget_s", value=2.0)],
+        )
+        g.executor.add_node(node)
+        try:
+            assert node.wait_for_plan(60.0), "planning did not finish"
+            g.spin(10.0, until=lambda: any(log.msg.startswith("ready: ") for log in logs))
+        finally:
+            g.executor.remove_node(node)
+            node.destroy_node()
+    said = [log.msg for log in logs if log.name == "excitation" and log.level == Log.INFO]
+    ready = next(i for i, message in enumerate(said) if message.startswith("ready: "))
+    planning = [message for message in said[:ready] if message.startswith("planning: ")]
+    assert planning[0] == "planning: Fourier search (2 s)", said
+    search = [message for message in planning if message.startswith("planning: Fourier search: ")]
+    assert 1 <= len(search) <= 10 and search[-1] == "planning: Fourier search: 100 % (2 of 2 s)", planning
+    assert planning[-1] == "planning: checks of the executed motion", planning
+
+
 def _alternating_file(path: pathlib.Path, joints: tuple[str, ...], *, step_rad: float) -> pathlib.Path:
     """Joint 1 jumps between ±step/2 every 10 ms with zero velocity and acceleration columns: every sample is
     inside the limits, the quintic the controller draws between them is not."""

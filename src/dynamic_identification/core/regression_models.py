@@ -57,6 +57,7 @@ import pinocchio as pin
 import scipy.integrate
 import scipy.signal
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion, resolve_signal
@@ -252,6 +253,7 @@ def model_observations(
     filter_lambda: float = DEFAULT_FILTER_LAMBDA_RAD_S,
     energy_interval_s: float = DEFAULT_ENERGY_INTERVAL_S,
     dq_measured: np.ndarray | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> PreparedObservations:
     """Observations of one recording under one of the :data:`MODELS` ([DirectDrive2012] §3): the builder of each model.
 
@@ -271,6 +273,10 @@ def model_observations(
     dq_measured
         Measured velocities (rad/s) ``(N, n)``, used by the IDIM with
         ``settings.signal.velocity`` is ``"measured"``.
+    cancellation
+        Polled, and told the progress, by the IDIM's rows
+        (:func:`~dynamic_identification.core.identification.observations.prepare_observations`);
+        the other models report their stage.
 
     Returns
     -------
@@ -291,8 +297,18 @@ def model_observations(
     q = robot.unwrap_positions(np.asarray(q, dtype=float))
     if model == "dynamic":
         return prepare_observations(
-            robot, drive_chain, terms, base, time, q, torques, dq_measured=dq_measured, settings=settings
+            robot,
+            drive_chain,
+            terms,
+            base,
+            time,
+            q,
+            torques,
+            dq_measured=dq_measured,
+            settings=settings,
+            cancellation=cancellation,
         )
+    cancellation.report(f"{model} model observations")
     if model == "power":
         return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
     if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
@@ -354,6 +370,7 @@ def identify_model(
     forgetting: float = 1.0,
     initial_covariance: float = 1e8,
     consistency: ConsistentEstimator | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Identify the base parameters from one recording with one regression model ([DirectDrive2012] §3).
 
@@ -365,7 +382,8 @@ def identify_model(
     ``settings.method == "wls"``) for the final estimate instead of the batch QR
     solution (:class:`~dynamic_identification.core.identification.solve.RecursiveSettings`).
     ``consistency`` publishes the physically consistent estimate fitted to the model's own
-    normal equations ([Wensing2018]; step 5 of the seam).
+    normal equations ([Wensing2018]; step 5 of the seam). ``cancellation`` is polled and told
+    the progress of each stage (:mod:`~dynamic_identification.core.progress`).
 
     Raises
     ------
@@ -387,6 +405,7 @@ def identify_model(
             filter_lambda=filter_lambda,
             energy_interval_s=energy_interval_s,
             dq_measured=samples.dq_measured,
+            cancellation=cancellation,
         )
 
     return identify_recording(
@@ -402,6 +421,7 @@ def identify_model(
         if model == "dynamic"
         else lambda samples: stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
+        cancellation=cancellation,
     )
 
 

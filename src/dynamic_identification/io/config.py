@@ -51,7 +51,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,8 @@ class IdentificationConfig:
         A closed-loop robot's closures and actuated joints (``robot.loop_closures``,
         ``robot.actuated_joints``, read through the schema by :func:`config_from_parameters`);
         both empty for a serial robot.
+    source
+        Where the settings come from (the file), for the messages of what is checked later.
     """
 
     joints: tuple[str, ...] | None = setting_field("joints", DYNID)
@@ -232,6 +234,7 @@ class IdentificationConfig:
     mass_factor: float = setting_field("plausibility.mass_factor")
     loop_closures: tuple[LoopClosure, ...] = ()
     actuated_joints: tuple[str, ...] = ()
+    source: str = field(default="the defaults", compare=False)
 
     @property
     def closed_loop(self) -> bool:
@@ -287,8 +290,27 @@ class IdentificationConfig:
         """Settings of the in-process sliding-window estimator."""
         return self.window
 
-    def drive_chain(self, n_joints: int) -> DriveChain:
-        """The drive chain for ``n_joints`` joints (raises ``ModelError`` on a size mismatch)."""
+    def drive_chain(self, n_joints: int, joint_names: Sequence[str] | None = None) -> DriveChain:
+        """The drive chain for ``n_joints`` joints (``joint_names``, when known, name them in messages).
+
+        Raises
+        ------
+        DataError
+            Naming the file, the key, its count and the joints it should have one entry for.
+        """
+        for key, value in (
+            ("drive_chain.gear_ratios", self.gear_ratios),
+            ("drive_chain.drive_gains", self.drive_gains),
+            ("drive_chain.coupling", self.coupling),
+        ):
+            if value is not None and len(value) != n_joints:
+                names = f" {brief(list(joint_names), 200)}" if joint_names is not None else ""
+                unset = "" if self.joints else " (joints unset: the recording's, or every joint of the URDF)"
+                kind = "rows" if key.endswith("coupling") else "entries"
+                raise DataError(
+                    f"{key} in {self.source} has {len(value)} {kind}, but the {n_joints} joints{names}{unset} need"
+                    f" one each, in the order of joints"
+                )
         return DriveChain.create(
             n_joints, gear_ratios=self.gear_ratios, drive_gains=self.drive_gains, coupling=self.coupling
         )
@@ -408,6 +430,10 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
         an unknown key (named with the closest valid one).
     """
     file, text = read_config_text(path)
+    if text.lstrip().startswith("<"):
+        raise DataError(
+            f"configuration file {file} is XML (a URDF?), not a ROS 2 parameter YAML: the URDF goes to --urdf"
+        )
     document = parse_yaml(text, f"configuration file {file}")
     if document is None:
         return {}
@@ -421,7 +447,18 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
     own: dict[str, Any] = {}
     for key, block in document.items():
         if not isinstance(block, dict) or "ros__parameters" not in block:
+            if isinstance(key, str) and _is_section_or_key(key):
+                raise DataError(
+                    f"{key!r} at the top level of {file} is a parameter, not a node block: indent it under a"
+                    f" block's ros__parameters ('/**': ros__parameters: {key}: …)"
+                )
             raise DataError(f"block {brief(key)} of {file} has no 'ros__parameters' mapping")
+        beside = [name for name in block if name != "ros__parameters"]
+        if beside:
+            raise DataError(
+                f"{brief(beside[0])} in block {brief(key)} of {file} sits beside 'ros__parameters', where ROS reads"
+                f" nothing: indent it one level more, under ros__parameters"
+            )
         parameters = block["ros__parameters"]
         if parameters is None:
             parameters = {}
@@ -459,6 +496,10 @@ def _node_of_block(key: str, file: Path) -> str | None:
 
 def _check_known(parameters: Mapping[str, Any], source: str) -> None:
     unknown = [key for key in parameters if not is_known_key(key)]
+    for key in unknown:
+        problem = _nesting_problem(key, parameters, source)
+        if problem is not None:
+            raise DataError(problem)
     if unknown:
         raise DataError(unknown_keys_message(unknown, source))
 
@@ -493,6 +534,37 @@ def _check_placed(parameters: Mapping[str, Any], node: str, source: str) -> None
     where = f"; read by {', '.join(readers)}: move them to that block or to /**" if readers else ""
     message = unknown_keys_message(misplaced, source, known=allowed)
     raise DataError(message.replace("unknown configuration keys", f"keys the {node} does not read", 1) + where)
+
+
+def _sections() -> frozenset[str]:
+    """Every dotted prefix of a known key (``drive_chain``, ``window``, ``payload``): a mapping, never a value."""
+    return frozenset(key.rsplit(".", depth)[0] for key in known_keys() for depth in range(1, key.count(".") + 1))
+
+
+def _is_section_or_key(name: str) -> bool:
+    return name in _sections() or is_known_key(name)
+
+
+def _nesting_problem(key: str, parameters: Mapping[str, Any], source: str) -> str | None:
+    """What is wrong with an unknown ``key`` that is a section left empty (``drive_chain:`` followed by its keys
+    at its own level instead of under it), or ``None``.
+
+    YAML reads ``drive_chain:`` with nothing indented under it as an empty value and its keys as
+    siblings, where some are other nodes' parameters (``gear_ratios``, ``drive_gains`` of
+    ``sim_robot``): naming the closest key would point the user at the wrong fix.
+    """
+    if key not in _sections() or parameters[key] not in (None, "", {}):
+        return None
+    prefix = f"{key}."
+    siblings = [name for name in parameters if f"{prefix}{name}" in known_keys() and "." not in name]
+    members = sorted({name[len(prefix) :].split(".")[0] for name in known_keys() if name.startswith(prefix)})
+    keys = ", ".join(members[:8])
+    if siblings:
+        return (
+            f"{key!r} in {source} is empty and {', '.join(repr(name) for name in siblings)} sit beside it: indent"
+            f" them one level more, under {key} (its keys: {keys})"
+        )
+    return f"{key!r} in {source} is empty: indent its keys ({keys}) under it"
 
 
 def load_config(
@@ -566,6 +638,7 @@ def config_from_parameters(
     _check_sizes(source, config.joints or (actuated or None), config.gear_ratios, config.drive_gains, config.coupling)
     return replace(
         config,
+        source=source,
         joint_states_topic=_absolute(reader.text("topics.joint_states")),
         currents_topic=_absolute(reader.text("topics.motor_currents")),
         loop_closures=closures,

@@ -14,7 +14,8 @@
 * :func:`identification_warnings` — what a user must read, one sentence each, for the
   output and ``quality.warnings``: parameters physically impossible as identified,
   reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
-  ``e_tol``, parameters the recording left unexcited.
+  ``e_tol``, parameters the recording left unexcited, and a URDF whose nominal model does
+  not fit the recorded torques (:mod:`~dynamic_identification.core.identification.urdf_agreement`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from dynamic_identification.core.identification.prediction import (
 )
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
+from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -384,8 +386,13 @@ def identification_warnings(
     ``joints`` name the equations' joints when they are not ``robot``'s (a closed-loop
     robot's actuated joints, ``robot`` being its opened tree).
     """
+    serial = joints is None
     joints = tuple(robot.joint_names if joints is None else joints)
     warnings: list[str] = []
+    agreement = urdf_agreement(robot, result) if serial else None
+    mismatch = agreement.warning(Path(robot.urdf_path).name) if agreement is not None else None
+    if mismatch is not None:
+        warnings.append(mismatch)
     estimate = consistent.estimate
     if consistent.enforced and estimate is None:
         warnings.append(

@@ -24,6 +24,7 @@ import csv
 import io
 import math
 import os
+import re
 import time as _time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -452,26 +453,72 @@ def _rows(array: np.ndarray | None, index: Any) -> np.ndarray | None:
     return None if array is None else array[index]
 
 
+_TIME_LIKE = re.compile(
+    r"(?i)(t|time|times|timestamp|stamp|stamps|sec|secs|seconds|header\.stamp"
+    r"|time_?(s|sec|ns|us|ms)|time ?[\[(].*[\])])"
+)
+"""Names a time column goes by elsewhere (``t``, ``timestamp``, ``time [s]``, ``time_ns``)."""
+
+_KIND_SYNONYMS = {
+    **dict.fromkeys(("torque", "torques", "tau", "effort_nm", "efforts", "force"), "effort"),
+    **dict.fromkeys(("pos", "positions", "q", "angle", "angles", "rad"), "position"),
+    **dict.fromkeys(("vel", "velocities", "speed", "dq", "qd"), "velocity"),
+    **dict.fromkeys(("i", "curr", "currents", "amp", "amps", "current_a"), "current"),
+}
+"""Column kinds a user may write for the package's, by the kind they mean."""
+
+_KIND_UNITS = {"position": "rad", "velocity": "rad/s", "effort": "joint torque in N·m", "current": "motor current in A"}
+
+_SEPARATORS = {";": "';'", "\t": "tab", "|": "'|'"}
+
+
+def _check_format(header: list[str], file: Path) -> None:
+    """Refuse a file that is not a comma-separated recording, saying what it looks like.
+
+    A header read as one cell holding ``;`` (what a spreadsheet in a locale with decimal
+    commas writes), tabs or ``|`` is another separator: refused rather than guessed, since such
+    a file's numbers may use decimal commas too, which no separator choice reads right. A
+    first line of YAML (``/**:``) or XML (``<``) is another kind of file given as a recording.
+    """
+    if len(header) != 1:
+        return
+    first = header[0].strip()
+    for separator, name in _SEPARATORS.items():
+        if separator in first:
+            raise DataError(
+                f"the header of {file} looks {name}-separated ({brief(first, 60)}): dynid reads comma-separated CSV"
+                " ('time,J/position,…', '.' for decimals); export it with commas"
+            )
+    if first.startswith("<") or first.endswith(":"):
+        kind = "XML (a URDF?)" if first.startswith("<") else "YAML (a configuration or parameter file?)"
+        raise DataError(f"{file} is not a recording CSV: its first line {brief(first, 60)} looks like {kind}")
+
+
 def _parse_header(
     header: list[str], file: Path, *, require_torque: bool = True
 ) -> tuple[int, dict[str, dict[str, int]]]:
     """Index of the time column and, per joint (in order of appearance), column index per kind."""
+    _check_format(header, file)
     seen: set[str] = set()
     for name in header:
         if name in seen:
             raise DataError(f"column {name!r} appears twice in {file}")
         seen.add(name)
     if TIME_COLUMN not in seen:
-        raise DataError(f"{file} has no {TIME_COLUMN!r} column (header: {brief(header)})")
+        timelike = [name for name in header if _TIME_LIKE.fullmatch(name.strip())]
+        hint = f": is {timelike[0]!r} the time? name it {TIME_COLUMN!r} (seconds)" if timelike else ""
+        raise DataError(f"{file} has no {TIME_COLUMN!r} column (header: {brief(header)}){hint}")
     layout: dict[str, dict[str, int]] = {}
     for index, name in enumerate(header):
         if name == TIME_COLUMN:
             continue
         joint, _, kind = name.rpartition("/")
         if not joint or kind not in COLUMN_KINDS:
+            meant = _KIND_SYNONYMS.get(kind.strip().lower()) if joint else None
+            hint = f" (did you mean {joint + '/' + meant!r}, {_KIND_UNITS[meant]}?)" if meant else ""
             raise DataError(
                 f"unknown column {name!r} in {file}: expected {TIME_COLUMN!r} or 'JOINT/KIND' with KIND in "
-                f"{list(COLUMN_KINDS)}"
+                f"{list(COLUMN_KINDS)}{hint}"
             )
         layout.setdefault(joint, {})[kind] = index
     if not layout:

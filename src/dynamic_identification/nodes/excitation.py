@@ -10,7 +10,9 @@ At start-up the trajectory is planned in a background thread with
 :func:`~dynamic_identification.core.excitation.plan.plan_excitation` (modes
 ``fourier``, ``segmented``, ``process``, and ``payload``: the last joints only, for a
 quick payload experiment, [Swevers2002] §4.2, load on ``frame``) or read from a trajectory CSV (mode
-``file``) and checked against the limits; the executor never waits for it. Destroying
+``file``) and checked against the limits; the executor never waits for it, and its stages
+and the search's budget spent are logged at INFO (``planning: …``, a line per stage, then at
+most every 10 % or 5 s: :class:`~dynamic_identification.core.progress.ThrottledLines`). Destroying
 the node (``ros2 launch`` stopping it, Ctrl-C, a test or a composed process destroying it)
 cancels the planning (:mod:`~dynamic_identification.core.cancellation`) and waits at most
 :data:`PLANNER_STOP_S` for the thread to end; a cancelled plan is neither published nor
@@ -81,6 +83,7 @@ from dynamic_identification.core.excitation.safety import (
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.progress import ThrottledLines
 from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
 from dynamic_identification.io.config import (
     IdentificationConfig,
@@ -626,7 +629,7 @@ class ExcitationNode(GuardedNode):
 
     def _planned(self, setup: ExcitationSetup) -> ExcitationPlan:
         """The plan of the node's mode; :class:`PlanningCancelled` once :meth:`destroy_node` asked."""
-        cancellation = Cancellation(self._cancel.is_set)
+        cancellation = Cancellation(self._cancel.is_set, progress=ThrottledLines(self._log_progress))
         if self.config.mode == "file":
             plan = plan_from_file(
                 self.config.file,
@@ -661,6 +664,13 @@ class ExcitationNode(GuardedNode):
             collision=setup.collision,
             cancellation=cancellation,
         )
+
+    def _log_progress(self, line: str) -> None:
+        """A line of the planning's progress at INFO (throttled: a stage, then every 10 % or 5 s), from the planner
+        thread; under the lock and only while no cancellation was requested, as the plan itself."""
+        with self._lock:
+            if not self._cancel.is_set():
+                self.get_logger().info(f"planning: {line}")
 
     def _on_joint_state(self, message: JointState) -> None:
         try:

@@ -19,12 +19,13 @@ from dynamic_identification.core.excitation.closed_loop import (
     ClosedLoopTorqueModel,
     optimise_closed_loop_fourier,
 )
-from dynamic_identification.core.excitation.optimisation import ExcitationDesign, optimise_fourier
+from dynamic_identification.core.excitation.optimisation import SEARCH_STAGE, ExcitationDesign, optimise_fourier
 from dynamic_identification.core.excitation.payload import optimise_payload_excitation
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.progress import Progress
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
@@ -159,11 +160,16 @@ def test_a_design_that_is_not_cancelled_is_the_design_without_cancellation(
         common = {"base": base, "time_budget_s": math.inf, "max_evaluations": 200, "seed": 5}
         return optimise_fourier(robot, chain, DriveTerms(), limits, **common, **polled)
 
-    plain, polled = design(None), design(Cancellation(lambda: False))
+    reports: list[Progress] = []
+    plain, polled = design(None), design(Cancellation(lambda: False, progress=reports.append))
     assert_array_equal(polled.trajectory.sine, plain.trajectory.sine)
     assert_array_equal(polled.trajectory.cosine, plain.trajectory.cosine)
     assert_array_equal(polled.trajectory.offsets, plain.trajectory.offsets)
     assert polled.evaluations == plain.evaluations
+    # Watched, the search reported every evaluation against its budget (evaluations: the time is unbounded).
+    search = [report for report in reports if report.stage == SEARCH_STAGE]
+    assert [report.done for report in search] == [*range(1, polled.evaluations + 1), 200]
+    assert {(report.total, report.unit) for report in search} == {(200, "evaluations")}
 
 
 def test_a_cancellation_is_not_refused_as_bad_input() -> None:

@@ -1260,6 +1260,7 @@ def plan_closed_loop_excitation(
         checked,
         what="the closed-loop Fourier excitation",
         recoverable=(SelfCollisionError,),
+        cancellation=cancellation,
     )
     condition = design.condition_number
     description = f"{kind}, condition number {condition:.3g}"

@@ -520,6 +520,10 @@ def _check_settings(robot: RobotModel, limits: JointLimits, fundamental_hz: floa
         raise IdentificationError(f"limits name joints {list(limits.joint_names)}, robot has {list(robot.joint_names)}")
 
 
+SEARCH_STAGE = "Fourier search"
+"""The stage a Fourier design's search reports (:meth:`BudgetedSearch.watch`)."""
+
+
 class BudgetSpent(Exception):
     """Raised inside the cost to stop a SciPy stage when its budget is spent."""
 
@@ -543,19 +547,46 @@ class BudgetedSearch:
         """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
+        self._watched: tuple[str, float, float, float] | None = None
+
+    def watch(self, name: str, *, start: float, time_budget_s: float, max_evaluations: float | None) -> None:
+        """Report the search as the stage ``name`` to ``cancellation``'s progress at every evaluation, against
+        its whole budget: the wall time from ``start`` (``time.perf_counter``, s) within ``time_budget_s``, or the
+        ``max_evaluations``, whichever is spent first (in s of the budget; in evaluations when the time is
+        unbounded)."""
+        self._watched = (name, start, time_budget_s, np.inf if max_evaluations is None else float(max_evaluations))
 
     def spend(self) -> None:
         """Count one evaluation of the cost, or raise :class:`BudgetSpent` when the stage's budget is spent.
 
         The first candidate is always evaluated, so a loaded machine still gets a design.
         Raises :class:`~dynamic_identification.core.errors.PlanningCancelled`, before any
-        evaluation, once ``cancellation`` is requested.
+        evaluation, once ``cancellation`` is requested; reports the budget spent (:meth:`watch`).
         """
         self.cancellation.check()
-        spent = self.evaluations >= self.stop_evaluations or time.perf_counter() >= self.deadline
+        now = time.perf_counter()
+        spent = self.evaluations >= self.stop_evaluations or now >= self.deadline
         if spent and self.best_x is not None:
             raise BudgetSpent
         self.evaluations += 1
+        self._report(now)
+
+    def finished(self) -> None:
+        """Report the search's budget spent: it ended (:meth:`watch`)."""
+        self._report(np.inf)
+
+    def _report(self, now: float) -> None:
+        """The budget spent at ``now`` (``time.perf_counter``, s) to ``cancellation``'s progress, when watched."""
+        if self._watched is None:
+            return
+        name, start, seconds, evaluations = self._watched
+        if np.isfinite(seconds):
+            used = seconds * min(max((now - start) / seconds, self.evaluations / evaluations), 1.0)
+            self.cancellation.report(name, used, seconds, "s")
+        else:
+            self.cancellation.report(
+                name, self.evaluations if np.isfinite(now) else evaluations, evaluations, "evaluations"
+            )
 
     def record(self, x: np.ndarray, value: float, scale: float = 1.0) -> float:
         """``value``, the cost of ``x`` (shrunk by ``scale``), kept when it is the best so far."""
@@ -699,6 +730,7 @@ def run_search(search: FourierSearch, budget: SearchBudget, *, centre_first: boo
     initial = 2.0 * scipy.stats.qmc.LatinHypercube(d=search.size, rng=rng).random(budget.population) - 1.0
     if centre_first:
         initial[0, : search.n] = 0.0
+    search.watch(SEARCH_STAGE, start=start, time_budget_s=time_budget_s, max_evaluations=budget.max_evaluations)
     search.stage(evaluations=_GLOBAL_SHARE * total, deadline=start + _GLOBAL_SHARE * time_budget_s)
     try:
         scipy.optimize.differential_evolution(
@@ -718,6 +750,7 @@ def run_search(search: FourierSearch, budget: SearchBudget, *, centre_first: boo
         pass
     if search.best_x is None:
         raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    search.finished()
     return search.best_x
 
 

@@ -224,6 +224,12 @@ def optimise_payload_excitation(
         deadline=start + time_budget_s,
         cancellation=cancellation,
     )
+    cost.watch(
+        "payload search",
+        start=start,
+        time_budget_s=time_budget_s,
+        max_evaluations=max_evaluations,
+    )
     bounds = [(-1.0, 1.0)] * cost.size
     rng = np.random.default_rng(seed)
     try:
@@ -239,6 +245,7 @@ def optimise_payload_excitation(
         pass
     if cost.best_x is None:
         raise IdentificationError(f"time_budget_s = {time_budget_s} s left no time to evaluate a candidate")
+    cost.finished()
     grid = np.arange(int(np.ceil(CHECK_RATE_HZ / fundamental_hz))) / CHECK_RATE_HZ
     trajectory = cost.decode(cost.best_x, samples=grid.size)
     sampled = sample(trajectory, grid, robot.joint_names)

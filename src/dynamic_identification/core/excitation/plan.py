@@ -182,6 +182,7 @@ def plan_excitation(
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
     points = subsampled(reference, factor)
+    cancellation.report(CHECK_STAGE)
     check_sampling(
         points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
     )
@@ -248,6 +249,7 @@ def _fourier(
         robot.joint_names,
         lambda motion: _check_collision(motion, collision, cancellation),
         what="the Fourier excitation",
+        cancellation=cancellation,
     )
     if condition is not None:
         description += f", condition number {condition:.3g}" + (" before scaling" if scale < 1.0 else "")
@@ -293,7 +295,13 @@ def _payload(
         _check_collision(motion, collision, cancellation)
 
     reference, scale, _ = scaled_until_safe(
-        fourier, time, robot.joint_names, check, what="the payload excitation", source=model.source
+        fourier,
+        time,
+        robot.joint_names,
+        check,
+        what="the payload excitation",
+        source=model.source,
+        cancellation=cancellation,
     )
     description = (
         f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
@@ -322,13 +330,15 @@ def scaled_until_safe(
     what: str,
     recoverable: tuple[type[IdentificationError], ...] = (LimitViolationError, SelfCollisionError),
     source: str = "",
+    cancellation: Cancellation = NEVER,
 ) -> tuple[SampledTrajectory, float, _Checked]:
     """``fourier`` sampled at ``time`` (s), its amplitudes about the offset pose scaled by :data:`SLOWER_FACTOR`
     (at most :data:`SLOWER_ATTEMPTS` times) until ``check`` of the sampled motion raises none of the
     ``recoverable`` errors (a torque beyond an effort limit, a self-collision), then bisected
     :data:`SCALE_BISECTIONS` times between that scale and the last failing one, keeping the largest that passes;
     returns the motion, the scale and what ``check`` returned. Scaling about the offset pose keeps the period and
-    shrinks every excursion from that pose, which the design has already checked.
+    shrinks every excursion from that pose, which the design has already checked. Each scale tried below 1 is a
+    stage reported to ``cancellation`` (``check`` polls it).
 
     Raises
     ------
@@ -338,6 +348,8 @@ def scaled_until_safe(
     """
 
     def attempt(scale: float) -> tuple[SampledTrajectory, _Checked] | IdentificationError:
+        if scale < 1.0:
+            cancellation.report(f"{what}: checking {scale:.0%} of its amplitudes")
         reference = sample(fourier.scaled(scale), time, joint_names)
         try:
             return reference, check(reference)
@@ -365,6 +377,9 @@ def scaled_until_safe(
     model = f" ({source})" if source and isinstance(last_error, LimitViolationError) else ""
     raise IdentificationError(f"{what} still fails at {scale:.0%} of its amplitudes{model}: {last_error}")
 
+
+CHECK_STAGE = "checks of the executed motion"
+"""The stage :func:`plan_excitation` reports while it checks the published points."""
 
 _Builder = Callable[[JointLimits, float], tuple[SampledTrajectory, str]]
 """A segmented or process planner: limits and sampling rate (Hz) → trajectory and description."""
@@ -420,6 +435,7 @@ def _slower_until_torques_fit(
     for attempt in range(SLOWER_ATTEMPTS):
         cancellation.check()
         speed = SLOWER_FACTOR**attempt
+        cancellation.report(f"planning at {speed:.0%} of the speed limits" if attempt else "planning")
         trajectory, description = build(limits.slower(speed) if attempt else limits, rate_hz)
         try:
             check_torques(trajectory, limits, model, cancellation=cancellation)

@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError, shorten
 from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
 from dynamic_identification.core.estimation.least_squares import (
@@ -295,6 +296,7 @@ def identify_observations(
     torque_check: TorqueCheck | None = None,
     recursive: RecursiveSettings | None = None,
     consistency: ConsistentEstimator | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Estimate, reduce and judge a model from its observations (the seam, see the module docstring).
 
@@ -325,6 +327,9 @@ def identify_observations(
         base parameters undetermined is refused as it is: no constraint may fill them in. When
         the consistent estimate cannot be computed (an infeasible ``estimation.prior``, a solver
         failure) the model fails the plausibility gates rather than go out unconstrained.
+    cancellation
+        Polled, and told the stage (reduction, least squares, physical consistency),
+        between the steps.
 
     Notes
     -----
@@ -349,6 +354,8 @@ def identify_observations(
             f" {int(valid.sum())} usable ({matrix.shape[0]} rows × {matrix.shape[1]} equation columns)"
             f" for {base.count} base parameters (record longer)"
         )
+    cancellation.check()
+    cancellation.report(f"normal equations, reduction ({settings.reduction})")
     joint_std = joint_weights(observations, settings.method)
     equations = NormalEquations.from_rows(matrix, target, valid)
     reduction = reduce_model(
@@ -363,6 +370,8 @@ def identify_observations(
     )
     kept = reduction.kept
     names = tuple(base.names[i] for i in kept)
+    cancellation.check()
+    cancellation.report(f"least squares ({settings.method}, σ {settings.uncertainty})")
     estimate = _least_squares(matrix[..., kept], target, valid, joint_std, names, settings.method)
     history = None
     if recursive is not None:
@@ -380,6 +389,8 @@ def identify_observations(
     physical = None
     if consistency is not None and not unusable:
         # The σ stay the data's (HAC about the unconstrained estimate): the constraint adds no information.
+        cancellation.check()
+        cancellation.report("physical consistency ([Wensing2018])")
         physical = consistent_step(consistency, equations, joint_std, kept)
         if physical.estimate is not None:
             estimate = with_values(estimate, physical.estimate.base_values[kept], matrix[..., kept], target, valid)
@@ -607,12 +618,14 @@ def identify(
     settings: IdentificationSettings | None = None,
     bounds: PlausibilityBounds | None = None,
     consistency: ConsistentEstimator | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Identify the base parameters from a recording in model joint order with the IDIM ([Gautier2013] §IV.A).
 
     :func:`~dynamic_identification.core.regression_models.identify_model` does the same
     with any regression model. ``consistency``: publish the physically consistent
-    estimate (:func:`identify_observations`).
+    estimate (:func:`identify_observations`); ``cancellation`` is polled and told the
+    progress of each stage (:mod:`~dynamic_identification.core.progress`).
 
     Raises
     ------
@@ -627,11 +640,19 @@ def identify(
         base,
         Samples(time, q, torques, dq_measured),
         lambda samples: prepare_observations(
-            robot, drive_chain, terms, base, *samples.signals, dq_measured=samples.dq_measured, settings=settings
+            robot,
+            drive_chain,
+            terms,
+            base,
+            *samples.signals,
+            dq_measured=samples.dq_measured,
+            settings=settings,
+            cancellation=cancellation,
         ),
         settings=settings,
         bounds=bounds,
         consistency=consistency,
+        cancellation=cancellation,
     )
 
 
@@ -646,13 +667,15 @@ def identify_recording(
     consistency: ConsistentEstimator | None,
     torque_check: Callable[[Samples], TorqueCheck] | None = None,
     recursive: RecursiveSettings | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
     """Identify from one raw ``recording`` of ``robot`` with any regression model's builder ``observe``.
 
     The recording is checked (:func:`checked_samples`), its observations made by ``observe``
     and put through the seam (:func:`identify_observations`) with the positions' travel and
     ``bounds`` (``None``: :meth:`PlausibilityBounds.from_robot`); ``torque_check`` makes the
-    seam's torque check from the checked samples (``None``: the IDIM's own rows judge).
+    seam's torque check from the checked samples (``None``: the IDIM's own rows judge);
+    ``cancellation`` goes to the seam (``observe`` takes its own).
     """
     samples = checked_samples(
         robot, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
@@ -666,6 +689,7 @@ def identify_recording(
         torque_check=None if torque_check is None else torque_check(samples),
         recursive=recursive,
         consistency=consistency,
+        cancellation=cancellation,
     )
 
 
