@@ -28,7 +28,12 @@ from dynamic_identification.core.closed_loop_identification import (
     identify_closed_loop_drive_gains,
     predict_closed_loop_at_stamps,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
+from dynamic_identification.core.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    ModelChoice,
+    identify_drive_gains,
+)
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
@@ -1158,12 +1163,20 @@ def gains_file(
             "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
             " brakes (k / η); — a motor that only drove or only braked (one gain)"
         )
+    if result.model_choice is not None:
+        lines.append(_model_choice_line(result.model_choice))
     lines += [
         f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
         f" condition number {result.condition_number:.4g}",
         f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
     ]
     return "\n".join(lines)
+
+
+def _model_choice_line(choice: ModelChoice) -> str:
+    """The one line of ``dynid gains`` that says which drive model it published and why."""
+    left_out = f"; not determined by the data, left out: {', '.join(choice.left_out)}" if choice.left_out else ""
+    return f"model: {choice.reason}{left_out}"
 
 
 def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:

@@ -282,8 +282,9 @@ SETTINGS: tuple[Setting, ...] = (
             " or white ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
             choices=UNCERTAINTIES, nodes=_ESTIMATION),
     Setting("estimation.efficiency", _B, True, "dynid gains: identify each motor's transmission efficiency with its"
-            " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes); false: one"
-            " lossless gain per motor", nodes=(DYNID,)),
+            " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes), published"
+            " when the data determine it and it fits significantly better than one gain; false: one lossless gain"
+            " per motor", nodes=(DYNID,)),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     # -- in-process estimation (the sliding window, [Volkmann2020]) --
