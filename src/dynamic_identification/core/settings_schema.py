@@ -278,6 +278,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("estimation.prior", _D, 0.0, "consistent estimate: half-width of a box around the URDF's link inertias,"
             " in parameter scales; 0: none (0.5 keeps masses within ±50 %)", minimum=0.0, maximum=1000.0,
             nodes=_ESTIMATION),
+    Setting("estimation.prior_weight", _D, 0.3, "consistent estimate: weight γ of the log-det divergence to the"
+            " URDF's link pseudo-inertias ([Lee2020]), in observations of each link (the fit's squared σ): where the"
+            " data are silent the links are the URDF's, where they speak they move less than their σ; 0: none (the"
+            " undetermined directions are then arbitrary)", minimum=0.0, maximum=1e6, nodes=_ESTIMATION),
     Setting("estimation.uncertainty", _S, "hac", "σ and %σ: hac (residuals correlated in time, Newey & West 1987)"
             " or white ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
             choices=UNCERTAINTIES, nodes=_ESTIMATION),

@@ -37,6 +37,7 @@ from dynamic_identification.core.closed_loop_identification import (
 )
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.estimation.consistency import (
+    DEFAULT_PRIOR_WEIGHT,
     ConsistencySettings,
     ConsistentEstimate,
     ConsistentEstimator,
@@ -87,45 +88,62 @@ class ConsistentModel:
 
 
 def consistent_estimator(
-    robot: RobotModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+    robot: RobotModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    prior: float | None = None,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
     """The physically consistent estimator of ``robot`` ([Wensing2018]).
 
-    The URDF's inertias are the prior of the directions no data determine (and, with
-    ``prior``, the centre of a box of that half-width in parameter scales:
-    ``estimation.prior``); the URDF's parts merged into a body (a gripper) are kept as
-    they are.
+    The URDF's inertias are the prior of the directions no data determine: the log-det
+    divergence to its link pseudo-inertias with weight ``prior_weight`` ([Lee2020],
+    ``estimation.prior_weight``) and, with ``prior``, the centre of a box of that half-width
+    in parameter scales (``estimation.prior``); the URDF's parts merged into a body (a
+    gripper) are kept as they are.
     """
     return ConsistentEstimator(
         base,
         terms,
         standard_parameters(robot, terms),
-        settings=ConsistencySettings(box=prior),
+        settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
         attached=attached_inertias(robot),
     )
 
 
 def closed_loop_consistent_estimator_of(
-    model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    prior: float | None = None,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
     """:func:`consistent_estimator` of a closed-loop robot: every link of its opened tree ([Briot2012] §2)."""
     return closed_loop_consistent_estimator(
-        model, terms, base, settings=ConsistencySettings(box=prior), attached=attached_inertias(model.robot)
+        model,
+        terms,
+        base,
+        settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
+        attached=attached_inertias(model.robot),
     )
 
 
 def configured_consistency(
     mechanism: RobotModel | ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
 ) -> ConsistentEstimator | None:
-    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``), or ``None``.
+    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``,
+    ``estimation.prior_weight``), or ``None``.
 
     A closed-loop robot's (:func:`closed_loop_consistent_estimator_of`) holds every link of its opened tree.
     """
     if not config.consistency:
         return None
+    box, weight = config.prior or None, config.prior_weight
     if isinstance(mechanism, ClosedLoopModel):
-        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=config.prior or None)
-    return consistent_estimator(mechanism, config.drive_terms, base, prior=config.prior or None)
+        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
+    return consistent_estimator(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
 
 
 configured_closed_loop_consistency = configured_consistency
