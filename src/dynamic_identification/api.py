@@ -648,6 +648,7 @@ def _excitation_report(
             f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
             f" {usage.jerk[j]:>9.3f}"
         )
+    lines += [f"warning: {warning}" for warning in plan.warnings]
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
 
