@@ -113,6 +113,11 @@ class ConsistencyError(IdentificationError):
     """The physically consistent estimate cannot be computed (bad input, infeasible prior, solver failure)."""
 
 
+class NotSearched(ConsistencyError):
+    """The unconstrained estimate is not physically consistent and the nearest consistent one was not searched for
+    (:meth:`ConsistentEstimator.solve` with ``search=False``)."""
+
+
 def _pseudo_inertia_basis() -> np.ndarray:
     """``E`` of shape ``(10, 4, 4)`` with ``J(φ) = Σ_k φ_k E_k`` ([Wensing2018] eq. (7))."""
     basis = np.zeros((_INERTIAL, 4, 4))
@@ -512,6 +517,8 @@ class ConsistentEstimator:
         equations: NormalEquations,
         joint_std: np.ndarray,
         kept: Sequence[int] | np.ndarray | None = None,
+        *,
+        search: bool = True,
     ) -> ConsistentEstimate:
         """The consistent estimate for these normal equations.
 
@@ -525,11 +532,16 @@ class ConsistentEstimator:
             ``σ_j`` per joint, N·m, the WLS weights ([Gautier2013] eq. (20)).
         kept
             Base-parameter indices fitted (after model reduction); all by default.
+        search
+            ``False``: only check the unconstrained estimate completed by the nominal
+            null-space component (no conic solve, no cvxpy import; ``J ⪰ 0`` without the
+            margin), which is then the estimate; raise :class:`NotSearched` when it is not
+            consistent.
 
         Raises
         ------
         ConsistencyError
-            Bad shapes, infeasible box prior, or the solver failed.
+            Bad shapes, infeasible box prior, or the solver failed; :class:`NotSearched`.
         RankDeficientError, DataError
             From the unconstrained WLS on ``kept``.
         """
@@ -560,8 +572,15 @@ class ConsistentEstimator:
 
         # χ̂_b completed by the nominal null-space component: the solution whenever it is feasible.
         completion = nominal_scaled + np.linalg.lstsq(reduced, estimate - reduced @ nominal_scaled, rcond=None)[0]
-        if self._feasible(completion, nominal_scaled, scaling.margins):
+        # Checked only, the estimate needs no margin: J ⪰ 0 is what physical consistency means.
+        margins = scaling.margins if search else np.zeros_like(scaling.margins)
+        if self._feasible(completion, nominal_scaled, margins):
             scaled, status = completion, "not needed"
+        elif not search:
+            raise NotSearched(
+                "the unconstrained estimate is not physically consistent; the nearest consistent model was not"
+                " searched for"
+            )
         else:
             whitened = _cholesky(matrix / sigma_squared)
             scaled, status = self._solve_conic(reduced, whitened, estimate, nominal_scaled, scaling.margins)
