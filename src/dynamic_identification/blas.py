@@ -3,9 +3,11 @@
 The package's linear algebra is small and dense (normal matrices of tens of columns, QR of
 tall matrices of a few hundred columns, Cholesky and eigenvalues of 4×4 to 100×100 blocks).
 OpenBLAS's threads do not speed these up, and on a machine whose cores are busy with other
-work (the nodes beside a robot driver, a build) they spin and wait for one another: on 2 shared
-cores, ``scipy.linalg.null_space`` of a 58×84 matrix took 150 ms with 2 threads and 1.5 ms with
-one, and a 600 k-sample ``dynid identify`` 29 s at load 3 and 116 s at load 10 (issue 26).
+work (the nodes beside a robot driver, a build) they spin and wait for one another. Measured on
+2 shared cores at load 6: ``scipy.linalg.null_space`` of a 58×84 matrix took 23 ms (14 ms of CPU)
+with 2 threads and 0.8 ms with one; ``bench/bench_identify.py`` (600 k samples) 56 s wall and 31 s
+of CPU with 2 threads, 18.5 s and 12.8 s with one at load 4-9, and beside two more busy processes
+106 s and 25 s against 84 s and 14 s.
 
 :func:`use_one_blas_thread` limits every BLAS library the process has loaded (NumPy's and
 SciPy's OpenBLAS are separate libraries, so both are loaded first) with ``threadpoolctl``,
