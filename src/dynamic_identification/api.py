@@ -445,22 +445,26 @@ def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | N
     return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
 
 
-def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
+def predict_file(
+    *, params: Path, data: Path, config: Path | None, out: Path, urdf: Path | None = None, unit_checks: bool = True
+) -> str:
     """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
 
     The signal settings are those the identification stored (``settings.signal`` of the
     file), or ``config``'s when given; a file without them (written before they were
     stored) takes the defaults and says so. Columns: ``time``, per joint ``J/position``
     (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
-    prediction, see :func:`predicted_torques`).
+    prediction, see :func:`predicted_torques`). ``urdf`` replaces the URDF the file names
+    (a file identified where its URDF lay elsewhere); its content must be the one the file
+    records (``robot.urdf_sha256``).
     """
-    _check_output(out, params, data, config)
+    _check_output(out, params, data, config, urdf)
     parameters = load_parameters(params)
     if parameters.closed_loop:
         return _predict_closed_loop_file(
-            parameters, params=params, data=data, config=config, out=out, unit_checks=unit_checks
+            parameters, params=params, data=data, config=config, out=out, urdf=urdf, unit_checks=unit_checks
         )
-    robot = load_robot(parameters.urdf_path(), parameters.joints)
+    robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
@@ -828,7 +832,14 @@ def _identify_closed_loop_file(
 
 
 def _predict_closed_loop_file(
-    parameters: ParameterFile, *, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool
+    parameters: ParameterFile,
+    *,
+    params: Path,
+    data: Path,
+    config: Path | None,
+    out: Path,
+    urdf: Path | None,
+    unit_checks: bool,
 ) -> str:
     """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion.
 
@@ -836,7 +847,7 @@ def _predict_closed_loop_file(
     settings of the file (or ``config``), ``nan`` where the model has no prediction; the
     columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
     """
-    mechanism = closed_loop_model_of(parameters)
+    mechanism = closed_loop_model_of(parameters, urdf)
     recording = _closed_loop_recording(mechanism, data, require_torque=False, unit_checks=unit_checks)
     signal, origin = _prediction_signal(parameters, params, config)
     drive_chain = parameters.drive_chain()

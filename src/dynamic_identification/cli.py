@@ -182,6 +182,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="ROS 2 parameter YAML whose signal.* settings replace those stored in --params (default: the stored ones)",
     )
+    predict.add_argument(
+        "--urdf",
+        type=Path,
+        help="URDF instead of the one --params names (identified where the URDF lay elsewhere); its content must"
+        " be the one identified (robot.urdf_sha256)",
+    )
     _add_output(predict, "CSV of predicted torques to write")
     _add_unit_checks(predict)
 
@@ -331,7 +337,7 @@ def _predict(arguments: argparse.Namespace) -> str:
     equations). Filters with the signal settings stored in the parameter file unless --config is given.
     """
     return _forward(
-        api.predict_file, arguments, ("params", "data", "config", "out"), unit_checks=_unit_checks(arguments)
+        api.predict_file, arguments, ("params", "data", "config", "out", "urdf"), unit_checks=_unit_checks(arguments)
     )
 
 
