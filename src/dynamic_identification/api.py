@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time as wall_clock
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -49,7 +50,13 @@ from dynamic_identification.core.regression_models import identify_model
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
-from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
+from dynamic_identification.io.config import (
+    IdentificationConfig,
+    load_config,
+    load_excitation_settings,
+    ros_parameters,
+    unread_keys,
+)
 from dynamic_identification.io.outcome import (
     Validation,
     closed_loop_consistent_estimator_of,
@@ -92,6 +99,17 @@ from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
 
+LOGGER = logging.getLogger("dynamic_identification")
+"""Warnings about the inputs (``dynid VERB: warning: …`` on the command line)."""
+
+
+def warn_unread_keys(config: Path | None, verb: str) -> None:
+    """Warn about each key of the configuration file ``config`` set where ``dynid verb`` does not read it
+    (:func:`~dynamic_identification.io.config.unread_keys`): never silently ignored."""
+    if config is not None:
+        for warning in unread_keys(config, verb=verb):
+            LOGGER.warning(warning)
+
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
     """The recording of a CSV file (``data``) or of a rosbag2 directory (``bag``: topics from ``config``)."""
@@ -104,6 +122,8 @@ def read_recording_input(data: Path | None, bag: Path | None, config: Identifica
             currents_topic=config.currents_topic,
             effort_is_torque=config.effort_is_torque,
             joint_names=config.joints,
+            tolerance_s=config.tolerance_s,
+            max_delay_s=config.max_delay_s,
         )
     raise DataError(f"give exactly one of a recording CSV or a rosbag2 directory, got data={data}, bag={bag}")
 
@@ -266,6 +286,7 @@ def identify_file(
         _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
     if report is not None and report.exists() and not report.is_dir():
         raise DataError(f"--report {report} exists and is not a directory")
+    warn_unread_keys(config, "identify")
     if load_config(str(config) if config else None).closed_loop:
         return _identify_closed_loop_file(
             urdf=urdf,
@@ -459,6 +480,7 @@ def predict_file(
     records (``robot.urdf_sha256``).
     """
     _check_output(out, params, data, config, urdf)
+    warn_unread_keys(config, "predict")
     parameters = load_parameters(params)
     if parameters.closed_loop:
         return _predict_closed_loop_file(
@@ -499,6 +521,7 @@ def predict_file(
 def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:
     """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV."""
     _check_output(out, urdf, config)
+    warn_unread_keys(config, "excite")
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
@@ -575,6 +598,7 @@ def stream_file(
     _check_output(out, urdf, data, config, bag, params_out)
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
+    warn_unread_keys(config, "stream")
     mechanism: ClosedLoopModel | None = None
     if load_config(str(config) if config else None).closed_loop:
         mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
@@ -1017,6 +1041,7 @@ def gains_file(
     closed-loop robot keeps one gain per motor.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
+    warn_unread_keys(config, "gains")
     parsed = load_config(str(config) if config else None)
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)
@@ -1116,6 +1141,7 @@ def payload_file(
     a table.
     """
     _check_output(out, params, data, config)
+    warn_unread_keys(config, "payload")
     parameters = load_parameters(params)
     robot = _parameter_file_robot(params, parameters)
     frame_id(robot, frame)  # an unknown frame is refused before any work

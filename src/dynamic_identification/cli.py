@@ -63,8 +63,9 @@ def _add_recording_source(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--bag",
         type=Path,
-        help="rosbag2 directory (sqlite3 or MCAP), read without ROS: topics.joint_states and topics.motor_currents"
-        " (or JointState.effort with topics.effort_is_torque) and joints from --config",
+        help="rosbag2 directory (sqlite3 or MCAP), read without ROS as the recorder records: topics.joint_states and"
+        " topics.motor_currents (the joint-states topic itself when its JointState.effort holds the currents; joint"
+        " torques there with topics.effort_is_torque) aligned within tolerance_s, and joints from --config",
     )
 
 

@@ -460,6 +460,21 @@ def test_predict_accepts_a_recording_of_positions_only(
     assert header == ["time"] + [f"{joint}/{kind}" for joint in JOINTS for kind in ("position", "effort")]
 
 
+def test_a_configuration_key_set_where_it_has_no_effect_is_warned_about_once(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], small: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "unread.yaml", "/**", "current_polynomial", [0.0, 0.4, 0.0, 0.0] * 6)
+    out = tmp_path / "predicted.csv"
+
+    run = run_dynid(capsys, "predict", "--params", identified[1], "--data", small, "--config", config, "--out", out)
+
+    assert run.code == 0, run.err
+    assert run.err.splitlines() == [
+        f"dynid predict: warning: current_polynomial in block '/**' of {config} has no effect on dynid predict: it is"
+        " read by the recorder node only"
+    ]
+
+
 # --- bad input: one line on stderr naming the problem, non-zero exit ----------------------------------------
 
 

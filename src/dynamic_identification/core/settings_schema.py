@@ -14,10 +14,11 @@ produced from it:
 
 A setting belongs to the consumers listed in :attr:`Setting.nodes`: the nodes that declare
 it as a ROS parameter, :data:`DYNID` (``dynid``'s identification configuration: the ``/**``
-and ``estimator`` blocks) and :data:`DYNID_EXCITE` (``dynid excite``: the ``/**`` and
-``excitation`` blocks). Dotted keys (``window.window_s``) mean the same for every consumer;
-a plain key may mean different things to different nodes (``rate_hz``), so the table may
-hold it more than once, for disjoint consumers.
+and ``estimator`` blocks, and the recorder's block for how a rosbag makes a recording) and
+:data:`DYNID_EXCITE` (``dynid excite``: the ``/**`` and ``excitation`` blocks). Dotted keys
+(``window.window_s``) mean the same for every consumer; a plain key may mean different things
+to different nodes (``rate_hz``), so the table may hold it more than once, for disjoint
+consumers.
 
 This module imports nothing from the package but :mod:`~dynamic_identification.core.errors`: it is the
 lowest layer.
@@ -313,7 +314,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("topics.joint_states", _S, "joint_states", "sensor_msgs/JointState of positions, velocities (and"
             " efforts); a rosbag's names are absolute", nonempty=True, nodes=("recorder", DYNID)),
     Setting("topics.motor_currents", _S, "motor_currents", "sensor_msgs/JointState whose effort holds motor"
-            " currents in A", nonempty=True, nodes=("recorder", DYNID)),
+            " currents in A; the topics.joint_states topic itself when the driver publishes the currents in its"
+            " JointState.effort (positions and currents in one message: nothing to align)", nonempty=True,
+            nodes=("recorder", DYNID)),
     Setting("topics.effort_is_torque", _B, False, "joint torques are JointState.effort of topics.joint_states"
             " (gz_ros2_control); no currents", nodes=("recorder", DYNID)),
     # -- recorder --
@@ -325,10 +328,11 @@ SETTINGS: tuple[Setting, ...] = (
             nodes=("recorder",)),
     Setting("output_file", _S, "", "recording file name inside output_dir (no '..'); empty: dated",
             nodes=("recorder",)),
-    Setting("tolerance_s", _D, 0.005, "largest distance of each bracketing current sample from a joint-state stamp",
-            unit="s", minimum=1e-6, maximum=1.0, nodes=("recorder",)),
-    Setting("max_delay_s", _D, 0.5, "longest wait of a joint state for its currents, in stamp time", unit="s",
-            minimum=1e-3, maximum=10.0, nodes=("recorder",)),
+    Setting("tolerance_s", _D, 0.005, "largest distance of each bracketing current sample from a joint-state stamp"
+            " (dynid: aligning a rosbag's topics as the recorder does)", unit="s", minimum=1e-6, maximum=1.0,
+            nodes=("recorder", DYNID)),
+    Setting("max_delay_s", _D, 0.5, "longest wait of a joint state for its currents, in stamp time (dynid: as"
+            " tolerance_s)", unit="s", minimum=1e-3, maximum=10.0, nodes=("recorder", DYNID)),
     Setting("silent_timeout_s", _D, 0.5, "an input topic without messages this long is reported silent", unit="s",
             minimum=0.01, maximum=3600.0, nodes=("recorder",)),
     # -- the robot's URDF --
