@@ -22,6 +22,7 @@ from dynamic_identification.core import closed_loop
 from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
+    closed_loop_torques,
     closed_loop_window,
     identify_closed_loop,
     identify_closed_loop_drive_gains,
@@ -31,6 +32,7 @@ from dynamic_identification.core.drive_gains import CurrentRecording, DriveGains
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
@@ -39,6 +41,7 @@ from dynamic_identification.core.identification import (
     SlidingWindowEstimator,
     WindowUpdate,
     predict_at_stamps,
+    predict_torques,
 )
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
@@ -96,7 +99,7 @@ from dynamic_identification.io.recording import (
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.table import write_table
-from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
 
 LOGGER = logging.getLogger("dynamic_identification")
@@ -477,11 +480,14 @@ def predict_file(
     (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
     prediction, see :func:`predicted_torques`). ``urdf`` replaces the URDF the file names
     (a file identified where its URDF lay elsewhere); its content must be the one the file
-    records (``robot.urdf_sha256``).
+    records (``robot.urdf_sha256``). ``data`` may also be a planned motion (``dynid
+    excite``'s trajectory CSV, :func:`_predict_plan_file`): the torques it needs.
     """
     _check_output(out, params, data, config, urdf)
     warn_unread_keys(config, "predict")
     parameters = load_parameters(params)
+    if is_trajectory_csv(data):
+        return _predict_plan_file(parameters, data=data, out=out, urdf=urdf, unit_checks=unit_checks)
     if parameters.closed_loop:
         return _predict_closed_loop_file(
             parameters, params=params, data=data, config=config, out=out, urdf=urdf, unit_checks=unit_checks
@@ -516,6 +522,86 @@ def predict_file(
         )
         report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
     return "\n".join(report)
+
+
+def _predict_plan_file(
+    parameters: ParameterFile, *, data: Path, out: Path, urdf: Path | None, unit_checks: bool
+) -> str:
+    """``dynid predict`` of a planned motion (``dynid excite``'s CSV): the model's torques at every row.
+
+    The plan gives positions, velocities and accelerations exactly, so they are used as they
+    are (no filtering, no segment edges): ``τ = W(q, q̇, q̈) χ`` ([Gautier2013] eq. (4);
+    a closed-loop robot's actuated torques along its completed motion, [Briot2012] eq. (6)),
+    the torques the identified model says the motion needs before it is run. Columns as for a
+    recording (``time``, ``J/position``, ``J/effort``; ``nan`` for a joint identified without
+    equations); the report gives each joint's largest torque against its URDF effort limit.
+    """
+    plan = read_trajectory_csv(data)
+    values, terms, chain = parameters.values(), parameters.drive_terms(), parameters.drive_chain()
+    if parameters.closed_loop:
+        mechanism = closed_loop_model_of(parameters, urdf)
+        joints = mechanism.actuated_joint_names
+        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
+        if unit_checks:
+            check_closed_loop_units(mechanism, motion, str(data))
+        completed = mechanism.complete_motion(motion.position, dq, ddq)
+        torques = closed_loop_torques(mechanism, chain, terms, values, completed)
+        limits = mechanism.robot.effort_limits[mechanism.actuated]
+    else:
+        robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
+        joints = robot.joint_names
+        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
+        if unit_checks:
+            check_units(robot, motion, str(data))
+        torques = predict_torques(robot, chain, terms, values, motion.position, dq, ddq)
+        limits = robot.effort_limits
+    identified = parameters.identified_joints()
+    torques[:, [joint not in identified for joint in joints]] = np.nan
+    rows = plan.time.shape[0]
+    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * len(joints)))
+    table[:, 0], table[:, 1::2], table[:, 2::2] = plan.time, motion.position, torques
+    write_table(out, header, table)
+    peaks = []
+    for j, joint in enumerate(joints):
+        if joint not in identified:
+            peaks.append(f"{joint} -")
+            continue
+        peak = float(np.max(np.abs(torques[:, j])))
+        share = f" ({peak / limits[j]:.2f} of {limits[j]:.4g})" if np.isfinite(limits[j]) and limits[j] > 0 else ""
+        peaks.append(f"{joint} {peak:.4g}{share}")
+    report = [
+        f"predicted {rows} of {rows} rows of the planned motion {data} (its positions, velocities and accelerations"
+        f" as planned: nothing filtered) written to {out}",
+        f"largest torque [N·m] (of the URDF effort limit): {', '.join(peaks)}",
+    ]
+    if len(identified) < len(joints):
+        unidentified = [joint for joint in joints if joint not in identified]
+        report.append(f"no prediction for {unidentified}: the identification had no equation for them (never moved)")
+    return "\n".join(report)
+
+
+def _planned_motion(
+    plan: SampledTrajectory, joints: Sequence[str], data: Path, source: str
+) -> tuple[Recording, np.ndarray, np.ndarray]:
+    """The plan's positions and velocities of ``joints`` (in that order) as a recording (for the unit checks),
+    and their velocities and accelerations.
+
+    Raises
+    ------
+    DataError
+        When the plan lacks one of ``joints`` (of the parameter file ``source``).
+    """
+    missing = [joint for joint in joints if joint not in plan.joint_names]
+    if missing:
+        raise DataError(f"{data} plans no motion for joints {missing} of {source} (it has {list(plan.joint_names)})")
+    order = [plan.joint_names.index(joint) for joint in joints]
+    dq = plan.dq[:, order]
+    return (
+        Recording(time=plan.time, joint_names=tuple(joints), position=plan.q[:, order], velocity=dq),
+        dq,
+        plan.ddq[:, order],
+    )
 
 
 def excite_file(*, urdf: Path, config: Path | None, mode: str, out: Path) -> str:

@@ -177,7 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         verbs, "predict", _predict, summary="predict joint torques of a recording from identified parameters"
     )
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
-    predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
+    predict.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="recording CSV (positions; torques optional), or a trajectory CSV of 'dynid excite' (positions,"
+        " velocities, accelerations: the torques the planned motion needs, every row, nothing filtered)",
+    )
     predict.add_argument(
         "--config",
         type=Path,
@@ -336,6 +342,7 @@ def _predict(arguments: argparse.Namespace) -> str:
     one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the
     filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without
     equations). Filters with the signal settings stored in the parameter file unless --config is given.
+    A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
     return _forward(
         api.predict_file, arguments, ("params", "data", "config", "out", "urdf"), unit_checks=_unit_checks(arguments)
