@@ -19,7 +19,7 @@ from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
+from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING, DESIRED_STATE_TOLERANCE
 from dynamic_identification.core.feedforward import FeedforwardModel as CoreFeedforwardModel
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
 from dynamic_identification.core.model import (
@@ -271,13 +271,47 @@ def test_a_parameter_that_would_overflow_is_refused_on_load(arm6_model) -> None:
 
 
 @pytest.mark.parametrize(("quantity", "index"), [("velocity", 1), ("acceleration", 2)])
-def test_a_desired_state_beyond_the_limits_is_refused_not_extrapolated(arm6_model, quantity, index) -> None:
+def test_a_sample_beyond_the_limits_gets_the_torques_of_its_clamped_state_and_the_others_their_own(
+    arm6_model, quantity, index
+) -> None:
     robot, chain, terms, base, values = arm6_model
     model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
-    state = [np.zeros(6), np.zeros(6), np.zeros(6)]
-    state[index][2] = 1e6
-    with pytest.raises(DataError, match=f"desired {quantity} of joint_3 is 1e\\+06, beyond its limit"):
-        model.torques(*state)
+    q, dq, ddq = _states(robot, 50, seed=13, min_speed=0.1)
+    state = [q, np.clip(dq, -0.5, 0.5), np.clip(ddq, -1.0, 1.0)]  # within every limit
+    within = model.evaluate(*state)
+    state[index][20, 2] = 1e6  # one runaway sample in the batch
+    limit = model.velocity_limits[2] if index == 1 else model.acceleration_limits[2]
+
+    output = model.evaluate(*state)
+
+    assert output.limited.shape == (50, 6) and np.argwhere(output.limited).tolist() == [[20, 2]]
+    others = np.arange(50) != 20
+    assert_allclose(output.torques[others], within.torques[others], rtol=0.0, atol=0.0)
+    clamped = [array[20].copy() for array in state]
+    clamped[index][2] = (1.0 + DESIRED_STATE_TOLERANCE) * limit  # not extrapolated beyond what is accepted
+    assert_allclose(output.torques[20], model.torques(*clamped), rtol=0.0, atol=0.0)
+    assert np.all(np.abs(output.torques) <= robot.effort_limits)
+    assert output.problem.startswith(f"desired {quantity} of joint_3 is 1e+06 at sample 20, beyond its limit")
+
+
+def test_the_default_acceleration_limit_is_generous_and_a_configured_one_is_kept(example_urdf) -> None:
+    # Issue 21 finding 6: a Panda joint whose maker allows 10 rad/s² (panda_joint3, velocity limit 2.175 rad/s)
+    # refused 9 rad/s² for the whole batch: 4 /s × 2.175 = 8.7 rad/s² is the excitation's planning margin.
+    robot = load_robot(example_urdf("panda.urdf"), [f"panda_joint{k}" for k in range(1, 8)])
+    chain, terms = DriveChain.create(7), DriveTerms()
+    base, values = true_base_parameters(robot, chain, terms, DriveParameters.create(7))
+    q, dq, ddq = np.zeros((1000, 7)), np.zeros((1000, 7)), np.zeros((1000, 7))
+    q[:, 3] = -1.5
+    ddq[500, 2] = 9.0
+
+    default = CoreFeedforwardModel(robot, chain, terms, base.names, values).evaluate(q, dq, ddq)
+    maker = [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0]  # rad/s², Franka's datasheet: limits.acceleration
+    configured = CoreFeedforwardModel(robot, chain, terms, base.names, values, acceleration_limits=maker)
+    tighter = CoreFeedforwardModel(robot, chain, terms, base.names, values, acceleration_limits=[8.0] * 7)
+
+    assert not default.limited.any() and np.isfinite(default.torques).all()
+    assert_allclose(configured.evaluate(q, dq, ddq).torques, default.torques, rtol=0.0, atol=0.0)
+    assert np.argwhere(tighter.evaluate(q, dq, ddq).limited).tolist() == [[500, 2]]
 
 
 def test_torques_beyond_the_effort_limits_are_clamped_and_flagged(arm6_model) -> None:

@@ -239,7 +239,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("limits.effort", Kind.NUMBERS, None, "joint torque limits per joint; unset: the URDF's", unit="N·m",
             nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
     Setting("limits.acceleration", Kind.NUMBERS, None, "acceleration limits per joint; unset: 4 /s × the URDF"
-            " velocity limit", unit="rad/s²", nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
+            " velocity limit (a planning margin; the feedforward: 10 /s ×)", unit="rad/s²",
+            nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
     Setting("limits.jerk", Kind.NUMBERS, None, "jerk limits per joint; unset: 50 /s × the acceleration limit",
             unit="rad/s³", nodes=("excitation", DYNID, DYNID_EXCITE)),
     # -- signal processing ([Gautier2013] §IV.A) --
