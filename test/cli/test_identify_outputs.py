@@ -352,6 +352,32 @@ def test_a_recording_that_leaves_parameters_unexcited_is_warned_about(
     _warned(run, quality, "joint_6 had no usable equation")
 
 
+def test_a_joint_the_model_cannot_predict_is_warned_about_in_the_file_the_output_and_the_report(
+    identified: Identified, tmp_path: Path
+) -> None:
+    # Issue 21 finding 7: a joint with 94 % training error, and quality.warnings was [].
+    training = identified.training.rows(slice(0, 15_000))
+    current = training.current.copy()
+    current[:, 5] += 3.0 * np.std(current[:, 5]) * np.random.default_rng(7).standard_normal(training.n_samples)
+    data = tmp_path / "noisy_wrist.csv"
+    write_recording_csv(
+        data,
+        recording_from_arrays(
+            time=training.time, joint_names=training.joint_names, position=training.position, current=current
+        ),
+    )
+
+    run, quality = _identify(tmp_path, data, "noisy_wrist", "--config", ARM6_CONFIG, "--report", tmp_path / "report")
+
+    relative = quality["joint_relative_errors"]
+    assert isinstance(relative, dict) and relative["joint_6"] > 0.3 > max(relative[f"joint_{k}"] for k in range(1, 6))
+    needle = f"joint_6: e*_j = {relative['joint_6']:.3g}"
+    _warned(run, quality, needle)
+    assert not any("e*_j = " in warning for warning in quality["warnings"] if needle not in warning)
+    assert needle in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert not any("e*_j = " in warning for warning in load_parameters(identified.params).quality["warnings"])
+
+
 def test_a_reduction_that_raises_a_joints_error_beyond_e_tol_is_warned_about(
     identified: Identified, folder: Path, tmp_path: Path
 ) -> None:

@@ -190,7 +190,7 @@ class IdentificationConfig:
     model
         Regression model of offline identification ([DirectDrive2012] §3): ``"dynamic"``
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
-    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples
+    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples, joint_error_warning
         Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
     consistency, prior
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
@@ -243,6 +243,7 @@ class IdentificationConfig:
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")
     min_samples: int = setting_field("estimation.min_samples")
+    joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
