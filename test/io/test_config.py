@@ -251,7 +251,7 @@ def test_dynid_reads_the_recorders_alignment_settings_from_the_wildcard_and_the_
     )
     config = load_config(recorder)
     assert config.tolerance_s == 0.01  # the recorder's block wins, as the recorder reads it
-    assert config.currents_topic == config.joint_states_topic == "/joint_states" and config.currents_in_joint_states
+    assert config.currents_topic == config.joint_states_topic == "/joint_states"  # currents in the joint states
 
 
 def test_currents_in_the_joint_states_cannot_also_be_joint_torques() -> None:

@@ -205,7 +205,7 @@ class IdentificationConfig:
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``, and when the two
-        topics are one (:attr:`currents_in_joint_states`) the currents do.
+        topics are one the currents do (:func:`~dynamic_identification.io.rosbag.read_recording_bag`).
     tolerance_s, max_delay_s
         How a rosbag's currents are aligned to its joint states, s
         (:class:`~dynamic_identification.core.alignment.StreamAligner`, as the recorder aligns them).
@@ -264,12 +264,6 @@ class IdentificationConfig:
     def closed_loop(self) -> bool:
         """Whether the configuration describes a closed-loop robot (``robot.loop_closures``)."""
         return bool(self.loop_closures)
-
-    @property
-    def currents_in_joint_states(self) -> bool:
-        """Whether the motor currents are ``JointState.effort`` of the joint states themselves
-        (``topics.motor_currents`` names the ``topics.joint_states`` topic): one message, nothing to align."""
-        return self.currents_topic == self.joint_states_topic and not self.effort_is_torque
 
     def closed_loop_model(self, urdf: str | os.PathLike[str]) -> ClosedLoopModel:
         """The closed-loop model of ``urdf`` (its opened tree) with these closures and actuated joints.

@@ -87,8 +87,9 @@ class RecorderConfig:
     """The node's parameters, read once at start (units and ranges: the settings schema).
 
     ``identification`` holds the parameters set that ``dynid`` reads too (``joints``,
-    ``drive_chain.*``, ``topics.effort_is_torque``), for
-    :func:`~dynamic_identification.io.config.config_from_parameters`.
+    ``drive_chain.*``, ``topics.*``, ``tolerance_s``, ``max_delay_s``), for
+    :func:`~dynamic_identification.io.config.config_from_parameters`, which checks them as
+    ``dynid`` does.
     """
 
     current_polynomial: tuple[float, ...] | None = setting_field("current_polynomial", NODE)
@@ -153,10 +154,6 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
         raise ValueError(
             f"parameter 'output_file' must be a file name inside output_dir (no '..', not absolute),"
             f" got {brief(config.output_file)}"
-        )
-    if not (config.max_delay_s > config.tolerance_s):
-        raise ValueError(
-            f"parameter 'max_delay_s' ({config.max_delay_s}) must exceed 'tolerance_s' ({config.tolerance_s})"
         )
     flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
     try:
