@@ -3,6 +3,7 @@ loadable from a parameter file, and worth it: it cuts the simulated closed loop'
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import shutil
 
@@ -35,6 +36,7 @@ from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
+from dynamic_identification.io.urdf_location import urdf_sha256
 from dynamic_identification.resources import shipped_path
 from true_parameters import true_base_parameters, true_parameter_file
 
@@ -198,6 +200,30 @@ def test_from_yaml_round_trip_reproduces_the_model(arm6_urdf: pathlib.Path, tmp_
     assert_allclose(
         FeedforwardModel.from_yaml(text, friction_smoothing=300.0).torques(q, dq, ddq), expected, atol=1e-12
     )
+
+
+def test_from_yaml_urdf_gives_a_urdf_the_file_names_where_this_machine_cannot_find_it(
+    arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    robot = load_robot(arm6_urdf)
+    chain, terms = DriveChain.create(6, gear_ratios=GEAR_RATIOS), DriveTerms()
+    named = "package://robot_pc_description/urdf/arm6.urdf"  # identified on a machine that had the package
+    path = tmp_path / "params.yaml"
+    identified = _parameter_file(robot, named, chain, terms)
+    write_parameters_atomic(path, dataclasses.replace(identified, urdf_sha256=urdf_sha256(arm6_urdf)))
+    with pytest.raises(DataError, match=r"package 'robot_pc_description' has no such file .*from_yaml\(urdf="):
+        FeedforwardModel.from_yaml(path)
+
+    model = FeedforwardModel.from_yaml(path, urdf=arm6_urdf)
+
+    base, values = _true_base(robot, chain, terms)
+    q, dq, ddq = _states(robot, 3, seed=4, min_speed=0.1)
+    expected = CoreFeedforwardModel(robot, chain, terms, base.names, values).torques(q, dq, ddq)
+    assert_allclose(model.torques(q, dq, ddq), expected, rtol=0.0, atol=0.0)
+    edited = tmp_path / "edited.urdf"
+    edited.write_text(arm6_urdf.read_text(encoding="utf-8").replace("</robot>", "<!-- edited --></robot>"), "utf-8")
+    with pytest.raises(DataError, match=f"not the one {path} was identified from .* is {urdf_sha256(edited)[:16]}"):
+        FeedforwardModel.from_yaml(path, urdf=edited)
 
 
 def test_from_yaml_finds_a_relative_urdf_beside_the_file(arm6_urdf: pathlib.Path, tmp_path: pathlib.Path) -> None:
