@@ -201,7 +201,9 @@ def test_a_file_identified_on_the_pip_installed_panda_is_read_back_by_predict_an
     config = tmp_path / "panda.yaml"
     config.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"joints": joints}}}), encoding="utf-8")
     params = tmp_path / "params.yaml"
-    assert dynid("identify", "--urdf", urdf, "--data", data, "--config", config, "--out", params).code == 0
+    # The unconstrained estimate: how the file names its URDF does not depend on it, and it is quicker.
+    argv = ["--urdf", urdf, "--data", data, "--config", config, "--out", params, "--no-consistency"]
+    assert dynid("identify", *argv).code == 0
 
     predicted = dynid("predict", "--params", params, "--data", data, "--out", tmp_path / "predicted.csv")
     model = FeedforwardModel.from_yaml(params)
@@ -356,7 +358,7 @@ def test_a_joint_the_model_cannot_predict_is_warned_about_in_the_file_the_output
     identified: Identified, tmp_path: Path
 ) -> None:
     # Issue 21 finding 7: a joint with 94 % training error, and quality.warnings was [].
-    training = identified.training.rows(slice(0, 15_000))
+    training = identified.training.rows(slice(0, 8_000))
     current = training.current.copy()
     current[:, 5] += 3.0 * np.std(current[:, 5]) * np.random.default_rng(7).standard_normal(training.n_samples)
     data = tmp_path / "noisy_wrist.csv"
