@@ -68,8 +68,9 @@ def _add_recording_source(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--bag",
         type=Path,
-        help="rosbag2 directory (sqlite3 or MCAP), read without ROS: topics.joint_states and topics.motor_currents"
-        " (or JointState.effort with topics.effort_is_torque) and joints from --config",
+        help="rosbag2 directory (sqlite3 or MCAP), read without ROS as the recorder records: topics.joint_states and"
+        " topics.motor_currents (the joint-states topic itself when its JointState.effort holds the currents; joint"
+        " torques there with topics.effort_is_torque) aligned within tolerance_s, and joints from --config",
     )
 
 
@@ -191,11 +192,23 @@ def _parser() -> argparse.ArgumentParser:
         verbs, "predict", _predict, summary="predict joint torques of a recording from identified parameters"
     )
     predict.add_argument("--params", required=True, type=Path, help="parameter YAML from 'dynid identify'")
-    predict.add_argument("--data", required=True, type=Path, help="recording CSV (positions; torques optional)")
+    predict.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="recording CSV (positions; torques optional), or a trajectory CSV of 'dynid excite' (positions,"
+        " velocities, accelerations: the torques the planned motion needs, every row, nothing filtered)",
+    )
     predict.add_argument(
         "--config",
         type=Path,
         help="ROS 2 parameter YAML whose signal.* settings replace those stored in --params (default: the stored ones)",
+    )
+    predict.add_argument(
+        "--urdf",
+        type=Path,
+        help="URDF instead of the one --params names (identified where the URDF lay elsewhere); its content must"
+        " be the one identified (robot.urdf_sha256)",
     )
     _add_output(predict, "CSV of predicted torques to write")
     _add_unit_checks(predict)
@@ -355,9 +368,13 @@ def _predict(arguments: argparse.Namespace) -> str:
     one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the
     filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without
     equations). Filters with the signal settings stored in the parameter file unless --config is given.
+    A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
     return _forward(
-        _api().predict_file, arguments, ("params", "data", "config", "out"), unit_checks=_unit_checks(arguments)
+        _api().predict_file,
+        arguments,
+        ("params", "data", "config", "out", "urdf"),
+        unit_checks=_unit_checks(arguments),
     )
 
 

@@ -561,6 +561,23 @@ def test_predict_gives_four_bar_validation_torques_within_1_percent(four_bar: Fo
     assert predicted_error(out, time_s, expected) < 0.01
 
 
+def test_predict_previews_the_actuated_torques_of_the_planned_excitation(four_bar: FourBar, tmp_path: Path) -> None:
+    # dynid excite's CSV (positions, velocities, accelerations of the crank), issue 21 finding 5.
+    sim = simulated_robot(four_bar.config, 1)
+    planned = read_trajectory_csv(four_bar.trajectory)
+    completed = four_bar.model.complete_motion(planned.q, planned.dq, planned.ddq)
+    expected = constrained_inverse_dynamics(
+        four_bar.model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq
+    )
+    out = tmp_path / "planned_torques.csv"
+
+    code, printed, error = dynid("predict", "--params", four_bar.params, "--data", four_bar.trajectory, "--out", out)
+
+    assert code == 0, error
+    assert f"predicted {planned.time.size} of {planned.time.size} rows of the planned motion" in printed
+    assert predicted_error(out, planned.time, expected) < 0.01
+
+
 def test_stream_runs_on_the_four_bar(four_bar: FourBar, tmp_path: Path) -> None:
     out = tmp_path / "updates.jsonl"
     code, output, error = dynid(

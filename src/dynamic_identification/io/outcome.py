@@ -14,8 +14,10 @@
 * :func:`identification_warnings` — what a user must read, one sentence each, for the
   output and ``quality.warnings``: parameters physically impossible as identified,
   reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
-  ``e_tol``, parameters the recording left unexcited, and a URDF whose nominal model does
-  not fit the recorded torques (:mod:`~dynamic_identification.core.identification.urdf_agreement`).
+  ``e_tol``, joints the model does not predict (``e*_j`` above
+  ``estimation.joint_error_warning``), parameters the recording left unexcited, and a URDF
+  whose nominal model does not fit the recorded torques
+  (:mod:`~dynamic_identification.core.identification.urdf_agreement`).
 """
 
 from __future__ import annotations
@@ -451,6 +453,14 @@ def identification_warnings(
                         f" e_tol = {100 * settings.e_tol:g} %)"
                     )
     errors = result.judged.joint_errors.errors
+    for joint, relative in zip(joints, result.judged.joint_errors.relative_errors, strict=True):
+        if relative > settings.joint_error_warning:  # NaN (no equation) is warned about below
+            warnings.append(
+                f"{joint}: e*_j = {relative:.3g} ([Volkmann2020] eq. (12): mean |τ − τ̂| / mean |τ| on its"
+                f" equations) is above estimation.joint_error_warning = {settings.joint_error_warning:g}: the model"
+                " does not predict this joint (check its torques or currents, its drive gain and coupling, and"
+                " whether the recording moves it)"
+            )
     silent = [joint for joint, error in zip(joints, errors, strict=True) if np.isnan(error)]
     if silent:
         warnings.append(
