@@ -23,6 +23,7 @@ from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
+    closed_loop_torques,
     closed_loop_window,
     identify_closed_loop,
     identify_closed_loop_drive_gains,
@@ -37,6 +38,7 @@ from dynamic_identification.core.drive_gains import (
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
@@ -45,6 +47,7 @@ from dynamic_identification.core.identification import (
     SlidingWindowEstimator,
     WindowUpdate,
     predict_at_stamps,
+    predict_torques,
 )
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.prediction import StampPrediction
@@ -58,7 +61,13 @@ from dynamic_identification.core.regression_models import identify_model
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
-from dynamic_identification.io.config import IdentificationConfig, load_config, load_excitation_settings, ros_parameters
+from dynamic_identification.io.config import (
+    IdentificationConfig,
+    load_config,
+    load_excitation_settings,
+    ros_parameters,
+    unread_keys,
+)
 from dynamic_identification.io.outcome import (
     Validation,
     closed_loop_consistent_estimator_of,
@@ -98,11 +107,19 @@ from dynamic_identification.io.recording import (
 from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.table import write_table
-from dynamic_identification.io.trajectory import write_trajectory_csv
+from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
 from dynamic_identification.io.urdf_export import write_urdf
 
 LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
+
+
+def warn_unread_keys(config: Path | None, verb: str) -> None:
+    """Warn about each key of the configuration file ``config`` set where ``dynid verb`` does not read it
+    (:func:`~dynamic_identification.io.config.unread_keys`): never silently ignored."""
+    if config is not None:
+        for warning in unread_keys(config, verb=verb):
+            LOGGER.warning(warning)
 
 
 def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
@@ -116,6 +133,8 @@ def read_recording_input(data: Path | None, bag: Path | None, config: Identifica
             currents_topic=config.currents_topic,
             effort_is_torque=config.effort_is_torque,
             joint_names=config.joints,
+            tolerance_s=config.tolerance_s,
+            max_delay_s=config.max_delay_s,
         )
     raise DataError(f"give exactly one of a recording CSV or a rosbag2 directory, got data={data}, bag={bag}")
 
@@ -347,6 +366,7 @@ def identify_file(
         _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
     if report is not None and report.exists() and not report.is_dir():
         raise DataError(f"--report {report} exists and is not a directory")
+    warn_unread_keys(config, "identify")
     if load_config(str(config) if config else None).closed_loop:
         return _identify_closed_loop_file(
             urdf=urdf,
@@ -373,7 +393,8 @@ def identify_file(
     result = identify_recording(robot, parsed, drive_chain, recording, model=model, cancellation=monitor)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
-    consistent = consistent_model(robot, terms, settings, result)
+    # Without consistency the nearest consistent model is only searched for (a conic solve) when --urdf-out needs it.
+    consistent = consistent_model(robot, terms, settings, result, search=urdf_out is not None)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
     validations = []
@@ -542,22 +563,30 @@ def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | N
     return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
 
 
-def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool = True) -> str:
+def predict_file(
+    *, params: Path, data: Path, config: Path | None, out: Path, urdf: Path | None = None, unit_checks: bool = True
+) -> str:
     """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
 
     The signal settings are those the identification stored (``settings.signal`` of the
     file), or ``config``'s when given; a file without them (written before they were
     stored) takes the defaults and says so. Columns: ``time``, per joint ``J/position``
     (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
-    prediction, see :func:`predicted_torques`).
+    prediction, see :func:`predicted_torques`). ``urdf`` replaces the URDF the file names
+    (a file identified where its URDF lay elsewhere); its content must be the one the file
+    records (``robot.urdf_sha256``). ``data`` may also be a planned motion (``dynid
+    excite``'s trajectory CSV, :func:`_predict_plan_file`): the torques it needs.
     """
-    _check_output(out, params, data, config)
+    _check_output(out, params, data, config, urdf)
+    warn_unread_keys(config, "predict")
     parameters = load_parameters(params)
+    if is_trajectory_csv(data):
+        return _predict_plan_file(parameters, data=data, out=out, urdf=urdf, unit_checks=unit_checks)
     if parameters.closed_loop:
         return _predict_closed_loop_file(
-            parameters, params=params, data=data, config=config, out=out, unit_checks=unit_checks
+            parameters, params=params, data=data, config=config, out=out, urdf=urdf, unit_checks=unit_checks
         )
-    robot = load_robot(parameters.urdf_path(), parameters.joints)
+    robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
     recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
     if unit_checks:
         check_units(robot, recording, str(data))
@@ -588,6 +617,86 @@ def predict_file(*, params: Path, data: Path, config: Path | None, out: Path, un
     return "\n".join(report)
 
 
+def _predict_plan_file(
+    parameters: ParameterFile, *, data: Path, out: Path, urdf: Path | None, unit_checks: bool
+) -> str:
+    """``dynid predict`` of a planned motion (``dynid excite``'s CSV): the model's torques at every row.
+
+    The plan gives positions, velocities and accelerations exactly, so they are used as they
+    are (no filtering, no segment edges): ``τ = W(q, q̇, q̈) χ`` ([Gautier2013] eq. (4);
+    a closed-loop robot's actuated torques along its completed motion, [Briot2012] eq. (6)),
+    the torques the identified model says the motion needs before it is run. Columns as for a
+    recording (``time``, ``J/position``, ``J/effort``; ``nan`` for a joint identified without
+    equations); the report gives each joint's largest torque against its URDF effort limit.
+    """
+    plan = read_trajectory_csv(data)
+    values, terms, chain = parameters.values(), parameters.drive_terms(), parameters.drive_chain()
+    if parameters.closed_loop:
+        mechanism = closed_loop_model_of(parameters, urdf)
+        joints = mechanism.actuated_joint_names
+        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
+        if unit_checks:
+            check_closed_loop_units(mechanism, motion, str(data))
+        completed = mechanism.complete_motion(motion.position, dq, ddq)
+        torques = closed_loop_torques(mechanism, chain, terms, values, completed)
+        limits = mechanism.robot.effort_limits[mechanism.actuated]
+    else:
+        robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
+        joints = robot.joint_names
+        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
+        if unit_checks:
+            check_units(robot, motion, str(data))
+        torques = predict_torques(robot, chain, terms, values, motion.position, dq, ddq)
+        limits = robot.effort_limits
+    identified = parameters.identified_joints()
+    torques[:, [joint not in identified for joint in joints]] = np.nan
+    rows = plan.time.shape[0]
+    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * len(joints)))
+    table[:, 0], table[:, 1::2], table[:, 2::2] = plan.time, motion.position, torques
+    write_table(out, header, table)
+    peaks = []
+    for j, joint in enumerate(joints):
+        if joint not in identified:
+            peaks.append(f"{joint} -")
+            continue
+        peak = float(np.max(np.abs(torques[:, j])))
+        share = f" ({peak / limits[j]:.2f} of {limits[j]:.4g})" if np.isfinite(limits[j]) and limits[j] > 0 else ""
+        peaks.append(f"{joint} {peak:.4g}{share}")
+    report = [
+        f"predicted {rows} of {rows} rows of the planned motion {data} (its positions, velocities and accelerations"
+        f" as planned: nothing filtered) written to {out}",
+        f"largest torque [N·m] (of the URDF effort limit): {', '.join(peaks)}",
+    ]
+    if len(identified) < len(joints):
+        unidentified = [joint for joint in joints if joint not in identified]
+        report.append(f"no prediction for {unidentified}: the identification had no equation for them (never moved)")
+    return "\n".join(report)
+
+
+def _planned_motion(
+    plan: SampledTrajectory, joints: Sequence[str], data: Path, source: str
+) -> tuple[Recording, np.ndarray, np.ndarray]:
+    """The plan's positions and velocities of ``joints`` (in that order) as a recording (for the unit checks),
+    and their velocities and accelerations.
+
+    Raises
+    ------
+    DataError
+        When the plan lacks one of ``joints`` (of the parameter file ``source``).
+    """
+    missing = [joint for joint in joints if joint not in plan.joint_names]
+    if missing:
+        raise DataError(f"{data} plans no motion for joints {missing} of {source} (it has {list(plan.joint_names)})")
+    order = [plan.joint_names.index(joint) for joint in joints]
+    dq = plan.dq[:, order]
+    return (
+        Recording(time=plan.time, joint_names=tuple(joints), position=plan.q[:, order], velocity=dq),
+        dq,
+        plan.ddq[:, order],
+    )
+
+
 def excite_file(
     *, urdf: Path, config: Path | None, mode: str, out: Path, progress: ProgressCallback = ignore_progress
 ) -> str:
@@ -597,6 +706,7 @@ def excite_file(
     every cost evaluation (:mod:`~dynamic_identification.core.progress`).
     """
     _check_output(out, urdf, config)
+    warn_unread_keys(config, "excite")
     monitor = Cancellation(progress=progress)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
@@ -653,6 +763,7 @@ def _excitation_report(
             f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
             f" {usage.jerk[j]:>9.3f}"
         )
+    lines += [f"warning: {warning}" for warning in plan.warnings]
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
 
@@ -677,6 +788,7 @@ def stream_file(
     _check_output(out, urdf, data, config, bag, params_out)
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
+    warn_unread_keys(config, "stream")
     mechanism: ClosedLoopModel | None = None
     if load_config(str(config) if config else None).closed_loop:
         mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
@@ -900,6 +1012,7 @@ def _identify_closed_loop_file(
         settings,
         result,
         estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
+        search=urdf_out is not None,
     )
     warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
     write_parameters_atomic(
@@ -934,7 +1047,14 @@ def _identify_closed_loop_file(
 
 
 def _predict_closed_loop_file(
-    parameters: ParameterFile, *, params: Path, data: Path, config: Path | None, out: Path, unit_checks: bool
+    parameters: ParameterFile,
+    *,
+    params: Path,
+    data: Path,
+    config: Path | None,
+    out: Path,
+    urdf: Path | None,
+    unit_checks: bool,
 ) -> str:
     """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion.
 
@@ -942,7 +1062,7 @@ def _predict_closed_loop_file(
     settings of the file (or ``config``), ``nan`` where the model has no prediction; the
     columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
     """
-    mechanism = closed_loop_model_of(parameters)
+    mechanism = closed_loop_model_of(parameters, urdf)
     recording = _closed_loop_recording(mechanism, data, require_torque=False, unit_checks=unit_checks)
     signal, origin = _prediction_signal(parameters, params, config)
     drive_chain = parameters.drive_chain()
@@ -1111,6 +1231,7 @@ def gains_file(
     closed-loop robot keeps one gain per motor.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
+    warn_unread_keys(config, "gains")
     parsed = load_config(str(config) if config else None)
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)
@@ -1218,6 +1339,7 @@ def payload_file(
     a table.
     """
     _check_output(out, params, data, config)
+    warn_unread_keys(config, "payload")
     parameters = load_parameters(params)
     robot = _parameter_file_robot(params, parameters)
     frame_id(robot, frame)  # an unknown frame is refused before any work

@@ -63,9 +63,10 @@ class FeedforwardOptions(TypedDict, total=False):
     friction_smoothing
         ``k`` of ``tanh(k q̇)``, s/rad (default :data:`DEFAULT_FRICTION_SMOOTHING`).
     effort_limits, acceleration_limits
-        Torque clamp (N·m) and desired-acceleration bound (rad/s²) per joint (actuated joint
-        of a closed-loop robot); default the URDF's effort limits and ``4 /s`` times its
-        velocity limits.
+        Torque clamp (N·m) and desired-acceleration bound (rad/s², a sample beyond it is taken
+        at it) per joint (actuated joint of a closed-loop robot); default the URDF's effort
+        limits and ``10 /s`` times its velocity limits
+        (:data:`~dynamic_identification.core.feedforward.FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ`).
     """
 
     friction_smoothing: float

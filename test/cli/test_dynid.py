@@ -38,6 +38,7 @@ from dynamic_identification.io.recording import (
     write_recording_csv,
 )
 from dynamic_identification.io.table import read_body, read_header
+from dynamic_identification.io.trajectory import read_trajectory_csv
 from repo_paths import ARM6_CONFIG, ARM6_URDF
 
 JOINTS = tuple(f"joint_{k}" for k in range(1, 7))
@@ -282,6 +283,24 @@ def test_identify_quiet_reports_nothing_on_stderr(good: Synthetic, folder: Path)
     assert run.code == 0 and run.err == ""
 
 
+def test_identify_without_consistency_checks_the_estimate_without_a_conic_solver(good: Synthetic, folder: Path) -> None:
+    """``--no-consistency`` only checks the unconstrained values (issue 26): cvxpy, the conic solver's modelling
+    layer, is never imported, and the file says whether the values are consistent."""
+    out = folder / "unconstrained.yaml"
+    argv = [*identify_argv(good.path, out), "--no-consistency", "--quiet"]
+    code = (
+        "import sys\n"
+        "from dynamic_identification import cli\n"
+        f"assert cli.main({argv!r}) == 0\n"
+        "print('cvxpy' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
+    consistency = load_parameters(out).quality["physical_consistency"]
+    assert consistency["enforced"] is False and consistency["ok"] in (True, False)
+
+
 def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identified: tuple[Run, Path]) -> None:
     run, out = identified
     assert run.code == 0, run.err
@@ -490,6 +509,49 @@ def test_predict_accepts_a_recording_of_positions_only(
     assert run.code == 0, run.err
     header, _ = read_predicted(out)
     assert header == ["time"] + [f"{joint}/{kind}" for joint in JOINTS for kind in ("position", "effort")]
+
+
+def test_predict_gives_the_torques_of_a_planned_excitation_at_every_row(
+    capsys: pytest.CaptureFixture[str], arm: Arm, identified: tuple[Run, Path], tmp_path: Path
+) -> None:
+    # dynid excite's CSV: positions, velocities and accelerations (issue 21, finding 5).
+    config = config_with(tmp_path / "excite.yaml", "excitation", "optimise", False)
+    plan = tmp_path / "plan.csv"
+    excited = run_dynid(capsys, "excite", "--urdf", ARM6_URDF, "--config", config, "--mode", "fourier", "--out", plan)
+    assert excited.code == 0, excited.err
+    out = tmp_path / "torques.csv"
+
+    run = run_dynid(capsys, "predict", "--params", identified[1], "--data", plan, "--out", out)
+
+    assert run.code == 0, run.err
+    header, rows = read_predicted(out)
+    assert header == ["time"] + [f"{joint}/{kind}" for joint in JOINTS for kind in ("position", "effort")]
+    trajectory = read_trajectory_csv(plan)
+    assert_array_equal(rows[:, 0], trajectory.time)
+    effort = rows[:, [header.index(f"{joint}/effort") for joint in JOINTS]]
+    assert np.isfinite(effort).all()  # a plan is its exact motion: no filter edge, every row predicted
+    exact = inverse_dynamics(arm.robot, arm.chain, arm.drive, trajectory.q, trajectory.dq, trajectory.ddq)
+    moving = np.abs(trajectory.dq) >= MIN_SPEED_RAD_S  # the identified Coulomb friction holds there
+    for j, joint in enumerate(JOINTS):
+        rows_j = moving[:, j]
+        error = np.linalg.norm(effort[rows_j, j] - exact[rows_j, j]) / np.linalg.norm(exact[rows_j, j])
+        assert error < 0.01, f"{joint}: relative error {error:.4f}"
+    assert f"predicted {trajectory.time.size} of {trajectory.time.size} rows of the planned motion" in run.out
+
+
+def test_a_configuration_key_set_where_it_has_no_effect_is_warned_about_once(
+    capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], small: Path, tmp_path: Path
+) -> None:
+    config = config_with(tmp_path / "unread.yaml", "/**", "current_polynomial", [0.0, 0.4, 0.0, 0.0] * 6)
+    out = tmp_path / "predicted.csv"
+
+    run = run_dynid(capsys, "predict", "--params", identified[1], "--data", small, "--config", config, "--out", out)
+
+    assert run.code == 0, run.err
+    assert run.err.splitlines() == [
+        f"dynid predict: warning: current_polynomial in block '/**' of {config} has no effect on dynid predict: it is"
+        " read by the recorder node only"
+    ]
 
 
 # --- bad input: one line on stderr naming the problem, non-zero exit ----------------------------------------

@@ -27,12 +27,13 @@ from numpy.testing import assert_allclose
 from dynamic_identification import cli
 from dynamic_identification.core.estimation.consistency import is_physically_consistent
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveTerms, load_robot
-from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
+from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
-from repo_paths import ARM6_CONFIG, ARM6_URDF
+from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
 
 RATE_HZ = 1000.0
 SIGNAL = {"position_cutoff_hz": 15.0, "gap_factor": 4.0, "min_speed_rad_s": 0.08}
@@ -182,6 +183,72 @@ def test_predict_refuses_a_urdf_that_changed_since_the_identification(identified
     assert document["robot"]["urdf_sha256"][:16] in line
 
 
+def test_a_file_identified_on_the_pip_installed_panda_is_read_back_by_predict_and_the_feedforward(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # example-robot-data's wheel holds share/example-robot-data/package.xml, but nothing puts it on
+    # AMENT_PREFIX_PATH: a package:// name would not resolve (issue 21, finding 3).
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    urdf = example_robot_file("panda.urdf")
+    joints = [f"panda_joint{k}" for k in range(1, 8)]
+    robot = load_robot(urdf, joints)
+    time = np.arange(1000) / 100.0
+    q, dq, ddq = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=1).evaluate(time)
+    drive = DriveParameters.create(7, viscous=[0.1] * 7, coulomb=[0.5] * 7)
+    torques = inverse_dynamics(robot, DriveChain.create(7), drive, q, dq, ddq)
+    data = tmp_path / "panda.csv"
+    write_recording_csv(data, recording_from_arrays(time, joints, q, velocity=dq, effort=torques))
+    config = tmp_path / "panda.yaml"
+    config.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"joints": joints}}}), encoding="utf-8")
+    params = tmp_path / "params.yaml"
+    # The unconstrained estimate: how the file names its URDF does not depend on it, and it is quicker.
+    argv = ["--urdf", urdf, "--data", data, "--config", config, "--out", params, "--no-consistency"]
+    assert dynid("identify", *argv).code == 0
+
+    predicted = dynid("predict", "--params", params, "--data", data, "--out", tmp_path / "predicted.csv")
+    model = FeedforwardModel.from_yaml(params)
+
+    assert predicted.code == 0, predicted.err
+    name = load_parameters(params).urdf
+    # A path that leads back to the file from the parameter file's folder (relative when the two share a folder).
+    assert not name.startswith("package://") and (params.parent / name).resolve() == Path(urdf).resolve(), name
+    assert_allclose(model.torques(q[500], dq[500], ddq[500]), torques[500], rtol=0.02, atol=0.05)
+
+
+def test_predict_urdf_reads_a_file_whose_urdf_name_does_not_resolve_here(
+    identified: Identified, tmp_path: Path
+) -> None:
+    expected = tmp_path / "expected.csv"
+    argv = ["predict", "--data", identified.held_out]
+    assert dynid(*argv, "--params", identified.params, "--out", expected).code == 0
+    document = yaml.safe_load(identified.params.read_text(encoding="utf-8"))
+    document["robot"]["urdf"] = "package://robot_pc_description/urdf/arm.urdf"  # identified on another machine
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    refused = dynid(*argv, "--params", params, "--out", tmp_path / "refused.csv")
+    assert refused.code == 2 and "package 'robot_pc_description' has no such file" in refused.err
+
+    out = tmp_path / "predicted.csv"
+    run = dynid(*argv, "--params", params, "--urdf", ARM6_URDF, "--out", out)
+
+    assert run.code == 0, run.err
+    assert out.read_bytes() == expected.read_bytes()
+
+
+def test_predict_urdf_of_other_content_is_refused_naming_both_hashes(identified: Identified, tmp_path: Path) -> None:
+    other = tmp_path / "arm.urdf"
+    other.write_text(ARM6_URDF.read_text(encoding="utf-8").replace("</robot>", "<!-- edited --></robot>"), "utf-8")
+
+    argv = ["--params", identified.params, "--urdf", other, "--data", identified.held_out, "--out", tmp_path / "x"]
+    run = dynid("predict", *argv)
+
+    assert run.code == 2 and run.out == ""
+    (line,) = run.err.splitlines()
+    assert line.startswith(f"dynid predict: error: the URDF {other} is not the one {identified.params}")
+    assert hashlib.sha256(other.read_bytes()).hexdigest()[:16] in line
+    assert hashlib.sha256(ARM6_URDF.read_bytes()).hexdigest()[:16] in line
+
+
 # --- standard parameters and --urdf-out -------------------------------------------------------------------
 
 
@@ -287,6 +354,32 @@ def test_a_recording_that_leaves_parameters_unexcited_is_warned_about(
     run, quality = _identify(tmp_path, data, "held", "--config", ARM6_CONFIG)
     _warned(run, quality, "unexcited: ")
     _warned(run, quality, "joint_6 had no usable equation")
+
+
+def test_a_joint_the_model_cannot_predict_is_warned_about_in_the_file_the_output_and_the_report(
+    identified: Identified, tmp_path: Path
+) -> None:
+    # Issue 21 finding 7: a joint with 94 % training error, and quality.warnings was [].
+    training = identified.training.rows(slice(0, 8_000))
+    current = training.current.copy()
+    current[:, 5] += 3.0 * np.std(current[:, 5]) * np.random.default_rng(7).standard_normal(training.n_samples)
+    data = tmp_path / "noisy_wrist.csv"
+    write_recording_csv(
+        data,
+        recording_from_arrays(
+            time=training.time, joint_names=training.joint_names, position=training.position, current=current
+        ),
+    )
+
+    run, quality = _identify(tmp_path, data, "noisy_wrist", "--config", ARM6_CONFIG, "--report", tmp_path / "report")
+
+    relative = quality["joint_relative_errors"]
+    assert isinstance(relative, dict) and relative["joint_6"] > 0.3 > max(relative[f"joint_{k}"] for k in range(1, 6))
+    needle = f"joint_6: e*_j = {relative['joint_6']:.3g}"
+    _warned(run, quality, needle)
+    assert not any("e*_j = " in warning for warning in quality["warnings"] if needle not in warning)
+    assert needle in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert not any("e*_j = " in warning for warning in load_parameters(identified.params).quality["warnings"])
 
 
 def test_a_reduction_that_raises_a_joints_error_beyond_e_tol_is_warned_about(

@@ -3,6 +3,7 @@ loadable from a parameter file, and worth it: it cuts the simulated closed loop'
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import shutil
 
@@ -19,7 +20,7 @@ from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
+from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING, DESIRED_STATE_TOLERANCE
 from dynamic_identification.core.feedforward import FeedforwardModel as CoreFeedforwardModel
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
 from dynamic_identification.core.model import (
@@ -35,6 +36,7 @@ from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
+from dynamic_identification.io.urdf_location import urdf_sha256
 from dynamic_identification.resources import shipped_path
 from true_parameters import true_base_parameters, true_parameter_file
 
@@ -200,6 +202,30 @@ def test_from_yaml_round_trip_reproduces_the_model(arm6_urdf: pathlib.Path, tmp_
     )
 
 
+def test_from_yaml_urdf_gives_a_urdf_the_file_names_where_this_machine_cannot_find_it(
+    arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    robot = load_robot(arm6_urdf)
+    chain, terms = DriveChain.create(6, gear_ratios=GEAR_RATIOS), DriveTerms()
+    named = "package://robot_pc_description/urdf/arm6.urdf"  # identified on a machine that had the package
+    path = tmp_path / "params.yaml"
+    identified = _parameter_file(robot, named, chain, terms)
+    write_parameters_atomic(path, dataclasses.replace(identified, urdf_sha256=urdf_sha256(arm6_urdf)))
+    with pytest.raises(DataError, match=r"package 'robot_pc_description' has no such file .*from_yaml\(urdf="):
+        FeedforwardModel.from_yaml(path)
+
+    model = FeedforwardModel.from_yaml(path, urdf=arm6_urdf)
+
+    base, values = _true_base(robot, chain, terms)
+    q, dq, ddq = _states(robot, 3, seed=4, min_speed=0.1)
+    expected = CoreFeedforwardModel(robot, chain, terms, base.names, values).torques(q, dq, ddq)
+    assert_allclose(model.torques(q, dq, ddq), expected, rtol=0.0, atol=0.0)
+    edited = tmp_path / "edited.urdf"
+    edited.write_text(arm6_urdf.read_text(encoding="utf-8").replace("</robot>", "<!-- edited --></robot>"), "utf-8")
+    with pytest.raises(DataError, match=f"not the one {path} was identified from .* is {urdf_sha256(edited)[:16]}"):
+        FeedforwardModel.from_yaml(path, urdf=edited)
+
+
 def test_from_yaml_finds_a_relative_urdf_beside_the_file(arm6_urdf: pathlib.Path, tmp_path: pathlib.Path) -> None:
     robot = load_robot(arm6_urdf)
     chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS)
@@ -271,13 +297,47 @@ def test_a_parameter_that_would_overflow_is_refused_on_load(arm6_model) -> None:
 
 
 @pytest.mark.parametrize(("quantity", "index"), [("velocity", 1), ("acceleration", 2)])
-def test_a_desired_state_beyond_the_limits_is_refused_not_extrapolated(arm6_model, quantity, index) -> None:
+def test_a_sample_beyond_the_limits_gets_the_torques_of_its_clamped_state_and_the_others_their_own(
+    arm6_model, quantity, index
+) -> None:
     robot, chain, terms, base, values = arm6_model
     model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
-    state = [np.zeros(6), np.zeros(6), np.zeros(6)]
-    state[index][2] = 1e6
-    with pytest.raises(DataError, match=f"desired {quantity} of joint_3 is 1e\\+06, beyond its limit"):
-        model.torques(*state)
+    q, dq, ddq = _states(robot, 50, seed=13, min_speed=0.1)
+    state = [q, np.clip(dq, -0.5, 0.5), np.clip(ddq, -1.0, 1.0)]  # within every limit
+    within = model.evaluate(*state)
+    state[index][20, 2] = 1e6  # one runaway sample in the batch
+    limit = model.velocity_limits[2] if index == 1 else model.acceleration_limits[2]
+
+    output = model.evaluate(*state)
+
+    assert output.limited.shape == (50, 6) and np.argwhere(output.limited).tolist() == [[20, 2]]
+    others = np.arange(50) != 20
+    assert_allclose(output.torques[others], within.torques[others], rtol=0.0, atol=0.0)
+    clamped = [array[20].copy() for array in state]
+    clamped[index][2] = (1.0 + DESIRED_STATE_TOLERANCE) * limit  # not extrapolated beyond what is accepted
+    assert_allclose(output.torques[20], model.torques(*clamped), rtol=0.0, atol=0.0)
+    assert np.all(np.abs(output.torques) <= robot.effort_limits)
+    assert output.problem.startswith(f"desired {quantity} of joint_3 is 1e+06 at sample 20, beyond its limit")
+
+
+def test_the_default_acceleration_limit_is_generous_and_a_configured_one_is_kept(example_urdf) -> None:
+    # Issue 21 finding 6: a Panda joint whose maker allows 10 rad/s² (panda_joint3, velocity limit 2.175 rad/s)
+    # refused 9 rad/s² for the whole batch: 4 /s × 2.175 = 8.7 rad/s² is the excitation's planning margin.
+    robot = load_robot(example_urdf("panda.urdf"), [f"panda_joint{k}" for k in range(1, 8)])
+    chain, terms = DriveChain.create(7), DriveTerms()
+    base, values = true_base_parameters(robot, chain, terms, DriveParameters.create(7))
+    q, dq, ddq = np.zeros((1000, 7)), np.zeros((1000, 7)), np.zeros((1000, 7))
+    q[:, 3] = -1.5
+    ddq[500, 2] = 9.0
+
+    default = CoreFeedforwardModel(robot, chain, terms, base.names, values).evaluate(q, dq, ddq)
+    maker = [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0]  # rad/s², Franka's datasheet: limits.acceleration
+    configured = CoreFeedforwardModel(robot, chain, terms, base.names, values, acceleration_limits=maker)
+    tighter = CoreFeedforwardModel(robot, chain, terms, base.names, values, acceleration_limits=[8.0] * 7)
+
+    assert not default.limited.any() and np.isfinite(default.torques).all()
+    assert_allclose(configured.evaluate(q, dq, ddq).torques, default.torques, rtol=0.0, atol=0.0)
+    assert np.argwhere(tighter.evaluate(q, dq, ddq).limited).tolist() == [[500, 2]]
 
 
 def test_torques_beyond_the_effort_limits_are_clamped_and_flagged(arm6_model) -> None:

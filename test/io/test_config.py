@@ -18,6 +18,7 @@ from dynamic_identification.io.config import (
     load_config,
     load_excitation_settings,
     ros_parameters,
+    unread_keys,
 )
 
 EXAMPLE = """\
@@ -308,3 +309,74 @@ def test_a_urdf_given_as_configuration_is_called_xml(tmp_path: Path) -> None:
     path = _write(tmp_path, '<?xml version="1.0"?>\n<robot name="arm">\n  <link name="base: a"/>\n</robot>\n')
     with pytest.raises(DataError, match=r"configuration file .* is XML \(a URDF\?\), not a ROS 2 parameter YAML"):
         load_config(path)
+
+
+def test_dynid_reads_the_recorders_alignment_settings_from_the_wildcard_and_the_recorder_block(tmp_path: Path) -> None:
+    wildcard = _write(tmp_path, "/**:\n  ros__parameters:\n    tolerance_s: 0.02\n    max_delay_s: 0.8\n")
+    assert (load_config(wildcard).tolerance_s, load_config(wildcard).max_delay_s) == (0.02, 0.8)
+    recorder = tmp_path / "recorder.yaml"
+    recorder.write_text(
+        "/**:\n  ros__parameters:\n    tolerance_s: 0.02\n"
+        "/**/recorder:\n  ros__parameters:\n    tolerance_s: 0.01\n    topics: {motor_currents: joint_states}\n"
+    )
+    config = load_config(recorder)
+    assert config.tolerance_s == 0.01  # the recorder's block wins, as the recorder reads it
+    assert config.currents_topic == config.joint_states_topic == "/joint_states"  # currents in the joint states
+
+
+def test_currents_in_the_joint_states_cannot_also_be_joint_torques() -> None:
+    with pytest.raises(DataError, match="topics.motor_currents .* names the joint-states topic /js.*effort_is_torque"):
+        config_from_parameters(
+            {"topics.joint_states": "js", "topics.motor_currents": "/js", "topics.effort_is_torque": True}
+        )
+
+
+def test_a_key_set_where_dynid_does_not_read_it_is_named_with_who_reads_it(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """\
+/**:
+  ros__parameters:
+    current_polynomial: [0.0, 0.4, 0.0, 0.0]
+/**/recorder:
+  ros__parameters:
+    drive_chain: {drive_gains: [0.4]}
+    tolerance_s: 0.01
+/**/estimator:
+  ros__parameters:
+    parameters_file: estimate.yaml
+other_package_node:
+  ros__parameters:
+    tolerance_s: 3.0
+""",
+    )
+
+    warnings = unread_keys(path, verb="identify")
+
+    assert warnings == [
+        f"current_polynomial in block '/**' of {path} has no effect on dynid identify: it is read by the recorder"
+        " node only",
+        f"drive_chain.drive_gains in block '/**/recorder' of {path} has no effect on dynid identify, which reads it"
+        " from the '/**' and estimator blocks only (unset there: its default)",
+    ]
+    # dynid payload converts currents with the recorder's current_polynomial
+    assert unread_keys(path, verb="payload") == [line.replace("identify", "payload") for line in warnings[1:]]
+
+
+def test_a_recording_setting_the_estimator_and_recorder_blocks_disagree_on_is_named(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "/**/estimator:\n  ros__parameters:\n    topics: {motor_currents: currents}\n"
+        "/**/recorder:\n  ros__parameters:\n    topics: {motor_currents: joint_states}\n",
+    )
+    assert load_config(path).currents_topic == "/joint_states"
+    assert unread_keys(path, verb="stream") == [
+        f"topics.motor_currents is 'currents' in block '/**/estimator' of {path} and 'joint_states' in block"
+        " '/**/recorder': dynid stream reads the recorder's, the one the recorder records with"
+    ]
+
+
+@pytest.mark.parametrize("name", ["dynid_arm6.yaml", "five_bar.yaml"])
+def test_the_shipped_configurations_set_nothing_dynid_ignores(name: str) -> None:
+    path = Path(__file__).resolve().parents[2] / "config" / name
+    assert unread_keys(path, verb="identify") == unread_keys(path, verb="excite") == []

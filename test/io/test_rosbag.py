@@ -124,6 +124,7 @@ def write_bag(
     storage: StoragePlugin = StoragePlugin.MCAP,
     currents: Run | None = None,
     effort_is_torque: bool = False,
+    currents_in_effort: bool = False,
     zero_stamps: bool = False,
     seed: int = SEED,
 ) -> Path:
@@ -131,7 +132,9 @@ def write_bag(
 
     ``currents`` defaults to ``run`` itself: the same stamps, as the simulated robot publishes.
     Receive times lag the stamps by 0.1 to 1 ms; with ``zero_stamps`` the joint states' header
-    stamps are zero (a driver that does not stamp) and received exactly at the sample time.
+    stamps are zero (a driver that does not stamp) and received exactly at the sample time. With
+    ``currents_in_effort`` the joint states' effort holds the motor currents (A), as several robot
+    drivers publish them, and there is no currents topic.
     """
     rng = np.random.default_rng(seed)
     source = run if currents is None else currents
@@ -142,13 +145,13 @@ def write_bag(
         velocity = np.zeros(len(names))
         velocity[index] = run.velocity[k]
         fields = {"position": position, "velocity": velocity}
-        if effort_is_torque:
+        if effort_is_torque or currents_in_effort:
             effort = np.zeros(len(names))
-            effort[index] = run.torque[k]
+            effort[index] = run.torque[k] if effort_is_torque else run.current[k]
             fields["effort"] = effort
         received = stamp if zero_stamps else stamp + int(rng.integers(100_000, 1_000_000))
         records.append((received, JOINT_STATES, joint_state(0 if zero_stamps else stamp, names, **fields)))
-    if not effort_is_torque:
+    if not (effort_is_torque or currents_in_effort):
         for k, stamp in enumerate(source.stamps_ns.tolist()):
             names, effort = shuffled(source, k, np.random.default_rng([seed, k, 1]), source.current)
             received = stamp + int(rng.integers(100_000, 1_000_000))
@@ -164,24 +167,33 @@ def write_bag(
 
 
 def write_config(
-    path: Path, run: Run, *, effort_is_torque: bool = False, window: dict[str, object] | None = None
+    path: Path,
+    run: Run,
+    *,
+    effort_is_torque: bool = False,
+    currents: str = CURRENTS,
+    window: dict[str, object] | None = None,
+    recorder: dict[str, object] | None = None,
 ) -> Path:
-    """A configuration naming the joints, the drive chain of the arm and the bag's topics (and ``window.*``)."""
+    """A configuration naming the joints, the drive chain of the arm and the bag's topics (and ``window.*``, and
+    a recorder block)."""
     shipped = load_config(str(ARM6_CONFIG))
-    document = {
+    document: dict[str, object] = {
         "/**": {
             "ros__parameters": {
                 "joints": list(run.joints),
                 "drive_chain": {"gear_ratios": list(shipped.gear_ratios), "drive_gains": list(shipped.drive_gains)},
                 "topics": {
                     "joint_states": JOINT_STATES,
-                    "motor_currents": CURRENTS,
+                    "motor_currents": currents,
                     "effort_is_torque": effort_is_torque,
                 },
                 **({"window": window} if window else {}),
             }
         }
     }
+    if recorder:
+        document["/**/recorder"] = {"ros__parameters": recorder}
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     return path
 
@@ -382,6 +394,72 @@ def test_a_slow_recording_gives_the_same_links_from_a_bag_and_from_a_csv(folder:
     consistency = yaml.safe_load((folder / "s_csv.yaml").read_text(encoding="utf-8"))["quality"]
     assert consistency["physical_consistency"]["enforced"]
     assert_allclose(link_values(folder / "s_bag.yaml"), link_values(folder / "s_csv.yaml"), rtol=1e-6, atol=1e-9)
+
+
+def test_currents_in_the_joint_states_effort_are_read_from_one_topic(run: Run, folder: Path) -> None:
+    bag = write_bag(folder / "currents_in_effort", run, storage=StoragePlugin.SQLITE3, currents_in_effort=True)
+
+    recording = read_recording_bag(
+        bag, joint_states_topic=JOINT_STATES, currents_topic=JOINT_STATES, joint_names=run.joints
+    )
+
+    assert_array_equal(recording.time, run.time)
+    assert_array_equal(recording.position, run.position)
+    assert_array_equal(recording.current, run.current)
+    assert recording.effort is None
+
+
+@pytest.mark.parametrize("verb", ["identify", "stream"])
+def test_a_bag_with_currents_in_the_joint_states_effort_identifies_like_its_csv(
+    run: Run, folder: Path, from_csv: Path, verb: str
+) -> None:
+    # topics.motor_currents names the joint-states topic: its effort holds the currents (issue 21, finding 4).
+    bag = write_bag(folder / f"currents_in_effort_{verb}", run, currents_in_effort=True)
+    window = {"update_period_s": 2.5, "reduction": "none"}  # stream: few updates, as the test below
+    config = write_config(folder / f"one_topic_config_{verb}.yaml", run, currents=JOINT_STATES, window=window)
+    suffix = "yaml" if verb == "identify" else "jsonl"
+    outputs = {"bag": folder / f"one_topic_{verb}.{suffix}", "data": folder / f"one_topic_{verb}_csv.{suffix}"}
+    sources = {"bag": bag, "data": folder / "run.csv"}  # the CSV of the same arrays (from_csv)
+
+    for option in ("bag",) if verb == "identify" else ("bag", "data"):
+        code, _, err = dynid(
+            verb, "--urdf", ARM6_URDF, f"--{option}", sources[option], "--config", config, "--out", outputs[option]
+        )
+        assert code == 0, err
+
+    if verb == "identify":
+        assert_same_parameters(outputs["bag"], from_csv)
+    else:
+        bag_lines, csv_lines = (outputs[option].read_text(encoding="utf-8").splitlines() for option in ("bag", "data"))
+        assert [json.loads(line)["parameters"] for line in bag_lines] == [
+            json.loads(line)["parameters"] for line in csv_lines
+        ]
+        assert any(json.loads(line)["publishable"] for line in bag_lines)
+
+
+@pytest.fixture(scope="module")
+def slow_currents(run: Run, folder: Path) -> Path:
+    """Motor currents at 100 Hz, joint states at 500 Hz: 10 ms between current samples, beyond the default
+    tolerance_s of 5 ms on one side of most joint states."""
+    every_fifth = replace(run, stamps_ns=run.stamps_ns[::5], current=run.current[::5])
+    return write_bag(folder / "slow_currents", run, currents=every_fifth)
+
+
+def test_tolerance_s_of_the_recorder_block_is_what_dynid_aligns_a_bag_with(
+    run: Run, folder: Path, slow_currents: Path
+) -> None:
+    default = write_config(folder / "default_tolerance.yaml", run)
+    wider = write_config(folder / "wider_tolerance.yaml", run, recorder={"tolerance_s": 0.011})
+    argv = ["identify", "--urdf", ARM6_URDF, "--bag", slow_currents, "--config"]
+
+    refused = dynid(*argv, default, "--out", folder / "refused.yaml")
+    accepted = dynid(*argv, wider, "--out", folder / "slow_currents.yaml")
+
+    assert refused[0] == 2 and "without motor currents within tolerance_s=0.005 s" in refused[2]
+    assert accepted[0] == 0, accepted[2]
+    last_current = run.stamps_ns[::5][-1]  # the joint states after it have no current to interpolate with
+    samples = load_parameters(folder / "slow_currents.yaml").quality["samples"]
+    assert samples == np.count_nonzero(run.stamps_ns <= last_current) == run.time.size - 4
 
 
 def test_missing_topic_is_a_one_line_error_listing_the_topics(run: Run, folder: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.io.urdf_location import package_uri, resolve_urdf, urdf_name, urdf_sha256
+from repo_paths import example_robot_files
 
 
 def _installed(prefix: Path, package: str = "my_robot_description") -> Path:
@@ -26,12 +27,45 @@ def test_a_urdf_in_an_installed_package_is_named_package_uri(tmp_path: Path, mon
     assert urdf_name(urdf, folder=tmp_path) == "package://my_robot_description/urdf/arm.urdf"
 
 
-def test_a_share_folder_with_its_package_xml_is_recognised_without_the_environment(
+def test_a_share_folder_the_reader_cannot_find_is_named_by_its_path_not_package_uri(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A share folder with its package.xml (a pip wheel's cmeel.prefix, a workspace not sourced): the reader
+    # resolves package:// through AMENT_PREFIX_PATH only, so such a name would not be read back here.
     urdf = _installed(tmp_path / "opt" / "ros")
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    assert package_uri(urdf) is None
+    assert urdf_name(urdf, folder=tmp_path / "opt") == "ros/share/my_robot_description/urdf/arm.urdf"
+    assert urdf_name(urdf) == str(urdf.resolve())
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path / "opt" / "ros"))
     assert package_uri(urdf) == "package://my_robot_description/urdf/arm.urdf"
+
+
+@pytest.mark.parametrize("ament", [False, True], ids=["pip_alone", "prefix_on_ament_prefix_path"])
+def test_every_urdf_of_example_robot_data_is_named_so_that_the_same_environment_reads_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ament: bool
+) -> None:
+    urdfs = example_robot_files(".urdf")
+    assert len(urdfs) > 20
+    # The wheel's cmeel.prefix holds share/example-robot-data/package.xml, as a colcon install would.
+    prefix = next(parent for parent in urdfs[0].parents if parent.name == "share").parent
+    if ament:
+        monkeypatch.setenv("AMENT_PREFIX_PATH", str(prefix))
+    else:
+        monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    unread = []
+    for urdf in urdfs:
+        for folder in (tmp_path, None):  # a parameter file, and a text published on a topic
+            name = urdf_name(urdf, folder=folder)
+            try:
+                found = resolve_urdf(name, folder=folder, sha256=urdf_sha256(urdf))
+            except DataError as error:
+                unread.append(f"{urdf.name} named {name}: {error}")
+                continue
+            if found != urdf:
+                unread.append(f"{urdf.name} named {name} reads back as {found}")
+    assert unread == []
+    assert urdf_name(urdfs[0], folder=tmp_path).startswith("package://example-robot-data/") is ament
 
 
 def test_a_package_uri_resolves_through_ament_prefix_path_on_another_machine(

@@ -19,6 +19,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.feedforward import DESIRED_STATE_TOLERANCE
 from dynamic_identification.core.model import (
     DriveChain,
     DriveParameters,
@@ -241,7 +242,7 @@ def test_joints_left_out_of_a_trajectory_hold_their_desired_position() -> None:
     assert_allclose(dq_end, 0.0, atol=1e-12)
 
 
-def test_a_desired_state_beyond_the_velocity_limit_publishes_nothing_and_is_counted_at_warn(
+def test_a_desired_state_beyond_the_velocity_limit_publishes_the_torques_at_the_limit_counted_at_warn(
     graph: _Graph, parameters_path: pathlib.Path
 ) -> None:
     node = graph.start(
@@ -254,12 +255,23 @@ def test_a_desired_state_beyond_the_velocity_limit_publishes_nothing_and_is_coun
     dq[:, 0] = 1e6  # rad/s: a runaway planner
     graph.send(joint_trajectory_message(JOINTS, times, q, dq, np.zeros((2, 6)), stamp_ns=10 * NS_PER_S))
     graph.spin(20.0, until=lambda: node.motion is not None)
-    graph.clock.publish(Clock(clock=time_message(10 * NS_PER_S + NS_PER_S // 2)))
-    graph.spin(1.0)
-    assert graph.efforts == []
+
+    effort = graph.effort_at(10 * NS_PER_S + NS_PER_S // 2)
+
+    model, motion = node.model, node.motion
+    assert model is not None and motion is not None
+    q_now, dq_now, ddq_now = motion.at(10 * NS_PER_S + NS_PER_S // 2)
+    assert abs(dq_now[0]) > 1e3 * model.velocity_limits[0]
+    bound = 1.0 + DESIRED_STATE_TOLERANCE  # the desired state taken at its limits, not extrapolated
+    at_limits = (
+        np.clip(dq_now, -bound * model.velocity_limits, bound * model.velocity_limits),
+        np.clip(ddq_now, -bound * model.acceleration_limits, bound * model.acceleration_limits),
+    )
+    assert_allclose(effort, model.torques(q_now, *at_limits), rtol=0.0, atol=1e-9)
+    assert np.all(np.isfinite(effort)) and np.all(np.abs(effort) <= model.effort_limits)
     status = node.diagnostic_status()
     values = {kv.key: kv.value for kv in status.values}
-    assert int(values["refused_desired_states"]) >= 1
+    assert int(values["limited_desired_states"]) >= 1
     assert status.level == DiagnosticStatus.WARN and "desired velocity of joint_1" in status.message
 
 

@@ -70,7 +70,11 @@ class _Graph(RosGraph):
     def connected(self) -> bool:
         return (
             self.joint_states.get_subscription_count() > 0
-            and (self.recorder.effort_is_torque or self.currents.get_subscription_count() > 0)
+            and (
+                self.recorder.effort_is_torque
+                or getattr(self.recorder, "currents_in_joint_states", False)
+                or self.currents.get_subscription_count() > 0
+            )
             and self.probe.count_publishers("/recorder/samples") > 0
         )
 
@@ -314,6 +318,30 @@ def test_effort_is_torque_publishes_the_joint_state_efforts(graph: Callable[[lis
     g.spin(20.0, until=lambda: len(g.samples) >= 30)
     assert [stamp_to_ns(s.header.stamp) for s in g.samples] == js.tolist()
     assert_allclose(np.array([s.effort for s in g.samples]), 7.0)
+
+
+def test_currents_in_the_joint_states_effort_are_recorded_from_one_subscription(
+    graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
+) -> None:
+    # A driver that publishes the motor currents in JointState.effort: topics.motor_currents names that topic.
+    one_topic = Parameter("topics.motor_currents", value="joint_states")
+    g = graph([*BASE, one_topic, Parameter("output_dir", value=str(tmp_path))])
+    assert g.call("start").success
+    js = stamps(200, seed=15)
+    for stamp in js:
+        message = joint_state(stamp)
+        message.effort = [dict(zip(JOINTS, currents_at(int(stamp)), strict=True)).get(n, 9.0) for n in message.name]
+        g.joint_states.publish(message)
+    g.spin(20.0, until=lambda: len(g.samples) >= js.size)
+    g.call("stop")
+
+    assert [stamp_to_ns(sample.header.stamp) for sample in g.samples] == js.tolist()
+    effort = np.array([arrays_from_joint_state(sample, JOINTS)[3] for sample in g.samples])
+    assert_allclose(effort, expected_torques(js), rtol=0.0, atol=1e-9)
+    recording = read_recording_csv(next(tmp_path.glob("recording_*.csv")))
+    assert_allclose(recording.current, currents_at(js), rtol=0.0, atol=0.0)
+    assert g.probe.count_subscribers("/joint_states") == 1  # one message: positions and currents, no alignment
+    assert g.recorder.aligner.stats.currents.received == 0
 
 
 def test_the_polynomial_current_model_converts_the_currents(graph: Callable[[list[Parameter]], _Graph]) -> None:

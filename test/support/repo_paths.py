@@ -38,3 +38,13 @@ def example_robot_file(filename: str) -> Path:
             if path.is_file():
                 return path
     raise FileNotFoundError(f"filename={filename!r} is not a file of the installed example-robot-data")
+
+
+def example_robot_files(suffix: str) -> list[Path]:
+    """Every robot file of the ``example-robot-data`` wheel whose name ends with ``suffix`` (``".urdf"``), sorted."""
+    files = {
+        Path(str(entry.locate())).resolve()
+        for entry in importlib.metadata.files("example-robot-data") or []
+        if entry.name.endswith(suffix) and "robots" in entry.parts
+    }
+    return sorted(path for path in files if path.is_file())

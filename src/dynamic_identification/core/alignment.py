@@ -184,9 +184,10 @@ class AlignedSample:
         Joint velocities in rad/s, or ``None`` when the joint state has none.
     effort
         The joint state's effort as published (joint torque in N·m with
-        ``effort_is_torque``), or ``None``.
+        ``effort_is_torque``), or ``None`` (always with ``effort_is_current``).
     current
-        Motor currents in A interpolated at ``stamp_s``; ``None`` with ``effort_is_torque``.
+        Motor currents in A interpolated at ``stamp_s`` (the joint state's effort with
+        ``effort_is_current``); ``None`` with ``effort_is_torque``.
     """
 
     stamp_s: float
@@ -249,7 +250,11 @@ class StreamAligner:
 
     With ``effort_is_torque`` (Gazebo's ``gz_ros2_control``: ``JointState.effort``
     already is the joint torque) no currents are needed: every accepted joint state
-    is emitted at once and :meth:`add_currents` only counts.
+    is emitted at once and :meth:`add_currents` only counts. With ``effort_is_current``
+    (a driver that publishes the motor currents in ``JointState.effort`` of the joint
+    states) the currents come in the joint state itself, at its stamp: every accepted
+    joint state is emitted at once with its effort as the currents, and
+    :meth:`add_currents` only counts.
 
     Memory is bounded: pending joint states and buffered currents span at most
     ``max_delay_s`` (plus one sample) of stamp time, and each sample is handled in
@@ -265,6 +270,8 @@ class StreamAligner:
         Longest wait for currents, s of stamp time (> 0).
     effort_is_torque
         Take joint torques from the joint states' effort; no currents.
+    effort_is_current
+        Take the motor currents (A) from the joint states' effort; no second stream.
     """
 
     def __init__(
@@ -274,9 +281,12 @@ class StreamAligner:
         tolerance_s: float = DEFAULT_TOLERANCE_S,
         max_delay_s: float = DEFAULT_MAX_DELAY_S,
         effort_is_torque: bool = False,
+        effort_is_current: bool = False,
     ) -> None:
         if isinstance(n_joints, bool) or not isinstance(n_joints, (int, np.integer)) or n_joints < 1:
             raise DataError(f"n_joints must be an integer >= 1, got {n_joints!r}")
+        if effort_is_torque and effort_is_current:
+            raise DataError("the joint states' effort is either joint torques or motor currents, not both")
         for name, value in (("tolerance_s", tolerance_s), ("max_delay_s", max_delay_s)):
             if not (math.isfinite(value) and value > 0.0):
                 raise DataError(f"{name} must be finite and > 0, got {value!r}")
@@ -284,6 +294,7 @@ class StreamAligner:
         self.tolerance_s = float(tolerance_s)
         self.max_delay_s = float(max_delay_s)
         self.effort_is_torque = bool(effort_is_torque)
+        self.effort_is_current = bool(effort_is_current)
         self._joint_states = _Counter()
         self._currents = _Counter()
         self._aligned = 0
@@ -334,7 +345,7 @@ class StreamAligner:
         ------
         DataError
             If an array does not have shape ``(n,)``, or ``effort`` is ``None`` with
-            ``effort_is_torque``.
+            ``effort_is_torque`` or ``effort_is_current``.
         """
         q = self._vector("position", position)
         dq = self._vector("velocity", velocity)
@@ -343,11 +354,16 @@ class StreamAligner:
             raise DataError("position is required, got None")
         if self.effort_is_torque and tau is None:
             raise DataError("effort (joint torque, N·m) is required with effort_is_torque, got None")
+        if self.effort_is_current and tau is None:
+            raise DataError("effort (motor currents, A) is required with effort_is_current, got None")
         stamp = float(stamp_s)
         if not self._joint_states.admit(stamp, q, dq, tau):
             return []
-        if self.effort_is_torque:
+        if self.effort_is_torque or self.effort_is_current:
+            # The torques or the currents came with the joint state, at its stamp: nothing to align.
             self._aligned += 1
+            if self.effort_is_current:
+                return [AlignedSample(stamp, q, dq, None, tau)]
             return [AlignedSample(stamp, q, dq, tau, None)]
         self._pending.append((stamp, q, dq, tau))
         self._newest = max(self._newest, stamp)
@@ -365,7 +381,7 @@ class StreamAligner:
         if array is None:
             raise DataError("currents are required, got None")
         stamp = float(stamp_s)
-        if not self._currents.admit(stamp, array) or self.effort_is_torque:
+        if not self._currents.admit(stamp, array) or self.effort_is_torque or self.effort_is_current:
             return []
         self._buffer.append((stamp, array))
         self._newest = max(self._newest, stamp)

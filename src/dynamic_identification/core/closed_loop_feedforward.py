@@ -36,10 +36,7 @@ from dynamic_identification.core.closed_loop import (
     tree_values,
 )
 from dynamic_identification.core.errors import ModelError
-from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
-from dynamic_identification.core.feedforward import (
-    FeedforwardBase,
-)
+from dynamic_identification.core.feedforward import FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ, FeedforwardBase
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel, limit_bounds
 
 WALK_STEP_RAD = 0.05
@@ -73,8 +70,10 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
         joint; default the URDF's.
     acceleration_limits
         Desired actuated accelerations beyond these (rad/s², with
-        :data:`~dynamic_identification.core.feedforward.DESIRED_STATE_TOLERANCE`) are refused;
-        default ``4 /s`` times the URDF velocity limits.
+        :data:`~dynamic_identification.core.feedforward.DESIRED_STATE_TOLERANCE`) are clamped to
+        them, sample by sample; default
+        :data:`~dynamic_identification.core.feedforward.FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ`
+        (10 /s) times the URDF velocity limits.
     payload
         A load fixed to a frame of the opened tree (the platform's): its torques
         ``J_tᵀ Y_p φ_p`` are added ([Briot2012] eq. (11)).
@@ -138,7 +137,7 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
                     mechanism,
                     "acceleration_limits",
                     acceleration_limits,
-                    DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                    FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
                 )[actuated],
                 "acceleration_limits",
             ),

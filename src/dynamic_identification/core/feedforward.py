@@ -29,7 +29,6 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -85,16 +84,40 @@ def checked_parameters(
 
 DESIRED_STATE_TOLERANCE = 0.01
 """Desired velocities and accelerations may exceed their limits by this fraction (the overshoot of an
-interpolation between points at the limit) before they are refused."""
+interpolation between points at the limit) before they are clamped."""
+
+FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ = 10.0
+"""Default acceleration limit of the feedforward, 1/s times the URDF velocity limit (a URDF has no acceleration
+limit): a joint reaching its velocity limit from rest in 0.1 s. The excitation's default, 4 /s
+(:data:`~dynamic_identification.core.excitation.safety.DEFAULT_ACCELERATION_PER_VELOCITY_HZ`), is a planning
+margin for motions the robot is asked to make, not what its drives can do: a Franka Panda's maker allows 3.4-7.7 /s
+(7.5-20 rad/s²; panda_joint3: 10 rad/s², where 4 /s gives 8.7), which 10 /s covers. The bound only guards
+against a runaway command; ``limits.acceleration`` gives the robot's own limits."""
 
 
 @dataclass(frozen=True)
 class FeedforwardTorques:
-    """Bounded feedforward torques: ``torques`` (N·m, ``(n,)`` or ``(N, n)``) and which were ``clamped`` to the
-    effort limits (same shape)."""
+    """Bounded feedforward torques of desired states, sample by sample.
+
+    Attributes
+    ----------
+    torques
+        N·m, ``(n,)`` or ``(N, n)``: finite, within the effort limits.
+    clamped
+        Which torques were clamped to the effort limits (the shape of ``torques``).
+    limited
+        Which desired velocities or accelerations were beyond their limits (the shape of
+        ``torques``, per joint): that sample's torques are those of its state clamped to the
+        limits, never extrapolated; the other samples are computed as given.
+    problem
+        The first limited sample, described (joint, quantity, value, sample, limit); empty
+        when none was.
+    """
 
     torques: np.ndarray
     clamped: np.ndarray
+    limited: np.ndarray
+    problem: str = ""
 
 
 class FeedforwardBase(Generic[_Mechanism]):
@@ -261,6 +284,17 @@ class FeedforwardBase(Generic[_Mechanism]):
         """Torques are clamped to ``±effort_limits``, N·m (``∞``: not clamped)."""
         return self._effort.copy()
 
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """Desired velocities are limited to these, rad/s (the URDF's; ``∞``: none), with
+        :data:`DESIRED_STATE_TOLERANCE`."""
+        return self._velocity.copy()
+
+    @property
+    def acceleration_limits(self) -> np.ndarray:
+        """Desired accelerations are limited to these, rad/s² (``∞``: none), with :data:`DESIRED_STATE_TOLERANCE`."""
+        return self._acceleration.copy()
+
     def with_payload(self: _Feedforward, payload: Payload | None) -> _Feedforward:
         """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
         return type(self)(
@@ -277,7 +311,14 @@ class FeedforwardBase(Generic[_Mechanism]):
         )
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
-        """Feedforward torques of the controlled joints, N·m, clamped to the effort limits, and which were clamped.
+        """Feedforward torques of the controlled joints, N·m, sample by sample: clamped to the effort limits,
+        and which were clamped or came from a desired state beyond the limits.
+
+        A desired velocity or acceleration beyond its limit (:attr:`velocity_limits`,
+        :attr:`acceleration_limits`, with :data:`DESIRED_STATE_TOLERANCE`) is clamped to it in
+        that sample alone, whose torques are then those of the nearest state the model is
+        valid for (never extrapolated) and flagged in :attr:`FeedforwardTorques.limited`; the
+        other samples of the batch are computed as given.
 
         Parameters
         ----------
@@ -294,18 +335,20 @@ class FeedforwardBase(Generic[_Mechanism]):
         Raises
         ------
         DataError
-            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, a
-            desired velocity or acceleration is beyond its limit (refused, never
-            extrapolated), or the model's torque is not finite.
+            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, or the
+            model's torque is not finite.
         LoopClosureError
             A closed-loop model's desired state where the loops cannot be closed or the
             mechanism is singular.
         """
         q, dq, ddq, single = self._desired_state(q, dq, ddq)
-        return self._bounded(self._model_torques(q, dq, ddq, single), single)
+        dq, ddq, limited, problem = self._within_limits(dq, ddq, single)
+        torques, clamped = self._bounded(self._model_torques(q, dq, ddq, single), single)
+        return FeedforwardTorques(torques, clamped, limited, problem)
 
     def torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Feedforward torques, N·m, clamped to the effort limits (see :meth:`evaluate`)."""
+        """Feedforward torques, N·m, clamped to the effort limits, a desired state beyond the velocity or
+        acceleration limits taken at them (see :meth:`evaluate`, which also says which samples were)."""
         return self.evaluate(q, dq, ddq).torques
 
     def _desired_state(
@@ -316,10 +359,8 @@ class FeedforwardBase(Generic[_Mechanism]):
         Raises
         ------
         DataError
-            If the shapes differ from ``(n,)`` / ``(N, n)``, a value is not finite, or a
-            desired velocity or acceleration is beyond its limit (with
-            :data:`DESIRED_STATE_TOLERANCE`; refused, never extrapolated), naming the joint
-            and the sample.
+            If the shapes differ from ``(n,)`` / ``(N, n)`` or a value is not finite, naming
+            the sample.
         """
         n = len(self.joint_names)
         q = np.asarray(q, dtype=float)
@@ -334,17 +375,30 @@ class FeedforwardBase(Generic[_Mechanism]):
             if not np.isfinite(array).all():
                 where = f": {array.tolist()}" if single else f" at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}"
                 raise DataError(f"{name} has a non-finite value{where}")
+        return q, dq, ddq, single
+
+    def _within_limits(
+        self, dq: np.ndarray, ddq: np.ndarray, single: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+        """``q̇``, ``q̈`` clamped to their limits (with :data:`DESIRED_STATE_TOLERANCE`), which entries were (per
+        joint: the shape of ``dq``) and the first of them described (empty: none)."""
+        limited = np.zeros(dq.shape, dtype=bool)
+        problem = ""
+        clamped = []
         for name, array, limit in (("velocity", dq, self._velocity), ("acceleration", ddq, self._acceleration)):
-            beyond = np.abs(array) > (1.0 + DESIRED_STATE_TOLERANCE) * limit
-            if beyond.any():
+            bound = (1.0 + DESIRED_STATE_TOLERANCE) * limit
+            beyond = np.abs(array) > bound
+            if beyond.any() and not problem:
                 sample, joint = (0, int(np.argmax(beyond))) if single else (int(i) for i in np.argwhere(beyond)[0])
                 value = float(array[joint] if single else array[sample, joint])
                 where = "" if single else f" at sample {sample}"
-                raise DataError(
+                problem = (
                     f"desired {name} of {self.joint_names[joint]} is {value:.6g}{where}, beyond its limit"
-                    f" {limit[joint]:.6g}: refused, not extrapolated"
+                    f" {limit[joint]:.6g}: taken at the limit, not extrapolated"
                 )
-        return q, dq, ddq, single
+            limited |= beyond
+            clamped.append(np.clip(array, -bound, bound) if beyond.any() else array)
+        return clamped[0], clamped[1], limited, problem
 
     def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
         """The model's torques, N·m, of desired states checked by :meth:`_desired_state`: ``(n,)`` for
@@ -365,7 +419,7 @@ class FeedforwardBase(Generic[_Mechanism]):
         )
         return motor if self._direct else self._coupling.T @ motor
 
-    def _bounded(self, raw: np.ndarray, single: bool) -> FeedforwardTorques:
+    def _bounded(self, raw: np.ndarray, single: bool) -> tuple[np.ndarray, np.ndarray]:
         """The model's torques ``raw`` clamped to the effort limits, and which were clamped.
 
         Raises
@@ -375,8 +429,7 @@ class FeedforwardBase(Generic[_Mechanism]):
         """
         if not np.all(np.isfinite(raw)):
             raise DataError(f"the model's torque is not finite ({raw.tolist() if single else 'a sample'})")
-        clamped = np.abs(raw) > self._effort
-        return FeedforwardTorques(torques=np.clip(raw, -self._effort, self._effort), clamped=clamped)
+        return np.clip(raw, -self._effort, self._effort), np.abs(raw) > self._effort
 
 
 class FeedforwardModel(FeedforwardBase[RobotModel]):
@@ -416,8 +469,11 @@ class FeedforwardModel(FeedforwardBase[RobotModel]):
         non-positive or non-finite entry means unknown: that joint is not clamped.
     acceleration_limits
         Desired accelerations beyond these (rad/s², with :data:`DESIRED_STATE_TOLERANCE`)
-        are refused; default ``4 /s`` times the URDF velocity limits. Desired
-        velocities are checked against the URDF's velocity limits.
+        are clamped to them, sample by sample (:meth:`evaluate`); default
+        :data:`FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ` (10 /s) times the URDF velocity
+        limits, generous: a URDF has no acceleration limit, and the excitation's 4 /s is a
+        planning margin, not the drives' limit. Desired velocities are clamped to the URDF's
+        velocity limits alike.
     payload
         A load carried on one of the robot's frames (identified by ``dynid payload`` or
         the estimator's ``~/identify_payload``, [Swevers2002]): its rigid-body torques
@@ -470,7 +526,7 @@ class FeedforwardModel(FeedforwardBase[RobotModel]):
             _limits(
                 "acceleration_limits",
                 acceleration_limits,
-                DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+                FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
                 n,
             ),
         )

@@ -14,10 +14,11 @@ produced from it:
 
 A setting belongs to the consumers listed in :attr:`Setting.nodes`: the nodes that declare
 it as a ROS parameter, :data:`DYNID` (``dynid``'s identification configuration: the ``/**``
-and ``estimator`` blocks) and :data:`DYNID_EXCITE` (``dynid excite``: the ``/**`` and
-``excitation`` blocks). Dotted keys (``window.window_s``) mean the same for every consumer;
-a plain key may mean different things to different nodes (``rate_hz``), so the table may
-hold it more than once, for disjoint consumers.
+and ``estimator`` blocks, and the recorder's block for how a rosbag makes a recording) and
+:data:`DYNID_EXCITE` (``dynid excite``: the ``/**`` and ``excitation`` blocks). Dotted keys
+(``window.window_s``) mean the same for every consumer; a plain key may mean different things
+to different nodes (``rate_hz``), so the table may hold it more than once, for disjoint
+consumers.
 
 This module imports nothing from the package but :mod:`~dynamic_identification.core.errors`: it is the
 lowest layer.
@@ -196,6 +197,13 @@ sample order (jittered, quantised or bunched stamps)."""
 AUTO_CUTOFF_HZ = 0.0
 """``signal.position_cutoff_hz`` that asks for a cut-off chosen from the data's spectrum."""
 
+JOINT_ERROR_WARNING = 0.3
+"""``estimation.joint_error_warning``: the e*_j ([Volkmann2020] eq. (12)) above which a joint is warned about. A
+model that fits a joint has e*_j of a few percent (the IDIM of the shipped arm: 0.03-0.10); at 0.3 the mean error
+is a third of the mean torque, which no feedforward should rely on (the power models on the same data: 0.5-2.7,
+[Gautier2013] Table IV's finding; a joint whose torque channel is buried in noise: 0.64 in the tests, 0.94 in the
+log of issue 21)."""
+
 # -- the shipped arm's simulated drive chain (joint side, joints 1..6) --------------------------------------------
 # Friction is the URDF's <dynamics> (rounded from [Gautier2013] Table II); rotor inertia Ia3..Ia6 are of the order
 # of [Gautier2013] Table II, Ia1, Ia2 (not given there) plausible for this class.
@@ -238,7 +246,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("limits.effort", Kind.NUMBERS, None, "joint torque limits per joint; unset: the URDF's", unit="N·m",
             nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
     Setting("limits.acceleration", Kind.NUMBERS, None, "acceleration limits per joint; unset: 4 /s × the URDF"
-            " velocity limit", unit="rad/s²", nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
+            " velocity limit (a planning margin; the feedforward: 10 /s ×)", unit="rad/s²",
+            nodes=("excitation", "estimator", "feedforward", DYNID, DYNID_EXCITE)),
     Setting("limits.jerk", Kind.NUMBERS, None, "jerk limits per joint; unset: 50 /s × the acceleration limit",
             unit="rad/s³", nodes=("excitation", DYNID, DYNID_EXCITE)),
     # -- signal processing ([Gautier2013] §IV.A) --
@@ -291,6 +300,10 @@ SETTINGS: tuple[Setting, ...] = (
             " per motor", nodes=(DYNID,)),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
+    Setting("estimation.joint_error_warning", _D, JOINT_ERROR_WARNING, "warn about each joint whose relative"
+            " error e*_j ([Volkmann2020] eq. (12): mean |τ − τ̂| / mean |τ|) on its equations exceeds this (0.3:"
+            " 30 %): the model does not predict that joint", minimum=0.0, exclusive=True, maximum=1000.0,
+            nodes=(DYNID,)),
     # -- in-process estimation (the sliding window, [Volkmann2020]) --
     Setting("window.window_s", _D, 10.0, "in-process estimation: window length, in data time", unit="s",
             minimum=0.0, exclusive=True, maximum=3600.0, nodes=_ESTIMATION),
@@ -321,7 +334,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("topics.joint_states", _S, "joint_states", "sensor_msgs/JointState of positions, velocities (and"
             " efforts); a rosbag's names are absolute", nonempty=True, nodes=("recorder", DYNID)),
     Setting("topics.motor_currents", _S, "motor_currents", "sensor_msgs/JointState whose effort holds motor"
-            " currents in A", nonempty=True, nodes=("recorder", DYNID)),
+            " currents in A; the topics.joint_states topic itself when the driver publishes the currents in its"
+            " JointState.effort (positions and currents in one message: nothing to align)", nonempty=True,
+            nodes=("recorder", DYNID)),
     Setting("topics.effort_is_torque", _B, False, "joint torques are JointState.effort of topics.joint_states"
             " (gz_ros2_control); no currents", nodes=("recorder", DYNID)),
     # -- recorder --
@@ -333,10 +348,11 @@ SETTINGS: tuple[Setting, ...] = (
             " $ROS_HOME/dynamic_identification/recordings (ROS_HOME: ~/.ros when unset)", nodes=("recorder",)),
     Setting("output_file", _S, "", "recording file name inside output_dir (no '..'); empty: dated",
             nodes=("recorder",)),
-    Setting("tolerance_s", _D, 0.005, "largest distance of each bracketing current sample from a joint-state stamp",
-            unit="s", minimum=1e-6, maximum=1.0, nodes=("recorder",)),
-    Setting("max_delay_s", _D, 0.5, "longest wait of a joint state for its currents, in stamp time", unit="s",
-            minimum=1e-3, maximum=10.0, nodes=("recorder",)),
+    Setting("tolerance_s", _D, 0.005, "largest distance of each bracketing current sample from a joint-state stamp"
+            " (dynid: aligning a rosbag's topics as the recorder does)", unit="s", minimum=1e-6, maximum=1.0,
+            nodes=("recorder", DYNID)),
+    Setting("max_delay_s", _D, 0.5, "longest wait of a joint state for its currents, in stamp time (dynid: as"
+            " tolerance_s)", unit="s", minimum=1e-3, maximum=10.0, nodes=("recorder", DYNID)),
     Setting("silent_timeout_s", _D, 0.5, "an input topic without messages this long is reported silent", unit="s",
             minimum=0.01, maximum=3600.0, nodes=("recorder",)),
     # -- the robot's URDF --
@@ -379,10 +395,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("collision_srdf", _S, "", "SRDF whose <disable_collisions> pairs the self-collision check leaves out;"
             " empty: none (links joined by one joint are always left out)", nodes=_EXCITE),
     Setting("optimise", _B, True, "fourier: optimise the coefficients for the condition number", nodes=_EXCITE),
-    Setting("time_budget_s", _D, 30.0, "fourier: wall-time budget of the optimisation", unit="s", minimum=0.0,
+    Setting("time_budget_s", _D, 300.0, "fourier, payload: wall-time cap of the optimisation; a plan the cap ends"
+            " before max_evaluations depends on the machine's load, and says so", unit="s", minimum=0.0,
             exclusive=True, maximum=3600.0, nodes=_EXCITE),
-    Setting("max_evaluations", _I, 0, "fourier: most cost evaluations of the optimisation; 0: the time budget alone",
-            minimum=0, maximum=10**9, nodes=(DYNID_EXCITE,)),
+    Setting("max_evaluations", _I, 5000, "fourier, payload: cost evaluations of the optimisation, so a plan is the"
+            " same at any load; 0: the wall-time budget alone", minimum=0, maximum=10**9, nodes=_EXCITE),
     Setting("seed", _I, 0, "seed of random coefficients and process targets", minimum=0, maximum=_INT32,
             nodes=_EXCITE),
     Setting("workspace_lower", Kind.NUMBERS, None, "restricted workspace: lower joint positions; unset: the URDF's",
@@ -589,6 +606,7 @@ __all__ = [
     "DYNID",
     "DYNID_EXCITE",
     "EXCITATION_MODES",
+    "JOINT_ERROR_WARNING",
     "METHODS",
     "NODES",
     "NODE_EXCITATION_MODES",

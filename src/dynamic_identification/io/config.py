@@ -14,7 +14,10 @@ Every key of the ``/**`` block and of a block of one of this package's nodes mus
 parameter some node of the package (or ``dynid``) knows: a misspelled key
 (``estimaton.method``) is refused naming the closest valid key, as is a block name close
 to a node name (``estimater:``). Error messages never print a value whole (see
-:func:`~dynamic_identification.core.errors.brief`).
+:func:`~dynamic_identification.core.errors.brief`). ``dynid`` reads the ``/**`` and
+``estimator`` blocks, and the recorder's for how a rosbag makes a recording
+(:data:`RECORDING_KEYS`); a known key set where a ``dynid`` verb does not read it is named by
+:func:`unread_keys`, which ``dynid`` prints as warnings.
 
 Every key is a setting of :data:`~dynamic_identification.core.settings_schema.SETTINGS`, read
 through it (:class:`~dynamic_identification.io.settings.SettingsReader`: type, range, default);
@@ -31,6 +34,9 @@ Identification keys (see :data:`CONFIG_KEYS` for units and meaning)::
         estimation: {method: wls, reduction: none, r_sigma: 20.0, min_samples: 200, consistency: true, prior: 0.0,
                      uncertainty: hac}
         topics: {joint_states: /joint_states, motor_currents: /motor_currents, effort_is_torque: false}
+    /**/recorder:
+      ros__parameters:
+        tolerance_s: 0.005         # s: how the recorder aligns the currents, and dynid --bag with it
 
 ROS parameters cannot hold nested lists, so ``drive_chain.coupling`` is the n×n matrix
 flattened row by row (a list of rows is accepted as well).
@@ -69,10 +75,12 @@ from dynamic_identification.core.settings_schema import (
     DYNID,
     DYNID_EXCITE,
     NODES,
+    SETTINGS,
     default,
     field_settings,
     group_member,
     nested_field,
+    setting,
     setting_field,
     settings_of,
 )
@@ -108,6 +116,18 @@ CLOSED_LOOP_KEYS: tuple[str, ...] = tuple(key for key in CONFIG_KEYS if key.star
 """A closed-loop robot's description ([Briot2012] §2, ``docs/closed_loop.md``): ``robot.loop_closures`` (as ROS
 parameters ``robot.loop_closures.<name>.{frame_a, frame_b, type}``: a parameter file cannot hold a list of
 mappings) and ``robot.actuated_joints``."""
+
+
+RECORDING_KEYS: tuple[str, ...] = (
+    "topics.joint_states",
+    "topics.motor_currents",
+    "topics.effort_is_torque",
+    "tolerance_s",
+    "max_delay_s",
+)
+"""The recorder's settings of how joint states and motor currents make a recording. ``dynid`` reads
+them from the recorder's block too (over ``/**`` and the estimator's), so that ``--bag`` reads a
+rosbag with the settings the recorder node records with."""
 
 
 def is_closed_loop_key(key: str) -> bool:
@@ -170,7 +190,7 @@ class IdentificationConfig:
     model
         Regression model of offline identification ([DirectDrive2012] §3): ``"dynamic"``
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
-    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples
+    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples, joint_error_warning
         Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
     consistency, prior, prior_weight
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
@@ -185,7 +205,11 @@ class IdentificationConfig:
         (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
-        ``effort_is_torque`` the joint torques come from ``JointState.effort``.
+        ``effort_is_torque`` the joint torques come from ``JointState.effort``, and when the two
+        topics are one the currents do (:func:`~dynamic_identification.io.rosbag.read_recording_bag`).
+    tolerance_s, max_delay_s
+        How a rosbag's currents are aligned to its joint states, s
+        (:class:`~dynamic_identification.core.alignment.StreamAligner`, as the recorder aligns them).
     window
         In-process estimation (the ``window.*`` settings, with the signal and estimation ones).
     effort_limits, acceleration_limits, jerk_limits
@@ -223,11 +247,14 @@ class IdentificationConfig:
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")
     min_samples: int = setting_field("estimation.min_samples")
+    joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
     currents_topic: str = _absolute(default("topics.motor_currents", DYNID))
     effort_is_torque: bool = setting_field("topics.effort_is_torque", DYNID)
+    tolerance_s: float = setting_field("tolerance_s", DYNID)
+    max_delay_s: float = setting_field("max_delay_s", DYNID)
     window: WindowSettings = nested_field(WindowSettings)
     effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
     acceleration_limits: tuple[float, ...] | None = setting_field("limits.acceleration")
@@ -412,18 +439,47 @@ def simulated_robot(path: str | os.PathLike[str], n_joints: int) -> SimulatedRob
         raise DataError(f"the sim_robot block of {path}: {error}") from error
 
 
-def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
-    """Flat parameters of ``node_name`` in a ROS 2 parameter YAML file.
+@dataclass(frozen=True)
+class ConfigurationFile:
+    """The blocks of a configuration file, flat (dotted keys) and checked (:func:`read_configuration`).
 
-    The ``/**`` block is merged with the node's block (matched by its name, with or
-    without a leading ``/``, namespace or ``/**/`` prefix); the node's values win.
-    With ``node_name=None`` only ``/**`` is read. A file without ``ros__parameters``
-    blocks is taken as the parameters themselves. Nested mappings become dotted
-    names: ``{"signal": {"decimation": 4}}`` → ``{"signal.decimation": 4}``.
+    Attributes
+    ----------
+    file
+        The file.
+    blocks
+        ``(block key, parameters)`` in file order (``/**``, ``/**/estimator``, ``recorder``, a block
+        of another package's node, …); a plain mapping without ``ros__parameters`` blocks is one
+        ``/**`` block: it applies to every reader.
+    """
 
-    Every key of the ``/**`` block, of a block of one of :data:`NODE_PARAMETERS`'s
-    nodes and of a plain mapping must be known (:func:`is_known_key`); a block name
-    close to a node name (a typo) is refused too.
+    file: Path
+    blocks: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    def wildcard(self) -> dict[str, Any]:
+        """The ``/**`` block (every node's)."""
+        return {key: value for name, block in self.blocks if name == "/**" for key, value in block.items()}
+
+    def own(self, node_name: str) -> dict[str, Any]:
+        """The blocks of ``node_name`` (any namespace, later blocks winning), without ``/**``."""
+        return {
+            key: value for name, block in self.blocks if name != "/**" and _matches(name, node_name)
+            for key, value in block.items()
+        }  # fmt: skip
+
+    def parameters(self, node_name: str | None) -> dict[str, Any]:
+        """What ``node_name`` reads: ``/**`` merged with its blocks, its values winning (``None``: ``/**`` alone)."""
+        return {**self.wildcard(), **({} if node_name is None else self.own(node_name))}
+
+
+def read_configuration(path: str | os.PathLike[str]) -> ConfigurationFile:
+    """The blocks of a ROS 2 parameter YAML file, each flat and checked.
+
+    A file without ``ros__parameters`` blocks is taken as the parameters themselves (one
+    ``/**`` block). Nested mappings become dotted names: ``{"signal": {"decimation": 4}}`` →
+    ``{"signal.decimation": 4}``. Every key of the ``/**`` block, of a block of one of
+    :data:`NODE_PARAMETERS`'s nodes and of a plain mapping must be known
+    (:func:`is_known_key`); a block name close to a node name (a typo) is refused too.
 
     Raises
     ------
@@ -438,15 +494,14 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
         )
     document = parse_yaml(text, f"configuration file {file}")
     if document is None:
-        return {}
+        return ConfigurationFile(file)
     if not isinstance(document, dict):
         raise DataError(f"configuration file {file} must be a YAML mapping, got {type(document).__name__}")
     if not any(isinstance(block, dict) and "ros__parameters" in block for block in document.values()):
         flat = _flatten(document, "", str(file))
         _check_known(flat, str(file))
-        return flat
-    wildcard: dict[str, Any] = {}
-    own: dict[str, Any] = {}
+        return ConfigurationFile(file, (("/**", flat),))
+    blocks: list[tuple[str, dict[str, Any]]] = []
     for key, block in document.items():
         if not isinstance(block, dict) or "ros__parameters" not in block:
             if isinstance(key, str) and _is_section_or_key(key):
@@ -473,11 +528,23 @@ def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -
             _check_known(flat, f"block {name!r} of {file}")
         if node is not None:
             _check_placed(flat, node, f"block {name!r} of {file}")
-        if name == "/**":
-            wildcard.update(flat)
-        elif node_name is not None and _matches(name, node_name):
-            own.update(flat)
-    return {**wildcard, **own}
+        blocks.append((name, flat))
+    return ConfigurationFile(file, tuple(blocks))
+
+
+def ros_parameters(path: str | os.PathLike[str], node_name: str | None = None) -> dict[str, Any]:
+    """Flat parameters of ``node_name`` in a ROS 2 parameter YAML file (:func:`read_configuration`).
+
+    The ``/**`` block is merged with the node's block (matched by its name, with or
+    without a leading ``/``, namespace or ``/**/`` prefix); the node's values win.
+    With ``node_name=None`` only ``/**`` is read.
+
+    Raises
+    ------
+    DataError
+        As :func:`read_configuration`.
+    """
+    return read_configuration(path).parameters(node_name)
 
 
 def _node_of_block(key: str, file: Path) -> str | None:
@@ -569,6 +636,132 @@ def _nesting_problem(key: str, parameters: Mapping[str, Any], source: str) -> st
     return f"{key!r} in {source} is empty: indent its keys ({keys}) under it"
 
 
+VERBS: tuple[str, ...] = ("identify", "predict", "stream", "gains", "payload", "excite")
+"""The ``dynid`` verbs that read a configuration file (``--config``)."""
+
+
+def _verb_reads(verb: str) -> dict[str, frozenset[str]]:
+    """Block (``/**`` or a node's) → the keys ``dynid verb`` reads from it.
+
+    Every verb reads ``dynid``'s settings (:data:`CONFIG_KEYS`) from ``/**`` and the estimator's
+    block and the recording settings (:data:`RECORDING_KEYS`) from the recorder's too
+    (:func:`load_config`); ``dynid payload`` also the recorder's ``current_polynomial``,
+    ``dynid excite`` the excitation settings (:data:`EXCITATION_KEYS`) from ``/**`` and the
+    excitation block (:func:`load_excitation_settings`).
+    """
+    if verb not in VERBS:
+        raise ValueError(f"verb must be one of {list(VERBS)}, got {verb!r}")
+    identification = frozenset(CONFIG_KEYS)
+    recorder = frozenset(RECORDING_KEYS) | ({"current_polynomial"} if verb == "payload" else frozenset())
+    reads = {"/**": identification | recorder, "estimator": identification, "recorder": recorder}
+    if verb == "excite":
+        excitation = frozenset(EXCITATION_KEYS)
+        reads |= {"/**": reads["/**"] | excitation, "excitation": excitation}
+    return reads
+
+
+def _readers_text(key: str) -> str:
+    """Who reads the setting ``key``: ``the recorder node``, ``the excitation node and dynid excite``, …"""
+    consumers = {consumer for item in SETTINGS if item.key == key for consumer in item.nodes}
+    nodes = sorted(consumer for consumer in consumers if consumer in NODES)
+    tools = sorted(consumer for consumer in consumers if consumer not in NODES)
+    parts = []
+    if nodes:
+        named = nodes[0] if len(nodes) == 1 else f"{', '.join(nodes[:-1])} and {nodes[-1]}"
+        parts.append(f"the {named} node{'s' if len(nodes) > 1 else ''}")
+    parts += tools
+    return " and ".join(parts)
+
+
+COMMAND_LINE_KEYS = frozenset({"urdf"})
+"""Keys the nodes read from a configuration and ``dynid`` from its command line (``--urdf``): set in ``/**`` for
+the nodes of a launch, they tell ``dynid`` nothing it should have read."""
+
+
+def unread_keys(path: str | os.PathLike[str], *, verb: str) -> list[str]:
+    """One sentence for each key of a configuration file set where it has no effect on ``dynid verb``.
+
+    A configuration file serves the nodes and ``dynid`` alike, so a key that ``dynid`` does not
+    read where it is set must be said, not silently ignored (a ``/**`` ``tolerance_s`` once was):
+
+    * a key of the ``/**`` block that only nodes (or another verb) read, naming them;
+    * a key ``dynid`` reads, set only in a block of a node from which ``dynid`` does not read it
+      (``drive_chain.drive_gains`` in the recorder's block): ``dynid`` takes its default;
+    * a key in a node's block that neither that node nor ``dynid`` reads there (it has no
+      effect at all), naming who reads it;
+    * a recording setting (:data:`RECORDING_KEYS`) the estimator's and the recorder's blocks
+      give different values: ``dynid`` reads the recorder's.
+
+    rclpy's own parameters (``use_sim_time``, ``qos_overrides.*``) and the blocks of other
+    packages' nodes are not this package's to judge, nor is a ``urdf`` for the nodes
+    (:data:`COMMAND_LINE_KEYS`: ``dynid`` is given the URDF by ``--urdf``).
+
+    Raises
+    ------
+    DataError
+        As :func:`read_configuration`.
+    ValueError
+        When ``verb`` is not one of :data:`VERBS`.
+    """
+    reads = _verb_reads(verb)
+    consumers = (DYNID, DYNID_EXCITE) if verb == "excite" else (DYNID,)
+    configuration = read_configuration(path)
+    file, subject = configuration.file, f"dynid {verb}"
+    owners = {name: "/**" if name == "/**" else _node_of_block(name, file) for name, _ in configuration.blocks}
+    given = {
+        key
+        for name, block in configuration.blocks
+        if owners[name] in reads
+        for key in block
+        if key in reads[str(owners[name])]
+    }
+    warnings = []
+    for name, block in configuration.blocks:
+        owner = owners[name]
+        if owner is None:
+            continue
+        for key in block:
+            member = group_member(key)
+            setting_key = member.key if member is not None else key
+            if key in ROS_PARAMETERS or key.startswith(ROS_PARAMETER_PREFIXES) or key in COMMAND_LINE_KEYS:
+                continue
+            if owner in reads and setting_key in reads[owner]:
+                continue
+            where = f"{key} in block {name!r} of {file}"
+            readers = _readers_text(setting_key)
+            if owner == "/**":
+                warnings.append(f"{where} has no effect on {subject}: it is read by {readers} only")
+            elif setting_key in NODE_PARAMETERS[owner]:
+                # A plain key may be another setting for the node (rate_hz): only the same setting is dynid's too.
+                shared = any(consumer in setting(setting_key, owner).nodes for consumer in consumers)
+                if shared and setting_key not in given:
+                    blocks = " and ".join(
+                        repr(block_name) if block_name == "/**" else block_name
+                        for block_name, keys in reads.items()
+                        if setting_key in keys
+                    )
+                    warnings.append(
+                        f"{where} has no effect on {subject}, which reads it from the {blocks} blocks only (unset"
+                        " there: its default)"
+                    )
+            else:
+                if owner in reads:
+                    nobody = f"neither the {owner} node nor {subject} reads it"
+                else:
+                    nobody = f"the {owner} node does not read it"
+                warnings.append(f"{where} has no effect: {nobody} (read by {readers} only)")
+    by_owner = {owner: name for name, owner in owners.items()}
+    estimator, recorder = configuration.own("estimator"), configuration.own("recorder")
+    for key in RECORDING_KEYS:
+        if key in estimator and key in recorder and estimator[key] != recorder[key]:
+            warnings.append(
+                f"{key} is {brief(estimator[key])} in block {by_owner['estimator']!r} of {file} and"
+                f" {brief(recorder[key])} in block {by_owner['recorder']!r}: {subject} reads the recorder's, the one"
+                " the recorder records with"
+            )
+    return warnings
+
+
 def load_config(
     path: str | os.PathLike[str] | None,
     *,
@@ -577,8 +770,10 @@ def load_config(
 ) -> IdentificationConfig:
     """Identification settings from a ROS 2 parameter YAML file (``None``: defaults).
 
-    Reads :func:`ros_parameters` of ``node_name`` and converts them with
-    :func:`config_from_parameters`; keys are listed in :data:`CONFIG_KEYS`.
+    Reads :func:`ros_parameters` of ``node_name`` and, where the recorder's block sets them, the
+    settings of how the recorder makes a recording (:data:`RECORDING_KEYS`: a rosbag is read as
+    the recorder would have recorded it), and converts them with :func:`config_from_parameters`;
+    keys are listed in :data:`CONFIG_KEYS`.
 
     Raises
     ------
@@ -587,7 +782,9 @@ def load_config(
     """
     if path is None:
         return IdentificationConfig()
-    parameters = ros_parameters(path, node_name)
+    configuration = read_configuration(path)
+    recorder = {key: value for key, value in configuration.own("recorder").items() if key in RECORDING_KEYS}
+    parameters = {**configuration.parameters(node_name), **recorder}
     return config_from_parameters(parameters, source=str(path), extra_keys=extra_keys)
 
 
@@ -638,7 +835,7 @@ def config_from_parameters(
             f" got {list(config.joints)} (recorded passive joints are used when a recording has them)"
         )
     _check_sizes(source, config.joints or (actuated or None), config.gear_ratios, config.drive_gains, config.coupling)
-    return replace(
+    config = replace(
         config,
         source=source,
         joint_states_topic=_absolute(reader.text("topics.joint_states")),
@@ -646,6 +843,17 @@ def config_from_parameters(
         loop_closures=closures,
         actuated_joints=actuated,
     )
+    if config.effort_is_torque and config.currents_topic == config.joint_states_topic:
+        raise DataError(
+            f"topics.motor_currents in {source} names the joint-states topic {config.joint_states_topic}, whose effort"
+            " topics.effort_is_torque says holds joint torques: set one of the two"
+        )
+    if not config.max_delay_s > config.tolerance_s:
+        raise DataError(
+            f"max_delay_s in {source} ({config.max_delay_s:g} s) must exceed tolerance_s ({config.tolerance_s:g} s):"
+            " a joint state waits at least as long as its later current may lag"
+        )
+    return config
 
 
 def _closed_loop(reader: SettingsReader, source: str) -> tuple[tuple[LoopClosure, ...], tuple[str, ...]]:

@@ -14,8 +14,10 @@
 * :func:`identification_warnings` — what a user must read, one sentence each, for the
   output and ``quality.warnings``: parameters physically impossible as identified,
   reductions the guard refused, joints whose ``e*_j`` the reduction raised beyond
-  ``e_tol``, parameters the recording left unexcited, and a URDF whose nominal model does
-  not fit the recorded torques (:mod:`~dynamic_identification.core.identification.urdf_agreement`).
+  ``e_tol``, joints the model does not predict (``e*_j`` above
+  ``estimation.joint_error_warning``), parameters the recording left unexcited, and a URDF
+  whose nominal model does not fit the recorded torques
+  (:mod:`~dynamic_identification.core.identification.urdf_agreement`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
     ConsistentEstimate,
     ConsistentEstimator,
+    NotSearched,
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
@@ -176,6 +179,7 @@ def consistent_model(
     result: IdentificationResult,
     *,
     estimator: ConsistentEstimator | None = None,
+    search: bool = True,
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
 
@@ -184,7 +188,10 @@ def consistent_model(
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
     weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
     by ``estimator`` when given (a closed-loop robot's, whose equations are its actuated
-    joints'), else :func:`consistent_estimator` of ``robot``.
+    joints'), else :func:`consistent_estimator` of ``robot``. Without ``search`` (``dynid
+    identify --no-consistency`` without ``--urdf-out``) the unconstrained values are only
+    checked, without a conic solve: when they are not consistent there is no estimate and
+    ``published_consistent`` is ``False``.
     """
     if result.consistency is not None:
         physical = result.consistency
@@ -195,8 +202,10 @@ def consistent_model(
     try:
         weights = joint_weights(result.observations, settings.method)
         estimate = (estimator or consistent_estimator(robot, terms, result.base)).solve(
-            equations, weights, result.base.subset(result.names)
+            equations, weights, result.base.subset(result.names), search=search
         )
+    except NotSearched as error:
+        return ConsistentModel(None, str(error), published_consistent=False)
     except IdentificationError as error:
         return ConsistentModel(None, shorten(str(error), 200))
     published = result.estimate.parameters
@@ -207,7 +216,8 @@ def consistent_model(
 def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> dict[str, Any]:
     """``quality.physical_consistency``: whether the published parameters are physically possible.
 
-    ``ok`` is ``null`` when it could not be decided (``error`` says why). ``enforced``:
+    ``ok`` is ``null`` when it could not be decided (``error`` says why), ``false`` with an ``error`` when the
+    published values are not consistent and the nearest consistent model was not searched for. ``enforced``:
     the published values are the consistent estimate's, and ``shift_sigma`` (distance
     from the unconstrained estimate, in the standard deviations of [Gautier2013] eq. (18):
     a Mahalanobis distance, larger than in the published HAC σ), ``cost_increase`` (relative
@@ -217,7 +227,8 @@ def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> d
     already consistent. ``active``: the constraints at their bound.
     """
     if model.estimate is None:
-        return {"ok": None, "enforced": model.enforced, "error": model.error}
+        # False: the unconstrained values were checked and are not consistent (the nearest model not searched for).
+        return {"ok": model.published_consistent, "enforced": model.enforced, "error": model.error}
     estimate = model.estimate
     links = [robot.joint_names[index] for index in estimate.report.inconsistent_links]
     costless = model.published_consistent and not model.enforced
@@ -417,6 +428,12 @@ def identification_warnings(
             f"physical consistency could not be enforced ({consistent.error}): the published values are the"
             " unconstrained estimate"
         )
+    if estimate is None and consistent.published_consistent is False:
+        warnings.append(
+            f"{NOT_CONSISTENT}: no physically consistent model ([Wensing2018]) with the URDF's null-space"
+            " component reproduces them; the nearest one was not searched for (estimation.consistency is false:"
+            " --urdf-out or estimation.consistency: true compute it), standard_parameters hold the base values"
+        )
     if estimate is not None and not consistent.published_consistent:
         active = _listed(list(estimate.active)) or "none"
         warnings.append(
@@ -454,6 +471,14 @@ def identification_warnings(
                         f" e_tol = {100 * settings.e_tol:g} %)"
                     )
     errors = result.judged.joint_errors.errors
+    for joint, relative in zip(joints, result.judged.joint_errors.relative_errors, strict=True):
+        if relative > settings.joint_error_warning:  # NaN (no equation) is warned about below
+            warnings.append(
+                f"{joint}: e*_j = {relative:.3g} ([Volkmann2020] eq. (12): mean |τ − τ̂| / mean |τ| on its"
+                f" equations) is above estimation.joint_error_warning = {settings.joint_error_warning:g}: the model"
+                " does not predict this joint (check its torques or currents, its drive gain and coupling, and"
+                " whether the recording moves it)"
+            )
     silent = [joint for joint, error in zip(joints, errors, strict=True) if np.isnan(error)]
     if silent:
         warnings.append(

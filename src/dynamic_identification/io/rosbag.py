@@ -6,7 +6,9 @@ without ROS running:
 * the joint states (``sensor_msgs/msg/JointState``: position in rad, velocity in
   rad/s and, with ``effort_is_torque``, effort = joint torque in N·m), and
 * the motor currents (``sensor_msgs/msg/JointState`` whose ``effort`` holds the
-  current in A), unless ``effort_is_torque``.
+  current in A), unless ``effort_is_torque``. When the currents topic is the joint-states
+  topic itself (a driver that publishes the currents in ``JointState.effort``), each joint
+  state carries its currents: one topic, nothing to align.
 
 Joints are matched by name in every message, so their order may change from message
 to message and extra joints are ignored. The storage plugin (sqlite3 or MCAP) comes
@@ -70,7 +72,8 @@ def read_recording_bag(
         with ``effort_is_torque``, joint torques (N·m) in ``effort``.
     currents_topic
         ``sensor_msgs/msg/JointState`` topic whose ``effort`` holds motor currents in A;
-        not read with ``effort_is_torque``.
+        not read with ``effort_is_torque``. ``joint_states_topic`` itself: the joint states'
+        ``effort`` holds the currents, at their stamps.
     effort_is_torque
         Take joint torques from the joint states' ``effort`` (Gazebo's ``gz_ros2_control``)
         instead of currents from ``currents_topic``.
@@ -108,7 +111,8 @@ def read_recording_bag(
     if not bag.exists():
         raise DataError(f"rosbag2 directory not found: {bag}")
     joint_states_topic, currents_topic = _absolute(joint_states_topic), _absolute(currents_topic)
-    topics = (joint_states_topic,) if effort_is_torque else (joint_states_topic, currents_topic)
+    currents_in_effort = currents_topic == joint_states_topic and not effort_is_torque
+    topics = (joint_states_topic,) if effort_is_torque or currents_in_effort else (joint_states_topic, currents_topic)
     messages = _read_messages(bag, topics)
     if joint_names is None:
         first = next(message for topic, _, message in messages if topic == joint_states_topic)
@@ -117,7 +121,11 @@ def read_recording_bag(
         names = tuple(joint_names)
     try:
         aligner = StreamAligner(
-            len(names), tolerance_s=tolerance_s, max_delay_s=max_delay_s, effort_is_torque=effort_is_torque
+            len(names),
+            tolerance_s=tolerance_s,
+            max_delay_s=max_delay_s,
+            effort_is_torque=effort_is_torque,
+            effort_is_current=currents_in_effort,
         )
     except IdentificationError as error:
         raise DataError(f"reading {bag}: {error}") from error
@@ -143,12 +151,13 @@ def read_recording_bag(
         if topic == joint_states_topic:
             position = _required_field(message, "position", index, where, "positions (rad)")
             velocity = _field(message, "velocity", index, where)
-            effort = _field(message, "effort", index, where, required="joint torques (N·m)" if effort_is_torque else "")
+            held = "joint torques (N·m)" if effort_is_torque else "motor currents (A)" if currents_in_effort else ""
+            effort = _field(message, "effort", index, where, required=held)
             all_velocities = all_velocities and velocity is not None
             if jumped_back(stamp_ns, last_ns):  # a bag loop, a simulation reset: the recorder node's rule
                 aligner.reset()
             last_ns = stamp_ns
-            samples += aligner.add_joint_state(stamp_s, position, velocity, effort if effort_is_torque else None)
+            samples += aligner.add_joint_state(stamp_s, position, velocity, effort if held else None)
         else:
             currents = _required_field(message, "effort", index, where, "motor currents (A)")
             samples += aligner.add_currents(stamp_s, currents)

@@ -28,6 +28,13 @@ def write_trajectory_csv(path: str | os.PathLike[str], trajectory: SampledTrajec
     write_table(path, header, np.concatenate(columns, axis=1))
 
 
+def is_trajectory_csv(path: str | os.PathLike[str]) -> bool:
+    """Whether the CSV file at ``path`` is a trajectory (``dynid excite``'s: a ``J/acceleration`` column), not a
+    recording (:mod:`~dynamic_identification.io.recording`, which has none)."""
+    file = Path(path)
+    return file.is_file() and any(name.rpartition("/")[2] == "acceleration" for name in read_header(file))
+
+
 def read_trajectory_csv(path: str | os.PathLike[str]) -> SampledTrajectory:
     """Read a trajectory CSV; a one-line :class:`DataError` names any problem."""
     file = Path(path)

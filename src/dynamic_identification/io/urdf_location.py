@@ -5,10 +5,12 @@ so it never names the URDF by an absolute path of the machine it was written on 
 can avoid it:
 
 * ``package://<pkg>/<path>`` when the URDF lies in the share folder of an installed ROS
-  package (``<prefix>/share/<pkg>/…`` of a prefix on ``AMENT_PREFIX_PATH``, or any
-  ``…/share/<pkg>/`` folder holding the ``package.xml`` that ``colcon`` installs there);
-  it resolves through ``AMENT_PREFIX_PATH`` (or ``ament_index_python``) on the machine
-  that reads it, as ``package://`` URIs do for ``robot_state_publisher`` and RViz;
+  package (``<prefix>/share/<pkg>/…``) **and** the reader's rules find it under that name in
+  this environment: it resolves through ``AMENT_PREFIX_PATH`` (or ``ament_index_python``)
+  on the machine that reads it, as ``package://`` URIs do for ``robot_state_publisher`` and
+  RViz. A share folder the reader would not find — a pip wheel's ``cmeel.prefix/share/<pkg>``
+  (``example-robot-data``), a workspace that is not sourced — is not named so: a file
+  written here would not read back here;
 * otherwise a path relative to the parameter file's folder, when the two share a folder
   below the file-system root (``../urdf/robot.urdf``): the pair moves together;
 * otherwise the absolute path.
@@ -55,23 +57,37 @@ def _prefixes() -> list[Path]:
 
 
 def package_uri(path: str | os.PathLike[str]) -> str | None:
-    """``package://<pkg>/<rest>`` for a file inside a ROS package's share folder, else ``None``.
+    """``package://<pkg>/<rest>`` for a file inside a ROS package's share folder that this environment
+    resolves back to the file (:func:`resolve_urdf`'s rules), else ``None``.
 
     A share folder is ``<prefix>/share/<pkg>`` of a prefix on ``AMENT_PREFIX_PATH``, or a
-    ``…/share/<pkg>`` folder holding ``package.xml`` (what ``colcon build`` installs).
+    ``…/share/<pkg>`` folder holding ``package.xml`` (what ``colcon build`` installs, and
+    what a cmeel wheel such as ``example-robot-data`` ships). Only a name the reader finds
+    is returned: the file must be the one ``package://`` resolves to, not merely look like
+    part of a package (a wheel's share folder is not on ``AMENT_PREFIX_PATH``).
     """
     file = Path(path).resolve()
+    for uri in _share_names(file):
+        found, _ = _package_file(uri)
+        if found is not None and found.resolve() == file:
+            return uri
+    return None
+
+
+def _share_names(file: Path) -> list[str]:
+    """``package://`` names a resolved ``file`` would have as part of a package's share folder, most likely first."""
+    names = []
     for prefix in _prefixes():
         share = (prefix / "share").resolve()
         if file.is_relative_to(share):
             parts = file.relative_to(share).parts
             if len(parts) >= 2:
-                return PACKAGE_SCHEME + "/".join(parts)
+                names.append(PACKAGE_SCHEME + "/".join(parts))
     parts = file.parts
     for index in range(len(parts) - 3, -1, -1):
         if parts[index] == "share" and (Path(*parts[: index + 2]) / "package.xml").is_file():
-            return PACKAGE_SCHEME + "/".join(parts[index + 1 :])
-    return None
+            names.append(PACKAGE_SCHEME + "/".join(parts[index + 1 :]))
+    return names
 
 
 def urdf_name(path: str | os.PathLike[str], *, folder: str | os.PathLike[str] | None = None) -> str:
@@ -110,6 +126,16 @@ def _package_share(package: str) -> list[Path]:
     return candidates
 
 
+def _package_file(uri: str) -> tuple[Path | None, list[Path]]:
+    """The file a ``package://<package>/<rest>`` name resolves to here (``None``: none), and the share
+    folders looked in (:func:`_package_share`)."""
+    package, _, rest = uri[len(PACKAGE_SCHEME) :].partition("/")
+    if not package or not rest:
+        return None, []
+    shares = _package_share(package)
+    return next((share / rest for share in shares if (share / rest).is_file()), None), shares
+
+
 def resolve_urdf(
     name: str,
     *,
@@ -142,13 +168,13 @@ def resolve_urdf(
         package, _, rest = name[len(PACKAGE_SCHEME) :].partition("/")
         if not package or not rest:
             raise DataError(f"{source} names the URDF {name!r}: expected package://<package>/<path>")
-        shares = _package_share(package)
-        found = next((share / rest for share in shares if (share / rest).is_file()), None)
+        found, shares = _package_file(name)
         if found is None:
             where = "; ".join(str(share) for share in shares) or "no AMENT_PREFIX_PATH set"
             raise DataError(
                 f"{source} names the URDF {name} but package {package!r} has no such file (looked in: {where});"
-                " source the workspace that installs it (AMENT_PREFIX_PATH)"
+                " source the workspace that installs it (AMENT_PREFIX_PATH), or give the URDF's path instead"
+                " (dynid predict --urdf, FeedforwardModel.from_yaml(urdf=…), the feedforward node's urdf)"
             )
         path = found
     else:

@@ -36,10 +36,13 @@ first trajectory; ``/diagnostics`` says which.
 
 The output is bounded: never non-finite, each torque clamped to the effort limit
 (``limits.effort``, default the URDF's; clamped torques are counted and reported at
-WARN), and a desired velocity or acceleration beyond its limit (``limits.acceleration``,
-default ``4 /s`` times the URDF velocity limit) is refused, not extrapolated: nothing is
-published for it and the refusal is counted. A parameter file whose values would
-overflow is refused on load.
+WARN), and a desired velocity or acceleration beyond its limit (the URDF's velocity limit;
+``limits.acceleration``, default a generous 10 /s times the URDF velocity limit,
+:data:`~dynamic_identification.core.feedforward.FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ`)
+is taken at the limit, not extrapolated: the torques of that state are published, and the
+sample is counted and reported at WARN. A desired state the model cannot evaluate (a
+closed-loop robot at a singularity) publishes nothing and is counted. A parameter file whose
+values would overflow is refused on load.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ class FeedforwardNode(GuardedNode):
         self._enabled = self.config.enabled
         self._published = 0
         self._clamped = 0
+        self._limited = 0
         self._refused = 0
         self._output_error = ""
         self._payload: Payload | None = None
@@ -295,9 +299,10 @@ class FeedforwardNode(GuardedNode):
     def torques_now(self, now_ns: int) -> np.ndarray | None:
         """The feedforward at ``now_ns`` in the model's joint order, ``None`` when nothing is to be published.
 
-        Torques beyond the effort limits are clamped and counted; a desired state the
-        model refuses (beyond the velocity or acceleration limits) publishes nothing and
-        is counted.
+        Torques beyond the effort limits are clamped and counted; a desired velocity or
+        acceleration beyond its limit is taken at the limit and counted; a desired state the
+        model cannot evaluate (a closed-loop robot's singularity) publishes nothing and is
+        counted.
         """
         model, motion = self._model, self._motion
         if self.why_not_publishing() or model is None or motion is None:
@@ -311,6 +316,10 @@ class FeedforwardNode(GuardedNode):
             self._output_error = str(error)
             self.get_logger().warning(f"no feedforward: {error}", throttle_duration_sec=1.0)
             return None
+        if output.limited.any():
+            self._limited += 1
+            self._output_error = output.problem
+            self.get_logger().warning(output.problem, throttle_duration_sec=1.0)
         if output.clamped.any():
             self._clamped += 1
             joints = [name for name, flag in zip(model.joint_names, output.clamped, strict=True) if flag]
@@ -337,6 +346,7 @@ class FeedforwardNode(GuardedNode):
             "parameters": str(len(model.names)) if model is not None else "0",
             "published": str(self._published),
             "clamped": str(self._clamped),
+            "limited_desired_states": str(self._limited),
             "refused_desired_states": str(self._refused),
             "reason": reason,
             "parameters_error": self._parameters_error,
@@ -347,10 +357,10 @@ class FeedforwardNode(GuardedNode):
         if motion is not None:
             values["trajectory_active"] = str(not motion.ended(self._now_ns())).lower()
         problems = [error for error in (self._parameters_error, self._trajectory_error, self._payload_error) if error]
-        if self._clamped or self._refused:
+        if self._clamped or self._limited or self._refused:
             problems.append(
-                f"{self._clamped} outputs clamped to the effort limits, {self._refused} desired states refused"
-                f" (last: {self._output_error})"
+                f"{self._clamped} outputs clamped to the effort limits, {self._limited} desired states taken at the"
+                f" velocity or acceleration limits, {self._refused} refused (last: {self._output_error})"
             )
         if reason:
             level = DiagnosticStatus.ERROR if problems else DiagnosticStatus.WARN

@@ -11,7 +11,10 @@ drive chain (``drive_chain.*`` of :data:`~dynamic_identification.io.config.CONFI
 so the shared ``/**`` block of the configuration file applies; linear, or the
 third-order model of [Swevers2002] eq. (4) with ``current_polynomial``). With
 ``topics.effort_is_torque`` (Gazebo's ``gz_ros2_control``) the joint states' effort
-already is the joint torque and no currents are needed.
+already is the joint torque and no currents are needed. When ``topics.motor_currents``
+names the joint-states topic itself (a driver that publishes the motor currents in
+``JointState.effort``), each joint state carries its currents: one subscription, nothing
+to align.
 
 Publishes ``output_topic`` (default ``recorder/samples``, a relative name: namespaces
 move it, ``sensor_msgs/JointState``: position in rad, velocity in rad/s, effort = joint
@@ -47,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -84,8 +88,9 @@ class RecorderConfig:
     """The node's parameters, read once at start (units and ranges: the settings schema).
 
     ``identification`` holds the parameters set that ``dynid`` reads too (``joints``,
-    ``drive_chain.*``, ``topics.effort_is_torque``), for
-    :func:`~dynamic_identification.io.config.config_from_parameters`.
+    ``drive_chain.*``, ``topics.*``, ``tolerance_s``, ``max_delay_s``), for
+    :func:`~dynamic_identification.io.config.config_from_parameters`, which checks them as
+    ``dynid`` does.
     """
 
     current_polynomial: tuple[float, ...] | None = setting_field("current_polynomial", NODE)
@@ -148,10 +153,6 @@ def build_setup(config: RecorderConfig) -> RecorderSetup:
         raise ValueError(
             f"parameter 'output_file' must be a file name inside output_dir (no '..', not absolute),"
             f" got {brief(config.output_file)}"
-        )
-    if not (config.max_delay_s > config.tolerance_s):
-        raise ValueError(
-            f"parameter 'max_delay_s' ({config.max_delay_s}) must exceed 'tolerance_s' ({config.tolerance_s})"
         )
     flat = {key: list(value) if isinstance(value, tuple) else value for key, value in config.identification}
     try:
@@ -276,10 +277,10 @@ class RecorderNode(GuardedNode):
         setup = build_setup(self.config)
         self.identification = setup.identification
         self.effort_is_torque = setup.identification.effort_is_torque
+        self.currents_in_joint_states = False
+        """Whether the motor currents are the joint states' effort (``topics.motor_currents`` names that topic)."""
         self._conversion: Conversion | None = None
         self._aligner: StreamAligner | None = None
-        if setup.conversion is not None:
-            self._use(setup.conversion)
         self._base_ns: int | None = None
         self._published = 0
         self._overflowed = 0
@@ -293,18 +294,28 @@ class RecorderNode(GuardedNode):
         self._losses_reported = Losses()
         self._samples = self.create_publisher(JointState, self.config.output_topic, STREAM_QOS)
         self.start_diagnostics(self.diagnostic_status, period_s=None)
-        # Names as resolved in the node's namespace, for the logs and diagnostics.
+        # Names as resolved in the node's namespace, for the logs and diagnostics, and to tell when the two topics
+        # are one (a relative and an absolute name, or a remapping, may name the same topic).
         subscription = self.create_subscription(JointState, self._joint_states.topic, self._on_joint_state, STREAM_QOS)
         self._joint_states.topic = subscription.topic_name
-        if not self.effort_is_torque:
+        currents_topic = _resolved_topic(self, self._currents.topic)
+        self.currents_in_joint_states = not self.effort_is_torque and currents_topic == self._joint_states.topic
+        if self._separate_currents:
             subscription = self.create_subscription(JointState, self._currents.topic, self._on_currents, STREAM_QOS)
-            self._currents.topic = subscription.topic_name
-        elif hasattr(self, "resolve_topic_name"):  # Jazzy and later
-            self._currents.topic = self.resolve_topic_name(self._currents.topic)
+            currents_topic = subscription.topic_name
+        self._currents.topic = currents_topic
+        if setup.conversion is not None:
+            self._use(setup.conversion)
         self.create_service(Trigger, "~/start", self._on_start)
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_timer(DIAGNOSTICS_PERIOD_S, self._on_timer)
-        source = "joint-state efforts" if self.effort_is_torque else f"currents on {self._currents.topic}"
+        source = (
+            "joint-state efforts"
+            if self.effort_is_torque
+            else f"currents in the efforts of {self._currents.topic}"
+            if self.currents_in_joint_states
+            else f"currents on {self._currents.topic}"
+        )
         joints = list(self._conversion.joints) if self._conversion else "the joints of the first message"
         self.get_logger().info(
             f"recording {joints} from {self._joint_states.topic} with torques from {source};"
@@ -314,6 +325,11 @@ class RecorderNode(GuardedNode):
     @property
     def joint_names(self) -> list[str] | None:
         return None if self._conversion is None else list(self._conversion.joints)
+
+    @property
+    def _separate_currents(self) -> bool:
+        """Whether the motor currents come on a topic of their own, to be aligned with the joint states."""
+        return not (self.effort_is_torque or self.currents_in_joint_states)
 
     @property
     def aligner(self) -> StreamAligner | None:
@@ -335,6 +351,7 @@ class RecorderNode(GuardedNode):
             tolerance_s=self.config.tolerance_s,
             max_delay_s=self.config.max_delay_s,
             effort_is_torque=self.effort_is_torque,
+            effort_is_current=self.currents_in_joint_states,
         )
 
     def _seconds(self, stamp_ns: int) -> float:
@@ -383,9 +400,13 @@ class RecorderNode(GuardedNode):
         if self.effort_is_torque and effort is None:
             self._refuse(source, "the message carries no effort (joint torque, N.m) and topics.effort_is_torque is set")
             return
+        if self.currents_in_joint_states and effort is None:
+            self._refuse(source, "the message carries no effort (motor currents, A) and topics.motor_currents names it")
+            return
         source.error = ""
         stamp_ns = self._stamp(source, message, aligner)
-        self._emit(aligner.add_joint_state(self._seconds(stamp_ns), q, dq, effort if self.effort_is_torque else None))
+        carried = effort if not self._separate_currents else None
+        self._emit(aligner.add_joint_state(self._seconds(stamp_ns), q, dq, carried))
 
     def _on_currents(self, message: JointState) -> None:
         source = self._currents
@@ -534,7 +555,7 @@ class RecorderNode(GuardedNode):
             missing=self._joint_states.gaps.missing,
             refused=self._joint_states.refused + rejected + self._overflowed,
             unaligned=stats.unaligned if stats is not None else 0,
-            currents_missing=0 if self.effort_is_torque else self._currents.gaps.missing,
+            currents_missing=self._currents.gaps.missing if self._separate_currents else 0,
             aligned=stats.aligned if stats is not None else 0,
             received=self._joint_states.received,
         )
@@ -542,14 +563,14 @@ class RecorderNode(GuardedNode):
     def _skew_s(self) -> float | None:
         """Newest motor-current stamp minus newest joint-state stamp, s (``None`` before both)."""
         currents, states = self._currents.last_stamp_ns, self._joint_states.last_stamp_ns
-        if currents is None or states is None or self.effort_is_torque:
+        if currents is None or states is None or not self._separate_currents:
             return None
         return (currents - states) / NS_PER_S
 
     def silent_topics(self) -> list[tuple[str, float]]:
         """Input topics with no message for ``silent_timeout_s``, with the seconds since the last (or start)."""
         now = time.monotonic()
-        sources = [self._joint_states] if self.effort_is_torque else [self._joint_states, self._currents]
+        sources = [self._joint_states, self._currents] if self._separate_currents else [self._joint_states]
         silent = []
         for source in sources:
             since = now - (source.last_receipt if source.last_receipt is not None else self._started)
@@ -600,9 +621,12 @@ class RecorderNode(GuardedNode):
             "torque_source": "effort"
             if self.effort_is_torque
             else (
-                "current, polynomial ([Swevers2002] eq. 4)"
-                if self._conversion is not None and self._conversion.polynomial is not None
-                else "current, linear"
+                ("current in the joint states' effort, " if self.currents_in_joint_states else "current, ")
+                + (
+                    "polynomial ([Swevers2002] eq. 4)"
+                    if self._conversion is not None and self._conversion.polynomial is not None
+                    else "linear"
+                )
             ),
             "joint_states_topic": self._joint_states.topic,
             "joint_states_received": str(self._joint_states.received),
@@ -643,6 +667,14 @@ class RecorderNode(GuardedNode):
 
     def _source(self, topic: str) -> _Input:
         return self._joint_states if topic == self._joint_states.topic else self._currents
+
+
+def _resolved_topic(node: Node, topic: str) -> str:
+    """``topic`` as the node resolves it: remapped on Jazzy and later (``resolve_topic_name``), only expanded in
+    the node's namespace on Humble."""
+    if hasattr(node, "resolve_topic_name"):
+        return str(node.resolve_topic_name(topic))
+    return str(expand_topic_name(topic, node.get_name(), node.get_namespace()))
 
 
 def main(args: Sequence[str] | None = None) -> None:

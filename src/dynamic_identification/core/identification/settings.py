@@ -104,6 +104,9 @@ class IdentificationSettings:
         Some joint must travel this far, rad, or the robot is standing still.
     block_samples
         Samples per block when building observation matrices (memory bound).
+    joint_error_warning
+        A joint whose relative error e*_j ([Volkmann2020] eq. (12)) on its equations exceeds
+        this is warned about: the model does not predict it (a fraction, not percent).
     uncertainty
         One of :data:`UNCERTAINTIES`: how the published σ, covariance and %σ
         ([Gautier2013] eq. (19)) of the final estimate are computed. ``"hac"`` (the
@@ -122,6 +125,7 @@ class IdentificationSettings:
     e_tol: float = setting_field("estimation.e_tol")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     min_samples: int = setting_field("estimation.min_samples")
+    joint_error_warning: float = setting_field("estimation.joint_error_warning")
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
     uncertainty: str = setting_field("estimation.uncertainty")
