@@ -233,6 +233,22 @@ def test_counts_samples_lost_on_the_way_and_acknowledges_what_it_buffered(
     assert acknowledged[-1] <= last_ns
 
 
+def test_an_update_falls_on_its_data_time_when_a_batch_of_samples_starts_there(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    # The worker takes what has arrived: a batch that starts with the sample one update period after the window's
+    # first must update there, not one sample later (it did, so a run's updates depended on the load).
+    g = graph([Parameter("signal.position_cutoff_hz", value=20.0)])
+    stamps, q, effort = moving
+    g.publish(stamps[:250], q[:250], effort[:250])  # 0.996 s of data: no update due yet
+    assert g.spin_until(lambda: g.values()["samples_buffered"] == "0", 20.0)
+    assert g.values()["updates"] == "0"
+    with g.estimator._estimator_lock:  # the worker busy (with an update, on a loaded machine) while samples arrive
+        g.publish(stamps[250:300], q[250:300], effort[250:300])  # one batch from the due sample (1.000 s) on
+    assert g.spin_until(lambda: "data_time_s" in g.values(), 20.0)
+    assert float(g.values()["data_time_s"]) == START_S + stamps[250]
+
+
 def test_refuses_bad_parameters_naming_them(context: Context) -> None:
     with pytest.raises(ValueError, match="update_period_s"):
         EstimatorNode(

@@ -289,7 +289,8 @@ class InputCounts:
     """The estimator's counts since it started (samples on ``input_topic``, updates, publications).
 
     ``missing`` counts samples that never arrived: gaps in the accepted stamps
-    (:class:`~dynamic_identification.core.stamps.StampGaps`), lost on the way.
+    (:class:`~dynamic_identification.core.stamps.StampGaps`), lost on the way; ``latest_s`` is
+    the stamp of the newest sample accepted, s.
     """
 
     received: int = 0
@@ -302,6 +303,7 @@ class InputCounts:
     published: int = 0
     payloads_published: int = 0
     payloads_refused: int = 0
+    latest_s: float = -math.inf
 
 
 @dataclass(frozen=True)
@@ -475,7 +477,7 @@ class EstimatorNode(GuardedNode):
             if missing:
                 self._counters.missing += missing
                 self._missing_s = time.monotonic()
-            self._last_stamp = stamp
+            self._last_stamp = self._counters.latest_s = stamp
             self._counters.accepted += 1
             self._input_error = ""
             self._buffer.append((stamp, q, effort))
@@ -676,6 +678,8 @@ class EstimatorNode(GuardedNode):
             self._set_status(self.last_update, event=event)
             self.get_logger().warning(event)
         due = self._estimator.next_update_s
+        if due is not None and stamps[start] >= due:
+            return start + 1  # the batch starts with the due sample: update there, not one sample later
         rest = stamps[start + 1 : run_end]
         stop = run_end if due is None else min(run_end, start + 2 + int(np.searchsorted(rest, due, side="left")))
         if stop > start + 1:
