@@ -394,6 +394,9 @@ SETTINGS: tuple[Setting, ...] = (
             nodes=_EXCITE),
     Setting("cycles", _I, 3, "process mode: pick-and-place cycles or square laps", minimum=1, maximum=10000,
             nodes=_EXCITE),
+    Setting("tool_tilt", _D, 0.0, "process mode, pick and place: largest tilt of the tool at a pick or place point,"
+            " drawn per point (parts lying askew: the wrist turns too); 0: one orientation", unit="rad", minimum=0.0,
+            maximum=1.5, nodes=_EXCITE),
     # -- excitation: the node's streaming --
     Setting("output_topic", _S, "joint_trajectory", "JointTrajectory command topic", nonempty=True,
             nodes=("excitation",)),
