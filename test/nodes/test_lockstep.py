@@ -144,6 +144,25 @@ def test_a_lockstep_wait_that_hits_its_bound_is_reported_and_the_simulation_goes
     assert values["lockstep_timeouts/consumer"] == "1" and values["lockstep_timeouts"] == "1"
 
 
+def test_a_consumer_that_keeps_acknowledging_the_same_stamp_holds_simulated_time_past_the_bound(
+    context: Context, make_graph
+) -> None:
+    # The demo holds simulated time while it calls services: alive, it renews its acknowledgement.
+    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.3))
+    graph = make_graph(context, name="lockstep_hold_probe")
+    graph.add(sim)
+    consumer = _Consumer(context)
+    graph.add(consumer.node)
+    assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
+    acknowledged = consumer.acknowledge_newest()
+    assert graph.spin_until(lambda: sim.lockstep_waiting_for == "consumer", 20.0)
+    held_at = sim._now_ns()
+    for _ in range(10):  # 1 s of wall time, three times the bound
+        consumer.acknowledger.acknowledge(acknowledged)
+        graph.spin_until(lambda: False, 0.1)
+    assert sim._now_ns() == held_at and not sim.lockstep_waits
+
+
 def test_a_consumer_that_is_gone_is_not_waited_for(context: Context, make_graph) -> None:
     sim = _sim(context, Parameter("lockstep_timeout_s", value=60.0))
     graph = make_graph(context, name="lockstep_gone_probe")

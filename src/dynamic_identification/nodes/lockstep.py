@@ -14,10 +14,12 @@ taken, and the simulator waits for it:
 * ``sim_robot`` with ``lockstep_consumers: [recorder, estimator]`` follows
   ``<name>/acknowledged`` of each through :class:`ConsumerAcknowledgements` and publishes a
   step only while it is at most :data:`LEAD_S` (or one step) ahead of every consumer's
-  acknowledgement. A consumer that does not acknowledge within ``lockstep_timeout_s`` of wall
-  time is reported and no longer waited for until it acknowledges again (its own gap count then
-  shows what it missed); a consumer whose acknowledgement topic has no publisher (not started,
-  or gone) is not waited for.
+  acknowledgement. A consumer that sends no acknowledgement for ``lockstep_timeout_s`` of wall
+  time while the simulator waits for it is reported and no longer waited for until it
+  acknowledges again (its own gap count then shows what it missed); a consumer whose
+  acknowledgement topic has no publisher (not started, or gone) is not waited for. A consumer
+  may hold simulated time on purpose by acknowledging the same stamp again and again (the
+  demo does while it calls services): it is alive, so the bound does not apply.
 
 Real robots and bag replay are untouched: the acknowledgements are off unless asked for.
 Only the topic of the simulator's namespace is followed: ``<name>/acknowledged`` resolves in
@@ -26,7 +28,7 @@ it, as the consumer's ``~/acknowledged`` does in the same namespace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -69,6 +71,11 @@ class Acknowledger:
         last = self._last_ns
         if last is not None and last <= stamp_ns < last + self._period_ns:
             return
+        self.acknowledge(stamp_ns)
+
+    def acknowledge(self, stamp_ns: int) -> None:
+        """Acknowledge ``stamp_ns`` (ns) now, whatever was acknowledged before: a consumer that holds simulated time
+        acknowledges ``hold - LEAD_S`` at most, and the simulator stops there."""
         self._last_ns = stamp_ns
         self._publisher.publish(time_message(max(stamp_ns, 0)))
 
@@ -94,15 +101,19 @@ class ConsumerAcknowledgements:
         Node names of the consumers (``recorder``, ``estimator``).
     step_ns
         The simulator's step, ns: it may always run one step ahead of a consumer.
+    wall_ns
+        The wall clock, ns: when each acknowledgement arrived (:meth:`heard_ns`).
     """
 
-    def __init__(self, node: Node, names: Sequence[str], *, step_ns: int) -> None:
+    def __init__(self, node: Node, names: Sequence[str], *, step_ns: int, wall_ns: Callable[[], int]) -> None:
         if len(set(names)) != len(names) or not all(names):
             raise ValueError(f"parameter 'lockstep_consumers' must hold distinct node names, got {list(names)}")
         self._node = node
         self.names = tuple(names)
         self._lead_ns = max(round(LEAD_S * NS_PER_S), step_ns)
+        self._wall_ns = wall_ns
         self._acknowledged: dict[str, int | None] = dict.fromkeys(self.names)
+        self._heard: dict[str, int] = dict.fromkeys(self.names, 0)
         self._released: set[str] = set()
         self._topics: dict[str, str] = {}
         for name in self.names:
@@ -113,11 +124,16 @@ class ConsumerAcknowledgements:
 
     def _on_acknowledged(self, name: str, message: Time) -> None:
         self._acknowledged[name] = stamp_to_ns(message)
+        self._heard[name] = self._wall_ns()
         self._released.discard(name)
 
     def acknowledged_ns(self, name: str) -> int | None:
-        """The newest stamp ``name`` acknowledged, ns (``None`` before its first)."""
+        """The stamp ``name`` acknowledged last, ns (``None`` before its first)."""
         return self._acknowledged[name]
+
+    def heard_ns(self, name: str) -> int:
+        """Wall time of ``name``'s last acknowledgement, ns (0 before its first)."""
+        return self._heard[name]
 
     def lagging(self, next_ns: int) -> str | None:
         """The first consumer a step to ``next_ns`` must wait for, or ``None``.

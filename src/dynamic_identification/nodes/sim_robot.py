@@ -35,9 +35,10 @@ the URDF limits) and keeps simulated time in one of two ways:
   without a reference; and for the consumers of its samples named in ``lockstep_consumers``
   (:mod:`~dynamic_identification.nodes.lockstep`): it runs at most 50 ms of samples ahead of
   what each has acknowledged on ``<name>/acknowledged``, so no sample queue overflows however
-  slowly they take them. Each wait lasts at most ``lockstep_timeout_s`` of wall time; a wait
-  that hits the bound is logged and counted on ``/diagnostics`` (``lockstep_timeouts``), and
-  ``lockstep_waiting_for`` names what simulated time waits for.
+  slowly they take them. Each wait lasts at most ``lockstep_timeout_s`` of wall time (for a
+  consumer, from its last acknowledgement: one that renews it holds simulated time on purpose);
+  a wait that hits the bound is logged and counted on ``/diagnostics`` (``lockstep_timeouts``),
+  and ``lockstep_waiting_for`` names what simulated time waits for.
 
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is simulated by
@@ -259,11 +260,13 @@ class SimRobotNode(GuardedNode):
         consumers = self.config.lockstep_consumers or ()
         if consumers and not (self.config.lockstep and self.config.publish_clock):
             raise ValueError("parameter 'lockstep_consumers' needs 'lockstep' and 'publish_clock' true")
-        self._consumers = ConsumerAcknowledgements(self, consumers, step_ns=self._dt_ns)
+        self._wall = Clock(clock_type=ClockType.STEADY_TIME)
+        self._consumers = ConsumerAcknowledgements(
+            self, consumers, step_ns=self._dt_ns, wall_ns=lambda: int(self._wall.now().nanoseconds)
+        )
         if self.config.publish_clock:
             # Simulated time starts at the wall time, so stamps look like a real driver's.
             self._sim_origin_ns = int(Clock(clock_type=ClockType.SYSTEM_TIME).now().nanoseconds)
-            self._wall = Clock(clock_type=ClockType.STEADY_TIME)
             self._wall_anchor_ns: int | None = None
             self._clock_publisher = self.create_publisher(ClockMessage, "/clock", CLOCK_QOS)
             self.create_timer(
@@ -435,7 +438,8 @@ class SimRobotNode(GuardedNode):
             return False
         if self._waiting is None or self._waiting[0] != what:
             self._waiting = (what, wall_ns)
-        waited_s = (wall_ns - self._waiting[1]) / NS_PER_S
+        since_ns = self._waiting[1] if what == "trajectory" else max(self._waiting[1], self._consumers.heard_ns(what))
+        waited_s = (wall_ns - since_ns) / NS_PER_S
         if waited_s > self.config.lockstep_timeout_s:
             self._count_timeout(what, waited_s)
             self._waiting = None
@@ -472,6 +476,16 @@ class SimRobotNode(GuardedNode):
     def lockstep_waits(self) -> tuple[LockstepWait, ...]:
         """The lockstep waits that hit ``lockstep_timeout_s``, by what they waited for."""
         return tuple(self._lockstep_waits.values())
+
+    @property
+    def step_ns(self) -> int:
+        """Simulated time between two published samples, ns (``1 / rate_hz``)."""
+        return self._dt_ns
+
+    @property
+    def simulated_start_ns(self) -> int:
+        """With ``publish_clock``: simulated time at the start, before the first step, ns (the wall time then)."""
+        return self._sim_origin_ns if self._clock_publisher is not None else 0
 
     @property
     def steps(self) -> int:
