@@ -536,23 +536,11 @@ class _Monitor(Node):
         """Joint states missing between the stamps of those taken (lost on the way)."""
         return self._gaps.missing
 
-    def newest_ns(self) -> int | None:
-        """Stamp of the newest joint state taken, ns."""
-        with self._lock:
-            return self._newest_ns
-
     def hold_at(self, stamp_ns: int) -> None:
         """Hold simulated time at ``stamp_ns`` (the last step at or before it) until :meth:`release`."""
         with self._lock:
             self._hold_ns = stamp_ns
-            newest = self._newest_ns
-            if newest is not None and newest >= stamp_ns - LEAD_NS:
-                self._acknowledger.acknowledge(stamp_ns - LEAD_NS)
-
-    def _renew_hold(self) -> None:
-        with self._lock:
-            if self._hold_ns is not None and self._newest_ns is not None and self._newest_ns >= self._hold_ns - LEAD_NS:
-                self._acknowledger.acknowledge(self._hold_ns - LEAD_NS)
+            self._acknowledge_hold()
 
     def release(self) -> None:
         """Let simulated time run on: acknowledge the newest joint state taken."""
@@ -561,18 +549,26 @@ class _Monitor(Node):
             if self._newest_ns is not None:
                 self._acknowledger.acknowledge(self._newest_ns)
 
+    def _acknowledge_hold(self) -> bool:
+        """With the lock held: acknowledge the hold's instant less the lead once the samples reach it; whether
+        they did (sim_robot then publishes nothing later than the hold)."""
+        hold, newest = self._hold_ns, self._newest_ns
+        if hold is None or newest is None or newest < hold - LEAD_NS:
+            return False
+        self._acknowledger.acknowledge(hold - LEAD_NS)
+        return True
+
+    def _renew_hold(self) -> None:
+        with self._lock:
+            self._acknowledge_hold()
+
     def _on_joint_state(self, message: JointState) -> None:
         stamp_ns = stamp_to_ns(message.header.stamp)
         self._gaps.add(stamp_ns)
         with self._lock:
             self._newest_ns = stamp_ns
-            hold = self._hold_ns
-            if hold is None:
+            if not self._acknowledge_hold():
                 self._acknowledger.taken(stamp_ns)
-            elif stamp_ns < hold - LEAD_NS:
-                self._acknowledger.taken(stamp_ns)
-            else:
-                self._acknowledger.acknowledge(hold - LEAD_NS)
         if not self._recording:
             return
         _, q, dq, effort = arrays_from_joint_state(message, self._names)
@@ -594,14 +590,6 @@ class _Monitor(Node):
     def _on_payload(self, message: String) -> None:
         self.payload_text = message.data
         self.payload_received_ns = int(self.get_clock().now().nanoseconds)
-
-    def elapsed_s(self) -> float:
-        """Simulated time since the first trajectory of the recording phase, s (0 before it)."""
-        with self._lock:
-            motions = list(self._motions)
-        if not motions:
-            return 0.0
-        return (int(self.get_clock().now().nanoseconds) - min(m.start_ns for m in motions)) / NS_PER_S
 
     def start_ns(self) -> int:
         """Start of the recording phase's first trajectory (simulated time, ns); 0 before it."""
@@ -804,12 +792,38 @@ class SimulatedClock:
         self._armed_ns = self._held_ns = None
         self.monitor.release()
 
-    def settle_after(self, action: Callable[[], object]) -> None:
-        """At the armed hold: ``action()``, then simulated time runs on to the next hold, :data:`SETTLE_S` later."""
+    def settle_after(self, action: Callable[[], object], connections: Mapping[Node, Sequence[str]]) -> None:
+        """At the armed hold: ``action()`` (a node joins the demo), then, once every node of ``connections`` has a
+        publisher on each of its topics (:func:`_unconnected`), simulated time runs on to the next hold,
+        :data:`SETTLE_S` later. A node that joins while simulated time is held would otherwise miss the samples
+        published before its subscriptions matched: on a loaded machine, seconds of them."""
         held_ns = self.hold()
         action()
+        self.wait_until(lambda: not _unconnected(connections), f"publishers for {_unconnected(connections)}")
         self.release()
         self.arm(held_ns + SETTLE_NS)
+
+
+def _unconnected(connections: Mapping[Node, Sequence[str]]) -> dict[str, list[str]]:
+    """Of ``connections`` (node → resolved topic names), the topics on which no subscription of the node is matched
+    with a publisher yet, by node name."""
+    found = {}
+    for node, topics in connections.items():
+        matched = {sub.topic_name for sub in node.subscriptions if sub.get_publisher_count() > 0}
+        if missing := [topic for topic in topics if topic not in matched]:
+            found[node.get_name()] = missing
+    return found
+
+
+def _wait_connected(connections: Mapping[Node, Sequence[str]]) -> None:
+    """Before simulated time starts: wait until every node of ``connections`` has a publisher on each of its topics,
+    so each consumer takes the samples from the first (DDS discovery is not instantaneous on a loaded machine).
+    Raises ``TimeoutError`` naming the unconnected ones after :data:`STALL_S` of wall time."""
+    deadline = time.monotonic() + STALL_S
+    while unconnected := _unconnected(connections):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no publisher matched within {STALL_S:g} s of wall time: {unconnected}")
+        time.sleep(0.02)
 
 
 def _call(clock: SimulatedClock, service: str, request: Any = None) -> Any:
@@ -953,7 +967,7 @@ def _payload_phase(
         stop_after_s=PAYLOAD_REFERENCE_RUN_S,
         length_s=PAYLOAD_REFERENCE_RUN_S,
     )
-    clock.settle_after(lambda: _grasp(clock))  # the arm takes the load's weight before the job goes on
+    clock.settle_after(lambda: _grasp(clock), {})  # the arm takes the load's weight before the job goes on
 
     def identify_payload() -> None:
         # The gripper has closed and the job goes on: the next seconds of its motion identify the load, from the
@@ -1145,6 +1159,20 @@ def run_node_demo(
             monitor, sim_robot, timeout_s=settings.timeout_s, stall_s=settings.stall_s, progress=progress
         )
         clock.arm(sim_robot.simulated_start_ns + round(FIRST_HOLD_S * NS_PER_S))  # before the first step
+        _wait_connected(
+            {
+                sim_robot: [
+                    "/joint_trajectory",
+                    "/recorder/acknowledged",
+                    "/estimator/acknowledged",
+                    f"/{MONITOR}/acknowledged",
+                ],
+                recorder: ["/joint_states", "/motor_currents"],
+                estimator: ["/recorder/samples"],
+                excitation: ["/joint_states"],
+                monitor: ["/joint_states", "/joint_trajectory", "/estimator/parameters"],
+            }
+        )
         spinner.start()
 
         without = _play_process(
@@ -1185,7 +1213,11 @@ def run_node_demo(
             ),
         )
         nodes.append(feedforward)
-        clock.settle_after(lambda: executor.add_node(feedforward))  # the arm settles with it before the run
+        # The arm settles with it before the run.
+        clock.settle_after(
+            lambda: executor.add_node(feedforward),
+            {feedforward: ["/joint_trajectory"], sim_robot: ["/feedforward/effort"]},
+        )
         with_feedforward = _play_process(clock, excitation, "(b) the process with feedforward")
         payload_result = None
         if settings.payload_phase:
@@ -1208,7 +1240,14 @@ def run_node_demo(
             )
             nodes.append(reidentifier)
             # Added while simulated time is held: it takes samples for SETTLE_S before its window restarts at (c).
-            clock.settle_after(lambda: executor.add_node(reidentifier))
+            clock.settle_after(
+                lambda: executor.add_node(reidentifier),
+                {
+                    reidentifier: ["/recorder/samples"],
+                    sim_robot: ["/estimator/acknowledged"],
+                    monitor: ["/estimator/parameters", "/estimator/payload"],
+                },
+            )
             payload_result = _payload_phase(clock, excitation, feedforward, reidentifier)
             estimator_counts.append(reidentifier.input_counts())
         losses = recorder.losses()
