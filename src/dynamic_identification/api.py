@@ -388,7 +388,8 @@ def identify_file(
     result = identify_recording(robot, parsed, drive_chain, recording, model=model, cancellation=monitor)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
-    consistent = consistent_model(robot, terms, settings, result)
+    # Without consistency the nearest consistent model is only searched for (a conic solve) when --urdf-out needs it.
+    consistent = consistent_model(robot, terms, settings, result, search=urdf_out is not None)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
     validations = []
@@ -757,6 +758,7 @@ def _excitation_report(
             f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
             f" {usage.jerk[j]:>9.3f}"
         )
+    lines += [f"warning: {warning}" for warning in plan.warnings]
     lines.append(f"trajectory written to {out}")
     return "\n".join(lines)
 
@@ -1005,6 +1007,7 @@ def _identify_closed_loop_file(
         settings,
         result,
         estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
+        search=urdf_out is not None,
     )
     warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
     write_parameters_atomic(

@@ -21,13 +21,17 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import NoReturn
 
-from dynamic_identification import api
+from dynamic_identification.blas import use_one_blas_thread
 from dynamic_identification.core.errors import IdentificationError, shorten
-from dynamic_identification.core.regression_models import MODELS
-from dynamic_identification.core.settings_schema import EXCITATION_MODES, STAMP_SOURCES, VELOCITY_SOURCES
+from dynamic_identification.core.settings_schema import (
+    EXCITATION_MODES,
+    REGRESSION_MODELS,
+    STAMP_SOURCES,
+    VELOCITY_SOURCES,
+)
 from dynamic_identification.progress_display import stderr_progress
 
 BAD_INPUT = 2
@@ -147,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     identify.add_argument(
         "--model",
-        choices=MODELS,
+        choices=REGRESSION_MODELS,
         help="regression model ([DirectDrive2012]; overrides estimation.model of --config; default 'dynamic': IDIM)",
     )
     identify.add_argument(
@@ -321,6 +325,14 @@ def _unit_checks(arguments: argparse.Namespace) -> bool:
     return not getattr(arguments, "no_unit_checks", False)
 
 
+def _api() -> ModuleType:
+    """:mod:`dynamic_identification.api`, imported when a verb runs: ``dynid --help`` and a refused argument import
+    no numerics (NumPy, SciPy, Pinocchio: 1.3 s of CPU before the parser answered)."""
+    from dynamic_identification import api
+
+    return api
+
+
 def _forward(verb: Callable[..., str], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> str:
     """Run the api ``verb`` with the command-line values of ``names`` and the ``derived`` keywords.
 
@@ -340,7 +352,7 @@ def _identify(arguments: argparse.Namespace) -> str:
     """
     with stderr_progress("dynid identify", quiet=arguments.quiet) as progress:
         return _forward(
-            api.identify_file,
+            _api().identify_file,
             arguments,
             ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
             unit_checks=_unit_checks(arguments),
@@ -359,7 +371,10 @@ def _predict(arguments: argparse.Namespace) -> str:
     A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
     return _forward(
-        api.predict_file, arguments, ("params", "data", "config", "out", "urdf"), unit_checks=_unit_checks(arguments)
+        _api().predict_file,
+        arguments,
+        ("params", "data", "config", "out", "urdf"),
+        unit_checks=_unit_checks(arguments),
     )
 
 
@@ -372,7 +387,7 @@ def _excite(arguments: argparse.Namespace) -> str:
     keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020]).
     """
     with stderr_progress("dynid excite", quiet=arguments.quiet) as progress:
-        return api.excite_file(
+        return _api().excite_file(
             urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out, progress=progress
         )
 
@@ -385,7 +400,7 @@ def _stream(arguments: argparse.Namespace) -> str:
     A stamp more than 1 s earlier than the last restarts the window.
     """
     return _forward(
-        api.stream_file,
+        _api().stream_file,
         arguments,
         ("urdf", "data", "bag", "config", "out", "params_out"),
         unit_checks=_unit_checks(arguments),
@@ -400,7 +415,7 @@ def _gains(arguments: argparse.Namespace) -> str:
     'dynid identify --config' use as they are.
     """
     return _forward(
-        api.gains_file,
+        _api().gains_file,
         arguments,
         ("urdf", "data", "data_loaded", "payload", "frame", "config", "out"),
         efficiency=False if arguments.no_efficiency else None,
@@ -416,7 +431,7 @@ def _payload(arguments: argparse.Namespace) -> str:
     centre of mass in the frame, inertia about it in frame axes; prints them with their σ.
     """
     return _forward(
-        api.payload_file,
+        _api().payload_file,
         arguments,
         ("params", "data", "frame", "config", "out", "method", "harmonics"),
         efficiency=not arguments.no_efficiency,
@@ -484,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dynid``; returns the process exit code."""
     arguments = _parser().parse_args(argv)
     prefix = f"dynid {arguments.verb}"
+    use_one_blas_thread()
     handler = _report_warnings(prefix)
     previous = None
     if threading.current_thread() is threading.main_thread():

@@ -283,6 +283,24 @@ def test_identify_quiet_reports_nothing_on_stderr(good: Synthetic, folder: Path)
     assert run.code == 0 and run.err == ""
 
 
+def test_identify_without_consistency_checks_the_estimate_without_a_conic_solver(good: Synthetic, folder: Path) -> None:
+    """``--no-consistency`` only checks the unconstrained values (issue 26): cvxpy, the conic solver's modelling
+    layer, is never imported, and the file says whether the values are consistent."""
+    out = folder / "unconstrained.yaml"
+    argv = [*identify_argv(good.path, out), "--no-consistency", "--quiet"]
+    code = (
+        "import sys\n"
+        "from dynamic_identification import cli\n"
+        f"assert cli.main({argv!r}) == 0\n"
+        "print('cvxpy' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
+    consistency = load_parameters(out).quality["physical_consistency"]
+    assert consistency["enforced"] is False and consistency["ok"] in (True, False)
+
+
 def test_identify_prints_the_table_and_writes_a_complete_parameter_yaml(identified: tuple[Run, Path]) -> None:
     run, out = identified
     assert run.code == 0, run.err

@@ -344,8 +344,12 @@ def test_start_refuses_while_planning_and_the_executor_keeps_answering(
     assert g.excitation.state == "ready" and g.excitation.plan is not None
 
 
-LONG_PLAN = [Parameter("mode", value="fourier"), Parameter("time_budget_s", value=3600.0)]
-"""An optimisation that searches for an hour: the node is destroyed long before it ends."""
+LONG_PLAN = [
+    Parameter("mode", value="fourier"),
+    Parameter("time_budget_s", value=3600.0),
+    Parameter("max_evaluations", value=0),
+]
+"""An optimisation that searches for an hour (no evaluation budget): the node is destroyed long before it ends."""
 
 
 def test_destroying_the_node_while_it_plans_stops_the_planner_and_it_publishes_nothing_after(
@@ -392,7 +396,7 @@ def test_the_planning_logs_its_stages_and_the_search_budget_at_info_before_it_is
         logs: list[Log] = g.record(Log, "/rosout", QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE))
         node = ExcitationNode(
             context=context,
-            parameter_overrides=[Parameter("mode", value="fourier"), Parameter("time_budget_s", value=2.0)],
+            parameter_overrides=[Parameter("mode", value="fourier"), Parameter("max_evaluations", value=200)],
         )
         g.executor.add_node(node)
         try:
@@ -404,9 +408,9 @@ def test_the_planning_logs_its_stages_and_the_search_budget_at_info_before_it_is
     said = [log.msg for log in logs if log.name == "excitation" and log.level == Log.INFO]
     ready = next(i for i, message in enumerate(said) if message.startswith("ready: "))
     planning = [message for message in said[:ready] if message.startswith("planning: ")]
-    assert planning[0] == "planning: Fourier search (2 s)", said
+    assert planning[0] == "planning: Fourier search (200 evaluations)", said
     search = [message for message in planning if message.startswith("planning: Fourier search: ")]
-    assert 1 <= len(search) <= 10 and search[-1] == "planning: Fourier search: 100 % (2 of 2 s)", planning
+    assert 1 <= len(search) <= 10 and search[-1] == "planning: Fourier search: 100 % (200 of 200 evaluations)", planning
     assert planning[-1] == "planning: checks of the executed motion", planning
 
 

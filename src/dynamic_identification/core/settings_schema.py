@@ -393,10 +393,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("collision_srdf", _S, "", "SRDF whose <disable_collisions> pairs the self-collision check leaves out;"
             " empty: none (links joined by one joint are always left out)", nodes=_EXCITE),
     Setting("optimise", _B, True, "fourier: optimise the coefficients for the condition number", nodes=_EXCITE),
-    Setting("time_budget_s", _D, 30.0, "fourier: wall-time budget of the optimisation", unit="s", minimum=0.0,
+    Setting("time_budget_s", _D, 300.0, "fourier, payload: wall-time cap of the optimisation; a plan the cap ends"
+            " before max_evaluations depends on the machine's load, and says so", unit="s", minimum=0.0,
             exclusive=True, maximum=3600.0, nodes=_EXCITE),
-    Setting("max_evaluations", _I, 0, "fourier: most cost evaluations of the optimisation; 0: the time budget alone",
-            minimum=0, maximum=10**9, nodes=(DYNID_EXCITE,)),
+    Setting("max_evaluations", _I, 5000, "fourier, payload: cost evaluations of the optimisation, so a plan is the"
+            " same at any load; 0: the wall-time budget alone", minimum=0, maximum=10**9, nodes=_EXCITE),
     Setting("seed", _I, 0, "seed of random coefficients and process targets", minimum=0, maximum=_INT32,
             nodes=_EXCITE),
     Setting("workspace_lower", Kind.NUMBERS, None, "restricted workspace: lower joint positions; unset: the URDF's",

@@ -42,6 +42,7 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
     ConsistentEstimate,
     ConsistentEstimator,
+    NotSearched,
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
@@ -160,6 +161,7 @@ def consistent_model(
     result: IdentificationResult,
     *,
     estimator: ConsistentEstimator | None = None,
+    search: bool = True,
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
 
@@ -168,7 +170,10 @@ def consistent_model(
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
     weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
     by ``estimator`` when given (a closed-loop robot's, whose equations are its actuated
-    joints'), else :func:`consistent_estimator` of ``robot``.
+    joints'), else :func:`consistent_estimator` of ``robot``. Without ``search`` (``dynid
+    identify --no-consistency`` without ``--urdf-out``) the unconstrained values are only
+    checked, without a conic solve: when they are not consistent there is no estimate and
+    ``published_consistent`` is ``False``.
     """
     if result.consistency is not None:
         physical = result.consistency
@@ -179,8 +184,10 @@ def consistent_model(
     try:
         weights = joint_weights(result.observations, settings.method)
         estimate = (estimator or consistent_estimator(robot, terms, result.base)).solve(
-            equations, weights, result.base.subset(result.names)
+            equations, weights, result.base.subset(result.names), search=search
         )
+    except NotSearched as error:
+        return ConsistentModel(None, str(error), published_consistent=False)
     except IdentificationError as error:
         return ConsistentModel(None, shorten(str(error), 200))
     published = result.estimate.parameters
@@ -191,7 +198,8 @@ def consistent_model(
 def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> dict[str, Any]:
     """``quality.physical_consistency``: whether the published parameters are physically possible.
 
-    ``ok`` is ``null`` when it could not be decided (``error`` says why). ``enforced``:
+    ``ok`` is ``null`` when it could not be decided (``error`` says why), ``false`` with an ``error`` when the
+    published values are not consistent and the nearest consistent model was not searched for. ``enforced``:
     the published values are the consistent estimate's, and ``shift_sigma`` (distance
     from the unconstrained estimate, in the standard deviations of [Gautier2013] eq. (18):
     a Mahalanobis distance, larger than in the published HAC σ), ``cost_increase`` (relative
@@ -201,7 +209,8 @@ def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> d
     already consistent. ``active``: the constraints at their bound.
     """
     if model.estimate is None:
-        return {"ok": None, "enforced": model.enforced, "error": model.error}
+        # False: the unconstrained values were checked and are not consistent (the nearest model not searched for).
+        return {"ok": model.published_consistent, "enforced": model.enforced, "error": model.error}
     estimate = model.estimate
     links = [robot.joint_names[index] for index in estimate.report.inconsistent_links]
     costless = model.published_consistent and not model.enforced
@@ -400,6 +409,12 @@ def identification_warnings(
         warnings.append(
             f"physical consistency could not be enforced ({consistent.error}): the published values are the"
             " unconstrained estimate"
+        )
+    if estimate is None and consistent.published_consistent is False:
+        warnings.append(
+            f"{NOT_CONSISTENT}: no physically consistent model ([Wensing2018]) with the URDF's null-space"
+            " component reproduces them; the nearest one was not searched for (estimation.consistency is false:"
+            " --urdf-out or estimation.consistency: true compute it), standard_parameters hold the base values"
         )
     if estimate is not None and not consistent.published_consistent:
         active = _listed(list(estimate.active)) or "none"

@@ -626,6 +626,8 @@ class ExcitationNode(GuardedNode):
             condition = "" if plan.condition_number is None else f", condition number {plan.condition_number:.4g}"
             checked = f"; {plan.self_collision}" if plan.self_collision else ""
             self.get_logger().info(f"ready: {plan.description}, {plan.trajectory.duration_s:g} s{condition}{checked}")
+            for warning in plan.warnings:
+                self.get_logger().warning(warning)
 
     def _planned(self, setup: ExcitationSetup) -> ExcitationPlan:
         """The plan of the node's mode; :class:`PlanningCancelled` once :meth:`destroy_node` asked."""

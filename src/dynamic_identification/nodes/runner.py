@@ -38,6 +38,7 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from dynamic_identification.blas import use_one_blas_thread
 from dynamic_identification.core.errors import shorten
 from dynamic_identification.io.config import ros_parameters
 
@@ -164,12 +165,16 @@ def run_node(
 ) -> None:
     """Initialise rclpy, spin the node ``create`` builds on ``executor()``, shut down cleanly.
 
+    BLAS runs on one thread (:func:`~dynamic_identification.blas.use_one_blas_thread`): a node's
+    matrices are small and its cores shared with the driver.
+
     The loop calls ``spin_once`` with a timeout rather than ``spin()``: the Kilted
     wheels' ``EventsExecutor.spin()`` runs no callback at all in a node process.
     Invalid parameters (``ValueError`` or ``ParameterException`` while building the
     node, an unknown parameter key) are logged as fatal and end the process with
     exit code 1; SIGINT and SIGTERM end it with exit code 0 (module docstring).
     """
+    use_one_blas_thread()
     try:
         rclpy.init(args=None if args is None else list(args), signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: BLE001 - rcl's RCLError on malformed --ros-args

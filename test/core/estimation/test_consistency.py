@@ -286,3 +286,22 @@ def test_attached_parts_stay_inside_their_identified_body(arm) -> None:
     )
     remainder = result.standard[5 * 14 : 5 * 14 + 10] - tool
     assert is_physically_consistent(remainder, 1, DriveTerms(False, False, False, False))
+
+
+def test_the_folded_problem_gives_the_estimate_of_the_null_space_form(arm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conic problem is solved in a folded form, half the size (issue 26): the same minimum as the form the
+    module docstring states, to the solver's precision (torques to 1e-6, parameter scales to 1e-3)."""
+    robot, _, base, rows = arm
+    drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8])
+    truth = standard_parameters(robot, TERMS, drive)
+    truth[5 * 14 + 4] = -0.002
+    equations = _equations(base, rows, truth, seed=11)
+    nominal = standard_parameters(robot, TERMS)
+    folded = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    monkeypatch.setattr(ConsistentEstimator, "_folded", lambda *_: None)
+    null_space = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    assert folded.solver_status == null_space.solver_status == "optimal"
+    torques = base.select(rows) @ null_space.base_values
+    assert_allclose(base.select(rows) @ folded.base_values, torques, atol=1e-6 * np.abs(torques).max())
+    assert_allclose(folded.shift_sigma, null_space.shift_sigma, rtol=1e-5)
+    assert_allclose(folded.standard, null_space.standard, rtol=1e-2, atol=1e-4)

@@ -64,6 +64,20 @@ def test_hac_std_equals_the_white_std_for_independent_errors() -> None:
     assert_allclose(result.std, result.white_std, rtol=0.05)
 
 
+def test_hac_from_the_normal_matrix_the_window_holds_equals_hac_from_the_rows() -> None:
+    """The sliding window passes its weighted normal matrix as the sandwich's bread (issue 26): the same σ."""
+    rng = np.random.default_rng(2)
+    w = rng.normal(size=(2_000, 2, 3))
+    y = w @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=(2_000, 2)) * np.array([0.1, 1.0])
+    joint_std = np.array([0.1, 1.0])
+    estimate = np.linalg.lstsq((w / joint_std[:, None]).reshape(-1, 3), (y / joint_std).ravel(), rcond=None)[0]
+    normal = np.einsum("tjk,j,tjl->kl", w, joint_std**-2, w)
+    from_rows = hac_covariance(w, y, estimate, joint_std=joint_std)
+    given = hac_covariance(w, y, estimate, joint_std=joint_std, normal=normal)
+    assert_allclose(given.covariance, from_rows.covariance, rtol=1e-10)
+    assert_allclose(given.white_std, from_rows.white_std, rtol=1e-10)
+
+
 @pytest.mark.parametrize("b", [0.1, 0.4])
 def test_fixed_b_critical_value_matches_the_simulated_bartlett_t_statistic(b: float) -> None:
     """97.5 % quantile of ``√T x̄ / σ_HAC`` for Gaussian white noise with Bartlett weights ``1 − l/(bT)``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pinocchio as pin
@@ -10,6 +11,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation import optimisation
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     ExcitationDesign,
@@ -18,8 +20,10 @@ from dynamic_identification.core.excitation.optimisation import (
     fit_to_limits,
     optimise_fourier,
     random_fourier,
+    search_report,
 )
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, limit_usage
+from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import sample
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -237,3 +241,54 @@ def test_unknown_frame_is_refused(robot, limits) -> None:
     workspace = Workspace(box_min=-np.ones(3), box_max=np.ones(3), frame="flange")
     with pytest.raises(IdentificationError, match="flange"):
         random_fourier(robot, limits, workspace=workspace)
+
+
+class _SlowClock:
+    """``time.perf_counter`` of a machine ``factor`` times slower (or more loaded) than this one: every reading
+    advances ``factor`` times as far as the real clock did since the first."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+        self.real = time.perf_counter
+        self.origin = self.real()
+
+    def __call__(self) -> float:
+        return self.origin + self.factor * (self.real() - self.origin)
+
+
+def test_an_evaluation_budget_gives_the_same_design_on_a_machine_a_hundred_times_slower(
+    robot, chain, base, limits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan must not depend on the load: the evaluations, not the wall time, end the search (issue 26)."""
+
+    def design() -> ExcitationDesign:
+        return optimise_fourier(
+            robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=200, time_budget_s=3600.0
+        )
+
+    here = design()
+    monkeypatch.setattr(optimisation.time, "perf_counter", _SlowClock(100.0))
+    slow = design()
+    assert not here.time_capped and not slow.time_capped
+    assert slow.evaluations == here.evaluations
+    assert_array_equal(slow.trajectory.sine, here.trajectory.sine)
+    assert_array_equal(slow.trajectory.cosine, here.trajectory.cosine)
+
+
+def test_a_wall_time_cap_that_ends_the_search_first_is_reported(
+    robot, chain, base, limits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(optimisation.time, "perf_counter", _SlowClock(1e4))
+    design = optimise_fourier(
+        robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=5000, time_budget_s=5.0
+    )
+    assert design.time_capped and design.evaluations < 5000
+    _, warnings = search_report(
+        design.evaluations, design.wall_time_s, time_capped=True, time_budget_s=5.0, max_evaluations=5000
+    )
+    assert warnings and "time_budget_s = 5 s ended the search" in warnings[0]
+
+
+def test_the_default_excitation_budget_is_counted_in_evaluations() -> None:
+    budget = ExcitationSettings().budget_arguments()
+    assert budget["max_evaluations"] is not None and budget["max_evaluations"] > 0

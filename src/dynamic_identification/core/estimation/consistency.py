@@ -36,7 +36,11 @@ so that noise-free data keep a finite metric). It is minimised subject to the sc
 ``J̃_i ⪰ ε_i 1`` per link (below) and the drive-term signs, with cvxpy and the
 Clarabel interior-point solver. The cvxpy problem is compiled once per number of
 kept parameters and re-solved with new data as parameters (DPP), which is what makes
-repeated solves cheap; Clarabel itself has no warm start.
+repeated solves cheap; Clarabel itself has no warm start. It is solved in a folded but
+equal form (:meth:`ConsistentEstimator._folded`: the null-space pull written as a pull of
+every direction, the fitted ones' share folded into the fit), whose conic form needs ``k``
+auxiliary variables instead of ``p``: half of Clarabel's time (22 → 10 ms a solve on the
+shipped arm's sliding window, load 6 on 2 cores).
 
 ``χ_st`` has ``p − b`` directions that no data determine (the null space of
 ``K_kept``). They are fixed by the regulariser ``λ ‖Nᵀ S⁻¹ (χ_st − χ_nom)‖²``, the
@@ -111,6 +115,11 @@ _DEFAULT_LENGTH_M = 0.1
 
 class ConsistencyError(IdentificationError):
     """The physically consistent estimate cannot be computed (bad input, infeasible prior, solver failure)."""
+
+
+class NotSearched(ConsistencyError):
+    """The unconstrained estimate is not physically consistent and the nearest consistent one was not searched for
+    (:meth:`ConsistentEstimator.solve` with ``search=False``)."""
 
 
 def _pseudo_inertia_basis() -> np.ndarray:
@@ -432,6 +441,7 @@ class _Problem:
     null_target: cp.Parameter | None
     lower: cp.Parameter | None
     upper: cp.Parameter | None
+    nominal: cp.Parameter | None = None
 
 
 @dataclass
@@ -475,7 +485,7 @@ class ConsistentEstimator:
     settings: ConsistencySettings = field(default_factory=ConsistencySettings)
     attached: np.ndarray | None = None
     equation_joints: tuple[int, ...] | None = None
-    _problems: dict[tuple[int, int], _Problem] = field(default_factory=dict, repr=False)
+    _problems: dict[tuple[int, int, bool], _Problem] = field(default_factory=dict, repr=False)
     _inertial_scale: np.ndarray = field(init=False, repr=False)
     _attached_scaled: np.ndarray = field(init=False, repr=False)
 
@@ -512,6 +522,8 @@ class ConsistentEstimator:
         equations: NormalEquations,
         joint_std: np.ndarray,
         kept: Sequence[int] | np.ndarray | None = None,
+        *,
+        search: bool = True,
     ) -> ConsistentEstimate:
         """The consistent estimate for these normal equations.
 
@@ -525,11 +537,16 @@ class ConsistentEstimator:
             ``σ_j`` per joint, N·m, the WLS weights ([Gautier2013] eq. (20)).
         kept
             Base-parameter indices fitted (after model reduction); all by default.
+        search
+            ``False``: only check the unconstrained estimate completed by the nominal
+            null-space component (no conic solve, no cvxpy import; ``J ⪰ 0`` without the
+            margin), which is then the estimate; raise :class:`NotSearched` when it is not
+            consistent.
 
         Raises
         ------
         ConsistencyError
-            Bad shapes, infeasible box prior, or the solver failed.
+            Bad shapes, infeasible box prior, or the solver failed; :class:`NotSearched`.
         RankDeficientError, DataError
             From the unconstrained WLS on ``kept``.
         """
@@ -560,8 +577,15 @@ class ConsistentEstimator:
 
         # χ̂_b completed by the nominal null-space component: the solution whenever it is feasible.
         completion = nominal_scaled + np.linalg.lstsq(reduced, estimate - reduced @ nominal_scaled, rcond=None)[0]
-        if self._feasible(completion, nominal_scaled, scaling.margins):
+        # Checked only, the estimate needs no margin: J ⪰ 0 is what physical consistency means.
+        margins = scaling.margins if search else np.zeros_like(scaling.margins)
+        if self._feasible(completion, nominal_scaled, margins):
             scaled, status = completion, "not needed"
+        elif not search:
+            raise NotSearched(
+                "the unconstrained estimate is not physically consistent; the nearest consistent model was not"
+                " searched for"
+            )
         else:
             whitened = _cholesky(matrix / sigma_squared)
             scaled, status = self._solve_conic(reduced, whitened, estimate, nominal_scaled, scaling.margins)
@@ -680,7 +704,13 @@ class ConsistentEstimator:
 
     # -- conic problem ------------------------------------------------------------------------
 
-    def _compile(self, kept: int, nullity: int, margins: np.ndarray) -> _Problem:
+    def _compile(self, kept: int, nullity: int, margins: np.ndarray, *, folded: bool = False) -> _Problem:
+        """The conic problem for ``kept`` rows of the fit and a null space of ``nullity`` directions.
+
+        ``folded``: the objective written as ``‖F x − e‖² + λ ‖x‖² − 2 λ x_nomᵀ x`` (:meth:`_folded`), the same
+        function up to a constant, whose conic form has ``kept`` auxiliary variables and equalities instead of
+        ``p`` (the problem of the shipped arm: 110 × 104 instead of 168 × 162, half the solve time).
+        """
         import cvxpy as cp
 
         p = len(self.base.standard_names)
@@ -688,8 +718,13 @@ class ConsistentEstimator:
         data_matrix = cp.Parameter((kept, p))
         data_vector = cp.Parameter(kept)
         objective = cp.sum_squares(data_matrix @ x - data_vector)
-        null_space = null_target = None
-        if nullity:
+        null_space = null_target = nominal = None
+        regularization = self.settings.regularization
+        if folded:
+            # ‖x‖² of the variable itself is a quadratic objective without auxiliary variables.
+            nominal = cp.Parameter(p)
+            objective = objective + regularization * cp.sum_squares(x) - 2.0 * regularization * (nominal @ x)
+        elif nullity:
             null_space, null_target = cp.Parameter((p, nullity)), cp.Parameter(nullity)
             objective = objective + self.settings.regularization * cp.sum_squares(null_space.T @ x - null_target)
         per_joint = self.terms.per_joint
@@ -708,7 +743,32 @@ class ConsistentEstimator:
             lower, upper = cp.Parameter(inertial.size), cp.Parameter(inertial.size)
             constraints += [x[inertial] >= lower, x[inertial] <= upper]
         problem = cp.Problem(cp.Minimize(objective), constraints)
-        return _Problem(problem, x, data_matrix, data_vector, null_space, null_target, lower, upper)
+        return _Problem(problem, x, data_matrix, data_vector, null_space, null_target, lower, upper, nominal)
+
+    def _folded(
+        self, reduced: np.ndarray, whitened: np.ndarray, estimate: np.ndarray, nominal_scaled: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(F, e)`` of the folded objective, or ``None`` when it does not exist.
+
+        With ``reduced = Cᵀ Qᵀ`` (``Q`` an orthonormal basis of its rows, ``NNᵀ = 1 − QQᵀ``) and
+        ``G = R Cᵀ`` (``R`` = ``whitened``), the objective ``‖R (reduced x − χ̂)‖² + λ ‖Nᵀ (x − x_nom)‖²``
+        is, up to a constant, ``‖L Qᵀ x − e‖² + λ ‖x‖² − 2 λ x_nomᵀ x`` with ``LᵀL = GᵀG − λ 1`` and
+        ``Lᵀ e = Gᵀ R χ̂ − λ Qᵀ x_nom``: the null-space pull becomes a pull in every direction minus the one
+        of the fitted directions, which the fit absorbs. ``L`` exists when the data determine every
+        fitted direction to better than ``1/√λ`` parameter scales (``GᵀG ≻ λ``, with a margin of 1e-3 λ);
+        otherwise (a kept parameter the data hardly determine, dependent rows) the null-space form is solved.
+        """
+        regularization = self.settings.regularization
+        basis, triangle = scipy.linalg.qr(reduced.T, mode="economic")
+        fit = whitened @ triangle.T
+        folded = fit.T @ fit - regularization * np.eye(fit.shape[1])
+        if np.linalg.eigvalsh(folded)[0] <= 1e-3 * regularization:
+            return None
+        factor = scipy.linalg.cholesky(folded, lower=False)
+        target = scipy.linalg.solve_triangular(
+            factor, fit.T @ (whitened @ estimate) - regularization * (basis.T @ nominal_scaled), trans="T"
+        )
+        return factor @ basis.T, target
 
     def _solve_conic(
         self,
@@ -721,17 +781,27 @@ class ConsistentEstimator:
         import cvxpy as cp
 
         kept = reduced.shape[0]
-        # Usually p − k (K_kept has identity columns); more when the scaling leaves kept rows dependent.
-        basis = scipy.linalg.null_space(reduced)
-        key = (kept, basis.shape[1])
-        if key not in self._problems:
-            self._problems[key] = self._compile(kept, basis.shape[1], margins)
-        compiled = self._problems[key]
-        compiled.data_matrix.value = whitened @ reduced
-        compiled.data_vector.value = whitened @ estimate
-        if compiled.null_space is not None and compiled.null_target is not None:
-            compiled.null_space.value = basis
-            compiled.null_target.value = basis.T @ nominal_scaled
+        folded = self._folded(reduced, whitened, estimate, nominal_scaled)
+        if folded is not None:
+            key = (kept, 0, True)
+            if key not in self._problems:
+                self._problems[key] = self._compile(kept, 0, margins, folded=True)
+            compiled = self._problems[key]
+            compiled.data_matrix.value, compiled.data_vector.value = folded
+            if compiled.nominal is not None:
+                compiled.nominal.value = nominal_scaled
+        else:
+            # Usually p − k (K_kept has identity columns); more when the scaling leaves kept rows dependent.
+            basis = scipy.linalg.null_space(reduced)
+            key = (kept, basis.shape[1], False)
+            if key not in self._problems:
+                self._problems[key] = self._compile(kept, basis.shape[1], margins)
+            compiled = self._problems[key]
+            compiled.data_matrix.value = whitened @ reduced
+            compiled.data_vector.value = whitened @ estimate
+            if compiled.null_space is not None and compiled.null_target is not None:
+                compiled.null_space.value = basis
+                compiled.null_target.value = basis.T @ nominal_scaled
         if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:
             inertial = self._inertial()
             compiled.lower.value = nominal_scaled[inertial] - self.settings.box

@@ -151,6 +151,7 @@ def hac_covariance(
     joint_std: np.ndarray | None = None,
     valid: np.ndarray | None = None,
     bandwidth: int | None = None,
+    normal: np.ndarray | None = None,
 ) -> RobustCovariance:
     """HAC (Newey-West) covariance of a (weighted) least-squares estimate from decimated rows.
 
@@ -172,6 +173,9 @@ def hac_covariance(
         Bartlett truncation lag ``L`` in rows; ``None`` chooses it from the data
         (Andrews 1991 AR(1) plug-in, module docstring). 0 gives the
         heteroskedasticity-only (White) sandwich.
+    normal
+        ``Σ_t Σ_j w_tjᵀ w_tj / σ_j²`` ``(k, k)`` of these rows, when the caller holds it (the
+        sliding window's normal equations): the bread of the sandwich, not summed again.
 
     Returns
     -------
@@ -191,7 +195,10 @@ def hac_covariance(
     weights = np.where(mask, 1.0 / sigma**2, 0.0)
     residual = np.where(mask, y - w @ theta, 0.0)
     scores = np.einsum("tjk,tj->tk", w, weights * residual)
-    normal = _weighted_normal_matrix(w, weights)
+    if normal is None:
+        normal = _weighted_normal_matrix(w, weights)
+    elif np.shape(normal) != (k, k):
+        raise DataError(f"normal must have shape ({k}, {k}), got {np.shape(normal)}")
     steps = int(np.count_nonzero(mask.any(axis=1)))
     if steps <= k:
         raise DataError(f"only {steps} time steps with valid equations for {k} parameters")

@@ -81,6 +81,7 @@ from dynamic_identification.core.excitation.optimisation import (
     normalised_condition,
     period_grid,
     run_search,
+    search_report,
 )
 from dynamic_identification.core.excitation.plan import (
     PLANNING_HEADROOM,
@@ -643,6 +644,8 @@ class ClosedLoopExcitationDesign:
         Cost evaluations spent and wall time, s (0 and the fitting time for a random design).
     limits
         The limits the design keeps.
+    time_capped
+        Whether the wall-time budget, not ``max_evaluations``, ended the search.
     """
 
     trajectory: FourierTrajectory
@@ -655,6 +658,7 @@ class ClosedLoopExcitationDesign:
     evaluations: int
     wall_time_s: float
     limits: ClosedLoopLimits
+    time_capped: bool = False
 
 
 def _passive_usage(motion: ClosedLoopMotion, model: ClosedLoopModel, limits: JointLimits) -> LimitUsage:
@@ -676,6 +680,7 @@ def _finalise(
     first: float,
     evaluations: int,
     start: float,
+    time_capped: bool = False,
 ) -> ClosedLoopExcitationDesign:
     """Fit to the actuated limits at :data:`~.safety.CHECK_RATE_HZ`, shrink until the closed-loop constraints
     hold on :data:`_FINAL_SAMPLES` points per period, verify them at 1 kHz, and describe."""
@@ -742,6 +747,7 @@ def _finalise(
         evaluations=evaluations,
         wall_time_s=time.perf_counter() - start,
         limits=limits,
+        time_capped=time_capped,
     )
 
 
@@ -942,6 +948,7 @@ def optimise_closed_loop_fourier(
         first=search.best_scale,
         evaluations=search.evaluations,
         start=start,
+        time_capped=search.time_capped,
     )
 
 
@@ -1218,7 +1225,10 @@ def plan_closed_loop_excitation(
             **settings.fourier_arguments(),
             **settings.budget_arguments(),
         )
-        kind = "optimised Fourier series of the actuated joints"
+        searched, warnings = search_report(
+            design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
+        )
+        kind = f"optimised Fourier series of the actuated joints ({searched})"
     else:
         design = random_closed_loop_fourier(
             model,
@@ -1232,6 +1242,7 @@ def plan_closed_loop_excitation(
             **settings.fourier_arguments(),
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
+        warnings = ()
     fourier = design.trajectory
     factor = planning_factor(settings.rate_hz)
 
@@ -1280,6 +1291,7 @@ def plan_closed_loop_excitation(
         torque_usage=check.torque_usage,
         torque_source=torques.source,
         self_collision=self_collision_summary(collision, enabled=settings.self_collision),
+        warnings=warnings,
     )
 
 

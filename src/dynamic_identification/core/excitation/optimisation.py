@@ -142,6 +142,9 @@ class ExcitationDesign:
         The limits (workspace ranges applied) the trajectory was checked against with
         :func:`~.safety.check_trajectory` at :data:`CHECK_RATE_HZ`; with a workspace box,
         every sample of that check also kept the tool in the box.
+    time_capped
+        Whether the wall-time budget, not ``max_evaluations``, ended the search: the design then
+        depends on the machine's speed and load.
     """
 
     trajectory: FourierTrajectory
@@ -150,6 +153,27 @@ class ExcitationDesign:
     evaluations: int
     wall_time_s: float
     limits: JointLimits
+    time_capped: bool = False
+
+
+def search_report(
+    evaluations: int, wall_time_s: float, *, time_capped: bool, time_budget_s: float, max_evaluations: int | None
+) -> tuple[str, tuple[str, ...]]:
+    """What a plan says of its search: ``"N cost evaluations in T s"`` and the warning when the wall time, not the
+    evaluations, ended it (the plan then depends on the machine's speed and load: another run gives another one)."""
+    done = f"{evaluations} cost evaluations in {wall_time_s:.3g} s"
+    if max_evaluations is None:
+        return done, (
+            f"the search ran on its wall-time budget alone (time_budget_s = {time_budget_s:g} s, max_evaluations 0):"
+            " another run or another load gives another plan",
+        )
+    if time_capped:
+        return done, (
+            f"the wall-time cap time_budget_s = {time_budget_s:g} s ended the search after {evaluations} of"
+            f" max_evaluations = {max_evaluations} cost evaluations: this plan depends on the machine's load"
+            " (raise time_budget_s for one that does not)",
+        )
+    return done, ()
 
 
 def normalised_condition(stacked: np.ndarray) -> float:
@@ -547,13 +571,16 @@ class BudgetedSearch:
         """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
+        self.time_capped = False
+        """Whether the wall-time deadline, not the evaluation budget, ended a stage: the result then depends on the
+        machine's speed and load."""
         self._watched: tuple[str, float, float, float] | None = None
 
     def watch(self, name: str, *, start: float, time_budget_s: float, max_evaluations: float | None) -> None:
         """Report the search as the stage ``name`` to ``cancellation``'s progress at every evaluation, against
         its whole budget: the wall time from ``start`` (``time.perf_counter``, s) within ``time_budget_s``, or the
-        ``max_evaluations``, whichever is spent first (in s of the budget; in evaluations when the time is
-        unbounded)."""
+        ``max_evaluations``: in evaluations when they are bounded (the wall time is then a cap), else in s of the
+        time budget."""
         self._watched = (name, start, time_budget_s, np.inf if max_evaluations is None else float(max_evaluations))
 
     def spend(self) -> None:
@@ -565,8 +592,9 @@ class BudgetedSearch:
         """
         self.cancellation.check()
         now = time.perf_counter()
-        spent = self.evaluations >= self.stop_evaluations or now >= self.deadline
-        if spent and self.best_x is not None:
+        counted = self.evaluations >= self.stop_evaluations
+        if (counted or now >= self.deadline) and self.best_x is not None:
+            self.time_capped = self.time_capped or not counted
             raise BudgetSpent
         self.evaluations += 1
         self._report(now)
@@ -580,13 +608,13 @@ class BudgetedSearch:
         if self._watched is None:
             return
         name, start, seconds, evaluations = self._watched
-        if np.isfinite(seconds):
-            used = seconds * min(max((now - start) / seconds, self.evaluations / evaluations), 1.0)
-            self.cancellation.report(name, used, seconds, "s")
-        else:
+        if np.isfinite(evaluations):
             self.cancellation.report(
                 name, self.evaluations if np.isfinite(now) else evaluations, evaluations, "evaluations"
             )
+        else:
+            used = seconds * min(max((now - start) / seconds, 0.0), 1.0)
+            self.cancellation.report(name, used, seconds, "s")
 
     def record(self, x: np.ndarray, value: float, scale: float = 1.0) -> float:
         """``value``, the cost of ``x`` (shrunk by ``scale``), kept when it is the best so far."""
@@ -941,4 +969,5 @@ def optimise_fourier(
         evaluations=search.evaluations,
         wall_time_s=time.perf_counter() - start,
         limits=effective,
+        time_capped=search.time_capped,
     )

@@ -74,6 +74,8 @@ class PayloadExcitationDesign:
         Cost evaluations spent.
     wall_time_s
         Wall time of the search, s.
+    time_capped
+        Whether the wall-time budget, not ``max_evaluations``, ended the search.
     """
 
     trajectory: FourierTrajectory
@@ -82,6 +84,7 @@ class PayloadExcitationDesign:
     usage: LimitUsage
     evaluations: int
     wall_time_s: float
+    time_capped: bool = False
 
 
 class _Cost(BudgetedSearch):
@@ -257,4 +260,5 @@ def optimise_payload_excitation(
         usage=limit_usage(sampled, limits, cancellation=cancellation),
         evaluations=cost.evaluations,
         wall_time_s=time.perf_counter() - start,
+        time_capped=cost.time_capped,
     )

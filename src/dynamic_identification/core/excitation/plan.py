@@ -41,6 +41,7 @@ from dynamic_identification.core.excitation.optimisation import (
     optimise_fourier,
     random_fourier,
     sampled_condition_number,
+    search_report,
 )
 from dynamic_identification.core.excitation.payload import optimise_payload_excitation
 from dynamic_identification.core.excitation.process import default_process_areas, pick_and_place, square
@@ -82,6 +83,9 @@ SCALE_BISECTIONS = 3
 :data:`SLOWER_FACTOR`) and the failing one before it: the scale kept lies within 3 % below the smallest failing
 scale found, where the steps alone could lose 20 %."""
 
+PAYLOAD_EVALUATIONS = 1500
+"""Cost evaluations of the payload excitation's search when ``max_evaluations`` is 0."""
+
 _Checked = TypeVar("_Checked")
 """What the check of :func:`scaled_until_safe` returns for the motion it accepts."""
 
@@ -99,7 +103,9 @@ class ExcitationPlan:
     the largest fraction of an effort limit the motion needs under ``torque_source``
     (0 when no effort limit is known); ``self_collision`` whether and how the motion was
     checked for self-collision (:func:`~.collision.self_collision_summary`; empty where
-    the check does not apply).
+    the check does not apply); ``warnings`` what a user must read, e.g. that the wall-time
+    cap, not the evaluation budget, ended an optimised design's search
+    (:func:`~.optimisation.search_report`).
     """
 
     trajectory: SampledTrajectory
@@ -110,6 +116,7 @@ class ExcitationPlan:
     torque_usage: float = 0.0
     torque_source: str = ""
     self_collision: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 def plan_excitation(
@@ -145,8 +152,10 @@ def plan_excitation(
        at most :data:`SLOWER_ATTEMPTS` times) until it keeps the margin, a segmented or
        process plan is refused.
 
-    Planning takes as long as its budget (``settings.time_budget_s``) and the length of the
-    motion (a period of ``1 / fundamental_hz``) ask; ``cancellation`` withdraws it: it is
+    An optimised design spends ``settings.max_evaluations`` cost evaluations, so the plan is
+    the same at any load; ``settings.time_budget_s`` caps the wall time, and the plan's
+    ``warnings`` say when the cap ended the search first. Planning takes as long as that
+    budget and the length of the motion (a period of ``1 / fundamental_hz``) ask; ``cancellation`` withdraws it: it is
     polled before every cost evaluation of a search, every bisection step and every chunk of
     a check (:mod:`~dynamic_identification.core.cancellation`). A plan that is not cancelled
     is the same as without it.
@@ -168,12 +177,15 @@ def plan_excitation(
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
     cancellation.check()
+    warnings: tuple[str, ...] = ()
     if settings.mode == "fourier":
-        reference, description, condition = _fourier(
+        reference, description, condition, warnings = _fourier(
             robot, drive_chain, terms, settings, planning, model, factor, collision, cancellation
         )
     elif settings.mode == "payload":
-        reference, description, condition = _payload(robot, settings, planning, model, factor, collision, cancellation)
+        reference, description, condition, warnings = _payload(
+            robot, settings, planning, model, factor, collision, cancellation
+        )
     else:
         dense_rate = settings.rate_hz * factor
         reference, description = _slower_until_torques_fit(
@@ -200,6 +212,7 @@ def plan_excitation(
         torque_usage=torque_usage,
         torque_source=model.source,
         self_collision=self_collision_summary(collision, enabled=settings.self_collision),
+        warnings=warnings,
     )
 
 
@@ -213,10 +226,12 @@ def _fourier(
     factor: int,
     collision: SelfCollisionModel | None,
     cancellation: Cancellation,
-) -> tuple[SampledTrajectory, str, float | None]:
-    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description and (when optimised
-    and not scaled to avoid a self-collision) its condition number."""
+) -> tuple[SampledTrajectory, str, float | None, tuple[str, ...]]:
+    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description, (when optimised
+    and not scaled to avoid a self-collision) its condition number, and the search's warnings
+    (:func:`search_report`)."""
     condition: float | None = None
+    warnings: tuple[str, ...] = ()
     if settings.optimise:
         design = optimise_fourier(
             robot,
@@ -231,7 +246,10 @@ def _fourier(
             **settings.budget_arguments(),
         )
         fourier, condition = design.trajectory, design.condition_number
-        description = "optimised Fourier series"
+        searched, warnings = search_report(
+            design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
+        )
+        description = f"optimised Fourier series ({searched})"
     else:
         fourier = random_fourier(
             robot,
@@ -256,7 +274,7 @@ def _fourier(
     if scale < 1.0:
         description += f", amplitudes scaled to {scale:.0%} to keep the self-collision margin"
         condition = None  # recomputed on the scaled motion
-    return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition
+    return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition, warnings
 
 
 def _payload(
@@ -267,9 +285,9 @@ def _payload(
     factor: int,
     collision: SelfCollisionModel | None,
     cancellation: Cancellation,
-) -> tuple[SampledTrajectory, str, float]:
-    """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description and the
-    condition number of ``Y_p``.
+) -> tuple[SampledTrajectory, str, float, tuple[str, ...]]:
+    """The payload experiment's reference motion at ``factor`` times ``settings.rate_hz``, its description, the
+    condition number of ``Y_p`` and the search's warnings (:func:`search_report`).
 
     :func:`~.payload.optimise_payload_excitation` within ``limits``; when the motion needs
     more torque than the effort limits allow, or brings two links closer than the
@@ -282,7 +300,7 @@ def _payload(
         robot,
         frame,
         limits,
-        max_evaluations=settings.max_evaluations or 1500,
+        max_evaluations=settings.max_evaluations or PAYLOAD_EVALUATIONS,
         time_budget_s=settings.time_budget_s,
         cancellation=cancellation,
         **settings.fourier_arguments(),
@@ -303,14 +321,21 @@ def _payload(
         source=model.source,
         cancellation=cancellation,
     )
+    searched, warnings = search_report(
+        design.evaluations,
+        design.wall_time_s,
+        time_capped=design.time_capped,
+        time_budget_s=settings.time_budget_s,
+        max_evaluations=settings.max_evaluations or PAYLOAD_EVALUATIONS,
+    )
     description = (
-        f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2),"
+        f"payload excitation of {', '.join(design.moving)} for the load on {frame} ([Swevers2002] §4.2, {searched}),"
         f" condition number of its regressor {design.condition_number:.3g}"
     )
     if scale < 1.0:
         description += f", amplitudes scaled to {scale:.0%} to keep the effort limits and the self-collision margin"
     description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
-    return reference, description, design.condition_number
+    return reference, description, design.condition_number, warnings
 
 
 def _check_collision(

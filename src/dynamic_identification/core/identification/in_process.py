@@ -22,9 +22,10 @@ as offline (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covar
 on the window's stored rows of the kept columns at update time, Newey & West 1987 with
 Andrews' 1991 bandwidth and the Kiefer & Vogelsang 2005 fixed-b widening): the
 residuals of the decimated rows are correlated in time, and the white σ of
-eq. (17)-(18), which the reduction still uses, understates σ several times. Computing
-it from the rows costs one pass over the window's ``r × n × k`` kept columns per update
-(``bench/bench_stream.py`` prints the update latency with and without it).
+eq. (17)-(18), which the reduction still uses, understates σ several times. Its bread is
+the window's weighted normal matrix of the kept columns, taken from the normal
+equations; its scores cost one pass over the window's ``r × n × k`` kept columns per
+update (``bench/bench_stream.py`` prints the update latency with and without it).
 
 Stamps (:mod:`~dynamic_identification.core.stamps`): a stamp earlier than the last one
 (a bag loop, a simulation reset) clears the window. Forward, the one rule of every path
@@ -84,6 +85,7 @@ from dynamic_identification.core.estimation.consistency import ConsistentEstimat
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     joint_error_std_from_normal_equations,
+    weighted_normal_matrix,
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
@@ -806,6 +808,8 @@ class SlidingWindowEstimator:
             reduction.solution.parameters,
             joint_std=joint_std,
             valid=np.concatenate([rows.valid for rows in blocks]),
+            # The bread from the window's normal equations: the rows are only needed for the scores.
+            normal=weighted_normal_matrix(self._equations, joint_std, kept)[0],
         )
 
     def _joint_errors(self, kept: np.ndarray, values: np.ndarray) -> JointErrors:

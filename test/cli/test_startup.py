@@ -1,0 +1,52 @@
+"""What ``dynid`` loads before it answers, and the BLAS threads it runs its linear algebra on.
+
+Each test runs ``dynid`` in a child process (a fresh interpreter: the test process has
+imported everything already) and looks at the modules it loaded or at its BLAS libraries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+NUMERICS = ("numpy", "scipy", "pinocchio", "cvxpy", "matplotlib")
+"""Libraries whose import takes a second or more of CPU together; ``dynid --help`` needs none of them."""
+
+
+def _run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["identify", "--help"], ["identify", "--urdf", "x.urdf"]])
+def test_help_and_a_refused_argument_load_no_numerics(argv: list[str]) -> None:
+    code = (
+        "import json, sys\n"
+        "from dynamic_identification import cli\n"
+        "try:\n"
+        f"    cli.main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(json.dumps(sorted(name for name in {NUMERICS!r} if name in sys.modules)), file=sys.stderr)\n"
+    )
+    result = _run(code)
+    loaded = json.loads(result.stderr.strip().splitlines()[-1])
+    assert loaded == []
+
+
+def test_dynid_runs_blas_on_one_thread_unless_the_user_chose_a_count() -> None:
+    code = (
+        "import json, sys\n"
+        "from dynamic_identification import cli\n"
+        "cli.main(['predict', '--params', 'missing.yaml', '--data', 'missing.csv', '--out', 'out.csv'])\n"
+        "from threadpoolctl import threadpool_info\n"
+        "print(json.dumps([i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']))\n"
+    )
+    env_one = {key: value for key, value in os.environ.items() if not key.endswith("_NUM_THREADS")}
+    threads = json.loads(_run(code, env_one).stdout.strip().splitlines()[-1])
+    assert threads and all(count == 1 for count in threads)
+    chosen = json.loads(_run(code, {**env_one, "OPENBLAS_NUM_THREADS": "2"}).stdout.strip().splitlines()[-1])
+    assert chosen and all(count == 2 for count in chosen)
