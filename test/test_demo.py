@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from dynamic_identification.demo import (
     DemoResult,
     NodeDemoResult,
     NodeDemoSettings,
+    SimulatedClock,
     apply_network_rule,
     format_node_result,
     format_result,
@@ -55,9 +57,44 @@ def test_demo_writes_its_files_and_reports(demo) -> None:
 
 @pytest.fixture(scope="module")
 def node_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[NodeDemoResult, Path]:
-    """The node demo with short phases (7 pick-and-place cycles, ~21 s each) and an 18 s window."""
+    """The node demo with short phases (7 pick-and-place cycles, ~21 s each) and an 18 s window; its progress
+    lines in ``progress.txt``."""
     out_dir = tmp_path_factory.mktemp("node_demo")
-    return run_node_demo(out_dir=out_dir, settings=NodeDemoSettings(duration_s=21.0, window_s=18.0)), out_dir
+    lines: list[str] = []
+    result = run_node_demo(
+        out_dir=out_dir, settings=NodeDemoSettings(duration_s=21.0, window_s=18.0), progress=lines.append
+    )
+    (out_dir / "progress.txt").write_text("\n".join(lines), encoding="utf-8")
+    return result, out_dir
+
+
+class _Clock:
+    """A monitor's clock that advances ``step_ns`` each time it is read."""
+
+    def __init__(self, step_ns: int) -> None:
+        self.now_ns, self.step_ns = 10**9, step_ns
+
+    def get_clock(self) -> _Clock:
+        return self
+
+    def now(self) -> SimpleNamespace:
+        self.now_ns += self.step_ns
+        return SimpleNamespace(nanoseconds=self.now_ns)
+
+
+def test_a_demo_whose_simulated_time_stands_still_fails_naming_what_it_waits_for() -> None:
+    sim_robot = SimpleNamespace(lockstep_waiting_for="estimator")
+    clock = SimulatedClock(_Clock(0), sim_robot, timeout_s=60.0, stall_s=0.1, progress=None)  # type: ignore[arg-type]
+    with pytest.raises(TimeoutError, match="stood still at 1.000 s .* sim_robot waits for estimator to take its"):
+        clock.wait_until(lambda: False, "the end of the process")
+
+
+def test_a_slow_demo_fails_only_by_its_simulated_deadline() -> None:
+    # Simulated time crawls (1 ms of it per reading): never the watchdog, only the deadline in simulated time.
+    sim_robot = SimpleNamespace(lockstep_waiting_for="")
+    clock = SimulatedClock(_Clock(10**6), sim_robot, timeout_s=0.05, stall_s=0.01, progress=None)  # type: ignore[arg-type]
+    with pytest.raises(TimeoutError, match="no answer within 0.05 s of simulated time"):
+        clock.wait_until(lambda: False, "answer")
 
 
 def test_network_rule_keeps_discovery_on_loopback_in_an_own_domain(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,6 +115,31 @@ def test_node_demo_publishes_a_reduced_model_with_a_lower_condition_number(node_
     assert result.removed and set(result.removed).isdisjoint(result.kept)
     assert result.condition_number < result.condition_number_full
     assert result.condition_number <= 100.0  # the estimator's quality gate (config/dynid_arm6.yaml)
+
+
+def test_node_demo_loses_no_sample_and_reports_the_count(node_demo) -> None:
+    # sim_robot in lockstep with the recorder, the estimator and the demo's monitor: however loaded the machine,
+    # each takes every joint state (before, the estimator got 25 of 250 Hz on a busy machine).
+    result, out_dir = node_demo
+    samples = result.samples
+    assert samples.published > 0 and samples.lost == {"recorder": 0, "estimator": 0, "demo_monitor": 0}
+    assert samples.lockstep_timeouts == {}
+    assert result.sample_rate_hz == pytest.approx(result.sim_rate_hz, rel=1e-6)
+    assert "lost on the way: 0 (recorder 0, estimator 0, demo_monitor 0)" in (out_dir / "report.txt").read_text()
+
+
+def test_node_demo_reports_its_progress_in_simulated_seconds(node_demo) -> None:
+    _, out_dir = node_demo
+    lines = (out_dir / "progress.txt").read_text().splitlines()
+    for phase in ("(a) the process, identified in-process", "(b) the process with feedforward", "(c) the job"):
+        assert any(line.startswith(phase) and line.endswith("s simulated") for line in lines), (phase, lines)
+
+
+def test_the_process_moves_every_joint_the_demo_identifies(node_demo) -> None:
+    # The tool tilts at each pick and place: with it vertical the forearm roll (joint 4) never moved.
+    result, _ = node_demo
+    assert result.moving.all(), result.moving
+    assert np.all(np.isfinite(result.validation_errors)), result.validation_errors
 
 
 def test_published_model_predicts_the_feedforward_run_where_joints_move(node_demo) -> None:

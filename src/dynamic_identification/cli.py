@@ -456,7 +456,12 @@ def _demo(arguments: argparse.Namespace) -> str:
         duration = 60.0 if arguments.duration is None else arguments.duration
         return demo.run(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
     duration = 45.0 if arguments.duration is None else arguments.duration
-    return demo.run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed)
+    return demo.run_nodes(out_dir=arguments.out_dir, duration_s=duration, seed=arguments.seed, progress=_demo_progress)
+
+
+def _demo_progress(line: str) -> None:
+    """A progress line of a long verb, on stderr so that stdout holds only the report."""
+    print(f"dynid demo: {line}", file=sys.stderr, flush=True)
 
 
 def _interrupt(number: int, _frame: FrameType | None) -> None:

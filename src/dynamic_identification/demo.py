@@ -34,6 +34,7 @@ import numpy as np
 import rclpy
 import yaml
 from rclpy.client import Client
+from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -55,6 +56,7 @@ from dynamic_identification.core.simulation import (
     SimulationSettings,
     simulate_tracking,
 )
+from dynamic_identification.core.stamps import StampGaps
 from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.config import simulated_robot as simulated_robot_config
@@ -67,7 +69,8 @@ from dynamic_identification.nodes.estimator import EstimatorNode
 from dynamic_identification.nodes.excitation import ExcitationNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.follower import DesiredMotion, next_motion
-from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
+from dynamic_identification.nodes.lockstep import LEAD_S, Acknowledger
+from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, latched_qos
 from dynamic_identification.nodes.recorder import RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from dynamic_identification.resources import shipped_path
@@ -232,8 +235,28 @@ def format_result(result: DemoResult, duration_s: float) -> str:
 
 PICK_AND_PLACE_CYCLE_S = 3.0
 """Approximate length of one pick-and-place cycle on the shipped arm, s (sets the cycles from a duration)."""
-SETTLE_S = 0.5
-"""Wall time the arm is left to settle at rest before each phase, s."""
+SETTLE_S = 1.0
+"""Simulated time the arm is left to settle at rest before each phase, s; the demo holds simulated time there
+(:class:`SimulatedClock`), so it must notice the previous phase's end within it."""
+SETTLE_NS = round(SETTLE_S * NS_PER_S)
+STALL_S = 60.0
+"""Wall time without simulated time advancing after which the node demo gives up, s (the message names the node
+simulated time waits for); a loaded machine only slows simulated time down."""
+PROGRESS_PERIOD_S = 10.0
+"""Wall time between two progress lines of the node demo, s."""
+PLAN_TIMEOUT_S = 600.0
+"""Longest wall time the node demo waits for the excitation plan, s (planning is computation, not simulated time:
+about 4 s on an idle core here)."""
+LOCKSTEP_TIMEOUT_S = 30.0
+"""``sim_robot``'s ``lockstep_timeout_s`` in the demo, s of wall time: its nodes share one executor, so a consumer
+that does not acknowledge within it is gone, not slow (then sim_robot goes on and the report counts what it lost)."""
+MONITOR = "demo_monitor"
+"""The node name of the demo's probe, one of ``sim_robot``'s ``lockstep_consumers``."""
+LEAD_NS = round(LEAD_S * NS_PER_S)
+HOLD_RENEWAL_S = 1.0
+"""Wall time between two acknowledgements of a hold by the demo's monitor, s (well within ``lockstep_timeout_s``)."""
+FIRST_HOLD_S = 1.0
+"""Simulated time from the simulator's start to the first phase's start, s (the arm rests, every node connects)."""
 MOVING_RANGE_RAD = 0.05
 """A joint whose desired position spans less than this (rad) counts as not moving in the tracking figures."""
 CATCH_UP_S = 0.04
@@ -270,6 +293,14 @@ def apply_network_rule(*, domain_id: int | None = None) -> dict[str, str]:
 STOP_MARGIN_PERIODS = 3
 """``window.stick_periods`` of the node demo's estimator (see ``WindowSettings.stick_periods``)."""
 
+TOOL_TILT_RAD = 0.3
+"""``tool_tilt`` of the demo's pick and place, rad: the parts lie askew, so the wrist turns at every pick and
+place; with the tool held vertical the forearm roll (joint 4) never moved and got no feedforward."""
+
+SIMULATED_STAMPS = "recorded"
+"""``signal.stamps`` of the node demo's estimators: ``sim_robot`` stamps each sample with its simulated instant,
+exactly, so the stamps are used as they are (recovering them from the sample order is for real drivers)."""
+
 
 @dataclass(frozen=True)
 class NodeDemoSettings:
@@ -282,7 +313,9 @@ class NodeDemoSettings:
     0.04 in repeated runs here), at 100 Hz it had too few equations (0.04-0.67).
     ``payload_phase`` adds phase (c): the unknown load :data:`UNKNOWN_LOAD` is picked and
     re-identified in-process; the process runs until the feedforward has it, then once
-    more with it (about 2 × 13 s more).
+    more with it (about 2 × 13 s more). ``timeout_s`` bounds each wait beyond the motion in
+    *simulated* seconds (a node's answer, the estimator's update at the end of the process);
+    ``stall_s`` is the wall time simulated time may stand still before the demo gives up.
     """
 
     duration_s: float = 45.0
@@ -291,6 +324,7 @@ class NodeDemoSettings:
     seed: int = 1
     timeout_s: float = 60.0
     payload_phase: bool = True
+    stall_s: float = STALL_S
 
     @property
     def cycles(self) -> int:
@@ -310,6 +344,15 @@ class PhaseRecord:
     dq: np.ndarray
     effort: np.ndarray
     q_desired: np.ndarray
+    start_ns: int = 0
+    """Simulated time of the playback's start, ns (``time_s`` counts from it)."""
+    end_ns: int = 0
+    """Simulated time of the playback's last commanded instant, ns."""
+
+    @property
+    def end_s(self) -> float:
+        """:attr:`end_ns` in s."""
+        return self.end_ns / NS_PER_S
 
     @property
     def tracking_error(self) -> np.ndarray:
@@ -386,6 +429,34 @@ class PayloadDemoResult:
 
 
 @dataclass(frozen=True)
+class SampleAccount:
+    """The joint states of the node demo: how many ``sim_robot`` published and what each consumer lost.
+
+    ``lost`` maps each consumer (``recorder``, ``estimator``, the demo's monitor) to the samples
+    it found missing between stamps (lost on the way: a queue that overflowed); in lockstep
+    there are none. ``lockstep_timeouts`` maps what ``sim_robot`` waited for (a consumer, or
+    ``trajectory``) to its waits that hit ``lockstep_timeout_s``.
+    """
+
+    published: int
+    lost: Mapping[str, int]
+    lockstep_timeouts: Mapping[str, int]
+
+    @property
+    def total_lost(self) -> int:
+        return sum(self.lost.values())
+
+    def describe(self) -> str:
+        """One line for the report."""
+        lost = ", ".join(f"{name} {count}" for name, count in self.lost.items())
+        waits = ", ".join(f"{what} {count}x" for what, count in self.lockstep_timeouts.items()) or "none"
+        return (
+            f"samples: sim_robot published {self.published} joint states; lost on the way: {self.total_lost}"
+            f" ({lost}); lockstep waits that hit their bound: {waits}"
+        )
+
+
+@dataclass(frozen=True)
 class NodeDemoResult:
     """What ``dynid demo`` found: the published identification, its validation, tracking without/with feedforward.
 
@@ -414,6 +485,7 @@ class NodeDemoResult:
     sample_rate_hz: float
     sim_rate_hz: float
     wall_time_s: float
+    samples: SampleAccount
     payload: PayloadDemoResult | None = None
 
     @property
@@ -423,44 +495,87 @@ class NodeDemoResult:
 
 
 class _Monitor(Node):
-    """The demo's probe: records ``/joint_states`` with the commanded state, keeps the published parameters."""
+    """The demo's probe: records ``/joint_states`` with the commanded state, keeps every published estimate.
+
+    It is one of ``sim_robot``'s lockstep consumers: it acknowledges each joint state it takes
+    and counts those missing between stamps (:attr:`missing`). So it can also hold simulated
+    time (:meth:`hold_at`): it then acknowledges nothing later than the hold less the lockstep
+    lead, and ``sim_robot`` stops at the hold's instant until :meth:`release`.
+    """
 
     def __init__(self, joint_names: Sequence[str], **kwargs: Any) -> None:
-        super().__init__("demo_monitor", **kwargs)
+        super().__init__(MONITOR, **kwargs)
         self._names = list(joint_names)
         self._lock = threading.Lock()
         self._motion: DesiredMotion | None = None
         self._recording = False
         self._samples: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
         self._motions: list[DesiredMotion] = []
-        self.parameters_text = ""
-        self.parameters_received = 0
+        self._gaps = StampGaps()
+        self._acknowledger = Acknowledger(self)
+        self._hold_ns: int | None = None
+        self._newest_ns: int | None = None
+        # A hold is renewed on the wall clock: sim_robot's lockstep bound applies to a consumer that falls silent.
+        self.create_timer(HOLD_RENEWAL_S, self._renew_hold, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.parameter_texts: list[str] = []
         self.payload_text = ""
         self.payload_received_ns = 0
         self.create_subscription(JointState, "/joint_states", self._on_joint_state, SENSOR_QOS)
         self.create_subscription(JointTrajectory, "/joint_trajectory", self._on_trajectory, COMMAND_QOS)
-        self.create_subscription(String, "/estimator/parameters", self._on_parameters, LATCHED_QOS)
+        # Every estimate, not only the latest: the demo takes the one of the process's end, by its data time.
+        self.create_subscription(String, "/estimator/parameters", self._on_parameters, latched_qos(1000))
         self.create_subscription(String, "/estimator/payload", self._on_payload, LATCHED_QOS)
         self.trigger_clients: dict[str, Client] = {
             service: self.create_client(Trigger, service)
-            for service in (
-                "/excitation/start",
-                "/excitation/stop",
-                "/feedforward/enable",
-                "/feedforward/disable",
-                "/estimator/identify_payload",
-            )
+            for service in ("/excitation/start", "/excitation/stop", "/estimator/reset", "/estimator/identify_payload")
         }
         self.grasp_client: Client = self.create_client(SetBool, "/sim_robot/grasp")
 
+    @property
+    def missing(self) -> int:
+        """Joint states missing between the stamps of those taken (lost on the way)."""
+        return self._gaps.missing
+
+    def hold_at(self, stamp_ns: int) -> None:
+        """Hold simulated time at ``stamp_ns`` (the last step at or before it) until :meth:`release`."""
+        with self._lock:
+            self._hold_ns = stamp_ns
+            self._acknowledge_hold()
+
+    def release(self) -> None:
+        """Let simulated time run on: acknowledge the newest joint state taken."""
+        with self._lock:
+            self._hold_ns = None
+            if self._newest_ns is not None:
+                self._acknowledger.acknowledge(self._newest_ns)
+
+    def _acknowledge_hold(self) -> bool:
+        """With the lock held: acknowledge the hold's instant less the lead once the samples reach it; whether
+        they did (sim_robot then publishes nothing later than the hold)."""
+        hold, newest = self._hold_ns, self._newest_ns
+        if hold is None or newest is None or newest < hold - LEAD_NS:
+            return False
+        self._acknowledger.acknowledge(hold - LEAD_NS)
+        return True
+
+    def _renew_hold(self) -> None:
+        with self._lock:
+            self._acknowledge_hold()
+
     def _on_joint_state(self, message: JointState) -> None:
+        stamp_ns = stamp_to_ns(message.header.stamp)
+        self._gaps.add(stamp_ns)
+        with self._lock:
+            self._newest_ns = stamp_ns
+            if not self._acknowledge_hold():
+                self._acknowledger.taken(stamp_ns)
         if not self._recording:
             return
         _, q, dq, effort = arrays_from_joint_state(message, self._names)
         if q is None or dq is None or effort is None:
             return
         with self._lock:
-            self._samples.append((stamp_to_ns(message.header.stamp), q, dq, effort))
+            self._samples.append((stamp_ns, q, dq, effort))
 
     def _on_trajectory(self, message: JointTrajectory) -> None:
         motion = next_motion(self._motion, message, int(self.get_clock().now().nanoseconds))
@@ -470,20 +585,11 @@ class _Monitor(Node):
                 self._motions.append(motion)
 
     def _on_parameters(self, message: String) -> None:
-        self.parameters_text = message.data
-        self.parameters_received += 1
+        self.parameter_texts.append(message.data)
 
     def _on_payload(self, message: String) -> None:
         self.payload_text = message.data
         self.payload_received_ns = int(self.get_clock().now().nanoseconds)
-
-    def elapsed_s(self) -> float:
-        """Simulated time since the first trajectory of the recording phase, s (0 before it)."""
-        with self._lock:
-            motions = list(self._motions)
-        if not motions:
-            return 0.0
-        return (int(self.get_clock().now().nanoseconds) - min(m.start_ns for m in motions)) / NS_PER_S
 
     def start_ns(self) -> int:
         """Start of the recording phase's first trajectory (simulated time, ns); 0 before it."""
@@ -525,6 +631,8 @@ class _Monitor(Node):
             dq=np.array([sample[2] for sample in inside]),
             effort=np.array([sample[3] for sample in inside]),
             q_desired=q_desired,
+            start_ns=start_ns,
+            end_ns=end_ns,
         )
 
 
@@ -546,20 +654,185 @@ def node_overrides(config: Path, node_name: str, *, omit: Sequence[str] = (), **
     return [Parameter(name, value=value) for name, value in values.items()]
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
+class SimulatedClock:
+    """The node demo's clock: waits in simulated time with a wall-time watchdog, holds, progress lines.
+
+    A wait ends when its condition holds, fails when ``timeout_s`` of *simulated* time pass
+    first (a loaded machine slows both down alike), and fails early only when simulated time
+    stands still for ``stall_s`` of wall time: then the message names what ``sim_robot`` waits
+    for (:attr:`SimRobotNode.lockstep_waiting_for`), or says that the demo holds it.
+
+    The demo acts on the process only while it holds simulated time: :meth:`arm` plans a hold
+    at an instant, :meth:`hold` waits until simulated time (and the clocks of the nodes it
+    names) stand there, :meth:`release` lets it run on. The monitor, a lockstep consumer,
+    holds it by withholding its acknowledgement, so every ``~/start``, ``~/stop``, ``~/reset``,
+    ``~/grasp`` and ``~/identify_payload`` happens at a planned simulated instant, whatever the
+    load. Every :data:`PROGRESS_PERIOD_S` of wall time a waiting demo reports its phase and the
+    simulated seconds done through ``progress``.
+    """
+
+    def __init__(
+        self,
+        monitor: _Monitor,
+        sim_robot: SimRobotNode,
+        *,
+        timeout_s: float,
+        stall_s: float,
+        progress: Callable[[str], None] | None,
+    ) -> None:
+        self.monitor = monitor
+        self.timeout_s = timeout_s
+        self._sim_robot = sim_robot
+        self._stall_s = stall_s
+        self._progress = progress
+        self._phase, self._phase_start_s, self._phase_s = "starting", 0.0, 0.0
+        self._reported_wall_s = time.monotonic()
+        self._armed_ns: int | None = None
+        self._held_ns: int | None = None
+
+    def now_s(self) -> float:
+        """Simulated time, s (the monitor's clock follows ``sim_robot``'s ``/clock``)."""
+        return self._now_ns() / NS_PER_S
+
+    def _now_ns(self) -> int:
+        return int(self.monitor.get_clock().now().nanoseconds)
+
+    def begin(self, phase: str, duration_s: float = 0.0) -> None:
+        """A new phase of the demo, about ``duration_s`` of simulated time long (0: unknown); reported at once."""
+        self._phase, self._phase_start_s, self._phase_s = phase, self.now_s(), duration_s
+        self._report()
+
+    def say(self, line: str) -> None:
+        """A progress line of its own."""
+        if self._progress is not None:
+            self._progress(line)
+
+    def _report(self) -> None:
+        self._reported_wall_s = time.monotonic()
+        done = max(self.now_s() - self._phase_start_s, 0.0)
+        total = f" of about {self._phase_s:.0f}" if self._phase_s > 0.0 else ""
+        self.say(f"{self._phase}: {done:.1f}{total} s simulated")
+
+    def stalled(self) -> str:
+        """What simulated time waits for, in words."""
+        if self._held_ns is not None:
+            return f"the demo holds simulated time at {self._held_ns / NS_PER_S:.3f} s"
+        waiting = self._sim_robot.lockstep_waiting_for
+        if waiting == "trajectory":
+            return "sim_robot waits for the next trajectory chunk of the excitation node"
+        if waiting:
+            return f"sim_robot waits for {waiting} to take its samples (lockstep)"
+        return "sim_robot takes no step: the executor runs none of its timers"
+
+    def wait_until(
+        self,
+        condition: Callable[[], bool],
+        what: str,
+        timeout_s: float | None = None,
+        *,
+        progress: Callable[[], float] | None = None,
+    ) -> None:
+        """Return once ``condition()`` holds; ``TimeoutError`` after ``timeout_s`` (default :attr:`timeout_s`) of
+        simulated time, or after ``stall_s`` of wall time in which neither simulated time nor ``progress()`` (the
+        data time of a computation waited for, s) advanced."""
+        limit_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline_s: float | None = None  # from the first reading of simulated time (0 until the first /clock)
+
+        def position() -> tuple[float, float]:
+            return self.now_s(), (progress() if progress is not None else 0.0)
+
+        last, advanced_wall_s = position(), time.monotonic()
+        while not condition():
+            now, wall_s = position(), time.monotonic()
+            if deadline_s is None and now[0] > 0.0:
+                deadline_s = now[0] + limit_s
+            if now != last:
+                last, advanced_wall_s = now, wall_s
+            elif wall_s - advanced_wall_s > self._stall_s:
+                raise TimeoutError(
+                    f"simulated time stood still at {now[0]:.3f} s for {self._stall_s:g} s of wall time while"
+                    f" waiting for {what}: {self.stalled()}"
+                )
+            if deadline_s is not None and now[0] > deadline_s:
+                raise TimeoutError(f"no {what} within {limit_s:g} s of simulated time")
+            if wall_s - self._reported_wall_s >= PROGRESS_PERIOD_S:
+                self._report()
+            time.sleep(0.02)
+
+    def arm(self, at_ns: int) -> None:
+        """Hold simulated time at ``at_ns`` (its last step at or before it) once it gets there, until
+        :meth:`release`. Instants are integer ns: absolute stamps as float seconds are exact to 0.24 µs only."""
+        self._armed_ns = at_ns
+        self.monitor.hold_at(at_ns)
+
+    def hold(self, *nodes: Node) -> int:
+        """Wait until simulated time stands at the armed hold and the clock of each of ``nodes`` shows it; the
+        instant, ns.
+
+        A hold armed too late (simulated time had run past it: a demo thread starved of CPU) holds
+        simulated time where it is, and says so in a progress line.
+        """
+        armed = self._armed_ns
+        if armed is None:
+            raise ValueError("no hold armed: call arm() first")
+        step_ns = self._sim_robot.step_ns
+        self.wait_until(lambda: self._now_ns() > armed - step_ns, f"simulated time at {armed / NS_PER_S:.3f} s")
+        held = self._now_ns()
+        if held > armed:
+            self.say(f"simulated time held at {held / NS_PER_S:.3f} s, {(held - armed) / NS_PER_S:.3f} s late")
+        self._held_ns = held
+        self.wait_until(
+            lambda: all(node.get_clock().now().nanoseconds >= held for node in nodes),
+            f"the clocks of {[node.get_name() for node in nodes]}",
+        )
+        return held
+
+    def release(self) -> None:
+        """Let simulated time run on."""
+        self._armed_ns = self._held_ns = None
+        self.monitor.release()
+
+    def settle_after(self, action: Callable[[], object], connections: Mapping[Node, Sequence[str]]) -> None:
+        """At the armed hold: ``action()`` (a node joins the demo), then, once every node of ``connections`` has a
+        publisher on each of its topics (:func:`_unconnected`), simulated time runs on to the next hold,
+        :data:`SETTLE_S` later. A node that joins while simulated time is held would otherwise miss the samples
+        published before its subscriptions matched: on a loaded machine, seconds of them."""
+        held_ns = self.hold()
+        action()
+        self.wait_until(lambda: not _unconnected(connections), f"publishers for {_unconnected(connections)}")
+        self.release()
+        self.arm(held_ns + SETTLE_NS)
+
+
+def _unconnected(connections: Mapping[Node, Sequence[str]]) -> dict[str, list[str]]:
+    """Of ``connections`` (node → resolved topic names), the topics on which no subscription of the node is matched
+    with a publisher yet, by node name."""
+    found = {}
+    for node, topics in connections.items():
+        matched = {sub.topic_name for sub in node.subscriptions if sub.get_publisher_count() > 0}
+        if missing := [topic for topic in topics if topic not in matched]:
+            found[node.get_name()] = missing
+    return found
+
+
+def _wait_connected(connections: Mapping[Node, Sequence[str]]) -> None:
+    """Before simulated time starts: wait until every node of ``connections`` has a publisher on each of its topics,
+    so each consumer takes the samples from the first (DDS discovery is not instantaneous on a loaded machine).
+    Raises ``TimeoutError`` naming the unconnected ones after :data:`STALL_S` of wall time."""
+    deadline = time.monotonic() + STALL_S
+    while unconnected := _unconnected(connections):
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} within {timeout_s:g} s")
+            raise TimeoutError(f"no publisher matched within {STALL_S:g} s of wall time: {unconnected}")
         time.sleep(0.02)
 
 
-def _call(monitor: _Monitor, service: str, timeout_s: float) -> Trigger.Response:
-    client = monitor.trigger_clients[service]
-    if not client.wait_for_service(timeout_sec=timeout_s):
-        raise TimeoutError(f"service {service} not available within {timeout_s:g} s")
-    future = client.call_async(Trigger.Request())
-    _wait_until(future.done, timeout_s, f"answer from {service}")
+def _call(clock: SimulatedClock, service: str, request: Any = None) -> Any:
+    """The answer of ``service`` (a ``Trigger``, or the monitor's client's type with ``request``)."""
+    monitor = clock.monitor
+    client = monitor.grasp_client if service == "/sim_robot/grasp" else monitor.trigger_clients[service]
+    clock.wait_until(client.service_is_ready, f"service {service}")
+    future = client.call_async(Trigger.Request() if request is None else request)
+    clock.wait_until(future.done, f"answer from {service}")
     response = future.result()
     if response is None:
         raise TimeoutError(f"service {service} gave no answer")
@@ -567,46 +840,84 @@ def _call(monitor: _Monitor, service: str, timeout_s: float) -> Trigger.Response
 
 
 def _play_process(
-    monitor: _Monitor,
+    clock: SimulatedClock,
     excitation: ExcitationNode,
-    timeout_s: float,
+    phase: str,
     *,
+    on_hold: Callable[[], None] | None = None,
     on_start: Callable[[], None] | None = None,
+    stop_after_s: float | None = None,
     stop_when: Callable[[], bool] | None = None,
+    length_s: float = 0.0,
 ) -> PhaseRecord:
-    """Start the excitation node's process (retrying while the arm settles) and record it to the end.
+    """Start the excitation node's process at the armed hold of simulated time and record it to its end.
 
-    ``on_start`` is called once the process runs; with ``stop_when``, the process is stopped
-    (``~/stop``: a ramp to rest) as soon as that holds.
+    Simulated time stands at the hold (:meth:`SimulatedClock.hold`) while ``on_hold`` runs (a
+    window reset), ``~/start`` is called and then ``on_start`` (``~/identify_payload``), so the
+    process starts at the same simulated instant in every run. It is stopped (``~/stop``: a ramp
+    to rest) ``stop_after_s`` after its start, simulated time held there again, or as soon as
+    ``stop_when`` holds. The next hold is armed :data:`SETTLE_S` after its end. ``phase`` and
+    ``length_s`` (simulated s, default the whole process) are what the progress lines say.
     """
-    time.sleep(SETTLE_S)
+    monitor = clock.monitor
+    clock.hold(excitation)
     monitor.begin()
-    deadline = time.monotonic() + timeout_s
-    while not (response := _call(monitor, "/excitation/start", timeout_s)).success:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the excitation node refused to start: {response.message}")
-        time.sleep(0.2)
-    duration = excitation.plan.trajectory.duration_s if excitation.plan is not None else 0.0
+    if on_hold is not None:
+        on_hold()
+    response = _call(clock, "/excitation/start")
+    if not response.success:
+        raise TimeoutError(f"the excitation node refused to start: {response.message}")
     if on_start is not None:
         on_start()
-    if stop_when is not None:
-        _wait_until(lambda: stop_when() or excitation.state == "idle", duration + timeout_s, "the stop condition")
+    clock.wait_until(lambda: monitor.start_ns() > 0, "the process's first trajectory chunk in the monitor")
+    duration = excitation.plan.trajectory.duration_s if excitation.plan is not None else 0.0
+    clock.begin(phase, length_s or duration)
+    clock.release()
+    if stop_after_s is not None:
+        clock.arm(monitor.start_ns() + round(stop_after_s * NS_PER_S))
+        clock.hold(excitation)
+        _call(clock, "/excitation/stop")
+        clock.release()
+    elif stop_when is not None:
+        clock.wait_until(
+            lambda: stop_when() or excitation.state == "idle", "the stop condition", duration + clock.timeout_s
+        )
         if excitation.state != "idle":
-            _call(monitor, "/excitation/stop", timeout_s)
-    _wait_until(lambda: excitation.state == "idle", duration + timeout_s, "end of the process")
-    return monitor.end()
+            _call(clock, "/excitation/stop")
+    clock.wait_until(lambda: excitation.state == "idle", "end of the process", duration + clock.timeout_s)
+    record = monitor.end()
+    clock.arm(record.end_ns + SETTLE_NS)
+    return record
 
 
-def _grasp(monitor: _Monitor, timeout_s: float) -> None:
+def _reset_window(clock: SimulatedClock, estimator: EstimatorNode) -> None:
+    """While simulated time is held: the estimator's window restarts from the next sample (``~/reset``).
+
+    Its updates fall every ``window.update_period_s`` of data from its first sample, so the
+    process's estimates see the same data in every run.
+    """
+    held_s = clock.now_s()
+    clock.wait_until(lambda: estimator.input_counts().latest_s >= held_s, "the held sample in the estimator")
+    if not _call(clock, "/estimator/reset").success:
+        raise TimeoutError("the estimator refused ~/reset")
+
+
+def _estimate_until(texts: Sequence[str], end_s: float) -> str | None:
+    """The parameter YAML among ``texts`` from the latest data (its ``stamp``) at or before ``end_s``, s; ``None``
+    when none is."""
+    chosen, chosen_s = None, -np.inf
+    for text in texts:
+        stamp_s = load_parameters(text).stamp
+        if chosen_s < stamp_s <= end_s:
+            chosen, chosen_s = text, stamp_s
+    return chosen
+
+
+def _grasp(clock: SimulatedClock) -> None:
     """``sim_robot``'s gripper closes on the load: the simulated arm carries it from now on."""
-    client = monitor.grasp_client
-    if not client.wait_for_service(timeout_sec=timeout_s):
-        raise TimeoutError(f"service /sim_robot/grasp not available within {timeout_s:g} s")
-    future = client.call_async(SetBool.Request(data=True))
-    _wait_until(future.done, timeout_s, "answer from /sim_robot/grasp")
-    response = future.result()
-    if response is None or not response.success:
-        raise TimeoutError(f"/sim_robot/grasp failed: {response.message if response else 'no answer'}")
+    response = _call(clock, "/sim_robot/grasp", SetBool.Request(data=True))
+    if not response.success:
+        raise TimeoutError(f"/sim_robot/grasp failed: {response.message}")
 
 
 RAMP_BOUND_S = 10.0
@@ -630,11 +941,10 @@ def _rms(record: PhaseRecord, start_s: float, window_s: float) -> np.ndarray:
 
 
 def _payload_phase(
-    monitor: _Monitor,
+    clock: SimulatedClock,
     excitation: ExcitationNode,
     feedforward: FeedforwardNode,
     estimator: EstimatorNode,
-    timeout_s: float,
 ) -> PayloadDemoResult:
     """Phase (c): grasp the unknown load, re-identify it in-process, run the process with the payload-aware model.
 
@@ -643,32 +953,42 @@ def _payload_phase(
     the same time of the process, from its start (after the ramp from rest) to the end of the data
     the payload was identified from.
     """
+    monitor = clock.monitor
     first = excitation.plan.trajectory.q[0] if excitation.plan is not None else np.zeros(0)
-    _wait_until(estimator.payload_prior_known, timeout_s, "the robot model in the restarted estimator")
+    clock.wait_until(estimator.payload_prior_known, "the robot model in the restarted estimator")
     # The job without the load before the gripper closes: the estimator's window takes it, and its last
     # payload.reference_s of motion correct the robot model where the load would absorb its error
     # (PriorCorrection); the rest of the grasp does not count.
-    _play_process(monitor, excitation, timeout_s, stop_when=lambda: monitor.elapsed_s() >= PAYLOAD_REFERENCE_RUN_S)
-    _grasp(monitor, timeout_s)
+    _play_process(
+        clock,
+        excitation,
+        "(c) the job without the load",
+        on_hold=lambda: _reset_window(clock, estimator),
+        stop_after_s=PAYLOAD_REFERENCE_RUN_S,
+        length_s=PAYLOAD_REFERENCE_RUN_S,
+    )
+    clock.settle_after(lambda: _grasp(clock), {})  # the arm takes the load's weight before the job goes on
 
     def identify_payload() -> None:
-        # The gripper has closed and the job goes on: the next seconds of its motion identify the load.
-        response = _call(monitor, "/estimator/identify_payload", timeout_s)
+        # The gripper has closed and the job goes on: the next seconds of its motion identify the load, from the
+        # request's instant on the estimator's clock (the held one).
+        clock.hold(estimator)
+        response = _call(clock, "/estimator/identify_payload")
         if not response.success:
             raise InsufficientExcitationError(f"~/identify_payload refused: {response.message}")
 
     refused = lambda: estimator.payload_state() == "refused"  # noqa: E731 - a one-line condition
     old = _play_process(
-        monitor,
+        clock,
         excitation,
-        timeout_s,
+        "(c) the job with the load, until the feedforward has it",
         on_start=identify_payload,
         stop_when=lambda: feedforward.payload is not None or refused(),
+        length_s=estimator.payload_settings.duration_s,
     )
     old_start_ns = monitor.start_ns()
-    _wait_until(
+    clock.wait_until(
         lambda: (feedforward.payload is not None and bool(monitor.payload_text)) or refused(),
-        timeout_s,
         "the payload in the feedforward",
     )
     if feedforward.payload is None:
@@ -689,7 +1009,11 @@ def _payload_phase(
     ended_s = float(identification.get("ended_s", 0.0))
     window_s = min(ended_s - old_start_ns / NS_PER_S, float(old.time_s[-1])) - old_process_s
     with_payload = _play_process(
-        monitor, excitation, timeout_s, stop_when=lambda: monitor.elapsed_s() >= window_s + RAMP_BOUND_S
+        clock,
+        excitation,
+        "(c) the job with the payload-aware feedforward",
+        stop_after_s=window_s + RAMP_BOUND_S,
+        length_s=window_s + RAMP_BOUND_S,
     )
     new_process_s = _process_start_s(with_payload, first)
     window_s = max(min(window_s, float(with_payload.time_s[-1]) - new_process_s), 0.0)
@@ -708,18 +1032,35 @@ def _payload_phase(
     )
 
 
-def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSettings()) -> NodeDemoResult:
+def run_node_demo(
+    *,
+    out_dir: Path,
+    settings: NodeDemoSettings = NodeDemoSettings(),
+    progress: Callable[[str], None] | None = None,
+) -> NodeDemoResult:
     """[Volkmann2020]'s story with the package's nodes in one process, over real rclpy topics on loopback.
 
     (a) ``sim_robot`` (Pinocchio forward dynamics with friction, rotor inertia, noise
     and quantisation, PD tracking) runs a pick-and-place process streamed by
     ``excitation``; ``recorder`` turns its currents into joint torques and
     ``estimator`` identifies it on a sliding window with sensitivity reduction
-    ([Volkmann2020] Algorithm 1), publishing ``/estimator/parameters``. (b) The estimator
-    is stopped (phase b validates exactly the published model), ``feedforward`` is
-    switched on (``~/enable``) with the published parameters, and the same process is
-    run again. Parameters for every node come from ``config/dynid_arm6.yaml``; the
-    demo overrides the process, window length, simulation rate and seeds.
+    ([Volkmann2020] Algorithm 1), publishing ``/estimator/parameters``; the estimate of the
+    process is the last published from data up to its end. (b) The estimator is stopped
+    (phase b validates exactly that estimate), ``feedforward`` starts with it
+    (``parameters_file``), and the same process is run again. Parameters for every node
+    come from ``config/dynid_arm6.yaml``; the demo overrides the process, window length,
+    simulation rate and seeds.
+
+    Every node runs on ``sim_robot``'s simulated clock in lockstep: simulated time waits for
+    the trajectory chunks and for the recorder, the estimator and the demo's monitor to take
+    each sample (``lockstep_consumers``), so none is lost and a loaded machine only slows the
+    demo down; :attr:`NodeDemoResult.samples` accounts for them. The demo acts only while it
+    holds simulated time (:class:`SimulatedClock`): each run starts (and the estimator's window
+    restarts) at a planned simulated instant, :data:`SETTLE_S` after the previous run ended, so
+    phase (a) sees the same samples in every run and on any machine. Waits are bounded in
+    simulated time (``settings.timeout_s``); a wall-time watchdog fails the demo only when
+    simulated time stands still for ``settings.stall_s``, naming what it waits for.
+    ``progress`` receives a line per phase and every :data:`PROGRESS_PERIOD_S` of wall time.
 
     (c) With ``settings.payload_phase``: the estimator restarts with the published model as its
     robot prior (``payload.prior_file``), the arm does its job without the load for
@@ -735,7 +1076,8 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
     Raises
     ------
     TimeoutError
-        When a node does not answer or the process does not end in time.
+        When a node does not answer or the process does not end within ``settings.timeout_s`` of
+        simulated time, or simulated time stands still for ``settings.stall_s`` of wall time.
     InsufficientExcitationError
         When the estimator published no parameters during phase (a).
     """
@@ -763,12 +1105,15 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 process="pick_and_place",
                 cycles=settings.cycles,
                 periods=1,  # the configuration repeats sim.launch.py's Fourier excitation; the process runs once
+                tool_tilt=TOOL_TILT_RAD,
                 seed=0,
             ),
         )
         nodes.append(excitation)
-        if not excitation.wait_for_plan(settings.timeout_s) or excitation.plan is None:
-            raise TimeoutError(f"no excitation plan within {settings.timeout_s:g} s ({excitation.state})")
+        if progress is not None:
+            progress("planning the pick-and-place process")
+        if not excitation.wait_for_plan(PLAN_TIMEOUT_S) or excitation.plan is None:
+            raise TimeoutError(f"no excitation plan within {PLAN_TIMEOUT_S:g} s ({excitation.state})")
         plan = excitation.plan
         load_file = out_dir / "unknown_load.yaml"
         write_payload_atomic(load_file, UNKNOWN_LOAD)
@@ -784,11 +1129,14 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 publish_clock=True,  # the clock itself: not on use_sim_time
                 use_sim_time=False,
                 lockstep=True,
+                # Simulated time waits for every consumer of the samples: none is lost, whatever the load.
+                lockstep_consumers=["recorder", "estimator", MONITOR],
+                lockstep_timeout_s=LOCKSTEP_TIMEOUT_S,
                 initial_positions=plan.trajectory.q[0].tolist(),  # both phases start where the process does
                 payload_file=str(load_file),  # what ~/grasp takes in phase (c)
             ),
         )
-        recorder = RecorderNode(**common, parameter_overrides=node_overrides(config, "recorder"))
+        recorder = RecorderNode(**common, parameter_overrides=node_overrides(config, "recorder", acknowledge=True))
         # A pick-and-place stops at every pick and place: a margin of three decimation periods around
         # the stops keeps the accelerations out of and into them (window.stick_periods); with the
         # default ten, an 18 s window's reduced model sometimes stayed above max_condition_number.
@@ -797,47 +1145,81 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
             parameter_overrides=node_overrides(
                 config,
                 "estimator",
+                acknowledge=True,
                 window__window_s=float(settings.window_s),
                 window__reduction="sensitivity",
                 window__stick_periods=STOP_MARGIN_PERIODS,
-            ),
-        )
-        feedforward = FeedforwardNode(
-            **common,
-            parameter_overrides=node_overrides(
-                config, "feedforward", enabled=False, rate_hz=float(settings.sim_rate_hz)
+                signal__stamps=SIMULATED_STAMPS,
             ),
         )
         monitor = _Monitor(sim_robot.joint_names, **common, parameter_overrides=[Parameter("use_sim_time", value=True)])
-        nodes += [sim_robot, recorder, estimator, feedforward, monitor]
+        nodes += [sim_robot, recorder, estimator, monitor]
         for node in nodes:
             executor.add_node(node)
+        clock = SimulatedClock(
+            monitor, sim_robot, timeout_s=settings.timeout_s, stall_s=settings.stall_s, progress=progress
+        )
+        clock.arm(sim_robot.simulated_start_ns + round(FIRST_HOLD_S * NS_PER_S))  # before the first step
+        _wait_connected(
+            {
+                sim_robot: [
+                    "/joint_trajectory",
+                    "/recorder/acknowledged",
+                    "/estimator/acknowledged",
+                    f"/{MONITOR}/acknowledged",
+                ],
+                recorder: ["/joint_states", "/motor_currents"],
+                estimator: ["/recorder/samples"],
+                excitation: ["/joint_states"],
+                monitor: ["/joint_states", "/joint_trajectory", "/estimator/parameters"],
+            }
+        )
         spinner.start()
 
-        without = _play_process(monitor, excitation, settings.timeout_s)
-        end_s = estimator.get_clock().now().nanoseconds / NS_PER_S
-        _wait_until(
-            lambda: (
-                (update := estimator.last_update) is not None
-                and update.time_s >= end_s - 2.0 * estimator.settings.update_period_s
-            ),
-            settings.timeout_s,
-            "estimator update at the end of the process",
+        without = _play_process(
+            clock, excitation, "(a) the process, identified in-process", on_hold=lambda: _reset_window(clock, estimator)
         )
-        update = estimator.last_update
-        if not monitor.parameters_text:
+        clock.begin("(a) the estimator's update at the end of the process")
+        clock.wait_until(
+            lambda: (update := estimator.last_update) is not None and update.time_s >= without.end_s,
+            "estimator update at the end of the process",
+            progress=lambda: update.time_s if (update := estimator.last_update) is not None else 0.0,
+        )
+        clock.wait_until(
+            lambda: len(monitor.parameter_texts) >= estimator.input_counts().published,
+            "the estimator's parameters in the monitor",
+        )
+        # The estimate of the process: the last published from data up to its end (data time, not arrival).
+        parameters_text = _estimate_until(monitor.parameter_texts, without.end_s)
+        if parameters_text is None:
+            update = estimator.last_update
             reason = update.reason if update is not None else "no update"
             raise InsufficientExcitationError(f"the estimator published no parameters during the process: {reason}")
-        parameters_text = monitor.parameters_text
-        published = monitor.parameters_received
-        (out_dir / "parameters.yaml").write_text(parameters_text, encoding="utf-8")
+        published = len(monitor.parameter_texts)
+        parameters_file = out_dir / "parameters.yaml"
+        parameters_file.write_text(parameters_text, encoding="utf-8")
+        estimator_counts = [estimator.input_counts()]
         executor.remove_node(estimator)  # freeze the identification: phase (b) validates what was published
         estimator.destroy_node()
         nodes.remove(estimator)
-        _wait_until(lambda: feedforward.model is not None, settings.timeout_s, "parameters in the feedforward node")
-        if not _call(monitor, "/feedforward/enable", settings.timeout_s).success:
-            raise TimeoutError("the feedforward node refused ~/enable")
-        with_feedforward = _play_process(monitor, excitation, settings.timeout_s)
+        # The feedforward of exactly that estimate (its file, no topic: a later estimate cannot replace it).
+        feedforward = FeedforwardNode(
+            **common,
+            parameter_overrides=node_overrides(
+                config,
+                "feedforward",
+                rate_hz=float(settings.sim_rate_hz),
+                parameters_file=str(parameters_file),
+                parameters_topic="",
+            ),
+        )
+        nodes.append(feedforward)
+        # The arm settles with it before the run.
+        clock.settle_after(
+            lambda: executor.add_node(feedforward),
+            {feedforward: ["/joint_trajectory"], sim_robot: ["/feedforward/effort"]},
+        )
+        with_feedforward = _play_process(clock, excitation, "(b) the process with feedforward")
         payload_result = None
         if settings.payload_phase:
             # (c) The estimator restarts with the published model as the robot prior, the arm picks the load.
@@ -846,18 +1228,39 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
                 parameter_overrides=node_overrides(
                     config,
                     "estimator",
+                    acknowledge=True,
                     window__window_s=float(settings.window_s),
                     window__stick_periods=STOP_MARGIN_PERIODS,
-                    payload__prior_file=str(out_dir / "parameters.yaml"),
-                    # The process keeps the tool vertical: the load's centre of mass along the tool axis shows
-                    # only through the accelerations, σ 5-7 mm from 10 s here; mass and lateral COM σ ≈ 1 mm.
+                    signal__stamps=SIMULATED_STAMPS,
+                    payload__prior_file=str(parameters_file),
+                    # The load's centre of mass along the tool axis is the least determined coordinate (the tool
+                    # is tilted by 0.3 rad at most): σ about 2-3 mm from 10 s here, mass and lateral COM σ ≈ 1 mm.
                     payload__max_com_std_m=PAYLOAD_MAX_COM_STD_M,
                     payload__reference_s=PAYLOAD_REFERENCE_RUN_S,
                 ),
             )
             nodes.append(reidentifier)
-            executor.add_node(reidentifier)
-            payload_result = _payload_phase(monitor, excitation, feedforward, reidentifier, settings.timeout_s)
+            # Added while simulated time is held: it takes samples for SETTLE_S before its window restarts at (c).
+            clock.settle_after(
+                lambda: executor.add_node(reidentifier),
+                {
+                    reidentifier: ["/recorder/samples"],
+                    sim_robot: ["/estimator/acknowledged"],
+                    monitor: ["/estimator/parameters", "/estimator/payload"],
+                },
+            )
+            payload_result = _payload_phase(clock, excitation, feedforward, reidentifier)
+            estimator_counts.append(reidentifier.input_counts())
+        losses = recorder.losses()
+        samples = SampleAccount(
+            published=sim_robot.steps,
+            lost={
+                "recorder": losses.samples + losses.currents_missing,
+                "estimator": sum(counts.missing for counts in estimator_counts),
+                MONITOR: monitor.missing,
+            },
+            lockstep_timeouts={wait.what: wait.timeouts for wait in sim_robot.lockstep_waits},
+        )
     finally:
         executor.shutdown(timeout_sec=5.0)
         if spinner.is_alive():
@@ -910,6 +1313,7 @@ def run_node_demo(*, out_dir: Path, settings: NodeDemoSettings = NodeDemoSetting
         sample_rate_hz=min(without.rate_hz, with_feedforward.rate_hz),
         sim_rate_hz=float(settings.sim_rate_hz),
         wall_time_s=time.monotonic() - wall_start,
+        samples=samples,
         payload=payload_result,
     )
     plot_torques(
@@ -936,6 +1340,7 @@ def format_node_result(result: NodeDemoResult) -> str:
     lines = [
         f"pick-and-place process: {result.cycles} cycles, {result.process_s:.1f} s per run;"
         f" sim_robot at {result.sim_rate_hz:g} Hz, joint states received at {result.sample_rate_hz:.0f} Hz",
+        result.samples.describe(),
         "",
         f"(a) in-process identification, sensitivity reduction ([Volkmann2020] Algorithm 1),"
         f" {result.window_s:.1f} s window,"
@@ -1006,8 +1411,9 @@ def _payload_report(payload: PayloadDemoResult, joint_names: Sequence[str], movi
     return lines
 
 
-def run_nodes(*, out_dir: Path, duration_s: float = 45.0, seed: int = 1) -> str:
-    """``dynid demo``: run :func:`run_node_demo` and return its report."""
-    return format_node_result(
-        run_node_demo(out_dir=out_dir, settings=NodeDemoSettings(duration_s=duration_s, seed=seed))
-    )
+def run_nodes(
+    *, out_dir: Path, duration_s: float = 45.0, seed: int = 1, progress: Callable[[str], None] | None = None
+) -> str:
+    """``dynid demo``: run :func:`run_node_demo` and return its report (``progress`` takes its progress lines)."""
+    settings = NodeDemoSettings(duration_s=duration_s, seed=seed)
+    return format_node_result(run_node_demo(out_dir=out_dir, settings=settings, progress=progress))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.context import Context
 from rclpy.parameter import Parameter
@@ -27,9 +28,10 @@ from dynamic_identification.core.model import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message, stamp_to_ns
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
-from dynamic_identification.nodes.qos import LATCHED_QOS
+from dynamic_identification.nodes.lockstep import ACKNOWLEDGE_PERIOD_S
+from dynamic_identification.nodes.qos import ACKNOWLEDGEMENT_QOS, LATCHED_QOS
 from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph, graphs
 
@@ -211,6 +213,40 @@ def test_refuses_bad_samples_and_restarts_on_a_jump_back(
     assert float(restarted["data_time_s"]) < START_S + 1.5 < float(before["data_time_s"])
     assert float(restarted["window_s"]) < float(before["window_s"])
     assert g.estimator.diagnostic_status().level != DiagnosticStatus.ERROR  # good samples clear the input error
+
+
+def test_counts_samples_lost_on_the_way_and_acknowledges_what_it_buffered(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    # Samples that never arrive (a queue that overflowed upstream) leave gaps in the stamps: counted, reported at WARN.
+    g = graph([Parameter("acknowledge", value=True)])
+    acknowledged = g.record(Time, "estimator/acknowledged", ACKNOWLEDGEMENT_QOS, convert=stamp_to_ns)
+    stamps, q, effort = moving
+    kept = np.r_[0:200, 220:300]  # 20 samples lost after the first 200
+    g.publish(stamps[kept], q[kept], effort[kept])
+    assert g.values()["samples_missing"] == "20" and g.estimator.input_counts().missing == 20
+    status = g.estimator.diagnostic_status()
+    assert status.level >= DiagnosticStatus.WARN and "lost 20 samples" in status.message, status.message
+    # Acknowledged up to the last sample, within one acknowledgement period (they are throttled to it).
+    last_ns, period_ns = round((START_S + stamps[299]) * NS_PER_S), round(ACKNOWLEDGE_PERIOD_S * NS_PER_S)
+    assert g.spin_until(lambda: bool(acknowledged) and acknowledged[-1] > last_ns - period_ns, 20.0), acknowledged[-3:]
+    assert acknowledged[-1] <= last_ns
+
+
+def test_an_update_falls_on_its_data_time_when_a_batch_of_samples_starts_there(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    # The worker takes what has arrived: a batch that starts with the sample one update period after the window's
+    # first must update there, not one sample later (it did, so a run's updates depended on the load).
+    g = graph([Parameter("signal.position_cutoff_hz", value=20.0)])
+    stamps, q, effort = moving
+    g.publish(stamps[:250], q[:250], effort[:250])  # 0.996 s of data: no update due yet
+    assert g.spin_until(lambda: g.values()["samples_buffered"] == "0", 20.0)
+    assert g.values()["updates"] == "0"
+    with g.estimator._estimator_lock:  # the worker busy (with an update, on a loaded machine) while samples arrive
+        g.publish(stamps[250:300], q[250:300], effort[250:300])  # one batch from the due sample (1.000 s) on
+    assert g.spin_until(lambda: "data_time_s" in g.values(), 20.0)
+    assert float(g.values()["data_time_s"]) == START_S + stamps[250]
 
 
 def test_refuses_bad_parameters_naming_them(context: Context) -> None:

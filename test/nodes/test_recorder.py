@@ -24,6 +24,8 @@ from dynamic_identification.nodes.conversions import (
     joint_state_message,
     stamp_to_ns,
 )
+from dynamic_identification.nodes.lockstep import ACKNOWLEDGE_PERIOD_S
+from dynamic_identification.nodes.qos import ACKNOWLEDGEMENT_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 from ros_graph import RosGraph, graphs
 
@@ -164,6 +166,25 @@ def test_samples_carry_drive_chain_torques_of_currents_interpolated_at_joint_sta
     assert_allclose(effort, expected_torques(js), rtol=0.0, atol=1e-9)
     stats = g.recorder.aligner.stats
     assert (stats.aligned, stats.unaligned, stats.joint_states.rejected, stats.currents.rejected) == (500, 0, 0, 0)
+
+
+def test_with_acknowledge_it_acknowledges_the_newest_stamp_taken_on_both_inputs(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    # For a sim_robot in lockstep: what the recorder took of both streams, so the simulator may run on.
+    g = graph([*BASE, Parameter("acknowledge", value=True)])
+    acknowledged = g.record(Time, "/recorder/acknowledged", ACKNOWLEDGEMENT_QOS, convert=stamp_to_ns)
+    js, cur = streams(100, seed=1, offset_ns=700_000)
+    for stamp in js:  # joint states only: no current taken yet, nothing acknowledged
+        g.joint_states.publish(joint_state(stamp))
+    g.spin(20.0, until=lambda: g.recorder.losses().received >= js.size)
+    g.spin(0.2)
+    assert not acknowledged
+    for stamp in cur[:51]:  # currents up to just after the 50th joint state
+        g.currents.publish(current_sample(stamp))
+    period_ns = round(ACKNOWLEDGE_PERIOD_S * 1e9)
+    assert g.spin_until(lambda: bool(acknowledged) and acknowledged[-1] > cur[50] - period_ns, 20.0), acknowledged
+    assert acknowledged[-1] <= cur[50] < js[-1]  # the older of the two newest stamps
 
 
 def test_start_and_stop_write_a_recording_that_loads_with_the_right_joints_and_samples(

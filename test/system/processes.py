@@ -23,19 +23,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from dynamic_identification.io.parameters import ParameterFile, load_parameters
-from dynamic_identification.nodes.conversions import arrays_from_joint_state
-from dynamic_identification.nodes.qos import LATCHED_QOS
+from dynamic_identification.nodes.conversions import arrays_from_joint_state, stamp_to_ns
+from dynamic_identification.nodes.qos import CLOCK_QOS, LATCHED_QOS
 from dynamic_identification.nodes.recorder import STREAM_QOS
 from repo_paths import ARM6_CONFIG, REPO_ROOT
 from ros_graph import RosGraph
@@ -43,6 +44,12 @@ from ros_graph import RosGraph
 NODES = ("sim_robot", "recorder", "excitation", "estimator", "feedforward")
 STOP_GRACE_S = 5.0
 """Seconds a node has to exit after SIGINT before it is killed."""
+LOCKSTEP_CONSUMERS = ("recorder", "estimator")
+"""Nodes that acknowledge the samples they take on simulated time, and that sim_robot waits for."""
+STALL_S = 60.0
+"""Wall time simulated time may stand still before a test on simulated time gives up, s."""
+LOCKSTEP_TIMEOUT_S = 30.0
+"""sim_robot's ``lockstep_timeout_s`` on simulated time, s of wall time: a consumer process starved this long."""
 
 ParameterValue = bool | int | float | str | Sequence[float] | Sequence[str]
 
@@ -145,8 +152,9 @@ class NodeProcesses:
     """Starts node processes in one ROS domain and ends all of them on exit (a context manager).
 
     With ``sim_time`` every node runs on ``use_sim_time`` and ``sim_robot`` publishes the clock
-    (``publish_clock``) in lockstep with the trajectory it follows: the run's results then do not
-    depend on the machine's load.
+    (``publish_clock``) in lockstep with the trajectory it follows and with the recorder and
+    estimator started before it, which acknowledge the samples they take (``lockstep_consumers``,
+    ``acknowledge``): no sample is lost and the run's results do not depend on the machine's load.
     """
 
     domain_id: int
@@ -168,8 +176,7 @@ class NodeProcesses:
             stem = f"{self.namespace.strip('/').replace('/', '_')}_{stem}"
         stdout, stderr = self.log_dir / f"{stem}.stdout.log", self.log_dir / f"{stem}.stderr.log"
         if self.sim_time:
-            clock = {"publish_clock": True, "lockstep": True} if name == "sim_robot" else {"use_sim_time": True}
-            overrides = {**clock, **overrides}
+            overrides = {**self._sim_time_overrides(name), **overrides}
         arguments = ros_arguments(
             name,
             overrides,
@@ -185,6 +192,21 @@ class NodeProcesses:
         node = NodeProcess(name=name, process=process, stdout=stdout, stderr=stderr)
         self.started.append(node)
         return node
+
+    def _sim_time_overrides(self, name: str) -> dict[str, ParameterValue]:
+        """On simulated time: sim_robot is the clock, in lockstep with the consumers started before it."""
+        if name != "sim_robot":
+            consumer = {"acknowledge": True} if name in LOCKSTEP_CONSUMERS else {}
+            return {"use_sim_time": True, **consumer}
+        lockstep: dict[str, ParameterValue] = {
+            "publish_clock": True,
+            "lockstep": True,
+            "lockstep_timeout_s": LOCKSTEP_TIMEOUT_S,
+        }
+        consumers = [item.name for item in self.started if item.name in LOCKSTEP_CONSUMERS]
+        if consumers:
+            lockstep["lockstep_consumers"] = consumers
+        return lockstep
 
     def dead(self) -> list[NodeProcess]:
         """Started nodes that exited before being stopped."""
@@ -268,7 +290,51 @@ class Probe(RosGraph):
         self.namespace = namespace.strip("/")
         self.node = self.probe
         self.diagnostics: dict[str, list[tuple[float, DiagnosticStatus]]] = {}
+        self.simulated_ns: int | None = None
+        """The newest ``/clock`` of a sim_robot on simulated time, ns (``None`` before one)."""
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 100)
+        self.node.create_subscription(Clock, "/clock", self._on_clock, CLOCK_QOS)
+
+    def _on_clock(self, message: Clock) -> None:
+        self.simulated_ns = stamp_to_ns(message.clock)
+
+    def spin_until_simulated(
+        self, predicate: Callable[[], bool], timeout_s: float, what: str, *, stall_s: float = STALL_S
+    ) -> str:
+        """Spin until ``predicate()`` holds; why not when ``timeout_s`` of simulated time pass first, or simulated
+        time (``/clock``) stands still for ``stall_s`` of wall time (then naming what sim_robot waits for).
+
+        Returns an empty string when ``predicate()`` holds: ``assert not probe.spin_until_simulated(…)``.
+        """
+        deadline_ns: int | None = None
+        last_ns, advanced_s = self.simulated_ns, time.monotonic()
+        while not predicate():
+            now_ns = self.simulated_ns
+            if now_ns is not None and deadline_ns is None:
+                deadline_ns = now_ns + round(timeout_s * 1e9)
+            if now_ns != last_ns:
+                last_ns, advanced_s = now_ns, time.monotonic()
+            elif time.monotonic() - advanced_s > stall_s:
+                return f"no {what}: simulated time stood still for {stall_s:g} s of wall time; {self.stalled()}"
+            if now_ns is not None and deadline_ns is not None and now_ns > deadline_ns:
+                return f"no {what} within {timeout_s:g} s of simulated time"
+            self.executor.spin_once(timeout_sec=0.01)
+        return ""
+
+    def stalled(self) -> str:
+        """What sim_robot's last ``/diagnostics`` say simulated time waits for."""
+        if self.simulated_ns is None:
+            return "sim_robot publishes no /clock"
+        statuses = self.diagnostics.get("sim_robot")
+        if not statuses:
+            return "sim_robot publishes no diagnostics"
+        values = {item.key: item.value for item in statuses[-1][1].values}
+        waiting = values.get("lockstep_waiting_for", "")
+        if waiting == "trajectory":
+            return "sim_robot waits for the next trajectory chunk of the excitation node"
+        if waiting:
+            return f"sim_robot waits for {waiting} to take its samples (lockstep)"
+        return "sim_robot takes no step (its process gets no CPU?)"
 
     def subscribe_parameters(self, topic: str = "estimator/parameters") -> list[ReceivedParameters]:
         """A new reliable, transient-local subscription; the list fills as messages arrive."""

@@ -35,7 +35,12 @@ RAMP_S = 1.5
 SIM_RATE_HZ = 250.0
 VALIDATION_S = 8.0
 """Seconds of motion after the estimate's window used for validation."""
+START_S = 120.0
+"""Longest wall time for the node processes to start and connect, s (before simulated time runs)."""
 PARAMETERS_TIMEOUT_S = 60.0
+"""Longest simulated time from the simulator's start to the estimate of a window of excitation, s."""
+NODES_LOSING = ("recorder", "estimator")
+"""Nodes that count the samples lost on their way to them (gaps in the stamps)."""
 MIN_SPEED_RAD_S = 0.05
 """Samples of a joint slower than this are left out of the comparison (stick near velocity reversals)."""
 MAX_RELATIVE_ERROR = 0.05
@@ -133,25 +138,32 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         )
         outputs = ("recorder/samples", "estimator/parameters", "joint_trajectory")
         assert probe.spin_until(
-            lambda: all(probe.node.count_publishers(topic) > 0 for topic in outputs) or bool(nodes.dead()), 30.0
+            lambda: all(probe.node.count_publishers(topic) > 0 for topic in outputs) or bool(nodes.dead()), START_S
         ), nodes.report()
         assert not nodes.dead(), nodes.report()
-        nodes.start("sim_robot", rate_hz=SIM_RATE_HZ)  # last: the others start up before it loads the CPU
+        # Last, in lockstep with the recorder and the estimator: the others start up before it loads the CPU.
+        nodes.start("sim_robot", rate_hz=SIM_RATE_HZ)
 
-        assert probe.spin_until(lambda: estimate_of_motion() is not None or bool(nodes.dead()), PARAMETERS_TIMEOUT_S), (
-            f"no estimate of a window of excitation within {PARAMETERS_TIMEOUT_S} s\n{nodes.report()}"
+        failure = probe.spin_until_simulated(
+            lambda: estimate_of_motion() is not None or bool(nodes.dead()),
+            PARAMETERS_TIMEOUT_S,
+            "estimate of a window of excitation",
         )
+        assert not failure, f"{failure}\n{nodes.report()}"
         assert not nodes.dead(), nodes.report()
         estimate = estimate_of_motion()
         assert estimate is not None
         first_s = parameters[0].received_s - started
         full_s = estimate.received_s - started
         end_s = estimate.document.stamp + VALIDATION_S
-        assert probe.spin_until(lambda: bool(samples.stamps) and samples.stamps[-1] >= end_s, 3.0 * VALIDATION_S), (
-            f"samples stopped before {end_s}\n{nodes.report()}"
+        failure = probe.spin_until_simulated(
+            lambda: bool(samples.stamps) and samples.stamps[-1] >= end_s, 3.0 * VALIDATION_S, f"samples up to {end_s}"
         )
+        assert not failure, f"{failure}\n{nodes.report()}"
         assert not nodes.dead(), nodes.report()
         motion_start = playback_stamps[0]
+        probe.spin_for(1.5)  # the next diagnostics of every node
+        reported = {name: {kv.key: kv.value for kv in probe.diagnostics[name][-1][1].values} for name in NODES_LOSING}
 
     assert estimate.document.joints == robot.joint_names
     assert load_parameters(parameters_file).stamp >= estimate.document.stamp  # the file follows the topic
@@ -170,6 +182,12 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
         f" largest gap {np.max(np.diff(stamps)) * 1e3:.1f} ms"
     )
     print(figures)
+    # In lockstep the simulator waited for the recorder's and the estimator's acknowledgements: nothing lost.
+    lost = {
+        "recorder": (reported["recorder"]["lost_samples"], reported["recorder"]["motor_currents_missing"]),
+        "estimator": reported["estimator"]["samples_missing"],
+    }
+    assert lost == {"recorder": ("0", "0"), "estimator": "0"}, lost
     assert moving.sum(axis=0).min() > 100, figures  # every joint moved during the validation
     assert filtered < MAX_RELATIVE_ERROR, figures
     assert raw < np.hypot(floor, MAX_MODEL_ERROR), figures

@@ -355,6 +355,9 @@ SETTINGS: tuple[Setting, ...] = (
             " tolerance_s)", unit="s", minimum=1e-3, maximum=10.0, nodes=("recorder", DYNID)),
     Setting("silent_timeout_s", _D, 0.5, "an input topic without messages this long is reported silent", unit="s",
             minimum=0.01, maximum=3600.0, nodes=("recorder",)),
+    Setting("acknowledge", _B, False, "publish ~/acknowledged (builtin_interfaces/Time), the newest sample stamp"
+            " taken, for a sim_robot in lockstep that waits for this node (lockstep_consumers)",
+            nodes=("recorder", "estimator")),
     # -- the robot's URDF --
     Setting("urdf", _S, "", "URDF of the robot; empty: the shipped dynid_arm6.urdf",
             nodes=("excitation", "estimator", "sim_robot")),
@@ -416,6 +419,9 @@ SETTINGS: tuple[Setting, ...] = (
             nodes=_EXCITE),
     Setting("cycles", _I, 3, "process mode: pick-and-place cycles or square laps", minimum=1, maximum=10000,
             nodes=_EXCITE),
+    Setting("tool_tilt", _D, 0.0, "process mode, pick and place: largest tilt of the tool at a pick or place point,"
+            " drawn per point (parts lying askew: the wrist turns too); 0: one orientation", unit="rad", minimum=0.0,
+            maximum=1.5, nodes=_EXCITE),
     # -- excitation: the node's streaming --
     Setting("output_topic", _S, "joint_trajectory", "JointTrajectory command topic", nonempty=True,
             nodes=("excitation",)),
@@ -506,8 +512,11 @@ SETTINGS: tuple[Setting, ...] = (
             maximum=100.0, nodes=("sim_robot",)),
     Setting("lockstep", _B, False, "with publish_clock: wait for the next trajectory chunk instead of running past"
             " one that ends moving", nodes=("sim_robot",)),
-    Setting("lockstep_timeout_s", _D, 1.0, "with lockstep: longest wall-time wait for the next chunk", unit="s",
-            minimum=0.001, maximum=60.0, nodes=("sim_robot",)),
+    Setting("lockstep_timeout_s", _D, 1.0, "with lockstep: longest wall-time wait for the next chunk or a consumer's"
+            " acknowledgement (reported when hit)", unit="s", minimum=0.001, maximum=60.0, nodes=("sim_robot",)),
+    Setting("lockstep_consumers", Kind.NAMES, None, "with lockstep: nodes whose ~/acknowledged sim_robot waits for"
+            " before running more than 50 ms of samples ahead of them (recorder, estimator with acknowledge: true);"
+            " unset: none", nodes=("sim_robot",)),
     Setting("payload_file", _S, "", "payload YAML of the load ~/grasp takes; empty: none", nodes=("sim_robot",)),
     Setting("payload_attached", _B, False, "carry the payload_file load from the start", nodes=("sim_robot",)),
     Setting("substeps", _I, 1, "integration steps per published sample: the integrator steps 1 / (rate_hz ×"

@@ -9,7 +9,11 @@ depth 1) for every publishable update only, and writes it atomically to
 ``parameters_file`` when set; publishes ``diagnostic_msgs/DiagnosticArray`` on
 ``/diagnostics`` (condition number before and after reduction, ‖ρ‖/‖Y‖, per-joint
 e*_j, parameters kept and removed, window fill, why no update, samples received and
-refused); serves ``~/reset`` (``std_srvs/Trigger``), which clears the window.
+refused, and samples missing between stamps: lost on the way, a queue that overflowed);
+serves ``~/reset`` (``std_srvs/Trigger``), which clears the window. With ``acknowledge`` it
+publishes on ``~/acknowledged`` (``builtin_interfaces/Time``) the newest stamp it has buffered,
+for a ``sim_robot`` in lockstep that waits for it (:mod:`~dynamic_identification.nodes.lockstep`):
+a buffered sample is never lost, however far the window's updates run behind.
 
 In-process payload re-identification ([Swevers2002]): ``~/identify_payload``
 (``std_srvs/Trigger``, e.g. when the gripper has closed) answers at once and collects the
@@ -59,6 +63,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -95,7 +100,7 @@ from dynamic_identification.core.payload_in_process import (
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.core.stamps import Stamp, classify_stamp
+from dynamic_identification.core.stamps import Stamp, StampGaps, classify_stamp
 from dynamic_identification.io.config import (
     CONFIG_KEYS,
     config_from_parameters,
@@ -105,8 +110,9 @@ from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
-from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state
-from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
+from dynamic_identification.nodes.guarded import RECENT_S, GuardedNode, status_message
+from dynamic_identification.nodes.lockstep import Acknowledger
 from dynamic_identification.nodes.parameters import node_parameters, node_robot, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
@@ -140,6 +146,7 @@ class EstimatorConfig:
     parameters_file: str = setting_field("parameters_file", NODE)
     identification: tuple[tuple[str, object], ...] = ()
     payload_topic: str = setting_field("payload_topic", NODE)
+    acknowledge: bool = setting_field("acknowledge", NODE)
     payload: tuple[tuple[str, object], ...] = ()
     closed_loop: tuple[tuple[str, object], ...] = ()
     """``robot.actuated_joints`` and ``robot.loop_closures.*`` as set (empty: a serial robot)."""
@@ -283,16 +290,25 @@ def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
 
 
 @dataclass
-class _Counters:
+class InputCounts:
+    """The estimator's counts since it started (samples on ``input_topic``, updates, publications).
+
+    ``missing`` counts samples that never arrived: gaps in the accepted stamps
+    (:class:`~dynamic_identification.core.stamps.StampGaps`), lost on the way; ``latest_s`` is
+    the stamp of the newest sample accepted, s.
+    """
+
     received: int = 0
     accepted: int = 0
     refused_invalid: int = 0
     refused_order: int = 0
+    missing: int = 0
     restarts: int = 0
     updates: int = 0
     published: int = 0
     payloads_published: int = 0
     payloads_refused: int = 0
+    latest_s: float = -math.inf
 
 
 @dataclass(frozen=True)
@@ -357,7 +373,9 @@ class EstimatorNode(GuardedNode):
         self._buffer_lock = threading.Lock()
         self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
         self._last_stamp = -math.inf
-        self._counters = _Counters()
+        self._gaps = StampGaps()
+        self._missing_s = -math.inf  # when samples were last found missing (monotonic s)
+        self._counters = InputCounts()
         self._input_error = ""
         self._estimator_lock = threading.Lock()
         self._status_lock = threading.Lock()
@@ -367,6 +385,7 @@ class EstimatorNode(GuardedNode):
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
         self._payload_publisher = self.create_publisher(String, self.config.payload_topic, LATCHED_QOS)
+        self._acknowledger = Acknowledger(self) if self.config.acknowledge else None
         self._republish_previous()
         self.create_subscription(JointState, self.config.input_topic, self._on_samples, SAMPLES_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
@@ -400,6 +419,11 @@ class EstimatorNode(GuardedNode):
     @property
     def joint_names(self) -> list[str]:
         return list(self._names)
+
+    def input_counts(self) -> InputCounts:
+        """A copy of the counts so far (samples received, accepted, refused, missing; updates, publications)."""
+        with self._buffer_lock:
+            return replace(self._counters)
 
     @property
     def last_update(self) -> WindowUpdate | None:
@@ -447,16 +471,26 @@ class EstimatorNode(GuardedNode):
             if first:
                 self.get_logger().error(f"refusing samples on {self.config.input_topic}: {error}")
             return
+        stamp_ns = stamp_to_ns(message.header.stamp)
         with self._buffer_lock:
             self._counters.received += 1
-            if classify_stamp(stamp, self._last_stamp) is Stamp.STALE:
+            kind = classify_stamp(stamp, self._last_stamp)
+            if kind is Stamp.STALE:
                 self._counters.refused_order += 1
                 return
-            self._last_stamp = stamp
+            if kind is Stamp.RESTART:
+                self._gaps.reset()
+            missing = self._gaps.add(stamp_ns)
+            if missing:
+                self._counters.missing += missing
+                self._missing_s = time.monotonic()
+            self._last_stamp = self._counters.latest_s = stamp
             self._counters.accepted += 1
             self._input_error = ""
             self._buffer.append((stamp, q, effort))
         self._wake.set()
+        if self._acknowledger is not None:
+            self._acknowledger.taken(stamp_ns)
 
     def _on_reset(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
         with self._estimator_lock:
@@ -655,6 +689,8 @@ class EstimatorNode(GuardedNode):
             self._set_status(self.last_update, event=event)
             self.get_logger().warning(event)
         due = self._estimator.next_update_s
+        if due is not None and stamps[start] >= due:
+            return start + 1  # the batch starts with the due sample: update there, not one sample later
         rest = stamps[start + 1 : run_end]
         stop = run_end if due is None else min(run_end, start + 2 + int(np.searchsorted(rest, due, side="left")))
         if stop > start + 1:
@@ -717,6 +753,7 @@ class EstimatorNode(GuardedNode):
             counters = replace(self._counters)
             input_error = self._input_error
             pending = len(self._buffer)
+            missing_since_s = self._missing_s
         window_s = update.window_s if update is not None else 0.0
         values = {
             "joints": " ".join(self._names),
@@ -725,6 +762,7 @@ class EstimatorNode(GuardedNode):
             "samples_refused": str(counters.refused_invalid + counters.refused_order),
             "samples_refused_invalid": str(counters.refused_invalid),
             "samples_refused_out_of_order": str(counters.refused_order),
+            "samples_missing": str(counters.missing),
             "samples_buffered": str(pending),
             "window_restarts": str(counters.restarts),
             "updates": str(counters.updates),
@@ -765,6 +803,9 @@ class EstimatorNode(GuardedNode):
             level, message = DiagnosticStatus.OK, "publishing"
         else:
             level, message = DiagnosticStatus.WARN, f"no update: {reason}"
+        if counters.missing and time.monotonic() - missing_since_s <= RECENT_S:
+            level = max(level, DiagnosticStatus.WARN)
+            message += f"; lost {counters.missing} samples on the way (gaps in their stamps), the last recently"
         return status_message(level, "estimator", message, values)
 
 
@@ -791,7 +832,7 @@ def _signal_settings(settings: WindowSettings) -> SignalSettings:
 
 
 def _payload_values(
-    status: _PayloadStatus, settings: PayloadReidentificationSettings, counters: _Counters
+    status: _PayloadStatus, settings: PayloadReidentificationSettings, counters: InputCounts
 ) -> dict[str, str]:
     """``payload/…`` keys of the diagnostics: state, frame, the last outcome and its reason."""
     values = {

@@ -41,6 +41,17 @@ COMMAND_QOS = _reliable(10)
 LATCHED_QOS = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
 """Identified parameters: the last message is delivered to late subscribers."""
 
+
+def latched_qos(depth: int) -> QoSProfile:
+    """``LATCHED_QOS`` keeping the last ``depth`` messages, for a subscriber that wants each estimate, not only the
+    newest (the reader keeps them until taken)."""
+    return _reliable(depth, DurabilityPolicy.TRANSIENT_LOCAL)
+
+
 CLOCK_QOS = _reliable(1)
 """``/clock``: keep last 1; reliable, so it serves the best-effort subscription of ROS time sources
 (``rclcpp::ClockQoS``) and reliable ones (``ros2 topic echo``, tools) alike."""
+
+ACKNOWLEDGEMENT_QOS = _reliable(1)
+"""A consumer's ``~/acknowledged`` stamp for a simulator in lockstep (:mod:`~dynamic_identification.nodes.lockstep`):
+only the newest counts."""

@@ -25,7 +25,10 @@ samples, the recording, and a warning naming any input topic silent for
 queue that overflowed: :class:`~dynamic_identification.core.stamps.StampGaps`),
 refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
 samples are being lost or the recording lacks some (ERROR for malformed input), and
-``~/stop`` names the losses of the recording. A message stamped 0 (a driver that does
+``~/stop`` names the losses of the recording. With ``acknowledge`` it publishes on
+``~/acknowledged`` (``builtin_interfaces/Time``) the newest stamp it has taken on every input,
+for a ``sim_robot`` in lockstep that waits for it (:mod:`~dynamic_identification.nodes.lockstep`).
+A message stamped 0 (a driver that does
 not stamp) is taken at its receive time, with a warning; a stamp of either stream
 jumping back by more than a second restarts the alignment. Serves ``~/start``
 and ``~/stop`` (``std_srvs/Trigger``): ``~/start`` records into
@@ -73,6 +76,7 @@ from dynamic_identification.nodes.conversions import (
     stamp_to_ns,
 )
 from dynamic_identification.nodes.guarded import DIAGNOSTICS_PERIOD_S, GuardedNode, status_message
+from dynamic_identification.nodes.lockstep import Acknowledger
 from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
@@ -102,6 +106,7 @@ class RecorderConfig:
     silent_timeout_s: float = setting_field("silent_timeout_s", NODE)
     joint_states_topic: str = setting_field("topics.joint_states", NODE)
     currents_topic: str = setting_field("topics.motor_currents", NODE)
+    acknowledge: bool = setting_field("acknowledge", NODE)
     identification: tuple[tuple[str, object], ...] = ()
 
 
@@ -293,6 +298,7 @@ class RecorderNode(GuardedNode):
         self._losses_at_start = Losses()
         self._losses_reported = Losses()
         self._samples = self.create_publisher(JointState, self.config.output_topic, STREAM_QOS)
+        self._acknowledger = Acknowledger(self) if self.config.acknowledge else None
         self.start_diagnostics(self.diagnostic_status, period_s=None)
         # Names as resolved in the node's namespace, for the logs and diagnostics, and to tell when the two topics
         # are one (a relative and an absolute name, or a remapping, may name the same topic).
@@ -449,7 +455,17 @@ class RecorderNode(GuardedNode):
         if last is None or stamp_ns > last:
             source.last_stamp_ns = stamp_ns
             source.gaps.add(stamp_ns)
+            self._acknowledge()
         return stamp_ns
+
+    def _acknowledge(self) -> None:
+        """With ``acknowledge``: the newest stamp taken on every input (a simulator in lockstep waits for it)."""
+        if self._acknowledger is None:
+            return
+        inputs = (self._joint_states,) if self.effort_is_torque else (self._joint_states, self._currents)
+        stamps = [source.last_stamp_ns for source in inputs]
+        if None not in stamps:
+            self._acknowledger.taken(min(stamp for stamp in stamps if stamp is not None))
 
     def _emit(self, samples: list[AlignedSample]) -> None:
         conversion = self._conversion

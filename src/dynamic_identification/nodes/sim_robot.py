@@ -31,8 +31,14 @@ the URDF limits) and keeps simulated time in one of two ways:
   with ``use_sim_time: true`` sees the same motion whatever the CPU load (the demo and
   the system tests run this way). With ``lockstep`` it also waits for its commands:
   it never steps past the end of a trajectory that ends in motion (a streamed chunk)
-  until the next one arrives, at most ``lockstep_timeout_s`` of wall time, so a
-  commanding node starved of CPU cannot leave the robot without a reference.
+  until the next one arrives, so a commanding node starved of CPU cannot leave the robot
+  without a reference; and for the consumers of its samples named in ``lockstep_consumers``
+  (:mod:`~dynamic_identification.nodes.lockstep`): it runs at most 50 ms of samples ahead of
+  what each has acknowledged on ``<name>/acknowledged``, so no sample queue overflows however
+  slowly they take them. Each wait lasts at most ``lockstep_timeout_s`` of wall time (for a
+  consumer, from its last acknowledgement: one that renews it holds simulated time on purpose);
+  a wait that hits the bound is logged and counted on ``/diagnostics`` (``lockstep_timeouts``),
+  and ``lockstep_waiting_for`` names what simulated time waits for.
 
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is simulated by
@@ -77,6 +83,7 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.follower import DesiredMotion, follow
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
+from dynamic_identification.nodes.lockstep import ConsumerAcknowledgements, LockstepWait
 from dynamic_identification.nodes.parameters import node_parameters, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
@@ -112,6 +119,7 @@ class SimRobotConfig(SimulatedArm):
     real_time_factor: float = setting_field("real_time_factor", NODE)
     lockstep: bool = setting_field("lockstep", NODE)
     lockstep_timeout_s: float = setting_field("lockstep_timeout_s", NODE)
+    lockstep_consumers: tuple[str, ...] | None = setting_field("lockstep_consumers", NODE)
     payload_file: str = setting_field("payload_file", NODE)
     payload_attached: bool = setting_field("payload_attached", NODE)
     substeps: int = setting_field("substeps", NODE)
@@ -245,12 +253,21 @@ class SimRobotNode(GuardedNode):
         self.create_subscription(Float64MultiArray, "feedforward/effort", self._on_feedforward, COMMAND_QOS)
         self.create_service(SetBool, "~/grasp", self._on_grasp)
         self._clock_publisher: Publisher | None = None
+        # Lockstep: what simulated time waits for (and since when, wall ns), the waits that hit the bound.
+        self._waiting: tuple[str, int] | None = None
+        self._timed_out = False
+        self._lockstep_waits: dict[str, LockstepWait] = {}
+        consumers = self.config.lockstep_consumers or ()
+        if consumers and not (self.config.lockstep and self.config.publish_clock):
+            raise ValueError("parameter 'lockstep_consumers' needs 'lockstep' and 'publish_clock' true")
+        self._wall = Clock(clock_type=ClockType.STEADY_TIME)
+        self._consumers = ConsumerAcknowledgements(
+            self, consumers, step_ns=self._dt_ns, wall_ns=lambda: int(self._wall.now().nanoseconds)
+        )
         if self.config.publish_clock:
             # Simulated time starts at the wall time, so stamps look like a real driver's.
             self._sim_origin_ns = int(Clock(clock_type=ClockType.SYSTEM_TIME).now().nanoseconds)
-            self._wall = Clock(clock_type=ClockType.STEADY_TIME)
             self._wall_anchor_ns: int | None = None
-            self._waiting_since_ns: int | None = None
             self._clock_publisher = self.create_publisher(ClockMessage, "/clock", CLOCK_QOS)
             self.create_timer(
                 self._dt_ns / NS_PER_S / self.config.real_time_factor, self._on_wall_timer, clock=self._wall
@@ -260,6 +277,8 @@ class SimRobotNode(GuardedNode):
             self.create_timer(self._dt_ns / NS_PER_S, self._on_timer)
             self.start_diagnostics(self.diagnostic_status, stamp_ns=self._now_ns)
         mode = f", publishing /clock at {self.config.real_time_factor:g}× real time" if self._clock_publisher else ""
+        if consumers:
+            mode += f", in lockstep with {list(consumers)}"
         self.get_logger().info(
             f"simulating {n} joints {self._names} of {self.config.urdf} at {self.config.rate_hz:g} Hz{mode}"
         )
@@ -382,7 +401,7 @@ class SimRobotNode(GuardedNode):
             due = self._max_steps
         for _ in range(max(due, 0)):
             stamp_ns = self._now_ns()
-            if self._must_wait(stamp_ns + self._dt_ns, wall_ns):
+            if self._held(stamp_ns + self._dt_ns, wall_ns):
                 return
             self._step(stamp_ns, self._current_feedforward(stamp_ns))
             self._steps += 1
@@ -398,26 +417,80 @@ class SimRobotNode(GuardedNode):
             q, dq, ddq = self._reference.at(stamp_ns + (k * self._dt_ns) // substeps)
             self.simulator.step(q, dq, ddq, feedforward)
 
-    def _must_wait(self, next_ns: int, wall_ns: int) -> bool:
-        """Lockstep: whether to hold simulated time until the next trajectory chunk arrives.
+    def _held(self, next_ns: int, wall_ns: int) -> bool:
+        """Lockstep: whether simulated time waits before the step to ``next_ns``.
 
+        It waits for the next trajectory chunk when the reference ends moving before ``next_ns``,
+        and for a consumer that ``next_ns`` would leave more than the lead behind. A wait longer
+        than ``lockstep_timeout_s`` of wall time is counted and logged, and the step goes on: past
+        the chunk's end (the last point held), or without that consumer until it acknowledges again.
         While waiting, the wall-time anchor moves with the wall, so simulated time resumes at
         ``real_time_factor`` from where it stopped instead of racing to catch up.
         """
-        if not self.config.lockstep or not self._reference.ends_moving_before(next_ns):
-            self._waiting_since_ns = None
+        if not self.config.lockstep:
             return False
-        if self._waiting_since_ns is None:
-            self._waiting_since_ns = wall_ns
-        waited_s = (wall_ns - self._waiting_since_ns) / NS_PER_S
+        what: str | None = "trajectory"
+        if not self._reference.ends_moving_before(next_ns):
+            self._timed_out = False  # a reference again: the next chunk's wait starts afresh
+            what = self._consumers.lagging(next_ns)
+        if what is None or (what == "trajectory" and self._timed_out):
+            self._waiting = None
+            return False
+        if self._waiting is None or self._waiting[0] != what:
+            self._waiting = (what, wall_ns)
+        since_ns = self._waiting[1] if what == "trajectory" else max(self._waiting[1], self._consumers.heard_ns(what))
+        waited_s = (wall_ns - since_ns) / NS_PER_S
         if waited_s > self.config.lockstep_timeout_s:
-            self.get_logger().warning(
-                f"no trajectory chunk for {waited_s:.2f} s of wall time; holding the last point",
-                throttle_duration_sec=1.0,
-            )
+            self._count_timeout(what, waited_s)
+            self._waiting = None
             return False
         self._wall_anchor_ns = wall_ns - int(self._steps * self._dt_ns / self.config.real_time_factor)
         return True
+
+    def _count_timeout(self, what: str, waited_s: float) -> None:
+        """A lockstep wait hit ``lockstep_timeout_s``: count it, say it, and go on without what it waited for."""
+        earlier = self._lockstep_waits.get(what)
+        self._lockstep_waits[what] = LockstepWait(
+            what=what, timeouts=(earlier.timeouts if earlier else 0) + 1, last_wait_s=waited_s
+        )
+        if what == "trajectory":
+            self._timed_out = True
+            self.get_logger().warning(
+                f"lockstep: no trajectory chunk for {waited_s:.2f} s of wall time (lockstep_timeout_s); holding the"
+                " last point"
+            )
+            return
+        self._consumers.release(what)
+        self.get_logger().warning(
+            f"lockstep: {what} acknowledged no sample for {waited_s:.2f} s of wall time (lockstep_timeout_s);"
+            " going on without it until it does (it counts the samples it misses)"
+        )
+
+    @property
+    def lockstep_waiting_for(self) -> str:
+        """What simulated time waits for now: ``trajectory`` (the next chunk), a consumer's name, or empty."""
+        waiting = self._waiting
+        return "" if waiting is None else waiting[0]
+
+    @property
+    def lockstep_waits(self) -> tuple[LockstepWait, ...]:
+        """The lockstep waits that hit ``lockstep_timeout_s``, by what they waited for."""
+        return tuple(self._lockstep_waits.values())
+
+    @property
+    def step_ns(self) -> int:
+        """Simulated time between two published samples, ns (``1 / rate_hz``)."""
+        return self._dt_ns
+
+    @property
+    def simulated_start_ns(self) -> int:
+        """With ``publish_clock``: simulated time at the start, before the first step, ns (the wall time then)."""
+        return self._sim_origin_ns if self._clock_publisher is not None else 0
+
+    @property
+    def steps(self) -> int:
+        """Samples published on ``joint_states`` (one per simulated step)."""
+        return self._steps
 
     def _publish(self, stamp_ns: int) -> None:
         q, dq, torques, currents = self.simulator.measure()
@@ -434,6 +507,20 @@ class SimRobotNode(GuardedNode):
             "payload": _carried(getattr(self.simulator, "payload", None)),
             **{label: str(count) for label, count in self.recurring_counts().items()},
         }
+        if self.config.lockstep:
+            waits = self.lockstep_waits
+            values["lockstep_waiting_for"] = self.lockstep_waiting_for
+            values["lockstep_timeouts"] = str(sum(wait.timeouts for wait in waits))
+            for wait in waits:
+                values[f"lockstep_timeouts/{wait.what}"] = str(wait.timeouts)
+            for name in self._consumers.names:
+                acknowledged = self._consumers.acknowledged_ns(name)
+                values[f"acknowledged/{name}"] = "" if acknowledged is None else f"{acknowledged / NS_PER_S:.6f}"
+            if waits:
+                level = DiagnosticStatus.WARN
+                message = "lockstep waits hit lockstep_timeout_s: " + ", ".join(
+                    f"{wait.what} {wait.timeouts}x (last {wait.last_wait_s:.2f} s)" for wait in waits
+                )
         return status_message(level, "sim_robot", message, values)
 
 

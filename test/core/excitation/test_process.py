@@ -21,6 +21,7 @@ from dynamic_identification.core.excitation.process import (
     pick_and_place_targets,
     square,
     square_corners,
+    tool_tilts,
 )
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
@@ -40,7 +41,9 @@ def layout(arm6: RobotModel, limits: JointLimits) -> dict[str, Any]:
     return default_process_areas(arm6, limits=limits)
 
 
-def _pick_and_place(arm6: RobotModel, limits: JointLimits, layout: dict[str, Any], seed: int) -> SampledTrajectory:
+def _pick_and_place(
+    arm6: RobotModel, limits: JointLimits, layout: dict[str, Any], seed: int, tool_tilt_rad: float = 0.0
+) -> SampledTrajectory:
     return pick_and_place(
         arm6,
         limits,
@@ -52,6 +55,7 @@ def _pick_and_place(arm6: RobotModel, limits: JointLimits, layout: dict[str, Any
         lift_m=layout["lift_m"],
         q_seed=layout["q_seed"],
         orientation=layout["orientation"],
+        tool_tilt_rad=tool_tilt_rad,
     )
 
 
@@ -152,6 +156,36 @@ def test_pick_and_place_is_reproducible_and_seeded(
     first = pick_and_place_targets(**areas, cycles=2, seed=7)
     other = pick_and_place_targets(**areas, cycles=2, seed=8)
     assert np.all(np.linalg.norm(first[0] - other[0], axis=1) > 1 * MM)
+
+
+def test_a_tilted_tool_turns_the_forearm_roll_and_still_reaches_every_point(
+    arm6: RobotModel, limits: JointLimits, layout: dict[str, Any], picking: SampledTrajectory
+) -> None:
+    # With the tool vertical, joints 2, 3 and 5 (parallel axes) place it and joint 4 (forearm roll) never turns;
+    # tilted up to 0.3 rad at each point, as parts lying askew, the wrist turns too.
+    assert np.ptp(picking.q[:, 3]) < 1e-5  # IK tolerance
+    tilted = _pick_and_place(arm6, limits, layout, seed=7, tool_tilt_rad=0.3)
+    check_trajectory(tilted, limits)
+    _assert_c2(tilted, limits)
+    assert np.ptp(tilted.q[:, 3]) > 0.2, np.ptp(tilted.q, axis=0)
+    picks, places = pick_and_place_targets(area_a=layout["area_a"], area_b=layout["area_b"], cycles=2, seed=7)
+    up = np.array([0.0, 0.0, layout["lift_m"]])
+    assert np.all(_closest_approach(arm6, tilted, np.concatenate([picks, places, picks + up, places + up])) < 1 * MM)
+    # Each point's tilt lies within the bound: the tool axis is at most 0.3 rad off the vertical anywhere.
+    axes = np.array([frame_placement(arm6, "tool0", q).rotation[:, 2] for q in tilted.q[::25]])
+    assert np.all(np.arccos(np.clip(-axes[:, 2], -1.0, 1.0)) <= 0.3 + 1e-6)
+
+
+def test_tool_tilts_are_seeded_and_bounded() -> None:
+    tilts = tool_tilts(cycles=50, tilt_rad=0.3, seed=4)
+    assert tilts.shape == (50, 2, 3, 3)
+    assert_array_equal(tilts, tool_tilts(cycles=50, tilt_rad=0.3, seed=4))
+    angles = np.array([np.linalg.norm(pin.log3(rotation)) for rotation in tilts.reshape(-1, 3, 3)])
+    assert np.all(angles <= 0.3 + 1e-12) and angles.max() > 0.25
+    assert_allclose(tilts.reshape(-1, 3, 3)[:, 2, 2], np.cos(angles), atol=1e-12)  # about horizontal axes
+    assert_array_equal(tool_tilts(cycles=3, tilt_rad=0.0, seed=4), np.broadcast_to(np.eye(3), (3, 2, 3, 3)))
+    with pytest.raises(IdentificationError, match="tool_tilt_rad"):
+        tool_tilts(cycles=3, tilt_rad=2.0, seed=4)
 
 
 def test_square_keeps_limits_and_is_c2(tracing: SampledTrajectory, limits: JointLimits) -> None:

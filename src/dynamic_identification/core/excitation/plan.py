@@ -436,9 +436,11 @@ def _builder(robot: RobotModel, settings: ExcitationSettings) -> _Builder:
                 cycles=settings.cycles,
                 seed=settings.seed,
                 lift_m=areas["lift_m"],
+                tool_tilt_rad=settings.tool_tilt,
                 **common,
             )
-            description = f"pick-and-place process, {settings.cycles} cycle(s)"
+            tilted = f", the tool tilted up to {settings.tool_tilt:.2g} rad" if settings.tool_tilt > 0.0 else ""
+            description = f"pick-and-place process, {settings.cycles} cycle(s){tilted}"
         else:
             one = square(robot, limits, centre=areas["centre"], side_m=areas["side_m"], laps=settings.cycles, **common)
             description = f"horizontal square process, {settings.cycles} lap(s)"

@@ -174,6 +174,31 @@ def pick_and_place_targets(*, area_a: Area, area_b: Area, cycles: int, seed: int
     return points[0], points[1]
 
 
+def tool_tilts(*, cycles: int, tilt_rad: float, seed: int) -> np.ndarray:
+    """Tilts of the tool at each pick and place point: rotations about random horizontal axes, seeded.
+
+    Parts do not all lie square in their bins: at each point the tool turns by an angle drawn
+    uniformly in ``[0, tilt_rad]`` about a horizontal axis of uniformly drawn direction (the base
+    frame's, through the tool point). Drawn from their own stream of ``seed``, so the points of
+    :func:`pick_and_place_targets` stay those of an untilted process.
+
+    Returns
+    -------
+    np.ndarray
+        ``(cycles, 2, 3, 3)``: the rotation at the pick and at the place point of each cycle.
+    """
+    if not 0.0 <= tilt_rad < 0.5 * np.pi:
+        raise IdentificationError(f"tool_tilt_rad must be in [0, pi/2), got {tilt_rad}")
+    rng = np.random.default_rng([seed, 1])
+    azimuth = rng.uniform(0.0, 2.0 * np.pi, size=(cycles, 2))
+    angle = rng.uniform(0.0, tilt_rad, size=(cycles, 2))
+    axes = np.stack([np.cos(azimuth), np.sin(azimuth), np.zeros_like(azimuth)], axis=-1)
+    rotations = np.empty((cycles, 2, 3, 3))
+    for index in np.ndindex(cycles, 2):
+        rotations[index] = pin.exp3(angle[index] * axes[index])
+    return rotations
+
+
 def pick_and_place(
     robot: RobotModel,
     limits: JointLimits,
@@ -188,6 +213,7 @@ def pick_and_place(
     q_seed: np.ndarray | None = None,
     dwell_s: float = 0.2,
     orientation: np.ndarray | None = None,
+    tool_tilt_rad: float = 0.0,
 ) -> SampledTrajectory:
     """Pick-and-place cycles between two areas ([Volkmann2020] §III.B, process 1).
 
@@ -195,7 +221,9 @@ def pick_and_place(
     ``dwell_s``, goes up, moves above the place point, down, dwells, up; after the
     last cycle the robot returns above the first pick point, so the trajectory can be
     repeated ([Volkmann2020] averages 50 repetitions). Points come from
-    :func:`pick_and_place_targets`. Every waypoint is solved by
+    :func:`pick_and_place_targets`; with ``orientation`` and ``tool_tilt_rad``, the tool
+    is tilted at each point (and above it) by :func:`tool_tilts`, so that the wrist turns
+    too: with the tool held vertical a 6-axis arm's forearm roll never moves. Every waypoint is solved by
     :func:`inverse_kinematics` seeded with the previous solution; consecutive joint
     waypoints are joined by the shortest rest-to-rest quintics within ``limits``
     (:func:`.safety.ramp`), so the motion is C², "highly dynamic" as in the paper,
@@ -213,6 +241,9 @@ def pick_and_place(
     orientation
         Constant tool orientation (rotation matrix); ``None``: position-only inverse
         kinematics (see :func:`default_process_areas` for a tool-down orientation).
+    tool_tilt_rad
+        Largest tilt of the tool from ``orientation`` at a pick or place point, rad, in
+        ``[0, π/2)``; 0: the same orientation everywhere. Ignored without ``orientation``.
 
     Raises
     ------
@@ -227,16 +258,19 @@ def pick_and_place(
         raise IdentificationError(f"lift_m must be > 0, got {lift_m}")
     tool = frame or default_frame(robot)
     picks, places = pick_and_place_targets(area_a=area_a, area_b=area_b, cycles=cycles, seed=seed)
+    tilts = tool_tilts(cycles=cycles, tilt_rad=tool_tilt_rad, seed=seed)
     up = np.array([0.0, 0.0, lift_m])
-    targets: list[tuple[np.ndarray, bool]] = []
-    for pick, place in zip(picks, places, strict=True):
-        targets += [(pick + up, False), (pick, True), (pick + up, False)]
-        targets += [(place + up, False), (place, True), (place + up, False)]
-    targets.append((picks[0] + up, False))
+    targets: list[tuple[np.ndarray, bool, np.ndarray | None]] = []
+    for pick, place, (pick_tilt, place_tilt) in zip(picks, places, tilts, strict=True):
+        at_pick = None if orientation is None else pick_tilt @ orientation
+        at_place = None if orientation is None else place_tilt @ orientation
+        targets += [(pick + up, False, at_pick), (pick, True, at_pick), (pick + up, False, at_pick)]
+        targets += [(place + up, False, at_place), (place, True, at_place), (place + up, False, at_place)]
+    targets.append(targets[0])  # back above the first pick point, as it was: the process repeats
     q = limits.centre if q_seed is None else np.asarray(q_seed, dtype=float)
     waypoints = []
-    for xyz, dwell in targets:
-        q = inverse_kinematics(robot, tool, xyz, q, limits=limits, orientation=orientation)
+    for xyz, dwell, tool_orientation in targets:
+        q = inverse_kinematics(robot, tool, xyz, q, limits=limits, orientation=tool_orientation)
         waypoints.append((q, dwell))
     zero = np.zeros(robot.n_joints)
     dwell_samples = int(round(dwell_s * rate_hz))

@@ -80,9 +80,9 @@ class ExcitationSettings:
     box_min, box_max, frame
         End-effector box in the base frame, m, checked on ``frame`` (Fourier optimisation);
         in ``payload`` mode the frame the load is attached to (default the last frame).
-    process, cycles
-        Process mode: ``pick_and_place`` (``cycles`` pick-and-place cycles) or ``square``
-        (``cycles`` laps).
+    process, cycles, tool_tilt
+        Process mode: ``pick_and_place`` (``cycles`` pick-and-place cycles, the tool tilted by up
+        to ``tool_tilt`` rad at each point) or ``square`` (``cycles`` laps).
     """
 
     mode: Literal["fourier", "segmented", "process", "payload"] = setting_field("mode", DYNID_EXCITE)
@@ -113,6 +113,7 @@ class ExcitationSettings:
     frame: str | None = setting_field("frame", DYNID_EXCITE)
     process: Literal["pick_and_place", "square"] = setting_field("process", DYNID_EXCITE)
     cycles: int = setting_field("cycles", DYNID_EXCITE)
+    tool_tilt: float = setting_field("tool_tilt", DYNID_EXCITE)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
