@@ -354,7 +354,8 @@ def test_identify_from_a_bag_equals_identify_from_the_same_data_as_csv(
     assert code == 0, err
     assert_same_parameters(from_bag, from_csv)
     # Issue 25: the links too. Without the URDF prior the directions the data leave open were any point the
-    # solver stopped at, and a UR10's upper arm came out 0.206 kg from a CSV and 0.086 kg from the same data as a bag.
+    # solver stopped at, and a UR10's upper arm came out 0.206 kg from a CSV and 0.086 kg from the same data as a bag
+    # (this arm's recordings gave the same links either way: a guard, not a reproduction).
     assert_allclose(link_values(from_bag), link_values(from_csv), rtol=1e-6, atol=1e-9)
 
 
@@ -378,7 +379,8 @@ def test_identify_from_joint_torques_in_the_joint_states(run: Run, folder: Path)
 
 def test_a_slow_recording_gives_the_same_links_from_a_bag_and_from_a_csv(folder: Path) -> None:
     """Issue 25: at a tenth of the speed limits the unconstrained estimate is not consistent, and the consistent
-    links the data leave open come from the URDF prior, the same from the bag and from its CSV."""
+    links the data leave open come from the URDF prior, the same from the bag and from its CSV (a guard: without the
+    prior this recording gave the same links too)."""
     slow = simulate(velocity_fraction=0.1)
     bag = write_bag(folder / "slow", slow, storage=StoragePlugin.SQLITE3, effort_is_torque=True)
     config = write_config(folder / "slow_config.yaml", slow, effort_is_torque=True)

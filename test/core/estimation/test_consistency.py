@@ -178,22 +178,19 @@ def test_inconsistent_estimate_is_replaced_by_consistent_parameters(arm, prior_w
     assert result.relative_error > result.relative_error_unconstrained
 
 
-def test_the_links_the_data_leave_open_follow_the_data_continuously(arm) -> None:
-    """With the divergence to the URDF the problem is strictly convex: equations changed in their ninth digit move
-    the links by less than 1e-6 (measured 8e-7). Without it the nearest consistent fit leaves them wherever the
-    solver stops: 1.3e-5 here, and link 5 at 22 g for its URDF's 1.6 kg."""
+def test_the_links_the_data_leave_open_are_the_urdf_s(arm) -> None:
+    """[Lee2020]'s divergence to the URDF chooses among the estimates that fit equally: every link's mass within
+    30 % of the URDF's (measured 0.80-1.25). Without it (prior_weight 0, the code before issue 25) the nearest
+    consistent fit left them wherever the solver stopped: link 5 at 22 g for its URDF's 1.6 kg, link 6 at
+    3.6 times its URDF's 0.9 kg."""
     robot, _, base, rows = arm
     drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8], rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, -0.02])
     truth = standard_parameters(robot, TERMS, drive)
     truth[5 * 14 + 4] = -0.002
     equations = _equations(base, rows, truth, seed=1)
-    noise = np.random.default_rng(3).normal(size=equations.b.shape)
-    rounded = dataclasses.replace(equations, b=equations.b * (1.0 + 1e-9 * noise))
     nominal = standard_parameters(robot, TERMS)
-    first, second = (consistent_estimate(e, JOINT_NOISE_NM, base, TERMS, nominal) for e in (equations, rounded))
-    change = np.abs(first.standard - second.standard) / np.maximum(np.abs(first.standard), 1e-3)
-    assert change.max() < 1e-6
-    assert_allclose(first.standard.reshape(6, -1)[:, 0], nominal.reshape(6, -1)[:, 0], rtol=0.3)
+    result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    assert_allclose(result.standard.reshape(6, -1)[:, 0], nominal.reshape(6, -1)[:, 0], rtol=0.3)
 
 
 def test_consistent_estimate_fits_better_than_consistent_points_around_it(arm) -> None:
