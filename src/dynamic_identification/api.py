@@ -73,6 +73,9 @@ from dynamic_identification.io.outcome import (
     closed_loop_consistent_estimator_of,
     configured_consistency,
     configured_window_parts,
+    consistency_cost_line,
+    consistency_cost_warnings,
+    consistency_costs,
     consistent_model,
     identification_warnings,
     physical_consistency_section,
@@ -401,8 +404,11 @@ def identify_file(
     for held, name in zip(held_out, validation_names(validate_data), strict=True):
         monitor.report(f"validation on {name}")
         validations.append(validate(robot, drive_chain, terms, result, held, settings, name=name))
+    costs = consistency_costs(
+        robot, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
+    )
     monitor.report("writing the parameter file")
-    warnings = identification_warnings(robot, result, settings, consistent)
+    warnings = identification_warnings(robot, result, settings, consistent) + consistency_cost_warnings(costs)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
         robot,
@@ -416,12 +422,13 @@ def identify_file(
         standard_source="base" if consistent.estimate is None else "consistent",
         quality={
             "validation": [v.entry(robot.joint_names) for v in validations],
-            "physical_consistency": physical_consistency_section(consistent, robot),
+            "physical_consistency": physical_consistency_section(consistent, robot, costs),
             "warnings": warnings,
         },
     )
     lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
     lines += [_validation_line(v, robot.joint_names) for v in validations]
+    lines += [consistency_cost_line(costs)] if costs else []
     lines += [f"warning: {warning}" for warning in warnings]
     if urdf_out is not None and consistent.estimate is not None:
         exported = write_urdf(urdf_out, robot, consistent.estimate.standard, terms, drive_chain=drive_chain)
@@ -455,6 +462,7 @@ def identify_file(
                 warnings=warnings,
                 urdf=document.named_for(out.resolve().parent).urdf,
                 stamp=stamp,
+                costs=costs,
             ),
         )
         lines.append(f"report written to {page}")
@@ -1014,7 +1022,11 @@ def _identify_closed_loop_file(
         estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
         search=urdf_out is not None,
     )
+    costs = consistency_costs(
+        mechanism, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
+    )
     warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
+    warnings += consistency_cost_warnings(costs)
     write_parameters_atomic(
         out,
         identified_parameter_file(
@@ -1029,7 +1041,7 @@ def _identify_closed_loop_file(
             standard_source="base" if consistent.estimate is None else "consistent",
             quality={
                 "validation": [v.entry(joints) for v in validations],
-                "physical_consistency": physical_consistency_section(consistent, mechanism.robot),
+                "physical_consistency": physical_consistency_section(consistent, mechanism.robot, costs),
                 "warnings": warnings,
             },
             closed_loop=mechanism,
@@ -1040,6 +1052,7 @@ def _identify_closed_loop_file(
         format_result(result, joints),
         _plausibility_report(result),
         *(_validation_line(v, joints) for v in validations),
+        *([consistency_cost_line(costs)] if costs else []),
         *(f"warning: {warning}" for warning in warnings),
         f"parameters written to {out}",
     ]

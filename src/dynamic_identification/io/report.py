@@ -47,6 +47,8 @@ from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported when a report is written: matplotlib takes ~1 s to import
 
+    from dynamic_identification.io.outcome import ConsistencyCost
+
 HIGH_STD_PERCENT = 30.0
 """``%σ`` above which a parameter is marked as poorly identified."""
 
@@ -216,6 +218,10 @@ class Consistency:
     checked
         Which parameters were checked, e.g. ``"the WLS estimate of the parameter table"``
         or ``"the published consistent estimate"``; printed with the status.
+    costs
+        The relative torque error of the unconstrained and of the consistent model on each
+        data set (:func:`~dynamic_identification.io.outcome.consistency_costs`), when the
+        consistent model is published.
     """
 
     ok: bool
@@ -224,6 +230,7 @@ class Consistency:
     cost_increase: float | None = None
     shift_sigma: float | None = None
     checked: str = ""
+    costs: Sequence[ConsistencyCost] = ()
 
 
 @dataclass(frozen=True)
@@ -1124,6 +1131,8 @@ def _consistency(data: ReportData) -> str:
         if result.shift_sigma is not None:
             text += f"; the estimate moved by {_number(result.shift_sigma, '.3g')} standard deviations"
         parts.append(f"<p>{_e(text)}.</p>")
+    if result.costs:
+        parts.append(_consistency_costs(result.costs))
     if result.links:
         rows = [
             f'<tr><td>{_e(link.name)}</td><td class="num">{_e(_number(link.mass_kg, ".4g"))}</td>'
@@ -1135,6 +1144,31 @@ def _consistency(data: ReportData) -> str:
     if result.problems:
         parts.append("<ul>" + "".join(f"<li>{_e(problem)}</li>" for problem in result.problems) + "</ul>")
     return "\n".join(parts)
+
+
+def _consistency_costs(costs: Sequence[ConsistencyCost]) -> str:
+    """What publishing the consistent model cost, one row per data set; a ratio over
+    :data:`~dynamic_identification.io.outcome.CONSISTENCY_COST_WARNING` on held-out data is marked."""
+    from dynamic_identification.io.outcome import CONSISTENCY_COST_WARNING
+
+    rows = []
+    for cost in costs:
+        worse = cost.held_out and cost.ratio is not None and cost.ratio > CONSISTENCY_COST_WARNING
+        ratio = (
+            f'<span class="bad">{_e(_number(cost.ratio, ".3g"))}</span>' if worse else _e(_number(cost.ratio, ".3g"))
+        )
+        rows.append(
+            f"<tr><td>{_e(cost.data)}</td>"
+            f'<td class="num">{_e(_number(cost.unconstrained, ".4g", scale=100.0, unit=" %"))}</td>'
+            f'<td class="num">{_e(_number(cost.consistent, ".4g", scale=100.0, unit=" %"))}</td>'
+            f'<td class="num">{ratio}</td></tr>'
+        )
+    caption = (
+        "<p>What consistency cost: the relative torque error of the unconstrained and of the published consistent"
+        " model (training: its equations; held-out files: against the recorded torques where the joints move).</p>"
+    )
+    header = ["data", "relative torque error, unconstrained", "consistent", "ratio"]
+    return caption + _table(header, rows)
 
 
 def _plausibility(data: ReportData) -> str:

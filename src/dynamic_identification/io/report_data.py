@@ -20,7 +20,7 @@ import numpy as np
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.io.outcome import NOT_CONSISTENT, ConsistentModel, Validation
+from dynamic_identification.io.outcome import NOT_CONSISTENT, ConsistencyCost, ConsistentModel, Validation
 from dynamic_identification.io.report import (
     Consistency,
     DataSeries,
@@ -71,10 +71,12 @@ def identification_report(
     warnings: Sequence[str],
     urdf: str,
     stamp: float,
+    costs: Sequence[ConsistencyCost] = (),
 ) -> ReportData:
     """The report of one identification: training first, then each held-out recording.
 
-    ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s.
+    ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s;
+    ``costs`` what publishing the consistent model cost on each data set.
     """
     estimate = result.estimate
     observations = result.observations
@@ -95,6 +97,7 @@ def identification_report(
             shift_sigma=None if published else estimate_consistent.shift_sigma,
             checked="the identified parameters of the table; standard_parameters and --urdf-out hold the nearest"
             " physically consistent model",
+            costs=tuple(costs),
         )
     return ReportData(
         title=f"Identification of {robot.model.name}",
