@@ -79,6 +79,7 @@ from dynamic_identification.io.outcome import (
     consistent_model,
     identification_warnings,
     physical_consistency_section,
+    urdf_result,
     validate,
     validation_names,
 )
@@ -448,6 +449,11 @@ def identify_file(
 
         monitor.report(f"HTML report in {report}")
         training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
+        urdf_model = urdf_result(robot, terms, result)
+        baselines = [
+            validate(robot, drive_chain, terms, urdf_model, held, settings, name=series.name)
+            for held, series in zip([recording, *held_out], [training, *validations], strict=True)
+        ]
         page = write_report(
             report,
             identification_report(
@@ -463,6 +469,7 @@ def identify_file(
                 urdf=document.named_for(out.resolve().parent).urdf,
                 stamp=stamp,
                 costs=costs,
+                baselines=baselines,
             ),
         )
         lines.append(f"report written to {page}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -341,6 +342,16 @@ def test_report_is_a_self_contained_page_with_its_figures(identified: Identified
     assert f"validation: {identified.held_out}" in text and "training: " in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
     assert f"report written to {page}" in identified.run.out
+
+
+def test_the_report_scores_the_urdf_s_own_model_beside_the_identified_one(identified: Identified) -> None:
+    """Issue 25 finding 4: the model the user had without us is the baseline of every data set."""
+    text = (identified.report / "index.html").read_text(encoding="utf-8")
+    headline = re.findall(r"<strong>([\d.]+) %</strong> \(the URDF(?:'|&#x27;)s model: ([\d.]+) %\)", text)
+    assert len(headline) == 3  # training and the two held-out files
+    for ours, urdf in headline:
+        assert float(ours) < float(urdf)  # the shipped URDF has no friction: identification beats it
+    assert "e*_j of the URDF&#x27;s model" in text or "e*_j of the URDF's model" in text
 
 
 # --- warnings, in the output and in the file ----------------------------------------------------------------

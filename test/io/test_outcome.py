@@ -25,7 +25,7 @@ def test_the_cost_is_the_ratio_of_the_relative_torque_errors() -> None:
 def test_one_line_gives_every_data_set_before_and_after() -> None:
     assert consistency_cost_line(COSTS) == (
         "cost of physical consistency, relative torque error unconstrained -> consistent: training 0.01724 -> 0.01781"
-        " (x1.03); slow.csv 0.055 -> 0.0572 (x1.04); fast.csv 0.05 -> 0.0625 (x1.25)"
+        " (x1.033); slow.csv 0.055 -> 0.0572 (x1.040); fast.csv 0.05 -> 0.0625 (x1.250)"
     )
 
 

@@ -455,6 +455,16 @@ def unconstrained_result(result: IdentificationResult) -> IdentificationResult |
     return dataclasses.replace(result, estimate=estimate)
 
 
+def urdf_result(robot: RobotModel, terms: DriveTerms, result: IdentificationResult) -> IdentificationResult:
+    """``result`` with every base parameter at the URDF's value: its link inertias, no rotor inertia, friction or
+    offset (a URDF gives none a controller uses). The model a user has without identification, the report's
+    baseline."""
+    base = result.base
+    values = base.from_standard(standard_parameters(robot, terms))
+    estimate = dataclasses.replace(result.estimate, parameters=values)
+    return dataclasses.replace(result, names=base.names, expressions=base.expressions, estimate=estimate)
+
+
 def consistency_costs(
     mechanism: RobotModel | ClosedLoopModel,
     drive_chain: DriveChain,
@@ -488,7 +498,7 @@ def consistency_cost_line(costs: Sequence[ConsistencyCost]) -> str:
 
     parts = [
         f"{cost.data} {figure(cost.unconstrained)} -> {figure(cost.consistent)}"
-        + ("" if cost.ratio is None else f" (x{cost.ratio:.3g})")
+        + ("" if cost.ratio is None else f" (x{cost.ratio:.3f})")
         for cost in costs
     ]
     return "cost of physical consistency, relative torque error unconstrained -> consistent: " + "; ".join(parts)
@@ -639,6 +649,7 @@ __all__ = [
     "identification_warnings",
     "physical_consistency_section",
     "unconstrained_result",
+    "urdf_result",
     "validate",
     "validate_closed_loop",
     "validation_names",

@@ -37,8 +37,8 @@ def _consistency_lines(result: IdentificationResult) -> list[str]:
 
 
 def _ratio(after: float, before: float) -> str:
-    """`` (x1.03)``: how many times the error grew; empty when ``before`` is zero."""
-    return f" (x{after / before:.3g})" if before > 0.0 else ""
+    """`` (x1.033)``: how many times the error grew; empty when ``before`` is zero."""
+    return f" (x{after / before:.3f})" if before > 0.0 else ""
 
 
 def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
