@@ -78,6 +78,9 @@ from dynamic_identification.io.outcome import (
     consistency_costs,
     consistent_model,
     identification_warnings,
+    link_comparisons,
+    link_lines,
+    link_text,
     physical_consistency_section,
     urdf_result,
     validate,
@@ -430,9 +433,18 @@ def identify_file(
     lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
     lines += [_validation_line(v, robot.joint_names) for v in validations]
     lines += [consistency_cost_line(costs)] if costs else []
+    links = link_comparisons(robot, terms, consistent)
+    lines += link_lines(robot.joint_names, links)
     lines += [f"warning: {warning}" for warning in warnings]
     if urdf_out is not None and consistent.estimate is not None:
-        exported = write_urdf(urdf_out, robot, consistent.estimate.standard, terms, drive_chain=drive_chain)
+        exported = write_urdf(
+            urdf_out,
+            robot,
+            consistent.estimate.standard,
+            terms,
+            drive_chain=drive_chain,
+            notes=[link_text(link) for link in links],
+        )
         kept = (
             f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
         )

@@ -283,6 +283,25 @@ def test_urdf_out_reloaded_in_pinocchio_reproduces_the_rigid_body_torques_of_the
         assert_allclose(pin.rnea(exported, data_exported, q, dq, ddq), regressor @ phi, rtol=0.0, atol=1e-9)
 
 
+def test_the_output_and_urdf_out_show_each_body_against_the_urdf_s_with_what_determines_it(
+    identified: Identified,
+) -> None:
+    """Issue 25 item 2: per body mass, centre of mass and principal moments, identified against the URDF, with what
+    the data determine marked."""
+    robot = load_robot(ARM6_URDF)
+    lines = identified.run.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("identified bodies against the URDF"))
+    bodies = lines[start + 1 : start + 1 + robot.n_joints]
+    for joint, line in zip(robot.joint_names, bodies, strict=True):
+        assert re.fullmatch(
+            rf"  {joint}: mass \S+ kg \(URDF \S+; (data|URDF|data \+ URDF)\), centre of mass \(.*\) m \(URDF \(.*\);"
+            r" (data|URDF|data \+ URDF)\), principal moments \(.*\) kg·m² \(URDF \(.*\); (data|URDF|data \+ URDF)\)",
+            line,
+        ), line
+    comments = re.findall(r"<!-- identified by dynamic_identification: (.*?) -->", identified.urdf.read_text())
+    assert comments == [line.split(": ", 1)[1] for line in bodies]
+
+
 def test_urdf_out_carries_the_identified_friction(identified: Identified) -> None:
     links = load_parameters(identified.params).standard_parameters["links"]
     root = ElementTree.parse(identified.urdf).getroot()

@@ -44,7 +44,9 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
     ConsistentEstimate,
     ConsistentEstimator,
+    LinkComparison,
     NotSearched,
+    link_comparison,
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
@@ -465,6 +467,42 @@ def urdf_result(robot: RobotModel, terms: DriveTerms, result: IdentificationResu
     return dataclasses.replace(result, names=base.names, expressions=base.expressions, estimate=estimate)
 
 
+def link_comparisons(
+    robot: RobotModel, terms: DriveTerms, model: ConsistentModel, *, nominal: np.ndarray | None = None
+) -> tuple[LinkComparison, ...]:
+    """Each identified body of the consistent estimate against the URDF's (``nominal``: its standard parameters,
+    default :func:`~dynamic_identification.core.model.standard_parameters` of ``robot``); empty without one."""
+    if model.estimate is None:
+        return ()
+    reference = standard_parameters(robot, terms) if nominal is None else nominal
+    return link_comparison(model.estimate, reference, robot.n_joints, terms)
+
+
+def link_text(link: LinkComparison) -> str:
+    """One body, identified against the URDF, with what determines each quantity (the output, ``--urdf-out``)."""
+
+    def vector(values: np.ndarray) -> str:
+        # Round-off of an exact zero (a centre of mass on the axis) printed as 0, not 6.5e-20.
+        return "(" + ", ".join(f"{0.0 if abs(v) < 1e-12 else v:.4g}" for v in values) + ")"
+
+    return (
+        f"mass {link.mass:.4g} kg (URDF {link.mass_urdf:.4g}; {link.mass_source}), centre of mass"
+        f" {vector(link.com)} m (URDF {vector(link.com_urdf)}; {link.com_source}), principal moments"
+        f" {vector(link.moments)} kg·m² (URDF {vector(link.moments_urdf)}; {link.moments_source})"
+    )
+
+
+def link_lines(joints: Sequence[str], links: Sequence[LinkComparison]) -> list[str]:
+    """The output's lines of :func:`link_comparisons`, one per body, named by its joint."""
+    if not links:
+        return []
+    return [
+        "identified bodies against the URDF (data: the recording determines it; URDF: the data say nothing and the"
+        " URDF prior gives it, [Lee2020]; data + URDF: it enters identified combinations):",
+        *(f"  {joints[link.index]}: {link_text(link)}" for link in links),
+    ]
+
+
 def consistency_costs(
     mechanism: RobotModel | ClosedLoopModel,
     drive_chain: DriveChain,
@@ -647,6 +685,9 @@ __all__ = [
     "consistency_costs",
     "consistent_model",
     "identification_warnings",
+    "link_comparisons",
+    "link_lines",
+    "link_text",
     "physical_consistency_section",
     "unconstrained_result",
     "urdf_result",

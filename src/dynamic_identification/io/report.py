@@ -47,6 +47,7 @@ from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported when a report is written: matplotlib takes ~1 s to import
 
+    from dynamic_identification.core.estimation.consistency import LinkComparison
     from dynamic_identification.io.outcome import ConsistencyCost
 
 HIGH_STD_PERCENT = 30.0
@@ -97,6 +98,11 @@ _REFERENCES = (
         "Wensing2018",
         "P. M. Wensing, S. Kim, J.-J. E. Slotine, Linear Matrix Inequalities for Physically Consistent Inertial "
         "Parameter Identification: A Statistical Perspective on the Mass Distribution, IEEE RA-L 3(1), 2018.",
+    ),
+    (
+        "Lee2020",
+        "T. Lee, P. M. Wensing, F. C. Park, Geometric Robot Dynamic Identification: A Convex Programming Approach, "
+        "IEEE T-RO, 2020.",
     ),
 )
 
@@ -229,6 +235,9 @@ class Consistency:
         The relative torque error of the unconstrained and of the consistent model on each
         data set (:func:`~dynamic_identification.io.outcome.consistency_costs`), when the
         consistent model is published.
+    bodies
+        Each identified body of the consistent model against the URDF's, with what determines
+        each quantity (:func:`~dynamic_identification.io.outcome.link_comparisons`).
     """
 
     ok: bool
@@ -238,6 +247,7 @@ class Consistency:
     shift_sigma: float | None = None
     checked: str = ""
     costs: Sequence[ConsistencyCost] = ()
+    bodies: Sequence[LinkComparison] = ()
 
 
 @dataclass(frozen=True)
@@ -1187,6 +1197,8 @@ def _consistency(data: ReportData) -> str:
         parts.append(f"<p>{_e(text)}.</p>")
     if result.costs:
         parts.append(_consistency_costs(result.costs))
+    if result.bodies:
+        parts.append(_bodies(data.joints, result.bodies))
     if result.links:
         rows = [
             f'<tr><td>{_e(link.name)}</td><td class="num">{_e(_number(link.mass_kg, ".4g"))}</td>'
@@ -1198,6 +1210,37 @@ def _consistency(data: ReportData) -> str:
     if result.problems:
         parts.append("<ul>" + "".join(f"<li>{_e(problem)}</li>" for problem in result.problems) + "</ul>")
     return "\n".join(parts)
+
+
+def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
+    """The identified bodies against the URDF's: mass, centre of mass, principal moments, and who determines each."""
+
+    def vector(values: np.ndarray) -> str:
+        return ", ".join(_number(float(v), ".3g") for v in values)
+
+    def cell(identified: str, urdf: str, source: str) -> str:
+        kind = {"data": "ok", "URDF": "unknown"}.get(source, "")
+        return (
+            f'<td class="num">{_e(identified)}</td><td class="num">{_e(urdf)}</td>'
+            f'<td><span class="{kind}">{_e(source)}</span></td>'
+        )
+
+    rows = [
+        f"<tr><td>{_e(joints[body.index])}</td>"
+        + cell(_number(body.mass, ".4g"), _number(body.mass_urdf, ".4g"), body.mass_source)
+        + cell(vector(body.com), vector(body.com_urdf), body.com_source)
+        + cell(vector(body.moments), vector(body.moments_urdf), body.moments_source)
+        + "</tr>"
+        for body in bodies
+    ]
+    header = ["body of joint", *(["identified", "URDF", "determined by"] * 3)]
+    groups = [("", 1), ("mass (kg)", 3), ("centre of mass (m)", 3), ("principal moments (kg·m²)", 3)]
+    caption = (
+        "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes it;"
+        " <em>URDF</em>: the recording says nothing about it and the divergence to the URDF's inertias chooses it"
+        " [Lee2020]; <em>data + URDF</em>: it enters identified combinations (base parameters) only.</p>"
+    )
+    return caption + _table(header, rows, groups=groups)
 
 
 def _consistency_costs(costs: Sequence[ConsistencyCost]) -> str:

@@ -20,7 +20,13 @@ import numpy as np
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.io.outcome import NOT_CONSISTENT, ConsistencyCost, ConsistentModel, Validation
+from dynamic_identification.io.outcome import (
+    NOT_CONSISTENT,
+    ConsistencyCost,
+    ConsistentModel,
+    Validation,
+    link_comparisons,
+)
 from dynamic_identification.io.report import (
     Consistency,
     DataSeries,
@@ -111,6 +117,7 @@ def identification_report(
             checked="the identified parameters of the table; standard_parameters and --urdf-out hold the nearest"
             " physically consistent model",
             costs=tuple(costs),
+            bodies=link_comparisons(robot, terms, consistent),
         )
     return ReportData(
         title=f"Identification of {robot.model.name}",

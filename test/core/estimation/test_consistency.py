@@ -20,6 +20,7 @@ from dynamic_identification.core.estimation.consistency import (
     consistency_report,
     consistent_estimate,
     is_physically_consistent,
+    link_comparison,
     pseudo_inertia,
 )
 from dynamic_identification.core.model import (
@@ -191,6 +192,24 @@ def test_the_links_the_data_leave_open_are_the_urdf_s(arm) -> None:
     nominal = standard_parameters(robot, TERMS)
     result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
     assert_allclose(result.standard.reshape(6, -1)[:, 0], nominal.reshape(6, -1)[:, 0], rtol=0.3)
+
+
+def test_each_link_is_compared_with_the_urdf_s_and_marked_by_what_determines_it(arm) -> None:
+    """Noise-free data of the URDF's own robot: every body is the URDF's; the first link's mass and centre of mass
+    enter no base parameter (its joint axis is fixed in the world), so the URDF gives them; its moment about the
+    axis is identified in combinations."""
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    equations = _equations(base, rows, truth, seed=0, noise=np.zeros(6))
+    nominal = standard_parameters(robot, TERMS)
+    result = consistent_estimate(equations, np.ones(6), base, TERMS, nominal)
+    links = link_comparison(result, nominal, 6, TERMS)
+    assert [link.index for link in links] == list(range(6))
+    assert_allclose([link.mass for link in links], [link.mass_urdf for link in links], rtol=1e-3)
+    assert_allclose(links[5].moments, links[5].moments_urdf, rtol=1e-3, atol=1e-8)
+    assert links[0].mass_source == links[0].com_source == "URDF"
+    assert links[0].moments_source != "data"
+    assert {link.mass_source for link in links} <= {"data", "URDF", "data + URDF"}
 
 
 def test_consistent_estimate_fits_better_than_consistent_points_around_it(arm) -> None:

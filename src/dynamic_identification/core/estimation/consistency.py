@@ -841,7 +841,8 @@ class ConsistentEstimator:
                 "the unconstrained estimate is not physically consistent; the nearest consistent model was not"
                 " searched for"
             )
-        basis = scipy.linalg.null_space(reduced) if search else np.zeros((reduced.shape[1], 0))
+        # The directions no data determine: the prior's pull, and who determines each link quantity (null_share).
+        basis = scipy.linalg.null_space(reduced)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
             scaled, status = self._solve_prior(
