@@ -1216,12 +1216,13 @@ def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
     """The identified bodies against the URDF's: mass, centre of mass, principal moments, and who determines each."""
 
     def vector(values: np.ndarray) -> str:
-        return ", ".join(_number(float(v), ".3g") for v in values)
+        # Round-off of an exact zero (a centre of mass on the axis) shown as 0.
+        return ", ".join(_number(0.0 if abs(float(v)) < 1e-12 else float(v), ".3g") for v in values)
 
     def cell(identified: str, urdf: str, source: str) -> str:
         kind = {"data": "ok", "URDF": "unknown"}.get(source, "")
         return (
-            f'<td class="num">{_e(identified)}</td><td class="num">{_e(urdf)}</td>'
+            f'<td class="num">{_e(identified)}<br><span class="note">URDF {_e(urdf)}</span></td>'
             f'<td><span class="{kind}">{_e(source)}</span></td>'
         )
 
@@ -1233,8 +1234,8 @@ def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
         + "</tr>"
         for body in bodies
     ]
-    header = ["body of joint", *(["identified", "URDF", "determined by"] * 3)]
-    groups = [("", 1), ("mass (kg)", 3), ("centre of mass (m)", 3), ("principal moments (kg·m²)", 3)]
+    header = ["body of joint", *(["identified (URDF)", "determined by"] * 3)]
+    groups = [("", 1), ("mass (kg)", 2), ("centre of mass (m)", 2), ("principal moments (kg·m²)", 2)]
     caption = (
         "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes it;"
         " <em>URDF</em>: the recording says nothing about it and the divergence to the URDF's inertias chooses it"
@@ -1252,7 +1253,7 @@ def _consistency_costs(costs: Sequence[ConsistencyCost]) -> str:
     for cost in costs:
         worse = cost.held_out and cost.ratio is not None and cost.ratio > CONSISTENCY_COST_WARNING
         ratio = (
-            f'<span class="bad">{_e(_number(cost.ratio, ".3g"))}</span>' if worse else _e(_number(cost.ratio, ".3g"))
+            f'<span class="bad">{_e(_number(cost.ratio, ".3f"))}</span>' if worse else _e(_number(cost.ratio, ".3f"))
         )
         rows.append(
             f"<tr><td>{_e(cost.data)}</td>"
