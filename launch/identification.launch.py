@@ -48,12 +48,19 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "namespace", default_value="", description="Namespace of the nodes and of their topics (e.g. arm1)."
         ),
+        DeclareLaunchArgument(
+            "acknowledge",
+            default_value="false",
+            description="The recorder and the estimator publish ~/acknowledged, the newest sample taken, for a"
+            " simulator in lockstep that waits for them (sim.launch.py sets it on simulated time).",
+        ),
     ]
     config = LaunchConfiguration("config")
     namespace = LaunchConfiguration("namespace")
     use_sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
     parameters = [config, {"use_sim_time": use_sim_time}]
     autostart = {"autostart": ParameterValue(LaunchConfiguration("autostart"), value_type=bool)}
+    acknowledge = {"acknowledge": ParameterValue(LaunchConfiguration("acknowledge"), value_type=bool)}
 
     nodes = [
         Node(
@@ -62,7 +69,7 @@ def generate_launch_description() -> LaunchDescription:
             name="recorder",
             namespace=namespace,
             on_exit=stop_on_exit("recorder"),
-            parameters=parameters,
+            parameters=[*parameters, acknowledge],
         ),
         Node(
             package="dynamic_identification",
@@ -78,7 +85,7 @@ def generate_launch_description() -> LaunchDescription:
             name="estimator",
             namespace=namespace,
             on_exit=stop_on_exit("estimator"),
-            parameters=parameters,
+            parameters=[*parameters, acknowledge],
         ),
         Node(
             package="dynamic_identification",

@@ -7,19 +7,22 @@ The excitation starts by itself (``autostart:=false`` to start it with
 ``ros2 service call /excitation/start std_srvs/srv/Trigger``). By default the simulator runs
 on simulated time, as a Gazebo setup does: it publishes its time on ``clock`` and steps in
 lockstep with the streamed trajectory, and the other nodes run on it (``use_sim_time``), so a
-busy machine slows the simulation down instead of tearing gaps into its data.
+busy machine slows the simulation down instead of tearing gaps into its data. The simulator
+also waits for the consumers of its samples, the recorder and the estimator (``lockstep_consumers``;
+they acknowledge the newest sample they took), as Gazebo's lockstep waits for ros2_control, so
+their queues never overflow.
 ``use_sim_time:=false`` runs it on the wall clock instead (a backlog it cannot keep up with
 is dropped). The clock is the stack's own: ``/clock`` is remapped to ``clock`` in the
 stack's namespace (``/arm1/clock``), so several simulated arms run side by side in one
 ROS domain, each on its own time.
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch import LaunchContext, LaunchDescription
+from launch.action import Action
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, SetRemap
-from launch_ros.parameter_descriptions import ParameterValue
 
 from dynamic_identification.launch_support import checked_config, config_argument, share_file, stop_on_exit
 
@@ -47,17 +50,6 @@ def generate_launch_description() -> LaunchDescription:
     ]
     config = LaunchConfiguration("config")
     use_sim_time = LaunchConfiguration("use_sim_time")
-    simulated_time = ParameterValue(use_sim_time, value_type=bool)
-    simulated_robot = Node(
-        package="dynamic_identification",
-        executable="sim_robot",
-        name="sim_robot",
-        namespace=LaunchConfiguration("namespace"),
-        on_exit=stop_on_exit("sim_robot"),
-        # On simulated time the simulator keeps wall-clock ticks, publishes the clock the others use and waits
-        # for each trajectory chunk (lockstep).
-        parameters=[config, {"publish_clock": simulated_time, "lockstep": simulated_time}],
-    )
     identification = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(share_file("launch", "identification.launch.py")),
         launch_arguments={
@@ -66,8 +58,30 @@ def generate_launch_description() -> LaunchDescription:
             "with_feedforward": LaunchConfiguration("with_feedforward"),
             "autostart": LaunchConfiguration("autostart"),
             "namespace": LaunchConfiguration("namespace"),
+            "acknowledge": use_sim_time,
         }.items(),
     )
     # The stack's own clock: a relative name, so a namespace moves it with the stack.
-    stack = GroupAction([SetRemap(src="/clock", dst="clock"), simulated_robot, identification])
+    stack = GroupAction(
+        [SetRemap(src="/clock", dst="clock"), OpaqueFunction(function=_simulated_robot), identification]
+    )
     return LaunchDescription([*declared_arguments, checked_config(), stack])
+
+
+def _simulated_robot(context: LaunchContext) -> list[Action]:
+    """``sim_robot``: on simulated time the clock, in lockstep with the trajectory and the samples' consumers."""
+    simulated_time = LaunchConfiguration("use_sim_time").perform(context).strip().lower() in ("true", "1", "yes")
+    clock: dict[str, object] = {"publish_clock": simulated_time, "lockstep": simulated_time}
+    if simulated_time:
+        # The nodes that take every sample; relative names, so a namespace moves them with the stack.
+        clock["lockstep_consumers"] = ["recorder", "estimator"]
+    return [
+        Node(
+            package="dynamic_identification",
+            executable="sim_robot",
+            name="sim_robot",
+            namespace=LaunchConfiguration("namespace"),
+            on_exit=stop_on_exit("sim_robot"),
+            parameters=[LaunchConfiguration("config"), clock],
+        )
+    ]

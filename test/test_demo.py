@@ -22,9 +22,11 @@ from dynamic_identification.demo import (
     format_node_result,
     format_result,
     identify_simulated_arm,
+    process_excitation_overrides,
     run_node_demo,
 )
 from dynamic_identification.io.parameters import load_parameters
+from dynamic_identification.resources import shipped_path
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +198,20 @@ def test_feedforward_with_the_payload_lowers_the_tracking_error_of_every_moving_
     moved = result.moving
     assert np.all(payload.rms_payload[moved] < payload.rms_old[moved]), payload.reduction_percent
     assert "feedforward without the payload -> with it" in format_node_result(result)
+
+
+def test_the_process_of_make_demo_is_planned_with_the_shipped_configuration(context) -> None:
+    """``make demo``'s 45 s process with the shipped configuration's 0.2 rad margin had a tilted tool point out of
+    reach ("inverse kinematics of tool0 did not converge"): the demo failed at once, on every machine."""
+    from dynamic_identification.nodes.excitation import ExcitationNode
+
+    cycles = NodeDemoSettings().cycles
+    node = ExcitationNode(
+        context=context,
+        parameter_overrides=process_excitation_overrides(shipped_path("config", "dynid_arm6.yaml"), cycles),
+    )
+    try:
+        assert node.wait_for_plan(120.0), node.state
+        assert node.plan is not None and node.plan.trajectory.duration_s > 40.0
+    finally:
+        node.destroy_node()

@@ -60,7 +60,7 @@ def test_launch_file_starts_installed_executables_configured_in_the_shipped_yaml
 def test_identification_launch_declares_its_arguments() -> None:
     tree = ast.parse((REPO_ROOT / "launch" / "identification.launch.py").read_text(encoding="utf-8"))
     declared = {call.args[0].value for call in _calls(tree, "DeclareLaunchArgument")}
-    assert declared == {"config", "use_sim_time", "with_feedforward", "autostart", "namespace"}
+    assert declared == {"config", "use_sim_time", "with_feedforward", "autostart", "namespace", "acknowledge"}
 
 
 def _defaults(path: pathlib.Path) -> dict[str, str]:
@@ -81,6 +81,8 @@ def test_sim_launch_runs_on_its_own_on_simulated_time_with_a_clock_of_its_namesp
     assert defaults["autostart"] == "true" and defaults["use_sim_time"] == "true"
     text = path.read_text(encoding="utf-8")
     assert '"publish_clock": simulated_time, "lockstep": simulated_time' in text
+    # Lockstep with the consumers of the samples (their keep-last queues overflowed on a busy machine).
+    assert 'clock["lockstep_consumers"] = ["recorder", "estimator"]' in text and '"acknowledge": use_sim_time' in text
     assert '"use_sim_time": use_sim_time' in text and '"autostart": LaunchConfiguration("autostart")' in text
     assert 'SetRemap(src="/clock", dst="clock")' in text
 

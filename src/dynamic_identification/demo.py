@@ -297,6 +297,10 @@ TOOL_TILT_RAD = 0.3
 """``tool_tilt`` of the demo's pick and place, rad: the parts lie askew, so the wrist turns at every pick and
 place; with the tool held vertical the forearm roll (joint 4) never moved and got no feedforward."""
 
+PROCESS_POSITION_MARGIN_RAD = 0.05
+"""``position_margin_rad`` of the demo's pick and place, rad (the shipped configuration's 0.2 rad is room for a
+Fourier excitation's ramp in from rest)."""
+
 SIMULATED_STAMPS = "recorded"
 """``signal.stamps`` of the node demo's estimators: ``sim_robot`` stamps each sample with its simulated instant,
 exactly, so the stamps are used as they are (recovering them from the sample order is for real drivers)."""
@@ -652,6 +656,24 @@ def node_overrides(config: Path, node_name: str, *, omit: Sequence[str] = (), **
     values["use_sim_time"] = True
     values.update({key.replace("__", "."): value for key, value in extra.items()})
     return [Parameter(name, value=value) for name, value in values.items()]
+
+
+def process_excitation_overrides(config: Path, cycles: int) -> list[Parameter]:
+    """The excitation node's parameters of the demo's pick-and-place process of ``cycles`` cycles."""
+    return node_overrides(
+        config,
+        "excitation",
+        omit=("drive_chain.", "drive_terms."),  # only the Fourier optimisation uses them
+        mode="process",
+        process="pick_and_place",
+        cycles=cycles,
+        periods=1,  # the configuration repeats sim.launch.py's Fourier excitation; the process runs once
+        # The configuration's margin leaves room for a Fourier excitation's ramp in from rest; the process's
+        # rest-to-rest moves need none, and some tilted tool points are out of reach within 0.2 rad.
+        position_margin_rad=PROCESS_POSITION_MARGIN_RAD,
+        tool_tilt=TOOL_TILT_RAD,
+        seed=0,
+    )
 
 
 class SimulatedClock:
@@ -1095,20 +1117,7 @@ def run_node_demo(
     nodes: list[Node] = []
     spinner = threading.Thread(target=executor.spin, name="demo_executor", daemon=True)
     try:
-        excitation = ExcitationNode(
-            **common,
-            parameter_overrides=node_overrides(
-                config,
-                "excitation",
-                omit=("drive_chain.", "drive_terms."),  # only the Fourier optimisation uses them
-                mode="process",
-                process="pick_and_place",
-                cycles=settings.cycles,
-                periods=1,  # the configuration repeats sim.launch.py's Fourier excitation; the process runs once
-                tool_tilt=TOOL_TILT_RAD,
-                seed=0,
-            ),
-        )
+        excitation = ExcitationNode(**common, parameter_overrides=process_excitation_overrides(config, settings.cycles))
         nodes.append(excitation)
         if progress is not None:
             progress("planning the pick-and-place process")

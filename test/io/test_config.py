@@ -220,6 +220,16 @@ def test_unreadable_yaml_names_the_file(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
 
 
+def test_a_parameter_file_written_by_launch_ros_reads_its_lists(tmp_path: Path) -> None:
+    """launch_ros writes a launch file's list parameters as ``!!python/tuple``: sim.launch.py's sim_robot refused
+    its own parameter file ("could not determine a constructor for the tag …python/tuple")."""
+    text = (
+        "/sim_robot:\n  ros__parameters:\n    lockstep: true\n"
+        "    lockstep_consumers: !!python/tuple\n    - recorder\n    - estimator\n"
+    )
+    assert ros_parameters(_write(tmp_path, text), "sim_robot")["lockstep_consumers"] == ["recorder", "estimator"]
+
+
 def test_block_without_ros_parameters_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, "estimator:\n  ros__parameters: {}\nrecorder:\n  ros_parameters: {}\n")
     with pytest.raises(DataError, match="block 'recorder' of .* has no 'ros__parameters'"):

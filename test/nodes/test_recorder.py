@@ -425,8 +425,12 @@ def test_a_current_clock_stepping_back_is_reported_not_refused_for_good(
 def test_unstamped_messages_are_aligned_at_their_receive_time_with_a_warning(
     graph: Callable[[list[Parameter]], _Graph],
 ) -> None:
-    """A driver that leaves header.stamp at 0: 4999 of 5000 samples were refused as repeated stamps."""
-    g = graph(BASE)
+    """A driver that leaves header.stamp at 0: 4999 of 5000 samples were refused as repeated stamps.
+
+    Receive times are spread by the load of the machine, so the tolerance spans the delivery of one sample
+    (each joint state is received between its two currents): what aligns is then the order, not the load.
+    """
+    g = graph([*BASE, Parameter("tolerance_s", value=0.5), Parameter("max_delay_s", value=2.0)])
     count = 200
 
     def deliver(publisher: object, message: JointState) -> None:
@@ -440,7 +444,7 @@ def test_unstamped_messages_are_aligned_at_their_receive_time_with_a_warning(
         deliver(g.currents, current_sample(T0_NS))
         deliver(g.joint_states, joint_state(T0_NS))
         deliver(g.currents, current_sample(T0_NS))
-    status = g.wait_for_diagnostics(lambda s: int(values_of(s).get("aligned", "0")) >= 0.8 * count, seconds=20.0)
+    status = g.wait_for_diagnostics(lambda s: int(values_of(s).get("aligned", "0")) >= count - 1, seconds=20.0)
     values = values_of(status)
     assert values["joint_states_unstamped"] == str(count) and values["joint_states_rejected_duplicate"] == "0"
     assert status.level == DiagnosticStatus.WARN and "unstamped" in status.message

@@ -385,6 +385,15 @@ _RosLoader.add_implicit_resolver(
 )
 
 
+def _sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> list[Any]:
+    return loader.construct_sequence(node, deep=True)
+
+
+# launch_ros writes the lists of a launch file's parameter dictionary as Python tuples (``!!python/tuple``) into
+# the parameter file it passes; ROS's parser reads them as lists, and so does this loader.
+_RosLoader.add_constructor("tag:yaml.org,2002:python/tuple", _sequence)
+
+
 def parse_yaml(text: str, source: str) -> Any:
     """The YAML document of ``text`` (safe: no Python objects), scalars resolved as ROS resolves them."""
     try:
