@@ -29,12 +29,13 @@ The window publishes the physically consistent estimate ([Wensing2018]) as the n
 default; ``--no-consistency`` times the unconstrained estimate instead.
 
 Run: ``.venv/bin/python bench/bench_stream.py [--minutes 10] [--naive-updates 20] [--skip-cli] [--no-consistency]
-[--estimates-out FILE]``
+[--prior-weight G] [--estimates-out FILE]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -79,12 +80,19 @@ def main() -> None:
         action="store_true",
         help="publish the unconstrained window estimates (estimation.consistency: false)",
     )
+    parser.add_argument(
+        "--prior-weight",
+        type=float,
+        help="estimation.prior_weight of the consistent estimate (default: the configuration's; 0: no URDF prior)",
+    )
     arguments = parser.parse_args()
 
     urdf = shipped_path("urdf", "dynid_arm6.urdf")
     config_path = shipped_path("config", "dynid_arm6.yaml")
     robot = load_robot(urdf)
     config = load_config(str(config_path))
+    if arguments.prior_weight is not None:
+        config = dataclasses.replace(config, prior_weight=arguments.prior_weight)
     chain = config.drive_chain(robot.n_joints)
     terms = config.drive_terms
     simulated = simulated_robot(config_path, robot.n_joints)
@@ -116,7 +124,10 @@ def main() -> None:
     settings = config.window_settings()
     base = base_parameters(robot, chain, terms)
     consistency = None if arguments.no_consistency else configured_consistency(robot, config, base)
-    print(f"physical consistency: {'off' if consistency is None else 'on (the default, as in the estimator node)'}")
+    print(
+        f"physical consistency: {'off' if consistency is None else 'on (the default, as in the estimator node)'},"
+        f" URDF prior weight {config.prior_weight:g}"
+    )
     estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base, consistency=consistency)
     chunk = int(round(settings.update_period_s * RATE_HZ))
     latencies, publishable, kept, conditions, shifts = [], 0, [], [], []

@@ -29,7 +29,12 @@ from dynamic_identification.core.closed_loop_identification import (
     identify_closed_loop_drive_gains,
     predict_closed_loop_at_stamps,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
+from dynamic_identification.core.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    ModelChoice,
+    identify_drive_gains,
+)
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
@@ -68,9 +73,16 @@ from dynamic_identification.io.outcome import (
     closed_loop_consistent_estimator_of,
     configured_consistency,
     configured_window_parts,
+    consistency_cost_line,
+    consistency_cost_warnings,
+    consistency_costs,
     consistent_model,
     identification_warnings,
+    link_comparisons,
+    link_lines,
+    link_text,
     physical_consistency_section,
+    urdf_result,
     validate,
     validation_names,
 )
@@ -396,8 +408,11 @@ def identify_file(
     for held, name in zip(held_out, validation_names(validate_data), strict=True):
         monitor.report(f"validation on {name}")
         validations.append(validate(robot, drive_chain, terms, result, held, settings, name=name))
+    costs = consistency_costs(
+        robot, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
+    )
     monitor.report("writing the parameter file")
-    warnings = identification_warnings(robot, result, settings, consistent)
+    warnings = identification_warnings(robot, result, settings, consistent) + consistency_cost_warnings(costs)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
         robot,
@@ -411,15 +426,25 @@ def identify_file(
         standard_source="base" if consistent.estimate is None else "consistent",
         quality={
             "validation": [v.entry(robot.joint_names) for v in validations],
-            "physical_consistency": physical_consistency_section(consistent, robot),
+            "physical_consistency": physical_consistency_section(consistent, robot, costs),
             "warnings": warnings,
         },
     )
     lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
     lines += [_validation_line(v, robot.joint_names) for v in validations]
+    lines += [consistency_cost_line(costs)] if costs else []
+    links = link_comparisons(robot, terms, consistent)
+    lines += link_lines(robot.joint_names, links)
     lines += [f"warning: {warning}" for warning in warnings]
     if urdf_out is not None and consistent.estimate is not None:
-        exported = write_urdf(urdf_out, robot, consistent.estimate.standard, terms, drive_chain=drive_chain)
+        exported = write_urdf(
+            urdf_out,
+            robot,
+            consistent.estimate.standard,
+            terms,
+            drive_chain=drive_chain,
+            notes=[link_text(link) for link in links],
+        )
         kept = (
             f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
         )
@@ -436,6 +461,11 @@ def identify_file(
 
         monitor.report(f"HTML report in {report}")
         training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
+        urdf_model = urdf_result(robot, terms, result)
+        baselines = [
+            validate(robot, drive_chain, terms, urdf_model, held, settings, name=series.name)
+            for held, series in zip([recording, *held_out], [training, *validations], strict=True)
+        ]
         page = write_report(
             report,
             identification_report(
@@ -450,6 +480,8 @@ def identify_file(
                 warnings=warnings,
                 urdf=document.named_for(out.resolve().parent).urdf,
                 stamp=stamp,
+                costs=costs,
+                baselines=baselines,
             ),
         )
         lines.append(f"report written to {page}")
@@ -1009,7 +1041,11 @@ def _identify_closed_loop_file(
         estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
         search=urdf_out is not None,
     )
+    costs = consistency_costs(
+        mechanism, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
+    )
     warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
+    warnings += consistency_cost_warnings(costs)
     write_parameters_atomic(
         out,
         identified_parameter_file(
@@ -1024,7 +1060,7 @@ def _identify_closed_loop_file(
             standard_source="base" if consistent.estimate is None else "consistent",
             quality={
                 "validation": [v.entry(joints) for v in validations],
-                "physical_consistency": physical_consistency_section(consistent, mechanism.robot),
+                "physical_consistency": physical_consistency_section(consistent, mechanism.robot, costs),
                 "warnings": warnings,
             },
             closed_loop=mechanism,
@@ -1035,6 +1071,7 @@ def _identify_closed_loop_file(
         format_result(result, joints),
         _plausibility_report(result),
         *(_validation_line(v, joints) for v in validations),
+        *([consistency_cost_line(costs)] if costs else []),
         *(f"warning: {warning}" for warning in warnings),
         f"parameters written to {out}",
     ]
@@ -1279,12 +1316,20 @@ def gains_file(
             "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
             " brakes (k / η); — a motor that only drove or only braked (one gain)"
         )
+    if result.model_choice is not None:
+        lines.append(_model_choice_line(result.model_choice))
     lines += [
         f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
         f" condition number {result.condition_number:.4g}",
         f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
     ]
     return "\n".join(lines)
+
+
+def _model_choice_line(choice: ModelChoice) -> str:
+    """The one line of ``dynid gains`` that says which drive model it published and why."""
+    left_out = f"; not determined by the data, left out: {', '.join(choice.left_out)}" if choice.left_out else ""
+    return f"model: {choice.reason}{left_out}"
 
 
 def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:

@@ -317,7 +317,9 @@ def test_no_consistency_publishes_the_unconstrained_closed_loop_estimate_and_che
     enforced = load_parameters(five_bar.params).values()
     for entry in params.parameters:
         sigma = abs(entry.value) * entry.std_percent / 100.0
-        assert abs(entry.value - enforced[entry.name]) < 1e-3 * sigma, entry.name
+        # The enforced estimate is the unconstrained one moved by the URDF prior ([Lee2020], issue 25) by a small
+        # fraction of σ (measured 0.007 σ for MX1; it was within 1e-3 σ without the prior).
+        assert abs(entry.value - enforced[entry.name]) < 0.1 * sigma, entry.name
 
 
 @pytest.mark.parametrize("option", ["--urdf-out", "--report"])

@@ -133,6 +133,15 @@ def test_gains_are_within_one_percent_of_the_truth_with_one_percent_current_nois
     assert "IDIM-TLS" in gains.report and "joint_6" in gains.report
 
 
+def test_lossless_drives_get_one_gain_per_motor_and_one_line_saying_why(gains: Files) -> None:
+    document = yaml.safe_load(gains.gains.read_text(encoding="utf-8"))
+    block = document["drive_gains_identification"]["ros__parameters"]
+    assert block["model"]["chosen"] == "one gain" and "efficiency" not in block
+    lines = [line for line in gains.report.splitlines() if line.startswith("model: ")]
+    assert len(lines) == 1 and "one gain per motor" in lines[0]
+    assert "not explain the data significantly better" in lines[0]
+
+
 def test_the_gains_file_is_a_configuration_identify_reads_and_it_beats_the_nominal_gains(gains: Files) -> None:
     # IDIM-WLS must trust the gains it is given: with the data sheet's its torques are off by the gain errors.
     # Measured on a fresh trajectory: 0.05 % relative error with the TLS gains, 7.5 % with the nominal ones
@@ -207,6 +216,7 @@ def test_gains_with_efficiency_losses_are_within_one_percent_and_the_efficiencie
     assert_allclose(block["efficiency"], EFFICIENCY, rtol=0.03)
     assert all(0.0 < std < 0.01 for std in block["efficiency_std"])
     assert "η" in report and "transmission efficiency" in report
+    assert block["model"]["chosen"] == "efficiency" and "model: efficiency model" in report
     single, report = lossy_gains["single"]
     assert "efficiency" not in single["drive_gains_identification"]["ros__parameters"] and "η" not in report
     single_gains = np.array(single["/**"]["ros__parameters"]["drive_chain"]["drive_gains"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,6 +283,25 @@ def test_urdf_out_reloaded_in_pinocchio_reproduces_the_rigid_body_torques_of_the
         assert_allclose(pin.rnea(exported, data_exported, q, dq, ddq), regressor @ phi, rtol=0.0, atol=1e-9)
 
 
+def test_the_output_and_urdf_out_show_each_body_against_the_urdf_s_with_what_determines_it(
+    identified: Identified,
+) -> None:
+    """Issue 25 item 2: per body mass, centre of mass and principal moments, identified against the URDF, with what
+    the data determine marked."""
+    robot = load_robot(ARM6_URDF)
+    lines = identified.run.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("identified bodies against the URDF"))
+    bodies = lines[start + 1 : start + 1 + robot.n_joints]
+    for joint, line in zip(robot.joint_names, bodies, strict=True):
+        assert re.fullmatch(
+            rf"  {joint}: mass \S+ kg \(URDF \S+; (data|URDF|data \+ URDF)\), centre of mass \(.*\) m \(URDF \(.*\);"
+            r" (data|URDF|data \+ URDF)\), principal moments \(.*\) kg·m² \(URDF \(.*\); (data|URDF|data \+ URDF)\)",
+            line,
+        ), line
+    comments = re.findall(r"<!-- identified by dynamic_identification: (.*?) -->", identified.urdf.read_text())
+    assert comments == [line.split(": ", 1)[1] for line in bodies]
+
+
 def test_urdf_out_carries_the_identified_friction(identified: Identified) -> None:
     links = load_parameters(identified.params).standard_parameters["links"]
     root = ElementTree.parse(identified.urdf).getroot()
@@ -309,6 +329,28 @@ def test_each_validate_file_is_judged_into_quality_validation(identified: Identi
     assert f"validation {identified.held_out}: e*_j [%] on its equations" in identified.run.out
 
 
+def test_the_cost_of_physical_consistency_is_the_relative_torque_error_before_and_after_on_every_data_set(
+    identified: Identified,
+) -> None:
+    """Issue 25 finding 3: one measure, the relative torque error of the unconstrained and of the consistent model,
+    on the training equations and on each held-out file, in the file and the output (it was a +43.8 % growth of
+    the weighted residual beside 0.01781 against 0.01724)."""
+    quality = load_parameters(identified.params).quality
+    physical = quality["physical_consistency"]
+    training, *held_out = physical["cost"]
+    assert training["data"] == "training"
+    assert training["relative_error"] == physical["relative_error"]
+    assert training["relative_error_unconstrained"] == physical["relative_error_unconstrained"]
+    assert [entry["data"] for entry in held_out] == [entry["file"] for entry in quality["validation"]]
+    for entry, validation in zip(held_out, quality["validation"], strict=True):
+        assert entry["relative_error"] == validation["recorded_relative_error"]
+    for entry in physical["cost"]:
+        assert entry["ratio"] == pytest.approx(entry["relative_error"] / entry["relative_error_unconstrained"])
+        assert 0.99 < entry["ratio"] < 1.2  # consistent data: the constraint costs nothing a user would notice
+    line = next(line for line in identified.run.out.splitlines() if line.startswith("cost of physical consistency"))
+    assert f"{held_out[0]['data']} {held_out[0]['relative_error_unconstrained']:.4g} ->" in line
+
+
 def test_report_is_a_self_contained_page_with_its_figures(identified: Identified) -> None:
     page = identified.report / "index.html"
     text = page.read_text(encoding="utf-8")
@@ -319,6 +361,16 @@ def test_report_is_a_self_contained_page_with_its_figures(identified: Identified
     assert f"validation: {identified.held_out}" in text and "training: " in text
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
     assert f"report written to {page}" in identified.run.out
+
+
+def test_the_report_scores_the_urdf_s_own_model_beside_the_identified_one(identified: Identified) -> None:
+    """Issue 25 finding 4: the model the user had without us is the baseline of every data set."""
+    text = (identified.report / "index.html").read_text(encoding="utf-8")
+    headline = re.findall(r"<strong>([\d.]+) %</strong> \(the URDF(?:'|&#x27;)s model: ([\d.]+) %\)", text)
+    assert len(headline) == 3  # training and the two held-out files
+    for ours, urdf in headline:
+        assert float(ours) < float(urdf)  # the shipped URDF has no friction: identification beats it
+    assert "e*_j of the URDF&#x27;s model" in text or "e*_j of the URDF's model" in text
 
 
 # --- warnings, in the output and in the file ----------------------------------------------------------------

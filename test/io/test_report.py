@@ -37,7 +37,7 @@ VELOCITY = np.array([2.0, 4.0, 5.0])
 GAP = slice(600, 900)
 
 
-def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0) -> DataSeries:
+def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0, *, baseline: bool = False) -> DataSeries:
     """Joint 1 and 2 move (joint 1's prediction has a gap), joint 3 stands still and has no prediction."""
     rng = np.random.default_rng(seed)
     time = 100.0 + np.arange(samples) / rate_hz
@@ -48,7 +48,9 @@ def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0) -
     predicted = measured - 0.1 * rng.standard_normal(measured.shape)
     predicted[GAP, 0] = np.nan
     predicted[:, 2] = np.nan
-    return DataSeries(name=name, time=time, measured=measured, predicted=predicted, q=q, dq=dq)
+    # The URDF's own model: 30 % too much torque on every joint.
+    urdf = 1.3 * measured if baseline else None
+    return DataSeries(name=name, time=time, measured=measured, predicted=predicted, q=q, dq=dq, baseline=urdf)
 
 
 def _data(**changes: Any) -> ReportData:
@@ -58,13 +60,14 @@ def _data(**changes: Any) -> ReportData:
         "urdf": "package://test/urdf/arm.urdf",
         "joints": JOINTS,
         "parameters": [
-            ParameterRow("ZZ1", 1.25, 0.8, "ZZ1 + Ia1 + ZZ2"),
+            ParameterRow("ZZ1", 1.25, 0.8, "ZZ1 + Ia1 + ZZ2", std=0.01),
             ParameterRow("MX2", 0.1, 45.0, "MX2 + 0.3 M3"),
             ParameterRow("Fc2", 2.0, None, "Fc2"),
             ParameterRow("XY3", 1e-4, float("inf"), "XY3"),
             ParameterRow(MALICIOUS, 3.0, 1.0, "a < b & c", unit="kg"),
+            ParameterRow("Fc3", 0.0, 1.67e11, "Fc3", std=0.05, bound="Fc3 >= 0"),
         ],
-        "datasets": [_series("training", 1), _series(f"validation: {MALICIOUS}.csv", 2)],
+        "datasets": [_series("training", 1, baseline=True), _series(f"validation: {MALICIOUS}.csv", 2)],
         "removed": [("YZ3", "not excited"), ("off3", "essential parameters (r_sigma 20)")],
         "quality": Quality(
             condition_number=42.5,
@@ -221,9 +224,34 @@ def test_parameters_coloured_by_relative_std(written: tuple[Path, dict[str, Any]
         "Fc2": "",
         "XY3": "unidentifiable",
     }
-    assert rows["ZZ1"][1][2:] == ["1.25", "kg·m²", "0.8", "ZZ1 + Ia1 + ZZ2"]
-    assert rows["Fc2"][1][4] == "unknown"
-    assert rows["XY3"][1][4] == "∞ (not identifiable)"
+    assert rows["ZZ1"][1][2:] == ["1.25", "kg·m²", "0.01", "0.8", "ZZ1 + Ia1 + ZZ2"]
+    assert rows["Fc2"][1][4:6] == ["–", "unknown"]
+    assert rows["XY3"][1][5] == "∞ (not identifiable)"
+
+
+def test_a_parameter_held_at_its_bound_shows_the_bound_and_its_sigma_not_a_huge_relative_sigma(
+    written: tuple[Path, dict[str, Any]],
+) -> None:
+    """Issue 25 finding 4: a friction the consistent estimate holds at 0 showed %σ 1.67e+11."""
+    page = _parse(written[0])
+    css, cells = next((css, cells) for css, cells in page.rows if cells[1:2] == ["Fc3"])
+    assert css == "bound"
+    assert cells[4:6] == ["0.05", "at its bound (Fc3 >= 0)"]
+
+
+def test_the_summary_gives_one_torque_error_per_data_set_beside_the_urdf_model_s(
+    written: tuple[Path, dict[str, Any]],
+) -> None:
+    """Issue 25 finding 4: a headline figure per data set, and the URDF's own model as the baseline (in the summary,
+    the error table and as a third curve)."""
+    page = _parse(written[0])
+    text = "".join(page.text)
+    training = report.joint_errors(_data().datasets[0], min_speed_rad_s=_data().min_speed_rad_s)
+    assert f"torque error ‖τ − τ̂‖/‖τ‖, training{100 * training.overall:.3g} %" in text.replace("\n", "")
+    assert "(the URDF's model: 30 %)" in text
+    assert "e*_j of the URDF's model" in text
+    top = written[1]["torques_1.png"].axes[0]
+    assert len(top.lines) == 3 + (1 if _data().min_speed_rad_s > 0 else 0)  # measured, URDF, predicted
 
 
 def test_coverage_fractions_of_the_limits() -> None:

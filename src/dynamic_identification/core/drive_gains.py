@@ -54,6 +54,21 @@ gains a braking copy (unknown ``θ_b − θ_d``), and the same TLS identifies ``
 propagated from their covariance. Without losses ``η`` comes out 1 within its σ. Without
 this split, efficiencies of 0.82-0.9 bias the gains by up to 10 %.
 
+Model selection. The split adds unknowns (a braking gain per motor, a braking copy of each
+drive term) that the data may not determine: a motor that only brakes at one sign of its
+velocity makes the braking copies of its Coulomb friction and offset one column, and the
+TLS of such a system has a null vector without ``δ`` (the scale is no longer fixed). So the
+efficiency model is taken only when (1) its extra unknowns are determined — a braking column
+that the columns before it (base parameters, one-gain currents, earlier braking columns)
+reproduce to :data:`DETERMINED_TOLERANCE` is left out (a drive term: the same value in
+both regimes; a braking current: one gain for that motor), and the known payload still
+fixes the scale — and (2) it explains the data significantly better than one gain per
+motor: the Wald test of "lossless" (``g_b = g_d`` and every braking copy zero) with the
+autocorrelation-consistent covariance of the stacked equations ([NeweyWest1987], the
+residuals of filtered, decimated rows are correlated in time) rejects at
+:data:`SIGNIFICANCE`. Otherwise the one-gain model of [Briot2012] is published;
+:class:`ModelChoice` says which and why, in one line.
+
 Signal processing is the one of :func:`~dynamic_identification.core.identification.identify`
 (stamp cleaning, resampling, zero-phase position filter, derivatives and parallel
 decimation, [Gautier2013] eq. (13)-(14)): the currents go through it in place of
@@ -64,13 +79,22 @@ filtered motion and decimated with the same filter.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 
-from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError
+from dynamic_identification.core.errors import (
+    DataError,
+    InsufficientExcitationError,
+    ModelError,
+    RankDeficientError,
+)
 from dynamic_identification.core.estimation import rank_deficient_columns
+from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.identification import (
     IdentificationSettings,
     RowBuilder,
@@ -98,6 +122,51 @@ motor torque, the next by the transmission torque of the previous fit (:func:`dr
 MIN_REGIME_SHARE = 0.01
 """Efficiency per motor: the driving and the braking current columns must each carry at least
 this share of the motor's current column (squared norm, both recordings); else one gain."""
+
+SIGNIFICANCE = 1e-3
+"""Level of the Wald test of "lossless" that the efficiency model must pass to be taken (module docstring):
+on lossless drives it is taken in about one identification in a thousand."""
+
+DETERMINED_TOLERANCE = 1e-6
+"""A braking column is determined when the part of it (unit norm) that the columns before it cannot reproduce
+is at least this long; below, it is left out of the efficiency model."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which drive model :func:`drive_gains_from_rows` published, and why (module docstring, "Model selection").
+
+    Attributes
+    ----------
+    efficiency
+        The efficiency model (a driving and a braking gain per motor) was taken; ``False``: one gain per motor.
+    reason
+        One line saying which model and why.
+    statistic
+        Wald χ² of "lossless" with the autocorrelation-consistent covariance; NaN when not tested.
+    dof
+        Its degrees of freedom: the efficiency model's extra unknowns.
+    p_value
+        ``P(χ²_dof > statistic)``; the efficiency model is taken when it is below :data:`SIGNIFICANCE`.
+    relative_error_one_gain, relative_error_efficiency
+        ``‖ρ‖ / ‖V_τ k̂‖`` of each model on the same equations (NaN for a model not fitted).
+    left_out
+        Braking copies the data did not determine (``"Fc1 braking"``, ``"gain 3 braking"``).
+    """
+
+    efficiency: bool
+    reason: str
+    statistic: float = math.nan
+    dof: int = 0
+    p_value: float = math.nan
+    relative_error_one_gain: float = math.nan
+    relative_error_efficiency: float = math.nan
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> str:
+        """``"efficiency"`` or ``"one gain"``."""
+        return "efficiency" if self.efficiency else "one gain"
 
 
 @dataclass(frozen=True)
@@ -199,6 +268,8 @@ class DriveGainsResult:
         only braked).
     efficiency_std
         Its standard deviation, ``(n,)``; NaN where it was not identified.
+    model_choice
+        Which model was published and why, when the efficiency model was asked for (``None`` otherwise).
     """
 
     drive_gains: np.ndarray
@@ -217,6 +288,7 @@ class DriveGainsResult:
     samples: tuple[int, int]
     efficiency: np.ndarray | None = None
     efficiency_std: np.ndarray | None = None
+    model_choice: ModelChoice | None = None
 
     @property
     def efficiency_identified(self) -> np.ndarray:
@@ -269,6 +341,8 @@ class GainRows:
         ``θ_b − θ_d``.
     drive_motors, drive_columns_base
         The motor and the base parameter of each of the ``d`` braking drive columns.
+    drive_names
+        The drive term of each braking drive column (``"Fc2"``), for messages.
     """
 
     observation_matrix: np.ndarray
@@ -279,6 +353,7 @@ class GainRows:
     braking_drive_columns: np.ndarray | None = None
     drive_motors: tuple[int, ...] = ()
     drive_columns_base: tuple[int, ...] = ()
+    drive_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         r, n = self.valid.shape
@@ -384,6 +459,7 @@ def _rows(
         braking_drive_columns=np.concatenate(braking_drive) if efficiency else None,
         drive_motors=tuple(m for m, _, _ in drive),
         drive_columns_base=tuple(i for _, _, i in drive),
+        drive_names=tuple(f"{terms.names[c % len(terms.names)]}{m + 1}" for m, c, _ in drive),
     )
 
 
@@ -566,8 +642,11 @@ def drive_gains_from_rows(
     its currents gets two unknowns, ``g_d = η k`` and ``g_b = k / η``, identified by the
     same TLS; the result reports ``k = sqrt(g_d g_b)`` and ``η = sqrt(g_d / g_b)`` with σ
     propagated from the covariance of ``(g_d, g_b)`` to first order. A motor that barely
-    drove or barely braked, or whose two gains come out of different signs, keeps one
-    gain (its two columns added).
+    drove or barely braked, whose braking column the data do not tell from the others, or
+    whose two gains come out of different signs, keeps one gain (its two columns added).
+    The one-gain model is fitted too, and the efficiency model is published only when it is
+    determined and significantly better (module docstring, "Model selection");
+    :attr:`DriveGainsResult.model_choice` says which and why.
 
     Parameters
     ----------
@@ -583,7 +662,7 @@ def drive_gains_from_rows(
     DataError
         Fewer usable equations than unknowns, or rows of different sizes.
     InsufficientExcitationError
-        The payload does not fix the scale (``δ ≈ 0``).
+        The payload does not fix the scale of the one-gain model (``δ ≈ 0``).
     """
     recordings = (unloaded, loaded)
     nominal_gains = np.asarray(nominal_gains, dtype=float)
@@ -599,14 +678,174 @@ def drive_gains_from_rows(
             raise DataError(f"rows have {rows.current_columns.shape[2]} current columns for {gains} nominal gains")
     if (unloaded.braking_columns is None) != (loaded.braking_columns is None):
         raise DataError("both recordings' rows or neither must split the currents into driving and braking")
-    split = _split_motors(recordings, gains)
-    while True:
-        fit = _fit(recordings, split, base=base, nominal_gains=nominal_gains)
-        driving, braking = fit.split_gains()
-        contradictory = split & ~(driving * braking > 0.0)
-        if not np.any(contradictory):
-            return fit.result(split, samples=(int(unloaded.valid.shape[0]), int(loaded.valid.shape[0])))
-        split = split & ~contradictory
+    samples = (int(unloaded.valid.shape[0]), int(loaded.valid.shape[0]))
+    one_gain = _fit(recordings, np.zeros(gains, dtype=bool), base=base, nominal_gains=nominal_gains)
+    if unloaded.braking_columns is None:
+        return one_gain.result(np.zeros(gains, dtype=bool), samples=samples)
+    split, left_out = _determined(recordings, _split_motors(recordings, gains), one_gain.kept)
+    choice, fit = _efficiency_model(recordings, split, left_out, one_gain, base=base, nominal_gains=nominal_gains)
+    if fit is None:
+        return one_gain.result(np.zeros(gains, dtype=bool), samples=samples, choice=choice)
+    return fit.result(fit.split, samples=samples, choice=choice)
+
+
+def _efficiency_model(
+    recordings: tuple[GainRows, ...],
+    split: np.ndarray,
+    left_out: frozenset[int],
+    one_gain: _Fit,
+    *,
+    base: BaseParameters,
+    nominal_gains: np.ndarray,
+) -> tuple[ModelChoice, _Fit | None]:
+    """The efficiency model when it is determined and significantly better than ``one_gain``, else ``None``; and why.
+
+    ``split`` are the motors whose braking current is determined, ``left_out`` the braking drive columns
+    that are not (:func:`_determined`).
+    """
+    names = _left_out_names(recordings[0], split, left_out)
+    one_line = partial(ModelChoice, False, relative_error_one_gain=one_gain.relative_error, left_out=names)
+    if not np.any(split):
+        return one_line(
+            "one gain per motor: no motor both drove and braked measurably (or its braking current"
+            " cannot be told from the other columns)"
+        ), None
+    try:
+        while True:
+            fit = _fit(recordings, split, base=base, nominal_gains=nominal_gains, left_out=left_out)
+            driving, braking = fit.split_gains()
+            contradictory = split & ~(driving * braking > 0.0)
+            if not np.any(contradictory):
+                break
+            split = split & ~contradictory
+            if not np.any(split):
+                return one_line("one gain per motor: the driving and braking gains came out of opposite signs"), None
+        statistic, dof = _lossless_statistic(recordings, fit)
+    except (InsufficientExcitationError, RankDeficientError) as error:
+        return one_line(f"one gain per motor: the efficiency model is not determined by the data ({error})"), None
+    p_value = float(scipy.stats.chi2.sf(statistic, dof))
+    test = (
+        f"Wald χ² of lossless drives {statistic:.4g} for {dof} extra unknowns, p = {p_value:.2g};"
+        f" relative error {one_gain.relative_error:.4g} with one gain, {fit.relative_error:.4g} with efficiency"
+    )
+    tested = partial(
+        ModelChoice,
+        statistic=statistic,
+        dof=dof,
+        p_value=p_value,
+        relative_error_one_gain=one_gain.relative_error,
+        relative_error_efficiency=fit.relative_error,
+        left_out=names,
+    )
+    if not p_value < SIGNIFICANCE:
+        reason = f"one gain per motor: the efficiency model does not explain the data significantly better ({test})"
+        return tested(False, reason), None
+    return tested(True, f"efficiency model: it explains the data significantly better than one gain ({test})"), fit
+
+
+def _left_out_names(rows: GainRows, split: np.ndarray, left_out: frozenset[int]) -> tuple[str, ...]:
+    """Names of the braking unknowns :func:`_determined` left out, for :attr:`ModelChoice.left_out`."""
+    names = [f"{rows.drive_names[i]} braking" for i in sorted(left_out) if split[rows.drive_motors[i]]]
+    return tuple(names)
+
+
+def _determined(
+    recordings: tuple[GainRows, ...], split: np.ndarray, kept: np.ndarray
+) -> tuple[np.ndarray, frozenset[int]]:
+    """The motors whose braking current, and the braking drive columns (indices into ``drive_motors``), that the data
+    determine.
+
+    Columns are taken in order — the kept base columns and the one-gain currents, then per motor its braking
+    current, then the braking drive columns — each with unit norm over the valid equations of both recordings;
+    one whose part orthogonal to the columns taken before it is shorter than :data:`DETERMINED_TOLERANCE` is
+    left out (a braking current: the motor keeps one gain, and its braking drive columns go with it).
+    """
+    valid = np.concatenate([rows.valid for rows in recordings])
+
+    def stacked(columns: list[np.ndarray]) -> np.ndarray:
+        matrix = np.concatenate(columns)[valid]
+        norms = np.linalg.norm(matrix, axis=0)
+        return matrix / np.where(norms > 0.0, norms, 1.0)
+
+    accepted = np.linalg.qr(
+        stacked(
+            [
+                np.concatenate(
+                    [rows.observation_matrix[..., kept], rows.current_columns + rows.braking_columns], axis=2
+                )
+                for rows in recordings
+                if rows.braking_columns is not None
+            ]
+        )
+    )[0]
+
+    def independent(column: np.ndarray) -> bool:
+        nonlocal accepted
+        remainder = column - accepted @ (accepted.T @ column)
+        length = float(np.linalg.norm(remainder))
+        if length < DETERMINED_TOLERANCE or not np.any(column):
+            return False
+        accepted = np.column_stack([accepted, remainder / length])
+        return True
+
+    split = split.copy()
+    for m in np.flatnonzero(split):
+        braking = stacked([rows.braking_columns[..., m] for rows in recordings])  # type: ignore[index]
+        split[m] = independent(braking)
+    left_out = set()
+    motors = recordings[0].drive_motors
+    for i, motor in enumerate(motors):
+        if not split[motor]:
+            continue
+        column = stacked([rows.braking_drive_columns[..., i] for rows in recordings])  # type: ignore[index]
+        if not independent(column):
+            left_out.add(i)
+    return split, frozenset(left_out)
+
+
+def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> tuple[float, int]:
+    """Wald χ² of "lossless" (``g_b = g_d`` per split motor, every braking drive copy zero) and its degrees of freedom.
+
+    The covariance of the unknowns is the autocorrelation-consistent one
+    (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`, [NeweyWest1987]) of the compatible
+    system ``[−W, −W_brake, V_τ] x = W_kL χ_kL`` at the TLS solution (its least-squares form to first order, module
+    docstring), each recording's rows weighted by its joints' σ and stacked in time.
+
+    Raises
+    ------
+    RankDeficientError
+        The weighted normal matrix of the efficiency model is singular.
+    """
+    design = np.concatenate(
+        [rows / sigma[None, :, None] for rows, sigma in zip(fit.design, fit.joint_std, strict=True)]
+    )
+    known = np.concatenate([rows / sigma[None, :] for rows, sigma in zip(fit.known, fit.joint_std, strict=True)])
+    valid = np.concatenate([rows.valid for rows in recordings])
+    unknowns = fit.solution[:-1]
+    try:
+        covariance = hac_covariance(design, known, unknowns, valid=valid).covariance
+    except DataError as error:
+        raise RankDeficientError(str(error)) from error
+    offset = fit.kept.size
+    restrictions = []
+    for e in range(len(fit.drive_split)):
+        row = np.zeros(unknowns.size)
+        row[offset + e] = 1.0
+        restrictions.append(row)
+    for driving, braking in fit.columns:
+        if driving != braking:
+            row = np.zeros(unknowns.size)
+            row[offset + driving], row[offset + braking] = 1.0, -1.0
+            restrictions.append(row)
+    matrix = np.array(restrictions)
+    difference = matrix @ unknowns
+    try:
+        statistic = float(difference @ np.linalg.solve(matrix @ covariance @ matrix.T, difference))
+    except np.linalg.LinAlgError as error:
+        raise RankDeficientError("the covariance of the efficiency model's extra unknowns is singular") from error
+    if not np.isfinite(statistic):
+        raise RankDeficientError("the efficiency model's extra unknowns have no finite σ")
+    return statistic, len(restrictions)
 
 
 def _split_motors(recordings: tuple[GainRows, ...], gains: int) -> np.ndarray:
@@ -659,6 +898,12 @@ class _Fit:
     relative_error: float
     condition_number: float
     smallest_singular_value: float
+    split: np.ndarray
+    """``(g,)`` booleans: the motors with a driving and a braking gain."""
+    design: tuple[np.ndarray, ...]
+    """Per recording, the unweighted ``[−W, −W_brake, V_τ]`` ``(r, n, k)`` of the unknowns before ``δ``."""
+    known: tuple[np.ndarray, ...]
+    """Per recording, the payload torques ``W_kL χ_kL`` ``(r, n)``, N·m: the right-hand side when ``δ = 1``."""
 
     def split_gains(self) -> tuple[np.ndarray, np.ndarray]:
         """``(g_d, g_b)`` per motor (equal where one gain)."""
@@ -668,7 +913,9 @@ class _Fit:
             np.array([gains[b] for _, b in self.columns]),
         )
 
-    def result(self, split: np.ndarray, *, samples: tuple[int, int]) -> DriveGainsResult:
+    def result(
+        self, split: np.ndarray, *, samples: tuple[int, int], choice: ModelChoice | None = None
+    ) -> DriveGainsResult:
         """The result with ``k = sqrt(g_d g_b)``, ``η = sqrt(g_d / g_b)`` and their σ to first order."""
         offset = self.kept.size
         motors = len(self.columns)
@@ -711,20 +958,27 @@ class _Fit:
             samples=samples,
             efficiency=efficiency if np.any(split) else None,
             efficiency_std=efficiency_std if np.any(split) else None,
+            model_choice=choice,
         )
 
 
 def _fit(
-    recordings: tuple[GainRows, ...], split: np.ndarray, *, base: BaseParameters, nominal_gains: np.ndarray
+    recordings: tuple[GainRows, ...],
+    split: np.ndarray,
+    *,
+    base: BaseParameters,
+    nominal_gains: np.ndarray,
+    left_out: frozenset[int] = frozenset(),
 ) -> _Fit:
-    """Weighted IDIM-TLS with the current columns of :func:`_gain_columns` (``split`` per motor)."""
+    """Weighted IDIM-TLS with the current columns of :func:`_gain_columns` (``split`` per motor) and the braking drive
+    columns of the split motors but ``left_out`` (indices into ``drive_motors``)."""
     n = recordings[0].valid.shape[1]
     columns: list[tuple[int, int]] = []
     for m in range(split.shape[0]):
         first = len(columns) + int(np.sum(split[:m]))
         columns.append((first, first + 1) if split[m] else (first, first))
     gain_columns = [_gain_columns(rows, split) for rows in recordings]
-    drive_split = [i for i, m in enumerate(recordings[0].drive_motors) if split[m]]
+    drive_split = [i for i, m in enumerate(recordings[0].drive_motors) if split[m] and i not in left_out]
     drive_columns = [
         rows.braking_drive_columns[..., drive_split]
         if rows.braking_drive_columns is not None
@@ -809,6 +1063,9 @@ def _fit(
         relative_error=float(np.linalg.norm(unweighted) / max(float(np.linalg.norm(torques)), 1e-300)),
         condition_number=float(singular_values[0] / singular_values[-1]),
         smallest_singular_value=float(singular),
+        split=split.copy(),
+        design=tuple(block[..., :-1] for block in blocks),
+        known=tuple(-block[..., -1] for block in blocks),
     )
 
 

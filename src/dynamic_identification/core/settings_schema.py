@@ -287,12 +287,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("estimation.prior", _D, 0.0, "consistent estimate: half-width of a box around the URDF's link inertias,"
             " in parameter scales; 0: none (0.5 keeps masses within ±50 %)", minimum=0.0, maximum=1000.0,
             nodes=_ESTIMATION),
+    Setting("estimation.prior_weight", _D, 0.3, "consistent estimate: weight γ of the log-det divergence to the"
+            " URDF's link pseudo-inertias ([Lee2020]), in observations of each link (the fit's squared σ): where the"
+            " data are silent the links are the URDF's, where they speak they move less than their σ; 0: none (the"
+            " undetermined directions are then arbitrary)", minimum=0.0, maximum=1e6, nodes=_ESTIMATION),
     Setting("estimation.uncertainty", _S, "hac", "σ and %σ: hac (residuals correlated in time, Newey & West 1987)"
             " or white ([Gautier2013] eq. (18), several times too small on filtered, decimated rows)",
             choices=UNCERTAINTIES, nodes=_ESTIMATION),
     Setting("estimation.efficiency", _B, True, "dynid gains: identify each motor's transmission efficiency with its"
-            " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes); false: one"
-            " lossless gain per motor", nodes=(DYNID,)),
+            " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes), published"
+            " when the data determine it and it fits significantly better than one gain; false: one lossless gain"
+            " per motor", nodes=(DYNID,)),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     Setting("estimation.joint_error_warning", _D, JOINT_ERROR_WARNING, "warn about each joint whose relative"

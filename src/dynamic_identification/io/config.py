@@ -192,10 +192,11 @@ class IdentificationConfig:
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
     method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples, joint_error_warning
         Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
-    consistency, prior
+    consistency, prior, prior_weight
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
-        half-width (parameter scales) around the URDF's.
+        half-width (parameter scales) around the URDF's; ``prior_weight`` weighs the log-det
+        divergence to the URDF's link pseudo-inertias ([Lee2020]).
     efficiency
         ``dynid gains``: identify a transmission efficiency per motor with its drive gain
         (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`).
@@ -240,6 +241,7 @@ class IdentificationConfig:
     e_tol: float = setting_field("estimation.e_tol")
     consistency: bool = setting_field("estimation.consistency")
     prior: float = setting_field("estimation.prior")
+    prior_weight: float = setting_field("estimation.prior_weight")
     uncertainty: str = setting_field("estimation.uncertainty")
     rate_hz: float = setting_field("signal.rate_hz")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")

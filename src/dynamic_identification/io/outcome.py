@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -39,10 +40,13 @@ from dynamic_identification.core.closed_loop_identification import (
 )
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.estimation.consistency import (
+    DEFAULT_PRIOR_WEIGHT,
     ConsistencySettings,
     ConsistentEstimate,
     ConsistentEstimator,
+    LinkComparison,
     NotSearched,
+    link_comparison,
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
@@ -90,45 +94,62 @@ class ConsistentModel:
 
 
 def consistent_estimator(
-    robot: RobotModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+    robot: RobotModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    prior: float | None = None,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
     """The physically consistent estimator of ``robot`` ([Wensing2018]).
 
-    The URDF's inertias are the prior of the directions no data determine (and, with
-    ``prior``, the centre of a box of that half-width in parameter scales:
-    ``estimation.prior``); the URDF's parts merged into a body (a gripper) are kept as
-    they are.
+    The URDF's inertias are the prior of the directions no data determine: the log-det
+    divergence to its link pseudo-inertias with weight ``prior_weight`` ([Lee2020],
+    ``estimation.prior_weight``) and, with ``prior``, the centre of a box of that half-width
+    in parameter scales (``estimation.prior``); the URDF's parts merged into a body (a
+    gripper) are kept as they are.
     """
     return ConsistentEstimator(
         base,
         terms,
         standard_parameters(robot, terms),
-        settings=ConsistencySettings(box=prior),
+        settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
         attached=attached_inertias(robot),
     )
 
 
 def closed_loop_consistent_estimator_of(
-    model: ClosedLoopModel, terms: DriveTerms, base: BaseParameters, *, prior: float | None = None
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    prior: float | None = None,
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
     """:func:`consistent_estimator` of a closed-loop robot: every link of its opened tree ([Briot2012] §2)."""
     return closed_loop_consistent_estimator(
-        model, terms, base, settings=ConsistencySettings(box=prior), attached=attached_inertias(model.robot)
+        model,
+        terms,
+        base,
+        settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
+        attached=attached_inertias(model.robot),
     )
 
 
 def configured_consistency(
     mechanism: RobotModel | ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
 ) -> ConsistentEstimator | None:
-    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``), or ``None``.
+    """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``,
+    ``estimation.prior_weight``), or ``None``.
 
     A closed-loop robot's (:func:`closed_loop_consistent_estimator_of`) holds every link of its opened tree.
     """
     if not config.consistency:
         return None
+    box, weight = config.prior or None, config.prior_weight
     if isinstance(mechanism, ClosedLoopModel):
-        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=config.prior or None)
-    return consistent_estimator(mechanism, config.drive_terms, base, prior=config.prior or None)
+        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
+    return consistent_estimator(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
 
 
 configured_closed_loop_consistency = configured_consistency
@@ -195,7 +216,9 @@ def consistent_model(
     return ConsistentModel(estimate, published_consistent=same or estimate.unconstrained_consistent)
 
 
-def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> dict[str, Any]:
+def physical_consistency_section(
+    model: ConsistentModel, robot: RobotModel, costs: Sequence[ConsistencyCost] = ()
+) -> dict[str, Any]:
     """``quality.physical_consistency``: whether the published parameters are physically possible.
 
     ``ok`` is ``null`` when it could not be decided (``error`` says why), ``false`` with an ``error`` when the
@@ -206,7 +229,9 @@ def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> d
     growth of the weighted residual) and ``relative_error`` against
     ``relative_error_unconstrained`` say what the constraint cost the fit. Not enforced:
     the same figures of the nearest consistent model, 0 when the published values are
-    already consistent. ``active``: the constraints at their bound.
+    already consistent. ``active``: the constraints at their bound. ``cost``
+    (:func:`consistency_costs`, when enforced): the relative torque error unconstrained and
+    consistent, and their ratio, on the training equations and on each held-out recording.
     """
     if model.estimate is None:
         # False: the unconstrained values were checked and are not consistent (the nearest model not searched for).
@@ -227,6 +252,7 @@ def physical_consistency_section(model: ConsistentModel, robot: RobotModel) -> d
         "solve_time_s": finite_or_none(estimate.solve_time_s),
         "standard_parameters_consistent": bool(estimate.report.consistent),
         "inconsistent_links": links,
+        **({"cost": [cost.entry() for cost in costs]} if costs else {}),
     }
 
 
@@ -271,6 +297,17 @@ class Validation:
         torques[:, ~self.identified] = np.nan
         return torques
 
+    @property
+    def recorded_relative_error(self) -> float | None:
+        """``‖τ − τ̂‖/‖τ‖`` against the recorded torques at the stamps where the joint moves (the headline figure of a
+        held-out recording); ``None`` when no joint moves there."""
+        covered = self.prediction.covered
+        moving = (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
+        norm = float(np.linalg.norm(np.where(moving, self.torques, 0.0)))
+        if norm <= 0.0:
+            return None
+        return float(np.linalg.norm(np.where(moving, self.torques - self.prediction.torques, 0.0))) / norm
+
     def entry(self, joints: Sequence[str]) -> dict[str, Any]:
         """The ``quality.validation`` entry.
 
@@ -280,10 +317,6 @@ class Validation:
         ``e*_j`` against the recorded torques at the stamps where the joint moves.
         """
         covered = self.prediction.covered
-        moving = (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
-        residual = np.where(moving, self.torques - self.prediction.torques, 0.0)
-        measured = np.where(moving, self.torques, 0.0)
-        norm = float(np.linalg.norm(measured))
         names = tuple(joints)
         return {
             "file": self.name,
@@ -293,7 +326,7 @@ class Validation:
             "joint_relative_errors": per_joint(
                 names, np.where(self.identified, self.equation_errors.relative_errors, np.nan)
             ),
-            "recorded_relative_error": finite_or_none(float(np.linalg.norm(residual)) / norm) if norm > 0.0 else None,
+            "recorded_relative_error": finite_or_none(self.recorded_relative_error),
             "recorded_joint_relative_errors": per_joint(
                 names, np.where(self.identified, self.errors.relative_errors, np.nan)
             ),
@@ -369,6 +402,157 @@ def validate(
 
 validate_closed_loop = validate
 """:func:`validate` of a closed-loop robot (the name it had when the two were separate functions)."""
+
+
+CONSISTENCY_COST_WARNING = 1.2
+"""A consistent model whose relative torque error on a held-out recording exceeds the unconstrained one's by more than
+this factor is warned about (issue 25)."""
+
+
+@dataclass(frozen=True)
+class ConsistencyCost:
+    """What publishing the physically consistent estimate cost on one data set.
+
+    Attributes
+    ----------
+    data
+        ``"training"`` or the held-out recording's name.
+    held_out
+        Whether ``data`` is a held-out (validation) recording.
+    unconstrained, consistent
+        Relative torque error of the unconstrained and of the consistent model, dimensionless: on the training
+        recording ``‖ρ‖/‖Y‖`` of its equations ([Gautier2013] eq. (17)), on a held-out one ``‖τ − τ̂‖/‖τ‖`` against
+        the recorded torques where the joints move; ``None`` when not computable (no moving sample).
+    """
+
+    data: str
+    held_out: bool
+    unconstrained: float | None
+    consistent: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """``consistent / unconstrained`` (1.2: 20 % worse), ``None`` when either is missing or zero."""
+        if self.unconstrained is None or self.consistent is None or not self.unconstrained > 0.0:
+            return None
+        return self.consistent / self.unconstrained
+
+    def entry(self) -> dict[str, Any]:
+        """The entry of ``quality.physical_consistency.cost``."""
+        return {
+            "data": self.data,
+            "relative_error_unconstrained": finite_or_none(self.unconstrained),
+            "relative_error": finite_or_none(self.consistent),
+            "ratio": finite_or_none(self.ratio),
+        }
+
+
+def unconstrained_result(result: IdentificationResult) -> IdentificationResult | None:
+    """``result`` with the unconstrained estimate's values instead of the published consistent ones (σ unchanged),
+    ``None`` when the identification did not publish a consistent estimate."""
+    physical = result.consistency
+    if physical is None or physical.estimate is None:
+        return None
+    estimate = dataclasses.replace(result.estimate, parameters=np.asarray(physical.estimate.unconstrained))
+    return dataclasses.replace(result, estimate=estimate)
+
+
+def urdf_result(robot: RobotModel, terms: DriveTerms, result: IdentificationResult) -> IdentificationResult:
+    """``result`` with every base parameter at the URDF's value: its link inertias, no rotor inertia, friction or
+    offset (a URDF gives none a controller uses). The model a user has without identification, the report's
+    baseline."""
+    base = result.base
+    values = base.from_standard(standard_parameters(robot, terms))
+    estimate = dataclasses.replace(result.estimate, parameters=values)
+    return dataclasses.replace(result, names=base.names, expressions=base.expressions, estimate=estimate)
+
+
+def link_comparisons(
+    robot: RobotModel, terms: DriveTerms, model: ConsistentModel, *, nominal: np.ndarray | None = None
+) -> tuple[LinkComparison, ...]:
+    """Each identified body of the consistent estimate against the URDF's (``nominal``: its standard parameters,
+    default :func:`~dynamic_identification.core.model.standard_parameters` of ``robot``); empty without one."""
+    if model.estimate is None:
+        return ()
+    reference = standard_parameters(robot, terms) if nominal is None else nominal
+    return link_comparison(model.estimate, reference, robot.n_joints, terms)
+
+
+def link_text(link: LinkComparison) -> str:
+    """One body, identified against the URDF, with what determines each quantity (the output, ``--urdf-out``)."""
+
+    def vector(values: np.ndarray) -> str:
+        # Round-off of an exact zero (a centre of mass on the axis) printed as 0, not 6.5e-20.
+        return "(" + ", ".join(f"{0.0 if abs(v) < 1e-12 else v:.4g}" for v in values) + ")"
+
+    return (
+        f"mass {link.mass:.4g} kg (URDF {link.mass_urdf:.4g}; {link.mass_source}), centre of mass"
+        f" {vector(link.com)} m (URDF {vector(link.com_urdf)}; {link.com_source}), principal moments"
+        f" {vector(link.moments)} kg·m² (URDF {vector(link.moments_urdf)}; {link.moments_source})"
+    )
+
+
+def link_lines(joints: Sequence[str], links: Sequence[LinkComparison]) -> list[str]:
+    """The output's lines of :func:`link_comparisons`, one per body, named by its joint."""
+    if not links:
+        return []
+    return [
+        "identified bodies against the URDF (data: the recording determines it; URDF: the data say nothing and the"
+        " URDF prior gives it, [Lee2020]; data + URDF: it enters identified combinations):",
+        *(f"  {joints[link.index]}: {link_text(link)}" for link in links),
+    ]
+
+
+def consistency_costs(
+    mechanism: RobotModel | ClosedLoopModel,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    result: IdentificationResult,
+    settings: IdentificationSettings,
+    held_out: Sequence[tuple[Recording, Validation]] = (),
+) -> tuple[ConsistencyCost, ...]:
+    """The relative torque error of the unconstrained and of the published consistent model, on the training
+    equations and on each held-out recording (its :func:`validate`, with the validation of the consistent model);
+    empty when the identification did not publish a consistent estimate."""
+    free = unconstrained_result(result)
+    physical = result.consistency
+    if free is None or physical is None or physical.estimate is None:
+        return ()
+    estimate = physical.estimate
+    costs = [ConsistencyCost("training", False, estimate.relative_error_unconstrained, estimate.relative_error)]
+    for recording, validation in held_out:
+        before = validate(mechanism, drive_chain, terms, free, recording, settings, name=validation.name)
+        costs.append(
+            ConsistencyCost(validation.name, True, before.recorded_relative_error, validation.recorded_relative_error)
+        )
+    return tuple(costs)
+
+
+def consistency_cost_line(costs: Sequence[ConsistencyCost]) -> str:
+    """One output line: the relative torque errors before and after physical consistency on each data set."""
+
+    def figure(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4g}"
+
+    parts = [
+        f"{cost.data} {figure(cost.unconstrained)} -> {figure(cost.consistent)}"
+        + ("" if cost.ratio is None else f" (x{cost.ratio:.3f})")
+        for cost in costs
+    ]
+    return "cost of physical consistency, relative torque error unconstrained -> consistent: " + "; ".join(parts)
+
+
+def consistency_cost_warnings(costs: Sequence[ConsistencyCost]) -> list[str]:
+    """A warning per held-out recording the consistent model predicts over :data:`CONSISTENCY_COST_WARNING` times worse
+    than the unconstrained one."""
+    return [
+        f"the physically consistent model predicts {cost.data} {cost.ratio:.3g} times worse than the unconstrained"
+        f" one (relative torque error {cost.consistent:.4g} against {cost.unconstrained:.4g}): the data and a"
+        " physical body disagree (a drive or friction term the model lacks, a URDF far off); --no-consistency"
+        " publishes the unconstrained model"
+        for cost in costs
+        if cost.held_out and cost.ratio is not None and cost.ratio > CONSISTENCY_COST_WARNING
+    ]
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -487,16 +671,26 @@ def validation_names(paths: Sequence[Path]) -> list[str]:
 
 
 __all__ = [
+    "CONSISTENCY_COST_WARNING",
     "NOT_CONSISTENT",
+    "ConsistencyCost",
     "ConsistentModel",
     "closed_loop_consistent_estimator_of",
     "configured_closed_loop_consistency",
     "configured_consistency",
     "consistent_estimator",
     "Validation",
+    "consistency_cost_line",
+    "consistency_cost_warnings",
+    "consistency_costs",
     "consistent_model",
     "identification_warnings",
+    "link_comparisons",
+    "link_lines",
+    "link_text",
     "physical_consistency_section",
+    "unconstrained_result",
+    "urdf_result",
     "validate",
     "validate_closed_loop",
     "validation_names",

@@ -39,8 +39,10 @@ IDIM_REGRESSION = "idim"
 """``model.regression`` of a file identified with the IDIM (the regression model ``dynamic``)."""
 
 
-def finite_or_none(value: float) -> float | None:
-    """``value`` as a float, or ``None`` (YAML/JSON ``null``) when it is not finite."""
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` as a float, or ``None`` (YAML/JSON ``null``) when it is ``None`` or not finite."""
+    if value is None:
+        return None
     number = float(value)
     return number if math.isfinite(number) else None
 

@@ -33,6 +33,7 @@ holds the identified drive chain, so it can be given to the nodes
         efficiency: [...]          # transmission efficiency per motor ([Swevers2002] eq. (8)), with efficiency
         efficiency_std: [...]      #   on (the default); 1 and 0 where efficiency_identified is false
         efficiency_identified: [true, ...]
+        model: {chosen: one gain, reason: "...", wald_statistic: 12.1, p_value: 0.28, ...}   # which model and why
         quality: {residual_std: ..., relative_error: ..., condition_number: ..., ...}
         payload: {frame: tool0, mass_kg: 4.0}
 
@@ -52,13 +53,14 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dynamic_identification.core.drive_gains import DriveGainsResult
+from dynamic_identification.core.drive_gains import SIGNIFICANCE, DriveGainsResult
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
 from dynamic_identification.core.payload_identification import PayloadEstimate
 from dynamic_identification.core.payload_in_process import PayloadOutcome
 from dynamic_identification.io.documents import document_text, parse_yaml
+from dynamic_identification.io.parameter_files import finite_or_none
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
@@ -410,6 +412,19 @@ def drive_gains_document(
         block["efficiency_std"] = np.where(identified, result.efficiency_std, 0.0)
         block["efficiency_identified"] = [bool(ok) for ok in identified]
         block["reference"] = "[Briot2012] eq. (13), [Swevers2002] eq. (8)"
+    choice = result.model_choice
+    if choice is not None:
+        block["model"] = {
+            "chosen": choice.model,
+            "reason": choice.reason,
+            "wald_statistic": finite_or_none(choice.statistic),
+            "extra_unknowns": choice.dof,
+            "p_value": finite_or_none(choice.p_value),
+            "significance": SIGNIFICANCE,
+            "relative_error_one_gain": finite_or_none(choice.relative_error_one_gain),
+            "relative_error_efficiency": finite_or_none(choice.relative_error_efficiency),
+            "left_out": list(choice.left_out),
+        }
     if payload is not None:
         block["payload"] = {"frame": payload.frame, "mass_kg": payload.mass_kg}
     return {

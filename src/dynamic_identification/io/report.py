@@ -47,6 +47,9 @@ from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported when a report is written: matplotlib takes ~1 s to import
 
+    from dynamic_identification.core.estimation.consistency import LinkComparison
+    from dynamic_identification.io.outcome import ConsistencyCost
+
 HIGH_STD_PERCENT = 30.0
 """``%σ`` above which a parameter is marked as poorly identified."""
 
@@ -96,6 +99,11 @@ _REFERENCES = (
         "P. M. Wensing, S. Kim, J.-J. E. Slotine, Linear Matrix Inequalities for Physically Consistent Inertial "
         "Parameter Identification: A Statistical Perspective on the Mass Distribution, IEEE RA-L 3(1), 2018.",
     ),
+    (
+        "Lee2020",
+        "T. Lee, P. M. Wensing, F. C. Park, Geometric Robot Dynamic Identification: A Convex Programming Approach, "
+        "IEEE T-RO, 2020.",
+    ),
 )
 
 
@@ -127,6 +135,11 @@ class ParameterRow:
         The standard parameters it regroups, e.g. ``"ZZ1 + Ia1 + ZZ2"``.
     unit
         Its unit; empty: :func:`parameter_unit` of the name.
+    std
+        Absolute σ, in :attr:`unit`; ``None`` when unknown.
+    bound
+        The constraint the published (consistent) value is held at, e.g. ``"Fc3 >= 0"``; empty when free.
+        Its %σ is then shown as the bound, not as ``σ / |value|`` (huge for a value held at 0).
     """
 
     name: str
@@ -134,6 +147,8 @@ class ParameterRow:
     std_percent: float | None = None
     expression: str = ""
     unit: str = ""
+    std: float | None = None
+    bound: str = ""
 
 
 @dataclass(frozen=True)
@@ -216,6 +231,13 @@ class Consistency:
     checked
         Which parameters were checked, e.g. ``"the WLS estimate of the parameter table"``
         or ``"the published consistent estimate"``; printed with the status.
+    costs
+        The relative torque error of the unconstrained and of the consistent model on each
+        data set (:func:`~dynamic_identification.io.outcome.consistency_costs`), when the
+        consistent model is published.
+    bodies
+        Each identified body of the consistent model against the URDF's, with what determines
+        each quantity (:func:`~dynamic_identification.io.outcome.link_comparisons`).
     """
 
     ok: bool
@@ -224,6 +246,8 @@ class Consistency:
     cost_increase: float | None = None
     shift_sigma: float | None = None
     checked: str = ""
+    costs: Sequence[ConsistencyCost] = ()
+    bodies: Sequence[LinkComparison] = ()
 
 
 @dataclass(frozen=True)
@@ -253,6 +277,9 @@ class DataSeries:
         Joint positions, rad, ``(N, n)``.
     dq
         Joint velocities, rad/s, ``(N, n)``.
+    baseline
+        The URDF's own model's torques, N·m, ``(N, n)`` (NaN where none): what the user had
+        without identification; ``None``: not shown.
     """
 
     name: str
@@ -261,6 +288,7 @@ class DataSeries:
     predicted: np.ndarray
     q: np.ndarray
     dq: np.ndarray
+    baseline: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         time = np.asarray(self.time, dtype=float)
@@ -278,6 +306,9 @@ class DataSeries:
                     f"{key} of data set {self.name!r} must have shape ({time.shape[0]}, n), got {array.shape}"
                 )
             object.__setattr__(self, key, array)
+        if self.baseline is not None:
+            baseline = np.asarray(self.baseline, dtype=float).reshape(self.measured.shape)
+            object.__setattr__(self, "baseline", baseline)
         shapes = {getattr(self, key).shape for key in ("measured", "predicted", "q", "dq")}
         if len(shapes) != 1:
             raise DataError(f"measured, predicted, q and dq of data set {self.name!r} differ in shape: {shapes}")
@@ -382,7 +413,8 @@ class JointErrors:
     """Prediction errors of one data set, per joint (NaN where the joint has no counted sample).
 
     ``rms`` and ``e`` (``e_j``, [Volkmann2020] eq. (11)) in N·m, ``relative`` (``e*_j``,
-    eq. (12)) and ``norm_ratio`` (``‖τ − τ̂‖ / ‖τ‖``) as fractions, ``counted`` samples.
+    eq. (12)) and ``norm_ratio`` (``‖τ − τ̂‖ / ‖τ‖``) as fractions, ``counted`` samples;
+    ``overall`` is ``‖τ − τ̂‖ / ‖τ‖`` over every joint and counted sample (the headline figure).
     """
 
     counted: np.ndarray
@@ -390,11 +422,15 @@ class JointErrors:
     e: np.ndarray
     relative: np.ndarray
     norm_ratio: np.ndarray
+    overall: float = math.nan
 
 
-def joint_errors(series: DataSeries, *, min_speed_rad_s: float = 0.0) -> JointErrors:
-    """Errors of ``series.predicted`` against ``series.measured`` where both are finite and ``|q̇| >= min_speed``."""
-    residual = series.measured - series.predicted
+def joint_errors(
+    series: DataSeries, *, min_speed_rad_s: float = 0.0, predicted: np.ndarray | None = None
+) -> JointErrors:
+    """Errors of ``series.predicted`` (or ``predicted``: another model's, the baseline) against ``series.measured``
+    where both are finite and ``|q̇| >= min_speed``."""
+    residual = series.measured - (series.predicted if predicted is None else predicted)
     counted = np.isfinite(residual) & (np.abs(series.dq) >= min_speed_rad_s)
     counts = counted.sum(axis=0)
     error = np.where(counted, residual, 0.0)
@@ -408,6 +444,7 @@ def joint_errors(series: DataSeries, *, min_speed_rad_s: float = 0.0) -> JointEr
             e=e,
             relative=np.where(some, np.abs(error).sum(axis=0) / np.abs(measured).sum(axis=0), np.nan),
             norm_ratio=np.where(some, np.linalg.norm(error, axis=0) / np.linalg.norm(measured, axis=0), np.nan),
+            overall=float(np.linalg.norm(error) / np.linalg.norm(measured)) if some.any() else math.nan,
         )
 
 
@@ -584,6 +621,7 @@ _MEASURED = "0.55"
 _PREDICTED = "C3"
 _RESIDUAL = "C0"
 _SLOW_RESIDUAL = "0.78"
+_BASELINE = "C2"
 
 
 def _padded_limits(lowest: float, highest: float) -> tuple[float, float] | None:
@@ -640,6 +678,8 @@ def _torque_figure(
             top.plot(*envelope(time, np.where(slow, predicted, np.nan)), color=_PREDICTED, alpha=0.3, linewidth=0.8)
             bottom.plot(*envelope(time, np.where(slow, residual, np.nan)), color=_SLOW_RESIDUAL, linewidth=0.7)
         top.plot(*envelope(time, measured), color=_MEASURED, linewidth=0.8)
+        if series.baseline is not None:
+            top.plot(*envelope(time, series.baseline[:, j]), color=_BASELINE, linewidth=0.7, linestyle="--")
         top.plot(*envelope(time, np.where(slow, np.nan, predicted)), color=_PREDICTED, linewidth=0.9)
         bottom.plot(*envelope(time, np.where(slow, np.nan, residual)), color=_RESIDUAL, linewidth=0.7)
         bottom.axhline(0.0, color="0.3", linewidth=0.5)
@@ -667,6 +707,8 @@ def _torque_figure(
         Line2D([], [], color=_PREDICTED, linewidth=1.2, label="predicted"),
         Line2D([], [], color=_RESIDUAL, linewidth=1.2, label="residual = measured − predicted"),
     ]
+    if series.baseline is not None:
+        handles.insert(2, Line2D([], [], color=_BASELINE, linewidth=1.2, linestyle="--", label="the URDF's model"))
     if speed_rule:
         handles += [
             Line2D([], [], color=_PREDICTED, alpha=0.3, linewidth=1.2, label=f"predicted where |q̇| < {slowest}"),
@@ -911,6 +953,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 td.expr { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.92em; }
 tr.high td { background: #fff1cc; }
 tr.unidentifiable td { background: #fbd5d5; }
+tr.bound td { background: #e8eefc; }
 td.none { color: #a33; font-style: italic; }
 .ok { color: #176d2a; font-weight: 600; }
 .bad { color: #b3261e; font-weight: 600; }
@@ -965,9 +1008,13 @@ def _parameter_rows(data: ReportData) -> list[str]:
         std_text = "unknown" if std is None or math.isnan(float(std)) else _number(std, ".3g")
         if std is not None and math.isinf(float(std)):
             std_text = "∞ (not identifiable)"
+        if row.bound:
+            # σ / |value| of a value held at its bound (0) says nothing: the bound is what holds it.
+            css, std_text = ' class="bound"', f"at its bound ({row.bound})"
         rows.append(
             f'<tr{css}><td class="num">{index}</td><td>{_e(row.name)}</td>'
             f'<td class="num">{_e(_number(row.value, ".6g"))}</td><td>{_e(unit)}</td>'
+            f'<td class="num">{_e(_number(row.std, ".3g"))}</td>'
             f'<td class="num">{_e(std_text)}</td><td class="expr">{_e(row.expression)}</td></tr>'
         )
     return rows
@@ -981,6 +1028,15 @@ def _spread(relative: np.ndarray) -> str:
     low, high = 100.0 * float(finite.min()), 100.0 * float(finite.max())
     joints = f" ({finite.size} of {relative.size} joints)" if finite.size < relative.size else ""
     return f"{low:.3g} – {high:.3g} % over the joints{joints}"
+
+
+def _headline(series: DataSeries, errors: JointErrors, min_speed_rad_s: float) -> str:
+    """The one figure of a data set, ``‖τ − τ̂‖/‖τ‖`` over its joints, beside the URDF's own model's."""
+    text = f"<strong>{_e(_number(errors.overall, '.3g', scale=100.0, unit=' %'))}</strong>"
+    if series.baseline is not None:
+        urdf = joint_errors(series, min_speed_rad_s=min_speed_rad_s, predicted=series.baseline).overall
+        text += f" (the URDF's model: {_e(_number(urdf, '.3g', scale=100.0, unit=' %'))})"
+    return text
 
 
 def _summary(data: ReportData, errors: list[JointErrors]) -> str:
@@ -1009,6 +1065,10 @@ def _summary(data: ReportData, errors: list[JointErrors]) -> str:
         ("equations per joint", _e(_number(quality.equations, "d"))),
         ("data length", _e(_number(quality.window_s, ".6g", unit=" s"))),
         *(
+            (f"torque error ‖τ − τ̂‖/‖τ‖, {_e(series.name)}", _headline(series, error, data.min_speed_rad_s))
+            for series, error in zip(data.datasets, errors, strict=True)
+        ),
+        *(
             (f"e*_j, {_e(series.name)}", _e(_spread(error.relative)))
             for series, error in zip(data.datasets, errors, strict=True)
         ),
@@ -1034,9 +1094,16 @@ def _warnings(data: ReportData) -> str:
 def _error_table(data: ReportData, errors: list[JointErrors], covered: list[Coverage]) -> str:
     header = ["joint", "e_j (N·m)", "e*_j"]
     groups = [("", 1), ("identification", 2)]
-    for series in data.datasets:
-        header += ["samples", "RMS (N·m)", "e_j (N·m)", "e*_j"]
-        groups.append((_e(series.name), 4))
+    baselines = [
+        None
+        if series.baseline is None
+        else joint_errors(series, min_speed_rad_s=data.min_speed_rad_s, predicted=series.baseline)
+        for series in data.datasets
+    ]
+    for series, baseline in zip(data.datasets, baselines, strict=True):
+        extra = [] if baseline is None else ["e*_j of the URDF's model"]
+        header += ["samples", "RMS (N·m)", "e_j (N·m)", "e*_j", *extra]
+        groups.append((_e(series.name), 4 + len(extra)))
     quality = data.quality
     rows = []
     for j, joint in enumerate(data.joints):
@@ -1050,14 +1117,15 @@ def _error_table(data: ReportData, errors: list[JointErrors], covered: list[Cove
                 f'<td class="num">{_e(_number(r, ".3g", scale=100.0, unit=" %"))}</td>',
             ]
         for index, series in enumerate(data.datasets):
-            error = errors[index]
+            error, baseline = errors[index], baselines[index]
+            span = 4 if baseline is None else 5
             if not np.isfinite(series.predicted[:, j]).any():
                 why = "did not move" if not covered[index].moved[j] else "no usable equation"
-                cells.append(f'<td class="none" colspan="4">no prediction ({why})</td>')
+                cells.append(f'<td class="none" colspan="{span}">no prediction ({why})</td>')
             elif error.counted[j] == 0:
                 cells.append(
-                    f'<td class="none" colspan="4">no sample with |q̇| ≥ {_e(_number(data.min_speed_rad_s, "g"))}'
-                    " rad/s</td>"
+                    f'<td class="none" colspan="{span}">no sample with |q̇| ≥'
+                    f" {_e(_number(data.min_speed_rad_s, 'g'))} rad/s</td>"
                 )
             else:
                 cells += [
@@ -1066,6 +1134,9 @@ def _error_table(data: ReportData, errors: list[JointErrors], covered: list[Cove
                     f'<td class="num">{_e(_number(error.e[j], ".3g"))}</td>',
                     f'<td class="num">{_e(_number(error.relative[j], ".3g", scale=100.0, unit=" %"))}</td>',
                 ]
+                if baseline is not None:
+                    urdf = _number(baseline.relative[j], ".3g", scale=100.0, unit=" %")
+                    cells.append(f'<td class="num">{_e(urdf)}</td>')
         rows.append(f"<tr><td>{_e(joint)}</td>{''.join(cells)}</tr>")
     return _table(header, rows, groups=groups)
 
@@ -1124,6 +1195,10 @@ def _consistency(data: ReportData) -> str:
         if result.shift_sigma is not None:
             text += f"; the estimate moved by {_number(result.shift_sigma, '.3g')} standard deviations"
         parts.append(f"<p>{_e(text)}.</p>")
+    if result.costs:
+        parts.append(_consistency_costs(result.costs))
+    if result.bodies:
+        parts.append(_bodies(data.joints, result.bodies))
     if result.links:
         rows = [
             f'<tr><td>{_e(link.name)}</td><td class="num">{_e(_number(link.mass_kg, ".4g"))}</td>'
@@ -1135,6 +1210,63 @@ def _consistency(data: ReportData) -> str:
     if result.problems:
         parts.append("<ul>" + "".join(f"<li>{_e(problem)}</li>" for problem in result.problems) + "</ul>")
     return "\n".join(parts)
+
+
+def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
+    """The identified bodies against the URDF's: mass, centre of mass, principal moments, and who determines each."""
+
+    def vector(values: np.ndarray) -> str:
+        # Round-off of an exact zero (a centre of mass on the axis) shown as 0.
+        return ", ".join(_number(0.0 if abs(float(v)) < 1e-12 else float(v), ".3g") for v in values)
+
+    def cell(identified: str, urdf: str, source: str) -> str:
+        kind = {"data": "ok", "URDF": "unknown"}.get(source, "")
+        return (
+            f'<td class="num">{_e(identified)}<br><span class="note">URDF {_e(urdf)}</span></td>'
+            f'<td><span class="{kind}">{_e(source)}</span></td>'
+        )
+
+    rows = [
+        f"<tr><td>{_e(joints[body.index])}</td>"
+        + cell(_number(body.mass, ".4g"), _number(body.mass_urdf, ".4g"), body.mass_source)
+        + cell(vector(body.com), vector(body.com_urdf), body.com_source)
+        + cell(vector(body.moments), vector(body.moments_urdf), body.moments_source)
+        + "</tr>"
+        for body in bodies
+    ]
+    header = ["body of joint", *(["identified (URDF)", "determined by"] * 3)]
+    groups = [("", 1), ("mass (kg)", 2), ("centre of mass (m)", 2), ("principal moments (kg·m²)", 2)]
+    caption = (
+        "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes it;"
+        " <em>URDF</em>: the recording says nothing about it and the divergence to the URDF's inertias chooses it"
+        " [Lee2020]; <em>data + URDF</em>: it enters identified combinations (base parameters) only.</p>"
+    )
+    return caption + _table(header, rows, groups=groups)
+
+
+def _consistency_costs(costs: Sequence[ConsistencyCost]) -> str:
+    """What publishing the consistent model cost, one row per data set; a ratio over
+    :data:`~dynamic_identification.io.outcome.CONSISTENCY_COST_WARNING` on held-out data is marked."""
+    from dynamic_identification.io.outcome import CONSISTENCY_COST_WARNING
+
+    rows = []
+    for cost in costs:
+        worse = cost.held_out and cost.ratio is not None and cost.ratio > CONSISTENCY_COST_WARNING
+        ratio = (
+            f'<span class="bad">{_e(_number(cost.ratio, ".3f"))}</span>' if worse else _e(_number(cost.ratio, ".3f"))
+        )
+        rows.append(
+            f"<tr><td>{_e(cost.data)}</td>"
+            f'<td class="num">{_e(_number(cost.unconstrained, ".4g", scale=100.0, unit=" %"))}</td>'
+            f'<td class="num">{_e(_number(cost.consistent, ".4g", scale=100.0, unit=" %"))}</td>'
+            f'<td class="num">{ratio}</td></tr>'
+        )
+    caption = (
+        "<p>What consistency cost: the relative torque error of the unconstrained and of the published consistent"
+        " model (training: its equations; held-out files: against the recorded torques where the joints move).</p>"
+    )
+    header = ["data", "relative torque error, unconstrained", "consistent", "ratio"]
+    return caption + _table(header, rows)
 
 
 def _plausibility(data: ReportData) -> str:
@@ -1162,13 +1294,19 @@ def _torque_note(data: ReportData) -> str:
         if data.min_speed_rad_s > 0.0
         else ""
     )
+    baseline = (
+        " Dashed green: the URDF's own model (its link inertias, no friction), what the torques would be without"
+        " identification."
+        if any(series.baseline is not None for series in data.datasets)
+        else ""
+    )
     return (
         '<p class="note">Grey: measured torque; red: the identified model\'s prediction on the same motion; below'
         " each joint, the residual (measured − predicted), in blue, on a symmetric scale of ±1.3 × the 99.9th"
         " percentile of |residual| where the joint moves; larger values run off it. Each joint keeps its scales"
         " in every data set, so the figures compare directly. Where the prediction is missing (edges, gaps, a"
         f" joint without usable equations) the curve has a gap.{_e(slow)} Long recordings are drawn as their"
-        f" min/max envelope over {PLOT_BUCKETS} runs of samples.</p>"
+        f" min/max envelope over {PLOT_BUCKETS} runs of samples.{_e(baseline)}</p>"
     )
 
 
@@ -1279,10 +1417,12 @@ def write_report(directory: str | Path, data: ReportData) -> Path:
         _coverage_table(data, covered),
         "</section>",
         '<section id="parameters"><h2>Identified parameters</h2>',
-        f'<p class="note">%σ: relative standard deviation [Gautier2013] eq. (19). <span style="background:#fff1cc">'
+        f'<p class="note">σ: standard deviation, in the parameter\'s unit; %σ: relative standard deviation'
+        " [Gautier2013] eq. (19); a value the physical consistency holds at its bound shows the bound instead."
+        ' <span style="background:#fff1cc">'
         f'Amber</span>: %σ &gt; {HIGH_STD_PERCENT:g} (poorly identified); <span style="background:#fbd5d5">red'
         "</span>: not identifiable. Expression: the standard parameters a base parameter regroups.</p>",
-        _table(["#", "name", "value", "unit", "%σ", "expression"], _parameter_rows(data)),
+        _table(["#", "name", "value", "unit", "σ", "%σ", "expression"], _parameter_rows(data)),
     ]
     if data.removed:
         rows = [f"<tr><td>{_e(name)}</td><td>{_e(reason)}</td></tr>" for name, reason in data.removed]

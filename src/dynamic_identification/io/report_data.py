@@ -20,7 +20,13 @@ import numpy as np
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.io.outcome import NOT_CONSISTENT, ConsistentModel, Validation
+from dynamic_identification.io.outcome import (
+    NOT_CONSISTENT,
+    ConsistencyCost,
+    ConsistentModel,
+    Validation,
+    link_comparisons,
+)
 from dynamic_identification.io.report import (
     Consistency,
     DataSeries,
@@ -42,8 +48,9 @@ def stamp_text(stamp: float) -> str:
     return f"{stamp:.6g} s of the recording's clock (data time of the last sample)"
 
 
-def data_series(validation: Validation) -> DataSeries:
-    """Measured and predicted torques of one recording, with its motion."""
+def data_series(validation: Validation, baseline: Validation | None = None) -> DataSeries:
+    """Measured and predicted torques of one recording, with its motion (and the URDF's own model's torques,
+    ``baseline``'s prediction of the same recording)."""
     recording = validation.recording
     velocity = recording.velocity
     if velocity is None:
@@ -55,6 +62,7 @@ def data_series(validation: Validation) -> DataSeries:
         predicted=validation.predicted,
         q=recording.position,
         dq=velocity,
+        baseline=None if baseline is None else baseline.predicted,
     )
 
 
@@ -71,15 +79,28 @@ def identification_report(
     warnings: Sequence[str],
     urdf: str,
     stamp: float,
+    costs: Sequence[ConsistencyCost] = (),
+    baselines: Sequence[Validation] = (),
 ) -> ReportData:
     """The report of one identification: training first, then each held-out recording.
 
-    ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s.
+    ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s;
+    ``costs`` what publishing the consistent model cost on each data set; ``baselines`` the URDF's own model
+    (:func:`~dynamic_identification.io.outcome.urdf_result`) on the training and each held-out recording, in
+    that order (empty: not shown).
     """
     estimate = result.estimate
     observations = result.observations
     errors = result.judged.joint_errors
     estimate_consistent = consistent.estimate
+    series = [training, *validations]
+    urdf_models: Sequence[Validation | None] = list(baselines) if baselines else [None] * len(series)
+    # A published consistent value held at a sign bound ("Fc3 >= 0"): its %σ is σ / 0.
+    bounds = (
+        {constraint.split(" >= ")[0]: constraint for constraint in estimate_consistent.active if " >= " in constraint}
+        if estimate_consistent is not None and consistent.enforced
+        else {}
+    )
     if estimate_consistent is None:
         consistency = Consistency(ok=False, problems=[f"not checked: {consistent.error}"], checked="")
     else:
@@ -95,6 +116,8 @@ def identification_report(
             shift_sigma=None if published else estimate_consistent.shift_sigma,
             checked="the identified parameters of the table; standard_parameters and --urdf-out hold the nearest"
             " physically consistent model",
+            costs=tuple(costs),
+            bodies=link_comparisons(robot, terms, consistent),
         )
     return ReportData(
         title=f"Identification of {robot.model.name}",
@@ -102,13 +125,25 @@ def identification_report(
         urdf=urdf,
         joints=robot.joint_names,
         parameters=[
-            ParameterRow(name=name, value=float(value), std_percent=float(std), expression=expression)
-            for name, value, std, expression in zip(
-                result.names, estimate.parameters, estimate.relative_std_percent, result.expressions, strict=True
+            ParameterRow(
+                name=name,
+                value=float(value),
+                std_percent=float(percent),
+                expression=expression,
+                std=float(std),
+                bound=bounds.get(name, ""),
+            )
+            for name, value, percent, std, expression in zip(
+                result.names,
+                estimate.parameters,
+                estimate.relative_std_percent,
+                estimate.std,
+                result.expressions,
+                strict=True,
             )
         ],
         removed=list(result.removed),
-        datasets=[data_series(training), *(data_series(v) for v in validations)],
+        datasets=[data_series(data, baseline) for data, baseline in zip(series, urdf_models, strict=True)],
         quality=Quality(
             condition_number=float(estimate.condition_number),
             relative_error=float(estimate.relative_error),

@@ -48,6 +48,7 @@ from __future__ import annotations
 import os
 import tempfile
 import xml.parsers.expat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
@@ -179,8 +180,9 @@ def _urdf_inertia(element: ElementTree.Element | None) -> pin.Inertia:
     return pin.Inertia(mass, xyz, central)
 
 
-def _inertial_text(inertia: pin.Inertia, indent: bytes, unit: bytes) -> bytes:
-    """An ``<inertial>`` element (first line unindented) for an inertia in the link frame."""
+def _inertial_text(inertia: pin.Inertia, indent: bytes, unit: bytes, note: str = "") -> bytes:
+    """An ``<inertial>`` element (first line unindented) for an inertia in the link frame; ``note`` goes into its
+    comment."""
     mass = float(inertia.mass)
     if mass < _MASS_FLOOR_KG:
         lever, central, mass = np.zeros(3), np.zeros((3, 3)), 0.0
@@ -201,7 +203,7 @@ def _inertial_text(inertia: pin.Inertia, indent: bytes, unit: bytes) -> bytes:
     )
     lines = [
         b"<inertial>",
-        inner + b"<!-- identified by dynamic_identification -->",
+        inner + f"<!-- identified by dynamic_identification{': ' + note if note else ''} -->".encode(),
         inner + f'<origin xyz="{xyz}" rpy="0 0 0"/>'.encode(),
         inner + f'<mass value="{_number(mass)}"/>'.encode(),
         inner + f"<inertia {tensor}/>".encode(),
@@ -307,6 +309,7 @@ def export_urdf(
     *,
     drive_chain: DriveChain | None = None,
     tolerance: float = 1e-9,
+    notes: Sequence[str] = (),
 ) -> UrdfExport:
     """The robot's URDF with the identified link inertias and joint friction.
 
@@ -328,6 +331,9 @@ def export_urdf(
     tolerance
         Relative tolerance of the consistency checks
         (:func:`~dynamic_identification.core.estimation.consistency.consistency_report`).
+    notes
+        Per joint, a text for the comment of its body's ``<inertial>`` (the identified body
+        against the URDF's, :func:`~dynamic_identification.io.outcome.link_text`); none by default.
 
     Raises
     ------
@@ -348,7 +354,10 @@ def export_urdf(
     link_positions = {_attribute(e, "name"): e for e in root.children if e.name == "link"}
     edits: list[tuple[int, int, bytes]] = []
     written, zeroed = [], []
-    for body, phi in zip(bodies, inertial, strict=True):
+    notes = list(notes) or [""] * n
+    if len(notes) != n:
+        raise ModelError(f"notes must name {n} bodies, got {len(notes)}")
+    for body, phi, note in zip(bodies, inertial, notes, strict=True):
         remainder = phi - body.attached.toDynamicParameters()
         if body.others and not (
             remainder[0] > 0.0 and is_physically_consistent(remainder, 1, body_only, tolerance=tolerance)
@@ -359,7 +368,7 @@ def export_urdf(
                     edits.append(_inertial_edit(data, link_positions[name], pin.Inertia.Zero()))
                     zeroed.append(name)
         in_link = body.child_placement.actInv(pin.Inertia.FromDynamicParameters(remainder))
-        edits.append(_inertial_edit(data, link_positions[body.child], in_link))
+        edits.append(_inertial_edit(data, link_positions[body.child], in_link, note))
         written.append(body.child)
 
     friction = _joint_friction(values, n, terms, drive_chain)
@@ -394,15 +403,15 @@ def _indent_unit(data: bytes, parent: _Element) -> bytes:
     return b"  "
 
 
-def _inertial_edit(data: bytes, link: _Element, inertia: pin.Inertia) -> tuple[int, int, bytes]:
-    """Replace (or insert) the ``<inertial>`` of ``link``."""
+def _inertial_edit(data: bytes, link: _Element, inertia: pin.Inertia, note: str = "") -> tuple[int, int, bytes]:
+    """Replace (or insert) the ``<inertial>`` of ``link`` (``note`` in its comment)."""
     indent = _indent(data, link.start)
     unit = _indent_unit(data, link)
     existing = next((c for c in link.children if c.name == "inertial"), None)
     if existing is not None:
         inner_unit = _indent_unit(data, existing)
-        return existing.start, existing.end, _inertial_text(inertia, _indent(data, existing.start), inner_unit)
-    element = _inertial_text(inertia, indent + unit, unit)
+        return existing.start, existing.end, _inertial_text(inertia, _indent(data, existing.start), inner_unit, note)
+    element = _inertial_text(inertia, indent + unit, unit, note)
     if link.self_closing:
         opening = data[link.start : link.end - 2].rstrip() + b">"
         return link.start, link.end, opening + b"\n" + indent + unit + element + b"\n" + indent + b"</link>"
@@ -435,9 +444,10 @@ def write_urdf(
     terms: DriveTerms,
     *,
     drive_chain: DriveChain | None = None,
+    notes: Sequence[str] = (),
 ) -> UrdfExport:
     """:func:`export_urdf` written atomically to ``path`` (a temporary file, then :func:`os.replace`)."""
-    export = export_urdf(robot, standard, terms, drive_chain=drive_chain)
+    export = export_urdf(robot, standard, terms, drive_chain=drive_chain, notes=notes)
     target = Path(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

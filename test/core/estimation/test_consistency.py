@@ -13,12 +13,14 @@ from numpy.testing import assert_allclose
 from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.estimation import NormalEquations, solve_weighted
 from dynamic_identification.core.estimation.consistency import (
+    DEFAULT_PRIOR_WEIGHT,
     ConsistencyError,
     ConsistencySettings,
     ConsistentEstimator,
     consistency_report,
     consistent_estimate,
     is_physically_consistent,
+    link_comparison,
     pseudo_inertia,
 )
 from dynamic_identification.core.model import (
@@ -125,30 +127,89 @@ def test_report_names_negative_friction_and_the_failing_link() -> None:
     assert_allclose(report.links[0].central_moments, [0.005, 0.01, 0.01], rtol=1e-12)
 
 
-def test_consistent_data_give_the_unconstrained_estimate_without_a_solver_call(arm) -> None:
+def test_consistent_data_without_a_prior_give_the_unconstrained_estimate_without_a_solver_call(arm) -> None:
     robot, _, base, rows = arm
     truth = standard_parameters(robot, TERMS, _drive())
     equations = _equations(base, rows, truth, seed=0, noise=np.zeros(6))
-    result = consistent_estimate(equations, np.ones(6), base, TERMS, truth)
+    result = consistent_estimate(
+        equations, np.ones(6), base, TERMS, truth, settings=ConsistencySettings(prior_weight=0)
+    )
     assert result.solver_status == "not needed"
     assert result.unconstrained_consistent
     assert_allclose(result.standard, truth, rtol=1e-8, atol=1e-10)
 
 
-def test_inconsistent_estimate_is_replaced_by_consistent_parameters(arm) -> None:
-    """Negative Fc3, Ia6 and XX6 in the data: the unconstrained estimate has them, the consistent one cannot."""
+def test_noise_free_data_keep_their_base_values_and_the_urdf_gives_the_rest(arm) -> None:
+    """[Lee2020]'s prior: the data fix the base values, the divergence to the URDF the directions they do not see."""
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    equations = _equations(base, rows, truth, seed=0, noise=np.zeros(6))
+    result = consistent_estimate(equations, np.ones(6), base, TERMS, standard_parameters(robot, TERMS))
+    assert result.solver_status == "newton" and result.prior_weight == DEFAULT_PRIOR_WEIGHT
+    assert result.unconstrained_consistent
+    assert_allclose(result.base_values, base.from_standard(truth), rtol=1e-9, atol=1e-9)
+    # The URDF's links are the truth here, and the rotor inertia regrouped with ZZ1 is what ZZ1 leaves over: to
+    # 0.02 % (link 1 and Ia1, where the null-space pull of the drive terms toward the URDF's Ia1 = 0, weight 1e-3,
+    # meets the divergence's toward link 1, weight 0.3).
+    assert_allclose(result.standard, truth, rtol=1e-3, atol=1e-8)
+
+
+@pytest.mark.parametrize("prior_weight", [0.0, DEFAULT_PRIOR_WEIGHT], ids=["without-prior", "with-prior"])
+def test_inconsistent_estimate_is_replaced_by_consistent_parameters(arm, prior_weight: float) -> None:
+    """Negative Fc3, Ia6 and XX6 in the data: the unconstrained estimate has them, the consistent one cannot.
+
+    Without the prior link 6 ends on its bound (a degenerate body); the divergence to the URDF, infinite
+    there, keeps it a body inside.
+    """
     robot, _, base, rows = arm
     drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8], rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, -0.02])
     truth = standard_parameters(robot, TERMS, drive)
     truth[5 * 14 + 4] = -0.002  # XX6 about the joint axis below zero
     equations = _equations(base, rows, truth, seed=1)
-    result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, standard_parameters(robot, TERMS))
+    settings = ConsistencySettings(prior_weight=prior_weight)
+    result = consistent_estimate(
+        equations, JOINT_NOISE_NM, base, TERMS, standard_parameters(robot, TERMS), settings=settings
+    )
     assert not is_physically_consistent(truth, 6, TERMS)
     assert result.report.consistent
-    assert {"Fc3 >= 0", "Ia6 >= 0", "link 6 pseudo-inertia"} <= set(result.active)
+    assert {"Fc3 >= 0", "Ia6 >= 0"} <= set(result.active)
+    assert ("link 6 pseudo-inertia" in result.active) is (prior_weight == 0.0)
     assert not result.unconstrained_consistent
     assert result.cost_increase > 0.0
     assert result.relative_error > result.relative_error_unconstrained
+
+
+def test_the_links_the_data_leave_open_are_the_urdf_s(arm) -> None:
+    """[Lee2020]'s divergence to the URDF chooses among the estimates that fit equally: every link's mass within
+    30 % of the URDF's (measured 0.80-1.25). Without it (prior_weight 0, the code before issue 25) the nearest
+    consistent fit left them wherever the solver stopped: link 5 at 22 g for its URDF's 1.6 kg, link 6 at
+    3.6 times its URDF's 0.9 kg."""
+    robot, _, base, rows = arm
+    drive = _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8], rotor_inertia=[0.6, 0.55, 0.09, 0.035, 0.042, -0.02])
+    truth = standard_parameters(robot, TERMS, drive)
+    truth[5 * 14 + 4] = -0.002
+    equations = _equations(base, rows, truth, seed=1)
+    nominal = standard_parameters(robot, TERMS)
+    result = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    assert_allclose(result.standard.reshape(6, -1)[:, 0], nominal.reshape(6, -1)[:, 0], rtol=0.3)
+
+
+def test_each_link_is_compared_with_the_urdf_s_and_marked_by_what_determines_it(arm) -> None:
+    """Noise-free data of the URDF's own robot: every body is the URDF's; the first link's mass and centre of mass
+    enter no base parameter (its joint axis is fixed in the world), so the URDF gives them; its moment about the
+    axis is identified in combinations."""
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive())
+    equations = _equations(base, rows, truth, seed=0, noise=np.zeros(6))
+    nominal = standard_parameters(robot, TERMS)
+    result = consistent_estimate(equations, np.ones(6), base, TERMS, nominal)
+    links = link_comparison(result, nominal, 6, TERMS)
+    assert [link.index for link in links] == list(range(6))
+    assert_allclose([link.mass for link in links], [link.mass_urdf for link in links], rtol=1e-3)
+    assert_allclose(links[5].moments, links[5].moments_urdf, rtol=1e-3, atol=1e-8)
+    assert links[0].mass_source == links[0].com_source == "URDF"
+    assert links[0].moments_source != "data"
+    assert {link.mass_source for link in links} <= {"data", "URDF", "data + URDF"}
 
 
 def test_consistent_estimate_fits_better_than_consistent_points_around_it(arm) -> None:
@@ -240,6 +301,11 @@ def test_one_estimator_solves_successive_windows_like_fresh_ones(arm) -> None:
         assert_allclose(reused.standard, fresh.standard, rtol=1e-2, atol=1e-4)
 
 
+def test_a_negative_prior_weight_is_refused_naming_it() -> None:
+    with pytest.raises(ConsistencyError, match=r"prior_weight must be finite and >= 0, got -1.0"):
+        ConsistencySettings(prior_weight=-1.0)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -297,9 +363,10 @@ def test_the_folded_problem_gives_the_estimate_of_the_null_space_form(arm, monke
     truth[5 * 14 + 4] = -0.002
     equations = _equations(base, rows, truth, seed=11)
     nominal = standard_parameters(robot, TERMS)
-    folded = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    settings = ConsistencySettings(prior_weight=0.0)  # the conic problem alone (the prior's is Newton's first)
+    folded = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal, settings=settings)
     monkeypatch.setattr(ConsistentEstimator, "_folded", lambda *_: None)
-    null_space = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal)
+    null_space = consistent_estimate(equations, JOINT_NOISE_NM, base, TERMS, nominal, settings=settings)
     assert folded.solver_status == null_space.solver_status == "optimal"
     torques = base.select(rows) @ null_space.base_values
     assert_allclose(base.select(rows) @ folded.base_values, torques, atol=1e-6 * np.abs(torques).max())

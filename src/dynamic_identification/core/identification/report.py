@@ -18,12 +18,27 @@ def _consistency_lines(result: IdentificationResult) -> list[str]:
     if estimate.solver_status == "not needed":
         return ["physical consistency ([Wensing2018]): the unconstrained estimate is physically consistent"]
     active = ", ".join(estimate.active) or "none"
+    errors = (
+        f"relative torque error of the equations ||rho||/||Y|| {estimate.relative_error_unconstrained:.4g}"
+        f" unconstrained, {estimate.relative_error:.4g} consistent"
+        + _ratio(estimate.relative_error, estimate.relative_error_unconstrained)
+    )
+    if estimate.unconstrained_consistent:
+        # [Lee2020]'s prior moved a consistent estimate toward the URDF where the data are weak.
+        return [
+            "physical consistency ([Wensing2018]): the unconstrained estimate is physically consistent; the values"
+            f" are the consistent model nearest to the data and the URDF ([Lee2020]), {estimate.shift_sigma:.3g} σ of"
+            f" eq. (18) from it; {errors}"
+        ]
     return [
         "physical consistency ([Wensing2018]): the values are the nearest physically consistent model,"
-        f" {estimate.shift_sigma:.3g} σ of eq. (18) from the unconstrained estimate; it cost the fit"
-        f" +{100 * estimate.cost_increase:.3g} % weighted residual (||rho||/||Y|| {estimate.relative_error:.4g} against"
-        f" {estimate.relative_error_unconstrained:.4g}); at the bound: {active}"
+        f" {estimate.shift_sigma:.3g} σ of eq. (18) from the unconstrained estimate; {errors}; at the bound: {active}"
     ]
+
+
+def _ratio(after: float, before: float) -> str:
+    """`` (x1.033)``: how many times the error grew; empty when ``before`` is zero."""
+    return f" (x{after / before:.3f})" if before > 0.0 else ""
 
 
 def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
