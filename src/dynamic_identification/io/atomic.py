@@ -80,6 +80,12 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[TextIO]:
         raise
 
 
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_output`."""
+    with atomic_output(path) as stream:
+        stream.write(text)
+
+
 def check_output_path(
     path: str | os.PathLike[str] | None, *, option: str = "--out", inputs: Iterable[str | os.PathLike[str] | None] = ()
 ) -> Path:

@@ -55,13 +55,10 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.closed_loop_identification import closed_loop_bounds
@@ -85,6 +82,7 @@ from dynamic_identification.core.settings_schema import (
     settings_of,
 )
 from dynamic_identification.core.simulation import SimulatedArm, SimulatedRobot
+from dynamic_identification.io.documents import parse_yaml
 from dynamic_identification.io.settings import SettingsReader, describe
 
 CONFIG_KEYS: dict[str, str] = {item.key: describe(item) for item in settings_of(DYNID)}
@@ -372,42 +370,6 @@ def _by_key(cls: type[Any], source: object, **nested: Any) -> Any:
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 """Largest configuration file read (bytes): a parameter file is a few kilobytes."""
-
-
-class _RosLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with the scalars ROS's parameter parser reads as numbers: ``1e9`` is a float."""
-
-
-_RosLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def _sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> list[Any]:
-    return loader.construct_sequence(node, deep=True)
-
-
-# launch_ros writes the lists of a launch file's parameter dictionary as Python tuples (``!!python/tuple``) into
-# the parameter file it passes; ROS's parser reads them as lists, and so does this loader.
-_RosLoader.add_constructor("tag:yaml.org,2002:python/tuple", _sequence)
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """The YAML document of ``text`` (safe: no Python objects), scalars resolved as ROS resolves them."""
-    try:
-        return yaml.load(text, Loader=_RosLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        raise DataError(f"{source} is not valid YAML: {shorten_yaml_error(error)}") from None
-    except RecursionError:
-        raise DataError(f"{source} nests too deeply to be a configuration") from None
-
-
-def shorten_yaml_error(error: yaml.YAMLError) -> str:
-    """PyYAML's message on one line, at most 300 characters (it may quote a long line)."""
-    text = " ".join(str(error).split())
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def read_config_text(path: str | os.PathLike[str]) -> tuple[Path, str]:

@@ -8,6 +8,7 @@ YAML as one :class:`~dynamic_identification.core.errors.DataError` line that nam
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,37 @@ def document_text(path_or_text: str | os.PathLike[str], kind: str) -> tuple[str,
         raise DataError(f"cannot read {kind} file {path}: {error}") from error
 
 
+class _RosLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the scalars ROS's parameter parser reads as numbers: ``1e9`` is a float."""
+
+
+_RosLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> list[Any]:
+    return loader.construct_sequence(node, deep=True)
+
+
+# launch_ros writes the lists of a launch file's parameter dictionary as Python tuples (``!!python/tuple``) into
+# the parameter file it passes; ROS's parser reads them as lists, and so does this loader.
+_RosLoader.add_constructor("tag:yaml.org,2002:python/tuple", _sequence)
+
+
 def parse_yaml(text: str, source: str) -> Any:
-    """The YAML document of ``text``; broken YAML is a one-line :class:`DataError` naming ``source``."""
+    """The YAML document of ``text`` (safe: no Python objects), scalars resolved as ROS resolves them."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_RosLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
-        raise DataError(f"{source} is not valid YAML: {' '.join(str(error).split())}") from error
+        raise DataError(f"{source} is not valid YAML: {shorten_yaml_error(error)}") from None
+    except RecursionError:
+        raise DataError(f"{source} nests too deeply to read") from None
+
+
+def shorten_yaml_error(error: yaml.YAMLError) -> str:
+    """PyYAML's message on one line, at most 300 characters (it may quote a long line)."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:299] + "…"

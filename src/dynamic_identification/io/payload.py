@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +58,7 @@ from dynamic_identification.core.model import DriveChain
 from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
 from dynamic_identification.core.payload_identification import PayloadEstimate
 from dynamic_identification.core.payload_in_process import PayloadOutcome
+from dynamic_identification.io.atomic import write_text_atomic
 from dynamic_identification.io.documents import document_text, parse_yaml
 from dynamic_identification.io.parameter_files import finite_or_none
 
@@ -71,27 +71,6 @@ GAINS_BLOCK = "drive_gains_identification"
 _PAYLOAD_KEYS: tuple[str, ...] = ("frame", "mass_kg", "com_m", "inertia_kg_m2")
 _OPTIONAL_PAYLOAD_KEYS: tuple[str, ...] = ("std",)
 _STD_KEYS: tuple[str, ...] = ("mass_kg", "com_m", "inertia_kg_m2")
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same directory, fsync, :func:`os.replace`.
-
-    A reader sees the old file or the new one, never a partial write; the file keeps
-    its permissions (0644 when new).
-    """
-    target = Path(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _dump(document: Mapping[str, Any]) -> str:
@@ -511,5 +490,4 @@ __all__ = [
     "payload_document",
     "write_drive_gains_atomic",
     "write_payload_atomic",
-    "write_text_atomic",
 ]

@@ -46,7 +46,6 @@ YAML).
 from __future__ import annotations
 
 import os
-import tempfile
 import xml.parsers.expat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ import pinocchio as pin
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.estimation.consistency import is_physically_consistent
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
+from dynamic_identification.io.atomic import write_text_atomic
 
 _INERTIAL = len(INERTIAL_PARAMETER_NAMES)
 _MASS_FLOOR_KG = 1e-12
@@ -446,16 +446,7 @@ def write_urdf(
     drive_chain: DriveChain | None = None,
     notes: Sequence[str] = (),
 ) -> UrdfExport:
-    """:func:`export_urdf` written atomically to ``path`` (a temporary file, then :func:`os.replace`)."""
+    """:func:`export_urdf` written atomically to ``path`` (:func:`~.atomic.write_text_atomic`)."""
     export = export_urdf(robot, standard, terms, drive_chain=drive_chain, notes=notes)
-    target = Path(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(export.text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, export.text)
     return export
