@@ -176,7 +176,10 @@ def test_node_demo_reidentifies_the_picked_load_in_process(node_demo) -> None:
     # load's centre of mass 14-35 mm off along the tool axis. The job without the load before the grasp corrects it
     # (PriorCorrection). Measured: mass within 0.9 %; centre of mass 1.4-3.4 mm off over six runs, all but 0.6 mm
     # of it along the tool axis (z of tool0), which 10 s of this process determine to σ ≈ 3 mm (across it: 0.4-0.6 mm).
-    # So z is held to its reported σ (a fixed 5 mm was 1.6 σ: about one run in ten would fail), x and y to 2 mm.
+    # So z is held to its reported σ (a fixed 5 mm was 1.6 σ: about one run in ten would fail), x and y to 2 mm. The
+    # reported σ is that of the data given the prior; the prior's own error along the tool axis (the published model
+    # changes a little from run to run: the feedforward effort is not in lockstep) adds up to the same 2 mm: one
+    # quiet run was 4.8 mm off with σ 1.6 mm.
     result, out_dir = node_demo
     payload = result.payload
     assert payload is not None and payload.identified is not None, payload.reason if payload else "no phase (c)"
@@ -185,7 +188,7 @@ def test_node_demo_reidentifies_the_picked_load_in_process(node_demo) -> None:
     assert found.std is not None
     error_m, std_m = found.com_m - truth.com_m, found.std.com_m
     assert np.all(np.abs(error_m[:2]) < 0.002), error_m
-    assert abs(error_m[2]) < 3.0 * std_m[2] and std_m[2] <= PAYLOAD_MAX_COM_STD_M, (error_m, std_m)
+    assert abs(error_m[2]) < 3.0 * std_m[2] + 0.002 and std_m[2] <= PAYLOAD_MAX_COM_STD_M, (error_m, std_m)
     assert "robot model corrected at tool0" in payload.correction_text
     assert 9.0 < payload.data_s <= 10.0
     assert (out_dir / "payload.yaml").is_file() and (out_dir / "unknown_load.yaml").is_file()
