@@ -20,6 +20,7 @@ ROS domain, each on its own time.
 from launch import LaunchContext, LaunchDescription
 from launch.action import Action
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, OpaqueFunction
+from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, SetRemap
@@ -70,7 +71,8 @@ def generate_launch_description() -> LaunchDescription:
 
 def _simulated_robot(context: LaunchContext) -> list[Action]:
     """``sim_robot``: on simulated time the clock, in lockstep with the trajectory and the samples' consumers."""
-    simulated_time = LaunchConfiguration("use_sim_time").perform(context).strip().lower() in ("true", "1", "yes")
+    # launch's own reading of a boolean argument (true/false/1/0; anything else stops the launch naming it).
+    simulated_time = IfCondition(LaunchConfiguration("use_sim_time")).evaluate(context)
     clock: dict[str, object] = {"publish_clock": simulated_time, "lockstep": simulated_time}
     if simulated_time:
         # The nodes that take every sample; relative names, so a namespace moves them with the stack.
