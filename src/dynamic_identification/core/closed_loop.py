@@ -67,6 +67,7 @@ import scipy.linalg
 
 from dynamic_identification.core.checks import require_finite_samples
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.mechanism import TreeMotion
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -224,29 +225,9 @@ def loop_closures_from_config(loop_closures: object) -> tuple[LoopClosure, ...]:
     )
 
 
-@dataclass(frozen=True)
-class ClosedLoopMotion:
-    """Consistent motion of the tree joints, one row per sample.
-
-    Attributes
-    ----------
-    q, dq, ddq
-        Tree joint positions (rad or m), velocities and accelerations, shape ``(N, n_t)``,
-        satisfying the loop closures and their first and second time derivatives
-        ([Briot2012] eq. (2)-(4)).
-    projection
-        ``J_t`` per sample, shape ``(N, n_t, n_a)``: ``q̇_t = J_t q̇_a`` (eq. (3)).
-    passive_condition
-        ``σ_max / σ_min`` of the passive block of ``A_t`` per sample, shape ``(N,)``: the
-        distance to a parallel (type 2) singularity, where it is infinite; ``None`` when
-        not computed.
-    """
-
-    q: np.ndarray
-    dq: np.ndarray
-    ddq: np.ndarray
-    projection: np.ndarray
-    passive_condition: np.ndarray | None = None
+ClosedLoopMotion = TreeMotion
+"""A closed-loop mechanism's tree motion: a :class:`~dynamic_identification.core.mechanism.TreeMotion` with its
+``projection`` ``J_t`` (and ``passive_condition`` where computed)."""
 
 
 @dataclass(frozen=True)
@@ -584,6 +565,29 @@ class ClosedLoopModel:
         bodies the cut joint joins in the closed mechanism (their geometry meets there by design)."""
         frames = self.robot.model.frames
         return tuple((int(frames[a].parentJoint), int(frames[b].parentJoint)) for a, b in self.frame_ids)
+
+    # ----------------------------------------------------------------- the mechanism seam
+    def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
+        """:func:`standard_parameter_names` of this mechanism."""
+        return standard_parameter_names(self, terms)
+
+    def standard_parameters(self, terms: DriveTerms, drive: DriveParameters | None = None) -> np.ndarray:
+        """:func:`standard_parameters` of this mechanism."""
+        return standard_parameters(self, terms, drive)
+
+    def observation_matrix(
+        self, drive_chain: DriveChain, terms: DriveTerms, motion: TreeMotion, *, data: pin.Data | None = None
+    ) -> np.ndarray:
+        """:func:`observation_matrix` at a completed ``motion`` (its ``J_t`` computed and checked when absent)."""
+        return observation_matrix(
+            self, drive_chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
+        )
+
+    def base_parameters(
+        self, drive_chain: DriveChain, terms: DriveTerms, *, samples: int = 200, seed: int = 0, tolerance: float = 1e-8
+    ) -> BaseParameters:
+        """:func:`base_parameters` of this mechanism."""
+        return base_parameters(self, drive_chain, terms, samples=samples, seed=seed, tolerance=tolerance)
 
     # ----------------------------------------------------------------- kinematics
     def residual(self, q: np.ndarray) -> np.ndarray:

@@ -196,7 +196,7 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
             tree = regressor @ self._inertial
         if self._payload_dynamics is not None and self._payload_parameters is not None:
             tree = tree + self._payload_dynamics.torques(q_t, dq_t, ddq_t, self._payload_parameters)
-        torque = torque + motion.projection[k].T @ tree
+        torque = torque + motion.jacobians[k].T @ tree
         return np.where(self._identified, torque, 0.0)
 
 

@@ -588,7 +588,7 @@ def closed_loop_torques(
             motion.q[block],
             motion.dq[block],
             motion.ddq[block],
-            projection=motion.projection[block],
+            projection=motion.jacobians[block],
         ),
     )
 
@@ -773,7 +773,7 @@ def closed_loop_payload_regressor(model: ClosedLoopModel, frame: str, motion: Cl
     dynamics = PayloadDynamics(model.robot, frame)
     out = np.empty((motion.q.shape[0], model.n_actuated, 10))
     for k in range(motion.q.shape[0]):
-        out[k] = motion.projection[k].T @ dynamics.regressor(motion.q[k], motion.dq[k], motion.ddq[k])
+        out[k] = motion.jacobians[k].T @ dynamics.regressor(motion.q[k], motion.dq[k], motion.ddq[k])
     return out
 
 
@@ -1059,7 +1059,7 @@ def _segment_rows(
         for start, block, outputs in blocks:
             yield builder.rows(
                 ClosedLoopMotion(
-                    q=motion.q[block], dq=motion.dq[block], ddq=motion.ddq[block], projection=motion.projection[block]
+                    q=motion.q[block], dq=motion.dq[block], ddq=motion.ddq[block], projection=motion.jacobians[block]
                 ),
                 segment.signals[block],
                 start=start,

@@ -229,7 +229,7 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulat
         path = start + np.linspace(0.0, 1.0, steps + 1)[:, None] * (qa - start)
         motion = model.complete_motion(path, np.zeros_like(path), np.zeros_like(path), q_guess=self._q)
         self._q = motion.q[-1]
-        self._dq = motion.projection[-1] @ dqa
+        self._dq = motion.jacobians[-1] @ dqa
         if time_s is not None:
             self._time_s = float(time_s)
         self._applied = np.zeros(n_a)

@@ -606,7 +606,7 @@ def _rows(motion: ClosedLoopMotion, index: slice) -> ClosedLoopMotion:
         q=motion.q[index],
         dq=motion.dq[index],
         ddq=motion.ddq[index],
-        projection=motion.projection[index],
+        projection=motion.jacobians[index],
         passive_condition=condition,
     )
 
