@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dynamic_identification.core.excitation.safety import LimitUsage
 from dynamic_identification.core.model import RobotModel
-from dynamic_identification.core.realistic import (
+from dynamic_identification.testing.realistic import (
     RealisticRecording,
     RobotPreset,
     excitation_trajectory,
@@ -95,13 +95,13 @@ def print_limit_usage(usage: LimitUsage) -> None:
 
 def fourier_recording(robot: RobotModel, preset: RobotPreset, *, seed: int, duration_s: float) -> RealisticRecording:
     """``duration_s`` of the preset's realistic recording along its random Fourier excitation of seed ``seed``
-    (:func:`~dynamic_identification.core.realistic.excitation_trajectory`), the noise drawn with the same seed."""
+    (:func:`~dynamic_identification.testing.realistic.excitation_trajectory`), the noise drawn with the same seed."""
     trajectory = excitation_trajectory(robot, preset, seed=seed)
     return generate_recording(robot, preset, trajectory, duration_s=duration_s, seed=seed)
 
 
 def pick_and_place_recording(robot: RobotModel, preset: RobotPreset, *, seed: int) -> RealisticRecording:
     """The preset's realistic recording of its pick-and-place cycles with dwells ([Volkmann2020] §III.B,
-    :func:`~dynamic_identification.core.realistic.process_trajectory` of seed ``seed``), as long as the cycles,
+    :func:`~dynamic_identification.testing.realistic.process_trajectory` of seed ``seed``), as long as the cycles,
     the noise drawn with the same seed: the validation that extrapolates to the robot's job."""
     return generate_recording(robot, preset, process_trajectory(robot, preset, seed=seed), seed=seed)

@@ -33,7 +33,7 @@ from dynamic_identification.core.model import DriveChain, DriveParameters, Drive
 from dynamic_identification.core.regression_models import MODELS, identify_model
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
-from dynamic_identification.core.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
+from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 
 URDF = Path(__file__).resolve().parents[1] / "urdf" / "dynid_dd3.urdf"
 TERMS = DriveTerms(rotor_inertia=False, viscous_friction=True, coulomb_friction=True, offset=False)

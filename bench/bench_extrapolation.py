@@ -1,10 +1,10 @@
 """Physically consistent by default: how the published model extrapolates, and what it costs.
 
-Issue 12 benchmark (item 2). On the realistic simulator (:mod:`~dynamic_identification.core.realistic`:
+Issue 12 benchmark (item 2). On the realistic simulator (:mod:`~dynamic_identification.testing.realistic`:
 jittered stamps, coloured noise, stiction, offsets, recorded velocities) of the chosen robots:
 
 * **extrapolation**: identify a slow, narrow motion
-  (:func:`~dynamic_identification.core.realistic.slow_trajectory`, 30 % of each joint's range
+  (:func:`~dynamic_identification.testing.realistic.slow_trajectory`, 30 % of each joint's range
   and of its speed limits) with ``estimation.consistency`` false and true (the default), then
   predict a fast, wide excitation of the same robot and compare with its noise-free measured
   torque ‖τ̂ − τ‖/‖τ‖. Also the same on a wide training excitation, where both should agree;
@@ -35,16 +35,16 @@ from dynamic_identification.api import identify_recording
 from dynamic_identification.core.identification import IdentificationResult, predict_torques
 from dynamic_identification.core.identification.solve import consistent_step
 from dynamic_identification.core.model import RobotModel
-from dynamic_identification.core.realistic import (
+from dynamic_identification.io.config import IdentificationConfig, load_config
+from dynamic_identification.io.outcome import configured_consistency
+from dynamic_identification.testing.realistic import (
     RealisticRecording,
     RobotPreset,
     excitation_trajectory,
     generate_recording,
     slow_trajectory,
 )
-from dynamic_identification.io.config import IdentificationConfig, load_config
-from dynamic_identification.io.outcome import configured_consistency
-from dynamic_identification.io.realistic import as_recording
+from dynamic_identification.testing.recordings import as_recording
 
 TRAIN_S = 20.0
 VALIDATE_S = 20.0

@@ -34,9 +34,9 @@ from dynamic_identification.core.payload_identification import (
     identify_payload_ml,
     periodic_observations,
 )
-from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.resources import shipped_path
+from dynamic_identification.testing.payload_simulation import simulate_current_recording
 
 
 def main() -> None:

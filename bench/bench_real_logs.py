@@ -3,7 +3,7 @@
 Real robots' logs have stamp jitter and, every few seconds, a hiccup: the driver's loop misses a
 few cycles and a handful of samples never reach the log (a public 1 kHz log of a 7-axis arm with
 joint torque sensors steps by 8.5 ms every 3-7 s). This benchmark generates such logs with
-:mod:`dynamic_identification.core.realistic` (``panda_hiccups``: 1 kHz, ±0.3 ms jitter, 5-10
+:mod:`dynamic_identification.testing.realistic` (``panda_hiccups``: 1 kHz, ±0.3 ms jitter, 5-10
 samples lost every 3-7 s; ``ur5_100hz``: motor currents at 100 Hz, 1 % repeated stamps, 1-3 samples
 lost every 5-15 s) and the same recordings without the hiccups (the hiccups are drawn apart from
 every other draw, so the two differ only by the lost rows), writes them as recording CSVs with a
@@ -38,8 +38,8 @@ import yaml
 from _common import example_robot_file, fourier_recording
 
 from dynamic_identification.api import identify_file, predict_file, stream_file
-from dynamic_identification.core.realistic import RealisticRecording, RobotPreset, preset
-from dynamic_identification.io.realistic import write_realistic_csv
+from dynamic_identification.testing.realistic import RealisticRecording, RobotPreset, preset
+from dynamic_identification.testing.recordings import write_realistic_csv
 
 URDFS = {"panda_hiccups": "panda.urdf", "ur5_100hz": "ur5_robot.urdf"}
 

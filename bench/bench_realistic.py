@@ -1,6 +1,6 @@
 """Baseline of ``dynid identify`` on realistic recordings: default settings against hand-tuned ones.
 
-For each robot preset of :mod:`dynamic_identification.core.realistic` (the shipped
+For each robot preset of :mod:`dynamic_identification.testing.realistic` (the shipped
 6-axis arm, a UR5, a Panda's seven arm joints) this generates a training recording
 on a random Fourier excitation and two validation recordings on other trajectories:
 
@@ -47,11 +47,11 @@ from dynamic_identification.api import identify_recording
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.identification import predict_torques
 from dynamic_identification.core.model import DriveTerms, RobotModel
-from dynamic_identification.core.realistic import RealisticRecording, RobotPreset, preset
 from dynamic_identification.core.signal import default_decimation
 from dynamic_identification.io.config import IdentificationConfig, load_config
-from dynamic_identification.io.realistic import as_recording
 from dynamic_identification.resources import shipped_path
+from dynamic_identification.testing.realistic import RealisticRecording, RobotPreset, preset
+from dynamic_identification.testing.recordings import as_recording
 
 CUTOFFS_HZ = (5.0, 10.0, 20.0, 40.0)
 MIN_SPEEDS_RAD_S = (0.0, 0.05, 0.2)

@@ -8,7 +8,7 @@ decimation filter averages it away; offline identification, and the window with
 ``signal.stamps: auto``, recover the instants of regularly taken samples from jittered,
 quantised or bunched stamps (:func:`~dynamic_identification.core.identification.motion.sample_instants`).
 
-For each robot preset of :mod:`dynamic_identification.core.realistic` (its driver's
+For each robot preset of :mod:`dynamic_identification.testing.realistic` (its driver's
 jitter, stalls, dropped stretches, repeated rows, a 1 ms counter) and each seed, this
 generates a training recording on a random Fourier excitation and a validation recording
 on another, and feeds the training samples to the window as ``dynid stream`` does (chunks
@@ -20,7 +20,7 @@ physical consistency on as in the estimator node) three times:
 * ``window stamps: rec.`` — the stamps as recorded and taken as the instants
   (``signal.stamps: recorded``, what the window did before it honoured the setting);
 * ``window true`` — the true sample instants the simulator took the samples at
-  (:attr:`~dynamic_identification.core.realistic.GroundTruth.true_time_s`, on the stamps' origin);
+  (:attr:`~dynamic_identification.testing.realistic.GroundTruth.true_time_s`, on the stamps' origin);
 * with ``--variants``, ``window stamps: recov.`` — the stamps recovered whatever the data say
   (``signal.stamps: recovered``);
 
@@ -57,12 +57,12 @@ from dynamic_identification.api import identify_recording
 from dynamic_identification.core.identification import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.identification.prediction import parameter_columns
 from dynamic_identification.core.model import RobotModel, standard_parameter_names
-from dynamic_identification.core.realistic import RealisticRecording
 from dynamic_identification.core.regressors import observation_matrix
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_window_parts
-from dynamic_identification.io.realistic import as_recording
+from dynamic_identification.testing.realistic import RealisticRecording
+from dynamic_identification.testing.recordings import as_recording
 
 VALIDATION_ROWS = 6000
 """Validation rows the predictions are compared on (evenly picked), so one observation matrix serves every update."""

@@ -2,7 +2,7 @@
 
 Generates a realistic training recording (a random Fourier excitation tracked by the
 simulated arm with stiction, drive noise, offset drift, jittered stamps and gaps:
-:mod:`dynamic_identification.core.realistic`) and two validation recordings (another
+:mod:`dynamic_identification.testing.realistic`) and two validation recordings (another
 Fourier excitation; pick-and-place cycles with dwells, [Volkmann2020] §III.B),
 identifies the training recording with the code behind ``dynid identify``
 (:func:`dynamic_identification.api.identify_recording`, configuration
@@ -30,13 +30,13 @@ import numpy as np
 from _common import fourier_recording, pick_and_place_recording
 
 from dynamic_identification import api
-from dynamic_identification.core.realistic import arm6_preset
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.outcome import consistent_model, identification_warnings, validate
-from dynamic_identification.io.realistic import as_recording
 from dynamic_identification.io.report import DataSeries, write_report
 from dynamic_identification.io.report_data import identification_report
 from dynamic_identification.resources import shipped_path
+from dynamic_identification.testing.realistic import arm6_preset
+from dynamic_identification.testing.recordings import as_recording
 
 
 def repeated(series: DataSeries, times: int) -> DataSeries:

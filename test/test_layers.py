@@ -1,6 +1,8 @@
 """The package's layers import downwards only, and no module imports itself back through others.
 
 Layers, top to bottom (DESIGN.md): ``cli``, ``demo`` → ``api`` → ``nodes`` → ``io`` → ``core``.
+``testing`` (simulated robot logs and ground truths for tests and benches) sits beside the
+product: it may use ``core`` and ``io``, and no product module imports it.
 ``core`` imports nothing from ``io``, ``nodes``, ``api``, ``cli`` or ``demo`` and no ROS
 package; ``io`` nothing from ``nodes``, ``api``, ``cli`` or ``demo``; ``nodes`` nothing from
 ``api``, ``cli`` or ``demo``. Inside the core, estimation (least squares, normal equations,
@@ -29,9 +31,13 @@ ROS_PACKAGES = (
 )
 
 FORBIDDEN = {
-    "core": ("io", "nodes", "api", "cli", "demo"),
-    "io": ("nodes", "api", "cli", "demo"),
-    "nodes": ("api", "cli", "demo"),
+    "core": ("io", "nodes", "api", "cli", "demo", "testing"),
+    "io": ("nodes", "api", "cli", "demo", "testing"),
+    "nodes": ("api", "cli", "demo", "testing"),
+    "api": ("testing",),
+    "cli": ("testing",),
+    "demo": ("testing",),
+    "testing": ("nodes", "api", "cli", "demo"),
     "core.estimation": ("core.identification",),
 }
 """Per (sub)package: the (sub)packages of ``dynamic_identification`` it must not import."""

@@ -1,6 +1,6 @@
 """``dynid gains`` ([Briot2012] IDIM-TLS) and ``dynid payload`` ([Swevers2002] ML) from CSV files, as a user runs them.
 
-The recordings are simulated from the physical model of :mod:`~dynamic_identification.core.payload_simulation`
+The recordings are simulated from the physical model of :mod:`~dynamic_identification.testing.payload_simulation`
 (Pinocchio ``rnea`` of the arm carrying the load, wrist coupling, transmission efficiencies, rotor
 inertia, friction, a third-order current polynomial, 1 % current noise, encoder quantisation) and
 written as ``J/current`` CSVs; ``dynid`` runs in-process through :func:`dynamic_identification.cli.main`.
@@ -43,15 +43,15 @@ from dynamic_identification.core.model import (
     load_robot,
 )
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.payload_simulation import (
-    currents_from_motor_torques,
-    motor_side_torques,
-)
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.parameters import write_parameters_atomic
 from dynamic_identification.io.payload import load_payload, write_payload_atomic
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.trajectory import read_trajectory_csv
+from dynamic_identification.testing.payload_simulation import (
+    currents_from_motor_torques,
+    motor_side_torques,
+)
 from repo_paths import ARM6_URDF
 from true_parameters import true_parameter_file
 

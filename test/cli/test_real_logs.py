@@ -1,6 +1,6 @@
 """``dynid`` on a log as a real driver writes it: 1 kHz, jittered stamps, a hiccup of 5-10 samples every 3-5 s.
 
-The log is the realistic Panda of :mod:`dynamic_identification.core.realistic` (link-side torque
+The log is the realistic Panda of :mod:`dynamic_identification.testing.realistic` (link-side torque
 sensors, stiction, coloured noise, drifting offsets) with the stamps of the public 1 kHz logs of such
 arms. Before the one stamp-and-gap rule each hiccup cut the data: ``dynid stream`` with defaults
 published none of its updates ("window is empty (waiting for data)"), and ``dynid predict`` left a
@@ -19,14 +19,14 @@ import pytest
 import yaml
 
 from dynamic_identification import cli
-from dynamic_identification.core.realistic import (
+from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
+from dynamic_identification.testing.realistic import (
     RealisticRecording,
     excitation_trajectory,
     generate_recording,
     panda_hiccups_preset,
     plan_stamps,
 )
-from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 
 TRAIN_S = 20.0
 VALIDATION_S = 8.0

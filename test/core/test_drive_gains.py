@@ -21,9 +21,9 @@ from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify, predict_torques
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
+from dynamic_identification.testing.payload_simulation import simulate_current_recording
 from repo_paths import example_robot_file
 
 DURATION_S = 20.0

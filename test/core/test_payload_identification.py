@@ -33,8 +33,8 @@ from dynamic_identification.core.payload_identification import (
     measured_motor_torques,
     periodic_observations,
 )
-from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.testing.payload_simulation import simulate_current_recording
 
 PERIOD_S = 10.0
 PERIODS = 4

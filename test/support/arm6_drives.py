@@ -21,8 +21,8 @@ from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.payload_simulation import simulate_current_recording
 from dynamic_identification.io.config import simulated_robot
+from dynamic_identification.testing.payload_simulation import simulate_current_recording
 from repo_paths import ARM6_CONFIG
 
 GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])

@@ -59,7 +59,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
 
 import numpy as np
 import pinocchio as pin
@@ -67,7 +66,7 @@ import scipy.linalg
 
 from dynamic_identification.core.checks import require_finite_samples
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.mechanism import TreeMotion
+from dynamic_identification.core.mechanism import LoopClosure, TreeMotion
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -82,13 +81,6 @@ from dynamic_identification.core.regressors import (
     drive_observation_matrix,
     inertial_observation_matrix,
 )
-from dynamic_identification.core.settings_schema import CLOSURE_FIELDS, CLOSURE_TYPES
-
-ClosureType = Literal["point", "planar", "6d"]
-"""Accepted values of :attr:`LoopClosure.type` (:data:`~dynamic_identification.core.settings_schema.CLOSURE_TYPES`)."""
-
-_CLOSURE_ROWS = {"point": 3, "planar": 3, "6d": 6}
-_CLOSURE_KEYS = CLOSURE_FIELDS
 
 RESIDUAL_TOLERANCE = 1e-12
 """Largest constraint residual (m, rad) accepted as closed by the Newton solver."""
@@ -138,68 +130,6 @@ class LoopClosureError(DataError):
         self.sample = sample
         self.residual = residual
         self.condition_number = condition_number
-
-
-@dataclass(frozen=True)
-class LoopClosure:
-    """Two frames of the opened tree that coincide when the loop is closed.
-
-    Attributes
-    ----------
-    frame_a, frame_b
-        Frame names of the tree's Pinocchio model (URDF links, joints or fixed joints).
-    type
-        ``"point"`` (origins coincide, 3 equations), ``"planar"`` (in-plane position
-        and rotation about frame_a's z axis, 3 equations) or ``"6d"`` (placements
-        coincide, 6 equations); see the module documentation.
-    """
-
-    frame_a: str
-    frame_b: str
-    type: ClosureType
-
-    def __post_init__(self) -> None:
-        for name in ("frame_a", "frame_b"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ModelError(f"{name} must be a non-empty frame name, got {value!r}")
-        if self.type not in CLOSURE_TYPES:
-            raise ModelError(f"type must be one of {list(CLOSURE_TYPES)}, got {self.type!r}")
-        if self.frame_a == self.frame_b:
-            raise ModelError(f"frame_a and frame_b must differ, got {self.frame_a!r} twice")
-
-    @property
-    def rows(self) -> int:
-        """Number of constraint equations: 3 (point, planar) or 6 (6d)."""
-        return _CLOSURE_ROWS[self.type]
-
-    @classmethod
-    def from_dict(cls, entry: object, *, where: str = "loop closure") -> LoopClosure:
-        """A closure from one configuration entry ``{frame_a, frame_b, type}``.
-
-        Raises
-        ------
-        ModelError
-            Naming ``where`` (e.g. ``robot.loop_closures[0]``) and the bad key or value.
-        """
-        if not isinstance(entry, Mapping):
-            raise ModelError(f"{where} must be a mapping with keys {list(_CLOSURE_KEYS)}, got {entry!r}")
-        keys = {str(key) for key in entry}
-        missing = [key for key in _CLOSURE_KEYS if key not in keys]
-        unknown = sorted(keys - set(_CLOSURE_KEYS))
-        if missing or unknown:
-            raise ModelError(
-                f"{where} must have exactly the keys {list(_CLOSURE_KEYS)}: missing {missing}, unknown {unknown}"
-            )
-        kind = entry["type"]
-        if kind not in CLOSURE_TYPES:
-            raise ModelError(f"{where}.type must be one of {list(CLOSURE_TYPES)}, got {kind!r}")
-        try:
-            return cls(
-                frame_a=cast(str, entry["frame_a"]), frame_b=cast(str, entry["frame_b"]), type=cast(ClosureType, kind)
-            )
-        except ModelError as error:
-            raise ModelError(f"{where}: {error}") from error
 
 
 def loop_closures_from_config(loop_closures: object) -> tuple[LoopClosure, ...]:

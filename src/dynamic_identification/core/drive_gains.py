@@ -515,7 +515,7 @@ def driving_samples(
 
     [Swevers2002] eq. (8): the transmission of motor ``m`` delivers ``η`` times its input
     ``τ_T`` while the motor drives (``τ_T v_m > 0``) and ``1/η`` times it while the load
-    drives the motor, as :func:`~dynamic_identification.core.payload_simulation.transmission_input`
+    drives the motor, as :func:`~dynamic_identification.testing.payload_simulation.transmission_input`
     decides it, with the motor velocity ``v = C q̇``. The input is the motor torque
     ``N k i`` less the motor-side drive torques ``friction`` (rotor inertia, friction,
     offset; joint-side units) when they are known, else the motor torque alone.

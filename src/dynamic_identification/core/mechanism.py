@@ -23,8 +23,9 @@ eq. (3)). For a serial robot this is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 import pinocchio as pin
@@ -32,11 +33,78 @@ import pinocchio as pin
 from dynamic_identification.core import model as serial_model
 from dynamic_identification.core import regressors
 from dynamic_identification.core.checks import motion_samples
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.settings_schema import CLOSURE_FIELDS, CLOSURE_TYPES
 
-if TYPE_CHECKING:
-    from dynamic_identification.core.closed_loop import LoopClosure
-    from dynamic_identification.core.regressors import BaseParameters
+ClosureType = Literal["point", "planar", "6d"]
+"""Accepted values of :attr:`LoopClosure.type` (:data:`~dynamic_identification.core.settings_schema.CLOSURE_TYPES`)."""
+
+_CLOSURE_ROWS = {"point": 3, "planar": 3, "6d": 6}
+_CLOSURE_KEYS = CLOSURE_FIELDS
+
+
+@dataclass(frozen=True)
+class LoopClosure:
+    """Two frames of the opened tree that coincide when the loop is closed.
+
+    Attributes
+    ----------
+    frame_a, frame_b
+        Frame names of the tree's Pinocchio model (URDF links, joints or fixed joints).
+    type
+        ``"point"`` (origins coincide, 3 equations), ``"planar"`` (in-plane position
+        and rotation about frame_a's z axis, 3 equations) or ``"6d"`` (placements
+        coincide, 6 equations); see the module documentation.
+    """
+
+    frame_a: str
+    frame_b: str
+    type: ClosureType
+
+    def __post_init__(self) -> None:
+        for name in ("frame_a", "frame_b"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ModelError(f"{name} must be a non-empty frame name, got {value!r}")
+        if self.type not in CLOSURE_TYPES:
+            raise ModelError(f"type must be one of {list(CLOSURE_TYPES)}, got {self.type!r}")
+        if self.frame_a == self.frame_b:
+            raise ModelError(f"frame_a and frame_b must differ, got {self.frame_a!r} twice")
+
+    @property
+    def rows(self) -> int:
+        """Number of constraint equations: 3 (point, planar) or 6 (6d)."""
+        return _CLOSURE_ROWS[self.type]
+
+    @classmethod
+    def from_dict(cls, entry: object, *, where: str = "loop closure") -> LoopClosure:
+        """A closure from one configuration entry ``{frame_a, frame_b, type}``.
+
+        Raises
+        ------
+        ModelError
+            Naming ``where`` (e.g. ``robot.loop_closures[0]``) and the bad key or value.
+        """
+        if not isinstance(entry, Mapping):
+            raise ModelError(f"{where} must be a mapping with keys {list(_CLOSURE_KEYS)}, got {entry!r}")
+        keys = {str(key) for key in entry}
+        missing = [key for key in _CLOSURE_KEYS if key not in keys]
+        unknown = sorted(keys - set(_CLOSURE_KEYS))
+        if missing or unknown:
+            raise ModelError(
+                f"{where} must have exactly the keys {list(_CLOSURE_KEYS)}: missing {missing}, unknown {unknown}"
+            )
+        kind = entry["type"]
+        if kind not in CLOSURE_TYPES:
+            raise ModelError(f"{where}.type must be one of {list(CLOSURE_TYPES)}, got {kind!r}")
+        try:
+            return cls(
+                frame_a=cast(str, entry["frame_a"]), frame_b=cast(str, entry["frame_b"]), type=cast(ClosureType, kind)
+            )
+        except ModelError as error:
+            raise ModelError(f"{where}: {error}") from error
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.model import DriveTerms
-from dynamic_identification.core.realistic import StampSettings, plan_stamps
 from dynamic_identification.core.stamps import stream_chunks
+from dynamic_identification.testing.realistic import StampSettings, plan_stamps
 
 RATE_HZ = 1000.0
 BEFORE_S = 20.0
@@ -87,7 +87,7 @@ HICCUPS = StampSettings(
     duplicate_fraction=2e-3,
     origin_s=1.7e9,
 )
-"""A real driver's 1 kHz log (:mod:`~dynamic_identification.core.realistic`): ±0.3 ms of jitter, 5-10 samples
+"""A real driver's 1 kHz log (:mod:`~dynamic_identification.testing.realistic`): ±0.3 ms of jitter, 5-10 samples
 lost every 3-4.9 s, repeated stamps."""
 
 

@@ -21,7 +21,7 @@ counts as much as the shoulder. Then
   distribution do not match the motion (a wrong axis, another arm's geometry).
 
 On the realistic recordings of the shipped arm, a UR5 and a Panda
-(:mod:`~dynamic_identification.core.realistic`, their URDFs) ``s`` is 0.99-1.03 and the
+(:mod:`~dynamic_identification.testing.realistic`, their URDFs) ``s`` is 0.99-1.03 and the
 error 0.04-0.27; a UR5 recording with a UR10's URDF (same joint names) gives ``s`` = 0.47.
 """
 

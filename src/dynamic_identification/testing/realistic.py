@@ -64,7 +64,7 @@ from dynamic_identification.core.model import (
     standard_parameters,
 )
 from dynamic_identification.core.simulation import per_joint_values, rigid_body_torques
-from dynamic_identification.core.stick_slip import StickSlipSimulator, StribeckFriction
+from dynamic_identification.testing.stick_slip import StickSlipSimulator, StribeckFriction
 
 Signal = Literal["effort", "current"]
 TorqueSensor = Literal["motor", "link"]

@@ -1,11 +1,11 @@
-"""Realistic simulated recordings (:mod:`dynamic_identification.core.realistic`) as recordings and CSV files."""
+"""Realistic simulated recordings (:mod:`dynamic_identification.testing.realistic`) as recordings and CSV files."""
 
 from __future__ import annotations
 
 import os
 
-from dynamic_identification.core.realistic import RealisticRecording
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+from dynamic_identification.testing.realistic import RealisticRecording
 
 
 def as_recording(data: RealisticRecording) -> Recording:

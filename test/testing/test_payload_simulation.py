@@ -10,13 +10,13 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core.alignment import motor_torques
 from dynamic_identification.core.model import DriveChain, DriveParameters, load_robot
 from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.payload_simulation import (
+from dynamic_identification.core.regressors import random_motion
+from dynamic_identification.core.simulation import inverse_dynamics
+from dynamic_identification.testing.payload_simulation import (
     currents_from_motor_torques,
     motor_side_torques,
     transmission_input,
 )
-from dynamic_identification.core.regressors import random_motion
-from dynamic_identification.core.simulation import inverse_dynamics
 
 
 def _chain() -> DriveChain:

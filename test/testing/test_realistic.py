@@ -13,7 +13,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy import signal as sps
 
 from dynamic_identification.core.model import DriveChain, load_robot
-from dynamic_identification.core.realistic import (
+from dynamic_identification.core.signal import clean_time_stamps
+from dynamic_identification.io.recording import read_recording_csv
+from dynamic_identification.testing.realistic import (
     RealisticRecording,
     RobotPreset,
     SensorSettings,
@@ -30,10 +32,8 @@ from dynamic_identification.core.realistic import (
     ur5_100hz_preset,
     ur5_preset,
 )
-from dynamic_identification.core.signal import clean_time_stamps
-from dynamic_identification.core.stick_slip import StickSlipSimulator, StribeckFriction
-from dynamic_identification.io.realistic import as_recording, write_realistic_csv
-from dynamic_identification.io.recording import read_recording_csv
+from dynamic_identification.testing.recordings import as_recording, write_realistic_csv
+from dynamic_identification.testing.stick_slip import StickSlipSimulator, StribeckFriction
 
 QUIET_STAMPS = StampSettings(jitter_std_s=0.0, late_bursts_per_s=0.0, gaps=0, duplicate_fraction=0.0)
 """Regular 1 kHz stamps: one row per sample, for tests of the signals themselves."""

@@ -14,7 +14,7 @@ from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot, standard_parameters
 from dynamic_identification.core.regressors import base_parameters, random_motion
 from dynamic_identification.core.simulation import inverse_dynamics
-from dynamic_identification.core.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
+from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 
 DD3_URDF = Path(__file__).resolve().parents[2] / "urdf" / "dynid_dd3.urdf"
 TERMS = DriveTerms(rotor_inertia=True, viscous_friction=True, coulomb_friction=True, offset=True)
