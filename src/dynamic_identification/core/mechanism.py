@@ -23,6 +23,7 @@ eq. (3)). For a serial robot this is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -32,11 +33,17 @@ import pinocchio as pin
 from dynamic_identification.core import model as serial_model
 from dynamic_identification.core import regressors
 from dynamic_identification.core.checks import motion_samples
+from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 
 if TYPE_CHECKING:
     from dynamic_identification.core.closed_loop import LoopClosure
     from dynamic_identification.core.regressors import BaseParameters
+
+WALK_STEP_RAD = 0.05
+"""Largest change of a controlled joint's position (rad or m) between two solves of the loop closures when a
+mechanism is moved from one configuration to a far one (:meth:`Mechanism.follow`): small enough for Newton's
+method to stay in the assembly mode it starts from."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,14 @@ class Mechanism(Protocol):
         """The tree's motion of a motion of the controlled joints ``(N, n_a)`` ([Briot2012] eq. (2)-(4))."""
         ...
 
+    def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
+        """The tree configuration ``(n_t,)`` at the controlled joints' pose ``q_actuated`` ``(n_a,)`` in the assembly
+        mode of the tree configuration ``start``: the loops are followed along the straight path of the controlled
+        joints from ``start``'s, in steps of at most :data:`WALK_STEP_RAD` ([Briot2012] eq. (2)). Raises a
+        :class:`~dynamic_identification.core.closed_loop.LoopClosureError` (its ``sample``: the step) where they
+        cannot be; without closures the pose itself."""
+        ...
+
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
         """Names of the standard parameters (module docstring)."""
         ...
@@ -198,6 +213,10 @@ class SerialMechanism:
         q, dq, ddq = motion_samples(q_actuated, dq_actuated, ddq_actuated, self.robot.n_joints)
         return TreeMotion(q=q, dq=dq, ddq=ddq)
 
+    def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
+        """``q_actuated`` itself: without closures every pose is reached directly."""
+        return np.array(q_actuated, dtype=float)
+
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
         return serial_model.standard_parameter_names(self.robot.n_joints, terms)
 
@@ -215,6 +234,36 @@ class SerialMechanism:
         return regressors.base_parameters(
             self.robot, drive_chain, terms, samples=samples, seed=seed, tolerance=tolerance
         )
+
+
+def tree_values(
+    mechanism: Mechanism, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
+) -> np.ndarray:
+    """A per-joint setting given for the controlled joints or for every tree joint, as ``(n_t,)`` tree values.
+
+    ``None`` gives ``default`` (``(n_t,)``); ``n_a`` values set the controlled joints (kinematic
+    order) and leave the passive ones at ``default``; ``n_t`` values are taken as they are.
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` when ``value`` has another length.
+    """
+    out = np.array(default, dtype=float)
+    if value is None:
+        return out
+    array = np.asarray(value, dtype=float)
+    if array.shape == (mechanism.n_tree,):
+        return array
+    if array.shape == (mechanism.n_actuated,):
+        out[mechanism.actuated] = array
+        return out
+    if mechanism.n_actuated == mechanism.n_tree:
+        raise ModelError(f"{name} must have {mechanism.n_tree} entries (one per joint), got {array.tolist()}")
+    raise ModelError(
+        f"{name} must have {mechanism.n_actuated} entries (actuated joints {list(mechanism.actuated_joint_names)}) or"
+        f" {mechanism.n_tree} (tree joints), got {np.asarray(value).tolist()}"
+    )
 
 
 def mechanism_of(robot: RobotModel | Mechanism) -> Mechanism:
