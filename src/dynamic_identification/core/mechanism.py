@@ -122,6 +122,19 @@ class Mechanism(Protocol):
         ...
 
     @property
+    def reference_configuration(self) -> np.ndarray:
+        """A tree configuration ``(n_t,)`` that closes the loops, in the assembly mode the robot is used in: where
+        :meth:`complete_motion` starts without a guess, and the reference of the distance to singularities
+        (:mod:`~dynamic_identification.core.excitation.constraints`)."""
+        ...
+
+    @property
+    def closure_joints(self) -> tuple[tuple[int, int], ...]:
+        """Per closure, the Pinocchio joint indices of the two bodies its cut joint joins (their geometry meets
+        there by design, so a self-collision check does not pair them); empty for a serial robot."""
+        ...
+
+    @property
     def actuated_joint_names(self) -> tuple[str, ...]:
         """Controlled joints, kinematic order: the joints a recording holds and the drive chain drives."""
         ...
@@ -200,6 +213,15 @@ class SerialMechanism:
     @property
     def actuated_joint_names(self) -> tuple[str, ...]:
         return self.robot.joint_names
+
+    @property
+    def reference_configuration(self) -> np.ndarray:
+        """The zero configuration: without closures any configuration is one."""
+        return np.zeros(self.robot.n_joints)
+
+    @property
+    def closure_joints(self) -> tuple[tuple[int, int], ...]:
+        return ()
 
     def complete_motion(
         self,
