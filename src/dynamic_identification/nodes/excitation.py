@@ -181,7 +181,11 @@ class ExcitationSetup:
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
-    """Validate ``config``; ``ValueError`` names the bad parameter."""
+    """Validate ``config``; ``ValueError`` names the bad parameter.
+
+    A closed-loop robot (``robot.loop_closures``, ``robot.actuated_joints``) is planned and streamed through its
+    actuated joints, in mode ``fourier`` or ``file``; the rest of its tree is checked.
+    """
     if config.mode == "file" and not config.file:
         raise ValueError("parameter 'file' must name a trajectory CSV in mode 'file'")
     if not config.horizon_s > 1.0 / config.stream_rate_hz:
@@ -189,10 +193,24 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
             f" ({1.0 / config.stream_rate_hz:g} s), or the controller runs out of points between chunks"
         )
-    if config.closed_loop:
-        return _closed_loop_setup(config)
-    robot = node_robot(config.urdf, config.joints)
     settings = config.settings
+    mechanism: Mechanism
+    if config.closed_loop:
+        if config.mode not in ("fourier", "file"):
+            raise ValueError(
+                f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its"
+                " actuated joints ('fourier') or a trajectory file of them ('file')"
+            )
+        settings = replace(settings, mode="fourier")
+        try:
+            shared = _drive_config(config, config.joints or ())
+            mechanism = shared.closed_loop_model(config.urdf)
+            robot = load_robot(config.urdf, mechanism.actuated_joint_names)
+        except IdentificationError as error:
+            raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
+    else:
+        robot = node_robot(config.urdf, config.joints)
+        mechanism = SerialMechanism(robot)
     for name in (
         "workspace_lower",
         "workspace_upper",
@@ -203,18 +221,20 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         "box_max",
     ):
         value = getattr(settings, name)
-        size = 3 if name.startswith("box") else robot.n_joints
-        if value is not None and len(value) != size:
-            raise ValueError(f"parameter '{name}' needs {size} values, got {list(value)}")
-    mechanism = SerialMechanism(robot)
+        sizes = (3,) if name.startswith("box") else (mechanism.n_actuated, mechanism.n_tree)
+        if value is not None and len(value) not in sizes:
+            raise ValueError(
+                f"parameter '{name}' needs {' or '.join(map(str, sorted(set(sizes))))} values, got {list(value)}"
+            )
     try:
         limits = MechanismLimits.from_settings(mechanism, settings)
-        collision = settings.collision_model(robot)
+        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
-        shared = _drive_config(config, robot.joint_names)
-        drive_chain = shared.drive_chain(robot.n_joints)
+        if not config.closed_loop:
+            shared = _drive_config(config, robot.joint_names)
+        drive_chain = shared.drive_chain(mechanism.n_actuated)
     except IdentificationError as error:
         raise ValueError(f"parameter 'drive_chain.*': {error}") from error
     nominal = TorqueModel.nominal(mechanism, drive_chain, shared.drive_terms)
@@ -250,36 +270,6 @@ def _torque_model(nominal: TorqueModel, path: str, mechanism: Mechanism) -> Torq
         return identified_torque_model(path, mechanism.robot)
     except IdentificationError as error:
         raise ValueError(f"parameter 'parameters_file': {error}") from error
-
-
-def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
-    """The setup of a closed-loop robot: the actuated joints are planned and streamed, the rest is checked."""
-    if config.mode not in ("fourier", "file"):
-        raise ValueError(
-            f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its actuated"
-            " joints ('fourier') or a trajectory file of them ('file')"
-        )
-    try:
-        shared = _drive_config(config, config.joints or ())
-        mechanism = shared.closed_loop_model(config.urdf)
-        robot = load_robot(config.urdf, mechanism.actuated_joint_names)
-        drive_chain = shared.drive_chain(mechanism.n_actuated)
-        settings = replace(config.settings, mode="fourier")
-        limits = MechanismLimits.from_settings(mechanism, settings)
-        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
-    except IdentificationError as error:
-        raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
-    nominal = TorqueModel.nominal(mechanism, drive_chain, shared.drive_terms)
-    return ExcitationSetup(
-        robot=robot,
-        mechanism=mechanism,
-        drive_chain=drive_chain,
-        drive_terms=shared.drive_terms,
-        settings=settings,
-        limits=limits,
-        torque_model=_torque_model(nominal, config.parameters_file, mechanism),
-        collision=collision,
-    )
 
 
 def plan_from_file(

@@ -43,8 +43,12 @@ from five_bar import (
 )
 from ur5_collision import rest_to_rest, touching
 
-SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=80)
-"""The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible)."""
+SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=40)
+"""The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible):
+the smallest the search accepts (two generations of its population)."""
+
+ONE_PERIOD = replace(SETTINGS, optimise=False, seed=1, periods=1)
+"""A random design (seed 1) played once: what the self-collision tests plan, every executed instant checked."""
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +137,7 @@ def test_workspace_beyond_the_singularity_is_refused_naming_the_margin(
 def test_margin_that_leaves_almost_no_motion_is_refused_naming_it(five_bar: ClosedLoopModel, chain: DriveChain) -> None:
     """95 % of the home pose's σ_min/σ_max (0.95) holds only in a narrow band of the workspace."""
     with pytest.raises(IdentificationError, match=r"singularity margin 0\.95\) with more than 10% of the motion"):
-        plan_excitation(five_bar, chain, DriveTerms(), replace(SETTINGS, max_evaluations=40), margin=0.95)
+        plan_excitation(five_bar, chain, DriveTerms(), SETTINGS, margin=0.95)
 
 
 def test_motion_through_the_singularity_margin_is_refused_at_its_time(five_bar: ClosedLoopModel) -> None:
@@ -232,7 +236,7 @@ def test_a_closed_loop_excitation_is_shrunk_to_keep_the_margin_from_the_post_at_
 ) -> None:
     """Random design of seed 1: unchecked, its distal links run into the post; checked, the design's shrink toward
     its offset pose keeps the margin, so the plan needs no scaling after it."""
-    settings = replace(SETTINGS, optimise=False, seed=1)
+    settings = ONE_PERIOD
     unchecked = plan_excitation(five_bar_post, chain, DriveTerms(), replace(settings, self_collision=False))
     assert unchecked.self_collision == "self-collision not checked (self_collision: false)"
     assert touching(post_collision, _tree_motion(five_bar_post, unchecked.trajectory))
@@ -252,7 +256,7 @@ def test_a_design_that_does_not_keep_the_margin_is_scaled_until_its_executed_mot
     """The plan's safety net: with a design shrunk only out of contact (no margin), the check of the executed motion
     finds the post within the margin and the plan scales the design toward its offset pose until it keeps it."""
     monkeypatch.setattr(_Evaluator, "required_clearance_m", lambda self, q: np.zeros(q.shape[0]))
-    plan = plan_excitation(five_bar_post, chain, DriveTerms(), replace(SETTINGS, optimise=False, seed=1))
+    plan = plan_excitation(five_bar_post, chain, DriveTerms(), ONE_PERIOD)
     assert re.search(r"condition number [\d.]+ before scaling, amplitudes scaled to \d+% to keep", plan.description)
     before = float(plan.description.split("condition number ")[1].split(" ")[0])
     assert plan.condition_number is not None and plan.condition_number > before

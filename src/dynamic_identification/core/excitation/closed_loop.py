@@ -48,6 +48,7 @@ from dynamic_identification.core.excitation.constraints import (
 )
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
+    ExcitationDesign,
     FourierSearch,
     SearchBudget,
     fit_to_limits,
@@ -59,7 +60,6 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
-    LimitUsage,
     TorqueModel,
     check_trajectory,
     limit_usage,
@@ -346,49 +346,6 @@ def _from_rest(deviation: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, 
 
 
 # --------------------------------------------------------------------- designs
-@dataclass(frozen=True)
-class ClosedLoopExcitationDesign:
-    """A Fourier excitation of the actuated joints of a closed-loop robot and how good and safe it is.
-
-    Attributes
-    ----------
-    trajectory
-        The Fourier series of the actuated joints (kinematic order), [Volkmann2020] eq. (6).
-    condition_number
-        Of the column-normalised closed-loop base observation matrix ([Briot2012] eq. (7)) on
-        one period sampled at :data:`~.safety.CHECK_RATE_HZ`.
-    singularity_ratio
-        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` over that period, as a
-        fraction of its value at the reference configuration.
-    scale
-        The shrink toward the offset pose kept: 1 when the actuated limits alone bind.
-    usage
-        Fractions of the actuated limits used (:func:`~.safety.limit_usage`).
-    passive_usage
-        Fractions of the passive limits used over the period (jerk: ``nan``, not checked).
-    torque_usage
-        Largest fraction of an actuated effort limit the torque model needs (0 unchecked).
-    evaluations, wall_time_s
-        Cost evaluations spent and wall time, s (0 and the fitting time for a random design).
-    limits
-        The limits the design keeps.
-    time_capped
-        Whether the wall-time budget, not ``max_evaluations``, ended the search.
-    """
-
-    trajectory: FourierTrajectory
-    condition_number: float
-    singularity_ratio: float
-    scale: float
-    usage: LimitUsage
-    passive_usage: LimitUsage
-    torque_usage: float
-    evaluations: int
-    wall_time_s: float
-    limits: MechanismLimits
-    time_capped: bool = False
-
-
 def _finalise(
     evaluator: _Evaluator,
     base: BaseParameters,
@@ -398,7 +355,7 @@ def _finalise(
     evaluations: int,
     start: float,
     time_capped: bool = False,
-) -> ClosedLoopExcitationDesign:
+) -> ExcitationDesign:
     """Fit to the actuated limits at :data:`~.safety.CHECK_RATE_HZ`, shrink until the closed-loop constraints
     hold on :data:`_FINAL_SAMPLES` points per period, verify them at 1 kHz, and describe."""
     model, limits = evaluator.model, evaluator.limits
@@ -450,21 +407,16 @@ def _finalise(
     check_trajectory(sampled, limits.actuated, cancellation=evaluator.cancellation)
     stacked = base.select(probe.observed).reshape(-1, base.count)
     condition = _passive_condition(probe.motion)
-    torque_usage = 0.0
-    if probe.torques is not None:
-        torque_usage = float(np.max(np.abs(probe.torques) / limits.actuated.effort))
-    return ClosedLoopExcitationDesign(
+    return ExcitationDesign(
         trajectory=final,
         condition_number=normalised_condition(stacked),
-        singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
-        scale=scale,
         usage=limit_usage(sampled, limits.actuated, cancellation=evaluator.cancellation),
-        passive_usage=passive_usage(probe.motion, model, limits.passive),
-        torque_usage=torque_usage,
         evaluations=evaluations,
         wall_time_s=time.perf_counter() - start,
-        limits=limits,
+        limits=limits.actuated,
         time_capped=time_capped,
+        singularity_ratio=float(1.0 / (np.max(condition) * evaluator.reference_ratio)),
+        passive_usage=passive_usage(probe.motion, model, limits.passive),
     )
 
 
@@ -499,7 +451,7 @@ def random_closed_loop_fourier(
     base: BaseParameters | None = None,
     collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
-) -> ClosedLoopExcitationDesign:
+) -> ExcitationDesign:
     """The random-coefficient baseline: same limits and constraints, no optimisation.
 
     Offsets at the centre of the actuated ranges; coefficients standard normal (seeded);
@@ -592,7 +544,7 @@ def optimise_closed_loop_fourier(
     torque_model: TorqueModel | None = None,
     collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
-) -> ClosedLoopExcitationDesign:
+) -> ExcitationDesign:
     """Fourier excitation of the actuated joints minimising the condition number of the closed-loop base IDIM.
 
     The cost is ``log κ`` of the column-normalised base observation matrix
