@@ -43,6 +43,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionModel
 from dynamic_identification.core.excitation.constraints import (
     MechanismLimits,
+    passive_condition,
     passive_usage,
     reference_singularity_ratio,
 )
@@ -211,7 +212,7 @@ class _Evaluator:
         q = motion.q[:, model.passive]
         with np.errstate(divide="ignore", invalid="ignore"):
             position = np.nan_to_num(np.maximum((q - self.centre) / self.above, (self.centre - q) / self.below))
-        condition = _passive_condition(motion)
+        condition = passive_condition(motion)
         usages = [
             ("position", position),
             ("velocity", np.abs(motion.dq[:, model.passive]) / passive.velocity),
@@ -319,15 +320,6 @@ class _Evaluator:
         return low, best, reason
 
 
-def _passive_condition(motion: TreeMotion) -> np.ndarray:
-    """``σ_max / σ_min`` of ``A_p`` per sample, as :meth:`ClosedLoopModel.complete_motion` records it."""
-    if motion.passive_condition is None:
-        raise IdentificationError(
-            "the motion has no passive_condition: complete it with ClosedLoopModel.complete_motion"
-        )
-    return motion.passive_condition
-
-
 def _rows(motion: TreeMotion, index: slice) -> TreeMotion:
     condition = None if motion.passive_condition is None else motion.passive_condition[index]
     return TreeMotion(
@@ -406,7 +398,7 @@ def _finalise(
     sampled = sample(final, grid, limits.actuated.joint_names)
     check_trajectory(sampled, limits.actuated, cancellation=evaluator.cancellation)
     stacked = base.select(probe.observed).reshape(-1, base.count)
-    condition = _passive_condition(probe.motion)
+    condition = passive_condition(probe.motion)
     return ExcitationDesign(
         trajectory=final,
         condition_number=normalised_condition(stacked),

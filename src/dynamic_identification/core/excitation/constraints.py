@@ -372,7 +372,7 @@ def check_executed_motion(
         failures: list[tuple[int, IdentificationError]] = []
         if has_passive:
             failures += _passive_failures(mechanism, motion, limits.passive, executed.time, executed.at_point)
-            ratio = 1.0 / (_passive_condition(motion) * reference)
+            ratio = 1.0 / (passive_condition(motion) * reference)
             smallest = min(smallest, float(ratio.min()))
             usages.append(passive_usage(motion, mechanism, limits.passive))
             below = ratio < limits.singularity_margin - ROUNDING_TOLERANCE
@@ -439,8 +439,9 @@ def _passive_failures(
     return failures
 
 
-def _passive_condition(motion: TreeMotion) -> np.ndarray:
-    """``σ_max / σ_min`` of ``A_p`` per sample, as a closed-loop mechanism's ``complete_motion`` records it."""
+def passive_condition(motion: TreeMotion) -> np.ndarray:
+    """``σ_max / σ_min`` of ``A_p`` per sample of a completed motion with passive joints (a closed-loop
+    mechanism's :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion` records it)."""
     if motion.passive_condition is None:
         raise IdentificationError("the motion has no passive_condition: complete it with the mechanism")
     return motion.passive_condition
