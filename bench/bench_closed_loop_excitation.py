@@ -4,7 +4,7 @@ Issue 14 item 5 benchmark. For ``urdf/five_bar.urdf`` with the excitation settin
 ``config/five_bar.yaml`` (0.2 Hz, 5 harmonics, 2 periods, 100 Hz), prints:
 
 * the condition number of the column-normalised closed-loop base observation matrix of
-  :func:`plan_closed_loop_excitation` (optimised within a time budget) beside random
+  :func:`~dynamic_identification.core.excitation.plan.plan_excitation` (optimised within a time budget) beside random
   coefficients shrunk into the same constraints (median and range over seeds);
 * the smallest ``σ_min / σ_max`` of the passive block of ``A_t`` met along the 1 kHz
   executed motion, relative to the home pose, against the margin, and what the plan uses
@@ -24,13 +24,10 @@ import numpy as np
 from _common import load_five_bar, print_limit_usage
 
 from dynamic_identification.core.closed_loop import base_parameters
-from dynamic_identification.core.excitation.closed_loop import (
-    DEFAULT_SINGULARITY_MARGIN,
-    ClosedLoopLimits,
-    ClosedLoopTorqueModel,
-    plan_closed_loop_excitation,
-    random_closed_loop_fourier,
-)
+from dynamic_identification.core.excitation.closed_loop import random_closed_loop_fourier
+from dynamic_identification.core.excitation.constraints import DEFAULT_SINGULARITY_MARGIN, MechanismLimits
+from dynamic_identification.core.excitation.plan import plan_excitation
+from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.io.config import load_excitation_settings
 from dynamic_identification.resources import shipped_path
@@ -48,10 +45,10 @@ def main() -> None:
         load_excitation_settings(shipped_path("config", "five_bar.yaml")), time_budget_s=arguments.budget
     )
     start = time.perf_counter()
-    plan = plan_closed_loop_excitation(model, chain, terms, settings, margin=arguments.margin)
+    plan = plan_excitation(model, chain, terms, settings, margin=arguments.margin)
     planning_s = time.perf_counter() - start
-    limits = ClosedLoopLimits.from_settings(model, settings, singularity_margin=arguments.margin)
-    torque_model = ClosedLoopTorqueModel.nominal(model, chain, terms)
+    limits = MechanismLimits.from_settings(model, settings, singularity_margin=arguments.margin)
+    torque_model = TorqueModel.nominal(model, chain, terms)
     base = base_parameters(model, chain, terms)
     random = []
     for seed in range(arguments.seeds):

@@ -15,7 +15,7 @@ Printed per robot, never asserted:
   one plan and the number of instants it checks, beside checking every sample at 1 kHz.
 
 A closed-loop robot is checked on its opened tree, the passive joints where the loop closure puts
-them (:func:`~dynamic_identification.core.excitation.closed_loop.plan_closed_loop_excitation`): the
+them (:func:`~dynamic_identification.core.excitation.plan.plan_excitation`): the
 tests' five-bar with collision boxes and a post between its motors that the distal links can reach
 (``five_bar_with_collision_geometry`` of ``test/support/five_bar.py``), planned with the settings of
 ``config/five_bar.yaml`` (0.2 Hz, random and optimised with ``--evaluations``), same figures and
@@ -44,7 +44,6 @@ from _common import (
 )
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
@@ -139,12 +138,12 @@ def run_closed_loop(seeds: int, evaluations: int) -> None:
             common = replace(settings, optimise=optimise, seed=seed, max_evaluations=evaluations)
             started = time.perf_counter()
             unchecked = replace(common, self_collision=False)
-            free = plan_closed_loop_excitation(model, FIVE_BAR_CHAIN, DriveTerms(), unchecked)
+            free = plan_excitation(model, FIVE_BAR_CHAIN, DriveTerms(), unchecked)
             free_s = time.perf_counter() - started
             touched = touching(collision, tree(free.trajectory))
             started = time.perf_counter()
             try:
-                checked = plan_closed_loop_excitation(model, FIVE_BAR_CHAIN, DriveTerms(), common, collision=collision)
+                checked = plan_excitation(model, FIVE_BAR_CHAIN, DriveTerms(), common, collision=collision)
             except Exception as error:  # noqa: BLE001 - a refusal is a result here, printed
                 print(f"  {optimise!s:9}  {seed:4}  {touched!s:7}              refused: {error}")
                 continue

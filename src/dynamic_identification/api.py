@@ -36,8 +36,8 @@ from dynamic_identification.core.drive_gains import (
     identify_drive_gains,
 )
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.excitation.closed_loop import plan_closed_loop_excitation
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
+from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.identification import (
     IdentificationResult,
@@ -52,6 +52,7 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
@@ -738,31 +739,27 @@ def excite_file(
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
     parameters_file = ros_parameters(str(config), "excitation").get("parameters_file") if config else None
+    # The mechanism and an identified torque model are read per kind of file; the plan is one.
+    mechanism: Mechanism
+    torque_model: TorqueModel | None = None
     if identification.closed_loop:
         mechanism = identification.closed_loop_model(urdf)
-        plan = plan_closed_loop_excitation(
-            mechanism,
-            identification.drive_chain(mechanism.n_actuated, mechanism.actuated_joint_names),
-            identification.drive_terms,
-            settings,
-            torque_model=(
-                identified_closed_loop_torque_model(str(parameters_file), mechanism) if parameters_file else None
-            ),
-            cancellation=monitor,
-        )
-        joints = mechanism.actuated_joint_names
+        if parameters_file:
+            torque_model = identified_closed_loop_torque_model(str(parameters_file), mechanism)
     else:
         robot = load_robot(urdf, identification.joints)
-        torque_model = identified_torque_model(str(parameters_file), robot) if parameters_file else None
-        plan = plan_excitation(
-            robot,
-            identification.drive_chain(robot.n_joints, robot.joint_names),
-            identification.drive_terms,
-            settings,
-            torque_model=torque_model,
-            cancellation=monitor,
-        )
-        joints = robot.joint_names
+        mechanism = SerialMechanism(robot)
+        if parameters_file:
+            torque_model = identified_torque_model(str(parameters_file), robot)
+    joints = mechanism.actuated_joint_names
+    plan = plan_excitation(
+        mechanism,
+        identification.drive_chain(mechanism.n_actuated, joints),
+        identification.drive_terms,
+        settings,
+        torque_model=torque_model,
+        cancellation=monitor,
+    )
     monitor.report(f"writing {out}")
     write_trajectory_csv(out, plan.trajectory)
     return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")

@@ -16,11 +16,12 @@ class takes a robot model and parameter values, this one adds
 :meth:`~FeedforwardModel.from_yaml` and :meth:`~FeedforwardModel.from_parameters`
 (the io layer's :class:`~dynamic_identification.io.parameters.ParameterFile`).
 
-A closed-loop robot's file (``robot.loop_closures``, [Briot2012] §2) gives a
-:class:`ClosedLoopFeedforwardModel`: desired **actuated** ``q, q̇, q̈`` in, actuated torques
+A closed-loop robot's file (``robot.loop_closures``, [Briot2012] §2) gives the same
+:class:`FeedforwardModel` on its mechanism: desired **actuated** ``q, q̇, q̈`` in, actuated torques
 ``J_tᵀ τ_tree`` plus drive terms out, the passive motion completed from the closures
-(:mod:`dynamic_identification.core.closed_loop_feedforward`). :func:`load_feedforward` and
-:func:`feedforward_from_parameters` return whichever model a file describes.
+(:mod:`dynamic_identification.core.feedforward`). :func:`load_feedforward` and
+:func:`feedforward_from_parameters` are :meth:`FeedforwardModel.from_yaml` and
+:meth:`FeedforwardModel.from_parameters` as functions.
 
 Every constructor here takes the core model's tuning keywords, :class:`FeedforwardOptions`
 (``friction_smoothing``, ``effort_limits``, ``acceleration_limits``), and hands them on unchanged.
@@ -30,13 +31,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypedDict
 
-from dynamic_identification.core import closed_loop_feedforward as closed_core
 from dynamic_identification.core import feedforward as core
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_FRICTION_SMOOTHING",
-    "ClosedLoopFeedforwardModel",
     "FeedforwardModel",
     "FeedforwardOptions",
     "feedforward_from_parameters",
@@ -97,21 +96,24 @@ def _require_joints(described: str, joints: Sequence[str], parameters: Parameter
         raise ModelError(f"{described} {list(joints)}, the file {list(parameters.joints)}")
 
 
-_Model = TypeVar("_Model", "FeedforwardModel", "ClosedLoopFeedforwardModel")
+class FeedforwardModel(core.FeedforwardModel):
+    """The identified model's feedforward torques, loadable from a parameter YAML file.
 
-
-class _LoadableFromYaml:
-    """``from_yaml`` of the serial and the closed-loop feedforward: read the file, then ``from_parameters``."""
+    See :class:`dynamic_identification.core.feedforward.FeedforwardModel` for the
+    model (``tanh(k q̇)`` Coulomb friction, [Volkmann2020] §IV.C; a closed-loop robot's
+    passive motion completed from the closures, ``τ_a = J_tᵀ τ_tree`` plus drive terms,
+    [Briot2012] eq. (6)) and :meth:`torques`.
+    """
 
     @classmethod
     def from_yaml(
-        cls: type[_Model],
+        cls,
         path: str | os.PathLike[str],
         *,
         urdf: str | os.PathLike[str] | None = None,
         payload: str | os.PathLike[str] | Payload | None = None,
         **options: Unpack[FeedforwardOptions],
-    ) -> _Model:
+    ) -> FeedforwardModel:
         """The model of a parameter YAML file (or YAML text, as published on ``/estimator/parameters``).
 
         A relative URDF name in the file is taken relative to the file's folder (then
@@ -120,17 +122,9 @@ class _LoadableFromYaml:
         hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
         payload --out`` or ``/estimator/payload``) or a
         :class:`~dynamic_identification.core.payload.Payload`. The other arguments are
-        those of ``from_parameters``.
+        those of :meth:`from_parameters`.
         """
         return cls.from_parameters(load_parameters(path), urdf=urdf, payload=_resolved_payload(payload), **options)
-
-
-class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
-    """The identified model's feedforward torques, loadable from a parameter YAML file.
-
-    See :class:`dynamic_identification.core.feedforward.FeedforwardModel` for the
-    model (``tanh(k q̇)`` Coulomb friction, [Volkmann2020] §IV.C) and :meth:`torques`.
-    """
 
     @classmethod
     def from_parameters(
@@ -138,14 +132,12 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
         parameters: ParameterFile,
         *,
         urdf: str | os.PathLike[str] | None = None,
-        robot: RobotModel | None = None,
+        robot: RobotModel | Mechanism | None = None,
         payload: Payload | None = None,
         **options: Unpack[FeedforwardOptions],
     ) -> FeedforwardModel:
-        """The model of a parsed parameter file.
-
-        A closed-loop robot's file (``robot.loop_closures``) is refused: its model is a
-        :class:`ClosedLoopFeedforwardModel` (:func:`feedforward_from_parameters` picks the kind).
+        """The model of a parsed parameter file, a serial robot's or a closed-loop robot's
+        (``robot.loop_closures``, ``robot.actuated_joints``: desired states and torques per actuated joint).
 
         Parameters
         ----------
@@ -159,9 +151,9 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
             relative to the file, ``package://``, or absolute), must have the content
             hash the file records.
         robot
-            The robot model of the file's joints, already loaded (a node that
-            receives new parameters for the same robot reuses it); ``urdf`` is then
-            not read.
+            The robot model of the file's joints (the closed-loop mechanism of a closed-loop
+            file), already built (a node that receives new parameters for the same robot
+            reuses it); ``urdf`` is then not read.
         payload
             A carried load (``io.payload.load_payload``) whose torques are added.
         **options
@@ -172,56 +164,17 @@ class FeedforwardModel(_LoadableFromYaml, core.FeedforwardModel):
         ------
         dynamic_identification.core.errors.IdentificationError
             If the URDF cannot be loaded, changed since the identification, lacks a
-            joint of the file, or a parameter is not a standard parameter of the model.
+            joint of the file, does not fit the closures, or a parameter is not a standard
+            parameter of the model.
         """
-        if parameters.closed_loop:
-            raise ModelError(
-                "the parameter file describes a closed-loop robot (robot.loop_closures): use"
-                " ClosedLoopFeedforwardModel or load_feedforward"
-            )
         if robot is None:
-            robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
+            if parameters.closed_loop:
+                robot = closed_loop_model_of(parameters, urdf)
+            else:
+                robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
         else:
-            _require_joints("the robot model has joints", robot.joint_names, parameters)
+            _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
         return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
-
-
-class ClosedLoopFeedforwardModel(_LoadableFromYaml, closed_core.ClosedLoopFeedforwardModel):
-    """A closed-loop robot's feedforward of actuated torques, loadable from a parameter YAML file.
-
-    See :class:`dynamic_identification.core.closed_loop_feedforward.ClosedLoopFeedforwardModel`
-    for the model (passive motion completed from the closures, ``τ_act = J_tᵀ τ_tree`` plus
-    drive terms, [Briot2012] eq. (6)) and :meth:`torques`.
-    """
-
-    @classmethod
-    def from_parameters(
-        cls,
-        parameters: ParameterFile,
-        *,
-        urdf: str | os.PathLike[str] | None = None,
-        model: ClosedLoopModel | None = None,
-        payload: Payload | None = None,
-        **options: Unpack[FeedforwardOptions],
-    ) -> ClosedLoopFeedforwardModel:
-        """The model of a parsed closed-loop parameter file (``robot.loop_closures``, ``robot.actuated_joints``).
-
-        ``model`` is the closed-loop model of the file, already built (a node that receives
-        new parameters for the same robot reuses it); ``urdf`` replaces the file's URDF.
-        The other arguments are those of :meth:`FeedforwardModel.from_parameters`, per
-        actuated joint.
-
-        Raises
-        ------
-        dynamic_identification.core.errors.IdentificationError
-            A serial robot's file, a URDF that does not fit the closures, or a parameter
-            that is not a standard parameter of the mechanism.
-        """
-        if model is None:
-            model = closed_loop_model_of(parameters, urdf)
-        else:
-            _require_joints("the closed-loop model actuates", model.actuated_joint_names, parameters)
-        return cls(model, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 
 def feedforward_from_parameters(
@@ -230,10 +183,10 @@ def feedforward_from_parameters(
     urdf: str | os.PathLike[str] | None = None,
     payload: Payload | None = None,
     **options: Unpack[FeedforwardOptions],
-) -> FeedforwardModel | ClosedLoopFeedforwardModel:
-    """The feedforward of a parsed parameter file: a serial robot's or a closed-loop robot's."""
-    kind = ClosedLoopFeedforwardModel if parameters.closed_loop else FeedforwardModel
-    return kind.from_parameters(parameters, urdf=urdf, payload=payload, **options)
+) -> FeedforwardModel:
+    """The feedforward of a parsed parameter file: a serial robot's or a closed-loop robot's
+    (:meth:`FeedforwardModel.from_parameters`)."""
+    return FeedforwardModel.from_parameters(parameters, urdf=urdf, payload=payload, **options)
 
 
 def load_feedforward(
@@ -242,6 +195,6 @@ def load_feedforward(
     urdf: str | os.PathLike[str] | None = None,
     payload: str | os.PathLike[str] | Payload | None = None,
     **options: Unpack[FeedforwardOptions],
-) -> FeedforwardModel | ClosedLoopFeedforwardModel:
+) -> FeedforwardModel:
     """The feedforward of a parameter YAML file or text, serial or closed-loop (``robot.loop_closures``)."""
     return feedforward_from_parameters(load_parameters(path), urdf=urdf, payload=_resolved_payload(payload), **options)

@@ -10,7 +10,8 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core import regressors
 from dynamic_identification.core.closed_loop import ClosedLoopModel, random_motion
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, TreeMotion, mechanism_of, tree_values
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from five_bar import load_five_bar
 
@@ -76,3 +77,33 @@ def test_base_parameters_come_from_the_mechanism(arm6: RobotModel, five_bar: Clo
     assert serial.names == regressors.base_parameters(arm6, DriveChain.create(arm6.n_joints), terms).names
     closed = five_bar.base_parameters(DriveChain.create(2), terms)
     assert len(closed.names) == 17
+
+
+def test_following_the_loops_to_a_far_pose_closes_them_in_the_reference_assembly_mode(
+    arm6: RobotModel, five_bar: ClosedLoopModel
+) -> None:
+    """0.4 rad from home in steps of WALK_STEP_RAD: the configuration the default completion walks to; a serial
+    robot reaches any pose directly."""
+    target = five_bar.reference_configuration[five_bar.actuated] + np.array([0.4, -0.4])
+    q = five_bar.follow(target, start=five_bar.reference_configuration)
+    assert_allclose(q[five_bar.actuated], target, atol=1e-12)
+    assert np.max(np.abs(five_bar.residual(q))) < 1e-9
+    zeros = np.zeros((1, 2))
+    assert_allclose(q, five_bar.complete_motion(target[None], zeros, zeros).q[0], atol=1e-9)
+    pose = np.linspace(-0.5, 0.5, arm6.n_joints)
+    assert_allclose(SerialMechanism(arm6).follow(pose, start=np.zeros(arm6.n_joints)), pose, rtol=0.0, atol=0.0)
+
+
+def test_a_per_joint_setting_names_the_controlled_or_the_tree_joints(
+    arm6: RobotModel, five_bar: ClosedLoopModel
+) -> None:
+    default = np.arange(five_bar.n_tree, dtype=float)
+    actuated = tree_values(five_bar, "effort_limits", [7.0, 8.0], default)
+    assert_allclose(actuated[five_bar.actuated], [7.0, 8.0])
+    assert_allclose(actuated[five_bar.passive], default[five_bar.passive])
+    with pytest.raises(
+        ModelError, match=r"effort_limits must have 2 entries \(actuated joints .*\) or 4 \(tree joints\)"
+    ):
+        tree_values(five_bar, "effort_limits", [1.0, 2.0, 3.0], default)
+    with pytest.raises(ModelError, match=r"effort_limits must have 6 entries \(one per joint\)"):
+        tree_values(SerialMechanism(arm6), "effort_limits", [1.0], np.ones(6))

@@ -28,19 +28,19 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
-from dynamic_identification.core.excitation.closed_loop import ClosedLoopLimits, ClosedLoopTorqueModel
 from dynamic_identification.core.excitation.collision import SelfCollisionError
-from dynamic_identification.core.excitation.safety import executed_motion
+from dynamic_identification.core.excitation.constraints import MechanismLimits
+from dynamic_identification.core.excitation.safety import TorqueModel, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import DriveTerms
 from dynamic_identification.core.settings_schema import setting
-from dynamic_identification.feedforward import ClosedLoopFeedforwardModel
+from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, load_excitation_settings, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes.conversions import arrays_from_joint_state, joint_state_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
-from dynamic_identification.nodes.excitation import ClosedLoopExcitation, ExcitationNode, closed_loop_playback
+from dynamic_identification.nodes.excitation import ExcitationNode, checked_playback
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
@@ -178,16 +178,14 @@ def test_a_closed_loop_ramp_in_from_the_robots_position_is_checked_for_self_coll
     )
     settings = load_excitation_settings(FIVE_BAR_CONFIG)
     collision = settings.collision_model(model.robot, joined=model.closure_joints)
-    limits = ClosedLoopLimits.from_settings(model, settings)
-    closed_loop = ClosedLoopExcitation(
-        model, limits, ClosedLoopTorqueModel.nominal(model, FIVE_BAR_CHAIN, DriveTerms())
-    )
+    limits = MechanismLimits.from_settings(model, settings)
+    torques = TorqueModel.nominal(model, FIVE_BAR_CHAIN, DriveTerms())
     held = rest_to_rest(tuple(ACTUATED), [(0.0, 0.0), (0.0, 0.0)], interval_s=1.0)
     on_the_post = np.array([0.9, -0.3])
-    played = closed_loop_playback(held, on_the_post, limits.actuated, closed_loop, rate_hz=100.0)
+    played = checked_playback(held, on_the_post, model, limits, rate_hz=100.0, torque_model=torques)
     assert_allclose(played.q[0], on_the_post)
     with pytest.raises(SelfCollisionError, match="plate_0"):
-        closed_loop_playback(held, on_the_post, limits.actuated, closed_loop, rate_hz=100.0, collision=collision)
+        checked_playback(held, on_the_post, model, limits, rate_hz=100.0, torque_model=torques, collision=collision)
 
 
 def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -274,7 +272,7 @@ def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_fi
     g = graph(node)
     outputs: list[Float64MultiArray] = g.record(Float64MultiArray, "feedforward/effort", COMMAND_QOS)
     trajectory = g.probe.create_publisher(JointTrajectory, "joint_trajectory", COMMAND_QOS)
-    assert isinstance(node.model, ClosedLoopFeedforwardModel)
+    assert node.model is not None and node.model.mechanism.closures
     g.spin(20.0, until=lambda: trajectory.get_subscription_count() > 0)
     pose = [0.3, -0.2]
     message = JointTrajectory(joint_names=ACTUATED)
@@ -282,7 +280,7 @@ def test_the_feedforward_node_publishes_the_actuated_torques_of_a_closed_loop_fi
     trajectory.publish(message)
     g.spin(10.0, until=lambda: len(outputs) > 5)
     assert outputs, node.diagnostic_status().message
-    expected = ClosedLoopFeedforwardModel.from_yaml(path).torques(np.array(pose), np.zeros(2), np.zeros(2))
+    expected = FeedforwardModel.from_yaml(path).torques(np.array(pose), np.zeros(2), np.zeros(2))
     assert_allclose(np.array(outputs[-1].data), expected, rtol=1e-9, atol=1e-12)
     # A trajectory naming the passive joints too is accepted; their points are ignored.
     message = JointTrajectory(joint_names=list(model.joint_names))

@@ -34,6 +34,7 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.excitation import (
     ExcitationNode,
+    checked_playback,
     chunk_range,
     plan_from_file,
     playback_trajectory,
@@ -256,10 +257,10 @@ def test_the_ramp_in_from_the_current_position_is_checked_for_self_collision(
     assert collision is not None
     limits = JointLimits.from_robot(robot)
     held = rest_to_rest(robot.joint_names, [CLEAR_B, CLEAR_B], interval_s=1.0)
-    motion = playback_trajectory(held, np.array(CLEAR_B), limits, rate_hz=100.0, collision=collision)
+    motion = checked_playback(held, np.array(CLEAR_B), robot, limits, rate_hz=100.0, collision=collision)
     assert_allclose(motion.q, np.broadcast_to(CLEAR_B, motion.q.shape), atol=1e-12)
     with pytest.raises(SelfCollisionError) as raised:
-        playback_trajectory(held, np.array(CLEAR_A), limits, rate_hz=100.0, collision=collision)
+        checked_playback(held, np.array(CLEAR_A), robot, limits, rate_hz=100.0, collision=collision)
     unchecked = playback_trajectory(held, np.array(CLEAR_A), limits, rate_hz=100.0)
     arrival_s = unchecked.time[np.argmax(np.all(np.abs(unchecked.q - CLEAR_B) < 1e-9, axis=1))]
     assert 0.0 < raised.value.time_s < arrival_s  # in the ramp from CLEAR_A, before the held pose is reached

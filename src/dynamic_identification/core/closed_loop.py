@@ -66,7 +66,8 @@ import scipy.linalg
 
 from dynamic_identification.core.checks import require_finite_samples
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.mechanism import LoopClosure, TreeMotion
+from dynamic_identification.core.mechanism import WALK_STEP_RAD, LoopClosure, TreeMotion
+from dynamic_identification.core.mechanism import tree_values as tree_values
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -742,6 +743,24 @@ class ClosedLoopModel:
             ddq[k, self.passive] -= block.pseudo_inverse @ kinematics.drift(dq[k])
         return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection, passive_condition=condition)
 
+    def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
+        """The closed configuration at actuated ``q_actuated`` in ``start``'s assembly mode: the loops solved at
+        every :data:`~dynamic_identification.core.mechanism.WALK_STEP_RAD` of the straight actuated path from
+        ``start`` ([Briot2012] eq. (2)).
+
+        Raises
+        ------
+        LoopClosureError
+            At the first step (its ``sample``) where the loops cannot be closed.
+        """
+        origin = self._configuration("start", start)
+        target = self._configuration("q_actuated", q_actuated, self.n_actuated)
+        change = target - origin[self.actuated]
+        steps = max(1, int(np.ceil(float(np.max(np.abs(change), initial=0.0)) / WALK_STEP_RAD)))
+        path = origin[self.actuated] + np.linspace(0.0, 1.0, steps + 1)[1:, None] * change
+        zeros = np.zeros_like(path)
+        return self.complete_motion(path, zeros, zeros, q_guess=origin).q[-1]
+
     # ----------------------------------------------------------------- internals
     def _actuated_change(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         """``end − start`` of actuated positions, continuous joints taken the short way round (±π)."""
@@ -874,34 +893,6 @@ def _actuated_indices(robot: RobotModel, actuated_joints: Sequence[str], urdf_na
         )
     position = {name: j for j, name in enumerate(robot.joint_names)}
     return np.array(sorted(position[name] for name in names), dtype=int)
-
-
-def tree_values(
-    model: ClosedLoopModel, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
-) -> np.ndarray:
-    """A per-joint setting given for the actuated joints or for every tree joint, as ``(n_t,)`` tree values.
-
-    ``None`` gives ``default`` (``(n_t,)``); ``n_a`` values set the actuated joints (kinematic
-    order) and leave the passive ones at ``default``; ``n_t`` values are taken as they are.
-
-    Raises
-    ------
-    ModelError
-        Naming ``name`` when ``value`` has another length.
-    """
-    out = np.array(default, dtype=float)
-    if value is None:
-        return out
-    array = np.asarray(value, dtype=float)
-    if array.shape == (model.n_tree,):
-        return array
-    if array.shape == (model.n_actuated,):
-        out[model.actuated] = array
-        return out
-    raise ModelError(
-        f"{name} must have {model.n_actuated} entries (actuated joints {list(model.actuated_joint_names)}) or"
-        f" {model.n_tree} (tree joints), got {np.asarray(value).tolist()}"
-    )
 
 
 def _rank(matrix: np.ndarray) -> int:

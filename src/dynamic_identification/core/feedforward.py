@@ -15,6 +15,15 @@ parameter vector (zeros for the columns the model does not have), so one call
 costs a few tens of microseconds. It is not thread-safe (the ``Data`` is shared);
 use one instance per thread.
 
+The model is built on a :class:`~dynamic_identification.core.mechanism.Mechanism`. A serial robot's
+(a :class:`~dynamic_identification.core.model.RobotModel`, every joint controlled) takes the joints'
+desired states as they are. A closed-loop (parallel) robot's controller commands its actuated joints:
+for desired actuated ``q_a, q̇_a, q̈_a`` the passive motion is completed from the loop closures
+([Briot2012] eq. (2)-(4), :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`,
+warm-started from the previous desired sample), and the opened tree's torques are projected onto the
+actuated joints, ``τ_a = J_tᵀ τ_tree`` plus the drive terms ([Briot2012] eq. (6)); the model then keeps
+the last completed configuration, one more reason for one instance per thread.
+
 File loading lives one layer up, in :mod:`dynamic_identification.feedforward`
 (``FeedforwardModel.from_yaml(path)``).
 """
@@ -23,27 +32,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import (
-    INERTIAL_PARAMETER_NAMES,
-    DriveChain,
-    DriveTerms,
-    RobotModel,
-    limit_bounds,
-    standard_parameter_names,
-)
+from dynamic_identification.core.mechanism import WALK_STEP_RAD, Mechanism, TreeMotion, mechanism_of, tree_values
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel, limit_bounds
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import default
 
-_Mechanism = TypeVar("_Mechanism")
-"""What a feedforward model is built on: a serial :class:`RobotModel` or a closed-loop mechanism."""
-
-_Feedforward = TypeVar("_Feedforward", bound="FeedforwardBase[Any]")
+_Model = TypeVar("_Model", bound="FeedforwardModel")
 
 DEFAULT_FRICTION_SMOOTHING: float = default("friction_smoothing", "feedforward")
 """``k`` of the Coulomb feedforward ``Fc tanh(k v)``, s/rad ([Volkmann2020] §IV.C)."""
@@ -120,26 +121,74 @@ class FeedforwardTorques:
     problem: str = ""
 
 
-class FeedforwardBase(Generic[_Mechanism]):
-    """What the serial and the closed-loop feedforward models share.
+class FeedforwardModel:
+    """Torques of the controlled joints of an identified model for their desired ``q, q̇, q̈``.
 
-    The constructor, which checks and keeps the identified parameters; the drive terms
-    ``Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)`` with ``v = C q̇`` of the
-    controlled joints ([Gautier2013] eq. (3), (26); [Volkmann2020] §IV.C); the check of a
-    desired state against the limits, the clamping of the torques to the effort limits and
-    the same model with another payload (:meth:`with_payload`). A subclass says what its
-    mechanism (:attr:`mechanism`) has: how many controlled joints (:meth:`_controlled_joints`),
-    which tree (:meth:`_tree`), where each named parameter goes (:meth:`_standard_values`),
-    which limits (:meth:`_joint_limits`) and the joints' names (:attr:`joint_names`); and it
-    gives the torques of checked desired states (:meth:`_model_torques`).
+    ``τ = J_tᵀ Y(q_t, q̇_t, q̈_t) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
+
+    where ``Y`` is Pinocchio's joint-torque regressor of the mechanism's tree at its motion
+    ``(q_t, q̇_t, q̈_t)`` completed from the controlled joints' (``J_t = I`` for a serial
+    robot; module docstring), and ``χ_in``, ``Ia``, ``Fv``, ``Fc``, ``off`` hold the given
+    base-parameter values at their standard columns and zeros elsewhere ([Gautier2013]
+    eq. (2)-(4), (26); [Briot2012] eq. (6); [Volkmann2020] §IV.C). Where ``|k v| ≫ 1`` this
+    equals :func:`~dynamic_identification.core.identification.predict_torques`.
+
+    Parameters
+    ----------
+    robot
+        The robot: a serial robot's model, joints in the order of the parameter file, or a
+        :class:`~dynamic_identification.core.mechanism.Mechanism` (e.g. a closed-loop
+        robot's :class:`~dynamic_identification.core.closed_loop.ClosedLoopModel`).
+    drive_chain
+        Drive chain of the controlled joints (its coupling defines the motor velocities ``v``).
+    terms
+        The drive-chain terms of the identified model.
+    names
+        Parameter names, each a standard parameter name of the mechanism and ``terms``
+        (:meth:`~dynamic_identification.core.mechanism.Mechanism.standard_parameter_names`:
+        ``"ZZ1"``, ``"MX2"``, ``"Fc3"``, ...; ``ZZ2`` is the inertia of the tree's second
+        joint); base parameters carry the name of their independent column.
+    values
+        Values of ``names`` in SI units, same length.
+    friction_smoothing
+        ``k`` > 0 of ``tanh(k v)``, s/rad.
+    identified
+        Per controlled joint, whether the identification had equations for it; ``None``: all.
+        A joint it had none for (it never moved, e.g. a wrist the process holds
+        still) gets no feedforward torque: nothing in the data validates the
+        model's torque for it, and its PD controller holds it as before.
+    effort_limits
+        Each torque is clamped to ``±effort_limits`` (N·m), one per controlled joint or per
+        tree joint; default the URDF's. A non-positive or non-finite entry means unknown:
+        that joint is not clamped.
+    acceleration_limits
+        Desired accelerations beyond these (rad/s², with :data:`DESIRED_STATE_TOLERANCE`)
+        are clamped to them, sample by sample (:meth:`evaluate`); one per controlled joint or
+        per tree joint; default :data:`FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ` (10 /s) times
+        the URDF velocity limits, generous: a URDF has no acceleration limit, and the
+        excitation's 4 /s is a planning margin, not the drives' limit. Desired velocities are
+        clamped to the URDF's velocity limits alike.
+    payload
+        A load carried on one of the tree's frames (identified by ``dynid payload`` or
+        the estimator's ``~/identify_payload``, [Swevers2002]; a closed-loop robot's
+        platform): its rigid-body torques ``J_tᵀ Y_p(q_t, q̇_t, q̈_t) φ_p`` are added to every
+        joint the identification covers ([Briot2012] eq. (11)).
+
+    Raises
+    ------
+    ModelError
+        If a name is not a standard parameter of the mechanism, names repeat, the
+        sizes disagree, a value is beyond :data:`MAX_PARAMETER_MAGNITUDE`,
+        ``friction_smoothing`` is not finite and positive, or a limit or the ``identified``
+        mask has another size.
     """
 
-    _controlled_joint: str = "joint"
-    """What a controlled joint of the model is called in error messages."""
+    _last: np.ndarray | None = None
+    """The tree configuration of the last desired sample, which warm-starts the next one (``None``: none yet)."""
 
     def __init__(
         self,
-        mechanism: _Mechanism,
+        robot: RobotModel | Mechanism,
         drive_chain: DriveChain,
         terms: DriveTerms,
         names: Sequence[str],
@@ -151,18 +200,11 @@ class FeedforwardBase(Generic[_Mechanism]):
         acceleration_limits: Sequence[float] | np.ndarray | None = None,
         payload: Payload | None = None,
     ) -> None:
-        """Check the arguments (the subclass's docstring says what they are) and keep them.
-
-        Raises
-        ------
-        ModelError
-            If the ``identified`` mask or the drive chain has another number of controlled joints,
-            ``friction_smoothing`` is not finite and positive, the parameters are bad
-            (:func:`checked_parameters`) or not standard parameters of ``mechanism``, or a limit
-            has another size.
-        """
+        mechanism = mechanism_of(robot)
         self._mechanism = mechanism
-        joints, kind = self._controlled_joints(), self._controlled_joint
+        self._closures = bool(mechanism.closures)
+        joints = mechanism.n_actuated
+        kind = "actuated joint" if mechanism.n_actuated < mechanism.n_tree else "joint"
         mask = np.ones(joints, dtype=bool) if identified is None else np.asarray(identified, dtype=bool).ravel()
         if mask.shape != (joints,):
             raise ModelError(f"identified must have one flag per {kind} ({joints}), got {mask.shape[0]}")
@@ -171,9 +213,8 @@ class FeedforwardBase(Generic[_Mechanism]):
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
             raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
         checked_names, values_array = checked_parameters(names, values)
-        inertial, drive = self._standard_values(terms, checked_names, values_array)
-        limits = self._joint_limits(effort_limits, acceleration_limits)
-        robot = self._tree()
+        inertial, drive = _standard_values(mechanism, terms, checked_names, values_array)
+        tree = mechanism.robot
         self._drive_chain = drive_chain
         self._terms = terms
         self._names = checked_names
@@ -186,61 +227,41 @@ class FeedforwardBase(Generic[_Mechanism]):
         self._coulomb, self._offset = drive["Fc"], drive["off"]
         self._coupling = drive_chain.coupling
         self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
-        self._continuous = any(robot.continuous)
-        self._data = robot.model.createData()
+        self._continuous = any(tree.continuous)
+        self._data = tree.model.createData()
         self._identified = mask
         self._identified.setflags(write=False)
-        self._effort, self._velocity, self._acceleration = limits
+        actuated = mechanism.actuated
+        effort = tree_values(mechanism, "effort_limits", effort_limits, tree.effort_limits)
+        self._effort = limit_bounds(effort[actuated])
+        self._velocity = limit_bounds(tree.velocity_limits[actuated])
+        self._acceleration = limit_bounds(
+            tree_values(
+                mechanism,
+                "acceleration_limits",
+                acceleration_limits,
+                FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * tree.velocity_limits,
+            )[actuated]
+        )
         self._payload = payload
-        self._payload_dynamics = None if payload is None else PayloadDynamics(robot, payload.frame)
+        self._payload_dynamics = None if payload is None else PayloadDynamics(tree, payload.frame)
         self._payload_parameters = None if payload is None else payload.dynamic_parameters()
 
-    def _controlled_joints(self) -> int:
-        """The number of joints of the mechanism the model gives torques for."""
-        raise NotImplementedError
-
-    def _tree(self) -> RobotModel:
-        """The kinematic tree of the mechanism whose joint-torque regressor the model evaluates."""
-        raise NotImplementedError
-
-    def _standard_values(
-        self, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Checked parameter ``names`` and ``values`` placed at their standard columns: the inertial
-        parameters of the tree's joints (zeros where not named) and the ``Ia``, ``Fv``, ``Fc`` and
-        ``off`` of the controlled joints.
-
-        Raises
-        ------
-        ModelError
-            If a name is not a standard parameter of the mechanism with ``terms``.
-        """
-        raise NotImplementedError
-
-    def _joint_limits(
-        self,
-        effort_limits: Sequence[float] | np.ndarray | None,
-        acceleration_limits: Sequence[float] | np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The effort, velocity and acceleration limits of the controlled joints (``∞``: none), the given
-        ones or the mechanism's.
-
-        Raises
-        ------
-        ModelError
-            If a given limit has another size.
-        """
-        raise NotImplementedError
-
     @property
-    def mechanism(self) -> _Mechanism:
-        """What the model is built on: the serial robot, or the closed-loop mechanism."""
+    def mechanism(self) -> Mechanism:
+        """What the model is built on: the serial robot's
+        :class:`~dynamic_identification.core.mechanism.SerialMechanism`, or the closed-loop mechanism."""
         return self._mechanism
 
     @property
+    def robot(self) -> RobotModel:
+        """The mechanism's kinematic tree: the serial robot itself, or the opened closed-loop mechanism."""
+        return self._mechanism.robot
+
+    @property
     def joint_names(self) -> tuple[str, ...]:
-        """The controlled joints, in the order of the torque columns."""
-        raise NotImplementedError
+        """The controlled joints, in the order of the torque columns (the tree's kinematic order)."""
+        return self._mechanism.actuated_joint_names
 
     @property
     def n_joints(self) -> int:
@@ -295,7 +316,7 @@ class FeedforwardBase(Generic[_Mechanism]):
         """Desired accelerations are limited to these, rad/s² (``∞``: none), with :data:`DESIRED_STATE_TOLERANCE`."""
         return self._acceleration.copy()
 
-    def with_payload(self: _Feedforward, payload: Payload | None) -> _Feedforward:
+    def with_payload(self: _Model, payload: Payload | None) -> _Model:
         """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
         return type(self)(
             self._mechanism,
@@ -403,7 +424,54 @@ class FeedforwardBase(Generic[_Mechanism]):
     def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
         """The model's torques, N·m, of desired states checked by :meth:`_desired_state`: ``(n,)`` for
         one sample (``single``), else ``(N, n)``; zero for the joints it was not identified for."""
-        raise NotImplementedError
+        q_rows, dq_rows, ddq_rows = (q[None], dq[None], ddq[None]) if single else (q, dq, ddq)
+        motion = self._complete(q_rows, dq_rows, ddq_rows)
+        raw = np.empty(q_rows.shape)
+        for k in range(q_rows.shape[0]):
+            raw[k] = self._one(motion, k, dq_rows[k], ddq_rows[k])
+        return raw[0] if single else raw
+
+    def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> TreeMotion:
+        """The tree motion of desired samples of the controlled joints, in the assembly mode of the last one
+        (at first the mechanism's own, :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`);
+        a first sample farther than :data:`~dynamic_identification.core.mechanism.WALK_STEP_RAD` from the last is
+        reached by following the loops there (:meth:`~dynamic_identification.core.mechanism.Mechanism.follow`)."""
+        mechanism = self._mechanism
+        if not self._closures:
+            # J_t = I: the desired states (checked by _desired_state) are the tree's; at a controller's rate the
+            # mechanism's own checks of them would double the cost of a sample.
+            return TreeMotion(q=q, dq=dq, ddq=ddq)
+        guess = self._last
+        if guess is not None and float(np.max(np.abs(q[0] - guess[mechanism.actuated]))) > WALK_STEP_RAD:
+            try:
+                guess = mechanism.follow(q[0], start=guess)
+            except LoopClosureError:
+                guess = None
+        try:
+            motion = mechanism.complete_motion(q, dq, ddq, q_guess=guess)
+        except LoopClosureError:
+            if guess is None:
+                raise
+            # The last configuration is no start for this one (a jump): solve it from the mechanism's own instead.
+            motion = mechanism.complete_motion(q, dq, ddq)
+        self._last = motion.q[-1]
+        return motion
+
+    def _one(self, motion: TreeMotion, k: int, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+        """Torques of sample ``k`` of the completed motion, ``dq``, ``ddq`` the controlled joints' of that sample."""
+        torque = self._drive_torques(dq, ddq)
+        q_t, dq_t, ddq_t = motion.q[k], motion.dq[k], motion.ddq[k]
+        projection = None if motion.projection is None else motion.projection[k].T
+        if self._has_inertial:
+            tree = self._mechanism.robot
+            configuration = tree.configurations(q_t[None])[0] if self._continuous else q_t
+            regressor = pin.computeJointTorqueRegressor(tree.model, self._data, configuration, dq_t, ddq_t)
+            inertial = regressor @ self._inertial
+            torque = torque + (inertial if projection is None else projection @ inertial)
+        if self._payload_dynamics is not None and self._payload_parameters is not None:
+            load = self._payload_dynamics.torques(q_t, dq_t, ddq_t, self._payload_parameters)
+            torque = torque + (load if projection is None else projection @ load)
+        return np.where(self._identified, torque, 0.0)
 
     def _drive_torques(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """The drive terms' torques of one sample of the controlled joints' ``q̇``, ``q̈``, N·m."""
@@ -432,144 +500,39 @@ class FeedforwardBase(Generic[_Mechanism]):
         return np.clip(raw, -self._effort, self._effort), np.abs(raw) > self._effort
 
 
-class FeedforwardModel(FeedforwardBase[RobotModel]):
-    """Joint torques of an identified model for desired ``q, q̇, q̈``.
-
-    ``τ = Y(q, q̇, q̈) χ_in + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ tanh(k v) + off)``, ``v = C q̇``,
-
-    where ``Y`` is Pinocchio's joint-torque regressor and ``χ_in``, ``Ia``, ``Fv``,
-    ``Fc``, ``off`` hold the given base-parameter values at their standard columns
-    and zeros elsewhere ([Gautier2013] eq. (2)-(4), (26); [Volkmann2020] §IV.C). Where
-    ``|k v| ≫ 1`` this equals
-    :func:`~dynamic_identification.core.identification.predict_torques`.
-
-    Parameters
-    ----------
-    robot
-        The robot model, joints in the order of the parameter file.
-    drive_chain
-        Drive chain (its coupling defines the motor velocities ``v``).
-    terms
-        The drive-chain terms of the identified model.
-    names
-        Parameter names, each a standard parameter name of ``robot`` and ``terms``
-        (``"ZZ1"``, ``"MX2"``, ``"Fc3"``, ...); base parameters carry the name of
-        their independent column.
-    values
-        Values of ``names`` in SI units, same length.
-    friction_smoothing
-        ``k`` > 0 of ``tanh(k v)``, s/rad.
-    identified
-        Per joint, whether the identification had equations for it; ``None``: all.
-        A joint it had none for (it never moved, e.g. a wrist the process holds
-        still) gets no feedforward torque: nothing in the data validates the
-        model's torque for it, and its PD controller holds it as before.
-    effort_limits
-        Each torque is clamped to ``±effort_limits`` (N·m); default the URDF's. A
-        non-positive or non-finite entry means unknown: that joint is not clamped.
-    acceleration_limits
-        Desired accelerations beyond these (rad/s², with :data:`DESIRED_STATE_TOLERANCE`)
-        are clamped to them, sample by sample (:meth:`evaluate`); default
-        :data:`FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ` (10 /s) times the URDF velocity
-        limits, generous: a URDF has no acceleration limit, and the excitation's 4 /s is a
-        planning margin, not the drives' limit. Desired velocities are clamped to the URDF's
-        velocity limits alike.
-    payload
-        A load carried on one of the robot's frames (identified by ``dynid payload`` or
-        the estimator's ``~/identify_payload``, [Swevers2002]): its rigid-body torques
-        ``Y_p(q, q̇, q̈) φ_p`` are added to every joint the identification covers.
+def _standard_values(
+    mechanism: Mechanism, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Checked parameter ``names`` and ``values`` placed at their standard columns: the inertial parameters of
+    the tree's joints ``(10 n_t,)`` (zeros where not named) and the ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
+    controlled joints.
 
     Raises
     ------
     ModelError
-        If a name is not a standard parameter of the model, names repeat, the
-        sizes disagree, a value is beyond :data:`MAX_PARAMETER_MAGNITUDE`, or
-        ``friction_smoothing`` is not finite and positive.
+        If a name is not a standard parameter of the mechanism with ``terms``.
     """
-
-    def _controlled_joints(self) -> int:
-        return self._mechanism.n_joints
-
-    def _tree(self) -> RobotModel:
-        return self._mechanism
-
-    def _standard_values(
-        self, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        n = self._mechanism.n_joints
-        standard = standard_parameter_names(n, terms)
-        position = {name: i for i, name in enumerate(standard)}
-        unknown = [name for name in names if name not in position]
-        if unknown:
-            raise ModelError(f"parameters {unknown} are not standard parameters of this model ({n} joints, {terms})")
-        per_joint = terms.per_joint
-        chi = np.zeros((n, per_joint))
-        for name, value in zip(names, values, strict=True):
-            joint, local = divmod(position[name], per_joint)
-            chi[joint, local] = value
-        inertial_count = len(INERTIAL_PARAMETER_NAMES)
-        drive = {term: np.zeros(n) for term in ("Ia", "Fv", "Fc", "off")}
-        for index, term in enumerate(terms.names):
-            drive[term] = chi[:, inertial_count + index].copy()
-        return chi[:, :inertial_count].ravel(), drive
-
-    def _joint_limits(
-        self,
-        effort_limits: Sequence[float] | np.ndarray | None,
-        acceleration_limits: Sequence[float] | np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        robot = self._mechanism
-        n = robot.n_joints
-        return (
-            _limits("effort_limits", effort_limits, robot.effort_limits, n),
-            _limits("velocity_limits", None, robot.velocity_limits, n),
-            _limits(
-                "acceleration_limits",
-                acceleration_limits,
-                FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
-                n,
-            ),
+    standard = set(mechanism.standard_parameter_names(terms))
+    unknown = [name for name in names if name not in standard]
+    if unknown:
+        actuated = (
+            f" tree joints, actuated {list(mechanism.actuated_joint_names)}"
+            if mechanism.n_actuated < mechanism.n_tree
+            else " joints"
         )
-
-    @property
-    def robot(self) -> RobotModel:
-        return self._mechanism
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        """Joints, in the order of the torque columns."""
-        return self._mechanism.joint_names
-
-    def _model_torques(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, single: bool) -> np.ndarray:
-        if single:
-            return self._one(q, dq, ddq)
-        raw = np.empty(q.shape)
-        for k in range(q.shape[0]):
-            raw[k] = self._one(q[k], dq[k], ddq[k])
-        return raw
-
-    def _one(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-        """Torques of one validated sample."""
-        torque = self._drive_torques(dq, ddq)
-        if self._has_inertial:
-            configuration = self._mechanism.configurations(q[None])[0] if self._continuous else q
-            regressor = pin.computeJointTorqueRegressor(self._mechanism.model, self._data, configuration, dq, ddq)
-            torque = torque + regressor @ self._inertial
-        if self._payload_dynamics is not None and self._payload_parameters is not None:
-            torque = torque + self._payload_dynamics.torques(q, dq, ddq, self._payload_parameters)
-        return np.where(self._identified, torque, 0.0)
-
-
-def _limits(name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray, n: int) -> np.ndarray:
-    """Per-joint limits ``value`` (``None``: ``default``) as bounds
-    (:func:`~dynamic_identification.core.model.limit_bounds`).
-
-    Raises
-    ------
-    ModelError
-        If there are not ``n`` of them.
-    """
-    array = np.asarray(default if value is None else value, dtype=float)
-    if array.shape != (n,):
-        raise ModelError(f"{name} must have {n} entries (one per joint), got {array.tolist()}")
-    return limit_bounds(array)
+        raise ModelError(
+            f"parameters {unknown[:6]} are not standard parameters of this model ({mechanism.n_tree}{actuated},"
+            f" {terms})"
+        )
+    per_link = len(INERTIAL_PARAMETER_NAMES)
+    inertial = np.zeros(mechanism.n_tree * per_link)
+    drive = {term: np.zeros(mechanism.n_actuated) for term in ("Ia", "Fv", "Fc", "off")}
+    controlled = {int(j) + 1: m for m, j in enumerate(mechanism.actuated)}
+    for name, value in zip(names, values, strict=True):
+        kind = name.rstrip("0123456789")
+        joint = int(name[len(kind) :])
+        if kind in INERTIAL_PARAMETER_NAMES:
+            inertial[(joint - 1) * per_link + INERTIAL_PARAMETER_NAMES.index(kind)] = value
+        else:
+            drive[kind][controlled[joint]] = value
+    return inertial, drive

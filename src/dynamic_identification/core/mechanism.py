@@ -23,7 +23,7 @@ eq. (3)). For a serial robot this is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, cast, runtime_checkable
 
@@ -107,6 +107,12 @@ class LoopClosure:
             raise ModelError(f"{where}: {error}") from error
 
 
+WALK_STEP_RAD = 0.05
+"""Largest change of a controlled joint's position (rad or m) between two solves of the loop closures when a
+mechanism is moved from one configuration to a far one (:meth:`Mechanism.follow`): small enough for Newton's
+method to stay in the assembly mode it starts from."""
+
+
 @dataclass(frozen=True)
 class TreeMotion:
     """Motion of a mechanism's tree joints, one row per sample, consistent with its closures.
@@ -183,6 +189,19 @@ class Mechanism(Protocol):
         ...
 
     @property
+    def reference_configuration(self) -> np.ndarray:
+        """A tree configuration ``(n_t,)`` that closes the loops, in the assembly mode the robot is used in: where
+        :meth:`complete_motion` starts without a guess, and the reference of the distance to singularities
+        (:mod:`~dynamic_identification.core.excitation.constraints`)."""
+        ...
+
+    @property
+    def closure_joints(self) -> tuple[tuple[int, int], ...]:
+        """Per closure, the Pinocchio joint indices of the two bodies its cut joint joins (their geometry meets
+        there by design, so a self-collision check does not pair them); empty for a serial robot."""
+        ...
+
+    @property
     def actuated_joint_names(self) -> tuple[str, ...]:
         """Controlled joints, kinematic order: the joints a recording holds and the drive chain drives."""
         ...
@@ -196,6 +215,14 @@ class Mechanism(Protocol):
         q_guess: np.ndarray | None = None,
     ) -> TreeMotion:
         """The tree's motion of a motion of the controlled joints ``(N, n_a)`` ([Briot2012] eq. (2)-(4))."""
+        ...
+
+    def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
+        """The tree configuration ``(n_t,)`` at the controlled joints' pose ``q_actuated`` ``(n_a,)`` in the assembly
+        mode of the tree configuration ``start``: the loops are followed along the straight path of the controlled
+        joints from ``start``'s, in steps of at most :data:`WALK_STEP_RAD` ([Briot2012] eq. (2)). Raises a
+        :class:`~dynamic_identification.core.closed_loop.LoopClosureError` (its ``sample``: the step) where they
+        cannot be; without closures the pose itself."""
         ...
 
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
@@ -254,6 +281,15 @@ class SerialMechanism:
     def actuated_joint_names(self) -> tuple[str, ...]:
         return self.robot.joint_names
 
+    @property
+    def reference_configuration(self) -> np.ndarray:
+        """The zero configuration: without closures any configuration is one."""
+        return np.zeros(self.robot.n_joints)
+
+    @property
+    def closure_joints(self) -> tuple[tuple[int, int], ...]:
+        return ()
+
     def complete_motion(
         self,
         q_actuated: np.ndarray,
@@ -265,6 +301,10 @@ class SerialMechanism:
         """The motion itself: every joint is controlled (``q_guess`` chooses no assembly mode here)."""
         q, dq, ddq = motion_samples(q_actuated, dq_actuated, ddq_actuated, self.robot.n_joints)
         return TreeMotion(q=q, dq=dq, ddq=ddq)
+
+    def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
+        """``q_actuated`` itself: without closures every pose is reached directly."""
+        return np.array(q_actuated, dtype=float)
 
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
         return serial_model.standard_parameter_names(self.robot.n_joints, terms)
@@ -283,6 +323,36 @@ class SerialMechanism:
         return regressors.base_parameters(
             self.robot, drive_chain, terms, samples=samples, seed=seed, tolerance=tolerance
         )
+
+
+def tree_values(
+    mechanism: Mechanism, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
+) -> np.ndarray:
+    """A per-joint setting given for the controlled joints or for every tree joint, as ``(n_t,)`` tree values.
+
+    ``None`` gives ``default`` (``(n_t,)``); ``n_a`` values set the controlled joints (kinematic
+    order) and leave the passive ones at ``default``; ``n_t`` values are taken as they are.
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` when ``value`` has another length.
+    """
+    out = np.array(default, dtype=float)
+    if value is None:
+        return out
+    array = np.asarray(value, dtype=float)
+    if array.shape == (mechanism.n_tree,):
+        return array
+    if array.shape == (mechanism.n_actuated,):
+        out[mechanism.actuated] = array
+        return out
+    if mechanism.n_actuated == mechanism.n_tree:
+        raise ModelError(f"{name} must have {mechanism.n_tree} entries (one per joint), got {array.tolist()}")
+    raise ModelError(
+        f"{name} must have {mechanism.n_actuated} entries (actuated joints {list(mechanism.actuated_joint_names)}) or"
+        f" {mechanism.n_tree} (tree joints), got {np.asarray(value).tolist()}"
+    )
 
 
 def mechanism_of(robot: RobotModel | Mechanism) -> Mechanism:

@@ -75,7 +75,6 @@ import yaml
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.closed_loop import standard_parameter_names as closed_loop_standard_names
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
-from dynamic_identification.core.excitation.closed_loop import ClosedLoopTorqueModel
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
@@ -620,7 +619,7 @@ def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel) -> 
         raise DataError(str(error)) from error
 
 
-def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: ClosedLoopModel) -> ClosedLoopTorqueModel:
+def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: ClosedLoopModel) -> TorqueModel:
     """The actuated-torque model of a closed-loop robot's parameter file at ``path``, for safety checks.
 
     The identified base parameters sit at their independent standard columns, the others
@@ -648,4 +647,4 @@ def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: Clo
     standard = np.zeros(len(names))
     for name, value in identified.values().items():
         standard[position[name]] = value
-    return ClosedLoopTorqueModel(model, identified.drive_chain(), terms, standard, f"the identified model {path}")
+    return TorqueModel(model, identified.drive_chain(), terms, standard, f"the identified model {path}")

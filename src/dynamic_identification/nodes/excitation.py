@@ -30,20 +30,20 @@ first point). ``~/stop`` replaces the rest of the motion with
 being commanded now.
 
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
-[Briot2012] §2) is excited through its actuated joints: the plan is
-:func:`~dynamic_identification.core.excitation.closed_loop.plan_closed_loop_excitation`
-(mode ``fourier``, or a trajectory file of the actuated joints), the joint states and the
-streamed trajectory are those of the actuated joints, and the played motion, ramps
-included, must keep the passive joints' limits, the distance to singularities and the
-motors' effort limits (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
+[Briot2012] §2) is excited through its actuated joints, the same planner and checks taking its
+mechanism (:mod:`~dynamic_identification.core.mechanism`): the plan is a Fourier series (mode
+``fourier``) or a trajectory file of the actuated joints, the joint states and the streamed
+trajectory are those of the actuated joints, and the played motion, ramps included, must keep the
+passive joints' limits, the distance to singularities and the motors' effort limits
+(:func:`~dynamic_identification.core.excitation.constraints.check_executed_motion`, which checks a
+serial robot's played motion as well).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -54,17 +54,12 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.errors import IdentificationError, PlanningCancelled
-from dynamic_identification.core.excitation.closed_loop import (
-    ClosedLoopLimits,
-    ClosedLoopTorqueModel,
-    check_closed_loop_trajectory,
-    plan_closed_loop_excitation,
-)
-from dynamic_identification.core.excitation.collision import (
-    SelfCollisionModel,
-    check_self_collision,
-    self_collision_summary,
+from dynamic_identification.core.errors import IdentificationError, ModelError, PlanningCancelled
+from dynamic_identification.core.excitation.collision import SelfCollisionModel, self_collision_summary
+from dynamic_identification.core.excitation.constraints import (
+    MechanismLimits,
+    as_mechanism_limits,
+    check_executed_motion,
 )
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import (
@@ -73,7 +68,6 @@ from dynamic_identification.core.excitation.safety import (
     TorqueModel,
     check_consistency,
     check_sampling,
-    check_torques,
     check_trajectory,
     limit_usage,
     ramp,
@@ -82,6 +76,7 @@ from dynamic_identification.core.excitation.safety import (
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.progress import ThrottledLines
 from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
@@ -147,9 +142,6 @@ class ExcitationConfig:
 
 _PARAMETERS = node_parameters(NODE)
 
-_Mechanism = TypeVar("_Mechanism", RobotModel, ClosedLoopModel)
-_Torques = TypeVar("_Torques", TorqueModel, ClosedLoopTorqueModel)
-
 
 def declare_and_read(node: Node) -> ExcitationConfig:
     """Declare every parameter with its descriptor and read them once into a config."""
@@ -169,33 +161,31 @@ def declare_and_read(node: Node) -> ExcitationConfig:
 
 
 @dataclass(frozen=True)
-class ClosedLoopExcitation:
-    """What a closed-loop robot's excitation keeps besides the actuated limits ([Briot2012] eq. (2)-(6))."""
-
-    model: ClosedLoopModel
-    limits: ClosedLoopLimits
-    torque_model: ClosedLoopTorqueModel
-
-
-@dataclass(frozen=True)
 class ExcitationSetup:
     """What a validated configuration builds: the robot, the planner's inputs and the limits."""
 
     robot: RobotModel
+    """The controlled joints' model: the joint states read and the trajectory streamed (a closed-loop robot's
+    actuated joints)."""
+    mechanism: Mechanism
+    """The robot's mechanism: the serial robot itself, or the closed-loop mechanism whose passive motion the
+    checks complete."""
     drive_chain: DriveChain
     drive_terms: DriveTerms
     settings: ExcitationSettings
-    limits: JointLimits
-    torque_model: TorqueModel | None
-    closed_loop: ClosedLoopExcitation | None = None
-    """A closed-loop robot's model, limits and torques (``robot`` then holds its actuated joints)."""
+    limits: MechanismLimits
+    torque_model: TorqueModel
     collision: SelfCollisionModel | None = None
-    """The self-collision check of the URDF's collision geometry, of the opened tree for a closed-loop robot
-    (``None``: none, or switched off)."""
+    """The self-collision check of the URDF's collision geometry, of the whole tree (``None``: none, or switched
+    off)."""
 
 
 def build_setup(config: ExcitationConfig) -> ExcitationSetup:
-    """Validate ``config``; ``ValueError`` names the bad parameter."""
+    """Validate ``config``; ``ValueError`` names the bad parameter.
+
+    A closed-loop robot (``robot.loop_closures``, ``robot.actuated_joints``) is planned and streamed through its
+    actuated joints, in mode ``fourier`` or ``file``; the rest of its tree is checked.
+    """
     if config.mode == "file" and not config.file:
         raise ValueError("parameter 'file' must name a trajectory CSV in mode 'file'")
     if not config.horizon_s > 1.0 / config.stream_rate_hz:
@@ -203,10 +193,24 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
             f"parameter 'horizon_s' ({config.horizon_s} s) must exceed the chunk period 1 / stream_rate_hz"
             f" ({1.0 / config.stream_rate_hz:g} s), or the controller runs out of points between chunks"
         )
-    if config.closed_loop:
-        return _closed_loop_setup(config)
-    robot = node_robot(config.urdf, config.joints)
     settings = config.settings
+    mechanism: Mechanism
+    if config.closed_loop:
+        if config.mode not in ("fourier", "file"):
+            raise ValueError(
+                f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its"
+                " actuated joints ('fourier') or a trajectory file of them ('file')"
+            )
+        settings = replace(settings, mode="fourier")
+        try:
+            shared = _drive_config(config, config.joints or ())
+            mechanism = shared.closed_loop_model(config.urdf)
+            robot = load_robot(config.urdf, mechanism.actuated_joint_names)
+        except IdentificationError as error:
+            raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
+    else:
+        robot = node_robot(config.urdf, config.joints)
+        mechanism = SerialMechanism(robot)
     for name in (
         "workspace_lower",
         "workspace_upper",
@@ -217,28 +221,31 @@ def build_setup(config: ExcitationConfig) -> ExcitationSetup:
         "box_max",
     ):
         value = getattr(settings, name)
-        size = 3 if name.startswith("box") else robot.n_joints
-        if value is not None and len(value) != size:
-            raise ValueError(f"parameter '{name}' needs {size} values, got {list(value)}")
+        sizes = (3,) if name.startswith("box") else (mechanism.n_actuated, mechanism.n_tree)
+        if value is not None and len(value) not in sizes:
+            raise ValueError(
+                f"parameter '{name}' needs {' or '.join(map(str, sorted(set(sizes))))} values, got {list(value)}"
+            )
     try:
-        limits = settings.limits(robot)
-        collision = settings.collision_model(robot)
+        limits = MechanismLimits.from_settings(mechanism, settings)
+        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
     except IdentificationError as error:
         raise ValueError(f"invalid excitation parameter: {error}") from error
     try:
-        shared = _drive_config(config, robot.joint_names)
-        drive_chain = shared.drive_chain(robot.n_joints)
+        if not config.closed_loop:
+            shared = _drive_config(config, robot.joint_names)
+        drive_chain = shared.drive_chain(mechanism.n_actuated)
     except IdentificationError as error:
         raise ValueError(f"parameter 'drive_chain.*': {error}") from error
-    nominal = TorqueModel.nominal(robot, drive_chain, shared.drive_terms)
-    torque_model = _torque_model(nominal, identified_torque_model, config.parameters_file, robot)
+    nominal = TorqueModel.nominal(mechanism, drive_chain, shared.drive_terms)
     return ExcitationSetup(
         robot=robot,
+        mechanism=mechanism,
         drive_chain=drive_chain,
         drive_terms=shared.drive_terms,
         settings=settings,
         limits=limits,
-        torque_model=torque_model,
+        torque_model=_torque_model(nominal, config.parameters_file, mechanism),
         collision=collision,
     )
 
@@ -252,78 +259,41 @@ def _drive_config(config: ExcitationConfig, joints: Sequence[str]) -> Identifica
     )
 
 
-def _torque_model(
-    nominal: _Torques, torque_model_of: Callable[[str, _Mechanism], _Torques], path: str, mechanism: _Mechanism
-) -> _Torques:
+def _torque_model(nominal: TorqueModel, path: str, mechanism: Mechanism) -> TorqueModel:
     """The torque model the plan is checked with: ``nominal``, or that of the identified parameter file ``path``
-    (parameter ``parameters_file``) when one is named.
-
-    ``torque_model_of`` reads the file for ``mechanism``; its errors name the parameter (``ValueError``).
-    """
+    (parameter ``parameters_file``) when one is named; its errors name the parameter (``ValueError``)."""
     if not path:
         return nominal
     try:
-        return torque_model_of(path, mechanism)
+        if isinstance(mechanism, ClosedLoopModel):
+            return identified_closed_loop_torque_model(path, mechanism)
+        return identified_torque_model(path, mechanism.robot)
     except IdentificationError as error:
         raise ValueError(f"parameter 'parameters_file': {error}") from error
 
 
-def _closed_loop_setup(config: ExcitationConfig) -> ExcitationSetup:
-    """The setup of a closed-loop robot: the actuated joints are planned and streamed, the rest is checked."""
-    if config.mode not in ("fourier", "file"):
-        raise ValueError(
-            f"parameter 'mode' is {config.mode!r}: a closed-loop robot is excited by a Fourier series of its actuated"
-            " joints ('fourier') or a trajectory file of them ('file')"
-        )
-    try:
-        shared = _drive_config(config, config.joints or ())
-        model = shared.closed_loop_model(config.urdf)
-        robot = load_robot(config.urdf, model.actuated_joint_names)
-        drive_chain = shared.drive_chain(model.n_actuated)
-        settings = replace(config.settings, mode="fourier")
-        limits = ClosedLoopLimits.from_settings(model, settings)
-        collision = settings.collision_model(model.robot, joined=model.closure_joints)
-    except IdentificationError as error:
-        raise ValueError(f"invalid closed-loop excitation parameter: {error}") from error
-    nominal = ClosedLoopTorqueModel.nominal(model, drive_chain, shared.drive_terms)
-    torques = _torque_model(nominal, identified_closed_loop_torque_model, config.parameters_file, model)
-    return ExcitationSetup(
-        robot=robot,
-        drive_chain=drive_chain,
-        drive_terms=shared.drive_terms,
-        settings=settings,
-        limits=limits.actuated,
-        torque_model=None,
-        closed_loop=ClosedLoopExcitation(model=model, limits=limits, torque_model=torques),
-        collision=collision,
-    )
-
-
 def plan_from_file(
     path: str,
-    robot: RobotModel,
-    limits: JointLimits,
+    robot: RobotModel | Mechanism,
+    limits: JointLimits | MechanismLimits,
     torque_model: TorqueModel | None = None,
     *,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
-    closed_loop: ClosedLoopExcitation | None = None,
     collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
-    """A trajectory CSV in ``robot``'s joint order, checked as the controller will execute it.
+    """A trajectory CSV of ``robot``'s controlled joints, put in their order and checked as the controller will
+    execute it.
 
     Its positions must agree with its velocities and accelerations
-    (:func:`~dynamic_identification.core.excitation.safety.check_consistency`), the
-    controller's quintic through its points must keep ``limits``, the torques
-    ``torque_model`` predicts (default: the URDF's nominal model on a direct drive)
-    must keep the effort limits, and, with ``collision``, no two links may come closer
-    than its margin (:func:`~dynamic_identification.core.excitation.collision.check_self_collision`).
-
-    A closed-loop robot's file holds its actuated joints; with ``closed_loop`` the motion
-    completed from them must also keep the passive limits, the singularity margin and the
-    motors' effort limits, and ``collision`` is the opened tree's
-    (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
-    ``cancellation`` is polled through the limit and torque checks of a long file.
+    (:func:`~dynamic_identification.core.excitation.safety.check_consistency`), and the
+    controller's quintic through its points must keep ``limits``
+    (:func:`~dynamic_identification.core.excitation.constraints.check_executed_motion`): the
+    controlled joints' limits, the torques ``torque_model`` predicts (default: the URDF's
+    nominal model on a direct drive) within the effort limits, a closed-loop robot's passive
+    joints' limits and distance to singularities, and, with ``collision`` (the whole tree's),
+    no two links closer than its margin. ``cancellation`` is polled through the checks of a
+    long file.
 
     Raises
     ------
@@ -333,50 +303,39 @@ def plan_from_file(
     PlanningCancelled
         When ``cancellation`` is requested before the file is checked.
     """
+    mechanism = mechanism_of(robot)
+    checked_limits = as_mechanism_limits(limits)
     loaded = read_trajectory_csv(path)
-    order = robot.order_of(loaded.joint_names)
+    position = {name: i for i, name in enumerate(loaded.joint_names)}
+    missing = [name for name in mechanism.actuated_joint_names if name not in position]
+    if missing:
+        raise ModelError(
+            f"joints {missing} of the robot model are missing from the data (has {list(loaded.joint_names)})"
+        )
+    order = [position[name] for name in mechanism.actuated_joint_names]
     trajectory = SampledTrajectory(
         loaded.time - loaded.time[0],
         loaded.q[:, order],
         loaded.dq[:, order],
         loaded.ddq[:, order],
-        robot.joint_names,
+        mechanism.actuated_joint_names,
     )
-    check_consistency(trajectory, limits, tolerance_rad=tolerance_rad)
-    if closed_loop is not None:
-        cancellation.check()
-        check = check_closed_loop_trajectory(
-            closed_loop.model,
-            trajectory,
-            closed_loop.limits,
-            torque_model=closed_loop.torque_model,
-            collision=collision,
-        )
-        return ExcitationPlan(
-            trajectory=trajectory,
-            limits=limits,
-            usage=limit_usage(trajectory, limits, cancellation=cancellation),
-            condition_number=None,
-            description=(
-                f"trajectory file {path}, {trajectory.duration_s:g} s, closure σ_min/σ_max >="
-                f" {check.singularity_ratio:.2f} of its reference value"
-            ),
-            torque_usage=check.torque_usage,
-            torque_source=closed_loop.torque_model.source,
-        )
+    check_consistency(trajectory, checked_limits.actuated, tolerance_rad=tolerance_rad)
     if torque_model is None:
-        torque_model = TorqueModel.nominal(robot, DriveChain.create(robot.n_joints), DriveTerms())
-    check_trajectory(trajectory, limits, cancellation=cancellation)
-    torque_usage = check_torques(trajectory, limits, torque_model, cancellation=cancellation)
-    if collision is not None:
-        check_self_collision(trajectory, collision, cancellation=cancellation)
+        torque_model = TorqueModel.nominal(mechanism, DriveChain.create(mechanism.n_actuated), DriveTerms())
+    check = check_executed_motion(
+        mechanism, trajectory, checked_limits, torque_model=torque_model, collision=collision, cancellation=cancellation
+    )
+    description = f"trajectory file {path}, {trajectory.duration_s:g} s"
+    if check.singularity_ratio is not None:
+        description += f", closure σ_min/σ_max >= {check.singularity_ratio:.2f} of its reference value"
     return ExcitationPlan(
         trajectory=trajectory,
-        limits=limits,
-        usage=limit_usage(trajectory, limits, cancellation=cancellation),
+        limits=checked_limits.actuated,
+        usage=limit_usage(trajectory, checked_limits.actuated, cancellation=cancellation),
         condition_number=None,
-        description=f"trajectory file {path}, {trajectory.duration_s:g} s",
-        torque_usage=torque_usage,
+        description=description,
+        torque_usage=check.torque_usage,
         torque_source=torque_model.source,
     )
 
@@ -398,22 +357,19 @@ def playback_trajectory(
     limits: JointLimits,
     *,
     rate_hz: float,
-    torque_model: TorqueModel | None = None,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     ramp_limits: JointLimits | None = None,
-    collision: SelfCollisionModel | None = None,
 ) -> SampledTrajectory:
-    """The motion played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``, ramp out to rest.
+    """The motion of the controlled joints played by ``~/start``: ramp in from rest at ``q_now``, ``trajectory``,
+    ramp out to rest.
 
     Both ramps are C² quintics (:func:`ramp`, :func:`stop_ramp`); the result is
     sampled every ``1 / rate_hz`` from 0 (the controller's quintic through the
     trajectory's points where it is sampled differently). The controller's motion
-    through the result keeps ``limits`` (:func:`check_trajectory`), stays within
+    through the result keeps ``limits`` (:func:`check_trajectory`) and stays within
     ``tolerance_rad`` of the motion through the original points when resampled
-    (:func:`check_sampling`), with ``torque_model`` keeps the effort limits, and with
-    ``collision`` brings no two links closer than its margin, ramp in from ``q_now`` included.
-    The ramps are fitted to ``ramp_limits`` (default ``limits``; slower ones keep a
-    closed-loop robot's passive joints within theirs).
+    (:func:`check_sampling`). The ramps are fitted to ``ramp_limits`` (default ``limits``).
+    :func:`checked_playback` checks the rest of what the robot must keep.
 
     Raises
     ------
@@ -433,56 +389,50 @@ def playback_trajectory(
     else:
         native, whole = whole, resample(whole, rate_hz)
         check_sampling(whole, native, limits, rate_hz=rate_hz, tolerance_rad=tolerance_rad)
-    if torque_model is not None:
-        check_torques(whole, limits, torque_model)
-    if collision is not None:
-        check_self_collision(whole, collision)
     return whole
 
 
 RAMP_SLOWDOWNS: tuple[float, ...] = (1.0, 0.75, 0.5)
-"""Fractions of the actuated velocity, acceleration and jerk limits a closed-loop robot's ramps are fitted to, in
-turn, until the played motion keeps the passive joints' limits too."""
+"""Fractions of the controlled joints' velocity, acceleration and jerk limits the ramps are fitted to, in turn,
+until the played motion keeps every limit (a closed-loop robot's passive joints' too)."""
 
 
-def closed_loop_playback(
+def checked_playback(
     trajectory: SampledTrajectory,
     q_now: np.ndarray,
-    limits: JointLimits,
-    closed_loop: ClosedLoopExcitation,
+    robot: RobotModel | Mechanism,
+    limits: JointLimits | MechanismLimits,
     *,
     rate_hz: float,
+    torque_model: TorqueModel | None = None,
     tolerance_rad: float = DEFAULT_INTERPOLATION_TOLERANCE_RAD,
     collision: SelfCollisionModel | None = None,
 ) -> SampledTrajectory:
-    """:func:`playback_trajectory` of a closed-loop robot's actuated joints, ramps included checked against the
-    closure: passive limits, distance to singularities, motor torques and, with ``collision`` (the opened tree's),
-    self-collision (:func:`~dynamic_identification.core.excitation.closed_loop.check_closed_loop_trajectory`).
-    Ramps are fitted to the actuated limits times each of :data:`RAMP_SLOWDOWNS` in turn.
+    """:func:`playback_trajectory`, ramps included checked as the controller executes them
+    (:func:`~dynamic_identification.core.excitation.constraints.check_executed_motion`): with ``torque_model``
+    the effort limits, a closed-loop robot's passive limits and distance to singularities, and with
+    ``collision`` (the whole tree's) self-collision. Ramps are fitted to the controlled joints' limits times
+    each of :data:`RAMP_SLOWDOWNS` in turn.
 
     Raises
     ------
     IdentificationError
         The violation of the fastest ramps (time, joint or closure) when none passes.
     """
+    mechanism = mechanism_of(robot)
+    checked_limits = as_mechanism_limits(limits)
     failures: list[IdentificationError] = []
     for factor in RAMP_SLOWDOWNS:
         try:
             motion = playback_trajectory(
                 trajectory,
                 q_now,
-                limits,
+                checked_limits.actuated,
                 rate_hz=rate_hz,
                 tolerance_rad=tolerance_rad,
-                ramp_limits=limits.slower(factor),
+                ramp_limits=checked_limits.actuated.slower(factor),
             )
-            check_closed_loop_trajectory(
-                closed_loop.model,
-                motion,
-                closed_loop.limits,
-                torque_model=closed_loop.torque_model,
-                collision=collision,
-            )
+            check_executed_motion(mechanism, motion, checked_limits, torque_model=torque_model, collision=collision)
         except IdentificationError as error:
             failures.append(error)
             continue
@@ -527,10 +477,11 @@ class ExcitationNode(GuardedNode):
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.robot = setup.robot
+        self.mechanism = setup.mechanism
         self.settings = setup.settings
-        self.limits = setup.limits
+        self.mechanism_limits = setup.limits
+        self.limits = setup.limits.actuated
         self.torque_model = setup.torque_model
-        self.closed_loop = setup.closed_loop
         self.collision = setup.collision
         self._names = list(self.robot.joint_names)
         self._plan: ExcitationPlan | None = None
@@ -635,35 +586,24 @@ class ExcitationNode(GuardedNode):
         if self.config.mode == "file":
             plan = plan_from_file(
                 self.config.file,
-                setup.robot,
+                setup.mechanism,
                 setup.limits,
                 setup.torque_model,
                 tolerance_rad=setup.settings.interpolation_tolerance_rad,
-                closed_loop=setup.closed_loop,
                 collision=setup.collision,
                 cancellation=cancellation,
             )
             return replace(
                 plan, self_collision=self_collision_summary(setup.collision, enabled=setup.settings.self_collision)
             )
-        if setup.closed_loop is not None:
-            return plan_closed_loop_excitation(
-                setup.closed_loop.model,
-                setup.drive_chain,
-                setup.drive_terms,
-                setup.settings,
-                margin=setup.closed_loop.limits.singularity_margin,
-                torque_model=setup.closed_loop.torque_model,
-                collision=setup.collision,
-                cancellation=cancellation,
-            )
         return plan_excitation(
-            setup.robot,
+            setup.mechanism,
             setup.drive_chain,
             setup.drive_terms,
             setup.settings,
             torque_model=setup.torque_model,
             collision=setup.collision,
+            margin=setup.limits.singularity_margin,
             cancellation=cancellation,
         )
 
@@ -755,26 +695,16 @@ class ExcitationNode(GuardedNode):
         if q_now is None:
             return self._refuse(reason)
         try:
-            if self.closed_loop is not None:
-                motion = closed_loop_playback(
-                    plan.trajectory,
-                    q_now,
-                    self.limits,
-                    self.closed_loop,
-                    rate_hz=self.settings.rate_hz,
-                    tolerance_rad=self.settings.interpolation_tolerance_rad,
-                    collision=self.collision,
-                )
-            else:
-                motion = playback_trajectory(
-                    plan.trajectory,
-                    q_now,
-                    self.limits,
-                    rate_hz=self.settings.rate_hz,
-                    torque_model=self.torque_model,
-                    tolerance_rad=self.settings.interpolation_tolerance_rad,
-                    collision=self.collision,
-                )
+            motion = checked_playback(
+                plan.trajectory,
+                q_now,
+                self.mechanism,
+                self.mechanism_limits,
+                rate_hz=self.settings.rate_hz,
+                torque_model=self.torque_model,
+                tolerance_rad=self.settings.interpolation_tolerance_rad,
+                collision=self.collision,
+            )
         except IdentificationError as error:
             return self._refuse(f"the motion fails the safety check: {error}")
         # The checks take time (a closed-loop robot's completion): playback starts from the clock after them.

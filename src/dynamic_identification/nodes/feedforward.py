@@ -11,9 +11,8 @@ on ``/diagnostics``; serves ``~/enable`` and ``~/disable`` (``std_srvs/Trigger``
 
 The model is :class:`dynamic_identification.feedforward.FeedforwardModel`: the
 identified IDIM with ``tanh(k q̇)`` Coulomb friction ([Volkmann2020] §IV.C). A closed-loop
-robot's parameters (``robot.loop_closures``, [Briot2012] §2) give a
-:class:`~dynamic_identification.feedforward.ClosedLoopFeedforwardModel`: its joints are the
-actuated ones, whose desired motion is completed through the closures to give
+robot's parameters (``robot.loop_closures``, [Briot2012] §2) give the same model on the
+closed-loop mechanism: its joints are the actuated ones, whose desired motion is completed through the closures to give
 ``τ_act = J_tᵀ τ_tree`` plus the drive terms (a trajectory may also name the passive
 joints; their points are ignored). It is loaded
 from ``parameters_file`` at start, and every message on ``parameters_topic``
@@ -57,12 +56,12 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
+from dynamic_identification.core.model import load_robot
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, FeedforwardModel, FeedforwardOptions
+from dynamic_identification.feedforward import FeedforwardModel, FeedforwardOptions
 from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters, parse_parameters
 from dynamic_identification.io.payload import load_payload, parse_payload
 from dynamic_identification.nodes.conversions import (
@@ -110,11 +109,10 @@ class FeedforwardNode(GuardedNode):
     def __init__(self, *, node_name: str = "feedforward", **kwargs: object) -> None:
         super().__init__(node_name, **kwargs)
         self.config = declare_and_read(self)
-        self._model: FeedforwardModel | ClosedLoopFeedforwardModel | None = None
+        self._model: FeedforwardModel | None = None
         self._source = ""
         self._stamp = 0.0
-        self._robots: dict[tuple[str, tuple[str, ...]], RobotModel] = {}
-        self._mechanisms: dict[tuple[str, str], ClosedLoopModel] = {}
+        self._mechanisms: dict[tuple[str, str], Mechanism] = {}
         self._parameters_error = ""
         self._trajectory_error = ""
         self._motion: DesiredMotion | None = None
@@ -156,7 +154,7 @@ class FeedforwardNode(GuardedNode):
         )
 
     @property
-    def model(self) -> FeedforwardModel | ClosedLoopFeedforwardModel | None:
+    def model(self) -> FeedforwardModel | None:
         """The model in use, ``None`` before the first parameters."""
         return self._model
 
@@ -177,27 +175,24 @@ class FeedforwardNode(GuardedNode):
     def _now_ns(self) -> int:
         return int(self.get_clock().now().nanoseconds)
 
-    def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel | ClosedLoopFeedforwardModel:
+    def _use(self, parameters: ParameterFile, source: str) -> FeedforwardModel:
         """Build and switch to the model of ``parameters``; raises ``IdentificationError``."""
         urdf = str(parameters.urdf_path(self.config.urdf or None))
-        model: FeedforwardModel | ClosedLoopFeedforwardModel
         options = FeedforwardOptions(
             friction_smoothing=self.config.friction_smoothing,
             effort_limits=self.config.effort_limits,
             acceleration_limits=self.config.acceleration_limits,
         )
-        if parameters.closed_loop:
-            described = repr((parameters.loop_closures, parameters.actuated_joints))
-            if (urdf, described) not in self._mechanisms:
-                self._mechanisms = {(urdf, described): closed_loop_model_of(parameters, urdf)}
-            model = ClosedLoopFeedforwardModel.from_parameters(
-                parameters, model=self._mechanisms[(urdf, described)], **options
+        # The same robot's mechanism is reused for new parameters (loading a URDF takes milliseconds).
+        described = repr((parameters.joints, parameters.loop_closures, parameters.actuated_joints))
+        if (urdf, described) not in self._mechanisms:
+            mechanism = (
+                closed_loop_model_of(parameters, urdf)
+                if parameters.closed_loop
+                else mechanism_of(load_robot(urdf, parameters.joints))
             )
-        else:
-            key = (urdf, parameters.joints)
-            if key not in self._robots:
-                self._robots = {key: load_robot(urdf, parameters.joints)}
-            model = FeedforwardModel.from_parameters(parameters, robot=self._robots[key], **options)
+            self._mechanisms = {(urdf, described): mechanism}
+        model = FeedforwardModel.from_parameters(parameters, robot=self._mechanisms[(urdf, described)], **options)
         if self._payload is not None:
             try:
                 model = model.with_payload(self._payload)
@@ -235,8 +230,8 @@ class FeedforwardNode(GuardedNode):
             payload = parse_payload(message.data, source=source)
             if self._model is not None:
                 model = self._model.with_payload(payload)
-            elif self._robots:
-                PayloadDynamics(next(iter(self._robots.values())), payload.frame)
+            elif self._mechanisms:
+                PayloadDynamics(next(iter(self._mechanisms.values())).robot, payload.frame)
         except IdentificationError as error:
             self._refuse_payload(f"refused a payload from {source}: {error}; keeping the previous one")
             return
@@ -256,7 +251,7 @@ class FeedforwardNode(GuardedNode):
         model = self._model
         known: tuple[str, ...] | None = None
         if model is not None:
-            known = model.mechanism.joint_names if isinstance(model, ClosedLoopFeedforwardModel) else model.joint_names
+            known = model.mechanism.joint_names
         try:
             require_known_joints(message.joint_names, known, "trajectory")
             self._motion = next_motion(self._motion, message, self._now_ns())

@@ -15,14 +15,13 @@ from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import PlanningCancelled
 from dynamic_identification.core.excitation import optimisation
 from dynamic_identification.core.excitation.closed_loop import (
-    ClosedLoopLimits,
-    ClosedLoopTorqueModel,
     optimise_closed_loop_fourier,
 )
+from dynamic_identification.core.excitation.constraints import MechanismLimits
 from dynamic_identification.core.excitation.optimisation import SEARCH_STAGE, ExcitationDesign, optimise_fourier
 from dynamic_identification.core.excitation.payload import optimise_payload_excitation
 from dynamic_identification.core.excitation.plan import plan_excitation
-from dynamic_identification.core.excitation.safety import JointLimits
+from dynamic_identification.core.excitation.safety import JointLimits, TorqueModel
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.progress import Progress
@@ -92,8 +91,8 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
     """The three searches (serial, payload, closed-loop five-bar), each with an evaluation budget of a million."""
     frame = robot.model.frames[robot.model.nframes - 1].name
     settings = load_excitation_settings(FIVE_BAR_CONFIG)
-    planning = ClosedLoopLimits.from_settings(five_bar, settings).planning(settings.interpolation_tolerance_rad)
-    torques = ClosedLoopTorqueModel.nominal(five_bar, FIVE_BAR_CHAIN, DriveTerms())
+    planning = MechanismLimits.from_settings(five_bar, settings).planning(settings.interpolation_tolerance_rad)
+    torques = TorqueModel.nominal(five_bar, FIVE_BAR_CHAIN, DriveTerms())
     budget_s, evaluations = BUDGET_S, 10**6
     return {
         "serial": lambda cancellation: optimise_fourier(

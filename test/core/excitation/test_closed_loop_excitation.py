@@ -17,19 +17,16 @@ from dynamic_identification.core.closed_loop import (
     base_parameters,
 )
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.closed_loop import (
-    DEFAULT_SINGULARITY_MARGIN,
-    ClosedLoopLimits,
-    ClosedLoopTorqueModel,
-    SingularityMarginError,
-    _Evaluator,
-    check_closed_loop_trajectory,
-    plan_closed_loop_excitation,
-    random_closed_loop_fourier,
-)
+from dynamic_identification.core.excitation.closed_loop import _Evaluator, random_closed_loop_fourier
 from dynamic_identification.core.excitation.collision import SelfCollisionError, SelfCollisionModel
-from dynamic_identification.core.excitation.plan import ExcitationPlan
-from dynamic_identification.core.excitation.safety import check_trajectory, executed_motion
+from dynamic_identification.core.excitation.constraints import (
+    DEFAULT_SINGULARITY_MARGIN,
+    MechanismLimits,
+    SingularityMarginError,
+    check_executed_motion,
+)
+from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
+from dynamic_identification.core.excitation.safety import TorqueModel, check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.io.config import load_excitation_settings
@@ -46,8 +43,12 @@ from five_bar import (
 )
 from ur5_collision import rest_to_rest, touching
 
-SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=80)
-"""The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible)."""
+SETTINGS = replace(load_excitation_settings(FIVE_BAR_CONFIG), time_budget_s=math.inf, max_evaluations=40)
+"""The excitation block of config/five_bar.yaml, with an evaluation budget instead of a time budget (reproducible):
+the smallest the search accepts (two generations of its population)."""
+
+ONE_PERIOD = replace(SETTINGS, optimise=False, seed=1, periods=1)
+"""A random design (seed 1) played once: what the self-collision tests plan, every executed instant checked."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def chain() -> DriveChain:
 
 @pytest.fixture(scope="module")
 def plan(five_bar: ClosedLoopModel, chain: DriveChain) -> ExcitationPlan:
-    return plan_closed_loop_excitation(five_bar, chain, DriveTerms(), SETTINGS)
+    return plan_excitation(five_bar, chain, DriveTerms(), SETTINGS)
 
 
 def _executed(plan: ExcitationPlan) -> SampledTrajectory:
@@ -87,8 +88,8 @@ def test_optimised_design_beats_random_coefficients_in_condition_number(
     five_bar: ClosedLoopModel, chain: DriveChain, plan: ExcitationPlan
 ) -> None:
     terms = DriveTerms()
-    limits = ClosedLoopLimits.from_settings(five_bar, SETTINGS).planning(SETTINGS.interpolation_tolerance_rad)
-    torque_model = ClosedLoopTorqueModel.nominal(five_bar, chain, terms)
+    limits = MechanismLimits.from_settings(five_bar, SETTINGS).planning(SETTINGS.interpolation_tolerance_rad)
+    torque_model = TorqueModel.nominal(five_bar, chain, terms)
     base = base_parameters(five_bar, chain, terms)
     random = [
         random_closed_loop_fourier(
@@ -129,14 +130,14 @@ def test_workspace_beyond_the_singularity_is_refused_naming_the_margin(
     """Both motors opened by more than 0.7 rad: the distal links align (at 0.636 rad symmetric) or come apart."""
     settings = replace(SETTINGS, workspace_lower=(0.7, -1.1), workspace_upper=(1.1, -0.7))
     with pytest.raises(IdentificationError, match=r"no offset pose .* margin 0\.2\).* cannot be closed") as caught:
-        plan_closed_loop_excitation(five_bar, chain, DriveTerms(), settings)
+        plan_excitation(five_bar, chain, DriveTerms(), settings)
     assert "\n" not in str(caught.value)
 
 
 def test_margin_that_leaves_almost_no_motion_is_refused_naming_it(five_bar: ClosedLoopModel, chain: DriveChain) -> None:
     """95 % of the home pose's σ_min/σ_max (0.95) holds only in a narrow band of the workspace."""
     with pytest.raises(IdentificationError, match=r"singularity margin 0\.95\) with more than 10% of the motion"):
-        plan_closed_loop_excitation(five_bar, chain, DriveTerms(), replace(SETTINGS, max_evaluations=40), margin=0.95)
+        plan_excitation(five_bar, chain, DriveTerms(), SETTINGS, margin=0.95)
 
 
 def test_motion_through_the_singularity_margin_is_refused_at_its_time(five_bar: ClosedLoopModel) -> None:
@@ -149,11 +150,11 @@ def test_motion_through_the_singularity_margin_is_refused_at_its_time(five_bar: 
     trajectory = SampledTrajectory(
         time_s, shape[:, None] * sign, rate[:, None] * sign, accel[:, None] * sign, five_bar.actuated_joint_names
     )
-    limits = ClosedLoopLimits.from_settings(five_bar, SETTINGS)
+    limits = MechanismLimits.from_settings(five_bar, SETTINGS)
     with pytest.raises(
         SingularityMarginError, match=r"closure at t = \d+\.\d{4} s .* below the singularity margin"
     ) as caught:
-        check_closed_loop_trajectory(five_bar, trajectory, limits)
+        check_executed_motion(five_bar, trajectory, limits)
     at = np.array([caught.value.time_s])
     q, dq, ddq, _ = controller_motion(time_s, trajectory.q, trajectory.dq, trajectory.ddq, at)
     assert _ratio(five_bar, five_bar.complete_motion(q, dq, ddq).q)[0] == pytest.approx(0.2, abs=2e-3)
@@ -161,7 +162,7 @@ def test_motion_through_the_singularity_margin_is_refused_at_its_time(five_bar: 
 
 def test_segmented_mode_is_refused_for_a_closed_loop_robot(five_bar: ClosedLoopModel, chain: DriveChain) -> None:
     with pytest.raises(IdentificationError, match="mode 'segmented' is not available for a closed-loop robot"):
-        plan_closed_loop_excitation(five_bar, chain, DriveTerms(), replace(SETTINGS, mode="segmented"))
+        plan_excitation(five_bar, chain, DriveTerms(), replace(SETTINGS, mode="segmented"))
 
 
 def test_identification_along_the_planned_trajectory_recovers_base_parameters_within_3_sigma(
@@ -215,11 +216,11 @@ def test_a_closed_loop_motion_into_the_post_is_refused_where_a_passive_link_firs
     five_bar_post: ClosedLoopModel, post_collision: SelfCollisionModel
 ) -> None:
     """From home to a pose within every joint limit and the singularity margin whose distal link lies on the post."""
-    limits = ClosedLoopLimits.from_settings(five_bar_post, SETTINGS)
+    limits = MechanismLimits.from_settings(five_bar_post, SETTINGS)
     trajectory = rest_to_rest(five_bar_post.actuated_joint_names, [(0.0, 0.0), (0.9, -0.3)], 2.0)
-    check_closed_loop_trajectory(five_bar_post, trajectory, limits)
+    check_executed_motion(five_bar_post, trajectory, limits)
     with pytest.raises(SelfCollisionError, match=r"self-collision at t = \d\.\d{4} s \(in the controller") as caught:
-        check_closed_loop_trajectory(five_bar_post, trajectory, limits, collision=post_collision)
+        check_executed_motion(five_bar_post, trajectory, limits, collision=post_collision)
     error = caught.value
     assert {error.first, error.second} & {"distal_1_0", "distal_2_0"} and "plate_0" in (error.first, error.second)
     assert 0.0 < error.time_s < 2.0 and error.between_points
@@ -235,11 +236,11 @@ def test_a_closed_loop_excitation_is_shrunk_to_keep_the_margin_from_the_post_at_
 ) -> None:
     """Random design of seed 1: unchecked, its distal links run into the post; checked, the design's shrink toward
     its offset pose keeps the margin, so the plan needs no scaling after it."""
-    settings = replace(SETTINGS, optimise=False, seed=1)
-    unchecked = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), replace(settings, self_collision=False))
+    settings = ONE_PERIOD
+    unchecked = plan_excitation(five_bar_post, chain, DriveTerms(), replace(settings, self_collision=False))
     assert unchecked.self_collision == "self-collision not checked (self_collision: false)"
     assert touching(post_collision, _tree_motion(five_bar_post, unchecked.trajectory))
-    plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), settings)
+    plan = plan_excitation(five_bar_post, chain, DriveTerms(), settings)
     assert plan.self_collision == "self-collision checked: 5 pairs of links kept 0.01 m apart"
     assert "scaled" not in plan.description
     clearance_m, _ = post_collision.clearance_m(_tree_motion(five_bar_post, plan.trajectory))
@@ -255,7 +256,7 @@ def test_a_design_that_does_not_keep_the_margin_is_scaled_until_its_executed_mot
     """The plan's safety net: with a design shrunk only out of contact (no margin), the check of the executed motion
     finds the post within the margin and the plan scales the design toward its offset pose until it keeps it."""
     monkeypatch.setattr(_Evaluator, "required_clearance_m", lambda self, q: np.zeros(q.shape[0]))
-    plan = plan_closed_loop_excitation(five_bar_post, chain, DriveTerms(), replace(SETTINGS, optimise=False, seed=1))
+    plan = plan_excitation(five_bar_post, chain, DriveTerms(), ONE_PERIOD)
     assert re.search(r"condition number [\d.]+ before scaling, amplitudes scaled to \d+% to keep", plan.description)
     before = float(plan.description.split("condition number ")[1].split(" ")[0])
     assert plan.condition_number is not None and plan.condition_number > before

@@ -7,7 +7,9 @@
 * :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still ([Gautier2013] §IV.B);
 * :mod:`.process` — pick-and-place and square process trajectories ([Volkmann2020] §III.B);
 * :mod:`.settings`, :mod:`.plan` — from configured settings to a checked trajectory.
-* :mod:`.closed_loop` — Fourier excitation of a closed-loop robot's actuated joints, kept away from
+* :mod:`.constraints` — what a mechanism's motion must keep (passive joints, singularities, torques,
+  self-collision) and the one check of the motion its controller executes;
+* :mod:`.closed_loop` — the Fourier design of a closed-loop robot's actuated joints, kept away from
   singularities ([Briot2012] §2).
 """
 

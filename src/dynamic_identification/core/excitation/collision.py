@@ -15,7 +15,7 @@ library (coal; no geometry of our own):
   :func:`~dynamic_identification.core.model.load_robot` holds them, so their links belong
   to the body before them. A closed-loop robot is checked on its opened tree, every tree
   joint (actuated and passive) where the loop closure puts it
-  (:func:`~.closed_loop.check_closed_loop_trajectory`).
+  (:func:`~.constraints.check_executed_motion`).
 * **Margin.** A pair closer than ``margin_m`` at a checked instant is a collision.
 * **Nothing slips between checked instants.** No point of a link moves further than
   ``Σ_j r_j |Δq_j|`` when the joints move by ``Δq`` (``r_j``: the largest distance

@@ -145,6 +145,11 @@ class ExcitationDesign:
     time_capped
         Whether the wall-time budget, not ``max_evaluations``, ended the search: the design then
         depends on the machine's speed and load.
+    singularity_ratio, passive_usage
+        Of a mechanism with passive joints (:func:`~.closed_loop.optimise_closed_loop_fourier`): the
+        smallest ``σ_min / σ_max`` of the passive block of ``A_t`` over one period, as a fraction of its
+        value at the reference configuration, and the fractions of the passive joints' limits used (jerk:
+        ``nan``, not checked); ``None`` without passive joints.
     """
 
     trajectory: FourierTrajectory
@@ -154,6 +159,8 @@ class ExcitationDesign:
     wall_time_s: float
     limits: JointLimits
     time_capped: bool = False
+    singularity_ratio: float | None = None
+    passive_usage: LimitUsage | None = None
 
 
 def search_report(

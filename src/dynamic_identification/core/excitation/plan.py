@@ -29,15 +29,29 @@ import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.closed_loop import (
+    optimise_closed_loop_fourier,
+    random_closed_loop_fourier,
+    start_configuration,
+)
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
     check_self_collision,
     self_collision_summary,
 )
+from dynamic_identification.core.excitation.constraints import (
+    DEFAULT_SINGULARITY_MARGIN,
+    PLANNING_HEADROOM,
+    MechanismLimits,
+    MotionCheck,
+    as_mechanism_limits,
+    check_executed_motion,
+)
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
+    normalised_condition,
     optimise_fourier,
     random_fourier,
     sampled_condition_number,
@@ -59,17 +73,13 @@ from dynamic_identification.core.excitation.safety import (
 from dynamic_identification.core.excitation.segmented import default_segmented_trajectory
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import base_parameters
 
 PLANNING_RATE_HZ = CHECK_RATE_HZ
 """The planned motion is built at least this densely (a multiple of ``rate_hz``), Hz; the published
 points are every k-th of its samples, and the controller's motion through them is compared with it."""
-
-PLANNING_HEADROOM = 0.99
-"""Plans use this fraction of the velocity, acceleration and jerk limits (and keep the interpolation
-tolerance from the position limits), so the controller's interpolation between published points,
-which overshoots the planned peaks slightly, still keeps the limits."""
 
 SLOWER_FACTOR = 0.8
 """Segmented and process plans whose torques exceed the effort limits are re-planned this much slower."""
@@ -120,16 +130,27 @@ class ExcitationPlan:
 
 
 def plan_excitation(
-    robot: RobotModel,
+    robot: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     settings: ExcitationSettings,
     *,
     torque_model: TorqueModel | None = None,
     collision: SelfCollisionModel | None = None,
+    margin: float = DEFAULT_SINGULARITY_MARGIN,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationPlan:
-    """Build the trajectory the settings ask for, repeat it, and check what the controller will execute.
+    """Build the trajectory of the controlled joints the settings ask for, repeat it, and check what the
+    controller will execute.
+
+    ``robot`` is a serial robot's model or a :class:`~dynamic_identification.core.mechanism.Mechanism`;
+    a closed-loop robot's (passive joints completed from its loop closures, [Briot2012] §2) is excited
+    by a Fourier series of its actuated joints designed within the passive joints' limits and
+    ``margin``, the smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed, as a fraction of
+    its reference value (:func:`~.closed_loop.optimise_closed_loop_fourier`, :mod:`.constraints`).
+    Segmented and process trajectories and the end-effector box need a serial chain (inverse
+    kinematics of the tool) and are refused for it; restrict the actuated joints with
+    ``workspace_lower`` / ``workspace_upper``.
 
     The motion is planned at a multiple of ``settings.rate_hz`` of at least
     :data:`PLANNING_RATE_HZ`; the published points are its samples every ``1 / rate_hz``.
@@ -167,6 +188,19 @@ def plan_excitation(
     PlanningCancelled
         When ``cancellation`` is requested before the plan is checked.
     """
+    mechanism = mechanism_of(robot)
+    if mechanism.passive.shape[0] > 0:
+        return _constrained_fourier(
+            mechanism,
+            drive_chain,
+            terms,
+            settings,
+            margin=margin,
+            torque_model=torque_model,
+            collision=collision,
+            cancellation=cancellation,
+        )
+    robot = mechanism.robot
     limits = settings.limits(robot)
     tolerance = settings.interpolation_tolerance_rad
     planning = limits.slower(PLANNING_HEADROOM).restricted(
@@ -198,8 +232,14 @@ def plan_excitation(
     check_sampling(
         points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
     )
-    torque_usage = check_torques(points, limits, model, cancellation=cancellation)
-    _check_collision(points, collision, cancellation)
+    checked = check_executed_motion(
+        mechanism,
+        points,
+        as_mechanism_limits(limits),
+        torque_model=model,
+        collision=collision,
+        cancellation=cancellation,
+    )
     if condition is None and settings.mode != "payload":
         base = base_parameters(robot, drive_chain, terms)
         condition = sampled_condition_number(robot, drive_chain, terms, base, points)
@@ -209,8 +249,139 @@ def plan_excitation(
         usage=limit_usage(points, limits, cancellation=cancellation),
         condition_number=condition,
         description=description,
-        torque_usage=torque_usage,
+        torque_usage=checked.torque_usage,
         torque_source=model.source,
+        self_collision=self_collision_summary(collision, enabled=settings.self_collision),
+        warnings=warnings,
+    )
+
+
+def _constrained_fourier(
+    mechanism: Mechanism,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    settings: ExcitationSettings,
+    *,
+    margin: float,
+    torque_model: TorqueModel | None,
+    collision: SelfCollisionModel | None,
+    cancellation: Cancellation,
+) -> ExcitationPlan:
+    """:func:`plan_excitation` of a mechanism with passive joints: the Fourier series of its actuated joints.
+
+    The design (:func:`~.closed_loop.optimise_closed_loop_fourier`, or
+    :func:`~.closed_loop.random_closed_loop_fourier` when ``settings.optimise`` is off) is planned against
+    tighter limits (:meth:`~.constraints.MechanismLimits.planning`), sampled at a multiple of
+    ``settings.rate_hz`` of at least :data:`PLANNING_RATE_HZ`, repeated ``settings.periods`` times and
+    published every ``1 / rate_hz``; then the controller's quintic through the points must stay within the
+    interpolation tolerance and the actuated limits (:func:`~.safety.check_sampling`) and its completion
+    keep the mechanism's limits (:func:`~.constraints.check_executed_motion`). The design's final shrink
+    keeps the self-collision margin already; should the executed motion still collide, it is scaled toward
+    its offset pose (:func:`scaled_until_safe`) until it keeps the margin, else refused.
+    """
+    if settings.mode != "fourier":
+        raise IdentificationError(
+            f"mode {settings.mode!r} is not available for a closed-loop robot: only 'fourier' plans the actuated"
+            " joints with the passive joints and the singularities checked"
+        )
+    if settings.box_min is not None or settings.box_max is not None:
+        raise IdentificationError(
+            "box_min/box_max (end-effector box) are not available for a closed-loop robot: restrict the actuated"
+            " joints with workspace_lower/workspace_upper"
+        )
+    limits = MechanismLimits.from_settings(mechanism, settings, singularity_margin=margin)
+    if collision is None:
+        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
+    tolerance = settings.interpolation_tolerance_rad
+    planning = limits.planning(tolerance)
+    torques = torque_model if torque_model is not None else TorqueModel.nominal(mechanism, drive_chain, terms)
+    base = mechanism.base_parameters(drive_chain, terms)
+    if settings.optimise:
+        design = optimise_closed_loop_fourier(
+            mechanism,
+            drive_chain,
+            terms,
+            planning,
+            torque_model=torques,
+            base=base,
+            collision=collision,
+            cancellation=cancellation,
+            **settings.fourier_arguments(),
+            **settings.budget_arguments(),
+        )
+        searched, warnings = search_report(
+            design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
+        )
+        kind = f"optimised Fourier series of the actuated joints ({searched})"
+    else:
+        design = random_closed_loop_fourier(
+            mechanism,
+            drive_chain,
+            terms,
+            planning,
+            torque_model=torques,
+            base=base,
+            collision=collision,
+            cancellation=cancellation,
+            **settings.fourier_arguments(),
+        )
+        kind = "random Fourier series of the actuated joints fitted into the limits"
+        warnings = ()
+    fourier = design.trajectory
+    factor = planning_factor(settings.rate_hz)
+
+    def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, MotionCheck, np.ndarray]:
+        """The published points, their check and the tree configuration they start from."""
+        points = subsampled(reference, factor)
+        check_sampling(
+            points,
+            reference,
+            limits.actuated,
+            rate_hz=settings.rate_hz,
+            tolerance_rad=tolerance,
+            cancellation=cancellation,
+        )
+        cancellation.check()
+        q_start = start_configuration(mechanism, fourier.offsets, points.q[0])
+        check = check_executed_motion(
+            mechanism,
+            points,
+            limits,
+            torque_model=torques,
+            collision=collision,
+            q_guess=q_start,
+            cancellation=cancellation,
+        )
+        return points, check, q_start
+
+    _, scale, (points, check, q_start) = scaled_until_safe(
+        fourier,
+        planning_times(fourier.period_s, settings, factor),
+        mechanism.actuated_joint_names,
+        checked,
+        what="the closed-loop Fourier excitation",
+        recoverable=(SelfCollisionError,),
+        cancellation=cancellation,
+    )
+    condition = design.condition_number
+    description = f"{kind}, condition number {condition:.3g}"
+    if scale < 1.0:
+        motion = mechanism.complete_motion(points.q, points.dq, points.ddq, q_guess=q_start)
+        observed = mechanism.observation_matrix(drive_chain, terms, motion)
+        condition = normalised_condition(base.select(observed).reshape(-1, base.count))
+        description += f" before scaling, amplitudes scaled to {scale:.0%} to keep the self-collision margin"
+    description += (
+        f", closure σ_min/σ_max >= {check.singularity_ratio:.2f} of its reference value (margin {margin:g}),"
+        f" {settings.periods} period(s) of {fourier.period_s:g} s"
+    )
+    return ExcitationPlan(
+        trajectory=points,
+        limits=limits.actuated,
+        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
+        condition_number=condition,
+        description=description,
+        torque_usage=check.torque_usage,
+        torque_source=torques.source,
         self_collision=self_collision_summary(collision, enabled=settings.self_collision),
         warnings=warnings,
     )

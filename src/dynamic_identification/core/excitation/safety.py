@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pinocchio as pin
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
@@ -40,15 +41,8 @@ from dynamic_identification.core.excitation.trajectory import (
     controller_motion,
     quintic_coefficients,
 )
-from dynamic_identification.core.model import (
-    DriveChain,
-    DriveParameters,
-    DriveTerms,
-    RobotModel,
-    standard_parameter_names,
-    standard_parameters,
-)
-from dynamic_identification.core.regressors import observation_matrix
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, default
 
 ROUNDING_TOLERANCE = 1e-9
@@ -673,7 +667,7 @@ def urdf_friction(robot: RobotModel, velocity_index: slice | Sequence[int]) -> D
 
     One entry per joint whose velocity index (Pinocchio ``idx_v``) ``velocity_index``
     selects, in that order: viscous in N·m·s/rad, Coulomb in N·m; the other drive terms zero.
-    The nominal torque models (:meth:`TorqueModel.nominal`, the closed-loop one) use them.
+    The nominal torque model (:meth:`TorqueModel.nominal`) uses them.
     """
     viscous = np.asarray(robot.model.damping, dtype=float)[velocity_index]
     coulomb = np.asarray(robot.model.friction, dtype=float)[velocity_index]
@@ -682,34 +676,53 @@ def urdf_friction(robot: RobotModel, velocity_index: slice | Sequence[int]) -> D
 
 @dataclass(frozen=True)
 class TorqueModel:
-    """Joint torques of a motion from standard parameters: ``τ = W_st(q, q̇, q̈) χ_st`` ([Gautier2013] eq. (2)).
+    """Torques of a mechanism's controlled joints from standard parameters: ``τ = W_st(q, q̇, q̈) χ_st``
+    ([Gautier2013] eq. (2)); for a closed-loop robot the IDIM of its completed tree motion,
+    ``τ_a = J_tᵀ φ_tree χ_tree`` plus the actuated joints' drive terms ([Briot2012] eq. (6)).
 
     Attributes
     ----------
-    robot, drive_chain, terms
-        The model whose standard parameters ``standard`` are (shape ``(n · terms.per_joint,)``).
+    mechanism, drive_chain, terms
+        The model whose standard parameters ``standard`` are
+        (:meth:`~dynamic_identification.core.mechanism.Mechanism.standard_parameter_names` order).
     standard
         Standard-parameter values in SI units.
     source
         What the values come from, for messages (``"URDF nominal"``, a parameter file …).
     """
 
-    robot: RobotModel
+    mechanism: Mechanism
     drive_chain: DriveChain
     terms: DriveTerms
     standard: np.ndarray
     source: str
 
+    @property
+    def robot(self) -> RobotModel:
+        """The mechanism's kinematic tree."""
+        return self.mechanism.robot
+
     @classmethod
-    def nominal(cls, robot: RobotModel, drive_chain: DriveChain, terms: DriveTerms) -> TorqueModel:
-        """The URDF's inertias with its ``<dynamics damping friction>`` as viscous and Coulomb friction."""
-        drive = urdf_friction(robot, slice(robot.n_joints))
-        return cls(robot, drive_chain, terms, standard_parameters(robot, terms, drive), "the URDF's nominal model")
+    def nominal(
+        cls,
+        robot: RobotModel | Mechanism,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        drive: DriveParameters | None = None,
+    ) -> TorqueModel:
+        """The URDF's inertias; drive terms ``drive``, by default the URDF's ``<dynamics damping friction>`` of
+        the controlled joints as viscous and Coulomb friction (:func:`urdf_friction`)."""
+        mechanism = mechanism_of(robot)
+        source = "the URDF's nominal model" if drive is None else "the URDF's inertias and the given drive terms"
+        if drive is None:
+            joints = mechanism.robot.model.joints
+            drive = urdf_friction(mechanism.robot, [joints[int(j) + 1].idx_v for j in mechanism.actuated])
+        return cls(mechanism, drive_chain, terms, mechanism.standard_parameters(terms, drive), source)
 
     @classmethod
     def identified(
         cls,
-        robot: RobotModel,
+        robot: RobotModel | Mechanism,
         drive_chain: DriveChain,
         terms: DriveTerms,
         values: Mapping[str, float],
@@ -724,7 +737,8 @@ class TorqueModel:
         IdentificationError
             When a name is not a standard parameter of the model or a value is not finite.
         """
-        names = standard_parameter_names(robot.n_joints, terms)
+        mechanism = mechanism_of(robot)
+        names = mechanism.standard_parameter_names(terms)
         position = {name: i for i, name in enumerate(names)}
         unknown = [name for name in values if name not in position]
         if unknown:
@@ -734,32 +748,51 @@ class TorqueModel:
             if not np.isfinite(value):
                 raise IdentificationError(f"parameter {name} = {value} of {source} is not finite")
             standard[position[name]] = value
-        return cls(robot, drive_chain, terms, standard, source)
+        return cls(mechanism, drive_chain, terms, standard, source)
 
     def torques(
-        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, cancellation: Cancellation = NEVER
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        *,
+        q_guess: np.ndarray | None = None,
+        cancellation: Cancellation = NEVER,
     ) -> np.ndarray:
-        """Joint torques (N·m), ``(N, n)``; ``cancellation`` is polled every 5000 samples."""
-        out = np.empty((np.shape(q)[0], self.robot.n_joints))
-        data = self.robot.model.createData()
+        """Torques (N·m), ``(N, n_a)``, of a motion of the controlled joints ``(N, n_a)``, completed by the
+        mechanism (``q_guess``: a tree configuration near the first sample, choosing a closed-loop robot's
+        assembly mode); ``cancellation`` is polled every 5000 samples."""
+        mechanism = self.mechanism
+        out = np.empty((np.shape(q)[0], mechanism.n_actuated))
+        data = mechanism.robot.model.createData()
         step = 5000
         for start in range(0, out.shape[0], step):
             cancellation.check()
             part = slice(start, start + step)
-            matrix = observation_matrix(
-                self.robot, self.drive_chain, self.terms, q[part], dq[part], ddq[part], data=data
-            )
-            out[part] = matrix @ self.standard
+            motion = mechanism.complete_motion(q[part], dq[part], ddq[part], q_guess=q_guess)
+            q_guess = motion.q[-1]
+            out[part] = self.motion_torques(motion, data=data)
         return out
+
+    def motion_torques(self, motion: TreeMotion, *, data: pin.Data | None = None) -> np.ndarray:
+        """Torques (N·m), ``(N, n_a)``, of a completed tree motion."""
+        return self.mechanism.observation_matrix(self.drive_chain, self.terms, motion, data=data) @ self.standard
 
 
 def check_torques(
-    trajectory: SampledTrajectory, limits: JointLimits, model: TorqueModel, *, cancellation: Cancellation = NEVER
+    trajectory: SampledTrajectory,
+    limits: JointLimits,
+    model: TorqueModel,
+    *,
+    q_guess: np.ndarray | None = None,
+    cancellation: Cancellation = NEVER,
 ) -> float:
     """Refuse a motion whose torques exceed the effort limits; returns the largest fraction used.
 
     The torques of the executed motion are evaluated at :data:`TORQUE_CHECK_RATE_HZ`
-    (and at every point) with ``model``; joints of unknown effort limit are skipped.
+    (and at every point) with ``model`` (its mechanism completes the motion; ``q_guess``: a tree
+    configuration near the first point, :meth:`TorqueModel.torques`); joints of unknown effort
+    limit are skipped.
 
     Raises
     ------
@@ -773,7 +806,7 @@ def check_torques(
         return 0.0
     usage = 0.0
     for motion in executed_chunks(trajectory, TORQUE_CHECK_RATE_HZ, cancellation):
-        torques = model.torques(motion.q, motion.dq, motion.ddq, cancellation=cancellation)
+        torques = model.torques(motion.q, motion.dq, motion.ddq, q_guess=q_guess, cancellation=cancellation)
         ratio = np.where(known, np.abs(torques) / limits.effort, 0.0)
         bad = ~(ratio <= 1.0 + ROUNDING_TOLERANCE)
         if bad.any():

@@ -1,0 +1,447 @@
+"""What a mechanism's excitation must keep, and the one check of the motion its controller executes.
+
+A robot is excited through its controlled joints (:class:`~dynamic_identification.core.mechanism.Mechanism`):
+the published points are theirs, and the controller's quintic through them
+(:func:`~.safety.executed_motion`) is what the robot does. That motion must keep
+
+* the controlled joints' position, velocity, acceleration and jerk limits (:func:`~.safety.check_trajectory`);
+* the effort limits, under a torque model of the motion completed to the tree
+  (:class:`~.safety.TorqueModel`, :func:`~.safety.check_torques`);
+* the passive joints' position, velocity and acceleration limits, the passive motion completed from the
+  loop closures ([Briot2012] eq. (2)-(4));
+* a distance to parallel (type 2) singularities, where the passive block ``A_p`` of the constraint
+  Jacobian ``A_t`` loses rank, ``q̇_p = −A_p⁺ A_a q̇_a`` (eq. (3)) blows up and so do the actuator
+  torques: along the whole motion the conditioning ``r = σ_min(A_p) / σ_max(A_p)``, relative to its
+  value at the mechanism's reference configuration, keeps ``r / r_ref >= margin``
+  (:data:`DEFAULT_SINGULARITY_MARGIN`). The rows of ``A_t`` are in m or rad, so ``r`` itself depends on
+  the link lengths when a closure mixes translations and rotations (``planar``, ``6d``); its ratio to the
+  well-assembled reference pose does not, and vanishes at a singularity all the same;
+* when the URDF has collision geometry, no two links of the tree closer than the self-collision margin
+  (:mod:`.collision`; the bodies a closure joins are not paired).
+
+A serial robot has no passive joints and no singularity of this kind (``J_t = I``): for it the list is the
+first two items and the last one. :func:`check_executed_motion` checks them all, for every mechanism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamic_identification.core.cancellation import NEVER, Cancellation
+from dynamic_identification.core.closed_loop import LoopClosureError
+from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.collision import SelfCollisionModel, first_self_collision
+from dynamic_identification.core.excitation.safety import (
+    CHECK_RATE_HZ,
+    DEFAULT_ACCELERATION_PER_VELOCITY_HZ,
+    DEFAULT_JERK_PER_ACCELERATION_HZ,
+    ROUNDING_TOLERANCE,
+    JointLimits,
+    LimitUsage,
+    LimitViolationError,
+    TorqueModel,
+    check_torques,
+    check_trajectory,
+    executed_chunks,
+)
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.excitation.trajectory import SampledTrajectory
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion, tree_values
+
+DEFAULT_SINGULARITY_MARGIN = 0.2
+"""Default smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` along an excitation, as a
+fraction of its value at the reference configuration (:func:`reference_singularity_ratio`).
+
+``cond(A_p)`` grows to at most five times its value at the home pose, and with it the passive
+velocities ``‖A_p⁺ A_a q̇_a‖`` a given actuated velocity may cause. The shipped five-bar has
+``σ_min / σ_max = 0.95`` at its home pose and 0 at its parallel singularity (distal links aligned);
+opening both motors symmetrically, it falls below 0.2 of the home value at 0.58 rad, 0.055 rad before it."""
+
+PLANNING_HEADROOM = 0.99
+"""Plans use this fraction of the velocity, acceleration and jerk limits (and keep the interpolation
+tolerance from the position limits), so the controller's interpolation between published points,
+which overshoots the planned peaks slightly, still keeps the limits."""
+
+PASSIVE_POSITION_HEADROOM = 10.0
+"""Plans keep the passive joints this many interpolation tolerances inside their position ranges: the
+controller's motion deviates from the planned one by up to one tolerance on the actuated joints, which
+the loop closures amplify on the passive ones by ``‖J_t‖``."""
+
+
+class MechanismMotionError(IdentificationError):
+    """The motion leaves the mechanism's feasible set at one instant (loops that cannot be closed, a singularity).
+
+    Attributes
+    ----------
+    time_s
+        Time of the first violation, s.
+    sample
+        Its index in the motion checked at :data:`~.safety.CHECK_RATE_HZ`.
+    """
+
+    def __init__(self, message: str, *, time_s: float, sample: int) -> None:
+        super().__init__(message)
+        self.time_s = time_s
+        self.sample = sample
+
+
+class SingularityMarginError(MechanismMotionError):
+    """The motion comes closer to a parallel singularity than the margin allows.
+
+    Attributes
+    ----------
+    ratio
+        ``σ_min / σ_max`` of the passive block of ``A_t`` at the violation, as a fraction
+        of its value at the reference configuration.
+    margin
+        The smallest fraction allowed.
+    """
+
+    def __init__(
+        self,
+        *,
+        time_s: float,
+        sample: int,
+        ratio: float,
+        margin: float,
+        between_points: bool,
+        rate_hz: float = CHECK_RATE_HZ,
+    ) -> None:
+        where = " (in the controller's quintic interpolation between published points)" if between_points else ""
+        super().__init__(
+            f"closure at t = {time_s:.4f} s (sample {sample} of the motion checked at {rate_hz:g} Hz):"
+            f" σ_min/σ_max of the passive joints' block of A_t falls to {ratio:.4g} of its value at the reference"
+            f" configuration, below the singularity margin {margin:g}{where}",
+            time_s=time_s,
+            sample=sample,
+        )
+        self.ratio = ratio
+        self.margin = margin
+
+
+@dataclass(frozen=True)
+class MechanismLimits:
+    """What an excitation of a mechanism must keep, margins applied.
+
+    Attributes
+    ----------
+    actuated
+        Limits of the controlled joints (kinematic order): positions, velocities,
+        accelerations, jerks of the controller's motion, and effort limits of the motors.
+    passive
+        Position, velocity and acceleration limits of the passive joints (kinematic
+        order; none for a serial robot); their jerk and effort are not checked (no motor).
+    singularity_margin
+        Smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` allowed, as a
+        fraction of its value at the reference configuration, in ``(0, 1)``
+        ([Briot2012] eq. (3) needs ``A_p`` of full rank); unused without passive joints.
+    """
+
+    actuated: JointLimits
+    passive: JointLimits
+    singularity_margin: float = DEFAULT_SINGULARITY_MARGIN
+
+    def __post_init__(self) -> None:
+        margin = self.singularity_margin
+        if not (np.isfinite(margin) and 0.0 < margin < 1.0):
+            raise IdentificationError(f"singularity_margin must be in (0, 1), got {margin}")
+
+    @classmethod
+    def from_settings(
+        cls,
+        mechanism: Mechanism,
+        settings: ExcitationSettings,
+        *,
+        singularity_margin: float = DEFAULT_SINGULARITY_MARGIN,
+    ) -> MechanismLimits:
+        """The URDF limits of every tree joint with the margins and restrictions of ``settings``.
+
+        Per-joint settings (``acceleration_limits``, ``jerk_limits``, ``effort_limits``,
+        ``workspace_lower``, ``workspace_upper``) hold one value per controlled joint (the
+        configured ``joints``) or one per tree joint, in kinematic order; the passive
+        joints of a controlled-only setting keep their defaults (accelerations
+        :data:`~.safety.DEFAULT_ACCELERATION_PER_VELOCITY_HZ` times the velocity limit,
+        full range). A serial robot's controlled limits are
+        :meth:`~.settings.ExcitationSettings.limits`.
+
+        Raises
+        ------
+        IdentificationError
+            On a per-joint setting of another length, or limits empty after margins.
+        """
+        robot = mechanism.robot
+        velocity = robot.velocity_limits
+        acceleration = tree_values(
+            mechanism,
+            "acceleration_limits",
+            settings.acceleration_limits,
+            DEFAULT_ACCELERATION_PER_VELOCITY_HZ * velocity,
+        )
+        jerk = tree_values(
+            mechanism, "jerk_limits", settings.jerk_limits, DEFAULT_JERK_PER_ACCELERATION_HZ * acceleration
+        )
+        effort = tree_values(mechanism, "effort_limits", settings.effort_limits, robot.effort_limits)
+        tree = JointLimits.from_robot(
+            robot,
+            position_margin_rad=settings.position_margin_rad,
+            velocity_scale=settings.velocity_scale,
+            acceleration_limits=acceleration,
+            acceleration_scale=settings.acceleration_scale,
+            jerk_limits=jerk,
+            jerk_scale=settings.jerk_scale,
+            effort_limits=effort,
+            effort_scale=settings.effort_scale,
+        ).restricted(
+            lower=tree_values(
+                mechanism, "workspace_lower", settings.workspace_lower, np.full(mechanism.n_tree, -np.inf)
+            ),
+            upper=tree_values(
+                mechanism, "workspace_upper", settings.workspace_upper, np.full(mechanism.n_tree, np.inf)
+            ),
+        )
+        return cls(
+            actuated=_subset(tree, mechanism.actuated, effort=True),
+            passive=_subset(tree, mechanism.passive, effort=False),
+            singularity_margin=float(singularity_margin),
+        )
+
+    def planning(self, tolerance_rad: float) -> MechanismLimits:
+        """The tighter limits a plan aims for, so that the controller's motion keeps these.
+
+        Velocities, accelerations and jerks times :data:`PLANNING_HEADROOM`; controlled
+        joints' ranges shrunk by ``tolerance_rad`` and passive ones by
+        :data:`PASSIVE_POSITION_HEADROOM` times it.
+        """
+        actuated = self.actuated.slower(PLANNING_HEADROOM)
+        passive = self.passive.slower(PLANNING_HEADROOM)
+        gap = PASSIVE_POSITION_HEADROOM * tolerance_rad
+        return MechanismLimits(
+            actuated=actuated.restricted(lower=actuated.lower + tolerance_rad, upper=actuated.upper - tolerance_rad),
+            passive=passive.restricted(lower=passive.lower + gap, upper=passive.upper - gap),
+            singularity_margin=self.singularity_margin,
+        )
+
+
+NO_JOINTS = JointLimits((), *(np.zeros(0) for _ in range(4)))
+"""The passive joints of a mechanism without closures."""
+
+
+def as_mechanism_limits(limits: JointLimits | MechanismLimits) -> MechanismLimits:
+    """``limits`` as a mechanism's: a serial robot's joint limits, without passive joints, as they are."""
+    return limits if isinstance(limits, MechanismLimits) else MechanismLimits(limits, NO_JOINTS)
+
+
+def _subset(limits: JointLimits, index: np.ndarray, *, effort: bool) -> JointLimits:
+    return JointLimits(
+        joint_names=tuple(limits.joint_names[int(j)] for j in index),
+        lower=limits.lower[index],
+        upper=limits.upper[index],
+        velocity=limits.velocity[index],
+        acceleration=limits.acceleration[index],
+        jerk=limits.jerk[index],
+        effort=limits.effort[index] if effort else np.full(index.shape[0], np.inf),
+    )
+
+
+def reference_singularity_ratio(mechanism: Mechanism) -> float:
+    """``σ_min / σ_max`` of the passive block of ``A_t`` at the mechanism's reference configuration (1 without
+    passive joints). The singularity margin of :class:`MechanismLimits` is a fraction of this value."""
+    reference = mechanism.reference_configuration
+    actuated = reference[None, mechanism.actuated]
+    zeros = np.zeros_like(actuated)
+    motion = mechanism.complete_motion(actuated, zeros, zeros, q_guess=reference)
+    return 1.0 if motion.passive_condition is None else float(1.0 / motion.passive_condition[0])
+
+
+def passive_usage(motion: TreeMotion, mechanism: Mechanism, limits: JointLimits) -> LimitUsage:
+    """Fractions of the passive joints' limits ``motion`` uses (jerk: ``nan``, not checked)."""
+    passive = mechanism.passive
+    q = motion.q[:, passive]
+    span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 2.0 * np.pi)
+    return LimitUsage(
+        position=(q.max(axis=0, initial=-np.inf) - q.min(axis=0, initial=np.inf)) / span,
+        velocity=np.abs(motion.dq[:, passive]).max(axis=0, initial=0.0) / limits.velocity,
+        acceleration=np.abs(motion.ddq[:, passive]).max(axis=0, initial=0.0) / limits.acceleration,
+        jerk=np.full(passive.shape[0], np.nan),
+    )
+
+
+@dataclass(frozen=True)
+class MotionCheck:
+    """What the controller's motion through a trajectory uses of a mechanism's limits.
+
+    Attributes
+    ----------
+    torque_usage
+        Largest fraction of an effort limit needed (0 when not checked).
+    singularity_ratio
+        Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` met, as a fraction of
+        its value at the reference configuration (``None`` without passive joints).
+    passive_usage
+        Fractions of the passive limits used (jerk: ``nan``, not checked); empty without passive joints.
+    """
+
+    torque_usage: float
+    singularity_ratio: float | None
+    passive_usage: LimitUsage | None
+
+
+def check_executed_motion(
+    mechanism: Mechanism,
+    trajectory: SampledTrajectory,
+    limits: MechanismLimits,
+    *,
+    torque_model: TorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
+    q_guess: np.ndarray | None = None,
+    check_rate_hz: float = CHECK_RATE_HZ,
+    cancellation: Cancellation = NEVER,
+) -> MotionCheck:
+    """Refuse a trajectory of the controlled joints whose executed motion leaves the mechanism's limits.
+
+    The controller's quintic through the points (:func:`~.safety.executed_motion`, at
+    ``check_rate_hz`` or finer) must keep the controlled joints' limits
+    (:func:`~.safety.check_trajectory`); its torques under ``torque_model``, at
+    :data:`~.safety.TORQUE_CHECK_RATE_HZ` and at every point, the effort limits
+    (:func:`~.safety.check_torques`); completed into the tree motion
+    (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`, [Briot2012] eq. (2)-(4))
+    at ``check_rate_hz``, the passive position, velocity and acceleration limits,
+    ``σ_min/σ_max(A_p)`` at least ``limits.singularity_margin`` times its value at the reference
+    configuration and, with ``collision`` (the tree's collision model, the bodies a closure joins
+    unpaired), no two links closer than its margin (:func:`~.collision.first_self_collision`). The
+    first violation in time of the completed motion is raised.
+
+    Parameters
+    ----------
+    trajectory
+        Published points of the controlled joints (kinematic order).
+    q_guess
+        Tree configuration near the first point, choosing a closed-loop robot's assembly mode;
+        default: the mechanism's (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`).
+    cancellation
+        Polled through the checks.
+
+    Raises
+    ------
+    LimitViolationError
+        A controlled or passive limit (joint, time, quantity, value, limit), or a torque.
+    SingularityMarginError
+        The first instant below the singularity margin (time, sample, ratio).
+    SelfCollisionError
+        The first instant two links come closer than the collision margin (links, time, distance).
+    MechanismMotionError
+        The first instant where the loops cannot be closed.
+    """
+    if collision is not None and collision.robot.joint_names != mechanism.joint_names:
+        raise IdentificationError(
+            f"the collision model's joints {list(collision.robot.joint_names)} differ from the tree's"
+            f" {list(mechanism.joint_names)}"
+        )
+    if trajectory.joint_names != mechanism.actuated_joint_names:
+        raise IdentificationError(
+            f"trajectory joints {list(trajectory.joint_names)} differ from the controlled joints"
+            f" {list(mechanism.actuated_joint_names)}"
+        )
+    check_trajectory(trajectory, limits.actuated, check_rate_hz=check_rate_hz, cancellation=cancellation)
+    torque_usage = 0.0
+    if torque_model is not None:
+        torque_usage = check_torques(
+            trajectory, limits.actuated, torque_model, q_guess=q_guess, cancellation=cancellation
+        )
+    has_passive = mechanism.passive.shape[0] > 0
+    if not has_passive and collision is None:
+        return MotionCheck(torque_usage=torque_usage, singularity_ratio=None, passive_usage=None)
+    reference = reference_singularity_ratio(mechanism) if has_passive else 1.0
+    smallest = np.inf
+    usages: list[LimitUsage] = []
+    offset = 0
+    for executed in executed_chunks(trajectory, check_rate_hz, cancellation):
+        try:
+            motion = mechanism.complete_motion(executed.q, executed.dq, executed.ddq, q_guess=q_guess)
+        except LoopClosureError as error:
+            k = int(error.sample) if error.sample is not None else 0
+            raise MechanismMotionError(
+                f"closure at t = {executed.time[k]:.4f} s (sample {offset + k} of the motion checked at"
+                f" {check_rate_hz:g} Hz): {error}",
+                time_s=float(executed.time[k]),
+                sample=offset + k,
+            ) from error
+        q_guess = motion.q[-1]
+        failures: list[tuple[int, IdentificationError]] = []
+        if has_passive:
+            failures += _passive_failures(mechanism, motion, limits.passive, executed.time, executed.at_point)
+            ratio = 1.0 / (passive_condition(motion) * reference)
+            smallest = min(smallest, float(ratio.min()))
+            usages.append(passive_usage(motion, mechanism, limits.passive))
+            below = ratio < limits.singularity_margin - ROUNDING_TOLERANCE
+            if below.any():
+                k = int(np.argmax(below))
+                singular = SingularityMarginError(
+                    time_s=float(executed.time[k]),
+                    sample=offset + k,
+                    ratio=float(ratio[k]),
+                    margin=limits.singularity_margin,
+                    between_points=not bool(executed.at_point[k]),
+                    rate_hz=check_rate_hz,
+                )
+                failures.append((k, singular))
+        if collision is not None:
+            found = first_self_collision(collision, executed.time, motion.q, executed.at_point)
+            if found is not None:
+                failures.append(found)
+        if failures:
+            raise min(failures, key=lambda failure: failure[0])[1]
+        offset += executed.time.shape[0]
+    if not has_passive:
+        return MotionCheck(torque_usage=torque_usage, singularity_ratio=None, passive_usage=None)
+    return MotionCheck(
+        torque_usage=torque_usage,
+        singularity_ratio=smallest,
+        passive_usage=LimitUsage(
+            position=np.max([usage.position for usage in usages], axis=0),
+            velocity=np.max([usage.velocity for usage in usages], axis=0),
+            acceleration=np.max([usage.acceleration for usage in usages], axis=0),
+            jerk=usages[0].jerk,
+        ),
+    )
+
+
+def _passive_failures(
+    mechanism: Mechanism, motion: TreeMotion, passive: JointLimits, times: np.ndarray, at_point: np.ndarray
+) -> list[tuple[int, IdentificationError]]:
+    """The first sample beyond each passive limit (position, velocity, acceleration), as a limit violation."""
+    failures: list[tuple[int, IdentificationError]] = []
+    tol = ROUNDING_TOLERANCE
+    q, dq, ddq = (values[:, mechanism.passive] for values in (motion.q, motion.dq, motion.ddq))
+    for quantity, values, bad in (
+        ("position", q, (q < passive.lower - tol) | (q > passive.upper + tol)),
+        ("velocity", dq, np.abs(dq) > passive.velocity + tol),
+        ("acceleration", ddq, np.abs(ddq) > passive.acceleration + tol),
+    ):
+        if bad.any():
+            k, j = (int(i) for i in np.argwhere(bad)[0])
+            value = float(values[k, j])
+            if quantity == "position":
+                limit = float(passive.upper[j] if value > passive.upper[j] else passive.lower[j])
+            else:
+                limit = float(getattr(passive, quantity)[j])
+            violation = LimitViolationError(
+                joint=passive.joint_names[j],
+                time_s=float(times[k]),
+                quantity=quantity,
+                value=value,
+                limit=limit,
+                between_points=not bool(at_point[k]),
+            )
+            failures.append((k, violation))
+    return failures
+
+
+def passive_condition(motion: TreeMotion) -> np.ndarray:
+    """``σ_max / σ_min`` of ``A_p`` per sample of a completed motion with passive joints (a closed-loop
+    mechanism's :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion` records it)."""
+    if motion.passive_condition is None:
+        raise IdentificationError("the motion has no passive_condition: complete it with the mechanism")
+    return motion.passive_condition
