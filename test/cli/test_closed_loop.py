@@ -31,7 +31,7 @@ from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
 )
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.feedforward import ClosedLoopFeedforwardModel, load_feedforward
 from dynamic_identification.io.config import load_config, simulated_robot
@@ -322,14 +322,28 @@ def test_no_consistency_publishes_the_unconstrained_closed_loop_estimate_and_che
         assert abs(entry.value - enforced[entry.name]) < 0.1 * sigma, entry.name
 
 
-@pytest.mark.parametrize("option", ["--urdf-out", "--report"])
-def test_identify_refuses_outputs_a_closed_loop_robot_does_not_have(
-    five_bar: FiveBar, tmp_path: Path, option: str
+def test_identify_writes_the_report_and_the_opened_trees_urdf_with_the_identified_bodies(
+    five_bar: FiveBar, tmp_path: Path
 ) -> None:
-    out = tmp_path / "params.yaml"
-    code, _, error = identify_five_bar(five_bar.recording, out, option, tmp_path / "extra")
-    assert code == 2 and f"{option}: not available for a closed-loop robot" in error
-    assert not out.exists()
+    """``--report`` and ``--urdf-out`` as for a serial robot: the URDF of the opened tree carries the published
+    physically consistent links (the closures stay in the configuration, as its comment says)."""
+    out, urdf_out, report = tmp_path / "params.yaml", tmp_path / "identified.urdf", tmp_path / "report"
+    code, output, error = identify_five_bar(
+        five_bar.recording, out, "--urdf-out", urdf_out, "--report", report, "--validate", five_bar.validation
+    )
+    assert code == 0, error
+    page = (report / "index.html").read_text()
+    assert "closed loop, closures tip_1-tip_2 (point)" in page
+    assert f"validation: {five_bar.validation}" in page
+    text = urdf_out.read_text()
+    assert "loop closures tip_1-tip_2 (point)" in text and "not in this file but in the configuration" in text
+    assert f"written to {urdf_out}" in output
+    links = load_parameters(out).standard_parameters["links"]
+    exported = load_robot(urdf_out, five_bar.model.joint_names).standard_inertial_parameters()
+    for link, phi in zip(links, exported, strict=True):
+        inertia = link["inertia_kg_m2"]
+        expected = [link["m_kg"], *link["mc_kg_m"], *(inertia[key] for key in ("xx", "xy", "yy", "xz", "yz", "zz"))]
+        np.testing.assert_allclose(phi, expected, rtol=1e-6, atol=1e-9, err_msg=link["joint"])
 
 
 def test_the_feedforward_of_the_file_is_the_closed_loop_model_within_1_percent(five_bar: FiveBar) -> None:
@@ -435,7 +449,9 @@ def test_a_recording_through_a_singularity_is_refused_naming_its_sample(tmp_path
     code, _, error = identify_five_bar(recording, out)
     crossing = int(np.ceil(3.0 / np.pi * math.acos(1.0 - (math.radians(60.0) - math.acos(0.11 / 0.12)) / 0.4) / 1e-3))
     assert code == 2
-    assert len(error.strip().splitlines()) == 1
+    # The lines before the error are the verb's progress (its stages), as for a serial robot.
+    *progress, error = error.strip().splitlines()
+    assert all(line.startswith("dynid identify: ") and ": error: " not in line for line in progress)
     sample = int(error.split("sample ", 1)[1].split(" ", 1)[0])
     assert crossing - 20 <= sample <= crossing + 1, error
     assert f"sample {sample} (t = " in error

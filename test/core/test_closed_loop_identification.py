@@ -24,12 +24,8 @@ from dynamic_identification.core.closed_loop import (
     standard_parameters,
 )
 from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_consistent_estimator,
-    closed_loop_observations,
     closed_loop_payload_regressor,
     identify_closed_loop_drive_gains,
-    tree_base_parameters,
-    tree_standard,
 )
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
@@ -37,13 +33,20 @@ from dynamic_identification.core.closed_loop_simulation import (
 )
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import mechanism_estimator
 from dynamic_identification.core.estimation.least_squares import (
     LeastSquaresResult,
     joint_error_std,
     weighted_least_squares,
 )
 from dynamic_identification.core.estimation.normal_equations import NormalEquations
-from dynamic_identification.core.identification import IdentificationSettings, PreparedObservations, SignalSettings
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    PreparedObservations,
+    SignalSettings,
+    prepare_observations,
+)
+from dynamic_identification.core.mechanism import tree_base_parameters, tree_standard
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.core.regressors import BaseParameters
@@ -104,7 +107,7 @@ def scenario() -> Scenario:
     unloaded = _record(model, trajectory_seed=3, noise_seed=4)
     loaded = _record(loaded_model, trajectory_seed=5, noise_seed=6)
     base = base_parameters(model, NOMINAL, TERMS)
-    observations = closed_loop_observations(
+    observations = prepare_observations(
         model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
     )
     joint_std = joint_error_std(observations.observation_matrix, observations.torques, valid=observations.valid)
@@ -125,9 +128,9 @@ def scenario() -> Scenario:
 def _observations(
     s: Scenario, *, q: np.ndarray | None = None, torques: np.ndarray | None = None, base: BaseParameters | None = None
 ) -> PreparedObservations:
-    """``closed_loop_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
+    """``prepare_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
     and ``base`` replace its actuated positions, its joint torques and the scenario's base parameters."""
-    return closed_loop_observations(
+    return prepare_observations(
         s.model,
         NOMINAL,
         TERMS,
@@ -168,7 +171,7 @@ def test_the_consistent_estimate_is_a_physical_tree_within_a_sigma_of_the_wls(sc
     """[Wensing2018] on the closed-loop normal equations: every tree link a body, the actuated Ia, Fv, Fc >= 0."""
     observations = scenario.observations
     equations = NormalEquations.from_rows(observations.observation_matrix, observations.torques, observations.valid)
-    estimator = closed_loop_consistent_estimator(scenario.model, TERMS, scenario.base)
+    estimator = mechanism_estimator(scenario.model, TERMS, scenario.base)
     estimate = estimator.solve(equations, scenario.estimate.joint_std)
     assert estimate.report.consistent
     # Measured: 5e-6 σ; the URDF's links are a consistent model of this noisy recording.
@@ -278,7 +281,7 @@ def test_recording_through_a_singularity_is_refused_naming_its_sample() -> None:
     crossing = int(np.ceil(3.0 / np.pi * math.acos(1.0 - singular / 0.4) / 1e-3))
     base = base_parameters(model, NOMINAL, TERMS)
     with pytest.raises(LoopClosureError) as caught:
-        closed_loop_observations(model, NOMINAL, TERMS, base, time_s, q, np.zeros_like(q), settings=SETTINGS)
+        prepare_observations(model, NOMINAL, TERMS, base, time_s, q, np.zeros_like(q), settings=SETTINGS)
     assert caught.value.sample is not None
     assert crossing - 20 <= caught.value.sample <= crossing + 1, (caught.value.sample, crossing)
     assert str(caught.value).startswith(f"sample {caught.value.sample} (t = ")

@@ -67,7 +67,7 @@ import scipy.linalg
 
 from dynamic_identification.core.checks import require_finite_samples
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.mechanism import TreeMotion
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion
 from dynamic_identification.core.model import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -947,7 +947,7 @@ def _actuated_indices(robot: RobotModel, actuated_joints: Sequence[str], urdf_na
 
 
 def tree_values(
-    model: ClosedLoopModel, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
+    model: Mechanism, name: str, value: Sequence[float] | np.ndarray | None, default: np.ndarray
 ) -> np.ndarray:
     """A per-joint setting given for the actuated joints or for every tree joint, as ``(n_t,)`` tree values.
 

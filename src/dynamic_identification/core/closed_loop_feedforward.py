@@ -12,7 +12,7 @@ the motors, and the drive terms added ([Briot2012] eq. (6)):
 
 with the Coulomb term smoothed as for a serial robot ([Volkmann2020] §IV.C,
 :mod:`~dynamic_identification.core.feedforward`). Where ``|k v| ≫ 1`` this equals
-:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_torques`.
+:func:`~dynamic_identification.core.identification.torques_along`.
 
 :class:`ClosedLoopFeedforwardModel` has the surface of the serial
 :class:`~dynamic_identification.core.feedforward.FeedforwardModel` (joints, limits,

@@ -69,6 +69,7 @@ from dynamic_identification.core.identification.solve import (
     RecursiveSettings,
     identify_recording,
 )
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.power_model import energy_matrix, friction_power_matrix, power_observations
@@ -240,7 +241,7 @@ def filtered_power_rows(
 
 
 def model_observations(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -294,10 +295,10 @@ def model_observations(
     if model not in MODELS:
         raise IdentificationError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
     settings = settings or IdentificationSettings()
-    q = robot.unwrap_positions(np.asarray(q, dtype=float))
+    mechanism = mechanism_of(mechanism)
     if model == "dynamic":
         return prepare_observations(
-            robot,
+            mechanism,
             drive_chain,
             terms,
             base,
@@ -308,6 +309,13 @@ def model_observations(
             settings=settings,
             cancellation=cancellation,
         )
+    if mechanism.closures:
+        raise DataError(
+            f"regression model {model!r} is not available for a closed-loop robot: its IDIM ([Briot2012]"
+            " eq. (6)) is 'dynamic'"
+        )
+    robot = mechanism.robot
+    q = robot.unwrap_positions(np.asarray(q, dtype=float))
     cancellation.report(f"{model} model observations")
     if model == "power":
         return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
@@ -352,7 +360,7 @@ def model_observations(
 
 
 def identify_model(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -395,7 +403,7 @@ def identify_model(
     def observe(samples: Samples) -> PreparedObservations:
         """The model's observations of the checked recording."""
         return model_observations(
-            robot,
+            mechanism,
             drive_chain,
             terms,
             base,
@@ -409,7 +417,7 @@ def identify_model(
         )
 
     return identify_recording(
-        robot,
+        mechanism,
         base,
         Samples(time, q, torques, dq_measured),
         observe,
@@ -419,7 +427,7 @@ def identify_model(
         # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
         torque_check=None
         if model == "dynamic"
-        else lambda samples: stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
+        else lambda samples: stamp_torque_check(mechanism, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
         cancellation=cancellation,
     )

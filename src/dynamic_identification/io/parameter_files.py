@@ -23,13 +23,13 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_identification import tree_standard
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
+from dynamic_identification.core.mechanism import tree_standard
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
@@ -178,7 +178,7 @@ def standard_parameters_section(
         A key of :data:`STANDARD_SOURCES`.
     closed_loop
         A closed-loop robot whose opened tree is ``robot`` (``standard`` in the tree's layout,
-        :func:`~dynamic_identification.core.closed_loop_identification.tree_standard`): a
+        :func:`~dynamic_identification.core.mechanism.tree_standard`): a
         passive joint's ``drive`` is ``null``, it has none.
 
     Returns
@@ -308,7 +308,7 @@ def identified_parameter_file(
     closed_loop
         For a closed-loop robot, the model whose opened tree is ``robot``: the file's joints
         are the actuated ones and its ``robot`` section holds the loop closures; ``standard``
-        is in the tree's layout (:func:`~dynamic_identification.core.closed_loop_identification.tree_standard`).
+        is in the tree's layout (:func:`~dynamic_identification.core.mechanism.tree_standard`).
 
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """

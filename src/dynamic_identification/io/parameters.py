@@ -78,7 +78,8 @@ from dynamic_identification.core.errors import DataError, IdentificationError, b
 from dynamic_identification.core.excitation.closed_loop import ClosedLoopTorqueModel
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
 from dynamic_identification.io.documents import document_text, parse_yaml
@@ -460,6 +461,20 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
             f" {list(model.actuated_joint_names)}"
         )
     return model
+
+
+def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> Mechanism:
+    """The mechanism a file describes: its URDF (or ``urdf``, :meth:`ParameterFile.urdf_path`) restricted to its
+    joints, or the closed-loop model of its loop closures (:func:`closed_loop_model_of`).
+
+    Raises
+    ------
+    DataError, ModelError
+        As :func:`closed_loop_model_of` and :meth:`ParameterFile.urdf_path`.
+    """
+    if pf.closed_loop:
+        return closed_loop_model_of(pf, urdf)
+    return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
 
 
 def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:

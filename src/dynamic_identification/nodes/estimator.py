@@ -53,7 +53,7 @@ alike.
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is estimated from its actuated joints' samples (other joints of a message
 are ignored) with the closed-loop IDIM
-(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`), publishing
+(:class:`~dynamic_identification.core.identification.SlidingWindowEstimator` of the mechanism), publishing
 the physically consistent estimate as for a serial robot (``estimation.consistency``); the
 published parameter YAML then names its closures.
 """
@@ -67,7 +67,6 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,7 +77,6 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification import SignalSettings
@@ -88,6 +86,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
+from dynamic_identification.core.mechanism import mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import frame_id
 from dynamic_identification.core.payload_identification import RobotPrior
@@ -337,14 +336,11 @@ class EstimatorNode(GuardedNode):
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
         self.closed_loop = setup.closed_loop
-        # The serial robot's window, or the closed-loop one on the actuated joints; the rest is the same.
-        if self.closed_loop is None:
-            self._names = list(self.robot.joint_names)
-            window = partial(SlidingWindowEstimator, self.robot)
-        else:
-            self._names = list(self.closed_loop.actuated_joint_names)
-            window = partial(closed_loop_window, self.closed_loop)
-        self._estimator = window(
+        # One window for every mechanism: its samples are the controlled joints'.
+        mechanism = mechanism_of(self.robot if self.closed_loop is None else self.closed_loop)
+        self._names = list(mechanism.actuated_joint_names)
+        self._estimator = SlidingWindowEstimator(
+            mechanism,
             self.drive_chain,
             self.drive_terms,
             self.settings,
