@@ -20,6 +20,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,6 +118,16 @@ def sigma_deviations(params: Path, truth: dict[str, float]) -> dict[str, float]:
         for entry in load_parameters(params).parameters
         if entry.std_percent is not None
     }
+
+
+def assert_links_equal(links: list[dict[str, Any]], exported: np.ndarray) -> None:
+    """The links of a parameter file's ``standard_parameters`` are the inertial parameters ``exported`` ``(n_t, 10)``
+    of the URDF ``--urdf-out`` wrote (Pinocchio order, joint frame)."""
+    assert len(links) == exported.shape[0]
+    for link, phi in zip(links, exported, strict=True):
+        inertia = link["inertia_kg_m2"]
+        expected = [link["m_kg"], *link["mc_kg_m"], *(inertia[key] for key in ("xx", "xy", "yy", "xz", "yz", "zz"))]
+        np.testing.assert_allclose(phi, expected, rtol=1e-6, atol=1e-9, err_msg=link["joint"])
 
 
 def predicted_error(predicted: Path, stamps: np.ndarray, expected: np.ndarray) -> float:
@@ -339,11 +350,7 @@ def test_identify_writes_the_report_and_the_opened_trees_urdf_with_the_identifie
     assert "loop closures tip_1-tip_2 (point)" in text and "not in this file but in the configuration" in text
     assert f"written to {urdf_out}" in output
     links = load_parameters(out).standard_parameters["links"]
-    exported = load_robot(urdf_out, five_bar.model.joint_names).standard_inertial_parameters()
-    for link, phi in zip(links, exported, strict=True):
-        inertia = link["inertia_kg_m2"]
-        expected = [link["m_kg"], *link["mc_kg_m"], *(inertia[key] for key in ("xx", "xy", "yy", "xz", "yz", "zz"))]
-        np.testing.assert_allclose(phi, expected, rtol=1e-6, atol=1e-9, err_msg=link["joint"])
+    assert_links_equal(links, load_robot(urdf_out, five_bar.model.joint_names).standard_inertial_parameters())
 
 
 def test_the_feedforward_of_the_file_is_the_closed_loop_model_within_1_percent(five_bar: FiveBar) -> None:
@@ -469,15 +476,32 @@ def test_a_closure_naming_an_unknown_frame_is_refused_in_one_line(tmp_path: Path
     assert len(error.strip().splitlines()) == 1
 
 
-def test_segmented_excitation_and_other_regression_models_are_refused_for_a_closed_loop(
-    five_bar: FiveBar, tmp_path: Path
-) -> None:
+def test_segmented_excitation_is_refused_for_a_closed_loop(tmp_path: Path) -> None:
     code, _, error = dynid(
         "excite", "--urdf", FIVE_BAR_URDF, "--config", FIVE_BAR_CONFIG, "--mode", "segmented", "--out", tmp_path / "x"
     )
     assert code == 2 and "only 'fourier'" in error
-    code, _, error = identify_five_bar(five_bar.recording, tmp_path / "p.yaml", "--model", "power")
-    assert code == 2 and "not available for a closed-loop robot" in error
+
+
+@pytest.mark.parametrize("model", ["filtered_dynamic", "supplied_energy", "power", "filtered_power"])
+def test_every_regression_model_identifies_the_five_bar_and_predicts_held_out_torques(
+    five_bar: FiveBar, tmp_path: Path, model: str
+) -> None:
+    """[DirectDrive2012] §3's models through the seam: the energy and power models balance the actuated joints'
+    power, which is the tree's (``τ_aᵀ q̇_a = τ_treeᵀ q̇_t``), with the tree's energy on the completed motion."""
+    out = tmp_path / "params.yaml"
+    code, output, error = identify_five_bar(
+        five_bar.recording, out, "--model", model, "--validate", five_bar.validation
+    )
+    assert code == 0, error
+    assert f"regression model {model}" in output and "plausibility: ok" in output
+    params = load_parameters(out)
+    assert params.model["regression"] == model
+    assert set(params.values()) == set(five_bar.truth)
+    # Measured on the held-out motion: filtered_dynamic 0.06 %, supplied_energy 0.49 %, power 0.52 %,
+    # filtered_power 1.07 % of the noise-free actuated torques.
+    (entry,) = params.quality["validation"]
+    assert entry["recorded_relative_error"] < 0.02
 
 
 def test_an_excitation_the_workspace_cannot_hold_is_refused_naming_the_binding_constraint(tmp_path: Path) -> None:
@@ -509,6 +533,10 @@ class FourBar:
     excite_output: str
     recording: Path
     params: Path
+    validation: Path
+    """A noise-free motion not used for identification, with the true actuated torques."""
+    validation_time: np.ndarray
+    validation_torques: np.ndarray
 
 
 @pytest.fixture(scope="module")
@@ -542,7 +570,15 @@ def four_bar(tmp_path_factory: pytest.TempPathFactory) -> FourBar:
     )
     assert code == 0, error
     truth = true_base_parameters(model, sim.drive_chain, parsed.drive_terms, sim.drive)
-    return FourBar(model, truth, config, trajectory, excite_output, recording, params)
+    time_v, q_v, dq_v, ddq_v = fourier(13, 5.0, 1)
+    completed = model.complete_motion(q_v, dq_v, ddq_v)
+    expected = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
+    validation = folder / "validation.csv"
+    write_recording_csv(
+        validation,
+        recording_from_arrays(time=time_v, joint_names=model.actuated_joint_names, position=q_v, effort=expected),
+    )
+    return FourBar(model, truth, config, trajectory, excite_output, recording, params, validation, time_v, expected)
 
 
 def test_excite_plans_the_four_bar_crank_within_its_limits(four_bar: FourBar) -> None:
@@ -564,19 +600,54 @@ def test_identify_recovers_the_four_bar_base_parameters_within_3_sigma(four_bar:
 
 def test_predict_gives_four_bar_validation_torques_within_1_percent(four_bar: FourBar, tmp_path: Path) -> None:
     # Measured: 0.21 % along a motion the identification did not see.
-    model = four_bar.model
-    sim = simulated_robot(four_bar.config, 1)
-    time_s, q, dq, ddq = fourier(13, 5.0, 1)
-    completed = model.complete_motion(q, dq, ddq)
-    expected = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
-    validation, out = tmp_path / "validation.csv", tmp_path / "predicted.csv"
-    write_recording_csv(
-        validation,
-        recording_from_arrays(time=time_s, joint_names=model.actuated_joint_names, position=q, effort=expected),
-    )
-    code, _, error = dynid("predict", "--params", four_bar.params, "--data", validation, "--out", out)
+    out = tmp_path / "predicted.csv"
+    code, _, error = dynid("predict", "--params", four_bar.params, "--data", four_bar.validation, "--out", out)
     assert code == 0, error
-    assert predicted_error(out, time_s, expected) < 0.01
+    assert predicted_error(out, four_bar.validation_time, four_bar.validation_torques) < 0.01
+
+
+def identify_four_bar(four_bar: FourBar, out: Path, *options: str | Path) -> tuple[int, str, str]:
+    """``dynid identify`` of the four-bar recording with ``options``, into ``out``."""
+    return dynid(
+        "identify",
+        "--urdf",
+        FOUR_BAR_URDF,
+        "--data",
+        four_bar.recording,
+        "--config",
+        four_bar.config,
+        *options,
+        "--out",
+        out,
+    )
+
+
+def test_identify_writes_the_four_bars_report_and_urdf(four_bar: FourBar, tmp_path: Path) -> None:
+    out, urdf_out, report = tmp_path / "params.yaml", tmp_path / "identified.urdf", tmp_path / "report"
+    code, output, error = identify_four_bar(
+        four_bar, out, "--urdf-out", urdf_out, "--report", report, "--validate", four_bar.validation
+    )
+    assert code == 0, error
+    assert f"written to {urdf_out}" in output
+    assert "cut_1-cut_2 (planar)" in (report / "index.html").read_text()
+    assert "not in this file but in the configuration" in urdf_out.read_text()
+    links = load_parameters(out).standard_parameters["links"]
+    exported = load_robot(urdf_out, four_bar.model.joint_names).standard_inertial_parameters()
+    assert_links_equal(links, exported)
+
+
+@pytest.mark.parametrize("model", ["filtered_dynamic", "supplied_energy", "power", "filtered_power"])
+def test_every_regression_model_identifies_the_four_bar_and_predicts_held_out_torques(
+    four_bar: FourBar, tmp_path: Path, model: str
+) -> None:
+    out = tmp_path / "params.yaml"
+    code, output, error = identify_four_bar(four_bar, out, "--model", model, "--validate", four_bar.validation)
+    assert code == 0, error
+    assert f"regression model {model}" in output and "plausibility: ok" in output
+    params = load_parameters(out)
+    assert params.model["regression"] == model and set(params.values()) == set(four_bar.truth)
+    (entry,) = params.quality["validation"]
+    assert entry["recorded_relative_error"] < 0.02
 
 
 def test_predict_previews_the_actuated_torques_of_the_planned_excitation(four_bar: FourBar, tmp_path: Path) -> None:

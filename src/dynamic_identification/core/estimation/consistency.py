@@ -912,8 +912,9 @@ class ConsistentEstimator:
         a joint without an equation, see ``equation_joints``).
         """
         n, per_joint = self.n_joints, self.terms.per_joint
-        if self.equation_joints is not None:
-            per_equation = np.asarray(rms_torque, dtype=float)
+        per_equation = np.asarray(rms_torque, dtype=float)
+        # Joint equations map to their joints; the one scalar equation of an energy or power model applies to all.
+        if self.equation_joints is not None and per_equation.shape != (1,):
             if per_equation.shape != (len(self.equation_joints),):
                 raise ConsistencyError(
                     f"the equations have {per_equation.shape[0]} joints, equation_joints {len(self.equation_joints)}"
