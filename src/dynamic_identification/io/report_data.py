@@ -123,7 +123,7 @@ def identification_report(
             bodies=link_comparisons(robot, terms, consistent),
         )
     return ReportData(
-        title=f"Identification of {robot.model.name}{_closures_text(mechanism)}",
+        title=f"Identification of {robot.model.name}{_mechanism_title(mechanism)}",
         robot_name=robot.model.name,
         urdf=urdf,
         joints=mechanism.actuated_joint_names,
@@ -180,7 +180,7 @@ def identification_report(
     )
 
 
-def _closures_text(mechanism: Mechanism) -> str:
+def _mechanism_title(mechanism: Mechanism) -> str:
     """`` (closed loop: …)`` naming the loop closures of the opened tree ([Briot2012] §2); empty without any."""
     if not mechanism.closures:
         return ""
