@@ -55,18 +55,19 @@ from five_bar import (
     FIVE_BAR_ACTUATED,
     FIVE_BAR_CHAIN,
     FIVE_BAR_DRIVE,
+    FIVE_BAR_TRUE_GAINS,
     TIP_PAYLOAD,
+    five_bar_runs,
     fourier,
     identify_gains_from_runs,
     load_five_bar,
-    track,
 )
 
 NOMINAL = FIVE_BAR_CHAIN
 """The data sheet's torque constants of the five-bar's motors (config/five_bar.yaml), N·m/A."""
-TRUE_GAINS = np.array([0.08 * 1.075, 0.08 * 0.94])
+TRUE_GAINS = FIVE_BAR_TRUE_GAINS.drive_gains
 """The motors' actual torque constants: within the ~10 % a data sheet promises ([Briot2012] §3.2)."""
-TRUTH = DriveChain.create(2, drive_gains=TRUE_GAINS)
+TRUTH = FIVE_BAR_TRUE_GAINS
 DRIVE = FIVE_BAR_DRIVE
 PAYLOAD = TIP_PAYLOAD
 SETTINGS = IdentificationSettings(
@@ -74,11 +75,6 @@ SETTINGS = IdentificationSettings(
 )
 """The estimator block of config/five_bar.yaml."""
 TERMS = DriveTerms()
-
-
-def _record(model: ClosedLoopModel, *, trajectory_seed: int, noise_seed: int) -> ClosedLoopTrackingRun:
-    """10 s of ``model`` tracking a Fourier motion; current noise σ = 1 % of the RMS current."""
-    return track(model, TRUTH, DRIVE, fourier(trajectory_seed, 10.0), seed=noise_seed)
 
 
 def _all_joints(model: ClosedLoopModel, run: ClosedLoopTrackingRun) -> np.ndarray:
@@ -103,9 +99,8 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario() -> Scenario:
     model = load_five_bar()
-    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
-    unloaded = _record(model, trajectory_seed=3, noise_seed=4)
-    loaded = _record(loaded_model, trajectory_seed=5, noise_seed=6)
+    runs = five_bar_runs()
+    unloaded, loaded = runs.unloaded, runs.loaded
     base = base_parameters(model, NOMINAL, TERMS)
     observations = prepare_observations(
         model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
