@@ -415,7 +415,7 @@ def identify_file(
     warnings += consistency_cost_warnings(costs)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
-        robot,
+        mechanism,
         terms,
         drive_chain,
         result,
@@ -429,7 +429,6 @@ def identify_file(
             "physical_consistency": physical_consistency_section(consistent, robot, costs),
             "warnings": warnings,
         },
-        closed_loop=mechanism if isinstance(mechanism, ClosedLoopModel) else None,
     )
     lines = [*_mechanism_summary(mechanism, recording), format_result(result, joints), _plausibility_report(result)]
     lines += [_validation_line(v, joints) for v in validations]
@@ -850,13 +849,7 @@ def stream_file(
             write_parameters_atomic(
                 params_out,
                 window_parameter_file(
-                    mechanism.robot,
-                    parsed.drive_terms,
-                    drive_chain,
-                    estimator.base,
-                    best,
-                    settings=settings,
-                    closed_loop=mechanism if isinstance(mechanism, ClosedLoopModel) else None,
+                    mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings
                 ),
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")

@@ -224,15 +224,16 @@ class ParameterFile:
         quality: Mapping[str, Any] | None = None,
         stamp: float = 0.0,
         regression: str = "idim",
-        closed_loop: ClosedLoopModel | None = None,
+        closed_loop: Mechanism | None = None,
         urdf_sha256: str | None = None,
         settings: Mapping[str, Any] | None = None,
         standard_parameters: Mapping[str, Any] | None = None,
     ) -> ParameterFile:
         """Build a file from identification results (numpy arrays welcome).
 
-        With ``closed_loop`` the file describes that closed-loop robot: its loop closures and
-        actuated joints (which must be ``joints``) are stored in ``robot``. ``settings`` are
+        With ``closed_loop`` (a mechanism with closures; one without describes a serial robot) the file
+        describes that closed-loop robot: its loop closures and actuated joints (which must be ``joints``)
+        are stored in ``robot``. ``settings`` are
         every setting the identification used (``settings.signal``: the
         :class:`~dynamic_identification.core.identification.SignalSettings` fields),
         ``standard_parameters`` the section of
@@ -258,7 +259,7 @@ class ParameterFile:
             quality=dict(quality or {}),
             stamp=stamp,
             loop_closures=() if closed_loop is None else closed_loop.closures,
-            actuated_joints=() if closed_loop is None else closed_loop.actuated_joint_names,
+            actuated_joints=() if closed_loop is None or not closed_loop.closures else closed_loop.actuated_joint_names,
             urdf_sha256=urdf_sha256,
             settings=dict(settings or {}),
             standard_parameters=dict(standard_parameters or {}),

@@ -326,6 +326,7 @@ class EstimatorNode(GuardedNode):
         self.closed_loop = setup.closed_loop
         # One window for every mechanism: its samples are the controlled joints'.
         mechanism = mechanism_of(self.robot if self.closed_loop is None else self.closed_loop)
+        self._mechanism = mechanism
         self._names = list(mechanism.actuated_joint_names)
         self._estimator = SlidingWindowEstimator(
             mechanism,
@@ -706,13 +707,7 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot,
-            self.drive_terms,
-            self.drive_chain,
-            self._estimator.base,
-            update,
-            settings=self.settings,
-            closed_loop=self.closed_loop,
+            self._mechanism, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
         )
         if self.config.parameters_file:
             try:
