@@ -310,7 +310,6 @@ class SlidingWindowEstimator:
             When the drive chain or the base parameters do not belong to ``mechanism``.
         """
         mechanism = mechanism_of(mechanism)
-        self._mechanism = mechanism
         self._consistency = consistency
         self._chain = drive_chain
         self._terms = terms
