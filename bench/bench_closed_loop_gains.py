@@ -7,7 +7,7 @@ RMS current); the motors' torque constants are 7.5 % above and 6 % below the nom
 0.08 N·m/A. A second recording carries a 60 g payload on the distal tip. For each noise
 seed it prints:
 
-* IDIM-WLS through ``closed_loop_observations`` with the true gains: the largest base-parameter
+* IDIM-WLS through ``prepare_observations`` with the true gains: the largest base-parameter
   error in σ and the relative error of the predicted noise-free actuated torques on a
   validation trajectory;
 * IDIM-TLS (``identify_closed_loop_drive_gains``): gain errors and σ in %, the largest
@@ -33,15 +33,12 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_observations,
-)
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
 )
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
-from dynamic_identification.core.identification import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.payload import attach_payload
 
@@ -93,7 +90,7 @@ def main() -> None:
         loaded = _record(loaded_model, 5, 101 + 2 * seed)
         simulated = time.perf_counter() - start
         start = time.perf_counter()
-        observations = closed_loop_observations(
+        observations = prepare_observations(
             model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
         )
         built = time.perf_counter() - start
@@ -105,7 +102,7 @@ def main() -> None:
             model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
         )
         tls_time = time.perf_counter() - start
-        nominal = closed_loop_observations(
+        nominal = prepare_observations(
             model,
             NOMINAL,
             TERMS,

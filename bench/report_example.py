@@ -85,7 +85,7 @@ def main() -> None:
     ]
     consistent = consistent_model(robot, terms, settings, result)
     data = identification_report(
-        robot=robot,
+        mechanism=robot,
         terms=terms,
         drive_chain=chain,
         settings=settings,

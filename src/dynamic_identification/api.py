@@ -18,16 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core import closed_loop
 from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_torques,
-    closed_loop_window,
-    identify_closed_loop,
     identify_closed_loop_drive_gains,
-    predict_closed_loop_at_stamps,
 )
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
@@ -52,14 +47,13 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
 from dynamic_identification.core.progress import ProgressCallback, ignore_progress
 from dynamic_identification.core.regression_models import identify_model
-from dynamic_identification.core.regressors import base_parameters
 from dynamic_identification.core.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import (
@@ -71,7 +65,6 @@ from dynamic_identification.io.config import (
 )
 from dynamic_identification.io.outcome import (
     Validation,
-    closed_loop_consistent_estimator_of,
     configured_consistency,
     configured_window_parts,
     consistency_cost_line,
@@ -94,10 +87,10 @@ from dynamic_identification.io.parameter_files import (
 )
 from dynamic_identification.io.parameters import (
     ParameterFile,
-    closed_loop_model_of,
     identified_closed_loop_torque_model,
     identified_torque_model,
     load_parameters,
+    parameter_file_mechanism,
     write_parameters_atomic,
 )
 from dynamic_identification.io.payload import (
@@ -233,7 +226,7 @@ def warn_locked_but_moving(
 
 
 def identify_recording(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     config: IdentificationConfig,
     drive_chain: DriveChain,
     recording: Recording,
@@ -241,40 +234,55 @@ def identify_recording(
     model: str | None = None,
     cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
-    """Identify a recording already in model joint order with ``model`` (default ``estimation.model``).
+    """Identify a recording of ``mechanism`` (its controlled joints, or every tree joint, in kinematic order) with
+    ``model`` (default ``estimation.model``).
 
     With ``estimation.consistency`` (the default) the published values are the physically
     consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
     ``cancellation`` is polled and told the progress of each stage.
     """
+    mechanism = mechanism_of(mechanism)
     cancellation.report("base parameters (QR on random states)")
-    base = base_parameters(robot, drive_chain, config.drive_terms)
+    base = mechanism.base_parameters(drive_chain, config.drive_terms)
     return identify_model(
-        robot,
+        mechanism,
         drive_chain,
         config.drive_terms,
         base,
         recording.time,
         recording.position,
-        recording.joint_torques(drive_chain),
+        controlled(mechanism, recording).joint_torques(drive_chain),
         model=model or config.model,
         dq_measured=recording.velocity,
         settings=config.identification_settings(),
-        bounds=config.plausibility_bounds(robot),
-        consistency=configured_consistency(robot, config, base),
+        bounds=config.plausibility_bounds(mechanism),
+        consistency=configured_consistency(mechanism, config, base),
         cancellation=cancellation,
     )
 
 
-def check_units(robot: RobotModel, recording: Recording, source: str) -> None:
-    """Refuse a recording whose time is not in s or positions not in rad (:mod:`~dynamic_identification.io.sanity`)."""
+def controlled(mechanism: Mechanism, recording: Recording) -> Recording:
+    """The controlled joints' columns of a recording of ``mechanism`` (the recording itself when it has only those)."""
+    joints = mechanism.actuated_joint_names
+    return recording if recording.joint_names == joints else recording.select(joints)
+
+
+def check_units(mechanism: RobotModel | Mechanism, recording: Recording, source: str) -> None:
+    """Refuse a recording whose time is not in s or positions not in rad (:mod:`~dynamic_identification.io.sanity`);
+    its joints are some of the mechanism's tree joints."""
+    tree = mechanism_of(mechanism).robot
+    index = np.array([tree.joint_names.index(name) for name in recording.joint_names], dtype=int)
+    positions = np.array(recording.position, dtype=float)
+    for column, joint in enumerate(index):
+        if tree.continuous[int(joint)]:
+            positions[:, column] = np.unwrap(positions[:, column])
     check_recording_units(
-        robot.joint_names,
+        recording.joint_names,
         recording.time,
-        robot.unwrap_positions(recording.position),
-        lower=robot.lower_position_limits,
-        upper=robot.upper_position_limits,
-        velocity_limits=robot.velocity_limits,
+        positions,
+        lower=tree.lower_position_limits[index],
+        upper=tree.upper_position_limits[index],
+        velocity_limits=tree.velocity_limits[index],
         source=source,
     )
 
@@ -375,48 +383,39 @@ def identify_file(
     if report is not None and report.exists() and not report.is_dir():
         raise DataError(f"--report {report} exists and is not a directory")
     warn_unread_keys(config, "identify")
-    if load_config(str(config) if config else None).closed_loop:
-        return _identify_closed_loop_file(
-            urdf=urdf,
-            data=data,
-            config=config,
-            out=out,
-            bag=bag,
-            model=model,
-            accept_implausible=accept_implausible,
-            unit_checks=unit_checks,
-            signal=signal,
-            consistency=consistency,
-            urdf_out=urdf_out,
-            validate_data=validate_data,
-            report=report,
-        )
     monitor = Cancellation(progress=progress)
     monitor.report(f"reading {data or bag}")
-    robot, parsed, drive_chain, recording = load_identification_inputs(
+    mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
+    robot, joints = mechanism.robot, mechanism.actuated_joint_names
     parsed = _command_line_overrides(parsed, signal, consistency)
-    held_out = [_held_out_recording(robot, path, unit_checks=unit_checks) for path in validate_data]
-    result = identify_recording(robot, parsed, drive_chain, recording, model=model, cancellation=monitor)
+    held_out = [
+        _mechanism_recording_csv(mechanism, path, require_torque=True, unit_checks=unit_checks)
+        for path in validate_data
+    ]
+    result = identify_recording(mechanism, parsed, drive_chain, recording, model=model, cancellation=monitor)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     # Without consistency the nearest consistent model is only searched for (a conic solve) when --urdf-out needs it.
-    consistent = consistent_model(robot, terms, settings, result, search=urdf_out is not None)
+    consistent = consistent_model(mechanism, terms, settings, result, search=urdf_out is not None)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
     validations = []
     for held, name in zip(held_out, validation_names(validate_data), strict=True):
         monitor.report(f"validation on {name}")
-        validations.append(validate(robot, drive_chain, terms, result, held, settings, name=name))
+        validations.append(validate(mechanism, drive_chain, terms, result, held, settings, name=name))
     costs = consistency_costs(
-        robot, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
+        mechanism, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
     )
     monitor.report("writing the parameter file")
-    warnings = identification_warnings(robot, result, settings, consistent) + consistency_cost_warnings(costs)
+    warnings = identification_warnings(
+        robot, result, settings, consistent, joints=None if joints == robot.joint_names else joints
+    )
+    warnings += consistency_cost_warnings(costs)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
-        robot,
+        mechanism,
         terms,
         drive_chain,
         result,
@@ -426,13 +425,13 @@ def identify_file(
         standard=None if consistent.estimate is None else consistent.estimate.standard,
         standard_source="base" if consistent.estimate is None else "consistent",
         quality={
-            "validation": [v.entry(robot.joint_names) for v in validations],
+            "validation": [v.entry(joints) for v in validations],
             "physical_consistency": physical_consistency_section(consistent, robot, costs),
             "warnings": warnings,
         },
     )
-    lines = [format_result(result, robot.joint_names), _plausibility_report(result)]
-    lines += [_validation_line(v, robot.joint_names) for v in validations]
+    lines = [*_mechanism_summary(mechanism, recording), format_result(result, joints), _plausibility_report(result)]
+    lines += [_validation_line(v, joints) for v in validations]
     lines += [consistency_cost_line(costs)] if costs else []
     links = link_comparisons(robot, terms, consistent)
     lines += link_lines(robot.joint_names, links)
@@ -445,6 +444,8 @@ def identify_file(
             terms,
             drive_chain=drive_chain,
             notes=[link_text(link) for link in links],
+            driven=mechanism.actuated,
+            comment=_opened_tree_note(mechanism, config),
         )
         kept = (
             f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
@@ -461,16 +462,16 @@ def identify_file(
         from dynamic_identification.io.report_data import identification_report
 
         monitor.report(f"HTML report in {report}")
-        training = validate(robot, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
-        urdf_model = urdf_result(robot, terms, result)
+        training = validate(mechanism, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
+        urdf_model = urdf_result(mechanism, terms, result)
         baselines = [
-            validate(robot, drive_chain, terms, urdf_model, held, settings, name=series.name)
+            validate(mechanism, drive_chain, terms, urdf_model, held, settings, name=series.name)
             for held, series in zip([recording, *held_out], [training, *validations], strict=True)
         ]
         page = write_report(
             report,
             identification_report(
-                robot=robot,
+                mechanism=mechanism,
                 terms=terms,
                 drive_chain=drive_chain,
                 settings=settings,
@@ -487,14 +488,6 @@ def identify_file(
         )
         lines.append(f"report written to {page}")
     return "\n".join(lines)
-
-
-def _held_out_recording(robot: RobotModel, path: Path, *, unit_checks: bool) -> Recording:
-    """A ``--validate`` recording in model joint order (torques or currents required)."""
-    recording = read_recording_csv(path).select(robot.joint_names)
-    if unit_checks:
-        check_units(robot, recording, str(path))
-    return recording
 
 
 def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
@@ -515,15 +508,15 @@ def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
 
 
 def _stamp_prediction(
-    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+    mechanism: RobotModel | Mechanism, params: ParameterFile, recording: Recording, signal: SignalSettings
 ) -> StampPrediction:
     samples = Samples(
         time=recording.time,
         q=recording.position,
-        torques=np.zeros_like(recording.position),
+        torques=np.zeros((recording.time.shape[0], mechanism_of(mechanism).n_actuated)),
         dq_measured=recording.velocity,
     )
-    return predict_at_stamps(robot, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
+    return predict_at_stamps(mechanism, params.drive_chain(), params.drive_terms(), params.values(), samples, signal)
 
 
 def predicted_recording(
@@ -547,9 +540,9 @@ def predicted_recording(
 
 
 def predicted_torques(
-    robot: RobotModel, params: ParameterFile, recording: Recording, signal: SignalSettings
+    mechanism: RobotModel | Mechanism, params: ParameterFile, recording: Recording, signal: SignalSettings
 ) -> np.ndarray:
-    """The model's joint torques (N·m) at every row of ``recording``, ``(N, n)``.
+    """The model's torques of the controlled joints (N·m) at every row of ``recording``, ``(N, n_a)``.
 
     NaN where the model has no prediction: rows of a stretch too short to differentiate
     between two gaps (:data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`;
@@ -557,10 +550,10 @@ def predicted_torques(
     (:meth:`~dynamic_identification.io.parameters.ParameterFile.identified_joints`), which
     the feedforward gives no torque either.
     """
-    prediction = _stamp_prediction(robot, params, recording, signal)
+    prediction = _stamp_prediction(mechanism, params, recording, signal)
     torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
     identified = params.identified_joints()
-    torques[:, [joint not in identified for joint in robot.joint_names]] = np.nan
+    torques[:, [joint not in identified for joint in mechanism_of(mechanism).actuated_joint_names]] = np.nan
     return torques
 
 
@@ -610,33 +603,30 @@ def predict_file(
     parameters = load_parameters(params)
     if is_trajectory_csv(data):
         return _predict_plan_file(parameters, data=data, out=out, urdf=urdf, unit_checks=unit_checks)
-    if parameters.closed_loop:
-        return _predict_closed_loop_file(
-            parameters, params=params, data=data, config=config, out=out, urdf=urdf, unit_checks=unit_checks
-        )
-    robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
-    recording = read_recording_csv(data, require_torque=False).select(robot.joint_names)
-    if unit_checks:
-        check_units(robot, recording, str(data))
+    mechanism = parameter_file_mechanism(parameters, urdf)
+    joints = mechanism.actuated_joint_names
+    recording = _mechanism_recording_csv(mechanism, data, require_torque=False, unit_checks=unit_checks)
     settings, origin = _prediction_signal(parameters, params, config)
-    torques = predicted_torques(robot, parameters, recording, settings)
+    torques = predicted_torques(mechanism, parameters, recording, settings)
+    judged = controlled(mechanism, recording)
     rows = recording.time.shape[0]
     predicted = np.isfinite(torques).any(axis=1)
-    header = ["time"] + [f"{joint}/{kind}" for joint in robot.joint_names for kind in ("position", "effort")]
-    table = np.empty((rows, 1 + 2 * robot.n_joints))
+    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
+    table = np.empty((rows, 1 + 2 * len(joints)))
     table[:, 0] = recording.time
-    table[:, 1::2] = recording.position
+    table[:, 1::2] = judged.position
     table[:, 2::2] = torques
     write_table(out, header, table)
     report = [
+        *_mechanism_summary(mechanism, recording),
         f"predicted {_predicted_rows(predicted)}; written to {out}",
         f"signal settings {origin}: {_signal_text(settings)}",
     ]
-    missing = [joint for joint in robot.joint_names if joint not in parameters.identified_joints()]
+    missing = [joint for joint in joints if joint not in parameters.identified_joints()]
     if missing:
         report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
-    if recording.effort is not None or recording.current is not None:
-        measured = recording.joint_torques(parameters.drive_chain())
+    if judged.effort is not None or judged.current is not None:
+        measured = judged.joint_torques(parameters.drive_chain())
         usable = np.isfinite(torques)
         error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
             np.where(usable, measured, 0.0)
@@ -659,23 +649,13 @@ def _predict_plan_file(
     """
     plan = read_trajectory_csv(data)
     values, terms, chain = parameters.values(), parameters.drive_terms(), parameters.drive_chain()
-    if parameters.closed_loop:
-        mechanism = closed_loop_model_of(parameters, urdf)
-        joints = mechanism.actuated_joint_names
-        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
-        if unit_checks:
-            check_closed_loop_units(mechanism, motion, str(data))
-        completed = mechanism.complete_motion(motion.position, dq, ddq)
-        torques = closed_loop_torques(mechanism, chain, terms, values, completed)
-        limits = mechanism.robot.effort_limits[mechanism.actuated]
-    else:
-        robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
-        joints = robot.joint_names
-        motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
-        if unit_checks:
-            check_units(robot, motion, str(data))
-        torques = predict_torques(robot, chain, terms, values, motion.position, dq, ddq)
-        limits = robot.effort_limits
+    mechanism = parameter_file_mechanism(parameters, urdf)
+    joints = mechanism.actuated_joint_names
+    motion, dq, ddq = _planned_motion(plan, joints, data, parameters.source)
+    if unit_checks:
+        check_units(mechanism, motion, str(data))
+    torques = predict_torques(mechanism, chain, terms, values, motion.position, dq, ddq)
+    limits = mechanism.robot.effort_limits[mechanism.actuated]
     identified = parameters.identified_joints()
     torques[:, [joint not in identified for joint in joints]] = np.nan
     rows = plan.time.shape[0]
@@ -813,25 +793,16 @@ def stream_file(
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
     warn_unread_keys(config, "stream")
-    mechanism: ClosedLoopModel | None = None
-    if load_config(str(config) if config else None).closed_loop:
-        mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
-            urdf, data, config, bag=bag, unit_checks=unit_checks
-        )
-        robot = mechanism.robot
-        recording = recording.select(mechanism.actuated_joint_names)
-        settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
-        window = partial(closed_loop_window, mechanism)
-        joints = mechanism.actuated_joint_names
-    else:
-        robot, parsed, drive_chain, recording = load_identification_inputs(
-            urdf, data, config, bag=bag, unit_checks=unit_checks
-        )
-        settings, bounds, base, consistency = configured_window_parts(parsed, robot, drive_chain)
-        window = partial(SlidingWindowEstimator, robot)
-        joints = robot.joint_names
-    # The serial robot's window, or the closed-loop one on the actuated joints; the rest is the same.
-    estimator = window(drive_chain, parsed.drive_terms, settings, base=base, bounds=bounds, consistency=consistency)
+    mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
+        urdf, data, config, bag=bag, unit_checks=unit_checks
+    )
+    # The window is fed the controlled joints' samples, whatever else the recording holds.
+    recording = controlled(mechanism, recording)
+    joints = mechanism.actuated_joint_names
+    settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
+    estimator = SlidingWindowEstimator(
+        mechanism, drive_chain, parsed.drive_terms, settings, base=base, bounds=bounds, consistency=consistency
+    )
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
     seconds: list[float] = []
@@ -874,20 +845,27 @@ def stream_file(
             write_parameters_atomic(
                 params_out,
                 window_parameter_file(
-                    robot,
-                    parsed.drive_terms,
-                    drive_chain,
-                    estimator.base,
-                    best,
-                    settings=settings,
-                    closed_loop=mechanism,
+                    mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings
                 ),
             )
             lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- closed-loop robots
+# --------------------------------------------------------------------------- mechanisms
+def load_mechanism_inputs(
+    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
+) -> tuple[Mechanism, IdentificationConfig, DriveChain, Recording]:
+    """The mechanism of a configuration and its recording: a serial robot (:func:`load_identification_inputs`), or
+    a closed-loop robot when the configuration has ``robot.loop_closures`` (:func:`load_closed_loop_inputs`)."""
+    if load_config(str(config_path) if config_path else None).closed_loop:
+        return load_closed_loop_inputs(urdf, data, config_path, bag=bag, unit_checks=unit_checks)
+    robot, config, drive_chain, recording = load_identification_inputs(
+        urdf, data, config_path, bag=bag, unit_checks=unit_checks
+    )
+    return SerialMechanism(robot), config, drive_chain, recording
+
+
 def load_closed_loop_inputs(
     urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
 ) -> tuple[ClosedLoopModel, IdentificationConfig, DriveChain, Recording]:
@@ -902,7 +880,7 @@ def load_closed_loop_inputs(
     recording = read_recording_input(data, bag, config)
     model = config.closed_loop_model(urdf)
     source = str(data or bag)
-    recording = _closed_loop_joints(model, recording, source, unit_checks=unit_checks)
+    recording = _mechanism_recording(model, recording, source, unit_checks=unit_checks)
     if recording.effort is None and config.drive_gains is None:
         raise DataError(
             f"{source} has motor currents but no drive gains are configured:"
@@ -911,229 +889,47 @@ def load_closed_loop_inputs(
     return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
 
 
-def check_closed_loop_units(model: ClosedLoopModel, recording: Recording, source: str) -> None:
-    """:func:`check_units` of a recording of some joints of a closed-loop robot's opened tree."""
-    tree = model.robot
-    index = np.array([tree.joint_names.index(name) for name in recording.joint_names], dtype=int)
-    positions = np.array(recording.position, dtype=float)
-    for column, joint in enumerate(index):
-        if tree.continuous[int(joint)]:
-            positions[:, column] = np.unwrap(positions[:, column])
-    check_recording_units(
-        recording.joint_names,
-        recording.time,
-        positions,
-        lower=tree.lower_position_limits[index],
-        upper=tree.upper_position_limits[index],
-        velocity_limits=tree.velocity_limits[index],
-        source=source,
+def _mechanism_summary(mechanism: Mechanism, recording: Recording) -> list[str]:
+    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one."""
+    if not mechanism.closures:
+        return []
+    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
+    passive = (
+        "recorded (checked against the closures)" if recording.n_joints == mechanism.n_tree else "from the closures"
     )
+    return [
+        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {mechanism.n_tree} tree joints, closures {closures},"
+        f" actuated {list(mechanism.actuated_joint_names)}; passive positions {passive}"
+    ]
 
 
-def _closed_loop_summary(model: ClosedLoopModel, recording: Recording) -> str:
-    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in model.closures)
-    passive = "recorded (checked against the closures)" if recording.n_joints == model.n_tree else "from the closures"
+def _opened_tree_note(mechanism: Mechanism, config: Path | None) -> str:
+    """The comment ``--urdf-out`` puts at the top of a closed-loop robot's URDF: where its closures are."""
+    if not mechanism.closures:
+        return ""
+    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
     return (
-        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {model.n_tree} tree joints, closures {closures},"
-        f" actuated {list(model.actuated_joint_names)}; passive positions {passive}"
+        f"the opened tree of a closed-loop robot: its loop closures {closures} and actuated joints"
+        f" {', '.join(mechanism.actuated_joint_names)} are not in this file but in the configuration {config}"
+        " (robot.loop_closures, robot.actuated_joints) [Briot2012]"
     )
 
 
-def _closed_loop_recording(model: ClosedLoopModel, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
-    """A closed-loop robot's recording CSV: every tree joint when it has them all, else the actuated ones."""
+def _mechanism_recording_csv(mechanism: Mechanism, path: Path, *, require_torque: bool, unit_checks: bool) -> Recording:
+    """A recording CSV of ``mechanism`` (:func:`_mechanism_recording`)."""
     recording = read_recording_csv(path, require_torque=require_torque)
-    return _closed_loop_joints(model, recording, str(path), unit_checks=unit_checks)
+    return _mechanism_recording(mechanism, recording, str(path), unit_checks=unit_checks)
 
 
-def _closed_loop_joints(model: ClosedLoopModel, recording: Recording, source: str, *, unit_checks: bool) -> Recording:
-    """The recording of a closed-loop robot in its tree's order: every tree joint when it has them all, else the
-    actuated ones (refused without them); with ``unit_checks`` in s and rad (:func:`check_closed_loop_units`)."""
-    if not set(model.actuated_joint_names) <= set(recording.joint_names):
-        missing = [name for name in model.actuated_joint_names if name not in recording.joint_names]
-        raise DataError(
-            f"{source} lacks the actuated joints {missing} of the closed-loop robot"
-            f" (it has {list(recording.joint_names)})"
-        )
-    every = set(model.joint_names) <= set(recording.joint_names)
-    recording = recording.select(model.joint_names if every else model.actuated_joint_names)
+def _mechanism_recording(mechanism: Mechanism, recording: Recording, source: str, *, unit_checks: bool) -> Recording:
+    """The recording of ``mechanism`` in its tree's order: every tree joint when it has them all (a closed-loop
+    robot's passive joints with encoders), else the controlled ones (refused without them); with ``unit_checks``
+    in s and rad (:func:`check_units`)."""
+    every = set(mechanism.joint_names) <= set(recording.joint_names)
+    recording = recording.select(mechanism.joint_names if every else mechanism.actuated_joint_names)
     if unit_checks:
-        check_closed_loop_units(model, recording, source)
+        check_units(mechanism, recording, source)
     return recording
-
-
-def _identify_closed_loop_file(
-    *,
-    urdf: Path,
-    data: Path | None,
-    config: Path | None,
-    out: Path,
-    bag: Path | None,
-    model: str | None,
-    accept_implausible: bool,
-    unit_checks: bool,
-    signal: Mapping[str, object] | None = None,
-    consistency: bool | None = None,
-    urdf_out: Path | None = None,
-    validate_data: Sequence[Path] = (),
-    report: Path | None = None,
-) -> str:
-    """``dynid identify`` of a closed-loop robot: the closed-loop IDIM through the identification seam.
-
-    As for a serial robot, the published values are by default the physically consistent
-    estimate nearest to the data ([Wensing2018]: every link of the opened tree a physical
-    body, the actuated joints' ``Ia, Fv, Fc >= 0``), and the file is self-contained
-    (settings with the signal settings the data decided, the URDF's name and hash, the
-    standard parameters of the opened tree's links, the data time of the last sample as
-    ``stamp``, warnings, the held-out recordings of ``validate_data`` in
-    ``quality.validation``); it names the loop closures. ``urdf_out`` and the HTML
-    ``report`` are not available for a closed-loop robot: asking for them is refused
-    before any work.
-    """
-    unavailable = [option for option, given in (("--urdf-out", urdf_out), ("--report", report)) if given]
-    if unavailable:
-        raise DataError(
-            f"{' and '.join(unavailable)}: not available for a closed-loop robot (robot.loop_closures);"
-            " identify without"
-        )
-    mechanism, parsed, drive_chain, recording = load_closed_loop_inputs(
-        urdf, data, config, bag=bag, unit_checks=unit_checks
-    )
-    parsed = _command_line_overrides(parsed, signal, consistency)
-    regression = model or parsed.model
-    if regression != "dynamic":
-        raise DataError(
-            f"regression model {regression!r} is not available for a closed-loop robot: its IDIM ([Briot2012]"
-            " eq. (6)) is 'dynamic'"
-        )
-    held_out = [
-        _closed_loop_recording(mechanism, path, require_torque=True, unit_checks=unit_checks) for path in validate_data
-    ]
-    base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
-    actuated = recording.select(mechanism.actuated_joint_names)
-    result = identify_closed_loop(
-        mechanism,
-        drive_chain,
-        parsed.drive_terms,
-        base,
-        recording.time,
-        recording.position,
-        actuated.joint_torques(drive_chain),
-        settings=parsed.identification_settings(),
-        bounds=parsed.closed_loop_bounds(mechanism),
-        dq_measured=recording.velocity,
-        consistency=configured_consistency(mechanism, parsed, base),
-    )
-    settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
-    terms = parsed.drive_terms
-    joints = mechanism.actuated_joint_names
-    validations = [
-        validate(mechanism, drive_chain, terms, result, held, settings, name=name)
-        for held, name in zip(held_out, validation_names(validate_data), strict=True)
-    ]
-    consistent = consistent_model(
-        mechanism.robot,
-        terms,
-        settings,
-        result,
-        estimator=closed_loop_consistent_estimator_of(mechanism, terms, base),
-        search=urdf_out is not None,
-    )
-    costs = consistency_costs(
-        mechanism, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
-    )
-    warnings = identification_warnings(mechanism.robot, result, settings, consistent, joints=joints)
-    warnings += consistency_cost_warnings(costs)
-    write_parameters_atomic(
-        out,
-        identified_parameter_file(
-            mechanism.robot,
-            terms,
-            drive_chain,
-            result,
-            window_s=float(recording.time[-1] - recording.time[0]),
-            stamp=float(recording.time[-1]),
-            settings=settings,
-            standard=None if consistent.estimate is None else consistent.estimate.standard,
-            standard_source="base" if consistent.estimate is None else "consistent",
-            quality={
-                "validation": [v.entry(joints) for v in validations],
-                "physical_consistency": physical_consistency_section(consistent, mechanism.robot, costs),
-                "warnings": warnings,
-            },
-            closed_loop=mechanism,
-        ),
-    )
-    lines = [
-        _closed_loop_summary(mechanism, recording),
-        format_result(result, joints),
-        _plausibility_report(result),
-        *(_validation_line(v, joints) for v in validations),
-        *([consistency_cost_line(costs)] if costs else []),
-        *(f"warning: {warning}" for warning in warnings),
-        f"parameters written to {out}",
-    ]
-    return "\n".join(lines)
-
-
-def _predict_closed_loop_file(
-    parameters: ParameterFile,
-    *,
-    params: Path,
-    data: Path,
-    config: Path | None,
-    out: Path,
-    urdf: Path | None,
-    unit_checks: bool,
-) -> str:
-    """``dynid predict`` of a closed-loop robot's parameter file: actuated torques along the completed motion.
-
-    As for a serial robot (:func:`predict_file`): one row per input row, the signal
-    settings of the file (or ``config``), ``nan`` where the model has no prediction; the
-    columns are ``time`` and per actuated joint ``J/position`` and ``J/effort``.
-    """
-    mechanism = closed_loop_model_of(parameters, urdf)
-    recording = _closed_loop_recording(mechanism, data, require_torque=False, unit_checks=unit_checks)
-    signal, origin = _prediction_signal(parameters, params, config)
-    drive_chain = parameters.drive_chain()
-    prediction = predict_closed_loop_at_stamps(
-        mechanism,
-        drive_chain,
-        parameters.drive_terms(),
-        parameters.values(),
-        recording.time,
-        recording.position,
-        signal=signal,
-        dq_measured=recording.velocity,
-    )
-    joints = mechanism.actuated_joint_names
-    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
-    identified = parameters.identified_joints()
-    torques[:, [joint not in identified for joint in joints]] = np.nan
-    actuated = recording.select(joints)
-    rows = recording.time.shape[0]
-    predicted = np.isfinite(torques).any(axis=1)
-    header = ["time"] + [f"{joint}/{kind}" for joint in joints for kind in ("position", "effort")]
-    table = np.empty((rows, 1 + 2 * len(joints)))
-    table[:, 0] = recording.time
-    table[:, 1::2] = actuated.position
-    table[:, 2::2] = torques
-    write_table(out, header, table)
-    report = [
-        _closed_loop_summary(mechanism, recording),
-        f"predicted actuated torques for {_predicted_rows(predicted)}; written to {out}",
-        f"signal settings {origin}: {_signal_text(signal)}",
-    ]
-    missing = [joint for joint in joints if joint not in identified]
-    if missing:
-        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
-    if actuated.effort is not None or actuated.current is not None:
-        measured = actuated.joint_torques(drive_chain)
-        usable = np.isfinite(torques)
-        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
-            np.where(usable, measured, 0.0)
-        )
-        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
-    return "\n".join(report)
 
 
 def closed_loop_gains_file(
@@ -1173,7 +969,7 @@ def closed_loop_gains_file(
     joints = mechanism.actuated_joint_names
     result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, joints)
     lines = [
-        _closed_loop_summary(mechanism, unloaded),
+        *_mechanism_summary(mechanism, unloaded),
         _drive_gains_fit(known, result),
         f"{_DRIVE_GAINS_COLUMNS}   (N·m/A)",
     ]

@@ -27,17 +27,11 @@ from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from five_bar import (
     FIVE_BAR_ACTUATED,
-    FIVE_BAR_CHAIN,
     FIVE_BAR_CLOSURES,
-    FIVE_BAR_DRIVE,
     FIVE_BAR_URDF,
     REPO_ROOT,
-    WlsIdentification,
-    fourier,
-    identify_wls,
     load_five_bar,
     load_four_bar,
-    track,
 )
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -298,34 +292,3 @@ def test_five_bar_urdf_zero_configuration_is_the_closed_home_pose(five_bar: Clos
 def test_invalid_mechanism_descriptions_are_refused_by_name(closures, actuated, message: str) -> None:
     with pytest.raises(ModelError, match=message):
         ClosedLoopModel.from_config(FIVE_BAR_URDF, loop_closures=closures, actuated_joints=actuated)
-
-
-# ----------------------------------------------------------------------------- identification
-@pytest.fixture(scope="module")
-def identified_five_bar(five_bar: ClosedLoopModel) -> WlsIdentification:
-    """IDIM-WLS (``five_bar.identify_wls``) on 10 s of the simulated five-bar: PD + feedforward tracking,
-    14-bit encoders, 10 mA noise."""
-    run = track(five_bar, FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, fourier(3, 10.0), seed=4, current_noise_a=0.01)
-    return identify_wls(five_bar, FIVE_BAR_CHAIN, FIVE_BAR_DRIVE, run)
-
-
-def test_identification_on_simulated_five_bar_recovers_base_parameters_within_3_sigma(
-    identified_five_bar: WlsIdentification,
-) -> None:
-    result, truth = identified_five_bar.result, identified_five_bar.truth
-    deviation = np.abs(result.parameters - truth) / result.std
-    assert np.all(deviation < 3.0), dict(zip(identified_five_bar.base.names, np.round(deviation, 2), strict=True))
-
-
-def test_identified_five_bar_predicts_validation_torques_within_1_percent(
-    five_bar: ClosedLoopModel, identified_five_bar: WlsIdentification
-) -> None:
-    _, q, dq, ddq = fourier(11, 5.0)
-    motion = five_bar.complete_motion(q, dq, ddq)
-    chain, terms = FIVE_BAR_CHAIN, DriveTerms()
-    expected = constrained_inverse_dynamics(five_bar, chain, FIVE_BAR_DRIVE, motion.q, motion.dq, motion.ddq)
-    regressor = observation_matrix(
-        five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
-    )
-    predicted = identified_five_bar.base.select(regressor) @ identified_five_bar.result.parameters
-    assert np.linalg.norm(predicted - expected) / np.linalg.norm(expected) < 0.01

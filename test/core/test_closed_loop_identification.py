@@ -24,12 +24,8 @@ from dynamic_identification.core.closed_loop import (
     standard_parameters,
 )
 from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_consistent_estimator,
-    closed_loop_observations,
     closed_loop_payload_regressor,
     identify_closed_loop_drive_gains,
-    tree_base_parameters,
-    tree_standard,
 )
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
@@ -37,13 +33,20 @@ from dynamic_identification.core.closed_loop_simulation import (
 )
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import mechanism_estimator
 from dynamic_identification.core.estimation.least_squares import (
     LeastSquaresResult,
     joint_error_std,
     weighted_least_squares,
 )
 from dynamic_identification.core.estimation.normal_equations import NormalEquations
-from dynamic_identification.core.identification import IdentificationSettings, PreparedObservations, SignalSettings
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    PreparedObservations,
+    SignalSettings,
+    prepare_observations,
+)
+from dynamic_identification.core.mechanism import tree_base_parameters, tree_standard
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.core.regressors import BaseParameters
@@ -52,18 +55,19 @@ from five_bar import (
     FIVE_BAR_ACTUATED,
     FIVE_BAR_CHAIN,
     FIVE_BAR_DRIVE,
+    FIVE_BAR_TRUE_GAINS,
     TIP_PAYLOAD,
+    five_bar_runs,
     fourier,
     identify_gains_from_runs,
     load_five_bar,
-    track,
 )
 
 NOMINAL = FIVE_BAR_CHAIN
 """The data sheet's torque constants of the five-bar's motors (config/five_bar.yaml), N·m/A."""
-TRUE_GAINS = np.array([0.08 * 1.075, 0.08 * 0.94])
+TRUE_GAINS = FIVE_BAR_TRUE_GAINS.drive_gains
 """The motors' actual torque constants: within the ~10 % a data sheet promises ([Briot2012] §3.2)."""
-TRUTH = DriveChain.create(2, drive_gains=TRUE_GAINS)
+TRUTH = FIVE_BAR_TRUE_GAINS
 DRIVE = FIVE_BAR_DRIVE
 PAYLOAD = TIP_PAYLOAD
 SETTINGS = IdentificationSettings(
@@ -71,11 +75,6 @@ SETTINGS = IdentificationSettings(
 )
 """The estimator block of config/five_bar.yaml."""
 TERMS = DriveTerms()
-
-
-def _record(model: ClosedLoopModel, *, trajectory_seed: int, noise_seed: int) -> ClosedLoopTrackingRun:
-    """10 s of ``model`` tracking a Fourier motion; current noise σ = 1 % of the RMS current."""
-    return track(model, TRUTH, DRIVE, fourier(trajectory_seed, 10.0), seed=noise_seed)
 
 
 def _all_joints(model: ClosedLoopModel, run: ClosedLoopTrackingRun) -> np.ndarray:
@@ -100,11 +99,10 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario() -> Scenario:
     model = load_five_bar()
-    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
-    unloaded = _record(model, trajectory_seed=3, noise_seed=4)
-    loaded = _record(loaded_model, trajectory_seed=5, noise_seed=6)
+    runs = five_bar_runs()
+    unloaded, loaded = runs.unloaded, runs.loaded
     base = base_parameters(model, NOMINAL, TERMS)
-    observations = closed_loop_observations(
+    observations = prepare_observations(
         model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
     )
     joint_std = joint_error_std(observations.observation_matrix, observations.torques, valid=observations.valid)
@@ -125,9 +123,9 @@ def scenario() -> Scenario:
 def _observations(
     s: Scenario, *, q: np.ndarray | None = None, torques: np.ndarray | None = None, base: BaseParameters | None = None
 ) -> PreparedObservations:
-    """``closed_loop_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
+    """``prepare_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
     and ``base`` replace its actuated positions, its joint torques and the scenario's base parameters."""
-    return closed_loop_observations(
+    return prepare_observations(
         s.model,
         NOMINAL,
         TERMS,
@@ -168,7 +166,7 @@ def test_the_consistent_estimate_is_a_physical_tree_within_a_sigma_of_the_wls(sc
     """[Wensing2018] on the closed-loop normal equations: every tree link a body, the actuated Ia, Fv, Fc >= 0."""
     observations = scenario.observations
     equations = NormalEquations.from_rows(observations.observation_matrix, observations.torques, observations.valid)
-    estimator = closed_loop_consistent_estimator(scenario.model, TERMS, scenario.base)
+    estimator = mechanism_estimator(scenario.model, TERMS, scenario.base)
     estimate = estimator.solve(equations, scenario.estimate.joint_std)
     assert estimate.report.consistent
     # Measured: 5e-6 σ; the URDF's links are a consistent model of this noisy recording.
@@ -278,7 +276,7 @@ def test_recording_through_a_singularity_is_refused_naming_its_sample() -> None:
     crossing = int(np.ceil(3.0 / np.pi * math.acos(1.0 - singular / 0.4) / 1e-3))
     base = base_parameters(model, NOMINAL, TERMS)
     with pytest.raises(LoopClosureError) as caught:
-        closed_loop_observations(model, NOMINAL, TERMS, base, time_s, q, np.zeros_like(q), settings=SETTINGS)
+        prepare_observations(model, NOMINAL, TERMS, base, time_s, q, np.zeros_like(q), settings=SETTINGS)
     assert caught.value.sample is not None
     assert crossing - 20 <= caught.value.sample <= crossing + 1, (caught.value.sample, crossing)
     assert str(caught.value).startswith(f"sample {caught.value.sample} (t = ")

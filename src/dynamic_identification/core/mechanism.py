@@ -24,7 +24,7 @@ eq. (3)). For a serial robot this is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -33,7 +33,7 @@ import pinocchio as pin
 from dynamic_identification.core import model as serial_model
 from dynamic_identification.core import regressors
 from dynamic_identification.core.checks import motion_samples
-from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.settings_schema import CLOSURE_FIELDS, CLOSURE_TYPES
@@ -206,6 +206,16 @@ class Mechanism(Protocol):
         """Controlled joints, kinematic order: the joints a recording holds and the drive chain drives."""
         ...
 
+    @property
+    def passive_joint_names(self) -> tuple[str, ...]:
+        """Passive joints, kinematic order; empty for a serial robot."""
+        ...
+
+    def passive_correction(self, q: np.ndarray) -> np.ndarray:
+        """How far recorded passive positions of tree positions ``q`` ``(N, n_t)`` are from closing the loops,
+        ``(N, n_t − n_a)`` (rad or m; [Briot2012] eq. (2)): the check of a recording that holds every tree joint."""
+        ...
+
     def complete_motion(
         self,
         q_actuated: np.ndarray,
@@ -290,6 +300,14 @@ class SerialMechanism:
     def closure_joints(self) -> tuple[tuple[int, int], ...]:
         return ()
 
+    @property
+    def passive_joint_names(self) -> tuple[str, ...]:
+        return ()
+
+    def passive_correction(self, q: np.ndarray) -> np.ndarray:
+        """No passive joint: nothing to correct, ``(N, 0)``."""
+        return np.zeros((np.shape(q)[0], 0))
+
     def complete_motion(
         self,
         q_actuated: np.ndarray,
@@ -358,3 +376,47 @@ def tree_values(
 def mechanism_of(robot: RobotModel | Mechanism) -> Mechanism:
     """``robot`` as a mechanism: a serial robot's :class:`RobotModel` becomes a :class:`SerialMechanism`."""
     return SerialMechanism(robot) if isinstance(robot, RobotModel) else robot
+
+
+def tree_columns(mechanism: Mechanism, terms: DriveTerms) -> np.ndarray:
+    """Column of each of the mechanism's standard parameters in its tree's serial layout
+    (:func:`~dynamic_identification.core.model.standard_parameter_names` of ``n_t`` joints), ``(p,)``."""
+    position = {name: i for i, name in enumerate(serial_model.standard_parameter_names(mechanism.n_tree, terms))}
+    return np.array([position[name] for name in mechanism.standard_parameter_names(terms)], dtype=int)
+
+
+def tree_standard(mechanism: Mechanism, terms: DriveTerms, standard: np.ndarray) -> np.ndarray:
+    """A mechanism's standard parameters ``(..., p)`` laid out as its tree's ``(..., n_t · per_joint)``.
+
+    The layout of the tools that see links (physical consistency, parameter-file sections, URDF
+    export): a closed-loop robot's passive joints carry no drive terms, which are 0 there; a serial
+    robot's layout is its tree's (the values come back unchanged).
+
+    Raises
+    ------
+    DataError
+        ``standard`` of another length than the mechanism's standard parameters.
+    """
+    values = np.asarray(standard, dtype=float)
+    columns = tree_columns(mechanism, terms)
+    if values.shape[-1:] != (columns.size,):
+        raise DataError(f"standard parameters must have {columns.size} entries, got shape {values.shape}")
+    tree = np.zeros((*values.shape[:-1], mechanism.n_tree * terms.per_joint))
+    tree[..., columns] = values
+    return tree
+
+
+def tree_base_parameters(mechanism: Mechanism, terms: DriveTerms, base: BaseParameters) -> BaseParameters:
+    """The mechanism's base parameters over its tree's standard layout (:func:`tree_standard`).
+
+    The same base parameters (names, expressions, equations' structure), their regrouping
+    ``K`` with a zero column for each standard parameter of the tree that no equation holds (a
+    closed-loop robot's passive joints' drive terms); ``base`` itself for a serial robot.
+    """
+    names = serial_model.standard_parameter_names(mechanism.n_tree, terms)
+    if base.standard_names == names:
+        return base
+    columns = tree_columns(mechanism, terms)
+    regrouping = np.zeros((base.count, len(names)))
+    regrouping[:, columns] = base.regrouping
+    return replace(base, standard_names=names, independent=columns[base.independent], regrouping=regrouping)

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dynamic_identification.core.closed_loop import tree_values
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import DEFAULT_ACCELERATION_PER_VELOCITY_HZ
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import RobotModel, limit_bounds
 from dynamic_identification.core.settings_schema import default
 
@@ -231,3 +233,48 @@ def check_model(
     problems = model_problems(bounds, names, values, predicted_peak=predicted_peak)
     if problems:
         raise ImplausibleModelError(problems, hint=hint)
+
+
+def mechanism_bounds(
+    mechanism: RobotModel | Mechanism,
+    *,
+    effort_limits: Sequence[float] | np.ndarray | None = None,
+    acceleration_limits: Sequence[float] | np.ndarray | None = None,
+    effort_factor: float = DEFAULT_EFFORT_FACTOR,
+    mass_factor: float = DEFAULT_MASS_FACTOR,
+) -> PlausibilityBounds:
+    """The plausibility gates of a mechanism: those of its tree (:meth:`PlausibilityBounds.from_robot`: URDF
+    limits, total mass, reach), with the predicted torques judged on the controlled joints, whose equations the
+    IDIM has ([Briot2012] eq. (6)).
+
+    ``effort_limits`` (N·m) and ``acceleration_limits`` (rad/s²) replace the URDF's, one value per
+    controlled joint or per tree joint.
+
+    Raises
+    ------
+    IdentificationError
+        A limit list of another length, or a factor below 1.
+    """
+    mechanism = mechanism_of(mechanism)
+    robot = mechanism.robot
+    if not mechanism.closures:
+        return PlausibilityBounds.from_robot(
+            robot,
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
+            effort_factor=effort_factor,
+            mass_factor=mass_factor,
+        )
+    bounds = PlausibilityBounds.from_robot(
+        robot,
+        effort_limits=tree_values(mechanism, "limits.effort", effort_limits, robot.effort_limits),
+        acceleration_limits=tree_values(
+            mechanism,
+            "limits.acceleration",
+            acceleration_limits,
+            DEFAULT_ACCELERATION_PER_VELOCITY_HZ * robot.velocity_limits,
+        ),
+        effort_factor=effort_factor,
+        mass_factor=mass_factor,
+    )
+    return replace(bounds, equations=tuple(int(j) for j in mechanism.actuated))

@@ -40,19 +40,20 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import Segment
+from dynamic_identification.core.identification.completion import complete_recording, controlled_positions
 from dynamic_identification.core.identification.motion import (
     Motion,
     check_motion,
     check_samples,
     decimation_factor,
-    estimate_motion,
     resolve_signal,
 )
 from dynamic_identification.core.identification.observations import PreparedObservations, output_blocks
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
-from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameter_names
 from dynamic_identification.core.plausibility import PlausibilityBounds
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator
@@ -138,8 +139,71 @@ def friction_power_matrix(drive_chain: DriveChain, terms: DriveTerms, dq: np.nda
     return out.reshape(motor.shape[0], n * terms.per_joint)
 
 
+def _drive_columns(mechanism: Mechanism, terms: DriveTerms) -> np.ndarray:
+    """``(n_a, len(terms.names))``: the mechanism's column of each controlled joint's drive term."""
+    position = {name: i for i, name in enumerate(mechanism.standard_parameter_names(terms))}
+    return np.array(
+        [[position[f"{name}{int(j) + 1}"] for name in terms.names] for j in mechanism.actuated], dtype=int
+    ).reshape(mechanism.n_actuated, len(terms.names))
+
+
+def mechanism_energy_matrix(
+    mechanism: RobotModel | Mechanism,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    q: np.ndarray,
+    dq: np.ndarray,
+    *,
+    data: pin.Data | None = None,
+) -> np.ndarray:
+    """Energy regressor of a mechanism at tree motion ``q``, ``dq`` ``(N, n_t)`` in its standard parameters, ``(N, p)``.
+
+    A closed-loop robot's energy is its tree's (the motion closes the loops; [Briot2012] §2): the tree's
+    kinetic and potential energy regressors in the inertial columns, the controlled motors' ``½ v_m²`` in
+    their ``Ia`` columns (:func:`energy_matrix` of a serial robot). Since the actuated joints' power is the
+    tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t``, this energy and the friction power of the
+    controlled joints (:func:`mechanism_friction_power`) give the energy and power models of the mechanism.
+    """
+    mechanism = mechanism_of(mechanism)
+    if not mechanism.closures:
+        return energy_matrix(mechanism.robot, drive_chain, terms, q, dq, data=data)
+    n_t, samples = mechanism.n_tree, np.shape(q)[0]
+    rigid = energy_matrix(
+        mechanism.robot, DriveChain.create(n_t), DriveTerms(False, False, False, False), q, dq, data=data
+    )
+    out = np.zeros((samples, len(mechanism.standard_parameter_names(terms))))
+    out[:, tree_columns_of_inertia(mechanism, terms)] = rigid
+    if terms.rotor_inertia:
+        motor = np.asarray(dq, dtype=float)[:, mechanism.actuated] @ drive_chain.coupling.T
+        out[:, _drive_columns(mechanism, terms)[:, terms.names.index("Ia")]] = 0.5 * motor**2
+    return out
+
+
+def mechanism_friction_power(
+    mechanism: RobotModel | Mechanism, drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray
+) -> np.ndarray:
+    """Friction and offset power of the controlled joints at their velocities ``dq`` ``(N, n_a)`` in the
+    mechanism's standard parameters, ``(N, p)`` (:func:`friction_power_matrix`)."""
+    mechanism = mechanism_of(mechanism)
+    serial = friction_power_matrix(drive_chain, terms, dq)
+    if not mechanism.closures:
+        return serial
+    out = np.zeros((serial.shape[0], len(mechanism.standard_parameter_names(terms))))
+    columns = _drive_columns(mechanism, terms)
+    blocks = serial.reshape(serial.shape[0], mechanism.n_actuated, terms.per_joint)[:, :, 10:]
+    out[:, columns.ravel()] = blocks.reshape(serial.shape[0], -1)
+    return out
+
+
+def tree_columns_of_inertia(mechanism: Mechanism, terms: DriveTerms) -> np.ndarray:
+    """The mechanism's columns of its tree's inertial parameters, in the tree's order (``M1, MX1, …, ZZ{n_t}``)."""
+    position = {name: i for i, name in enumerate(mechanism.standard_parameter_names(terms))}
+    names = standard_parameter_names(mechanism.n_tree, DriveTerms(False, False, False, False))
+    return np.array([position[name] for name in names], dtype=int)
+
+
 def power_rows(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -150,6 +214,7 @@ def power_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decimated PIM rows of one filtered motion ([Gautier2013] eq. (10)-(14)).
 
+    ``motion`` holds the tree's motion (:func:`completed_motions`) and the controlled joints' torques.
     ``W = dh/dt + h_f`` in the base columns (``h`` of the filtered ``q̂, q̂̇``,
     differentiated by central differences) and ``Y = P = q̂̇ᵀ τ`` are decimated in
     parallel. The work runs in blocks of ``block_samples`` that carry the
@@ -165,8 +230,9 @@ def power_rows(
     """
     if motion.torques is None:
         raise DataError("motion has no torques: the power P = q̇ᵀ τ needs them")
+    mechanism = mechanism_of(mechanism)
     independent = base.independent
-    data = robot.model.createData()
+    data = mechanism.robot.model.createData()
     dt = 1.0 / motion.rate_hz
     matrices, powers = [], []
     for start, block, outputs in output_blocks(
@@ -175,10 +241,11 @@ def power_rows(
         q, dq = motion.q[block], motion.dq[block]
         if q.shape[0] < 3:
             continue
-        energy = energy_matrix(robot, drive_chain, terms, q, dq, data=data)[:, independent]
+        controlled = dq if not mechanism.closures else dq[:, mechanism.actuated]
+        energy = mechanism_energy_matrix(mechanism, drive_chain, terms, q, dq, data=data)[:, independent]
         columns = np.gradient(energy, dt, axis=0, edge_order=2)
-        columns += friction_power_matrix(drive_chain, terms, dq)[:, independent]
-        power = np.sum(dq * motion.torques[block], axis=1)
+        columns += mechanism_friction_power(mechanism, drive_chain, terms, controlled)[:, independent]
+        power = np.sum(controlled * motion.torques[block], axis=1)
         w_out, index = decimator.decimate(columns, start=start)
         y_out, _ = decimator.decimate(power, start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
@@ -190,7 +257,7 @@ def power_rows(
 
 
 def power_observations(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -212,23 +279,33 @@ def power_observations(
         An empty list, bad shapes or stamps, a trajectory too short to differentiate.
     """
     settings = settings or IdentificationSettings()
+    mechanism = mechanism_of(mechanism)
     if not recordings:
         raise DataError("recordings is empty: give at least one (time, q, torques) trajectory")
     groups: list[tuple[np.ndarray, np.ndarray]] = []
     rate, factor, duplicates, segments, samples = 0.0, 0, 0, 0, 0
+    n_a, n_t = mechanism.n_actuated, mechanism.n_tree
     for number, recording in enumerate(recordings):
         if len(recording) != 3:
             raise DataError(f"recordings[{number}] must be (time, q, torques), got {len(recording)} items")
         time, q, torques = (np.asarray(x, dtype=float) for x in recording)
-        if q.ndim != 2 or q.shape[1] != robot.n_joints or torques.shape != q.shape or time.shape != q.shape[:1]:
+        if (
+            q.ndim != 2
+            or q.shape[1] not in (n_a, n_t)
+            or torques.shape != (q.shape[0], n_a)
+            or time.shape != q.shape[:1]
+        ):
             raise DataError(
-                f"recordings[{number}] must hold time (N,), q and torques (N, {robot.n_joints}),"
+                f"recordings[{number}] must hold time (N,), q and torques (N, {n_a}),"
                 f" got {time.shape}, {q.shape}, {torques.shape}"
             )
-        check_samples(robot.joint_names, q, torques, where=f"recordings[{number}]: ")
+        names = mechanism.actuated_joint_names if q.shape[1] == n_a else mechanism.joint_names
+        check_samples(names, q, np.zeros((q.shape[0], 0)), where=f"recordings[{number}]: ")
+        check_samples(mechanism.actuated_joint_names, q[:, :0], torques, where=f"recordings[{number}]: ")
         if not settings.signal.resolved:  # the first trajectory decides for all: one grid, one decimation
-            settings = replace(settings, signal=resolve_signal(time, robot.unwrap_positions(q), settings.signal).signal)
-        motions, dropped = estimate_motion(time, robot.unwrap_positions(q), settings.signal, torques=torques)
+            positions = controlled_positions(mechanism, q)
+            settings = replace(settings, signal=resolve_signal(time, positions, settings.signal).signal)
+        motions, dropped = completed_motions(mechanism, time, q, torques, settings.signal)
         if not factor:
             rate = motions[0].rate_hz
             factor = decimation_factor(settings.signal, rate)
@@ -236,7 +313,7 @@ def power_observations(
         elif not np.isclose(motions[0].rate_hz, rate, rtol=1e-6):
             raise DataError(f"recordings[{number}] is sampled at {motions[0].rate_hz:.6g} Hz, the first at {rate:.6g}")
         pieces = [
-            power_rows(robot, drive_chain, terms, base, motion, decimator, block_samples=settings.block_samples)
+            power_rows(mechanism, drive_chain, terms, base, motion, decimator, block_samples=settings.block_samples)
             for motion in motions
         ]
         groups.append((np.concatenate([w for w, _ in pieces]), np.concatenate([y for _, y in pieces])))
@@ -262,6 +339,32 @@ def power_observations(
         decimation=factor,
         model="power",
     )
+
+
+def completed_motions(
+    mechanism: RobotModel | Mechanism,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    signal: SignalSettings,
+) -> tuple[list[Motion], int]:
+    """The filtered segments of a recording completed to the tree
+    (:func:`~dynamic_identification.core.identification.completion.complete_recording`; measured velocities are
+    not used), each a :class:`Motion` of the tree's ``q``, ``q̇``, ``q̈`` and the controlled joints' torques,
+    and the duplicate stamps dropped."""
+    completed = complete_recording(mechanism_of(mechanism), time, q, torques, settings=signal)
+    motions = [
+        Motion(
+            time=segment.time,
+            q=segment.motion.q,
+            dq=segment.motion.dq,
+            ddq=segment.motion.ddq,
+            torques=segment.signals,
+            rate_hz=segment.rate_hz,
+        )
+        for segment in completed.segments
+    ]
+    return motions, completed.duplicates_dropped
 
 
 def split_segments(

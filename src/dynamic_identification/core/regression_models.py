@@ -60,7 +60,8 @@ import scipy.signal
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
-from dynamic_identification.core.identification.motion import Motion, decimation_factor, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.completion import controlled_positions
+from dynamic_identification.core.identification.motion import Motion, decimation_factor, resolve_signal
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
@@ -69,9 +70,15 @@ from dynamic_identification.core.identification.solve import (
     RecursiveSettings,
     identify_recording,
 )
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.power_model import energy_matrix, friction_power_matrix, power_observations
+from dynamic_identification.core.power_model import (
+    completed_motions,
+    mechanism_energy_matrix,
+    mechanism_friction_power,
+    power_observations,
+)
 from dynamic_identification.core.regressors import BaseParameters, observation_matrix
 from dynamic_identification.core.settings_schema import REGRESSION_MODELS
 
@@ -129,7 +136,7 @@ def _filtered(
 
 
 def _base_idim(
-    robot: RobotModel,
+    mechanism: Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -137,13 +144,23 @@ def _base_idim(
     dq: np.ndarray,
     ddq: np.ndarray,
     data: pin.Data,
+    guess: np.ndarray | None,
 ) -> np.ndarray:
-    """Full-rate base IDIM ``(N, n, b)``: the independent standard columns."""
-    return observation_matrix(robot, drive_chain, terms, q, dq, ddq, data=data)[..., base.independent]
+    """Full-rate base IDIM ``(N, n_a, b)`` at a motion of the controlled joints: the independent standard columns,
+    the motion completed to the tree first (walked from the tree configuration ``guess``; [Briot2012] eq. (2)-(4))."""
+    if not mechanism.closures:
+        return observation_matrix(mechanism.robot, drive_chain, terms, q, dq, ddq, data=data)[..., base.independent]
+    motion = mechanism.complete_motion(q, dq, ddq, q_guess=guess)
+    return mechanism.observation_matrix(drive_chain, terms, motion, data=data)[..., base.independent]
+
+
+def _controlled(mechanism: Mechanism, values: np.ndarray) -> np.ndarray:
+    """The controlled joints' columns of tree values ``(N, n_t)`` (all of them without closures: no copy)."""
+    return values if not mechanism.closures else values[:, mechanism.actuated]
 
 
 def filtered_dynamic_rows(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -152,26 +169,32 @@ def filtered_dynamic_rows(
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-dynamic rows of one motion ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n, b)``, ``Y = f τ``.
+    """Filtered-dynamic rows of one motion ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n_a, b)``, ``Y = f τ``.
 
-    ``q̈`` is not used: ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring.
-    Rows are taken every ``step`` samples.
+    ``motion`` holds the tree's motion and the controlled joints' torques
+    (:func:`~dynamic_identification.core.power_model.completed_motions`). ``q̈`` is not used:
+    ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring; a closed-loop robot is a
+    Lagrangian system in its controlled joints' coordinates (away from singularities), whose momentum and
+    ``W`` are those of its completed motion ([Briot2012] eq. (6)). Rows are taken every ``step`` samples.
     """
     if motion.torques is None:
         raise DataError("motion has no torques: the filtered-dynamic model filters them")
-    data = robot.model.createData()
-    q, dq = motion.q, motion.dq
+    mechanism = mechanism_of(mechanism)
+    data = mechanism.robot.model.createData()
+    q, dq = _controlled(mechanism, motion.q), _controlled(mechanism, motion.dq)
+    guess = motion.q[0] if mechanism.closures else None
     zero = np.zeros_like(dq)
 
+    def idim(at: np.ndarray, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
+        return _base_idim(mechanism, drive_chain, terms, base, at, velocity, acceleration, data, guess)
+
     def momentum(at: np.ndarray) -> np.ndarray:
-        return _base_idim(robot, drive_chain, terms, base, at, zero, dq, data) - _base_idim(
-            robot, drive_chain, terms, base, at, zero, zero, data
-        )
+        return idim(at, zero, dq) - idim(at, zero, zero)
 
     eps = _MOMENTUM_STEP_S
     p = momentum(q)
     m_dot_dq = (momentum(q + eps * dq) - momentum(q - eps * dq)) / (2.0 * eps)
-    beta = _base_idim(robot, drive_chain, terms, base, q, dq, zero, data) - m_dot_dq
+    beta = idim(q, dq, zero) - m_dot_dq
     options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
     coefficients = first_order_filter(filter_lambda, motion.rate_hz)
     w = filter_lambda * (p - _filtered(p, coefficients, ramp=True, **options))
@@ -181,18 +204,23 @@ def filtered_dynamic_rows(
 
 
 def _energy_signals(
-    robot: RobotModel, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters, motion: Motion
+    mechanism: Mechanism, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters, motion: Motion
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Base energy ``h`` ``(N, b)``, friction power ``h_f`` ``(N, b)`` and supplied power ``q̇ᵀτ`` ``(N,)``."""
+    """Base energy ``h`` ``(N, b)``, friction power ``h_f`` ``(N, b)`` and supplied power ``q̇_aᵀτ_a`` ``(N,)``.
+
+    The controlled joints' power is the tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t`` ([Briot2012]
+    eq. (3), (6)): the tree's energy on the completed motion balances it.
+    """
     if motion.torques is None:
         raise DataError("motion has no torques: the energy and power models need q̇ᵀτ")
-    energy = energy_matrix(robot, drive_chain, terms, motion.q, motion.dq)[:, base.independent]
-    friction = friction_power_matrix(drive_chain, terms, motion.dq)[:, base.independent]
-    return energy, friction, np.sum(motion.dq * motion.torques, axis=1)
+    controlled = _controlled(mechanism, motion.dq)
+    energy = mechanism_energy_matrix(mechanism, drive_chain, terms, motion.q, motion.dq)[:, base.independent]
+    friction = mechanism_friction_power(mechanism, drive_chain, terms, controlled)[:, base.independent]
+    return energy, friction, np.sum(controlled * motion.torques, axis=1)
 
 
 def supplied_energy_rows(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -207,7 +235,7 @@ def supplied_energy_rows(
     """
     if interval_samples < 1:
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
-    energy, friction, power = _energy_signals(robot, drive_chain, terms, base, motion)
+    energy, friction, power = _energy_signals(mechanism_of(mechanism), drive_chain, terms, base, motion)
     dt = 1.0 / motion.rate_hz
     work = scipy.integrate.cumulative_trapezoid(power, dx=dt, initial=0.0)
     friction_work = scipy.integrate.cumulative_trapezoid(friction, dx=dt, axis=0, initial=0.0)
@@ -218,7 +246,7 @@ def supplied_energy_rows(
 
 
 def filtered_power_rows(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -231,7 +259,7 @@ def filtered_power_rows(
 
     ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
     """
-    energy, friction, power = _energy_signals(robot, drive_chain, terms, base, motion)
+    energy, friction, power = _energy_signals(mechanism_of(mechanism), drive_chain, terms, base, motion)
     options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
     coefficients = first_order_filter(filter_lambda, motion.rate_hz)
     w = filter_lambda * (energy - _filtered(energy, coefficients, ramp=True, **options))
@@ -240,7 +268,7 @@ def filtered_power_rows(
 
 
 def model_observations(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -294,10 +322,10 @@ def model_observations(
     if model not in MODELS:
         raise IdentificationError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
     settings = settings or IdentificationSettings()
-    q = robot.unwrap_positions(np.asarray(q, dtype=float))
+    mechanism = mechanism_of(mechanism)
     if model == "dynamic":
         return prepare_observations(
-            robot,
+            mechanism,
             drive_chain,
             terms,
             base,
@@ -310,12 +338,16 @@ def model_observations(
         )
     cancellation.report(f"{model} model observations")
     if model == "power":
-        return power_observations(robot, drive_chain, terms, base, [(time, q, torques)], settings=settings)
+        return power_observations(mechanism, drive_chain, terms, base, [(time, q, torques)], settings=settings)
     if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
         raise IdentificationError(f"energy_interval_s must be finite and > 0, got {energy_interval_s}")
-    choice = resolve_signal(time, q, settings.signal, dq_measured=dq_measured)
+    velocities = None
+    if dq_measured is not None:
+        measured = np.asarray(dq_measured, dtype=float)
+        velocities = measured if measured.shape[1] == mechanism.n_actuated else measured[:, mechanism.actuated]
+    choice = resolve_signal(time, controlled_positions(mechanism, q), settings.signal, dq_measured=velocities)
     settings = replace(settings, signal=choice.signal)
-    motions, duplicates = estimate_motion(time, q, settings.signal, torques=np.asarray(torques, dtype=float))
+    motions, duplicates = completed_motions(mechanism, time, q, np.asarray(torques, dtype=float), settings.signal)
     rate = motions[0].rate_hz
     first_order_filter(filter_lambda, rate)
     factor = decimation_factor(settings.signal, rate)
@@ -323,16 +355,16 @@ def model_observations(
     for motion in motions:
         if model == "filtered_dynamic":
             w, y = filtered_dynamic_rows(
-                robot, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
+                mechanism, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
             )
         elif model == "filtered_power":
             w, y = filtered_power_rows(
-                robot, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
+                mechanism, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
             )
             w, y = w[:, None, :], y[:, None]
         else:
             interval = max(int(round(energy_interval_s * rate)), 1)
-            w, y = supplied_energy_rows(robot, drive_chain, terms, base, motion, interval_samples=interval)
+            w, y = supplied_energy_rows(mechanism, drive_chain, terms, base, motion, interval_samples=interval)
             w, y = w[:, None, :], y[:, None]
         matrices.append(w)
         targets.append(y)
@@ -352,7 +384,7 @@ def model_observations(
 
 
 def identify_model(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -395,7 +427,7 @@ def identify_model(
     def observe(samples: Samples) -> PreparedObservations:
         """The model's observations of the checked recording."""
         return model_observations(
-            robot,
+            mechanism,
             drive_chain,
             terms,
             base,
@@ -409,7 +441,7 @@ def identify_model(
         )
 
     return identify_recording(
-        robot,
+        mechanism,
         base,
         Samples(time, q, torques, dq_measured),
         observe,
@@ -419,7 +451,7 @@ def identify_model(
         # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
         torque_check=None
         if model == "dynamic"
-        else lambda samples: stamp_torque_check(robot, drive_chain, terms, [samples], settings.signal),
+        else lambda samples: stamp_torque_check(mechanism, drive_chain, terms, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
         cancellation=cancellation,
     )

@@ -55,19 +55,19 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
-from dynamic_identification.core.closed_loop_identification import closed_loop_bounds
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.mechanism import Mechanism
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds
+from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds
 from dynamic_identification.core.settings_schema import (
     DYNID,
     DYNID_EXCITE,
@@ -283,20 +283,12 @@ class IdentificationConfig:
         closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in self.loop_closures]
         return ClosedLoopModel.from_config(Path(urdf), loop_closures=closures, actuated_joints=self.actuated_joints)
 
-    def closed_loop_bounds(self, model: ClosedLoopModel) -> PlausibilityBounds:
-        """The plausibility gates of the closed-loop ``model`` with these limits and factors."""
-        return self._gates(closed_loop_bounds, model)
-
-    def plausibility_bounds(self, robot: RobotModel) -> PlausibilityBounds:
-        """The plausibility gates of ``robot`` with these limits and factors."""
-        return self._gates(PlausibilityBounds.from_robot, robot)
-
-    def _gates(
-        self, bounds_of: Callable[..., PlausibilityBounds], mechanism: RobotModel | ClosedLoopModel
-    ) -> PlausibilityBounds:
-        """``bounds_of(mechanism)`` with the ``limits.*`` and ``plausibility.*`` settings; errors as ``DataError``."""
+    def plausibility_bounds(self, mechanism: RobotModel | Mechanism) -> PlausibilityBounds:
+        """The plausibility gates of ``mechanism`` with the ``limits.*`` (per controlled joint or per tree joint) and
+        ``plausibility.*`` settings (:func:`~dynamic_identification.core.plausibility.mechanism_bounds`); errors as
+        ``DataError``."""
         try:
-            return bounds_of(
+            return mechanism_bounds(
                 mechanism,
                 effort_limits=self.effort_limits,
                 acceleration_limits=self.acceleration_limits,

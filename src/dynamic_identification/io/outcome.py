@@ -25,19 +25,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop import base_parameters as closed_loop_base_parameters
-from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_consistent_estimator,
-    closed_loop_observations,
-    predict_closed_loop_at_stamps,
-)
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.estimation.consistency import (
     DEFAULT_PRIOR_WEIGHT,
@@ -47,6 +39,7 @@ from dynamic_identification.core.estimation.consistency import (
     LinkComparison,
     NotSearched,
     link_comparison,
+    mechanism_estimator,
 )
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
@@ -61,9 +54,10 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
@@ -94,94 +88,70 @@ class ConsistentModel:
 
 
 def consistent_estimator(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     base: BaseParameters,
     *,
     prior: float | None = None,
     prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
-    """The physically consistent estimator of ``robot`` ([Wensing2018]).
+    """The physically consistent estimator of ``mechanism`` ([Wensing2018]).
 
+    Every link of its tree (a closed-loop robot's opened tree, [Briot2012] §2) is a body whose
+    pseudo-inertia must be positive definite, the controlled joints' ``Ia, Fv, Fc`` non-negative.
     The URDF's inertias are the prior of the directions no data determine: the log-det
     divergence to its link pseudo-inertias with weight ``prior_weight`` ([Lee2020],
     ``estimation.prior_weight``) and, with ``prior``, the centre of a box of that half-width
     in parameter scales (``estimation.prior``); the URDF's parts merged into a body (a
-    gripper) are kept as they are.
+    gripper) are kept as they are. Its estimate's ``standard`` has the tree's layout
+    (:func:`~dynamic_identification.core.mechanism.tree_standard`); ``base_values`` are those of ``base``.
     """
-    return ConsistentEstimator(
-        base,
-        terms,
-        standard_parameters(robot, terms),
-        settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
-        attached=attached_inertias(robot),
-    )
-
-
-def closed_loop_consistent_estimator_of(
-    model: ClosedLoopModel,
-    terms: DriveTerms,
-    base: BaseParameters,
-    *,
-    prior: float | None = None,
-    prior_weight: float = DEFAULT_PRIOR_WEIGHT,
-) -> ConsistentEstimator:
-    """:func:`consistent_estimator` of a closed-loop robot: every link of its opened tree ([Briot2012] §2)."""
-    return closed_loop_consistent_estimator(
-        model,
+    mechanism = mechanism_of(mechanism)
+    return mechanism_estimator(
+        mechanism,
         terms,
         base,
         settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
-        attached=attached_inertias(model.robot),
+        attached=attached_inertias(mechanism.robot),
     )
 
 
 def configured_consistency(
-    mechanism: RobotModel | ClosedLoopModel, config: IdentificationConfig, base: BaseParameters
+    mechanism: RobotModel | Mechanism, config: IdentificationConfig, base: BaseParameters
 ) -> ConsistentEstimator | None:
     """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``,
-    ``estimation.prior_weight``), or ``None``.
-
-    A closed-loop robot's (:func:`closed_loop_consistent_estimator_of`) holds every link of its opened tree.
-    """
+    ``estimation.prior_weight``; :func:`consistent_estimator`), or ``None``."""
     if not config.consistency:
         return None
-    box, weight = config.prior or None, config.prior_weight
-    if isinstance(mechanism, ClosedLoopModel):
-        return closed_loop_consistent_estimator_of(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
-    return consistent_estimator(mechanism, config.drive_terms, base, prior=box, prior_weight=weight)
-
-
-configured_closed_loop_consistency = configured_consistency
-""":func:`configured_consistency` of a closed-loop robot (the name it had when the two were separate functions)."""
+    return consistent_estimator(
+        mechanism, config.drive_terms, base, prior=config.prior or None, prior_weight=config.prior_weight
+    )
 
 
 def configured_window_parts(
-    config: IdentificationConfig, mechanism: RobotModel | ClosedLoopModel, drive_chain: DriveChain
+    config: IdentificationConfig, mechanism: RobotModel | Mechanism, drive_chain: DriveChain
 ) -> tuple[WindowSettings, PlausibilityBounds, BaseParameters, ConsistentEstimator | None]:
     """What the sliding window of ``config`` takes besides the mechanism and the drive chain.
 
-    Its settings, plausibility gates, base parameters and the consistent estimator
-    ``config`` asks for (:func:`configured_consistency`), of the serial robot or of the
-    closed-loop ``mechanism`` (its actuated joints). Raises ``IdentificationError``.
+    Its settings, plausibility gates (judged on the controlled joints), base parameters and the
+    consistent estimator ``config`` asks for (:func:`configured_consistency`). Raises ``IdentificationError``.
     """
-    settings = config.window_settings()
-    if isinstance(mechanism, ClosedLoopModel):
-        bounds = config.closed_loop_bounds(mechanism)
-        base = closed_loop_base_parameters(mechanism, drive_chain, config.drive_terms)
-    else:
-        bounds = config.plausibility_bounds(mechanism)
-        base = base_parameters(mechanism, drive_chain, config.drive_terms)
-    return settings, bounds, base, configured_consistency(mechanism, config, base)
+    mechanism = mechanism_of(mechanism)
+    base = mechanism.base_parameters(drive_chain, config.drive_terms)
+    return (
+        config.window_settings(),
+        config.plausibility_bounds(mechanism),
+        base,
+        configured_consistency(mechanism, config, base),
+    )
 
 
 def consistent_model(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     settings: IdentificationSettings,
     result: IdentificationResult,
     *,
-    estimator: ConsistentEstimator | None = None,
     search: bool = True,
 ) -> ConsistentModel:
     """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
@@ -190,8 +160,8 @@ def consistent_model(
     otherwise it is computed here, to check the unconstrained values and to give
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
     weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
-    by ``estimator`` when given (a closed-loop robot's, whose equations are its actuated
-    joints'), else :func:`consistent_estimator` of ``robot``. Without ``search`` (``dynid
+    by :func:`consistent_estimator` of ``mechanism`` (whose equations are its controlled
+    joints'). Without ``search`` (``dynid
     identify --no-consistency`` without ``--urdf-out``) the unconstrained values are only
     checked, without a conic solve: when they are not consistent there is no estimate and
     ``published_consistent`` is ``False``.
@@ -200,11 +170,12 @@ def consistent_model(
         physical = result.consistency
         return ConsistentModel(physical.estimate, physical.error, published_consistent=physical.applied, enforced=True)
     equations = result.equations
-    if equations is None or (estimator is None and equations.n_joints != robot.n_joints):
+    mechanism = mechanism_of(mechanism)
+    if equations is None or equations.n_joints != mechanism.n_actuated:
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
         weights = joint_weights(result.observations, settings.method)
-        estimate = (estimator or consistent_estimator(robot, terms, result.base)).solve(
+        estimate = consistent_estimator(mechanism, terms, result.base).solve(
             equations, weights, result.base.subset(result.names), search=search
         )
     except NotSearched as error:
@@ -334,7 +305,7 @@ class Validation:
 
 
 def validate(
-    mechanism: RobotModel | ClosedLoopModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     result: IdentificationResult,
@@ -349,43 +320,27 @@ def validate(
     the stick rule ``signal.min_speed_rad_s``); the errors at the stamps count the samples
     where the joint moves at least ``signal.min_speed_rad_s``.
 
-    A serial robot's ``recording`` is in model joint order. A closed-loop robot's
-    ([Briot2012] eq. (6)) holds the actuated joints (torques or currents) and optionally
-    every passive joint of the opened tree, in the tree's kinematic order; the motion is
-    completed through the closures as in the identification
-    (:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_observations`),
-    and the validation's recording and torques are those of the actuated joints.
+    ``recording`` holds the controlled joints (torques or currents) and, for a closed-loop robot
+    ([Briot2012] eq. (6)), optionally every passive joint of the opened tree, in the tree's
+    kinematic order; the motion is completed as in the identification
+    (:func:`~dynamic_identification.core.identification.prepare_observations`), and the
+    validation's recording and torques are those of the controlled joints.
     """
+    mechanism = mechanism_of(mechanism)
     signal = settings.signal
-    if isinstance(mechanism, ClosedLoopModel):
-        judged = recording.select(mechanism.actuated_joint_names)
-        torques = judged.joint_torques(drive_chain)
-        prediction = predict_closed_loop_at_stamps(
-            mechanism,
-            drive_chain,
-            terms,
-            result.values,
-            recording.time,
-            recording.position,
-            signal=signal,
-            dq_measured=recording.velocity,
-        )
-        positions = recording.position
-        observations_of = partial(closed_loop_observations, mechanism)
-    else:
-        judged = recording
-        torques = recording.joint_torques(drive_chain)
-        samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
-        prediction = predict_at_stamps(mechanism, drive_chain, terms, result.values, samples, signal)
-        positions = mechanism.unwrap_positions(recording.position)
-        observations_of = partial(prepare_observations, mechanism)
+    joints = mechanism.actuated_joint_names
+    judged = recording if recording.joint_names == joints else recording.select(joints)
+    torques = judged.joint_torques(drive_chain)
+    samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
+    prediction = predict_at_stamps(mechanism, drive_chain, terms, result.values, samples, signal)
     errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
-    observations = observations_of(
+    observations = prepare_observations(
+        mechanism,
         drive_chain,
         terms,
         result.base,
         recording.time,
-        positions,
+        recording.position,
         torques,
         dq_measured=recording.velocity,
         settings=settings,
@@ -398,10 +353,6 @@ def validate(
     )
     identified = np.isfinite(result.judged.joint_errors.errors)
     return Validation(name, judged, torques, prediction, errors, equation_errors, identified, signal.min_speed_rad_s)
-
-
-validate_closed_loop = validate
-""":func:`validate` of a closed-loop robot (the name it had when the two were separate functions)."""
 
 
 CONSISTENCY_COST_WARNING = 1.2
@@ -457,12 +408,14 @@ def unconstrained_result(result: IdentificationResult) -> IdentificationResult |
     return dataclasses.replace(result, estimate=estimate)
 
 
-def urdf_result(robot: RobotModel, terms: DriveTerms, result: IdentificationResult) -> IdentificationResult:
+def urdf_result(
+    mechanism: RobotModel | Mechanism, terms: DriveTerms, result: IdentificationResult
+) -> IdentificationResult:
     """``result`` with every base parameter at the URDF's value: its link inertias, no rotor inertia, friction or
     offset (a URDF gives none a controller uses). The model a user has without identification, the report's
     baseline."""
     base = result.base
-    values = base.from_standard(standard_parameters(robot, terms))
+    values = base.from_standard(mechanism_of(mechanism).standard_parameters(terms))
     estimate = dataclasses.replace(result.estimate, parameters=values)
     return dataclasses.replace(result, names=base.names, expressions=base.expressions, estimate=estimate)
 
@@ -504,7 +457,7 @@ def link_lines(joints: Sequence[str], links: Sequence[LinkComparison]) -> list[s
 
 
 def consistency_costs(
-    mechanism: RobotModel | ClosedLoopModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     result: IdentificationResult,
@@ -675,8 +628,6 @@ __all__ = [
     "NOT_CONSISTENT",
     "ConsistencyCost",
     "ConsistentModel",
-    "closed_loop_consistent_estimator_of",
-    "configured_closed_loop_consistency",
     "configured_consistency",
     "consistent_estimator",
     "Validation",
@@ -692,6 +643,5 @@ __all__ = [
     "unconstrained_result",
     "urdf_result",
     "validate",
-    "validate_closed_loop",
     "validation_names",
 ]

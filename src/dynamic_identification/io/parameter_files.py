@@ -22,14 +22,13 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_identification import tree_standard
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of, tree_standard
 from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
@@ -155,31 +154,30 @@ def child_links(robot: RobotModel) -> tuple[str, ...]:
 
 
 def standard_parameters_section(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     standard: np.ndarray,
     *,
     source: str,
-    closed_loop: ClosedLoopModel | None = None,
 ) -> dict[str, Any]:
     """The ``standard_parameters`` section of a parameter file.
 
     Parameters
     ----------
-    robot, terms
-        The identified model: joints in model order, drive-chain terms.
+    mechanism, terms
+        The identified model (its tree's joints in model order) and drive-chain terms.
     standard
-        Standard parameters ``(n · terms.per_joint,)`` in
+        Standard parameters of the tree ``(n_t · terms.per_joint,)`` in
         :func:`~dynamic_identification.core.model.standard_parameter_names` order: per joint
         ``[m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (kg, kg·m, kg·m²; the
         inertia about the joint frame origin in joint-frame axes, Pinocchio's
         ``toDynamicParameters()``), then the drive terms (joint side).
+        ``toDynamicParameters()``), then the drive terms (joint side); a closed-loop robot's in its opened
+        tree's layout (:func:`~dynamic_identification.core.mechanism.tree_standard`).
     source
         A key of :data:`STANDARD_SOURCES`.
-    closed_loop
-        A closed-loop robot whose opened tree is ``robot`` (``standard`` in the tree's layout,
-        :func:`~dynamic_identification.core.closed_loop_identification.tree_standard`): a
-        passive joint's ``drive`` is ``null``, it has none.
+
+    A passive joint's ``drive`` is ``null``: it has none.
 
     Returns
     -------
@@ -190,11 +188,11 @@ def standard_parameters_section(
     """
     if source not in STANDARD_SOURCES:
         raise DataError(f"standard_parameters source must be one of {list(STANDARD_SOURCES)}, got {source!r}")
+    mechanism = mechanism_of(mechanism)
+    robot = mechanism.robot
     values = np.asarray(standard, dtype=float)
-    driven = np.ones(robot.n_joints, dtype=bool)
-    if closed_loop is not None:
-        driven[:] = False
-        driven[np.asarray(closed_loop.actuated, dtype=int)] = True
+    driven = np.zeros(robot.n_joints, dtype=bool)
+    driven[np.asarray(mechanism.actuated, dtype=int)] = True
     n = robot.n_joints
     if values.shape != (n * terms.per_joint,) or not np.all(np.isfinite(values)):
         raise DataError(f"standard parameters must be {n * terms.per_joint} finite values, got shape {values.shape}")
@@ -250,32 +248,25 @@ def window_signal_settings(
     )
 
 
-def _file_joints(robot: RobotModel, closed_loop: ClosedLoopModel | None) -> tuple[str, ...]:
-    """The joints a parameter file lists: the robot's, or a closed-loop robot's actuated joints."""
-    return robot.joint_names if closed_loop is None else closed_loop.actuated_joint_names
-
-
-def _model_keys(
-    robot: RobotModel, terms: DriveTerms, drive_chain: DriveChain, closed_loop: ClosedLoopModel | None
-) -> dict[str, Any]:
+def _model_keys(mechanism: Mechanism, terms: DriveTerms, drive_chain: DriveChain) -> dict[str, Any]:
     """The keys of :meth:`ParameterFile.create` that describe the identified model.
 
     ``urdf`` (``package://`` or absolute: a file names it relative to itself when written) and
-    its hash, the file's joints (:func:`_file_joints`), the drive terms and chain, and the
-    closed-loop model (``None``: a serial robot).
+    its hash, the file's joints (the controlled ones), the drive terms and chain, and the
+    mechanism (whose closures and actuated joints a closed-loop robot's file names).
     """
     return {
-        "urdf": urdf_name(robot.urdf_path),
-        "urdf_sha256": urdf_sha256(robot.urdf_path),
-        "joints": _file_joints(robot, closed_loop),
+        "urdf": urdf_name(mechanism.robot.urdf_path),
+        "urdf_sha256": urdf_sha256(mechanism.robot.urdf_path),
+        "joints": mechanism.actuated_joint_names,
         "drive_terms": terms,
         "drive_chain": drive_chain,
-        "closed_loop": closed_loop,
+        "closed_loop": mechanism,
     }
 
 
 def identified_parameter_file(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     drive_chain: DriveChain,
     result: IdentificationResult,
@@ -286,14 +277,14 @@ def identified_parameter_file(
     standard: np.ndarray | None = None,
     standard_source: str = "base",
     quality: Mapping[str, Any] | None = None,
-    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of an offline identification with any regression model.
 
     Parameters
     ----------
-    robot, terms, drive_chain, result
-        The identified model and the seam's result.
+    mechanism, terms, drive_chain, result
+        The identified model and the seam's result: the file's joints are the controlled ones, and a
+        closed-loop robot's ``robot`` section holds its loop closures.
     window_s
         The recording's duration, s.
     stamp
@@ -305,20 +296,17 @@ def identified_parameter_file(
         :data:`STANDARD_SOURCES`); default the base values on their independent columns.
     quality
         More ``quality`` keys (``validation``, ``physical_consistency``, ``warnings``).
-    closed_loop
-        For a closed-loop robot, the model whose opened tree is ``robot``: the file's joints
-        are the actuated ones and its ``robot`` section holds the loop closures; ``standard``
-        is in the tree's layout (:func:`~dynamic_identification.core.closed_loop_identification.tree_standard`).
 
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
+    mechanism = mechanism_of(mechanism)
     estimate = result.estimate
-    joints = _file_joints(robot, closed_loop)
+    joints = mechanism.actuated_joint_names
     errors = result.judged.joint_errors
     if standard is None:
-        standard, standard_source = _base_standard(result.base, result.values, terms, closed_loop), "base"
+        standard, standard_source = _base_standard(result.base, result.values, terms, mechanism), "base"
     return ParameterFile.create(
-        **_model_keys(robot, terms, drive_chain, closed_loop),
+        **_model_keys(mechanism, terms, drive_chain),
         names=result.names,
         values=estimate.parameters,
         std_percent=estimate.relative_std_percent,
@@ -340,22 +328,20 @@ def identified_parameter_file(
         },
         stamp=stamp,
         settings=dataclasses.asdict(settings),
-        standard_parameters=standard_parameters_section(
-            robot, terms, standard, source=standard_source, closed_loop=closed_loop
-        ),
+        standard_parameters=standard_parameters_section(mechanism, terms, standard, source=standard_source),
     )
 
 
 def _base_standard(
-    base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, closed_loop: ClosedLoopModel | None
+    base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, mechanism: Mechanism
 ) -> np.ndarray:
-    """:func:`standard_from_base`, in the opened tree's layout for a closed-loop robot."""
-    standard = standard_from_base(base, values)
-    return standard if closed_loop is None else tree_standard(closed_loop, terms, standard)
+    """:func:`standard_from_base` in the tree's layout
+    (:func:`~dynamic_identification.core.mechanism.tree_standard`)."""
+    return tree_standard(mechanism, terms, standard_from_base(base, values))
 
 
 def window_parameter_file(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     drive_chain: DriveChain,
     base: BaseParameters,
@@ -363,14 +349,13 @@ def window_parameter_file(
     *,
     stamp: float | None = None,
     settings: WindowSettings | None = None,
-    closed_loop: ClosedLoopModel | None = None,
 ) -> ParameterFile:
     """The parameter YAML content of one sliding-window update.
 
     Parameters
     ----------
-    robot, terms, drive_chain
-        The identified model, as given to the estimator.
+    mechanism, terms, drive_chain
+        The identified model, as given to the estimator (see :func:`identified_parameter_file`).
     base
         The estimator's base parameters; the expressions of the kept names come from it.
     update
@@ -381,8 +366,6 @@ def window_parameter_file(
         The window's settings, stored whole: its signal settings as the window used them
         (``settings.signal``, :func:`window_signal_settings`), the others as ``settings.window``;
         ``None`` stores none.
-    closed_loop
-        The closed-loop model when ``robot`` is its opened tree (see :func:`identified_parameter_file`).
 
     Raises
     ------
@@ -391,8 +374,9 @@ def window_parameter_file(
     """
     if not update.names:
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
+    mechanism = mechanism_of(mechanism)
     expression = dict(zip(base.names, base.expressions, strict=True))
-    joints = _file_joints(robot, closed_loop)
+    joints = mechanism.actuated_joint_names
     values = dict(zip(update.names, update.values.tolist(), strict=True))
     stored = (
         {}
@@ -409,7 +393,7 @@ def window_parameter_file(
         }
     )
     return ParameterFile.create(
-        **_model_keys(robot, terms, drive_chain, closed_loop),
+        **_model_keys(mechanism, terms, drive_chain),
         names=update.names,
         values=update.values,
         std_percent=update.std_percent,
@@ -430,12 +414,10 @@ def window_parameter_file(
         stamp=update.time_s if stamp is None else stamp,
         settings=stored,
         standard_parameters=(
-            standard_parameters_section(
-                robot, terms, update.consistent_standard, source="consistent", closed_loop=closed_loop
-            )
+            standard_parameters_section(mechanism, terms, update.consistent_standard, source="consistent")
             if update.consistent_standard.size
             else standard_parameters_section(
-                robot, terms, _base_standard(base, values, terms, closed_loop), source="base", closed_loop=closed_loop
+                mechanism, terms, _base_standard(base, values, terms, mechanism), source="base"
             )
         ),
     )

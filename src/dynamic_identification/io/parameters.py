@@ -77,7 +77,8 @@ from dynamic_identification.core.closed_loop import standard_parameter_names as 
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
 from dynamic_identification.io.documents import document_text, parse_yaml
@@ -222,15 +223,16 @@ class ParameterFile:
         quality: Mapping[str, Any] | None = None,
         stamp: float = 0.0,
         regression: str = "idim",
-        closed_loop: ClosedLoopModel | None = None,
+        closed_loop: Mechanism | None = None,
         urdf_sha256: str | None = None,
         settings: Mapping[str, Any] | None = None,
         standard_parameters: Mapping[str, Any] | None = None,
     ) -> ParameterFile:
         """Build a file from identification results (numpy arrays welcome).
 
-        With ``closed_loop`` the file describes that closed-loop robot: its loop closures and
-        actuated joints (which must be ``joints``) are stored in ``robot``. ``settings`` are
+        With ``closed_loop`` (a mechanism with closures; one without describes a serial robot) the file
+        describes that closed-loop robot: its loop closures and actuated joints (which must be ``joints``)
+        are stored in ``robot``. ``settings`` are
         every setting the identification used (``settings.signal``: the
         :class:`~dynamic_identification.core.identification.SignalSettings` fields),
         ``standard_parameters`` the section of
@@ -256,7 +258,7 @@ class ParameterFile:
             quality=dict(quality or {}),
             stamp=stamp,
             loop_closures=() if closed_loop is None else closed_loop.closures,
-            actuated_joints=() if closed_loop is None else closed_loop.actuated_joint_names,
+            actuated_joints=() if closed_loop is None or not closed_loop.closures else closed_loop.actuated_joint_names,
             urdf_sha256=urdf_sha256,
             settings=dict(settings or {}),
             standard_parameters=dict(standard_parameters or {}),
@@ -459,6 +461,20 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
             f" {list(model.actuated_joint_names)}"
         )
     return model
+
+
+def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> Mechanism:
+    """The mechanism a file describes: its URDF (or ``urdf``, :meth:`ParameterFile.urdf_path`) restricted to its
+    joints, or the closed-loop model of its loop closures (:func:`closed_loop_model_of`).
+
+    Raises
+    ------
+    DataError, ModelError
+        As :func:`closed_loop_model_of` and :meth:`ParameterFile.urdf_path`.
+    """
+    if pf.closed_loop:
+        return closed_loop_model_of(pf, urdf)
+    return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
 
 
 def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:

@@ -359,6 +359,9 @@ class ReportData:
         like the identification's stick-phase rule; 0 counts every predicted sample.
     stamp
         Date of the identification as the caller wants it printed (the page reads no clock).
+    body_joints
+        The joints whose bodies :attr:`Consistency.bodies` index: the tree's (a closed-loop robot's opened
+        tree has more joints than the identified ones); empty: :attr:`joints`.
     """
 
     title: str
@@ -378,6 +381,7 @@ class ReportData:
     velocity_limits: Sequence[float] | np.ndarray = ()
     min_speed_rad_s: float = 0.0
     stamp: str = ""
+    body_joints: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         joints = tuple(str(name) for name in self.joints)
@@ -1198,7 +1202,7 @@ def _consistency(data: ReportData) -> str:
     if result.costs:
         parts.append(_consistency_costs(result.costs))
     if result.bodies:
-        parts.append(_bodies(data.joints, result.bodies))
+        parts.append(_bodies(data.body_joints or data.joints, result.bodies))
     if result.links:
         rows = [
             f'<tr><td>{_e(link.name)}</td><td class="num">{_e(_number(link.mass_kg, ".4g"))}</td>'

@@ -19,6 +19,7 @@ import numpy as np
 
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.io.outcome import (
     NOT_CONSISTENT,
@@ -68,7 +69,7 @@ def data_series(validation: Validation, baseline: Validation | None = None) -> D
 
 def identification_report(
     *,
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     terms: DriveTerms,
     drive_chain: DriveChain,
     settings: IdentificationSettings,
@@ -89,6 +90,8 @@ def identification_report(
     (:func:`~dynamic_identification.io.outcome.urdf_result`) on the training and each held-out recording, in
     that order (empty: not shown).
     """
+    mechanism = mechanism_of(mechanism)
+    robot, controlled = mechanism.robot, mechanism.actuated
     estimate = result.estimate
     observations = result.observations
     errors = result.judged.joint_errors
@@ -120,10 +123,11 @@ def identification_report(
             bodies=link_comparisons(robot, terms, consistent),
         )
     return ReportData(
-        title=f"Identification of {robot.model.name}",
+        title=f"Identification of {robot.model.name}{_mechanism_title(mechanism)}",
         robot_name=robot.model.name,
         urdf=urdf,
-        joints=robot.joint_names,
+        joints=mechanism.actuated_joint_names,
+        body_joints=robot.joint_names,
         parameters=[
             ParameterRow(
                 name=name,
@@ -168,12 +172,20 @@ def identification_report(
         plausibility=Plausibility(ok=result.judged.plausible, problems=list(result.judged.problems)),
         # The page says "not physically consistent" itself, pointing to its section.
         warnings=[warning for warning in warnings if not warning.startswith(NOT_CONSISTENT)],
-        lower_limits=robot.lower_position_limits,
-        upper_limits=robot.upper_position_limits,
-        velocity_limits=robot.velocity_limits,
+        lower_limits=robot.lower_position_limits[controlled],
+        upper_limits=robot.upper_position_limits[controlled],
+        velocity_limits=robot.velocity_limits[controlled],
         min_speed_rad_s=settings.signal.min_speed_rad_s,
         stamp=stamp_text(stamp),
     )
+
+
+def _mechanism_title(mechanism: Mechanism) -> str:
+    """`` (closed loop: …)`` naming the loop closures of the opened tree ([Briot2012] §2); empty without any."""
+    if not mechanism.closures:
+        return ""
+    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
+    return f" (closed loop, closures {closures} from the configuration)"
 
 
 __all__ = ["EPOCH_AFTER_S", "data_series", "identification_report", "stamp_text"]

@@ -213,16 +213,16 @@ def _inertial_text(inertia: pin.Inertia, indent: bytes, unit: bytes, note: str =
 
 
 def _joint_friction(
-    standard: np.ndarray, n_joints: int, terms: DriveTerms, drive_chain: DriveChain | None
+    standard: np.ndarray, n_joints: int, terms: DriveTerms, drive_chain: DriveChain | None, driven: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Joint-side ``(damping, friction)`` per joint, or ``None`` when the model has no friction terms."""
+    """Joint-side ``(damping, friction)`` per driven joint, or ``None`` when the model has no friction terms."""
     if not (terms.viscous_friction or terms.coulomb_friction):
         return None
-    blocks = standard.reshape(n_joints, terms.per_joint)[:, _INERTIAL:]
+    blocks = standard.reshape(n_joints, terms.per_joint)[driven, _INERTIAL:]
     names = terms.names
-    viscous = blocks[:, names.index("Fv")] if terms.viscous_friction else np.zeros(n_joints)
-    coulomb = blocks[:, names.index("Fc")] if terms.coulomb_friction else np.zeros(n_joints)
-    coupling = np.eye(n_joints) if drive_chain is None else drive_chain.coupling
+    viscous = blocks[:, names.index("Fv")] if terms.viscous_friction else np.zeros(driven.size)
+    coulomb = blocks[:, names.index("Fc")] if terms.coulomb_friction else np.zeros(driven.size)
+    coupling = np.eye(driven.size) if drive_chain is None else drive_chain.coupling
     return coupling.T**2 @ viscous, np.abs(coupling.T) @ coulomb
 
 
@@ -310,6 +310,8 @@ def export_urdf(
     drive_chain: DriveChain | None = None,
     tolerance: float = 1e-9,
     notes: Sequence[str] = (),
+    driven: Sequence[int] | np.ndarray | None = None,
+    comment: str = "",
 ) -> UrdfExport:
     """The robot's URDF with the identified link inertias and joint friction.
 
@@ -334,6 +336,12 @@ def export_urdf(
     notes
         Per joint, a text for the comment of its body's ``<inertial>`` (the identified body
         against the URDF's, :func:`~dynamic_identification.io.outcome.link_text`); none by default.
+    driven
+        Indices of the joints the drive chain drives, whose friction is written (a closed-loop
+        robot's actuated joints of its opened tree); every joint when omitted.
+    comment
+        A text put in a comment at the top of the ``<robot>`` element (e.g. that a closed-loop
+        robot's loop closures live in its configuration, not in the URDF); none by default.
 
     Raises
     ------
@@ -371,11 +379,12 @@ def export_urdf(
         edits.append(_inertial_edit(data, link_positions[body.child], in_link, note))
         written.append(body.child)
 
-    friction = _joint_friction(values, n, terms, drive_chain)
+    rows = np.arange(n) if driven is None else np.asarray(driven, dtype=int)
+    friction = _joint_friction(values, n, terms, drive_chain, rows)
     joints = {_attribute(e, "name"): e for e in root.children if e.name == "joint"}
     dynamics = []
     if friction is not None:
-        for j, joint_name in enumerate(robot.joint_names):
+        for j, joint_name in enumerate(robot.joint_names[int(i)] for i in rows):
             updates = {}
             if terms.viscous_friction:
                 updates["damping"] = _number(friction[0][j])
@@ -384,6 +393,11 @@ def export_urdf(
             edits.append(_dynamics_edit(data, joints[joint_name], updates))
             dynamics.append(joint_name)
 
+    if comment:
+        unit = _indent_unit(data, root)
+        edits.append(
+            (root.content, root.content, b"\n" + _indent(data, root.start) + unit + f"<!-- {comment} -->".encode())
+        )
     for start, stop, replacement in sorted(edits, key=lambda edit: edit[0], reverse=True):
         data = data[:start] + replacement + data[stop:]
     try:
@@ -445,8 +459,10 @@ def write_urdf(
     *,
     drive_chain: DriveChain | None = None,
     notes: Sequence[str] = (),
+    driven: Sequence[int] | np.ndarray | None = None,
+    comment: str = "",
 ) -> UrdfExport:
     """:func:`export_urdf` written atomically to ``path`` (:func:`~.atomic.write_text_atomic`)."""
-    export = export_urdf(robot, standard, terms, drive_chain=drive_chain, notes=notes)
+    export = export_urdf(robot, standard, terms, drive_chain=drive_chain, notes=notes, driven=driven, comment=comment)
     write_text_atomic(path, export.text)
     return export

@@ -53,7 +53,7 @@ alike.
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is estimated from its actuated joints' samples (other joints of a message
 are ignored) with the closed-loop IDIM
-(:func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`), publishing
+(:class:`~dynamic_identification.core.identification.SlidingWindowEstimator` of the mechanism), publishing
 the physically consistent estimate as for a serial robot (``estimation.consistency``); the
 published parameter YAML then names its closures.
 """
@@ -67,7 +67,6 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,7 +77,6 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_identification import closed_loop_window
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification import SignalSettings
@@ -88,6 +86,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import frame_id
 from dynamic_identification.core.payload_identification import RobotPrior
@@ -199,19 +198,35 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
     for name in ("input_topic", "parameters_topic", "payload_topic"):
         if not getattr(config, name):
             raise ValueError(f"parameter '{name}' must not be empty")
-    if config.closed_loop:
-        return _closed_loop_setup(config)
-    robot = node_robot(config.urdf, config.joints)
     flat = _identification_parameters(config)
+    closed = bool(config.closed_loop)
+    # A serial robot is the URDF's chain of the configured joints; a closed-loop robot the opened tree, its closures
+    # and actuated joints (robot.loop_closures.*, robot.actuated_joints).
+    robot = None if closed else node_robot(config.urdf, config.joints)
     try:
-        parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
-        drive_chain = parsed.drive_chain(robot.n_joints)
-        settings, bounds, base, consistency = configured_window_parts(parsed, robot, drive_chain)
+        if robot is None:
+            parsed = config_from_parameters(
+                {"joints": list(config.joints or ()), **flat, **dict(config.closed_loop)},
+                source="estimator parameters",
+            )
+            mechanism: Mechanism = parsed.closed_loop_model(config.urdf)
+        else:
+            parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
+            mechanism = SerialMechanism(robot)
+        drive_chain = parsed.drive_chain(mechanism.n_actuated)
+        settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
     except IdentificationError as error:
-        raise ValueError(f"invalid estimator parameter: {error}") from error
-    payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
+        raise ValueError(f"invalid {'closed-loop ' if closed else ''}estimator parameter: {error}") from error
+    tree = mechanism.robot
+    if robot is None:
+        # ~/identify_payload is refused for a closed-loop robot: its payload regressor is the serial one.
+        # No reference motion kept either (reference_s = 0): nothing would use it.
+        payload = replace(_PAYLOAD_DEFAULTS, frame=tree.model.frames[tree.model.nframes - 1].name, reference_s=0.0)
+        prior = None
+    else:
+        payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
     return EstimatorSetup(
-        robot=robot,
+        robot=tree,
         drive_chain=drive_chain,
         drive_terms=parsed.drive_terms,
         settings=settings,
@@ -220,6 +235,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         payload_prior=prior,
         base=base,
         consistency=consistency,
+        closed_loop=mechanism if isinstance(mechanism, ClosedLoopModel) else None,
     )
 
 
@@ -258,35 +274,6 @@ def _payload_setup(
     except IdentificationError as error:
         raise ValueError(f"parameter 'payload.prior_file' {path}: {error}") from error
     return settings, values_by_name
-
-
-def _closed_loop_setup(config: EstimatorConfig) -> EstimatorSetup:
-    """The setup of a closed-loop robot: its model, the actuated joints' drive chain and gates."""
-    flat = _identification_parameters(config)
-    flat.update(dict(config.closed_loop))
-    try:
-        parsed = config_from_parameters({"joints": list(config.joints or ()), **flat}, source="estimator parameters")
-        model = parsed.closed_loop_model(config.urdf)
-        drive_chain = parsed.drive_chain(model.n_actuated)
-        settings, bounds, base, consistency = configured_window_parts(parsed, model, drive_chain)
-    except IdentificationError as error:
-        raise ValueError(f"invalid closed-loop estimator parameter: {error}") from error
-    return EstimatorSetup(
-        robot=model.robot,
-        drive_chain=drive_chain,
-        drive_terms=parsed.drive_terms,
-        settings=settings,
-        bounds=bounds,
-        # ~/identify_payload is refused for a closed-loop robot: its payload regressor is the serial one.
-        # No reference motion kept either (reference_s = 0): nothing would use it.
-        payload=replace(
-            _PAYLOAD_DEFAULTS, frame=model.robot.model.frames[model.robot.model.nframes - 1].name, reference_s=0.0
-        ),
-        payload_prior=None,
-        base=base,
-        consistency=consistency,
-        closed_loop=model,
-    )
 
 
 @dataclass
@@ -337,14 +324,12 @@ class EstimatorNode(GuardedNode):
         self.drive_terms = setup.drive_terms
         self.settings = setup.settings
         self.closed_loop = setup.closed_loop
-        # The serial robot's window, or the closed-loop one on the actuated joints; the rest is the same.
-        if self.closed_loop is None:
-            self._names = list(self.robot.joint_names)
-            window = partial(SlidingWindowEstimator, self.robot)
-        else:
-            self._names = list(self.closed_loop.actuated_joint_names)
-            window = partial(closed_loop_window, self.closed_loop)
-        self._estimator = window(
+        # One window for every mechanism: its samples are the controlled joints'.
+        mechanism = mechanism_of(self.robot if self.closed_loop is None else self.closed_loop)
+        self._mechanism = mechanism
+        self._names = list(mechanism.actuated_joint_names)
+        self._estimator = SlidingWindowEstimator(
+            mechanism,
             self.drive_chain,
             self.drive_terms,
             self.settings,
@@ -722,13 +707,7 @@ class EstimatorNode(GuardedNode):
         if not update.publishable:
             return
         parameter_file = window_parameter_file(
-            self.robot,
-            self.drive_terms,
-            self.drive_chain,
-            self._estimator.base,
-            update,
-            settings=self.settings,
-            closed_loop=self.closed_loop,
+            self._mechanism, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
         )
         if self.config.parameters_file:
             try:

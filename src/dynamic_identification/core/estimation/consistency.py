@@ -128,7 +128,8 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of, tree_base_parameters
+from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel, standard_parameters
 from dynamic_identification.core.regressors import BaseParameters
 
 if TYPE_CHECKING:
@@ -911,8 +912,9 @@ class ConsistentEstimator:
         a joint without an equation, see ``equation_joints``).
         """
         n, per_joint = self.n_joints, self.terms.per_joint
-        if self.equation_joints is not None:
-            per_equation = np.asarray(rms_torque, dtype=float)
+        per_equation = np.asarray(rms_torque, dtype=float)
+        # Joint equations map to their joints; the one scalar equation of an energy or power model applies to all.
+        if self.equation_joints is not None and per_equation.shape != (1,):
             if per_equation.shape != (len(self.equation_joints),):
                 raise ConsistencyError(
                     f"the equations have {per_equation.shape[0]} joints, equation_joints {len(self.equation_joints)}"
@@ -1325,3 +1327,30 @@ def consistent_estimate(
     """
     estimator = ConsistentEstimator(base, terms, nominal, settings or ConsistencySettings(), attached)
     return estimator.solve(equations, joint_std, kept)
+
+
+def mechanism_estimator(
+    mechanism: RobotModel | Mechanism,
+    terms: DriveTerms,
+    base: BaseParameters,
+    *,
+    settings: ConsistencySettings | None = None,
+    attached: np.ndarray | None = None,
+) -> ConsistentEstimator:
+    """The physically consistent estimator ([Wensing2018]) of a mechanism's base parameters.
+
+    Every link of its tree (a closed-loop robot's opened tree, [Briot2012] §2) is a body whose
+    pseudo-inertia must be positive definite, the controlled joints' ``Ia, Fv, Fc`` non-negative;
+    the URDF's inertias are the prior of the directions no data determine, a closed-loop robot's
+    passive joints' drive terms (in no equation) 0. Its estimate's ``standard`` has the tree's layout
+    (:func:`~dynamic_identification.core.mechanism.tree_standard`); ``base_values`` are those of ``base``.
+    """
+    mechanism = mechanism_of(mechanism)
+    return ConsistentEstimator(
+        tree_base_parameters(mechanism, terms, base),
+        terms,
+        standard_parameters(mechanism.robot, terms),
+        settings=settings or ConsistencySettings(),
+        attached=attached,
+        equation_joints=tuple(int(j) for j in mechanism.actuated) if mechanism.closures else None,
+    )

@@ -35,6 +35,7 @@ from dynamic_identification.core.identification.prediction import (
     predict_torques,
     stamp_torque_check,
     torque_errors,
+    torques_along,
 )
 from dynamic_identification.core.identification.settings import (
     METHODS,
@@ -81,6 +82,7 @@ __all__ = [
     "identify_observations",
     "predict_at_stamps",
     "predict_torques",
+    "torques_along",
     "prepare_observations",
     "slow_equations",
     "stamp_torque_check",

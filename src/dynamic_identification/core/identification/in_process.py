@@ -75,7 +75,6 @@ import time as wall_clock
 from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Protocol
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -99,7 +98,7 @@ from dynamic_identification.core.identification.motion import (
     motion_bandwidth_hz,
     sample_instants,
 )
-from dynamic_identification.core.identification.observations import DecimatedRows, DecimatingRowBuilder, RowBuilder
+from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder, check_parts
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.identification.solve import (
     consistent_step,
@@ -107,9 +106,10 @@ from dynamic_identification.core.identification.solve import (
     reduce_model,
     removed_reasons,
 )
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds
+from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
 from dynamic_identification.core.signal import (
     RecoveredStamps,
@@ -119,17 +119,6 @@ from dynamic_identification.core.signal import (
     longest_bridge_s,
     recover_stamps,
 )
-
-
-class RowBuilderFactory(Protocol):
-    """Makes the window's row builder (:class:`~.observations.RowBuilder`, or the closed-loop
-    :class:`~dynamic_identification.core.closed_loop_identification.ClosedLoopRowBuilder`) from the decimation
-    factor, ``min_speed_rad_s`` (rad/s) and ``stick_periods``: the ``create`` of either with the model bound."""
-
-    def __call__(
-        self, *, decimation: int, min_speed_rad_s: float, stick_periods: int | None
-    ) -> DecimatingRowBuilder: ...
-
 
 AUTO_CUTOFF_DATA_S = 5.0
 """Data time, s, from which a window with the automatic cut-off chooses it, and a window with ``signal.stamps:
@@ -294,7 +283,7 @@ class SlidingWindowEstimator:
 
     def __init__(
         self,
-        robot: RobotModel,
+        mechanism: RobotModel | Mechanism,
         drive_chain: DriveChain,
         terms: DriveTerms,
         settings: WindowSettings,
@@ -302,33 +291,36 @@ class SlidingWindowEstimator:
         base: BaseParameters | None = None,
         bounds: PlausibilityBounds | None = None,
         consistency: ConsistentEstimator | None = None,
-        row_builder: RowBuilderFactory | None = None,
-        equations: int | None = None,
     ) -> None:
-        """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors.
+        """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors
+        (:func:`~dynamic_identification.core.plausibility.mechanism_bounds`).
+
+        The samples hold the controlled joints' positions and torques ``(N, n_a)``; a closed-loop
+        robot's rows complete the tree motion at the decimated instants
+        (:meth:`~.observations.RowBuilder.sampled_rows`, [Briot2012] eq. (2)-(7)).
 
         With ``consistency`` every update that passes the quality gates publishes the
         physically consistent estimate nearest to the window's normal equations
         ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
         computed is not publishable.
 
-        ``row_builder`` makes the rows of another model than the serial IDIM of ``robot``
-        (a closed-loop robot: :func:`~dynamic_identification.core.closed_loop_identification.closed_loop_window`),
-        whose samples then hold ``equations`` joints (positions and torques) instead of ``robot.n_joints``.
+        Raises
+        ------
+        ModelError
+            When the drive chain or the base parameters do not belong to ``mechanism``.
         """
-        self._robot = robot
+        mechanism = mechanism_of(mechanism)
         self._consistency = consistency
         self._chain = drive_chain
         self._terms = terms
         self._settings = settings
-        self._n = robot.n_joints if equations is None else int(equations)
-        self._bounds = bounds or PlausibilityBounds.from_robot(
-            robot, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
+        self._n = mechanism.n_actuated
+        self._bounds = bounds or mechanism_bounds(
+            mechanism, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
         )
-        self._base = base if base is not None else base_parameters(robot, drive_chain, terms)
-        self._make_builder: RowBuilderFactory = row_builder or partial(
-            RowBuilder.create, robot, drive_chain, terms, self._base
-        )
+        self._base = base if base is not None else mechanism.base_parameters(drive_chain, terms)
+        check_parts(mechanism, drive_chain, terms, self._base)
+        self._make_builder = partial(RowBuilder.create, mechanism, drive_chain, terms, self._base)
         self._threads = ThreadpoolController()
         self.reset()
 
@@ -351,7 +343,7 @@ class SlidingWindowEstimator:
         self._edge = 0
         self._cutoff = float("nan")
         self._recover = False
-        self._builder: DecimatingRowBuilder | None = None
+        self._builder: RowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
         self._equations = NormalEquations.zeros(self._n, self._base.count)

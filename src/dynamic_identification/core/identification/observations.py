@@ -10,20 +10,25 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 import scipy.ndimage
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.motion import decimation_factor, estimate_motion, resolve_signal
+from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.identification.completion import (
+    PASSIVE_TOLERANCE_RAD,
+    complete_recording,
+    completed_at,
+)
+from dynamic_identification.core.identification.motion import decimation_factor
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters, observation_matrix
+from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator
 
 ROWS_STAGE = "observation matrix rows"
@@ -80,41 +85,67 @@ class DecimatedRows:
 
 
 @dataclass(frozen=True)
-class DecimatingRowBuilder(ABC):
-    """What the IDIM row builders (serial and closed-loop) share: the model's drive chain, drive terms and
-    base parameters, the parallel decimation and the stick mask.
+class RowBuilder:
+    """Builds decimated base-IDIM rows of a mechanism from completed motion on a uniform grid.
 
-    A builder works on blocks that carry :attr:`reach` samples of support on each side of
-    the outputs they produce; its equations within ``stick_reach`` samples of a motor
-    slower than ``min_speed_rad_s`` are masked (:meth:`stuck`). Each model evaluates its
-    own ``W`` (:meth:`packed_at`); the decimation of its rows, and the sliding window's
-    rows (:meth:`sampled_rows`), are the same for every model.
+    ``W = J_tᵀ φ_tree + drive terms`` ([Briot2012] eq. (6)-(7); a serial robot's IDIM where
+    ``J_t = I``, [Gautier2013] eq. (4)) and the parallel decimation ([Gautier2013]
+    eq. (13)-(14)). Works on blocks that carry :attr:`reach` samples of support on each side
+    of the outputs they produce, so consecutive blocks give exactly the rows of the whole
+    signal: used by the offline pipeline and by the sliding window alike (:meth:`sampled_rows`).
+    Only the entries of ``W`` that are not structural zeros (:attr:`BaseParameters.structure`)
+    are filtered. Equations within ``stick_reach`` samples of a motor slower than
+    ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
     """
 
+    mechanism: Mechanism
     drive_chain: DriveChain
     terms: DriveTerms
     base: BaseParameters
     decimator: ParallelDecimator
     min_speed_rad_s: float
     stick_reach: int
+    gather: np.ndarray
+    data: pin.Data
 
-    @staticmethod
-    def decimation(
-        terms: DriveTerms, *, decimation: int, min_speed_rad_s: float, stick_periods: int | None
-    ) -> tuple[ParallelDecimator, float, int]:
-        """The decimator of factor ``decimation``, the masking speed and the masked samples on each side.
+    @classmethod
+    def create(
+        cls,
+        mechanism: RobotModel | Mechanism,
+        drive_chain: DriveChain,
+        terms: DriveTerms,
+        base: BaseParameters,
+        *,
+        decimation: int,
+        min_speed_rad_s: float,
+        stick_periods: int | None = None,
+    ) -> RowBuilder:
+        """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
+        masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation.
 
         The speed is ``min_speed_rad_s`` (rad/s) with Coulomb friction in ``terms``, else 0
-        (nothing masked); ``stick_periods`` decimation periods are masked on each side of a
-        slow sample, ``None``: the filter's whole support, so no stick sample reaches an
-        equation.
+        (nothing masked).
+
+        Raises
+        ------
+        ModelError
+            When the drive chain or the base parameters do not belong to ``mechanism``.
         """
+        mechanism = mechanism_of(mechanism)
+        check_parts(mechanism, drive_chain, terms, base)
+        rows = np.arange(mechanism.n_actuated)[:, None] * len(base.standard_names)
         decimator = ParallelDecimator.create(decimation)
         reach = decimator.half_length
-        return (
-            decimator,
-            min_speed_rad_s if terms.coulomb_friction else 0.0,
-            reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+        return cls(
+            mechanism=mechanism,
+            drive_chain=drive_chain,
+            terms=terms,
+            base=base,
+            decimator=decimator,
+            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
+            gather=(rows + base.independent[None, :])[base.structure],
+            data=mechanism.robot.model.createData(),
         )
 
     @property
@@ -123,8 +154,34 @@ class DecimatingRowBuilder(ABC):
         return self.decimator.half_length
 
     def stuck(self, dq: np.ndarray) -> np.ndarray:
-        """``(N, n)``: the equations masked at the controlled joints' velocities ``dq`` (:func:`slow_equations`)."""
+        """``(N, n_a)``: the equations masked at the controlled joints' velocities ``dq`` (:func:`slow_equations`)."""
         return slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+
+    def packed(self, motion: TreeMotion) -> np.ndarray:
+        """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``."""
+        full = self.mechanism.observation_matrix(self.drive_chain, self.terms, motion, data=self.data)
+        return full.reshape(full.shape[0], -1)[:, self.gather]
+
+    def rows(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        torques: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+        projection: np.ndarray | None = None,
+    ) -> DecimatedRows:
+        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
+        filter support lies in this block, which covers grid indices ``[start, start + len(q))``.
+
+        ``q``, ``dq``, ``ddq`` are the tree's completed motion ``(L, n_t)`` and ``projection`` its
+        ``J_t`` ``(L, n_t, n_a)`` (``None`` without closures); ``torques`` ``(L, m)`` (torques,
+        currents, payload torques) are decimated with the same filter as ``W``.
+        """
+        packed = self.packed(TreeMotion(q=q, dq=dq, ddq=ddq, projection=projection))
+        return self.decimated_rows(packed, torques, self._controlled(dq), start=start, outputs=outputs)
 
     def sampled_rows(
         self,
@@ -138,7 +195,8 @@ class DecimatingRowBuilder(ABC):
     ) -> DecimatedRows:
         """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose filter support
         lies in this block, which covers grid indices ``[start, start + len(q))``, with ``W`` evaluated on the
-        filtered motion ``q``, ``dq``, ``ddq`` of the controlled joints at the decimated instants only.
+        filtered motion ``q``, ``dq``, ``ddq`` of the controlled joints at the decimated instants only (completed
+        to the tree there, :func:`~dynamic_identification.core.identification.completion.completed_at`).
 
         The torques are still low-passed and decimated; ``W`` is not. For motion
         band-limited by the position filter (cut-off below the decimation filter's
@@ -150,27 +208,27 @@ class DecimatingRowBuilder(ABC):
         y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
         local = index[inside] - start
-        packed = self.packed_at(q[local], dq[local], ddq[local], index=index[inside])
+        if local.size:
+            packed = self.packed(completed_at(self.mechanism, q[local], dq[local], ddq[local], index[inside]))
+        else:
+            packed = np.zeros((0, int(np.count_nonzero(self.base.structure))))
         return self._assemble(packed, y_out[inside], index[inside], local, dq)
-
-    @abstractmethod
-    def packed_at(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, index: np.ndarray) -> np.ndarray:
-        """``(r, s)``: the entries of ``W`` that are not structural zeros (:attr:`BaseParameters.structure`)
-        at the ``r`` samples ``q``, ``dq``, ``ddq`` of the controlled joints, at grid indices ``index``.
-
-        Each model's builder evaluates its own regressor here (:meth:`sampled_rows`).
-        """
 
     def decimated_rows(
         self, packed: np.ndarray, signals: np.ndarray, dq: np.ndarray, *, start: int, outputs: tuple[int, int]
     ) -> DecimatedRows:
         """Rows at grid indices in ``[outputs[0], outputs[1])`` from the packed non-zero entries of ``W`` ``(L, s)``
         and the ``signals`` ``(L, m)`` at every sample of a block that starts at grid index ``start``, both
-        decimated with the same filter ([Gautier2013] eq. (13)-(14)); ``dq`` ``(L, n)`` masks stick phases."""
+        decimated with the same filter ([Gautier2013] eq. (13)-(14)); ``dq`` ``(L, n_a)`` of the controlled joints
+        masks stick phases."""
         packed_out, index = self.decimator.decimate(packed, start=start)
         signals_out, _ = self.decimator.decimate(np.asarray(signals, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
         return self._assemble(packed_out[inside], signals_out[inside], index[inside], index[inside] - start, dq)
+
+    def _controlled(self, dq: np.ndarray) -> np.ndarray:
+        """The controlled joints' columns of tree velocities (all of them without closures: no copy)."""
+        return dq if dq.shape[1] == self.mechanism.n_actuated else dq[:, self.mechanism.actuated]
 
     def _assemble(
         self, packed: np.ndarray, signals: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
@@ -181,71 +239,26 @@ class DecimatingRowBuilder(ABC):
         return DecimatedRows(observation_matrix=w_out, torques=signals, valid=~self.stuck(dq)[local], index=index)
 
 
-@dataclass(frozen=True)
-class RowBuilder(DecimatingRowBuilder):
-    """Builds decimated base-IDIM rows from filtered motion on a uniform grid ([Gautier2013] eq. (13)-(14)).
+def check_parts(mechanism: Mechanism, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters) -> None:
+    """Refuse a drive chain or base parameters that do not belong to ``mechanism`` and ``terms``.
 
-    Works on blocks that carry :attr:`reach` samples of support on each side of
-    the outputs they produce, so consecutive blocks give exactly the rows of the
-    whole signal: used by the offline pipeline and by the sliding window alike.
-    Equations within ``stick_reach`` samples of a motor slower than
-    ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
+    Raises
+    ------
+    ModelError
+        A drive chain of another size than the controlled joints, or base parameters that regroup other
+        standard parameters.
     """
-
-    robot: RobotModel
-    gather: np.ndarray
-    data: pin.Data
-
-    @classmethod
-    def create(
-        cls,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        base: BaseParameters,
-        *,
-        decimation: int,
-        min_speed_rad_s: float,
-        stick_periods: int | None = None,
-    ) -> RowBuilder:
-        """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
-        masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation."""
-        rows = np.arange(robot.n_joints)[:, None] * len(base.standard_names)
-        decimator, min_speed, stick_reach = cls.decimation(
-            terms, decimation=decimation, min_speed_rad_s=min_speed_rad_s, stick_periods=stick_periods
+    if drive_chain.n_joints != mechanism.n_actuated:
+        raise ModelError(
+            f"drive chain has {drive_chain.n_joints} joints, the mechanism has {mechanism.n_actuated} controlled joints"
         )
-        return cls(
-            robot=robot,
-            drive_chain=drive_chain,
-            terms=terms,
-            base=base,
-            decimator=decimator,
-            min_speed_rad_s=min_speed,
-            stick_reach=stick_reach,
-            gather=(rows + base.independent[None, :])[base.structure],
-            data=robot.model.createData(),
+    expected = mechanism.standard_parameter_names(terms)
+    if base.standard_names != expected:
+        raise ModelError(
+            "base parameters do not regroup the standard parameters of this mechanism and drive terms"
+            f" ({len(base.standard_names)} standard parameters, expected {len(expected)}):"
+            " use mechanism.base_parameters(drive_chain, terms)"
         )
-
-    def rows(
-        self,
-        q: np.ndarray,
-        dq: np.ndarray,
-        ddq: np.ndarray,
-        torques: np.ndarray,
-        *,
-        start: int,
-        outputs: tuple[int, int],
-    ) -> DecimatedRows:
-        """Rows at grid indices in ``[outputs[0], outputs[1])`` (multiples of the factor) whose
-        filter support lies in this block, which covers grid indices ``[start, start + len(q))``."""
-        full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
-        packed = full.reshape(full.shape[0], -1)[:, self.gather]
-        return self.decimated_rows(packed, torques, dq, start=start, outputs=outputs)
-
-    def packed_at(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, *, index: np.ndarray) -> np.ndarray:
-        """The non-zero entries of the serial IDIM's ``W`` at the samples ``q``, ``dq``, ``ddq``."""
-        full = observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
-        return full.reshape(index.size, -1)[:, self.gather]
 
 
 def output_blocks(
@@ -266,7 +279,7 @@ def output_blocks(
 
 
 def prepare_observations(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -276,69 +289,93 @@ def prepare_observations(
     *,
     dq_measured: np.ndarray | None = None,
     settings: IdentificationSettings | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
     cancellation: Cancellation = NEVER,
 ) -> PreparedObservations:
-    """Decimated base observation matrix and torques ([Gautier2013] eq. (13)-(14)).
+    """Decimated base observation matrix and torques of the controlled joints ([Gautier2013] eq. (13)-(14);
+    [Briot2012] eq. (6)-(7) for a closed-loop robot).
 
-    ``W`` is built in blocks of ``settings.block_samples`` with the decimation
-    filter's support on both sides, so the result equals decimating the whole
-    full-rate matrix while memory stays bounded; only the entries that are not
-    structural zeros (:attr:`BaseParameters.structure`) are filtered. ``cancellation``
-    is polled, and told the grid samples done, at every block (the long part of an
-    identification: about 10 µs a sample).
+    The recording is filtered and completed to the tree
+    (:func:`~dynamic_identification.core.identification.completion.complete_recording`: ``q`` holds the
+    controlled joints ``(N, n_a)`` or every tree joint ``(N, n_t)``; ``torques`` the controlled joints'
+    ``(N, n_a)``, N·m). ``W`` is built in blocks of ``settings.block_samples`` with the decimation
+    filter's support on both sides, so the result equals decimating the whole full-rate matrix while
+    memory stays bounded; only the entries that are not structural zeros
+    (:attr:`BaseParameters.structure`) are filtered. ``cancellation`` is polled, and told the grid
+    samples done, at every block (the long part of an identification: about 10 µs a sample).
+
+    Raises
+    ------
+    DataError
+        Bad shapes or values, bad stamps, passive positions contradicting the closures.
+    LoopClosureError
+        The recording reaches a singularity or leaves the workspace (names the sample).
     """
+    mechanism = mechanism_of(mechanism)
     settings = settings or IdentificationSettings()
+    if np.ndim(torques) != 2 or np.shape(torques)[1] != mechanism.n_actuated:
+        raise DataError(
+            f"torques must have shape (N, {mechanism.n_actuated}), one column per controlled joint,"
+            f" got {np.shape(torques)}"
+        )
     cancellation.report("signal decisions (stamps, cut-off, velocities)")
-    choice = resolve_signal(time, q, settings.signal, dq_measured=dq_measured)
-    settings = replace(settings, signal=choice.signal)
-    motions, duplicates = estimate_motion(time, q, settings.signal, torques=torques, dq_measured=dq_measured)
-    rate = motions[0].rate_hz
-    factor = decimation_factor(settings.signal, rate)
+    completed = complete_recording(
+        mechanism,
+        time,
+        q,
+        torques,
+        settings=settings.signal,
+        dq_measured=dq_measured,
+        passive_tolerance_rad=passive_tolerance_rad,
+    )
+    rate = completed.rate_hz
+    factor = decimation_factor(completed.signal, rate)
     builder = RowBuilder.create(
-        robot,
+        mechanism,
         drive_chain,
         terms,
         base,
         decimation=factor,
-        min_speed_rad_s=settings.signal.min_speed_rad_s,
+        min_speed_rad_s=completed.signal.min_speed_rad_s,
     )
     matrices, targets, masks = [], [], []
-    total = sum(motion.time.shape[0] for motion in motions)
+    total = sum(segment.time.shape[0] for segment in completed.segments)
     done = 0
-    for motion in motions:
-        if motion.torques is None:
-            raise DataError("the motion has no torques: the IDIM needs them")
-        blocks = output_blocks(motion.time.shape[0], settings.block_samples, factor, builder.reach)
+    for segment in completed.segments:
+        motion = segment.motion
+        blocks = output_blocks(segment.time.shape[0], settings.block_samples, factor, builder.reach)
         for start, block, outputs in blocks:
             cancellation.check()
-            cancellation.report(ROWS_STAGE, done + min(outputs[0], motion.time.shape[0]), total, "samples")
+            cancellation.report(ROWS_STAGE, done + min(outputs[0], segment.time.shape[0]), total, "samples")
             rows = builder.rows(
                 motion.q[block],
                 motion.dq[block],
                 motion.ddq[block],
-                motion.torques[block],
+                segment.signals[block],
                 start=start,
                 outputs=outputs,
+                projection=None if motion.projection is None else motion.projection[block],
             )
             matrices.append(rows.observation_matrix)
             targets.append(rows.torques)
             masks.append(rows.valid)
-        done += motion.time.shape[0]
+        done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
-    matrix = np.concatenate(matrices) if matrices else np.empty((0, robot.n_joints, base.count))
-    torque = np.concatenate(targets) if targets else np.empty((0, robot.n_joints))
-    valid = np.concatenate(masks) if masks else np.empty((0, robot.n_joints), dtype=bool)
+    n = mechanism.n_actuated
+    matrix = np.concatenate(matrices) if matrices else np.empty((0, n, base.count))
+    torque = np.concatenate(targets) if targets else np.empty((0, n))
+    valid = np.concatenate(masks) if masks else np.empty((0, n), dtype=bool)
     return PreparedObservations(
         observation_matrix=matrix,
         torques=torque,
         valid=valid,
-        input_samples=int(np.shape(time)[0]),
-        duplicates_dropped=duplicates,
-        segments=len(motions),
+        input_samples=completed.input_samples,
+        duplicates_dropped=completed.duplicates_dropped,
+        segments=len(completed.segments),
         rate_hz=rate,
         decimation=factor,
-        signal=choice.signal,
-        signal_reasons=choice.reasons,
+        signal=completed.signal,
+        signal_reasons=completed.signal_reasons,
     )
 
 
@@ -362,9 +399,9 @@ def slow_equations(drive_chain: DriveChain, dq: np.ndarray, *, min_speed_rad_s: 
 __all__ = [
     "ROWS_STAGE",
     "DecimatedRows",
-    "DecimatingRowBuilder",
     "PreparedObservations",
     "RowBuilder",
+    "check_parts",
     "output_blocks",
     "prepare_observations",
     "slow_equations",

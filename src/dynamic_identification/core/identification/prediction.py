@@ -16,10 +16,10 @@ import numpy as np
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.quality import JointErrors
-from dynamic_identification.core.identification.motion import estimate_motion
+from dynamic_identification.core.identification.completion import complete_recording
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameter_names
-from dynamic_identification.core.regressors import observation_matrix
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 
 TorqueCheck = Callable[[Mapping[str, float]], JointErrors]
 """Judges a model, given as base-parameter values by name, by the joint torques it predicts: the sums of
@@ -112,8 +112,52 @@ def interpolate_at_stamps(
     return StampPrediction(torques=effort, speed=speed, covered=covered)
 
 
+def torques_along(
+    mechanism: RobotModel | Mechanism,
+    drive_chain: DriveChain,
+    terms: DriveTerms,
+    parameters: Mapping[str, float],
+    motion: TreeMotion,
+) -> np.ndarray:
+    """Controlled joints' torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along completed
+    tree ``motion``.
+
+    A base parameter is named after its independent standard column, so the prediction is
+    ``W_st[:, names] @ values`` ([Gautier2013] eq. (4); ``W_st = J_tᵀ φ_tree + drive terms`` of a
+    closed-loop robot, [Briot2012] eq. (6)), evaluated in blocks of :data:`PREDICTION_BLOCK_SAMPLES`.
+
+    Raises
+    ------
+    DataError
+        A name that is not a standard parameter of this mechanism and drive terms.
+    """
+    mechanism = mechanism_of(mechanism)
+    columns, values, unknown = parameter_columns(parameters, mechanism.standard_parameter_names(terms))
+    if unknown:
+        raise DataError(
+            f"parameters {unknown[:6]} are not standard parameters of this model"
+            f" ({mechanism.n_tree} tree joints, controlled {list(mechanism.actuated_joint_names)})"
+        )
+    data = mechanism.robot.model.createData()
+    q, dq, ddq, projection = motion.q, motion.dq, motion.ddq, motion.projection
+    return predict_in_blocks(
+        q.shape[0],
+        mechanism.n_actuated,
+        columns,
+        values,
+        lambda block: mechanism.observation_matrix(
+            drive_chain,
+            terms,
+            TreeMotion(
+                q=q[block], dq=dq[block], ddq=ddq[block], projection=None if projection is None else projection[block]
+            ),
+            data=data,
+        ),
+    )
+
+
 def predict_torques(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     parameters: Mapping[str, float],
@@ -121,53 +165,59 @@ def predict_torques(
     dq: np.ndarray,
     ddq: np.ndarray,
 ) -> np.ndarray:
-    """Joint torques (N·m, ``(N, n)``) of a model given by base-parameter values.
-
-    A base parameter is named after its independent standard column, so the
-    prediction is ``W_st[:, names] @ values`` ([Gautier2013] eq. (4)), evaluated in blocks
-    of :data:`PREDICTION_BLOCK_SAMPLES` samples.
+    """Controlled joints' torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along a motion of
+    the controlled joints ``(N, n_a)`` (rad, rad/s, rad/s²), completed to the tree first
+    (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`): :func:`torques_along`.
     """
-    columns, values, unknown = parameter_columns(parameters, standard_parameter_names(robot.n_joints, terms))
-    if unknown:
-        raise DataError(f"parameters {unknown} are not standard parameters of this model")
+    mechanism = mechanism_of(mechanism)
     q, dq, ddq = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, dq, ddq))
-    data = robot.model.createData()
-    return predict_in_blocks(
-        q.shape[0],
-        q.shape[1],
-        columns,
-        values,
-        lambda block: observation_matrix(robot, drive_chain, terms, q[block], dq[block], ddq[block], data=data),
-    )
+    motion = TreeMotion(q=q, dq=dq, ddq=ddq) if not mechanism.closures else mechanism.complete_motion(q, dq, ddq)
+    return torques_along(mechanism, drive_chain, terms, parameters, motion)
 
 
 def predict_at_stamps(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     parameters: Mapping[str, float],
     samples: Samples,
     signal: SignalSettings,
 ) -> StampPrediction:
-    """The model's torques along the recording's filtered motion, interpolated onto its stamps.
+    """The model's torques along the recording's filtered, completed motion, interpolated onto its stamps.
 
-    Every segment is predicted to its ends (``estimate_motion(..., edges=True)``: the
-    filter's edges extrapolated, not dropped); only rows of a segment too short to
-    differentiate (fewer than :data:`~.motion.MIN_SEGMENT_SAMPLES` samples between two
-    gaps) are not covered.
+    ``samples.q`` holds the controlled joints or every tree joint
+    (:func:`~dynamic_identification.core.identification.completion.complete_recording`). Every
+    segment is predicted to its ends (``edges=True``: the filter's edges extrapolated, not
+    dropped); only rows of a segment too short to differentiate (fewer than
+    :data:`~.motion.MIN_SEGMENT_SAMPLES` samples between two gaps) are not covered; ``speed``
+    holds the controlled joints' ``|q̇|``.
+
+    Raises
+    ------
+    DataError, LoopClosureError
+        As :func:`~dynamic_identification.core.identification.completion.complete_recording`.
     """
-    positions = robot.unwrap_positions(samples.q)
-    motions, _ = estimate_motion(samples.time, positions, signal, dq_measured=samples.dq_measured, edges=True)
+    mechanism = mechanism_of(mechanism)
+    stamps = np.asarray(samples.time, dtype=float)
+    completed = complete_recording(
+        mechanism,
+        stamps,
+        samples.q,
+        np.zeros((stamps.shape[0], 1)),
+        settings=signal,
+        dq_measured=samples.dq_measured,
+        edges=True,
+    )
     return interpolate_at_stamps(
-        samples.time,
-        robot.n_joints,
+        stamps,
+        mechanism.n_actuated,
         (
             (
-                motion.time,
-                predict_torques(robot, drive_chain, terms, parameters, motion.q, motion.dq, motion.ddq),
-                motion.dq,
+                segment.time,
+                torques_along(mechanism, drive_chain, terms, parameters, segment.motion),
+                segment.motion.dq if not mechanism.closures else segment.motion.dq[:, mechanism.actuated],
             )
-            for motion in motions
+            for segment in completed.segments
         ),
     )
 
@@ -182,7 +232,7 @@ def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed
 
 
 def stamp_torque_check(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     recordings: Sequence[Samples],
@@ -196,9 +246,9 @@ def stamp_torque_check(
     """
 
     def check(parameters: Mapping[str, float]) -> JointErrors:
-        errors = JointErrors.zeros(robot.n_joints)
+        errors = JointErrors.zeros(mechanism_of(mechanism).n_actuated)
         for samples in recordings:
-            prediction = predict_at_stamps(robot, drive_chain, terms, parameters, samples, signal)
+            prediction = predict_at_stamps(mechanism, drive_chain, terms, parameters, samples, signal)
             errors = errors + torque_errors(prediction, samples.torques, min_speed_rad_s=signal.min_speed_rad_s)
         return errors
 
@@ -213,5 +263,6 @@ __all__ = [
     "predict_at_stamps",
     "predict_torques",
     "stamp_torque_check",
+    "torques_along",
     "torque_errors",
 ]

@@ -62,12 +62,14 @@ from dynamic_identification.core.estimation.quality import JointErrors, relative
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
+from dynamic_identification.core.identification.completion import controlled_positions
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds, model_problems
+from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds, model_problems
 from dynamic_identification.core.regressors import BaseParameters
 
 NOT_EXCITED = f"{NOT_IDENTIFIABLE}: not excited by this data"
@@ -576,7 +578,7 @@ def _recursive(
 
 
 def checked_samples(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     time: np.ndarray,
     q: np.ndarray,
     torques: np.ndarray,
@@ -586,19 +588,40 @@ def checked_samples(
 ) -> Samples:
     """A recording fit to identify from: enough samples, finite values, positions unwrapped, some motion.
 
+    ``q`` holds the controlled joints ``(N, n_a)`` or every tree joint ``(N, n_t)`` (a closed-loop robot
+    with passive encoders), ``torques`` the controlled joints' ``(N, n_a)``.
+
     Raises
     ------
     DataError
-        Fewer than ``settings.min_samples`` samples, or a non-finite position or torque.
+        Fewer than ``settings.min_samples`` samples, positions or torques of the wrong shape, or a
+        non-finite position or torque.
     InsufficientExcitationError
-        No joint travelled ``settings.min_motion_rad``.
+        No controlled joint travelled ``settings.min_motion_rad``.
     """
+    mechanism = mechanism_of(mechanism)
     samples = int(np.shape(time)[0])
     if samples < settings.min_samples:
         raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
-    check_samples(robot.joint_names, q, torques)
-    unwrapped = robot.unwrap_positions(np.asarray(q, dtype=float))
-    check_motion(unwrapped, robot.joint_names, min_motion_rad=settings.min_motion_rad)
+    positions = np.asarray(q, dtype=float)
+    names = mechanism.joint_names if np.shape(positions)[-1:] == (mechanism.n_tree,) else mechanism.actuated_joint_names
+    if positions.ndim != 2 or positions.shape[1] != len(names) or np.shape(torques)[-1:] != (mechanism.n_actuated,):
+        raise DataError(
+            f"positions of the {mechanism.n_actuated} controlled joints (or of every one of the {mechanism.n_tree}"
+            f" tree joints) and torques of the controlled joints needed, got shapes {positions.shape} and"
+            f" {np.shape(torques)}"
+        )
+    check_samples(names, positions, np.zeros((samples, 0)))
+    check_samples(mechanism.actuated_joint_names, np.zeros((samples, 0)), torques)
+    unwrapped = positions.copy()
+    for j, name in enumerate(names):
+        if mechanism.robot.continuous[mechanism.robot.joint_names.index(name)]:
+            unwrapped[:, j] = np.unwrap(unwrapped[:, j])
+    check_motion(
+        controlled_positions(mechanism, unwrapped),
+        mechanism.actuated_joint_names,
+        min_motion_rad=settings.min_motion_rad,
+    )
     return Samples(
         time=np.asarray(time, dtype=float),
         q=unwrapped,
@@ -608,7 +631,7 @@ def checked_samples(
 
 
 def identify(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -622,8 +645,11 @@ def identify(
     consistency: ConsistentEstimator | None = None,
     cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
-    """Identify the base parameters from a recording in model joint order with the IDIM ([Gautier2013] §IV.A).
+    """Identify the base parameters from a recording in model joint order with the IDIM ([Gautier2013] §IV.A;
+    a closed-loop robot's, [Briot2012] §2-3.1).
 
+    ``q``: the controlled joints' positions ``(N, n_a)`` or every tree joint's ``(N, n_t)``;
+    ``torques``: the controlled joints' ``(N, n_a)``.
     :func:`~dynamic_identification.core.regression_models.identify_model` does the same
     with any regression model. ``consistency``: publish the physically consistent
     estimate (:func:`identify_observations`); ``cancellation`` is polled and told the
@@ -635,14 +661,16 @@ def identify(
         Bad stamps, NaN, too few samples or equations after decimation.
     InsufficientExcitationError
         The robot stood still.
+    LoopClosureError
+        The recording reaches a singularity or leaves the workspace (names the sample).
     """
     settings = settings or IdentificationSettings()
     return identify_recording(
-        robot,
+        mechanism,
         base,
         Samples(time, q, torques, dq_measured),
         lambda samples: prepare_observations(
-            robot,
+            mechanism,
             drive_chain,
             terms,
             base,
@@ -659,7 +687,7 @@ def identify(
 
 
 def identify_recording(
-    robot: RobotModel,
+    mechanism: RobotModel | Mechanism,
     base: BaseParameters,
     recording: Samples,
     observe: Callable[[Samples], PreparedObservations],
@@ -671,23 +699,24 @@ def identify_recording(
     recursive: RecursiveSettings | None = None,
     cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
-    """Identify from one raw ``recording`` of ``robot`` with any regression model's builder ``observe``.
+    """Identify from one raw ``recording`` of ``mechanism`` with any regression model's builder ``observe``.
 
     The recording is checked (:func:`checked_samples`), its observations made by ``observe``
-    and put through the seam (:func:`identify_observations`) with the positions' travel and
-    ``bounds`` (``None``: :meth:`PlausibilityBounds.from_robot`); ``torque_check`` makes the
-    seam's torque check from the checked samples (``None``: the IDIM's own rows judge);
-    ``cancellation`` goes to the seam (``observe`` takes its own).
+    and put through the seam (:func:`identify_observations`) with the controlled joints' travel and
+    ``bounds`` (``None``: :func:`~dynamic_identification.core.plausibility.mechanism_bounds`);
+    ``torque_check`` makes the seam's torque check from the checked samples (``None``: the IDIM's own
+    rows judge); ``cancellation`` goes to the seam (``observe`` takes its own).
     """
+    mechanism = mechanism_of(mechanism)
     samples = checked_samples(
-        robot, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
+        mechanism, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
     return identify_observations(
         base,
         observe(samples),
         settings=settings,
-        travel=np.ptp(samples.q, axis=0),
-        bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
+        travel=np.ptp(controlled_positions(mechanism, samples.q), axis=0),
+        bounds=bounds if bounds is not None else mechanism_bounds(mechanism),
         torque_check=None if torque_check is None else torque_check(samples),
         recursive=recursive,
         consistency=consistency,

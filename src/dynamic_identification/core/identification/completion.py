@@ -1,0 +1,336 @@
+"""A recording of a mechanism's controlled joints made into filtered tree motion, segment by segment.
+
+The first steps of every regression model, prediction and drive-gain identification, for
+any :class:`~dynamic_identification.core.mechanism.Mechanism`:
+
+1. stamps cleaned, each contiguous segment resampled on a uniform grid, the positions of the
+   **controlled** joints low-passed (zero phase) and differentiated
+   (:func:`~dynamic_identification.core.identification.motion.estimate_motion`,
+   [Gautier2013] §IV.A);
+2. that motion completed to the tree's (:meth:`Mechanism.complete_motion`): for a serial
+   robot it is the tree's motion (``J_t = I``); for a closed-loop robot the passive positions
+   come from the loop closures ([Briot2012] eq. (2)), ``q̇_t = J_t q̇_a`` (eq. (3)) and the
+   accelerations from eq. (4), so the motion that enters the model closes the loops exactly.
+
+What the positions may hold
+---------------------------
+* **The controlled joints only** ``(N, n_a)``: a closed-loop robot's passive joints follow
+  from the closures, in the assembly mode reached by walking from its reference configuration.
+* **Every joint of the opened tree** ``(N, n_t)`` (passive joints with encoders): each
+  recorded sample is checked against the closures first — the passive positions must lie
+  within ``passive_tolerance_rad`` of the closed configuration of the recorded actuated
+  positions (:meth:`Mechanism.passive_correction`), otherwise the recording is refused
+  naming the first sample and joint (a slipped encoder, a wrong offset or joint order, or a
+  URDF whose geometry is not the robot's). The measured passive positions then choose the
+  assembly mode (they start the completion of each segment), but the motion used is still
+  the one completed from the filtered actuated positions: measured passive positions carry
+  their own noise and would break the consistency ``A_t q̇_t = 0`` that eliminates the
+  closure forces in eq. (6). So both forms of a recording give the same estimate.
+
+A recording that reaches a parallel singularity, or leaves the workspace, is refused with
+the :class:`~dynamic_identification.core.closed_loop.LoopClosureError` of the completion,
+whose message and ``sample`` name the recorded sample (index into the given arrays) and
+its time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamic_identification.core.closed_loop import LoopClosureError
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.identification.motion import check_motion, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.settings import SignalSettings
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion
+
+PASSIVE_TOLERANCE_RAD = 0.01
+"""Default largest distance (rad, or m for a prismatic joint) of a recorded passive position
+from the closed configuration of the recorded actuated positions."""
+
+_SAMPLE_PREFIX = re.compile(r"^sample \d+: ")
+
+
+@dataclass(frozen=True)
+class CompletedSegment:
+    """One contiguous segment of a recording: filtered controlled motion completed to the tree.
+
+    Attributes
+    ----------
+    time
+        Uniform grid, s (stamps of the recording's clock), shape ``(N,)``.
+    motion
+        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.TreeMotion`).
+    signals
+        The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
+    rate_hz
+        Grid rate, Hz.
+    """
+
+    time: np.ndarray
+    motion: TreeMotion
+    signals: np.ndarray
+    rate_hz: float
+
+
+@dataclass(frozen=True)
+class CompletedRecording:
+    """The segments of :func:`complete_recording`, their provenance and the signal settings used (every ``auto``
+    decided from the controlled joints' motion, with the reasons)."""
+
+    segments: tuple[CompletedSegment, ...]
+    input_samples: int
+    duplicates_dropped: int
+    signal: SignalSettings
+    signal_reasons: tuple[str, ...] = ()
+
+    @property
+    def rate_hz(self) -> float:
+        """Grid rate of the segments, Hz."""
+        return self.segments[0].rate_hz
+
+
+def controlled_positions(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
+    """The controlled joints' columns of positions ``(N, n_a)`` or ``(N, n_t)``, with the ±π jumps of continuous
+    joints removed (they are filtered and differentiated), rad (m)."""
+    positions = np.asarray(q, dtype=float)
+    if positions.shape[1] != mechanism.n_actuated:
+        positions = positions[:, mechanism.actuated]
+    out = np.array(positions, dtype=float)
+    continuous = mechanism.robot.continuous
+    for i, j in enumerate(mechanism.actuated):
+        if continuous[int(j)]:
+            out[:, i] = np.unwrap(out[:, i])
+    return out
+
+
+def check_travel(mechanism: Mechanism, q: np.ndarray, *, min_motion_rad: float) -> np.ndarray:
+    """The travel (rad, ``(n_a,)``) of the controlled joints of positions ``(N, n_a)`` or ``(N, n_t)``.
+
+    Raises
+    ------
+    InsufficientExcitationError
+        No controlled joint travelled ``min_motion_rad``.
+    """
+    actuated = controlled_positions(mechanism, q)
+    check_motion(actuated, mechanism.actuated_joint_names, min_motion_rad=min_motion_rad)
+    return np.ptp(actuated, axis=0)
+
+
+def complete_recording(
+    mechanism: Mechanism,
+    time: np.ndarray,
+    q: np.ndarray,
+    signals: np.ndarray,
+    *,
+    settings: SignalSettings,
+    dq_measured: np.ndarray | None = None,
+    passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
+    name: str | None = None,
+    edges: bool = False,
+) -> CompletedRecording:
+    """Filtered, differentiated and completed tree motion of a recording, segment by segment (module docstring).
+
+    Parameters
+    ----------
+    time
+        Stamps, s, shape ``(N,)``.
+    q
+        Positions of the controlled joints ``(N, n_a)`` or of every tree joint ``(N, n_t)``,
+        rad (m), kinematic order; continuous joints may be wrapped.
+    signals
+        Other signals to resample on the same grid, shape ``(N, m)`` (torques, currents).
+    settings
+        Signal processing ([Gautier2013] §IV.A).
+    dq_measured
+        Measured velocities ``(N, n_a)`` or ``(N, n_t)`` (only the controlled ones are used),
+        when ``settings.velocity`` is ``"measured"``.
+    passive_tolerance_rad
+        With every joint recorded: largest accepted distance of a passive position from
+        the closed configuration of the recorded actuated positions, rad (m).
+    name
+        The recording's name, prefixed to error messages.
+    edges
+        Keep each segment whole, its ends filtered on extrapolated edges (a prediction of every
+        row; see :func:`~dynamic_identification.core.identification.motion.estimate_motion`).
+
+    Raises
+    ------
+    DataError
+        Bad shapes, a non-finite value (naming sample and joint), passive positions that
+        contradict the closure (naming sample and joint), bad stamps.
+    LoopClosureError
+        A recorded sample at a singularity or out of the workspace; message and
+        ``sample`` name the recorded sample.
+    """
+    where = f"recording {name!r}: " if name else ""
+    t, positions, values = _validated(mechanism, time, q, signals, where)
+    if not (np.isfinite(passive_tolerance_rad) and passive_tolerance_rad > 0.0):
+        raise DataError(f"passive_tolerance_rad must be finite and > 0, got {passive_tolerance_rad}")
+    all_joints = positions.shape[1] != mechanism.n_actuated
+    actuated = controlled_positions(mechanism, positions)
+    if all_joints:
+        _check_passive(mechanism, t, positions, passive_tolerance_rad, where)
+    velocities = None
+    if dq_measured is not None:
+        measured = np.asarray(dq_measured, dtype=float)
+        if measured.shape not in ((t.shape[0], mechanism.n_actuated), (t.shape[0], mechanism.n_tree)):
+            raise DataError(
+                f"{where}dq_measured must have shape ({t.shape[0]}, {mechanism.n_actuated}) or"
+                f" ({t.shape[0]}, {mechanism.n_tree}), got {measured.shape}"
+            )
+        velocities = measured if measured.shape[1] == mechanism.n_actuated else measured[:, mechanism.actuated]
+    choice = resolve_signal(t, actuated, settings, dq_measured=velocities)
+    motions, duplicates = estimate_motion(
+        t, actuated, choice.signal, torques=values, dq_measured=velocities, edges=edges
+    )
+    segments = []
+    for motion in motions:
+        if motion.torques is None:  # estimate_motion resamples every signal it is given
+            raise DataError(f"{where}the signals were lost in resampling")
+        if not mechanism.closures:
+            completed = TreeMotion(q=motion.q, dq=motion.dq, ddq=motion.ddq)
+        else:
+            guess = None
+            if all_joints:
+                guess = np.array(positions[_input_sample(t, motion.time[0])], dtype=float)
+                guess[mechanism.actuated] = motion.q[0]
+            try:
+                completed = mechanism.complete_motion(motion.q, motion.dq, motion.ddq, q_guess=guess)
+            except LoopClosureError as error:
+                raise _at_recorded_sample(error, t, motion.time, where) from error
+        segments.append(
+            CompletedSegment(time=motion.time, motion=completed, signals=motion.torques, rate_hz=motion.rate_hz)
+        )
+    return CompletedRecording(
+        segments=tuple(segments),
+        input_samples=int(t.shape[0]),
+        duplicates_dropped=duplicates,
+        signal=choice.signal,
+        signal_reasons=choice.reasons,
+    )
+
+
+def completed_at(mechanism: Mechanism, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, index: np.ndarray) -> TreeMotion:
+    """The tree motion of filtered controlled motion ``(r, n_a)`` at grid indices ``index`` (the sliding window's
+    decimated instants), walked from the mechanism's reference configuration (so in its assembly mode).
+
+    Raises
+    ------
+    LoopClosureError
+        When the motion reaches a singularity or leaves the workspace (``sample`` is the grid index).
+    """
+    if not mechanism.closures:
+        return TreeMotion(q=q, dq=dq, ddq=ddq)
+    try:
+        return mechanism.complete_motion(q, dq, ddq)
+    except LoopClosureError as error:
+        grid = None if error.sample is None else int(index[error.sample])
+        raise LoopClosureError(
+            f"grid sample {grid}: {_SAMPLE_PREFIX.sub('', str(error))}",
+            sample=grid,
+            residual=error.residual,
+            condition_number=error.condition_number,
+        ) from error
+
+
+def _validated(
+    mechanism: Mechanism, time: np.ndarray, q: np.ndarray, signals: np.ndarray, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = np.asarray(time, dtype=float)
+    positions = np.asarray(q, dtype=float)
+    values = np.asarray(signals, dtype=float)
+    if t.ndim != 1:
+        raise DataError(f"{where}time must have shape (N,), got {t.shape}")
+    samples = t.shape[0]
+    n_a, n_t = mechanism.n_actuated, mechanism.n_tree
+    if positions.ndim != 2 or positions.shape[0] != samples or positions.shape[1] not in (n_a, n_t):
+        shapes = f"({samples}, {n_a})" if n_a == n_t else f"({samples}, {n_a}) (actuated joints) or ({samples}, {n_t})"
+        raise DataError(
+            f"{where}q must have shape {shapes}{'' if n_a == n_t else ' (every tree joint)'}, got {positions.shape}"
+        )
+    if values.ndim != 2 or values.shape[0] != samples:
+        raise DataError(f"{where}signals must have shape ({samples}, m), got {values.shape}")
+    if not np.all(np.isfinite(t)):
+        raise DataError(f"{where}time is not finite at sample {int(np.argwhere(~np.isfinite(t))[0, 0])}")
+    names = mechanism.actuated_joint_names if positions.shape[1] == n_a else mechanism.joint_names
+    for label, array, columns in (
+        ("position", positions, names),
+        ("torque or current", values, mechanism.actuated_joint_names),
+    ):
+        bad = ~np.isfinite(array)
+        if bad.any():
+            row, column = (int(i) for i in np.argwhere(bad)[0])
+            joint = f" of {columns[column]}" if column < len(columns) else f" in column {column}"
+            raise DataError(f"{where}{label}{joint} is not finite at sample {row}")
+    return t, positions, values
+
+
+def _check_passive(mechanism: Mechanism, time: np.ndarray, q: np.ndarray, tolerance: float, where: str) -> None:
+    """Refuse recorded passive positions farther than ``tolerance`` from closing the loops (first sample, joint)."""
+    try:
+        correction = np.abs(mechanism.passive_correction(q))
+    except LoopClosureError as error:
+        raise LoopClosureError(
+            f"{where}{_with_time(str(error), error.sample, time)}",
+            sample=error.sample,
+            residual=error.residual,
+            condition_number=error.condition_number,
+        ) from error
+    beyond = correction > tolerance
+    if not beyond.any():
+        return
+    sample = int(np.argmax(beyond.any(axis=1)))
+    column = int(np.argmax(correction[sample]))
+    joint = mechanism.passive_joint_names[column]
+    raise DataError(
+        f"{where}recorded passive positions contradict the loop closure at sample {sample}"
+        f" (t = {time[sample] - time[0]:.4f} s): {joint} is {correction[sample, column]:.4g} rad from the closed"
+        f" configuration of the recorded actuated positions (passive_tolerance_rad = {tolerance:g}); check that"
+        " joint's encoder offset, the joint order and the URDF geometry"
+    )
+
+
+def _with_time(message: str, sample: int | None, time: np.ndarray) -> str:
+    """``sample k (t = … s): …`` for a message of the closed-loop model that starts with ``sample k: ``."""
+    if sample is None:
+        return message
+    return f"sample {sample} (t = {time[sample] - time[0]:.4f} s): {_SAMPLE_PREFIX.sub('', message)}"
+
+
+def _input_sample(time: np.ndarray, stamp: float) -> int:
+    """Index of the recorded sample nearest to ``stamp`` (s)."""
+    right = int(np.clip(np.searchsorted(time, stamp), 1, time.shape[0] - 1))
+    return right if abs(time[right] - stamp) < abs(stamp - time[right - 1]) else right - 1
+
+
+def _at_recorded_sample(error: LoopClosureError, time: np.ndarray, grid: np.ndarray, where: str) -> LoopClosureError:
+    """The completion's error on the filtered grid, re-expressed at the recorded sample nearest in time."""
+    grid_sample = error.sample if error.sample is not None else 0
+    sample = _input_sample(time, float(grid[grid_sample]))
+    message = _SAMPLE_PREFIX.sub("", str(error))
+    # Walking from the reference configuration failed: the pipeline has no q_guess argument to offer.
+    message = message.removesuffix("; pass q_guess") + (
+        "; if the robot works in another assembly mode, record the passive joints too, so that they give it"
+        if message.endswith("; pass q_guess")
+        else ""
+    )
+    return LoopClosureError(
+        f"{where}sample {sample} (t = {time[sample] - time[0]:.4f} s): {message}",
+        sample=sample,
+        residual=error.residual,
+        condition_number=error.condition_number,
+    )
+
+
+__all__ = [
+    "PASSIVE_TOLERANCE_RAD",
+    "CompletedRecording",
+    "CompletedSegment",
+    "check_travel",
+    "complete_recording",
+    "completed_at",
+    "controlled_positions",
+]
