@@ -53,6 +53,7 @@ from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLE
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.passive_friction import identify_choosing_passive_friction
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
@@ -1011,21 +1012,28 @@ def _identify_closed_loop_file(
     held_out = [
         _closed_loop_recording(mechanism, path, require_torque=True, unit_checks=unit_checks) for path in validate_data
     ]
-    base = closed_loop.base_parameters(mechanism, drive_chain, parsed.drive_terms)
     actuated = recording.select(mechanism.actuated_joint_names)
-    result = identify_closed_loop(
-        mechanism,
-        drive_chain,
-        parsed.drive_terms,
-        base,
-        recording.time,
-        recording.position,
-        actuated.joint_torques(drive_chain),
-        settings=parsed.identification_settings(),
-        bounds=parsed.closed_loop_bounds(mechanism),
-        dq_measured=recording.velocity,
-        consistency=configured_consistency(mechanism, parsed, base),
+
+    def identified(candidate: ClosedLoopModel) -> IdentificationResult:
+        candidate_base = closed_loop.base_parameters(candidate, drive_chain, parsed.drive_terms)
+        return identify_closed_loop(
+            candidate,
+            drive_chain,
+            parsed.drive_terms,
+            candidate_base,
+            recording.time,
+            recording.position,
+            actuated.joint_torques(drive_chain),
+            settings=parsed.identification_settings(),
+            bounds=parsed.closed_loop_bounds(candidate),
+            dq_measured=recording.velocity,
+            consistency=configured_consistency(candidate, parsed, candidate_base),
+        )
+
+    mechanism, result, friction = identify_choosing_passive_friction(
+        identified, mechanism, parsed.drive_terms, offered=parsed.passive_friction
     )
+    base = result.base
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     joints = mechanism.actuated_joint_names
@@ -1068,6 +1076,7 @@ def _identify_closed_loop_file(
     )
     lines = [
         _closed_loop_summary(mechanism, recording),
+        *([f"model: {friction.reason}"] if friction is not None else []),
         format_result(result, joints),
         _plausibility_report(result),
         *(_validation_line(v, joints) for v in validations),

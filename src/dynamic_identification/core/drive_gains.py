@@ -66,8 +66,9 @@ fixes the scale — and (2) it explains the data significantly better than one g
 motor: the Wald test of "lossless" (``g_b = g_d`` and every braking copy zero) with the
 autocorrelation-consistent covariance of the stacked equations ([NeweyWest1987], the
 residuals of filtered, decimated rows are correlated in time) rejects at
-:data:`SIGNIFICANCE`. Otherwise the one-gain model of [Briot2012] is published;
-:class:`ModelChoice` says which and why, in one line.
+:data:`SIGNIFICANCE` (the house rule of :mod:`~dynamic_identification.core.estimation.model_selection`, shared
+with the bearing friction of a closed-loop robot's passive joints). Otherwise the one-gain model of [Briot2012] is
+published; :class:`ModelChoice` says which and why, in one line.
 
 Signal processing is the one of :func:`~dynamic_identification.core.identification.identify`
 (stamp cleaning, resampling, zero-phase position filter, derivatives and parallel
@@ -85,7 +86,6 @@ from functools import partial
 
 import numpy as np
 import scipy.linalg
-import scipy.stats
 
 from dynamic_identification.core.errors import (
     DataError,
@@ -94,6 +94,8 @@ from dynamic_identification.core.errors import (
     RankDeficientError,
 )
 from dynamic_identification.core.estimation import rank_deficient_columns
+from dynamic_identification.core.estimation.model_selection import SIGNIFICANCE as SIGNIFICANCE
+from dynamic_identification.core.estimation.model_selection import WaldTest, wald_test
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.identification import (
     IdentificationSettings,
@@ -122,10 +124,6 @@ motor torque, the next by the transmission torque of the previous fit (:func:`dr
 MIN_REGIME_SHARE = 0.01
 """Efficiency per motor: the driving and the braking current columns must each carry at least
 this share of the motor's current column (squared norm, both recordings); else one gain."""
-
-SIGNIFICANCE = 1e-3
-"""Level of the Wald test of "lossless" that the efficiency model must pass to be taken (module docstring):
-on lossless drives it is taken in about one identification in a thousand."""
 
 DETERMINED_TOLERANCE = 1e-6
 """A braking column is determined when the part of it (unit norm) that the columns before it cannot reproduce
@@ -720,24 +718,23 @@ def _efficiency_model(
             split = split & ~contradictory
             if not np.any(split):
                 return one_line("one gain per motor: the driving and braking gains came out of opposite signs"), None
-        statistic, dof = _lossless_statistic(recordings, fit)
+        wald = _lossless_statistic(recordings, fit)
     except (InsufficientExcitationError, RankDeficientError) as error:
         return one_line(f"one gain per motor: the efficiency model is not determined by the data ({error})"), None
-    p_value = float(scipy.stats.chi2.sf(statistic, dof))
     test = (
-        f"Wald χ² of lossless drives {statistic:.4g} for {dof} extra unknowns, p = {p_value:.2g};"
+        f"{wald.describe('lossless drives')};"
         f" relative error {one_gain.relative_error:.4g} with one gain, {fit.relative_error:.4g} with efficiency"
     )
     tested = partial(
         ModelChoice,
-        statistic=statistic,
-        dof=dof,
-        p_value=p_value,
+        statistic=wald.statistic,
+        dof=wald.dof,
+        p_value=wald.p_value,
         relative_error_one_gain=one_gain.relative_error,
         relative_error_efficiency=fit.relative_error,
         left_out=names,
     )
-    if not p_value < SIGNIFICANCE:
+    if not wald.significant:
         reason = f"one gain per motor: the efficiency model does not explain the data significantly better ({test})"
         return tested(False, reason), None
     return tested(True, f"efficiency model: it explains the data significantly better than one gain ({test})"), fit
@@ -803,8 +800,9 @@ def _determined(
     return split, frozenset(left_out)
 
 
-def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> tuple[float, int]:
-    """Wald χ² of "lossless" (``g_b = g_d`` per split motor, every braking drive copy zero) and its degrees of freedom.
+def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> WaldTest:
+    """The Wald test (:func:`~dynamic_identification.core.estimation.model_selection.wald_test`) of "lossless"
+    (``g_b = g_d`` per split motor, every braking drive copy zero).
 
     The covariance of the unknowns is the autocorrelation-consistent one
     (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`, [NeweyWest1987]) of the compatible
@@ -837,15 +835,7 @@ def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> tuple[fl
             row = np.zeros(unknowns.size)
             row[offset + driving], row[offset + braking] = 1.0, -1.0
             restrictions.append(row)
-    matrix = np.array(restrictions)
-    difference = matrix @ unknowns
-    try:
-        statistic = float(difference @ np.linalg.solve(matrix @ covariance @ matrix.T, difference))
-    except np.linalg.LinAlgError as error:
-        raise RankDeficientError("the covariance of the efficiency model's extra unknowns is singular") from error
-    if not np.isfinite(statistic):
-        raise RankDeficientError("the efficiency model's extra unknowns have no finite σ")
-    return statistic, len(restrictions)
+    return wald_test(unknowns, covariance, np.array(restrictions))
 
 
 def _split_motors(recordings: tuple[GainRows, ...], gains: int) -> np.ndarray:
