@@ -142,7 +142,8 @@ def test_bearing_friction_columns_reproduce_the_constrained_inverse_dynamics(thr
 
 
 def test_passive_friction_columns_cut_the_validation_error(three_rrr: ClosedLoopModel, bearings: Identified) -> None:
-    # Measured: 4.55 % without the bearing-friction columns, 0.34 % with them.
+    # Measured: 4.49 % without the bearing-friction columns, 0.18 % with them; the Wald χ² of frictionless bearings
+    # 3205 for 8 extra unknowns (frictionless bearings: 8.5, p = 0.38).
     without = _validation_error(three_rrr, bearings.without)
     with_friction = _validation_error(three_rrr.with_passive_friction(), bearings.with_friction)
     assert with_friction < 0.006
@@ -166,8 +167,9 @@ def test_passive_friction_is_recovered_within_3_sigma(three_rrr: ClosedLoopModel
     )
     index = [result.names.index(name) for name in names]
     estimate, std = result.estimate.parameters[index], result.estimate.std[index]
-    assert_allclose(estimate, [truth[name] for name in names], atol=0, rtol=0.5)
-    assert np.all(np.abs(estimate - [truth[name] for name in names]) < 3.0 * std)
+    expected = np.array([truth[name] for name in names])
+    assert np.all(np.abs(estimate - expected) < 3.0 * std)
+    assert np.all(std < 0.5 * expected)  # determined: each σ within half its value
 
 
 def test_the_default_takes_passive_friction_the_data_show(bearings: Identified) -> None:

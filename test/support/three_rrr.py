@@ -29,9 +29,11 @@ from dynamic_identification.core.closed_loop_simulation import (
     constrained_inverse_dynamics,
     simulate_tracking,
 )
+from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.model import DriveChain, DriveParameters
-from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.payload_simulation import transmission_input
+from dynamic_identification.core.simulation import SensorModel, drive_torques, quantize_positions
 
 BASE_RADIUS_M = 0.25
 """Distance of the motor axes from the centre of the base triangle, m."""
@@ -47,8 +49,8 @@ CLOSURES = (
     {"frame_a": "platform_2", "frame_b": "tip_2", "type": "point"},
     {"frame_a": "platform_3", "frame_b": "tip_3", "type": "point"},
 )
-CHAIN = DriveChain.create(3, drive_gains=[0.1, 0.12, 0.09])
-"""Direct drives, torque constants N·m/A (the true ones of the simulations)."""
+CHAIN = DriveChain.create(3, gear_ratios=[10.0, 10.0, 10.0], drive_gains=[0.1, 0.12, 0.09])
+"""Motors behind 10:1 gearboxes, torque constants N·m/A (the true ones of the simulations)."""
 DRIVE = DriveParameters.create(
     3,
     rotor_inertia=[2.0e-4, 2.5e-4, 1.8e-4],
@@ -63,7 +65,7 @@ PASSIVE_VISCOUS = np.full(4, BEARING_SHARE * float(np.mean(DRIVE.viscous)))
 PASSIVE_COULOMB = np.full(4, BEARING_SHARE * float(np.mean(DRIVE.coulomb)))
 """Bearing friction of the passive joints (elbow_1, wrist_1, elbow_2, elbow_3): N·m·s/rad and N·m."""
 PLATFORM_PAYLOAD = Payload.create(
-    "platform", mass_kg=0.25, com_m=[0.01, 0.02, 0.015], inertia_kg_m2=[2.0e-4, 1e-5, 0.0, 2.5e-4, 0.0, 3.0e-4]
+    "platform", mass_kg=0.8, com_m=[0.01, 0.02, 0.015], inertia_kg_m2=[6.0e-4, 3e-5, 0.0, 8.0e-4, 0.0, 1.0e-3]
 )
 """A 250 g tool block clamped on the platform (the frame of the platform link, at its joint ``P_1``)."""
 
@@ -180,16 +182,21 @@ def load_three_rrr(folder: Path) -> ClosedLoopModel:
     )
 
 
-def three_rrr_config(folder: Path, urdf: Path) -> Path:
-    """A ``dynid`` configuration of the 3-RRR (closures, motors, nominal drive gains 10 % off), in ``folder``."""
-    nominal = ", ".join(f"{1.1 * gain:.6g}" for gain in CHAIN.drive_gains)
+def three_rrr_config(folder: Path) -> Path:
+    """A ``dynid`` configuration of the 3-RRR in ``folder``: its closures and motors, nominal drive gains 8 % off the
+    true ones, and the estimator block of ``config/five_bar.yaml`` (10 Hz cut-off, decimation by 10, 1 kHz data)."""
+    nominal = ", ".join(f"{gain:.6g}" for gain in CHAIN.drive_gains * np.array([1.08, 0.93, 1.05]))
+    closures = "".join(
+        f"        cut_{c['frame_a'][-1]}: {{frame_a: {c['frame_a']}, frame_b: {c['frame_b']}, type: point}}\n"
+        for c in CLOSURES
+    )
     text = (
-        "robot:\n"
-        f"  urdf: {urdf}\n"
-        f"  actuated_joints: [{', '.join(ACTUATED)}]\n"
-        "  loop_closures:\n"
-        + "".join(f"    - {{frame_a: {c['frame_a']}, frame_b: {c['frame_b']}, type: point}}\n" for c in CLOSURES)
-        + f"drive_chain:\n  drive_gains: [{nominal}]\n"
+        "/**:\n  ros__parameters:\n"
+        f"    joints: [{', '.join(ACTUATED)}]\n"
+        "    robot:\n      loop_closures:\n" + closures + f"      actuated_joints: [{', '.join(ACTUATED)}]\n"
+        f"    drive_chain:\n      gear_ratios: [10.0, 10.0, 10.0]\n      drive_gains: [{nominal}]\n"
+        "/**/estimator:\n  ros__parameters:\n    signal:\n      position_cutoff_hz: 10.0\n      decimation: 10\n"
+        "      min_speed_rad_s: 0.05\n    estimation:\n      min_samples: 2000\n"
     )
     path = folder / "three_rrr.yaml"
     path.write_text(text, encoding="utf-8")
@@ -259,7 +266,8 @@ def track(
         passive_viscous=passive_viscous,
         passive_coulomb=passive_coulomb,
     )
-    noise = current_noise_share * float(np.sqrt(np.mean((feedforward / chain.drive_gains) ** 2)))
+    currents = feedforward / (chain.gear_ratios * chain.drive_gains)
+    noise = current_noise_share * float(np.sqrt(np.mean(currents**2)))
     settings = ClosedLoopSimulationSettings(
         sensor=SensorModel(current_noise_std_a=noise, encoder_counts_per_rev=2**14),
         passive_viscous=passive_viscous,
@@ -267,3 +275,42 @@ def track(
     )
     simulator = ClosedLoopSimulator(model, chain, DRIVE, settings, seed=seed)
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
+
+
+def current_recording(
+    model: ClosedLoopModel,
+    chain: DriveChain,
+    motion: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    *,
+    drive: DriveParameters = DRIVE,
+    payload: Payload | None = None,
+    efficiency: np.ndarray | None = None,
+    noise_share: float = 0.01,
+    seed: int,
+    name: str,
+) -> CurrentRecording:
+    """The motors of a closed-loop ``model`` (the 3-RRR, the five-bar) following ``motion`` exactly (the closed-loop
+    counterpart of ``simulate_current_recording``): 14-bit encoder positions of the motors and their currents, with
+    noise of ``noise_share`` of each motor's RMS current (seed ``seed``).
+
+    The motors' torques are the constrained inverse dynamics ([Briot2012] eq. (5)) of the mechanism carrying
+    ``payload``, through transmissions of efficiency ``efficiency`` ([Swevers2002] eq. (8): ``τ/η`` into a
+    transmission whose motor drives it, ``η τ`` when the load drives the motor), plus the motors' ``drive``
+    terms; the currents are those torques over the true gains of ``chain``.
+    """
+    time_s, q, dq, ddq = motion
+    carrying = (
+        ClosedLoopModel.create(attach_payload(model.robot, payload), model.closures, model.actuated_joint_names)
+        if payload is not None
+        else model
+    )
+    tree = carrying.complete_motion(q, dq, ddq)
+    motors = model.n_actuated
+    rigid = constrained_inverse_dynamics(carrying, chain, DriveParameters.create(motors), tree.q, tree.dq, tree.ddq)
+    entering = transmission_input(rigid, dq, np.ones(motors) if efficiency is None else efficiency)
+    motor = entering + drive_torques(chain, drive, dq, ddq)
+    currents = motor / (chain.gear_ratios * chain.drive_gains)
+    rng = np.random.default_rng(seed)
+    noisy = currents + rng.normal(size=currents.shape) * noise_share * np.sqrt(np.mean(currents**2, axis=0))
+    positions = quantize_positions(chain, SensorModel(encoder_counts_per_rev=2**14), q)
+    return CurrentRecording.create(time_s, positions, noisy, name=name)

@@ -130,6 +130,11 @@ class Mechanism(Protocol):
         """The tree's motion of a motion of the controlled joints ``(N, n_a)`` ([Briot2012] eq. (2)-(4))."""
         ...
 
+    def passive_correction(self, q: np.ndarray) -> np.ndarray:
+        """How far recorded passive positions ``q`` ``(N, n_t)`` are from closing the loops, ``(N, n_t − n_a)``
+        (rad or m): the first Newton step that closes them ([Briot2012] eq. (2))."""
+        ...
+
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
         """Names of the standard parameters (module docstring)."""
         ...
@@ -197,6 +202,10 @@ class SerialMechanism:
         """The motion itself: every joint is controlled (``q_guess`` chooses no assembly mode here)."""
         q, dq, ddq = motion_samples(q_actuated, dq_actuated, ddq_actuated, self.robot.n_joints)
         return TreeMotion(q=q, dq=dq, ddq=ddq)
+
+    def passive_correction(self, q: np.ndarray) -> np.ndarray:
+        """No passive joint: ``(N, 0)``."""
+        return np.zeros((np.shape(q)[0], 0))
 
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
         return serial_model.standard_parameter_names(self.robot.n_joints, terms)
