@@ -39,7 +39,12 @@ from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters
+from dynamic_identification.io.parameters import (
+    ParameterFile,
+    closed_loop_model_of,
+    load_parameters,
+    with_file_bearings,
+)
 from dynamic_identification.io.payload import load_payload
 
 if TYPE_CHECKING:
@@ -221,6 +226,7 @@ class ClosedLoopFeedforwardModel(_LoadableFromYaml, closed_core.ClosedLoopFeedfo
             model = closed_loop_model_of(parameters, urdf)
         else:
             _require_joints("the closed-loop model actuates", model.actuated_joint_names, parameters)
+            model = with_file_bearings(model, parameters)
         return cls(model, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 

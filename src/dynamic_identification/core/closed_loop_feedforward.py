@@ -90,6 +90,8 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
 
     _last: np.ndarray | None = None
     """The tree configuration of the last desired sample, which warm-starts the next one (``None``: none yet)."""
+    _bearing: dict[str, np.ndarray]
+    """Viscous (``"Fv"``, N·m·s/rad) and Coulomb (``"Fc"``, N·m) friction of each passive joint's bearing."""
 
     def _controlled_joints(self) -> int:
         return self._mechanism.n_actuated
@@ -110,12 +112,17 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
             )
         inertial = np.zeros(mechanism.n_tree * len(INERTIAL_PARAMETER_NAMES))
         drive = {term: np.zeros(mechanism.n_actuated) for term in ("Ia", "Fv", "Fc", "off")}
+        # The passive joints' bearing friction (ClosedLoopModel.passive_friction), a virtual tree torque.
+        self._bearing = {term: np.zeros(mechanism.n_passive) for term in ("Fv", "Fc")}
         actuated_index = {int(j) + 1: m for m, j in enumerate(mechanism.actuated)}
+        passive_index = {int(j) + 1: p for p, j in enumerate(mechanism.passive)}
         for name, value in zip(names, values, strict=True):
             kind = name.rstrip("0123456789")
             joint = int(name[len(kind) :])
             if kind in INERTIAL_PARAMETER_NAMES:
                 inertial[(joint - 1) * len(INERTIAL_PARAMETER_NAMES) + INERTIAL_PARAMETER_NAMES.index(kind)] = value
+            elif joint in passive_index:
+                self._bearing[kind][passive_index[joint]] = value
             else:
                 drive[kind][actuated_index[joint]] = value
         return inertial, drive
@@ -196,6 +203,9 @@ class ClosedLoopFeedforwardModel(FeedforwardBase[ClosedLoopModel]):
             tree = regressor @ self._inertial
         if self._payload_dynamics is not None and self._payload_parameters is not None:
             tree = tree + self._payload_dynamics.torques(q_t, dq_t, ddq_t, self._payload_parameters)
+        if self._mechanism.passive_friction:
+            dq_p = dq_t[self._mechanism.passive]
+            tree[self._mechanism.passive] += self._bearing["Fv"] * dq_p + self._bearing["Fc"] * np.tanh(self._k * dq_p)
         torque = torque + motion.jacobians[k].T @ tree
         return np.where(self._identified, torque, 0.0)
 
