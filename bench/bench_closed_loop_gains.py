@@ -10,7 +10,7 @@ seed it prints:
 * IDIM-WLS through ``prepare_observations`` with the true gains: the largest base-parameter
   error in σ and the relative error of the predicted noise-free actuated torques on a
   validation trajectory;
-* IDIM-TLS (``identify_closed_loop_drive_gains``): gain errors and σ in %, the largest
+* IDIM-TLS (``identify_drive_gains`` of the five-bar mechanism): gain errors and σ in %, the largest
   base-parameter error in σ, the validation error;
 * IDIM-WLS with the nominal gains on the same unloaded recording (what one gets without
   calibrating the gains): the validation error;

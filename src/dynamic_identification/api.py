@@ -11,9 +11,8 @@ import dataclasses
 import json
 import logging
 import time as wall_clock
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +20,6 @@ import numpy as np
 from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_identification import (
-    identify_closed_loop_drive_gains,
-)
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
     DriveGainsResult,
@@ -49,6 +45,7 @@ from dynamic_identification.core.identification.prediction import StampPredictio
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.passive_friction import identify_choosing_passive_friction
 from dynamic_identification.core.payload import Payload, frame_id
 from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
 from dynamic_identification.core.plausibility import ImplausibleModelError
@@ -394,7 +391,13 @@ def identify_file(
         _mechanism_recording_csv(mechanism, path, require_torque=True, unit_checks=unit_checks)
         for path in validate_data
     ]
-    result = identify_recording(mechanism, parsed, drive_chain, recording, model=model, cancellation=monitor)
+
+    def identified(candidate: Mechanism) -> IdentificationResult:
+        return identify_recording(candidate, parsed, drive_chain, recording, model=model, cancellation=monitor)
+
+    mechanism, result, friction = identify_choosing_passive_friction(
+        identified, mechanism, parsed.drive_terms, offered=parsed.passive_friction
+    )
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     # Without consistency the nearest consistent model is only searched for (a conic solve) when --urdf-out needs it.
@@ -430,7 +433,9 @@ def identify_file(
             "warnings": warnings,
         },
     )
-    lines = [*_mechanism_summary(mechanism, recording), format_result(result, joints), _plausibility_report(result)]
+    lines = [*_mechanism_summary(mechanism, recording)]
+    lines += [f"model: {friction.reason}"] if friction is not None else []
+    lines += [format_result(result, joints), _plausibility_report(result)]
     lines += [_validation_line(v, joints) for v in validations]
     lines += [consistency_cost_line(costs)] if costs else []
     links = link_comparisons(robot, terms, consistent)
@@ -932,85 +937,10 @@ def _mechanism_recording(mechanism: Mechanism, recording: Recording, source: str
     return recording
 
 
-def closed_loop_gains_file(
-    *,
-    urdf: Path,
-    data: Path,
-    data_loaded: Path,
-    payload: Path,
-    frame: str | None,
-    config: Path,
-    out: Path,
-    unit_checks: bool = True,
-) -> str:
-    """Drive gains of a closed-loop robot's motors by IDIM-TLS with a known payload ([Briot2012] eq. (8)-(13)).
-
-    ``data`` is a recording without load, ``data_loaded`` one with the payload of the
-    payload YAML ``payload`` fixed to ``frame`` (default the file's frame), a frame of the
-    opened tree (the platform's); both hold ``J/current`` (A) of the actuated joints and
-    the positions of the actuated (or every tree) joint. ``config`` describes the
-    mechanism (``robot.loop_closures``, ``robot.actuated_joints``), the gear ratios and the
-    nominal gains. Writes the drive-gains file of :mod:`~dynamic_identification.io.payload`
-    (``drive_chain.drive_gains`` per actuated joint, σ, quality), read as a configuration.
-    """
-    _check_output(out, urdf, data, data_loaded, payload, config)
-    mechanism, parsed, chain, unloaded = load_closed_loop_inputs(urdf, data, config, unit_checks=unit_checks)
-    _, _, _, loaded = load_closed_loop_inputs(urdf, data_loaded, config, unit_checks=unit_checks)
-    known = load_payload(payload)
-    if frame is not None:
-        known = replace(known, frame=frame)
-    recordings = []
-    for path, recording in ((data, unloaded), (data_loaded, loaded)):
-        currents = recording.select(mechanism.actuated_joint_names).current
-        if currents is None:
-            raise DataError(f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them")
-        recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
-    identify = partial(identify_closed_loop_drive_gains, mechanism)
-    joints = mechanism.actuated_joint_names
-    result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, joints)
-    lines = [
-        *_mechanism_summary(mechanism, unloaded),
-        _drive_gains_fit(known, result),
-        f"{_DRIVE_GAINS_COLUMNS}   (N·m/A)",
-    ]
-    lines += [_drive_gain_row(result, j, joint) for j, joint in enumerate(joints)]
-    lines.append(f"drive gains written to {out}")
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------------- drive gains and payload
 
 _DRIVE_GAINS_COLUMNS = f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}"
 """The columns of the drive-gains table every ``dynid gains`` report starts with (:func:`_drive_gain_row`)."""
-
-
-def _identify_and_write_drive_gains(
-    identify: Callable[..., DriveGainsResult],
-    chain: DriveChain,
-    parsed: IdentificationConfig,
-    recordings: Sequence[CurrentRecording],
-    known: Payload,
-    out: Path,
-    joints: Sequence[str],
-) -> DriveGainsResult:
-    """The drive gains by IDIM-TLS with the ``known`` payload ([Briot2012] eq. (13)), written to ``out``.
-
-    ``identify`` is the serial or closed-loop identification with its mechanism bound
-    (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`,
-    :func:`~dynamic_identification.core.closed_loop_identification.identify_closed_loop_drive_gains`);
-    ``recordings`` the recording without load, then the one with it; ``joints`` the
-    gains' joints, in the drive chain's order.
-    """
-    result = identify(
-        chain,
-        parsed.drive_terms,
-        unloaded=recordings[0],
-        loaded=recordings[1],
-        payload=known,
-        settings=parsed.identification_settings(),
-    )
-    write_drive_gains_atomic(out, result, chain, joints, payload=known, stamp=wall_clock.time())
-    return result
 
 
 def _drive_gains_fit(known: Payload, result: DriveGainsResult) -> str:
@@ -1050,52 +980,48 @@ def gains_file(
     file (:mod:`~dynamic_identification.io.payload`) whose ``drive_chain.drive_gains``
     the recorder and ``dynid identify --config`` read as they are.
 
+    A closed-loop robot (``robot.loop_closures``, ``robot.actuated_joints`` in the configuration) is identified
+    through the same mechanism seam: the recordings hold the actuated joints' currents and the positions of the
+    actuated (or every tree) joint, the payload sits on a frame of the opened tree (the platform's), and its
+    motors get the same models.
+
     With ``efficiency`` (``estimation.efficiency`` of the configuration when ``None``, on by
     default) each motor gets a driving and a braking gain, which give its drive gain and
-    its transmission efficiency ([Swevers2002] eq. (8)); both are printed and written. A
-    closed-loop robot keeps one gain per motor.
+    its transmission efficiency ([Swevers2002] eq. (8)); both are printed and written,
+    when the data choose that model.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
     warn_unread_keys(config, "gains")
     parsed = load_config(str(config) if config else None)
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)
-    if parsed.closed_loop and config is not None:
-        return closed_loop_gains_file(
-            urdf=urdf,
-            data=data,
-            data_loaded=data_loaded,
-            payload=payload,
-            frame=frame,
-            config=config,
-            out=out,
-            unit_checks=unit_checks,
-        )
     known = load_payload(payload)
     notes = []
     if frame is not None and frame != known.frame:
         notes.append(f"note: the payload file names frame {known.frame!r}; --frame {frame!r} is used")
         known = replace(known, frame=frame)
-    unloaded_recording = read_recording_csv(data)
-    joints = parsed.joints or unloaded_recording.joint_names
-    robot = load_robot(urdf, joints)
-    frame_id(robot, known.frame)  # an unknown frame is refused before any work
-    recordings = []
-    for path, recording in ((data, unloaded_recording), (data_loaded, read_recording_csv(data_loaded))):
-        selected = recording.select(robot.joint_names)
-        if unit_checks:
-            check_units(robot, selected, str(path))
-        recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
-    chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
-    identify = partial(identify_drive_gains, robot, efficiency=parsed.efficiency)
-    result = _identify_and_write_drive_gains(identify, chain, parsed, recordings, known, out, robot.joint_names)
+    mechanism, chain, recordings, summary = _gain_recordings(urdf, (data, data_loaded), config, parsed, unit_checks)
+    frame_id(mechanism.robot, known.frame)  # an unknown frame is refused before any work
+    joints = mechanism.actuated_joint_names
+    result = identify_drive_gains(
+        mechanism,
+        chain,
+        parsed.drive_terms,
+        unloaded=recordings[0],
+        loaded=recordings[1],
+        payload=known,
+        settings=parsed.identification_settings(),
+        efficiency=parsed.efficiency,
+    )
+    write_drive_gains_atomic(out, result, chain, joints, payload=known, stamp=wall_clock.time())
     lines = [
         *notes,
+        *summary,
         f"{_drive_gains_fit(known, result)} ({len(result.removed)} not excited)",
         f"{_DRIVE_GAINS_COLUMNS} {'change %':>9}   (N·m/A)"
         + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
     ]
-    for j, joint in enumerate(robot.joint_names):
+    for j, joint in enumerate(joints):
         gain, nominal = result.drive_gains[j], result.nominal_drive_gains[j]
         eta_text = ""
         if result.efficiency is not None and result.efficiency_std is not None:
@@ -1117,6 +1043,39 @@ def gains_file(
         f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
     ]
     return "\n".join(lines)
+
+
+def _gain_recordings(
+    urdf: Path,
+    paths: tuple[Path, Path],
+    config: Path | None,
+    parsed: IdentificationConfig,
+    unit_checks: bool,
+) -> tuple[Mechanism, DriveChain, list[CurrentRecording], list[str]]:
+    """The mechanism, its drive chain, the current recordings of ``paths`` (unloaded, loaded) in its controlled
+    joints' order, and the report's summary lines (a closed-loop robot's mechanism)."""
+    if parsed.closed_loop and config is not None:
+        model, _, chain, first = load_closed_loop_inputs(urdf, paths[0], config, unit_checks=unit_checks)
+        second = load_closed_loop_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
+        pairs = ((paths[0], first), (paths[1], second))
+        recordings = []
+        for path, recording in pairs:
+            currents = recording.select(model.actuated_joint_names).current
+            if currents is None:
+                raise DataError(
+                    f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them"
+                )
+            recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
+        return model, chain, recordings, _mechanism_summary(model, first)
+    unloaded_recording = read_recording_csv(paths[0])
+    robot = load_robot(urdf, parsed.joints or unloaded_recording.joint_names)
+    recordings = []
+    for path, recording in ((paths[0], unloaded_recording), (paths[1], read_recording_csv(paths[1]))):
+        selected = recording.select(robot.joint_names)
+        if unit_checks:
+            check_units(robot, selected, str(path))
+        recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
+    return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, []
 
 
 def _model_choice_line(choice: ModelChoice) -> str:

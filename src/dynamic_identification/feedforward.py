@@ -39,7 +39,12 @@ from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload
-from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters
+from dynamic_identification.io.parameters import (
+    ParameterFile,
+    closed_loop_model_of,
+    load_parameters,
+    with_file_bearings,
+)
 from dynamic_identification.io.payload import load_payload
 
 if TYPE_CHECKING:
@@ -174,6 +179,7 @@ class FeedforwardModel(core.FeedforwardModel):
                 robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
         else:
             _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
+            robot = with_file_bearings(mechanism_of(robot), parameters)
         return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 

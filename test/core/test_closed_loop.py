@@ -20,9 +20,9 @@ from dynamic_identification.core.closed_loop import (
     random_motion,
     standard_parameter_names,
     standard_parameters,
-    with_current_columns,
 )
 from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
+from dynamic_identification.core.drive_gains import current_columns
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from five_bar import (
@@ -228,7 +228,8 @@ def test_observation_matrix_refuses_tree_positions_that_do_not_close_the_loops(f
 
 
 def test_current_columns_make_parameters_and_drive_gains_the_null_vector(five_bar: ClosedLoopModel) -> None:
-    """[Briot2012] eq. (8), (13): with exact currents, [W, −diag(v_τ)] has the one null vector (χ, g_τ);
+    """[Briot2012] eq. (8), (13): with exact currents, [W, −V_τ] (the current columns of any robot) has the one null
+    vector (χ, g_τ);
     fixing the scale by the first gain gives back the other gain and the base parameters."""
     rng = np.random.default_rng(5)
     terms = DriveTerms()
@@ -239,7 +240,8 @@ def test_current_columns_make_parameters_and_drive_gains_the_null_vector(five_ba
     motion = random_motion(five_bar, 200, rng)
     currents = constrained_inverse_dynamics(five_bar, chain, drive, motion.q, motion.dq, motion.ddq) / gains
     standard = observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
-    total = with_current_columns(base.select(standard), currents).reshape(-1, base.count + 2)
+    columns = np.concatenate([base.select(standard), -current_columns(chain, currents)], axis=2)
+    total = columns.reshape(-1, base.count + 2)
     null = scipy.linalg.svd(total)[2][-1]
     scaled = null * gains[0] / null[base.count]
     assert_allclose(

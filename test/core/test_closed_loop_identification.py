@@ -23,15 +23,16 @@ from dynamic_identification.core.closed_loop import (
     random_motion,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_identification import (
-    closed_loop_payload_regressor,
-    identify_closed_loop_drive_gains,
-)
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopTrackingRun,
     constrained_inverse_dynamics,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
+from dynamic_identification.core.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    identify_drive_gains,
+    projected_payload_regressor,
+)
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.estimation.consistency import mechanism_estimator
 from dynamic_identification.core.estimation.least_squares import (
@@ -230,7 +231,7 @@ def test_payload_regressor_is_the_difference_of_loaded_and_unloaded_constrained_
     difference = constrained_inverse_dynamics(
         loaded, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq
     ) - constrained_inverse_dynamics(model, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq)
-    regressor = closed_loop_payload_regressor(model, PAYLOAD.frame, motion)
+    regressor = projected_payload_regressor(model, PAYLOAD.frame, motion)
     assert_allclose(regressor @ PAYLOAD.dynamic_parameters(), difference, rtol=0.0, atol=1e-9)
 
 
@@ -251,7 +252,7 @@ def test_actuated_only_and_all_joint_recordings_give_the_same_estimate(scenario:
 
 def test_all_joint_recordings_give_the_same_drive_gains(scenario: Scenario) -> None:
     s = scenario
-    result = identify_closed_loop_drive_gains(
+    result = identify_drive_gains(
         s.model,
         NOMINAL,
         TERMS,

@@ -26,7 +26,6 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_identification import identify_closed_loop_drive_gains
 from dynamic_identification.core.closed_loop_simulation import (
     ClosedLoopSimulationSettings,
     ClosedLoopSimulator,
@@ -34,7 +33,7 @@ from dynamic_identification.core.closed_loop_simulation import (
     constrained_inverse_dynamics,
     simulate_tracking,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult
+from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
 from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
 from dynamic_identification.core.identification import IdentificationSettings
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
@@ -176,7 +175,7 @@ def identify_gains_from_runs(
 ) -> DriveGainsResult:
     """IDIM-TLS drive gains ([Briot2012] eq. (6)-(13)) of ``model`` from its tracking runs without and with
     ``payload``: their stamps, actuated positions and motor currents, nominal gains ``chain``."""
-    return identify_closed_loop_drive_gains(
+    return identify_drive_gains(
         model,
         chain,
         DriveTerms(),

@@ -47,8 +47,13 @@ least-squares sense, which is exact when the loop closure is consistent.
 
 Standard parameters of the closed-loop IDIM: for each tree joint ``j`` (1-based) the
 10 inertial parameters of its link in Pinocchio's order (``M3``, ``MX3``, … ``ZZ3``),
-followed, for an actuated joint only, by its drive-chain terms (``Ia3``, ``Fv3``,
-``Fc3``, ``off3``): passive joints have no motor. A drive chain
+followed, for an actuated joint, by its drive-chain terms (``Ia3``, ``Fv3``,
+``Fc3``, ``off3``) and, for a passive joint of a model with
+:attr:`ClosedLoopModel.passive_friction`, by its bearing friction (``Fv3``, ``Fc3``: the
+viscous and Coulomb terms the drive terms enable; a passive joint has no motor, so no
+rotor inertia and no current offset). The bearing friction of passive joint ``p`` is a
+virtual tree torque ``Fv_p q̇_p + Fc_p sign(q̇_p)``, projected onto the actuated joints like
+the tree's rigid-body torques (``J_tᵀ``, [Briot2012] eq. (6)). A drive chain
 (:class:`~dynamic_identification.core.model.DriveChain`) and drive parameters
 (:class:`~dynamic_identification.core.model.DriveParameters`) describe the actuated
 joints, in their kinematic order.
@@ -57,7 +62,7 @@ joints, in their kinematic order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +87,10 @@ from dynamic_identification.core.regressors import (
     drive_observation_matrix,
     inertial_observation_matrix,
 )
+
+PASSIVE_FRICTION_TERMS = ("Fv", "Fc")
+"""The drive terms a passive joint's bearing can have: viscous and Coulomb friction (no motor: no ``Ia``, no
+``off``)."""
 
 RESIDUAL_TOLERANCE = 1e-12
 """Largest constraint residual (m, rad) accepted as closed by the Newton solver."""
@@ -303,6 +312,10 @@ class ClosedLoopModel:
     singular_tolerance
         Smallest ``σ_min / σ_max`` of the passive block of ``A_t`` accepted; below, the
         configuration is treated as a singularity and refused.
+    passive_friction
+        The IDIM has bearing-friction columns for the passive joints (module docstring):
+        ``Fv`` and ``Fc`` of each passive joint, those of them the drive terms enable.
+        :meth:`with_passive_friction` switches it.
     """
 
     robot: RobotModel
@@ -312,6 +325,7 @@ class ClosedLoopModel:
     frame_ids: tuple[tuple[int, int], ...]
     reference_configuration: np.ndarray
     singular_tolerance: float = SINGULAR_TOLERANCE
+    passive_friction: bool = False
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -496,6 +510,24 @@ class ClosedLoopModel:
         bodies the cut joint joins in the closed mechanism (their geometry meets there by design)."""
         frames = self.robot.model.frames
         return tuple((int(frames[a].parentJoint), int(frames[b].parentJoint)) for a, b in self.frame_ids)
+
+    def with_passive_friction(self, passive_friction: bool = True) -> ClosedLoopModel:
+        """This mechanism with (or without) the passive joints' bearing-friction columns (:attr:`passive_friction`)."""
+        if passive_friction == self.passive_friction:
+            return self
+        return replace(self, passive_friction=bool(passive_friction))
+
+    def passive_terms(self, terms: DriveTerms) -> tuple[str, ...]:
+        """The bearing-friction terms of each passive joint: those of :data:`PASSIVE_FRICTION_TERMS` that ``terms``
+        enables, or none without :attr:`passive_friction`."""
+        if not self.passive_friction:
+            return ()
+        return tuple(name for name in terms.names if name in PASSIVE_FRICTION_TERMS)
+
+    def passive_friction_names(self, terms: DriveTerms) -> tuple[str, ...]:
+        """Names of the passive joints' bearing-friction parameters, e.g. ``("Fv2", "Fc2", "Fv4", "Fc4")`` (tree
+        joint index, 1-based); empty without :attr:`passive_friction`."""
+        return tuple(f"{name}{int(j) + 1}" for j in self.passive for name in self.passive_terms(terms))
 
     # ----------------------------------------------------------------- the mechanism seam
     def standard_parameter_names(self, terms: DriveTerms) -> tuple[str, ...]:
@@ -913,12 +945,29 @@ def _random_positions(robot: RobotModel, rng: np.random.Generator) -> np.ndarray
 
 
 # --------------------------------------------------------------------- the closed-loop IDIM
-def _columns(model: ClosedLoopModel, terms: DriveTerms) -> tuple[np.ndarray, np.ndarray]:
-    """Column indices of the inertial parameters ``(n_t, 10)`` and drive terms ``(n_a, t)``."""
+@dataclass(frozen=True)
+class _Columns:
+    """Column indices of the closed-loop standard parameters (:func:`standard_parameter_names`)."""
+
+    inertial: np.ndarray
+    """``(n_t, 10)``: the inertial parameters of each tree joint's link."""
+    drive: np.ndarray
+    """``(n_a, t)``: the drive terms of each actuated joint."""
+    passive: np.ndarray
+    """``(n_p, f)``: the bearing friction of each passive joint (``f = 0`` without it)."""
+    count: int
+    """Number of standard parameters."""
+
+
+def _columns(model: ClosedLoopModel, terms: DriveTerms) -> _Columns:
+    """Column indices of the inertial parameters, the drive terms and the passive joints' bearing friction."""
     per_drive = len(terms.names)
+    per_bearing = len(model.passive_terms(terms))
     inertial = np.empty((model.n_tree, len(INERTIAL_PARAMETER_NAMES)), dtype=int)
     drive = np.empty((model.n_actuated, per_drive), dtype=int)
+    passive = np.empty((model.n_passive, per_bearing), dtype=int)
     motor = {int(j): m for m, j in enumerate(model.actuated)}
+    bearing = {int(j): p for p, j in enumerate(model.passive)}
     column = 0
     for j in range(model.n_tree):
         inertial[j] = np.arange(column, column + len(INERTIAL_PARAMETER_NAMES))
@@ -926,40 +975,98 @@ def _columns(model: ClosedLoopModel, terms: DriveTerms) -> tuple[np.ndarray, np.
         if j in motor:
             drive[motor[j]] = np.arange(column, column + per_drive)
             column += per_drive
-    return inertial, drive
+        else:
+            passive[bearing[j]] = np.arange(column, column + per_bearing)
+            column += per_bearing
+    return _Columns(inertial=inertial, drive=drive, passive=passive, count=column)
 
 
 def standard_parameter_names(model: ClosedLoopModel, terms: DriveTerms) -> tuple[str, ...]:
     """Standard parameters of the closed-loop IDIM, e.g. ``("M1", …, "ZZ1", "Ia1", …, "Fc1", "M2", …)``.
 
     Per tree joint ``j`` (1-based, kinematic order): the 10 inertial parameters of its
-    link, then its drive-chain terms if it is actuated ([Briot2012] eq. (6): ``χ_st``).
+    link, then its drive-chain terms if it is actuated ([Briot2012] eq. (6): ``χ_st``), or its
+    bearing friction (:meth:`ClosedLoopModel.passive_terms`) if it is passive.
     """
     actuated = {int(j) for j in model.actuated}
+    bearing = model.passive_terms(terms)
     names: list[str] = []
     for j in range(model.n_tree):
         names.extend(f"{name}{j + 1}" for name in INERTIAL_PARAMETER_NAMES)
-        if j in actuated:
-            names.extend(f"{name}{j + 1}" for name in terms.names)
+        names.extend(f"{name}{j + 1}" for name in (terms.names if j in actuated else bearing))
     return tuple(names)
 
 
-def standard_parameters(model: ClosedLoopModel, terms: DriveTerms, drive: DriveParameters | None = None) -> np.ndarray:
-    """Standard-parameter vector: the URDF's inertial parameters and the actuated joints' drive terms.
+def standard_parameters(
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    drive: DriveParameters | None = None,
+    *,
+    passive_viscous: Sequence[float] | np.ndarray | None = None,
+    passive_coulomb: Sequence[float] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Standard-parameter vector: the URDF's inertial parameters, the actuated joints' drive terms and the passive
+    joints' bearing friction.
 
     Ordered as :func:`standard_parameter_names`; ``drive`` holds one value per actuated
-    joint (kinematic order), zero when omitted.
+    joint (kinematic order), ``passive_viscous`` (N·m·s/rad) and ``passive_coulomb`` (N·m)
+    one per passive joint; zero when omitted.
     """
     drive = drive if drive is not None else DriveParameters.create(model.n_actuated)
     if drive.rotor_inertia.shape[0] != model.n_actuated:
         raise ModelError(
             f"drive has {drive.rotor_inertia.shape[0]} joints, the mechanism has {model.n_actuated} actuated joints"
         )
-    inertial_columns, drive_columns = _columns(model, terms)
-    out = np.empty(len(standard_parameter_names(model, terms)))
-    out[inertial_columns] = model.robot.standard_inertial_parameters()
-    out[drive_columns] = drive.values(terms)
+    bearing = {
+        "Fv": passive_joint_values(model, "passive_viscous", passive_viscous),
+        "Fc": passive_joint_values(model, "passive_coulomb", passive_coulomb),
+    }
+    columns = _columns(model, terms)
+    out = np.empty(columns.count)
+    out[columns.inertial] = model.robot.standard_inertial_parameters()
+    out[columns.drive] = drive.values(terms)
+    for t, name in enumerate(model.passive_terms(terms)):
+        out[columns.passive[:, t]] = bearing[name]
     return out
+
+
+def passive_joint_values(model: ClosedLoopModel, name: str, value: Sequence[float] | np.ndarray | None) -> np.ndarray:
+    """``value`` as one finite number per passive joint, kinematic order (zeros when ``None``).
+
+    Raises
+    ------
+    ModelError
+        Naming ``name`` when ``value`` has another length or a non-finite entry.
+    """
+    if value is None:
+        return np.zeros(model.n_passive)
+    array = np.asarray(value, dtype=float)
+    if array.shape != (model.n_passive,) or not np.all(np.isfinite(array)):
+        raise ModelError(
+            f"{name} must hold {model.n_passive} finite values (passive joints {list(model.passive_joint_names)}),"
+            f" got {np.asarray(value).tolist()}"
+        )
+    return array
+
+
+def passive_friction_torques(
+    model: ClosedLoopModel,
+    dq_passive: np.ndarray,
+    *,
+    viscous: Sequence[float] | np.ndarray | None,
+    coulomb: Sequence[float] | np.ndarray | None,
+    coulomb_smoothing_rad_s: float = 0.0,
+) -> np.ndarray:
+    """Bearing-friction torques of the passive joints, ``Fv q̇_p + Fc sign(q̇_p)`` in N·m, shape ``(N, n_p)``.
+
+    ``viscous`` (N·m·s/rad) and ``coulomb`` (N·m) per passive joint; with
+    ``coulomb_smoothing_rad_s`` ``ε > 0`` the sign is ``tanh(q̇_p / ε)`` (a simulation's).
+    """
+    velocity = np.asarray(dq_passive, dtype=float)
+    fv = passive_joint_values(model, "viscous", viscous)
+    fc = passive_joint_values(model, "coulomb", coulomb)
+    sign = np.tanh(velocity / coulomb_smoothing_rad_s) if coulomb_smoothing_rad_s > 0.0 else np.sign(velocity)
+    return fv * velocity + fc * sign
 
 
 def observation_matrix(
@@ -976,7 +1083,9 @@ def observation_matrix(
 
     ``J_tᵀ`` times the tree's inertial IDIM (``computeJointTorqueRegressor``, eq. (1)),
     plus the drive-chain columns (rotor inertia, viscous and Coulomb friction, offset)
-    of the actuated joints; columns follow :func:`standard_parameter_names`.
+    of the actuated joints and, with :attr:`ClosedLoopModel.passive_friction`, ``J_tᵀ`` times
+    the passive joints' bearing-friction columns (``q̇_p`` and ``sign(q̇_p)`` in the passive
+    joint's row of the tree, zero elsewhere); columns follow :func:`standard_parameter_names`.
 
     Parameters
     ----------
@@ -1014,14 +1123,19 @@ def observation_matrix(
         if matrices.shape != (samples, n_t, n_a):
             raise DataError(f"projection must have shape {(samples, n_t, n_a)}, got {matrices.shape}")
     tree = inertial_observation_matrix(model.robot, q, dq, ddq)
-    inertial_columns, drive_columns = _columns(model, terms)
-    out = np.zeros((samples, n_a, len(standard_parameter_names(model, terms))))
-    out[:, :, inertial_columns.ravel()] = np.einsum("kta,ktp->kap", matrices, tree)
+    columns = _columns(model, terms)
+    out = np.zeros((samples, n_a, columns.count))
+    out[:, :, columns.inertial.ravel()] = np.einsum("kta,ktp->kap", matrices, tree)
     if terms.names:
         actuated = model.actuated
-        out[:, :, drive_columns.ravel()] = drive_observation_matrix(
+        out[:, :, columns.drive.ravel()] = drive_observation_matrix(
             drive_chain, terms, dq[:, actuated], ddq[:, actuated]
         )
+    passive_velocity = dq[:, model.passive]
+    bearing = {"Fv": passive_velocity, "Fc": np.sign(passive_velocity)}
+    for t, name in enumerate(model.passive_terms(terms)):
+        # The passive joint's virtual torque, projected: J_t[p]ᵀ signal_p per passive joint p.
+        out[:, :, columns.passive[:, t]] = matrices[:, model.passive, :].transpose(0, 2, 1) * bearing[name][:, None, :]
     return out
 
 
@@ -1126,46 +1240,3 @@ def base_parameters(
         model, drive_chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection
     )
     return base_parameters_from_samples(sampled, standard_parameter_names(model, terms), tolerance=tolerance)
-
-
-# --------------------------------------------------------------------- drive gains
-def drive_gain_names(model: ClosedLoopModel) -> tuple[str, ...]:
-    """Names of the drive-gain columns of :func:`with_current_columns`, e.g. ``("gtau1", "gtau3")``.
-
-    The index is the tree joint's (1-based), as in the standard-parameter names.
-    """
-    return tuple(f"gtau{int(j) + 1}" for j in model.actuated)
-
-
-def with_current_columns(observation: np.ndarray, currents: np.ndarray) -> np.ndarray:
-    """Observation matrix extended by the drive-gain columns of [Briot2012] eq. (8), (13).
-
-    With ``τ_j = g_τj v_τj`` (joint-side drive gain ``g_τj`` in N·m/A, current reference
-    ``v_τj`` in A), the IDIM ``W χ = diag(v_τ) g_τ`` becomes ``[W, −diag(v_τ)] [χ; g_τ] = 0``:
-    the null-vector form that the total least squares of eq. (13) solves.
-
-    Parameters
-    ----------
-    observation
-        Closed-loop observation matrix ``(N, n_a, p)``, standard or base parameters.
-    currents
-        ``v_τ`` per sample and actuated joint, A, shape ``(N, n_a)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(N, n_a, p + n_a)``: ``observation`` then, for actuated joint ``j``, a column
-        holding ``−v_τj`` in row ``j`` and zeros elsewhere (names: :func:`drive_gain_names`).
-    """
-    w = np.asarray(observation, dtype=float)
-    v = np.asarray(currents, dtype=float)
-    if w.ndim != 3:
-        raise DataError(f"observation must have shape (N, n_a, p), got {w.shape}")
-    if v.shape != w.shape[:2]:
-        raise DataError(f"currents must have shape {w.shape[:2]} (N, n_a), got {v.shape}")
-    require_finite_samples("currents", v)
-    n_a = w.shape[1]
-    gains = np.zeros(w.shape[:2] + (n_a,))
-    diagonal = np.arange(n_a)
-    gains[:, diagonal, diagonal] = -v
-    return np.concatenate([w, gains], axis=2)

@@ -9,10 +9,13 @@ regressor of :mod:`dynamic_identification.core.closed_loop`:
   ``τ_tree = rnea(q_t, q̇_t, q̈_t)`` must be produced by the motors and the closure
   forces, ``τ_tree = S τ_act + A_cᵀ λ``, with ``A_c`` the Jacobian of Pinocchio's
   ``RigidConstraintModel`` of each closure; solved for ``(τ_act, λ)``, plus the drive
-  terms ``Ia q̈ + Fv q̇ + Fc sign(q̇) + off`` of the actuated joints.
+  terms ``Ia q̈ + Fv q̇ + Fc sign(q̇) + off`` of the actuated joints. The passive joints'
+  bearing friction ``Fv_p q̇_p + Fc_p sign(q̇_p)``, when given, is a torque their bearings
+  take from the tree: it joins ``rnea``'s on the left-hand side.
 * :class:`ClosedLoopSimulator` — forward dynamics by ``pinocchio.constraintDynamics``
   (proximal solver, so redundant closure equations are fine), with rotor inertia and
-  friction on the actuated joints and a PD (+ feedforward) tracking controller; the
+  friction on the actuated joints, bearing friction on the passive ones (when set) and a
+  PD (+ feedforward) tracking controller; the
   measured actuated positions are quantised and the motor currents noisy, through
   the sensor model of :mod:`dynamic_identification.core.simulation`.
 
@@ -32,7 +35,12 @@ import pinocchio as pin
 import scipy.linalg
 
 from dynamic_identification.core.checks import motion_rows, motion_samples
-from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure
+from dynamic_identification.core.closed_loop import (
+    ClosedLoopModel,
+    LoopClosure,
+    passive_friction_torques,
+    passive_joint_values,
+)
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, limit_bounds
 from dynamic_identification.core.simulation import (
@@ -100,20 +108,26 @@ def constrained_inverse_dynamics(
     q: np.ndarray,
     dq: np.ndarray,
     ddq: np.ndarray,
+    *,
+    passive_viscous: np.ndarray | None = None,
+    passive_coulomb: np.ndarray | None = None,
 ) -> np.ndarray:
     """Actuated joint torques ``(N, n_a)`` in N·m of a consistent tree motion, by Lagrange multipliers.
 
-    ``rnea(q_t, q̇_t, q̈_t) = S τ_rigid + A_cᵀ λ`` ([Briot2012] eq. (5)) is solved for
+    ``rnea(q_t, q̇_t, q̈_t) + F_p = S τ_rigid + A_cᵀ λ`` ([Briot2012] eq. (5)) is solved for
     ``(τ_rigid, λ)`` by least squares (exact for a consistent, non-singular motion;
     redundant closure rows only make ``λ`` non-unique), with ``S`` the selection of
-    the actuated joints and ``A_c`` Pinocchio's constraint Jacobian
-    (``getConstraintsJacobian``); the drive terms of
+    the actuated joints, ``A_c`` Pinocchio's constraint Jacobian
+    (``getConstraintsJacobian``) and ``F_p`` the passive joints' bearing friction
+    ``Fv_p q̇_p + Fc_p sign(q̇_p)`` (``passive_viscous`` in N·m·s/rad and ``passive_coulomb``
+    in N·m, one per passive joint; none when omitted); the drive terms of
     :func:`~dynamic_identification.core.simulation.drive_torques` are added.
     Independent of :func:`~dynamic_identification.core.closed_loop.observation_matrix`.
     """
     _check_drive(model, drive_chain, drive)
     n_t = model.n_tree
     q, dq, ddq = motion_samples(q, dq, ddq, n_t)
+    bearing = passive_friction_torques(model, dq[:, model.passive], viscous=passive_viscous, coulomb=passive_coulomb)
     pinocchio_model = model.robot.model
     data = pinocchio_model.createData()
     constraints, rows = constraint_models(model)
@@ -128,6 +142,7 @@ def constrained_inverse_dynamics(
     rigid = np.empty((q.shape[0], model.n_actuated))
     for k in range(q.shape[0]):
         tree_torques = pin.rnea(pinocchio_model, data, configurations[k], dq[k], ddq[k])
+        tree_torques[model.passive] += bearing[k]
         pin.computeJointJacobians(pinocchio_model, data, configurations[k])
         for constraint, constraint_data in zip(constraints, datas, strict=True):
             constraint.calc(pinocchio_model, data, constraint_data)
@@ -143,12 +158,21 @@ class ClosedLoopSimulationSettings(PDSimulationSettings):
     """Settings of :class:`ClosedLoopSimulator`.
 
     The attributes are those of
-    :class:`~dynamic_identification.core.simulation.PDSimulationSettings`. The controlled
-    joints are the actuated ones; the default gains are those on the diagonal of the
-    projected inertia ``J_tᵀ M J_t + diag(Ia)`` at the start configuration.
+    :class:`~dynamic_identification.core.simulation.PDSimulationSettings`, and the passive
+    joints' bearing friction. The controlled joints are the actuated ones; the default
+    gains are those on the diagonal of the projected inertia ``J_tᵀ M J_t + diag(Ia)`` at
+    the start configuration.
+
+    Attributes
+    ----------
+    passive_viscous, passive_coulomb
+        Viscous (N·m·s/rad) and Coulomb (N·m) friction of each passive joint's bearing,
+        kinematic order; ``None``: frictionless.
     """
 
     coulomb_smoothing_rad_s: float = 1e-2
+    passive_viscous: np.ndarray | None = None
+    passive_coulomb: np.ndarray | None = None
 
 
 class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulationSettings]):
@@ -161,7 +185,9 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulat
 
     the linearised backward-Euler step of the PD and of the friction
     ``f = Fv q̇ + Fc tanh(q̇/ε) + off`` (the diagonal terms ride on Pinocchio's
-    ``armature`` of the actuated joints, so stiff gains and friction stay stable), then
+    ``armature`` of the actuated joints, so stiff gains and friction stay stable; the
+    passive joints' bearing friction ``Fv_p q̇_p + Fc_p tanh(q̇_p/ε)`` of the settings is
+    a torque on the passive joints, linearised the same way on their ``armature``), then
     semi-implicit Euler, ``q̇⁺ = q̇ + dt q̈``, ``q⁺ = q + dt q̇⁺``. The drift of the
     closure is removed after each step by projecting the state back onto the closed
     configurations (passive positions solved for the actuated ones, passive velocities
@@ -198,6 +224,10 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulat
         pin.initConstraintDynamics(self._pinocchio, self._data, self._constraints, self._constraint_datas)
         self._proximal = pin.ProximalSettings(1e-12, _PROXIMAL_MU, 20)
         self._velocity_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.actuated])
+        self._passive_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.passive], dtype=int)
+        self._passive_armature = np.array(self._pinocchio.armature[self._passive_index], dtype=float)
+        self._passive_viscous = passive_joint_values(model, "passive_viscous", self._settings.passive_viscous)
+        self._passive_coulomb = passive_joint_values(model, "passive_coulomb", self._settings.passive_coulomb)
         self._effort_limits = limit_bounds(model.robot.effort_limits[model.actuated])
         self._q = np.array(model.reference_configuration, dtype=float)
         self._dq = np.zeros(model.n_tree)
@@ -266,6 +296,13 @@ class ClosedLoopSimulator(PDTrackingSimulator[ClosedLoopModel, ClosedLoopSimulat
         self._pinocchio.armature[self._velocity_index] = self._drive.rotor_inertia + gains + dt * slope
         torques = np.zeros(model.n_tree)
         torques[self._velocity_index] = command - friction
+        if self._passive_index.size:
+            dqp = self._dq[model.passive]
+            tanh_p = np.tanh(dqp / eps)
+            bearing = self._passive_viscous * dqp + self._passive_coulomb * tanh_p
+            bearing_slope = self._passive_viscous + self._passive_coulomb * (1.0 - tanh_p**2) / eps
+            self._pinocchio.armature[self._passive_index] = self._passive_armature + dt * bearing_slope
+            torques[self._passive_index] = -bearing
         configuration = model.robot.configurations(self._q[None])[0]
         acceleration = pin.constraintDynamics(
             self._pinocchio,

@@ -66,8 +66,14 @@ fixes the scale — and (2) it explains the data significantly better than one g
 motor: the Wald test of "lossless" (``g_b = g_d`` and every braking copy zero) with the
 autocorrelation-consistent covariance of the stacked equations ([NeweyWest1987], the
 residuals of filtered, decimated rows are correlated in time) rejects at
-:data:`SIGNIFICANCE`. Otherwise the one-gain model of [Briot2012] is published;
-:class:`ModelChoice` says which and why, in one line.
+:data:`SIGNIFICANCE` (the house rule of :mod:`~dynamic_identification.core.estimation.model_selection`, shared
+with the bearing friction of a closed-loop robot's passive joints). Otherwise the one-gain model of [Briot2012] is
+published; :class:`ModelChoice` says which and why, in one line.
+
+Any robot of the mechanism seam (:mod:`~dynamic_identification.core.mechanism`): ``W`` is the IDIM of the
+controlled joints, ``J_tᵀ`` times the tree's ([Briot2012] eq. (6); ``J_t = I`` for a serial robot), the payload's
+torques ``J_tᵀ Y_p φ`` (:func:`projected_payload_regressor`, eq. (11)), and the currents those of the motors of the
+controlled joints; a closed-loop robot's motors get the same models and model selection as a serial robot's.
 
 Signal processing is the one of :func:`~dynamic_identification.core.identification.identify`
 (stamp cleaning, resampling, zero-phase position filter, derivatives and parallel
@@ -80,12 +86,11 @@ filtered motion and decimated with the same filter.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import scipy.linalg
-import scipy.stats
 
 from dynamic_identification.core.errors import (
     DataError,
@@ -94,19 +99,20 @@ from dynamic_identification.core.errors import (
     RankDeficientError,
 )
 from dynamic_identification.core.estimation import rank_deficient_columns
+from dynamic_identification.core.estimation.model_selection import SIGNIFICANCE as SIGNIFICANCE
+from dynamic_identification.core.estimation.model_selection import WaldTest, wald_test
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.identification import (
     IdentificationSettings,
-    RowBuilder,
     check_motion,
     decimation_factor,
-    estimate_motion,
-    resolve_signal,
 )
-from dynamic_identification.core.identification.observations import output_blocks
+from dynamic_identification.core.identification.completion import complete_recording
+from dynamic_identification.core.identification.observations import RowBuilder, output_blocks
+from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.payload import Payload, PayloadDynamics
-from dynamic_identification.core.regressors import BaseParameters, base_parameters, drive_observation_matrix
+from dynamic_identification.core.payload import Payload, PayloadDynamics, frame_id
+from dynamic_identification.core.regressors import BaseParameters, drive_observation_matrix
 from dynamic_identification.core.signal import lowpass_zero_phase
 
 TLS_ITERATIONS = 3
@@ -122,10 +128,6 @@ motor torque, the next by the transmission torque of the previous fit (:func:`dr
 MIN_REGIME_SHARE = 0.01
 """Efficiency per motor: the driving and the braking current columns must each carry at least
 this share of the motor's current column (squared norm, both recordings); else one gain."""
-
-SIGNIFICANCE = 1e-3
-"""Level of the Wald test of "lossless" that the efficiency model must pass to be taken (module docstring):
-on lossless drives it is taken in about one identification in a thousand."""
 
 DETERMINED_TOLERANCE = 1e-6
 """A braking column is determined when the part of it (unit norm) that the columns before it cannot reproduce
@@ -180,7 +182,7 @@ class CurrentRecording:
     q
         Joint positions, rad, shape ``(N, n)``; for a closed-loop robot the actuated joints
         or all joints of the opened tree
-        (:func:`~dynamic_identification.core.closed_loop_identification.identify_closed_loop_drive_gains`).
+        (:func:`identify_drive_gains` of a :class:`~dynamic_identification.core.mechanism.Mechanism`).
     currents
         Motor currents, A, shape ``(N, m)`` (motor ``m`` drives joint ``m`` through the coupling;
         ``m = n`` for a serial robot, the actuated joints of a closed-loop one).
@@ -313,9 +315,8 @@ class DriveGainsResult:
 class GainRows:
     """Decimated equations of one recording for IDIM-TLS ([Briot2012] eq. (12)): ``V_τ k = W χ + W_kL χ_kL + ρ``.
 
-    Any observation builder can produce them (serial IDIM here, the closed-loop IDIM of
-    :mod:`dynamic_identification.core.closed_loop_identification`); :func:`drive_gains_from_rows`
-    solves them.
+    The rows of any mechanism (the serial IDIM, or ``J_tᵀ`` times the opened tree's for a closed-loop robot) are
+    built by :func:`_rows`; :func:`drive_gains_from_rows` solves them.
 
     Attributes
     ----------
@@ -371,7 +372,7 @@ class GainRows:
 
 
 def _rows(
-    robot: RobotModel,
+    mechanism: Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -381,68 +382,79 @@ def _rows(
     efficiency: bool = False,
     estimate: _DriveEstimate | None = None,
 ) -> GainRows:
-    """The blocks of :func:`~dynamic_identification.core.identification.prepare_observations`, with
-    the currents (split by :func:`split_currents` with ``efficiency``) and the known payload
-    torques decimated as extra signals."""
-    n = robot.n_joints
-    if recording.q.shape[1] != n or recording.currents.shape[1] != n:
+    """The decimated IDIM rows of ``mechanism`` (:func:`~dynamic_identification.core.identification.completion.\
+complete_recording`, :class:`~dynamic_identification.core.identification.observations.RowBuilder`: the
+    filtered motion of the controlled joints completed to the tree, ``J_tᵀ`` times the tree's IDIM), with the
+    currents (split by :func:`driving_samples` with ``efficiency``) and the known payload's torques ``J_tᵀ Y_p φ``
+    decimated as extra signals."""
+    n, actuated = mechanism.n_actuated, mechanism.actuated
+    columns = recording.q.shape[1]
+    if columns not in (n, mechanism.n_tree) or recording.currents.shape[1] != n:
+        joints = f"{n} joints" if n == mechanism.n_tree else f"{n} actuated joints ({mechanism.n_tree} in the tree)"
         raise DataError(
-            f"recording {recording.name!r} has {recording.q.shape[1]} joints and {recording.currents.shape[1]}"
-            f" currents, the robot {n} joints"
+            f"recording {recording.name!r} has {columns} joints and {recording.currents.shape[1]} currents, the"
+            f" robot {joints}"
         )
     if recording.time.shape[0] < settings.min_samples:
         raise DataError(
             f"recording {recording.name!r} has too few samples: {recording.time.shape[0]} < {settings.min_samples}"
         )
-    q = robot.unwrap_positions(recording.q)
-    check_motion(q, robot.joint_names, min_motion_rad=settings.min_motion_rad)
-    signal = resolve_signal(recording.time, q, settings.signal).signal
-    settings = replace(settings, signal=signal)
-    motions, _ = estimate_motion(recording.time, q, signal, torques=recording.currents)
-    rate = motions[0].rate_hz
-    cutoff = settings.signal.position_cutoff_hz or 0.25 * rate
-    factor = decimation_factor(settings.signal, rate)
-    builder = RowBuilder.create(
-        robot, drive_chain, terms, base, decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s
+    positions = recording.q[:, actuated] if columns != n else recording.q
+    continuous = [mechanism.robot.continuous[int(j)] for j in actuated]
+    moved = np.array(positions, dtype=float)
+    moved[:, continuous] = np.unwrap(moved[:, continuous], axis=0)
+    check_motion(moved, mechanism.actuated_joint_names, min_motion_rad=settings.min_motion_rad)
+    completed = complete_recording(
+        mechanism, recording.time, recording.q, recording.currents, settings=settings.signal, name=recording.name
     )
-    dynamics = PayloadDynamics(robot, payload.frame) if payload is not None else None
+    rate = completed.rate_hz
+    cutoff = completed.signal.position_cutoff_hz or 0.25 * rate
+    factor = decimation_factor(completed.signal, rate)
+    builder = RowBuilder.create(
+        mechanism, drive_chain, terms, base, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s
+    )
     phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
     matrices, currents, known, masks, braking_drive = [], [], [], [], []
     width = 2 * n if efficiency else n
-    drive = _drive_columns(base, terms, n) if efficiency else []
-    for motion in motions:
-        length = motion.time.shape[0]
-        if motion.torques is None:
-            raise DataError(f"recording {recording.name!r} lost its currents in resampling")
+    drive = _drive_columns(base, terms, actuated) if efficiency else []
+    for segment in completed.segments:
+        motion, amps_measured = segment.motion, segment.signals
+        length = segment.time.shape[0]
+        dq, ddq = motion.dq[:, actuated], motion.ddq[:, actuated]
         payload_torques = np.zeros((length, n))
-        if dynamics is not None:
-            for k in range(length):
-                payload_torques[k] = dynamics.torques(motion.q[k], motion.dq[k], motion.ddq[k], phi)
+        if payload is not None:
+            payload_torques = projected_payload_regressor(mechanism, payload.frame, motion) @ phi
         extra = np.zeros((length, 0))
         if efficiency:
-            friction = estimate.friction(drive_chain, terms, motion.dq, motion.ddq) if estimate is not None else None
+            friction = estimate.friction(drive_chain, terms, dq, ddq) if estimate is not None else None
             gains = estimate.gains if estimate is not None else None
             # The regime from low-passed currents: deciding by the noisy ones would correlate
             # the split columns with the noise (a bias of several σ on small motors).
             try:
-                smooth = lowpass_zero_phase(motion.torques, cutoff_hz=min(cutoff, 0.4 * rate), rate_hz=rate)
+                smooth = lowpass_zero_phase(amps_measured, cutoff_hz=min(cutoff, 0.4 * rate), rate_hz=rate)
             except DataError:  # a segment too short for the filter's padding: decide on the raw currents
-                smooth = motion.torques
-            driving = driving_samples(drive_chain, smooth, motion.dq, friction=friction, gains=gains)
+                smooth = amps_measured
+            driving = driving_samples(drive_chain, smooth, dq, friction=friction, gains=gains)
             amps = np.concatenate(
-                [np.where(driving, motion.torques, 0.0), np.where(driving, 0.0, motion.torques)], axis=1
+                [np.where(driving, amps_measured, 0.0), np.where(driving, 0.0, amps_measured)], axis=1
             )
             if drive:
-                columns = drive_observation_matrix(drive_chain, terms, motion.dq, motion.ddq)
-                extra = np.stack([columns[:, :, c] * ~driving[:, m, None] for m, c, _ in drive], axis=2).reshape(
+                drive_matrix = drive_observation_matrix(drive_chain, terms, dq, ddq)
+                extra = np.stack([drive_matrix[:, :, c] * ~driving[:, m, None] for m, c, _ in drive], axis=2).reshape(
                     length, -1
                 )
         else:
-            amps = motion.torques
+            amps = amps_measured
         signals = np.concatenate([amps, payload_torques, extra], axis=1)
         for start, block, outputs in output_blocks(length, settings.block_samples, factor, builder.reach):
             rows = builder.rows(
-                motion.q[block], motion.dq[block], motion.ddq[block], signals[block], start=start, outputs=outputs
+                motion.q[block],
+                motion.dq[block],
+                motion.ddq[block],
+                signals[block],
+                start=start,
+                outputs=outputs,
+                projection=None if motion.projection is None else motion.projection[block],
             )
             matrices.append(rows.observation_matrix)
             currents.append(rows.torques[:, :width])
@@ -459,11 +471,35 @@ def _rows(
         braking_drive_columns=np.concatenate(braking_drive) if efficiency else None,
         drive_motors=tuple(m for m, _, _ in drive),
         drive_columns_base=tuple(i for _, _, i in drive),
-        drive_names=tuple(f"{terms.names[c % len(terms.names)]}{m + 1}" for m, c, _ in drive),
+        drive_names=tuple(f"{terms.names[c % len(terms.names)]}{int(actuated[m]) + 1}" for m, c, _ in drive),
     )
 
 
-def _drive_columns(base: BaseParameters, terms: DriveTerms, n: int) -> list[tuple[int, int, int]]:
+def projected_payload_regressor(mechanism: Mechanism, frame: str, motion: TreeMotion) -> np.ndarray:
+    """Torques of the controlled joints per unit payload parameter, ``J_tᵀ Y_p(q_t, q̇_t, q̈_t)``, ``(N, n_a, 10)``.
+
+    A payload fixed to ``frame`` (a frame of the tree: a serial robot's flange, a parallel robot's platform) is
+    one more body of the tree ([Briot2012] eq. (11)); its virtual tree torques ``Y_p φ``
+    (:class:`~dynamic_identification.core.payload.PayloadDynamics`, Pinocchio's frame body regressor) are
+    projected onto the controlled joints like the tree's own (eq. (6); ``J_t = I`` without closures). ``φ`` in
+    Pinocchio's ``toDynamicParameters()`` order, about the frame origin.
+
+    Raises
+    ------
+    ModelError
+        Unknown frame.
+    """
+    dynamics = PayloadDynamics(mechanism.robot, frame)
+    samples = motion.q.shape[0]
+    tree = np.empty((samples, mechanism.n_tree, 10))
+    for k in range(samples):
+        tree[k] = dynamics.regressor(motion.q[k], motion.dq[k], motion.ddq[k])
+    if motion.projection is None:
+        return tree
+    return np.einsum("kta,ktp->kap", motion.projection, tree)
+
+
+def _drive_columns(base: BaseParameters, terms: DriveTerms, actuated: np.ndarray) -> list[tuple[int, int, int]]:
     """``(motor, column of the drive observation matrix, base index)`` of every drive term.
 
     The base index is the one of the base parameter the term is alone, ``-1`` when it is
@@ -472,9 +508,9 @@ def _drive_columns(base: BaseParameters, terms: DriveTerms, n: int) -> list[tupl
     ``θ_b − θ_d``), only its value is not reported separately.
     """
     found = []
-    for m in range(n):
+    for m, joint in enumerate(actuated):
         for t, term in enumerate(terms.names):
-            name = f"{term}{m + 1}"
+            name = f"{term}{int(joint) + 1}"
             index = base.expressions.index(name) if name in base.expressions else -1
             found.append((m, m * len(terms.names) + t, index))
     return found
@@ -553,7 +589,7 @@ def _joint_std(residual: np.ndarray, valid: np.ndarray, dof_fraction: float) -> 
 
 
 def identify_drive_gains(
-    robot: RobotModel,
+    robot: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     *,
@@ -569,16 +605,22 @@ def identify_drive_gains(
     Parameters
     ----------
     robot
-        The robot model (its URDF inertial values are not used).
+        The robot: a serial robot's model, or any mechanism (a closed-loop robot's
+        :class:`~dynamic_identification.core.closed_loop.ClosedLoopModel`, [Briot2012] eq. (6)-(13):
+        its controlled joints' torques ``J_tᵀ`` times the tree's); its URDF inertial values are
+        not used.
     drive_chain
-        Gear ratios and coupling of the motors; its drive gains are the nominal ones,
-        used for the first weights and reported, not as a constraint.
+        Gear ratios and coupling of the motors (of the controlled joints); its drive gains are the
+        nominal ones, used for the first weights and reported, not as a constraint.
     terms
         Drive-chain terms of the base-parameter model.
     unloaded, loaded
-        Recordings without and with the payload, joints in model order.
+        Recordings without and with the payload, joints in model order: positions of the controlled
+        joints or of every tree joint (a closed-loop robot's passive joints are then checked against the
+        closures), currents of the motors.
     payload
-        The known payload (all 10 inertial parameters known, ``n_kL = 10``) and its frame.
+        The known payload (all 10 inertial parameters known, ``n_kL = 10``) and its frame (a frame of
+        the tree: a parallel robot's platform).
     base
         Base parameters of ``robot``, ``drive_chain``, ``terms`` (computed when omitted).
     settings
@@ -602,17 +644,21 @@ def identify_drive_gains(
         Sizes of the drive chain and the robot disagree, or the payload frame is unknown.
     InsufficientExcitationError
         The robot stood still, or the payload does not fix the scale (``δ ≈ 0``).
+    LoopClosureError
+        A closed-loop robot's recording reaches a singularity (names the recording and sample).
     """
     settings = settings or IdentificationSettings()
-    n = robot.n_joints
+    mechanism = mechanism_of(robot)
+    n = mechanism.n_actuated
     if drive_chain.n_joints != n:
         raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
-    base = base or base_parameters(robot, drive_chain, terms)
+    frame_id(mechanism.robot, payload.frame)  # refuses an unknown frame before any work
+    base = base or mechanism.base_parameters(drive_chain, terms)
     estimate: _DriveEstimate | None = None
     for _ in range(REGIME_PASSES if efficiency else 1):
         result = drive_gains_from_rows(
-            _rows(robot, drive_chain, terms, base, unloaded, settings, None, efficiency, estimate),
-            _rows(robot, drive_chain, terms, base, loaded, settings, payload, efficiency, estimate),
+            _rows(mechanism, drive_chain, terms, base, unloaded, settings, None, efficiency, estimate),
+            _rows(mechanism, drive_chain, terms, base, loaded, settings, payload, efficiency, estimate),
             base=base,
             nominal_gains=drive_chain.drive_gains,
         )
@@ -621,7 +667,9 @@ def identify_drive_gains(
         values = result.parameters
         estimate = _DriveEstimate(
             gains=result.drive_gains,
-            drive=np.array([[values.get(f"{term}{m + 1}", 0.0) for term in terms.names] for m in range(n)]),
+            drive=np.array(
+                [[values.get(f"{term}{int(j) + 1}", 0.0) for term in terms.names] for j in mechanism.actuated]
+            ),
         )
     return result
 
@@ -720,24 +768,23 @@ def _efficiency_model(
             split = split & ~contradictory
             if not np.any(split):
                 return one_line("one gain per motor: the driving and braking gains came out of opposite signs"), None
-        statistic, dof = _lossless_statistic(recordings, fit)
+        wald = _lossless_statistic(recordings, fit)
     except (InsufficientExcitationError, RankDeficientError) as error:
         return one_line(f"one gain per motor: the efficiency model is not determined by the data ({error})"), None
-    p_value = float(scipy.stats.chi2.sf(statistic, dof))
     test = (
-        f"Wald χ² of lossless drives {statistic:.4g} for {dof} extra unknowns, p = {p_value:.2g};"
+        f"{wald.describe('lossless drives')};"
         f" relative error {one_gain.relative_error:.4g} with one gain, {fit.relative_error:.4g} with efficiency"
     )
     tested = partial(
         ModelChoice,
-        statistic=statistic,
-        dof=dof,
-        p_value=p_value,
+        statistic=wald.statistic,
+        dof=wald.dof,
+        p_value=wald.p_value,
         relative_error_one_gain=one_gain.relative_error,
         relative_error_efficiency=fit.relative_error,
         left_out=names,
     )
-    if not p_value < SIGNIFICANCE:
+    if not wald.significant:
         reason = f"one gain per motor: the efficiency model does not explain the data significantly better ({test})"
         return tested(False, reason), None
     return tested(True, f"efficiency model: it explains the data significantly better than one gain ({test})"), fit
@@ -803,8 +850,9 @@ def _determined(
     return split, frozenset(left_out)
 
 
-def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> tuple[float, int]:
-    """Wald χ² of "lossless" (``g_b = g_d`` per split motor, every braking drive copy zero) and its degrees of freedom.
+def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> WaldTest:
+    """The Wald test (:func:`~dynamic_identification.core.estimation.model_selection.wald_test`) of "lossless"
+    (``g_b = g_d`` per split motor, every braking drive copy zero).
 
     The covariance of the unknowns is the autocorrelation-consistent one
     (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`, [NeweyWest1987]) of the compatible
@@ -837,15 +885,7 @@ def _lossless_statistic(recordings: tuple[GainRows, ...], fit: _Fit) -> tuple[fl
             row = np.zeros(unknowns.size)
             row[offset + driving], row[offset + braking] = 1.0, -1.0
             restrictions.append(row)
-    matrix = np.array(restrictions)
-    difference = matrix @ unknowns
-    try:
-        statistic = float(difference @ np.linalg.solve(matrix @ covariance @ matrix.T, difference))
-    except np.linalg.LinAlgError as error:
-        raise RankDeficientError("the covariance of the efficiency model's extra unknowns is singular") from error
-    if not np.isfinite(statistic):
-        raise RankDeficientError("the efficiency model's extra unknowns have no finite σ")
-    return statistic, len(restrictions)
+    return wald_test(unknowns, covariance, np.array(restrictions))
 
 
 def _split_motors(recordings: tuple[GainRows, ...], gains: int) -> np.ndarray:

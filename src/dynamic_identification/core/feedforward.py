@@ -213,7 +213,7 @@ class FeedforwardModel:
         if not (np.isfinite(friction_smoothing) and friction_smoothing > 0.0):
             raise ModelError(f"friction_smoothing must be finite and > 0 (s/rad), got {friction_smoothing}")
         checked_names, values_array = checked_parameters(names, values)
-        inertial, drive = _standard_values(mechanism, terms, checked_names, values_array)
+        inertial, drive, bearing = _standard_values(mechanism, terms, checked_names, values_array)
         tree = mechanism.robot
         self._drive_chain = drive_chain
         self._terms = terms
@@ -225,6 +225,8 @@ class FeedforwardModel:
         self._has_inertial = bool(np.any(inertial != 0.0))
         self._rotor_inertia, self._viscous = drive["Ia"], drive["Fv"]
         self._coulomb, self._offset = drive["Fc"], drive["off"]
+        self._bearing_viscous, self._bearing_coulomb = bearing["Fv"], bearing["Fc"]
+        self._has_bearing = bool(np.any(bearing["Fv"] != 0.0) or np.any(bearing["Fc"] != 0.0))
         self._coupling = drive_chain.coupling
         self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
         self._continuous = any(tree.continuous)
@@ -471,6 +473,14 @@ class FeedforwardModel:
         if self._payload_dynamics is not None and self._payload_parameters is not None:
             load = self._payload_dynamics.torques(q_t, dq_t, ddq_t, self._payload_parameters)
             torque = torque + (load if projection is None else projection @ load)
+        if self._has_bearing and projection is not None:
+            # The passive joints' bearing friction: a torque on the tree's passive joints, projected by J_tᵀ.
+            passive = self._mechanism.passive
+            friction = np.zeros(self._mechanism.n_tree)
+            friction[passive] = self._bearing_viscous * dq_t[passive] + self._bearing_coulomb * np.tanh(
+                self._k * dq_t[passive]
+            )
+            torque = torque + projection @ friction
         return np.where(self._identified, torque, 0.0)
 
     def _drive_torques(self, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -502,10 +512,11 @@ class FeedforwardModel:
 
 def _standard_values(
     mechanism: Mechanism, terms: DriveTerms, names: tuple[str, ...], values: np.ndarray
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Checked parameter ``names`` and ``values`` placed at their standard columns: the inertial parameters of
-    the tree's joints ``(10 n_t,)`` (zeros where not named) and the ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
-    controlled joints.
+    the tree's joints ``(10 n_t,)`` (zeros where not named), the ``Ia``, ``Fv``, ``Fc`` and ``off`` of the
+    controlled joints and the bearing friction ``Fv``, ``Fc`` of the passive joints
+    (``ClosedLoopModel.passive_friction``).
 
     Raises
     ------
@@ -527,12 +538,16 @@ def _standard_values(
     per_link = len(INERTIAL_PARAMETER_NAMES)
     inertial = np.zeros(mechanism.n_tree * per_link)
     drive = {term: np.zeros(mechanism.n_actuated) for term in ("Ia", "Fv", "Fc", "off")}
+    bearing = {term: np.zeros(mechanism.passive.shape[0]) for term in ("Fv", "Fc")}
     controlled = {int(j) + 1: m for m, j in enumerate(mechanism.actuated)}
+    passive = {int(j) + 1: p for p, j in enumerate(mechanism.passive)}
     for name, value in zip(names, values, strict=True):
         kind = name.rstrip("0123456789")
         joint = int(name[len(kind) :])
         if kind in INERTIAL_PARAMETER_NAMES:
             inertial[(joint - 1) * per_link + INERTIAL_PARAMETER_NAMES.index(kind)] = value
+        elif joint in passive:
+            bearing[kind][passive[joint]] = value
         else:
             drive[kind][controlled[joint]] = value
-    return inertial, drive
+    return inertial, drive, bearing

@@ -298,6 +298,10 @@ SETTINGS: tuple[Setting, ...] = (
             " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes), published"
             " when the data determine it and it fits significantly better than one gain; false: one lossless gain"
             " per motor", nodes=(DYNID,)),
+    Setting("estimation.passive_friction", _B, True, "dynid identify of a closed-loop robot: viscous and Coulomb"
+            " friction in each passive joint's bearing, mapped to the motors by J_t ([Briot2012] eq. (6)), published"
+            " when the data determine it and it fits significantly better than frictionless bearings; false: never",
+            nodes=(DYNID,)),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     Setting("estimation.joint_error_warning", _D, JOINT_ERROR_WARNING, "warn about each joint whose relative"

@@ -198,6 +198,9 @@ class IdentificationConfig:
     efficiency
         ``dynid gains``: identify a transmission efficiency per motor with its drive gain
         (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`).
+    passive_friction
+        ``dynid identify`` of a closed-loop robot: offer bearing friction in the passive joints
+        (:func:`~dynamic_identification.core.passive_friction.identify_choosing_passive_friction`).
     uncertainty
         ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
         (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
@@ -247,6 +250,7 @@ class IdentificationConfig:
     min_samples: int = setting_field("estimation.min_samples")
     joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")
+    passive_friction: bool = setting_field("estimation.passive_friction")
     friction_motion_rad: float = setting_field("window.friction_motion_rad")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
     currents_topic: str = _absolute(default("topics.motor_currents", DYNID))

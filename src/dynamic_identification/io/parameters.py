@@ -438,6 +438,17 @@ def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
     }
 
 
+def with_file_bearings(model: Mechanism, pf: ParameterFile) -> Mechanism:
+    """``model`` with the passive joints' bearing friction when the file has any of its parameters (a mechanism
+    without passive joints as it is)."""
+    return _with_file_bearings(model, pf) if isinstance(model, ClosedLoopModel) else model
+
+
+def _with_file_bearings(model: ClosedLoopModel, pf: ParameterFile) -> ClosedLoopModel:
+    bearings = set(model.with_passive_friction().passive_friction_names(pf.drive_terms()))
+    return model.with_passive_friction(bool(bearings & set(pf.values())))
+
+
 def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> ClosedLoopModel:
     """The closed-loop model a file describes: its URDF (or ``urdf``), loop closures and actuated joints.
 
@@ -455,6 +466,7 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
         raise DataError("the parameter file describes a serial robot (no robot.loop_closures)")
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
     model = ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints)
+    model = _with_file_bearings(model, pf)
     if model.actuated_joint_names != pf.joints:
         raise DataError(
             f"robot.joints {list(pf.joints)} must list the actuated joints in the tree's kinematic order"
@@ -655,6 +667,7 @@ def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: Clo
             f" {list(model.actuated_joint_names)}"
         )
     terms = identified.drive_terms()
+    model = _with_file_bearings(model, identified)
     names = closed_loop_standard_names(model, terms)
     position = {name: i for i, name in enumerate(names)}
     unknown = [name for name in identified.values() if name not in position]
