@@ -544,14 +544,23 @@ class LimitProbe:
         observe: bool = True,
         torque_every: int = 1,
     ) -> Probe:
-        """The motion ``(q, q̇, q̈)`` of the controlled joints ``(N, n_a)`` completed from the offset pose's tree
-        configuration ``q_offset`` (followed to its first sample), and the largest fraction of a limit it uses:
-        the torques on every ``torque_every``-th sample (:data:`~.safety.TORQUE_CHECK_RATE_HZ` on a finer grid),
-        the rest on all. ``observe``: also its IDIM, when the probe has an ``observation``."""
+        """One period ``(q, q̇, q̈)`` of a periodic motion of the controlled joints ``(N, n_a)``, completed from the
+        offset pose's tree configuration ``q_offset``, and the largest fraction of a limit it uses: the torques on
+        every ``torque_every``-th sample (:data:`~.safety.TORQUE_CHECK_RATE_HZ` on a finer grid), the rest on all.
+        ``observe``: also its IDIM, when the probe has an ``observation``.
+
+        The loops are followed from ``q_offset`` to the sample nearest the offset pose (the shortest way), then
+        along the period from there, round to it (its last sample precedes its first)."""
         mechanism = self.mechanism
+        offsets = q_offset[mechanism.actuated]
+        first = int(np.argmin(np.max(np.abs(q - offsets), axis=1)))
         try:
-            start = mechanism.follow(q[0], start=q_offset)
-            motion = mechanism.complete_motion(q, dq, ddq, q_guess=start)
+            start = mechanism.follow(q[first], start=q_offset)
+            later = mechanism.complete_motion(q[first:], dq[first:], ddq[first:], q_guess=start)
+            motion = later
+            if first > 0:
+                earlier = mechanism.complete_motion(q[:first], dq[:first], ddq[:first], q_guess=later.q[-1])
+                motion = _joined(earlier, later)
         except LoopClosureError as error:
             return Probe(np.inf, str(error))
         observed = None
@@ -668,4 +677,19 @@ def every(motion: TreeMotion, step: int) -> TreeMotion:
         ddq=motion.ddq[rows],
         projection=None if motion.projection is None else motion.projection[rows],
         passive_condition=None if motion.passive_condition is None else motion.passive_condition[rows],
+    )
+
+
+def _joined(first: TreeMotion, second: TreeMotion) -> TreeMotion:
+    """``first`` then ``second``, one motion."""
+
+    def stacked(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None or b is None else np.concatenate([a, b])
+
+    return TreeMotion(
+        q=np.vstack([first.q, second.q]),
+        dq=np.vstack([first.dq, second.dq]),
+        ddq=np.vstack([first.ddq, second.ddq]),
+        projection=stacked(first.projection, second.projection),
+        passive_condition=stacked(first.passive_condition, second.passive_condition),
     )

@@ -473,21 +473,52 @@ MINIMUM_SCALE = 0.1
 """A design whose shrink toward its offset pose keeps less than this fraction of the motion the controlled joints'
 limits allow is refused: the mechanism's other constraints leave too little motion to excite the dynamics."""
 
-_FINAL_BISECTIONS = 20
-"""Bisection steps of the final shrink toward the offset pose (:func:`_within_limits`)."""
-
 _FINAL_RETRIES = 5
 """Times the final shrink is reduced by :data:`_RETRY_FACTOR` when the verification at :data:`CHECK_RATE_HZ` fails."""
 
 _RETRY_FACTOR = 0.98
 
 
+@dataclass(frozen=True)
+class _SearchShape:
+    """Points per period of the cost, the fewest allowed, the differential-evolution population, and the bisection
+    steps of a candidate's shrink into the limits and of the final one (:func:`_within_limits`)."""
+
+    samples: int
+    min_samples: int
+    population: int
+    shrink_steps: int
+    final_steps: int
+
+
+_SERIAL_SHAPE = _SearchShape(
+    samples=200, min_samples=2, population=_POPULATION, shrink_steps=_BOX_BISECTIONS, final_steps=20
+)
+_CLOSED_LOOP_SHAPE = _SearchShape(
+    samples=100, min_samples=8, population=_POPULATION // 2, shrink_steps=4, final_steps=8
+)
+"""A candidate of a mechanism with closures costs motion completions (Newton on the loops, [Briot2012] eq. (2)) on
+each probe of its shrink, and most candidates need the shrink: half the points and the population, four bisection
+steps (within 1/16 of the feasible scale) and eight in the final shrink, and the grid dense enough (a few tenths of
+a radian between points) for the loops to be followed."""
+
+
+def _shape(mechanism: Mechanism) -> _SearchShape:
+    """The search's shape for ``mechanism``: :data:`_CLOSED_LOOP_SHAPE` with passive joints."""
+    return _CLOSED_LOOP_SHAPE if mechanism.passive.shape[0] > 0 else _SERIAL_SHAPE
+
+
 def _within_limits(
-    trajectory: FourierTrajectory, probe: LimitProbe, grid: np.ndarray, *, cancellation: Cancellation = NEVER
+    trajectory: FourierTrajectory,
+    probe: LimitProbe,
+    grid: np.ndarray,
+    *,
+    steps: int,
+    cancellation: Cancellation = NEVER,
 ) -> tuple[FourierTrajectory, Probe, np.ndarray]:
     """Scale all controlled joints toward the offset pose until the motion, completed to the tree, keeps what
-    ``probe`` measures (passive limits, singularity margin, torques, self-collision clearance): bisection on
-    every :data:`~.safety.TORQUE_CHECK_RATE_HZ` instant of ``grid``, then verified on all of ``grid``
+    ``probe`` measures (passive limits, singularity margin, torques, self-collision clearance): ``steps``
+    bisections on every :data:`~.safety.TORQUE_CHECK_RATE_HZ` instant of ``grid``, then verified on all of ``grid``
     (:data:`CHECK_RATE_HZ`), shrunk by :data:`_RETRY_FACTOR` while it fails. Returns the trajectory, its probe
     on ``grid`` and the tree configuration of its offset pose.
 
@@ -516,15 +547,19 @@ def _within_limits(
         scale = _bisect_scale(
             lambda middle: probe.probe(*trajectory.scaled(middle).evaluate(coarse), q_offset).worst <= 1.0,
             infeasible=1.0,
-            steps=_FINAL_BISECTIONS,
+            steps=steps,
             cancellation=cancellation,
         )
         if scale < MINIMUM_SCALE:
             binding = probe.probe(*trajectory.scaled(MINIMUM_SCALE).evaluate(coarse), q_offset).reason
+            kept = (
+                f"the closed-loop constraints (singularity margin {limits.singularity_margin:g})"
+                if probe.closed
+                else "the effort limits and the self-collision margin"
+            )
             raise IdentificationError(
-                f"no excitation {where} keeps the mechanism's limits (singularity margin {limits.singularity_margin:g})"
-                f" with more than {MINIMUM_SCALE:.0%} of the motion the controlled joints' limits allow: shrunk to"
-                f" {scale:.1%}, {binding or first.reason}"
+                f"no excitation {where} keeps {kept} with more than {MINIMUM_SCALE:.0%} of the motion the controlled"
+                f" joints' limits allow: shrunk to {scale:.1%}, {binding or first.reason}"
             )
         trajectory = trajectory.scaled(scale)
     for _ in range(_FINAL_RETRIES):
@@ -562,7 +597,8 @@ def _finalise(
             raise IdentificationError(f"the excitation leaves the workspace box by {excess:.3g} m")
     final = None
     if probe.constrains:
-        fitted, final, _ = _within_limits(fitted, probe, grid, cancellation=cancellation)
+        steps = _shape(probe.mechanism).final_steps
+        fitted, final, _ = _within_limits(fitted, probe, grid, steps=steps, cancellation=cancellation)
     sampled = sample(fitted, grid, limits.actuated.joint_names)
     check_trajectory(sampled, limits.actuated, cancellation=cancellation)
     return fitted, limit_usage(sampled, limits.actuated, cancellation=cancellation), final
@@ -659,8 +695,6 @@ class BudgetedSearch:
         self.evaluations = 0
         self.best_cost = np.inf
         self.best_x: np.ndarray | None = None
-        self.best_scale = 1.0
-        """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
         self.time_capped = False
@@ -708,10 +742,10 @@ class BudgetedSearch:
             used = seconds * min(max((now - start) / seconds, 0.0), 1.0)
             self.cancellation.report(name, used, seconds, "s")
 
-    def record(self, x: np.ndarray, value: float, scale: float = 1.0) -> float:
-        """``value``, the cost of ``x`` (shrunk by ``scale``), kept when it is the best so far."""
+    def record(self, x: np.ndarray, value: float) -> float:
+        """``value``, the cost of ``x``, kept when it is the best so far."""
         if value < self.best_cost:
-            self.best_cost, self.best_x, self.best_scale = value, np.array(x, dtype=float), scale
+            self.best_cost, self.best_x = value, np.array(x, dtype=float)
         return value
 
     def stage(self, *, evaluations: float, deadline: float) -> None:
@@ -887,9 +921,11 @@ class _Search(FourierSearch):
         fundamental_hz: float,
         harmonics: int,
         samples: int,
+        shrink_steps: int = _BOX_BISECTIONS,
         collision: SelfCollisionModel | None = None,
     ) -> None:
         self.probe, self.base, self.tool, self.collision = probe, base, tool, collision
+        self.shrink_steps = shrink_steps
         super().__init__(
             probe.limits.actuated,
             fundamental_hz=fundamental_hz,
@@ -922,16 +958,20 @@ class _Search(FourierSearch):
             return self.record(x, _INFEASIBLE_COST + min(rest.worst - 1.0, 10.0))
         probe = self.probe.probe(*self._motion(trajectory, scale), q_offset)
         if probe.worst > 1.0:
-            feasible = _bisect_scale(
-                lambda middle: self.probe.probe(*self._motion(trajectory, middle), q_offset).worst <= 1.0,
-                infeasible=scale,
-                steps=_BOX_BISECTIONS,
-                cancellation=self.cancellation,
+            feasible: dict[float, Probe] = {}
+
+            def keeps_limits(middle: float) -> bool:
+                trial = self.probe.probe(*self._motion(trajectory, middle), q_offset)
+                if trial.worst <= 1.0:
+                    feasible[middle] = trial
+                return trial.worst <= 1.0
+
+            scale = _bisect_scale(
+                keeps_limits, infeasible=scale, steps=self.shrink_steps, cancellation=self.cancellation
             )
-            if feasible == 0.0:
+            if scale == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
-            scale = feasible
-            probe = self.probe.probe(*self._motion(trajectory, scale), q_offset)
+            probe = feasible[scale]
         if probe.observed is None or probe.motion is None:
             return self.record(x, _INFEASIBLE_COST)
         kappa = gram_condition(gram_matrix(self.base.select(probe.observed).reshape(-1, self.base.count)))
@@ -940,7 +980,7 @@ class _Search(FourierSearch):
         if self.collision is not None and value < self.best_cost:
             if self.collision.first_collision(probe.motion.q) is not None:
                 value = _COLLIDING_COST
-        return self.record(x, value, scale)
+        return self.record(x, value)
 
     def _closer(self, worst: float, reason: str, offsets: np.ndarray) -> None:
         """Keep ``reason`` when the offset pose ``offsets`` is the closest miss so far."""
@@ -953,22 +993,6 @@ class _Search(FourierSearch):
         qs, qc, vs, vc, acs, acc = self.cost_basis
         sine, cosine = trajectory.sine * scale, trajectory.cosine * scale
         return trajectory.offsets + qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine
-
-
-@dataclass(frozen=True)
-class _SearchShape:
-    """Points per period of the cost, the fewest allowed, and the differential-evolution population."""
-
-    samples: int
-    min_samples: int
-    population: int
-
-
-_SERIAL_SHAPE = _SearchShape(samples=200, min_samples=2, population=_POPULATION)
-_CLOSED_LOOP_SHAPE = _SearchShape(samples=100, min_samples=8, population=_POPULATION // 2)
-"""A candidate of a mechanism with closures costs motion completions (Newton on the loops, [Briot2012] eq. (2)) on
-each probe of its shrink: half the points and the population, and the grid dense enough (a few tenths of a radian
-between points) for the loops to be followed."""
 
 
 def optimise_fourier(
@@ -1068,7 +1092,7 @@ def optimise_fourier(
     mechanism = mechanism_of(robot)
     constraints = as_mechanism_limits(limits)
     _check_settings(mechanism, constraints, fundamental_hz, harmonics)
-    shape = _CLOSED_LOOP_SHAPE if mechanism.passive.shape[0] > 0 else _SERIAL_SHAPE
+    shape = _shape(mechanism)
     samples = shape.samples if samples is None else samples
     budget = SearchBudget(start, time_budget_s, max_evaluations, seed, shape.population)
     budget.check(samples, min_samples=shape.min_samples)
@@ -1082,6 +1106,7 @@ def optimise_fourier(
         fundamental_hz=float(fundamental_hz),
         harmonics=harmonics,
         samples=samples,
+        shrink_steps=shape.shrink_steps,
         collision=collision,
     )
     best = run_search(search, budget, centre_first=mechanism.passive.shape[0] > 0)
