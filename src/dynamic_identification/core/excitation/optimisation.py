@@ -542,7 +542,8 @@ def _within_limits(
         at_rest = probe.probe(*trajectory.scaled(0.0).evaluate(coarse[:1]), q_offset)
         if at_rest.worst > 1.0:
             raise IdentificationError(
-                f"holding the offset pose {where} at rest already breaks a limit: {at_rest.reason}"
+                f"holding the offset pose q_a = {np.round(offsets, 4).tolist()} rad at rest already breaks the effort"
+                f" limits or the self-collision margin: {at_rest.reason}"
             )
         scale = _bisect_scale(
             lambda middle: probe.probe(*trajectory.scaled(middle).evaluate(coarse), q_offset).worst <= 1.0,
