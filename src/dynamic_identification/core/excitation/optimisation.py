@@ -92,13 +92,16 @@ _POPULATION = 40
 """Individuals of the differential-evolution population."""
 
 _BOX_BISECTIONS = 6
-"""Bisection steps of the scale toward the offset pose during the search (final check: 20)."""
+"""Bisection steps of the scale toward the offset pose during the search: into the box, and into the limits of a
+serial robot's candidate (:data:`_SERIAL_SHAPE`)."""
 
 _SINGLE_THREAD_PRODUCT = 200_000
 """``m n k`` of a matrix product that BLAS runs on the calling thread."""
 
 _INFEASIBLE_COST = 100.0
-"""Cost of a candidate whose offset pose leaves the end-effector box (plus its distance, m)."""
+"""Cost of a candidate whose offset pose leaves the end-effector box (plus its distance, m), cannot be reached from
+the reference configuration or breaks a passive limit or the singularity margin (plus how far, at most 10), or
+that no shrink toward its offset pose brings into the limits."""
 
 _COLLIDING_COST = 50.0
 """Cost of a candidate that would be the best so far but brings two links within the self-collision margin on
