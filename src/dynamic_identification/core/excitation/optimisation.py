@@ -485,25 +485,38 @@ _RETRY_FACTOR = 0.98
 @dataclass(frozen=True)
 class _SearchShape:
     """Points per period of the cost, the fewest allowed, the differential-evolution population, and the bisection
-    steps of a candidate's shrink into the limits and of the final one (:func:`_within_limits`)."""
+    steps of a candidate's shrink into the limits and of the final one (:func:`_within_limits`), and the rate, Hz, of
+    the final one's grid."""
 
     samples: int
     min_samples: int
     population: int
     shrink_steps: int
     final_steps: int
+    final_rate_hz: float
 
 
 _SERIAL_SHAPE = _SearchShape(
-    samples=200, min_samples=2, population=_POPULATION, shrink_steps=_BOX_BISECTIONS, final_steps=20
+    samples=200,
+    min_samples=2,
+    population=_POPULATION,
+    shrink_steps=_BOX_BISECTIONS,
+    final_steps=20,
+    final_rate_hz=TORQUE_CHECK_RATE_HZ,
 )
 _CLOSED_LOOP_SHAPE = _SearchShape(
-    samples=100, min_samples=8, population=_POPULATION // 2, shrink_steps=4, final_steps=8
+    samples=100,
+    min_samples=8,
+    population=_POPULATION // 2,
+    shrink_steps=4,
+    final_steps=8,
+    final_rate_hz=80.0,
 )
 """A candidate of a mechanism with closures costs motion completions (Newton on the loops, [Briot2012] eq. (2)) on
 each probe of its shrink, and most candidates need the shrink: half the points and the population, four bisection
-steps (within 1/16 of the feasible scale) and eight in the final shrink, and the grid dense enough (a few tenths of
-a radian between points) for the loops to be followed."""
+steps (within 1/16 of the feasible scale), eight in the final shrink on 80 points a second (then verified at
+:data:`CHECK_RATE_HZ`), and the grid dense enough (a few tenths of a radian between points) for the loops to be
+followed."""
 
 
 def _shape(mechanism: Mechanism) -> _SearchShape:
@@ -516,14 +529,15 @@ def _within_limits(
     probe: LimitProbe,
     grid: np.ndarray,
     *,
-    steps: int,
+    shape: _SearchShape,
     cancellation: Cancellation = NEVER,
 ) -> tuple[FourierTrajectory, Probe, np.ndarray]:
     """Scale all controlled joints toward the offset pose until the motion, completed to the tree, keeps what
-    ``probe`` measures (passive limits, singularity margin, torques, self-collision clearance): ``steps``
-    bisections on every :data:`~.safety.TORQUE_CHECK_RATE_HZ` instant of ``grid``, then verified on all of ``grid``
-    (:data:`CHECK_RATE_HZ`), shrunk by :data:`_RETRY_FACTOR` while it fails. Returns the trajectory, its probe
-    on ``grid`` and the tree configuration of its offset pose.
+    ``probe`` measures (passive limits, singularity margin, torques, self-collision clearance): ``shape.final_steps``
+    bisections on the instants of ``grid`` ``shape.final_rate_hz`` apart, then verified on all of ``grid``
+    (:data:`CHECK_RATE_HZ`; the torques every :data:`~.safety.TORQUE_CHECK_RATE_HZ` instant), shrunk by
+    :data:`_RETRY_FACTOR` while it fails. Returns the trajectory, its probe on ``grid`` and the tree configuration
+    of its offset pose.
 
     Raises
     ------
@@ -538,7 +552,7 @@ def _within_limits(
     if q_offset is None or rest.worst > 1.0:
         raise IdentificationError(f"no excitation {where}: the offset pose is not feasible, {rest.reason}")
     step = max(1, int(round(CHECK_RATE_HZ / TORQUE_CHECK_RATE_HZ)))
-    coarse = grid[::step]
+    coarse = grid[:: max(1, int(round(CHECK_RATE_HZ / shape.final_rate_hz)))]
     first = probe.probe(*trajectory.evaluate(coarse), q_offset)
     if first.worst > 1.0:
         cancellation.check()
@@ -551,7 +565,7 @@ def _within_limits(
         scale = _bisect_scale(
             lambda middle: probe.probe(*trajectory.scaled(middle).evaluate(coarse), q_offset).worst <= 1.0,
             infeasible=1.0,
-            steps=steps,
+            steps=shape.final_steps,
             cancellation=cancellation,
         )
         if scale < MINIMUM_SCALE:
@@ -601,8 +615,8 @@ def _finalise(
             raise IdentificationError(f"the excitation leaves the workspace box by {excess:.3g} m")
     final = None
     if probe.constrains:
-        steps = _shape(probe.mechanism).final_steps
-        fitted, final, _ = _within_limits(fitted, probe, grid, steps=steps, cancellation=cancellation)
+        shape = _shape(probe.mechanism)
+        fitted, final, _ = _within_limits(fitted, probe, grid, shape=shape, cancellation=cancellation)
     sampled = sample(fitted, grid, limits.actuated.joint_names)
     check_trajectory(sampled, limits.actuated, cancellation=cancellation)
     return fitted, limit_usage(sampled, limits.actuated, cancellation=cancellation), final
