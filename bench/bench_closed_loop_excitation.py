@@ -24,8 +24,8 @@ import numpy as np
 from _common import load_five_bar, print_limit_usage
 
 from dynamic_identification.core.closed_loop import base_parameters
-from dynamic_identification.core.excitation.closed_loop import random_closed_loop_fourier
 from dynamic_identification.core.excitation.constraints import DEFAULT_SINGULARITY_MARGIN, MechanismLimits
+from dynamic_identification.core.excitation.optimisation import condition_number, random_fourier
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.model import DriveChain, DriveTerms
@@ -52,18 +52,16 @@ def main() -> None:
     base = base_parameters(model, chain, terms)
     random = []
     for seed in range(arguments.seeds):
-        design = random_closed_loop_fourier(
+        trajectory = random_fourier(
             model,
-            chain,
-            terms,
             limits.planning(settings.interpolation_tolerance_rad),
             fundamental_hz=settings.fundamental_hz,
             harmonics=settings.harmonics,
             seed=seed,
             torque_model=torque_model,
-            base=base,
         )
-        random.append(design.condition_number)
+        one_period = int(np.ceil(trajectory.period_s * 1000.0))
+        random.append(condition_number(model, chain, terms, base, trajectory, samples=one_period))
     print(f"five_bar: {base.count} base parameters, budget {arguments.budget:g} s, margin {arguments.margin:g}")
     print(f"  plan       {plan.description}")
     print(f"  optimised  cond {plan.condition_number:8.2f}  planned in {planning_s:5.1f} s")

@@ -13,16 +13,13 @@ from numpy.testing import assert_array_equal
 from dynamic_identification.core.cancellation import Cancellation
 from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import PlanningCancelled
-from dynamic_identification.core.excitation import optimisation
-from dynamic_identification.core.excitation.closed_loop import (
-    optimise_closed_loop_fourier,
-)
 from dynamic_identification.core.excitation.constraints import MechanismLimits
 from dynamic_identification.core.excitation.optimisation import SEARCH_STAGE, ExcitationDesign, optimise_fourier
 from dynamic_identification.core.excitation.payload import optimise_payload_excitation
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import JointLimits, TorqueModel
 from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.mechanism import SerialMechanism
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.progress import Progress
 from dynamic_identification.core.regressors import BaseParameters, base_parameters
@@ -67,13 +64,13 @@ def test_a_search_cancelled_after_25_evaluations_evaluates_no_further_candidate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     evaluated = [0]
-    real = optimisation.observation_matrix
+    real = SerialMechanism.observation_matrix
 
     def counted(*args: Any, **kwargs: Any) -> np.ndarray:  # one call per candidate without box or torques
         evaluated[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(optimisation, "observation_matrix", counted)
+    monkeypatch.setattr(SerialMechanism, "observation_matrix", counted)
     cancellation = Cancellation(lambda: evaluated[0] >= 25)
     with pytest.raises(PlanningCancelled):
         optimise_fourier(
@@ -107,7 +104,7 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
         "payload": lambda cancellation: optimise_payload_excitation(
             robot, frame, limits, time_budget_s=budget_s, max_evaluations=evaluations, cancellation=cancellation
         ),
-        "closed_loop": lambda cancellation: optimise_closed_loop_fourier(
+        "closed_loop": lambda cancellation: optimise_fourier(
             five_bar,
             FIVE_BAR_CHAIN,
             DriveTerms(),

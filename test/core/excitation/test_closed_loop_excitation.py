@@ -17,14 +17,15 @@ from dynamic_identification.core.closed_loop import (
     base_parameters,
 )
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.closed_loop import _Evaluator, random_closed_loop_fourier
 from dynamic_identification.core.excitation.collision import SelfCollisionError, SelfCollisionModel
 from dynamic_identification.core.excitation.constraints import (
     DEFAULT_SINGULARITY_MARGIN,
+    LimitProbe,
     MechanismLimits,
     SingularityMarginError,
     check_executed_motion,
 )
+from dynamic_identification.core.excitation.optimisation import condition_number, random_fourier
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel, check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
@@ -92,9 +93,14 @@ def test_optimised_design_beats_random_coefficients_in_condition_number(
     torque_model = TorqueModel.nominal(five_bar, chain, terms)
     base = base_parameters(five_bar, chain, terms)
     random = [
-        random_closed_loop_fourier(
-            five_bar, chain, terms, limits, fundamental_hz=0.2, seed=seed, torque_model=torque_model, base=base
-        ).condition_number
+        condition_number(
+            five_bar,
+            chain,
+            terms,
+            base,
+            random_fourier(five_bar, limits, fundamental_hz=0.2, seed=seed, torque_model=torque_model),
+            samples=5000,
+        )
         for seed in range(3)
     ]
     assert plan.condition_number is not None
@@ -255,7 +261,7 @@ def test_a_design_that_does_not_keep_the_margin_is_scaled_until_its_executed_mot
 ) -> None:
     """The plan's safety net: with a design shrunk only out of contact (no margin), the check of the executed motion
     finds the post within the margin and the plan scales the design toward its offset pose until it keeps it."""
-    monkeypatch.setattr(_Evaluator, "required_clearance_m", lambda self, q: np.zeros(q.shape[0]))
+    monkeypatch.setattr(LimitProbe, "required_clearance_m", lambda self, q: np.zeros(q.shape[0]))
     plan = plan_excitation(five_bar_post, chain, DriveTerms(), ONE_PERIOD)
     assert re.search(r"condition number [\d.]+ before scaling, amplitudes scaled to \d+% to keep", plan.description)
     before = float(plan.description.split("condition number ")[1].split(" ")[0])

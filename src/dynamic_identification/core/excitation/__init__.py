@@ -3,14 +3,13 @@
 * :mod:`.fourier` — periodic finite Fourier series ([Volkmann2020] eq. (6), [Swevers2002] eq. (15)-(17));
 * :mod:`.trajectory` — sampled trajectories, what is streamed and written;
 * :mod:`.safety` — the one limit check every commanded motion passes, and C² ramps;
-* :mod:`.optimisation` — Fourier coefficients optimised for the condition number ([Volkmann2020] §II.C);
+* :mod:`.optimisation` — Fourier coefficients of the controlled joints optimised for the condition number
+  ([Volkmann2020] §II.C), one search for serial and closed-loop robots ([Briot2012] §2);
 * :mod:`.segmented` — segment ``k`` holds joints ``1..k-1`` still ([Gautier2013] §IV.B);
 * :mod:`.process` — pick-and-place and square process trajectories ([Volkmann2020] §III.B);
 * :mod:`.settings`, :mod:`.plan` — from configured settings to a checked trajectory.
 * :mod:`.constraints` — what a mechanism's motion must keep (passive joints, singularities, torques,
-  self-collision) and the one check of the motion its controller executes;
-* :mod:`.closed_loop` — the Fourier design of a closed-loop robot's actuated joints, kept away from
-  singularities ([Briot2012] §2).
+  self-collision), what a candidate design uses of it, and the one check of the motion its controller executes.
 """
 
 from dynamic_identification.core.excitation.fourier import FourierTrajectory, random_fourier_trajectory

@@ -182,7 +182,7 @@ class SelfCollisionModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per sample of ``q`` ``(N, n)`` (rad, m), the smallest distance between the objects of a checked pair, m
         (negative: overlap), and that pair's index: the constraint a design shrinks toward its offset pose for
-        (:mod:`~.closed_loop`). ``inf`` and ``-1`` when no pair is checked.
+        (:class:`~.constraints.LimitProbe`). ``inf`` and ``-1`` when no pair is checked.
 
         Exact distances between meshes cost about 0.1 ms a pair, so a pair whose bounding spheres are more than
         ``cutoff_m`` apart is not measured: its distance is the spheres' gap, a lower bound, which is all a caller

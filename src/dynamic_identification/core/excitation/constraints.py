@@ -49,6 +49,7 @@ from dynamic_identification.core.excitation.safety import (
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.mechanism import Mechanism, TreeMotion, tree_values
+from dynamic_identification.core.model import DriveChain, DriveTerms
 
 DEFAULT_SINGULARITY_MARGIN = 0.2
 """Default smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` along an excitation, as a
@@ -445,3 +446,250 @@ def passive_condition(motion: TreeMotion) -> np.ndarray:
     if motion.passive_condition is None:
         raise IdentificationError("the motion has no passive_condition: complete it with the mechanism")
     return motion.passive_condition
+
+
+# --------------------------------------------------------------------- candidate motions of a design
+MARGIN_HEADROOM = 0.01
+"""Designs keep the relative conditioning this fraction of the way from the margin to 1 above the margin,
+so that the controller's motion, which deviates slightly from the design, keeps the margin itself."""
+
+CLEARANCE_SCALE_M = 0.01
+"""Clearance, m, that counts as one whole limit in :meth:`LimitProbe.worst` (:meth:`LimitProbe.required_clearance_m`):
+the slope a design's shrink sees, not the constraint."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A completed candidate motion and the largest fraction of a limit it uses (> 1: infeasible), and which.
+
+    ``observed``: its IDIM ``(N, n_a, p)`` (:meth:`~dynamic_identification.core.mechanism.Mechanism.observation_matrix`)
+    when the probe measures one; ``motion`` and ``observed`` are ``None`` when the loops could not be closed."""
+
+    worst: float
+    reason: str
+    motion: TreeMotion | None = None
+    observed: np.ndarray | None = None
+
+
+class LimitProbe:
+    """Completes candidate motions of a mechanism's controlled joints and measures what they use of the limits a
+    design cannot keep by fitting each controlled joint alone (:func:`~.optimisation.fit_to_limits`).
+
+    Those are the passive joints' positions, velocities and accelerations and the singularity margin (with
+    :data:`MARGIN_HEADROOM`; none of them for a serial robot), the effort limits under ``torque_model`` and,
+    with ``collision``, the self-collision clearance (:meth:`required_clearance_m`). A candidate is completed
+    from its offset pose, itself reached from the reference configuration (:meth:`offset_pose`), so its
+    assembly mode is the reference's ([Briot2012] eq. (2)). With ``observation = (drive_chain, terms)``
+    every probe also holds the IDIM of the motion (the torques then come from it when ``torque_model`` has
+    the same columns). ``cancellation`` is polled by the clearance.
+    """
+
+    def __init__(
+        self,
+        mechanism: Mechanism,
+        limits: MechanismLimits,
+        torque_model: TorqueModel | None,
+        *,
+        observation: tuple[DriveChain, DriveTerms] | None = None,
+        collision: SelfCollisionModel | None = None,
+        cancellation: Cancellation = NEVER,
+    ) -> None:
+        self.mechanism, self.limits, self.observation = mechanism, limits, observation
+        self.collision, self.cancellation = collision, cancellation
+        self.torque_model = (
+            torque_model if torque_model is not None and np.isfinite(limits.actuated.effort).any() else None
+        )
+        self.data = mechanism.robot.model.createData()
+        self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
+        self.closed = mechanism.passive.shape[0] > 0
+        self.reference_ratio = reference_singularity_ratio(mechanism) if self.closed else 1.0
+        passive = limits.passive
+        self.centre = passive.centre
+        with np.errstate(invalid="ignore"):
+            self.above = np.where(np.isfinite(passive.upper), passive.upper - self.centre, np.inf)
+            self.below = np.where(np.isfinite(passive.lower), self.centre - passive.lower, np.inf)
+
+    @property
+    def constrains(self) -> bool:
+        """Whether any limit is measured: passive joints, known effort limits under a torque model, or collision."""
+        return self.closed or self.torque_model is not None or self.collision is not None
+
+    def offset_pose(self, offsets: np.ndarray) -> tuple[np.ndarray | None, Probe]:
+        """The tree configuration at the controlled pose ``offsets``, followed from the reference configuration,
+        and what it uses at rest of the passive limits and the singularity margin (not the torques: a shrink
+        toward it may still find them); ``None`` where the loops cannot be closed on the way."""
+        mechanism = self.mechanism
+        try:
+            q_offset = mechanism.follow(offsets, start=mechanism.reference_configuration)
+        except LoopClosureError:
+            return None, Probe(
+                np.inf,
+                f"the loops cannot be closed on the way from the reference configuration to q_a ="
+                f" {np.round(offsets, 3).tolist()} rad (outside the workspace, or a singularity)",
+            )
+        if not self.closed:
+            return q_offset, Probe(0.0, "")
+        zeros = np.zeros((1, mechanism.n_actuated))
+        motion = mechanism.complete_motion(offsets[None, :], zeros, zeros, q_guess=q_offset)
+        worst, reason = self.worst(motion, None, collision=False)
+        return q_offset, Probe(worst, reason, motion)
+
+    def probe(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        ddq: np.ndarray,
+        q_offset: np.ndarray,
+        *,
+        observe: bool = True,
+        torque_every: int = 1,
+    ) -> Probe:
+        """One period ``(q, q̇, q̈)`` of a periodic motion of the controlled joints ``(N, n_a)``, completed from the
+        offset pose's tree configuration ``q_offset``, and the largest fraction of a limit it uses: the torques on
+        every ``torque_every``-th sample (:data:`~.safety.TORQUE_CHECK_RATE_HZ` on a finer grid), the rest on all.
+        ``observe``: also its IDIM, when the probe has an ``observation``.
+
+        The loops are followed from ``q_offset`` to the sample nearest the offset pose (the shortest way), then
+        along the period from there, round to it (its last sample precedes its first)."""
+        mechanism = self.mechanism
+        offsets = q_offset[mechanism.actuated]
+        first = int(np.argmin(np.max(np.abs(q - offsets), axis=1)))
+        try:
+            start = mechanism.follow(q[first], start=q_offset)
+            later = mechanism.complete_motion(q[first:], dq[first:], ddq[first:], q_guess=start)
+            motion = later
+            if first > 0:
+                earlier = mechanism.complete_motion(q[:first], dq[:first], ddq[:first], q_guess=later.q[-1])
+                motion = _joined(earlier, later)
+        except LoopClosureError as error:
+            return Probe(np.inf, str(error))
+        observed = None
+        if self.observation is not None and observe:
+            drive_chain, terms = self.observation
+            observed = mechanism.observation_matrix(drive_chain, terms, motion, data=self.data)
+        torques = None
+        model = self.torque_model
+        if model is not None:
+            if (
+                observed is not None
+                and self.observation is not None
+                and model.drive_chain is self.observation[0]
+                and model.terms == self.observation[1]
+                and model.robot is mechanism.robot
+            ):
+                torques = observed[::torque_every] @ model.standard
+            else:
+                torques = model.motion_torques(every(motion, torque_every), data=self.data)
+        worst, reason = self.worst(motion, torques, torque_every=torque_every)
+        return Probe(worst, reason, motion, observed)
+
+    def worst(
+        self, motion: TreeMotion, torques: np.ndarray | None, *, collision: bool = True, torque_every: int = 1
+    ) -> tuple[float, str]:
+        """Largest fraction of a limit ``motion`` uses (passive positions, velocities, accelerations, the margin,
+        ``torques`` of every ``torque_every``-th sample and, with a collision model and ``collision``, the
+        clearance: :meth:`required_clearance_m`), and, above 1, why."""
+        mechanism, limits = self.mechanism, self.limits
+        passive = limits.passive
+        usages: list[tuple[str, np.ndarray]] = []
+        condition = np.zeros(0)
+        q = motion.q[:, mechanism.passive]
+        if self.closed:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                position = np.nan_to_num(np.maximum((q - self.centre) / self.above, (self.centre - q) / self.below))
+            condition = passive_condition(motion)
+            usages += [
+                ("position", position),
+                ("velocity", np.abs(motion.dq[:, mechanism.passive]) / passive.velocity),
+                ("acceleration", np.abs(motion.ddq[:, mechanism.passive]) / passive.acceleration),
+                ("singularity", self.margin * self.reference_ratio * condition[:, None]),
+            ]
+        effort = limits.actuated.effort
+        if torques is not None:
+            known = np.isfinite(effort)
+            usages.append(("torque", np.where(known, np.abs(torques) / np.where(known, effort, 1.0), 0.0)))
+        clearance = None
+        if self.collision is not None and collision:
+            required = self.required_clearance_m(motion.q)
+            clearance = self.collision.clearance_m(
+                motion.q, cutoff_m=float(required.max()) + CLEARANCE_SCALE_M, cancellation=self.cancellation
+            )
+            usages.append(("self-collision", (1.0 + (required - clearance[0]) / CLEARANCE_SCALE_M)[:, None]))
+        peaks = [float(np.max(values, initial=0.0)) for _, values in usages]
+        if not peaks:
+            return 0.0, ""
+        kind = int(np.argmax(peaks))
+        worst = peaks[kind]
+        if not worst > 1.0:
+            return worst, ""
+        name, values = usages[kind]
+        sample, column = np.unravel_index(int(np.argmax(values)), values.shape)
+        if name == "singularity":
+            ratio = 1.0 / float(condition[sample] * self.reference_ratio)
+            return worst, (
+                f"σ_min/σ_max of A_p falls to {ratio:.4g} of its value at the reference configuration, below"
+                f" {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and {MARGIN_HEADROOM:.0%}"
+                " headroom)"
+            )
+        if name == "self-collision" and self.collision is not None and clearance is not None:
+            first, second = self.collision.pair_names[int(clearance[1][sample])]
+            return worst, (
+                f"{first} and {second} come within {clearance[0][sample]:.3g} m of each other (self-collision margin"
+                f" {self.collision.margin_m:g} m)"
+            )
+        if name == "torque" and torques is not None:
+            return worst, (
+                f"{limits.actuated.joint_names[column]} needs {torques[sample, column]:.3g} N·m, beyond the effort"
+                f" limit {effort[column]:.3g} N·m"
+            )
+        joint = passive.joint_names[column]
+        if name == "position":
+            value = float(q[sample, column])
+            return worst, (
+                f"passive joint {joint} at {value:.3g} rad leaves [{passive.lower[column]:.3g},"
+                f" {passive.upper[column]:.3g}] rad"
+            )
+        value = float((motion.dq if name == "velocity" else motion.ddq)[sample, mechanism.passive[column]])
+        limit = float(getattr(passive, name)[column])
+        return worst, f"passive joint {joint} {name} {value:.3g} exceeds {limit:.3g}"
+
+    def required_clearance_m(self, q: np.ndarray) -> np.ndarray:
+        """Per sample of the tree motion ``q`` ``(N, n_t)``, the distance every checked pair of links must keep, m:
+        the self-collision margin plus half the sweep ``Σ_j r_j |Δq_j|`` to the farther of its neighbouring samples,
+        so the motion between samples keeps the margin too (as in
+        :meth:`~.collision.SelfCollisionModel.checked_instants`). In :meth:`worst` a sample at the required
+        clearance uses 1 of this limit, one :data:`CLEARANCE_SCALE_M` closer 2."""
+        collision = self.collision
+        if collision is None:
+            return np.zeros(q.shape[0])
+        sweep = np.abs(np.diff(q, axis=0)) @ collision.joint_reach_m
+        return collision.margin_m + 0.5 * np.maximum(np.append(sweep, 0.0), np.insert(sweep, 0, 0.0))
+
+
+def every(motion: TreeMotion, step: int) -> TreeMotion:
+    """Every ``step``-th sample of ``motion``."""
+    if step == 1:
+        return motion
+    rows = slice(None, None, step)
+    return TreeMotion(
+        q=motion.q[rows],
+        dq=motion.dq[rows],
+        ddq=motion.ddq[rows],
+        projection=None if motion.projection is None else motion.projection[rows],
+        passive_condition=None if motion.passive_condition is None else motion.passive_condition[rows],
+    )
+
+
+def _joined(first: TreeMotion, second: TreeMotion) -> TreeMotion:
+    """``first`` then ``second``, one motion."""
+
+    def stacked(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None or b is None else np.concatenate([a, b])
+
+    return TreeMotion(
+        q=np.vstack([first.q, second.q]),
+        dq=np.vstack([first.dq, second.dq]),
+        ddq=np.vstack([first.ddq, second.ddq]),
+        projection=stacked(first.projection, second.projection),
+        passive_condition=stacked(first.passive_condition, second.passive_condition),
+    )

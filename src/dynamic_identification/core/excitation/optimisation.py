@@ -10,21 +10,33 @@ in a restricted one with a genetic algorithm; here a global stage
 refinement (:func:`scipy.optimize.minimize`, Powell), within a time budget and,
 for reproducible runs, an evaluation budget.
 
+The series moves a mechanism's controlled joints
+(:class:`~dynamic_identification.core.mechanism.Mechanism`); the observation matrix is
+the IDIM of the motion completed to the tree: a serial robot's own, a closed-loop
+robot's ``τ_act = J_tᵀ φ_tree χ`` with its passive joints completed from the loop
+closures ([Briot2012] eq. (2)-(7)).
+
 Every candidate is feasible by construction: the decision variables are, per
-joint, an offset inside the middle of its range and raw coefficients in
+controlled joint, an offset inside the middle of its range and raw coefficients in
 ``[-1, 1]``; each joint's oscillation is then scaled to the tightest of its
-position, velocity and acceleration limits (:func:`fit_to_limits`) and, when an
-end-effector box restricts the workspace, all joints are scaled together toward
-the offset pose until the tool stays in the box. The optimiser therefore only
-searches among trajectories that use the limits fully and safely; the final
-trajectory is fitted and checked again at 1 kHz.
+position, velocity and acceleration limits (:func:`fit_to_limits`) and all joints are
+scaled together toward the offset pose (bisection) until the tool stays in an
+end-effector box, when one restricts the workspace, and the completed motion keeps what
+a joint alone cannot (:class:`~.constraints.LimitProbe`): the torques and, with passive
+joints, their limits and a distance to parallel singularities ([Briot2012] eq. (3)).
+Offset poses where the loops cannot be closed from the reference configuration get a
+penalty. The optimiser therefore only searches among trajectories that use the limits
+fully and safely; the final trajectory is fitted and shrunk again on one period at
+1 kHz, with the self-collision margin when a collision model is given (the search
+itself only penalises a colliding new best: shrinking every candidate for the geometry
+gave worse designs, bench_self_collision.py --robots five_bar).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
@@ -32,8 +44,17 @@ import scipy.optimize
 import scipy.stats.qmc
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
+from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionModel
+from dynamic_identification.core.excitation.constraints import (
+    LimitProbe,
+    MechanismLimits,
+    Probe,
+    as_mechanism_limits,
+    passive_condition,
+    passive_usage,
+)
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.safety import (
     CHECK_RATE_HZ,
@@ -41,13 +62,13 @@ from dynamic_identification.core.excitation.safety import (
     JointLimits,
     LimitUsage,
     TorqueModel,
-    check_torques,
     check_trajectory,
     limit_usage,
 )
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
+from dynamic_identification.core.mechanism import Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix
+from dynamic_identification.core.regressors import BaseParameters, observation_matrix
 
 _FILL = 1.0 - 1e-4
 """Fraction of a limit a fitted trajectory reaches on its grid; the rest covers peaks between samples."""
@@ -71,13 +92,16 @@ _POPULATION = 40
 """Individuals of the differential-evolution population."""
 
 _BOX_BISECTIONS = 6
-"""Bisection steps of the scale toward the offset pose during the search (final check: 20)."""
+"""Bisection steps of the scale toward the offset pose during the search: into the box, and into the limits of a
+serial robot's candidate (:data:`_SERIAL_SHAPE`)."""
 
 _SINGLE_THREAD_PRODUCT = 200_000
 """``m n k`` of a matrix product that BLAS runs on the calling thread."""
 
 _INFEASIBLE_COST = 100.0
-"""Cost of a candidate whose offset pose leaves the end-effector box (plus its distance, m)."""
+"""Cost of a candidate whose offset pose leaves the end-effector box (plus its distance, m), cannot be reached from
+the reference configuration or breaks a passive limit or the singularity margin (plus how far, at most 10), or
+that no shrink toward its offset pose brings into the limits."""
 
 _COLLIDING_COST = 50.0
 """Cost of a candidate that would be the best so far but brings two links within the self-collision margin on
@@ -146,7 +170,7 @@ class ExcitationDesign:
         Whether the wall-time budget, not ``max_evaluations``, ended the search: the design then
         depends on the machine's speed and load.
     singularity_ratio, passive_usage
-        Of a mechanism with passive joints (:func:`~.closed_loop.optimise_closed_loop_fourier`): the
+        Of a mechanism with passive joints (:func:`optimise_fourier`): the
         smallest ``σ_min / σ_max`` of the passive block of ``A_t`` over one period, as a fraction of its
         value at the reference configuration, and the fractions of the passive joints' limits used (jerk:
         ``nan``, not checked); ``None`` without passive joints.
@@ -230,7 +254,7 @@ def period_grid(trajectory: FourierTrajectory, samples: int) -> np.ndarray:
 
 
 def condition_number(
-    robot: RobotModel,
+    robot: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
@@ -240,16 +264,31 @@ def condition_number(
 ) -> float:
     """Condition number of the column-normalised base observation matrix over one period.
 
-    ``W_b`` is :func:`~.regressors.observation_matrix` at ``samples`` equally spaced
-    times of one period, reduced to the base columns and stacked to
-    ``(samples · n, b)``; each column is scaled to unit norm before
-    ``κ = σ_max / σ_min`` ([Volkmann2020] §II.C, normalisation of its ref. [15]; the [Gautier2013]
-    convention). Drive-chain columns (rotor inertia, friction, offset) count as
+    ``W_b`` is the mechanism's IDIM (:meth:`~dynamic_identification.core.mechanism.Mechanism.observation_matrix`,
+    a serial robot's :func:`~.regressors.observation_matrix`, a closed-loop robot's ``J_tᵀ φ_tree``
+    [Briot2012] eq. (6)) at ``samples`` equally spaced times of one period of the controlled joints'
+    ``trajectory``, completed from its offset pose (followed from the reference configuration),
+    reduced to the base columns and stacked to ``(samples · n_a, b)``; each column is scaled to unit
+    norm before ``κ = σ_max / σ_min`` ([Volkmann2020] §II.C, normalisation of its ref. [15]; the
+    [Gautier2013] convention). Drive-chain columns (rotor inertia, friction, offset) count as
     ``terms`` says. Infinite when a base column is never excited.
+
+    Raises
+    ------
+    IdentificationError
+        When the loops of a closed-loop robot cannot be closed along the motion.
     """
+    mechanism = mechanism_of(robot)
     q, dq, ddq = trajectory.evaluate(period_grid(trajectory, samples))
-    stacked = base.select(observation_matrix(robot, drive_chain, terms, q, dq, ddq)).reshape(-1, base.count)
-    return normalised_condition(stacked)
+    try:
+        start = mechanism.follow(
+            q[0], start=mechanism.follow(trajectory.offsets, start=mechanism.reference_configuration)
+        )
+        motion = mechanism.complete_motion(q, dq, ddq, q_guess=start)
+    except LoopClosureError as error:
+        raise IdentificationError(f"no condition number of the excitation: {error}") from error
+    observed = mechanism.observation_matrix(drive_chain, terms, motion)
+    return normalised_condition(base.select(observed).reshape(-1, base.count))
 
 
 def sampled_condition_number(
@@ -332,21 +371,28 @@ def fit_to_limits(trajectory: FourierTrajectory, limits: JointLimits, *, samples
     return trajectory.scaled(fit_scales(offsets, (q - offsets, dq, ddq), limits))
 
 
-def _workspace_limits(limits: JointLimits, workspace: Workspace | None) -> JointLimits:
+def _workspace_limits(limits: MechanismLimits, workspace: Workspace | None) -> MechanismLimits:
+    """``limits`` with the controlled joints' ranges narrowed to ``workspace``'s."""
     if workspace is None or (workspace.lower is None and workspace.upper is None):
         return limits
-    n = len(limits.joint_names)
+    n = len(limits.actuated.joint_names)
     for name in ("lower", "upper"):
         value = getattr(workspace, name)
         if value is not None and np.shape(value) != (n,):
             raise IdentificationError(f"workspace.{name} must have {n} entries, got shape {np.shape(value)}")
-    return limits.restricted(lower=workspace.lower, upper=workspace.upper)
+    return replace(limits, actuated=limits.actuated.restricted(lower=workspace.lower, upper=workspace.upper))
 
 
 class _Tool:
     """Forward kinematics of the frame a workspace box restricts."""
 
-    def __init__(self, robot: RobotModel, workspace: Workspace) -> None:
+    def __init__(self, mechanism: Mechanism, workspace: Workspace) -> None:
+        if mechanism.passive.shape[0] > 0:
+            raise IdentificationError(
+                "an end-effector box needs a serial chain (its tool's position from the controlled joints alone):"
+                " restrict a closed-loop robot's controlled joints with workspace lower/upper"
+            )
+        robot = mechanism.robot
         model = robot.model
         if workspace.frame is None:
             self.frame_id = model.nframes - 1
@@ -426,48 +472,124 @@ def _into_box(
     return trajectory if scale == 1.0 else trajectory.scaled(scale)
 
 
-def _torque_ratio(torques: np.ndarray, limits: JointLimits) -> float:
-    """Largest ``|τ| / τ_max`` over the joints of known effort limit."""
-    known = np.isfinite(limits.effort)
-    return float(np.max(np.abs(torques[:, known]) / limits.effort[known], initial=0.0))
+MINIMUM_SCALE = 0.1
+"""A design whose shrink toward its offset pose keeps less than this fraction of the motion the controlled joints'
+limits allow is refused: the mechanism's other constraints leave too little motion to excite the dynamics."""
+
+_FINAL_RETRIES = 5
+"""Times the final shrink is reduced by :data:`_RETRY_FACTOR` when the verification at :data:`CHECK_RATE_HZ` fails."""
+
+_RETRY_FACTOR = 0.98
 
 
-def _within_torques(
+@dataclass(frozen=True)
+class _SearchShape:
+    """Points per period of the cost, the fewest allowed, the differential-evolution population, and the bisection
+    steps of a candidate's shrink into the limits and of the final one (:func:`_within_limits`), and the rate, Hz, of
+    the final one's grid."""
+
+    samples: int
+    min_samples: int
+    population: int
+    shrink_steps: int
+    final_steps: int
+    final_rate_hz: float
+
+
+_SERIAL_SHAPE = _SearchShape(
+    samples=200,
+    min_samples=2,
+    population=_POPULATION,
+    shrink_steps=_BOX_BISECTIONS,
+    final_steps=20,
+    final_rate_hz=TORQUE_CHECK_RATE_HZ,
+)
+_CLOSED_LOOP_SHAPE = _SearchShape(
+    samples=100,
+    min_samples=8,
+    population=_POPULATION // 2,
+    shrink_steps=4,
+    final_steps=8,
+    final_rate_hz=80.0,
+)
+"""A candidate of a mechanism with closures costs motion completions (Newton on the loops, [Briot2012] eq. (2)) on
+each probe of its shrink, and most candidates need the shrink: half the points and the population, four bisection
+steps (within 1/16 of the feasible scale), eight in the final shrink on 80 points a second (then verified at
+:data:`CHECK_RATE_HZ`), and the grid dense enough (a few tenths of a radian between points) for the loops to be
+followed."""
+
+
+def _shape(mechanism: Mechanism) -> _SearchShape:
+    """The search's shape for ``mechanism``: :data:`_CLOSED_LOOP_SHAPE` with passive joints."""
+    return _CLOSED_LOOP_SHAPE if mechanism.passive.shape[0] > 0 else _SERIAL_SHAPE
+
+
+def _within_limits(
     trajectory: FourierTrajectory,
-    limits: JointLimits,
-    model: TorqueModel,
+    probe: LimitProbe,
     grid: np.ndarray,
     *,
-    steps: int,
+    shape: _SearchShape,
     cancellation: Cancellation = NEVER,
-) -> FourierTrajectory:
-    """Scale all joints toward the offset pose until ``model``'s torques on ``grid`` keep the effort limits.
+) -> tuple[FourierTrajectory, Probe, np.ndarray]:
+    """Scale all controlled joints toward the offset pose until the motion, completed to the tree, keeps what
+    ``probe`` measures (passive limits, singularity margin, torques, self-collision clearance): ``shape.final_steps``
+    bisections on the instants of ``grid`` ``shape.final_rate_hz`` apart, then verified on all of ``grid``
+    (:data:`CHECK_RATE_HZ`; the torques every :data:`~.safety.TORQUE_CHECK_RATE_HZ` instant), shrunk by
+    :data:`_RETRY_FACTOR` while it fails. Returns the trajectory, its probe on ``grid`` and the tree configuration
+    of its offset pose.
 
     Raises
     ------
     IdentificationError
-        When even the offset pose at rest needs more than the limits (gravity alone).
+        When the offset pose cannot be reached or already breaks a limit at rest, when less than
+        :data:`MINIMUM_SCALE` of the motion is left, or when the verification keeps failing.
     """
-    torques = model.torques(*trajectory.evaluate(grid), cancellation=cancellation)
-    if _torque_ratio(torques, limits) <= 1.0:
-        return trajectory
-    rest = trajectory.scaled(0.0)
-    at_rest = model.torques(*rest.evaluate(grid[:1]))
-    if _torque_ratio(at_rest, limits) > 1.0:
-        raise IdentificationError(
-            f"holding the offset pose at rest already needs {np.round(at_rest[0], 3).tolist()} N·m,"
-            f" beyond the effort limits {np.round(limits.effort, 3).tolist()} N·m ({model.source})"
+    offsets = np.asarray(trajectory.offsets, dtype=float)
+    limits = probe.limits
+    where = f"around the offset pose q_a = {np.round(offsets, 4).tolist()} rad"
+    q_offset, rest = probe.offset_pose(offsets)
+    if q_offset is None or rest.worst > 1.0:
+        raise IdentificationError(f"no excitation {where}: the offset pose is not feasible, {rest.reason}")
+    step = max(1, int(round(CHECK_RATE_HZ / TORQUE_CHECK_RATE_HZ)))
+    coarse = grid[:: max(1, int(round(CHECK_RATE_HZ / shape.final_rate_hz)))]
+    first = probe.probe(*trajectory.evaluate(coarse), q_offset)
+    if first.worst > 1.0:
+        cancellation.check()
+        at_rest = probe.probe(*trajectory.scaled(0.0).evaluate(coarse[:1]), q_offset)
+        if at_rest.worst > 1.0:
+            raise IdentificationError(
+                f"holding the offset pose q_a = {np.round(offsets, 4).tolist()} rad at rest already breaks the effort"
+                f" limits or the self-collision margin: {at_rest.reason}"
+            )
+        scale = _bisect_scale(
+            lambda middle: probe.probe(*trajectory.scaled(middle).evaluate(coarse), q_offset).worst <= 1.0,
+            infeasible=1.0,
+            steps=shape.final_steps,
+            cancellation=cancellation,
         )
-    feasible = _bisect_scale(
-        lambda scale: (
-            _torque_ratio(model.torques(*trajectory.scaled(scale).evaluate(grid), cancellation=cancellation), limits)
-            <= 1.0
-        ),
-        infeasible=1.0,
-        steps=steps,
-        cancellation=cancellation,
+        if scale < MINIMUM_SCALE:
+            binding = probe.probe(*trajectory.scaled(MINIMUM_SCALE).evaluate(coarse), q_offset).reason
+            kept = (
+                f"the closed-loop constraints (singularity margin {limits.singularity_margin:g})"
+                if probe.closed
+                else "the effort limits and the self-collision margin"
+            )
+            raise IdentificationError(
+                f"no excitation {where} keeps {kept} with more than {MINIMUM_SCALE:.0%} of the motion the controlled"
+                f" joints' limits allow: shrunk to {scale:.1%}, {binding or first.reason}"
+            )
+        trajectory = trajectory.scaled(scale)
+    for _ in range(_FINAL_RETRIES):
+        cancellation.check()
+        final = probe.probe(*trajectory.evaluate(grid), q_offset, observe=False, torque_every=step)
+        if final.worst <= 1.0:
+            return trajectory, final, q_offset
+        trajectory = trajectory.scaled(_RETRY_FACTOR)
+    raise IdentificationError(
+        f"no excitation {where} keeps the passive limits, the singularity margin {limits.singularity_margin:g},"
+        f" the torques and the self-collision margin: {final.reason}"
     )
-    return trajectory.scaled(feasible)
 
 
 def _dense_grid(trajectory: FourierTrajectory) -> np.ndarray:
@@ -476,79 +598,96 @@ def _dense_grid(trajectory: FourierTrajectory) -> np.ndarray:
 
 def _finalise(
     trajectory: FourierTrajectory,
-    limits: JointLimits,
+    limits: MechanismLimits,
     tool: _Tool | None,
-    torque_model: TorqueModel | None = None,
+    probe: LimitProbe,
     cancellation: Cancellation = NEVER,
-) -> tuple[FourierTrajectory, LimitUsage]:
-    """Fit at :data:`CHECK_RATE_HZ`, keep the box and the torques, then check; returns the trajectory and its
-    limit usage."""
+) -> tuple[FourierTrajectory, LimitUsage, Probe | None]:
+    """Fit the controlled joints at :data:`CHECK_RATE_HZ`, keep the box and what ``probe`` measures, then check;
+    returns the trajectory, its limit usage and (when ``probe`` constrains anything) its completed motion's probe
+    at :data:`CHECK_RATE_HZ`."""
     grid = _dense_grid(trajectory)
-    fitted = fit_to_limits(trajectory, limits, samples=grid.shape[0])
+    fitted = fit_to_limits(trajectory, limits.actuated, samples=grid.shape[0])
     if tool is not None:
         fitted = _into_box(fitted, tool, grid, steps=20, cancellation=cancellation)
         excess = tool.excess(fitted.evaluate(grid)[0])
         if excess > 0.0:
             raise IdentificationError(f"the excitation leaves the workspace box by {excess:.3g} m")
-    if torque_model is not None and np.isfinite(limits.effort).any():
-        step = max(1, int(round(CHECK_RATE_HZ / TORQUE_CHECK_RATE_HZ)))
-        fitted = _within_torques(fitted, limits, torque_model, grid[::step], steps=20, cancellation=cancellation)
-    sampled = sample(fitted, grid, limits.joint_names)
-    check_trajectory(sampled, limits, cancellation=cancellation)
-    if torque_model is not None:
-        check_torques(sampled, limits, torque_model, cancellation=cancellation)
-    return fitted, limit_usage(sampled, limits, cancellation=cancellation)
+    final = None
+    if probe.constrains:
+        shape = _shape(probe.mechanism)
+        fitted, final, _ = _within_limits(fitted, probe, grid, shape=shape, cancellation=cancellation)
+    sampled = sample(fitted, grid, limits.actuated.joint_names)
+    check_trajectory(sampled, limits.actuated, cancellation=cancellation)
+    return fitted, limit_usage(sampled, limits.actuated, cancellation=cancellation), final
 
 
 def random_fourier(
-    robot: RobotModel,
-    limits: JointLimits,
+    robot: RobotModel | Mechanism,
+    limits: JointLimits | MechanismLimits,
     *,
     fundamental_hz: float = 0.1,
     harmonics: int = 5,
     seed: int = 0,
     workspace: Workspace | None = None,
     torque_model: TorqueModel | None = None,
+    collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> FourierTrajectory:
     """The random-coefficient baseline: same limits (and workspace), no optimisation.
 
-    Offsets at the centre of each (workspace-restricted) range; coefficients
-    ``a_{k,j}, b_{k,j}`` standard normal (seeded); each joint fitted to its limits by
-    :func:`fit_to_limits` at :data:`CHECK_RATE_HZ`, then, with a workspace box, all
-    joints scaled toward the centre pose until the tool stays in the box.
+    Offsets at the centre of each (workspace-restricted) range of the controlled joints;
+    coefficients ``a_{k,j}, b_{k,j}`` standard normal (seeded); each joint fitted to its
+    limits by :func:`fit_to_limits` at :data:`CHECK_RATE_HZ`, then all joints scaled
+    toward the centre pose until, with a workspace box, the tool stays in the box and the
+    motion completed to the tree keeps the passive limits and the singularity margin of a
+    :class:`~.constraints.MechanismLimits`, ``torque_model``'s torques and, with
+    ``collision``, the self-collision margin (:func:`_within_limits`).
 
     ``cancellation`` is polled through the final fit and checks (a long period takes long).
 
     Raises
     ------
     IdentificationError
-        On bad settings, or when the centre pose already leaves the box.
+        On bad settings, when the centre pose already leaves the box or breaks a limit, or
+        when no shrink makes the motion feasible.
     PlanningCancelled
         When ``cancellation`` is requested before the trajectory is checked.
     """
-    _check_settings(robot, limits, fundamental_hz, harmonics)
-    effective = _workspace_limits(limits, workspace)
+    mechanism = mechanism_of(robot)
+    constraints = as_mechanism_limits(limits)
+    _check_settings(mechanism, constraints, fundamental_hz, harmonics)
+    effective = _workspace_limits(constraints, workspace)
     rng = np.random.default_rng(seed)
-    n = robot.n_joints
+    n = mechanism.n_actuated
     raw = FourierTrajectory(
         fundamental_hz=float(fundamental_hz),
-        offsets=effective.centre,
+        offsets=effective.actuated.centre,
         sine=rng.normal(size=(harmonics, n)),
         cosine=rng.normal(size=(harmonics, n)),
     )
-    tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
-    trajectory, _ = _finalise(raw, effective, tool, torque_model, cancellation)
+    tool = _Tool(mechanism, workspace) if workspace is not None and workspace.has_box else None
+    probe = LimitProbe(mechanism, effective, torque_model, collision=collision, cancellation=cancellation)
+    trajectory, _, _ = _finalise(raw, effective, tool, probe, cancellation)
     return trajectory
 
 
-def _check_settings(robot: RobotModel, limits: JointLimits, fundamental_hz: float, harmonics: int) -> None:
-    if not fundamental_hz > 0.0:
+def _check_settings(mechanism: Mechanism, limits: MechanismLimits, fundamental_hz: float, harmonics: int) -> None:
+    if not (np.isfinite(fundamental_hz) and fundamental_hz > 0.0):
         raise IdentificationError(f"fundamental_hz must be > 0, got {fundamental_hz}")
     if harmonics < 1:
         raise IdentificationError(f"harmonics must be >= 1, got {harmonics}")
-    if limits.joint_names != robot.joint_names:
-        raise IdentificationError(f"limits name joints {list(limits.joint_names)}, robot has {list(robot.joint_names)}")
+    if limits.actuated.joint_names != mechanism.actuated_joint_names:
+        raise IdentificationError(
+            f"limits name joints {list(limits.actuated.joint_names)}, the robot's controlled joints are"
+            f" {list(mechanism.actuated_joint_names)}"
+        )
+    passive_joints = tuple(mechanism.joint_names[int(j)] for j in mechanism.passive)
+    if limits.passive.joint_names != passive_joints:
+        raise IdentificationError(
+            f"limits.passive name joints {list(limits.passive.joint_names)}, the mechanism's passive joints are"
+            f" {list(passive_joints)}"
+        )
 
 
 SEARCH_STAGE = "Fourier search"
@@ -574,8 +713,6 @@ class BudgetedSearch:
         self.evaluations = 0
         self.best_cost = np.inf
         self.best_x: np.ndarray | None = None
-        self.best_scale = 1.0
-        """Scale toward the offset pose of the best candidate (1: not shrunk)."""
         self.stop_evaluations: float = np.inf
         self.deadline: float = np.inf
         self.time_capped = False
@@ -623,10 +760,10 @@ class BudgetedSearch:
             used = seconds * min(max((now - start) / seconds, 0.0), 1.0)
             self.cancellation.report(name, used, seconds, "s")
 
-    def record(self, x: np.ndarray, value: float, scale: float = 1.0) -> float:
-        """``value``, the cost of ``x`` (shrunk by ``scale``), kept when it is the best so far."""
+    def record(self, x: np.ndarray, value: float) -> float:
+        """``value``, the cost of ``x``, kept when it is the best so far."""
         if value < self.best_cost:
-            self.best_cost, self.best_x, self.best_scale = value, np.array(x, dtype=float), scale
+            self.best_cost, self.best_x = value, np.array(x, dtype=float)
         return value
 
     def stage(self, *, evaluations: float, deadline: float) -> None:
@@ -790,148 +927,171 @@ def run_search(search: FourierSearch, budget: SearchBudget, *, centre_first: boo
 
 
 class _Search(FourierSearch):
-    """Cost of the decision vector of a serial robot's excitation, the best candidate seen, and the budget."""
+    """Cost of the decision vector of a mechanism's excitation, the best candidate seen, the closest infeasible
+    offset, and the budget."""
 
     def __init__(
         self,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
+        probe: LimitProbe,
         base: BaseParameters,
-        limits: JointLimits,
         tool: _Tool | None,
         *,
         fundamental_hz: float,
         harmonics: int,
         samples: int,
-        torque_model: TorqueModel | None = None,
+        shrink_steps: int = _BOX_BISECTIONS,
         collision: SelfCollisionModel | None = None,
-        cancellation: Cancellation = NEVER,
     ) -> None:
-        self.robot, self.drive_chain, self.terms, self.base = robot, drive_chain, terms, base
-        self.collision = collision
-        self.torque_model = torque_model if torque_model is not None and np.isfinite(limits.effort).any() else None
-        self.limits, self.tool = limits, tool
-        self.data = robot.model.createData()
+        self.probe, self.base, self.tool, self.collision = probe, base, tool, collision
+        self.shrink_steps = shrink_steps
         super().__init__(
-            limits, fundamental_hz=fundamental_hz, harmonics=harmonics, samples=samples, cancellation=cancellation
+            probe.limits.actuated,
+            fundamental_hz=fundamental_hz,
+            harmonics=harmonics,
+            samples=samples,
+            cancellation=probe.cancellation,
         )
+        self.closest: tuple[float, str] = (np.inf, "")
 
     def cost(self, x: np.ndarray) -> float:
-        """``log κ`` of the decoded trajectory on the cost grid (penalised when the box cannot be kept, or when
-        it would be the best so far and brings two links within the self-collision margin on the grid)."""
+        """``log κ`` of the decoded candidate on the cost grid, shrunk toward its offset pose into the box and the
+        limits the probe measures; penalised when its offset pose fails, when no shrink is feasible, or when it
+        would be the best so far and brings two links within the self-collision margin on the grid."""
         self.spend()
         trajectory = self.decode(np.asarray(x, dtype=float))
-        qs, qc, _, _, _, _ = self.cost_basis
-        deviation = qs @ trajectory.sine + qc @ trajectory.cosine
+        offsets = trajectory.offsets
         scale = 1.0
         if self.tool is not None:
-            shrink = self.tool.shrink(
-                trajectory.offsets, deviation, steps=_BOX_BISECTIONS, cancellation=self.cancellation
-            )
+            qs, qc, _, _, _, _ = self.cost_basis
+            deviation = qs @ trajectory.sine + qc @ trajectory.cosine
+            shrink = self.tool.shrink(offsets, deviation, steps=_BOX_BISECTIONS, cancellation=self.cancellation)
             if shrink is None:
-                value = _INFEASIBLE_COST + self.tool.excess(trajectory.offsets[None, :])
-                return self.record(x, value)
+                excess = self.tool.excess(offsets[None, :])
+                self._closer(1.0 + excess, f"the tool leaves the workspace box by {excess:.3g} m", offsets)
+                return self.record(x, _INFEASIBLE_COST + excess)
             scale = shrink
-        observed = self._observed(trajectory, scale)
-        model = self.torque_model
-        if model is not None and _torque_ratio(self._torques(model, observed, trajectory, scale), self.limits) > 1.0:
+        q_offset, rest = self.probe.offset_pose(offsets)
+        if q_offset is None or rest.worst > 1.0:
+            self._closer(rest.worst, rest.reason, offsets)
+            return self.record(x, _INFEASIBLE_COST + min(rest.worst - 1.0, 10.0))
+        probe = self.probe.probe(*self._motion(trajectory, scale), q_offset)
+        if probe.worst > 1.0:
+            feasible: dict[float, Probe] = {}
 
-            def keeps_torques(middle: float) -> bool:
-                trial = self._observed(trajectory, middle)
-                return _torque_ratio(self._torques(model, trial, trajectory, middle), self.limits) <= 1.0
+            def keeps_limits(middle: float) -> bool:
+                trial = self.probe.probe(*self._motion(trajectory, middle), q_offset)
+                if trial.worst <= 1.0:
+                    feasible[middle] = trial
+                return trial.worst <= 1.0
 
-            feasible = _bisect_scale(
-                keeps_torques, infeasible=scale, steps=_BOX_BISECTIONS, cancellation=self.cancellation
+            scale = _bisect_scale(
+                keeps_limits, infeasible=scale, steps=self.shrink_steps, cancellation=self.cancellation
             )
-            if feasible == 0.0:
+            if scale == 0.0:
                 return self.record(x, _INFEASIBLE_COST)
-            scale = feasible
-            observed = self._observed(trajectory, scale)
-        kappa = gram_condition(gram_matrix(self.base.select(observed).reshape(-1, self.base.count)))
+            probe = feasible[scale]
+        if probe.observed is None or probe.motion is None:
+            return self.record(x, _INFEASIBLE_COST)
+        kappa = gram_condition(gram_matrix(self.base.select(probe.observed).reshape(-1, self.base.count)))
         value = float(np.log(min(kappa, 1e12)))
         # Checked only for a new best: a collision test costs about ten cost evaluations.
         if self.collision is not None and value < self.best_cost:
-            if self.collision.first_collision(self._motion(trajectory, scale)[0]) is not None:
+            if self.collision.first_collision(probe.motion.q) is not None:
                 value = _COLLIDING_COST
         return self.record(x, value)
 
+    def _closer(self, worst: float, reason: str, offsets: np.ndarray) -> None:
+        """Keep ``reason`` when the offset pose ``offsets`` is the closest miss so far."""
+        if worst < self.closest[0] or not self.closest[1]:
+            self.closest = (worst, f"at q_a = {np.round(offsets, 3).tolist()} rad, {reason}")
+
     def _motion(self, trajectory: FourierTrajectory, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``q, q̇, q̈`` on the cost grid of ``trajectory`` with its oscillation scaled by ``scale``."""
+        """``q, q̇, q̈`` of the controlled joints on the cost grid of ``trajectory`` with its oscillation scaled by
+        ``scale``."""
         qs, qc, vs, vc, acs, acc = self.cost_basis
         sine, cosine = trajectory.sine * scale, trajectory.cosine * scale
         return trajectory.offsets + qs @ sine + qc @ cosine, vs @ sine + vc @ cosine, acs @ sine + acc @ cosine
 
-    def _observed(self, trajectory: FourierTrajectory, scale: float) -> np.ndarray:
-        q, dq, ddq = self._motion(trajectory, scale)
-        return observation_matrix(self.robot, self.drive_chain, self.terms, q, dq, ddq, data=self.data)
-
-    def _torques(
-        self, model: TorqueModel, observed: np.ndarray, trajectory: FourierTrajectory, scale: float
-    ) -> np.ndarray:
-        """Torques of ``model`` on the cost grid, from ``observed`` when it shares the model's columns."""
-        if model.drive_chain is self.drive_chain and model.terms == self.terms and model.robot is self.robot:
-            return observed @ model.standard
-        return model.torques(*self._motion(trajectory, scale))
-
 
 def optimise_fourier(
-    robot: RobotModel,
+    robot: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
-    limits: JointLimits,
+    limits: JointLimits | MechanismLimits,
     *,
     fundamental_hz: float = 0.1,
     harmonics: int = 5,
     workspace: Workspace | None = None,
     seed: int = 0,
     time_budget_s: float = 60.0,
-    samples: int = 200,
+    samples: int | None = None,
     base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: TorqueModel | None = None,
     collision: SelfCollisionModel | None = None,
     cancellation: Cancellation = NEVER,
 ) -> ExcitationDesign:
-    """Fourier excitation minimising the condition number of the normalised base observation matrix.
+    """Fourier excitation of the controlled joints minimising the condition number of the normalised base
+    observation matrix.
 
     [Volkmann2020] §II.C: ``n_h = 5`` harmonics of ``ω_b = 2π · 0.1 Hz``, coefficients chosen
     to minimise ``κ`` of the design matrix with unit-norm columns ([Gautier2013] convention)
     under the joint limits and, optionally, a restricted workspace (narrower joint
-    ranges, an end-effector box checked with Pinocchio forward kinematics). The cost is
-    ``log κ`` on ``samples`` points of one period. A quarter of the budget goes to
-    :func:`scipy.optimize.differential_evolution` (seeded Latin-hypercube population,
-    no polishing), the rest to a bounded Powell refinement of the best candidate,
+    ranges, an end-effector box checked with Pinocchio forward kinematics). The design
+    matrix is the mechanism's IDIM: a serial robot's, or a closed-loop robot's
+    ``τ_act = J_tᵀ φ_tree χ`` of its motion completed from the loop closures ([Briot2012]
+    eq. (2)-(7)). The cost is ``log κ`` on ``samples`` points of one period. A quarter of
+    the budget goes to :func:`scipy.optimize.differential_evolution` (seeded
+    Latin-hypercube population, no polishing; with passive joints its first individual at
+    the centre offsets), the rest to a bounded Powell refinement of the best candidate,
     restarted while it improves.
-    Every candidate is feasible by construction (see the module docstring).
+
+    Every candidate is feasible by construction (see the module docstring): each
+    controlled joint fitted to its limits, then the whole oscillation shrunk toward the
+    offset pose (bisection) into the box and into the limits a joint alone cannot keep
+    (:class:`~.constraints.LimitProbe`): the passive joints' limits and the singularity
+    margin of a :class:`~.constraints.MechanismLimits`, and the torques. Offset poses
+    where the loops cannot be closed from the reference configuration, or that break
+    the passive limits or the margin at rest, are penalised. The result is fitted and
+    shrunk again at :data:`CHECK_RATE_HZ` (:func:`_within_limits`), with ``collision`` also
+    into the self-collision margin.
 
     Parameters
     ----------
+    robot
+        A serial robot's model or a :class:`~dynamic_identification.core.mechanism.Mechanism`.
     limits
-        Joint limits, margins applied (:meth:`~.safety.JointLimits.from_robot`).
+        Joint limits, margins applied (:meth:`~.safety.JointLimits.from_robot`), or a
+        mechanism's (:class:`~.constraints.MechanismLimits`: controlled and passive joints,
+        singularity margin).
     workspace
-        Restrictions of the workspace; ``None`` uses the full joint ranges.
+        Restrictions of the workspace; ``None`` uses the full joint ranges. Its box needs
+        a serial chain.
     seed
         Seeds the population and the mutations.
     time_budget_s
         Wall-time budget, s; the search stops at the first evaluation past it.
     samples
-        Points per period of the observation matrix in the cost.
+        Points per period of the observation matrix in the cost; default 200, 100 with
+        passive joints (:data:`_CLOSED_LOOP_SHAPE`).
     base
-        Base parameters; default :func:`~.regressors.base_parameters` of the model.
+        Base parameters; default the mechanism's
+        (:meth:`~dynamic_identification.core.mechanism.Mechanism.base_parameters`).
     max_evaluations
         Cost-evaluation budget. With it and ``time_budget_s=math.inf`` the result
         depends only on ``seed``: use both for reproducible designs (a finite time
         budget may stop a loaded machine's search earlier).
     torque_model
-        Joint torques of a candidate (nominal or identified model): a candidate whose
+        Torques of a candidate (nominal or identified model): a candidate whose
         torques exceed ``limits.effort`` is scaled toward its offset pose until they
         keep them (a constraint of the search, not a penalty).
     collision
         Self-collision of a candidate that would be the best so far, on the cost grid
         (:meth:`~.collision.SelfCollisionModel.first_collision`): such a candidate is
-        penalised, so the search keeps to motions clear of the robot itself. The grid is
-        coarse; :func:`~.plan.plan_excitation` checks the executed motion.
+        penalised, so the search keeps to motions clear of the robot itself; the final
+        shrink keeps the margin plus half the sweep between samples
+        (:meth:`~.constraints.LimitProbe.required_clearance_m`). :func:`~.plan.plan_excitation`
+        checks the executed motion.
     cancellation
         Polled before every cost evaluation and through the final fit and checks; a
         design that is not cancelled is the same as without it.
@@ -939,42 +1099,54 @@ def optimise_fourier(
     Raises
     ------
     IdentificationError
-        On bad settings, when the workspace box excludes every offset pose tried, or
-        when the final trajectory fails the 1 kHz limit check (never expected).
+        On bad settings; when no offset pose tried keeps the box and the mechanism's
+        constraints (naming the closest miss: the box, loops that cannot be closed, a
+        passive limit or the singularity margin); when the final shrink leaves less than
+        :data:`MINIMUM_SCALE` of the motion or the final trajectory fails the 1 kHz check.
     PlanningCancelled
         When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
-    _check_settings(robot, limits, fundamental_hz, harmonics)
-    budget = SearchBudget(start, time_budget_s, max_evaluations, seed, _POPULATION)
-    budget.check(samples, min_samples=2)
-    effective = _workspace_limits(limits, workspace)
-    tool = _Tool(robot, workspace) if workspace is not None and workspace.has_box else None
-    base = base if base is not None else base_parameters(robot, drive_chain, terms)
+    mechanism = mechanism_of(robot)
+    constraints = as_mechanism_limits(limits)
+    _check_settings(mechanism, constraints, fundamental_hz, harmonics)
+    shape = _shape(mechanism)
+    samples = shape.samples if samples is None else samples
+    budget = SearchBudget(start, time_budget_s, max_evaluations, seed, shape.population)
+    budget.check(samples, min_samples=shape.min_samples)
+    effective = _workspace_limits(constraints, workspace)
+    tool = _Tool(mechanism, workspace) if workspace is not None and workspace.has_box else None
+    base = base if base is not None else mechanism.base_parameters(drive_chain, terms)
     search = _Search(
-        robot,
-        drive_chain,
-        terms,
+        LimitProbe(mechanism, effective, torque_model, observation=(drive_chain, terms), cancellation=cancellation),
         base,
-        effective,
         tool,
         fundamental_hz=float(fundamental_hz),
         harmonics=harmonics,
         samples=samples,
-        torque_model=torque_model,
+        shrink_steps=shape.shrink_steps,
         collision=collision,
-        cancellation=cancellation,
     )
-    best = run_search(search, budget, centre_first=False)
+    best = run_search(search, budget, centre_first=mechanism.passive.shape[0] > 0)
     if search.best_cost >= _INFEASIBLE_COST:
-        raise IdentificationError("no offset pose found that keeps the tool in the workspace box")
-    trajectory, usage = _finalise(search.decode(best), effective, tool, torque_model, cancellation)
+        raise IdentificationError(
+            f"no offset pose of the controlled joints keeps the workspace box and the mechanism's constraints"
+            f" (singularity margin {effective.singularity_margin:g}); closest of {search.evaluations} tried:"
+            f" {search.closest[1] or 'no shrink toward it keeps the torques'}"
+        )
+    probe = LimitProbe(mechanism, effective, torque_model, collision=collision, cancellation=cancellation)
+    trajectory, usage, final = _finalise(search.decode(best), effective, tool, probe, cancellation)
+    motion = final.motion if final is not None and probe.closed else None
     return ExcitationDesign(
         trajectory=trajectory,
-        condition_number=condition_number(robot, drive_chain, terms, base, trajectory, samples=samples),
+        condition_number=condition_number(mechanism, drive_chain, terms, base, trajectory, samples=samples),
         usage=usage,
         evaluations=search.evaluations,
         wall_time_s=time.perf_counter() - start,
-        limits=effective,
+        limits=effective.actuated,
         time_capped=search.time_capped,
+        singularity_ratio=(
+            None if motion is None else float(1.0 / (np.max(passive_condition(motion)) * probe.reference_ratio))
+        ),
+        passive_usage=None if motion is None else passive_usage(motion, mechanism, effective.passive),
     )

@@ -29,11 +29,6 @@ import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.excitation.closed_loop import (
-    optimise_closed_loop_fourier,
-    random_closed_loop_fourier,
-    start_configuration,
-)
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
@@ -51,6 +46,7 @@ from dynamic_identification.core.excitation.constraints import (
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
+    condition_number,
     normalised_condition,
     optimise_fourier,
     random_fourier,
@@ -147,7 +143,7 @@ def plan_excitation(
     a closed-loop robot's (passive joints completed from its loop closures, [Briot2012] §2) is excited
     by a Fourier series of its actuated joints designed within the passive joints' limits and
     ``margin``, the smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed, as a fraction of
-    its reference value (:func:`~.closed_loop.optimise_closed_loop_fourier`, :mod:`.constraints`).
+    its reference value (:func:`~.optimisation.optimise_fourier`, :mod:`.constraints`).
     Segmented and process trajectories and the end-effector box need a serial chain (inverse
     kinematics of the tool) and are refused for it; restrict the actuated joints with
     ``workspace_lower`` / ``workspace_upper``.
@@ -269,8 +265,8 @@ def _constrained_fourier(
 ) -> ExcitationPlan:
     """:func:`plan_excitation` of a mechanism with passive joints: the Fourier series of its actuated joints.
 
-    The design (:func:`~.closed_loop.optimise_closed_loop_fourier`, or
-    :func:`~.closed_loop.random_closed_loop_fourier` when ``settings.optimise`` is off) is planned against
+    The design (:func:`~.optimisation.optimise_fourier`, or :func:`~.optimisation.random_fourier` when
+    ``settings.optimise`` is off) is planned against
     tighter limits (:meth:`~.constraints.MechanismLimits.planning`), sampled at a multiple of
     ``settings.rate_hz`` of at least :data:`PLANNING_RATE_HZ`, repeated ``settings.periods`` times and
     published every ``1 / rate_hz``; then the controller's quintic through the points must stay within the
@@ -297,7 +293,7 @@ def _constrained_fourier(
     torques = torque_model if torque_model is not None else TorqueModel.nominal(mechanism, drive_chain, terms)
     base = mechanism.base_parameters(drive_chain, terms)
     if settings.optimise:
-        design = optimise_closed_loop_fourier(
+        design = optimise_fourier(
             mechanism,
             drive_chain,
             terms,
@@ -313,21 +309,20 @@ def _constrained_fourier(
             design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
         )
         kind = f"optimised Fourier series of the actuated joints ({searched})"
+        fourier, condition = design.trajectory, design.condition_number
     else:
-        design = random_closed_loop_fourier(
+        fourier = random_fourier(
             mechanism,
-            drive_chain,
-            terms,
             planning,
             torque_model=torques,
-            base=base,
             collision=collision,
             cancellation=cancellation,
             **settings.fourier_arguments(),
         )
         kind = "random Fourier series of the actuated joints fitted into the limits"
         warnings = ()
-    fourier = design.trajectory
+        one_period = int(np.ceil(fourier.period_s * PLANNING_RATE_HZ))
+        condition = condition_number(mechanism, drive_chain, terms, base, fourier, samples=one_period)
     factor = planning_factor(settings.rate_hz)
 
     def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, MotionCheck, np.ndarray]:
@@ -342,7 +337,9 @@ def _constrained_fourier(
             cancellation=cancellation,
         )
         cancellation.check()
-        q_start = start_configuration(mechanism, fourier.offsets, points.q[0])
+        # The route the design was checked along: reference configuration → offset pose → first point.
+        q_offset = mechanism.follow(fourier.offsets, start=mechanism.reference_configuration)
+        q_start = mechanism.follow(points.q[0], start=q_offset)
         check = check_executed_motion(
             mechanism,
             points,
@@ -363,7 +360,6 @@ def _constrained_fourier(
         recoverable=(SelfCollisionError,),
         cancellation=cancellation,
     )
-    condition = design.condition_number
     description = f"{kind}, condition number {condition:.3g}"
     if scale < 1.0:
         motion = mechanism.complete_motion(points.q, points.dq, points.ddq, q_guess=q_start)
