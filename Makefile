@@ -32,9 +32,12 @@ lint: venv
 	$(BIN)/ruff format --check src test bench launch
 	$(BIN)/mypy
 
-# pytest exits 5 when it collects no test: that fails the target on purpose.
+# pytest exits 5 when it collects no test: that fails the target on purpose. The tests run in
+# PYTEST_WORKERS processes (pytest-xdist), each test file in one of them (--dist loadfile: a module's
+# fixtures are built once, its tests run in order); each process has a ROS domain of its own (test/conftest.py).
+PYTEST_WORKERS ?= 2
 pytest: venv
-	$(BIN)/python -m pytest test
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile test
 
 test: lint pytest
 

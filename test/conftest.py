@@ -2,7 +2,9 @@
 
 The environment is set at import time, before any test module can import rclpy, and again
 before every test: every ROS context created by the suite discovers on loopback only, in a
-domain of its own (one per test process, so parallel runs never cross-talk).
+domain of its own (one per test process, so parallel runs never cross-talk). Under pytest-xdist
+(``make test`` runs ``-n 2``) the workers of one run take consecutive domains from their
+controller's, so two workers never share one.
 """
 
 from __future__ import annotations
@@ -19,8 +21,22 @@ import pytest
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
 from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
 
-ROS_DOMAIN_ID = process_domain_id()
-"""This test process's ROS domain (1..101, the range the ROS 2 docs recommend on Linux)."""
+
+def worker_domain_id() -> int:
+    """The ROS domain of this test process (1..101, the range the ROS 2 docs recommend on Linux).
+
+    Alone: :func:`process_domain_id` of its own process id. As pytest-xdist worker ``gwK`` (started by the
+    controller, its parent): the controller's domain plus K, modulo the range, so the workers of one run have
+    different domains (pids of two workers may be equal modulo 101).
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return process_domain_id()
+    return process_domain_id(os.getppid() + int(worker.removeprefix("gw")))
+
+
+ROS_DOMAIN_ID = worker_domain_id()
+"""This test process's ROS domain (:func:`worker_domain_id`)."""
 
 ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)

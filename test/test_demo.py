@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import dynamic_identification.demo as demo_module
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.demo import (
     PAYLOAD_MAX_COM_STD_M,
@@ -58,14 +59,20 @@ def test_demo_writes_its_files_and_reports(demo) -> None:
 
 
 @pytest.fixture(scope="module")
-def node_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[NodeDemoResult, Path]:
+def node_demo(tmp_path_factory: pytest.TempPathFactory, ros_domain_id: int) -> tuple[NodeDemoResult, Path]:
     """The node demo with short phases (7 pick-and-place cycles, ~21 s each) and an 18 s window; its progress
-    lines in ``progress.txt``."""
+    lines in ``progress.txt``.
+
+    The demo takes the domain of its process (``process_domain_id``); here that of the test process
+    (``conftest.worker_domain_id``), so that under pytest-xdist it never shares the other worker's.
+    """
     out_dir = tmp_path_factory.mktemp("node_demo")
     lines: list[str] = []
-    result = run_node_demo(
-        out_dir=out_dir, settings=NodeDemoSettings(duration_s=21.0, window_s=18.0), progress=lines.append
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(demo_module, "process_domain_id", lambda: ros_domain_id)
+        result = run_node_demo(
+            out_dir=out_dir, settings=NodeDemoSettings(duration_s=21.0, window_s=18.0), progress=lines.append
+        )
     (out_dir / "progress.txt").write_text("\n".join(lines), encoding="utf-8")
     return result, out_dir
 

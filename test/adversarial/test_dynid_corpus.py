@@ -626,7 +626,13 @@ def test_sigterm_during_a_write_leaves_no_temporary_file(inputs: Inputs, tmp_pat
     process = child(["excite", "--urdf", str(ARM6_URDF), "--config", str(config), "--mode", "fourier",
                      "--out", str(tmp_path / "traj.csv")], tmp_path)  # fmt: skip
     wait_until_caught(process, signal.SIGTERM)
-    time.sleep(1.0)  # into the optimisation
+    # Into the optimisation: once it says so on stderr. After a fixed 1 s sleep, on a machine loaded by the suite's
+    # two processes and more, the signal came before the search and the process ended by SIGINT (-2, not 130).
+    assert process.stderr is not None
+    started = [process.stderr.readline()]
+    while started[-1] and not started[-1].startswith(b"dynid excite: Fourier search"):
+        started.append(process.stderr.readline())
+    assert started[-1], b"".join(started).decode()
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err.decode()
