@@ -19,7 +19,6 @@ import numpy as np
 
 from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
     DriveGainsResult,
@@ -84,7 +83,6 @@ from dynamic_identification.io.parameter_files import (
 )
 from dynamic_identification.io.parameters import (
     ParameterFile,
-    identified_closed_loop_torque_model,
     identified_torque_model,
     load_parameters,
     parameter_file_mechanism,
@@ -729,13 +727,10 @@ def excite_file(
     torque_model: TorqueModel | None = None
     if identification.closed_loop:
         mechanism = identification.closed_loop_model(urdf)
-        if parameters_file:
-            torque_model = identified_closed_loop_torque_model(str(parameters_file), mechanism)
     else:
-        robot = load_robot(urdf, identification.joints)
-        mechanism = SerialMechanism(robot)
-        if parameters_file:
-            torque_model = identified_torque_model(str(parameters_file), robot)
+        mechanism = SerialMechanism(load_robot(urdf, identification.joints))
+    if parameters_file:
+        torque_model = identified_torque_model(str(parameters_file), mechanism)
     joints = mechanism.actuated_joint_names
     plan = plan_excitation(
         mechanism,
@@ -861,27 +856,20 @@ def stream_file(
 def load_mechanism_inputs(
     urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
 ) -> tuple[Mechanism, IdentificationConfig, DriveChain, Recording]:
-    """The mechanism of a configuration and its recording: a serial robot (:func:`load_identification_inputs`), or
-    a closed-loop robot when the configuration has ``robot.loop_closures`` (:func:`load_closed_loop_inputs`)."""
-    if load_config(str(config_path) if config_path else None).closed_loop:
-        return load_closed_loop_inputs(urdf, data, config_path, bag=bag, unit_checks=unit_checks)
-    robot, config, drive_chain, recording = load_identification_inputs(
-        urdf, data, config_path, bag=bag, unit_checks=unit_checks
-    )
-    return SerialMechanism(robot), config, drive_chain, recording
+    """The mechanism of a configuration and its recording, in the mechanism's joint order.
 
-
-def load_closed_loop_inputs(
-    urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
-) -> tuple[ClosedLoopModel, IdentificationConfig, DriveChain, Recording]:
-    """The closed-loop model of a configuration with ``robot.loop_closures`` ([Briot2012] §2) and its recording.
-
-    The recording must hold the actuated joints (positions, torques or currents); when it
-    also holds the position of every passive joint of the opened tree, those are kept
-    (checked against the closures, they choose the assembly mode). It comes back in the
-    tree's kinematic order: every tree joint, or the actuated joints only.
+    A serial robot (:func:`load_identification_inputs`), or a closed-loop robot when the configuration has
+    ``robot.loop_closures`` ([Briot2012] §2): its recording must hold the actuated joints (positions, torques or
+    currents); when it also holds the position of every passive joint of the opened tree, those are kept (checked
+    against the closures, they choose the assembly mode). It comes back in the tree's kinematic order: every tree
+    joint, or the actuated joints only.
     """
     config = load_config(str(config_path) if config_path else None)
+    if not config.closed_loop:
+        robot, config, drive_chain, recording = load_identification_inputs(
+            urdf, data, config_path, bag=bag, unit_checks=unit_checks
+        )
+        return SerialMechanism(robot), config, drive_chain, recording
     recording = read_recording_input(data, bag, config)
     model = config.closed_loop_model(urdf)
     source = str(data or bag)
@@ -1055,8 +1043,8 @@ def _gain_recordings(
     """The mechanism, its drive chain, the current recordings of ``paths`` (unloaded, loaded) in its controlled
     joints' order, and the report's summary lines (a closed-loop robot's mechanism)."""
     if parsed.closed_loop and config is not None:
-        model, _, chain, first = load_closed_loop_inputs(urdf, paths[0], config, unit_checks=unit_checks)
-        second = load_closed_loop_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
+        model, _, chain, first = load_mechanism_inputs(urdf, paths[0], config, unit_checks=unit_checks)
+        second = load_mechanism_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
         pairs = ((paths[0], first), (paths[1], second))
         recordings = []
         for path, recording in pairs:

@@ -37,12 +37,12 @@ from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.payload import Payload
 from dynamic_identification.io.parameters import (
     ParameterFile,
-    closed_loop_model_of,
     load_parameters,
+    parameter_file_mechanism,
     with_file_bearings,
 )
 from dynamic_identification.io.payload import load_payload
@@ -173,10 +173,7 @@ class FeedforwardModel(core.FeedforwardModel):
             parameter of the model.
         """
         if robot is None:
-            if parameters.closed_loop:
-                robot = closed_loop_model_of(parameters, urdf)
-            else:
-                robot = load_robot(parameters.urdf_path(urdf), parameters.joints)
+            robot = parameter_file_mechanism(parameters, urdf)
         else:
             _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
             robot = with_file_bearings(mechanism_of(robot), parameters)

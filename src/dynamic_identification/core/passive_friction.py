@@ -5,9 +5,10 @@ through ``J_tᵀ`` ([Briot2012] eq. (6);
 :attr:`~dynamic_identification.core.closed_loop.ClosedLoopModel.passive_friction`).
 The term is on by default, and the data choose it by the house rule of
 :mod:`~dynamic_identification.core.estimation.model_selection`: it is published only when every
-bearing-friction parameter is determined (an excited base parameter of its own) and the Wald test of
+bearing-friction parameter is determined (an excited base parameter of its own), the Wald test of
 "frictionless bearings" with the estimate's covariance (autocorrelation-consistent by default) rejects at
-:data:`~dynamic_identification.core.estimation.model_selection.SIGNIFICANCE`; otherwise the model without it
+:data:`~dynamic_identification.core.estimation.model_selection.SIGNIFICANCE` and the published model with it fits
+its equations better than the one without (a lower relative error); otherwise the model without it
 is published, and :class:`PassiveFrictionChoice` says why in one line.
 
 :func:`choose_passive_friction` is the one place the decision is made: given the identification of the
@@ -112,6 +113,10 @@ def choose_passive_friction(
         return choice(
             False, f"no passive-joint friction: it does not explain the data significantly better ({summary})", test
         )
+    if not with_error < without_error:
+        # Both are the published estimates (reduced, physically consistent): a Wald test on nearly collinear
+        # columns can reject while the published model with them fits worse, which is no better model.
+        return choice(False, f"no passive-joint friction: the model with it fits its equations worse ({summary})", test)
     return choice(
         True,
         f"passive-joint friction {', '.join(names)}: it explains the data significantly better ({summary})",

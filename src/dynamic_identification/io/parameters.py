@@ -73,11 +73,10 @@ import numpy as np
 import yaml
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
-from dynamic_identification.core.closed_loop import standard_parameter_names as closed_loop_standard_names
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism
+from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regression_models import MODELS
 from dynamic_identification.io.atomic import atomic_output
@@ -449,8 +448,10 @@ def _with_file_bearings(model: ClosedLoopModel, pf: ParameterFile) -> ClosedLoop
     return model.with_passive_friction(bool(bearings & set(pf.values())))
 
 
-def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> ClosedLoopModel:
-    """The closed-loop model a file describes: its URDF (or ``urdf``), loop closures and actuated joints.
+def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> Mechanism:
+    """The mechanism a file describes: its URDF (or ``urdf``) restricted to its joints, or, with
+    ``robot.loop_closures``, the closed-loop model of its URDF, loop closures and actuated joints (with the passive
+    joints' bearing friction when the file has it).
 
     Without ``urdf`` the file's URDF is :meth:`ParameterFile.urdf_path` (relative to the
     file, ``package://`` or absolute), checked against ``robot.urdf_sha256``.
@@ -458,12 +459,13 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
     Raises
     ------
     DataError
-        When the file describes a serial robot, or its URDF is not found or changed.
+        When the URDF is not found or changed, or a closed-loop file does not list its actuated joints in the
+        tree's kinematic order.
     ModelError
         When the URDF cannot be loaded or does not fit the closures (named).
     """
     if not pf.closed_loop:
-        raise DataError("the parameter file describes a serial robot (no robot.loop_closures)")
+        return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
     model = ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints)
     model = _with_file_bearings(model, pf)
@@ -473,20 +475,6 @@ def closed_loop_model_of(pf: ParameterFile, urdf: str | os.PathLike[str] | None 
             f" {list(model.actuated_joint_names)}"
         )
     return model
-
-
-def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> Mechanism:
-    """The mechanism a file describes: its URDF (or ``urdf``, :meth:`ParameterFile.urdf_path`) restricted to its
-    joints, or the closed-loop model of its loop closures (:func:`closed_loop_model_of`).
-
-    Raises
-    ------
-    DataError, ModelError
-        As :func:`closed_loop_model_of` and :meth:`ParameterFile.urdf_path`.
-    """
-    if pf.closed_loop:
-        return closed_loop_model_of(pf, urdf)
-    return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
 
 
 def parse_parameters(text: str, *, source: str = "parameter text") -> ParameterFile:
@@ -621,23 +609,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel) -> TorqueModel:
-    """The torque model of the parameter file at ``path`` for ``robot`` (same joints), for safety checks.
+def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel | Mechanism) -> TorqueModel:
+    """The torque model of the parameter file at ``path`` for ``robot`` (the same controlled joints; a closed-loop
+    robot's with the bearing friction the file has), for safety checks: the identified base parameters at their
+    independent standard columns, the others zero ([Gautier2013] eq. (4); [Briot2012] eq. (6)-(7)).
 
     Raises
     ------
     DataError
-        If the file cannot be read, identifies other joints, or holds a parameter that is
+        If the file cannot be read, identifies other joints or another kind of robot, or holds a parameter that is
         not a standard parameter of its model.
     """
     identified = load_parameters(path)
-    if identified.joints != robot.joint_names:
+    mechanism = with_file_bearings(mechanism_of(robot), identified)
+    if identified.joints != mechanism.actuated_joint_names or identified.closed_loop != bool(mechanism.closures):
+        kind = "closed-loop" if identified.closed_loop else "serial"
         raise DataError(
-            f"{path} identifies joints {list(identified.joints)}, the robot model has {list(robot.joint_names)}"
+            f"{path} identifies joints {list(identified.joints)} of a {kind} robot, the robot model controls"
+            f" {list(mechanism.actuated_joint_names)}{' through loop closures' if mechanism.closures else ''}"
         )
     try:
         return TorqueModel.identified(
-            robot,
+            mechanism,
             identified.drive_chain(),
             identified.drive_terms(),
             identified.values(),
@@ -645,35 +638,3 @@ def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel) -> 
         )
     except IdentificationError as error:
         raise DataError(str(error)) from error
-
-
-def identified_closed_loop_torque_model(path: str | os.PathLike[str], model: ClosedLoopModel) -> TorqueModel:
-    """The actuated-torque model of a closed-loop robot's parameter file at ``path``, for safety checks.
-
-    The identified base parameters sit at their independent standard columns, the others
-    are zero ([Briot2012] eq. (6)-(7)), as for a serial robot's :func:`identified_torque_model`.
-
-    Raises
-    ------
-    DataError
-        If the file cannot be read, describes another mechanism, or holds a parameter that
-        is not a standard parameter of its model.
-    """
-    identified = load_parameters(path)
-    if not identified.closed_loop or identified.joints != model.actuated_joint_names:
-        raise DataError(
-            f"{path} identifies joints {list(identified.joints)}"
-            f"{'' if identified.closed_loop else ' of a serial robot'}, the closed-loop model actuates"
-            f" {list(model.actuated_joint_names)}"
-        )
-    terms = identified.drive_terms()
-    model = _with_file_bearings(model, identified)
-    names = closed_loop_standard_names(model, terms)
-    position = {name: i for i, name in enumerate(names)}
-    unknown = [name for name in identified.values() if name not in position]
-    if unknown:
-        raise DataError(f"{path}: parameters {unknown[:6]} are not standard parameters of this closed-loop model")
-    standard = np.zeros(len(names))
-    for name, value in identified.values().items():
-        standard[position[name]] = value
-    return TorqueModel(model, identified.drive_chain(), terms, standard, f"the identified model {path}")

@@ -53,7 +53,6 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError, ModelError, PlanningCancelled
 from dynamic_identification.core.excitation.collision import SelfCollisionModel, self_collision_summary
 from dynamic_identification.core.excitation.constraints import (
@@ -86,7 +85,7 @@ from dynamic_identification.io.config import (
     excitation_settings_from_parameters,
     is_closed_loop_key,
 )
-from dynamic_identification.io.parameters import identified_closed_loop_torque_model, identified_torque_model
+from dynamic_identification.io.parameters import identified_torque_model
 from dynamic_identification.io.trajectory import read_trajectory_csv
 from dynamic_identification.nodes.conversions import (
     NS_PER_S,
@@ -265,9 +264,7 @@ def _torque_model(nominal: TorqueModel, path: str, mechanism: Mechanism) -> Torq
     if not path:
         return nominal
     try:
-        if isinstance(mechanism, ClosedLoopModel):
-            return identified_closed_loop_torque_model(path, mechanism)
-        return identified_torque_model(path, mechanism.robot)
+        return identified_torque_model(path, mechanism)
     except IdentificationError as error:
         raise ValueError(f"parameter 'parameters_file': {error}") from error
 

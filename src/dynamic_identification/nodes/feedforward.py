@@ -57,12 +57,16 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism import Mechanism
 from dynamic_identification.core.payload import Payload, PayloadDynamics
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.feedforward import FeedforwardModel, FeedforwardOptions
-from dynamic_identification.io.parameters import ParameterFile, closed_loop_model_of, load_parameters, parse_parameters
+from dynamic_identification.io.parameters import (
+    ParameterFile,
+    load_parameters,
+    parameter_file_mechanism,
+    parse_parameters,
+)
 from dynamic_identification.io.payload import load_payload, parse_payload
 from dynamic_identification.nodes.conversions import (
     float64_multi_array,
@@ -186,11 +190,7 @@ class FeedforwardNode(GuardedNode):
         # The same robot's mechanism is reused for new parameters (loading a URDF takes milliseconds).
         described = repr((parameters.joints, parameters.loop_closures, parameters.actuated_joints))
         if (urdf, described) not in self._mechanisms:
-            mechanism = (
-                closed_loop_model_of(parameters, urdf)
-                if parameters.closed_loop
-                else mechanism_of(load_robot(urdf, parameters.joints))
-            )
+            mechanism = parameter_file_mechanism(parameters, urdf)
             self._mechanisms = {(urdf, described): mechanism}
         model = FeedforwardModel.from_parameters(parameters, robot=self._mechanisms[(urdf, described)], **options)
         if self._payload is not None:
