@@ -971,7 +971,12 @@ class RobotSimulator(SimulatedJointState):
 
         The current state and the motor torques of the last step, through :meth:`sense`.
         """
-        q, dq, torques, currents = self.sense(self._q[None], self._dq[None], self._applied[None])
+        state = (
+            (self._q[None], self._dq[None])
+            if self._closed is None
+            else (self._q[None, self._actuated], self._dq[None, self._actuated])
+        )
+        q, dq, torques, currents = self._sense(*state, self._applied[None])
         return q[0], dq[0], torques[0], currents[0]
 
     def sense(
@@ -986,11 +991,18 @@ class RobotSimulator(SimulatedJointState):
         torques those noisy currents mean, ``drive_chain.joint_torques(i)``; each
         ``(N, n_a)``. Draws from the simulator's random generator.
         """
-        sensor = self._settings.sensor
         n_t = self._mechanism.n_tree
-        positions = motion_rows("q_tree", q_tree, n_t)[:, self._actuated]
-        velocities = motion_rows("dq_tree", dq_tree, n_t)[:, self._actuated]
-        torques = motion_rows("motor_torques_nm", motor_torques_nm, self._mechanism.n_actuated)
+        return self._sense(
+            motion_rows("q_tree", q_tree, n_t)[:, self._actuated],
+            motion_rows("dq_tree", dq_tree, n_t)[:, self._actuated],
+            motion_rows("motor_torques_nm", motor_torques_nm, self._mechanism.n_actuated),
+        )
+
+    def _sense(
+        self, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`sense` of checked actuated positions, velocities and motor torques ``(N, n_a)``."""
+        sensor = self._settings.sensor
         q_measured, currents = measure(self._chain, sensor, positions, torques, self._rng)
         if sensor.velocity_noise_std_rad_s:
             velocities = velocities + self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=velocities.shape)
