@@ -501,7 +501,7 @@ def _check_drive(mechanism: Mechanism, drive_chain: DriveChain, drive: DrivePara
         )
 
 
-def _closed_loop(mechanism: Mechanism) -> ClosedLoopModel | None:
+def _constrained_model(mechanism: Mechanism) -> ClosedLoopModel | None:
     """The closed-loop model of a mechanism with closures, ``None`` without closures (a serial robot)."""
     if not mechanism.closures:
         return None
@@ -675,7 +675,7 @@ class RobotSimulator(SimulatedJointState):
         self._settings = settings
         self._rng = np.random.default_rng(seed)
         self._mechanism = mechanism_of(mechanism)
-        self._closed = _closed_loop(self._mechanism)
+        self._closed = _constrained_model(self._mechanism)
         _check_drive(self._mechanism, drive_chain, drive)
         self._smoothing_rad_s = settings.coulomb_smoothing(self._closed is not None)
         robot = self._mechanism.robot
