@@ -30,16 +30,16 @@ from dynamic_identification.core.closed_loop import (
     random_motion,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    constrained_inverse_dynamics,
-    simulate_tracking,
-)
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.simulation import (
+    RobotSimulator,
+    SensorModel,
+    SimulationSettings,
+    constrained_inverse_dynamics,
+    simulate_tracking,
+)
 
 
 def per_thousand(seconds: float, samples: int) -> str:
@@ -75,8 +75,8 @@ def main() -> None:
     error = np.max(np.abs(regressor @ standard_parameters(model, terms, drive) - truth))
     print(f"regressor vs Lagrange multipliers, 1000 random states: max |error| {error:.2e} N·m")
 
-    settings = ClosedLoopSimulationSettings(sensor=SensorModel(current_noise_std_a=0.01, encoder_counts_per_rev=2**14))
-    simulator = ClosedLoopSimulator(model, chain, drive, settings, seed=4)
+    settings = SimulationSettings(sensor=SensorModel(current_noise_std_a=0.01, encoder_counts_per_rev=2**14))
+    simulator = RobotSimulator(model, chain, drive, settings, seed=4)
     start = time.perf_counter()
     run = simulate_tracking(simulator, time_s, q_des, dq_des, ddq_des, feedforward)
     print(f"simulation: {per_thousand(time.perf_counter() - start, time_s.size)}")

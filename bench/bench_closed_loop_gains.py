@@ -33,14 +33,14 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopTrackingRun,
-    constrained_inverse_dynamics,
-)
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.model import DriveChain, DriveTerms
 from dynamic_identification.core.payload import attach_payload
+from dynamic_identification.core.simulation import (
+    TrackingRun,
+    constrained_inverse_dynamics,
+)
 
 NOMINAL = DriveChain.create(2, drive_gains=[0.08, 0.08])
 TRUE_GAINS = np.array([0.08 * 1.075, 0.08 * 0.94])
@@ -51,7 +51,7 @@ SETTINGS = IdentificationSettings(signal=SignalSettings(position_cutoff_hz=10.0,
 TERMS = DriveTerms()
 
 
-def _record(model: ClosedLoopModel, trajectory_seed: int, noise_seed: int) -> ClosedLoopTrackingRun:
+def _record(model: ClosedLoopModel, trajectory_seed: int, noise_seed: int) -> TrackingRun:
     return track(model, TRUTH, DRIVE, fourier(trajectory_seed, 10.0), seed=noise_seed)
 
 

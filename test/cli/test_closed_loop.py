@@ -1,6 +1,6 @@
 """``dynid`` on closed-loop robots ([Briot2012] §2): excite, identify, predict, stream, drive gains.
 
-Ground truth is Pinocchio's constrained forward dynamics (``ClosedLoopSimulator``): the
+Ground truth is Pinocchio's constrained forward dynamics (``RobotSimulator``): the
 mechanism tracks a motion of its motors by PD + feedforward at 1 kHz with rotor inertia,
 viscous and Coulomb friction and offsets (the ``sim_robot`` block of the configuration),
 14-bit encoders and current noise of 1 % of the RMS current. Recordings are CSV files of
@@ -28,11 +28,11 @@ import yaml
 
 from dynamic_identification import api, cli
 from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopTrackingRun,
+from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.simulation import (
+    TrackingRun,
     constrained_inverse_dynamics,
 )
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
@@ -163,8 +163,8 @@ class FiveBar:
     chain: DriveChain
     drive: DriveParameters
     truth: dict[str, float]
-    unloaded: ClosedLoopTrackingRun
-    loaded: ClosedLoopTrackingRun
+    unloaded: TrackingRun
+    loaded: TrackingRun
     recording: Path
     """Actuated joints: position and joint torque (from the noisy currents and the true gains)."""
     currents: Path

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dynamic_identification import cli
-from dynamic_identification.core.closed_loop_simulation import ClosedLoopTrackingRun, constrained_inverse_dynamics
+from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
@@ -41,7 +41,7 @@ def dynid(*argv: str | Path) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _csv(path: Path, run: ClosedLoopTrackingRun) -> Path:
+def _csv(path: Path, run: TrackingRun) -> Path:
     write_recording_csv(
         path,
         recording_from_arrays(time=run.time_s, joint_names=ACTUATED, position=run.q, effort=run.joint_torques_nm),

@@ -21,10 +21,10 @@ from dynamic_identification.core.closed_loop import (
     standard_parameter_names,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
 from dynamic_identification.core.drive_gains import current_columns
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.simulation import constrained_inverse_dynamics
 from five_bar import (
     FIVE_BAR_ACTUATED,
     FIVE_BAR_CLOSURES,

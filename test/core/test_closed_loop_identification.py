@@ -1,6 +1,6 @@
 """Closed-loop identification from recordings ([Briot2012] eq. (6)-(13)) on the simulated five-bar.
 
-Ground truth: Pinocchio's constrained forward dynamics (``ClosedLoopSimulator``) tracking Fourier
+Ground truth: Pinocchio's constrained forward dynamics (``RobotSimulator``) tracking Fourier
 motions of the two motors by PD + feedforward at 1 kHz, with rotor inertia, viscous and Coulomb
 friction, offsets, 14-bit encoders and 1 % current noise; the drive gains of the motors differ from
 the nominal ones by +7.5 % and -6 %.
@@ -22,10 +22,6 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     random_motion,
     standard_parameters,
-)
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopTrackingRun,
-    constrained_inverse_dynamics,
 )
 from dynamic_identification.core.drive_gains import (
     CurrentRecording,
@@ -51,7 +47,12 @@ from dynamic_identification.core.mechanism import tree_base_parameters, tree_sta
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
 from dynamic_identification.core.payload import attach_payload
 from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.simulation import SensorModel, quantize_positions
+from dynamic_identification.core.simulation import (
+    SensorModel,
+    TrackingRun,
+    constrained_inverse_dynamics,
+    quantize_positions,
+)
 from five_bar import (
     FIVE_BAR_ACTUATED,
     FIVE_BAR_CHAIN,
@@ -78,7 +79,7 @@ SETTINGS = IdentificationSettings(
 TERMS = DriveTerms()
 
 
-def _all_joints(model: ClosedLoopModel, run: ClosedLoopTrackingRun) -> np.ndarray:
+def _all_joints(model: ClosedLoopModel, run: TrackingRun) -> np.ndarray:
     """Every tree joint as 14-bit encoders on the passive joints too would report them, ``(N, n_t)``."""
     q = quantize_positions(DriveChain.create(model.n_tree), SensorModel(encoder_counts_per_rev=2**14), run.q_tree)
     q[:, model.actuated] = run.q
@@ -90,8 +91,8 @@ class Scenario:
     model: ClosedLoopModel
     base: BaseParameters
     truth: np.ndarray
-    unloaded: ClosedLoopTrackingRun
-    loaded: ClosedLoopTrackingRun
+    unloaded: TrackingRun
+    loaded: TrackingRun
     observations: PreparedObservations
     estimate: LeastSquaresResult
     gains: DriveGainsResult

@@ -8,17 +8,17 @@ import pytest
 from numpy.testing import assert_allclose
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, random_motion
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    ClosedLoopTrackingRun,
+from dynamic_identification.core.errors import ModelError
+from dynamic_identification.core.model import DriveChain, DriveParameters
+from dynamic_identification.core.simulation import (
+    RobotSimulator,
+    SensorModel,
+    SimulationSettings,
+    TrackingRun,
     constrained_inverse_dynamics,
     constraint_models,
     simulate_tracking,
 )
-from dynamic_identification.core.errors import ModelError
-from dynamic_identification.core.model import DriveChain, DriveParameters
-from dynamic_identification.core.simulation import SensorModel
 from five_bar import load_five_bar, load_four_bar
 
 NOISE_A = 0.01
@@ -78,21 +78,19 @@ def test_constrained_inverse_dynamics_inverts_pinocchio_constrained_forward_dyna
     assert_allclose(recovered, torques, rtol=0.0, atol=1e-9)
 
 
-def _five_bar_run(model: ClosedLoopModel, *, coulomb: float, feedforward: bool) -> ClosedLoopTrackingRun:
+def _five_bar_run(model: ClosedLoopModel, *, coulomb: float, feedforward: bool) -> TrackingRun:
     """2 s of the five-bar following sines of 0.3 and 0.4 rad at 0.5 and 0.7 Hz."""
     chain = DriveChain.create(2, drive_gains=GAINS)
     drive = DriveParameters.create(
         2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], coulomb=[coulomb, coulomb], offset=[1e-3, -1e-3]
     )
-    settings = ClosedLoopSimulationSettings(
-        sensor=SensorModel(current_noise_std_a=NOISE_A, encoder_counts_per_rev=2**14)
-    )
+    settings = SimulationSettings(sensor=SensorModel(current_noise_std_a=NOISE_A, encoder_counts_per_rev=2**14))
     time_s = np.arange(0.0, 2.0, 1e-3)
     amplitude, omega = np.array([0.3, 0.4]), 2.0 * np.pi * np.array([0.5, 0.7])
     q = amplitude * np.sin(omega * time_s[:, None])
     dq = amplitude * omega * np.cos(omega * time_s[:, None])
     ddq = -amplitude * omega**2 * np.sin(omega * time_s[:, None])
-    simulator = ClosedLoopSimulator(model, chain, drive, settings, seed=3)
+    simulator = RobotSimulator(model, chain, drive, settings, seed=3)
     simulator.reset(q[0], dq[0])
     torques = None
     if feedforward:
@@ -102,12 +100,12 @@ def _five_bar_run(model: ClosedLoopModel, *, coulomb: float, feedforward: bool) 
 
 
 @pytest.fixture(scope="module")
-def five_bar_run(mechanisms: dict[str, ClosedLoopModel]) -> ClosedLoopTrackingRun:
+def five_bar_run(mechanisms: dict[str, ClosedLoopModel]) -> TrackingRun:
     return _five_bar_run(mechanisms["five_bar"], coulomb=0.0, feedforward=False)
 
 
 def test_applied_torques_equal_inverse_dynamics_of_the_simulated_motion(
-    mechanisms: dict[str, ClosedLoopModel], five_bar_run: ClosedLoopTrackingRun
+    mechanisms: dict[str, ClosedLoopModel], five_bar_run: TrackingRun
 ) -> None:
     """The simulator is ground truth: what its motors applied is the inverse dynamics of how it moved,
     up to the O(dt) of the integration (accelerations as forward differences of the true velocities)."""
@@ -122,7 +120,7 @@ def test_applied_torques_equal_inverse_dynamics_of_the_simulated_motion(
 
 
 def test_simulated_motion_keeps_the_loops_closed(
-    mechanisms: dict[str, ClosedLoopModel], five_bar_run: ClosedLoopTrackingRun
+    mechanisms: dict[str, ClosedLoopModel], five_bar_run: TrackingRun
 ) -> None:
     model = mechanisms["five_bar"]
     residuals = [np.max(np.abs(model.residual(q))) for q in five_bar_run.q_tree[::50]]
@@ -133,12 +131,12 @@ def test_simulated_motion_keeps_the_loops_closed(
     assert max(residuals) < 1e-12 and max(velocity_errors) < 1e-12
 
 
-def test_measured_torques_carry_the_current_noise_through_the_drive_gains(five_bar_run: ClosedLoopTrackingRun) -> None:
+def test_measured_torques_carry_the_current_noise_through_the_drive_gains(five_bar_run: TrackingRun) -> None:
     noise = five_bar_run.joint_torques_nm - five_bar_run.applied_torques_nm
     assert_allclose(np.std(noise, axis=0), NOISE_A * GAINS, rtol=0.1)
 
 
-def test_measured_positions_lie_on_the_encoder_grid(five_bar_run: ClosedLoopTrackingRun) -> None:
+def test_measured_positions_lie_on_the_encoder_grid(five_bar_run: TrackingRun) -> None:
     counts = five_bar_run.q / (2.0 * np.pi / 2**14)
     assert_allclose(counts, np.round(counts), rtol=0.0, atol=1e-6)
 
@@ -151,4 +149,4 @@ def test_pd_with_model_feedforward_tracks_within_a_few_encoder_counts(mechanisms
 def test_coupled_drive_chain_is_refused(mechanisms: dict[str, ClosedLoopModel]) -> None:
     chain = DriveChain.create(2, coupling=[[1.0, 0.0], [1.0, 1.0]])
     with pytest.raises(ModelError, match="uncoupled drive chain"):
-        ClosedLoopSimulator(mechanisms["five_bar"], chain, DriveParameters.create(2), ClosedLoopSimulationSettings())
+        RobotSimulator(mechanisms["five_bar"], chain, DriveParameters.create(2), SimulationSettings())

@@ -9,10 +9,10 @@ from numpy.testing import assert_allclose
 
 from dynamic_identification.core import regressors
 from dynamic_identification.core.closed_loop import ClosedLoopModel, random_motion
-from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, TreeMotion, mechanism_of, tree_values
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.simulation import constrained_inverse_dynamics
 from five_bar import load_five_bar
 
 

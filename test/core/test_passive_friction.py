@@ -19,7 +19,6 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_simulation import ClosedLoopTrackingRun, constrained_inverse_dynamics
 from dynamic_identification.core.estimation.model_selection import SIGNIFICANCE
 from dynamic_identification.core.identification import (
     IdentificationResult,
@@ -30,6 +29,7 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.mechanism import Mechanism
 from dynamic_identification.core.model import DriveTerms
 from dynamic_identification.core.passive_friction import PassiveFrictionChoice, choose_passive_friction
+from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
 from three_rrr import CHAIN, DRIVE, PASSIVE_COULOMB, PASSIVE_VISCOUS, load_three_rrr, platform_motion, track
 
 TERMS = DriveTerms()
@@ -48,13 +48,13 @@ def three_rrr(tmp_path_factory: pytest.TempPathFactory) -> ClosedLoopModel:
 class Identified:
     """The identification of one recording without and with the passive joints' friction columns, and the choice."""
 
-    run: ClosedLoopTrackingRun
+    run: TrackingRun
     without: IdentificationResult
     with_friction: IdentificationResult
     choice: PassiveFrictionChoice
 
 
-def _identified(model: ClosedLoopModel, run: ClosedLoopTrackingRun) -> Identified:
+def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
     results = [
         identify(
             candidate,

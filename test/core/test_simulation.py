@@ -15,6 +15,7 @@ from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, GEAR_RATIOS
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.mechanism import SerialMechanism
 from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors import drive_observation_matrix
 from dynamic_identification.core.simulation import (
@@ -167,6 +168,20 @@ def test_measured_torques_follow_inverse_dynamics_along_the_run(
     expected = inverse_dynamics(ur5, chain, drive, q[1:], dq[1:], ddq[1:])
     moving = np.abs(dq[1:]) > 0.05  # away from the tanh-smoothed Coulomb step
     assert np.abs(run.joint_torques_nm - expected)[moving].max() < 1.0
+
+
+def test_a_serial_robot_simulates_the_same_as_its_serial_mechanism(
+    ur5: RobotModel, chain: DriveChain, drive: DriveParameters
+) -> None:
+    time, q, dq, ddq = _slow_ur5_motion(ur5, duration_s=0.2, seed=5)
+    sensor = SensorModel(current_noise_std_a=0.01, velocity_noise_std_rad_s=1e-3)
+    runs = []
+    for mechanism in (ur5, SerialMechanism(ur5)):
+        simulator = RobotSimulator(mechanism, chain, drive, SimulationSettings(sensor=sensor), q0=q[0], seed=2)
+        runs.append(simulate_tracking(simulator, time, q, dq, ddq))
+    for name in ("q", "dq", "currents_a", "tracking_error", "applied_torques_nm", "q_tree", "dq_tree"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+    assert_allclose(runs[0].q_tree, q[1:] + runs[0].tracking_error, atol=1e-12)
 
 
 def test_effort_saturation_is_counted(ur5: RobotModel) -> None:

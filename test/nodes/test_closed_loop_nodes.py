@@ -3,7 +3,7 @@
 The nodes get the configuration ``config/five_bar.yaml`` as ROS parameters, as ``--params-file``
 gives it: the closure as ``robot.loop_closures.distal_tip.{frame_a, frame_b, type}`` and the
 motors as ``robot.actuated_joints``. sim_robot simulates the constrained dynamics
-(``ClosedLoopSimulator``); the excitation node plans and streams the actuated joints; the
+(``RobotSimulator``); the excitation node plans and streams the actuated joints; the
 estimator identifies the closed-loop IDIM from samples that carry every joint of the opened
 tree (the passive ones are ignored); the feedforward node turns desired actuated motion into
 actuated torques.
@@ -27,13 +27,13 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
-from dynamic_identification.core.closed_loop_simulation import constrained_inverse_dynamics
 from dynamic_identification.core.excitation.collision import SelfCollisionError
 from dynamic_identification.core.excitation.constraints import MechanismLimits
 from dynamic_identification.core.excitation.safety import TorqueModel, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.model import DriveTerms
 from dynamic_identification.core.settings_schema import setting
+from dynamic_identification.core.simulation import constrained_inverse_dynamics
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, load_excitation_settings, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic

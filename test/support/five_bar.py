@@ -2,7 +2,7 @@
 
 The closed-loop tests of the core, the CLI and the nodes all identify ``urdf/five_bar.urdf`` closed at
 its distal tip (a point closure, two motors) from recordings of Pinocchio's constrained forward
-dynamics (``ClosedLoopSimulator``) tracking 0.2 Hz, 5-harmonic Fourier motions of the motors. This
+dynamics (``RobotSimulator``) tracking 0.2 Hz, 5-harmonic Fourier motions of the motors. This
 module says once what that mechanism, its drive terms (``sim_robot`` of ``config/five_bar.yaml``), the
 60 g tip payload, the motion and a simulated recording are, and the IDIM-WLS pipeline the core tests
 run on such a recording; the same five-bar with collision geometry and a post between its motors, the
@@ -26,13 +26,6 @@ from dynamic_identification.core.closed_loop import (
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    ClosedLoopTrackingRun,
-    constrained_inverse_dynamics,
-    simulate_tracking,
-)
 from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
 from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
 from dynamic_identification.core.identification import IdentificationSettings
@@ -40,7 +33,14 @@ from dynamic_identification.core.model import DriveChain, DriveParameters, Drive
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.regressors import BaseParameters
 from dynamic_identification.core.signal import ParallelDecimator, differentiate
-from dynamic_identification.core.simulation import SensorModel
+from dynamic_identification.core.simulation import (
+    RobotSimulator,
+    SensorModel,
+    SimulationSettings,
+    TrackingRun,
+    constrained_inverse_dynamics,
+    simulate_tracking,
+)
 from dynamic_identification.io.config import simulated_robot
 from repo_paths import REPO_ROOT
 
@@ -145,7 +145,7 @@ def track(
     counts: int = ENCODER_COUNTS,
     current_noise_a: float | None = None,
     q0: np.ndarray | None = None,
-) -> ClosedLoopTrackingRun:
+) -> TrackingRun:
     """``model`` tracking ``(t, q, q̇, q̈)`` of its motors by PD + the exact feedforward at the rate of ``t``.
 
     Encoders of ``counts`` per revolution; current noise σ ``current_noise_a`` (A), by default 1 % of the
@@ -158,8 +158,8 @@ def track(
     if current_noise_a is None:
         current_noise_a = 0.01 * float(np.sqrt(np.mean((feedforward / chain.drive_gains) ** 2)))
     sensor = SensorModel(current_noise_std_a=current_noise_a, encoder_counts_per_rev=counts)
-    settings = ClosedLoopSimulationSettings(sensor=sensor)
-    simulator = ClosedLoopSimulator(model, chain, drive, settings, q0=q0, seed=seed)
+    settings = SimulationSettings(sensor=sensor)
+    simulator = RobotSimulator(model, chain, drive, settings, q0=q0, seed=seed)
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
 
 
@@ -167,8 +167,8 @@ def identify_gains_from_runs(
     model: ClosedLoopModel,
     chain: DriveChain,
     *,
-    unloaded: ClosedLoopTrackingRun,
-    loaded: ClosedLoopTrackingRun,
+    unloaded: TrackingRun,
+    loaded: TrackingRun,
     payload: Payload,
     base: BaseParameters,
     settings: IdentificationSettings,
@@ -200,7 +200,7 @@ def identify_wls(
     model: ClosedLoopModel,
     chain: DriveChain,
     drive: DriveParameters,
-    run: ClosedLoopTrackingRun,
+    run: TrackingRun,
 ) -> WlsIdentification:
     """IDIM-WLS ([Briot2012] §3.1) on a 1 kHz recording ``run`` of ``model`` with true drive terms ``drive``.
 
@@ -237,8 +237,8 @@ class FiveBarRuns:
     seed 5 with :data:`TIP_PAYLOAD` (noise seed 6), motors of :data:`FIVE_BAR_TRUE_GAINS`, drives of
     :data:`FIVE_BAR_DRIVE`; arrays read-only (they are shared)."""
 
-    unloaded: ClosedLoopTrackingRun
-    loaded: ClosedLoopTrackingRun
+    unloaded: TrackingRun
+    loaded: TrackingRun
 
 
 @functools.cache

@@ -22,17 +22,19 @@ from pathlib import Path
 import numpy as np
 
 from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.closed_loop_simulation import (
-    ClosedLoopSimulationSettings,
-    ClosedLoopSimulator,
-    ClosedLoopTrackingRun,
-    constrained_inverse_dynamics,
-    simulate_tracking,
-)
 from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.model import DriveChain, DriveParameters
 from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.simulation import SensorModel, drive_torques, quantize_positions
+from dynamic_identification.core.simulation import (
+    RobotSimulator,
+    SensorModel,
+    SimulationSettings,
+    TrackingRun,
+    constrained_inverse_dynamics,
+    drive_torques,
+    quantize_positions,
+    simulate_tracking,
+)
 from dynamic_identification.testing.payload_simulation import transmission_input
 
 BASE_RADIUS_M = 0.25
@@ -250,7 +252,7 @@ def track(
     passive_coulomb: np.ndarray | None = PASSIVE_COULOMB,
     chain: DriveChain = CHAIN,
     current_noise_share: float = 0.01,
-) -> ClosedLoopTrackingRun:
+) -> TrackingRun:
     """The 3-RRR's motors tracking ``(t, q, q̇, q̈)`` by PD + the exact feedforward (bearing friction included), with
     the passive joints' bearing friction ``passive_viscous`` (N·m·s/rad), ``passive_coulomb`` (N·m) (``None``:
     frictionless), 14-bit encoders and current noise of ``current_noise_share`` of the RMS feedforward current."""
@@ -268,12 +270,12 @@ def track(
     )
     currents = feedforward / (chain.gear_ratios * chain.drive_gains)
     noise = current_noise_share * float(np.sqrt(np.mean(currents**2)))
-    settings = ClosedLoopSimulationSettings(
+    settings = SimulationSettings(
         sensor=SensorModel(current_noise_std_a=noise, encoder_counts_per_rev=2**14),
         passive_viscous=passive_viscous,
         passive_coulomb=passive_coulomb,
     )
-    simulator = ClosedLoopSimulator(model, chain, DRIVE, settings, seed=seed)
+    simulator = RobotSimulator(model, chain, DRIVE, settings, seed=seed)
     return simulate_tracking(simulator, time_s, q, dq, ddq, feedforward)
 
 

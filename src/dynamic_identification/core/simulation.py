@@ -10,6 +10,12 @@ chain of :mod:`dynamic_identification.core.model`: joint torques are
 physical formulas, independently of the regressors, so that it can serve as the
 ground truth the identification is tested against.
 
+A closed-loop robot ([Briot2012] §2) is its opened tree with closures: its ground truth
+:func:`constrained_inverse_dynamics` solves the tree's torques for the motors' and the
+closure forces by Lagrange multipliers, and :class:`RobotSimulator` integrates
+Pinocchio's constrained forward dynamics; one simulator, one settings class and one
+tracking record serve both kinds of :class:`~dynamic_identification.core.mechanism.Mechanism`.
+
 The Pinocchio model's own ``armature`` must stay zero (a URDF has none): rotor
 inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters`.
 """
@@ -17,13 +23,15 @@ inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
 import numpy as np
 import pinocchio as pin
+import scipy.linalg
 
 from dynamic_identification.core.checks import motion_rows, motion_samples
+from dynamic_identification.core.closed_loop import ClosedLoopModel, passive_friction_torques, passive_joint_values
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.mechanism import LoopClosure, Mechanism, mechanism_of
 from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, limit_bounds
 from dynamic_identification.core.payload import Payload, attach_payload
 from dynamic_identification.core.settings_schema import setting_field
@@ -332,44 +340,73 @@ def per_joint_values(name: str, value: float | tuple[float, ...] | np.ndarray, n
 _NEWTON_ITERATIONS = 30
 """Most damped-Newton iterations of the implicit friction per step (two or three are usual)."""
 
+SERIAL_COULOMB_SMOOTHING_RAD_S = 1e-3
+"""Default ``ε`` of the Coulomb friction of a serial robot, rad/s (its step is implicit in the friction)."""
+
+CLOSED_LOOP_COULOMB_SMOOTHING_RAD_S = 1e-2
+"""Default ``ε`` of the Coulomb friction of a closed-loop robot, rad/s: its constrained step linearises the
+friction, which a wider ``tanh`` band keeps stable."""
+
+_PLANAR_ROWS = np.array([0, 1, 5])
+"""Rows of a LOCAL ``CONTACT_6D`` constraint that a planar closure keeps: x, y and rotation about z."""
+
+_PROXIMAL_MU = 1e-8
+"""Proximal damping of ``constraintDynamics``: makes redundant closure equations solvable."""
+
 
 @dataclass(frozen=True)
-class PDSimulationSettings:
-    """The settings every simulator under PD + feedforward control has.
+class SimulationSettings:
+    """Settings of :class:`RobotSimulator`, serial or closed-loop.
 
     Attributes
     ----------
     dt_s
         Integration step, s.
     kp, kd
-        PD gains of the controlled joints, N·m/rad and N·m·s/rad, a scalar or one per
-        joint; ``None`` chooses, per joint, the gains of a critically damped
+        PD gains of the controlled (actuated) joints, N·m/rad and N·m·s/rad, a scalar or
+        one per joint; ``None`` chooses, per joint, the gains of a critically damped
         second-order loop of ``bandwidth_hz`` (:func:`critically_damped_gains`) on the
-        diagonal of the inertia the motors see at the start.
+        diagonal of the inertia the motors see at the start
+        (:meth:`RobotSimulator.mass_matrix`).
     bandwidth_hz
         Bandwidth of the default gains, Hz.
     coulomb_smoothing_rad_s
-        ``ε`` of the ``tanh(v / ε)`` Coulomb friction integrated, rad/s.
+        ``ε`` of the ``tanh(v / ε)`` Coulomb friction integrated, rad/s; ``None``: that of
+        the mechanism (:data:`SERIAL_COULOMB_SMOOTHING_RAD_S` without closures,
+        :data:`CLOSED_LOOP_COULOMB_SMOOTHING_RAD_S` with).
     sensor
         Encoder resolution, current and velocity noise of the controlled joints.
     saturate_effort
         Clip the motor torques to the URDF effort limits (non-positive or non-finite
         limits mean unlimited); saturated steps are counted.
+    passive_viscous, passive_coulomb
+        Viscous (N·m·s/rad) and Coulomb (N·m) friction of each passive joint's bearing,
+        kinematic order; ``None``: frictionless (a serial robot has no passive joint).
     """
 
     dt_s: float = 1e-3
     kp: float | np.ndarray | None = None
     kd: float | np.ndarray | None = None
     bandwidth_hz: float = DEFAULT_BANDWIDTH_HZ
-    coulomb_smoothing_rad_s: float = 1e-3
+    coulomb_smoothing_rad_s: float | None = None
     sensor: SensorModel = field(default_factory=SensorModel)
     saturate_effort: bool = True
+    passive_viscous: np.ndarray | None = None
+    passive_coulomb: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("dt_s", "bandwidth_hz", "coulomb_smoothing_rad_s"):
             value = getattr(self, name)
+            if value is None and name == "coulomb_smoothing_rad_s":
+                continue
             if not (np.isfinite(value) and value > 0.0):
                 raise ModelError(f"{name} must be finite and > 0, got {value}")
+
+    def coulomb_smoothing(self, closed_loop: bool) -> float:
+        """``ε`` in rad/s of the Coulomb friction integrated for a serial or a closed-loop robot."""
+        if self.coulomb_smoothing_rad_s is not None:
+            return self.coulomb_smoothing_rad_s
+        return CLOSED_LOOP_COULOMB_SMOOTHING_RAD_S if closed_loop else SERIAL_COULOMB_SMOOTHING_RAD_S
 
     def pd_gains(self, inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(kp, kd)`` of the controlled joints: :attr:`kp` and :attr:`kd` where given, else those of
@@ -385,15 +422,6 @@ class PDSimulationSettings:
         kp = default_kp if self.kp is None else per_joint_values("kp", self.kp, n)
         kd = default_kd if self.kd is None else per_joint_values("kd", self.kd, n)
         return kp, kd
-
-
-@dataclass(frozen=True)
-class SimulationSettings(PDSimulationSettings):
-    """Settings of :class:`RobotSimulator` (attributes: :class:`PDSimulationSettings`).
-
-    The default gains are, per joint, those of the diagonal inertia ``m_j`` of
-    ``M(q0) + Cᵀ diag(Ia) C``: ``kp = m_j ω²``, ``kd = 2 m_j ω`` with ``ω = 2π bandwidth_hz``.
-    """
 
 
 def critically_damped_gains(inertia: np.ndarray, bandwidth_hz: float) -> tuple[np.ndarray, np.ndarray]:
@@ -427,146 +455,113 @@ class SimulatedJointState:
         return self._dq.copy()
 
 
-_Mechanism = TypeVar("_Mechanism")
-"""What a simulator simulates: a serial :class:`RobotModel` or a closed-loop mechanism."""
+def constraint_models(
+    model: ClosedLoopModel, *, planar_as_6d: bool = False
+) -> tuple[pin.StdVec_RigidConstraintModel, list[np.ndarray]]:
+    """Pinocchio's ``RigidConstraintModel`` of each closure and the rows of its Jacobian that apply.
 
-_Settings = TypeVar("_Settings", bound=PDSimulationSettings)
-
-
-class PDTrackingSimulator(SimulatedJointState, Generic[_Mechanism, _Settings]):
-    """The construction, settings, clock, gains and PD + feedforward law of a simulator that tracks a motion.
-
-    The constructor keeps the drive chain ``_chain``, the true drive parameters ``_drive``
-    and the ``_settings``, seeds the sensor noise ``_rng``, starts the clock ``_time_s`` (s),
-    puts the mechanism at rest at ``q0`` and sets the gains ``_kp`` and ``_kd`` of the
-    controlled joints. A subclass sets its mechanism up (:meth:`_set_up`: the state and the
-    bounds ``_effort_limits`` (:func:`~dynamic_identification.core.model.limit_bounds`) of the
-    controlled joints), says where it rests without ``q0`` (:meth:`_rest_positions`) and which
-    inertia its motors see (:meth:`_motor_inertia`), and keeps the motor torques of the last
-    step ``_applied`` (N·m).
+    Closures map onto Pinocchio's constraint models as: ``point`` → ``CONTACT_3D``,
+    ``6d`` → ``CONTACT_6D``, ``planar`` → the in-plane rows ``(0, 1, 5)`` (x, y and
+    rotation about z of frame_a) of a ``CONTACT_6D``, or all of them with ``planar_as_6d``
+    (the forward simulation keeps the relative placement, offset along the normal
+    included: exact when the loop moves in a plane, which a planar closure describes).
+    Frames are given to Pinocchio as the parent joints of the closure frames with their
+    placements; the constraints are expressed in frame_a's local axes (``LOCAL``).
     """
+    pinocchio_model = model.robot.model
+    constraints = pin.StdVec_RigidConstraintModel()
+    rows = []
+    for closure, (a, b) in zip(model.closures, model.frame_ids, strict=True):
+        frame_a, frame_b = pinocchio_model.frames[a], pinocchio_model.frames[b]
+        kind = pin.ContactType.CONTACT_3D if closure.type == "point" else pin.ContactType.CONTACT_6D
+        constraints.append(
+            pin.RigidConstraintModel(
+                kind,
+                pinocchio_model,
+                frame_a.parentJoint,
+                frame_a.placement,
+                frame_b.parentJoint,
+                frame_b.placement,
+                pin.ReferenceFrame.LOCAL,
+            )
+        )
+        rows.append(_PLANAR_ROWS if closure.type == "planar" and not planar_as_6d else np.arange(_size(closure)))
+    return constraints, rows
 
-    _chain: DriveChain
-    _drive: DriveParameters
-    _rng: np.random.Generator
-    _settings: _Settings
-    _time_s: float
-    _kp: np.ndarray
-    _kd: np.ndarray
-    _effort_limits: np.ndarray
-    _applied: np.ndarray
-    saturated_steps: int
-    """Number of steps in which at least one motor torque was clipped to its effort limit."""
 
-    def __init__(
-        self,
-        mechanism: _Mechanism,
-        drive_chain: DriveChain,
-        drive: DriveParameters,
-        settings: _Settings,
-        *,
-        q0: np.ndarray | None = None,
-        seed: int = 0,
-    ) -> None:
-        """Set the simulator of ``mechanism`` up (the subclass's docstring says what the arguments are).
+def _size(closure: LoopClosure) -> int:
+    return 3 if closure.type == "point" else 6
 
-        Raises
-        ------
-        ModelError
-            If the drive chain or the drive parameters do not fit ``mechanism`` (:meth:`_set_up`).
-        """
-        self._chain = drive_chain
-        self._drive = drive
-        self._settings = settings
-        self._rng = np.random.default_rng(seed)
-        self._set_up(mechanism)
-        self._time_s = 0.0
-        self._applied = np.zeros(self._effort_limits.shape[0])
-        self.saturated_steps = 0
-        self.reset(self._rest_positions() if q0 is None else q0)
-        self._kp, self._kd = settings.pd_gains(np.diag(self._motor_inertia()))
 
-    def _set_up(self, mechanism: _Mechanism) -> None:
-        """Check the drive chain and parameters against ``mechanism`` and keep it, with its state (at rest)
-        and the effort bounds of the controlled joints.
+def _check_drive(mechanism: Mechanism, drive_chain: DriveChain, drive: DriveParameters) -> None:
+    if drive_chain.n_joints != mechanism.n_actuated or drive.rotor_inertia.shape[0] != mechanism.n_actuated:
+        raise ModelError(
+            f"the mechanism has {mechanism.n_actuated} actuated joints but the drive chain has"
+            f" {drive_chain.n_joints} and the drive parameters {drive.rotor_inertia.shape[0]}"
+        )
 
-        Raises
-        ------
-        ModelError
-            If they do not fit.
-        """
-        raise NotImplementedError
 
-    def _rest_positions(self) -> np.ndarray:
-        """Positions of the controlled joints where the simulator starts without ``q0``, rad."""
-        raise NotImplementedError
+def _constrained_model(mechanism: Mechanism) -> ClosedLoopModel | None:
+    """The closed-loop model of a mechanism with closures, ``None`` without closures (a serial robot)."""
+    if not mechanism.closures:
+        return None
+    if not isinstance(mechanism, ClosedLoopModel):
+        raise ModelError(f"simulating closures needs a ClosedLoopModel, got {type(mechanism).__name__}")
+    return mechanism
 
-    def _motor_inertia(self) -> np.ndarray:
-        """The inertia the motors see at the current state (its diagonal tunes the default gains), kg·m²."""
-        raise NotImplementedError
 
-    def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
-        """Put the controlled joints at ``q`` (rad) with velocity ``dq`` (rad/s, default rest)."""
-        raise NotImplementedError
+def constrained_inverse_dynamics(
+    model: ClosedLoopModel,
+    drive_chain: DriveChain,
+    drive: DriveParameters,
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    *,
+    passive_viscous: np.ndarray | None = None,
+    passive_coulomb: np.ndarray | None = None,
+) -> np.ndarray:
+    """Actuated joint torques ``(N, n_a)`` in N·m of a consistent tree motion, by Lagrange multipliers.
 
-    @property
-    def settings(self) -> _Settings:
-        return self._settings
-
-    @property
-    def time_s(self) -> float:
-        """Simulated time, s."""
-        return self._time_s
-
-    @property
-    def kp(self) -> np.ndarray:
-        """Proportional gains in use, N·m/rad."""
-        return self._kp.copy()
-
-    @property
-    def kd(self) -> np.ndarray:
-        """Derivative gains in use, N·m·s/rad."""
-        return self._kd.copy()
-
-    @property
-    def applied_torques(self) -> np.ndarray:
-        """Motor torques of the controlled joints over the last step, N·m."""
-        return self._applied.copy()
-
-    def _pd_command(
-        self,
-        q: np.ndarray,
-        dq: np.ndarray,
-        q_desired: np.ndarray,
-        dq_desired: np.ndarray,
-        ddq_desired: np.ndarray | None,
-        feedforward_nm: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Motor torques of the next step at the controlled joints' state ``q``, ``dq``, and the implicit PD gains.
-
-        The PD acts on the state at the end of the step, so the desired state is carried
-        there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``, ``q̇_d⁺ = q̇_d + dt q̈_d``
-        (``q̈_d`` = 0 when omitted), and taken at the predicted state ``q + dt q̇``;
-        ``feedforward_nm`` (N·m, per joint) is added. The torque is clipped to the effort
-        limits when the settings' ``saturate_effort`` (the step is counted in
-        ``saturated_steps``). The part of the PD that depends on the step's ``Δq̇`` is left
-        to the integrator: returned are the torque and its gains ``dt kd + dt² kp``
-        (0 on the clipped joints).
-        """
-        settings = self._settings
-        n, dt = q.shape[0], settings.dt_s
-        qd = motion_rows("q_desired", q_desired, n)[0]
-        dqd = motion_rows("dq_desired", dq_desired, n)[0]
-        ddqd = np.zeros(n) if ddq_desired is None else motion_rows("ddq_desired", ddq_desired, n)[0]
-        ff = np.zeros(n) if feedforward_nm is None else motion_rows("feedforward_nm", feedforward_nm, n)[0]
-        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
-        dq_target = dqd + dt * ddqd
-        command = self._kp * (q_target - q - dt * dq) + self._kd * (dq_target - dq) + ff
-        saturated = np.abs(command) > self._effort_limits if settings.saturate_effort else np.zeros(n, bool)
-        if np.any(saturated):
-            self.saturated_steps += 1
-            command = np.clip(command, -self._effort_limits, self._effort_limits)
-        return command, np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
+    The closed-loop ground truth of [Briot2012] §2, written from physics and Pinocchio's
+    constraint models, independently of the projected regressor of
+    :mod:`dynamic_identification.core.closed_loop`:
+    ``rnea(q_t, q̇_t, q̈_t) + F_p = S τ_rigid + A_cᵀ λ`` ([Briot2012] eq. (5)) is solved for
+    ``(τ_rigid, λ)`` by least squares (exact for a consistent, non-singular motion;
+    redundant closure rows only make ``λ`` non-unique), with ``S`` the selection of
+    the actuated joints, ``A_c`` Pinocchio's constraint Jacobian
+    (``getConstraintsJacobian``, :func:`constraint_models`) and ``F_p`` the passive
+    joints' bearing friction ``Fv_p q̇_p + Fc_p sign(q̇_p)`` (``passive_viscous`` in
+    N·m·s/rad and ``passive_coulomb`` in N·m, one per passive joint; none when omitted);
+    the drive terms of :func:`drive_torques` are added.
+    """
+    _check_drive(model, drive_chain, drive)
+    n_t = model.n_tree
+    q, dq, ddq = motion_samples(q, dq, ddq, n_t)
+    bearing = passive_friction_torques(model, dq[:, model.passive], viscous=passive_viscous, coulomb=passive_coulomb)
+    pinocchio_model = model.robot.model
+    data = pinocchio_model.createData()
+    constraints, rows = constraint_models(model)
+    datas = pin.StdVec_RigidConstraintData()
+    for constraint in constraints:
+        datas.append(constraint.createData())
+    offsets = np.cumsum([0] + [_size(closure) for closure in model.closures])[:-1]
+    selected = np.concatenate([offset + r for offset, r in zip(offsets, rows, strict=True)])
+    selection = np.zeros((n_t, model.n_actuated))
+    selection[model.actuated, np.arange(model.n_actuated)] = 1.0
+    configurations = model.robot.configurations(q)
+    rigid = np.empty((q.shape[0], model.n_actuated))
+    for k in range(q.shape[0]):
+        tree_torques = pin.rnea(pinocchio_model, data, configurations[k], dq[k], ddq[k])
+        tree_torques[model.passive] += bearing[k]
+        pin.computeJointJacobians(pinocchio_model, data, configurations[k])
+        for constraint, constraint_data in zip(constraints, datas, strict=True):
+            constraint.calc(pinocchio_model, data, constraint_data)
+        jacobian = pin.getConstraintsJacobian(pinocchio_model, data, constraints, datas)[selected]
+        system = np.hstack([selection, jacobian.T])
+        rigid[k] = scipy.linalg.lstsq(system, tree_torques)[0][: model.n_actuated]
+    actuated = model.actuated
+    return rigid + drive_torques(drive_chain, drive, dq[:, actuated], ddq[:, actuated])
 
 
 def tracking_inputs(
@@ -606,43 +601,149 @@ def tracking_inputs(
     return time, q_des, dq_des, ddq_des, ff
 
 
-class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
-    """Forward dynamics of the robot and its drive chain under PD + feedforward control.
+class RobotSimulator(SimulatedJointState):
+    """Forward dynamics of a mechanism and its drive chain under PD + feedforward control of its actuated joints.
 
-    Each step solves ``(M(q) + Cᵀ diag(Ia) C) q̈ = τ_m − b(q, q̇) − τ_f(q̇)`` with
-    ``M`` from ``pinocchio.crba`` and ``b`` from ``pinocchio.nonLinearEffects``,
-    the friction ``τ_f = Cᵀ (Fv ⊙ v + Fc ⊙ tanh(v/ε) + off)`` and the motor torque
-    ``τ_m = kp (q_d − q) + kd (q̇_d − q̇) + τ_ff`` clipped to the effort limits.
-    Integration is semi-implicit Euler (``q̇⁺ = q̇ + dt q̈``, ``q⁺ = q + dt q̇⁺``)
-    in which the friction and the PD terms are taken at the new state (backward Euler):
+    The state ``q``, ``dq`` is the tree's (all joints); the controlled joints are the
+    actuated ones, with gains ``kp``, ``kd`` (:meth:`SimulationSettings.pd_gains`) and
+    motor torque ``τ_m = kp (q_d⁺ − q⁺) + kd (q̇_d⁺ − q̇⁺) + τ_ff`` clipped to the effort
+    limits (:meth:`_pd_command`). Integration is semi-implicit Euler
+    (``q̇⁺ = q̇ + dt q̈``, ``q⁺ = q + dt q̇⁺``) in which the friction and the PD terms are
+    taken at the new state (backward Euler), so neither the stiff smoothed Coulomb
+    friction nor high gains make it chatter. The motor torque reported by :meth:`measure`
+    is the one the step applied.
 
-    ``(M + dt kd + dt² kp) Δq̇ = dt (τ_m − b − τ_f(q̇ + Δq̇))``,
+    A serial robot (no closures, :class:`~dynamic_identification.core.mechanism.SerialMechanism`)
+    solves ``(M(q) + Cᵀ diag(Ia) C + dt kd + dt² kp) Δq̇ = dt (τ_m − b − τ_f(q̇ + Δq̇))``
+    with ``M`` from ``pinocchio.crba``, ``b`` from ``pinocchio.nonLinearEffects`` and the
+    friction ``τ_f = Cᵀ (Fv ⊙ v + Fc ⊙ tanh(v/ε) + off)``, ``v = C q̇``, by damped Newton
+    (a joint at rest stays at rest).
 
-    solved by damped Newton, so neither the stiff smoothed Coulomb friction nor
-    high gains make it chatter: a joint at rest stays at rest.
-    The motor torque reported by :meth:`measure` is the one this step applied,
-    ``kp (q_d⁺ − q⁺) + kd (q̇_d⁺ − q̇⁺) + τ_ff`` (rigid-body terms at the start of
-    the step, so it matches the inverse dynamics to ``O(dt)``).
+    A closed-loop robot (a :class:`~dynamic_identification.core.closed_loop.ClosedLoopModel`
+    with closures; uncoupled drive chain) solves the constrained dynamics with
+    ``pinocchio.constraintDynamics`` (proximal solver, so redundant closure equations are fine):
+
+    ``(M + S diag(Ia + dt kd + dt² kp + dt ∂f/∂q̇) Sᵀ) q̈ + b = S (τ_cmd − f(q̇_a)) + A_cᵀ λ``,
+    ``A_c q̈ + Ȧ_c q̇ = 0``,
+
+    the linearised backward-Euler step of the PD and of the friction
+    ``f = Fv q̇ + Fc tanh(q̇/ε) + off`` (the diagonal terms ride on Pinocchio's
+    ``armature`` of the actuated joints; the passive joints' bearing friction
+    ``Fv_p q̇_p + Fc_p tanh(q̇_p/ε)`` of the settings is a torque on the passive joints,
+    linearised the same way on their ``armature``). The drift of the closure is removed
+    after each step by projecting the state back onto the closed configurations (passive
+    positions solved for the actuated ones, passive velocities ``J_t q̇_a``).
+
+    Parameters
+    ----------
+    mechanism
+        The robot: a serial :class:`~dynamic_identification.core.model.RobotModel` or any
+        :class:`~dynamic_identification.core.mechanism.Mechanism`.
+    drive_chain, drive
+        Drive chain and true drive parameters of the actuated joints.
+    settings
+        Step, gains, friction smoothing, sensors and passive-joint friction.
+    q0
+        Actuated positions to start at, rad (rest); default those of the mechanism's
+        ``reference_configuration`` (zero for a serial robot), whose assembly mode the
+        simulation keeps.
+    seed
+        Seed of the sensor noise.
+
+    Raises
+    ------
+    ModelError
+        If the drive chain or the drive parameters do not fit the mechanism, or a closed-loop
+        robot's drive chain is coupled.
     """
 
-    def _set_up(self, robot: RobotModel) -> None:
-        drive_chain, drive = self._chain, self._drive
-        _check_sizes(robot, drive_chain, drive)
+    saturated_steps: int
+    """Number of steps in which at least one motor torque was clipped to its effort limit."""
+
+    def __init__(
+        self,
+        mechanism: RobotModel | Mechanism,
+        drive_chain: DriveChain,
+        drive: DriveParameters,
+        settings: SimulationSettings,
+        *,
+        q0: np.ndarray | None = None,
+        seed: int = 0,
+    ) -> None:
+        self._chain = drive_chain
+        self._drive = drive
+        self._settings = settings
+        self._rng = np.random.default_rng(seed)
+        self._mechanism = mechanism_of(mechanism)
+        self._closed = _constrained_model(self._mechanism)
+        _check_drive(self._mechanism, drive_chain, drive)
+        self._smoothing_rad_s = settings.coulomb_smoothing(self._closed is not None)
+        robot = self._mechanism.robot
         self._unloaded = robot
         self._payload: Payload | None = None
         self._robot = robot
         self._data = robot.model.createData()
-        n = robot.n_joints
-        self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
-        self._effort_limits = limit_bounds(robot.effort_limits)
-        self._q = np.zeros(n)
-        self._dq = np.zeros(n)
+        self._actuated = np.asarray(self._mechanism.actuated, dtype=int)
+        self._passive = np.asarray(self._mechanism.passive, dtype=int)
+        self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
+        if self._closed is None:
+            self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
+            self._q = np.zeros(robot.n_joints)
+        else:
+            self._set_up_constraints(self._closed)
+            self._q = np.array(self._closed.reference_configuration, dtype=float)
+        self._dq = np.zeros(self._mechanism.n_tree)
+        self._time_s = 0.0
+        self._applied = np.zeros(self._mechanism.n_actuated)
+        self.saturated_steps = 0
+        self.reset(self._q[self._actuated] if q0 is None else q0)
+        self._kp, self._kd = settings.pd_gains(np.diag(self.mass_matrix()))
 
-    def _rest_positions(self) -> np.ndarray:
-        return np.zeros(self._robot.n_joints)
+    def _set_up_constraints(self, model: ClosedLoopModel) -> None:
+        if not np.array_equal(self._chain.coupling, np.eye(model.n_actuated)):
+            raise ModelError("the closed-loop simulator needs an uncoupled drive chain (identity coupling)")
+        self._pinocchio = pin.Model(model.robot.model)
+        self._constraint_data = self._pinocchio.createData()
+        self._constraints, _ = constraint_models(model, planar_as_6d=True)
+        self._constraint_datas = pin.StdVec_RigidConstraintData()
+        for constraint in self._constraints:
+            self._constraint_datas.append(constraint.createData())
+        pin.initConstraintDynamics(self._pinocchio, self._constraint_data, self._constraints, self._constraint_datas)
+        self._proximal = pin.ProximalSettings(1e-12, _PROXIMAL_MU, 20)
+        self._velocity_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.actuated])
+        self._passive_index = np.array([model.robot.model.joints[int(j) + 1].idx_v for j in model.passive], dtype=int)
+        self._passive_armature = np.array(self._pinocchio.armature[self._passive_index], dtype=float)
+        self._passive_viscous = passive_joint_values(model, "passive_viscous", self._settings.passive_viscous)
+        self._passive_coulomb = passive_joint_values(model, "passive_coulomb", self._settings.passive_coulomb)
 
-    def _motor_inertia(self) -> np.ndarray:
-        return self.mass_matrix()
+    @property
+    def mechanism(self) -> Mechanism:
+        """The simulated mechanism (a serial robot is a ``SerialMechanism``)."""
+        return self._mechanism
+
+    @property
+    def settings(self) -> SimulationSettings:
+        return self._settings
+
+    @property
+    def time_s(self) -> float:
+        """Simulated time, s."""
+        return self._time_s
+
+    @property
+    def kp(self) -> np.ndarray:
+        """Proportional gains in use, N·m/rad."""
+        return self._kp.copy()
+
+    @property
+    def kd(self) -> np.ndarray:
+        """Derivative gains in use, N·m·s/rad."""
+        return self._kd.copy()
+
+    @property
+    def applied_torques(self) -> np.ndarray:
+        """Motor torques of the actuated joints over the last step, N·m."""
+        return self._applied.copy()
 
     @property
     def payload(self) -> Payload | None:
@@ -659,13 +760,16 @@ class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
         Raises
         ------
         ModelError
-            If the payload's frame is not a frame of the robot.
+            If the payload's frame is not a frame of the robot, or the robot has closures.
         """
+        if self._closed is not None:
+            raise ModelError("a payload is not available for a closed-loop robot (robot.loop_closures)")
         robot = self._unloaded if payload is None else attach_payload(self._unloaded, payload)
         self._robot, self._data, self._payload = robot, robot.model.createData(), payload
 
     @property
     def robot(self) -> RobotModel:
+        """The kinematic tree simulated (with the payload carried, if any)."""
         return self._robot
 
     @property
@@ -678,19 +782,74 @@ class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
         return self._drive
 
     def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
-        """Put the robot at ``q`` (rad) with velocity ``dq`` (rad/s, default rest)."""
-        n = self._robot.n_joints
-        self._q = motion_rows("q", q, n)[0].copy()
-        self._dq = np.zeros(n) if dq is None else motion_rows("dq", dq, n)[0].copy()
+        """Put the actuated joints at ``q`` (rad) with velocity ``dq`` (rad/s, default rest).
+
+        A closed-loop robot's actuated joints are walked there from the current
+        configuration in steps of at most 0.05 rad, solving the passive joints on the way
+        (same assembly mode).
+        """
+        n = self._mechanism.n_actuated
+        if self._closed is None:
+            self._q = motion_rows("q", q, n)[0].copy()
+            self._dq = np.zeros(n) if dq is None else motion_rows("dq", dq, n)[0].copy()
+        else:
+            qa = motion_rows("q_actuated", q, n)[0]
+            dqa = np.zeros(n) if dq is None else motion_rows("dq_actuated", dq, n)[0]
+            start = self._q[self._actuated]
+            steps = max(1, int(np.ceil(np.max(np.abs(qa - start)) / 0.05)))
+            path = start + np.linspace(0.0, 1.0, steps + 1)[:, None] * (qa - start)
+            motion = self._closed.complete_motion(path, np.zeros_like(path), np.zeros_like(path), q_guess=self._q)
+            self._q = motion.q[-1]
+            self._dq = motion.jacobians[-1] @ dqa
         if time_s is not None:
             self._time_s = float(time_s)
         self._applied = np.zeros(n)
 
     def mass_matrix(self) -> np.ndarray:
-        """``M(q) + Cᵀ diag(Ia) C`` at the current state, kg·m²."""
+        """The inertia the motors see at the current state, kg·m²: ``M(q) + Cᵀ diag(Ia) C`` for a serial
+        robot, ``J_tᵀ M(q_t) J_t + diag(Ia)`` for a closed-loop one ([Briot2012] eq. (7))."""
         configuration = self._robot.configurations(self._q[None])[0]
         upper = np.triu(pin.crba(self._robot.model, self._data, configuration))
-        return upper + np.triu(upper, 1).T + self._rotor_inertia
+        mass = upper + np.triu(upper, 1).T
+        if self._closed is None:
+            return mass + self._rotor_inertia
+        projection = self._closed.projection(self._q)
+        return projection.T @ mass @ projection + np.diag(self._drive.rotor_inertia)
+
+    def _pd_command(
+        self,
+        q: np.ndarray,
+        dq: np.ndarray,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None,
+        feedforward_nm: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Motor torques of the next step at the actuated joints' state ``q``, ``dq``, and the implicit PD gains.
+
+        The PD acts on the state at the end of the step, so the desired state is carried
+        there by a Taylor step: ``q_d⁺ = q_d + dt q̇_d + dt²/2 q̈_d``, ``q̇_d⁺ = q̇_d + dt q̈_d``
+        (``q̈_d`` = 0 when omitted), and taken at the predicted state ``q + dt q̇``;
+        ``feedforward_nm`` (N·m, per joint) is added. The torque is clipped to the effort
+        limits when the settings' ``saturate_effort`` (the step is counted in
+        ``saturated_steps``). The part of the PD that depends on the step's ``Δq̇`` is left
+        to the integrator: returned are the torque and its gains ``dt kd + dt² kp``
+        (0 on the clipped joints).
+        """
+        settings = self._settings
+        n, dt = q.shape[0], settings.dt_s
+        qd = motion_rows("q_desired", q_desired, n)[0]
+        dqd = motion_rows("dq_desired", dq_desired, n)[0]
+        ddqd = np.zeros(n) if ddq_desired is None else motion_rows("ddq_desired", ddq_desired, n)[0]
+        ff = np.zeros(n) if feedforward_nm is None else motion_rows("feedforward_nm", feedforward_nm, n)[0]
+        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
+        dq_target = dqd + dt * ddqd
+        command = self._kp * (q_target - q - dt * dq) + self._kd * (dq_target - dq) + ff
+        saturated = np.abs(command) > self._effort_limits if settings.saturate_effort else np.zeros(n, bool)
+        if np.any(saturated):
+            self.saturated_steps += 1
+            command = np.clip(command, -self._effort_limits, self._effort_limits)
+        return command, np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
 
     def step(
         self,
@@ -699,11 +858,24 @@ class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
         ddq_desired: np.ndarray | None = None,
         feedforward_nm: np.ndarray | None = None,
     ) -> None:
-        """Advance by ``dt_s`` towards the desired motion given at the current time.
+        """Advance by ``dt_s`` towards the desired actuated motion given at the current time.
 
-        The PD + feedforward torque of :meth:`PDTrackingSimulator._pd_command` (per joint),
-        its ``Δq̇``-dependent part implicit in the step.
+        The PD + feedforward torque of :meth:`_pd_command` (per actuated joint), its
+        ``Δq̇``-dependent part implicit in the step.
         """
+        if self._closed is None:
+            self._step_serial(q_desired, dq_desired, ddq_desired, feedforward_nm)
+        else:
+            self._step_constrained(self._closed, q_desired, dq_desired, ddq_desired, feedforward_nm)
+        self._time_s += self._settings.dt_s
+
+    def _step_serial(
+        self,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None,
+        feedforward_nm: np.ndarray | None,
+    ) -> None:
         dt = self._settings.dt_s
         command, gains = self._pd_command(self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm)
         configuration = self._robot.configurations(self._q[None])[0]
@@ -712,13 +884,53 @@ class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
         self._applied = command - gains / dt * delta_dq
         self._dq = self._dq + delta_dq
         self._q = self._q + dt * self._dq
-        self._time_s += dt
+
+    def _step_constrained(
+        self,
+        model: ClosedLoopModel,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None,
+        feedforward_nm: np.ndarray | None,
+    ) -> None:
+        dt = self._settings.dt_s
+        qa, dqa = self._q[self._actuated], self._dq[self._actuated]
+        command, gains = self._pd_command(qa, dqa, q_desired, dq_desired, ddq_desired, feedforward_nm)
+        eps = self._smoothing_rad_s
+        tanh = np.tanh(dqa / eps)
+        friction = self._drive.viscous * dqa + self._drive.coulomb * tanh + self._drive.offset
+        slope = self._drive.viscous + self._drive.coulomb * (1.0 - tanh**2) / eps
+        self._pinocchio.armature[self._velocity_index] = self._drive.rotor_inertia + gains + dt * slope
+        torques = np.zeros(model.n_tree)
+        torques[self._velocity_index] = command - friction
+        if self._passive_index.size:
+            dqp = self._dq[self._passive]
+            tanh_p = np.tanh(dqp / eps)
+            bearing = self._passive_viscous * dqp + self._passive_coulomb * tanh_p
+            bearing_slope = self._passive_viscous + self._passive_coulomb * (1.0 - tanh_p**2) / eps
+            self._pinocchio.armature[self._passive_index] = self._passive_armature + dt * bearing_slope
+            torques[self._passive_index] = -bearing
+        configuration = model.robot.configurations(self._q[None])[0]
+        acceleration = pin.constraintDynamics(
+            self._pinocchio,
+            self._constraint_data,
+            configuration,
+            self._dq,
+            torques,
+            self._constraints,
+            self._constraint_datas,
+            self._proximal,
+        )
+        self._applied = command - gains * acceleration[self._velocity_index]
+        velocity = self._dq + dt * acceleration
+        positions = self._q + dt * velocity
+        self._q, self._dq = model.project_state(positions, velocity)
 
     def _friction(self, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Joint friction torques at ``dq`` and their derivative ``∂τ_f/∂q̇``."""
         coupling = self._chain.coupling
         drive = self._drive
-        eps = self._settings.coulomb_smoothing_rad_s
+        eps = self._smoothing_rad_s
         velocity = coupling @ dq
         tanh = np.tanh(velocity / eps)
         torque = coupling.T @ (drive.viscous * velocity + drive.coulomb * tanh + drive.offset)
@@ -755,44 +967,77 @@ class RobotSimulator(PDTrackingSimulator[RobotModel, SimulationSettings]):
         return delta
 
     def measure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """What the robot reports now: ``(q, q̇, τ, i)``, each ``(n,)``.
+        """What the actuated joints report now: ``(q, q̇, τ, i)``, each ``(n_a,)``.
 
-        ``q`` (rad) through the motor encoders (:func:`quantize_positions`); ``q̇``
-        (rad/s) the true velocity plus ``sensor.velocity_noise_std_rad_s`` noise
-        (as a drive's observer would give); ``i`` (A) the currents of the motor
-        torques applied over the last step plus noise; ``τ`` (N·m) the joint
-        torques those noisy currents mean, ``drive_chain.joint_torques(i)``.
+        The current state and the motor torques of the last step, through :meth:`sense`.
         """
-        sensor = self._settings.sensor
-        q_measured, currents = measure(self._chain, sensor, self._q[None], self._applied[None], self._rng)
-        dq_measured = self._dq + (
-            self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=self._dq.shape)
-            if sensor.velocity_noise_std_rad_s
-            else 0.0
+        state = (
+            (self._q[None], self._dq[None])
+            if self._closed is None
+            else (self._q[None, self._actuated], self._dq[None, self._actuated])
         )
-        return q_measured[0], dq_measured, self._chain.joint_torques(currents)[0], currents[0]
+        q, dq, torques, currents = self._sense(*state, self._applied[None])
+        return q[0], dq[0], torques[0], currents[0]
+
+    def sense(
+        self, q_tree: np.ndarray, dq_tree: np.ndarray, motor_torques_nm: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Sensor readings of true states ``(N, n_t)`` and motor torques ``(N, n_a)``: ``(q, q̇, τ, i)``.
+
+        ``q`` (rad) of the actuated joints through the motor encoders
+        (:func:`quantize_positions`), ``q̇`` (rad/s) the true velocity plus
+        ``sensor.velocity_noise_std_rad_s`` noise (as a drive's observer would give),
+        ``i`` (A) the currents of the motor torques plus noise, ``τ`` (N·m) the joint
+        torques those noisy currents mean, ``drive_chain.joint_torques(i)``; each
+        ``(N, n_a)``. Draws from the simulator's random generator.
+        """
+        n_t = self._mechanism.n_tree
+        return self._sense(
+            motion_rows("q_tree", q_tree, n_t)[:, self._actuated],
+            motion_rows("dq_tree", dq_tree, n_t)[:, self._actuated],
+            motion_rows("motor_torques_nm", motor_torques_nm, self._mechanism.n_actuated),
+        )
+
+    def _sense(
+        self, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`sense` of checked actuated positions, velocities and motor torques ``(N, n_a)``."""
+        sensor = self._settings.sensor
+        q_measured, currents = measure(self._chain, sensor, positions, torques, self._rng)
+        if sensor.velocity_noise_std_rad_s:
+            velocities = velocities + self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=velocities.shape)
+        return q_measured, velocities, self._chain.joint_torques(currents), currents
 
 
 @dataclass(frozen=True)
 class TrackingRun:
     """Result of :func:`simulate_tracking`, one row per step (``N − 1`` rows).
 
+    A serial robot's row ``k`` is the state measured after step ``k`` (at ``time_s[k + 1]``
+    of the input) and the motor torque of that step; a closed-loop robot's row ``k`` is
+    sampled as a drive samples it: the state at ``time_s[k]`` and the motor torque
+    (current) applied from ``time_s[k]`` to the next sample, so that the torques match the
+    inverse dynamics of the recorded motion without a one-sample lag.
+
     Attributes
     ----------
     time_s
-        Instants of the samples, s (``time_s[1:]`` of the input).
+        Instants of the samples, s.
     q_desired
-        Desired positions at those instants, rad.
+        Desired actuated positions at those instants, rad.
     q, dq
-        Measured positions (rad, quantised) and velocities (rad/s).
+        Measured actuated positions (rad, quantised) and velocities (rad/s).
     currents_a
         Measured motor currents, A.
     joint_torques_nm
-        Joint torques from the measured currents, N·m.
+        Actuated joint torques from the measured currents, N·m.
     tracking_error
-        True position minus desired position, rad.
+        True actuated position minus desired position, rad.
     applied_torques_nm
-        Joint torques the motors applied, without measurement noise, N·m.
+        Motor torques applied, without measurement noise, N·m.
+    q_tree, dq_tree
+        True positions and velocities of all the tree's joints at those instants, rad and
+        rad/s, ``(N − 1, n_t)``.
     """
 
     time_s: np.ndarray
@@ -803,6 +1048,8 @@ class TrackingRun:
     joint_torques_nm: np.ndarray
     tracking_error: np.ndarray
     applied_torques_nm: np.ndarray
+    q_tree: np.ndarray
+    dq_tree: np.ndarray
 
 
 def simulate_tracking(
@@ -813,31 +1060,45 @@ def simulate_tracking(
     ddq_des: np.ndarray,
     feedforward_nm: np.ndarray | None = None,
 ) -> TrackingRun:
-    """Step ``simulator`` along a desired trajectory sampled every ``dt_s``.
+    """Step ``simulator`` along a desired actuated trajectory sampled every ``dt_s``.
 
-    Step ``k`` goes from ``time_s[k]`` to ``time_s[k + 1]`` with the desired
-    motion (and feedforward, N·m) of sample ``k``; the robot is measured after
-    each step. The simulator's state is used as it is (reset it to the start of
-    the trajectory first for a run without initial transient).
+    Step ``k`` goes from ``time_s[k]`` to ``time_s[k + 1]`` with the desired motion (and
+    feedforward, N·m) of sample ``k``; the rows are sampled as :class:`TrackingRun` says.
+    The simulator's state is used as it is (reset it to the start of the trajectory first
+    for a run without initial transient).
     """
-    n = simulator.q.shape[0]
+    mechanism = simulator.mechanism
+    n_a, n_t = mechanism.n_actuated, mechanism.n_tree
     time, q_des, dq_des, ddq_des, ff = tracking_inputs(
-        n, simulator.settings.dt_s, time_s, q_des, dq_des, ddq_des, feedforward_nm
+        n_a, simulator.settings.dt_s, time_s, q_des, dq_des, ddq_des, feedforward_nm
     )
     samples = time.shape[0] - 1
-    q, dq, torques, currents, error, applied = (np.empty((samples, n)) for _ in range(6))
-    for k in range(samples):
-        simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
-        q[k], dq[k], torques[k], currents[k] = simulator.measure()
-        error[k] = simulator.q - q_des[k + 1]
-        applied[k] = simulator.applied_torques
+    q_tree, dq_tree = np.empty((samples, n_t)), np.empty((samples, n_t))
+    applied = np.empty((samples, n_a))
+    if mechanism.closures:
+        for k in range(samples):
+            q_tree[k], dq_tree[k] = simulator.q, simulator.dq
+            simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
+            applied[k] = simulator.applied_torques
+        q, dq, torques, currents = simulator.sense(q_tree, dq_tree, applied)
+        rows = slice(0, samples)
+    else:
+        q, dq, torques, currents = (np.empty((samples, n_a)) for _ in range(4))
+        for k in range(samples):
+            simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
+            q[k], dq[k], torques[k], currents[k] = simulator.measure()
+            q_tree[k], dq_tree[k] = simulator.q, simulator.dq
+            applied[k] = simulator.applied_torques
+        rows = slice(1, samples + 1)
     return TrackingRun(
-        time_s=time[1:].copy(),
-        q_desired=q_des[1:].copy(),
+        time_s=time[rows].copy(),
+        q_desired=q_des[rows].copy(),
         q=q,
         dq=dq,
         currents_a=currents,
         joint_torques_nm=torques,
-        tracking_error=error,
+        tracking_error=q_tree[:, np.asarray(mechanism.actuated, dtype=int)] - q_des[rows],
         applied_torques_nm=applied,
+        q_tree=q_tree,
+        dq_tree=dq_tree,
     )

@@ -42,7 +42,7 @@ the URDF limits) and keeps simulated time in one of two ways:
 
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is simulated by
-:class:`~dynamic_identification.core.closed_loop_simulation.ClosedLoopSimulator`
+:class:`~dynamic_identification.core.simulation.RobotSimulator`
 (constrained dynamics of the opened tree, drives on the actuated joints): the node's
 joints are then the actuated ones, which it commands, measures and publishes; the per-joint
 parameters hold one value per actuated joint (or per URDF joint), built by the same
@@ -65,7 +65,6 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
-from dynamic_identification.core.closed_loop_simulation import ClosedLoopSimulationSettings, ClosedLoopSimulator
 from dynamic_identification.core.errors import IdentificationError, ModelError
 from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.payload import Payload, frame_id
@@ -147,7 +146,7 @@ class SimRobotSetup:
 
     robot: RobotModel
     drive_chain: DriveChain
-    simulator: RobotSimulator | ClosedLoopSimulator
+    simulator: RobotSimulator
     dt_ns: int
     initial: np.ndarray
     """Initial positions of the node's joints, rad (rest)."""
@@ -183,21 +182,17 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
         if initial is None:
             lower, upper = robot.lower_position_limits, robot.upper_position_limits
             initial = np.where((lower <= 0.0) & (upper >= 0.0), 0.0, 0.5 * (lower + upper))
-        simulator: RobotSimulator | ClosedLoopSimulator
-        if model is not None:
-            closed = ClosedLoopSimulationSettings(
-                dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
-            )
-            simulator = ClosedLoopSimulator(
-                model, simulated.drive_chain, simulated.drive, closed, q0=initial, seed=config.seed
-            )
-        else:
-            settings = SimulationSettings(
-                dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
-            )
-            simulator = RobotSimulator(
-                robot, simulated.drive_chain, simulated.drive, settings, q0=initial, seed=config.seed
-            )
+        settings = SimulationSettings(
+            dt_s=dt_ns / NS_PER_S / config.substeps, kp=gains["kp"], kd=gains["kd"], sensor=simulated.sensor
+        )
+        simulator = RobotSimulator(
+            robot if model is None else model,
+            simulated.drive_chain,
+            simulated.drive,
+            settings,
+            q0=initial,
+            seed=config.seed,
+        )
     except IdentificationError as error:
         raise ValueError(f"invalid sim_robot parameter {error}") from error
     payload = None
@@ -211,7 +206,7 @@ def build_simulation(config: SimRobotConfig) -> SimRobotSetup:
             raise ValueError(f"parameter 'payload_file': {error}") from error
     elif config.payload_attached:
         raise ValueError("parameter 'payload_attached' is true but no payload_file names the load")
-    if payload is not None and config.payload_attached and isinstance(simulator, RobotSimulator):
+    if payload is not None and config.payload_attached:
         simulator.carry(payload)
     return SimRobotSetup(
         robot=robot,
