@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from dynamic_identification.core.excitation.safety import LimitUsage
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.testing.realistic import (
     RealisticRecording,
     RobotPreset,

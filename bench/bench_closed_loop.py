@@ -24,15 +24,15 @@ import numpy as np
 import scipy.ndimage
 from _common import FIVE_BAR_DRIVE, fourier, load_five_bar
 
-from dynamic_identification.core.closed_loop import (
+from dynamic_identification.core.estimation.least_squares import weighted_least_squares
+from dynamic_identification.core.mechanism.closed_loop import (
     base_parameters,
     observation_matrix,
     random_motion,
     standard_parameters,
 )
-from dynamic_identification.core.estimation.least_squares import weighted_least_squares
-from dynamic_identification.core.model import DriveChain, DriveTerms
-from dynamic_identification.core.signal import ParallelDecimator, differentiate
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.signal.filters import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,

@@ -23,12 +23,12 @@ from dataclasses import replace
 import numpy as np
 from _common import load_five_bar, print_limit_usage
 
-from dynamic_identification.core.closed_loop import base_parameters
 from dynamic_identification.core.excitation.constraints import DEFAULT_SINGULARITY_MARGIN, MechanismLimits
 from dynamic_identification.core.excitation.optimisation import condition_number, random_fourier
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.closed_loop import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.io.config import load_excitation_settings
 from dynamic_identification.resources import shipped_path
 

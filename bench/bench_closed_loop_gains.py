@@ -27,16 +27,16 @@ import time
 import numpy as np
 from _common import FIVE_BAR_DRIVE, TIP_PAYLOAD, fourier, identify_gains_from_runs, load_five_bar, track
 
-from dynamic_identification.core.closed_loop import (
+from dynamic_identification.core.estimation.least_squares import weighted_least_squares
+from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
+from dynamic_identification.core.mechanism.closed_loop import (
     ClosedLoopModel,
     base_parameters,
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.estimation.least_squares import weighted_least_squares
-from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
-from dynamic_identification.core.model import DriveChain, DriveTerms
-from dynamic_identification.core.payload import attach_payload
+from dynamic_identification.core.mechanism.payload import attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.core.simulation import (
     TrackingRun,
     constrained_inverse_dynamics,

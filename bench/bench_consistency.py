@@ -30,7 +30,7 @@ from dynamic_identification.core.estimation.consistency import ConsistentEstimat
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,
@@ -38,7 +38,7 @@ from dynamic_identification.core.model import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import base_parameters, observation_matrix, random_motion
+from dynamic_identification.core.regressors.idim import base_parameters, observation_matrix, random_motion
 from dynamic_identification.io.urdf_export import attached_inertias, write_urdf
 from dynamic_identification.resources import shipped_path
 

@@ -29,9 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot, standard_parameters
-from dynamic_identification.core.regression_models import MODELS, identify_model
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.identification.regression_models import MODELS, identify_model
+from dynamic_identification.core.mechanism.robot import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    load_robot,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 

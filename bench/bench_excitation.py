@@ -24,8 +24,8 @@ from dynamic_identification.core.excitation.optimisation import (
     random_fourier,
 )
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.resources import shipped_path
 
 ARM6_RESTRICTED = Workspace(

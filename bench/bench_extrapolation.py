@@ -34,7 +34,7 @@ from bench_realistic import relative, robot_preset
 from dynamic_identification.api import identify_recording
 from dynamic_identification.core.identification import IdentificationResult, predict_torques
 from dynamic_identification.core.identification.solve import consistent_step
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.testing.realistic import (

@@ -27,7 +27,7 @@ import numpy as np
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import predict_torques
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters

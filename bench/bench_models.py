@@ -49,10 +49,10 @@ from dynamic_identification.core.identification import (
     identify,
     prepare_observations,
 )
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.power_model import identify_power, split_segments, torque_relative_error
-from dynamic_identification.core.regression_models import MODELS, identify_model
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.identification.regression_models import MODELS, identify_model
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.power import identify_power, split_segments, torque_relative_error
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.resources import shipped_path

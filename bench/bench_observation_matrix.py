@@ -16,8 +16,8 @@ from collections.abc import Callable
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.model import DriveChain, DriveTerms, load_robot
-from dynamic_identification.core.regressors import inertial_observation_matrix, observation_matrix, random_motion
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, load_robot
+from dynamic_identification.core.regressors.idim import inertial_observation_matrix, observation_matrix, random_motion
 from dynamic_identification.resources import shipped_path
 
 

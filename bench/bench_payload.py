@@ -25,16 +25,16 @@ import time
 import numpy as np
 from _common import ARM6_DRIVE, EFFICIENCY, KNOWN_LOAD, NOMINAL_GAINS, TRUE_GAINS, UNKNOWN_LOAD, arm6_chain
 
-from dynamic_identification.core.drive_gains import identify_drive_gains
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveTerms, load_robot
-from dynamic_identification.core.payload_identification import (
+from dynamic_identification.core.identification.drive_gains import identify_drive_gains
+from dynamic_identification.core.identification.payload import (
     RobotPrior,
     identify_payload_linear,
     identify_payload_ml,
     periodic_observations,
 )
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.resources import shipped_path
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
 

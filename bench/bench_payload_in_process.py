@@ -2,14 +2,14 @@
 
 The shipped 6-axis arm does its pick-and-place job (the excitation planner's ``process``
 mode, 500 Hz, 1 % current noise); after the trigger a 3.5 kg load rides on ``tool0`` and
-:class:`~dynamic_identification.core.payload_in_process.PayloadReidentification` identifies
+:class:`~dynamic_identification.core.identification.payload_in_process.PayloadReidentification` identifies
 it from 10 s of the job. Three priors of the robot:
 
 * ``true``: the simulator's parameters;
 * ``reduced``: the same without the wrist's first moments MX5, MX6, MY6, MZ6, as a
   sensitivity reduction drops them ([Volkmann2020] Algorithm 1), used as it is;
 * ``reduced + reference``: the same, corrected by 10 s of the job without the load before
-  the trigger (:class:`~dynamic_identification.core.payload_identification.PriorCorrection`).
+  the trigger (:class:`~dynamic_identification.core.identification.payload.PriorCorrection`).
 
 Prints, per prior, the worst mass error (%), the worst centre-of-mass error (mm), the
 largest ratio of that error to the reported σ, and the mean wall time of one identification.
@@ -29,10 +29,13 @@ from _common import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.payload_identification import RobotPrior
-from dynamic_identification.core.payload_in_process import PayloadReidentification, PayloadReidentificationSettings
+from dynamic_identification.core.identification.payload import RobotPrior
+from dynamic_identification.core.identification.payload_in_process import (
+    PayloadReidentification,
+    PayloadReidentificationSettings,
+)
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.resources import shipped_path
 

@@ -46,8 +46,8 @@ from _common import example_robot_file, fourier_recording, pick_and_place_record
 from dynamic_identification.api import identify_recording
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.identification import predict_torques
-from dynamic_identification.core.model import DriveTerms, RobotModel
-from dynamic_identification.core.signal import default_decimation
+from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel
+from dynamic_identification.core.signal.filters import default_decimation
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.resources import shipped_path
 from dynamic_identification.testing.realistic import RealisticRecording, RobotPreset, preset

@@ -43,7 +43,6 @@ from _common import (
     touching,
 )
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.excitation.collision import (
     SelfCollisionError,
     SelfCollisionModel,
@@ -53,7 +52,8 @@ from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import CHECK_RATE_HZ, executed_motion
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.io.config import load_excitation_settings
 
 ROBOTS = {

@@ -52,8 +52,8 @@ from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator
-from dynamic_identification.core.model import load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.outcome import configured_consistency

@@ -56,9 +56,9 @@ from bench_realistic import relative, robot_preset, true_model_torques
 from dynamic_identification.api import identify_recording
 from dynamic_identification.core.identification import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.identification.prediction import parameter_columns
-from dynamic_identification.core.model import RobotModel, standard_parameter_names
-from dynamic_identification.core.regressors import observation_matrix
-from dynamic_identification.core.stamps import stream_chunks
+from dynamic_identification.core.mechanism.robot import RobotModel, standard_parameter_names
+from dynamic_identification.core.regressors.idim import observation_matrix
+from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.testing.realistic import RealisticRecording

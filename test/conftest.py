@@ -81,7 +81,7 @@ def arm6_urdf() -> pathlib.Path:
 def arm6(arm6_urdf: pathlib.Path) -> Any:
     """The shipped 6-axis arm as a ``RobotModel``, loaded once per test module (a module may define its own
     ``arm6``)."""
-    from dynamic_identification.core.model import load_robot
+    from dynamic_identification.core.mechanism.robot import load_robot
 
     return load_robot(arm6_urdf)
 
@@ -109,7 +109,7 @@ def arm6_run() -> Callable[..., Arm6Run]:
     encoders and noisy currents as the simulator configures them.
     """
     from dynamic_identification.core.excitation import random_fourier_trajectory
-    from dynamic_identification.core.model import load_robot
+    from dynamic_identification.core.mechanism.robot import load_robot
     from dynamic_identification.core.simulation import synthesize_measurements
     from dynamic_identification.io.config import simulated_robot
 

@@ -17,14 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core.alignment import current_polynomial
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.drive_gains import (
-    CurrentRecording,
-    DriveGainsResult,
-    ModelChoice,
-    identify_drive_gains,
-)
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
@@ -39,18 +32,25 @@ from dynamic_identification.core.identification import (
     predict_at_stamps,
     predict_torques,
 )
+from dynamic_identification.core.identification.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    ModelChoice,
+    identify_drive_gains,
+)
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
+from dynamic_identification.core.identification.passive_friction import identify_choosing_passive_friction
+from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
+from dynamic_identification.core.identification.regression_models import identify_model
 from dynamic_identification.core.identification.report import format_result
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
-from dynamic_identification.core.passive_friction import identify_choosing_passive_friction
-from dynamic_identification.core.payload import Payload, frame_id
-from dynamic_identification.core.payload_identification import RobotPrior, identify_payload
-from dynamic_identification.core.plausibility import ImplausibleModelError
+from dynamic_identification.core.mechanism.payload import Payload, frame_id
+from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
+from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.progress import ProgressCallback, ignore_progress
-from dynamic_identification.core.regression_models import identify_model
-from dynamic_identification.core.stamps import stream_chunks
+from dynamic_identification.core.signal.alignment import current_polynomial
+from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import (
     IdentificationConfig,
@@ -204,7 +204,7 @@ def warn_locked_but_moving(
     """Warn (one line) when joints ``in_urdf`` that ``joints`` of ``config`` leaves out move in the recording.
 
     The model holds a joint it does not identify locked at 0 or mid-range
-    (:func:`~dynamic_identification.core.model.load_robot`),
+    (:func:`~dynamic_identification.core.mechanism.robot.load_robot`),
     so the torques its motion causes land on the identified joints' parameters: a ``joints:`` list of 3 for a
     6-axis recording gives a wrong model without a word otherwise. A recorded joint that travels less than
     :data:`LOCKED_MOTION_RAD` (a gripper, a joint held still) is left alone.
@@ -357,7 +357,7 @@ def identify_file(
     feedforward unchanged. Its ``quality`` holds the model's own relative error (of
     energies or powers for those models) and, on one scale for every model, the
     per-joint torque errors ``e_j``, ``e*_j`` ([Volkmann2020] eq. (11)-(12)). A model that
-    fails a plausibility gate (:mod:`~dynamic_identification.core.plausibility`; for a
+    fails a plausibility gate (:mod:`~dynamic_identification.core.mechanism.plausibility`; for a
     model other than the IDIM, also leaving base parameters undetermined) is refused
     unless ``accept_implausible``.
 

@@ -48,15 +48,15 @@ from dynamic_identification import api
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import RobotModel, load_robot, standard_parameters
-from dynamic_identification.core.payload import Payload
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.payload import Payload
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot, standard_parameters
+from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.signal.stamps import StampGaps
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SimulationSettings,
     simulate_tracking,
 )
-from dynamic_identification.core.stamps import StampGaps
 from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.config import simulated_robot as simulated_robot_config

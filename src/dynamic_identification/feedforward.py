@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, TypedDict
 from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.mechanism.payload import Payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.io.parameters import (
     ParameterFile,
     load_parameters,
@@ -90,7 +90,7 @@ def _identified(parameters: ParameterFile) -> list[bool]:
 
 
 def _resolved_payload(payload: str | os.PathLike[str] | Payload | None) -> Payload | None:
-    """A payload argument as a :class:`~dynamic_identification.core.payload.Payload`: a path or
+    """A payload argument as a :class:`~dynamic_identification.core.mechanism.payload.Payload`: a path or
     YAML text (``dynid payload --out``, ``/estimator/payload``) is read, a ``Payload`` or ``None`` kept."""
     return payload if payload is None or isinstance(payload, Payload) else load_payload(payload)
 
@@ -126,7 +126,7 @@ class FeedforwardModel(core.FeedforwardModel):
         ``package://`` through ``AMENT_PREFIX_PATH``; the URDF's content must match the
         hash the file records. ``payload`` is a payload YAML (path or text, ``dynid
         payload --out`` or ``/estimator/payload``) or a
-        :class:`~dynamic_identification.core.payload.Payload`. The other arguments are
+        :class:`~dynamic_identification.core.mechanism.payload.Payload`. The other arguments are
         those of :meth:`from_parameters`.
         """
         return cls.from_parameters(load_parameters(path), urdf=urdf, payload=_resolved_payload(payload), **options)

@@ -27,7 +27,7 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveTerms, load_robot, standard_parameter_names
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot, standard_parameter_names
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic

@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.model import DriveTerms, load_robot, standard_parameter_names
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot, standard_parameter_names
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters
 from dynamic_identification.nodes.conversions import joint_trajectory_message

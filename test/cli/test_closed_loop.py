@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from dynamic_identification import api, cli
-from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.simulation import (
     TrackingRun,
     constrained_inverse_dynamics,

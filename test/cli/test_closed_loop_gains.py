@@ -20,9 +20,9 @@ import yaml
 from numpy.testing import assert_allclose
 
 from dynamic_identification import cli
-from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.drive_gains import CurrentRecording
-from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.identification.drive_gains import CurrentRecording
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.payload import Payload
 from dynamic_identification.io.payload import write_payload_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from three_rrr import (

@@ -28,7 +28,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import FourierTrajectory, random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, RobotModel, load_robot
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters

@@ -9,7 +9,7 @@ import pytest
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import check_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.io.config import load_excitation_settings
 from dynamic_identification.io.trajectory import read_trajectory_csv
 

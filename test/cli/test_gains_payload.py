@@ -36,13 +36,13 @@ from arm6_drives import (
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.payload import Payload
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveTerms,
     RobotModel,
     load_robot,
 )
-from dynamic_identification.core.payload import Payload
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.parameters import write_parameters_atomic
 from dynamic_identification.io.payload import load_payload, write_payload_atomic

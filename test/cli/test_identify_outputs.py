@@ -28,7 +28,7 @@ from numpy.testing import assert_allclose
 from dynamic_identification import cli
 from dynamic_identification.core.estimation.consistency import is_physically_consistent
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, simulated_robot

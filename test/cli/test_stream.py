@@ -19,9 +19,9 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
+from dynamic_identification.core.signal.stamps import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.core.simulation import synthesize_measurements
-from dynamic_identification.core.stamps import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv

@@ -7,9 +7,9 @@ import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel, random_motion
 from dynamic_identification.core.errors import ModelError
-from dynamic_identification.core.model import DriveChain, DriveParameters
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, random_motion
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,

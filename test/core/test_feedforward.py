@@ -23,15 +23,15 @@ from dynamic_identification.core.excitation.trajectory import interpolate_trajec
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING, DESIRED_STATE_TOLERANCE
 from dynamic_identification.core.feedforward import FeedforwardModel as CoreFeedforwardModel
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,
     RobotModel,
     load_robot,
 )
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config

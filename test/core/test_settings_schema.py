@@ -10,7 +10,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.model import DriveTerms
+from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.settings_schema import (
     CONSUMERS,
     SETTINGS,

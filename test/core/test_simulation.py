@@ -15,9 +15,9 @@ from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN, GEAR_RATIOS
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.mechanism import SerialMechanism
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors import drive_observation_matrix
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.seam import SerialMechanism
+from dynamic_identification.core.regressors.idim import drive_observation_matrix
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,

@@ -9,7 +9,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.model import DriveTerms
+from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.io.config import (
     IdentificationConfig,
     config_from_parameters,

@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification import SignalSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.io.parameters import (
     FORMAT,
     ParameterEntry,

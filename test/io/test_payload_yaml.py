@@ -9,10 +9,10 @@ import pytest
 import yaml
 from numpy.testing import assert_array_equal
 
-from dynamic_identification.core.drive_gains import DriveGainsResult
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.model import DriveChain
-from dynamic_identification.core.payload import Payload, PayloadError, PayloadStd
+from dynamic_identification.core.identification.drive_gains import DriveGainsResult
+from dynamic_identification.core.mechanism.payload import Payload, PayloadError, PayloadStd
+from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.payload import (
     GAINS_BLOCK,

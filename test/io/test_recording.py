@@ -10,7 +10,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.recording import (
     Recording,
     read_recording_csv,

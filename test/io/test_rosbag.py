@@ -27,7 +27,7 @@ from rosbags.typesys import Stores, get_typestore
 from dynamic_identification import cli
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters

@@ -14,7 +14,7 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.estimation import NormalEquations
 from dynamic_identification.core.estimation.consistency import consistent_estimate
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,
@@ -22,7 +22,7 @@ from dynamic_identification.core.model import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import base_parameters, observation_matrix, random_motion
+from dynamic_identification.core.regressors.idim import base_parameters, observation_matrix, random_motion
 from dynamic_identification.io.urdf_export import attached_inertias, export_urdf, write_urdf
 
 TERMS = DriveTerms()

@@ -26,12 +26,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.excitation.collision import SelfCollisionError
 from dynamic_identification.core.excitation.constraints import MechanismLimits
 from dynamic_identification.core.excitation.safety import TorqueModel, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import DriveTerms
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
+from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.settings_schema import setting
 from dynamic_identification.core.simulation import constrained_inverse_dynamics
 from dynamic_identification.feedforward import FeedforwardModel

@@ -24,7 +24,7 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters

@@ -23,7 +23,7 @@ from dynamic_identification.core.excitation.collision import SelfCollisionError,
 from dynamic_identification.core.excitation.optimisation import BudgetedSearch
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes import excitation as excitation_module
 from dynamic_identification.nodes.conversions import (

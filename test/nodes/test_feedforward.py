@@ -20,7 +20,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.feedforward import DESIRED_STATE_TOLERANCE
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,

@@ -22,7 +22,7 @@ from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.io.config import ros_parameters
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes.sim_robot import SimRobotNode

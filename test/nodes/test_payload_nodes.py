@@ -31,9 +31,9 @@ from arm6_drives import ARM6_DRIVE, PROCESS_LOAD
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.model import DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.payload import attach_payload, payload_torques
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.payload import attach_payload, payload_torques
+from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, standard_parameters
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic

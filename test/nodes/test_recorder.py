@@ -16,8 +16,8 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from dynamic_identification.core.alignment import current_to_torque
-from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.mechanism.robot import DriveChain
+from dynamic_identification.core.signal.alignment import current_to_torque
 from dynamic_identification.io.recording import read_recording_csv
 from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,

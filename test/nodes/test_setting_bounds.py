@@ -15,7 +15,7 @@ from rclpy.context import Context
 from rclpy.parameter import Parameter
 
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.settings_schema import Kind, Setting
 from dynamic_identification.io.trajectory import write_trajectory_csv
 from dynamic_identification.nodes.parameters import node_parameters

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
-from dynamic_identification.core.payload import Payload
+from dynamic_identification.core.identification.drive_gains import CurrentRecording
+from dynamic_identification.core.mechanism.payload import Payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, RobotModel
 from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
 from repo_paths import ARM6_CONFIG

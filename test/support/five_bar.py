@@ -20,19 +20,23 @@ from pathlib import Path
 import numpy as np
 import scipy.ndimage
 
-from dynamic_identification.core.closed_loop import (
+from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
+from dynamic_identification.core.identification import IdentificationSettings
+from dynamic_identification.core.identification.drive_gains import (
+    CurrentRecording,
+    DriveGainsResult,
+    identify_drive_gains,
+)
+from dynamic_identification.core.mechanism.closed_loop import (
     ClosedLoopModel,
     base_parameters,
     observation_matrix,
     standard_parameters,
 )
-from dynamic_identification.core.drive_gains import CurrentRecording, DriveGainsResult, identify_drive_gains
-from dynamic_identification.core.estimation.least_squares import LeastSquaresResult, weighted_least_squares
-from dynamic_identification.core.identification import IdentificationSettings
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator, differentiate
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.signal.filters import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
-from dynamic_identification.core.drive_gains import CurrentRecording
-from dynamic_identification.core.model import DriveChain, DriveParameters
-from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.identification.drive_gains import CurrentRecording
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,

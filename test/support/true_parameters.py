@@ -13,8 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.mechanism.robot import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    RobotModel,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.io.parameters import ParameterFile
 
 

@@ -16,8 +16,8 @@ import numpy as np
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.identification import SignalSettings, estimate_motion, predict_torques
-from dynamic_identification.core.model import RobotModel, load_robot
-from dynamic_identification.core.signal import lowpass_zero_phase
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
+from dynamic_identification.core.signal.filters import lowpass_zero_phase
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, ParameterFile, load_parameters
 from dynamic_identification.nodes.conversions import stamp_to_seconds

@@ -21,7 +21,7 @@ from rclpy.context import Context
 from sensor_msgs.msg import JointState
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveTerms,
     load_robot,
     standard_parameter_names,

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 from numpy.testing import assert_allclose
 
-from dynamic_identification.core.alignment import motor_torques
-from dynamic_identification.core.model import DriveChain, DriveParameters, load_robot
-from dynamic_identification.core.payload import Payload, attach_payload
-from dynamic_identification.core.regressors import random_motion
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, load_robot
+from dynamic_identification.core.regressors.idim import random_motion
+from dynamic_identification.core.signal.alignment import motor_torques
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.testing.payload_simulation import (
     currents_from_motor_torques,

@@ -12,8 +12,8 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import signal as sps
 
-from dynamic_identification.core.model import DriveChain, load_robot
-from dynamic_identification.core.signal import clean_time_stamps
+from dynamic_identification.core.mechanism.robot import DriveChain, load_robot
+from dynamic_identification.core.signal.filters import clean_time_stamps
 from dynamic_identification.io.recording import read_recording_csv
 from dynamic_identification.testing.realistic import (
     RealisticRecording,

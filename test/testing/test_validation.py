@@ -11,8 +11,14 @@ from numpy.testing import assert_allclose
 
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot, standard_parameters
-from dynamic_identification.core.regressors import base_parameters, random_motion
+from dynamic_identification.core.mechanism.robot import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    load_robot,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors.idim import base_parameters, random_motion
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 

@@ -15,11 +15,11 @@ parameter vector (zeros for the columns the model does not have), so one call
 costs a few tens of microseconds. It is not thread-safe (the ``Data`` is shared);
 use one instance per thread.
 
-The model is built on a :class:`~dynamic_identification.core.mechanism.Mechanism`. A serial robot's
-(a :class:`~dynamic_identification.core.model.RobotModel`, every joint controlled) takes the joints'
+The model is built on a :class:`~dynamic_identification.core.mechanism.seam.Mechanism`. A serial robot's
+(a :class:`~dynamic_identification.core.mechanism.robot.RobotModel`, every joint controlled) takes the joints'
 desired states as they are. A closed-loop (parallel) robot's controller commands its actuated joints:
 for desired actuated ``q_a, q̇_a, q̈_a`` the passive motion is completed from the loop closures
-([Briot2012] eq. (2)-(4), :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`,
+([Briot2012] eq. (2)-(4), :meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion`,
 warm-started from the previous desired sample), and the opened tree's torques are projected onto the
 actuated joints, ``τ_a = J_tᵀ τ_tree`` plus the drive terms ([Briot2012] eq. (6)); the model then keeps
 the last completed configuration, one more reason for one instance per thread.
@@ -37,11 +37,17 @@ from typing import TypeVar
 import numpy as np
 import pinocchio as pin
 
-from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.mechanism import WALK_STEP_RAD, Mechanism, TreeMotion, mechanism_of, tree_values
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel, limit_bounds
-from dynamic_identification.core.payload import Payload, PayloadDynamics
+from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
+from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics
+from dynamic_identification.core.mechanism.robot import (
+    INERTIAL_PARAMETER_NAMES,
+    DriveChain,
+    DriveTerms,
+    RobotModel,
+    limit_bounds,
+)
+from dynamic_identification.core.mechanism.seam import WALK_STEP_RAD, Mechanism, TreeMotion, mechanism_of, tree_values
 from dynamic_identification.core.settings_schema import default
 
 _Model = TypeVar("_Model", bound="FeedforwardModel")
@@ -137,15 +143,15 @@ class FeedforwardModel:
     ----------
     robot
         The robot: a serial robot's model, joints in the order of the parameter file, or a
-        :class:`~dynamic_identification.core.mechanism.Mechanism` (e.g. a closed-loop
-        robot's :class:`~dynamic_identification.core.closed_loop.ClosedLoopModel`).
+        :class:`~dynamic_identification.core.mechanism.seam.Mechanism` (e.g. a closed-loop
+        robot's :class:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel`).
     drive_chain
         Drive chain of the controlled joints (its coupling defines the motor velocities ``v``).
     terms
         The drive-chain terms of the identified model.
     names
         Parameter names, each a standard parameter name of the mechanism and ``terms``
-        (:meth:`~dynamic_identification.core.mechanism.Mechanism.standard_parameter_names`:
+        (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.standard_parameter_names`:
         ``"ZZ1"``, ``"MX2"``, ``"Fc3"``, ...; ``ZZ2`` is the inertia of the tree's second
         joint); base parameters carry the name of their independent column.
     values
@@ -252,7 +258,7 @@ class FeedforwardModel:
     @property
     def mechanism(self) -> Mechanism:
         """What the model is built on: the serial robot's
-        :class:`~dynamic_identification.core.mechanism.SerialMechanism`, or the closed-loop mechanism."""
+        :class:`~dynamic_identification.core.mechanism.seam.SerialMechanism`, or the closed-loop mechanism."""
         return self._mechanism
 
     @property
@@ -435,9 +441,9 @@ class FeedforwardModel:
 
     def _complete(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> TreeMotion:
         """The tree motion of desired samples of the controlled joints, in the assembly mode of the last one
-        (at first the mechanism's own, :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`);
-        a first sample farther than :data:`~dynamic_identification.core.mechanism.WALK_STEP_RAD` from the last is
-        reached by following the loops there (:meth:`~dynamic_identification.core.mechanism.Mechanism.follow`)."""
+        (at first the mechanism's own, :meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion`);
+        a first sample farther than :data:`~dynamic_identification.core.mechanism.seam.WALK_STEP_RAD` from the last is
+        reached by following the loops there (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.follow`)."""
         mechanism = self._mechanism
         if not self._closures:
             # J_t = I: the desired states (checked by _desired_state) are the tree's; at a controller's rate the

@@ -1,7 +1,7 @@
 """The simulated robot: ground-truth inverse dynamics, forward dynamics and sensors.
 
 The robot is the rigid-body model of a URDF (Pinocchio) driven through the drive
-chain of :mod:`dynamic_identification.core.model`: joint torques are
+chain of :mod:`dynamic_identification.core.mechanism.robot`: joint torques are
 
 ``τ = M(q) q̈ + b(q, q̇) + Cᵀ (Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off)``, ``v = C q̇``
 
@@ -14,10 +14,10 @@ A closed-loop robot ([Briot2012] §2) is its opened tree with closures: its grou
 :func:`constrained_inverse_dynamics` solves the tree's torques for the motors' and the
 closure forces by Lagrange multipliers, and :class:`RobotSimulator` integrates
 Pinocchio's constrained forward dynamics; one simulator, one settings class and one
-tracking record serve both kinds of :class:`~dynamic_identification.core.mechanism.Mechanism`.
+tracking record serve both kinds of :class:`~dynamic_identification.core.mechanism.seam.Mechanism`.
 
 The Pinocchio model's own ``armature`` must stay zero (a URDF has none): rotor
-inertia is carried by :class:`~dynamic_identification.core.model.DriveParameters`.
+inertia is carried by :class:`~dynamic_identification.core.mechanism.robot.DriveParameters`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,15 @@ import pinocchio as pin
 import scipy.linalg
 
 from dynamic_identification.core.checks import motion_rows, motion_samples
-from dynamic_identification.core.closed_loop import ClosedLoopModel, passive_friction_torques, passive_joint_values
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.mechanism import LoopClosure, Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel, limit_bounds
-from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.closed_loop import (
+    ClosedLoopModel,
+    passive_friction_torques,
+    passive_joint_values,
+)
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, RobotModel, limit_bounds
+from dynamic_identification.core.mechanism.seam import LoopClosure, Mechanism, mechanism_of
 from dynamic_identification.core.settings_schema import setting_field
 
 DEFAULT_BANDWIDTH_HZ = 10.0
@@ -525,7 +529,7 @@ def constrained_inverse_dynamics(
 
     The closed-loop ground truth of [Briot2012] §2, written from physics and Pinocchio's
     constraint models, independently of the projected regressor of
-    :mod:`dynamic_identification.core.closed_loop`:
+    :mod:`dynamic_identification.core.mechanism.closed_loop`:
     ``rnea(q_t, q̇_t, q̈_t) + F_p = S τ_rigid + A_cᵀ λ`` ([Briot2012] eq. (5)) is solved for
     ``(τ_rigid, λ)`` by least squares (exact for a consistent, non-singular motion;
     redundant closure rows only make ``λ`` non-unique), with ``S`` the selection of
@@ -613,13 +617,13 @@ class RobotSimulator(SimulatedJointState):
     friction nor high gains make it chatter. The motor torque reported by :meth:`measure`
     is the one the step applied.
 
-    A serial robot (no closures, :class:`~dynamic_identification.core.mechanism.SerialMechanism`)
+    A serial robot (no closures, :class:`~dynamic_identification.core.mechanism.seam.SerialMechanism`)
     solves ``(M(q) + Cᵀ diag(Ia) C + dt kd + dt² kp) Δq̇ = dt (τ_m − b − τ_f(q̇ + Δq̇))``
     with ``M`` from ``pinocchio.crba``, ``b`` from ``pinocchio.nonLinearEffects`` and the
     friction ``τ_f = Cᵀ (Fv ⊙ v + Fc ⊙ tanh(v/ε) + off)``, ``v = C q̇``, by damped Newton
     (a joint at rest stays at rest).
 
-    A closed-loop robot (a :class:`~dynamic_identification.core.closed_loop.ClosedLoopModel`
+    A closed-loop robot (a :class:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel`
     with closures; uncoupled drive chain) solves the constrained dynamics with
     ``pinocchio.constraintDynamics`` (proximal solver, so redundant closure equations are fine):
 
@@ -637,8 +641,8 @@ class RobotSimulator(SimulatedJointState):
     Parameters
     ----------
     mechanism
-        The robot: a serial :class:`~dynamic_identification.core.model.RobotModel` or any
-        :class:`~dynamic_identification.core.mechanism.Mechanism`.
+        The robot: a serial :class:`~dynamic_identification.core.mechanism.robot.RobotModel` or any
+        :class:`~dynamic_identification.core.mechanism.seam.Mechanism`.
     drive_chain, drive
         Drive chain and true drive parameters of the actuated joints.
     settings
@@ -754,7 +758,7 @@ class RobotSimulator(SimulatedJointState):
         """Carry ``payload`` from the next step on (``None``: put it down), e.g. when the gripper closes.
 
         The load becomes part of the body of its frame's parent joint
-        (:func:`~dynamic_identification.core.payload.attach_payload`); the PD gains stay
+        (:func:`~dynamic_identification.core.mechanism.payload.attach_payload`); the PD gains stay
         those tuned for the robot without it, as a real controller's would.
 
         Raises

@@ -60,14 +60,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.mechanism import Mechanism
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
+from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.settings_schema import (
     DYNID,
     DYNID_EXCITE,
@@ -178,7 +178,7 @@ class IdentificationConfig:
     joints
         Identified joints; ``None`` takes every joint of the data.
     gear_ratios, drive_gains, coupling
-        Drive chain (see :class:`~dynamic_identification.core.model.DriveChain`);
+        Drive chain (see :class:`~dynamic_identification.core.mechanism.robot.DriveChain`);
         ``None`` means a direct drive (ones, identity).
     drive_terms
         Which drive-chain parameters are identified.
@@ -197,10 +197,10 @@ class IdentificationConfig:
         divergence to the URDF's link pseudo-inertias ([Lee2020]).
     efficiency
         ``dynid gains``: identify a transmission efficiency per motor with its drive gain
-        (:func:`~dynamic_identification.core.drive_gains.identify_drive_gains`).
+        (:func:`~dynamic_identification.core.identification.drive_gains.identify_drive_gains`).
     passive_friction
         ``dynid identify`` of a closed-loop robot: offer bearing friction in the passive joints
-        (:func:`~dynamic_identification.core.passive_friction.identify_choosing_passive_friction`).
+        (:func:`~dynamic_identification.core.identification.passive_friction.identify_choosing_passive_friction`).
     uncertainty
         ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
         (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
@@ -210,14 +210,14 @@ class IdentificationConfig:
         topics are one the currents do (:func:`~dynamic_identification.io.rosbag.read_recording_bag`).
     tolerance_s, max_delay_s
         How a rosbag's currents are aligned to its joint states, s
-        (:class:`~dynamic_identification.core.alignment.StreamAligner`, as the recorder aligns them).
+        (:class:`~dynamic_identification.core.signal.alignment.StreamAligner`, as the recorder aligns them).
     window
         In-process estimation (the ``window.*`` settings, with the signal and estimation ones).
     effort_limits, acceleration_limits, jerk_limits
         The robot's limits where the URDF has none or the wrong ones (``limits.*``),
         N·m, rad/s², rad/s³; ``None``: the URDF's and the defaults.
     effort_factor, mass_factor
-        Plausibility gates (:mod:`~dynamic_identification.core.plausibility`).
+        Plausibility gates (:mod:`~dynamic_identification.core.mechanism.plausibility`).
     loop_closures, actuated_joints
         A closed-loop robot's closures and actuated joints (``robot.loop_closures``,
         ``robot.actuated_joints``, read through the schema by :func:`config_from_parameters`);
@@ -289,8 +289,8 @@ class IdentificationConfig:
 
     def plausibility_bounds(self, mechanism: RobotModel | Mechanism) -> PlausibilityBounds:
         """The plausibility gates of ``mechanism`` with the ``limits.*`` (per controlled joint or per tree joint) and
-        ``plausibility.*`` settings (:func:`~dynamic_identification.core.plausibility.mechanism_bounds`); errors as
-        ``DataError``."""
+        ``plausibility.*`` settings (:func:`~dynamic_identification.core.mechanism.plausibility.mechanism_bounds`);
+        errors as ``DataError``."""
         try:
             return mechanism_bounds(
                 mechanism,

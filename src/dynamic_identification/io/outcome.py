@@ -54,10 +54,10 @@ from dynamic_identification.core.identification.prediction import (
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameters
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
@@ -104,7 +104,7 @@ def consistent_estimator(
     ``estimation.prior_weight``) and, with ``prior``, the centre of a box of that half-width
     in parameter scales (``estimation.prior``); the URDF's parts merged into a body (a
     gripper) are kept as they are. Its estimate's ``standard`` has the tree's layout
-    (:func:`~dynamic_identification.core.mechanism.tree_standard`); ``base_values`` are those of ``base``.
+    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of ``base``.
     """
     mechanism = mechanism_of(mechanism)
     return mechanism_estimator(
@@ -424,7 +424,8 @@ def link_comparisons(
     robot: RobotModel, terms: DriveTerms, model: ConsistentModel, *, nominal: np.ndarray | None = None
 ) -> tuple[LinkComparison, ...]:
     """Each identified body of the consistent estimate against the URDF's (``nominal``: its standard parameters,
-    default :func:`~dynamic_identification.core.model.standard_parameters` of ``robot``); empty without one."""
+    default :func:`~dynamic_identification.core.mechanism.robot.standard_parameters` of ``robot``); empty without
+    one."""
     if model.estimate is None:
         return ()
     reference = standard_parameters(robot, terms) if nominal is None else nominal

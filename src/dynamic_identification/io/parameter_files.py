@@ -28,9 +28,9 @@ from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of, tree_standard
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_standard
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
 from dynamic_identification.io.urdf_location import urdf_name, urdf_sha256
 
@@ -168,12 +168,12 @@ def standard_parameters_section(
         The identified model (its tree's joints in model order) and drive-chain terms.
     standard
         Standard parameters of the tree ``(n_t · terms.per_joint,)`` in
-        :func:`~dynamic_identification.core.model.standard_parameter_names` order: per joint
+        :func:`~dynamic_identification.core.mechanism.robot.standard_parameter_names` order: per joint
         ``[m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (kg, kg·m, kg·m²; the
         inertia about the joint frame origin in joint-frame axes, Pinocchio's
         ``toDynamicParameters()``), then the drive terms (joint side).
         ``toDynamicParameters()``), then the drive terms (joint side); a closed-loop robot's in its opened
-        tree's layout (:func:`~dynamic_identification.core.mechanism.tree_standard`).
+        tree's layout (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`).
     source
         A key of :data:`STANDARD_SOURCES`.
 
@@ -336,7 +336,7 @@ def _base_standard(
     base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, mechanism: Mechanism
 ) -> np.ndarray:
     """:func:`standard_from_base` in the tree's layout
-    (:func:`~dynamic_identification.core.mechanism.tree_standard`)."""
+    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`)."""
     return tree_standard(mechanism, terms, standard_from_base(base, values))
 
 

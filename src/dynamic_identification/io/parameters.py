@@ -72,13 +72,13 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.safety import TorqueModel
+from dynamic_identification.core.identification.regression_models import MODELS
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regression_models import MODELS
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.io.atomic import atomic_output
 from dynamic_identification.io.documents import document_text, parse_yaml
 from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name

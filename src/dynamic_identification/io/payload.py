@@ -52,12 +52,18 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dynamic_identification.core.drive_gains import SIGNIFICANCE, DriveGainsResult
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.model import DriveChain
-from dynamic_identification.core.payload import INERTIA_KEYS, Payload, PayloadError, PayloadStd, inertia_entries
-from dynamic_identification.core.payload_identification import PayloadEstimate
-from dynamic_identification.core.payload_in_process import PayloadOutcome
+from dynamic_identification.core.identification.drive_gains import SIGNIFICANCE, DriveGainsResult
+from dynamic_identification.core.identification.payload import PayloadEstimate
+from dynamic_identification.core.identification.payload_in_process import PayloadOutcome
+from dynamic_identification.core.mechanism.payload import (
+    INERTIA_KEYS,
+    Payload,
+    PayloadError,
+    PayloadStd,
+    inertia_entries,
+)
+from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.atomic import write_text_atomic
 from dynamic_identification.io.documents import document_text, parse_yaml
 from dynamic_identification.io.parameter_files import finite_or_none
@@ -272,7 +278,7 @@ def prior_correction_record(outcome: PayloadOutcome) -> dict[str, Any]:
     """The ``identification.prior_correction`` section: what the motion before the trigger added to the robot prior.
 
     ``applied: false`` with the ``reason`` when the prior was used as it is
-    (:class:`~dynamic_identification.core.payload_identification.PriorCorrection`).
+    (:class:`~dynamic_identification.core.identification.payload.PriorCorrection`).
     """
     correction = outcome.correction
     if correction is None:

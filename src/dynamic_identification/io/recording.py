@@ -12,7 +12,7 @@ Columns may come in any order after a header row; a joint name may itself contai
 ``/`` because the column name is split at its *last* ``/``. Every joint must carry the
 same kinds of column (all have velocities or none, all have currents or none, …):
 a recording is a set of ``(N, n)`` arrays, not a patchwork. Time stamps are kept as
-recorded; :func:`dynamic_identification.core.signal.clean_time_stamps` cleans them.
+recorded; :func:`dynamic_identification.core.signal.filters.clean_time_stamps` cleans them.
 
 Numbers are written with :func:`repr`, the shortest text that reads back as the same
 binary64 value, so ``read_recording_csv(write_recording_csv(r)) == r`` bit for bit.
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dynamic_identification.core.errors import DataError, brief
-from dynamic_identification.core.model import DriveChain
+from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.table import check_finite_cells, read_body, read_header, write_table
 
 TIME_COLUMN = "time"

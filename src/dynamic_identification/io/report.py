@@ -42,7 +42,7 @@ import numpy as np
 from scipy import signal as sps
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
+from dynamic_identification.core.signal.filters import DEFAULT_GAP_FACTOR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported when a report is written: matplotlib takes ~1 s to import

@@ -17,7 +17,7 @@ the bag carries, or with those of ROS 2 Humble when it carries none (a ``JointSt
 is the same in every ROS 2 distribution).
 
 The messages are replayed in the order the bag holds them (receive time) through the
-recorder node's :class:`~dynamic_identification.core.alignment.StreamAligner`, with the
+recorder node's :class:`~dynamic_identification.core.signal.alignment.StreamAligner`, with the
 recorder's time base and restart rule, so the recording is the one the recorder would
 have written had it been running when the bag was recorded.
 """
@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from dynamic_identification.core.alignment import (
+from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.signal.alignment import (
     DEFAULT_MAX_DELAY_S,
     DEFAULT_TOLERANCE_S,
     AlignedSample,
     StreamAligner,
 )
-from dynamic_identification.core.errors import DataError, IdentificationError
-from dynamic_identification.core.stamps import NS_PER_S, jumped_back
+from dynamic_identification.core.signal.stamps import NS_PER_S, jumped_back
 from dynamic_identification.io.recording import Recording, recording_from_arrays
 
 JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
@@ -83,7 +83,7 @@ def read_recording_bag(
         before it). Extra joints in the messages are ignored.
     tolerance_s, max_delay_s
         Alignment settings of the recorder node (see
-        :class:`~dynamic_identification.core.alignment.StreamAligner`), s: a joint state
+        :class:`~dynamic_identification.core.signal.alignment.StreamAligner`), s: a joint state
         is kept with currents interpolated at its stamp when the current samples before
         and after it are each within ``tolerance_s`` of it (or one has its exact stamp).
 

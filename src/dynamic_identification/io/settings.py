@@ -203,7 +203,7 @@ def _matrix(reader: SettingsReader, item: Setting, value: Any) -> tuple[tuple[fl
 def _closures(reader: SettingsReader, item: Setting, value: Any) -> list[Any] | dict[str, dict[str, Any]] | None:
     """A list of closures under the key, or the members ``<key>.<name>.<field>`` by name (what ROS parameters
     hold); their fields are checked where they are used
-    (:func:`~dynamic_identification.core.closed_loop.loop_closures_from_config`)."""
+    (:func:`~dynamic_identification.core.mechanism.closed_loop.loop_closures_from_config`)."""
     prefix = f"{item.key}."
     named: dict[str, dict[str, Any]] = {}
     for key, member in reader.parameters.items():

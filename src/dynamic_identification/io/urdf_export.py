@@ -13,7 +13,7 @@ for byte (comments, formatting, attribute order, other elements):
 
 Bodies merged by the model
 --------------------------
-:func:`~dynamic_identification.core.model.load_robot` merges the links behind fixed
+:func:`~dynamic_identification.core.mechanism.robot.load_robot` merges the links behind fixed
 joints, and behind joints it locks (``pinocchio.buildReducedModel``), into the body of
 the identified joint they hang from: the Panda's joint 7 body is ``panda_link7`` plus
 hand, fingers and flange. The identified parameters are those of the whole body. The
@@ -33,7 +33,7 @@ identified joints (and locked positions) gives the identified body inertias.
 Friction
 --------
 The drive-chain friction of motor ``m`` acts on ``v_m = (C q̇)_m`` (coupling ``C``,
-:mod:`dynamic_identification.core.model`), Fv and Fc already on the joint side of the
+:mod:`dynamic_identification.core.mechanism.robot`), Fv and Fc already on the joint side of the
 gears. With an identity coupling, joint ``j`` gets ``damping = Fv_j`` and
 ``friction = Fc_j`` exactly. A URDF cannot express friction shared between joints, so
 with a coupling joint ``j`` gets the friction it feels when it moves alone:
@@ -57,7 +57,7 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.estimation.consistency import is_physically_consistent
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
 from dynamic_identification.io.atomic import write_text_atomic
 
 _INERTIAL = len(INERTIAL_PARAMETER_NAMES)
@@ -321,7 +321,7 @@ def export_urdf(
         The identification model; its :attr:`~RobotModel.urdf_path` is the source.
     standard
         Standard parameters ``(n · terms.per_joint,)`` in
-        :func:`~dynamic_identification.core.model.standard_parameter_names` order:
+        :func:`~dynamic_identification.core.mechanism.robot.standard_parameter_names` order:
         per joint the 10 inertial parameters (Pinocchio order, about the joint frame)
         and the drive terms. They should be physically consistent
         (:func:`~dynamic_identification.core.estimation.consistency.consistent_estimate`);

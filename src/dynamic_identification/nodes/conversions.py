@@ -19,8 +19,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynamic_identification.core.errors import DataError, brief
-from dynamic_identification.core.model import RobotModel
-from dynamic_identification.core.stamps import NS_PER_S
+from dynamic_identification.core.mechanism.robot import RobotModel
+from dynamic_identification.core.signal.stamps import NS_PER_S
 from dynamic_identification.io.sanity import position_problem
 
 

@@ -19,8 +19,9 @@ In-process payload re-identification ([Swevers2002]): ``~/identify_payload``
 (``std_srvs/Trigger``, e.g. when the gripper has closed) answers at once and collects the
 next ``payload.duration_s`` of the robot's motion; the load on ``payload.frame`` is then
 identified with the robot's parameters fixed — the node's latest published estimate, or
-``payload.prior_file`` — (:class:`~dynamic_identification.core.payload_in_process.PayloadReidentification`)
-and published as payload YAML (``frame, mass_kg, com_m, inertia_kg_m2, std`` and an
+``payload.prior_file`` —
+(:class:`~dynamic_identification.core.identification.payload_in_process.PayloadReidentification`) and published
+as payload YAML (``frame, mass_kg, com_m, inertia_kg_m2, std`` and an
 ``identification`` section with the fit's quality) on ``payload_topic`` (default
 ``/estimator/payload``, reliable + transient local, depth 1). When the motion does not
 determine the load (the σ of its mass or centre of mass beyond ``payload.max_*``) the
@@ -35,7 +36,7 @@ buffer; a worker thread drains the buffer into
 and updates whenever ``window.update_period_s`` of data is pending, so a slow update
 delays the estimate but never drops a sample. Samples with NaN, a missing joint or
 no effort are refused, as are stamps not later than the last accepted one; a stamp
-earlier than the last by more than :data:`~dynamic_identification.core.stamps.BACKWARD_JUMP_S`
+earlier than the last by more than :data:`~dynamic_identification.core.signal.stamps.BACKWARD_JUMP_S`
 (a bag loop, a simulation reset) clears the window and starts a new one; forward, a
 driver's hiccup is bridged and a longer gap restarts the window's grid, never its rows
 (the one stamp-and-gap rule, :mod:`~dynamic_identification.core.identification.in_process`);
@@ -76,7 +77,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
 from dynamic_identification.core.identification import SignalSettings
@@ -85,21 +85,22 @@ from dynamic_identification.core.identification.in_process import (
     WindowSettings,
     WindowUpdate,
 )
-from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.payload import frame_id
-from dynamic_identification.core.payload_identification import RobotPrior
-from dynamic_identification.core.payload_in_process import (
+from dynamic_identification.core.identification.payload import RobotPrior
+from dynamic_identification.core.identification.payload_in_process import (
     PayloadOutcome,
     PayloadReidentification,
     PayloadReidentificationSettings,
     RecentMotion,
 )
-from dynamic_identification.core.plausibility import PlausibilityBounds
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.payload import frame_id
+from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.core.stamps import Stamp, StampGaps, classify_stamp
+from dynamic_identification.core.signal.stamps import Stamp, StampGaps, classify_stamp
 from dynamic_identification.io.config import (
     CONFIG_KEYS,
     config_from_parameters,
@@ -281,7 +282,7 @@ class InputCounts:
     """The estimator's counts since it started (samples on ``input_topic``, updates, publications).
 
     ``missing`` counts samples that never arrived: gaps in the accepted stamps
-    (:class:`~dynamic_identification.core.stamps.StampGaps`), lost on the way; ``latest_s`` is
+    (:class:`~dynamic_identification.core.signal.stamps.StampGaps`), lost on the way; ``latest_s`` is
     the stamp of the newest sample accepted, s.
     """
 
@@ -661,7 +662,7 @@ class EstimatorNode(GuardedNode):
         """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
 
         A feed never spans a step back in time: the callback admitted one only as a jump of
-        more than ``BACKWARD_JUMP_S`` (:mod:`~dynamic_identification.core.stamps`), and the estimator
+        more than ``BACKWARD_JUMP_S`` (:mod:`~dynamic_identification.core.signal.stamps`), and the estimator
         restarts its window on it.
         """
         backward = np.flatnonzero(np.diff(stamps[start:]) < 0.0)

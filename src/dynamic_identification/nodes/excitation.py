@@ -31,7 +31,7 @@ being commanded now.
 
 A closed-loop robot (``robot.loop_closures.<name>.*`` and ``robot.actuated_joints``,
 [Briot2012] §2) is excited through its actuated joints, the same planner and checks taking its
-mechanism (:mod:`~dynamic_identification.core.mechanism`): the plan is a Fourier series (mode
+mechanism (:mod:`~dynamic_identification.core.mechanism.seam`): the plan is a Fourier series (mode
 ``fourier``) or a trajectory file of the actuated joints, the joint states and the streamed
 trajectory are those of the actuated joints, and the played motion, ramps included, must keep the
 passive joints' limits, the distance to singularities and the motors' effort limits
@@ -75,8 +75,8 @@ from dynamic_identification.core.excitation.safety import (
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, interpolate_trajectory
-from dynamic_identification.core.mechanism import Mechanism, SerialMechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.progress import ThrottledLines
 from dynamic_identification.core.settings_schema import NODE_EXCITATION_MODES, setting_field
 from dynamic_identification.io.config import (

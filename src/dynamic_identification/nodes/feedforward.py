@@ -57,8 +57,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.mechanism import Mechanism
-from dynamic_identification.core.payload import Payload, PayloadDynamics
+from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics
+from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.feedforward import FeedforwardModel, FeedforwardOptions
 from dynamic_identification.io.parameters import (

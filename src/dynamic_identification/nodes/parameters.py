@@ -24,7 +24,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
 from dynamic_identification.core.settings_schema import Kind, Setting, group_member, settings_of
 from dynamic_identification.io.settings import SettingsReader
 from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf

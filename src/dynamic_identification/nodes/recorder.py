@@ -5,7 +5,7 @@ and ``topics.motor_currents`` (default ``motor_currents``, ``sensor_msgs/JointSt
 whose ``effort`` holds motor currents in A); joints are matched by name, in any order,
 extra joints are ignored and a message lacking a recorded joint is refused and
 reported. The two streams are paired by
-:class:`~dynamic_identification.core.alignment.StreamAligner` (currents interpolated
+:class:`~dynamic_identification.core.signal.alignment.StreamAligner` (currents interpolated
 at each joint-state stamp) and the currents converted into joint torques through the
 drive chain (``drive_chain.*`` of :data:`~dynamic_identification.io.config.CONFIG_KEYS`,
 so the shared ``/**`` block of the configuration file applies; linear, or the
@@ -22,7 +22,7 @@ torque in N·m, stamp = the joint state's) and ``/diagnostics`` at 1 Hz (message
 received and refused per topic, aligned, unaligned, rejected NaN/duplicate/out-of-order
 samples, the recording, and a warning naming any input topic silent for
 ``silent_timeout_s``). Nothing is lost silently: samples missing between stamps (a
-queue that overflowed: :class:`~dynamic_identification.core.stamps.StampGaps`),
+queue that overflowed: :class:`~dynamic_identification.core.signal.stamps.StampGaps`),
 refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
 samples are being lost or the recording lacks some (ERROR for malformed input), and
 ``~/stop`` names the losses of the recording. With ``acknowledge`` it publishes on
@@ -58,16 +58,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from dynamic_identification.core.alignment import (
+from dynamic_identification.core.errors import IdentificationError, brief
+from dynamic_identification.core.mechanism.robot import DriveChain
+from dynamic_identification.core.settings_schema import setting_field
+from dynamic_identification.core.signal.alignment import (
     AlignedSample,
     StreamAligner,
     current_polynomial,
     current_to_torque,
 )
-from dynamic_identification.core.errors import IdentificationError, brief
-from dynamic_identification.core.model import DriveChain
-from dynamic_identification.core.settings_schema import setting_field
-from dynamic_identification.core.stamps import NS_PER_S, StampGaps, jumped_back
+from dynamic_identification.core.signal.stamps import NS_PER_S, StampGaps, jumped_back
 from dynamic_identification.io.config import CONFIG_KEYS, IdentificationConfig, config_from_parameters
 from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (

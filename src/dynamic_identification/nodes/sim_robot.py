@@ -66,8 +66,8 @@ from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification.core.errors import IdentificationError, ModelError
-from dynamic_identification.core.model import DriveChain, RobotModel, load_robot
-from dynamic_identification.core.payload import Payload, frame_id
+from dynamic_identification.core.mechanism.payload import Payload, frame_id
+from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.simulation import RobotSimulator, SimulatedArm, SimulationSettings
 from dynamic_identification.io.config import config_from_parameters, is_closed_loop_key

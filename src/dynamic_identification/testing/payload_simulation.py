@@ -5,7 +5,7 @@ model of [Swevers2002] §2 and independently of the regressors that identify it:
 
 1. joint torques of the links and the payload ``τ_G``: ``pinocchio.rnea`` of the
    model whose frame-parent body carries the payload
-   (:func:`~dynamic_identification.core.payload.attach_payload`);
+   (:func:`~dynamic_identification.core.mechanism.payload.attach_payload`);
 2. coupling, [Swevers2002] eq. (9)-(10) with ``V = C⁻¹``: the torque each
    transmission delivers, joint side, ``τ'_G = C⁻ᵀ τ_G``;
 3. transmission efficiency ``R_z`` per motor, [Swevers2002] eq. (8): the output
@@ -14,7 +14,7 @@ model of [Swevers2002] §2 and independently of the regressors that identify it:
    delivering ``τ'_G`` is the branch that is consistent with its own sign;
 4. rotor inertia, friction and offset on the motor side, [Swevers2002] eq. (5)-(7):
    ``u = τ_T + Ia ⊙ (C q̈) + Fv ⊙ v + Fc ⊙ sign(v) + off`` with ``v = C q̇`` (joint-side
-   units, as :class:`~dynamic_identification.core.model.DriveParameters`);
+   units, as :class:`~dynamic_identification.core.mechanism.robot.DriveParameters`);
 5. motor current: the motor torque ``u / N`` is produced by the current ``I`` of
    the third-order polynomial of [Swevers2002] eq. (4), ``sign(I)(c0 + c1|I| + c2 I² + c3|I|³)``,
    or of the linear drive gains ``k I`` ([Briot2012] eq. (8)).
@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynamic_identification.core.alignment import current_polynomial
-from dynamic_identification.core.drive_gains import CurrentRecording
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
-from dynamic_identification.core.model import DriveChain, DriveParameters, RobotModel
-from dynamic_identification.core.payload import Payload, attach_payload
+from dynamic_identification.core.identification.drive_gains import CurrentRecording
+from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, RobotModel
+from dynamic_identification.core.signal.alignment import current_polynomial
 from dynamic_identification.core.simulation import SensorModel, quantize_positions, rigid_body_torques
 
 _NEWTON_STEPS = 50

@@ -54,7 +54,7 @@ from dynamic_identification.core.excitation.optimisation import random_fourier
 from dynamic_identification.core.excitation.process import default_process_areas, pick_and_place
 from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, interpolate_trajectory
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,

@@ -44,7 +44,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import DriveChain, RobotModel, limit_bounds
+from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, limit_bounds
 from dynamic_identification.core.simulation import SimulatedJointState, critically_damped_gains
 
 _ACTIVE_SET_SWEEPS = 4

@@ -34,8 +34,8 @@ import pinocchio as pin
 import scipy.integrate
 
 from dynamic_identification.core.errors import DataError, ModelError
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors.idim import BaseParameters
 
 DEFAULT_COULOMB_SMOOTHING_RAD_S = 0.01
 """``ε`` of ``tanh(v / ε)`` in simulated Coulomb friction, rad/s. With the exact sign an

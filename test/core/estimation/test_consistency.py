@@ -23,7 +23,7 @@ from dynamic_identification.core.estimation.consistency import (
     link_comparison,
     pseudo_inertia,
 )
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
     DriveTerms,
@@ -31,7 +31,12 @@ from dynamic_identification.core.model import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix, random_motion
+from dynamic_identification.core.regressors.idim import (
+    BaseParameters,
+    base_parameters,
+    observation_matrix,
+    random_motion,
+)
 
 GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
 JOINT_NOISE_NM = np.array([2.0, 2.0, 1.0, 0.3, 0.3, 0.1])

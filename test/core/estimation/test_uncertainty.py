@@ -17,8 +17,14 @@ from dynamic_identification.core.estimation.uncertainty import (
 )
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, load_robot, standard_parameters
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    load_robot,
+    standard_parameters,
+)
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
 
 
 @pytest.fixture(scope="module")

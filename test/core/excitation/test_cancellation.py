@@ -11,7 +11,6 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from dynamic_identification.core.cancellation import Cancellation
-from dynamic_identification.core.closed_loop import ClosedLoopModel
 from dynamic_identification.core.errors import PlanningCancelled
 from dynamic_identification.core.excitation.constraints import MechanismLimits
 from dynamic_identification.core.excitation.optimisation import SEARCH_STAGE, ExcitationDesign, optimise_fourier
@@ -19,10 +18,11 @@ from dynamic_identification.core.excitation.payload import optimise_payload_exci
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import JointLimits, TorqueModel
 from dynamic_identification.core.excitation.settings import ExcitationSettings
-from dynamic_identification.core.mechanism import SerialMechanism
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import SerialMechanism
 from dynamic_identification.core.progress import Progress
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
 

@@ -12,10 +12,6 @@ import pytest
 import scipy.linalg
 import scipy.ndimage
 
-from dynamic_identification.core.closed_loop import (
-    ClosedLoopModel,
-    base_parameters,
-)
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionError, SelfCollisionModel
 from dynamic_identification.core.excitation.constraints import (
@@ -29,7 +25,11 @@ from dynamic_identification.core.excitation.optimisation import condition_number
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel, check_trajectory, executed_motion
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, controller_motion
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.closed_loop import (
+    ClosedLoopModel,
+    base_parameters,
+)
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import (
     FIVE_BAR_ACTUATED,

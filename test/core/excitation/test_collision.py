@@ -23,7 +23,7 @@ from dynamic_identification.core.excitation.plan import SCALE_BISECTIONS, plan_e
 from dynamic_identification.core.excitation.safety import executed_motion
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
 from ur5_collision import CLEAR_A, CLEAR_B, rest_to_rest, touching
 
 

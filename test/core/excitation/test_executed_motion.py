@@ -27,7 +27,7 @@ from dynamic_identification.core.excitation.safety import (
     ramp,
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 
 ORACLE_RATE_HZ = 1000.0
 SLACK = 1e-6

@@ -25,8 +25,8 @@ from dynamic_identification.core.excitation.optimisation import (
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, limit_usage
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import sample
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters, base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 
 EVALUATIONS = 2000
 """Evaluation budget of the designs under test (a few seconds each); the bench runs 60 s."""

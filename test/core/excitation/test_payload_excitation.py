@@ -8,8 +8,8 @@ import pytest
 from dynamic_identification.core.excitation import FourierTrajectory, fit_to_limits
 from dynamic_identification.core.excitation.payload import PayloadExcitationDesign, optimise_payload_excitation
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.model import RobotModel
-from dynamic_identification.core.payload import payload_regressor
+from dynamic_identification.core.mechanism.payload import payload_regressor
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from dynamic_identification.core.excitation.process import (
 )
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
 
 RATE_HZ = 250.0
 MM = 1e-3

@@ -22,7 +22,7 @@ from dynamic_identification.core.excitation import (
     sample,
     stop_ramp,
 )
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
 
 RATE_HZ = 500.0
 

@@ -20,7 +20,7 @@ from dynamic_identification.core.excitation.segmented import (
     fit_motion,
     segmented_trajectory,
 )
-from dynamic_identification.core.model import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
 
 RATE_HZ = 200.0
 PANDA_ARM = [f"panda_joint{i}" for i in range(1, 8)]

@@ -18,8 +18,8 @@ from dynamic_identification.core.identification.in_process import (
     WindowSettings,
     WindowUpdate,
 )
-from dynamic_identification.core.model import DriveTerms
-from dynamic_identification.core.stamps import stream_chunks
+from dynamic_identification.core.mechanism.robot import DriveTerms
+from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.testing.realistic import StampSettings, plan_stamps
 
 RATE_HZ = 1000.0

@@ -23,8 +23,8 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings
-from dynamic_identification.core.model import DriveTerms, load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import (
     SensorModel,
     inverse_dynamics,

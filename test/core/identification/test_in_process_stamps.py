@@ -22,7 +22,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowSettings,
     WindowUpdate,
 )
-from dynamic_identification.core.model import DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 
 RATE_HZ = 500.0

@@ -19,8 +19,8 @@ from dynamic_identification.core.identification.in_process import (
     WindowSettings,
     WindowUpdate,
 )
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
 
 RATE_HZ = 1000.0

@@ -16,7 +16,7 @@ from dynamic_identification.core.identification.motion import (
     resolve_signal,
     sample_instants,
 )
-from dynamic_identification.core.signal import recover_stamps, roughness
+from dynamic_identification.core.signal.filters import recover_stamps, roughness
 
 RATE_HZ = 1000.0
 PERIOD_S = 1.0 / RATE_HZ

@@ -21,14 +21,14 @@ from dynamic_identification.core.estimation.consistency import (
 )
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationResult, identify, predict_torques
-from dynamic_identification.core.model import (
+from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveTerms,
     RobotModel,
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors import BaseParameters, base_parameters, observation_matrix
+from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters, observation_matrix
 
 RATE_HZ = 500.0
 TERMS = DriveTerms()

@@ -11,8 +11,8 @@ import pytest
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, identify
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 from repo_paths import example_robot_file
 

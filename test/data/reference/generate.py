@@ -25,7 +25,7 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.model import load_robot
+from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import simulated_robot
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv

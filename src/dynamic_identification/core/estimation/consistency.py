@@ -128,9 +128,14 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of, tree_base_parameters
-from dynamic_identification.core.model import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.robot import (
+    INERTIAL_PARAMETER_NAMES,
+    DriveTerms,
+    RobotModel,
+    standard_parameters,
+)
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_base_parameters
+from dynamic_identification.core.regressors.idim import BaseParameters
 
 if TYPE_CHECKING:
     import cvxpy as cp  # imported when a problem is solved: it takes ~1.5 s to import
@@ -300,7 +305,7 @@ def consistency_report(
     ----------
     standard
         ``χ_st`` of shape ``(n_joints * terms.per_joint,)`` in
-        :func:`~dynamic_identification.core.model.standard_parameter_names` order.
+        :func:`~dynamic_identification.core.mechanism.robot.standard_parameter_names` order.
     n_joints
         Number of joints (links) ``n``.
     terms
@@ -720,7 +725,7 @@ class ConsistentEstimator:
     nominal
         ``χ_nom`` of shape ``(p,)``: the URDF's inertial parameters and a drive-term
         prior (zeros when unknown), e.g.
-        :func:`~dynamic_identification.core.model.standard_parameters`.
+        :func:`~dynamic_identification.core.mechanism.robot.standard_parameters`.
     settings
         :class:`ConsistencySettings`.
     attached
@@ -1343,7 +1348,7 @@ def mechanism_estimator(
     pseudo-inertia must be positive definite, the controlled joints' ``Ia, Fv, Fc`` non-negative;
     the URDF's inertias are the prior of the directions no data determine, a closed-loop robot's
     passive joints' drive terms (in no equation) 0. Its estimate's ``standard`` has the tree's layout
-    (:func:`~dynamic_identification.core.mechanism.tree_standard`); ``base_values`` are those of ``base``.
+    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of ``base``.
     """
     mechanism = mechanism_of(mechanism)
     return ConsistentEstimator(

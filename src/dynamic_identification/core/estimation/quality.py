@@ -17,7 +17,7 @@ convention of the package for the degenerate cases:
   predicts them exactly and ``inf`` otherwise (no scale to compare the error with).
 
 The largest predicted torque ``max |τ̂_j|`` is kept alongside, for the plausibility gate
-on the torques a model predicts on its own data (:mod:`~dynamic_identification.core.plausibility`).
+on the torques a model predicts on its own data (:mod:`~dynamic_identification.core.mechanism.plausibility`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ library (coal; no geometry of our own):
   bodies a closed-loop robot's loop closure joins (the cut joint of [Briot2012] §2, given
   as ``joined``) and the pairs an SRDF's ``<disable_collisions>`` lists (MoveIt's file of
   the robot). Locked joints are held where
-  :func:`~dynamic_identification.core.model.load_robot` holds them, so their links belong
+  :func:`~dynamic_identification.core.mechanism.robot.load_robot` holds them, so their links belong
   to the body before them. A closed-loop robot is checked on its opened tree, every tree
   joint (actuated and passive) where the loop closure puts it
   (:func:`~.constraints.check_executed_motion`).
@@ -47,7 +47,7 @@ from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import IdentificationError, ModelError
 from dynamic_identification.core.excitation.safety import CHECK_RATE_HZ, executed_chunks
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, default
 
 DEFAULT_MARGIN_M: float = default("collision_margin_m", DYNID_EXCITE)
@@ -115,7 +115,7 @@ class SelfCollisionModel:
         then where Pinocchio looks (``ROS_PACKAGE_PATH``, ``AMENT_PREFIX_PATH``).
         ``joined``: pairs of Pinocchio joint indices whose bodies meet by design although
         no joint of the tree joins them (a loop closure's cut joint,
-        :attr:`~dynamic_identification.core.closed_loop.ClosedLoopModel.closure_joints`).
+        :attr:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel.closure_joints`).
 
         Raises
         ------

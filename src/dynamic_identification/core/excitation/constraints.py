@@ -1,6 +1,6 @@
 """What a mechanism's excitation must keep, and the one check of the motion its controller executes.
 
-A robot is excited through its controlled joints (:class:`~dynamic_identification.core.mechanism.Mechanism`):
+A robot is excited through its controlled joints (:class:`~dynamic_identification.core.mechanism.seam.Mechanism`):
 the published points are theirs, and the controller's quintic through them
 (:func:`~.safety.executed_motion`) is what the robot does. That motion must keep
 
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionModel, first_self_collision
 from dynamic_identification.core.excitation.safety import (
@@ -48,8 +47,9 @@ from dynamic_identification.core.excitation.safety import (
 )
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.mechanism import Mechanism, TreeMotion, tree_values
-from dynamic_identification.core.model import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, tree_values
 
 DEFAULT_SINGULARITY_MARGIN = 0.2
 """Default smallest ``σ_min / σ_max`` of the passive block ``A_p`` of ``A_t`` along an excitation, as a
@@ -307,7 +307,7 @@ def check_executed_motion(
     (:func:`~.safety.check_trajectory`); its torques under ``torque_model``, at
     :data:`~.safety.TORQUE_CHECK_RATE_HZ` and at every point, the effort limits
     (:func:`~.safety.check_torques`); completed into the tree motion
-    (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`, [Briot2012] eq. (2)-(4))
+    (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion`, [Briot2012] eq. (2)-(4))
     at ``check_rate_hz``, the passive position, velocity and acceleration limits,
     ``σ_min/σ_max(A_p)`` at least ``limits.singularity_margin`` times its value at the reference
     configuration and, with ``collision`` (the tree's collision model, the bodies a closure joins
@@ -320,7 +320,7 @@ def check_executed_motion(
         Published points of the controlled joints (kinematic order).
     q_guess
         Tree configuration near the first point, choosing a closed-loop robot's assembly mode;
-        default: the mechanism's (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`).
+        default: the mechanism's (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion`).
     cancellation
         Polled through the checks.
 
@@ -442,7 +442,7 @@ def _passive_failures(
 
 def passive_condition(motion: TreeMotion) -> np.ndarray:
     """``σ_max / σ_min`` of ``A_p`` per sample of a completed motion with passive joints (a closed-loop
-    mechanism's :meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion` records it)."""
+    mechanism's :meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion` records it)."""
     if motion.passive_condition is None:
         raise IdentificationError("the motion has no passive_condition: complete it with the mechanism")
     return motion.passive_condition
@@ -462,8 +462,9 @@ the slope a design's shrink sees, not the constraint."""
 class Probe:
     """A completed candidate motion and the largest fraction of a limit it uses (> 1: infeasible), and which.
 
-    ``observed``: its IDIM ``(N, n_a, p)`` (:meth:`~dynamic_identification.core.mechanism.Mechanism.observation_matrix`)
-    when the probe measures one; ``motion`` and ``observed`` are ``None`` when the loops could not be closed."""
+    ``observed``: its IDIM ``(N, n_a, p)``
+    (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.observation_matrix`) when the probe measures one;
+    ``motion`` and ``observed`` are ``None`` when the loops could not be closed."""
 
     worst: float
     reason: str

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.errors import IdentificationError
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 
 @dataclass(frozen=True)

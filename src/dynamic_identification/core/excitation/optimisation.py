@@ -11,7 +11,7 @@ refinement (:func:`scipy.optimize.minimize`, Powell), within a time budget and,
 for reproducible runs, an evaluation budget.
 
 The series moves a mechanism's controlled joints
-(:class:`~dynamic_identification.core.mechanism.Mechanism`); the observation matrix is
+(:class:`~dynamic_identification.core.mechanism.seam.Mechanism`); the observation matrix is
 the IDIM of the motion completed to the tree: a serial robot's own, a closed-loop
 robot's ``τ_act = J_tᵀ φ_tree χ`` with its passive joints completed from the loop
 closures ([Briot2012] eq. (2)-(7)).
@@ -44,7 +44,6 @@ import scipy.optimize
 import scipy.stats.qmc
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionModel
 from dynamic_identification.core.excitation.constraints import (
@@ -66,9 +65,10 @@ from dynamic_identification.core.excitation.safety import (
     limit_usage,
 )
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters, observation_matrix
+from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters, observation_matrix
 
 _FILL = 1.0 - 1e-4
 """Fraction of a limit a fitted trajectory reaches on its grid; the rest covers peaks between samples."""
@@ -264,7 +264,7 @@ def condition_number(
 ) -> float:
     """Condition number of the column-normalised base observation matrix over one period.
 
-    ``W_b`` is the mechanism's IDIM (:meth:`~dynamic_identification.core.mechanism.Mechanism.observation_matrix`,
+    ``W_b`` is the mechanism's IDIM (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.observation_matrix`,
     a serial robot's :func:`~.regressors.observation_matrix`, a closed-loop robot's ``J_tᵀ φ_tree``
     [Briot2012] eq. (6)) at ``samples`` equally spaced times of one period of the controlled joints'
     ``trajectory``, completed from its offset pose (followed from the reference configuration),
@@ -1059,7 +1059,7 @@ def optimise_fourier(
     Parameters
     ----------
     robot
-        A serial robot's model or a :class:`~dynamic_identification.core.mechanism.Mechanism`.
+        A serial robot's model or a :class:`~dynamic_identification.core.mechanism.seam.Mechanism`.
     limits
         Joint limits, margins applied (:meth:`~.safety.JointLimits.from_robot`), or a
         mechanism's (:class:`~.constraints.MechanismLimits`: controlled and passive joints,
@@ -1076,7 +1076,7 @@ def optimise_fourier(
         passive joints (:data:`_CLOSED_LOOP_SHAPE`).
     base
         Base parameters; default the mechanism's
-        (:meth:`~dynamic_identification.core.mechanism.Mechanism.base_parameters`).
+        (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.base_parameters`).
     max_evaluations
         Cost-evaluation budget. With it and ``time_budget_s=math.inf`` the result
         depends only on ``seed``: use both for reproducible designs (a finite time

@@ -10,7 +10,7 @@ The moving joints follow a finite Fourier series of common period (eq. (15)-(17)
 :class:`~dynamic_identification.core.excitation.fourier.FourierTrajectory`); the others
 stay at the middle of their range (or at ``rest``). Coefficients and offsets are chosen to
 minimise the condition number of the load's observation matrix ``Y_p`` (the 10 columns of
-:func:`~dynamic_identification.core.payload.payload_regressor`, rows of the moving joints)
+:func:`~dynamic_identification.core.mechanism.payload.payload_regressor`, rows of the moving joints)
 with unit-norm columns, over one period: [Swevers2002] §4.2 uses the condition number of
 the estimation Jacobian as the accuracy criterion. Friction and efficiency columns are
 left out of the criterion: they are per-motor and excited by any motion of the motor.
@@ -43,8 +43,8 @@ from dynamic_identification.core.excitation.safety import (
     limit_usage,
 )
 from dynamic_identification.core.excitation.trajectory import sample
-from dynamic_identification.core.model import RobotModel
-from dynamic_identification.core.payload import PayloadDynamics
+from dynamic_identification.core.mechanism.payload import PayloadDynamics
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 DEFAULT_MOVING_JOINTS = 4
 """Joints moved by default, counted from the end of the chain: the wrist and the joint before it."""

@@ -69,9 +69,9 @@ from dynamic_identification.core.excitation.safety import (
 from dynamic_identification.core.excitation.segmented import default_segmented_trajectory
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import base_parameters
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import base_parameters
 
 PLANNING_RATE_HZ = CHECK_RATE_HZ
 """The planned motion is built at least this densely (a multiple of ``rate_hz``), Hz; the published
@@ -139,7 +139,7 @@ def plan_excitation(
     """Build the trajectory of the controlled joints the settings ask for, repeat it, and check what the
     controller will execute.
 
-    ``robot`` is a serial robot's model or a :class:`~dynamic_identification.core.mechanism.Mechanism`;
+    ``robot`` is a serial robot's model or a :class:`~dynamic_identification.core.mechanism.seam.Mechanism`;
     a closed-loop robot's (passive joints completed from its loop closures, [Briot2012] §2) is excited
     by a Fourier series of its actuated joints designed within the passive joints' limits and
     ``margin``, the smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed, as a fraction of

@@ -23,7 +23,7 @@ from scipy.interpolate import CubicSpline
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import JointLimits, LimitViolationError, check_trajectory, ramp
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 Area = tuple[np.ndarray, np.ndarray]
 """A box in the base frame: ``(centre xyz, half-extents xyz)``, m."""

@@ -41,8 +41,8 @@ from dynamic_identification.core.excitation.trajectory import (
     controller_motion,
     quintic_coefficients,
 )
-from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, default
 
 ROUNDING_TOLERANCE = 1e-9
@@ -684,7 +684,7 @@ class TorqueModel:
     ----------
     mechanism, drive_chain, terms
         The model whose standard parameters ``standard`` are
-        (:meth:`~dynamic_identification.core.mechanism.Mechanism.standard_parameter_names` order).
+        (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.standard_parameter_names` order).
     standard
         Standard-parameter values in SI units.
     source

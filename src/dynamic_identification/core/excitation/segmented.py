@@ -26,7 +26,7 @@ from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory, ramp
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 State = tuple[np.ndarray, np.ndarray, np.ndarray]
 

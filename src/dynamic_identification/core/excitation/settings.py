@@ -10,7 +10,7 @@ from typing import Literal, TypedDict
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.collision import SelfCollisionModel
 from dynamic_identification.core.excitation.safety import JointLimits
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.settings_schema import DYNID_EXCITE, EXCITATION_MODES, PROCESSES, setting_field
 
 MODES: tuple[str, ...] = EXCITATION_MODES
@@ -160,9 +160,9 @@ class ExcitationSettings:
     def collision_model(
         self, robot: RobotModel, *, joined: Sequence[tuple[int, int]] = ()
     ) -> SelfCollisionModel | None:
-        """The self-collision check these settings ask for on ``robot`` (a closed-loop robot's opened tree, with its
-        :attr:`~dynamic_identification.core.closed_loop.ClosedLoopModel.closure_joints` as ``joined``); ``None``
-        when off or when its URDF has no collision geometry."""
+        """The self-collision check these settings ask for on ``robot`` (a closed-loop robot's opened tree, with
+        its :attr:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel.closure_joints` as ``joined``);
+        ``None`` when off or when its URDF has no collision geometry."""
         if not self.self_collision:
             return None
         return SelfCollisionModel.from_urdf(

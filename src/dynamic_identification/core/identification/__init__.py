@@ -3,8 +3,8 @@
 * :mod:`.settings` — signal-processing and estimation settings;
 * :mod:`.motion` — stamps, resampling, band-pass derivatives ([Gautier2013] §IV.A);
 * :mod:`.observations` — the IDIM's decimated rows (one builder per regression model; the
-  others are in :mod:`~dynamic_identification.core.power_model` and
-  :mod:`~dynamic_identification.core.regression_models`);
+  others are in :mod:`~dynamic_identification.core.regressors.power` and
+  :mod:`~dynamic_identification.core.identification.regression_models`);
 * :mod:`.solve` — the seam every model goes through: estimate, reduce, quality;
 * :mod:`.prediction` — torques of an identified model and their errors against a recording;
 * :mod:`.in_process` — the sliding-window estimator, which runs the seam's reduction and

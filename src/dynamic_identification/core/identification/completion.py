@@ -1,7 +1,7 @@
 """A recording of a mechanism's controlled joints made into filtered tree motion, segment by segment.
 
 The first steps of every regression model, prediction and drive-gain identification, for
-any :class:`~dynamic_identification.core.mechanism.Mechanism`:
+any :class:`~dynamic_identification.core.mechanism.seam.Mechanism`:
 
 1. stamps cleaned, each contiguous segment resampled on a uniform grid, the positions of the
    **controlled** joints low-passed (zero phase) and differentiated
@@ -28,7 +28,7 @@ What the positions may hold
   closure forces in eq. (6). So both forms of a recording give the same estimate.
 
 A recording that reaches a parallel singularity, or leaves the workspace, is refused with
-the :class:`~dynamic_identification.core.closed_loop.LoopClosureError` of the completion,
+the :class:`~dynamic_identification.core.mechanism.closed_loop.LoopClosureError` of the completion,
 whose message and ``sample`` name the recorded sample (index into the given arrays) and
 its time.
 """
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamic_identification.core.closed_loop import LoopClosureError
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.motion import check_motion, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.mechanism import Mechanism, TreeMotion
+from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
 
 PASSIVE_TOLERANCE_RAD = 0.01
 """Default largest distance (rad, or m for a prismatic joint) of a recorded passive position
@@ -62,7 +62,7 @@ class CompletedSegment:
     time
         Uniform grid, s (stamps of the recording's clock), shape ``(N,)``.
     motion
-        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.TreeMotion`).
+        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.seam.TreeMotion`).
     signals
         The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
     rate_hz

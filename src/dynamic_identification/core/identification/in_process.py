@@ -27,7 +27,7 @@ the window's weighted normal matrix of the kept columns, taken from the normal
 equations; its scores cost one pass over the window's ``r × n × k`` kept columns per
 update (``bench/bench_stream.py`` prints the update latency with and without it).
 
-Stamps (:mod:`~dynamic_identification.core.stamps`): a stamp earlier than the last one
+Stamps (:mod:`~dynamic_identification.core.signal.stamps`): a stamp earlier than the last one
 (a bag loop, a simulation reset) clears the window. Forward, the one rule of every path
 (:func:`~dynamic_identification.core.identification.motion.longest_step_s`): a driver's
 hiccup of a few samples is bridged by the grid's interpolation; only a step longer than
@@ -55,8 +55,8 @@ of a period, the recovery keeps the order of the samples and the positions are s
 against the recovered instants; stamps that scatter that much make it wait for
 :data:`AUTO_CUTOFF_DATA_S` of data to judge, their gaps being those of the recovered instants.
 When recovering, every update recovers the instants of its pending samples from their order
-(:func:`~dynamic_identification.core.signal.recover_stamps`, a running median over
-:data:`~dynamic_identification.core.signal.STAMP_RECOVERY_WINDOW` samples, far fewer than
+(:func:`~dynamic_identification.core.signal.filters.recover_stamps`, a running median over
+:data:`~dynamic_identification.core.signal.filters.STAMP_RECOVERY_WINDOW` samples, far fewer than
 the filter margins kept pending) before the gap rule and the grid: the work stays that of
 the samples received, and a gap of the recovered instants is still never interpolated.
 Measured on the realistic presets (``bench/bench_window_stamps.py --seeds 3 --variants``, 60 s of
@@ -106,12 +106,12 @@ from dynamic_identification.core.identification.solve import (
     reduce_model,
     removed_reasons,
 )
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
-from dynamic_identification.core.signal import (
+from dynamic_identification.core.signal.filters import (
     RecoveredStamps,
     default_decimation,
     differentiate,
@@ -179,7 +179,7 @@ class WindowSettings:
     refactor_every
         Updates between recomputing the normal equations from the stored rows.
     effort_factor, mass_factor
-        Plausibility gates (:mod:`~dynamic_identification.core.plausibility`): the
+        Plausibility gates (:mod:`~dynamic_identification.core.mechanism.plausibility`): the
         model's torques on its own window within ``effort_factor`` effort limits, its
         inertial parameters within what ``mass_factor`` times the URDF's mass produces.
     uncertainty
@@ -293,7 +293,7 @@ class SlidingWindowEstimator:
         consistency: ConsistentEstimator | None = None,
     ) -> None:
         """``bounds`` of the plausibility gates default to the URDF's limits with the settings' factors
-        (:func:`~dynamic_identification.core.plausibility.mechanism_bounds`).
+        (:func:`~dynamic_identification.core.mechanism.plausibility.mechanism_bounds`).
 
         The samples hold the controlled joints' positions and torques ``(N, n_a)``; a closed-loop
         robot's rows complete the tree motion at the decimated instants
@@ -538,8 +538,8 @@ class SlidingWindowEstimator:
         return time if recovered is None else time[0] + recovered.time
 
     def _recover_from(self, time: np.ndarray) -> RecoveredStamps | None:
-        """:func:`~dynamic_identification.core.signal.recover_stamps` of the stamps ``time`` (s), taken relative to
-        the first; ``None`` for fewer than two or when the recovered instants would not increase."""
+        """:func:`~dynamic_identification.core.signal.filters.recover_stamps` of the stamps ``time`` (s), taken
+        relative to the first; ``None`` for fewer than two or when the recovered instants would not increase."""
         if time.size < 2:
             return None
         try:

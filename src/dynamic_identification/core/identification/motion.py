@@ -40,7 +40,7 @@ import scipy.signal
 
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
-from dynamic_identification.core.signal import (
+from dynamic_identification.core.signal.filters import (
     clean_time_stamps,
     default_decimation,
     differentiate,

@@ -3,8 +3,8 @@
 One builder per regression model produces :class:`PreparedObservations`; this module
 has the IDIM's (:func:`prepare_observations`) and the row builder the sliding window
 shares (:class:`RowBuilder`). The other models' builders are in
-:mod:`~dynamic_identification.core.power_model` and
-:mod:`~dynamic_identification.core.regression_models`; every one of them feeds the same
+:mod:`~dynamic_identification.core.regressors.power` and
+:mod:`~dynamic_identification.core.identification.regression_models`; every one of them feeds the same
 estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identification.solve`).
 """
 
@@ -26,10 +26,10 @@ from dynamic_identification.core.identification.completion import (
 )
 from dynamic_identification.core.identification.motion import decimation_factor
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors import BaseParameters
-from dynamic_identification.core.signal import ParallelDecimator
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.signal.filters import ParallelDecimator
 
 ROWS_STAGE = "observation matrix rows"
 """The stage of an identification that builds its rows (:mod:`~dynamic_identification.core.progress`)."""

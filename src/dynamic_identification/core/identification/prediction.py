@@ -18,8 +18,8 @@ from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.identification.completion import complete_recording
 from dynamic_identification.core.identification.settings import SignalSettings
-from dynamic_identification.core.mechanism import Mechanism, TreeMotion, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
 
 TorqueCheck = Callable[[Mapping[str, float]], JointErrors]
 """Judges a model, given as base-parameter values by name, by the joint torques it predicts: the sums of
@@ -167,7 +167,7 @@ def predict_torques(
 ) -> np.ndarray:
     """Controlled joints' torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along a motion of
     the controlled joints ``(N, n_a)`` (rad, rad/s, rad/s²), completed to the tree first
-    (:meth:`~dynamic_identification.core.mechanism.Mechanism.complete_motion`): :func:`torques_along`.
+    (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.complete_motion`): :func:`torques_along`.
     """
     mechanism = mechanism_of(mechanism)
     q, dq, ddq = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, dq, ddq))

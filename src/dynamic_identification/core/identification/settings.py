@@ -19,7 +19,7 @@ from dynamic_identification.core.settings_schema import (
     check_fields,
     setting_field,
 )
-from dynamic_identification.core.signal import DEFAULT_GAP_FACTOR
+from dynamic_identification.core.signal.filters import DEFAULT_GAP_FACTOR
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class SignalSettings:
         ``None`` skips the filter.
     decimation
         Parallel-decimation factor ``n_d``; 0 chooses
-        :func:`~dynamic_identification.core.signal.default_decimation`.
+        :func:`~dynamic_identification.core.signal.filters.default_decimation`.
     rate_hz
         Uniform resampling rate, Hz; 0 or ``None`` uses the recording's median rate.
     velocity

@@ -33,7 +33,7 @@ of the IDIM, the filtered IDIM, the supplied-energy, power and filtered-power mo
    (:class:`~dynamic_identification.core.estimation.quality.JointErrors`): on the IDIM's
    own rows, or, for a model whose equations are not the joint torques, of its torque
    prediction at the recorded stamps where the joint moves; then the plausibility gates
-   (:mod:`~dynamic_identification.core.plausibility`). Whether an implausible model is
+   (:mod:`~dynamic_identification.core.mechanism.plausibility`). Whether an implausible model is
    used anyway is the caller's decision.
 
 The sliding window (:mod:`~dynamic_identification.core.identification.in_process`) keeps
@@ -67,10 +67,10 @@ from dynamic_identification.core.identification.motion import check_motion, chec
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings
-from dynamic_identification.core.mechanism import Mechanism, mechanism_of
-from dynamic_identification.core.model import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.plausibility import PlausibilityBounds, mechanism_bounds, model_problems
-from dynamic_identification.core.regressors import BaseParameters
+from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds, model_problems
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
 
 NOT_EXCITED = f"{NOT_IDENTIFIABLE}: not excited by this data"
 """Why a base parameter the rank check removed is gone, as reported to users."""
@@ -650,7 +650,7 @@ def identify(
 
     ``q``: the controlled joints' positions ``(N, n_a)`` or every tree joint's ``(N, n_t)``;
     ``torques``: the controlled joints' ``(N, n_a)``.
-    :func:`~dynamic_identification.core.regression_models.identify_model` does the same
+    :func:`~dynamic_identification.core.identification.regression_models.identify_model` does the same
     with any regression model. ``consistency``: publish the physically consistent
     estimate (:func:`identify_observations`); ``cancellation`` is polled and told the
     progress of each stage (:mod:`~dynamic_identification.core.progress`).
@@ -703,7 +703,7 @@ def identify_recording(
 
     The recording is checked (:func:`checked_samples`), its observations made by ``observe``
     and put through the seam (:func:`identify_observations`) with the controlled joints' travel and
-    ``bounds`` (``None``: :func:`~dynamic_identification.core.plausibility.mechanism_bounds`);
+    ``bounds`` (``None``: :func:`~dynamic_identification.core.mechanism.plausibility.mechanism_bounds`);
     ``torque_check`` makes the seam's torque check from the checked samples (``None``: the IDIM's own
     rows judge); ``cancellation`` goes to the seam (``observe`` takes its own).
     """

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.identification.solve import FRICTION_PREFIXES, IdentificationResult
-from dynamic_identification.core.model import RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 
 MAX_SCALE = 1.5
 """Largest factor between the recorded load and the URDF's (either way) before a warning."""

@@ -1,0 +1,151 @@
+"""Whether a closed-loop robot's identification publishes bearing friction in its passive joints.
+
+Real bearings have friction; a passive joint's ``Fv_p q̇_p + Fc_p sign(q̇_p)`` reaches the motors
+through ``J_tᵀ`` ([Briot2012] eq. (6);
+:attr:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel.passive_friction`).
+The term is on by default, and the data choose it by the house rule of
+:mod:`~dynamic_identification.core.estimation.model_selection`: it is published only when every
+bearing-friction parameter is determined (an excited base parameter of its own), the Wald test of
+"frictionless bearings" with the estimate's covariance (autocorrelation-consistent by default) rejects at
+:data:`~dynamic_identification.core.estimation.model_selection.SIGNIFICANCE` and the published model with it fits
+its equations better than the one without (a lower relative error); otherwise the model without it
+is published, and :class:`PassiveFrictionChoice` says why in one line.
+
+:func:`choose_passive_friction` is the one place the decision is made: given the identification of the
+same recording with and without the bearing-friction columns, it returns which to publish;
+:func:`identify_choosing_passive_friction` runs both identifications and applies it (the setting
+``estimation.passive_friction`` offers the term, on by default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from dynamic_identification.core.errors import RankDeficientError
+from dynamic_identification.core.estimation.model_selection import WaldTest, unit_restrictions, wald_test
+from dynamic_identification.core.identification import IdentificationResult
+from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
+from dynamic_identification.core.mechanism.robot import DriveTerms
+from dynamic_identification.core.mechanism.seam import Mechanism
+
+
+@dataclass(frozen=True)
+class PassiveFrictionChoice:
+    """Which closed-loop model :func:`choose_passive_friction` took, and why.
+
+    Attributes
+    ----------
+    passive_friction
+        The model with the passive joints' bearing friction was taken.
+    reason
+        One line saying which model and why.
+    test
+        The Wald test of "frictionless bearings" (``None`` when not tested).
+    relative_error_without, relative_error_with
+        ``‖Y − Wχ̂‖ / ‖Y‖`` of each model on its equations (NaN for a model not fitted).
+    """
+
+    passive_friction: bool
+    reason: str
+    test: WaldTest | None = None
+    relative_error_without: float = math.nan
+    relative_error_with: float = math.nan
+
+    def chosen(self, without: IdentificationResult, with_friction: IdentificationResult) -> IdentificationResult:
+        """The identification of the chosen model among the two given to :func:`choose_passive_friction`."""
+        return with_friction if self.passive_friction else without
+
+
+def choose_passive_friction(
+    model: ClosedLoopModel,
+    terms: DriveTerms,
+    *,
+    without: IdentificationResult,
+    with_friction: IdentificationResult,
+) -> PassiveFrictionChoice:
+    """The closed-loop model to publish: with the passive joints' bearing friction only when the data choose it.
+
+    Parameters
+    ----------
+    model
+        The mechanism (with or without :attr:`~ClosedLoopModel.passive_friction`; its passive joints name the
+        bearing-friction parameters).
+    terms
+        The drive terms of both identifications.
+    without, with_friction
+        The identification of the same recording without and with the bearing-friction columns.
+
+    Returns
+    -------
+    PassiveFrictionChoice
+        The decision (module docstring) and its one-line reason.
+    """
+    names = model.with_passive_friction().passive_friction_names(terms)
+    without_error, with_error = without.estimate.relative_error, with_friction.estimate.relative_error
+    choice = partial(PassiveFrictionChoice, relative_error_without=without_error, relative_error_with=with_error)
+    if not names:
+        reason = (
+            "no passive-joint friction: the mechanism has no passive joint"
+            if model.n_passive == 0
+            else "no passive-joint friction: the drive terms have no viscous or Coulomb friction"
+        )
+        return choice(False, reason)
+    missing = [name for name in names if name not in with_friction.names]
+    if missing:
+        return choice(
+            False,
+            f"no passive-joint friction: {', '.join(missing)} not determined by the data (regrouped or not excited)",
+        )
+    estimate = with_friction.estimate
+    restrictions = unit_restrictions(estimate.parameters.size, [with_friction.names.index(name) for name in names])
+    try:
+        test = wald_test(estimate.parameters, estimate.covariance, restrictions)
+    except RankDeficientError as error:
+        return choice(False, f"no passive-joint friction: not determined by the data ({error})")
+    summary = (
+        f"{test.describe('frictionless passive joints')}; relative error {without_error:.4g} without,"
+        f" {with_error:.4g} with"
+    )
+    if not test.significant:
+        return choice(
+            False, f"no passive-joint friction: it does not explain the data significantly better ({summary})", test
+        )
+    if not with_error < without_error:
+        # Both are the published estimates (reduced, physically consistent): a Wald test on nearly collinear
+        # columns can reject while the published model with them fits worse, which is no better model.
+        return choice(False, f"no passive-joint friction: the model with it fits its equations worse ({summary})", test)
+    return choice(
+        True,
+        f"passive-joint friction {', '.join(names)}: it explains the data significantly better ({summary})",
+        test,
+    )
+
+
+def identify_choosing_passive_friction(
+    identify: Callable[[Mechanism], IdentificationResult],
+    model: Mechanism,
+    terms: DriveTerms,
+    *,
+    offered: bool = True,
+) -> tuple[Mechanism, IdentificationResult, PassiveFrictionChoice | None]:
+    """Identify ``model`` without and, when ``offered`` and it has passive joints with friction terms, with the
+    bearing-friction columns, and keep the model the data choose (:func:`choose_passive_friction`).
+
+    ``identify`` identifies the recording for a mechanism (it computes that mechanism's base parameters: the
+    bearing-friction columns change them). Returns the chosen mechanism, its identification and the choice
+    (``None`` when not offered, or without passive joints or friction terms: nothing to choose; a serial robot
+    is identified once).
+    """
+    if not isinstance(model, ClosedLoopModel) or model.n_passive == 0:
+        return model, identify(model), None
+    plain = model.with_passive_friction(False)
+    without = identify(plain)
+    if not offered or not plain.with_passive_friction().passive_friction_names(terms):
+        return plain, without, None
+    richer = plain.with_passive_friction()
+    with_friction = identify(richer)
+    choice = choose_passive_friction(plain, terms, without=without, with_friction=with_friction)
+    return (richer if choice.passive_friction else plain), choice.chosen(without, with_friction), choice

@@ -1,0 +1,1 @@
+"""Signals: zero-phase filters, derivatives and decimation, stamps and gaps, alignment of topics, periodic averaging."""
