@@ -45,6 +45,7 @@ from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
     PreparedObservations,
+    ReductionSettings,
     SignalSettings,
     identify,
     prepare_observations,
@@ -109,9 +110,9 @@ def joint_subset(
     removed = [(arm.base.names[i], "not in the equations used") for i in unexcited]
     matrix = observations.observation_matrix[..., kept]
     names = tuple(arm.base.names[i] for i in kept)
-    if settings.reduction == "essential":
+    if settings.reduction.method == "essential":
         essential = essential_parameters(
-            matrix, observations.torques, r_sigma=settings.r_sigma, parameter_names=names, valid=valid
+            matrix, observations.torques, r_sigma=settings.reduction.r_sigma, parameter_names=names, valid=valid
         )
         removed += [(names[i], "not essential") for i in essential.removed]
         kept, estimate = kept[essential.kept], essential.result
@@ -146,7 +147,8 @@ def main() -> None:
     robot, n = arm.robot, arm.robot.n_joints
     limits = JointLimits.from_robot(robot, velocity_scale=0.8, acceleration_scale=0.8)
     settings = IdentificationSettings(
-        signal=SignalSettings(position_cutoff_hz=20.0), reduction=arguments.reduction, r_sigma=20.0
+        signal=SignalSettings(position_cutoff_hz=20.0),
+        reduction=ReductionSettings(method=arguments.reduction, r_sigma=20.0),
     )
     rate, period = arguments.rate, 1.0 / arguments.fundamental
     fourier = dict(fundamental_hz=arguments.fundamental, harmonics=arguments.harmonics)

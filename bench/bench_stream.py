@@ -148,7 +148,7 @@ def main() -> None:
     latency_ms = 1e3 * np.array(latencies)
     print(
         f"\nin process ({settings.window_s:g} s window, update every {settings.update_period_s:g} s,"
-        f" reduction {settings.reduction}): {len(latencies)} updates, {publishable} publishable"
+        f" reduction {settings.reduction.method}): {len(latencies)} updates, {publishable} publishable"
         + (
             f" (kept {int(np.median(kept))} of {base.count} base parameters, median cond {np.median(conditions):.3g})"
             if kept

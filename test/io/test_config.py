@@ -82,7 +82,12 @@ def test_example_config_is_read(tmp_path: Path) -> None:
     assert config.joints == ("shoulder", "elbow")
     assert config.drive_terms == DriveTerms(offset=False)
     assert (config.position_cutoff_hz, config.decimation, config.velocity) == (15.0, 4, "measured")
-    assert (config.method, config.reduction, config.r_sigma, config.min_samples) == ("ols", "none", 30.0, 500)
+    assert (config.method, config.reduction.method, config.reduction.r_sigma, config.min_samples) == (
+        "ols",
+        "none",
+        30.0,
+        500,
+    )
     assert config.effort_is_torque and config.joint_states_topic == "/joint_states"
     chain = config.drive_chain(2)
     assert_array_equal(chain.transmission, [[100.0, 0.0], [80.0, 80.0]])
@@ -92,7 +97,7 @@ def test_example_config_is_read(tmp_path: Path) -> None:
 def test_defaults_without_a_file() -> None:
     config = load_config(None)
     assert config == IdentificationConfig()
-    assert (config.method, config.reduction, config.decimation) == ("wls", "none", 0)
+    assert (config.method, config.reduction.method, config.decimation) == ("wls", "none", 0)
     assert_array_equal(config.drive_chain(3).transmission, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
 

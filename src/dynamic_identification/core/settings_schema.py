@@ -582,15 +582,33 @@ def setting_field(key: str, consumer: str | None = None) -> Any:
 NESTED = "nested"
 """Metadata key of a dataclass field holding settings of its own (:func:`nested_field`)."""
 
+KEYS = "keys"
+"""Metadata key of a nested field's settings read from other keys than its class's (:func:`nested_field`)."""
 
-def nested_field(cls: type) -> Any:
-    """A dataclass field holding the settings dataclass ``cls`` (its default), which the readers build too."""
-    return dataclasses.field(default_factory=cls, metadata={NESTED: cls})
+
+def nested_field(cls: type, **keys: str) -> Any:
+    """A dataclass field holding the settings dataclass ``cls``, which the readers build too.
+
+    ``keys`` maps a field of ``cls`` to the setting it is read from here instead of its own,
+    default included: the window's ``reduction = nested_field(ReductionSettings, method="window.reduction")``
+    reads its method from ``window.reduction`` (default ``sensitivity``), the offline one from
+    ``estimation.reduction`` (default ``none``).
+    """
+    overrides = {name: setting(key) for name, key in keys.items()}
+    defaults = {name: item.default for name, item in overrides.items()}
+    return dataclasses.field(default_factory=lambda: cls(**defaults), metadata={NESTED: cls, KEYS: overrides})
 
 
 def nested_fields(cls: type) -> dict[str, type]:
     """Field name → settings dataclass, for the fields of ``cls`` made with :func:`nested_field`."""
     return {item.name: item.metadata[NESTED] for item in dataclasses.fields(cls) if NESTED in item.metadata}
+
+
+def nested_keys(cls: type, name: str) -> dict[str, Setting]:
+    """Field of the nested settings → the setting it is read from instead of its own, for the field ``name`` of
+    ``cls`` made with :func:`nested_field` (empty when it reads its class's own keys)."""
+    overrides: dict[str, Setting] = next(item for item in dataclasses.fields(cls) if item.name == name).metadata[KEYS]
+    return overrides
 
 
 def field_settings(cls: type) -> dict[str, Setting]:
@@ -639,6 +657,7 @@ __all__ = [
     "group_member",
     "nested_field",
     "nested_fields",
+    "nested_keys",
     "setting",
     "setting_field",
     "settings_of",

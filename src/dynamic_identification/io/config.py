@@ -63,7 +63,11 @@ from typing import Any
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification.in_process import WindowSettings
-from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification.settings import (
+    IdentificationSettings,
+    ReductionSettings,
+    SignalSettings,
+)
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, LoopClosure, loop_closures_from_config
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
@@ -188,8 +192,13 @@ class IdentificationConfig:
     model
         Regression model of offline identification ([DirectDrive2012] §3): ``"dynamic"``
         is the IDIM of [Gautier2013]; the others identify the same base parameters.
-    method, reduction, r_sigma, e_tol, friction_motion_rad, min_samples, joint_error_warning
+    method, min_samples, joint_error_warning
         Offline estimation (:class:`~dynamic_identification.core.identification.settings.IdentificationSettings`).
+    reduction
+        Offline model reduction and the published uncertainty (``estimation.reduction``, ``estimation.e_tol``,
+        ``estimation.r_sigma``, ``window.friction_motion_rad``, ``estimation.uncertainty``:
+        :class:`~dynamic_identification.core.identification.settings.ReductionSettings`); the window nests its own,
+        whose method is ``window.reduction``.
     consistency, prior, prior_weight
         Publish the physically consistent estimate ([Wensing2018]), offline and for every
         publishable window update; ``prior`` > 0 bounds the link inertias to a box of that
@@ -201,9 +210,6 @@ class IdentificationConfig:
     passive_friction
         ``dynid identify`` of a closed-loop robot: offer bearing friction in the passive joints
         (:func:`~dynamic_identification.core.identification.passive_friction.identify_choosing_passive_friction`).
-    uncertainty
-        ``"hac"`` or ``"white"``: how σ and %σ are computed, offline and in the window
-        (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`).
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``, and when the two
@@ -237,13 +243,10 @@ class IdentificationConfig:
     stamps: str = setting_field("signal.stamps")
     model: str = setting_field("estimation.model")
     method: str = setting_field("estimation.method")
-    reduction: str = setting_field("estimation.reduction")
-    r_sigma: float = setting_field("estimation.r_sigma")
-    e_tol: float = setting_field("estimation.e_tol")
+    reduction: ReductionSettings = nested_field(ReductionSettings)
     consistency: bool = setting_field("estimation.consistency")
     prior: float = setting_field("estimation.prior")
     prior_weight: float = setting_field("estimation.prior_weight")
-    uncertainty: str = setting_field("estimation.uncertainty")
     rate_hz: float = setting_field("signal.rate_hz")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")
@@ -251,7 +254,6 @@ class IdentificationConfig:
     joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")
     passive_friction: bool = setting_field("estimation.passive_friction")
-    friction_motion_rad: float = setting_field("window.friction_motion_rad")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
     currents_topic: str = _absolute(default("topics.motor_currents", DYNID))
     effort_is_torque: bool = setting_field("topics.effort_is_torque", DYNID)
@@ -305,7 +307,7 @@ class IdentificationConfig:
     def identification_settings(self) -> IdentificationSettings:
         """Settings of offline identification (``dynid identify``, ``predict``): the fields of the same keys."""
         try:
-            return _by_key(IdentificationSettings, self, signal=_by_key(SignalSettings, self))
+            return _by_key(IdentificationSettings, self, signal=_by_key(SignalSettings, self), reduction=self.reduction)
         except IdentificationError as error:
             raise DataError(f"identification settings: {error}") from error
 

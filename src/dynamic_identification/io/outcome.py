@@ -583,12 +583,12 @@ def identification_warnings(
         if reduction.method != "none":
             before, after = reduction.reference.relative_errors, reduction.solution.relative_errors
             for name, old, new in zip(columns, before, after, strict=True):
-                if np.isfinite(old) and old > 0.0 and new > (1.0 + settings.e_tol) * old:
+                if np.isfinite(old) and old > 0.0 and new > (1.0 + settings.reduction.e_tol) * old:
                     warnings.append(
                         f"{name}: the {reduction.method} reduction raised its relative error ‖ρ_j‖/‖y_j‖"
                         f" ([Volkmann2020] Algorithm 1's e*_j) from {old:.3g}"
                         f" to {new:.3g} (+{100 * (new / old - 1.0):.3g} %, more than"
-                        f" e_tol = {100 * settings.e_tol:g} %)"
+                        f" e_tol = {100 * settings.reduction.e_tol:g} %)"
                     )
     errors = result.judged.joint_errors.errors
     for joint, relative in zip(joints, result.judged.joint_errors.relative_errors, strict=True):

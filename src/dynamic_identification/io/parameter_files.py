@@ -26,7 +26,7 @@ from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.consistency import consistency_report
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
-from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings, settings_record
 from dynamic_identification.core.identification.solve import IdentificationResult
 from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_standard
@@ -290,7 +290,8 @@ def identified_parameter_file(
     stamp
         Data time of the last sample used, s (the recording's clock).
     settings
-        The settings the identification used, stored whole (``dataclasses.asdict``).
+        The settings the identification used, stored whole
+        (:func:`~dynamic_identification.core.identification.settings.settings_record`).
     standard, standard_source
         Standard parameters for ``standard_parameters`` and what they are (a key of
         :data:`STANDARD_SOURCES`); default the base values on their independent columns.
@@ -327,7 +328,7 @@ def identified_parameter_file(
             **(quality or {}),
         },
         stamp=stamp,
-        settings=dataclasses.asdict(settings),
+        settings=settings_record(settings),
         standard_parameters=standard_parameters_section(mechanism, terms, standard, source=standard_source),
     )
 
@@ -389,7 +390,7 @@ def window_parameter_file(
                     recovered_stamps=update.recovered_stamps,
                 )
             ),
-            "window": {key: value for key, value in dataclasses.asdict(settings).items() if key != "signal"},
+            "window": {key: value for key, value in settings_record(settings).items() if key != "signal"},
         }
     )
     return ParameterFile.create(

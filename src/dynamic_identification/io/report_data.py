@@ -11,13 +11,12 @@ used and the joints' limits for the coverage table.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from collections.abc import Sequence
 
 import numpy as np
 
-from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings, settings_record
 from dynamic_identification.core.identification.solve import IdentificationResult
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
@@ -161,7 +160,7 @@ def identification_report(
         ),
         settings={
             "regression_model": result.model,
-            **dataclasses.asdict(settings),
+            **settings_record(settings),
             "drive_chain": {
                 "gear_ratios": drive_chain.gear_ratios.tolist(),
                 "drive_gains": drive_chain.drive_gains.tolist(),

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dynamic_identification.core.errors import DataError, brief
-from dynamic_identification.core.settings_schema import DYNID, Kind, Setting, field_settings, nested_fields, setting
+from dynamic_identification.core.settings_schema import (
+    DYNID,
+    Kind,
+    Setting,
+    field_settings,
+    nested_fields,
+    nested_keys,
+    setting,
+)
 
 T = TypeVar("T")
 
@@ -77,16 +85,19 @@ class SettingsReader:
             if problem is not None:
                 raise self._fail(item.key, value, problem)
 
-    def build(self, cls: type[T], *, core_first: bool = False) -> T:
+    def build(self, cls: type[T], *, core_first: bool = False, keys: Mapping[str, Setting] | None = None) -> T:
         """The dataclass ``cls`` with every field made by ``setting_field`` read, nested dataclasses built too.
 
         With ``core_first`` the dataclass checks its values before the bounds of the
         schema are checked, so its own message (``velocity_scale must be in (0, 1]``)
-        speaks first.
+        speaks first. ``keys`` reads some fields from other settings than their own
+        (:func:`~dynamic_identification.core.settings_schema.nested_field`).
         """
-        items = field_settings(cls)
+        items = {**field_settings(cls), **(keys or {})}
         values: dict[str, Any] = {name: self.value(item, bounds=not core_first) for name, item in items.items()}
-        values.update({name: self.build(nested) for name, nested in nested_fields(cls).items()})
+        values.update(
+            {name: self.build(nested, keys=nested_keys(cls, name)) for name, nested in nested_fields(cls).items()}
+        )
         built = cls(**values)
         if core_first:
             for name, item in items.items():

@@ -381,7 +381,7 @@ class EstimatorNode(GuardedNode):
         self.get_logger().info(
             f"estimating {len(self._names)} joints of {self.config.urdf} from {self.config.input_topic}:"
             f" {self.settings.window_s:g} s window, update every {self.settings.update_period_s:g} s,"
-            f" reduction {self.settings.reduction}"
+            f" reduction {self.settings.reduction.method}"
         )
 
     def _republish_previous(self) -> None:

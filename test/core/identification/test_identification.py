@@ -13,6 +13,7 @@ from dynamic_identification.core.errors import DataError, InsufficientExcitation
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import (
     IdentificationSettings,
+    ReductionSettings,
     SignalSettings,
     identify,
     predict_torques,
@@ -69,7 +70,7 @@ def setup(arm6: RobotModel) -> tuple[RobotModel, DriveChain, DriveTerms, BasePar
 def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=60.0)
-    settings = IdentificationSettings(reduction="none")
+    settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
     result = identify(robot, chain, terms, base, time, q, torques, settings=settings)
     truth = dict(zip(base.names, base.from_standard(standard_parameters(robot, terms, drive)), strict=True))
     estimate = result.estimate
@@ -97,7 +98,7 @@ def test_prediction_on_a_different_trajectory_is_within_one_percent(setup) -> No
 def test_reordered_and_duplicated_stamps_give_the_same_estimate(setup) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
-    settings = IdentificationSettings(reduction="none")
+    settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
     reference = identify(robot, chain, terms, base, time, q, torques, settings=settings)
     repeat = np.sort(np.concatenate([np.arange(time.size), np.arange(0, time.size, 97)]))
     again = identify(robot, chain, terms, base, time[repeat], q[repeat], torques[repeat], settings=settings)
@@ -125,7 +126,16 @@ def test_unmoved_joint_parameters_are_reported_not_excited(setup) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
     q[:, 5] = 0.3
-    result = identify(robot, chain, terms, base, time, q, torques, settings=IdentificationSettings(reduction="none"))
+    result = identify(
+        robot,
+        chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=IdentificationSettings(reduction=ReductionSettings(method="none")),
+    )
     removed = {name for name, why in result.removed if "not excited" in why}
     assert {"Fv6", "Fc6"} <= removed
     assert np.all(np.isfinite(result.estimate.parameters))
@@ -135,9 +145,25 @@ def test_essential_parameters_give_a_simpler_model_that_still_reconstructs_torqu
     """[Gautier2013] §V.B: removal stops when max/min %σ < r_σ; the simplified model stays accurate."""
     robot, chain, terms, base, drive = setup
     time, q, torques, exact = _recording(robot, chain, drive, seed=7, duration_s=40.0)
-    full = identify(robot, chain, terms, base, time, q, torques, settings=IdentificationSettings(reduction="none"))
+    full = identify(
+        robot,
+        chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=IdentificationSettings(reduction=ReductionSettings(method="none")),
+    )
     essential = identify(
-        robot, chain, terms, base, time, q, torques, settings=IdentificationSettings(reduction="essential")
+        robot,
+        chain,
+        terms,
+        base,
+        time,
+        q,
+        torques,
+        settings=IdentificationSettings(reduction=ReductionSettings(method="essential")),
     )
     assert len(essential.names) < 0.6 * len(full.names)
     # The rule's r_σ is calibrated on eq. (18)'s σ, which the reduction uses whatever σ is published.
@@ -159,7 +185,9 @@ def test_measured_velocity_path_agrees(setup) -> None:
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=30.0)
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=11, margin=0.15)
     _, dq, _ = trajectory.evaluate(time)
-    settings = IdentificationSettings(reduction="none", signal=SignalSettings(velocity="measured"))
+    settings = IdentificationSettings(
+        reduction=ReductionSettings(method="none"), signal=SignalSettings(velocity="measured")
+    )
     with_velocity = identify(robot, chain, terms, base, time, q, torques, dq_measured=dq, settings=settings)
     assert with_velocity.estimate.relative_error < 0.05
 
@@ -167,7 +195,7 @@ def test_measured_velocity_path_agrees(setup) -> None:
 def test_epoch_stamps_give_the_same_estimate_as_stamps_from_zero(setup) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
-    settings = IdentificationSettings(reduction="none")
+    settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
     reference = identify(robot, chain, terms, base, time, q, torques, settings=settings)
     epoch = identify(robot, chain, terms, base, time + 1.764e9, q, torques, settings=settings)
     # float64 stamps near 1.7e9 s are rounded to 0.24 µs, which shifts the median rate by 1e-4:
@@ -179,7 +207,7 @@ def test_epoch_stamps_give_the_same_estimate_as_stamps_from_zero(setup) -> None:
 def test_a_watched_identification_reports_its_rows_sample_by_sample_and_returns_the_same_estimate(setup) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
-    settings = IdentificationSettings(reduction="none", block_samples=4000)
+    settings = IdentificationSettings(reduction=ReductionSettings(method="none"), block_samples=4000)
     reports: list[Progress] = []
     watched = identify(
         robot,

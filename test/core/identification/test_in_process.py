@@ -21,7 +21,12 @@ from dynamic_identification.core.excitation import JointLimits, optimise_fourier
 from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
-from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    ReductionSettings,
+    identify,
+    predict_torques,
+)
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings
 from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
 from dynamic_identification.core.regressors.idim import base_parameters
@@ -32,7 +37,7 @@ from dynamic_identification.core.simulation import (
 )
 
 RATE_HZ = 1000.0
-E_TOL = WindowSettings().e_tol
+E_TOL = WindowSettings().reduction.e_tol
 """The default tolerance of Algorithm 1 (5 %)."""
 STICK_PERIODS = 3
 """The simulated data have no stick phases: a narrow margin keeps the accelerations at every stop."""
@@ -95,7 +100,11 @@ def test_in_process_reduction_on_a_process_matches_the_excitation_model(arm, exc
     plan = plan_excitation(robot, chain, terms, ExcitationSettings(mode="process", process=process, cycles=cycles))
     time, _, measured, torques, _ = _run(arm, plan.trajectory, seed=1)
     settings = WindowSettings(
-        window_s=60.0, update_period_s=1.0, e_tol=E_TOL, max_condition_number=1e3, stick_periods=STICK_PERIODS
+        window_s=60.0,
+        update_period_s=1.0,
+        reduction=ReductionSettings(method="sensitivity", e_tol=E_TOL),
+        max_condition_number=1e3,
+        stick_periods=STICK_PERIODS,
     )
     estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base)
     for start in range(0, time.size, 1000):

@@ -14,6 +14,7 @@ from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.identification import ReductionSettings
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
@@ -59,7 +60,11 @@ def base(arm):
 def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
     robot, chain, _ = arm
     estimator = SlidingWindowEstimator(
-        robot, chain, DriveTerms(), WindowSettings(reduction="none", window_s=8.0, refactor_every=1000), base=base
+        robot,
+        chain,
+        DriveTerms(),
+        WindowSettings(reduction=ReductionSettings(method="none"), window_s=8.0, refactor_every=1000),
+        base=base,
     )
     time, q, tau = _fourier_data(arm, seconds=25.0)
     updates = _feed(estimator, time, q, tau)
@@ -79,7 +84,9 @@ def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
 
 def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, base) -> None:
     robot, chain, _ = arm
-    settings = WindowSettings(reduction="none", window_s=8.0, refactor_every=1000, uncertainty="white")
+    settings = WindowSettings(
+        reduction=ReductionSettings(method="none", uncertainty="white"), window_s=8.0, refactor_every=1000
+    )
     estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), settings, base=base)
     time, q, tau = _fourier_data(arm, seconds=12.0)
     last = _feed(estimator, time, q, tau)[-1]
@@ -105,7 +112,9 @@ def test_rank_deficient_window_is_not_published_without_reduction(arm, base) -> 
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=15.0)
     q[:, 5] = 0.3  # joint 6 never moves: its parameters are not identifiable
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(reduction="none"), base=base)
+    estimator = SlidingWindowEstimator(
+        robot, chain, DriveTerms(), WindowSettings(reduction=ReductionSettings(method="none")), base=base
+    )
     last = _feed(estimator, time, q, tau)[-1]
     assert not last.publishable
     assert "not identifiable" in last.reason
@@ -128,7 +137,9 @@ def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, ba
 def test_a_clock_jump_back_clears_the_window(arm, base) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=14.0)
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(reduction="none"), base=base)
+    estimator = SlidingWindowEstimator(
+        robot, chain, DriveTerms(), WindowSettings(reduction=ReductionSettings(method="none")), base=base
+    )
     before = _feed(estimator, time, q, tau)[-1]
     assert before.samples > 0
     assert estimator.add_samples(time[:1000], q[:1000], tau[:1000]) is True
@@ -148,7 +159,7 @@ def test_non_finite_samples_are_refused(arm, base) -> None:
 
 def test_settings_are_validated() -> None:
     with pytest.raises(IdentificationError, match="reduction"):
-        WindowSettings(reduction="pca")
+        WindowSettings(reduction=ReductionSettings(method="pca"))
     with pytest.raises(IdentificationError, match="update_period_s"):
         WindowSettings(window_s=1.0, update_period_s=2.0)
 

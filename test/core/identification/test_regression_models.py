@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import joint_error_std
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.identification import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification import IdentificationSettings, ReductionSettings, SignalSettings
 from dynamic_identification.core.identification.regression_models import (
     MODELS,
     first_order_filter,
@@ -123,7 +123,10 @@ def test_recursive_estimate_equals_the_batch_estimate(arm: Arm) -> None:
     q, torques = arm.measure(NOISE_NM, seed=8)
     # σ of [Gautier2013] eq. (18), which RLS carries in its covariance: the HAC σ (the default) of either estimate
     # is computed afterwards from its residuals, so it follows the two estimates' 1e-6 difference.
-    kwargs = {"model": "filtered_dynamic", "settings": IdentificationSettings(uncertainty="white")}
+    kwargs = {
+        "model": "filtered_dynamic",
+        "settings": IdentificationSettings(reduction=ReductionSettings(uncertainty="white")),
+    }
     batch = identify_model(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, **kwargs)
     recursive = identify_model(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, recursive=True, **kwargs)
     assert recursive.history is not None

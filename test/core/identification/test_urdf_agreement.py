@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.identification import IdentificationSettings, identify
+from dynamic_identification.core.identification import IdentificationSettings, ReductionSettings, identify
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors.idim import base_parameters
@@ -40,7 +40,7 @@ def agreement_of(urdf: Path, data: tuple[np.ndarray, ...]) -> tuple[float, str |
         terms,
         base_parameters(robot, chain, terms),
         *data,
-        settings=IdentificationSettings(uncertainty="white"),
+        settings=IdentificationSettings(reduction=ReductionSettings(uncertainty="white")),
     )
     agreement = urdf_agreement(robot, result)
     assert agreement is not None

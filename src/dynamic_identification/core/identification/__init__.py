@@ -42,6 +42,7 @@ from dynamic_identification.core.identification.settings import (
     REDUCTIONS,
     UNCERTAINTIES,
     IdentificationSettings,
+    ReductionSettings,
     SignalSettings,
 )
 from dynamic_identification.core.identification.solve import (
@@ -64,6 +65,7 @@ __all__ = [
     "PreparedObservations",
     "Quality",
     "RecursiveSettings",
+    "ReductionSettings",
     "RowBuilder",
     "Samples",
     "SignalSettings",

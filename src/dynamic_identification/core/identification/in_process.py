@@ -99,7 +99,7 @@ from dynamic_identification.core.identification.motion import (
     sample_instants,
 )
 from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder, check_parts
-from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
+from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, ReductionSettings, SignalSettings
 from dynamic_identification.core.identification.solve import (
     consistent_step,
     plausibility_problems,
@@ -161,14 +161,10 @@ class WindowSettings:
         joints do stick, three periods raised the error of the predicted raw torques
         from 4.0 % to 6-9 %.
     reduction
-        ``sensitivity`` ([Volkmann2020] Algorithm 1), ``essential`` ([Gautier2013] §V.B) or ``none``.
-    e_tol
-        Algorithm 1 tolerance on the growth of each joint's relative error.
-    r_sigma
-        Essential-parameter ratio of [Gautier2013].
-    friction_motion_rad
-        When every joint travels at least this far in the window, the friction
-        parameters are forced essential ([Volkmann2020] §III.D).
+        Model reduction and the published uncertainty, as offline
+        (:class:`~dynamic_identification.core.identification.settings.ReductionSettings`), but the method
+        from ``window.reduction`` (default ``sensitivity``); the reduction uses the white ``%σ``
+        of the normal equations whatever ``uncertainty`` says.
     min_motion_rad
         Gate: some joint must travel this far in the window.
     min_fill
@@ -182,20 +178,13 @@ class WindowSettings:
         Plausibility gates (:mod:`~dynamic_identification.core.mechanism.plausibility`): the
         model's torques on its own window within ``effort_factor`` effort limits, its
         inertial parameters within what ``mass_factor`` times the URDF's mass produces.
-    uncertainty
-        ``"hac"`` (default) or ``"white"``: the published ``%σ``, as offline
-        (:attr:`~dynamic_identification.core.identification.settings.IdentificationSettings.uncertainty`);
-        the reduction uses the white ``%σ`` of the normal equations either way.
     """
 
     window_s: float = setting_field("window.window_s")
     update_period_s: float = setting_field("window.update_period_s")
     signal: SignalSettings = nested_field(SignalSettings)
     stick_periods: int = setting_field("window.stick_periods")
-    reduction: str = setting_field("window.reduction")
-    e_tol: float = setting_field("estimation.e_tol")
-    r_sigma: float = setting_field("estimation.r_sigma")
-    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    reduction: ReductionSettings = nested_field(ReductionSettings, method="window.reduction")
     min_motion_rad: float = setting_field("window.min_motion_rad")
     min_fill: float = setting_field("window.min_fill")
     max_condition_number: float = setting_field("window.max_condition_number")
@@ -203,7 +192,6 @@ class WindowSettings:
     refactor_every: int = setting_field("window.refactor_every")
     effort_factor: float = setting_field("plausibility.effort_factor")
     mass_factor: float = setting_field("plausibility.mass_factor")
-    uncertainty: str = setting_field("estimation.uncertainty")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -237,7 +225,7 @@ class WindowUpdate:
     ``consistent_standard`` its standard parameters (empty then).
     ``std_percent`` is the HAC ``%σ`` of ``uncertainty`` (which holds the white σ beside
     it) when ``uncertainty`` is set, else [Gautier2013] eq. (19) with eq. (18)'s σ
-    (``WindowSettings.uncertainty == "white"``, or ``uncertainty_fallback`` says why).
+    (``WindowSettings.reduction.uncertainty == "white"``, or ``uncertainty_fallback`` says why).
     ``window_s`` is the stamp time from the window's first row to its last, ``data_s`` the
     data its rows cover (s; less after gaps), ``note`` what this update had to leave out or
     adapt (samples it could not use, a lowered cut-off), empty when nothing.
@@ -725,10 +713,7 @@ class SlidingWindowEstimator:
                 joint_std,
                 names=names,
                 travel=travel,
-                method=settings.reduction,
-                e_tol=settings.e_tol,
-                r_sigma=settings.r_sigma,
-                friction_motion_rad=settings.friction_motion_rad,
+                settings=settings.reduction,
             )
         except IdentificationError as error:
             return replace(blank, reason=f"estimation failed: {error}")
@@ -736,7 +721,7 @@ class SlidingWindowEstimator:
         kept_names = tuple(names[i] for i in reduction.kept)
         errors = self._joint_errors(reduction.kept, solution.parameters)
         std_percent, robust, fallback = solution.relative_std_percent, None, ""
-        if settings.uncertainty == "hac":
+        if settings.reduction.uncertainty == "hac":
             try:
                 robust = self._robust_covariance(reduction, joint_std)
                 std_percent = robust.relative_std_percent(solution.parameters)
@@ -780,7 +765,7 @@ class SlidingWindowEstimator:
             problems = plausibility_problems(self._bounds, kept_names, update.values, errors)
             reason = f"implausible model: {'; '.join(problems)}" if problems else ""
         unidentifiable = [names[i] for i, why in reduction.removed if why == NOT_IDENTIFIABLE]
-        if settings.reduction == "none" and unidentifiable and not reason:
+        if settings.reduction.method == "none" and unidentifiable and not reason:
             # Without reduction the model is the full base-parameter set: a window that
             # cannot determine it is rank-deficient, not a smaller model.
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"

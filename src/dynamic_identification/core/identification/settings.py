@@ -7,8 +7,11 @@ reduction, friction forced essential when every joint moves enough).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
+from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.settings_schema import (
     AUTO_CUTOFF_HZ,
     METHODS,
@@ -17,6 +20,7 @@ from dynamic_identification.core.settings_schema import (
     UNCERTAINTIES,
     VELOCITY_SOURCES,
     check_fields,
+    nested_field,
     setting_field,
 )
 from dynamic_identification.core.signal.filters import DEFAULT_GAP_FACTOR
@@ -80,6 +84,65 @@ class SignalSettings:
 
 
 @dataclass(frozen=True)
+class ReductionSettings:
+    """Which parameters are kept and how sure the published estimate is: offline and in the window alike.
+
+    Read from the ``estimation.*`` settings, the method offline from ``estimation.reduction``
+    (default ``none``) and in the window from ``window.reduction`` (default ``sensitivity``:
+    :class:`~dynamic_identification.core.identification.in_process.WindowSettings` nests it so).
+
+    Attributes
+    ----------
+    method
+        One of :data:`REDUCTIONS`: ``sensitivity`` ([Volkmann2020] Algorithm 1), ``essential``
+        ([Gautier2013] §V.B) or ``none``.
+    e_tol
+        Sensitivity reduction: allowed relative growth of each joint's error ([Volkmann2020] Algorithm 1).
+    r_sigma
+        Essential parameters: stop when ``max %σ / min %σ < r_sigma`` ([Gautier2013] §V.B).
+    friction_motion_rad
+        When every joint travels at least this far, rad, the friction parameters are
+        forced essential ([Volkmann2020] §III.D), for the sensitivity and essential reductions.
+    uncertainty
+        One of :data:`UNCERTAINTIES`: how the published σ, covariance and %σ
+        ([Gautier2013] eq. (19)) of the final estimate are computed. ``"hac"`` (the
+        default) accounts for the correlation in time of the residuals of filtered,
+        decimated rows (Newey & West 1987 with Andrews' 1991 bandwidth and the fixed-b
+        widening of Kiefer & Vogelsang 2005), so ``χ̂ ± 2σ`` holds the truth about 95 % of
+        the time; ``"white"`` is eq. (17)-(18), which assumes independent residuals and
+        is several times too small on such data. The reduction uses eq. (18)
+        either way (:func:`~dynamic_identification.core.identification.solve.identify_observations`).
+    """
+
+    method: str = setting_field("estimation.reduction")
+    e_tol: float = setting_field("estimation.e_tol")
+    r_sigma: float = setting_field("estimation.r_sigma")
+    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    uncertainty: str = setting_field("estimation.uncertainty")
+
+    def __post_init__(self) -> None:
+        try:
+            check_fields(self)
+        except IdentificationError as error:
+            raise IdentificationError(f"reduction {error}") from error
+
+
+def settings_record(settings: Any) -> dict[str, Any]:
+    """``dataclasses.asdict(settings)`` with its :class:`ReductionSettings` flat, as parameter files store them:
+    ``reduction`` the method, ``e_tol``, ``r_sigma``, ``friction_motion_rad`` and ``uncertainty`` beside it.
+
+    ``settings`` is an :class:`IdentificationSettings` or a
+    :class:`~dynamic_identification.core.identification.in_process.WindowSettings`.
+    """
+    flat = dataclasses.asdict(settings.reduction)
+    flat["reduction"] = flat.pop("method")
+    record: dict[str, Any] = {}
+    for key, value in dataclasses.asdict(settings).items():
+        record.update({"reduction": flat.pop("reduction"), **flat} if key == "reduction" else {key: value})
+    return record
+
+
+@dataclass(frozen=True)
 class IdentificationSettings:
     """How to estimate: method, model reduction and data requirements.
 
@@ -90,14 +153,7 @@ class IdentificationSettings:
     method
         One of :data:`METHODS`.
     reduction
-        One of :data:`REDUCTIONS`.
-    r_sigma
-        Essential parameters: stop when ``max %σ / min %σ < r_sigma`` ([Gautier2013] §V.B).
-    e_tol
-        Sensitivity reduction: allowed relative growth of each joint's error ([Volkmann2020] Algorithm 1).
-    friction_motion_rad
-        When every joint travels at least this far, rad, the friction parameters are
-        forced essential ([Volkmann2020] §III.D), for the sensitivity and essential reductions.
+        Model reduction and the published uncertainty (``estimation.reduction``, ``e_tol``, …).
     min_samples
         Fewest recorded samples to identify from.
     min_motion_rad
@@ -107,28 +163,15 @@ class IdentificationSettings:
     joint_error_warning
         A joint whose relative error e*_j ([Volkmann2020] eq. (12)) on its equations exceeds
         this is warned about: the model does not predict it (a fraction, not percent).
-    uncertainty
-        One of :data:`UNCERTAINTIES`: how the published σ, covariance and %σ
-        ([Gautier2013] eq. (19)) of the final estimate are computed. ``"hac"`` (the
-        default) accounts for the correlation in time of the residuals of filtered,
-        decimated rows (Newey & West 1987 with Andrews' 1991 bandwidth and the fixed-b
-        widening of Kiefer & Vogelsang 2005), so ``χ̂ ± 2σ`` holds the truth about 95 % of
-        the time; ``"white"`` is eq. (17)-(18), which assumes independent residuals and
-        is several times too small on such data. The model reduction uses eq. (18)
-        either way (:func:`~dynamic_identification.core.identification.solve.identify_observations`).
     """
 
     signal: SignalSettings = field(default_factory=SignalSettings)
     method: str = setting_field("estimation.method")
-    reduction: str = setting_field("estimation.reduction")
-    r_sigma: float = setting_field("estimation.r_sigma")
-    e_tol: float = setting_field("estimation.e_tol")
-    friction_motion_rad: float = setting_field("window.friction_motion_rad")
+    reduction: ReductionSettings = nested_field(ReductionSettings)
     min_samples: int = setting_field("estimation.min_samples")
     joint_error_warning: float = setting_field("estimation.joint_error_warning")
     min_motion_rad: float = 0.01
     block_samples: int = 10_000
-    uncertainty: str = setting_field("estimation.uncertainty")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -143,5 +186,7 @@ __all__ = [
     "UNCERTAINTIES",
     "VELOCITY_SOURCES",
     "IdentificationSettings",
+    "ReductionSettings",
     "SignalSettings",
+    "settings_record",
 ]

@@ -28,7 +28,7 @@ of the IDIM, the filtered IDIM, the supplied-energy, power and filtered-power mo
    (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`: Newey &
    West 1987, Andrews 1991, Kiefer & Vogelsang 2005) from the weighted rows of the final
    estimate, since the residuals of filtered, decimated rows are correlated in time and
-   eq. (17)-(18) understates σ several times there (``settings.uncertainty``);
+   eq. (17)-(18) understates σ several times there (``settings.reduction.uncertainty``);
 4. **quality** — [Volkmann2020] eq. (11)-(12) of the joint torques
    (:class:`~dynamic_identification.core.estimation.quality.JointErrors`): on the IDIM's
    own rows, or, for a model whose equations are not the joint torques, of its torque
@@ -66,7 +66,7 @@ from dynamic_identification.core.identification.completion import controlled_pos
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
-from dynamic_identification.core.identification.settings import IdentificationSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings, ReductionSettings
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds, model_problems
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
@@ -160,7 +160,7 @@ class IdentificationResult:
     consistent step ([Wensing2018]), ``None`` when it was not asked for. ``uncertainty`` is the
     autocorrelation-consistent covariance ``estimate.std``/``covariance``/``relative_std_percent``
     were taken from (with the white σ of [Gautier2013] eq. (18) beside it), ``None`` when
-    they are eq. (18)'s: ``settings.uncertainty == "white"``, or
+    they are eq. (18)'s: ``settings.reduction.uncertainty == "white"``, or
     ``uncertainty_fallback`` says why HAC could not be computed.
     """
 
@@ -245,24 +245,21 @@ def reduce_model(
     *,
     names: Sequence[str],
     travel: np.ndarray,
-    method: str,
-    e_tol: float,
-    r_sigma: float,
-    friction_motion_rad: float,
+    settings: ReductionSettings,
 ) -> ReductionResult:
-    """The rank check and the reduction (step 2 of the seam) on normal equations.
+    """The rank check and the reduction (step 2 of the seam) on normal equations, by ``settings.method``.
 
     The friction parameters are forced essential when every joint travels at least
-    ``friction_motion_rad`` rad (``travel`` per joint, rad): a joint that moves has
+    ``settings.friction_motion_rad`` rad (``travel`` per joint, rad): a joint that moves has
     friction, whatever its sensitivity ([Volkmann2020] §III.D).
     """
-    moving = travel.size > 0 and bool(np.all(travel >= friction_motion_rad))
+    moving = travel.size > 0 and bool(np.all(travel >= settings.friction_motion_rad))
     return reduce_parameters(
         equations,
         joint_std,
-        method=method,
-        e_tol=e_tol,
-        r_sigma=r_sigma,
+        method=settings.method,
+        e_tol=settings.e_tol,
+        r_sigma=settings.r_sigma,
         forced=friction_columns(names).tolist() if moving else (),
         names=names,
     )
@@ -335,7 +332,7 @@ def identify_observations(
 
     Notes
     -----
-    ``settings.uncertainty`` decides only the σ published with the final estimate. The
+    ``settings.reduction.uncertainty`` decides only the σ published with the final estimate. The
     reduction (step 2) always compares the %σ of [Gautier2013] eq. (18) computed from the
     normal equations: the essential-parameter rule's ``r_σ`` ([Gautier2013] §V.B, 10-30)
     is a ratio calibrated on that σ, the sensitivity rule ([Volkmann2020] Algorithm 1)
@@ -357,7 +354,7 @@ def identify_observations(
             f" for {base.count} base parameters (record longer)"
         )
     cancellation.check()
-    cancellation.report(f"normal equations, reduction ({settings.reduction})")
+    cancellation.report(f"normal equations, reduction ({settings.reduction.method})")
     joint_std = joint_weights(observations, settings.method)
     equations = NormalEquations.from_rows(matrix, target, valid)
     reduction = reduce_model(
@@ -365,23 +362,20 @@ def identify_observations(
         joint_std,
         names=base.names,
         travel=travel,
-        method=settings.reduction,
-        e_tol=settings.e_tol,
-        r_sigma=settings.r_sigma,
-        friction_motion_rad=settings.friction_motion_rad,
+        settings=settings.reduction,
     )
     kept = reduction.kept
     names = tuple(base.names[i] for i in kept)
     # The kept columns once (every step below reads them; a column selection copies W, 139 MB at 600 k samples).
     kept_matrix = matrix if np.array_equal(kept, np.arange(matrix.shape[2])) else matrix[..., kept]
     cancellation.check()
-    cancellation.report(f"least squares ({settings.method}, σ {settings.uncertainty})")
+    cancellation.report(f"least squares ({settings.method}, σ {settings.reduction.uncertainty})")
     estimate = _least_squares(kept_matrix, target, valid, joint_std, names, settings.method)
     history = None
     if recursive is not None:
         estimate, history = _recursive(estimate, kept_matrix, target, valid, joint_std, recursive)
     uncertainty, fallback = None, ""
-    if settings.uncertainty == "hac":
+    if settings.reduction.uncertainty == "hac":
         if recursive is not None and recursive.forgetting != 1.0:
             fallback = RLS_FORGETTING_FALLBACK
         else:
