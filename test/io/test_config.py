@@ -177,6 +177,14 @@ def test_overrides_by_key_are_checked_like_the_file() -> None:
         source="the command line",
     )
     assert (config.position_cutoff_hz, config.velocity, config.consistency) == (12.0, "measured", False)
+    reduced = IdentificationConfig().overridden(
+        {"estimation.reduction": "essential", "estimation.r_sigma": 30.0}, source="the command line"
+    )
+    assert (reduced.reduction.method, reduced.reduction.r_sigma, reduced.window.reduction.method) == (
+        "essential",
+        30.0,
+        "sensitivity",
+    )
     with pytest.raises(DataError, match="signal.position_cutoff_hz in the command line must be finite and >= 0"):
         IdentificationConfig().overridden({"signal.position_cutoff_hz": -1.0}, source="the command line")
     with pytest.raises(DataError, match=r"one of \['auto', 'recorded', 'recovered'\]"):

@@ -353,11 +353,16 @@ class IdentificationConfig:
             Naming ``source``, the key and the bad value, or a key no field here holds.
         """
         names = {item.key: name for name, item in field_settings(IdentificationConfig).items()}
-        unknown = sorted(key for key in values if key not in names)
+        reduction = {item.key: name for name, item in field_settings(ReductionSettings).items()}
+        unknown = sorted(key for key in values if key not in names and key not in reduction)
         if unknown:
-            raise DataError(unknown_keys_message(unknown, source, known=names))
+            raise DataError(unknown_keys_message(unknown, source, known=[*names, *reduction]))
         reader = SettingsReader(values, source, DYNID)
-        return replace(self, **{names[key]: reader.value(reader.setting(key)) for key in values})
+        read = {key: reader.value(reader.setting(key)) for key in values}
+        nested = replace(self.reduction, **{reduction[key]: value for key, value in read.items() if key in reduction})
+        return replace(
+            self, reduction=nested, **{names[key]: value for key, value in read.items() if key not in reduction}
+        )
 
 
 def _by_key(cls: type[Any], source: object, **nested: Any) -> Any:
