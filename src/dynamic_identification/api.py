@@ -19,6 +19,7 @@ import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import LinkComparison
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
@@ -39,11 +40,13 @@ from dynamic_identification.core.identification.drive_gains import (
     identify_drive_gains,
 )
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
-from dynamic_identification.core.identification.passive_friction import identify_choosing_passive_friction
+from dynamic_identification.core.identification.passive_friction import (
+    PassiveFrictionChoice,
+    identify_choosing_passive_friction,
+)
 from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
-from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
 from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
@@ -60,16 +63,15 @@ from dynamic_identification.io.config import (
     unread_keys,
 )
 from dynamic_identification.io.outcome import (
+    ConsistencyCost,
     Validation,
     configured_consistency,
     configured_window_parts,
-    consistency_cost_line,
     consistency_cost_warnings,
     consistency_costs,
     consistent_model,
     identification_warnings,
     link_comparisons,
-    link_lines,
     link_text,
     physical_consistency_section,
     urdf_result,
@@ -104,7 +106,7 @@ from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
-from dynamic_identification.io.urdf_export import write_urdf
+from dynamic_identification.io.urdf_export import UrdfExport, write_urdf
 
 LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
@@ -290,12 +292,6 @@ def _check_output(out: Path | None, *inputs: Path | None, option: str = "--out")
 ACCEPT_IMPLAUSIBLE_HINT = "nothing written; --accept-implausible writes it anyway"
 
 
-def _plausibility_report(result: IdentificationResult) -> str:
-    if result.judged.plausible:
-        return "plausibility: ok (torques within the effort limits, physically possible values)"
-    return "WARNING: implausible model written (--accept-implausible): " + "; ".join(result.judged.problems)
-
-
 def _command_line_overrides(
     parsed: IdentificationConfig, signal: Mapping[str, object] | None, consistency: bool | None
 ) -> IdentificationConfig:
@@ -325,6 +321,51 @@ def _accepted_settings(
     return settings
 
 
+@dataclasses.dataclass(frozen=True)
+class IdentifyFileResult:
+    """What ``dynid identify`` (:func:`identify_file`) identified and wrote; ``dynid`` prints it
+    (:func:`~dynamic_identification.cli_format.identify_text`).
+
+    Attributes
+    ----------
+    mechanism
+        The robot identified (the closed-loop model with passive friction when that one was chosen).
+    passive_recorded
+        The recording holds every tree joint (a closed-loop robot's passive joints were recorded).
+    passive_friction
+        The choice of the passive joints' bearing friction model (``None`` for a serial robot).
+    result
+        The identification (base parameters, quality, plausibility).
+    validations
+        Each held-out recording predicted and judged.
+    costs
+        What publishing the physically consistent estimate cost on each data set (empty without one).
+    links
+        Each identified body of the physically consistent estimate against the URDF's.
+    warnings
+        The warnings also stored in ``quality.warnings``.
+    urdf_out, urdf_export
+        The URDF written with the consistent inertias and friction, and what was changed (``None``: none written).
+    out
+        The parameter file written.
+    report
+        The HTML report page written (``None``: none).
+    """
+
+    mechanism: Mechanism
+    passive_recorded: bool
+    passive_friction: PassiveFrictionChoice | None
+    result: IdentificationResult
+    validations: tuple[Validation, ...]
+    costs: tuple[ConsistencyCost, ...]
+    links: tuple[LinkComparison, ...]
+    warnings: tuple[str, ...]
+    urdf_out: Path | None
+    urdf_export: UrdfExport | None
+    out: Path
+    report: Path | None
+
+
 def identify_file(
     *,
     urdf: Path,
@@ -341,7 +382,7 @@ def identify_file(
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
     progress: ProgressCallback = ignore_progress,
-) -> str:
+) -> IdentifyFileResult:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
     ``signal`` overrides signal settings of the configuration by their keys
@@ -368,7 +409,7 @@ def identify_file(
     inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
     and judged into ``quality.validation``; ``report`` writes the HTML report there.
     Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
-    output and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
+    result and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
     decisions, the observation rows sample by sample, reduction, least squares, physical
     consistency, validation, writing, the report) as it begins (:mod:`~dynamic_identification.core.progress`).
     """
@@ -431,14 +472,8 @@ def identify_file(
             "warnings": warnings,
         },
     )
-    lines = [*_mechanism_summary(mechanism, recording)]
-    lines += [f"model: {friction.reason}"] if friction is not None else []
-    lines += [format_result(result, joints), _plausibility_report(result)]
-    lines += [_validation_line(v, joints) for v in validations]
-    lines += [consistency_cost_line(costs)] if costs else []
     links = link_comparisons(robot, terms, consistent)
-    lines += link_lines(robot.joint_names, links)
-    lines += [f"warning: {warning}" for warning in warnings]
+    exported = None
     if urdf_out is not None and consistent.estimate is not None:
         exported = write_urdf(
             urdf_out,
@@ -450,15 +485,8 @@ def identify_file(
             driven=mechanism.actuated,
             comment=_opened_tree_note(mechanism, config),
         )
-        kept = (
-            f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
-        )
-        lines.append(
-            f"URDF with the physically consistent inertias of {', '.join(exported.inertials)} and the friction of"
-            f" {len(exported.dynamics)} joints written to {urdf_out}{kept}"
-        )
     write_parameters_atomic(out, document)
-    lines.append(f"parameters written to {out}")
+    page = None
     if report is not None:
         # Imported here: the report needs matplotlib, which identification alone does not.
         from dynamic_identification.io.report import write_report
@@ -489,24 +517,19 @@ def identify_file(
                 baselines=baselines,
             ),
         )
-        lines.append(f"report written to {page}")
-    return "\n".join(lines)
-
-
-def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
-    """One output line per held-out recording: e_j / e*_j on its equations, then against the recorded torques."""
-    entry = validation.entry(joints)
-
-    def percent(values: dict[str, float | None]) -> str:
-        return ", ".join(f"{joint} {100 * v:.2f}" if v is not None else f"{joint} -" for joint, v in values.items())
-
-    overall = entry["recorded_relative_error"]
-    total = f"{overall:.4g}" if overall is not None else "-"
-    return (
-        f"validation {validation.name}: e*_j [%] on its equations (as above):"
-        f" {percent(entry['joint_relative_errors'])};"
-        f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
-        f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
+    return IdentifyFileResult(
+        mechanism=mechanism,
+        passive_recorded=recording.n_joints == mechanism.n_tree,
+        passive_friction=friction,
+        result=result,
+        validations=tuple(validations),
+        costs=tuple(costs),
+        links=links,
+        warnings=tuple(warnings),
+        urdf_out=None if exported is None else urdf_out,
+        urdf_export=exported,
+        out=out,
+        report=page,
     )
 
 
@@ -621,7 +644,7 @@ def predict_file(
     table[:, 2::2] = torques
     write_table(out, header, table)
     report = [
-        *_mechanism_summary(mechanism, recording),
+        *mechanism_summary(mechanism, passive_recorded=recording.n_joints == mechanism.n_tree),
         f"predicted {_predicted_rows(predicted)}; written to {out}",
         f"signal settings {origin}: {_signal_text(settings)}",
     ]
@@ -882,14 +905,14 @@ def load_mechanism_inputs(
     return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
 
 
-def _mechanism_summary(mechanism: Mechanism, recording: Recording) -> list[str]:
-    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one."""
+def mechanism_summary(mechanism: Mechanism, *, passive_recorded: bool) -> list[str]:
+    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one.
+
+    ``passive_recorded``: the recording holds the passive joints too (checked against the closures)."""
     if not mechanism.closures:
         return []
     closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
-    passive = (
-        "recorded (checked against the closures)" if recording.n_joints == mechanism.n_tree else "from the closures"
-    )
+    passive = "recorded (checked against the closures)" if passive_recorded else "from the closures"
     return [
         f"closed-loop robot ([Briot2012] eq. (6)-(7)): {mechanism.n_tree} tree joints, closures {closures},"
         f" actuated {list(mechanism.actuated_joint_names)}; passive positions {passive}"
@@ -1054,7 +1077,7 @@ def _gain_recordings(
                     f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them"
                 )
             recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
-        return model, chain, recordings, _mechanism_summary(model, first)
+        return model, chain, recordings, mechanism_summary(model, passive_recorded=first.n_joints == model.n_tree)
     unloaded_recording = read_recording_csv(paths[0])
     robot = load_robot(urdf, parsed.joints or unloaded_recording.joint_names)
     recordings = []

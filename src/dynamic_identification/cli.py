@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from dynamic_identification.blas import use_one_blas_thread
 from dynamic_identification.core.errors import IdentificationError, shorten
@@ -33,6 +33,9 @@ from dynamic_identification.core.settings_schema import (
     VELOCITY_SOURCES,
 )
 from dynamic_identification.progress_display import stderr_progress
+
+T = TypeVar("T")
+"""What an api verb returns."""
 
 BAD_INPUT = 2
 INTERRUPTED = 130
@@ -333,7 +336,14 @@ def _api() -> ModuleType:
     return api
 
 
-def _forward(verb: Callable[..., str], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> str:
+def _text() -> ModuleType:
+    """:mod:`dynamic_identification.cli_format` (the reports printed), imported when a verb runs, as :func:`_api`."""
+    from dynamic_identification import cli_format
+
+    return cli_format
+
+
+def _forward(verb: Callable[..., T], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> T:
     """Run the api ``verb`` with the command-line values of ``names`` and the ``derived`` keywords.
 
     ``names`` are argparse destinations that are also the api's keyword names (``--data-loaded``
@@ -351,7 +361,7 @@ def _identify(arguments: argparse.Namespace) -> str:
     joint), the file names the closures.
     """
     with stderr_progress("dynid identify", quiet=arguments.quiet) as progress:
-        return _forward(
+        identified = _forward(
             _api().identify_file,
             arguments,
             ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
@@ -361,6 +371,7 @@ def _identify(arguments: argparse.Namespace) -> str:
             validate_data=arguments.validate,
             progress=progress,
         )
+    return str(_text().identify_text(identified))
 
 
 def _predict(arguments: argparse.Namespace) -> str:
