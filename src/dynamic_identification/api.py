@@ -39,7 +39,6 @@ from dynamic_identification.core.identification.drive_gains import (
     ModelChoice,
     identify_drive_gains,
 )
-from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.passive_friction import (
     PassiveFrictionChoice,
     identify_choosing_passive_friction,
@@ -583,36 +582,82 @@ def predicted_torques(
     return torques
 
 
-def _predicted_rows(predicted: np.ndarray | np.bool_) -> str:
-    """How many of the rows (``predicted``: one flag a row) have a prediction, and why the others have none."""
-    flags = np.atleast_1d(predicted)
-    count, rows = int(np.count_nonzero(flags)), int(flags.size)
-    if count == rows:
-        return f"{count} of {rows} rows"
-    return (
-        f"{count} of {rows} rows ({rows - count} without prediction: stretches of fewer than {MIN_SEGMENT_SAMPLES}"
-        " samples between gaps)"
-    )
-
-
-def _signal_text(signal: SignalSettings) -> str:
-    return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
-
-
-def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | None) -> tuple[SignalSettings, str]:
-    """The signal settings ``dynid predict`` filters with, and where they come from: ``config``'s when given,
-    else those the identification stored, else the defaults."""
+def _prediction_signal(
+    parameters: ParameterFile, params: Path, config: Path | None
+) -> tuple[SignalSettings, Path | None]:
+    """The signal settings ``dynid predict`` filters with, and the file they come from: ``config``'s when given,
+    else those the identification stored (``params``), else the defaults (``None``)."""
     stored = parameters.signal_settings()
     if config is not None:
-        return load_config(str(config)).identification_settings().signal, f"from {config}"
+        return load_config(str(config)).identification_settings().signal, config
     if stored is not None:
-        return stored, f"from {params}"
-    return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+        return stored, params
+    return SignalSettings(), None
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictFileResult:
+    """What ``dynid predict`` (:func:`predict_file`) predicted for a recording and wrote.
+
+    Attributes
+    ----------
+    mechanism, passive_recorded
+        The robot, and whether the recording holds its passive joints too (a closed-loop robot).
+    out
+        The predicted torques table written.
+    rows, predicted_rows
+        The recording's rows, and how many of them have a prediction (the others lie in stretches
+        shorter than :data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`).
+    signal, signal_from
+        The signal settings filtered with, and the file they come from (the configuration, or the
+        parameter file ``params``); ``None``: the defaults, ``params`` storing none.
+    params
+        The parameter file.
+    unidentified
+        Joints the identification had no equation for (no prediction).
+    relative_error
+        ``‖predicted − recorded‖ / ‖recorded‖`` on the predicted rows (``None``: no torques recorded).
+    """
+
+    mechanism: Mechanism
+    passive_recorded: bool
+    out: Path
+    rows: int
+    predicted_rows: int
+    signal: SignalSettings
+    signal_from: Path | None
+    params: Path
+    unidentified: tuple[str, ...]
+    relative_error: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanPredictionResult:
+    """What ``dynid predict`` of a planned motion (:func:`_predict_plan_file`) wrote.
+
+    Attributes
+    ----------
+    plan, out
+        The trajectory CSV predicted, and the torques table written.
+    rows
+        The plan's rows (every one predicted).
+    peaks
+        Per controlled joint: its largest torque (N·m; ``None`` when not identified) and its URDF
+        effort limit (N·m; not finite or 0: none).
+    unidentified
+        Joints the identification had no equation for (no prediction).
+    """
+
+    plan: Path
+    out: Path
+    rows: int
+    peaks: tuple[tuple[str, float | None, float], ...]
+    unidentified: tuple[str, ...]
 
 
 def predict_file(
     *, params: Path, data: Path, config: Path | None, out: Path, urdf: Path | None = None, unit_checks: bool = True
-) -> str:
+) -> PredictFileResult | PlanPredictionResult:
     """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
 
     The signal settings are those the identification stored (``settings.signal`` of the
@@ -643,27 +688,30 @@ def predict_file(
     table[:, 1::2] = judged.position
     table[:, 2::2] = torques
     write_table(out, header, table)
-    report = [
-        *mechanism_summary(mechanism, passive_recorded=recording.n_joints == mechanism.n_tree),
-        f"predicted {_predicted_rows(predicted)}; written to {out}",
-        f"signal settings {origin}: {_signal_text(settings)}",
-    ]
-    missing = [joint for joint in joints if joint not in parameters.identified_joints()]
-    if missing:
-        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
+    error = None
     if judged.effort is not None or judged.current is not None:
         measured = judged.joint_torques(parameters.drive_chain())
         usable = np.isfinite(torques)
-        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
-            np.where(usable, measured, 0.0)
+        error = float(
+            np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(np.where(usable, measured, 0.0))
         )
-        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
-    return "\n".join(report)
+    return PredictFileResult(
+        mechanism=mechanism,
+        passive_recorded=recording.n_joints == mechanism.n_tree,
+        out=out,
+        rows=rows,
+        predicted_rows=int(np.count_nonzero(predicted)),
+        signal=settings,
+        signal_from=origin,
+        params=params,
+        unidentified=tuple(joint for joint in joints if joint not in parameters.identified_joints()),
+        relative_error=error,
+    )
 
 
 def _predict_plan_file(
     parameters: ParameterFile, *, data: Path, out: Path, urdf: Path | None, unit_checks: bool
-) -> str:
+) -> PlanPredictionResult:
     """``dynid predict`` of a planned motion (``dynid excite``'s CSV): the model's torques at every row.
 
     The plan gives positions, velocities and accelerations exactly, so they are used as they
@@ -671,7 +719,7 @@ def _predict_plan_file(
     a closed-loop robot's actuated torques along its completed motion, [Briot2012] eq. (6)),
     the torques the identified model says the motion needs before it is run. Columns as for a
     recording (``time``, ``J/position``, ``J/effort``; ``nan`` for a joint identified without
-    equations); the report gives each joint's largest torque against its URDF effort limit.
+    equations); the result gives each joint's largest torque against its URDF effort limit.
     """
     plan = read_trajectory_csv(data)
     values, terms, chain = parameters.values(), parameters.drive_terms(), parameters.drive_chain()
@@ -689,23 +737,17 @@ def _predict_plan_file(
     table = np.empty((rows, 1 + 2 * len(joints)))
     table[:, 0], table[:, 1::2], table[:, 2::2] = plan.time, motion.position, torques
     write_table(out, header, table)
-    peaks = []
-    for j, joint in enumerate(joints):
-        if joint not in identified:
-            peaks.append(f"{joint} -")
-            continue
-        peak = float(np.max(np.abs(torques[:, j])))
-        share = f" ({peak / limits[j]:.2f} of {limits[j]:.4g})" if np.isfinite(limits[j]) and limits[j] > 0 else ""
-        peaks.append(f"{joint} {peak:.4g}{share}")
-    report = [
-        f"predicted {rows} of {rows} rows of the planned motion {data} (its positions, velocities and accelerations"
-        f" as planned: nothing filtered) written to {out}",
-        f"largest torque [N·m] (of the URDF effort limit): {', '.join(peaks)}",
-    ]
-    if len(identified) < len(joints):
-        unidentified = [joint for joint in joints if joint not in identified]
-        report.append(f"no prediction for {unidentified}: the identification had no equation for them (never moved)")
-    return "\n".join(report)
+    peaks = tuple(
+        (joint, float(np.max(np.abs(torques[:, j]))) if joint in identified else None, float(limits[j]))
+        for j, joint in enumerate(joints)
+    )
+    return PlanPredictionResult(
+        plan=data,
+        out=out,
+        rows=rows,
+        peaks=peaks,
+        unidentified=tuple(joint for joint in joints if joint not in identified),
+    )
 
 
 def _planned_motion(
@@ -731,9 +773,34 @@ def _planned_motion(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class ExciteFileResult:
+    """What ``dynid excite`` (:func:`excite_file`) planned and wrote.
+
+    Attributes
+    ----------
+    plan
+        The excitation plan (trajectory, condition number, torque and limit usage, warnings).
+    joints
+        The controlled joints, in the order of the plan's usage.
+    rate_hz
+        The trajectory's sample rate (Hz).
+    payload
+        The plan is for a payload's parameters (its condition number is of the load's regressor).
+    out
+        The trajectory CSV written.
+    """
+
+    plan: ExcitationPlan
+    joints: tuple[str, ...]
+    rate_hz: float
+    payload: bool
+    out: Path
+
+
 def excite_file(
     *, urdf: Path, config: Path | None, mode: str, out: Path, progress: ProgressCallback = ignore_progress
-) -> str:
+) -> ExciteFileResult:
     """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV.
 
     ``progress`` is told each stage of the plan as it begins and the search's budget spent at
@@ -765,34 +832,39 @@ def excite_file(
     )
     monitor.report(f"writing {out}")
     write_trajectory_csv(out, plan.trajectory)
-    return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")
+    return ExciteFileResult(plan, joints, settings.rate_hz, settings.mode == "payload", out)
 
 
-def _excitation_report(
-    plan: ExcitationPlan, joints: tuple[str, ...], rate_hz: float, out: Path, *, payload: bool = False
-) -> str:
-    """What ``dynid excite`` prints: the plan, its condition number (of the load's regressor for ``payload``), torque
-    and limit usage."""
-    usage = plan.usage
-    lines = [
-        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {rate_hz:g} Hz,"
-        f" {plan.trajectory.time.shape[0]} samples",
-        f"condition number of the {'payload regressor' if payload else 'base observation matrix'}:"
-        f" {plan.condition_number:.4g}",
-        f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
-        "the controller's quintic interpolation between the samples was checked at 1 kHz",
-        *([plan.self_collision] if plan.self_collision else []),
-        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
-        "   (fractions of the limits with margins)",
-    ]
-    for j, joint in enumerate(joints):
-        lines.append(
-            f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
-            f" {usage.jerk[j]:>9.3f}"
-        )
-    lines += [f"warning: {warning}" for warning in plan.warnings]
-    lines.append(f"trajectory written to {out}")
-    return "\n".join(lines)
+@dataclasses.dataclass(frozen=True)
+class StreamFileResult:
+    """What ``dynid stream`` (:func:`stream_file`) ran and wrote.
+
+    Attributes
+    ----------
+    out
+        The JSON lines written, one per update.
+    update_seconds
+        The wall time (s) of each update.
+    publishable
+        How many updates were publishable.
+    last
+        The last update (``None``: the recording gave none).
+    data_s, wall_s
+        The data time (s) fed, and the wall time (s) it took.
+    params_out
+        Where the last publishable estimate was asked for (``None``: not asked for).
+    published
+        The update written to ``params_out`` (``None``: none was publishable, nothing written).
+    """
+
+    out: Path
+    update_seconds: tuple[float, ...]
+    publishable: int
+    last: WindowUpdate | None
+    data_s: float
+    wall_s: float
+    params_out: Path | None
+    published: WindowUpdate | None
 
 
 def stream_file(
@@ -804,7 +876,7 @@ def stream_file(
     params_out: Path | None = None,
     bag: Path | None = None,
     unit_checks: bool = True,
-) -> str:
+) -> StreamFileResult:
     """``dynid stream``: the estimator node's sliding window, run offline on a recording as fast as possible.
 
     Samples are fed in chunks of ``window.update_period_s`` of data time, with an
@@ -851,28 +923,21 @@ def stream_file(
                 publishable += 1
                 best = update
     wall = wall_clock.perf_counter() - started
-    lines = [f"{len(seconds)} updates ({publishable} publishable) written to {out}"]
-    if last is not None:
-        lines.append(
-            f"last update: {last.reason}; condition number {last.condition_number_full:.4g} before reduction,"
-            f" {last.condition_number:.4g} after; {len(last.names)} parameters kept, {len(last.removed)} removed"
+    if params_out is not None and best is not None:
+        write_parameters_atomic(
+            params_out,
+            window_parameter_file(mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings),
         )
-        lines.append(
-            f"per update: mean {1e3 * float(np.mean(seconds)):.1f} ms, max {1e3 * float(np.max(seconds)):.1f} ms;"
-            f" {duration:.6g} s of data in {wall:.3g} s wall time = {duration / wall:.3g}x real time"
-        )
-    if params_out is not None:
-        if best is None:
-            lines.append(f"no publishable estimate: {params_out} not written")
-        else:
-            write_parameters_atomic(
-                params_out,
-                window_parameter_file(
-                    mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings
-                ),
-            )
-            lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
-    return "\n".join(lines)
+    return StreamFileResult(
+        out=out,
+        update_seconds=tuple(seconds),
+        publishable=publishable,
+        last=last,
+        data_s=duration,
+        wall_s=wall,
+        params_out=params_out,
+        published=best if params_out is not None else None,
+    )
 
 
 # --------------------------------------------------------------------------- mechanisms

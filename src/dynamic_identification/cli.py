@@ -381,12 +381,13 @@ def _predict(arguments: argparse.Namespace) -> str:
     equations). Filters with the signal settings stored in the parameter file unless --config is given.
     A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
-    return _forward(
+    predicted = _forward(
         _api().predict_file,
         arguments,
         ("params", "data", "config", "out", "urdf"),
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().predict_text(predicted))
 
 
 def _excite(arguments: argparse.Namespace) -> str:
@@ -398,9 +399,10 @@ def _excite(arguments: argparse.Namespace) -> str:
     keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020]).
     """
     with stderr_progress("dynid excite", quiet=arguments.quiet) as progress:
-        return _api().excite_file(
+        excited = _api().excite_file(
             urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out, progress=progress
         )
+    return str(_text().excite_text(excited))
 
 
 def _stream(arguments: argparse.Namespace) -> str:
@@ -410,12 +412,13 @@ def _stream(arguments: argparse.Namespace) -> str:
     after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent.
     A stamp more than 1 s earlier than the last restarts the window.
     """
-    return _forward(
+    streamed = _forward(
         _api().stream_file,
         arguments,
         ("urdf", "data", "bag", "config", "out", "params_out"),
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().stream_text(streamed))
 
 
 def _gains(arguments: argparse.Namespace) -> str:

@@ -7,8 +7,20 @@ callers (the demo, benches, scripts) with values rather than text.
 
 from __future__ import annotations
 
-from dynamic_identification.api import IdentifyFileResult, mechanism_summary
-from dynamic_identification.core.identification import IdentificationResult
+import dataclasses
+import math
+import statistics
+
+from dynamic_identification.api import (
+    ExciteFileResult,
+    IdentifyFileResult,
+    PlanPredictionResult,
+    PredictFileResult,
+    StreamFileResult,
+    mechanism_summary,
+)
+from dynamic_identification.core.identification import IdentificationResult, SignalSettings
+from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
 
@@ -62,3 +74,116 @@ def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
         f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
         f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
     )
+
+
+def predict_text(predicted: PredictFileResult | PlanPredictionResult) -> str:
+    """The report of ``dynid predict``: rows predicted and the file written, the signal settings used, joints
+    without prediction and the error against the recorded torques (a planned motion: each joint's largest torque
+    against its effort limit)."""
+    if isinstance(predicted, PlanPredictionResult):
+        return _plan_prediction_text(predicted)
+    origin = (
+        f"defaults ({predicted.params} stores none: give --config to choose)"
+        if predicted.signal_from is None
+        else f"from {predicted.signal_from}"
+    )
+    lines = [
+        *mechanism_summary(predicted.mechanism, passive_recorded=predicted.passive_recorded),
+        f"predicted {_predicted_rows(predicted.predicted_rows, predicted.rows)}; written to {predicted.out}",
+        f"signal settings {origin}: {_signal_text(predicted.signal)}",
+    ]
+    if predicted.unidentified:
+        lines.append(_unidentified_line(predicted.unidentified))
+    if predicted.relative_error is not None:
+        lines.append(
+            "relative error ||predicted - recorded|| / ||recorded|| on the predicted rows:"
+            f" {predicted.relative_error:.4g}"
+        )
+    return "\n".join(lines)
+
+
+def _plan_prediction_text(predicted: PlanPredictionResult) -> str:
+    peaks = []
+    for joint, peak, limit in predicted.peaks:
+        if peak is None:
+            peaks.append(f"{joint} -")
+            continue
+        share = f" ({peak / limit:.2f} of {limit:.4g})" if math.isfinite(limit) and limit > 0 else ""
+        peaks.append(f"{joint} {peak:.4g}{share}")
+    lines = [
+        f"predicted {predicted.rows} of {predicted.rows} rows of the planned motion {predicted.plan} (its positions,"
+        f" velocities and accelerations as planned: nothing filtered) written to {predicted.out}",
+        f"largest torque [N·m] (of the URDF effort limit): {', '.join(peaks)}",
+    ]
+    if predicted.unidentified:
+        lines.append(_unidentified_line(predicted.unidentified))
+    return "\n".join(lines)
+
+
+def _unidentified_line(joints: tuple[str, ...]) -> str:
+    return f"no prediction for {list(joints)}: the identification had no equation for them (never moved)"
+
+
+def _predicted_rows(count: int, rows: int) -> str:
+    """How many of the ``rows`` have a prediction (``count``), and why the others have none."""
+    if count == rows:
+        return f"{count} of {rows} rows"
+    return (
+        f"{count} of {rows} rows ({rows - count} without prediction: stretches of fewer than {MIN_SEGMENT_SAMPLES}"
+        " samples between gaps)"
+    )
+
+
+def _signal_text(signal: SignalSettings) -> str:
+    return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
+
+
+def excite_text(excited: ExciteFileResult) -> str:
+    """The report of ``dynid excite``: the plan, its condition number (of the load's regressor for a payload plan),
+    torque and limit usage, warnings and the file written."""
+    plan, usage = excited.plan, excited.plan.usage
+    lines = [
+        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {excited.rate_hz:g} Hz,"
+        f" {plan.trajectory.time.shape[0]} samples",
+        f"condition number of the {'payload regressor' if excited.payload else 'base observation matrix'}:"
+        f" {plan.condition_number:.4g}",
+        f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
+        "the controller's quintic interpolation between the samples was checked at 1 kHz",
+        *([plan.self_collision] if plan.self_collision else []),
+        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
+        "   (fractions of the limits with margins)",
+    ]
+    for j, joint in enumerate(excited.joints):
+        lines.append(
+            f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
+            f" {usage.jerk[j]:>9.3f}"
+        )
+    lines += [f"warning: {warning}" for warning in plan.warnings]
+    lines.append(f"trajectory written to {excited.out}")
+    return "\n".join(lines)
+
+
+def stream_text(streamed: StreamFileResult) -> str:
+    """The report of ``dynid stream``: updates written, the last one's reduction, time per update against real
+    time, and the estimate written to ``--params-out``."""
+    seconds = streamed.update_seconds
+    lines = [f"{len(seconds)} updates ({streamed.publishable} publishable) written to {streamed.out}"]
+    last = streamed.last
+    if last is not None:
+        lines.append(
+            f"last update: {last.reason}; condition number {last.condition_number_full:.4g} before reduction,"
+            f" {last.condition_number:.4g} after; {len(last.names)} parameters kept, {len(last.removed)} removed"
+        )
+        lines.append(
+            f"per update: mean {1e3 * statistics.fmean(seconds):.1f} ms, max {1e3 * max(seconds):.1f} ms;"
+            f" {streamed.data_s:.6g} s of data in {streamed.wall_s:.3g} s wall time"
+            f" = {streamed.data_s / streamed.wall_s:.3g}x real time"
+        )
+    if streamed.params_out is not None:
+        if streamed.published is None:
+            lines.append(f"no publishable estimate: {streamed.params_out} not written")
+        else:
+            lines.append(
+                f"last publishable estimate (at {streamed.published.time_s:.6g} s) written to {streamed.params_out}"
+            )
+    return "\n".join(lines)
