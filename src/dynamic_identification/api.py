@@ -1,8 +1,9 @@
 """File-level operations behind ``dynid``: read, identify, predict, report.
 
-Each function takes paths, calls the core through the io layer and returns the
-text report the CLI prints; errors propagate as
-:class:`~dynamic_identification.core.errors.IdentificationError`.
+Each verb takes paths, calls the core through the io layer, writes its files and
+returns what it found and wrote as a frozen dataclass (``…FileResult``), as the ``api``
+modules of ros2cli do; ``dynid`` prints them (:mod:`dynamic_identification.cli_format`).
+Errors propagate as :class:`~dynamic_identification.core.errors.IdentificationError`.
 """
 
 from __future__ import annotations
@@ -36,14 +37,13 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.drive_gains import (
     CurrentRecording,
     DriveGainsResult,
-    ModelChoice,
     identify_drive_gains,
 )
 from dynamic_identification.core.identification.passive_friction import (
     PassiveFrictionChoice,
     identify_choosing_passive_friction,
 )
-from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
+from dynamic_identification.core.identification.payload import PayloadEstimate, RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
@@ -90,7 +90,6 @@ from dynamic_identification.io.parameters import (
     write_parameters_atomic,
 )
 from dynamic_identification.io.payload import (
-    format_payload_estimate,
     load_payload,
     payload_identification_record,
     write_drive_gains_atomic,
@@ -1015,23 +1014,31 @@ def _mechanism_recording(mechanism: Mechanism, recording: Recording, source: str
 
 # --------------------------------------------------------------------------- drive gains and payload
 
-_DRIVE_GAINS_COLUMNS = f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}"
-"""The columns of the drive-gains table every ``dynid gains`` report starts with (:func:`_drive_gain_row`)."""
 
+@dataclasses.dataclass(frozen=True)
+class GainsFileResult:
+    """What ``dynid gains`` (:func:`gains_file`) identified and wrote.
 
-def _drive_gains_fit(known: Payload, result: DriveGainsResult) -> str:
-    """The line of a drive-gains report that names the method, the payload and the samples and parameters used."""
-    return (
-        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
-        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples, {len(result.names)} base"
-        " parameters"
-    )
+    Attributes
+    ----------
+    mechanism, passive_recorded
+        The robot, and whether the recordings hold its passive joints too (a closed-loop robot).
+    payload
+        The known payload, on the frame used.
+    payload_file_frame
+        The frame the payload file named when ``--frame`` replaced it (``None``: the file's frame was used).
+    drive_gains
+        The identification: drive gains (N·m/A) with σ, efficiencies, model choice, fit.
+    out
+        The drive-gains file written.
+    """
 
-
-def _drive_gain_row(result: DriveGainsResult, j: int, joint: str) -> str:
-    """Joint ``j``'s nominal and identified drive gain, σ and σ % (N·m/A), under :data:`_DRIVE_GAINS_COLUMNS`."""
-    gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
-    return f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
+    mechanism: Mechanism
+    passive_recorded: bool
+    payload: Payload
+    payload_file_frame: str | None
+    drive_gains: DriveGainsResult
+    out: Path
 
 
 def gains_file(
@@ -1045,7 +1052,7 @@ def gains_file(
     out: Path,
     efficiency: bool | None = None,
     unit_checks: bool = True,
-) -> str:
+) -> GainsFileResult:
     """``dynid gains``: drive gains and base parameters by IDIM-TLS with a known payload ([Briot2012] eq. (11)-(13)).
 
     ``data`` is a recording without load, ``data_loaded`` one with the payload of the
@@ -1063,7 +1070,7 @@ def gains_file(
 
     With ``efficiency`` (``estimation.efficiency`` of the configuration when ``None``, on by
     default) each motor gets a driving and a braking gain, which give its drive gain and
-    its transmission efficiency ([Swevers2002] eq. (8)); both are printed and written,
+    its transmission efficiency ([Swevers2002] eq. (8)); both are returned and written,
     when the data choose that model.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
@@ -1072,11 +1079,12 @@ def gains_file(
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)
     known = load_payload(payload)
-    notes = []
+    file_frame = None
     if frame is not None and frame != known.frame:
-        notes.append(f"note: the payload file names frame {known.frame!r}; --frame {frame!r} is used")
-        known = replace(known, frame=frame)
-    mechanism, chain, recordings, summary = _gain_recordings(urdf, (data, data_loaded), config, parsed, unit_checks)
+        file_frame, known = known.frame, replace(known, frame=frame)
+    mechanism, chain, recordings, passive_recorded = _gain_recordings(
+        urdf, (data, data_loaded), config, parsed, unit_checks
+    )
     frame_id(mechanism.robot, known.frame)  # an unknown frame is refused before any work
     joints = mechanism.actuated_joint_names
     result = identify_drive_gains(
@@ -1090,35 +1098,14 @@ def gains_file(
         efficiency=parsed.efficiency,
     )
     write_drive_gains_atomic(out, result, chain, joints, payload=known, stamp=wall_clock.time())
-    lines = [
-        *notes,
-        *summary,
-        f"{_drive_gains_fit(known, result)} ({len(result.removed)} not excited)",
-        f"{_DRIVE_GAINS_COLUMNS} {'change %':>9}   (N·m/A)"
-        + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
-    ]
-    for j, joint in enumerate(joints):
-        gain, nominal = result.drive_gains[j], result.nominal_drive_gains[j]
-        eta_text = ""
-        if result.efficiency is not None and result.efficiency_std is not None:
-            eta, eta_std = result.efficiency[j], result.efficiency_std[j]
-            eta_text = (
-                f"          {eta:>8.4f} {eta_std:>8.2g}" if np.isfinite(eta_std) else f"          {'—':>8} {'':>8}"
-            )
-        lines.append(f"{_drive_gain_row(result, j, joint)} {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}")
-    if result.efficiency is not None:
-        lines.append(
-            "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
-            " brakes (k / η); — a motor that only drove or only braked (one gain)"
-        )
-    if result.model_choice is not None:
-        lines.append(_model_choice_line(result.model_choice))
-    lines += [
-        f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
-        f" condition number {result.condition_number:.4g}",
-        f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
-    ]
-    return "\n".join(lines)
+    return GainsFileResult(
+        mechanism=mechanism,
+        passive_recorded=passive_recorded,
+        payload=known,
+        payload_file_frame=file_frame,
+        drive_gains=result,
+        out=out,
+    )
 
 
 def _gain_recordings(
@@ -1127,9 +1114,9 @@ def _gain_recordings(
     config: Path | None,
     parsed: IdentificationConfig,
     unit_checks: bool,
-) -> tuple[Mechanism, DriveChain, list[CurrentRecording], list[str]]:
+) -> tuple[Mechanism, DriveChain, list[CurrentRecording], bool]:
     """The mechanism, its drive chain, the current recordings of ``paths`` (unloaded, loaded) in its controlled
-    joints' order, and the report's summary lines (a closed-loop robot's mechanism)."""
+    joints' order, and whether the first recording holds every tree joint (a closed-loop robot's passive joints)."""
     if parsed.closed_loop and config is not None:
         model, _, chain, first = load_mechanism_inputs(urdf, paths[0], config, unit_checks=unit_checks)
         second = load_mechanism_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
@@ -1142,7 +1129,7 @@ def _gain_recordings(
                     f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them"
                 )
             recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
-        return model, chain, recordings, mechanism_summary(model, passive_recorded=first.n_joints == model.n_tree)
+        return model, chain, recordings, first.n_joints == model.n_tree
     unloaded_recording = read_recording_csv(paths[0])
     robot = load_robot(urdf, parsed.joints or unloaded_recording.joint_names)
     recordings = []
@@ -1151,13 +1138,7 @@ def _gain_recordings(
         if unit_checks:
             check_units(robot, selected, str(path))
         recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
-    return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, []
-
-
-def _model_choice_line(choice: ModelChoice) -> str:
-    """The one line of ``dynid gains`` that says which drive model it published and why."""
-    left_out = f"; not determined by the data, left out: {', '.join(choice.left_out)}" if choice.left_out else ""
-    return f"model: {choice.reason}{left_out}"
+    return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, False
 
 
 def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:
@@ -1166,6 +1147,28 @@ def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel
     if not urdf.is_absolute() and not urdf.exists() and (params.parent / urdf).exists():
         urdf = params.parent / urdf
     return load_robot(urdf, parameters.joints)
+
+
+@dataclasses.dataclass(frozen=True)
+class PayloadFileResult:
+    """What ``dynid payload`` (:func:`payload_file`) identified and wrote.
+
+    Attributes
+    ----------
+    estimate
+        The load's inertial parameters with σ and the fit ([Swevers2002]).
+    joints
+        The robot's joints, in the order of the estimate's per-joint values.
+    polynomial
+        The currents were converted with the current polynomial ([Swevers2002] eq. (4)), not the drive gains.
+    out
+        The payload YAML written.
+    """
+
+    estimate: PayloadEstimate
+    joints: tuple[str, ...]
+    polynomial: bool
+    out: Path
 
 
 def payload_file(
@@ -1180,7 +1183,7 @@ def payload_file(
     period_s: float | None = None,
     harmonics: int = 5,
     unit_checks: bool = True,
-) -> str:
+) -> PayloadFileResult:
     """``dynid payload``: the load's mass, centre of mass and inertia from a recording with it ([Swevers2002]).
 
     The robot's identified model ``params`` (``dynid identify --out``) is the a-priori
@@ -1195,8 +1198,7 @@ def payload_file(
     mapped back to currents through the same drive chain. With ``period_s`` the
     recording is a periodic excitation (``dynid excite --mode payload``) of
     ``harmonics`` lines, averaged over its periods with the noise taken from their
-    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns
-    a table.
+    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns the estimate.
     """
     _check_output(out, params, data, config)
     warn_unread_keys(config, "payload")
@@ -1235,5 +1237,4 @@ def payload_file(
     identification["robot_parameters"] = str(params)
     identification["recording"] = str(data)
     write_payload_atomic(out, estimate.payload, identification=identification)
-    report = format_payload_estimate(estimate, robot.joint_names, polynomial=polynomial is not None)
-    return f"{report}\npayload written to {out}"
+    return PayloadFileResult(estimate=estimate, joints=robot.joint_names, polynomial=polynomial is not None, out=out)

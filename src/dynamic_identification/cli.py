@@ -1,7 +1,8 @@
 """``dynid``: offline identification from the command line (DESIGN.md CLI contract).
 
 Thin adapter: argparse, files and printing; the work happens in
-:mod:`dynamic_identification.api` and the core.
+:mod:`dynamic_identification.api` and the core, whose results
+:mod:`dynamic_identification.cli_format` turns into the text printed.
 
 Every error is one line on stderr, ``dynid VERB: error: …`` (never a traceback, never a
 value printed whole), with exit code 2 for bad input (arguments, files, settings) and
@@ -428,13 +429,14 @@ def _gains(arguments: argparse.Namespace) -> str:
     Writes a ROS parameter file whose drive_chain.drive_gains the recorder, the estimator and
     'dynid identify --config' use as they are.
     """
-    return _forward(
+    gains = _forward(
         _api().gains_file,
         arguments,
         ("urdf", "data", "data_loaded", "payload", "frame", "config", "out"),
         efficiency=False if arguments.no_efficiency else None,
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().gains_text(gains))
 
 
 def _payload(arguments: argparse.Namespace) -> str:
@@ -444,7 +446,7 @@ def _payload(arguments: argparse.Namespace) -> str:
     ([Swevers2002] eq. (18), Approach 3). Writes payload YAML {frame, mass_kg, com_m, inertia_kg_m2, std}:
     centre of mass in the frame, inertia about it in frame axes; prints them with their σ.
     """
-    return _forward(
+    identified = _forward(
         _api().payload_file,
         arguments,
         ("params", "data", "frame", "config", "out", "method", "harmonics"),
@@ -452,6 +454,7 @@ def _payload(arguments: argparse.Namespace) -> str:
         period_s=arguments.period,
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().payload_text(identified))
 
 
 def _demo(arguments: argparse.Namespace) -> str:

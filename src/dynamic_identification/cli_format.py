@@ -13,16 +13,20 @@ import statistics
 
 from dynamic_identification.api import (
     ExciteFileResult,
+    GainsFileResult,
     IdentifyFileResult,
+    PayloadFileResult,
     PlanPredictionResult,
     PredictFileResult,
     StreamFileResult,
     mechanism_summary,
 )
 from dynamic_identification.core.identification import IdentificationResult, SignalSettings
+from dynamic_identification.core.identification.drive_gains import DriveGainsResult, ModelChoice
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
+from dynamic_identification.io.payload import format_payload_estimate
 
 
 def identify_text(identified: IdentifyFileResult) -> str:
@@ -187,3 +191,70 @@ def stream_text(streamed: StreamFileResult) -> str:
                 f"last publishable estimate (at {streamed.published.time_s:.6g} s) written to {streamed.params_out}"
             )
     return "\n".join(lines)
+
+
+_DRIVE_GAINS_COLUMNS = f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}"
+"""The columns of the drive-gains table every ``dynid gains`` report starts with (:func:`_drive_gain_row`)."""
+
+
+def gains_text(gains: GainsFileResult) -> str:
+    """The report of ``dynid gains``: the fit, a table of nominal and identified drive gains (N·m/A) with σ and
+    the efficiencies, the model chosen, the residual and the file written."""
+    result, known = gains.drive_gains, gains.payload
+    notes = (
+        [f"note: the payload file names frame {gains.payload_file_frame!r}; --frame {known.frame!r} is used"]
+        if gains.payload_file_frame is not None
+        else []
+    )
+    fit = (
+        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
+        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples, {len(result.names)} base"
+        " parameters"
+    )
+    lines = [
+        *notes,
+        *mechanism_summary(gains.mechanism, passive_recorded=gains.passive_recorded),
+        f"{fit} ({len(result.removed)} not excited)",
+        f"{_DRIVE_GAINS_COLUMNS} {'change %':>9}   (N·m/A)"
+        + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
+    ]
+    for j, joint in enumerate(gains.mechanism.actuated_joint_names):
+        gain, nominal = result.drive_gains[j], result.nominal_drive_gains[j]
+        eta_text = ""
+        if result.efficiency is not None and result.efficiency_std is not None:
+            eta, eta_std = result.efficiency[j], result.efficiency_std[j]
+            eta_text = (
+                f"          {eta:>8.4f} {eta_std:>8.2g}" if math.isfinite(eta_std) else f"          {'—':>8} {'':>8}"
+            )
+        lines.append(f"{_drive_gain_row(result, j, joint)} {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}")
+    if result.efficiency is not None:
+        lines.append(
+            "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
+            " brakes (k / η); — a motor that only drove or only braked (one gain)"
+        )
+    if result.model_choice is not None:
+        lines.append(_model_choice_line(result.model_choice))
+    lines += [
+        f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
+        f" condition number {result.condition_number:.4g}",
+        f"drive gains written to {gains.out} (give it as --config, or as --params-file after the main configuration)",
+    ]
+    return "\n".join(lines)
+
+
+def _drive_gain_row(result: DriveGainsResult, j: int, joint: str) -> str:
+    """Joint ``j``'s nominal and identified drive gain, σ and σ % (N·m/A), under :data:`_DRIVE_GAINS_COLUMNS`."""
+    gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
+    return f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
+
+
+def _model_choice_line(choice: ModelChoice) -> str:
+    """The one line of ``dynid gains`` that says which drive model it published and why."""
+    left_out = f"; not determined by the data, left out: {', '.join(choice.left_out)}" if choice.left_out else ""
+    return f"model: {choice.reason}{left_out}"
+
+
+def payload_text(identified: PayloadFileResult) -> str:
+    """The report of ``dynid payload``: the load's mass, centre of mass and inertia with σ, the fit, the file."""
+    table = format_payload_estimate(identified.estimate, identified.joints, polynomial=identified.polynomial)
+    return f"{table}\npayload written to {identified.out}"
