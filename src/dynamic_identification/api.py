@@ -969,20 +969,6 @@ def load_mechanism_inputs(
     return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
 
 
-def mechanism_summary(mechanism: Mechanism, *, passive_recorded: bool) -> list[str]:
-    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one.
-
-    ``passive_recorded``: the recording holds the passive joints too (checked against the closures)."""
-    if not mechanism.closures:
-        return []
-    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
-    passive = "recorded (checked against the closures)" if passive_recorded else "from the closures"
-    return [
-        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {mechanism.n_tree} tree joints, closures {closures},"
-        f" actuated {list(mechanism.actuated_joint_names)}; passive positions {passive}"
-    ]
-
-
 def _opened_tree_note(mechanism: Mechanism, config: Path | None) -> str:
     """The comment ``--urdf-out`` puts at the top of a closed-loop robot's URDF: where its closures are."""
     if not mechanism.closures:

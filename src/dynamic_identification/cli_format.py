@@ -19,14 +19,28 @@ from dynamic_identification.api import (
     PlanPredictionResult,
     PredictFileResult,
     StreamFileResult,
-    mechanism_summary,
 )
 from dynamic_identification.core.identification import IdentificationResult, SignalSettings
 from dynamic_identification.core.identification.drive_gains import DriveGainsResult, ModelChoice
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.report import format_result
+from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
 from dynamic_identification.io.payload import format_payload_estimate
+
+
+def mechanism_summary(mechanism: Mechanism, *, passive_recorded: bool) -> list[str]:
+    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one.
+
+    ``passive_recorded``: the recording holds the passive joints too (checked against the closures)."""
+    if not mechanism.closures:
+        return []
+    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
+    passive = "recorded (checked against the closures)" if passive_recorded else "from the closures"
+    return [
+        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {mechanism.n_tree} tree joints, closures {closures},"
+        f" actuated {list(mechanism.actuated_joint_names)}; passive positions {passive}"
+    ]
 
 
 def identify_text(identified: IdentifyFileResult) -> str:
