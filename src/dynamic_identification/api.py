@@ -1,8 +1,9 @@
 """File-level operations behind ``dynid``: read, identify, predict, report.
 
-Each function takes paths, calls the core through the io layer and returns the
-text report the CLI prints; errors propagate as
-:class:`~dynamic_identification.core.errors.IdentificationError`.
+Each verb takes paths, calls the core through the io layer, writes its files and
+returns what it found and wrote as a frozen dataclass (``…FileResult``), as the ``api``
+modules of ros2cli do; ``dynid`` prints them (:mod:`dynamic_identification.cli_format`).
+Errors propagate as :class:`~dynamic_identification.core.errors.IdentificationError`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.estimation.consistency import LinkComparison
 from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
@@ -35,15 +37,15 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.drive_gains import (
     CurrentRecording,
     DriveGainsResult,
-    ModelChoice,
     identify_drive_gains,
 )
-from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
-from dynamic_identification.core.identification.passive_friction import identify_choosing_passive_friction
-from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
+from dynamic_identification.core.identification.passive_friction import (
+    PassiveFrictionChoice,
+    identify_choosing_passive_friction,
+)
+from dynamic_identification.core.identification.payload import PayloadEstimate, RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
-from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
 from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
@@ -60,16 +62,15 @@ from dynamic_identification.io.config import (
     unread_keys,
 )
 from dynamic_identification.io.outcome import (
+    ConsistencyCost,
     Validation,
     configured_consistency,
     configured_window_parts,
-    consistency_cost_line,
     consistency_cost_warnings,
     consistency_costs,
     consistent_model,
     identification_warnings,
     link_comparisons,
-    link_lines,
     link_text,
     physical_consistency_section,
     urdf_result,
@@ -89,7 +90,6 @@ from dynamic_identification.io.parameters import (
     write_parameters_atomic,
 )
 from dynamic_identification.io.payload import (
-    format_payload_estimate,
     load_payload,
     payload_identification_record,
     write_drive_gains_atomic,
@@ -104,7 +104,7 @@ from dynamic_identification.io.rosbag import read_recording_bag
 from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
-from dynamic_identification.io.urdf_export import write_urdf
+from dynamic_identification.io.urdf_export import UrdfExport, write_urdf
 
 LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
@@ -290,12 +290,6 @@ def _check_output(out: Path | None, *inputs: Path | None, option: str = "--out")
 ACCEPT_IMPLAUSIBLE_HINT = "nothing written; --accept-implausible writes it anyway"
 
 
-def _plausibility_report(result: IdentificationResult) -> str:
-    if result.judged.plausible:
-        return "plausibility: ok (torques within the effort limits, physically possible values)"
-    return "WARNING: implausible model written (--accept-implausible): " + "; ".join(result.judged.problems)
-
-
 def _command_line_overrides(
     parsed: IdentificationConfig, signal: Mapping[str, object] | None, consistency: bool | None
 ) -> IdentificationConfig:
@@ -325,6 +319,51 @@ def _accepted_settings(
     return settings
 
 
+@dataclasses.dataclass(frozen=True)
+class IdentifyFileResult:
+    """What ``dynid identify`` (:func:`identify_file`) identified and wrote; ``dynid`` prints it
+    (:func:`~dynamic_identification.cli_format.identify_text`).
+
+    Attributes
+    ----------
+    mechanism
+        The robot identified (the closed-loop model with passive friction when that one was chosen).
+    passive_recorded
+        The recording holds every tree joint (a closed-loop robot's passive joints were recorded).
+    passive_friction
+        The choice of the passive joints' bearing friction model (``None`` for a serial robot).
+    result
+        The identification (base parameters, quality, plausibility).
+    validations
+        Each held-out recording predicted and judged.
+    costs
+        What publishing the physically consistent estimate cost on each data set (empty without one).
+    links
+        Each identified body of the physically consistent estimate against the URDF's.
+    warnings
+        The warnings also stored in ``quality.warnings``.
+    urdf_out, urdf_export
+        The URDF written with the consistent inertias and friction, and what was changed (``None``: none written).
+    out
+        The parameter file written.
+    report
+        The HTML report page written (``None``: none).
+    """
+
+    mechanism: Mechanism
+    passive_recorded: bool
+    passive_friction: PassiveFrictionChoice | None
+    result: IdentificationResult
+    validations: tuple[Validation, ...]
+    costs: tuple[ConsistencyCost, ...]
+    links: tuple[LinkComparison, ...]
+    warnings: tuple[str, ...]
+    urdf_out: Path | None
+    urdf_export: UrdfExport | None
+    out: Path
+    report: Path | None
+
+
 def identify_file(
     *,
     urdf: Path,
@@ -341,7 +380,7 @@ def identify_file(
     validate_data: Sequence[Path] = (),
     report: Path | None = None,
     progress: ProgressCallback = ignore_progress,
-) -> str:
+) -> IdentifyFileResult:
     """``dynid identify``: identify a recording CSV (or rosbag2 directory ``bag``) and write the parameter YAML.
 
     ``signal`` overrides signal settings of the configuration by their keys
@@ -368,7 +407,7 @@ def identify_file(
     inertias and friction; each of ``validate_data`` (held-out recordings CSV) is predicted
     and judged into ``quality.validation``; ``report`` writes the HTML report there.
     Warnings (:func:`~dynamic_identification.io.outcome.identification_warnings`) go to the
-    output and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
+    result and to ``quality.warnings``. ``progress`` is told each stage (reading, signal
     decisions, the observation rows sample by sample, reduction, least squares, physical
     consistency, validation, writing, the report) as it begins (:mod:`~dynamic_identification.core.progress`).
     """
@@ -431,14 +470,8 @@ def identify_file(
             "warnings": warnings,
         },
     )
-    lines = [*_mechanism_summary(mechanism, recording)]
-    lines += [f"model: {friction.reason}"] if friction is not None else []
-    lines += [format_result(result, joints), _plausibility_report(result)]
-    lines += [_validation_line(v, joints) for v in validations]
-    lines += [consistency_cost_line(costs)] if costs else []
     links = link_comparisons(robot, terms, consistent)
-    lines += link_lines(robot.joint_names, links)
-    lines += [f"warning: {warning}" for warning in warnings]
+    exported = None
     if urdf_out is not None and consistent.estimate is not None:
         exported = write_urdf(
             urdf_out,
@@ -450,15 +483,8 @@ def identify_file(
             driven=mechanism.actuated,
             comment=_opened_tree_note(mechanism, config),
         )
-        kept = (
-            f"; links zeroed (merged into an identified body): {', '.join(exported.zeroed)}" if exported.zeroed else ""
-        )
-        lines.append(
-            f"URDF with the physically consistent inertias of {', '.join(exported.inertials)} and the friction of"
-            f" {len(exported.dynamics)} joints written to {urdf_out}{kept}"
-        )
     write_parameters_atomic(out, document)
-    lines.append(f"parameters written to {out}")
+    page = None
     if report is not None:
         # Imported here: the report needs matplotlib, which identification alone does not.
         from dynamic_identification.io.report import write_report
@@ -489,24 +515,19 @@ def identify_file(
                 baselines=baselines,
             ),
         )
-        lines.append(f"report written to {page}")
-    return "\n".join(lines)
-
-
-def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
-    """One output line per held-out recording: e_j / e*_j on its equations, then against the recorded torques."""
-    entry = validation.entry(joints)
-
-    def percent(values: dict[str, float | None]) -> str:
-        return ", ".join(f"{joint} {100 * v:.2f}" if v is not None else f"{joint} -" for joint, v in values.items())
-
-    overall = entry["recorded_relative_error"]
-    total = f"{overall:.4g}" if overall is not None else "-"
-    return (
-        f"validation {validation.name}: e*_j [%] on its equations (as above):"
-        f" {percent(entry['joint_relative_errors'])};"
-        f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
-        f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
+    return IdentifyFileResult(
+        mechanism=mechanism,
+        passive_recorded=recording.n_joints == mechanism.n_tree,
+        passive_friction=friction,
+        result=result,
+        validations=tuple(validations),
+        costs=tuple(costs),
+        links=links,
+        warnings=tuple(warnings),
+        urdf_out=None if exported is None else urdf_out,
+        urdf_export=exported,
+        out=out,
+        report=page,
     )
 
 
@@ -560,36 +581,82 @@ def predicted_torques(
     return torques
 
 
-def _predicted_rows(predicted: np.ndarray | np.bool_) -> str:
-    """How many of the rows (``predicted``: one flag a row) have a prediction, and why the others have none."""
-    flags = np.atleast_1d(predicted)
-    count, rows = int(np.count_nonzero(flags)), int(flags.size)
-    if count == rows:
-        return f"{count} of {rows} rows"
-    return (
-        f"{count} of {rows} rows ({rows - count} without prediction: stretches of fewer than {MIN_SEGMENT_SAMPLES}"
-        " samples between gaps)"
-    )
-
-
-def _signal_text(signal: SignalSettings) -> str:
-    return ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(signal).items())
-
-
-def _prediction_signal(parameters: ParameterFile, params: Path, config: Path | None) -> tuple[SignalSettings, str]:
-    """The signal settings ``dynid predict`` filters with, and where they come from: ``config``'s when given,
-    else those the identification stored, else the defaults."""
+def _prediction_signal(
+    parameters: ParameterFile, params: Path, config: Path | None
+) -> tuple[SignalSettings, Path | None]:
+    """The signal settings ``dynid predict`` filters with, and the file they come from: ``config``'s when given,
+    else those the identification stored (``params``), else the defaults (``None``)."""
     stored = parameters.signal_settings()
     if config is not None:
-        return load_config(str(config)).identification_settings().signal, f"from {config}"
+        return load_config(str(config)).identification_settings().signal, config
     if stored is not None:
-        return stored, f"from {params}"
-    return SignalSettings(), f"defaults ({params} stores none: give --config to choose)"
+        return stored, params
+    return SignalSettings(), None
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictFileResult:
+    """What ``dynid predict`` (:func:`predict_file`) predicted for a recording and wrote.
+
+    Attributes
+    ----------
+    mechanism, passive_recorded
+        The robot, and whether the recording holds its passive joints too (a closed-loop robot).
+    out
+        The predicted torques table written.
+    rows, predicted_rows
+        The recording's rows, and how many of them have a prediction (the others lie in stretches
+        shorter than :data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`).
+    signal, signal_from
+        The signal settings filtered with, and the file they come from (the configuration, or the
+        parameter file ``params``); ``None``: the defaults, ``params`` storing none.
+    params
+        The parameter file.
+    unidentified
+        Joints the identification had no equation for (no prediction).
+    relative_error
+        ``‖predicted − recorded‖ / ‖recorded‖`` on the predicted rows (``None``: no torques recorded).
+    """
+
+    mechanism: Mechanism
+    passive_recorded: bool
+    out: Path
+    rows: int
+    predicted_rows: int
+    signal: SignalSettings
+    signal_from: Path | None
+    params: Path
+    unidentified: tuple[str, ...]
+    relative_error: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanPredictionResult:
+    """What ``dynid predict`` of a planned motion (:func:`_predict_plan_file`) wrote.
+
+    Attributes
+    ----------
+    plan, out
+        The trajectory CSV predicted, and the torques table written.
+    rows
+        The plan's rows (every one predicted).
+    peaks
+        Per controlled joint: its largest torque (N·m; ``None`` when not identified) and its URDF
+        effort limit (N·m; not finite or 0: none).
+    unidentified
+        Joints the identification had no equation for (no prediction).
+    """
+
+    plan: Path
+    out: Path
+    rows: int
+    peaks: tuple[tuple[str, float | None, float], ...]
+    unidentified: tuple[str, ...]
 
 
 def predict_file(
     *, params: Path, data: Path, config: Path | None, out: Path, urdf: Path | None = None, unit_checks: bool = True
-) -> str:
+) -> PredictFileResult | PlanPredictionResult:
     """``dynid predict``: write predicted torques for a recording's motion, one row per input row.
 
     The signal settings are those the identification stored (``settings.signal`` of the
@@ -620,27 +687,30 @@ def predict_file(
     table[:, 1::2] = judged.position
     table[:, 2::2] = torques
     write_table(out, header, table)
-    report = [
-        *_mechanism_summary(mechanism, recording),
-        f"predicted {_predicted_rows(predicted)}; written to {out}",
-        f"signal settings {origin}: {_signal_text(settings)}",
-    ]
-    missing = [joint for joint in joints if joint not in parameters.identified_joints()]
-    if missing:
-        report.append(f"no prediction for {missing}: the identification had no equation for them (never moved)")
+    error = None
     if judged.effort is not None or judged.current is not None:
         measured = judged.joint_torques(parameters.drive_chain())
         usable = np.isfinite(torques)
-        error = np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(
-            np.where(usable, measured, 0.0)
+        error = float(
+            np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(np.where(usable, measured, 0.0))
         )
-        report.append(f"relative error ||predicted - recorded|| / ||recorded|| on the predicted rows: {error:.4g}")
-    return "\n".join(report)
+    return PredictFileResult(
+        mechanism=mechanism,
+        passive_recorded=recording.n_joints == mechanism.n_tree,
+        out=out,
+        rows=rows,
+        predicted_rows=int(np.count_nonzero(predicted)),
+        signal=settings,
+        signal_from=origin,
+        params=params,
+        unidentified=tuple(joint for joint in joints if joint not in parameters.identified_joints()),
+        relative_error=error,
+    )
 
 
 def _predict_plan_file(
     parameters: ParameterFile, *, data: Path, out: Path, urdf: Path | None, unit_checks: bool
-) -> str:
+) -> PlanPredictionResult:
     """``dynid predict`` of a planned motion (``dynid excite``'s CSV): the model's torques at every row.
 
     The plan gives positions, velocities and accelerations exactly, so they are used as they
@@ -648,7 +718,7 @@ def _predict_plan_file(
     a closed-loop robot's actuated torques along its completed motion, [Briot2012] eq. (6)),
     the torques the identified model says the motion needs before it is run. Columns as for a
     recording (``time``, ``J/position``, ``J/effort``; ``nan`` for a joint identified without
-    equations); the report gives each joint's largest torque against its URDF effort limit.
+    equations); the result gives each joint's largest torque against its URDF effort limit.
     """
     plan = read_trajectory_csv(data)
     values, terms, chain = parameters.values(), parameters.drive_terms(), parameters.drive_chain()
@@ -666,23 +736,17 @@ def _predict_plan_file(
     table = np.empty((rows, 1 + 2 * len(joints)))
     table[:, 0], table[:, 1::2], table[:, 2::2] = plan.time, motion.position, torques
     write_table(out, header, table)
-    peaks = []
-    for j, joint in enumerate(joints):
-        if joint not in identified:
-            peaks.append(f"{joint} -")
-            continue
-        peak = float(np.max(np.abs(torques[:, j])))
-        share = f" ({peak / limits[j]:.2f} of {limits[j]:.4g})" if np.isfinite(limits[j]) and limits[j] > 0 else ""
-        peaks.append(f"{joint} {peak:.4g}{share}")
-    report = [
-        f"predicted {rows} of {rows} rows of the planned motion {data} (its positions, velocities and accelerations"
-        f" as planned: nothing filtered) written to {out}",
-        f"largest torque [N·m] (of the URDF effort limit): {', '.join(peaks)}",
-    ]
-    if len(identified) < len(joints):
-        unidentified = [joint for joint in joints if joint not in identified]
-        report.append(f"no prediction for {unidentified}: the identification had no equation for them (never moved)")
-    return "\n".join(report)
+    peaks = tuple(
+        (joint, float(np.max(np.abs(torques[:, j]))) if joint in identified else None, float(limits[j]))
+        for j, joint in enumerate(joints)
+    )
+    return PlanPredictionResult(
+        plan=data,
+        out=out,
+        rows=rows,
+        peaks=peaks,
+        unidentified=tuple(joint for joint in joints if joint not in identified),
+    )
 
 
 def _planned_motion(
@@ -708,9 +772,34 @@ def _planned_motion(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class ExciteFileResult:
+    """What ``dynid excite`` (:func:`excite_file`) planned and wrote.
+
+    Attributes
+    ----------
+    plan
+        The excitation plan (trajectory, condition number, torque and limit usage, warnings).
+    joints
+        The controlled joints, in the order of the plan's usage.
+    rate_hz
+        The trajectory's sample rate (Hz).
+    payload
+        The plan is for a payload's parameters (its condition number is of the load's regressor).
+    out
+        The trajectory CSV written.
+    """
+
+    plan: ExcitationPlan
+    joints: tuple[str, ...]
+    rate_hz: float
+    payload: bool
+    out: Path
+
+
 def excite_file(
     *, urdf: Path, config: Path | None, mode: str, out: Path, progress: ProgressCallback = ignore_progress
-) -> str:
+) -> ExciteFileResult:
     """``dynid excite``: plan an excitation trajectory within the limits and write it as CSV.
 
     ``progress`` is told each stage of the plan as it begins and the search's budget spent at
@@ -742,34 +831,39 @@ def excite_file(
     )
     monitor.report(f"writing {out}")
     write_trajectory_csv(out, plan.trajectory)
-    return _excitation_report(plan, joints, settings.rate_hz, out, payload=settings.mode == "payload")
+    return ExciteFileResult(plan, joints, settings.rate_hz, settings.mode == "payload", out)
 
 
-def _excitation_report(
-    plan: ExcitationPlan, joints: tuple[str, ...], rate_hz: float, out: Path, *, payload: bool = False
-) -> str:
-    """What ``dynid excite`` prints: the plan, its condition number (of the load's regressor for ``payload``), torque
-    and limit usage."""
-    usage = plan.usage
-    lines = [
-        f"{plan.description}: {plan.trajectory.duration_s:.6g} s at {rate_hz:g} Hz,"
-        f" {plan.trajectory.time.shape[0]} samples",
-        f"condition number of the {'payload regressor' if payload else 'base observation matrix'}:"
-        f" {plan.condition_number:.4g}",
-        f"largest torque: {plan.torque_usage:.3f} of an effort limit ({plan.torque_source})",
-        "the controller's quintic interpolation between the samples was checked at 1 kHz",
-        *([plan.self_collision] if plan.self_collision else []),
-        f"{'joint':<16} {'range used':>10} {'velocity':>9} {'accel.':>9} {'jerk':>9}"
-        "   (fractions of the limits with margins)",
-    ]
-    for j, joint in enumerate(joints):
-        lines.append(
-            f"{joint:<16} {usage.position[j]:>10.3f} {usage.velocity[j]:>9.3f} {usage.acceleration[j]:>9.3f}"
-            f" {usage.jerk[j]:>9.3f}"
-        )
-    lines += [f"warning: {warning}" for warning in plan.warnings]
-    lines.append(f"trajectory written to {out}")
-    return "\n".join(lines)
+@dataclasses.dataclass(frozen=True)
+class StreamFileResult:
+    """What ``dynid stream`` (:func:`stream_file`) ran and wrote.
+
+    Attributes
+    ----------
+    out
+        The JSON lines written, one per update.
+    update_seconds
+        The wall time (s) of each update.
+    publishable
+        How many updates were publishable.
+    last
+        The last update (``None``: the recording gave none).
+    data_s, wall_s
+        The data time (s) fed, and the wall time (s) it took.
+    params_out
+        Where the last publishable estimate was asked for (``None``: not asked for).
+    published
+        The update written to ``params_out`` (``None``: none was publishable, nothing written).
+    """
+
+    out: Path
+    update_seconds: tuple[float, ...]
+    publishable: int
+    last: WindowUpdate | None
+    data_s: float
+    wall_s: float
+    params_out: Path | None
+    published: WindowUpdate | None
 
 
 def stream_file(
@@ -781,7 +875,7 @@ def stream_file(
     params_out: Path | None = None,
     bag: Path | None = None,
     unit_checks: bool = True,
-) -> str:
+) -> StreamFileResult:
     """``dynid stream``: the estimator node's sliding window, run offline on a recording as fast as possible.
 
     Samples are fed in chunks of ``window.update_period_s`` of data time, with an
@@ -828,28 +922,21 @@ def stream_file(
                 publishable += 1
                 best = update
     wall = wall_clock.perf_counter() - started
-    lines = [f"{len(seconds)} updates ({publishable} publishable) written to {out}"]
-    if last is not None:
-        lines.append(
-            f"last update: {last.reason}; condition number {last.condition_number_full:.4g} before reduction,"
-            f" {last.condition_number:.4g} after; {len(last.names)} parameters kept, {len(last.removed)} removed"
+    if params_out is not None and best is not None:
+        write_parameters_atomic(
+            params_out,
+            window_parameter_file(mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings),
         )
-        lines.append(
-            f"per update: mean {1e3 * float(np.mean(seconds)):.1f} ms, max {1e3 * float(np.max(seconds)):.1f} ms;"
-            f" {duration:.6g} s of data in {wall:.3g} s wall time = {duration / wall:.3g}x real time"
-        )
-    if params_out is not None:
-        if best is None:
-            lines.append(f"no publishable estimate: {params_out} not written")
-        else:
-            write_parameters_atomic(
-                params_out,
-                window_parameter_file(
-                    mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings
-                ),
-            )
-            lines.append(f"last publishable estimate (at {best.time_s:.6g} s) written to {params_out}")
-    return "\n".join(lines)
+    return StreamFileResult(
+        out=out,
+        update_seconds=tuple(seconds),
+        publishable=publishable,
+        last=last,
+        data_s=duration,
+        wall_s=wall,
+        params_out=params_out,
+        published=best if params_out is not None else None,
+    )
 
 
 # --------------------------------------------------------------------------- mechanisms
@@ -880,20 +967,6 @@ def load_mechanism_inputs(
             " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
         )
     return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
-
-
-def _mechanism_summary(mechanism: Mechanism, recording: Recording) -> list[str]:
-    """The output's line on a closed-loop robot ([Briot2012] eq. (6)-(7)); none for a serial one."""
-    if not mechanism.closures:
-        return []
-    closures = ", ".join(f"{c.frame_a}-{c.frame_b} ({c.type})" for c in mechanism.closures)
-    passive = (
-        "recorded (checked against the closures)" if recording.n_joints == mechanism.n_tree else "from the closures"
-    )
-    return [
-        f"closed-loop robot ([Briot2012] eq. (6)-(7)): {mechanism.n_tree} tree joints, closures {closures},"
-        f" actuated {list(mechanism.actuated_joint_names)}; passive positions {passive}"
-    ]
 
 
 def _opened_tree_note(mechanism: Mechanism, config: Path | None) -> str:
@@ -927,23 +1000,31 @@ def _mechanism_recording(mechanism: Mechanism, recording: Recording, source: str
 
 # --------------------------------------------------------------------------- drive gains and payload
 
-_DRIVE_GAINS_COLUMNS = f"{'joint':<16} {'nominal':>10} {'identified':>11} {'σ':>10} {'σ %':>7}"
-"""The columns of the drive-gains table every ``dynid gains`` report starts with (:func:`_drive_gain_row`)."""
 
+@dataclasses.dataclass(frozen=True)
+class GainsFileResult:
+    """What ``dynid gains`` (:func:`gains_file`) identified and wrote.
 
-def _drive_gains_fit(known: Payload, result: DriveGainsResult) -> str:
-    """The line of a drive-gains report that names the method, the payload and the samples and parameters used."""
-    return (
-        f"drive gains by IDIM-TLS ([Briot2012] eq. (13)) with a known payload of {known.mass_kg:.6g} kg on"
-        f" {known.frame}: {result.samples[0]} + {result.samples[1]} decimated samples, {len(result.names)} base"
-        " parameters"
-    )
+    Attributes
+    ----------
+    mechanism, passive_recorded
+        The robot, and whether the recordings hold its passive joints too (a closed-loop robot).
+    payload
+        The known payload, on the frame used.
+    payload_file_frame
+        The frame the payload file named when ``--frame`` replaced it (``None``: the file's frame was used).
+    drive_gains
+        The identification: drive gains (N·m/A) with σ, efficiencies, model choice, fit.
+    out
+        The drive-gains file written.
+    """
 
-
-def _drive_gain_row(result: DriveGainsResult, j: int, joint: str) -> str:
-    """Joint ``j``'s nominal and identified drive gain, σ and σ % (N·m/A), under :data:`_DRIVE_GAINS_COLUMNS`."""
-    gain, std, nominal = result.drive_gains[j], result.drive_gains_std[j], result.nominal_drive_gains[j]
-    return f"{joint:<16} {nominal:>10.5g} {gain:>11.6g} {std:>10.3g} {100.0 * std / abs(gain):>7.3f}"
+    mechanism: Mechanism
+    passive_recorded: bool
+    payload: Payload
+    payload_file_frame: str | None
+    drive_gains: DriveGainsResult
+    out: Path
 
 
 def gains_file(
@@ -957,7 +1038,7 @@ def gains_file(
     out: Path,
     efficiency: bool | None = None,
     unit_checks: bool = True,
-) -> str:
+) -> GainsFileResult:
     """``dynid gains``: drive gains and base parameters by IDIM-TLS with a known payload ([Briot2012] eq. (11)-(13)).
 
     ``data`` is a recording without load, ``data_loaded`` one with the payload of the
@@ -975,7 +1056,7 @@ def gains_file(
 
     With ``efficiency`` (``estimation.efficiency`` of the configuration when ``None``, on by
     default) each motor gets a driving and a braking gain, which give its drive gain and
-    its transmission efficiency ([Swevers2002] eq. (8)); both are printed and written,
+    its transmission efficiency ([Swevers2002] eq. (8)); both are returned and written,
     when the data choose that model.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
@@ -984,11 +1065,12 @@ def gains_file(
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)
     known = load_payload(payload)
-    notes = []
+    file_frame = None
     if frame is not None and frame != known.frame:
-        notes.append(f"note: the payload file names frame {known.frame!r}; --frame {frame!r} is used")
-        known = replace(known, frame=frame)
-    mechanism, chain, recordings, summary = _gain_recordings(urdf, (data, data_loaded), config, parsed, unit_checks)
+        file_frame, known = known.frame, replace(known, frame=frame)
+    mechanism, chain, recordings, passive_recorded = _gain_recordings(
+        urdf, (data, data_loaded), config, parsed, unit_checks
+    )
     frame_id(mechanism.robot, known.frame)  # an unknown frame is refused before any work
     joints = mechanism.actuated_joint_names
     result = identify_drive_gains(
@@ -1002,35 +1084,14 @@ def gains_file(
         efficiency=parsed.efficiency,
     )
     write_drive_gains_atomic(out, result, chain, joints, payload=known, stamp=wall_clock.time())
-    lines = [
-        *notes,
-        *summary,
-        f"{_drive_gains_fit(known, result)} ({len(result.removed)} not excited)",
-        f"{_DRIVE_GAINS_COLUMNS} {'change %':>9}   (N·m/A)"
-        + (f" {'η':>8} {'σ η':>8}" if result.efficiency is not None else ""),
-    ]
-    for j, joint in enumerate(joints):
-        gain, nominal = result.drive_gains[j], result.nominal_drive_gains[j]
-        eta_text = ""
-        if result.efficiency is not None and result.efficiency_std is not None:
-            eta, eta_std = result.efficiency[j], result.efficiency_std[j]
-            eta_text = (
-                f"          {eta:>8.4f} {eta_std:>8.2g}" if np.isfinite(eta_std) else f"          {'—':>8} {'':>8}"
-            )
-        lines.append(f"{_drive_gain_row(result, j, joint)} {100.0 * (gain / nominal - 1.0):>+9.2f}{eta_text}")
-    if result.efficiency is not None:
-        lines.append(
-            "η: transmission efficiency ([Swevers2002] eq. (8)) from the gains while each motor drives (η k) and"
-            " brakes (k / η); — a motor that only drove or only braked (one gain)"
-        )
-    if result.model_choice is not None:
-        lines.append(_model_choice_line(result.model_choice))
-    lines += [
-        f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
-        f" condition number {result.condition_number:.4g}",
-        f"drive gains written to {out} (give it as --config, or as --params-file after the main configuration)",
-    ]
-    return "\n".join(lines)
+    return GainsFileResult(
+        mechanism=mechanism,
+        passive_recorded=passive_recorded,
+        payload=known,
+        payload_file_frame=file_frame,
+        drive_gains=result,
+        out=out,
+    )
 
 
 def _gain_recordings(
@@ -1039,9 +1100,9 @@ def _gain_recordings(
     config: Path | None,
     parsed: IdentificationConfig,
     unit_checks: bool,
-) -> tuple[Mechanism, DriveChain, list[CurrentRecording], list[str]]:
+) -> tuple[Mechanism, DriveChain, list[CurrentRecording], bool]:
     """The mechanism, its drive chain, the current recordings of ``paths`` (unloaded, loaded) in its controlled
-    joints' order, and the report's summary lines (a closed-loop robot's mechanism)."""
+    joints' order, and whether the first recording holds every tree joint (a closed-loop robot's passive joints)."""
     if parsed.closed_loop and config is not None:
         model, _, chain, first = load_mechanism_inputs(urdf, paths[0], config, unit_checks=unit_checks)
         second = load_mechanism_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
@@ -1054,7 +1115,7 @@ def _gain_recordings(
                     f"{path} has no motor currents (J/current, A) of the actuated joints: the gains need them"
                 )
             recordings.append(CurrentRecording.create(recording.time, recording.position, currents, name=str(path)))
-        return model, chain, recordings, _mechanism_summary(model, first)
+        return model, chain, recordings, first.n_joints == model.n_tree
     unloaded_recording = read_recording_csv(paths[0])
     robot = load_robot(urdf, parsed.joints or unloaded_recording.joint_names)
     recordings = []
@@ -1063,13 +1124,7 @@ def _gain_recordings(
         if unit_checks:
             check_units(robot, selected, str(path))
         recordings.append(CurrentRecording.create(selected.time, selected.position, selected.current, name=str(path)))
-    return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, []
-
-
-def _model_choice_line(choice: ModelChoice) -> str:
-    """The one line of ``dynid gains`` that says which drive model it published and why."""
-    left_out = f"; not determined by the data, left out: {', '.join(choice.left_out)}" if choice.left_out else ""
-    return f"model: {choice.reason}{left_out}"
+    return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, False
 
 
 def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:
@@ -1078,6 +1133,28 @@ def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel
     if not urdf.is_absolute() and not urdf.exists() and (params.parent / urdf).exists():
         urdf = params.parent / urdf
     return load_robot(urdf, parameters.joints)
+
+
+@dataclasses.dataclass(frozen=True)
+class PayloadFileResult:
+    """What ``dynid payload`` (:func:`payload_file`) identified and wrote.
+
+    Attributes
+    ----------
+    estimate
+        The load's inertial parameters with σ and the fit ([Swevers2002]).
+    joints
+        The robot's joints, in the order of the estimate's per-joint values.
+    polynomial
+        The currents were converted with the current polynomial ([Swevers2002] eq. (4)), not the drive gains.
+    out
+        The payload YAML written.
+    """
+
+    estimate: PayloadEstimate
+    joints: tuple[str, ...]
+    polynomial: bool
+    out: Path
 
 
 def payload_file(
@@ -1092,7 +1169,7 @@ def payload_file(
     period_s: float | None = None,
     harmonics: int = 5,
     unit_checks: bool = True,
-) -> str:
+) -> PayloadFileResult:
     """``dynid payload``: the load's mass, centre of mass and inertia from a recording with it ([Swevers2002]).
 
     The robot's identified model ``params`` (``dynid identify --out``) is the a-priori
@@ -1107,8 +1184,7 @@ def payload_file(
     mapped back to currents through the same drive chain. With ``period_s`` the
     recording is a periodic excitation (``dynid excite --mode payload``) of
     ``harmonics`` lines, averaged over its periods with the noise taken from their
-    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns
-    a table.
+    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns the estimate.
     """
     _check_output(out, params, data, config)
     warn_unread_keys(config, "payload")
@@ -1147,5 +1223,4 @@ def payload_file(
     identification["robot_parameters"] = str(params)
     identification["recording"] = str(data)
     write_payload_atomic(out, estimate.payload, identification=identification)
-    report = format_payload_estimate(estimate, robot.joint_names, polynomial=polynomial is not None)
-    return f"{report}\npayload written to {out}"
+    return PayloadFileResult(estimate=estimate, joints=robot.joint_names, polynomial=polynomial is not None, out=out)

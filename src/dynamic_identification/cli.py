@@ -1,7 +1,8 @@
 """``dynid``: offline identification from the command line (DESIGN.md CLI contract).
 
 Thin adapter: argparse, files and printing; the work happens in
-:mod:`dynamic_identification.api` and the core.
+:mod:`dynamic_identification.api` and the core, whose results
+:mod:`dynamic_identification.cli_format` turns into the text printed.
 
 Every error is one line on stderr, ``dynid VERB: error: …`` (never a traceback, never a
 value printed whole), with exit code 2 for bad input (arguments, files, settings) and
@@ -22,7 +23,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from dynamic_identification.blas import use_one_blas_thread
 from dynamic_identification.core.errors import IdentificationError, shorten
@@ -33,6 +34,9 @@ from dynamic_identification.core.settings_schema import (
     VELOCITY_SOURCES,
 )
 from dynamic_identification.progress_display import stderr_progress
+
+T = TypeVar("T")
+"""What an api verb returns."""
 
 BAD_INPUT = 2
 INTERRUPTED = 130
@@ -333,7 +337,14 @@ def _api() -> ModuleType:
     return api
 
 
-def _forward(verb: Callable[..., str], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> str:
+def _text() -> ModuleType:
+    """:mod:`dynamic_identification.cli_format` (the reports printed), imported when a verb runs, as :func:`_api`."""
+    from dynamic_identification import cli_format
+
+    return cli_format
+
+
+def _forward(verb: Callable[..., T], arguments: argparse.Namespace, names: Sequence[str], **derived: object) -> T:
     """Run the api ``verb`` with the command-line values of ``names`` and the ``derived`` keywords.
 
     ``names`` are argparse destinations that are also the api's keyword names (``--data-loaded``
@@ -351,7 +362,7 @@ def _identify(arguments: argparse.Namespace) -> str:
     joint), the file names the closures.
     """
     with stderr_progress("dynid identify", quiet=arguments.quiet) as progress:
-        return _forward(
+        identified = _forward(
             _api().identify_file,
             arguments,
             ("urdf", "data", "bag", "config", "out", "model", "accept_implausible", "urdf_out", "report"),
@@ -361,6 +372,7 @@ def _identify(arguments: argparse.Namespace) -> str:
             validate_data=arguments.validate,
             progress=progress,
         )
+    return str(_text().identify_text(identified))
 
 
 def _predict(arguments: argparse.Namespace) -> str:
@@ -370,12 +382,13 @@ def _predict(arguments: argparse.Namespace) -> str:
     equations). Filters with the signal settings stored in the parameter file unless --config is given.
     A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
-    return _forward(
+    predicted = _forward(
         _api().predict_file,
         arguments,
         ("params", "data", "config", "out", "urdf"),
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().predict_text(predicted))
 
 
 def _excite(arguments: argparse.Namespace) -> str:
@@ -387,9 +400,10 @@ def _excite(arguments: argparse.Namespace) -> str:
     keeps the passive joints' limits and a distance to singularities ([Briot2012], [Volkmann2020]).
     """
     with stderr_progress("dynid excite", quiet=arguments.quiet) as progress:
-        return _api().excite_file(
+        excited = _api().excite_file(
             urdf=arguments.urdf, config=arguments.config, mode=arguments.mode, out=arguments.out, progress=progress
         )
+    return str(_text().excite_text(excited))
 
 
 def _stream(arguments: argparse.Namespace) -> str:
@@ -399,12 +413,13 @@ def _stream(arguments: argparse.Namespace) -> str:
     after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent.
     A stamp more than 1 s earlier than the last restarts the window.
     """
-    return _forward(
+    streamed = _forward(
         _api().stream_file,
         arguments,
         ("urdf", "data", "bag", "config", "out", "params_out"),
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().stream_text(streamed))
 
 
 def _gains(arguments: argparse.Namespace) -> str:
@@ -414,13 +429,14 @@ def _gains(arguments: argparse.Namespace) -> str:
     Writes a ROS parameter file whose drive_chain.drive_gains the recorder, the estimator and
     'dynid identify --config' use as they are.
     """
-    return _forward(
+    gains = _forward(
         _api().gains_file,
         arguments,
         ("urdf", "data", "data_loaded", "payload", "frame", "config", "out"),
         efficiency=False if arguments.no_efficiency else None,
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().gains_text(gains))
 
 
 def _payload(arguments: argparse.Namespace) -> str:
@@ -430,7 +446,7 @@ def _payload(arguments: argparse.Namespace) -> str:
     ([Swevers2002] eq. (18), Approach 3). Writes payload YAML {frame, mass_kg, com_m, inertia_kg_m2, std}:
     centre of mass in the frame, inertia about it in frame axes; prints them with their σ.
     """
-    return _forward(
+    identified = _forward(
         _api().payload_file,
         arguments,
         ("params", "data", "frame", "config", "out", "method", "harmonics"),
@@ -438,6 +454,7 @@ def _payload(arguments: argparse.Namespace) -> str:
         period_s=arguments.period,
         unit_checks=_unit_checks(arguments),
     )
+    return str(_text().payload_text(identified))
 
 
 def _demo(arguments: argparse.Namespace) -> str:

@@ -45,6 +45,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from dynamic_identification import api
+from dynamic_identification.cli_format import identify_text
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
@@ -156,7 +157,7 @@ def identify_simulated_arm(*, out_dir: Path, duration_s: float = 60.0, seed: int
     excitation = out_dir / "excitation.csv"
     write_recording_csv(excitation, simulated_recording(simulator, duration_s=duration_s, seed=seed)[0])
     parameters_path = out_dir / "parameters.yaml"
-    report = api.identify_file(urdf=urdf, data=excitation, config=config, out=parameters_path)
+    report = identify_text(api.identify_file(urdf=urdf, data=excitation, config=config, out=parameters_path))
     validation = _validation(robot, simulator, parameters_path, config, out_dir, seed=seed + 1000)
 
     identified = load_parameters(parameters_path)

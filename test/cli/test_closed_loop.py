@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from dynamic_identification import api, cli
+from dynamic_identification.cli_format import gains_text
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.simulation import (
@@ -422,7 +423,7 @@ def test_drive_gains_by_tls_with_a_payload_on_the_platform_within_1_percent(five
     # Measured: within 0.05 % of the true gains, which are 7.5 % and 6 % off the configured 0.08 N·m/A.
     payload, out = tmp_path / "payload.yaml", tmp_path / "gains.yaml"
     write_payload_atomic(payload, TIP_PAYLOAD)
-    report = api.gains_file(
+    identified = api.gains_file(
         urdf=FIVE_BAR_URDF,
         data=five_bar.currents,
         data_loaded=five_bar.loaded_currents,
@@ -431,6 +432,7 @@ def test_drive_gains_by_tls_with_a_payload_on_the_platform_within_1_percent(five
         config=FIVE_BAR_CONFIG,
         out=out,
     )
+    report = gains_text(identified)
     gains = np.array(load_config(str(out)).drive_gains)
     np.testing.assert_allclose(gains, 0.08 * TRUE_GAIN_ERRORS, rtol=0.01)
     assert "IDIM-TLS" in report
