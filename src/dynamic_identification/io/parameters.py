@@ -440,10 +440,8 @@ def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
 def with_file_bearings(model: Mechanism, pf: ParameterFile) -> Mechanism:
     """``model`` with the passive joints' bearing friction when the file has any of its parameters (a mechanism
     without passive joints as it is)."""
-    return _with_file_bearings(model, pf) if isinstance(model, ClosedLoopModel) else model
-
-
-def _with_file_bearings(model: ClosedLoopModel, pf: ParameterFile) -> ClosedLoopModel:
+    if not isinstance(model, ClosedLoopModel):
+        return model
     bearings = set(model.with_passive_friction().passive_friction_names(pf.drive_terms()))
     return model.with_passive_friction(bool(bearings & set(pf.values())))
 
@@ -467,8 +465,9 @@ def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | N
     if not pf.closed_loop:
         return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
-    model = ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints)
-    model = _with_file_bearings(model, pf)
+    model = with_file_bearings(
+        ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints), pf
+    )
     if model.actuated_joint_names != pf.joints:
         raise DataError(
             f"robot.joints {list(pf.joints)} must list the actuated joints in the tree's kinematic order"
