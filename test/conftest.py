@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
 from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
+from shared_runs import CACHE_ENV
 
 
 def worker_domain_id() -> int:
@@ -40,6 +43,26 @@ ROS_DOMAIN_ID = worker_domain_id()
 
 ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)
+
+
+_SHARED_RUNS = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's directory of shared simulated recordings (``shared_runs``), made by the process that starts the
+    run; pytest-xdist workers inherit it through the environment."""
+    if hasattr(config, "workerinput") or os.environ.get(CACHE_ENV):
+        return
+    directory = tempfile.mkdtemp(prefix="dynid-shared-runs-")
+    config.stash[_SHARED_RUNS] = directory
+    os.environ[CACHE_ENV] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = config.stash.get(_SHARED_RUNS, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.environ.pop(CACHE_ENV, None)
 
 
 @pytest.fixture(autouse=True)

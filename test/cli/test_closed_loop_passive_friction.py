@@ -26,6 +26,7 @@ from three_rrr import (
     DRIVE,
     PASSIVE_COULOMB,
     PASSIVE_VISCOUS,
+    bearing_friction_run,
     load_three_rrr,
     platform_motion,
     three_rrr_config,
@@ -63,7 +64,7 @@ def identified(tmp_path_factory: pytest.TempPathFactory) -> Identified:
     folder = tmp_path_factory.mktemp("three_rrr_identify")
     model = load_three_rrr(folder)
     config = three_rrr_config(folder)
-    data = _csv(folder / "train.csv", track(model, platform_motion(1, 30.0), seed=11))
+    data = _csv(folder / "train.csv", bearing_friction_run(model))
     held_out = track(model, platform_motion(2, 10.0), seed=12)
     validation = _csv(folder / "validation.csv", held_out)
     params = folder / "params.yaml"

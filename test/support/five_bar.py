@@ -47,6 +47,7 @@ from dynamic_identification.core.simulation import (
 )
 from dynamic_identification.io.config import simulated_robot
 from repo_paths import REPO_ROOT
+from shared_runs import shared_run
 
 FIVE_BAR_URDF = REPO_ROOT / "urdf" / "five_bar.urdf"
 FOUR_BAR_URDF = REPO_ROOT / "test" / "core" / "data" / "four_bar.urdf"
@@ -245,18 +246,26 @@ class FiveBarRuns:
     loaded: TrackingRun
 
 
-@functools.cache
 def five_bar_runs() -> FiveBarRuns:
-    """:class:`FiveBarRuns`, simulated once per test session (about 10 s of simulation each): the core and CLI
-    identification tests of the five-bar read the same recordings."""
-    model = load_five_bar()
-    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, TIP_PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
-    runs = FiveBarRuns(
-        unloaded=track(model, FIVE_BAR_TRUE_GAINS, FIVE_BAR_DRIVE, fourier(3, 10.0), seed=4),
-        loaded=track(loaded_model, FIVE_BAR_TRUE_GAINS, FIVE_BAR_DRIVE, fourier(5, 10.0), seed=6),
-    )
+    """:class:`FiveBarRuns`, simulated once per test run (about 10 s of simulation each, :func:`shared_run`): the
+    core and CLI identification tests of the five-bar read the same recordings."""
+    return _read_only_five_bar_runs()
+
+
+@functools.cache
+def _read_only_five_bar_runs() -> FiveBarRuns:
+    runs = shared_run("five_bar_runs_fourier3_seed4_fourier5_seed6", _simulate_five_bar_runs)
     for run in (runs.unloaded, runs.loaded):
         for value in vars(run).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
     return runs
+
+
+def _simulate_five_bar_runs() -> FiveBarRuns:
+    model = load_five_bar()
+    loaded_model = ClosedLoopModel.create(attach_payload(model.robot, TIP_PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
+    return FiveBarRuns(
+        unloaded=track(model, FIVE_BAR_TRUE_GAINS, FIVE_BAR_DRIVE, fourier(3, 10.0), seed=4),
+        loaded=track(loaded_model, FIVE_BAR_TRUE_GAINS, FIVE_BAR_DRIVE, fourier(5, 10.0), seed=6),
+    )

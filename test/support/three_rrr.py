@@ -36,6 +36,7 @@ from dynamic_identification.core.simulation import (
     simulate_tracking,
 )
 from dynamic_identification.testing.payload_simulation import transmission_input
+from shared_runs import shared_run
 
 BASE_RADIUS_M = 0.25
 """Distance of the motor axes from the centre of the base triangle, m."""
@@ -86,18 +87,20 @@ def _vertex(radius: float, i: int) -> np.ndarray:
 
 
 def _elbow(base: np.ndarray, tip: np.ndarray) -> np.ndarray:
-    """The elbow of a leg from ``base`` to ``tip`` (links :data:`PROXIMAL_M`, :data:`DISTAL_M`), bent to the
-    left of the base-to-tip direction (the same working mode for every leg)."""
+    """The elbow of a leg from ``base`` to ``tip`` ``(2,)`` or ``(N, 2)`` (links :data:`PROXIMAL_M`,
+    :data:`DISTAL_M`), bent to the left of the base-to-tip direction (the same working mode for every leg)."""
     span = tip - base
-    distance = float(np.linalg.norm(span))
+    distance = np.sqrt(np.sum(span**2, axis=-1, keepdims=True))
     along = (PROXIMAL_M**2 - DISTAL_M**2 + distance**2) / (2.0 * distance)
     height = np.sqrt(PROXIMAL_M**2 - along**2)
     unit = span / distance
-    return base + along * unit + height * np.array([-unit[1], unit[0]])
+    left = np.stack([-unit[..., 1], unit[..., 0]], axis=-1)
+    return base + along * unit + height * left
 
 
-def _heading(vector: np.ndarray) -> float:
-    return float(np.arctan2(vector[1], vector[0]))
+def _heading(vector: np.ndarray) -> np.ndarray:
+    """Direction of ``vector`` ``(..., 2)``, rad."""
+    return np.arctan2(vector[..., 1], vector[..., 0])
 
 
 def _inertial(mass: float, com: tuple[float, ...], inertia: tuple[float, ...]) -> str:
@@ -218,8 +221,7 @@ def motor_positions(centre_m: np.ndarray, angle_rad: np.ndarray) -> np.ndarray:
             [np.cos(angle) * home[0] - np.sin(angle) * home[1], np.sin(angle) * home[0] + np.cos(angle) * home[1]],
             axis=1,
         )
-        for k, tip in enumerate(centre + rotated):
-            out[k, i - 1] = _heading(_elbow(base, tip) - base) - zero
+        out[:, i - 1] = _heading(_elbow(base, centre + rotated) - base) - zero
     return np.mod(out + np.pi, 2.0 * np.pi) - np.pi
 
 
@@ -316,3 +318,9 @@ def current_recording(
     noisy = currents + rng.normal(size=currents.shape) * noise_share * np.sqrt(np.mean(currents**2, axis=0))
     positions = quantize_positions(chain, SensorModel(encoder_counts_per_rev=2**14), q)
     return CurrentRecording.create(time_s, positions, noisy, name=name)
+
+
+def bearing_friction_run(model: ClosedLoopModel) -> TrackingRun:
+    """:func:`track` of :func:`platform_motion` seed 1 for 30 s with the bearings' friction (noise seed 11),
+    simulated once per test run (:func:`shared_run`): the core and CLI passive-friction tests identify it."""
+    return shared_run("three_rrr_bearings_motion1_30s_seed11", lambda: track(model, platform_motion(1, 30.0), seed=11))

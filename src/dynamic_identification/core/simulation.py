@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
-import scipy.linalg
 
 from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.errors import DataError, ModelError
@@ -563,7 +562,7 @@ def constrained_inverse_dynamics(
             constraint.calc(pinocchio_model, data, constraint_data)
         jacobian = pin.getConstraintsJacobian(pinocchio_model, data, constraints, datas)[selected]
         system = np.hstack([selection, jacobian.T])
-        rigid[k] = scipy.linalg.lstsq(system, tree_torques)[0][: model.n_actuated]
+        rigid[k] = np.linalg.lstsq(system, tree_torques, rcond=-1)[0][: model.n_actuated]
     actuated = model.actuated
     return rigid + drive_torques(drive_chain, drive, dq[:, actuated], ddq[:, actuated])
 

@@ -30,7 +30,16 @@ from dynamic_identification.core.mechanism.closed_loop import (
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
-from three_rrr import CHAIN, DRIVE, PASSIVE_COULOMB, PASSIVE_VISCOUS, load_three_rrr, platform_motion, track
+from three_rrr import (
+    CHAIN,
+    DRIVE,
+    PASSIVE_COULOMB,
+    PASSIVE_VISCOUS,
+    bearing_friction_run,
+    load_three_rrr,
+    platform_motion,
+    track,
+)
 
 TERMS = DriveTerms()
 SETTINGS = IdentificationSettings(
@@ -75,7 +84,7 @@ def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
 @pytest.fixture(scope="module")
 def bearings(three_rrr: ClosedLoopModel) -> Identified:
     """30 s of the 3-RRR with bearing friction (5 % of the motors') in its passive joints."""
-    return _identified(three_rrr, track(three_rrr, platform_motion(1, DURATION_S), seed=11))
+    return _identified(three_rrr, bearing_friction_run(three_rrr))
 
 
 @pytest.fixture(scope="module")

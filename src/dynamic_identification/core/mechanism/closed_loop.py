@@ -762,9 +762,10 @@ class ClosedLoopModel:
         ddq = np.empty_like(q)
         projection = np.empty((samples, self.n_tree, n_a))
         condition = np.empty(samples)
+        changes = self._actuated_change(qa[:-1], qa[1:])
         for k in range(samples):
             if k:
-                guess = q[k - 1] + projection[k - 1] @ self._actuated_change(qa[k - 1], qa[k])
+                guess = q[k - 1] + projection[k - 1] @ changes[k - 1]
                 guess[self.actuated] = qa[k]
             q[k], block = self._solve(kinematics, guess, k)
             projection[k] = block.projection
@@ -795,10 +796,10 @@ class ClosedLoopModel:
 
     # ----------------------------------------------------------------- internals
     def _actuated_change(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """``end − start`` of actuated positions, continuous joints taken the short way round (±π)."""
+        """``end − start`` of actuated positions ``(..., n_a)``, continuous joints taken the short way round (±π)."""
         change = end - start
         continuous = np.array([self.robot.continuous[j] for j in self.actuated], dtype=bool)
-        change[continuous] = np.mod(change[continuous] + np.pi, 2.0 * np.pi) - np.pi
+        change[..., continuous] = np.mod(change[..., continuous] + np.pi, 2.0 * np.pi) - np.pi
         return change
 
     def _walk_to(self, kinematics: _Kinematics, target: np.ndarray) -> np.ndarray:
@@ -857,7 +858,7 @@ class ClosedLoopModel:
                 return q
             if not np.all(np.isfinite(residual)):
                 return None
-            step = -scipy.linalg.lstsq(kinematics.jacobian()[:, free], residual, cond=1e-12)[0]
+            step = -np.linalg.lstsq(kinematics.jacobian()[:, free], residual, rcond=1e-12)[0]
             largest = float(np.max(np.abs(step)))
             if largest > _MAX_STEP_RAD:
                 step *= _MAX_STEP_RAD / largest
@@ -867,7 +868,7 @@ class ClosedLoopModel:
     def _passive_block(self, jacobian: np.ndarray, sample: int | None, residual: float) -> _PassiveBlock:
         """``A_p⁺`` and ``J_t`` from ``A_t``; refuses a singular passive block (eq. (3) needs ``A_p`` invertible)."""
         passive = jacobian[:, self.passive]
-        u, singular, vt = scipy.linalg.svd(passive, full_matrices=False)
+        u, singular, vt = np.linalg.svd(passive, full_matrices=False)
         condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
         if not singular[-1] > self.singular_tolerance * singular[0]:
             where = "" if sample is None else f"sample {sample}: "
