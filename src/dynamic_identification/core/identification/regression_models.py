@@ -53,7 +53,6 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-import pinocchio as pin
 import scipy.integrate
 import scipy.signal
 
@@ -72,8 +71,8 @@ from dynamic_identification.core.identification.solve import (
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters, observation_matrix
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.regressors.power import (
     completed_motions,
     mechanism_energy_matrix,
@@ -135,25 +134,6 @@ def _filtered(
     return out
 
 
-def _base_idim(
-    mechanism: Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
-    q: np.ndarray,
-    dq: np.ndarray,
-    ddq: np.ndarray,
-    data: pin.Data,
-    guess: np.ndarray | None,
-) -> np.ndarray:
-    """Full-rate base IDIM ``(N, n_a, b)`` at a motion of the controlled joints: the independent standard columns,
-    the motion completed to the tree first (walked from the tree configuration ``guess``; [Briot2012] eq. (2)-(4))."""
-    if not mechanism.closures:
-        return observation_matrix(mechanism.robot, drive_chain, terms, q, dq, ddq, data=data)[..., base.independent]
-    motion = mechanism.complete_motion(q, dq, ddq, q_guess=guess)
-    return mechanism.observation_matrix(drive_chain, terms, motion, data=data)[..., base.independent]
-
-
 def _controlled(mechanism: Mechanism, values: np.ndarray) -> np.ndarray:
     """The controlled joints' columns of tree values ``(N, n_t)`` (all of them without closures: no copy)."""
     return values if not mechanism.closures else values[:, mechanism.actuated]
@@ -185,16 +165,25 @@ def filtered_dynamic_rows(
     guess = motion.q[0] if mechanism.closures else None
     zero = np.zeros_like(dq)
 
-    def idim(at: np.ndarray, velocity: np.ndarray, acceleration: np.ndarray) -> np.ndarray:
-        return _base_idim(mechanism, drive_chain, terms, base, at, velocity, acceleration, data, guess)
+    def idim(tree: TreeMotion) -> np.ndarray:
+        return mechanism.observation_matrix(drive_chain, terms, tree, data=data)[..., base.independent]
 
-    def momentum(at: np.ndarray) -> np.ndarray:
-        return idim(at, zero, dq) - idim(at, zero, zero)
+    def momentum(tree: TreeMotion) -> np.ndarray:
+        """Columns of the momentum ``M(q_t) J_t q̇_a`` at the positions of ``tree``:
+        ``W(q_t, 0, J_t q̇_a) − W(q_t, 0, 0)``."""
+        rest = replace(tree, dq=np.zeros_like(tree.q), ddq=np.zeros_like(tree.q))
+        return idim(replace(rest, ddq=tree.tree_rates(dq))) - idim(rest)
+
+    def completed(at: np.ndarray, velocity: np.ndarray) -> TreeMotion:
+        """The tree's motion at controlled positions ``at`` and velocities ``velocity``, at rest in acceleration:
+        one completion of the positions ([Briot2012] eq. (2)-(4)) serves every signal evaluated there."""
+        return mechanism.complete_motion(at, velocity, zero, q_guess=guess)
 
     eps = _MOMENTUM_STEP_S
-    p = momentum(q)
-    m_dot_dq = (momentum(q + eps * dq) - momentum(q - eps * dq)) / (2.0 * eps)
-    beta = idim(q, dq, zero) - m_dot_dq
+    moving = completed(q, dq)
+    p = momentum(moving)
+    m_dot_dq = (momentum(completed(q + eps * dq, zero)) - momentum(completed(q - eps * dq, zero))) / (2.0 * eps)
+    beta = idim(moving) - m_dot_dq
     options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
     coefficients = first_order_filter(filter_lambda, motion.rate_hz)
     w = filter_lambda * (p - _filtered(p, coefficients, ramp=True, **options))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -262,15 +263,19 @@ class RobotModel:
         positions = np.atleast_2d(np.asarray(q, dtype=float))
         if not any(self.continuous):
             return positions
+        plain, plain_index, continuous, cos_index = self._configuration_layout
         configs = np.empty((positions.shape[0], self.model.nq))
-        for j, is_continuous in enumerate(self.continuous):
-            index = self.model.joints[j + 1].idx_q
-            if is_continuous:
-                configs[:, index] = np.cos(positions[:, j])
-                configs[:, index + 1] = np.sin(positions[:, j])
-            else:
-                configs[:, index] = positions[:, j]
+        configs[:, plain_index] = positions[:, plain]
+        configs[:, cos_index] = np.cos(positions[:, continuous])
+        configs[:, cos_index + 1] = np.sin(positions[:, continuous])
         return configs
+
+    @cached_property
+    def _configuration_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Joints that are not continuous and their ``idx_q``; continuous joints and the ``idx_q`` of their cosine."""
+        index = np.array([self.model.joints[j + 1].idx_q for j in range(self.n_joints)], dtype=int)
+        continuous = np.asarray(self.continuous, dtype=bool)
+        return np.flatnonzero(~continuous), index[~continuous], np.flatnonzero(continuous), index[continuous]
 
     def unwrap_positions(self, q: np.ndarray) -> np.ndarray:
         """Positions with the ±π jumps of continuous joints removed, so they can be filtered and differentiated."""

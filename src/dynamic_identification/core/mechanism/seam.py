@@ -138,6 +138,13 @@ class TreeMotion:
     projection: np.ndarray | None = None
     passive_condition: np.ndarray | None = None
 
+    def tree_rates(self, controlled_rates: np.ndarray) -> np.ndarray:
+        """``J_t ẋ_a`` per sample ``(N, n_t)`` of the controlled joints' rates ``(N, n_a)`` (velocities, or
+        accelerations at rest, [Briot2012] eq. (3)): the rates themselves without closures."""
+        if self.projection is None:
+            return controlled_rates
+        return np.einsum("kij,kj->ki", self.projection, controlled_rates)
+
     @property
     def jacobians(self) -> np.ndarray:
         """``J_t`` per sample ``(N, n_t, n_a)``: :attr:`projection`, or a read-only broadcast identity without
