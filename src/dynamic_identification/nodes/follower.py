@@ -4,7 +4,7 @@ One follower for every node that must know what the robot is being told to do: t
 ``feedforward`` node evaluates the identified model along it, ``sim_robot`` tracks it with
 its PD loop, the demo's probe records it. A :class:`DesiredMotion` holds a position for each
 joint and, once a trajectory arrived, interpolates its points at any stamp
-(:func:`~dynamic_identification.core.excitation.trajectory.interpolate_trajectory`, from
+(:func:`~dynamic_identification.core.excitation.trajectory.controller_motion`, from
 ``header.stamp``; 0 means "on receipt"), as the controller does; after the last point it
 holds that point at rest. :func:`next_motion` (or :func:`follow`, for points already
 converted and checked) takes the next ``JointTrajectory``: joints it leaves out hold their
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from trajectory_msgs.msg import JointTrajectory
 
-from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
+from dynamic_identification.core.excitation.trajectory import WayPoints
 from dynamic_identification.nodes.conversions import NS_PER_S, TrajectoryPoints, trajectory_points
 
 
@@ -54,12 +55,17 @@ class DesiredMotion:
         q = self.held.copy()
         dq = np.zeros_like(q)
         ddq = np.zeros_like(q)
-        if self.times_s is not None and self.positions is not None:
+        if self.way_points is not None:
             t = (stamp_ns - self.start_ns) / NS_PER_S
-            q[self.moving], dq[self.moving], ddq[self.moving] = interpolate_trajectory(
-                self.times_s, self.positions, self.velocities, self.accelerations, t
-            )
+            q[self.moving], dq[self.moving], ddq[self.moving], _ = self.way_points.motion(t)
         return q, dq, ddq
+
+    @cached_property
+    def way_points(self) -> WayPoints | None:
+        """The trajectory's points, checked once for the evaluations of every control period (``None`` without)."""
+        if self.times_s is None or self.positions is None:
+            return None
+        return WayPoints.create(self.times_s, self.positions, self.velocities, self.accelerations)
 
     @property
     def end_ns(self) -> int:

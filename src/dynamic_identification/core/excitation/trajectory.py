@@ -144,58 +144,97 @@ def controller_motion(
     DataError
         When the way points are malformed (sizes, times not increasing).
     """
-    knots = np.asarray(times, dtype=float)
-    p = np.atleast_2d(np.asarray(positions, dtype=float))
-    if knots.ndim != 1 or knots.shape[0] != p.shape[0] or knots.shape[0] == 0:
-        raise DataError(f"times must have shape ({p.shape[0]},) and be non-empty, got {knots.shape}")
-    if np.any(np.diff(knots) <= 0.0):
-        index = int(np.argmax(np.diff(knots) <= 0.0)) + 1
-        raise DataError(f"times must increase strictly: times[{index}] = {knots[index]} s")
-    for name, value in (("velocities", velocities), ("accelerations", accelerations)):
-        if value is not None and np.shape(value) != p.shape:
-            raise DataError(f"{name} must have shape {p.shape}, got {np.shape(value)}")
-    v = None if velocities is None else np.asarray(velocities, dtype=float)
-    a = None if accelerations is None or v is None else np.asarray(accelerations, dtype=float)
-    scalar = np.ndim(t) == 0
-    query = np.atleast_1d(np.asarray(t, dtype=float))
-    segment = np.clip(np.searchsorted(knots, query, side="right") - 1, 0, max(knots.shape[0] - 2, 0))
-    q_out = np.empty((query.shape[0], p.shape[1]))
-    dq_out = np.zeros_like(q_out)
-    ddq_out = np.zeros_like(q_out)
-    jerk_out = np.zeros_like(q_out)
-    before = query <= knots[0]
-    after = query >= knots[-1]
-    inside = ~(before | after)
-    q_out[before] = p[0]
-    if v is not None:
-        dq_out[before] = v[0]
-    if a is not None:
-        ddq_out[before] = a[0]
-    q_out[after] = p[-1]
-    if np.any(inside):
-        k = segment[inside]
-        h = (knots[k + 1] - knots[k])[:, None]
-        s = (query[inside] - knots[k])[:, None]
-        p0, p1 = p[k], p[k + 1]
-        delta = p1 - p0
-        if v is None:
-            q_out[inside] = p0 + delta * s / h
-            dq_out[inside] = delta / h
-        else:
-            v0, v1 = v[k], v[k + 1]
-            if a is None:
-                c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
-                c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
-                c4 = c5 = np.zeros_like(p0)
+    return WayPoints.create(times, positions, velocities, accelerations).motion(t)
+
+
+@dataclass(frozen=True)
+class WayPoints:
+    """Way points of a trajectory controller, checked once and evaluated as often as needed
+    (:func:`controller_motion`; a follower evaluates them every control period).
+
+    ``times`` ``(K,)`` s, strictly increasing; ``positions`` ``(K, n)`` rad; ``velocities``,
+    ``accelerations`` ``(K, n)`` rad/s, rad/s², or ``None`` (accelerations are dropped without
+    velocities, as the controller's rule says).
+    """
+
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray | None
+    accelerations: np.ndarray | None
+
+    @classmethod
+    def create(
+        cls,
+        times: np.ndarray,
+        positions: np.ndarray,
+        velocities: np.ndarray | None,
+        accelerations: np.ndarray | None,
+    ) -> WayPoints:
+        """Checked way points.
+
+        Raises
+        ------
+        DataError
+            When the way points are malformed (sizes, times not increasing).
+        """
+        knots = np.asarray(times, dtype=float)
+        p = np.atleast_2d(np.asarray(positions, dtype=float))
+        if knots.ndim != 1 or knots.shape[0] != p.shape[0] or knots.shape[0] == 0:
+            raise DataError(f"times must have shape ({p.shape[0]},) and be non-empty, got {knots.shape}")
+        if np.any(np.diff(knots) <= 0.0):
+            index = int(np.argmax(np.diff(knots) <= 0.0)) + 1
+            raise DataError(f"times must increase strictly: times[{index}] = {knots[index]} s")
+        for name, value in (("velocities", velocities), ("accelerations", accelerations)):
+            if value is not None and np.shape(value) != p.shape:
+                raise DataError(f"{name} must have shape {p.shape}, got {np.shape(value)}")
+        v = None if velocities is None else np.asarray(velocities, dtype=float)
+        a = None if accelerations is None or v is None else np.asarray(accelerations, dtype=float)
+        return cls(times=knots, positions=p, velocities=v, accelerations=a)
+
+    def motion(self, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``q, q̇, q̈`` and jerk at a time ``t`` (``(n,)`` arrays) or times ``(M,)`` (``(M, n)``), s
+        (:func:`controller_motion`)."""
+        knots, p, v, a = self.times, self.positions, self.velocities, self.accelerations
+        scalar = np.ndim(t) == 0
+        query = np.atleast_1d(np.asarray(t, dtype=float))
+        segment = np.clip(np.searchsorted(knots, query, side="right") - 1, 0, max(knots.shape[0] - 2, 0))
+        q_out = np.empty((query.shape[0], p.shape[1]))
+        dq_out = np.zeros_like(q_out)
+        ddq_out = np.zeros_like(q_out)
+        jerk_out = np.zeros_like(q_out)
+        before = query <= knots[0]
+        after = query >= knots[-1]
+        inside = ~(before | after)
+        q_out[before] = p[0]
+        if v is not None:
+            dq_out[before] = v[0]
+        if a is not None:
+            ddq_out[before] = a[0]
+        q_out[after] = p[-1]
+        if np.any(inside):
+            k = segment[inside]
+            h = (knots[k + 1] - knots[k])[:, None]
+            s = (query[inside] - knots[k])[:, None]
+            p0, p1 = p[k], p[k + 1]
+            delta = p1 - p0
+            if v is None:
+                q_out[inside] = p0 + delta * s / h
+                dq_out[inside] = delta / h
             else:
-                _, _, c2, c3, c4, c5 = quintic_coefficients(h, (p0, v0, a[k]), (p1, v1, a[k + 1]))
-            q_out[inside] = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
-            dq_out[inside] = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
-            ddq_out[inside] = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
-            jerk_out[inside] = 6.0 * c3 + s * (24.0 * c4 + s * 60.0 * c5)
-    if scalar:
-        return q_out[0], dq_out[0], ddq_out[0], jerk_out[0]
-    return q_out, dq_out, ddq_out, jerk_out
+                v0, v1 = v[k], v[k + 1]
+                if a is None:
+                    c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
+                    c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
+                    c4 = c5 = np.zeros_like(p0)
+                else:
+                    _, _, c2, c3, c4, c5 = quintic_coefficients(h, (p0, v0, a[k]), (p1, v1, a[k + 1]))
+                q_out[inside] = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+                dq_out[inside] = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+                ddq_out[inside] = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+                jerk_out[inside] = 6.0 * c3 + s * (24.0 * c4 + s * 60.0 * c5)
+        if scalar:
+            return q_out[0], dq_out[0], ddq_out[0], jerk_out[0]
+        return q_out, dq_out, ddq_out, jerk_out
 
 
 def interpolate_trajectory(
