@@ -37,6 +37,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import (
     TrackingRun,
     constrained_inverse_dynamics,
@@ -90,8 +91,13 @@ def main() -> None:
         loaded = _record(loaded_model, 5, 101 + 2 * seed)
         simulated = time.perf_counter() - start
         start = time.perf_counter()
+        dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
         observations = prepare_observations(
-            model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
+            dynamic_model,
+            unloaded.time_s,
+            unloaded.q,
+            unloaded.joint_torques_nm,
+            settings=SETTINGS,
         )
         built = time.perf_counter() - start
         wls = weighted_least_squares(
@@ -103,10 +109,7 @@ def main() -> None:
         )
         tls_time = time.perf_counter() - start
         nominal = prepare_observations(
-            model,
-            NOMINAL,
-            TERMS,
-            base,
+            dynamic_model,
             unloaded.time_s,
             unloaded.q,
             NOMINAL.joint_torques(unloaded.currents_a),

@@ -52,6 +52,7 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.regression_models import MODELS, identify_model
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.core.regressors.power import identify_power, split_segments, torque_relative_error
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
@@ -155,8 +156,13 @@ def main() -> None:
 
     start = time.perf_counter()
     if arguments.optimise:
+        dynamic_model = DynamicModel.create(robot, arm.chain, arm.terms, arm.base)
         design = optimise_fourier(
-            robot, arm.chain, arm.terms, limits, **fourier, seed=arguments.seed, base=arm.base, time_budget_s=60.0
+            dynamic_model,
+            limits,
+            **fourier,
+            seed=arguments.seed,
+            time_budget_s=60.0,
         )
         single_motion = design.trajectory
     else:
@@ -170,7 +176,9 @@ def main() -> None:
     validation_data = record(
         arm, sample(validation_motion, np.arange(0.0, 2.0 * period, 1.0 / rate), robot.joint_names), seed=3
     )
-    validation = prepare_observations(arm.robot, arm.chain, arm.terms, arm.base, *validation_data, settings=settings)
+    validation = prepare_observations(
+        DynamicModel.create(arm.robot, arm.chain, arm.terms, arm.base), *validation_data, settings=settings
+    )
     print(
         f"data: {single[0].size} samples single, {segmented_data[0].size} segmented ({n} segments),"
         f" {validation_data[0].size} validation, at {rate:g} Hz; {arm.base.count} base parameters;"
@@ -178,24 +186,27 @@ def main() -> None:
     )
 
     cases: list[tuple[str, Callable[[], IdentificationResult]]] = [
-        ("1 IDIM-WLS single", lambda: identify(robot, arm.chain, arm.terms, arm.base, *single, settings=settings)),
+        (
+            "1 IDIM-WLS single",
+            lambda: identify(dynamic_model, *single, settings=settings),
+        ),
         (
             "2 IDIM-WLS segmented",
-            lambda: identify(robot, arm.chain, arm.terms, arm.base, *segmented_data, settings=settings),
+            lambda: identify(dynamic_model, *segmented_data, settings=settings),
         ),
         (
             "3 PIM-WLS single",
-            lambda: identify_power(robot, arm.chain, arm.terms, arm.base, [single], settings=settings),
+            lambda: identify_power(dynamic_model, [single], settings=settings),
         ),
         (
             "4 PIM-WLS segmented",
-            lambda: identify_power(robot, arm.chain, arm.terms, arm.base, segments, settings=settings),
+            lambda: identify_power(dynamic_model, segments, settings=settings),
         ),
         (
             "5 IDIM joint 1 only",
             lambda: joint_subset(
                 arm,
-                prepare_observations(robot, arm.chain, arm.terms, arm.base, *single, settings=settings),
+                prepare_observations(dynamic_model, *single, settings=settings),
                 [0],
                 settings,
             ),
@@ -227,7 +238,7 @@ def main() -> None:
     )
     for model in MODELS:
         start = time.perf_counter()
-        estimate = identify_model(robot, arm.chain, arm.terms, arm.base, *single, model=model, settings=settings)
+        estimate = identify_model(dynamic_model, *single, model=model, settings=settings)
         wall = time.perf_counter() - start
         residual = np.where(
             validation.valid, validation.torques - validation.observation_matrix @ estimate.parameters, 0.0

@@ -34,6 +34,7 @@ from dynamic_identification.core.identification.payload import (
     periodic_observations,
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.resources import shipped_path
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
@@ -58,7 +59,8 @@ def main() -> None:
             robot, truth, drive, loaded_trajectory, duration_s=20.0, payload=known, seed=200 + seed, name="loaded"
         )
         start = time.perf_counter()
-        result = identify_drive_gains(robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=known, base=base)
+        dynamic_model = DynamicModel.create(robot, nominal, terms, base)
+        result = identify_drive_gains(dynamic_model, unloaded=unloaded, loaded=loaded, payload=known)
         seconds.append(time.perf_counter() - start)
         errors.append(result.drive_gains / TRUE_GAINS - 1.0)
         sigmas.append(result.drive_gains_std / TRUE_GAINS)
@@ -90,7 +92,11 @@ def main() -> None:
         )
         for label, efficiency in (("efficiency", True), ("single", False)):
             result = identify_drive_gains(
-                robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=known, base=base, efficiency=efficiency
+                dynamic_model,
+                unloaded=unloaded,
+                loaded=loaded,
+                payload=known,
+                efficiency=efficiency,
             )
             lossy[label].append(100.0 * np.abs(result.drive_gains / TRUE_GAINS - 1.0))
             if result.efficiency is not None:

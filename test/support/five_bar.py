@@ -35,6 +35,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import Payload, attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.signal.filters import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import (
@@ -180,13 +181,10 @@ def identify_gains_from_runs(
     """IDIM-TLS drive gains ([Briot2012] eq. (6)-(13)) of ``model`` from its tracking runs without and with
     ``payload``: their stamps, actuated positions and motor currents, nominal gains ``chain``."""
     return identify_drive_gains(
-        model,
-        chain,
-        DriveTerms(),
+        DynamicModel.create(model, chain, DriveTerms(), base),
         unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
         loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
         payload=payload,
-        base=base,
         settings=settings,
     )
 

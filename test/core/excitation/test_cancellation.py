@@ -22,6 +22,7 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import SerialMechanism
 from dynamic_identification.core.progress import Progress
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
@@ -74,7 +75,10 @@ def test_a_search_cancelled_after_25_evaluations_evaluates_no_further_candidate(
     cancellation = Cancellation(lambda: evaluated[0] >= 25)
     with pytest.raises(PlanningCancelled):
         optimise_fourier(
-            robot, chain, DriveTerms(), limits, base=base, time_budget_s=BUDGET_S, cancellation=cancellation
+            DynamicModel.create(robot, chain, DriveTerms(), base),
+            limits,
+            time_budget_s=BUDGET_S,
+            cancellation=cancellation,
         )
     assert evaluated[0] == 25
 
@@ -93,9 +97,7 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
     budget_s, evaluations = BUDGET_S, 10**6
     return {
         "serial": lambda cancellation: optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            DynamicModel.create(robot, chain, DriveTerms()),
             limits,
             time_budget_s=budget_s,
             max_evaluations=evaluations,
@@ -105,9 +107,7 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
             robot, frame, limits, time_budget_s=budget_s, max_evaluations=evaluations, cancellation=cancellation
         ),
         "closed_loop": lambda cancellation: optimise_fourier(
-            five_bar,
-            FIVE_BAR_CHAIN,
-            DriveTerms(),
+            DynamicModel.create(five_bar, FIVE_BAR_CHAIN, DriveTerms()),
             planning,
             torque_model=torques,
             time_budget_s=budget_s,
@@ -154,7 +154,7 @@ def test_a_design_that_is_not_cancelled_is_the_design_without_cancellation(
     def design(cancellation: Cancellation | None) -> ExcitationDesign:
         polled = {} if cancellation is None else {"cancellation": cancellation}  # None: the default argument
         common = {"base": base, "time_budget_s": math.inf, "max_evaluations": 200, "seed": 5}
-        return optimise_fourier(robot, chain, DriveTerms(), limits, **common, **polled)
+        return optimise_fourier(DynamicModel.create(robot, chain, DriveTerms()), limits, **common, **polled)
 
     reports: list[Progress] = []
     plain, polled = design(None), design(Cancellation(lambda: False, progress=reports.append))

@@ -26,6 +26,7 @@ from dynamic_identification.core.excitation.safety import JointLimits, check_tra
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import sample
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 
 EVALUATIONS = 2000
@@ -53,18 +54,19 @@ def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
 @pytest.fixture(scope="module")
 def full_design(robot, chain, base, limits) -> ExcitationDesign:
     return optimise_fourier(
-        robot, chain, DriveTerms(), limits, base=base, max_evaluations=EVALUATIONS, time_budget_s=math.inf, seed=0
+        DynamicModel.create(robot, chain, DriveTerms(), base),
+        limits,
+        max_evaluations=EVALUATIONS,
+        time_budget_s=math.inf,
+        seed=0,
     )
 
 
 @pytest.fixture(scope="module")
 def restricted_design(robot, chain, base, limits) -> ExcitationDesign:
     return optimise_fourier(
-        robot,
-        chain,
-        DriveTerms(),
+        DynamicModel.create(robot, chain, DriveTerms(), base),
         limits,
-        base=base,
         workspace=RESTRICTED,
         max_evaluations=EVALUATIONS,
         time_budget_s=math.inf,
@@ -75,7 +77,9 @@ def restricted_design(robot, chain, base, limits) -> ExcitationDesign:
 def random_median(robot, chain, base, limits, workspace: Workspace | None) -> float:
     values = [
         condition_number(
-            robot, chain, DriveTerms(), base, random_fourier(robot, limits, seed=seed, workspace=workspace), samples=200
+            DynamicModel.create(robot, chain, DriveTerms(), base),
+            random_fourier(robot, limits, seed=seed, workspace=workspace),
+            samples=200,
         )
         for seed in range(3)
     ]
@@ -104,7 +108,9 @@ def test_full_range_design_reaches_seed_004_condition_number(full_design: Excita
 
 
 def test_reported_condition_number_is_that_of_the_trajectory(robot, chain, base, full_design) -> None:
-    recomputed = condition_number(robot, chain, DriveTerms(), base, full_design.trajectory, samples=200)
+    recomputed = condition_number(
+        DynamicModel.create(robot, chain, DriveTerms(), base), full_design.trajectory, samples=200
+    )
     assert_allclose(full_design.condition_number, recomputed, rtol=1e-12)
 
 
@@ -160,12 +166,9 @@ def test_optimised_beats_random_coefficients(robot, chain, base, limits, full_de
 def test_fixed_seed_and_evaluations_give_the_same_design(robot, chain, base, limits) -> None:
     def design(seed: int) -> ExcitationDesign:
         return optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            DynamicModel.create(robot, chain, DriveTerms(), base),
             limits,
             harmonics=2,
-            base=base,
             max_evaluations=200,
             time_budget_s=math.inf,
             seed=seed,
@@ -206,19 +209,16 @@ def test_random_baseline_keeps_the_limits_and_the_box(robot, limits) -> None:
 def test_a_joint_that_never_moves_makes_the_condition_number_infinite(robot, chain, base, limits) -> None:
     trajectory = random_fourier(robot, limits, seed=0)
     still = trajectory.scaled(np.array([1.0, 1.0, 0.0, 1.0, 1.0, 1.0]))
-    assert np.isinf(condition_number(robot, chain, DriveTerms(), base, still, samples=200))
+    assert np.isinf(condition_number(DynamicModel.create(robot, chain, DriveTerms(), base), still, samples=200))
 
 
 def test_box_excluding_the_offset_poses_is_refused(robot, chain, base, limits) -> None:
     unreachable = Workspace(box_min=np.array([5.0, 5.0, 5.0]), box_max=np.array([6.0, 6.0, 6.0]))
     with pytest.raises(IdentificationError, match="workspace box"):
         optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            DynamicModel.create(robot, chain, DriveTerms(), base),
             limits,
             harmonics=1,
-            base=base,
             workspace=unreachable,
             max_evaluations=100,
             time_budget_s=math.inf,
@@ -263,7 +263,11 @@ def test_an_evaluation_budget_gives_the_same_design_on_a_machine_a_hundred_times
 
     def design() -> ExcitationDesign:
         return optimise_fourier(
-            robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=200, time_budget_s=3600.0
+            DynamicModel.create(robot, chain, DriveTerms(), base),
+            limits,
+            harmonics=3,
+            max_evaluations=200,
+            time_budget_s=3600.0,
         )
 
     here = design()
@@ -280,7 +284,11 @@ def test_a_wall_time_cap_that_ends_the_search_first_is_reported(
 ) -> None:
     monkeypatch.setattr(optimisation.time, "perf_counter", _SlowClock(1e4))
     design = optimise_fourier(
-        robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=5000, time_budget_s=5.0
+        DynamicModel.create(robot, chain, DriveTerms(), base),
+        limits,
+        harmonics=3,
+        max_evaluations=5000,
+        time_budget_s=5.0,
     )
     assert design.time_capped and design.evaluations < 5000
     _, warnings = search_report(
