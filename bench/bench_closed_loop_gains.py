@@ -85,13 +85,13 @@ def main() -> None:
         " | OLS-nominal valid. % | sim s  obs s  TLS s"
     )
     rows = []
+    dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
     for seed in range(args.seeds):
         start = time.perf_counter()
         unloaded = _record(model, 3, 100 + 2 * seed)
         loaded = _record(loaded_model, 5, 101 + 2 * seed)
         simulated = time.perf_counter() - start
         start = time.perf_counter()
-        dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
         observations = prepare_observations(
             dynamic_model,
             unloaded.time_s,
@@ -105,7 +105,7 @@ def main() -> None:
         )
         start = time.perf_counter()
         gains = identify_gains_from_runs(
-            model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
+            dynamic_model, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, settings=SETTINGS
         )
         tls_time = time.perf_counter() - start
         nominal = prepare_observations(

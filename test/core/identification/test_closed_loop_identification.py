@@ -105,8 +105,9 @@ def scenario() -> Scenario:
     runs = five_bar_runs()
     unloaded, loaded = runs.unloaded, runs.loaded
     base = base_parameters(model, NOMINAL, TERMS)
+    dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
     observations = prepare_observations(
-        DynamicModel.create(model, NOMINAL, TERMS, base),
+        dynamic_model,
         unloaded.time_s,
         unloaded.q,
         unloaded.joint_torques_nm,
@@ -121,7 +122,7 @@ def scenario() -> Scenario:
         valid=observations.valid,
     )
     gains = identify_gains_from_runs(
-        model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
+        dynamic_model, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, settings=SETTINGS
     )
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
     return Scenario(model, base, truth, unloaded, loaded, observations, estimate, gains)
