@@ -45,7 +45,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.mechanism.seam import tree_base_parameters, tree_standard
+from dynamic_identification.core.mechanism.seam import tree_standard
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.simulation import (
@@ -158,7 +158,7 @@ def _validation_error(s: Scenario, names: tuple[str, ...], values: np.ndarray) -
 def test_the_tree_layout_regroups_into_the_same_base_parameters(scenario: Scenario) -> None:
     """The opened tree's standard layout (passive joints' drive terms 0) gives the closed-loop base values."""
     model, base = scenario.model, scenario.base
-    tree_base = tree_base_parameters(model, TERMS, base)
+    tree_base = DynamicModel.create(model, NOMINAL, TERMS, base).tree_base_parameters()
     assert tree_base.names == base.names and len(tree_base.standard_names) == model.n_tree * TERMS.per_joint
     standard = np.random.default_rng(0).normal(size=len(base.standard_names))
     assert_allclose(tree_base.from_standard(tree_standard(model, TERMS, standard)), base.from_standard(standard))

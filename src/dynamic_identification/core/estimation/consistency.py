@@ -133,7 +133,6 @@ from dynamic_identification.core.mechanism.robot import (
     DriveTerms,
     standard_parameters,
 )
-from dynamic_identification.core.mechanism.seam import tree_base_parameters
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 
@@ -1351,7 +1350,7 @@ def mechanism_estimator(
     """
     mechanism, terms = dynamic_model.mechanism, dynamic_model.terms
     return ConsistentEstimator(
-        tree_base_parameters(mechanism, terms, dynamic_model.base),
+        dynamic_model.tree_base_parameters(),
         terms,
         standard_parameters(mechanism.robot, terms),
         settings=settings or ConsistencySettings(),

@@ -10,11 +10,13 @@ stage that builds rows, solves, predicts or reports takes the four together as a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from dynamic_identification.core.errors import ModelError
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameter_names
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_columns
 from dynamic_identification.core.regressors.idim import BaseParameters
 
 
@@ -87,6 +89,23 @@ class DynamicModel:
         if base is None:
             base = mechanism.base_parameters(drive_chain, terms)
         return cls(mechanism=mechanism, drive_chain=drive_chain, terms=terms, base=base)
+
+    def tree_base_parameters(self) -> BaseParameters:
+        """The base parameters over the tree's standard layout
+        (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`).
+
+        The same base parameters (names, expressions, equations' structure), their regrouping
+        ``K`` with a zero column for each standard parameter of the tree that no equation holds (a
+        closed-loop robot's passive joints' drive terms); :attr:`base` itself for a serial robot.
+        """
+        base = self.base
+        names = standard_parameter_names(self.mechanism.n_tree, self.terms)
+        if base.standard_names == names:
+            return base
+        columns = tree_columns(self.mechanism, self.terms)
+        regrouping = np.zeros((base.count, len(names)))
+        regrouping[:, columns] = base.regrouping
+        return replace(base, standard_names=names, independent=columns[base.independent], regrouping=regrouping)
 
 
 __all__ = ["DynamicModel"]
