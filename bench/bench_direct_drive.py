@@ -38,7 +38,6 @@ from dynamic_identification.core.mechanism.robot import (
     standard_parameters,
 )
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 
@@ -67,7 +66,8 @@ def main() -> None:
     robot = load_robot(URDF)
     chain = DriveChain.create(robot.n_joints)
     drive = DriveParameters.create(robot.n_joints, viscous=[1.5, 0.8, 0.15], coulomb=[1.2, 1.0, 0.3])
-    base = base_parameters(robot, chain, TERMS)
+    dynamic_model = DynamicModel.create(robot, chain, TERMS)
+    base = dynamic_model.base
     truth = base.from_standard(standard_parameters(robot, TERMS, drive))
     sensor = SensorModel(current_noise_std_a=args.noise, encoder_counts_per_rev=1_024_000)
     t = np.arange(0.0, args.duration, 1.0 / args.rate)
@@ -79,7 +79,6 @@ def main() -> None:
         q, torques = synthesize_measurements(robot, chain, drive, t, *motion, sensor, seed=realisation)
         for model in MODELS:
             start = time.perf_counter()
-            dynamic_model = DynamicModel.create(robot, chain, TERMS, base)
             result = identify_model(
                 dynamic_model,
                 t,
