@@ -4,8 +4,10 @@
 ``W`` is written on (a closed-loop robot's projected by ``J_tᵀ``, [Briot2012] eq. (6)-(7)), the
 drive chain its controlled joints are driven through, the drive-chain terms of its standard
 parameters ([Gautier2013] eq. (3)) and the base parameters ``χ_b`` that regroup them. Every
-stage that builds rows, solves, predicts or reports takes the four together as a
-:class:`DynamicModel`, checked once to belong together.
+stage that builds rows, solves or reports takes the four together as a :class:`DynamicModel`,
+checked once to belong together. Predicting torques from named base-parameter values
+(:func:`~dynamic_identification.core.identification.prediction.predict_torques`) needs no base
+parameters and takes the mechanism, drive chain and terms alone.
 """
 
 from __future__ import annotations
