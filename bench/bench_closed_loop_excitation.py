@@ -29,6 +29,7 @@ from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.mechanism.closed_loop import base_parameters
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import load_excitation_settings
 from dynamic_identification.resources import shipped_path
 
@@ -61,7 +62,7 @@ def main() -> None:
             torque_model=torque_model,
         )
         one_period = int(np.ceil(trajectory.period_s * 1000.0))
-        random.append(condition_number(model, chain, terms, base, trajectory, samples=one_period))
+        random.append(condition_number(DynamicModel.create(model, chain, terms, base), trajectory, samples=one_period))
     print(f"five_bar: {base.count} base parameters, budget {arguments.budget:g} s, margin {arguments.margin:g}")
     print(f"  plan       {plan.description}")
     print(f"  optimised  cond {plan.condition_number:8.2f}  planned in {planning_s:5.1f} s")

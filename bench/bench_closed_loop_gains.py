@@ -37,6 +37,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import (
     TrackingRun,
     constrained_inverse_dynamics,
@@ -84,6 +85,7 @@ def main() -> None:
         " | OLS-nominal valid. % | sim s  obs s  TLS s"
     )
     rows = []
+    dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
     for seed in range(args.seeds):
         start = time.perf_counter()
         unloaded = _record(model, 3, 100 + 2 * seed)
@@ -91,7 +93,11 @@ def main() -> None:
         simulated = time.perf_counter() - start
         start = time.perf_counter()
         observations = prepare_observations(
-            model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
+            dynamic_model,
+            unloaded.time_s,
+            unloaded.q,
+            unloaded.joint_torques_nm,
+            settings=SETTINGS,
         )
         built = time.perf_counter() - start
         wls = weighted_least_squares(
@@ -99,14 +105,11 @@ def main() -> None:
         )
         start = time.perf_counter()
         gains = identify_gains_from_runs(
-            model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
+            dynamic_model, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, settings=SETTINGS
         )
         tls_time = time.perf_counter() - start
         nominal = prepare_observations(
-            model,
-            NOMINAL,
-            TERMS,
-            base,
+            dynamic_model,
             unloaded.time_s,
             unloaded.q,
             NOMINAL.joint_torques(unloaded.currents_a),

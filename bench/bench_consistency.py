@@ -38,6 +38,7 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters, observation_matrix, random_motion
 from dynamic_identification.io.urdf_export import attached_inertias, write_urdf
 from dynamic_identification.resources import shipped_path
@@ -62,7 +63,7 @@ def _case(robot: RobotModel, *, duration_s: float, noise_nm: float, coulomb: flo
     rng = np.random.default_rng(0)
     torques = observation_matrix(robot, chain, terms, q, dq, ddq) @ truth + rng.normal(0.0, noise_nm, q.shape)
     started = time.perf_counter()
-    result = identify(robot, chain, terms, base, time_s, q, torques)
+    result = identify(DynamicModel.create(robot, chain, terms, base), time_s, q, torques)
     identify_s = time.perf_counter() - started
     observations = result.observations
     equations = NormalEquations.from_rows(observations.observation_matrix, observations.torques, observations.valid)

@@ -37,7 +37,7 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 from dynamic_identification.testing.validation import IdentifiedDynamics, PDFeedback, validate_by_simulation
 
@@ -66,7 +66,8 @@ def main() -> None:
     robot = load_robot(URDF)
     chain = DriveChain.create(robot.n_joints)
     drive = DriveParameters.create(robot.n_joints, viscous=[1.5, 0.8, 0.15], coulomb=[1.2, 1.0, 0.3])
-    base = base_parameters(robot, chain, TERMS)
+    dynamic_model = DynamicModel.create(robot, chain, TERMS)
+    base = dynamic_model.base
     truth = base.from_standard(standard_parameters(robot, TERMS, drive))
     sensor = SensorModel(current_noise_std_a=args.noise, encoder_counts_per_rev=1_024_000)
     t = np.arange(0.0, args.duration, 1.0 / args.rate)
@@ -79,7 +80,13 @@ def main() -> None:
         for model in MODELS:
             start = time.perf_counter()
             result = identify_model(
-                robot, chain, TERMS, base, t, q, torques, model=model, filter_lambda=args.filter_lambda, recursive=True
+                dynamic_model,
+                t,
+                q,
+                torques,
+                model=model,
+                filter_lambda=args.filter_lambda,
+                recursive=True,
             )
             seconds[model] += time.perf_counter() - start
             estimates[model][realisation] = result.parameters
@@ -118,7 +125,7 @@ def main() -> None:
         print(f"\nValidation by {title} over {duration:g} s (cf. [DirectDrive2012] Table 2)")
         print(f"{'model':<10} " + " ".join(f"‖q_err,{j + 1}‖₂ [rad]" for j in range(robot.n_joints)) + "   RMS [mrad]")
         for name, theta in rows:
-            dynamics = IdentifiedDynamics.create(robot, chain, TERMS, base, theta)
+            dynamics = IdentifiedDynamics.create(dynamic_model, theta)
             torque = exact if name == "true θ" else torque_val
             result = validate_by_simulation(dynamics, t_val, q_val, torque, dq0=reference[1][0], feedback=feedback)
             norms = " ".join(f"{value:16.4f}" for value in result.error_norm)

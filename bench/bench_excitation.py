@@ -25,6 +25,7 @@ from dynamic_identification.core.excitation.optimisation import (
 )
 from dynamic_identification.core.excitation.safety import JointLimits
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.resources import shipped_path
 
@@ -42,13 +43,16 @@ def run(label: str, robot: RobotModel, workspace: Workspace | None, budget_s: fl
     terms = DriveTerms()
     base = base_parameters(robot, chain, terms)
     limits = JointLimits.from_robot(robot)
+    dynamic_model = DynamicModel.create(robot, chain, terms, base)
     random = [
         condition_number(
-            robot, chain, terms, base, random_fourier(robot, limits, seed=seed, workspace=workspace), samples=200
+            dynamic_model,
+            random_fourier(robot, limits, seed=seed, workspace=workspace),
+            samples=200,
         )
         for seed in range(seeds)
     ]
-    design = optimise_fourier(robot, chain, terms, limits, workspace=workspace, base=base, time_budget_s=budget_s)
+    design = optimise_fourier(dynamic_model, limits, workspace=workspace, time_budget_s=budget_s)
     baseline = float(np.median(random))
     print(f"{label}: {robot.n_joints} joints, {base.count} base parameters")
     print(

@@ -35,6 +35,7 @@ from dynamic_identification.api import identify_recording
 from dynamic_identification.core.identification import IdentificationResult, predict_torques
 from dynamic_identification.core.identification.solve import consistent_step
 from dynamic_identification.core.mechanism.robot import RobotModel
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.testing.realistic import (
@@ -129,7 +130,9 @@ def _cost(name: str, durations_s: tuple[float, ...]) -> None:
         generated = time.perf_counter() - started
         free, free_s = _identify(robot, preset, train, consistency=False)
         started = time.perf_counter()
-        estimator = configured_consistency(robot, config, free.base)
+        estimator = configured_consistency(
+            DynamicModel.create(robot, config.drive_chain(robot.n_joints), config.drive_terms, free.base), config
+        )
         assert estimator is not None
         built_s = time.perf_counter() - started
         assert free.equations is not None

@@ -52,7 +52,8 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.regression_models import MODELS, identify_model
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.regressors.power import identify_power, split_segments, torque_relative_error
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
@@ -64,12 +65,25 @@ PAPER = (0.0726, 0.0765, 0.5346, 0.1545, 0.7485)
 
 @dataclass(frozen=True)
 class Arm:
-    robot: RobotModel
-    chain: DriveChain
+    dynamic_model: DynamicModel
     drive: DriveParameters
     sensor: SensorModel
-    terms: DriveTerms
-    base: BaseParameters
+
+    @property
+    def robot(self) -> RobotModel:
+        return self.dynamic_model.mechanism.robot
+
+    @property
+    def chain(self) -> DriveChain:
+        return self.dynamic_model.drive_chain
+
+    @property
+    def terms(self) -> DriveTerms:
+        return self.dynamic_model.terms
+
+    @property
+    def base(self) -> BaseParameters:
+        return self.dynamic_model.base
 
 
 def shipped_arm() -> Arm:
@@ -79,8 +93,7 @@ def shipped_arm() -> Arm:
     chain = load_config(str(config)).drive_chain(robot.n_joints)
     simulated = simulated_robot(config, robot.n_joints)
     drive, sensor = simulated.drive, simulated.sensor
-    terms = DriveTerms()
-    return Arm(robot, chain, drive, sensor, terms, base_parameters(robot, chain, terms))
+    return Arm(DynamicModel.create(robot, chain, DriveTerms()), drive, sensor)
 
 
 def record(arm: Arm, trajectory: SampledTrajectory, *, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,10 +166,15 @@ def main() -> None:
     rate, period = arguments.rate, 1.0 / arguments.fundamental
     fourier = dict(fundamental_hz=arguments.fundamental, harmonics=arguments.harmonics)
 
+    dynamic_model = arm.dynamic_model
     start = time.perf_counter()
     if arguments.optimise:
         design = optimise_fourier(
-            robot, arm.chain, arm.terms, limits, **fourier, seed=arguments.seed, base=arm.base, time_budget_s=60.0
+            dynamic_model,
+            limits,
+            **fourier,
+            seed=arguments.seed,
+            time_budget_s=60.0,
         )
         single_motion = design.trajectory
     else:
@@ -170,7 +188,7 @@ def main() -> None:
     validation_data = record(
         arm, sample(validation_motion, np.arange(0.0, 2.0 * period, 1.0 / rate), robot.joint_names), seed=3
     )
-    validation = prepare_observations(arm.robot, arm.chain, arm.terms, arm.base, *validation_data, settings=settings)
+    validation = prepare_observations(dynamic_model, *validation_data, settings=settings)
     print(
         f"data: {single[0].size} samples single, {segmented_data[0].size} segmented ({n} segments),"
         f" {validation_data[0].size} validation, at {rate:g} Hz; {arm.base.count} base parameters;"
@@ -178,24 +196,27 @@ def main() -> None:
     )
 
     cases: list[tuple[str, Callable[[], IdentificationResult]]] = [
-        ("1 IDIM-WLS single", lambda: identify(robot, arm.chain, arm.terms, arm.base, *single, settings=settings)),
+        (
+            "1 IDIM-WLS single",
+            lambda: identify(dynamic_model, *single, settings=settings),
+        ),
         (
             "2 IDIM-WLS segmented",
-            lambda: identify(robot, arm.chain, arm.terms, arm.base, *segmented_data, settings=settings),
+            lambda: identify(dynamic_model, *segmented_data, settings=settings),
         ),
         (
             "3 PIM-WLS single",
-            lambda: identify_power(robot, arm.chain, arm.terms, arm.base, [single], settings=settings),
+            lambda: identify_power(dynamic_model, [single], settings=settings),
         ),
         (
             "4 PIM-WLS segmented",
-            lambda: identify_power(robot, arm.chain, arm.terms, arm.base, segments, settings=settings),
+            lambda: identify_power(dynamic_model, segments, settings=settings),
         ),
         (
             "5 IDIM joint 1 only",
             lambda: joint_subset(
                 arm,
-                prepare_observations(robot, arm.chain, arm.terms, arm.base, *single, settings=settings),
+                prepare_observations(dynamic_model, *single, settings=settings),
                 [0],
                 settings,
             ),
@@ -227,7 +248,7 @@ def main() -> None:
     )
     for model in MODELS:
         start = time.perf_counter()
-        estimate = identify_model(robot, arm.chain, arm.terms, arm.base, *single, model=model, settings=settings)
+        estimate = identify_model(dynamic_model, *single, model=model, settings=settings)
         wall = time.perf_counter() - start
         residual = np.where(
             validation.valid, validation.torques - validation.observation_matrix @ estimate.parameters, 0.0

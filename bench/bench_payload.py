@@ -34,7 +34,7 @@ from dynamic_identification.core.identification.payload import (
     periodic_observations,
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
-from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.resources import shipped_path
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
 
@@ -46,7 +46,7 @@ def main() -> None:
     robot = load_robot(shipped_path("urdf", "dynid_arm6.urdf"))
     nominal, truth, drive, known = arm6_chain(NOMINAL_GAINS), arm6_chain(TRUE_GAINS), ARM6_DRIVE, KNOWN_LOAD
     terms = DriveTerms()
-    base = base_parameters(robot, nominal, terms)
+    dynamic_model = DynamicModel.create(robot, nominal, terms)
     unloaded_trajectory = random_fourier_trajectory(robot, seed=1, margin=0.2)
     loaded_trajectory = random_fourier_trajectory(robot, seed=2, margin=0.2)
     errors, sigmas, seconds = [], [], []
@@ -58,7 +58,7 @@ def main() -> None:
             robot, truth, drive, loaded_trajectory, duration_s=20.0, payload=known, seed=200 + seed, name="loaded"
         )
         start = time.perf_counter()
-        result = identify_drive_gains(robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=known, base=base)
+        result = identify_drive_gains(dynamic_model, unloaded=unloaded, loaded=loaded, payload=known)
         seconds.append(time.perf_counter() - start)
         errors.append(result.drive_gains / TRUE_GAINS - 1.0)
         sigmas.append(result.drive_gains_std / TRUE_GAINS)
@@ -90,7 +90,11 @@ def main() -> None:
         )
         for label, efficiency in (("efficiency", True), ("single", False)):
             result = identify_drive_gains(
-                robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=known, base=base, efficiency=efficiency
+                dynamic_model,
+                unloaded=unloaded,
+                loaded=loaded,
+                payload=known,
+                efficiency=efficiency,
             )
             lossy[label].append(100.0 * np.abs(result.drive_gains / TRUE_GAINS - 1.0))
             if result.efficiency is not None:

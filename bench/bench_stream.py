@@ -53,7 +53,7 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator
 from dynamic_identification.core.mechanism.robot import load_robot
-from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.outcome import configured_consistency
@@ -122,13 +122,14 @@ def main() -> None:
 
     # In process: the estimator fed one update period of samples at a time, as the node's worker does.
     settings = config.window_settings()
-    base = base_parameters(robot, chain, terms)
-    consistency = None if arguments.no_consistency else configured_consistency(robot, config, base)
+    dynamic_model = DynamicModel.create(robot, chain, terms)
+    base = dynamic_model.base
+    consistency = None if arguments.no_consistency else configured_consistency(dynamic_model, config)
     print(
         f"physical consistency: {'off' if consistency is None else 'on (the default, as in the estimator node)'},"
         f" URDF prior weight {config.prior_weight:g}"
     )
-    estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base, consistency=consistency)
+    estimator = SlidingWindowEstimator(dynamic_model, settings, consistency=consistency)
     chunk = int(round(settings.update_period_s * RATE_HZ))
     latencies, publishable, kept, conditions, shifts = [], 0, [], [], []
     estimates: list[list[object]] = []
@@ -200,7 +201,11 @@ def main() -> None:
         part = slice(end - window, end)
         started = time.perf_counter()
         prepared = prepare_observations(
-            robot, chain, terms, base, stamps[part], q_measured[part], torques[part], settings=identification
+            dynamic_model,
+            stamps[part],
+            q_measured[part],
+            torques[part],
+            settings=identification,
         )
         # The process leaves some joints still: their unidentifiable columns go first, as any re-solve must.
         identifiable = np.setdiff1d(

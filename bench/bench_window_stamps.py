@@ -122,11 +122,9 @@ def run_window(
     """The window (``signal.stamps: stamp_source``) fed ``train`` on ``stamps`` as ``dynid stream`` feeds it; its
     outcome and the wall time, s."""
     chain = train.drive_chain
-    settings, bounds, base, consistency = configured_window_parts(config, robot, chain)
+    settings, bounds, dynamic_model, consistency = configured_window_parts(config, robot, chain)
     settings = dataclasses.replace(settings, signal=dataclasses.replace(settings.signal, stamps=stamp_source))
-    estimator = SlidingWindowEstimator(
-        robot, chain, config.drive_terms, settings, base=base, bounds=bounds, consistency=consistency
-    )
+    estimator = SlidingWindowEstimator(dynamic_model, settings, bounds=bounds, consistency=consistency)
     torques = train.measured_torque_nm
     updates: list[WindowUpdate] = []
     started = time.perf_counter()

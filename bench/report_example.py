@@ -30,6 +30,7 @@ import numpy as np
 from _common import fourier_recording, pick_and_place_recording
 
 from dynamic_identification import api
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.outcome import consistent_model, identification_warnings, validate
 from dynamic_identification.io.report import DataSeries, write_report
@@ -79,15 +80,14 @@ def main() -> None:
     started = time.perf_counter()
     result = api.identify_recording(robot, config, chain, training)
     identified = time.perf_counter() - started
+    dynamic_model = DynamicModel.create(robot, chain, terms, result.base)
     judged = [
-        validate(robot, chain, terms, result, as_recording(recording), settings, name=name)
+        validate(dynamic_model, result, as_recording(recording), settings, name=name)
         for name, recording in recordings.items()
     ]
-    consistent = consistent_model(robot, terms, settings, result)
+    consistent = consistent_model(dynamic_model, settings, result)
     data = identification_report(
-        mechanism=robot,
-        terms=terms,
-        drive_chain=chain,
+        dynamic_model=dynamic_model,
         settings=settings,
         result=result,
         training=judged[0],

@@ -51,6 +51,7 @@ from dynamic_identification.core.mechanism.plausibility import ImplausibleModelE
 from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
 from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.progress import ProgressCallback, ignore_progress
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.alignment import current_polynomial
 from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
@@ -236,22 +237,18 @@ def identify_recording(
     consistent estimate nearest to the data ([Wensing2018], step 5 of the seam).
     ``cancellation`` is polled and told the progress of each stage.
     """
-    mechanism = mechanism_of(mechanism)
     cancellation.report("base parameters (QR on random states)")
-    base = mechanism.base_parameters(drive_chain, config.drive_terms)
+    dynamic_model = DynamicModel.create(mechanism, drive_chain, config.drive_terms)
     return identify_model(
-        mechanism,
-        drive_chain,
-        config.drive_terms,
-        base,
+        dynamic_model,
         recording.time,
         recording.position,
-        controlled(mechanism, recording).joint_torques(drive_chain),
+        controlled(dynamic_model.mechanism, recording).joint_torques(drive_chain),
         model=model or config.model,
         dq_measured=recording.velocity,
         settings=config.identification_settings(),
-        bounds=config.plausibility_bounds(mechanism),
-        consistency=configured_consistency(mechanism, config, base),
+        bounds=config.plausibility_bounds(dynamic_model.mechanism),
+        consistency=configured_consistency(dynamic_model, config),
         cancellation=cancellation,
     )
 
@@ -437,17 +434,16 @@ def identify_file(
     )
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
+    dynamic_model = DynamicModel(mechanism, drive_chain, terms, result.base)
     # Without consistency the nearest consistent model is only searched for (a conic solve) when --urdf-out needs it.
-    consistent = consistent_model(mechanism, terms, settings, result, search=urdf_out is not None)
+    consistent = consistent_model(dynamic_model, settings, result, search=urdf_out is not None)
     if urdf_out is not None and consistent.estimate is None:
         raise ModelError(f"--urdf-out needs the physically consistent link parameters: {consistent.error}")
     validations = []
     for held, name in zip(held_out, validation_names(validate_data), strict=True):
         monitor.report(f"validation on {name}")
-        validations.append(validate(mechanism, drive_chain, terms, result, held, settings, name=name))
-    costs = consistency_costs(
-        mechanism, drive_chain, terms, result, settings, list(zip(held_out, validations, strict=True))
-    )
+        validations.append(validate(dynamic_model, result, held, settings, name=name))
+    costs = consistency_costs(dynamic_model, result, settings, list(zip(held_out, validations, strict=True)))
     monitor.report("writing the parameter file")
     warnings = identification_warnings(
         robot, result, settings, consistent, joints=None if joints == robot.joint_names else joints
@@ -455,9 +451,7 @@ def identify_file(
     warnings += consistency_cost_warnings(costs)
     stamp = float(recording.time[-1])
     document = identified_parameter_file(
-        mechanism,
-        terms,
-        drive_chain,
+        dynamic_model,
         result,
         window_s=float(recording.time[-1] - recording.time[0]),
         stamp=stamp,
@@ -491,18 +485,16 @@ def identify_file(
         from dynamic_identification.io.report_data import identification_report
 
         monitor.report(f"HTML report in {report}")
-        training = validate(mechanism, drive_chain, terms, result, recording, settings, name=f"training: {data or bag}")
-        urdf_model = urdf_result(mechanism, terms, result)
+        training = validate(dynamic_model, result, recording, settings, name=f"training: {data or bag}")
+        urdf_model = urdf_result(dynamic_model, result)
         baselines = [
-            validate(mechanism, drive_chain, terms, urdf_model, held, settings, name=series.name)
+            validate(dynamic_model, urdf_model, held, settings, name=series.name)
             for held, series in zip([recording, *held_out], [training, *validations], strict=True)
         ]
         page = write_report(
             report,
             identification_report(
-                mechanism=mechanism,
-                terms=terms,
-                drive_chain=drive_chain,
+                dynamic_model=dynamic_model,
                 settings=settings,
                 result=result,
                 training=training,
@@ -893,10 +885,8 @@ def stream_file(
     # The window is fed the controlled joints' samples, whatever else the recording holds.
     recording = controlled(mechanism, recording)
     joints = mechanism.actuated_joint_names
-    settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
-    estimator = SlidingWindowEstimator(
-        mechanism, drive_chain, parsed.drive_terms, settings, base=base, bounds=bounds, consistency=consistency
-    )
+    settings, bounds, dynamic_model, consistency = configured_window_parts(parsed, mechanism, drive_chain)
+    estimator = SlidingWindowEstimator(dynamic_model, settings, bounds=bounds, consistency=consistency)
     torques = recording.joint_torques(drive_chain)
     positions = recording.position
     seconds: list[float] = []
@@ -925,7 +915,7 @@ def stream_file(
     if params_out is not None and best is not None:
         write_parameters_atomic(
             params_out,
-            window_parameter_file(mechanism, parsed.drive_terms, drive_chain, estimator.base, best, settings=settings),
+            window_parameter_file(dynamic_model, best, settings=settings),
         )
     return StreamFileResult(
         out=out,
@@ -1074,9 +1064,7 @@ def gains_file(
     frame_id(mechanism.robot, known.frame)  # an unknown frame is refused before any work
     joints = mechanism.actuated_joint_names
     result = identify_drive_gains(
-        mechanism,
-        chain,
-        parsed.drive_terms,
+        DynamicModel.create(mechanism, chain, parsed.drive_terms),
         unloaded=recordings[0],
         loaded=recordings[1],
         payload=known,

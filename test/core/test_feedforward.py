@@ -31,6 +31,7 @@ from dynamic_identification.core.mechanism.robot import (
     RobotModel,
     load_robot,
 )
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import simulate_tracking
 from dynamic_identification.feedforward import FeedforwardModel
@@ -252,10 +253,7 @@ def test_feedforward_cuts_the_closed_loop_tracking_error_by_40_percent_on_every_
     terms = DriveTerms()
     recording, _ = demo.simulated_recording(simulator, duration_s=30.0, seed=1)
     result = identify(
-        robot,
-        chain,
-        terms,
-        base_parameters(robot, chain, terms),
+        DynamicModel.create(robot, chain, terms, base_parameters(robot, chain, terms)),
         recording.time,
         recording.position,
         recording.joint_torques(chain),

@@ -35,6 +35,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import Payload, attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.signal.filters import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import (
@@ -169,25 +170,20 @@ def track(
 
 
 def identify_gains_from_runs(
-    model: ClosedLoopModel,
-    chain: DriveChain,
+    dynamic_model: DynamicModel,
     *,
     unloaded: TrackingRun,
     loaded: TrackingRun,
     payload: Payload,
-    base: BaseParameters,
     settings: IdentificationSettings,
 ) -> DriveGainsResult:
-    """IDIM-TLS drive gains ([Briot2012] eq. (6)-(13)) of ``model`` from its tracking runs without and with
-    ``payload``: their stamps, actuated positions and motor currents, nominal gains ``chain``."""
+    """IDIM-TLS drive gains ([Briot2012] eq. (6)-(13)) of ``dynamic_model`` (nominal gains in its drive chain) from
+    its tracking runs without and with ``payload``: their stamps, actuated positions and motor currents."""
     return identify_drive_gains(
-        model,
-        chain,
-        DriveTerms(),
+        dynamic_model,
         unloaded=CurrentRecording.create(unloaded.time_s, unloaded.q, unloaded.currents_a, name="unloaded"),
         loaded=CurrentRecording.create(loaded.time_s, loaded.q, loaded.currents_a, name="loaded"),
         payload=payload,
-        base=base,
         settings=settings,
     )
 

@@ -56,8 +56,8 @@ from dynamic_identification.core.identification.solve import NOT_EXCITED, Identi
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.mechanism.seam import Mechanism
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
 from dynamic_identification.io.recording import Recording
@@ -88,14 +88,12 @@ class ConsistentModel:
 
 
 def consistent_estimator(
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     *,
     prior: float | None = None,
     prior_weight: float = DEFAULT_PRIOR_WEIGHT,
 ) -> ConsistentEstimator:
-    """The physically consistent estimator of ``mechanism`` ([Wensing2018]).
+    """The physically consistent estimator of ``dynamic_model`` ([Wensing2018]).
 
     Every link of its tree (a closed-loop robot's opened tree, [Briot2012] §2) is a body whose
     pseudo-inertia must be positive definite, the controlled joints' ``Ia, Fv, Fc`` non-negative.
@@ -104,63 +102,57 @@ def consistent_estimator(
     ``estimation.prior_weight``) and, with ``prior``, the centre of a box of that half-width
     in parameter scales (``estimation.prior``); the URDF's parts merged into a body (a
     gripper) are kept as they are. Its estimate's ``standard`` has the tree's layout
-    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of ``base``.
+    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of its base
+    parameters.
     """
-    mechanism = mechanism_of(mechanism)
     return mechanism_estimator(
-        mechanism,
-        terms,
-        base,
+        dynamic_model,
         settings=ConsistencySettings(box=prior, prior_weight=prior_weight),
-        attached=attached_inertias(mechanism.robot),
+        attached=attached_inertias(dynamic_model.mechanism.robot),
     )
 
 
-def configured_consistency(
-    mechanism: RobotModel | Mechanism, config: IdentificationConfig, base: BaseParameters
-) -> ConsistentEstimator | None:
+def configured_consistency(dynamic_model: DynamicModel, config: IdentificationConfig) -> ConsistentEstimator | None:
     """The consistent estimator ``config`` asks for (``estimation.consistency``, ``estimation.prior``,
     ``estimation.prior_weight``; :func:`consistent_estimator`), or ``None``."""
     if not config.consistency:
         return None
-    return consistent_estimator(
-        mechanism, config.drive_terms, base, prior=config.prior or None, prior_weight=config.prior_weight
-    )
+    return consistent_estimator(dynamic_model, prior=config.prior or None, prior_weight=config.prior_weight)
 
 
 def configured_window_parts(
     config: IdentificationConfig, mechanism: RobotModel | Mechanism, drive_chain: DriveChain
-) -> tuple[WindowSettings, PlausibilityBounds, BaseParameters, ConsistentEstimator | None]:
-    """What the sliding window of ``config`` takes besides the mechanism and the drive chain.
+) -> tuple[WindowSettings, PlausibilityBounds, DynamicModel, ConsistentEstimator | None]:
+    """What the sliding window of ``config`` takes for ``mechanism`` driven through ``drive_chain``.
 
-    Its settings, plausibility gates (judged on the controlled joints), base parameters and the
-    consistent estimator ``config`` asks for (:func:`configured_consistency`). Raises ``IdentificationError``.
+    Its settings, plausibility gates (judged on the controlled joints), the model in base parameters with the
+    configured drive terms and the consistent estimator ``config`` asks for (:func:`configured_consistency`).
+    Raises ``IdentificationError``.
     """
-    mechanism = mechanism_of(mechanism)
-    base = mechanism.base_parameters(drive_chain, config.drive_terms)
+    dynamic_model = DynamicModel.create(mechanism, drive_chain, config.drive_terms)
     return (
         config.window_settings(),
-        config.plausibility_bounds(mechanism),
-        base,
-        configured_consistency(mechanism, config, base),
+        config.plausibility_bounds(dynamic_model.mechanism),
+        dynamic_model,
+        configured_consistency(dynamic_model, config),
     )
 
 
 def consistent_model(
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     settings: IdentificationSettings,
     result: IdentificationResult,
     *,
     search: bool = True,
 ) -> ConsistentModel:
-    """The physically consistent standard parameters nearest to the data of ``result`` ([Wensing2018]).
+    """The physically consistent standard parameters nearest to the data of ``result``, identified with
+    ``dynamic_model`` ([Wensing2018]).
 
     When the identification enforced consistency (step 5 of the seam) that estimate;
     otherwise it is computed here, to check the unconstrained values and to give
     ``standard_parameters`` and ``--urdf-out`` a physical model: fitted to the seam's
     weighted normal equations with the identification's weights ([Gautier2013] eq. (20)),
-    by :func:`consistent_estimator` of ``mechanism`` (whose equations are its controlled
+    by :func:`consistent_estimator` of ``dynamic_model`` (whose equations are its controlled
     joints'). Without ``search`` (``dynid
     identify --no-consistency`` without ``--urdf-out``) the unconstrained values are only
     checked, without a conic solve: when they are not consistent there is no estimate and
@@ -170,12 +162,11 @@ def consistent_model(
         physical = result.consistency
         return ConsistentModel(physical.estimate, physical.error, published_consistent=physical.applied, enforced=True)
     equations = result.equations
-    mechanism = mechanism_of(mechanism)
-    if equations is None or equations.n_joints != mechanism.n_actuated:
+    if equations is None or equations.n_joints != dynamic_model.mechanism.n_actuated:
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
         weights = joint_weights(result.observations, settings.method)
-        estimate = consistent_estimator(mechanism, terms, result.base).solve(
+        estimate = consistent_estimator(dynamic_model).solve(
             equations, weights, result.base.subset(result.names), search=search
         )
     except NotSearched as error:
@@ -305,16 +296,15 @@ class Validation:
 
 
 def validate(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     result: IdentificationResult,
     recording: Recording,
     settings: IdentificationSettings,
     *,
     name: str,
 ) -> Validation:
-    """Predict a held-out recording with the identified model and judge it.
+    """Predict a held-out recording with the model ``result`` identified in ``dynamic_model``'s base parameters and
+    judge it.
 
     The equations are built with the identification's ``settings`` (filter, decimation,
     the stick rule ``signal.min_speed_rad_s``); the errors at the stamps count the samples
@@ -326,19 +316,16 @@ def validate(
     (:func:`~dynamic_identification.core.identification.prepare_observations`), and the
     validation's recording and torques are those of the controlled joints.
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism, drive_chain = dynamic_model.mechanism, dynamic_model.drive_chain
     signal = settings.signal
     joints = mechanism.actuated_joint_names
     judged = recording if recording.joint_names == joints else recording.select(joints)
     torques = judged.joint_torques(drive_chain)
     samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
-    prediction = predict_at_stamps(mechanism, drive_chain, terms, result.values, samples, signal)
+    prediction = predict_at_stamps(mechanism, drive_chain, dynamic_model.terms, result.values, samples, signal)
     errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)
     observations = prepare_observations(
-        mechanism,
-        drive_chain,
-        terms,
-        result.base,
+        dynamic_model,
         recording.time,
         recording.position,
         torques,
@@ -408,14 +395,12 @@ def unconstrained_result(result: IdentificationResult) -> IdentificationResult |
     return dataclasses.replace(result, estimate=estimate)
 
 
-def urdf_result(
-    mechanism: RobotModel | Mechanism, terms: DriveTerms, result: IdentificationResult
-) -> IdentificationResult:
+def urdf_result(dynamic_model: DynamicModel, result: IdentificationResult) -> IdentificationResult:
     """``result`` with every base parameter at the URDF's value: its link inertias, no rotor inertia, friction or
     offset (a URDF gives none a controller uses). The model a user has without identification, the report's
     baseline."""
     base = result.base
-    values = base.from_standard(mechanism_of(mechanism).standard_parameters(terms))
+    values = base.from_standard(dynamic_model.mechanism.standard_parameters(dynamic_model.terms))
     estimate = dataclasses.replace(result.estimate, parameters=values)
     return dataclasses.replace(result, names=base.names, expressions=base.expressions, estimate=estimate)
 
@@ -458,9 +443,7 @@ def link_lines(joints: Sequence[str], links: Sequence[LinkComparison]) -> list[s
 
 
 def consistency_costs(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     result: IdentificationResult,
     settings: IdentificationSettings,
     held_out: Sequence[tuple[Recording, Validation]] = (),
@@ -475,7 +458,7 @@ def consistency_costs(
     estimate = physical.estimate
     costs = [ConsistencyCost("training", False, estimate.relative_error_unconstrained, estimate.relative_error)]
     for recording, validation in held_out:
-        before = validate(mechanism, drive_chain, terms, free, recording, settings, name=validation.name)
+        before = validate(dynamic_model, free, recording, settings, name=validation.name)
         costs.append(
             ConsistencyCost(validation.name, True, before.recorded_relative_error, validation.recorded_relative_error)
         )

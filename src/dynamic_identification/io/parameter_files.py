@@ -28,8 +28,9 @@ from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings, settings_record
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_standard
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.io.parameters import ParameterFile
 from dynamic_identification.io.urdf_location import urdf_name, urdf_sha256
@@ -248,27 +249,26 @@ def window_signal_settings(
     )
 
 
-def _model_keys(mechanism: Mechanism, terms: DriveTerms, drive_chain: DriveChain) -> dict[str, Any]:
+def _model_keys(dynamic_model: DynamicModel) -> dict[str, Any]:
     """The keys of :meth:`ParameterFile.create` that describe the identified model.
 
     ``urdf`` (``package://`` or absolute: a file names it relative to itself when written) and
     its hash, the file's joints (the controlled ones), the drive terms and chain, and the
     mechanism (whose closures and actuated joints a closed-loop robot's file names).
     """
+    mechanism = dynamic_model.mechanism
     return {
         "urdf": urdf_name(mechanism.robot.urdf_path),
         "urdf_sha256": urdf_sha256(mechanism.robot.urdf_path),
         "joints": mechanism.actuated_joint_names,
-        "drive_terms": terms,
-        "drive_chain": drive_chain,
+        "drive_terms": dynamic_model.terms,
+        "drive_chain": dynamic_model.drive_chain,
         "closed_loop": mechanism,
     }
 
 
 def identified_parameter_file(
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
-    drive_chain: DriveChain,
+    dynamic_model: DynamicModel,
     result: IdentificationResult,
     *,
     window_s: float,
@@ -282,9 +282,9 @@ def identified_parameter_file(
 
     Parameters
     ----------
-    mechanism, terms, drive_chain, result
-        The identified model and the seam's result: the file's joints are the controlled ones, and a
-        closed-loop robot's ``robot`` section holds its loop closures.
+    dynamic_model, result
+        The identified model and the seam's result in its base parameters: the file's joints are the controlled
+        ones, and a closed-loop robot's ``robot`` section holds its loop closures.
     window_s
         The recording's duration, s.
     stamp
@@ -300,14 +300,14 @@ def identified_parameter_file(
 
     ``quality.plausibility`` holds the verdict of the plausibility gates (``ok`` and every problem).
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism, terms = dynamic_model.mechanism, dynamic_model.terms
     estimate = result.estimate
     joints = mechanism.actuated_joint_names
     errors = result.judged.joint_errors
     if standard is None:
-        standard, standard_source = _base_standard(result.base, result.values, terms, mechanism), "base"
+        standard, standard_source = _base_standard(dynamic_model, result.values), "base"
     return ParameterFile.create(
-        **_model_keys(mechanism, terms, drive_chain),
+        **_model_keys(dynamic_model),
         names=result.names,
         values=estimate.parameters,
         std_percent=estimate.relative_std_percent,
@@ -333,19 +333,14 @@ def identified_parameter_file(
     )
 
 
-def _base_standard(
-    base: BaseParameters, values: Mapping[str, float], terms: DriveTerms, mechanism: Mechanism
-) -> np.ndarray:
-    """:func:`standard_from_base` in the tree's layout
+def _base_standard(dynamic_model: DynamicModel, values: Mapping[str, float]) -> np.ndarray:
+    """:func:`standard_from_base` of the model's base parameters in the tree's layout
     (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`)."""
-    return tree_standard(mechanism, terms, standard_from_base(base, values))
+    return tree_standard(dynamic_model.mechanism, dynamic_model.terms, standard_from_base(dynamic_model.base, values))
 
 
 def window_parameter_file(
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
-    drive_chain: DriveChain,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     update: WindowUpdate,
     *,
     stamp: float | None = None,
@@ -355,10 +350,9 @@ def window_parameter_file(
 
     Parameters
     ----------
-    mechanism, terms, drive_chain
-        The identified model, as given to the estimator (see :func:`identified_parameter_file`).
-    base
-        The estimator's base parameters; the expressions of the kept names come from it.
+    dynamic_model
+        The identified model, as given to the estimator (see :func:`identified_parameter_file`); the
+        expressions of the kept names come from its base parameters.
     update
         An update with an estimate (normally a publishable one).
     stamp
@@ -375,7 +369,7 @@ def window_parameter_file(
     """
     if not update.names:
         raise DataError(f"the update at {update.time_s:.6g} s has no estimate: {update.reason}")
-    mechanism = mechanism_of(mechanism)
+    mechanism, terms, base = dynamic_model.mechanism, dynamic_model.terms, dynamic_model.base
     expression = dict(zip(base.names, base.expressions, strict=True))
     joints = mechanism.actuated_joint_names
     values = dict(zip(update.names, update.values.tolist(), strict=True))
@@ -394,7 +388,7 @@ def window_parameter_file(
         }
     )
     return ParameterFile.create(
-        **_model_keys(mechanism, terms, drive_chain),
+        **_model_keys(dynamic_model),
         names=update.names,
         values=update.values,
         std_percent=update.std_percent,
@@ -417,9 +411,7 @@ def window_parameter_file(
         standard_parameters=(
             standard_parameters_section(mechanism, terms, update.consistent_standard, source="consistent")
             if update.consistent_standard.size
-            else standard_parameters_section(
-                mechanism, terms, _base_standard(base, values, terms, mechanism), source="base"
-            )
+            else standard_parameters_section(mechanism, terms, _base_standard(dynamic_model, values), source="base")
         ),
     )
 

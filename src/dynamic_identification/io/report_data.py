@@ -18,8 +18,8 @@ import numpy as np
 
 from dynamic_identification.core.identification.settings import IdentificationSettings, settings_record
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.mechanism.seam import Mechanism
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.outcome import (
     NOT_CONSISTENT,
     ConsistencyCost,
@@ -68,9 +68,7 @@ def data_series(validation: Validation, baseline: Validation | None = None) -> D
 
 def identification_report(
     *,
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
-    drive_chain: DriveChain,
+    dynamic_model: DynamicModel,
     settings: IdentificationSettings,
     result: IdentificationResult,
     training: Validation,
@@ -82,14 +80,14 @@ def identification_report(
     costs: Sequence[ConsistencyCost] = (),
     baselines: Sequence[Validation] = (),
 ) -> ReportData:
-    """The report of one identification: training first, then each held-out recording.
+    """The report of one identification of ``dynamic_model``: training first, then each held-out recording.
 
     ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s;
     ``costs`` what publishing the consistent model cost on each data set; ``baselines`` the URDF's own model
     (:func:`~dynamic_identification.io.outcome.urdf_result`) on the training and each held-out recording, in
     that order (empty: not shown).
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     robot, controlled = mechanism.robot, mechanism.actuated
     estimate = result.estimate
     observations = result.observations

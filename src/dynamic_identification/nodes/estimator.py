@@ -97,8 +97,8 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.payload import frame_id
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.settings_schema import setting_field
 from dynamic_identification.core.signal.stamps import Stamp, StampGaps, classify_stamp
 from dynamic_identification.io.config import (
@@ -177,13 +177,11 @@ class EstimatorSetup:
     """What a validated configuration builds."""
 
     robot: RobotModel
-    drive_chain: DriveChain
-    drive_terms: DriveTerms
+    dynamic_model: DynamicModel
     settings: WindowSettings
     bounds: PlausibilityBounds
     payload: PayloadReidentificationSettings
     payload_prior: dict[str, float] | None
-    base: BaseParameters
     consistency: ConsistentEstimator | None
     closed_loop: ClosedLoopModel | None = None
     """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
@@ -215,7 +213,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
             parsed = config_from_parameters({"joints": list(robot.joint_names), **flat}, source="estimator parameters")
             mechanism = SerialMechanism(robot)
         drive_chain = parsed.drive_chain(mechanism.n_actuated)
-        settings, bounds, base, consistency = configured_window_parts(parsed, mechanism, drive_chain)
+        settings, bounds, dynamic_model, consistency = configured_window_parts(parsed, mechanism, drive_chain)
     except IdentificationError as error:
         raise ValueError(f"invalid {'closed-loop ' if closed else ''}estimator parameter: {error}") from error
     tree = mechanism.robot
@@ -228,13 +226,11 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
     return EstimatorSetup(
         robot=tree,
-        drive_chain=drive_chain,
-        drive_terms=parsed.drive_terms,
+        dynamic_model=dynamic_model,
         settings=settings,
         bounds=bounds,
         payload=payload,
         payload_prior=prior,
-        base=base,
         consistency=consistency,
         closed_loop=mechanism if isinstance(mechanism, ClosedLoopModel) else None,
     )
@@ -321,22 +317,13 @@ class EstimatorNode(GuardedNode):
         self.config = declare_and_read(self)
         setup = build_setup(self.config)
         self.robot = setup.robot
-        self.drive_chain = setup.drive_chain
-        self.drive_terms = setup.drive_terms
+        self.dynamic_model = setup.dynamic_model
         self.settings = setup.settings
         self.closed_loop = setup.closed_loop
         # One window for every mechanism: its samples are the controlled joints'.
-        mechanism = mechanism_of(self.robot if self.closed_loop is None else self.closed_loop)
-        self._mechanism = mechanism
-        self._names = list(mechanism.actuated_joint_names)
+        self._names = list(self.dynamic_model.mechanism.actuated_joint_names)
         self._estimator = SlidingWindowEstimator(
-            mechanism,
-            self.drive_chain,
-            self.drive_terms,
-            self.settings,
-            base=setup.base,
-            bounds=setup.bounds,
-            consistency=setup.consistency,
+            self.dynamic_model, self.settings, bounds=setup.bounds, consistency=setup.consistency
         )
         self.payload_settings = setup.payload
         # Payload re-identification: the trigger is left under its own lock by ~/identify_payload (answered at
@@ -599,7 +586,9 @@ class EstimatorNode(GuardedNode):
             trigger, self._payload_trigger = self._payload_trigger, None
             paused = self._window_paused
         if trigger is not None and self._prior_values is not None:
-            prior = RobotPrior.from_parameters(self.robot, self.drive_chain, self.drive_terms, self._prior_values)
+            prior = RobotPrior.from_parameters(
+                self.robot, self.dynamic_model.drive_chain, self.dynamic_model.terms, self._prior_values
+            )
             self._reidentification = PayloadReidentification(
                 prior,
                 self.payload_settings,
@@ -707,9 +696,7 @@ class EstimatorNode(GuardedNode):
             self._counters.updates += 1
         if not update.publishable:
             return
-        parameter_file = window_parameter_file(
-            self._mechanism, self.drive_terms, self.drive_chain, self._estimator.base, update, settings=self.settings
-        )
+        parameter_file = window_parameter_file(self.dynamic_model, update, settings=self.settings)
         if self.config.parameters_file:
             try:
                 write_parameters_atomic(self.config.parameters_file, parameter_file)

@@ -35,7 +35,7 @@ import scipy.integrate
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 
 DEFAULT_COULOMB_SMOOTHING_RAD_S = 0.01
 """``ε`` of ``tanh(v / ε)`` in simulated Coulomb friction, rad/s. With the exact sign an
@@ -62,25 +62,17 @@ class IdentifiedDynamics:
     @classmethod
     def create(
         cls,
-        robot: RobotModel,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        base: BaseParameters,
+        dynamic_model: DynamicModel,
         parameters: np.ndarray,
         *,
         coulomb_smoothing_rad_s: float = DEFAULT_COULOMB_SMOOTHING_RAD_S,
     ) -> IdentifiedDynamics:
-        """The model of base parameters ``parameters`` ``(b,)`` in ``base`` order."""
+        """The serial robot of ``dynamic_model`` with base parameters ``parameters`` ``(b,)`` in its base order."""
+        robot, drive_chain, terms = dynamic_model.mechanism.robot, dynamic_model.drive_chain, dynamic_model.terms
+        base = dynamic_model.base
         values = np.asarray(parameters, dtype=float)
         if values.shape != (base.count,) or not np.all(np.isfinite(values)):
             raise ModelError(f"parameters must be {base.count} finite base-parameter values, got shape {values.shape}")
-        if drive_chain.n_joints != robot.n_joints:
-            raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {robot.n_joints}")
-        if len(base.standard_names) != robot.n_joints * terms.per_joint:
-            raise ModelError(
-                f"base parameters of {len(base.standard_names)} standard parameters do not fit"
-                f" {robot.n_joints} joints with drive terms {terms.names}"
-            )
         if not (np.isfinite(coulomb_smoothing_rad_s) and coulomb_smoothing_rad_s >= 0.0):
             raise ModelError(f"coulomb_smoothing_rad_s must be finite and >= 0, got {coulomb_smoothing_rad_s}")
         standard = np.zeros(len(base.standard_names))

@@ -24,6 +24,7 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 
@@ -138,7 +139,9 @@ def test_two_sigma_holds_the_truth_under_coloured_noise_where_the_white_sigma_do
     for repeat in range(24):
         rng = np.random.default_rng(100 + repeat)
         coloured = scipy.signal.sosfilt(low_pass, rng.normal(size=(time.size + 2000, 3)), axis=0)[2000:]
-        result = identify(robot, chain, terms, base, time, q, exact + coloured / coloured.std(axis=0))
+        result = identify(
+            DynamicModel.create(robot, chain, terms, base), time, q, exact + coloured / coloured.std(axis=0)
+        )
         kept = base.subset(result.names)
         assert kept.size == base.count
         observations = result.observations

@@ -22,7 +22,7 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import SerialMechanism
 from dynamic_identification.core.progress import Progress
-from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import FIVE_BAR_CHAIN, FIVE_BAR_CONFIG, load_five_bar
 
@@ -47,8 +47,8 @@ def chain(robot: RobotModel) -> DriveChain:
 
 
 @pytest.fixture(scope="module")
-def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
-    return base_parameters(robot, chain, DriveTerms())
+def dynamic_model(robot: RobotModel, chain: DriveChain) -> DynamicModel:
+    return DynamicModel.create(robot, chain, DriveTerms())
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +57,7 @@ def five_bar() -> ClosedLoopModel:
 
 
 def test_a_search_cancelled_after_25_evaluations_evaluates_no_further_candidate(
-    robot: RobotModel,
-    chain: DriveChain,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     limits: JointLimits,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -74,7 +72,10 @@ def test_a_search_cancelled_after_25_evaluations_evaluates_no_further_candidate(
     cancellation = Cancellation(lambda: evaluated[0] >= 25)
     with pytest.raises(PlanningCancelled):
         optimise_fourier(
-            robot, chain, DriveTerms(), limits, base=base, time_budget_s=BUDGET_S, cancellation=cancellation
+            dynamic_model,
+            limits,
+            time_budget_s=BUDGET_S,
+            cancellation=cancellation,
         )
     assert evaluated[0] == 25
 
@@ -84,7 +85,9 @@ Design = Callable[[Cancellation], object]
 
 
 @pytest.fixture(scope="module")
-def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar: ClosedLoopModel) -> dict[str, Design]:
+def designs(
+    robot: RobotModel, dynamic_model: DynamicModel, limits: JointLimits, five_bar: ClosedLoopModel
+) -> dict[str, Design]:
     """The three searches (serial, payload, closed-loop five-bar), each with an evaluation budget of a million."""
     frame = robot.model.frames[robot.model.nframes - 1].name
     settings = load_excitation_settings(FIVE_BAR_CONFIG)
@@ -93,9 +96,7 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
     budget_s, evaluations = BUDGET_S, 10**6
     return {
         "serial": lambda cancellation: optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            dynamic_model,
             limits,
             time_budget_s=budget_s,
             max_evaluations=evaluations,
@@ -105,9 +106,7 @@ def designs(robot: RobotModel, chain: DriveChain, limits: JointLimits, five_bar:
             robot, frame, limits, time_budget_s=budget_s, max_evaluations=evaluations, cancellation=cancellation
         ),
         "closed_loop": lambda cancellation: optimise_fourier(
-            five_bar,
-            FIVE_BAR_CHAIN,
-            DriveTerms(),
+            DynamicModel.create(five_bar, FIVE_BAR_CHAIN, DriveTerms()),
             planning,
             torque_model=torques,
             time_budget_s=budget_s,
@@ -149,12 +148,12 @@ def test_every_mode_of_the_plan_is_cancellable(robot: RobotModel, mode: str) -> 
 
 
 def test_a_design_that_is_not_cancelled_is_the_design_without_cancellation(
-    robot: RobotModel, chain: DriveChain, base: BaseParameters, limits: JointLimits
+    dynamic_model: DynamicModel, limits: JointLimits
 ) -> None:
     def design(cancellation: Cancellation | None) -> ExcitationDesign:
         polled = {} if cancellation is None else {"cancellation": cancellation}  # None: the default argument
-        common = {"base": base, "time_budget_s": math.inf, "max_evaluations": 200, "seed": 5}
-        return optimise_fourier(robot, chain, DriveTerms(), limits, **common, **polled)
+        common = {"time_budget_s": math.inf, "max_evaluations": 200, "seed": 5}
+        return optimise_fourier(dynamic_model, limits, **common, **polled)
 
     reports: list[Progress] = []
     plain, polled = design(None), design(Cancellation(lambda: False, progress=reports.append))

@@ -30,6 +30,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
     base_parameters,
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import load_excitation_settings
 from five_bar import (
     FIVE_BAR_ACTUATED,
@@ -94,10 +95,7 @@ def test_optimised_design_beats_random_coefficients_in_condition_number(
     base = base_parameters(five_bar, chain, terms)
     random = [
         condition_number(
-            five_bar,
-            chain,
-            terms,
-            base,
+            DynamicModel.create(five_bar, chain, terms, base),
             random_fourier(five_bar, limits, fundamental_hz=0.2, seed=seed, torque_model=torque_model),
             samples=5000,
         )

@@ -26,7 +26,7 @@ from dynamic_identification.core.excitation.safety import JointLimits, check_tra
 from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import sample
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 
 EVALUATIONS = 2000
 """Evaluation budget of the designs under test (a few seconds each); the bench runs 60 s."""
@@ -46,25 +46,26 @@ def chain(robot: RobotModel) -> DriveChain:
 
 
 @pytest.fixture(scope="module")
-def base(robot: RobotModel, chain: DriveChain) -> BaseParameters:
-    return base_parameters(robot, chain, DriveTerms())
+def dynamic_model(robot: RobotModel, chain: DriveChain) -> DynamicModel:
+    return DynamicModel.create(robot, chain, DriveTerms())
 
 
 @pytest.fixture(scope="module")
-def full_design(robot, chain, base, limits) -> ExcitationDesign:
+def full_design(dynamic_model, limits) -> ExcitationDesign:
     return optimise_fourier(
-        robot, chain, DriveTerms(), limits, base=base, max_evaluations=EVALUATIONS, time_budget_s=math.inf, seed=0
+        dynamic_model,
+        limits,
+        max_evaluations=EVALUATIONS,
+        time_budget_s=math.inf,
+        seed=0,
     )
 
 
 @pytest.fixture(scope="module")
-def restricted_design(robot, chain, base, limits) -> ExcitationDesign:
+def restricted_design(dynamic_model, limits) -> ExcitationDesign:
     return optimise_fourier(
-        robot,
-        chain,
-        DriveTerms(),
+        dynamic_model,
         limits,
-        base=base,
         workspace=RESTRICTED,
         max_evaluations=EVALUATIONS,
         time_budget_s=math.inf,
@@ -72,10 +73,12 @@ def restricted_design(robot, chain, base, limits) -> ExcitationDesign:
     )
 
 
-def random_median(robot, chain, base, limits, workspace: Workspace | None) -> float:
+def random_median(robot, dynamic_model, limits, workspace: Workspace | None) -> float:
     values = [
         condition_number(
-            robot, chain, DriveTerms(), base, random_fourier(robot, limits, seed=seed, workspace=workspace), samples=200
+            dynamic_model,
+            random_fourier(robot, limits, seed=seed, workspace=workspace),
+            samples=200,
         )
         for seed in range(3)
     ]
@@ -103,8 +106,8 @@ def test_full_range_design_reaches_seed_004_condition_number(full_design: Excita
     assert full_design.evaluations <= EVALUATIONS
 
 
-def test_reported_condition_number_is_that_of_the_trajectory(robot, chain, base, full_design) -> None:
-    recomputed = condition_number(robot, chain, DriveTerms(), base, full_design.trajectory, samples=200)
+def test_reported_condition_number_is_that_of_the_trajectory(dynamic_model, full_design) -> None:
+    recomputed = condition_number(dynamic_model, full_design.trajectory, samples=200)
     assert_allclose(full_design.condition_number, recomputed, rtol=1e-12)
 
 
@@ -150,22 +153,19 @@ def test_restricted_design_is_well_conditioned(restricted_design) -> None:
     assert restricted_design.condition_number <= 30.0
 
 
-def test_optimised_beats_random_coefficients(robot, chain, base, limits, full_design, restricted_design) -> None:
+def test_optimised_beats_random_coefficients(robot, dynamic_model, limits, full_design, restricted_design) -> None:
     # With full ranges, random coefficients fitted to the limits are already fair (κ ≈ 9);
     # in the restricted workspace, where the box shrinks them, the optimiser wins by far.
-    assert random_median(robot, chain, base, limits, None) >= 1.8 * full_design.condition_number
-    assert random_median(robot, chain, base, limits, RESTRICTED) >= 5.0 * restricted_design.condition_number
+    assert random_median(robot, dynamic_model, limits, None) >= 1.8 * full_design.condition_number
+    assert random_median(robot, dynamic_model, limits, RESTRICTED) >= 5.0 * restricted_design.condition_number
 
 
-def test_fixed_seed_and_evaluations_give_the_same_design(robot, chain, base, limits) -> None:
+def test_fixed_seed_and_evaluations_give_the_same_design(dynamic_model, limits) -> None:
     def design(seed: int) -> ExcitationDesign:
         return optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            dynamic_model,
             limits,
             harmonics=2,
-            base=base,
             max_evaluations=200,
             time_budget_s=math.inf,
             seed=seed,
@@ -203,22 +203,19 @@ def test_random_baseline_keeps_the_limits_and_the_box(robot, limits) -> None:
     assert np.all((positions >= RESTRICTED.box_min) & (positions <= RESTRICTED.box_max))
 
 
-def test_a_joint_that_never_moves_makes_the_condition_number_infinite(robot, chain, base, limits) -> None:
+def test_a_joint_that_never_moves_makes_the_condition_number_infinite(robot, dynamic_model, limits) -> None:
     trajectory = random_fourier(robot, limits, seed=0)
     still = trajectory.scaled(np.array([1.0, 1.0, 0.0, 1.0, 1.0, 1.0]))
-    assert np.isinf(condition_number(robot, chain, DriveTerms(), base, still, samples=200))
+    assert np.isinf(condition_number(dynamic_model, still, samples=200))
 
 
-def test_box_excluding_the_offset_poses_is_refused(robot, chain, base, limits) -> None:
+def test_box_excluding_the_offset_poses_is_refused(dynamic_model, limits) -> None:
     unreachable = Workspace(box_min=np.array([5.0, 5.0, 5.0]), box_max=np.array([6.0, 6.0, 6.0]))
     with pytest.raises(IdentificationError, match="workspace box"):
         optimise_fourier(
-            robot,
-            chain,
-            DriveTerms(),
+            dynamic_model,
             limits,
             harmonics=1,
-            base=base,
             workspace=unreachable,
             max_evaluations=100,
             time_budget_s=math.inf,
@@ -257,13 +254,17 @@ class _SlowClock:
 
 
 def test_an_evaluation_budget_gives_the_same_design_on_a_machine_a_hundred_times_slower(
-    robot, chain, base, limits, monkeypatch: pytest.MonkeyPatch
+    dynamic_model, limits, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A plan must not depend on the load: the evaluations, not the wall time, end the search (issue 26)."""
 
     def design() -> ExcitationDesign:
         return optimise_fourier(
-            robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=200, time_budget_s=3600.0
+            dynamic_model,
+            limits,
+            harmonics=3,
+            max_evaluations=200,
+            time_budget_s=3600.0,
         )
 
     here = design()
@@ -276,11 +277,15 @@ def test_an_evaluation_budget_gives_the_same_design_on_a_machine_a_hundred_times
 
 
 def test_a_wall_time_cap_that_ends_the_search_first_is_reported(
-    robot, chain, base, limits, monkeypatch: pytest.MonkeyPatch
+    dynamic_model, limits, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(optimisation.time, "perf_counter", _SlowClock(1e4))
     design = optimise_fourier(
-        robot, chain, DriveTerms(), limits, base=base, harmonics=3, max_evaluations=5000, time_budget_s=5.0
+        dynamic_model,
+        limits,
+        harmonics=3,
+        max_evaluations=5000,
+        time_budget_s=5.0,
     )
     assert design.time_capped and design.evaluations < 5000
     _, warnings = search_report(

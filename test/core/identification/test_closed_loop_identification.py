@@ -45,7 +45,8 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.payload import attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.mechanism.seam import tree_base_parameters, tree_standard
+from dynamic_identification.core.mechanism.seam import tree_standard
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.simulation import (
     SensorModel,
@@ -104,8 +105,13 @@ def scenario() -> Scenario:
     runs = five_bar_runs()
     unloaded, loaded = runs.unloaded, runs.loaded
     base = base_parameters(model, NOMINAL, TERMS)
+    dynamic_model = DynamicModel.create(model, NOMINAL, TERMS, base)
     observations = prepare_observations(
-        model, NOMINAL, TERMS, base, unloaded.time_s, unloaded.q, unloaded.joint_torques_nm, settings=SETTINGS
+        dynamic_model,
+        unloaded.time_s,
+        unloaded.q,
+        unloaded.joint_torques_nm,
+        settings=SETTINGS,
     )
     joint_std = joint_error_std(observations.observation_matrix, observations.torques, valid=observations.valid)
     estimate = weighted_least_squares(
@@ -116,7 +122,7 @@ def scenario() -> Scenario:
         valid=observations.valid,
     )
     gains = identify_gains_from_runs(
-        model, NOMINAL, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, base=base, settings=SETTINGS
+        dynamic_model, unloaded=unloaded, loaded=loaded, payload=PAYLOAD, settings=SETTINGS
     )
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
     return Scenario(model, base, truth, unloaded, loaded, observations, estimate, gains)
@@ -128,10 +134,7 @@ def _observations(
     """``prepare_observations`` of the unloaded recording of ``s`` with the nominal gains; ``q``, ``torques``
     and ``base`` replace its actuated positions, its joint torques and the scenario's base parameters."""
     return prepare_observations(
-        s.model,
-        NOMINAL,
-        TERMS,
-        s.base if base is None else base,
+        DynamicModel.create(s.model, NOMINAL, TERMS, s.base if base is None else base),
         s.unloaded.time_s,
         s.unloaded.q if q is None else q,
         s.unloaded.joint_torques_nm if torques is None else torques,
@@ -155,7 +158,7 @@ def _validation_error(s: Scenario, names: tuple[str, ...], values: np.ndarray) -
 def test_the_tree_layout_regroups_into_the_same_base_parameters(scenario: Scenario) -> None:
     """The opened tree's standard layout (passive joints' drive terms 0) gives the closed-loop base values."""
     model, base = scenario.model, scenario.base
-    tree_base = tree_base_parameters(model, TERMS, base)
+    tree_base = DynamicModel.create(model, NOMINAL, TERMS, base).tree_base_parameters()
     assert tree_base.names == base.names and len(tree_base.standard_names) == model.n_tree * TERMS.per_joint
     standard = np.random.default_rng(0).normal(size=len(base.standard_names))
     assert_allclose(tree_base.from_standard(tree_standard(model, TERMS, standard)), base.from_standard(standard))
@@ -168,7 +171,7 @@ def test_the_consistent_estimate_is_a_physical_tree_within_a_sigma_of_the_wls(sc
     """[Wensing2018] on the closed-loop normal equations: every tree link a body, the actuated Ia, Fv, Fc >= 0."""
     observations = scenario.observations
     equations = NormalEquations.from_rows(observations.observation_matrix, observations.torques, observations.valid)
-    estimator = mechanism_estimator(scenario.model, TERMS, scenario.base)
+    estimator = mechanism_estimator(DynamicModel.create(scenario.model, NOMINAL, TERMS, scenario.base))
     estimate = estimator.solve(equations, scenario.estimate.joint_std)
     assert estimate.report.consistent
     # Measured: 5e-6 σ; the URDF's links are a consistent model of this noisy recording.
@@ -254,13 +257,10 @@ def test_actuated_only_and_all_joint_recordings_give_the_same_estimate(scenario:
 def test_all_joint_recordings_give_the_same_drive_gains(scenario: Scenario) -> None:
     s = scenario
     result = identify_drive_gains(
-        s.model,
-        NOMINAL,
-        TERMS,
+        DynamicModel.create(s.model, NOMINAL, TERMS, s.base),
         unloaded=CurrentRecording.create(s.unloaded.time_s, _all_joints(s.model, s.unloaded), s.unloaded.currents_a),
         loaded=CurrentRecording.create(s.loaded.time_s, _all_joints(s.model, s.loaded), s.loaded.currents_a),
         payload=PAYLOAD,
-        base=s.base,
         settings=SETTINGS,
     )
     assert np.all(np.abs(result.drive_gains - s.gains.drive_gains) < 1e-6 * s.gains.drive_gains_std)
@@ -278,7 +278,9 @@ def test_recording_through_a_singularity_is_refused_naming_its_sample() -> None:
     crossing = int(np.ceil(3.0 / np.pi * math.acos(1.0 - singular / 0.4) / 1e-3))
     base = base_parameters(model, NOMINAL, TERMS)
     with pytest.raises(LoopClosureError) as caught:
-        prepare_observations(model, NOMINAL, TERMS, base, time_s, q, np.zeros_like(q), settings=SETTINGS)
+        prepare_observations(
+            DynamicModel.create(model, NOMINAL, TERMS, base), time_s, q, np.zeros_like(q), settings=SETTINGS
+        )
     assert caught.value.sample is not None
     assert crossing - 20 <= caught.value.sample <= crossing + 1, (caught.value.sample, crossing)
     assert str(caught.value).startswith(f"sample {caught.value.sample} (t = ")

@@ -21,6 +21,7 @@ from dynamic_identification.core.identification.drive_gains import (
 )
 from dynamic_identification.core.mechanism.payload import Payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
@@ -75,7 +76,9 @@ def scenario(arm6_urdf: Path) -> Scenario:
     unloaded, loaded = _gain_experiment(robot, truth, payload)
     terms = DriveTerms()
     base = base_parameters(robot, nominal, terms)
-    result = identify_drive_gains(robot, nominal, terms, unloaded=unloaded, loaded=loaded, payload=payload, base=base)
+    result = identify_drive_gains(
+        DynamicModel.create(robot, nominal, terms, base), unloaded=unloaded, loaded=loaded, payload=payload
+    )
     return Scenario(robot, nominal, truth, drive, base, payload, unloaded, loaded, result)
 
 
@@ -97,7 +100,10 @@ def test_tls_model_predicts_true_joint_torques_better_than_ols_with_nominal_gain
     s = scenario
     terms = DriveTerms()
     ols = identify(
-        s.robot, s.nominal, terms, s.base, s.unloaded.time, s.unloaded.q, s.nominal.joint_torques(s.unloaded.currents)
+        DynamicModel.create(s.robot, s.nominal, terms, s.base),
+        s.unloaded.time,
+        s.unloaded.q,
+        s.nominal.joint_torques(s.unloaded.currents),
     )
     trajectory = random_fourier_trajectory(s.robot, seed=3, margin=0.25)
     q, dq, ddq = trajectory.evaluate(np.arange(0.0, 10.0, 0.01))
@@ -118,13 +124,10 @@ def test_gains_do_not_depend_on_the_unit_of_the_currents(scenario: Scenario) -> 
     s = scenario
     milli = replace(s.nominal, drive_gains=s.nominal.drive_gains / 1000.0)
     result = identify_drive_gains(
-        s.robot,
-        milli,
-        DriveTerms(),
+        DynamicModel.create(s.robot, milli, DriveTerms(), s.base),
         unloaded=replace(s.unloaded, currents=s.unloaded.currents * 1000.0),
         loaded=replace(s.loaded, currents=s.loaded.currents * 1000.0),
         payload=s.payload,
-        base=s.base,
     )
     assert_allclose(result.drive_gains * 1000.0, s.result.drive_gains, rtol=1e-7)
 
@@ -152,13 +155,10 @@ def lossy(scenario: Scenario) -> LossyScenario:
     recordings = _gain_experiment(s.robot, s.truth, s.payload, efficiency=EFFICIENCY)
     results = [
         identify_drive_gains(
-            s.robot,
-            s.nominal,
-            DriveTerms(),
+            DynamicModel.create(s.robot, s.nominal, DriveTerms(), s.base),
             unloaded=recordings[0],
             loaded=recordings[1],
             payload=s.payload,
-            base=s.base,
             efficiency=efficiency,
         )
         for efficiency in (True, False)
@@ -241,7 +241,9 @@ def test_an_efficiency_split_the_data_do_not_determine_falls_back_to_one_gain_pe
         )
         for seed, load in ((1, None), (2, tool))
     )
-    result = identify_drive_gains(robot, nominal, DriveTerms(), unloaded=unloaded, loaded=loaded, payload=tool)
+    result = identify_drive_gains(
+        DynamicModel.create(robot, nominal, DriveTerms()), unloaded=unloaded, loaded=loaded, payload=tool
+    )
     choice = result.model_choice
     assert choice is not None and not choice.efficiency
     assert choice.left_out and "\n" not in choice.reason

@@ -19,6 +19,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.testing.realistic import StampSettings, plan_stamps
 
@@ -38,7 +39,7 @@ def _stream_with_gap(recording, gap_s: float) -> list[WindowUpdate]:
     """Feed the recording one second at a time with ``gap_s`` of silence after the first half."""
     time, q, tau = recording.stamps, recording.q, recording.torques
     stamps = np.where(time < BEFORE_S, time, time + gap_s)
-    estimator = SlidingWindowEstimator(recording.robot, recording.chain, DriveTerms(), SETTINGS)
+    estimator = SlidingWindowEstimator(DynamicModel.create(recording.robot, recording.chain, DriveTerms()), SETTINGS)
     updates = []
     for first in range(0, time.size, int(RATE_HZ)):
         chunk = slice(first, first + int(RATE_HZ))
@@ -93,7 +94,7 @@ lost every 3-4.9 s, repeated stamps."""
 
 def _stream(recording, stamps: np.ndarray, rows: np.ndarray, settings: WindowSettings = SETTINGS) -> list[WindowUpdate]:
     """Feed ``rows`` of the recording, stamped ``stamps``, as ``dynid stream`` does: an update a second of data."""
-    estimator = SlidingWindowEstimator(recording.robot, recording.chain, DriveTerms(), settings)
+    estimator = SlidingWindowEstimator(DynamicModel.create(recording.robot, recording.chain, DriveTerms()), settings)
     updates = []
     for chunk, _ in stream_chunks(stamps, settings.update_period_s):
         estimator.add_samples(stamps[chunk], recording.q[rows[chunk]], recording.torques[rows[chunk]])

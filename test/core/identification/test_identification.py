@@ -27,6 +27,7 @@ from dynamic_identification.core.mechanism.robot import (
     standard_parameters,
 )
 from dynamic_identification.core.progress import Progress
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
 
 RATE_HZ = 1000.0
@@ -67,11 +68,17 @@ def setup(arm6: RobotModel) -> tuple[RobotModel, DriveChain, DriveTerms, BasePar
     return arm6, chain, terms, base_parameters(arm6, chain, terms), IDENTIFICATION_DRIVE
 
 
-def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> None:
+@pytest.fixture(scope="module")
+def dynamic_model(setup) -> DynamicModel:
+    robot, chain, terms, base, _ = setup
+    return DynamicModel.create(robot, chain, terms, base)
+
+
+def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=60.0)
     settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
-    result = identify(robot, chain, terms, base, time, q, torques, settings=settings)
+    result = identify(dynamic_model, time, q, torques, settings=settings)
     truth = dict(zip(base.names, base.from_standard(standard_parameters(robot, terms, drive)), strict=True))
     estimate = result.estimate
     well_excited = estimate.relative_std_percent < 10.0
@@ -83,10 +90,10 @@ def test_identified_parameters_lie_within_three_sigma_of_the_truth(setup) -> Non
     )
 
 
-def test_prediction_on_a_different_trajectory_is_within_one_percent(setup) -> None:
+def test_prediction_on_a_different_trajectory_is_within_one_percent(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=60.0)
-    result = identify(robot, chain, terms, base, time, q, torques)
+    result = identify(dynamic_model, time, q, torques)
     other = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=99, margin=0.2)
     grid = np.arange(0.0, 10.0, 1.0 / RATE_HZ)
     q_val, dq_val, ddq_val = other.evaluate(grid)
@@ -95,42 +102,39 @@ def test_prediction_on_a_different_trajectory_is_within_one_percent(setup) -> No
     assert np.linalg.norm(predicted - exact) / np.linalg.norm(exact) < 0.01
 
 
-def test_reordered_and_duplicated_stamps_give_the_same_estimate(setup) -> None:
+def test_reordered_and_duplicated_stamps_give_the_same_estimate(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
     settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
-    reference = identify(robot, chain, terms, base, time, q, torques, settings=settings)
+    reference = identify(dynamic_model, time, q, torques, settings=settings)
     repeat = np.sort(np.concatenate([np.arange(time.size), np.arange(0, time.size, 97)]))
-    again = identify(robot, chain, terms, base, time[repeat], q[repeat], torques[repeat], settings=settings)
+    again = identify(dynamic_model, time[repeat], q[repeat], torques[repeat], settings=settings)
     assert again.observations.duplicates_dropped == np.arange(0, time.size, 97).size
     assert_allclose(again.estimate.parameters, reference.estimate.parameters, rtol=1e-9, atol=1e-12)
 
 
-def test_backwards_time_is_refused(setup) -> None:
+def test_backwards_time_is_refused(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=5.0)
     time[2000], time[2001] = time[2001], time[2000]
     with pytest.raises(DataError, match="earlier than"):
-        identify(robot, chain, terms, base, time, q, torques)
+        identify(dynamic_model, time, q, torques)
 
 
-def test_standing_still_is_refused(setup) -> None:
+def test_standing_still_is_refused(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, _ = setup
     time = np.arange(0.0, 5.0, 1e-3)
     q = np.tile(np.linspace(0.1, 0.6, 6), (time.size, 1))
     with pytest.raises(InsufficientExcitationError, match="standing still"):
-        identify(robot, chain, terms, base, time, q, np.ones_like(q))
+        identify(dynamic_model, time, q, np.ones_like(q))
 
 
-def test_unmoved_joint_parameters_are_reported_not_excited(setup) -> None:
+def test_unmoved_joint_parameters_are_reported_not_excited(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
     q[:, 5] = 0.3
     result = identify(
-        robot,
-        chain,
-        terms,
-        base,
+        dynamic_model,
         time,
         q,
         torques,
@@ -141,25 +145,21 @@ def test_unmoved_joint_parameters_are_reported_not_excited(setup) -> None:
     assert np.all(np.isfinite(result.estimate.parameters))
 
 
-def test_essential_parameters_give_a_simpler_model_that_still_reconstructs_torques(setup) -> None:
+def test_essential_parameters_give_a_simpler_model_that_still_reconstructs_torques(
+    setup, dynamic_model: DynamicModel
+) -> None:
     """[Gautier2013] §V.B: removal stops when max/min %σ < r_σ; the simplified model stays accurate."""
     robot, chain, terms, base, drive = setup
     time, q, torques, exact = _recording(robot, chain, drive, seed=7, duration_s=40.0)
     full = identify(
-        robot,
-        chain,
-        terms,
-        base,
+        dynamic_model,
         time,
         q,
         torques,
         settings=IdentificationSettings(reduction=ReductionSettings(method="none")),
     )
     essential = identify(
-        robot,
-        chain,
-        terms,
-        base,
+        dynamic_model,
         time,
         q,
         torques,
@@ -172,15 +172,15 @@ def test_essential_parameters_give_a_simpler_model_that_still_reconstructs_torqu
     assert essential.estimate.relative_error < 0.05
 
 
-def test_nan_torque_names_the_joint_and_sample(setup) -> None:
+def test_nan_torque_names_the_joint_and_sample(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=5.0)
     torques[1234, 3] = np.nan
     with pytest.raises(DataError, match="joint_4.*1234"):
-        identify(robot, chain, terms, base, time, q, torques)
+        identify(dynamic_model, time, q, torques)
 
 
-def test_measured_velocity_path_agrees(setup) -> None:
+def test_measured_velocity_path_agrees(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=11, duration_s=30.0)
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=11, margin=0.15)
@@ -188,39 +188,38 @@ def test_measured_velocity_path_agrees(setup) -> None:
     settings = IdentificationSettings(
         reduction=ReductionSettings(method="none"), signal=SignalSettings(velocity="measured")
     )
-    with_velocity = identify(robot, chain, terms, base, time, q, torques, dq_measured=dq, settings=settings)
+    with_velocity = identify(dynamic_model, time, q, torques, dq_measured=dq, settings=settings)
     assert with_velocity.estimate.relative_error < 0.05
 
 
-def test_epoch_stamps_give_the_same_estimate_as_stamps_from_zero(setup) -> None:
+def test_epoch_stamps_give_the_same_estimate_as_stamps_from_zero(setup, dynamic_model: DynamicModel) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
     settings = IdentificationSettings(reduction=ReductionSettings(method="none"))
-    reference = identify(robot, chain, terms, base, time, q, torques, settings=settings)
-    epoch = identify(robot, chain, terms, base, time + 1.764e9, q, torques, settings=settings)
+    reference = identify(dynamic_model, time, q, torques, settings=settings)
+    epoch = identify(dynamic_model, time + 1.764e9, q, torques, settings=settings)
     # float64 stamps near 1.7e9 s are rounded to 0.24 µs, which shifts the median rate by 1e-4:
     # the estimate moves by a fraction of its own uncertainty.
     difference = np.abs(epoch.estimate.parameters - reference.estimate.parameters)
     assert np.all(difference < 0.5 * reference.estimate.std)
 
 
-def test_a_watched_identification_reports_its_rows_sample_by_sample_and_returns_the_same_estimate(setup) -> None:
+def test_a_watched_identification_reports_its_rows_sample_by_sample_and_returns_the_same_estimate(
+    setup, dynamic_model: DynamicModel
+) -> None:
     robot, chain, terms, base, drive = setup
     time, q, torques, _ = _recording(robot, chain, drive, seed=5, duration_s=30.0)
     settings = IdentificationSettings(reduction=ReductionSettings(method="none"), block_samples=4000)
     reports: list[Progress] = []
     watched = identify(
-        robot,
-        chain,
-        terms,
-        base,
+        dynamic_model,
         time,
         q,
         torques,
         settings=settings,
         cancellation=Cancellation(progress=reports.append),
     )
-    plain = identify(robot, chain, terms, base, time, q, torques, settings=settings)
+    plain = identify(dynamic_model, time, q, torques, settings=settings)
     assert watched.values == plain.values
     rows = [report for report in reports if report.stage == ROWS_STAGE]
     done = [report.done for report in rows]

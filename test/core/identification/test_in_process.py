@@ -29,6 +29,7 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings
 from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import (
     SensorModel,
@@ -85,12 +86,11 @@ def excitation_model(arm):
     """The reference: a full model identified offline from an optimised Fourier excitation."""
     robot, chain, _, terms, base = arm
     limits = JointLimits.from_robot(robot, velocity_scale=0.8, acceleration_scale=0.8)
-    design = optimise_fourier(
-        robot, chain, terms, limits, seed=0, max_evaluations=1500, time_budget_s=math.inf, base=base
-    )
+    dynamic_model = DynamicModel.create(robot, chain, terms, base)
+    design = optimise_fourier(dynamic_model, limits, seed=0, max_evaluations=1500, time_budget_s=math.inf)
     trajectory = sample(design.trajectory, np.arange(0.0, 30.0, 0.01), robot.joint_names)
     time, _, measured, torques, _ = _run(arm, trajectory, seed=11)
-    result = identify(robot, chain, terms, base, time, measured, torques, settings=IdentificationSettings())
+    result = identify(dynamic_model, time, measured, torques, settings=IdentificationSettings())
     return result.values
 
 
@@ -106,7 +106,7 @@ def test_in_process_reduction_on_a_process_matches_the_excitation_model(arm, exc
         max_condition_number=1e3,
         stick_periods=STICK_PERIODS,
     )
-    estimator = SlidingWindowEstimator(robot, chain, terms, settings, base=base)
+    estimator = SlidingWindowEstimator(DynamicModel.create(robot, chain, terms, base), settings)
     for start in range(0, time.size, 1000):
         estimator.add_samples(time[start : start + 1000], measured[start : start + 1000], torques[start : start + 1000])
         update = estimator.update()

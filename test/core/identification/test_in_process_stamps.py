@@ -23,6 +23,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 
 RATE_HZ = 500.0
@@ -59,7 +60,9 @@ class Run:
 
     def stream(self, stamps: np.ndarray, settings: WindowSettings) -> tuple[SlidingWindowEstimator, list[WindowUpdate]]:
         """Feed the window one second of samples at a time."""
-        estimator = SlidingWindowEstimator(self.robot, ARM6_UNCOUPLED_CHAIN, DriveTerms(), settings)
+        estimator = SlidingWindowEstimator(
+            DynamicModel.create(self.robot, ARM6_UNCOUPLED_CHAIN, DriveTerms()), settings
+        )
         updates = []
         step = int(RATE_HZ)
         for first in range(0, stamps.size, step):

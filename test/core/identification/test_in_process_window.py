@@ -21,7 +21,7 @@ from dynamic_identification.core.identification.in_process import (
     WindowUpdate,
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
-from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
 
 RATE_HZ = 1000.0
@@ -52,19 +52,16 @@ def _feed(estimator: SlidingWindowEstimator, time, q, tau, *, chunk: int = 1000)
 
 
 @pytest.fixture(scope="module")
-def base(arm):
+def dynamic_model(arm) -> DynamicModel:
     robot, chain, _ = arm
-    return base_parameters(robot, chain, DriveTerms())
+    return DynamicModel.create(robot, chain, DriveTerms())
 
 
-def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
+def test_sliding_window_equals_batch_wls_on_the_same_window(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     estimator = SlidingWindowEstimator(
-        robot,
-        chain,
-        DriveTerms(),
+        dynamic_model,
         WindowSettings(reduction=ReductionSettings(method="none"), window_s=8.0, refactor_every=1000),
-        base=base,
     )
     time, q, tau = _fourier_data(arm, seconds=25.0)
     updates = _feed(estimator, time, q, tau)
@@ -82,12 +79,12 @@ def test_sliding_window_equals_batch_wls_on_the_same_window(arm, base) -> None:
     assert np.median(last.std_percent / batch.relative_std_percent) > 1.0
 
 
-def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, base) -> None:
+def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     settings = WindowSettings(
         reduction=ReductionSettings(method="none", uncertainty="white"), window_s=8.0, refactor_every=1000
     )
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), settings, base=base)
+    estimator = SlidingWindowEstimator(dynamic_model, settings)
     time, q, tau = _fourier_data(arm, seconds=12.0)
     last = _feed(estimator, time, q, tau)[-1]
     assert last.publishable and last.uncertainty is None
@@ -97,9 +94,9 @@ def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, bas
     assert_allclose(last.std_percent, batch.relative_std_percent, rtol=1e-6)
 
 
-def test_standstill_is_never_published(arm, base) -> None:
+def test_standstill_is_never_published(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, drive = arm
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings())
     time = np.arange(0.0, 12.0, 1.0 / RATE_HZ)
     q = np.tile(np.array([0.1, 0.3, -0.4, 0.2, 0.5, 0.0]), (time.size, 1))
     tau = np.tile(np.array([1.0, 20.0, 5.0, 0.5, 1.0, 0.1]), (time.size, 1))
@@ -108,23 +105,24 @@ def test_standstill_is_never_published(arm, base) -> None:
     assert "standstill" in updates[-1].reason
 
 
-def test_rank_deficient_window_is_not_published_without_reduction(arm, base) -> None:
+def test_rank_deficient_window_is_not_published_without_reduction(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=15.0)
     q[:, 5] = 0.3  # joint 6 never moves: its parameters are not identifiable
     estimator = SlidingWindowEstimator(
-        robot, chain, DriveTerms(), WindowSettings(reduction=ReductionSettings(method="none")), base=base
+        dynamic_model,
+        WindowSettings(reduction=ReductionSettings(method="none")),
     )
     last = _feed(estimator, time, q, tau)[-1]
     assert not last.publishable
     assert "not identifiable" in last.reason
 
 
-def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, base) -> None:
+def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=15.0)
     q[:, 5] = 0.3
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings())
     last = _feed(estimator, time, q, tau)[-1]
     assert last.publishable, last.reason
     assert not any(name.endswith("6") and name.startswith(("Fv", "Fc")) for name in last.names)
@@ -134,11 +132,12 @@ def test_sensitivity_reduction_publishes_a_full_rank_model_of_what_moved(arm, ba
     assert np.all(np.isfinite(last.joint_relative_errors[:5]))
 
 
-def test_a_clock_jump_back_clears_the_window(arm, base) -> None:
+def test_a_clock_jump_back_clears_the_window(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=14.0)
     estimator = SlidingWindowEstimator(
-        robot, chain, DriveTerms(), WindowSettings(reduction=ReductionSettings(method="none")), base=base
+        dynamic_model,
+        WindowSettings(reduction=ReductionSettings(method="none")),
     )
     before = _feed(estimator, time, q, tau)[-1]
     assert before.samples > 0
@@ -148,9 +147,9 @@ def test_a_clock_jump_back_clears_the_window(arm, base) -> None:
     assert not after.publishable
 
 
-def test_non_finite_samples_are_refused(arm, base) -> None:
+def test_non_finite_samples_are_refused(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(), base=base)
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings())
     q = np.zeros((3, 6))
     q[1, 2] = np.nan
     with pytest.raises(IdentificationError, match="finite"):
@@ -164,10 +163,10 @@ def test_settings_are_validated() -> None:
         WindowSettings(window_s=1.0, update_period_s=2.0)
 
 
-def test_a_window_of_torques_in_the_wrong_unit_is_never_published(arm, base) -> None:
+def test_a_window_of_torques_in_the_wrong_unit_is_never_published(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=20.0)
-    estimator = SlidingWindowEstimator(robot, chain, DriveTerms(), WindowSettings(window_s=10.0), base=base)
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings(window_s=10.0))
     updates = _feed(estimator, time, q, 1000.0 * tau)  # mN·m recorded as N·m
     assert not any(update.publishable for update in updates)
     assert any(update.reason.startswith("implausible model:") and "effort limit" in update.reason for update in updates)

@@ -29,6 +29,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
 from three_rrr import (
     CHAIN,
@@ -66,10 +67,7 @@ class Identified:
 def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
     results = [
         identify(
-            candidate,
-            CHAIN,
-            TERMS,
-            base_parameters(candidate, CHAIN, TERMS),
+            DynamicModel.create(candidate, CHAIN, TERMS, base_parameters(candidate, CHAIN, TERMS)),
             run.time_s,
             run.q,
             run.joint_torques_nm,

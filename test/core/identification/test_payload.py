@@ -33,6 +33,7 @@ from dynamic_identification.core.identification.payload import (
 )
 from dynamic_identification.core.mechanism.payload import Payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.testing.payload_simulation import simulate_current_recording
 
@@ -152,7 +153,10 @@ def test_ten_seconds_of_motion_with_an_identified_robot_give_mass_and_com(
     )
     torques = measured_motor_torques(chain, unloaded.currents, polynomial=POLYNOMIAL) @ chain.coupling
     robot_model = identify(
-        robot, chain, terms, base_parameters(robot, chain, terms), unloaded.time, unloaded.q, torques
+        DynamicModel.create(robot, chain, terms, base_parameters(robot, chain, terms)),
+        unloaded.time,
+        unloaded.q,
+        torques,
     )
     prior = RobotPrior.from_parameters(robot, chain, terms, robot_model.values)
     truth = UNKNOWN_LOAD

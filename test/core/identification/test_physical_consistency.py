@@ -28,6 +28,7 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters, observation_matrix
 
 RATE_HZ = 500.0
@@ -58,7 +59,9 @@ def _identify(arm, *, seed: int, consistency: bool) -> IdentificationResult:
     time, q, dq, ddq = _motion(robot, seed=seed, amplitude=0.3, fundamental_hz=0.1, duration_s=10.0)
     rng = np.random.default_rng(seed)
     torques = observation_matrix(robot, chain, TERMS, q, dq, ddq) @ truth + rng.normal(0.0, 2.0, q.shape)
-    return identify(robot, chain, TERMS, base, time, q, torques, consistency=estimator if consistency else None)
+    return identify(
+        DynamicModel.create(robot, chain, TERMS, base), time, q, torques, consistency=estimator if consistency else None
+    )
 
 
 def _published_is_consistent(arm, result: IdentificationResult) -> bool:
@@ -107,8 +110,9 @@ def test_consistent_data_publish_the_unconstrained_estimate_within_a_fraction_of
     torques = observation_matrix(robot, chain, TERMS, q, dq, ddq) @ truth + np.random.default_rng(5).normal(
         0.0, 0.05, q.shape
     )
-    free = identify(robot, chain, TERMS, base, time, q, torques)
-    physical = identify(robot, chain, TERMS, base, time, q, torques, consistency=estimator)
+    dynamic_model = DynamicModel.create(robot, chain, TERMS, base)
+    free = identify(dynamic_model, time, q, torques)
+    physical = identify(dynamic_model, time, q, torques, consistency=estimator)
     assert physical.consistency is not None and physical.consistency.estimate is not None
     assert physical.consistency.estimate.unconstrained_consistent
     shift = np.abs(physical.estimate.parameters - free.estimate.parameters) / free.estimate.std
@@ -135,10 +139,7 @@ def test_a_narrow_excitation_keeps_the_links_near_the_urdf_and_the_fit_within_it
     torques += np.random.default_rng(0).normal(0.0, 0.2, q.shape)
     results = {
         weight: identify(
-            robot,
-            chain,
-            TERMS,
-            base,
+            DynamicModel.create(robot, chain, TERMS, base),
             time,
             q,
             torques,
@@ -164,7 +165,7 @@ def test_a_model_whose_consistent_estimate_cannot_be_computed_fails_the_plausibi
     infeasible = ConsistentEstimator(base, TERMS, nominal, settings=ConsistencySettings(box=0.01))
     time, q, dq, ddq = _motion(robot, seed=1, amplitude=0.3, fundamental_hz=0.1, duration_s=10.0)
     torques = observation_matrix(robot, chain, TERMS, q, dq, ddq) @ truth
-    result = identify(robot, chain, TERMS, base, time, q, torques, consistency=infeasible)
+    result = identify(DynamicModel.create(robot, chain, TERMS, base), time, q, torques, consistency=infeasible)
     assert result.consistency is not None and result.consistency.estimate is None
     assert not result.judged.plausible
     assert any("no physically consistent estimate" in problem for problem in result.judged.problems)

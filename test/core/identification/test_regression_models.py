@@ -27,7 +27,8 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
-from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
+from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 
 DD3_URDF = Path(__file__).resolve().parents[3] / "urdf" / "dynid_dd3.urdf"
@@ -37,13 +38,14 @@ NOISE_NM = 0.1
 
 
 class Arm:
-    """The direct-drive arm, its base parameters, true values and one Fourier motion (8 s at 500 Hz)."""
+    """The direct-drive arm, its model in base parameters, true values and one Fourier motion (8 s at 500 Hz)."""
 
     def __init__(self) -> None:
         self.robot: RobotModel = load_robot(DD3_URDF)
         self.chain = DriveChain.create(3)
         self.drive = DriveParameters.create(3, viscous=[1.5, 0.8, 0.15], coulomb=[1.2, 1.0, 0.3])
-        self.base: BaseParameters = base_parameters(self.robot, self.chain, TERMS)
+        self.dynamic_model = DynamicModel.create(self.robot, self.chain, TERMS)
+        self.base: BaseParameters = self.dynamic_model.base
         self.truth = self.base.from_standard(standard_parameters(self.robot, TERMS, self.drive))
         self.time = np.arange(0.0, 8.0, 1.0 / RATE_HZ)
         trajectory = random_fourier_trajectory(self.robot, fundamental_hz=0.125, harmonics=5, seed=3)
@@ -83,7 +85,12 @@ def test_noise_free_equations_hold_for_the_true_parameters(arm: Arm, model: str)
     settings = IdentificationSettings(signal=SignalSettings(position_cutoff_hz=None))
     torques = inverse_dynamics(arm.robot, arm.chain, arm.drive, arm.q, arm.dq, arm.ddq)
     observations = model_observations(
-        arm.robot, arm.chain, TERMS, arm.base, arm.time, arm.q, torques, model=model, settings=settings
+        arm.dynamic_model,
+        arm.time,
+        arm.q,
+        torques,
+        model=model,
+        settings=settings,
     )
     valid = observations.valid
     residual = np.where(valid, observations.torques - observations.observation_matrix @ arm.truth, 0.0)
@@ -101,15 +108,18 @@ def test_every_model_identifies_the_parameters_from_noisy_data(arm: Arm, model: 
     # signal settings): 8 s give the energy model only 37 equations for 21 parameters, and an
     # estimate that close to its rank moves by several percent with the cut-off.
     settings = IdentificationSettings(signal=SignalSettings(position_cutoff_hz=20.0))
-    estimate = identify_model(
-        arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, model=model, settings=settings
-    )
+    estimate = identify_model(arm.dynamic_model, arm.time, q, torques, model=model, settings=settings)
     assert estimate.excited.all()
     # Well excited: the dynamic model's relative standard deviation on this data is below 1 %. The
     # scalar (energy, power) models have one equation per sample instead of three, and a random,
     # unoptimised trajectory: 10 % is a few of their standard deviations.
     reference = identify_model(
-        arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, model="dynamic", settings=settings
+        arm.dynamic_model,
+        arm.time,
+        q,
+        torques,
+        model="dynamic",
+        settings=settings,
     )
     well_excited = reference.std / np.abs(reference.parameters) < 0.01
     assert well_excited.sum() >= 8
@@ -127,8 +137,8 @@ def test_recursive_estimate_equals_the_batch_estimate(arm: Arm) -> None:
         "model": "filtered_dynamic",
         "settings": IdentificationSettings(reduction=ReductionSettings(uncertainty="white")),
     }
-    batch = identify_model(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, **kwargs)
-    recursive = identify_model(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, recursive=True, **kwargs)
+    batch = identify_model(arm.dynamic_model, arm.time, q, torques, **kwargs)
+    recursive = identify_model(arm.dynamic_model, arm.time, q, torques, recursive=True, **kwargs)
     assert recursive.history is not None
     assert recursive.history.parameters.shape[1] == 21
     # RLS runs on unit-norm columns with p0 = 1e8; the prior's relative pull is 1 / (p0 σ_min²).
@@ -144,8 +154,13 @@ def test_recursive_estimate_equals_the_batch_estimate(arm: Arm) -> None:
 def test_unknown_model_and_bad_lambda_are_refused(arm: Arm) -> None:
     q, torques = arm.measure(0.0, seed=0)
     with pytest.raises(IdentificationError, match="model must be one of"):
-        model_observations(arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, model="integral")
+        model_observations(arm.dynamic_model, arm.time, q, torques, model="integral")
     with pytest.raises(IdentificationError, match="filter_lambda"):
         model_observations(
-            arm.robot, arm.chain, TERMS, arm.base, arm.time, q, torques, model="filtered_power", filter_lambda=-1.0
+            arm.dynamic_model,
+            arm.time,
+            q,
+            torques,
+            model="filtered_power",
+            filter_lambda=-1.0,
         )

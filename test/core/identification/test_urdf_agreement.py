@@ -12,6 +12,7 @@ from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import IdentificationSettings, ReductionSettings, identify
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 from repo_paths import example_robot_file
@@ -35,10 +36,7 @@ def agreement_of(urdf: Path, data: tuple[np.ndarray, ...]) -> tuple[float, str |
     robot = load_robot(urdf)
     chain, terms = DriveChain.create(6), DriveTerms()
     result = identify(
-        robot,
-        chain,
-        terms,
-        base_parameters(robot, chain, terms),
+        DynamicModel.create(robot, chain, terms, base_parameters(robot, chain, terms)),
         *data,
         settings=IdentificationSettings(reduction=ReductionSettings(uncertainty="white")),
     )

@@ -15,6 +15,7 @@ from dynamic_identification.core.mechanism.plausibility import (
     model_problems,
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 
@@ -37,7 +38,11 @@ def _identified(
 ) -> tuple[tuple, np.ndarray, np.ndarray]:
     chain, terms = DriveChain.create(6), DriveTerms()
     result = identify(
-        arm6, chain, terms, base_parameters(arm6, chain, terms), time, q, torques, settings=IdentificationSettings()
+        DynamicModel.create(arm6, chain, terms, base_parameters(arm6, chain, terms)),
+        time,
+        q,
+        torques,
+        settings=IdentificationSettings(),
     )
     rows = result.observations
     predicted = rows.observation_matrix[..., result.base.subset(result.names)] @ result.estimate.parameters

@@ -36,6 +36,7 @@ from dynamic_identification.core.mechanism.robot import (
     load_robot,
     standard_parameters,
 )
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import (
     BaseParameters,
     base_parameters,
@@ -154,7 +155,9 @@ def test_power_observations_of_exact_data_reproduce_the_power(arm6_urdf: Path) -
     q, dq, ddq = trajectory.evaluate(time)
     torques = inverse_dynamics(robot, chain, drive, q, dq, ddq)
     settings = IdentificationSettings(signal=SignalSettings(position_cutoff_hz=20.0))
-    observations = power_observations(robot, chain, TERMS, base, [(time, q, torques)], settings=settings)
+    observations = power_observations(
+        DynamicModel.create(robot, chain, TERMS, base), [(time, q, torques)], settings=settings
+    )
     assert observations.observation_matrix.shape[1:] == (1, base.count)
     assert observations.valid.all()
     predicted = observations.observation_matrix[:, 0] @ base.from_standard(standard_parameters(robot, TERMS, drive))
@@ -175,7 +178,7 @@ def test_power_observations_put_each_trajectory_in_its_own_column(arm6_urdf: Pat
         time = np.arange(0.0, duration, 1.0 / 500.0)
         q, dq, ddq = trajectory.evaluate(time)
         recordings.append((time, q, inverse_dynamics(robot, chain, drive, q, dq, ddq)))
-    observations = power_observations(robot, chain, TERMS, base, recordings)
+    observations = power_observations(DynamicModel.create(robot, chain, TERMS, base), recordings)
     assert observations.observation_matrix.shape[1] == 2
     counts = observations.valid.sum(axis=0)
     assert counts[0] > counts[1] > 0
@@ -186,7 +189,7 @@ def test_power_observations_refuse_an_empty_list(arm6_urdf: Path) -> None:
     robot = load_robot(arm6_urdf)
     chain = _coupled_chain(robot.n_joints)
     with pytest.raises(DataError, match="recordings"):
-        power_observations(robot, chain, TERMS, base_parameters(robot, chain, TERMS), [])
+        power_observations(DynamicModel.create(robot, chain, TERMS, base_parameters(robot, chain, TERMS)), [])
 
 
 def _joint_one_only(observations: PreparedObservations, base: BaseParameters) -> IdentificationResult:
@@ -236,12 +239,13 @@ def test_seed_000_cases_block_triangular_pim_rivals_idim(arm6_urdf: Path) -> Non
         robot, limits, rate_hz=rate, seed=11, fundamental_hz=fundamental, harmonics=harmonics
     )
     segments = split_segments(*record(segmented.trajectory, 12), segmented.segments)
-    validation = prepare_observations(robot, chain, TERMS, base, *fourier(13, 1.0 / fundamental), settings=settings)
+    dynamic_model = DynamicModel.create(robot, chain, TERMS, base)
+    validation = prepare_observations(dynamic_model, *fourier(13, 1.0 / fundamental), settings=settings)
 
-    case_1 = identify(robot, chain, TERMS, base, *single, settings=settings)
-    case_3 = identify_power(robot, chain, TERMS, base, [single], settings=settings)
-    case_4 = identify_power(robot, chain, TERMS, base, segments, settings=settings)
-    idim_single = prepare_observations(robot, chain, TERMS, base, *single, settings=settings)
+    case_1 = identify(dynamic_model, *single, settings=settings)
+    case_3 = identify_power(dynamic_model, [single], settings=settings)
+    case_4 = identify_power(dynamic_model, segments, settings=settings)
+    idim_single = prepare_observations(dynamic_model, *single, settings=settings)
     case_5 = _joint_one_only(idim_single, base)
     error_1, error_3, error_4, error_5 = (
         torque_relative_error(result, validation) for result in (case_1, case_3, case_4, case_5)

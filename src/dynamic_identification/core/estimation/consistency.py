@@ -131,10 +131,9 @@ from dynamic_identification.core.estimation.normal_equations import (
 from dynamic_identification.core.mechanism.robot import (
     INERTIAL_PARAMETER_NAMES,
     DriveTerms,
-    RobotModel,
     standard_parameters,
 )
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 
 if TYPE_CHECKING:
@@ -1335,24 +1334,23 @@ def consistent_estimate(
 
 
 def mechanism_estimator(
-    mechanism: RobotModel | Mechanism,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     *,
     settings: ConsistencySettings | None = None,
     attached: np.ndarray | None = None,
 ) -> ConsistentEstimator:
-    """The physically consistent estimator ([Wensing2018]) of a mechanism's base parameters.
+    """The physically consistent estimator ([Wensing2018]) of a model's base parameters.
 
     Every link of its tree (a closed-loop robot's opened tree, [Briot2012] §2) is a body whose
     pseudo-inertia must be positive definite, the controlled joints' ``Ia, Fv, Fc`` non-negative;
     the URDF's inertias are the prior of the directions no data determine, a closed-loop robot's
     passive joints' drive terms (in no equation) 0. Its estimate's ``standard`` has the tree's layout
-    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of ``base``.
+    (:func:`~dynamic_identification.core.mechanism.seam.tree_standard`); ``base_values`` are those of the model's
+    base parameters.
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism, terms = dynamic_model.mechanism, dynamic_model.terms
     return ConsistentEstimator(
-        tree_base_parameters(mechanism, terms, base),
+        dynamic_model.tree_base_parameters(),
         terms,
         standard_parameters(mechanism.robot, terms),
         settings=settings or ConsistencySettings(),

@@ -66,8 +66,9 @@ from dynamic_identification.core.excitation.safety import (
 )
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, sample
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, observation_matrix
 
 _FILL = 1.0 - 1e-4
@@ -254,10 +255,7 @@ def period_grid(trajectory: FourierTrajectory, samples: int) -> np.ndarray:
 
 
 def condition_number(
-    robot: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     trajectory: FourierTrajectory,
     *,
     samples: int,
@@ -278,7 +276,7 @@ def condition_number(
     IdentificationError
         When the loops of a closed-loop robot cannot be closed along the motion.
     """
-    mechanism = mechanism_of(robot)
+    mechanism, base = dynamic_model.mechanism, dynamic_model.base
     q, dq, ddq = trajectory.evaluate(period_grid(trajectory, samples))
     try:
         start = mechanism.follow(
@@ -287,27 +285,30 @@ def condition_number(
         motion = mechanism.complete_motion(q, dq, ddq, q_guess=start)
     except LoopClosureError as error:
         raise IdentificationError(f"no condition number of the excitation: {error}") from error
-    observed = mechanism.observation_matrix(drive_chain, terms, motion)
+    observed = mechanism.observation_matrix(dynamic_model.drive_chain, dynamic_model.terms, motion)
     return normalised_condition(base.select(observed).reshape(-1, base.count))
 
 
 def sampled_condition_number(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     trajectory: SampledTrajectory,
     *,
     samples: int = 500,
 ) -> float:
-    """:func:`condition_number` of any sampled trajectory, on ``samples`` evenly spread samples.
+    """:func:`condition_number` of any sampled trajectory of a serial robot, on ``samples`` evenly spread samples.
 
     Infinite when the trajectory leaves a base parameter unexcited (a process that
     never moves a joint, [Volkmann2020] §III.D).
     """
     index = np.unique(np.linspace(0, trajectory.time.shape[0] - 1, samples).round().astype(int))
+    base = dynamic_model.base
     full = observation_matrix(
-        robot, drive_chain, terms, trajectory.q[index], trajectory.dq[index], trajectory.ddq[index]
+        dynamic_model.mechanism.robot,
+        dynamic_model.drive_chain,
+        dynamic_model.terms,
+        trajectory.q[index],
+        trajectory.dq[index],
+        trajectory.ddq[index],
     )
     return normalised_condition(base.select(full).reshape(-1, base.count))
 
@@ -1014,9 +1015,7 @@ class _Search(FourierSearch):
 
 
 def optimise_fourier(
-    robot: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     limits: JointLimits | MechanismLimits,
     *,
     fundamental_hz: float = 0.1,
@@ -1025,7 +1024,6 @@ def optimise_fourier(
     seed: int = 0,
     time_budget_s: float = 60.0,
     samples: int | None = None,
-    base: BaseParameters | None = None,
     max_evaluations: int | None = None,
     torque_model: TorqueModel | None = None,
     collision: SelfCollisionModel | None = None,
@@ -1058,8 +1056,9 @@ def optimise_fourier(
 
     Parameters
     ----------
-    robot
-        A serial robot's model or a :class:`~dynamic_identification.core.mechanism.seam.Mechanism`.
+    dynamic_model
+        The robot's IDIM in base parameters: a serial robot's or any
+        :class:`~dynamic_identification.core.mechanism.seam.Mechanism`'s.
     limits
         Joint limits, margins applied (:meth:`~.safety.JointLimits.from_robot`), or a
         mechanism's (:class:`~.constraints.MechanismLimits`: controlled and passive joints,
@@ -1074,9 +1073,6 @@ def optimise_fourier(
     samples
         Points per period of the observation matrix in the cost; default 200, 100 with
         passive joints (:data:`_CLOSED_LOOP_SHAPE`).
-    base
-        Base parameters; default the mechanism's
-        (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.base_parameters`).
     max_evaluations
         Cost-evaluation budget. With it and ``time_budget_s=math.inf`` the result
         depends only on ``seed``: use both for reproducible designs (a finite time
@@ -1107,7 +1103,7 @@ def optimise_fourier(
         When ``cancellation`` is requested before the design is done.
     """
     start = time.perf_counter()
-    mechanism = mechanism_of(robot)
+    mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     constraints = as_mechanism_limits(limits)
     _check_settings(mechanism, constraints, fundamental_hz, harmonics)
     shape = _shape(mechanism)
@@ -1116,10 +1112,9 @@ def optimise_fourier(
     budget.check(samples, min_samples=shape.min_samples)
     effective = _workspace_limits(constraints, workspace)
     tool = _Tool(mechanism, workspace) if workspace is not None and workspace.has_box else None
-    base = base if base is not None else mechanism.base_parameters(drive_chain, terms)
     search = _Search(
         LimitProbe(mechanism, effective, torque_model, observation=(drive_chain, terms), cancellation=cancellation),
-        base,
+        dynamic_model.base,
         tool,
         fundamental_hz=float(fundamental_hz),
         harmonics=harmonics,
@@ -1139,7 +1134,7 @@ def optimise_fourier(
     motion = final.motion if final is not None and probe.closed else None
     return ExcitationDesign(
         trajectory=trajectory,
-        condition_number=condition_number(mechanism, drive_chain, terms, base, trajectory, samples=samples),
+        condition_number=condition_number(dynamic_model, trajectory, samples=samples),
         usage=usage,
         evaluations=search.evaluations,
         wall_time_s=time.perf_counter() - start,

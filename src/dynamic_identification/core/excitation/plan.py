@@ -71,7 +71,7 @@ from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import base_parameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 
 PLANNING_RATE_HZ = CHECK_RATE_HZ
 """The planned motion is built at least this densely (a multiple of ``rate_hz``), Hz; the published
@@ -237,8 +237,7 @@ def plan_excitation(
         cancellation=cancellation,
     )
     if condition is None and settings.mode != "payload":
-        base = base_parameters(robot, drive_chain, terms)
-        condition = sampled_condition_number(robot, drive_chain, terms, base, points)
+        condition = sampled_condition_number(DynamicModel.create(robot, drive_chain, terms), points)
     return ExcitationPlan(
         trajectory=points,
         limits=limits,
@@ -291,15 +290,13 @@ def _constrained_fourier(
     tolerance = settings.interpolation_tolerance_rad
     planning = limits.planning(tolerance)
     torques = torque_model if torque_model is not None else TorqueModel.nominal(mechanism, drive_chain, terms)
-    base = mechanism.base_parameters(drive_chain, terms)
+    dynamic_model = DynamicModel.create(mechanism, drive_chain, terms)
+    base = dynamic_model.base
     if settings.optimise:
         design = optimise_fourier(
-            mechanism,
-            drive_chain,
-            terms,
+            dynamic_model,
             planning,
             torque_model=torques,
-            base=base,
             collision=collision,
             cancellation=cancellation,
             **settings.fourier_arguments(),
@@ -322,7 +319,7 @@ def _constrained_fourier(
         kind = "random Fourier series of the actuated joints fitted into the limits"
         warnings = ()
         one_period = int(np.ceil(fourier.period_s * PLANNING_RATE_HZ))
-        condition = condition_number(mechanism, drive_chain, terms, base, fourier, samples=one_period)
+        condition = condition_number(dynamic_model, fourier, samples=one_period)
     factor = planning_factor(settings.rate_hz)
 
     def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, MotionCheck, np.ndarray]:
@@ -401,9 +398,7 @@ def _fourier(
     warnings: tuple[str, ...] = ()
     if settings.optimise:
         design = optimise_fourier(
-            robot,
-            drive_chain,
-            terms,
+            DynamicModel.create(robot, drive_chain, terms),
             limits,
             workspace=_workspace(settings),
             torque_model=model,

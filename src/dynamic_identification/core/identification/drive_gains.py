@@ -95,7 +95,6 @@ import scipy.linalg
 from dynamic_identification.core.errors import (
     DataError,
     InsufficientExcitationError,
-    ModelError,
     RankDeficientError,
 )
 from dynamic_identification.core.estimation import rank_deficient_columns
@@ -110,8 +109,9 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.completion import complete_recording
 from dynamic_identification.core.identification.observations import RowBuilder, output_blocks
 from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics, frame_id
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, drive_observation_matrix
 from dynamic_identification.core.signal.filters import lowpass_zero_phase
 
@@ -372,21 +372,19 @@ class GainRows:
 
 
 def _rows(
-    mechanism: Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     recording: CurrentRecording,
     settings: IdentificationSettings,
     payload: Payload | None,
     efficiency: bool = False,
     estimate: _DriveEstimate | None = None,
 ) -> GainRows:
-    """The decimated IDIM rows of ``mechanism`` (:func:`~dynamic_identification.core.identification.completion.\
+    """The decimated IDIM rows of ``dynamic_model`` (:func:`~dynamic_identification.core.identification.completion.\
 complete_recording`, :class:`~dynamic_identification.core.identification.observations.RowBuilder`: the
     filtered motion of the controlled joints completed to the tree, ``J_tᵀ`` times the tree's IDIM), with the
     currents (split by :func:`driving_samples` with ``efficiency``) and the known payload's torques ``J_tᵀ Y_p φ``
     decimated as extra signals."""
+    mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     n, actuated = mechanism.n_actuated, mechanism.actuated
     columns = recording.q.shape[1]
     if columns not in (n, mechanism.n_tree) or recording.currents.shape[1] != n:
@@ -410,13 +408,11 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
     rate = completed.rate_hz
     cutoff = completed.signal.position_cutoff_hz or 0.25 * rate
     factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(
-        mechanism, drive_chain, terms, base, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s
-    )
+    builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
     phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
     matrices, currents, known, masks, braking_drive = [], [], [], [], []
     width = 2 * n if efficiency else n
-    drive = _drive_columns(base, terms, actuated) if efficiency else []
+    drive = _drive_columns(dynamic_model.base, terms, actuated) if efficiency else []
     for segment in completed.segments:
         motion, amps_measured = segment.motion, segment.signals
         length = segment.time.shape[0]
@@ -589,14 +585,11 @@ def _joint_std(residual: np.ndarray, valid: np.ndarray, dof_fraction: float) -> 
 
 
 def identify_drive_gains(
-    robot: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     *,
     unloaded: CurrentRecording,
     loaded: CurrentRecording,
     payload: Payload,
-    base: BaseParameters | None = None,
     settings: IdentificationSettings | None = None,
     efficiency: bool = True,
 ) -> DriveGainsResult:
@@ -604,16 +597,13 @@ def identify_drive_gains(
 
     Parameters
     ----------
-    robot
-        The robot: a serial robot's model, or any mechanism (a closed-loop robot's
+    dynamic_model
+        The robot's model: any mechanism (a closed-loop robot's
         :class:`~dynamic_identification.core.mechanism.closed_loop.ClosedLoopModel`, [Briot2012] eq. (6)-(13):
-        its controlled joints' torques ``J_tᵀ`` times the tree's); its URDF inertial values are
-        not used.
-    drive_chain
-        Gear ratios and coupling of the motors (of the controlled joints); its drive gains are the
-        nominal ones, used for the first weights and reported, not as a constraint.
-    terms
-        Drive-chain terms of the base-parameter model.
+        its controlled joints' torques ``J_tᵀ`` times the tree's; its URDF inertial values are
+        not used), the drive chain of the motors (of the controlled joints; its drive gains are the
+        nominal ones, used for the first weights and reported, not as a constraint), the drive-chain
+        terms and the base parameters of the model.
     unloaded, loaded
         Recordings without and with the payload, joints in model order: positions of the controlled
         joints or of every tree joint (a closed-loop robot's passive joints are then checked against the
@@ -621,8 +611,6 @@ def identify_drive_gains(
     payload
         The known payload (all 10 inertial parameters known, ``n_kL = 10``) and its frame (a frame of
         the tree: a parallel robot's platform).
-    base
-        Base parameters of ``robot``, ``drive_chain``, ``terms`` (computed when omitted).
     settings
         Signal processing and data requirements (only ``settings.signal``,
         ``min_samples``, ``min_motion_rad`` and ``block_samples`` are used).
@@ -641,26 +629,22 @@ def identify_drive_gains(
     DataError
         A recording without currents, of the wrong size, with too few samples.
     ModelError
-        Sizes of the drive chain and the robot disagree, or the payload frame is unknown.
+        The payload frame is unknown.
     InsufficientExcitationError
         The robot stood still, or the payload does not fix the scale (``δ ≈ 0``).
     LoopClosureError
         A closed-loop robot's recording reaches a singularity (names the recording and sample).
     """
     settings = settings or IdentificationSettings()
-    mechanism = mechanism_of(robot)
-    n = mechanism.n_actuated
-    if drive_chain.n_joints != n:
-        raise ModelError(f"drive chain has {drive_chain.n_joints} joints, robot has {n}")
+    mechanism, base = dynamic_model.mechanism, dynamic_model.base
     frame_id(mechanism.robot, payload.frame)  # refuses an unknown frame before any work
-    base = base or mechanism.base_parameters(drive_chain, terms)
     estimate: _DriveEstimate | None = None
     for _ in range(REGIME_PASSES if efficiency else 1):
         result = drive_gains_from_rows(
-            _rows(mechanism, drive_chain, terms, base, unloaded, settings, None, efficiency, estimate),
-            _rows(mechanism, drive_chain, terms, base, loaded, settings, payload, efficiency, estimate),
+            _rows(dynamic_model, unloaded, settings, None, efficiency, estimate),
+            _rows(dynamic_model, loaded, settings, payload, efficiency, estimate),
             base=base,
-            nominal_gains=drive_chain.drive_gains,
+            nominal_gains=dynamic_model.drive_chain.drive_gains,
         )
         if result.efficiency is None:
             break
@@ -668,7 +652,10 @@ def identify_drive_gains(
         estimate = _DriveEstimate(
             gains=result.drive_gains,
             drive=np.array(
-                [[values.get(f"{term}{int(j) + 1}", 0.0) for term in terms.names] for j in mechanism.actuated]
+                [
+                    [values.get(f"{term}{int(j) + 1}", 0.0) for term in dynamic_model.terms.names]
+                    for j in mechanism.actuated
+                ]
             ),
         )
     return result

@@ -98,7 +98,7 @@ from dynamic_identification.core.identification.motion import (
     motion_bandwidth_hz,
     sample_instants,
 )
-from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder, check_parts
+from dynamic_identification.core.identification.observations import DecimatedRows, RowBuilder
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, ReductionSettings, SignalSettings
 from dynamic_identification.core.identification.solve import (
     consistent_step,
@@ -107,8 +107,7 @@ from dynamic_identification.core.identification.solve import (
     removed_reasons,
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.settings_schema import check_fields, nested_field, setting_field
 from dynamic_identification.core.signal.filters import (
@@ -271,12 +270,9 @@ class SlidingWindowEstimator:
 
     def __init__(
         self,
-        mechanism: RobotModel | Mechanism,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
+        dynamic_model: DynamicModel,
         settings: WindowSettings,
         *,
-        base: BaseParameters | None = None,
         bounds: PlausibilityBounds | None = None,
         consistency: ConsistentEstimator | None = None,
     ) -> None:
@@ -291,24 +287,16 @@ class SlidingWindowEstimator:
         physically consistent estimate nearest to the window's normal equations
         ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
         computed is not publishable.
-
-        Raises
-        ------
-        ModelError
-            When the drive chain or the base parameters do not belong to ``mechanism``.
         """
-        mechanism = mechanism_of(mechanism)
+        mechanism = dynamic_model.mechanism
         self._consistency = consistency
-        self._chain = drive_chain
-        self._terms = terms
         self._settings = settings
         self._n = mechanism.n_actuated
         self._bounds = bounds or mechanism_bounds(
             mechanism, effort_factor=settings.effort_factor, mass_factor=settings.mass_factor
         )
-        self._base = base if base is not None else mechanism.base_parameters(drive_chain, terms)
-        check_parts(mechanism, drive_chain, terms, self._base)
-        self._make_builder = partial(RowBuilder.create, mechanism, drive_chain, terms, self._base)
+        self._base = dynamic_model.base
+        self._make_builder = partial(RowBuilder.create, dynamic_model)
         self._threads = ThreadpoolController()
         self.reset()
 

@@ -18,7 +18,7 @@ import pinocchio as pin
 import scipy.ndimage
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.errors import DataError, ModelError
+from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.completion import (
     PASSIVE_TOLERANCE_RAD,
     complete_recording,
@@ -26,9 +26,9 @@ from dynamic_identification.core.identification.completion import (
 )
 from dynamic_identification.core.identification.motion import decimation_factor
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.mechanism.robot import DriveChain
+from dynamic_identification.core.mechanism.seam import TreeMotion
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
 
 ROWS_STAGE = "observation matrix rows"
@@ -98,10 +98,7 @@ class RowBuilder:
     ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
     """
 
-    mechanism: Mechanism
-    drive_chain: DriveChain
-    terms: DriveTerms
-    base: BaseParameters
+    dynamic_model: DynamicModel
     decimator: ParallelDecimator
     min_speed_rad_s: float
     stick_reach: int
@@ -111,10 +108,7 @@ class RowBuilder:
     @classmethod
     def create(
         cls,
-        mechanism: RobotModel | Mechanism,
-        drive_chain: DriveChain,
-        terms: DriveTerms,
-        base: BaseParameters,
+        dynamic_model: DynamicModel,
         *,
         decimation: int,
         min_speed_rad_s: float,
@@ -125,27 +119,18 @@ class RowBuilder:
 
         The speed is ``min_speed_rad_s`` (rad/s) with Coulomb friction in ``terms``, else 0
         (nothing masked).
-
-        Raises
-        ------
-        ModelError
-            When the drive chain or the base parameters do not belong to ``mechanism``.
         """
-        mechanism = mechanism_of(mechanism)
-        check_parts(mechanism, drive_chain, terms, base)
-        rows = np.arange(mechanism.n_actuated)[:, None] * len(base.standard_names)
+        base = dynamic_model.base
+        rows = np.arange(dynamic_model.mechanism.n_actuated)[:, None] * len(base.standard_names)
         decimator = ParallelDecimator.create(decimation)
         reach = decimator.half_length
         return cls(
-            mechanism=mechanism,
-            drive_chain=drive_chain,
-            terms=terms,
-            base=base,
+            dynamic_model=dynamic_model,
             decimator=decimator,
-            min_speed_rad_s=min_speed_rad_s if terms.coulomb_friction else 0.0,
+            min_speed_rad_s=min_speed_rad_s if dynamic_model.terms.coulomb_friction else 0.0,
             stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
             gather=(rows + base.independent[None, :])[base.structure],
-            data=mechanism.robot.model.createData(),
+            data=dynamic_model.mechanism.robot.model.createData(),
         )
 
     @property
@@ -155,11 +140,16 @@ class RowBuilder:
 
     def stuck(self, dq: np.ndarray) -> np.ndarray:
         """``(N, n_a)``: the equations masked at the controlled joints' velocities ``dq`` (:func:`slow_equations`)."""
-        return slow_equations(self.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach)
+        return slow_equations(
+            self.dynamic_model.drive_chain, dq, min_speed_rad_s=self.min_speed_rad_s, reach=self.stick_reach
+        )
 
     def packed(self, motion: TreeMotion) -> np.ndarray:
         """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``."""
-        full = self.mechanism.observation_matrix(self.drive_chain, self.terms, motion, data=self.data)
+        dynamic_model = self.dynamic_model
+        full = dynamic_model.mechanism.observation_matrix(
+            dynamic_model.drive_chain, dynamic_model.terms, motion, data=self.data
+        )
         return full.reshape(full.shape[0], -1)[:, self.gather]
 
     def rows(
@@ -209,9 +199,11 @@ class RowBuilder:
         inside = (index >= outputs[0]) & (index < outputs[1])
         local = index[inside] - start
         if local.size:
-            packed = self.packed(completed_at(self.mechanism, q[local], dq[local], ddq[local], index[inside]))
+            packed = self.packed(
+                completed_at(self.dynamic_model.mechanism, q[local], dq[local], ddq[local], index[inside])
+            )
         else:
-            packed = np.zeros((0, int(np.count_nonzero(self.base.structure))))
+            packed = np.zeros((0, int(np.count_nonzero(self.dynamic_model.base.structure))))
         return self._assemble(packed, y_out[inside], index[inside], local, dq)
 
     def decimated_rows(
@@ -228,37 +220,17 @@ class RowBuilder:
 
     def _controlled(self, dq: np.ndarray) -> np.ndarray:
         """The controlled joints' columns of tree velocities (all of them without closures: no copy)."""
-        return dq if dq.shape[1] == self.mechanism.n_actuated else dq[:, self.mechanism.actuated]
+        mechanism = self.dynamic_model.mechanism
+        return dq if dq.shape[1] == mechanism.n_actuated else dq[:, mechanism.actuated]
 
     def _assemble(
         self, packed: np.ndarray, signals: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
     ) -> DecimatedRows:
         """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
-        w_out = np.zeros((local.size, *self.base.structure.shape))
-        w_out[:, self.base.structure] = packed
+        structure = self.dynamic_model.base.structure
+        w_out = np.zeros((local.size, *structure.shape))
+        w_out[:, structure] = packed
         return DecimatedRows(observation_matrix=w_out, torques=signals, valid=~self.stuck(dq)[local], index=index)
-
-
-def check_parts(mechanism: Mechanism, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters) -> None:
-    """Refuse a drive chain or base parameters that do not belong to ``mechanism`` and ``terms``.
-
-    Raises
-    ------
-    ModelError
-        A drive chain of another size than the controlled joints, or base parameters that regroup other
-        standard parameters.
-    """
-    if drive_chain.n_joints != mechanism.n_actuated:
-        raise ModelError(
-            f"drive chain has {drive_chain.n_joints} joints, the mechanism has {mechanism.n_actuated} controlled joints"
-        )
-    expected = mechanism.standard_parameter_names(terms)
-    if base.standard_names != expected:
-        raise ModelError(
-            "base parameters do not regroup the standard parameters of this mechanism and drive terms"
-            f" ({len(base.standard_names)} standard parameters, expected {len(expected)}):"
-            " use mechanism.base_parameters(drive_chain, terms)"
-        )
 
 
 def output_blocks(
@@ -279,10 +251,7 @@ def output_blocks(
 
 
 def prepare_observations(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     time: np.ndarray,
     q: np.ndarray,
     torques: np.ndarray,
@@ -311,7 +280,7 @@ def prepare_observations(
     LoopClosureError
         The recording reaches a singularity or leaves the workspace (names the sample).
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism = dynamic_model.mechanism
     settings = settings or IdentificationSettings()
     if np.ndim(torques) != 2 or np.shape(torques)[1] != mechanism.n_actuated:
         raise DataError(
@@ -330,14 +299,7 @@ def prepare_observations(
     )
     rate = completed.rate_hz
     factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(
-        mechanism,
-        drive_chain,
-        terms,
-        base,
-        decimation=factor,
-        min_speed_rad_s=completed.signal.min_speed_rad_s,
-    )
+    builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
     matrices, targets, masks = [], [], []
     total = sum(segment.time.shape[0] for segment in completed.segments)
     done = 0
@@ -362,7 +324,7 @@ def prepare_observations(
         done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
     n = mechanism.n_actuated
-    matrix = np.concatenate(matrices) if matrices else np.empty((0, n, base.count))
+    matrix = np.concatenate(matrices) if matrices else np.empty((0, n, dynamic_model.base.count))
     torque = np.concatenate(targets) if targets else np.empty((0, n))
     valid = np.concatenate(masks) if masks else np.empty((0, n), dtype=bool)
     return PreparedObservations(
@@ -401,7 +363,6 @@ __all__ = [
     "DecimatedRows",
     "PreparedObservations",
     "RowBuilder",
-    "check_parts",
     "output_blocks",
     "prepare_observations",
     "slow_equations",

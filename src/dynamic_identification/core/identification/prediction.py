@@ -20,6 +20,7 @@ from dynamic_identification.core.identification.completion import complete_recor
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 
 TorqueCheck = Callable[[Mapping[str, float]], JointErrors]
 """Judges a model, given as base-parameter values by name, by the joint torques it predicts: the sums of
@@ -232,9 +233,7 @@ def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed
 
 
 def stamp_torque_check(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     recordings: Sequence[Samples],
     signal: SignalSettings,
 ) -> TorqueCheck:
@@ -244,9 +243,10 @@ def stamp_torque_check(
     (energy, power, filtered models): its parameters are IDIM base parameters, so their
     torques can be predicted and judged on one scale with every other model's.
     """
+    mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
 
     def check(parameters: Mapping[str, float]) -> JointErrors:
-        errors = JointErrors.zeros(mechanism_of(mechanism).n_actuated)
+        errors = JointErrors.zeros(mechanism.n_actuated)
         for samples in recordings:
             prediction = predict_at_stamps(mechanism, drive_chain, terms, parameters, samples, signal)
             errors = errors + torque_errors(prediction, samples.torques, min_speed_rad_s=signal.min_speed_rad_s)

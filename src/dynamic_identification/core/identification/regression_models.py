@@ -70,9 +70,8 @@ from dynamic_identification.core.identification.solve import (
     identify_recording,
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
-from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.power import (
     completed_motions,
     mechanism_energy_matrix,
@@ -140,10 +139,7 @@ def _controlled(mechanism: Mechanism, values: np.ndarray) -> np.ndarray:
 
 
 def filtered_dynamic_rows(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     motion: Motion,
     *,
     filter_lambda: float,
@@ -159,14 +155,16 @@ def filtered_dynamic_rows(
     """
     if motion.torques is None:
         raise DataError("motion has no torques: the filtered-dynamic model filters them")
-    mechanism = mechanism_of(mechanism)
+    mechanism = dynamic_model.mechanism
     data = mechanism.robot.model.createData()
     q, dq = _controlled(mechanism, motion.q), _controlled(mechanism, motion.dq)
     guess = motion.q[0] if mechanism.closures else None
     zero = np.zeros_like(dq)
 
     def idim(tree: TreeMotion) -> np.ndarray:
-        return mechanism.observation_matrix(drive_chain, terms, tree, data=data)[..., base.independent]
+        return mechanism.observation_matrix(dynamic_model.drive_chain, dynamic_model.terms, tree, data=data)[
+            ..., dynamic_model.base.independent
+        ]
 
     def momentum(tree: TreeMotion) -> np.ndarray:
         """Columns of the momentum ``M(q_t) J_t q̇_a`` at the positions of ``tree``:
@@ -192,9 +190,7 @@ def filtered_dynamic_rows(
     return w[::step], y[::step]
 
 
-def _energy_signals(
-    mechanism: Mechanism, drive_chain: DriveChain, terms: DriveTerms, base: BaseParameters, motion: Motion
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _energy_signals(dynamic_model: DynamicModel, motion: Motion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Base energy ``h`` ``(N, b)``, friction power ``h_f`` ``(N, b)`` and supplied power ``q̇_aᵀτ_a`` ``(N,)``.
 
     The controlled joints' power is the tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t`` ([Briot2012]
@@ -202,17 +198,15 @@ def _energy_signals(
     """
     if motion.torques is None:
         raise DataError("motion has no torques: the energy and power models need q̇ᵀτ")
-    controlled = _controlled(mechanism, motion.dq)
-    energy = mechanism_energy_matrix(mechanism, drive_chain, terms, motion.q, motion.dq)[:, base.independent]
-    friction = mechanism_friction_power(mechanism, drive_chain, terms, controlled)[:, base.independent]
+    controlled = _controlled(dynamic_model.mechanism, motion.dq)
+    independent = dynamic_model.base.independent
+    energy = mechanism_energy_matrix(dynamic_model, motion.q, motion.dq)[:, independent]
+    friction = mechanism_friction_power(dynamic_model, controlled)[:, independent]
     return energy, friction, np.sum(controlled * motion.torques, axis=1)
 
 
 def supplied_energy_rows(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     motion: Motion,
     *,
     interval_samples: int,
@@ -224,7 +218,7 @@ def supplied_energy_rows(
     """
     if interval_samples < 1:
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
-    energy, friction, power = _energy_signals(mechanism_of(mechanism), drive_chain, terms, base, motion)
+    energy, friction, power = _energy_signals(dynamic_model, motion)
     dt = 1.0 / motion.rate_hz
     work = scipy.integrate.cumulative_trapezoid(power, dx=dt, initial=0.0)
     friction_work = scipy.integrate.cumulative_trapezoid(friction, dx=dt, axis=0, initial=0.0)
@@ -235,10 +229,7 @@ def supplied_energy_rows(
 
 
 def filtered_power_rows(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     motion: Motion,
     *,
     filter_lambda: float,
@@ -248,7 +239,7 @@ def filtered_power_rows(
 
     ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
     """
-    energy, friction, power = _energy_signals(mechanism_of(mechanism), drive_chain, terms, base, motion)
+    energy, friction, power = _energy_signals(dynamic_model, motion)
     options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
     coefficients = first_order_filter(filter_lambda, motion.rate_hz)
     w = filter_lambda * (energy - _filtered(energy, coefficients, ramp=True, **options))
@@ -257,10 +248,7 @@ def filtered_power_rows(
 
 
 def model_observations(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     time: np.ndarray,
     q: np.ndarray,
     torques: np.ndarray,
@@ -311,13 +299,10 @@ def model_observations(
     if model not in MODELS:
         raise IdentificationError(f"model must be one of {', '.join(MODELS)}; got {model!r}")
     settings = settings or IdentificationSettings()
-    mechanism = mechanism_of(mechanism)
+    mechanism = dynamic_model.mechanism
     if model == "dynamic":
         return prepare_observations(
-            mechanism,
-            drive_chain,
-            terms,
-            base,
+            dynamic_model,
             time,
             q,
             torques,
@@ -327,7 +312,7 @@ def model_observations(
         )
     cancellation.report(f"{model} model observations")
     if model == "power":
-        return power_observations(mechanism, drive_chain, terms, base, [(time, q, torques)], settings=settings)
+        return power_observations(dynamic_model, [(time, q, torques)], settings=settings)
     if not (np.isfinite(energy_interval_s) and energy_interval_s > 0.0):
         raise IdentificationError(f"energy_interval_s must be finite and > 0, got {energy_interval_s}")
     velocities = None
@@ -343,17 +328,13 @@ def model_observations(
     matrices, targets = [], []
     for motion in motions:
         if model == "filtered_dynamic":
-            w, y = filtered_dynamic_rows(
-                mechanism, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
-            )
+            w, y = filtered_dynamic_rows(dynamic_model, motion, filter_lambda=filter_lambda, step=factor)
         elif model == "filtered_power":
-            w, y = filtered_power_rows(
-                mechanism, drive_chain, terms, base, motion, filter_lambda=filter_lambda, step=factor
-            )
+            w, y = filtered_power_rows(dynamic_model, motion, filter_lambda=filter_lambda, step=factor)
             w, y = w[:, None, :], y[:, None]
         else:
             interval = max(int(round(energy_interval_s * rate)), 1)
-            w, y = supplied_energy_rows(mechanism, drive_chain, terms, base, motion, interval_samples=interval)
+            w, y = supplied_energy_rows(dynamic_model, motion, interval_samples=interval)
             w, y = w[:, None, :], y[:, None]
         matrices.append(w)
         targets.append(y)
@@ -373,10 +354,7 @@ def model_observations(
 
 
 def identify_model(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     time: np.ndarray,
     q: np.ndarray,
     torques: np.ndarray,
@@ -416,10 +394,7 @@ def identify_model(
     def observe(samples: Samples) -> PreparedObservations:
         """The model's observations of the checked recording."""
         return model_observations(
-            mechanism,
-            drive_chain,
-            terms,
-            base,
+            dynamic_model,
             *samples.signals,
             model=model,
             settings=settings,
@@ -430,8 +405,7 @@ def identify_model(
         )
 
     return identify_recording(
-        mechanism,
-        base,
+        dynamic_model,
         Samples(time, q, torques, dq_measured),
         observe,
         settings=settings,
@@ -440,7 +414,7 @@ def identify_model(
         # The IDIM's own equations are the joint torques; the other models are judged by their torque prediction.
         torque_check=None
         if model == "dynamic"
-        else lambda samples: stamp_torque_check(mechanism, drive_chain, terms, [samples], settings.signal),
+        else lambda samples: stamp_torque_check(dynamic_model, [samples], settings.signal),
         recursive=RecursiveSettings(forgetting, initial_covariance) if recursive else None,
         cancellation=cancellation,
     )

@@ -68,8 +68,9 @@ from dynamic_identification.core.identification.observations import PreparedObse
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings, ReductionSettings
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds, model_problems
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters
 
 NOT_EXCITED = f"{NOT_IDENTIFIABLE}: not excited by this data"
@@ -625,10 +626,7 @@ def checked_samples(
 
 
 def identify(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     time: np.ndarray,
     q: np.ndarray,
     torques: np.ndarray,
@@ -660,14 +658,10 @@ def identify(
     """
     settings = settings or IdentificationSettings()
     return identify_recording(
-        mechanism,
-        base,
+        dynamic_model,
         Samples(time, q, torques, dq_measured),
         lambda samples: prepare_observations(
-            mechanism,
-            drive_chain,
-            terms,
-            base,
+            dynamic_model,
             *samples.signals,
             dq_measured=samples.dq_measured,
             settings=settings,
@@ -681,8 +675,7 @@ def identify(
 
 
 def identify_recording(
-    mechanism: RobotModel | Mechanism,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     recording: Samples,
     observe: Callable[[Samples], PreparedObservations],
     *,
@@ -693,7 +686,7 @@ def identify_recording(
     recursive: RecursiveSettings | None = None,
     cancellation: Cancellation = NEVER,
 ) -> IdentificationResult:
-    """Identify from one raw ``recording`` of ``mechanism`` with any regression model's builder ``observe``.
+    """Identify from one raw ``recording`` with ``dynamic_model`` and any regression model's builder ``observe``.
 
     The recording is checked (:func:`checked_samples`), its observations made by ``observe``
     and put through the seam (:func:`identify_observations`) with the controlled joints' travel and
@@ -701,12 +694,12 @@ def identify_recording(
     ``torque_check`` makes the seam's torque check from the checked samples (``None``: the IDIM's own
     rows judge); ``cancellation`` goes to the seam (``observe`` takes its own).
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism = dynamic_model.mechanism
     samples = checked_samples(
         mechanism, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
     return identify_observations(
-        base,
+        dynamic_model.base,
         observe(samples),
         settings=settings,
         travel=np.ptp(controlled_positions(mechanism, samples.q), axis=0),

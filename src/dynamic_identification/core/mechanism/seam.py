@@ -24,7 +24,7 @@ eq. (3)). For a serial robot this is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -411,19 +411,3 @@ def tree_standard(mechanism: Mechanism, terms: DriveTerms, standard: np.ndarray)
     tree = np.zeros((*values.shape[:-1], mechanism.n_tree * terms.per_joint))
     tree[..., columns] = values
     return tree
-
-
-def tree_base_parameters(mechanism: Mechanism, terms: DriveTerms, base: BaseParameters) -> BaseParameters:
-    """The mechanism's base parameters over its tree's standard layout (:func:`tree_standard`).
-
-    The same base parameters (names, expressions, equations' structure), their regrouping
-    ``K`` with a zero column for each standard parameter of the tree that no equation holds (a
-    closed-loop robot's passive joints' drive terms); ``base`` itself for a serial robot.
-    """
-    names = serial_model.standard_parameter_names(mechanism.n_tree, terms)
-    if base.standard_names == names:
-        return base
-    columns = tree_columns(mechanism, terms)
-    regrouping = np.zeros((base.count, len(names)))
-    regrouping[:, columns] = base.regrouping
-    return replace(base, standard_names=names, independent=columns[base.independent], regrouping=regrouping)

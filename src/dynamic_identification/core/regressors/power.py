@@ -55,7 +55,7 @@ from dynamic_identification.core.identification.solve import IdentificationResul
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameter_names
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
 
 Recording = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -148,9 +148,7 @@ def _drive_columns(mechanism: Mechanism, terms: DriveTerms) -> np.ndarray:
 
 
 def mechanism_energy_matrix(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     q: np.ndarray,
     dq: np.ndarray,
     *,
@@ -164,7 +162,7 @@ def mechanism_energy_matrix(
     tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t``, this energy and the friction power of the
     controlled joints (:func:`mechanism_friction_power`) give the energy and power models of the mechanism.
     """
-    mechanism = mechanism_of(mechanism)
+    mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     if not mechanism.closures:
         return energy_matrix(mechanism.robot, drive_chain, terms, q, dq, data=data)
     n_t, samples = mechanism.n_tree, np.shape(q)[0]
@@ -179,13 +177,11 @@ def mechanism_energy_matrix(
     return out
 
 
-def mechanism_friction_power(
-    mechanism: RobotModel | Mechanism, drive_chain: DriveChain, terms: DriveTerms, dq: np.ndarray
-) -> np.ndarray:
+def mechanism_friction_power(dynamic_model: DynamicModel, dq: np.ndarray) -> np.ndarray:
     """Friction and offset power of the controlled joints at their velocities ``dq`` ``(N, n_a)`` in the
     mechanism's standard parameters, ``(N, p)`` (:func:`friction_power_matrix`)."""
-    mechanism = mechanism_of(mechanism)
-    serial = friction_power_matrix(drive_chain, terms, dq)
+    mechanism, terms = dynamic_model.mechanism, dynamic_model.terms
+    serial = friction_power_matrix(dynamic_model.drive_chain, terms, dq)
     if not mechanism.closures:
         return serial
     out = np.zeros((serial.shape[0], len(mechanism.standard_parameter_names(terms))))
@@ -203,10 +199,7 @@ def tree_columns_of_inertia(mechanism: Mechanism, terms: DriveTerms) -> np.ndarr
 
 
 def power_rows(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     motion: Motion,
     decimator: ParallelDecimator,
     *,
@@ -230,7 +223,7 @@ def power_rows(
     """
     if motion.torques is None:
         raise DataError("motion has no torques: the power P = q̇ᵀ τ needs them")
-    mechanism = mechanism_of(mechanism)
+    mechanism, base = dynamic_model.mechanism, dynamic_model.base
     independent = base.independent
     data = mechanism.robot.model.createData()
     dt = 1.0 / motion.rate_hz
@@ -242,9 +235,9 @@ def power_rows(
         if q.shape[0] < 3:
             continue
         controlled = dq if not mechanism.closures else dq[:, mechanism.actuated]
-        energy = mechanism_energy_matrix(mechanism, drive_chain, terms, q, dq, data=data)[:, independent]
+        energy = mechanism_energy_matrix(dynamic_model, q, dq, data=data)[:, independent]
         columns = np.gradient(energy, dt, axis=0, edge_order=2)
-        columns += mechanism_friction_power(mechanism, drive_chain, terms, controlled)[:, independent]
+        columns += mechanism_friction_power(dynamic_model, controlled)[:, independent]
         power = np.sum(controlled * motion.torques[block], axis=1)
         w_out, index = decimator.decimate(columns, start=start)
         y_out, _ = decimator.decimate(power, start=start)
@@ -257,10 +250,7 @@ def power_rows(
 
 
 def power_observations(
-    mechanism: RobotModel | Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     recordings: Sequence[Recording],
     *,
     settings: IdentificationSettings | None = None,
@@ -279,7 +269,7 @@ def power_observations(
         An empty list, bad shapes or stamps, a trajectory too short to differentiate.
     """
     settings = settings or IdentificationSettings()
-    mechanism = mechanism_of(mechanism)
+    mechanism = dynamic_model.mechanism
     if not recordings:
         raise DataError("recordings is empty: give at least one (time, q, torques) trajectory")
     groups: list[tuple[np.ndarray, np.ndarray]] = []
@@ -313,15 +303,14 @@ def power_observations(
         elif not np.isclose(motions[0].rate_hz, rate, rtol=1e-6):
             raise DataError(f"recordings[{number}] is sampled at {motions[0].rate_hz:.6g} Hz, the first at {rate:.6g}")
         pieces = [
-            power_rows(mechanism, drive_chain, terms, base, motion, decimator, block_samples=settings.block_samples)
-            for motion in motions
+            power_rows(dynamic_model, motion, decimator, block_samples=settings.block_samples) for motion in motions
         ]
         groups.append((np.concatenate([w for w, _ in pieces]), np.concatenate([y for _, y in pieces])))
         duplicates += dropped
         segments += len(motions)
         samples += int(time.shape[0])
     rows = max(w.shape[0] for w, _ in groups)
-    matrix = np.zeros((rows, len(groups), base.count))
+    matrix = np.zeros((rows, len(groups), dynamic_model.base.count))
     power = np.zeros((rows, len(groups)))
     valid = np.zeros((rows, len(groups)), dtype=bool)
     for k, (w, y) in enumerate(groups):
@@ -387,16 +376,13 @@ def split_segments(
 
 
 def identify_power(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    base: BaseParameters,
+    dynamic_model: DynamicModel,
     recordings: Sequence[Recording],
     *,
     settings: IdentificationSettings | None = None,
     bounds: PlausibilityBounds | None = None,
 ) -> IdentificationResult:
-    """PIM-OLS or PIM-WLS identification of the IDIM base parameters ([Gautier2013] §IV.A-B).
+    """PIM-OLS or PIM-WLS identification of a serial robot's IDIM base parameters ([Gautier2013] §IV.A-B).
 
     With ``settings.method == "wls"`` the equations of each trajectory are weighted
     by the inverse standard deviation of that trajectory's own OLS residual
@@ -423,21 +409,22 @@ def identify_power(
         The robot stood still in every recording.
     """
     settings = settings or IdentificationSettings()
+    robot = dynamic_model.mechanism.robot
     samples = sum(int(np.shape(recording[0])[0]) for recording in recordings)
     if samples < settings.min_samples:
         raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
     if recordings:
         positions = np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings])
         check_motion(positions, robot.joint_names, min_motion_rad=settings.min_motion_rad)
-    observations = power_observations(robot, drive_chain, terms, base, recordings, settings=settings)
+    observations = power_observations(dynamic_model, recordings, settings=settings)
     judged = [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings]
     return identify_observations(
-        base,
+        dynamic_model.base,
         observations,
         settings=settings,
         travel=np.ptp(positions, axis=0),
         bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
-        torque_check=stamp_torque_check(robot, drive_chain, terms, judged, settings.signal),
+        torque_check=stamp_torque_check(dynamic_model, judged, settings.signal),
     )
 
 
