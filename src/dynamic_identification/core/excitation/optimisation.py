@@ -51,6 +51,7 @@ from dynamic_identification.core.excitation.constraints import (
     MechanismLimits,
     Probe,
     as_mechanism_limits,
+    motion_rows,
     passive_condition,
     passive_usage,
 )
@@ -68,7 +69,7 @@ from dynamic_identification.core.excitation.trajectory import SampledTrajectory,
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
-from dynamic_identification.core.regressors.idim import BaseParameters, observation_matrix
+from dynamic_identification.core.regressors.idim import BaseParameters
 
 _FILL = 1.0 - 1e-4
 """Fraction of a limit a fitted trajectory reaches on its grid; the rest covers peaks between samples."""
@@ -292,23 +293,34 @@ def condition_number(
 
 
 def sampled_condition_number(
-    robot: RobotModel,
+    robot: RobotModel | Mechanism,
     drive_chain: DriveChain,
     terms: DriveTerms,
     base: BaseParameters,
     trajectory: SampledTrajectory,
     *,
     samples: int = 500,
+    q_guess: np.ndarray | None = None,
 ) -> float:
-    """:func:`condition_number` of any sampled trajectory, on ``samples`` evenly spread samples.
+    """:func:`condition_number` of any sampled trajectory of the controlled joints, on ``samples`` evenly spread
+    samples of its motion completed to the tree (from the tree configuration ``q_guess`` near its first sample,
+    which chooses a closed-loop robot's assembly mode).
 
     Infinite when the trajectory leaves a base parameter unexcited (a process that
     never moves a joint, [Volkmann2020] §III.D).
+
+    Raises
+    ------
+    IdentificationError
+        When the loops of a closed-loop robot cannot be closed along the motion.
     """
+    mechanism = mechanism_of(robot)
+    try:
+        motion = mechanism.complete_motion(trajectory.q, trajectory.dq, trajectory.ddq, q_guess=q_guess)
+    except LoopClosureError as error:
+        raise IdentificationError(f"no condition number of the excitation: {error}") from error
     index = np.unique(np.linspace(0, trajectory.time.shape[0] - 1, samples).round().astype(int))
-    full = observation_matrix(
-        robot, drive_chain, terms, trajectory.q[index], trajectory.dq[index], trajectory.ddq[index]
-    )
+    full = mechanism.observation_matrix(drive_chain, terms, motion_rows(motion, index))
     return normalised_condition(base.select(full).reshape(-1, base.count))
 
 
