@@ -11,7 +11,7 @@ physical formulas, independently of the regressors, so that it can serve as the
 ground truth the identification is tested against.
 
 A closed-loop robot ([Briot2012] §2) is its opened tree with closures: its ground truth
-:func:`constrained_inverse_dynamics` solves the tree's torques for the motors' and the
+:func:`inverse_dynamics` solves the tree's torques for the motors' and the
 closure forces by Lagrange multipliers, and :class:`RobotSimulator` integrates
 Pinocchio's constrained forward dynamics; one simulator, one settings class and one
 tracking record serve both kinds of :class:`~dynamic_identification.core.mechanism.seam.Mechanism`.
@@ -42,14 +42,6 @@ from dynamic_identification.core.settings_schema import setting_field
 
 DEFAULT_BANDWIDTH_HZ = 10.0
 """Closed-loop bandwidth of the default per-joint PD gains, Hz."""
-
-
-def _check_sizes(robot: RobotModel, drive_chain: DriveChain, drive: DriveParameters) -> None:
-    if drive_chain.n_joints != robot.n_joints or drive.rotor_inertia.shape[0] != robot.n_joints:
-        raise ModelError(
-            f"robot has {robot.n_joints} joints but the drive chain has {drive_chain.n_joints}"
-            f" and the drive parameters {drive.rotor_inertia.shape[0]}"
-        )
 
 
 def _coulomb_sign(velocity: np.ndarray, smoothing_rad_s: float) -> np.ndarray:
@@ -88,23 +80,6 @@ def drive_torques(
         + drive.offset
     )
     return motor_side @ coupling
-
-
-def inverse_dynamics(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    drive: DriveParameters,
-    q: np.ndarray,
-    dq: np.ndarray,
-    ddq: np.ndarray,
-) -> np.ndarray:
-    """Exact joint torques ``(N, n)`` in N·m: ``pinocchio.rnea`` per sample plus :func:`drive_torques`.
-
-    The ground truth of the IDIM ([Gautier2013] eq. (1)): independent of the regressor.
-    """
-    _check_sizes(robot, drive_chain, drive)
-    q, dq, ddq = motion_samples(q, dq, ddq, robot.n_joints)
-    return rigid_body_torques(robot, q, dq, ddq) + drive_torques(drive_chain, drive, dq, ddq)
 
 
 def rigid_body_torques(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -514,8 +489,8 @@ def _constrained_model(mechanism: Mechanism) -> ClosedLoopModel | None:
     return mechanism
 
 
-def constrained_inverse_dynamics(
-    model: ClosedLoopModel,
+def inverse_dynamics(
+    mechanism: RobotModel | Mechanism,
     drive_chain: DriveChain,
     drive: DriveParameters,
     q: np.ndarray,
@@ -525,24 +500,47 @@ def constrained_inverse_dynamics(
     passive_viscous: np.ndarray | None = None,
     passive_coulomb: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Actuated joint torques ``(N, n_a)`` in N·m of a consistent tree motion, by Lagrange multipliers.
+    """Exact torques of the controlled joints ``(N, n_a)`` in N·m of a tree motion ``(N, n_t)`` consistent with
+    the closures: the ground truth of the IDIM, independent of the regressors.
 
-    The closed-loop ground truth of [Briot2012] §2, written from physics and Pinocchio's
-    constraint models, independently of the projected regressor of
-    :mod:`dynamic_identification.core.mechanism.closed_loop`:
-    ``rnea(q_t, q̇_t, q̈_t) + F_p = S τ_rigid + A_cᵀ λ`` ([Briot2012] eq. (5)) is solved for
-    ``(τ_rigid, λ)`` by least squares (exact for a consistent, non-singular motion;
-    redundant closure rows only make ``λ`` non-unique), with ``S`` the selection of
-    the actuated joints, ``A_c`` Pinocchio's constraint Jacobian
-    (``getConstraintsJacobian``, :func:`constraint_models`) and ``F_p`` the passive
-    joints' bearing friction ``Fv_p q̇_p + Fc_p sign(q̇_p)`` (``passive_viscous`` in
-    N·m·s/rad and ``passive_coulomb`` in N·m, one per passive joint; none when omitted);
-    the drive terms of :func:`drive_torques` are added.
+    The tree's torques are ``pinocchio.rnea`` per sample (:func:`rigid_body_torques`) plus the passive joints'
+    bearing friction ``F_p = Fv_p q̇_p + Fc_p sign(q̇_p)`` (``passive_viscous`` in N·m·s/rad and
+    ``passive_coulomb`` in N·m, one per passive joint; none when omitted). Without closures they are the
+    motors' ([Gautier2013] eq. (1)); with closures ``rnea(q_t, q̇_t, q̈_t) + F_p = S τ_rigid + A_cᵀ λ``
+    ([Briot2012] eq. (5)) is solved for ``(τ_rigid, λ)`` by least squares (exact for a consistent,
+    non-singular motion; redundant closure rows only make ``λ`` non-unique), with ``S`` the selection of the
+    actuated joints and ``A_c`` Pinocchio's constraint Jacobian (``getConstraintsJacobian``,
+    :func:`constraint_models`), independently of the projected regressor of
+    :mod:`dynamic_identification.core.mechanism.closed_loop`. The drive terms of :func:`drive_torques` are
+    added.
     """
-    _check_drive(model, drive_chain, drive)
+    mechanism = mechanism_of(mechanism)
+    _check_drive(mechanism, drive_chain, drive)
+    q, dq, ddq = motion_samples(q, dq, ddq, mechanism.n_tree)
+    tree_torques = rigid_body_torques(mechanism.robot, q, dq, ddq)
+    actuated = np.asarray(mechanism.actuated, dtype=int)
+    model = _constrained_model(mechanism)
+    rigid = (
+        tree_torques[:, actuated]
+        if model is None
+        else _closure_solve(model, q, dq, tree_torques, passive_viscous, passive_coulomb)
+    )
+    return rigid + drive_torques(drive_chain, drive, dq[:, actuated], ddq[:, actuated])
+
+
+def _closure_solve(
+    model: ClosedLoopModel,
+    q: np.ndarray,
+    dq: np.ndarray,
+    tree_torques: np.ndarray,
+    passive_viscous: np.ndarray | None,
+    passive_coulomb: np.ndarray | None,
+) -> np.ndarray:
+    """The motors' rigid-body torques ``τ_rigid`` ``(N, n_a)`` of :func:`inverse_dynamics` with closures."""
     n_t = model.n_tree
-    q, dq, ddq = motion_samples(q, dq, ddq, n_t)
     bearing = passive_friction_torques(model, dq[:, model.passive], viscous=passive_viscous, coulomb=passive_coulomb)
+    tree_torques = tree_torques.copy()
+    tree_torques[:, model.passive] += bearing
     pinocchio_model = model.robot.model
     data = pinocchio_model.createData()
     constraints, rows = constraint_models(model)
@@ -556,16 +554,13 @@ def constrained_inverse_dynamics(
     configurations = model.robot.configurations(q)
     rigid = np.empty((q.shape[0], model.n_actuated))
     for k in range(q.shape[0]):
-        tree_torques = pin.rnea(pinocchio_model, data, configurations[k], dq[k], ddq[k])
-        tree_torques[model.passive] += bearing[k]
         pin.computeJointJacobians(pinocchio_model, data, configurations[k])
         for constraint, constraint_data in zip(constraints, datas, strict=True):
             constraint.calc(pinocchio_model, data, constraint_data)
         jacobian = pin.getConstraintsJacobian(pinocchio_model, data, constraints, datas)[selected]
         system = np.hstack([selection, jacobian.T])
-        rigid[k] = scipy.linalg.lstsq(system, tree_torques)[0][: model.n_actuated]
-    actuated = model.actuated
-    return rigid + drive_torques(drive_chain, drive, dq[:, actuated], ddq[:, actuated])
+        rigid[k] = scipy.linalg.lstsq(system, tree_torques[k])[0][: model.n_actuated]
+    return rigid
 
 
 def tracking_inputs(
@@ -692,10 +687,9 @@ class RobotSimulator(SimulatedJointState):
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
         if self._closed is None:
             self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
-            self._q = np.zeros(robot.n_joints)
         else:
             self._set_up_constraints(self._closed)
-            self._q = np.array(self._closed.reference_configuration, dtype=float)
+        self._q = np.array(self._mechanism.reference_configuration, dtype=float)
         self._dq = np.zeros(self._mechanism.n_tree)
         self._time_s = 0.0
         self._applied = np.zeros(self._mechanism.n_actuated)
@@ -788,23 +782,16 @@ class RobotSimulator(SimulatedJointState):
     def reset(self, q: np.ndarray, dq: np.ndarray | None = None, *, time_s: float | None = None) -> None:
         """Put the actuated joints at ``q`` (rad) with velocity ``dq`` (rad/s, default rest).
 
-        A closed-loop robot's actuated joints are walked there from the current
-        configuration in steps of at most 0.05 rad, solving the passive joints on the way
-        (same assembly mode).
+        The tree follows them from the current configuration
+        (:meth:`~dynamic_identification.core.mechanism.seam.Mechanism.follow`: a closed-loop robot's passive
+        joints are solved on the way, keeping its assembly mode) and its velocities are ``J_t q̇_a``.
         """
         n = self._mechanism.n_actuated
-        if self._closed is None:
-            self._q = motion_rows("q", q, n)[0].copy()
-            self._dq = np.zeros(n) if dq is None else motion_rows("dq", dq, n)[0].copy()
-        else:
-            qa = motion_rows("q_actuated", q, n)[0]
-            dqa = np.zeros(n) if dq is None else motion_rows("dq_actuated", dq, n)[0]
-            start = self._q[self._actuated]
-            steps = max(1, int(np.ceil(np.max(np.abs(qa - start)) / 0.05)))
-            path = start + np.linspace(0.0, 1.0, steps + 1)[:, None] * (qa - start)
-            motion = self._closed.complete_motion(path, np.zeros_like(path), np.zeros_like(path), q_guess=self._q)
-            self._q = motion.q[-1]
-            self._dq = motion.jacobians[-1] @ dqa
+        qa = motion_rows("q", q, n)[0]
+        dqa = np.zeros(n) if dq is None else motion_rows("dq", dq, n)[0]
+        tree = self._mechanism.follow(qa, start=self._q)
+        motion = self._mechanism.complete_motion(qa[None], dqa[None], np.zeros((1, n)), q_guess=tree)
+        self._q, self._dq = motion.q[0].copy(), motion.dq[0].copy()
         if time_s is not None:
             self._time_s = float(time_s)
         self._applied = np.zeros(n)
