@@ -685,9 +685,8 @@ class RobotSimulator(SimulatedJointState):
         self._actuated = np.asarray(self._mechanism.actuated, dtype=int)
         self._passive = np.asarray(self._mechanism.passive, dtype=int)
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
-        if self._closed is None:
-            self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
-        else:
+        self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
+        if self._closed is not None:
             self._set_up_constraints(self._closed)
         self._q = np.array(self._mechanism.reference_configuration, dtype=float)
         self._dq = np.zeros(self._mechanism.n_tree)
@@ -797,15 +796,15 @@ class RobotSimulator(SimulatedJointState):
         self._applied = np.zeros(n)
 
     def mass_matrix(self) -> np.ndarray:
-        """The inertia the motors see at the current state, kg·m²: ``M(q) + Cᵀ diag(Ia) C`` for a serial
-        robot, ``J_tᵀ M(q_t) J_t + diag(Ia)`` for a closed-loop one ([Briot2012] eq. (7))."""
+        """The inertia the motors see at the current state, kg·m²: ``J_tᵀ M(q_t) J_t + Cᵀ diag(Ia) C``
+        ([Briot2012] eq. (7); ``J_t = I`` without closures, ``C = I`` with them)."""
         configuration = self._robot.configurations(self._q[None])[0]
         upper = np.triu(pin.crba(self._robot.model, self._data, configuration))
         mass = upper + np.triu(upper, 1).T
-        if self._closed is None:
-            return mass + self._rotor_inertia
-        projection = self._closed.projection(self._q)
-        return projection.T @ mass @ projection + np.diag(self._drive.rotor_inertia)
+        if self._closed is not None:
+            projection = self._closed.projection(self._q)
+            mass = projection.T @ mass @ projection
+        return mass + self._rotor_inertia
 
     def _pd_command(
         self,
