@@ -956,6 +956,23 @@ class RobotSimulator(SimulatedJointState):
             delta, current = candidate, trial
         return delta
 
+    def record_step(
+        self,
+        q_desired: np.ndarray,
+        dq_desired: np.ndarray,
+        ddq_desired: np.ndarray | None = None,
+        feedforward_nm: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`step`, and the sample a drive records at the step's start: ``(q, q̇, τ, i)``, each ``(n_a,)``.
+
+        The sensors' view (:meth:`sense`) of the actuated joints' state before the step and of the motor
+        torque applied over it (zero-order hold): the sampling rule of :class:`TrackingRun`.
+        """
+        q, dq = self._q[None, self._actuated], self._dq[None, self._actuated]
+        self.step(q_desired, dq_desired, ddq_desired, feedforward_nm)
+        positions, velocities, torques, currents = self._sense(q, dq, self._applied[None])
+        return positions[0], velocities[0], torques[0], currents[0]
+
     def measure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """What the actuated joints report now: ``(q, q̇, τ, i)``, each ``(n_a,)``.
 
@@ -1053,8 +1070,8 @@ def simulate_tracking(
 
     Step ``k`` goes from ``time_s[k]`` to ``time_s[k + 1]`` with the desired motion (and
     feedforward, N·m) of sample ``k``; row ``k`` is sampled at ``time_s[k]`` as :class:`TrackingRun`
-    says, its sensor noise drawn sample by sample (currents, then velocities) as :meth:`RobotSimulator.measure`
-    draws it.
+    says (:meth:`RobotSimulator.record_step`), its sensor noise drawn sample by sample (currents, then
+    velocities) as :meth:`RobotSimulator.measure` draws it.
     The simulator's state is used as it is (reset it to the start of the trajectory first
     for a run without initial transient).
     """
@@ -1069,11 +1086,10 @@ def simulate_tracking(
     q, dq, torques, currents = (np.empty((samples, n_a)) for _ in range(4))
     for k in range(samples):
         q_tree[k], dq_tree[k] = simulator.q, simulator.dq
-        simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
-        applied[k] = simulator.applied_torques
-        q[k], dq[k], torques[k], currents[k] = (
-            values[0] for values in simulator.sense(q_tree[k, None], dq_tree[k, None], applied[k, None])
+        q[k], dq[k], torques[k], currents[k] = simulator.record_step(
+            q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k]
         )
+        applied[k] = simulator.applied_torques
     return TrackingRun(
         time_s=time[:samples].copy(),
         q_desired=q_des[:samples].copy(),
