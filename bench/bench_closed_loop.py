@@ -37,7 +37,7 @@ from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,
     SimulationSettings,
-    constrained_inverse_dynamics,
+    inverse_dynamics,
     simulate_tracking,
 )
 
@@ -66,12 +66,12 @@ def main() -> None:
     observation_matrix(model, chain, terms, desired.q, desired.dq, desired.ddq)
     print(f"observation matrix (projection checked): {per_thousand(time.perf_counter() - start, time_s.size)}")
     start = time.perf_counter()
-    feedforward = constrained_inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
+    feedforward = inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
     print(f"Lagrange-multiplier inverse dynamics: {per_thousand(time.perf_counter() - start, time_s.size)}")
 
     states = random_motion(model, 1000, np.random.default_rng(0))
     regressor = observation_matrix(model, chain, terms, states.q, states.dq, states.ddq)
-    truth = constrained_inverse_dynamics(model, chain, drive, states.q, states.dq, states.ddq)
+    truth = inverse_dynamics(model, chain, drive, states.q, states.dq, states.ddq)
     error = np.max(np.abs(regressor @ standard_parameters(model, terms, drive) - truth))
     print(f"regressor vs Lagrange multipliers, 1000 random states: max |error| {error:.2e} N·m")
 
@@ -106,7 +106,7 @@ def main() -> None:
 
     _, q_val, dq_val, ddq_val = fourier(11, 5.0)
     validation = model.complete_motion(q_val, dq_val, ddq_val)
-    torques = constrained_inverse_dynamics(model, chain, drive, validation.q, validation.dq, validation.ddq)
+    torques = inverse_dynamics(model, chain, drive, validation.q, validation.dq, validation.ddq)
     regressor = observation_matrix(
         model, chain, terms, validation.q, validation.dq, validation.ddq, projection=validation.projection
     )

@@ -40,7 +40,7 @@ from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import (
     TrackingRun,
-    constrained_inverse_dynamics,
+    inverse_dynamics,
 )
 
 NOMINAL = DriveChain.create(2, drive_gains=[0.08, 0.08])
@@ -68,7 +68,7 @@ def main() -> None:
     truth = base.from_standard(standard_parameters(model, TERMS, DRIVE))
     _, q, dq, ddq = fourier(11, 5.0)
     validation = model.complete_motion(q, dq, ddq)
-    expected = constrained_inverse_dynamics(model, TRUTH, DRIVE, validation.q, validation.dq, validation.ddq)
+    expected = inverse_dynamics(model, TRUTH, DRIVE, validation.q, validation.dq, validation.ddq)
     regressor = base.select(
         observation_matrix(
             model, NOMINAL, TERMS, validation.q, validation.dq, validation.ddq, projection=validation.projection

@@ -32,7 +32,7 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, b
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
 from dynamic_identification.core.simulation import (
     TrackingRun,
-    constrained_inverse_dynamics,
+    inverse_dynamics,
 )
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.config import load_config, simulated_robot
@@ -203,7 +203,7 @@ def five_bar(tmp_path_factory: pytest.TempPathFactory) -> FiveBar:
         )
     time_v, q_v, dq_v, ddq_v = fourier(11, 5.0, 2)
     completed = model.complete_motion(q_v, dq_v, ddq_v)
-    expected = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
+    expected = inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
     validation = folder / "validation.csv"
     write_recording_csv(
         validation, recording_from_arrays(time=time_v, joint_names=joints, position=q_v, effort=expected)
@@ -577,7 +577,7 @@ def four_bar(tmp_path_factory: pytest.TempPathFactory) -> FourBar:
     truth = true_base_parameters(model, sim.drive_chain, parsed.drive_terms, sim.drive)
     time_v, q_v, dq_v, ddq_v = fourier(13, 5.0, 1)
     completed = model.complete_motion(q_v, dq_v, ddq_v)
-    expected = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
+    expected = inverse_dynamics(model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
     validation = folder / "validation.csv"
     write_recording_csv(
         validation,
@@ -684,9 +684,7 @@ def test_predict_previews_the_actuated_torques_of_the_planned_excitation(four_ba
     sim = simulated_robot(four_bar.config, 1)
     planned = read_trajectory_csv(four_bar.trajectory)
     completed = four_bar.model.complete_motion(planned.q, planned.dq, planned.ddq)
-    expected = constrained_inverse_dynamics(
-        four_bar.model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq
-    )
+    expected = inverse_dynamics(four_bar.model, sim.drive_chain, sim.drive, completed.q, completed.dq, completed.ddq)
     out = tmp_path / "planned_torques.csv"
 
     code, printed, error = dynid("predict", "--params", four_bar.params, "--data", four_bar.trajectory, "--out", out)

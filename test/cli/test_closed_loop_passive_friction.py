@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dynamic_identification import cli
-from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
+from dynamic_identification.core.simulation import TrackingRun, inverse_dynamics
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
@@ -103,7 +103,7 @@ def test_the_feedforward_of_the_identified_file_includes_the_bearing_friction(id
     assert feedforward.mechanism.passive_friction
     _, q, dq, ddq = platform_motion(2, 10.0, dt=0.01)
     motion = model.complete_motion(q, dq, ddq)
-    expected = constrained_inverse_dynamics(
+    expected = inverse_dynamics(
         model,
         CHAIN,
         DRIVE,

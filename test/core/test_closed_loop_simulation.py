@@ -15,8 +15,8 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
     TrackingRun,
-    constrained_inverse_dynamics,
     constraint_models,
+    inverse_dynamics,
     simulate_tracking,
 )
 from five_bar import load_five_bar, load_four_bar
@@ -68,13 +68,13 @@ def test_completed_accelerations_equal_pinocchio_constrained_forward_dynamics(mo
         assert_allclose(completed.ddq[0], expected, rtol=0.0, atol=1e-9)
 
 
-def test_constrained_inverse_dynamics_inverts_pinocchio_constrained_forward_dynamics(model: ClosedLoopModel) -> None:
+def test_inverse_dynamics_inverts_pinocchio_constrained_forward_dynamics(model: ClosedLoopModel) -> None:
     rng = np.random.default_rng(2)
     state = random_motion(model, 8, rng)
     torques = rng.uniform(-0.2, 0.2, (8, model.n_actuated))
     accelerations = np.stack([_forward_dynamics(model, *args) for args in zip(state.q, state.dq, torques, strict=True)])
     chain, no_drive = DriveChain.create(model.n_actuated), DriveParameters.create(model.n_actuated)
-    recovered = constrained_inverse_dynamics(model, chain, no_drive, state.q, state.dq, accelerations)
+    recovered = inverse_dynamics(model, chain, no_drive, state.q, state.dq, accelerations)
     assert_allclose(recovered, torques, rtol=0.0, atol=1e-9)
 
 
@@ -95,7 +95,7 @@ def _five_bar_run(model: ClosedLoopModel, *, coulomb: float, feedforward: bool) 
     torques = None
     if feedforward:
         desired = model.complete_motion(q, dq, ddq)
-        torques = constrained_inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
+        torques = inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
     return simulate_tracking(simulator, time_s, q, dq, ddq, torques)
 
 
@@ -114,7 +114,7 @@ def test_applied_torques_equal_inverse_dynamics_of_the_simulated_motion(
     accelerations = np.diff(run.dq_tree, axis=0) / 1e-3
     chain = DriveChain.create(2, drive_gains=GAINS)
     drive = DriveParameters.create(2, rotor_inertia=[3e-5, 3.5e-5], viscous=[2e-4, 3e-4], offset=[1e-3, -1e-3])
-    expected = constrained_inverse_dynamics(model, chain, drive, run.q_tree[:-1], run.dq_tree[:-1], accelerations)
+    expected = inverse_dynamics(model, chain, drive, run.q_tree[:-1], run.dq_tree[:-1], accelerations)
     applied = run.applied_torques_nm[:-1]
     assert np.linalg.norm(applied - expected) / np.linalg.norm(expected) < 1e-3
 

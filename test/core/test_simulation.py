@@ -165,8 +165,8 @@ def test_measured_torques_follow_inverse_dynamics_along_the_run(
     simulator = RobotSimulator(ur5, chain, drive, SimulationSettings(sensor=sensor), q0=q[0])
     simulator.reset(q[0], dq[0])
     run = simulate_tracking(simulator, time, q, dq, ddq, inverse_dynamics(ur5, chain, drive, q, dq, ddq))
-    expected = inverse_dynamics(ur5, chain, drive, q[1:], dq[1:], ddq[1:])
-    moving = np.abs(dq[1:]) > 0.05  # away from the tanh-smoothed Coulomb step
+    expected = inverse_dynamics(ur5, chain, drive, q[:-1], dq[:-1], ddq[:-1])
+    moving = np.abs(dq[:-1]) > 0.05  # away from the tanh-smoothed Coulomb step
     assert np.abs(run.joint_torques_nm - expected)[moving].max() < 1.0
 
 
@@ -181,7 +181,7 @@ def test_a_serial_robot_simulates_the_same_as_its_serial_mechanism(
         runs.append(simulate_tracking(simulator, time, q, dq, ddq))
     for name in ("q", "dq", "currents_a", "tracking_error", "applied_torques_nm", "q_tree", "dq_tree"):
         assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
-    assert_allclose(runs[0].q_tree, q[1:] + runs[0].tracking_error, atol=1e-12)
+    assert_allclose(runs[0].q_tree, q[:-1] + runs[0].tracking_error, atol=1e-12)
 
 
 def test_effort_saturation_is_counted(ur5: RobotModel) -> None:
@@ -290,3 +290,23 @@ def test_bad_inputs_name_the_argument(ur5: RobotModel) -> None:
         inverse_dynamics(
             ur5, DriveChain.create(6), DriveParameters.create(6), np.zeros((3, 5)), np.zeros((3, 6)), np.zeros((3, 6))
         )
+
+
+def test_recorded_torques_are_the_inverse_dynamics_of_the_recorded_motion_without_a_lag(
+    ur5: RobotModel, chain: DriveChain, drive: DriveParameters
+) -> None:
+    """Row k is the state at its stamp and the torque applied from it (as for the five-bar of
+    test_closed_loop_simulation): the inverse dynamics at the recorded positions' central differences
+    give the applied torques to O(dt), where a one-sample lag would leave about 1 %."""
+    time, q, dq, ddq = _slow_ur5_motion(ur5, duration_s=1.0, seed=4)
+    simulator = RobotSimulator(ur5, chain, drive, SimulationSettings(), q0=q[0])
+    simulator.reset(q[0], dq[0])
+    run = simulate_tracking(simulator, time, q, dq, ddq)
+    positions, dt = run.q_tree, time[1] - time[0]
+    velocities = (positions[2:] - positions[:-2]) / (2.0 * dt)
+    accelerations = (positions[2:] - 2.0 * positions[1:-1] + positions[:-2]) / dt**2
+    expected = inverse_dynamics(ur5, chain, drive, positions[1:-1], velocities, accelerations)
+    moving = np.all(np.abs(velocities) > 0.05, axis=1)  # away from the tanh-smoothed Coulomb step
+    applied = run.applied_torques_nm[1:-1][moving]
+    assert moving.sum() > 100
+    assert np.linalg.norm(applied - expected[moving]) / np.linalg.norm(expected[moving]) < 1e-3

@@ -33,7 +33,7 @@ from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.settings_schema import setting
-from dynamic_identification.core.simulation import constrained_inverse_dynamics
+from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, load_excitation_settings, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, parse_parameters, write_parameters_atomic
@@ -201,7 +201,7 @@ def _five_bar_samples(seconds: float, rate_hz: float) -> tuple[np.ndarray, np.nd
     t = np.arange(0.0, seconds, 1.0 / rate_hz)
     q, dq, ddq = fourier_motion(t, 2, rng)
     motion = model.complete_motion(q, dq, ddq)
-    torques = constrained_inverse_dynamics(model, sim.drive_chain, sim.drive, motion.q, motion.dq, motion.ddq)
+    torques = inverse_dynamics(model, sim.drive_chain, sim.drive, motion.q, motion.dq, motion.ddq)
     torques = torques + rng.normal(0.0, 0.01 * float(np.sqrt(np.mean(torques**2))), torques.shape)
     step = 2.0 * np.pi / 2**14
     return t, np.round(motion.q / step) * step, dq, torques

@@ -43,7 +43,7 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
     TrackingRun,
-    constrained_inverse_dynamics,
+    inverse_dynamics,
     simulate_tracking,
 )
 from dynamic_identification.io.config import simulated_robot
@@ -160,7 +160,7 @@ def track(
     """
     time_s, q, dq, ddq = motion
     desired = model.complete_motion(q, dq, ddq)
-    feedforward = constrained_inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
+    feedforward = inverse_dynamics(model, chain, drive, desired.q, desired.dq, desired.ddq)
     if current_noise_a is None:
         current_noise_a = 0.01 * float(np.sqrt(np.mean((feedforward / chain.drive_gains) ** 2)))
     sensor = SensorModel(current_noise_std_a=current_noise_a, encoder_counts_per_rev=counts)

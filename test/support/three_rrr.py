@@ -30,8 +30,8 @@ from dynamic_identification.core.simulation import (
     SensorModel,
     SimulationSettings,
     TrackingRun,
-    constrained_inverse_dynamics,
     drive_torques,
+    inverse_dynamics,
     quantize_positions,
     simulate_tracking,
 )
@@ -260,7 +260,7 @@ def track(
     frictionless), 14-bit encoders and current noise of ``current_noise_share`` of the RMS feedforward current."""
     time_s, q, dq, ddq = motion
     desired = model.complete_motion(q, dq, ddq)
-    feedforward = constrained_inverse_dynamics(
+    feedforward = inverse_dynamics(
         model,
         chain,
         DRIVE,
@@ -310,7 +310,7 @@ def current_recording(
     )
     tree = carrying.complete_motion(q, dq, ddq)
     motors = model.n_actuated
-    rigid = constrained_inverse_dynamics(carrying, chain, DriveParameters.create(motors), tree.q, tree.dq, tree.ddq)
+    rigid = inverse_dynamics(carrying, chain, DriveParameters.create(motors), tree.q, tree.dq, tree.ddq)
     entering = transmission_input(rigid, dq, np.ones(motors) if efficiency is None else efficiency)
     motor = entering + drive_torques(chain, drive, dq, ddq)
     currents = motor / (chain.gear_ratios * chain.drive_gains)

@@ -51,7 +51,7 @@ from dynamic_identification.core.regressors.idim import BaseParameters
 from dynamic_identification.core.simulation import (
     SensorModel,
     TrackingRun,
-    constrained_inverse_dynamics,
+    inverse_dynamics,
     quantize_positions,
 )
 from five_bar import (
@@ -146,7 +146,7 @@ def _validation_error(s: Scenario, names: tuple[str, ...], values: np.ndarray) -
     """Relative error of the predicted noise-free actuated torques along a trajectory not used for identification."""
     _, q, dq, ddq = fourier(11, 5.0)
     motion = s.model.complete_motion(q, dq, ddq)
-    expected = constrained_inverse_dynamics(s.model, TRUTH, DRIVE, motion.q, motion.dq, motion.ddq)
+    expected = inverse_dynamics(s.model, TRUTH, DRIVE, motion.q, motion.dq, motion.ddq)
     regressor = observation_matrix(
         s.model, NOMINAL, TERMS, motion.q, motion.dq, motion.ddq, projection=motion.projection
     )
@@ -232,9 +232,9 @@ def test_payload_regressor_is_the_difference_of_loaded_and_unloaded_constrained_
     loaded = ClosedLoopModel.create(attach_payload(model.robot, PAYLOAD), model.closures, FIVE_BAR_ACTUATED)
     motion = random_motion(model, 20, np.random.default_rng(2))
     no_drive = DriveParameters.create(2)
-    difference = constrained_inverse_dynamics(
-        loaded, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq
-    ) - constrained_inverse_dynamics(model, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq)
+    difference = inverse_dynamics(loaded, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq) - inverse_dynamics(
+        model, NOMINAL, no_drive, motion.q, motion.dq, motion.ddq
+    )
     regressor = projected_payload_regressor(model, PAYLOAD.frame, motion)
     assert_allclose(regressor @ PAYLOAD.dynamic_parameters(), difference, rtol=0.0, atol=1e-9)
 

@@ -30,7 +30,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.simulation import TrackingRun, constrained_inverse_dynamics
+from dynamic_identification.core.simulation import TrackingRun, inverse_dynamics
 from three_rrr import (
     CHAIN,
     DRIVE,
@@ -97,7 +97,7 @@ def _validation_error(model: ClosedLoopModel, result: IdentificationResult) -> f
     10 s platform motion not used for identification."""
     _, q, dq, ddq = platform_motion(2, 10.0)
     motion = model.complete_motion(q, dq, ddq)
-    expected = constrained_inverse_dynamics(
+    expected = inverse_dynamics(
         model,
         CHAIN,
         DRIVE,
@@ -130,7 +130,7 @@ def test_the_3rrr_is_a_mechanism_with_four_passive_joints(three_rrr: ClosedLoopM
     assert three_rrr.passive_friction_names(TERMS) == ()
 
 
-def test_bearing_friction_columns_reproduce_the_constrained_inverse_dynamics(three_rrr: ClosedLoopModel) -> None:
+def test_bearing_friction_columns_reproduce_the_inverse_dynamics(three_rrr: ClosedLoopModel) -> None:
     """``J_tᵀ`` of the passive rows times the bearing friction equals the Lagrange-multiplier torques of
     ``rnea + F_p`` ([Briot2012] eq. (5)-(6)), which never form ``J_t``."""
     model = three_rrr.with_passive_friction()
@@ -139,7 +139,7 @@ def test_bearing_friction_columns_reproduce_the_constrained_inverse_dynamics(thr
     standard = standard_parameters(
         model, TERMS, DRIVE, passive_viscous=PASSIVE_VISCOUS, passive_coulomb=PASSIVE_COULOMB
     )
-    expected = constrained_inverse_dynamics(
+    expected = inverse_dynamics(
         model,
         CHAIN,
         DRIVE,

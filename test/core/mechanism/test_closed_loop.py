@@ -24,7 +24,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
     standard_parameters,
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms
-from dynamic_identification.core.simulation import constrained_inverse_dynamics
+from dynamic_identification.core.simulation import inverse_dynamics
 from five_bar import (
     FIVE_BAR_ACTUATED,
     FIVE_BAR_CLOSURES,
@@ -114,7 +114,7 @@ def test_regressor_times_standard_parameters_equals_lagrange_multiplier_torques(
     drive = _drive(model, rng)
     chain = DriveChain.create(model.n_actuated)
     regressor = observation_matrix(model, chain, terms, motion.q, motion.dq, motion.ddq)
-    expected = constrained_inverse_dynamics(model, chain, drive, motion.q, motion.dq, motion.ddq)
+    expected = inverse_dynamics(model, chain, drive, motion.q, motion.dq, motion.ddq)
     assert_allclose(regressor @ standard_parameters(model, terms, drive), expected, rtol=0.0, atol=1e-9)
 
 
@@ -238,7 +238,7 @@ def test_current_columns_make_parameters_and_drive_gains_the_null_vector(five_ba
     gains = np.array([0.08, 0.11])
     base = base_parameters(five_bar, chain, terms)
     motion = random_motion(five_bar, 200, rng)
-    currents = constrained_inverse_dynamics(five_bar, chain, drive, motion.q, motion.dq, motion.ddq) / gains
+    currents = inverse_dynamics(five_bar, chain, drive, motion.q, motion.dq, motion.ddq) / gains
     standard = observation_matrix(five_bar, chain, terms, motion.q, motion.dq, motion.ddq, projection=motion.projection)
     columns = np.concatenate([base.select(standard), -current_columns(chain, currents)], axis=2)
     total = columns.reshape(-1, base.count + 2)

@@ -12,7 +12,7 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, r
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, TreeMotion, mechanism_of, tree_values
 from dynamic_identification.core.regressors import idim as regressors
-from dynamic_identification.core.simulation import constrained_inverse_dynamics
+from dynamic_identification.core.simulation import inverse_dynamics
 from five_bar import load_five_bar
 
 
@@ -67,7 +67,7 @@ def test_closed_loop_mechanism_idim_is_the_constrained_dynamics(five_bar: Closed
     sampled = random_motion(five_bar, 10, rng)
     motion = TreeMotion(q=sampled.q, dq=sampled.dq, ddq=sampled.ddq)
     torques = five_bar.observation_matrix(chain, terms, motion) @ five_bar.standard_parameters(terms, drive)
-    expected = constrained_inverse_dynamics(five_bar, chain, drive, sampled.q, sampled.dq, sampled.ddq)
+    expected = inverse_dynamics(five_bar, chain, drive, sampled.q, sampled.dq, sampled.ddq)
     assert_allclose(torques, expected, rtol=1e-7, atol=1e-9)
 
 

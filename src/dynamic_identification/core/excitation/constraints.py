@@ -269,6 +269,78 @@ def passive_usage(motion: TreeMotion, mechanism: Mechanism, limits: JointLimits)
     )
 
 
+PASSIVE_QUANTITIES = ("position", "velocity", "acceleration")
+"""The passive joints' limits a motion must keep, in the order :class:`PassiveLimitUse` measures them."""
+
+
+@dataclass(frozen=True)
+class PassiveLimitUse:
+    """What a completed motion uses, sample by sample, of a mechanism's passive limits and singularity margin.
+
+    The one rule of both the design's probe (:meth:`LimitProbe.worst`) and the check of the executed motion
+    (:func:`check_executed_motion`): each entry is a fraction of its limit, 1 at the limit, above 1 beyond it
+    (:func:`passive_limit_use`).
+
+    Attributes
+    ----------
+    position
+        ``(N, n_p)``: distance of each passive position from the middle of its range over the half range on
+        that side (0 for an unbounded side).
+    velocity, acceleration
+        ``(N, n_p)``: ``|q̇_p|`` and ``|q̈_p|`` over their limits.
+    singularity
+        ``(N, 1)``: the margin over ``σ_min / σ_max`` of ``A_p`` relative to the reference configuration.
+    ratio
+        ``(N,)``: that relative ``σ_min / σ_max`` itself.
+    """
+
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    singularity: np.ndarray
+    ratio: np.ndarray
+
+    def fractions(self) -> list[tuple[str, np.ndarray]]:
+        """``(quantity, fractions)`` of :data:`PASSIVE_QUANTITIES` and ``singularity``, in that order."""
+        return [(name, getattr(self, name)) for name in (*PASSIVE_QUANTITIES, "singularity")]
+
+
+def passive_limit_use(
+    mechanism: Mechanism, motion: TreeMotion, passive: JointLimits, *, margin: float, reference_ratio: float
+) -> PassiveLimitUse:
+    """:class:`PassiveLimitUse` of a completed ``motion`` (with ``passive_condition``) against the passive limits
+    ``passive`` and the smallest ``σ_min / σ_max`` of ``A_p`` allowed, ``margin`` times ``reference_ratio`` (its
+    value at the reference configuration, :func:`reference_singularity_ratio`)."""
+    index = mechanism.passive
+    q = motion.q[:, index]
+    centre = passive.centre
+    with np.errstate(divide="ignore", invalid="ignore"):
+        above = np.where(np.isfinite(passive.upper), passive.upper - centre, np.inf)
+        below = np.where(np.isfinite(passive.lower), centre - passive.lower, np.inf)
+        position = np.nan_to_num(np.maximum((q - centre) / above, (centre - q) / below))
+    condition = passive_condition(motion)
+    return PassiveLimitUse(
+        position=position,
+        velocity=np.abs(motion.dq[:, index]) / passive.velocity,
+        acceleration=np.abs(motion.ddq[:, index]) / passive.acceleration,
+        singularity=margin * reference_ratio * condition[:, None],
+        ratio=1.0 / (condition * reference_ratio),
+    )
+
+
+def passive_excess(
+    mechanism: Mechanism, motion: TreeMotion, passive: JointLimits, quantity: str, sample: int, joint: int
+) -> tuple[float, float]:
+    """The value of passive ``quantity`` (rad, rad/s or rad/s²) of passive joint ``joint`` at ``sample`` of
+    ``motion`` and the limit it is measured against (the nearer end of the range for a position)."""
+    values = {"position": motion.q, "velocity": motion.dq, "acceleration": motion.ddq}[quantity]
+    value = float(values[sample, mechanism.passive[joint]])
+    if quantity == "position":
+        centre = passive.centre[joint]
+        return value, float(passive.upper[joint] if value > centre else passive.lower[joint])
+    return value, float(getattr(passive, quantity)[joint])
+
+
 @dataclass(frozen=True)
 class MotionCheck:
     """What the controller's motion through a trajectory uses of a mechanism's limits.
@@ -372,22 +444,14 @@ def check_executed_motion(
         q_guess = motion.q[-1]
         failures: list[tuple[int, IdentificationError]] = []
         if has_passive:
-            failures += _passive_failures(mechanism, motion, limits.passive, executed.time, executed.at_point)
-            ratio = 1.0 / (passive_condition(motion) * reference)
-            smallest = min(smallest, float(ratio.min()))
+            use = passive_limit_use(
+                mechanism, motion, limits.passive, margin=limits.singularity_margin, reference_ratio=reference
+            )
+            failures += _passive_failures(
+                mechanism, motion, limits, use, executed.time, executed.at_point, offset, check_rate_hz
+            )
+            smallest = min(smallest, float(use.ratio.min()))
             usages.append(passive_usage(motion, mechanism, limits.passive))
-            below = ratio < limits.singularity_margin - ROUNDING_TOLERANCE
-            if below.any():
-                k = int(np.argmax(below))
-                singular = SingularityMarginError(
-                    time_s=float(executed.time[k]),
-                    sample=offset + k,
-                    ratio=float(ratio[k]),
-                    margin=limits.singularity_margin,
-                    between_points=not bool(executed.at_point[k]),
-                    rate_hz=check_rate_hz,
-                )
-                failures.append((k, singular))
         if collision is not None:
             found = first_self_collision(collision, executed.time, motion.q, executed.at_point)
             if found is not None:
@@ -410,33 +474,50 @@ def check_executed_motion(
 
 
 def _passive_failures(
-    mechanism: Mechanism, motion: TreeMotion, passive: JointLimits, times: np.ndarray, at_point: np.ndarray
+    mechanism: Mechanism,
+    motion: TreeMotion,
+    limits: MechanismLimits,
+    use: PassiveLimitUse,
+    times: np.ndarray,
+    at_point: np.ndarray,
+    offset: int,
+    rate_hz: float,
 ) -> list[tuple[int, IdentificationError]]:
-    """The first sample beyond each passive limit (position, velocity, acceleration), as a limit violation."""
+    """The first sample of ``motion`` (checked at ``rate_hz``, after ``offset`` earlier ones) beyond each
+    passive limit and the singularity margin (:class:`PassiveLimitUse` above 1 by more than rounding), as a
+    limit violation or a :class:`SingularityMarginError`."""
     failures: list[tuple[int, IdentificationError]] = []
-    tol = ROUNDING_TOLERANCE
-    q, dq, ddq = (values[:, mechanism.passive] for values in (motion.q, motion.dq, motion.ddq))
-    for quantity, values, bad in (
-        ("position", q, (q < passive.lower - tol) | (q > passive.upper + tol)),
-        ("velocity", dq, np.abs(dq) > passive.velocity + tol),
-        ("acceleration", ddq, np.abs(ddq) > passive.acceleration + tol),
-    ):
-        if bad.any():
-            k, j = (int(i) for i in np.argwhere(bad)[0])
-            value = float(values[k, j])
-            if quantity == "position":
-                limit = float(passive.upper[j] if value > passive.upper[j] else passive.lower[j])
-            else:
-                limit = float(getattr(passive, quantity)[j])
-            violation = LimitViolationError(
-                joint=passive.joint_names[j],
-                time_s=float(times[k]),
-                quantity=quantity,
-                value=value,
-                limit=limit,
-                between_points=not bool(at_point[k]),
+    for quantity, fractions in use.fractions():
+        bad = fractions > 1.0 + ROUNDING_TOLERANCE
+        if not bad.any():
+            continue
+        k, j = (int(i) for i in np.argwhere(bad)[0])
+        between_points = not bool(at_point[k])
+        if quantity == "singularity":
+            failures.append(
+                (
+                    k,
+                    SingularityMarginError(
+                        time_s=float(times[k]),
+                        sample=offset + k,
+                        ratio=float(use.ratio[k]),
+                        margin=limits.singularity_margin,
+                        between_points=between_points,
+                        rate_hz=rate_hz,
+                    ),
+                )
             )
-            failures.append((k, violation))
+            continue
+        value, limit = passive_excess(mechanism, motion, limits.passive, quantity, k, j)
+        violation = LimitViolationError(
+            joint=limits.passive.joint_names[j],
+            time_s=float(times[k]),
+            quantity=quantity,
+            value=value,
+            limit=limit,
+            between_points=between_points,
+        )
+        failures.append((k, violation))
     return failures
 
 
@@ -504,11 +585,6 @@ class LimitProbe:
         self.margin = limits.singularity_margin + MARGIN_HEADROOM * (1.0 - limits.singularity_margin)
         self.closed = mechanism.passive.shape[0] > 0
         self.reference_ratio = reference_singularity_ratio(mechanism) if self.closed else 1.0
-        passive = limits.passive
-        self.centre = passive.centre
-        with np.errstate(invalid="ignore"):
-            self.above = np.where(np.isfinite(passive.upper), passive.upper - self.centre, np.inf)
-            self.below = np.where(np.isfinite(passive.lower), self.centre - passive.lower, np.inf)
 
     @property
     def constrains(self) -> bool:
@@ -591,20 +667,13 @@ class LimitProbe:
         ``torques`` of every ``torque_every``-th sample and, with a collision model and ``collision``, the
         clearance: :meth:`required_clearance_m`), and, above 1, why."""
         mechanism, limits = self.mechanism, self.limits
-        passive = limits.passive
         usages: list[tuple[str, np.ndarray]] = []
-        condition = np.zeros(0)
-        q = motion.q[:, mechanism.passive]
+        use = None
         if self.closed:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                position = np.nan_to_num(np.maximum((q - self.centre) / self.above, (self.centre - q) / self.below))
-            condition = passive_condition(motion)
-            usages += [
-                ("position", position),
-                ("velocity", np.abs(motion.dq[:, mechanism.passive]) / passive.velocity),
-                ("acceleration", np.abs(motion.ddq[:, mechanism.passive]) / passive.acceleration),
-                ("singularity", self.margin * self.reference_ratio * condition[:, None]),
-            ]
+            use = passive_limit_use(
+                mechanism, motion, limits.passive, margin=self.margin, reference_ratio=self.reference_ratio
+            )
+            usages += use.fractions()
         effort = limits.actuated.effort
         if torques is not None:
             known = np.isfinite(effort)
@@ -625,12 +694,11 @@ class LimitProbe:
             return worst, ""
         name, values = usages[kind]
         sample, column = np.unravel_index(int(np.argmax(values)), values.shape)
-        if name == "singularity":
-            ratio = 1.0 / float(condition[sample] * self.reference_ratio)
+        if name == "singularity" and use is not None:
             return worst, (
-                f"σ_min/σ_max of A_p falls to {ratio:.4g} of its value at the reference configuration, below"
-                f" {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and {MARGIN_HEADROOM:.0%}"
-                " headroom)"
+                f"σ_min/σ_max of A_p falls to {use.ratio[sample]:.4g} of its value at the reference configuration,"
+                f" below {self.margin:.3g} (singularity margin {limits.singularity_margin:g} and"
+                f" {MARGIN_HEADROOM:.0%} headroom)"
             )
         if name == "self-collision" and self.collision is not None and clearance is not None:
             first, second = self.collision.pair_names[int(clearance[1][sample])]
@@ -643,15 +711,13 @@ class LimitProbe:
                 f"{limits.actuated.joint_names[column]} needs {torques[sample, column]:.3g} N·m, beyond the effort"
                 f" limit {effort[column]:.3g} N·m"
             )
-        joint = passive.joint_names[column]
+        joint = limits.passive.joint_names[column]
+        value, limit = passive_excess(mechanism, motion, limits.passive, name, int(sample), int(column))
         if name == "position":
-            value = float(q[sample, column])
             return worst, (
-                f"passive joint {joint} at {value:.3g} rad leaves [{passive.lower[column]:.3g},"
-                f" {passive.upper[column]:.3g}] rad"
+                f"passive joint {joint} at {value:.3g} rad leaves [{limits.passive.lower[column]:.3g},"
+                f" {limits.passive.upper[column]:.3g}] rad"
             )
-        value = float((motion.dq if name == "velocity" else motion.ddq)[sample, mechanism.passive[column]])
-        limit = float(getattr(passive, name)[column])
         return worst, f"passive joint {joint} {name} {value:.3g} exceeds {limit:.3g}"
 
     def required_clearance_m(self, q: np.ndarray) -> np.ndarray:
@@ -669,9 +735,11 @@ class LimitProbe:
 
 def every(motion: TreeMotion, step: int) -> TreeMotion:
     """Every ``step``-th sample of ``motion``."""
-    if step == 1:
-        return motion
-    rows = slice(None, None, step)
+    return motion if step == 1 else motion_rows(motion, slice(None, None, step))
+
+
+def motion_rows(motion: TreeMotion, rows: slice | np.ndarray) -> TreeMotion:
+    """The samples ``rows`` (a slice or indices) of ``motion``."""
     return TreeMotion(
         q=motion.q[rows],
         dq=motion.dq[rows],

@@ -51,6 +51,7 @@ from dynamic_identification.core.excitation.constraints import (
     MechanismLimits,
     Probe,
     as_mechanism_limits,
+    motion_rows,
     passive_condition,
     passive_usage,
 )
@@ -69,7 +70,7 @@ from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.regressors.idim import BaseParameters, observation_matrix
+from dynamic_identification.core.regressors.idim import BaseParameters
 
 _FILL = 1.0 - 1e-4
 """Fraction of a limit a fitted trajectory reaches on its grid; the rest covers peaks between samples."""
@@ -294,22 +295,28 @@ def sampled_condition_number(
     trajectory: SampledTrajectory,
     *,
     samples: int = 500,
+    q_guess: np.ndarray | None = None,
 ) -> float:
-    """:func:`condition_number` of any sampled trajectory of a serial robot, on ``samples`` evenly spread samples.
+    """:func:`condition_number` of any sampled trajectory of the controlled joints, on ``samples`` evenly spread
+    samples of its motion completed to the tree (from the tree configuration ``q_guess`` near its first sample,
+    which chooses a closed-loop robot's assembly mode).
 
     Infinite when the trajectory leaves a base parameter unexcited (a process that
     never moves a joint, [Volkmann2020] §III.D).
+
+    Raises
+    ------
+    IdentificationError
+        When the loops of a closed-loop robot cannot be closed along the motion.
     """
+    mechanism = dynamic_model.mechanism
+    try:
+        motion = mechanism.complete_motion(trajectory.q, trajectory.dq, trajectory.ddq, q_guess=q_guess)
+    except LoopClosureError as error:
+        raise IdentificationError(f"no condition number of the excitation: {error}") from error
     index = np.unique(np.linspace(0, trajectory.time.shape[0] - 1, samples).round().astype(int))
     base = dynamic_model.base
-    full = observation_matrix(
-        dynamic_model.mechanism.robot,
-        dynamic_model.drive_chain,
-        dynamic_model.terms,
-        trajectory.q[index],
-        trajectory.dq[index],
-        trajectory.ddq[index],
-    )
+    full = mechanism.observation_matrix(dynamic_model.drive_chain, dynamic_model.terms, motion_rows(motion, index))
     return normalised_condition(base.select(full).reshape(-1, base.count))
 
 

@@ -37,17 +37,12 @@ from dynamic_identification.core.excitation.collision import (
 )
 from dynamic_identification.core.excitation.constraints import (
     DEFAULT_SINGULARITY_MARGIN,
-    PLANNING_HEADROOM,
     MechanismLimits,
-    MotionCheck,
-    as_mechanism_limits,
     check_executed_motion,
 )
 from dynamic_identification.core.excitation.fourier import FourierTrajectory
 from dynamic_identification.core.excitation.optimisation import (
     Workspace,
-    condition_number,
-    normalised_condition,
     optimise_fourier,
     random_fourier,
     sampled_condition_number,
@@ -140,13 +135,13 @@ def plan_excitation(
     controller will execute.
 
     ``robot`` is a serial robot's model or a :class:`~dynamic_identification.core.mechanism.seam.Mechanism`;
-    a closed-loop robot's (passive joints completed from its loop closures, [Briot2012] §2) is excited
-    by a Fourier series of its actuated joints designed within the passive joints' limits and
-    ``margin``, the smallest ``σ_min / σ_max`` of the passive block of ``A_t`` allowed, as a fraction of
-    its reference value (:func:`~.optimisation.optimise_fourier`, :mod:`.constraints`).
-    Segmented and process trajectories and the end-effector box need a serial chain (inverse
-    kinematics of the tool) and are refused for it; restrict the actuated joints with
-    ``workspace_lower`` / ``workspace_upper``.
+    every mechanism is planned the same way, against its limits
+    (:meth:`~.constraints.MechanismLimits.from_settings`): a closed-loop robot's passive joints, completed
+    from its loop closures ([Briot2012] §2), keep theirs and ``margin``, the smallest ``σ_min / σ_max`` of the
+    passive block of ``A_t`` allowed, as a fraction of its reference value (:mod:`.constraints`); a serial
+    robot has neither. Segmented, process and payload trajectories and the end-effector box need a serial
+    chain (inverse kinematics of the tool) and are refused for a mechanism with passive joints; restrict
+    its actuated joints with ``workspace_lower`` / ``workspace_upper``.
 
     The motion is planned at a multiple of ``settings.rate_hz`` of at least
     :data:`PLANNING_RATE_HZ`; the published points are its samples every ``1 / rate_hz``.
@@ -167,7 +162,9 @@ def plan_excitation(
        when the caller has already built it, as the excitation node has, else built here):
        a Fourier or payload series is scaled toward its offset pose (:data:`SLOWER_FACTOR`,
        at most :data:`SLOWER_ATTEMPTS` times) until it keeps the margin, a segmented or
-       process plan is refused.
+       process plan is refused;
+    4. the executed motion completed to the tree keeps the passive joints' limits and the
+       singularity margin (:func:`~.constraints.check_executed_motion`, which checks 1-3 too).
 
     An optimised design spends ``settings.max_evaluations`` cost evaluations, so the plan is
     the same at any load; ``settings.time_budget_s`` caps the wall time, and the plan's
@@ -185,63 +182,60 @@ def plan_excitation(
         When ``cancellation`` is requested before the plan is checked.
     """
     mechanism = mechanism_of(robot)
-    if mechanism.passive.shape[0] > 0:
-        return _constrained_fourier(
-            mechanism,
-            drive_chain,
-            terms,
-            settings,
-            margin=margin,
-            torque_model=torque_model,
-            collision=collision,
-            cancellation=cancellation,
-        )
-    robot = mechanism.robot
-    limits = settings.limits(robot)
+    _refuse_serial_only(mechanism, settings)
+    limits = MechanismLimits.from_settings(mechanism, settings, singularity_margin=margin)
     tolerance = settings.interpolation_tolerance_rad
-    planning = limits.slower(PLANNING_HEADROOM).restricted(
-        lower=limits.lower + tolerance, upper=limits.upper - tolerance
-    )
-    model = torque_model if torque_model is not None else TorqueModel.nominal(robot, drive_chain, terms)
-    collision = collision if collision is not None else settings.collision_model(robot)
+    planning = limits.planning(tolerance)
+    model = torque_model if torque_model is not None else TorqueModel.nominal(mechanism, drive_chain, terms)
+    if collision is None:
+        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
     factor = planning_factor(settings.rate_hz)
     condition: float | None = None
     cancellation.check()
     warnings: tuple[str, ...] = ()
+    q_start: np.ndarray | None = None
+    dynamic_model: DynamicModel | None = None
     if settings.mode == "fourier":
-        reference, description, condition, warnings = _fourier(
-            robot, drive_chain, terms, settings, planning, model, factor, collision, cancellation
+        dynamic_model = DynamicModel.create(mechanism, drive_chain, terms)
+        reference, description, condition, warnings, q_start = _fourier(
+            dynamic_model, settings, planning, model, factor, collision, cancellation
         )
     elif settings.mode == "payload":
         reference, description, condition, warnings = _payload(
-            robot, settings, planning, model, factor, collision, cancellation
+            mechanism.robot, settings, planning.actuated, model, factor, collision, cancellation
         )
     else:
         dense_rate = settings.rate_hz * factor
         reference, description = _slower_until_torques_fit(
-            planning, model, dense_rate, _builder(robot, settings), cancellation
+            planning.actuated, model, dense_rate, _builder(mechanism.robot, settings), cancellation
         )
     if settings.periods > 1:
         description += f", repeated {settings.periods} times" if settings.mode not in ("fourier", "payload") else ""
     points = subsampled(reference, factor)
     cancellation.report(CHECK_STAGE)
     check_sampling(
-        points, reference, limits, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
+        points, reference, limits.actuated, rate_hz=settings.rate_hz, tolerance_rad=tolerance, cancellation=cancellation
     )
     checked = check_executed_motion(
         mechanism,
         points,
-        as_mechanism_limits(limits),
+        limits,
         torque_model=model,
         collision=collision,
+        q_guess=q_start,
         cancellation=cancellation,
     )
     if condition is None and settings.mode != "payload":
-        condition = sampled_condition_number(DynamicModel.create(robot, drive_chain, terms), points)
+        dynamic_model = dynamic_model or DynamicModel.create(mechanism, drive_chain, terms)
+        condition = sampled_condition_number(dynamic_model, points, q_guess=q_start)
+    if checked.singularity_ratio is not None:
+        description += (
+            f", closure σ_min/σ_max >= {checked.singularity_ratio:.2f} of its reference value (margin {margin:g})"
+        )
     return ExcitationPlan(
         trajectory=points,
-        limits=limits,
-        usage=limit_usage(points, limits, cancellation=cancellation),
+        limits=limits.actuated,
+        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
         condition_number=condition,
         description=description,
         torque_usage=checked.torque_usage,
@@ -251,29 +245,16 @@ def plan_excitation(
     )
 
 
-def _constrained_fourier(
-    mechanism: Mechanism,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
-    settings: ExcitationSettings,
-    *,
-    margin: float,
-    torque_model: TorqueModel | None,
-    collision: SelfCollisionModel | None,
-    cancellation: Cancellation,
-) -> ExcitationPlan:
-    """:func:`plan_excitation` of a mechanism with passive joints: the Fourier series of its actuated joints.
+def _refuse_serial_only(mechanism: Mechanism, settings: ExcitationSettings) -> None:
+    """Refuse what needs a serial chain (inverse kinematics of the tool) for a mechanism with passive joints.
 
-    The design (:func:`~.optimisation.optimise_fourier`, or :func:`~.optimisation.random_fourier` when
-    ``settings.optimise`` is off) is planned against
-    tighter limits (:meth:`~.constraints.MechanismLimits.planning`), sampled at a multiple of
-    ``settings.rate_hz`` of at least :data:`PLANNING_RATE_HZ`, repeated ``settings.periods`` times and
-    published every ``1 / rate_hz``; then the controller's quintic through the points must stay within the
-    interpolation tolerance and the actuated limits (:func:`~.safety.check_sampling`) and its completion
-    keep the mechanism's limits (:func:`~.constraints.check_executed_motion`). The design's final shrink
-    keeps the self-collision margin already; should the executed motion still collide, it is scaled toward
-    its offset pose (:func:`scaled_until_safe`) until it keeps the margin, else refused.
+    Raises
+    ------
+    IdentificationError
+        For a segmented, process or payload mode, or an end-effector box.
     """
+    if mechanism.passive.shape[0] == 0:
+        return
     if settings.mode != "fourier":
         raise IdentificationError(
             f"mode {settings.mode!r} is not available for a closed-loop robot: only 'fourier' plans the actuated"
@@ -284,123 +265,42 @@ def _constrained_fourier(
             "box_min/box_max (end-effector box) are not available for a closed-loop robot: restrict the actuated"
             " joints with workspace_lower/workspace_upper"
         )
-    limits = MechanismLimits.from_settings(mechanism, settings, singularity_margin=margin)
-    if collision is None:
-        collision = settings.collision_model(mechanism.robot, joined=mechanism.closure_joints)
-    tolerance = settings.interpolation_tolerance_rad
-    planning = limits.planning(tolerance)
-    torques = torque_model if torque_model is not None else TorqueModel.nominal(mechanism, drive_chain, terms)
-    dynamic_model = DynamicModel.create(mechanism, drive_chain, terms)
-    base = dynamic_model.base
-    if settings.optimise:
-        design = optimise_fourier(
-            dynamic_model,
-            planning,
-            torque_model=torques,
-            collision=collision,
-            cancellation=cancellation,
-            **settings.fourier_arguments(),
-            **settings.budget_arguments(),
-        )
-        searched, warnings = search_report(
-            design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
-        )
-        kind = f"optimised Fourier series of the actuated joints ({searched})"
-        fourier, condition = design.trajectory, design.condition_number
-    else:
-        fourier = random_fourier(
-            mechanism,
-            planning,
-            torque_model=torques,
-            collision=collision,
-            cancellation=cancellation,
-            **settings.fourier_arguments(),
-        )
-        kind = "random Fourier series of the actuated joints fitted into the limits"
-        warnings = ()
-        one_period = int(np.ceil(fourier.period_s * PLANNING_RATE_HZ))
-        condition = condition_number(dynamic_model, fourier, samples=one_period)
-    factor = planning_factor(settings.rate_hz)
-
-    def checked(reference: SampledTrajectory) -> tuple[SampledTrajectory, MotionCheck, np.ndarray]:
-        """The published points, their check and the tree configuration they start from."""
-        points = subsampled(reference, factor)
-        check_sampling(
-            points,
-            reference,
-            limits.actuated,
-            rate_hz=settings.rate_hz,
-            tolerance_rad=tolerance,
-            cancellation=cancellation,
-        )
-        cancellation.check()
-        # The route the design was checked along: reference configuration → offset pose → first point.
-        q_offset = mechanism.follow(fourier.offsets, start=mechanism.reference_configuration)
-        q_start = mechanism.follow(points.q[0], start=q_offset)
-        check = check_executed_motion(
-            mechanism,
-            points,
-            limits,
-            torque_model=torques,
-            collision=collision,
-            q_guess=q_start,
-            cancellation=cancellation,
-        )
-        return points, check, q_start
-
-    _, scale, (points, check, q_start) = scaled_until_safe(
-        fourier,
-        planning_times(fourier.period_s, settings, factor),
-        mechanism.actuated_joint_names,
-        checked,
-        what="the closed-loop Fourier excitation",
-        recoverable=(SelfCollisionError,),
-        cancellation=cancellation,
-    )
-    description = f"{kind}, condition number {condition:.3g}"
-    if scale < 1.0:
-        motion = mechanism.complete_motion(points.q, points.dq, points.ddq, q_guess=q_start)
-        observed = mechanism.observation_matrix(drive_chain, terms, motion)
-        condition = normalised_condition(base.select(observed).reshape(-1, base.count))
-        description += f" before scaling, amplitudes scaled to {scale:.0%} to keep the self-collision margin"
-    description += (
-        f", closure σ_min/σ_max >= {check.singularity_ratio:.2f} of its reference value (margin {margin:g}),"
-        f" {settings.periods} period(s) of {fourier.period_s:g} s"
-    )
-    return ExcitationPlan(
-        trajectory=points,
-        limits=limits.actuated,
-        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
-        condition_number=condition,
-        description=description,
-        torque_usage=check.torque_usage,
-        torque_source=torques.source,
-        self_collision=self_collision_summary(collision, enabled=settings.self_collision),
-        warnings=warnings,
-    )
 
 
 def _fourier(
-    robot: RobotModel,
-    drive_chain: DriveChain,
-    terms: DriveTerms,
+    dynamic_model: DynamicModel,
     settings: ExcitationSettings,
-    limits: JointLimits,
+    limits: MechanismLimits,
     model: TorqueModel,
     factor: int,
     collision: SelfCollisionModel | None,
     cancellation: Cancellation,
-) -> tuple[SampledTrajectory, str, float | None, tuple[str, ...]]:
-    """The Fourier reference motion at ``factor`` times ``settings.rate_hz``, its description, (when optimised
-    and not scaled to avoid a self-collision) its condition number, and the search's warnings
-    (:func:`search_report`)."""
+) -> tuple[SampledTrajectory, str, float | None, tuple[str, ...], np.ndarray]:
+    """The Fourier series of the controlled joints, sampled at ``factor`` times ``settings.rate_hz``, its
+    description, (when optimised and not scaled to avoid a self-collision) its condition number, the search's
+    warnings (:func:`search_report`) and the tree configuration it starts from.
+
+    The design (:func:`~.optimisation.optimise_fourier`, or :func:`~.optimisation.random_fourier` when
+    ``settings.optimise`` is off) keeps the planning ``limits`` (:meth:`~.constraints.MechanismLimits.planning`:
+    the controlled and passive joints' and the singularity margin), the torques under ``model`` and the
+    workspace box; an optimised design and a random one with passive joints keep the self-collision margin
+    too, a serial robot's random one leaves it to the scaling below (what the tests of both ask). The tree
+    configuration of its first point is reached from the reference configuration through the offset pose (the
+    route the design was checked along, choosing the assembly mode); should the motion, completed to the tree
+    from there, bring two links closer than the self-collision margin, it is scaled toward its offset pose
+    (:func:`scaled_until_safe`) until it keeps it, else refused. The description names the condition number of
+    an optimised design, and of any design scaled (on its published points before scaling, for a random one).
+    """
+    mechanism = dynamic_model.mechanism
     condition: float | None = None
     warnings: tuple[str, ...] = ()
+    series = "Fourier series" + (" of the actuated joints" if mechanism.passive.shape[0] > 0 else "")
+    workspace = _workspace(settings)
     if settings.optimise:
         design = optimise_fourier(
-            DynamicModel.create(robot, drive_chain, terms),
+            dynamic_model,
             limits,
-            workspace=_workspace(settings),
+            workspace=workspace,
             torque_model=model,
             collision=collision,
             cancellation=cancellation,
@@ -411,32 +311,53 @@ def _fourier(
         searched, warnings = search_report(
             design.evaluations, design.wall_time_s, time_capped=design.time_capped, **settings.budget_arguments()
         )
-        description = f"optimised Fourier series ({searched})"
+        description = f"optimised {series} ({searched})"
     else:
         fourier = random_fourier(
-            robot,
+            mechanism,
             limits,
-            workspace=_workspace(settings),
+            workspace=workspace,
             torque_model=model,
+            collision=collision if mechanism.passive.shape[0] > 0 else None,
             cancellation=cancellation,
             **settings.fourier_arguments(),
         )
-        description = "random Fourier series fitted into the limits"
+        description = f"random {series} fitted into the limits"
     time = planning_times(fourier.period_s, settings, factor)
-    reference, scale, _ = scaled_until_safe(
+    q_offset = mechanism.follow(fourier.offsets, start=mechanism.reference_configuration)
+
+    def start_of(reference: SampledTrajectory) -> np.ndarray:
+        """The tree configuration ``reference`` starts from, reached through the offset pose."""
+        return mechanism.follow(reference.q[0], start=q_offset)
+
+    def keeps_clear(reference: SampledTrajectory) -> np.ndarray:
+        """:func:`start_of` ``reference``, after :func:`~.collision.check_self_collision` of ``reference``
+        completed to the tree from there."""
+        q_start = start_of(reference)
+        if collision is not None:
+            motion = mechanism.complete_motion(reference.q, reference.dq, reference.ddq, q_guess=q_start)
+            tree = SampledTrajectory(reference.time, motion.q, motion.dq, motion.ddq, mechanism.joint_names)
+            check_self_collision(tree, collision, cancellation=cancellation)
+        return q_start
+
+    reference, scale, q_start = scaled_until_safe(
         fourier,
         time,
-        robot.joint_names,
-        lambda motion: _check_collision(motion, collision, cancellation),
+        mechanism.actuated_joint_names,
+        keeps_clear,
         what="the Fourier excitation",
         cancellation=cancellation,
     )
+    if scale < 1.0 and condition is None:
+        unscaled = sample(fourier, time, mechanism.actuated_joint_names)
+        condition = sampled_condition_number(dynamic_model, subsampled(unscaled, factor), q_guess=start_of(unscaled))
     if condition is not None:
         description += f", condition number {condition:.3g}" + (" before scaling" if scale < 1.0 else "")
     if scale < 1.0:
         description += f", amplitudes scaled to {scale:.0%} to keep the self-collision margin"
         condition = None  # recomputed on the scaled motion
-    return reference, description + f", {settings.periods} period(s) of {fourier.period_s:g} s", condition, warnings
+    description += f", {settings.periods} period(s) of {fourier.period_s:g} s"
+    return reference, description, condition, warnings, q_start
 
 
 def _payload(
@@ -672,12 +593,11 @@ def subsampled(reference: SampledTrajectory, factor: int) -> SampledTrajectory:
 
 
 def _workspace(settings: ExcitationSettings) -> Workspace | None:
-    """The Fourier optimiser's workspace restrictions, if any."""
-    if settings.box_min is None and settings.box_max is None and settings.workspace_lower is None:
+    """The Fourier optimiser's end-effector box, if any (the joint ranges of ``workspace_lower`` and
+    ``workspace_upper`` are in the limits already: :meth:`~.constraints.MechanismLimits.from_settings`)."""
+    if settings.box_min is None and settings.box_max is None:
         return None
     return Workspace(
-        lower=None if settings.workspace_lower is None else np.asarray(settings.workspace_lower, dtype=float),
-        upper=None if settings.workspace_upper is None else np.asarray(settings.workspace_upper, dtype=float),
         box_min=None if settings.box_min is None else np.asarray(settings.box_min, dtype=float),
         box_max=None if settings.box_max is None else np.asarray(settings.box_max, dtype=float),
         frame=settings.frame,
