@@ -61,8 +61,11 @@ joints, in their kinematic order.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +113,79 @@ _MAX_STEP_RAD = 0.5
 
 _CONTINUATION_STEP_RAD = 0.05
 """Largest actuated-joint change between two solves when walking from the reference configuration."""
+
+_MEMO_BYTES = 256 * 2**20
+"""Largest memory (bytes) :class:`_CompletionMemo` keeps; a larger completion is not kept."""
+
+_MEMO_ENTRIES = 4
+"""Completions :class:`_CompletionMemo` keeps (the three of a filtered-dynamic segment, and one more)."""
+
+
+class _CompletionMemo:
+    """The last completions of a mechanism's motions (:meth:`ClosedLoopModel.complete_motion`), by their inputs.
+
+    Completing a recording solves the loops at every sample, the most expensive step of a closed-loop
+    identification; the same recording is completed again when its identification is compared without and with
+    the bearing-friction columns (:meth:`ClosedLoopModel.with_passive_friction` shares the memo: the closures are
+    the same) and for each model built on it. Kept least-recently used, at most :data:`_MEMO_ENTRIES` and
+    :data:`_MEMO_BYTES`; handed out as copies, so no caller sees another's changes. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[bytes, TreeMotion] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._entries = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(*parts: object, arrays: Sequence[np.ndarray | None]) -> bytes:
+        """A digest of ``parts`` (their ``repr``) and of the ``arrays``' shapes and values."""
+        digest = hashlib.blake2b(repr(parts).encode(), digest_size=20)
+        for array in arrays:
+            if array is None:
+                digest.update(b"none")
+                continue
+            digest.update(repr(array.shape).encode())
+            digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
+        return digest.digest()
+
+    def get(self, key: bytes) -> TreeMotion | None:
+        with self._lock:
+            motion = self._entries.get(key)
+            if motion is None:
+                return None
+            self._entries.move_to_end(key)
+        return _copied(motion)
+
+    def put(self, key: bytes, motion: TreeMotion) -> None:
+        size = _bytes(motion)
+        if size > _MEMO_BYTES:
+            return
+        with self._lock:
+            self._entries[key] = _copied(motion)
+            while len(self._entries) > _MEMO_ENTRIES or sum(map(_bytes, self._entries.values())) > _MEMO_BYTES:
+                self._entries.popitem(last=False)
+
+
+def _copied(motion: TreeMotion) -> TreeMotion:
+    return TreeMotion(
+        q=motion.q.copy(),
+        dq=motion.dq.copy(),
+        ddq=motion.ddq.copy(),
+        projection=None if motion.projection is None else motion.projection.copy(),
+        passive_condition=None if motion.passive_condition is None else motion.passive_condition.copy(),
+    )
+
+
+def _bytes(motion: TreeMotion) -> int:
+    arrays = (motion.q, motion.dq, motion.ddq, motion.projection, motion.passive_condition)
+    return sum(array.nbytes for array in arrays if array is not None)
+
 
 _SAMPLING_CONDITION = 1e2
 """Largest condition number of the passive block accepted for the random states of :func:`base_parameters`."""
@@ -326,6 +402,8 @@ class ClosedLoopModel:
     reference_configuration: np.ndarray
     singular_tolerance: float = SINGULAR_TOLERANCE
     passive_friction: bool = False
+    completions: _CompletionMemo = field(default_factory=_CompletionMemo, compare=False, repr=False)
+    """The last completed motions (:class:`_CompletionMemo`), shared with :meth:`with_passive_friction`'s copies."""
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -753,9 +831,25 @@ class ClosedLoopModel:
             raise DataError(
                 f"q_actuated, dq_actuated, ddq_actuated differ in shape: {qa.shape}, {dqa.shape}, {ddqa.shape}"
             )
+        start = None if q_guess is None else self._configuration("q_guess", q_guess)
+        key = self.completions.key(
+            id(self.robot), self.singular_tolerance, arrays=(qa, dqa, ddqa, start, self.reference_configuration)
+        )
+        known = self.completions.get(key)
+        if known is not None:
+            return known
+        motion = self._completed(qa, dqa, ddqa, start)
+        self.completions.put(key, motion)
+        return motion
+
+    def _completed(
+        self, qa: np.ndarray, dqa: np.ndarray, ddqa: np.ndarray, start: np.ndarray | None
+    ) -> ClosedLoopMotion:
+        """:meth:`complete_motion` of checked inputs, solved sample by sample."""
+        n_a = self.n_actuated
         samples = qa.shape[0]
         kinematics = _Kinematics(self)
-        guess = self._walk_to(kinematics, qa[0]) if q_guess is None else self._configuration("q_guess", q_guess).copy()
+        guess = self._walk_to(kinematics, qa[0]) if start is None else start.copy()
         guess[self.actuated] = qa[0]
         q = np.empty((samples, self.n_tree))
         dq = np.empty_like(q)
