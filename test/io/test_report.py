@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.estimation.consistency import LinkComparison
 from dynamic_identification.io import report
 from dynamic_identification.io.report import (
     Consistency,
@@ -53,6 +54,24 @@ def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0, *
     return DataSeries(name=name, time=time, measured=measured, predicted=predicted, q=q, dq=dq, baseline=urdf)
 
 
+def _body(index: int, *, at_bound: bool) -> LinkComparison:
+    """A body of 2 kg (URDF 2.5 kg), the data determining its mass and the URDF its moments."""
+    com, moments = np.array([0.0, 0.0, 0.1]), np.array([0.01, 0.02, 0.02])
+    return LinkComparison(
+        index=index,
+        mass=2.0,
+        mass_urdf=2.5,
+        com=com,
+        com_urdf=com,
+        moments=moments,
+        moments_urdf=moments,
+        mass_source="data",
+        com_source="data + URDF",
+        moments_source="URDF",
+        at_bound=at_bound,
+    )
+
+
 def _data(**changes: Any) -> ReportData:
     values: dict[str, Any] = {
         "title": "Identification of the test arm",
@@ -84,6 +103,7 @@ def _data(**changes: Any) -> ReportData:
         "consistency": Consistency(
             ok=False,
             links=[LinkStatus("link_1", True, 0.01, 3.0), LinkStatus("link_2", False, -0.2, 1.5)],
+            bodies=[_body(0, at_bound=False), _body(1, at_bound=True)],
             problems=["Fc2 < 0"],
             cost_increase=0.012,
             shift_sigma=2.5,
@@ -239,6 +259,18 @@ def test_a_parameter_held_at_its_bound_shows_the_bound_and_its_sigma_not_a_huge_
     assert cells[4:6] == ["0.05", "at its bound (Fc3 >= 0)"]
 
 
+def test_a_body_held_at_the_consistency_bound_is_marked_in_the_bodies_table(
+    written: tuple[Path, dict[str, Any]],
+) -> None:
+    """Issue 25 finding 3: a body the data pushed onto its pseudo-inertia bound shows it, beside its values."""
+    page = _parse(written[0])
+    bodies = [cells for _, cells in page.rows if len(cells) == 7]  # joint, then (identified, determined by) × 3
+    first, second = (next(cells for cells in bodies if cells[0].startswith(joint)) for joint in JOINTS[:2])
+    assert "bound" not in first[0]
+    assert second[0] == f"{JOINTS[1]}pseudo-inertia at its bound"
+    assert second[1:3] == ["2URDF 2.5", "data"]
+
+
 def test_the_summary_gives_one_torque_error_per_data_set_beside_the_urdf_model_s(
     written: tuple[Path, dict[str, Any]],
 ) -> None:
@@ -374,6 +406,7 @@ def test_same_data_same_files(tmp_path: Path) -> None:
     )
     data = _data(
         joints=("shoulder",),
+        consistency=replace(_data().consistency, bodies=[_body(0, at_bound=False)]),
         datasets=[one],
         quality=Quality(condition_number=3.0),
         lower_limits=[-2.0],

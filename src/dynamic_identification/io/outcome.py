@@ -428,6 +428,11 @@ def link_text(link: LinkComparison) -> str:
         f"mass {link.mass:.4g} kg (URDF {link.mass_urdf:.4g}; {link.mass_source}), centre of mass"
         f" {vector(link.com)} m (URDF {vector(link.com_urdf)}; {link.com_source}), principal moments"
         f" {vector(link.moments)} kg·m² (URDF {vector(link.moments_urdf)}; {link.moments_source})"
+        + (
+            "; held at the physical-consistency bound (a degenerate body: the bound, not the data)"
+            if link.at_bound
+            else ""
+        )
     )
 
 

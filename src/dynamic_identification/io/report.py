@@ -1230,8 +1230,12 @@ def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
             f'<td><span class="{kind}">{_e(source)}</span></td>'
         )
 
+    def name(body: LinkComparison) -> str:
+        bound = '<br><span class="unknown">pseudo-inertia at its bound</span>' if body.at_bound else ""
+        return f"<td>{_e(joints[body.index])}{bound}</td>"
+
     rows = [
-        f"<tr><td>{_e(joints[body.index])}</td>"
+        f"<tr>{name(body)}"
         + cell(_number(body.mass, ".4g"), _number(body.mass_urdf, ".4g"), body.mass_source)
         + cell(vector(body.com), vector(body.com_urdf), body.com_source)
         + cell(vector(body.moments), vector(body.moments_urdf), body.moments_source)
@@ -1243,7 +1247,9 @@ def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
     caption = (
         "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes it;"
         " <em>URDF</em>: the recording says nothing about it and the divergence to the URDF's inertias chooses it"
-        " [Lee2020]; <em>data + URDF</em>: it enters identified combinations (base parameters) only.</p>"
+        " [Lee2020]; <em>data + URDF</em>: it enters identified combinations (base parameters) only. A body whose"
+        " pseudo-inertia is <em>at its bound</em> was pushed by the data to the edge of physical consistency: its"
+        " values are the bound's, not the data's.</p>"
     )
     return caption + _table(header, rows, groups=groups)
 

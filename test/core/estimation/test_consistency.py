@@ -179,6 +179,10 @@ def test_inconsistent_estimate_is_replaced_by_consistent_parameters(arm, prior_w
     assert result.report.consistent
     assert {"Fc3 >= 0", "Ia6 >= 0"} <= set(result.active)
     assert ("link 6 pseudo-inertia" in result.active) is (prior_weight == 0.0)
+    # The bodies at their bound are the ones marked so in the output and the report.
+    links = link_comparison(result, standard_parameters(robot, TERMS), 6, TERMS)
+    at_bound = [f"link {link.index + 1} pseudo-inertia" in result.active for link in links]
+    assert [link.at_bound for link in links] == at_bound and at_bound[5] is (prior_weight == 0.0)
     assert not result.unconstrained_consistent
     assert result.cost_increase > 0.0
     assert result.relative_error > result.relative_error_unconstrained

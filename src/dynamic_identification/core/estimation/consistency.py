@@ -397,6 +397,10 @@ class LinkComparison:
     mass_source, com_source, moments_source
         :func:`determined_by` the largest null-space share of the standard parameters each
         depends on: the mass; the mass and first moments; all ten.
+    at_bound
+        Its pseudo-inertia is held at the consistency bound (``J̃ ⪰ ε 1`` active, :attr:`ConsistentEstimate.active`):
+        the data pushed this body to the edge of physical consistency, where its values are the bound's, not the
+        data's (a degenerate body; a URDF prior keeps it inside).
     """
 
     index: int
@@ -409,6 +413,7 @@ class LinkComparison:
     mass_source: str
     com_source: str
     moments_source: str
+    at_bound: bool = False
 
 
 def link_comparison(
@@ -434,6 +439,7 @@ def link_comparison(
             mass_source=determined_by(float(share[i, 0])),
             com_source=determined_by(float(share[i, :4].max())),
             moments_source=determined_by(float(share[i].max())),
+            at_bound=f"link {i + 1} pseudo-inertia" in estimate.active,
         )
         for i, (mine, theirs) in enumerate(zip(identified, urdf, strict=True))
     )
