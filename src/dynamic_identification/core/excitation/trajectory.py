@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -191,12 +193,35 @@ class WayPoints:
         a = None if accelerations is None or v is None else np.asarray(accelerations, dtype=float)
         return cls(times=knots, positions=p, velocities=v, accelerations=a)
 
+    @cached_property
+    def _polynomials(self) -> tuple[np.ndarray, ...] | None:
+        """``(h, c2, c3, c4, c5)`` of every segment, ``(K − 1, 1)`` and ``(K − 1, n)`` (the controller's rule,
+        :func:`controller_motion`); ``None`` for straight lines (no velocities) or a single point."""
+        knots, p, v, a = self.times, self.positions, self.velocities, self.accelerations
+        if v is None or knots.shape[0] < 2:
+            return None
+        h = np.diff(knots)[:, None]
+        delta = p[1:] - p[:-1]
+        v0, v1 = v[:-1], v[1:]
+        if a is None:
+            c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
+            c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
+            c4 = c5 = np.zeros_like(delta)
+        else:
+            _, _, c2, c3, c4, c5 = quintic_coefficients(h, (p[:-1], v0, a[:-1]), (p[1:], v1, a[1:]))
+        return h, c2, c3, c4, c5
+
+    @cached_property
+    def _knot_list(self) -> list[float]:
+        return self.times.tolist()
+
     def motion(self, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``q, q̇, q̈`` and jerk at a time ``t`` (``(n,)`` arrays) or times ``(M,)`` (``(M, n)``), s
         (:func:`controller_motion`)."""
+        if np.ndim(t) == 0:
+            return self._motion_at(float(t))
         knots, p, v, a = self.times, self.positions, self.velocities, self.accelerations
-        scalar = np.ndim(t) == 0
-        query = np.atleast_1d(np.asarray(t, dtype=float))
+        query = np.asarray(t, dtype=float)
         segment = np.clip(np.searchsorted(knots, query, side="right") - 1, 0, max(knots.shape[0] - 2, 0))
         q_out = np.empty((query.shape[0], p.shape[1]))
         dq_out = np.zeros_like(q_out)
@@ -213,28 +238,48 @@ class WayPoints:
         q_out[after] = p[-1]
         if np.any(inside):
             k = segment[inside]
-            h = (knots[k + 1] - knots[k])[:, None]
             s = (query[inside] - knots[k])[:, None]
-            p0, p1 = p[k], p[k + 1]
-            delta = p1 - p0
-            if v is None:
-                q_out[inside] = p0 + delta * s / h
-                dq_out[inside] = delta / h
-            else:
-                v0, v1 = v[k], v[k + 1]
-                if a is None:
-                    c2 = (3.0 * delta - (2.0 * v0 + v1) * h) / h**2
-                    c3 = (-2.0 * delta + (v0 + v1) * h) / h**3
-                    c4 = c5 = np.zeros_like(p0)
-                else:
-                    _, _, c2, c3, c4, c5 = quintic_coefficients(h, (p0, v0, a[k]), (p1, v1, a[k + 1]))
-                q_out[inside] = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
-                dq_out[inside] = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
-                ddq_out[inside] = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
-                jerk_out[inside] = 6.0 * c3 + s * (24.0 * c4 + s * 60.0 * c5)
-        if scalar:
-            return q_out[0], dq_out[0], ddq_out[0], jerk_out[0]
+            q_out[inside], dq_out[inside], ddq_out[inside], jerk_out[inside] = self._segment(k, s)
         return q_out, dq_out, ddq_out, jerk_out
+
+    def _motion_at(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`motion` at one time ``t`` (s): the segment found by bisection, without array masks (a follower
+        evaluates the motion at every control period)."""
+        p, v, a = self.positions, self.velocities, self.accelerations
+        knots = self._knot_list
+        zeros = np.zeros(p.shape[1])
+        if t <= knots[0]:
+            return (
+                p[0].copy(),
+                zeros.copy() if v is None else v[0].copy(),
+                zeros.copy() if a is None else a[0].copy(),
+                zeros,
+            )
+        if t >= knots[-1]:
+            return p[-1].copy(), zeros.copy(), zeros.copy(), zeros
+        k = min(max(bisect.bisect_right(knots, t) - 1, 0), len(knots) - 2)
+        return self._segment(k, t - knots[k])
+
+    def _segment(
+        self, k: int | np.ndarray, s: float | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``q, q̇, q̈``, jerk at ``s`` (s) into segment(s) ``k``."""
+        p, v = self.positions, self.velocities
+        p0 = p[k]
+        polynomials = self._polynomials
+        if v is None or polynomials is None:
+            h = self.times[np.add(k, 1)] - self.times[k]
+            h = h[:, None] if np.ndim(h) else h
+            delta = p[np.add(k, 1)] - p0
+            zeros = np.zeros_like(p0)
+            return p0 + delta * s / h, delta / h + zeros, zeros, zeros.copy()
+        _, c2, c3, c4, c5 = (part[k] for part in polynomials)
+        v0 = v[k]
+        q = p0 + s * (v0 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+        dq = v0 + s * (2.0 * c2 + s * (3.0 * c3 + s * (4.0 * c4 + s * 5.0 * c5)))
+        ddq = 2.0 * c2 + s * (6.0 * c3 + s * (12.0 * c4 + s * 20.0 * c5))
+        jerk = 6.0 * c3 + s * (24.0 * c4 + s * 60.0 * c5)
+        return q, dq, ddq, jerk
 
 
 def interpolate_trajectory(
