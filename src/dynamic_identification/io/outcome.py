@@ -441,8 +441,8 @@ def link_lines(joints: Sequence[str], links: Sequence[LinkComparison]) -> list[s
     if not links:
         return []
     return [
-        "identified bodies against the URDF (data: the recording determines it; URDF: the data say nothing and the"
-        " URDF prior gives it, [Lee2020]; data + URDF: it enters identified combinations):",
+        "identified bodies against the URDF (data: the recording determines it; URDF: the data say nothing about it"
+        " and the URDF prior gives it, [Lee2020]; data + URDF: the data determine it in part):",
         *(f"  {joints[link.index]}: {link_text(link)}" for link in links),
     ]
 

@@ -1245,9 +1245,10 @@ def _bodies(joints: Sequence[str], bodies: Sequence[LinkComparison]) -> str:
     header = ["body of joint", *(["identified (URDF)", "determined by"] * 3)]
     groups = [("", 1), ("mass (kg)", 2), ("centre of mass (m)", 2), ("principal moments (kg·m²)", 2)]
     caption = (
-        "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes it;"
-        " <em>URDF</em>: the recording says nothing about it and the divergence to the URDF's inertias chooses it"
-        " [Lee2020]; <em>data + URDF</em>: it enters identified combinations (base parameters) only. A body whose"
+        "<p>The published consistent bodies against the URDF's. Determined by <em>data</em>: the recording fixes"
+        " every parameter it depends on; <em>URDF</em>: the recording says nothing about any of them and the"
+        " divergence to the URDF's inertias chooses it [Lee2020]; <em>data + URDF</em>: the recording fixes it only"
+        " in part (its parameters enter identified combinations, or some are fixed and others free). A body whose"
         " pseudo-inertia is <em>at its bound</em> was pushed by the data to the edge of physical consistency: its"
         " values are the bound's, not the data's.</p>"
     )

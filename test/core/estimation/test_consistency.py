@@ -19,6 +19,7 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistentEstimator,
     consistency_report,
     consistent_estimate,
+    determined_by,
     is_physically_consistent,
     link_comparison,
     pseudo_inertia,
@@ -219,6 +220,17 @@ def test_each_link_is_compared_with_the_urdf_s_and_marked_by_what_determines_it(
     assert links[0].mass_source == links[0].com_source == "URDF"
     assert links[0].moments_source != "data"
     assert {link.mass_source for link in links} <= {"data", "URDF", "data + URDF"}
+
+
+@pytest.mark.parametrize(
+    ("shares", "source"),
+    [([0.0, 0.01, 0.04], "data"), ([0.96, 1.0], "URDF"), ([0.0, 1.0], "data + URDF"), ([0.5], "data + URDF")],
+)
+def test_a_quantity_is_the_data_s_or_the_urdf_s_only_when_every_parameter_it_depends_on_is(
+    shares: list[float], source: str
+) -> None:
+    """Issue 25: a centre of mass whose mass the URDF gives but whose first moments the data fix is not the URDF's."""
+    assert determined_by(np.array(shares)) == source
 
 
 def test_consistent_estimate_fits_better_than_consistent_points_around_it(arm) -> None:

@@ -371,11 +371,14 @@ DETERMINED_SHARE = 0.05
 above ``1 − DETERMINED_SHARE`` the data say nothing about it and the URDF prior gives it."""
 
 
-def determined_by(share: float) -> str:
-    """What determines a standard parameter of null-space share ``share``: ``"data"``, ``"data + URDF"``, ``"URDF"``."""
-    if share < DETERMINED_SHARE:
+def determined_by(shares: float | np.ndarray) -> str:
+    """What determines a quantity of the standard parameters of null-space shares ``shares``: ``"data"`` when the
+    data determine every one of them, ``"URDF"`` when the data say nothing about any of them (the URDF prior gives
+    them), ``"data + URDF"`` otherwise (identified combinations, or some of them determined and others free)."""
+    values = np.atleast_1d(np.asarray(shares, dtype=float))
+    if np.all(values < DETERMINED_SHARE):
         return "data"
-    if share > 1.0 - DETERMINED_SHARE:
+    if np.all(values > 1.0 - DETERMINED_SHARE):
         return "URDF"
     return "data + URDF"
 
@@ -395,8 +398,8 @@ class LinkComparison:
     moments, moments_urdf
         Principal moments of inertia about the centre of mass, kg·m², increasing.
     mass_source, com_source, moments_source
-        :func:`determined_by` the largest null-space share of the standard parameters each
-        depends on: the mass; the mass and first moments; all ten.
+        :func:`determined_by` the null-space shares of the standard parameters each depends on: the mass; the mass
+        and first moments; all ten.
     at_bound
         Its pseudo-inertia is held at the consistency bound (``J̃ ⪰ ε 1`` active, :attr:`ConsistentEstimate.active`):
         the data pushed this body to the edge of physical consistency, where its values are the bound's, not the
@@ -436,9 +439,9 @@ def link_comparison(
             com_urdf=theirs.com,
             moments=mine.central_moments,
             moments_urdf=theirs.central_moments,
-            mass_source=determined_by(float(share[i, 0])),
-            com_source=determined_by(float(share[i, :4].max())),
-            moments_source=determined_by(float(share[i].max())),
+            mass_source=determined_by(share[i, 0]),
+            com_source=determined_by(share[i, :4]),
+            moments_source=determined_by(share[i]),
             at_bound=f"link {i + 1} pseudo-inertia" in estimate.active,
         )
         for i, (mine, theirs) in enumerate(zip(identified, urdf, strict=True))
