@@ -864,10 +864,7 @@ class ClosedLoopModel:
             q[k], block = self._solve(kinematics, guess, k)
             projection[k] = block.projection
             condition[k] = block.condition_number
-            dq[k] = block.projection @ dqa[k]
-            kinematics.place_moving(q[k], dq[k])
-            ddq[k] = block.projection @ ddqa[k]
-            ddq[k, self.passive] -= block.pseudo_inverse @ kinematics.drift(dq[k])
+            dq[k], ddq[k] = self._tree_rates(kinematics, q[k], block, dqa[k], ddqa[k])
         return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection, passive_condition=condition)
 
     def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
@@ -889,6 +886,17 @@ class ClosedLoopModel:
         return self.complete_motion(path, zeros, zeros, q_guess=origin).q[-1]
 
     # ----------------------------------------------------------------- internals
+    def _tree_rates(
+        self, kinematics: _Kinematics, q: np.ndarray, block: _PassiveBlock, dqa: np.ndarray, ddqa: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Tree velocities ``q̇_t = J_t q̇_a`` (eq. (3)) and accelerations ``q̈_p = −A_p⁺ (A_a q̈_a + Ȧ_t q̇_t)``
+        (eq. (4)) at the closed configuration ``q`` of passive block ``block``; ``kinematics`` is left moving there."""
+        dq = block.projection @ dqa
+        kinematics.place_moving(q, dq)
+        ddq = block.projection @ ddqa
+        ddq[self.passive] -= block.pseudo_inverse @ kinematics.drift(dq)
+        return dq, ddq
+
     def _actuated_change(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         """``end − start`` of actuated positions ``(..., n_a)``, continuous joints taken the short way round (±π)."""
         change = end - start
@@ -1304,10 +1312,8 @@ def random_motion(model: ClosedLoopModel, samples: int, rng: np.random.Generator
     for k, (_, configuration, block) in enumerate(chosen):
         q[k] = configuration
         projection[k] = block.projection
-        dq[k] = block.projection @ rng.uniform(-2.0, 2.0, n_a)
-        kinematics.place_moving(configuration, dq[k])
-        ddq[k] = block.projection @ rng.uniform(-5.0, 5.0, n_a)
-        ddq[k, model.passive] -= block.pseudo_inverse @ kinematics.drift(dq[k])
+        dqa = rng.uniform(-2.0, 2.0, n_a)
+        dq[k], ddq[k] = model._tree_rates(kinematics, configuration, block, dqa, rng.uniform(-5.0, 5.0, n_a))
     return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection)
 
 
