@@ -16,21 +16,18 @@ import numpy as np
 import pytest
 
 from dynamic_identification import cli
-from dynamic_identification.core.simulation import TrackingRun, inverse_dynamics
+from dynamic_identification.core.simulation import TrackingRun
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
 from three_rrr import (
     ACTUATED,
-    CHAIN,
-    DRIVE,
-    PASSIVE_COULOMB,
-    PASSIVE_VISCOUS,
     bearing_friction_run,
     load_three_rrr,
     platform_motion,
     three_rrr_config,
     track,
+    true_motor_torques,
 )
 
 
@@ -103,15 +100,6 @@ def test_the_feedforward_of_the_identified_file_includes_the_bearing_friction(id
     assert feedforward.mechanism.passive_friction
     _, q, dq, ddq = platform_motion(2, 10.0, dt=0.01)
     motion = model.complete_motion(q, dq, ddq)
-    expected = inverse_dynamics(
-        model,
-        CHAIN,
-        DRIVE,
-        motion.q,
-        motion.dq,
-        motion.ddq,
-        passive_viscous=PASSIVE_VISCOUS,
-        passive_coulomb=PASSIVE_COULOMB,
-    )
+    expected = true_motor_torques(model, motion)
     torques = feedforward.torques(q, dq, ddq)
     assert np.linalg.norm(torques - expected) / np.linalg.norm(expected) < 0.01

@@ -25,6 +25,7 @@ from dynamic_identification.core.identification.drive_gains import CurrentRecord
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.payload import Payload, attach_payload
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters
+from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.simulation import (
     RobotSimulator,
     SensorModel,
@@ -324,3 +325,18 @@ def bearing_friction_run(model: ClosedLoopModel) -> TrackingRun:
     """:func:`track` of :func:`platform_motion` seed 1 for 30 s with the bearings' friction (noise seed 11),
     simulated once per test run (:func:`shared_run`): the core and CLI passive-friction tests identify it."""
     return shared_run("three_rrr_bearings_motion1_30s_seed11", lambda: track(model, platform_motion(1, 30.0), seed=11))
+
+
+def true_motor_torques(model: ClosedLoopModel, motion: TreeMotion) -> np.ndarray:
+    """The motors' torques (N·m) of the 3-RRR with :data:`DRIVE` and the bearings' :data:`PASSIVE_VISCOUS` and
+    :data:`PASSIVE_COULOMB` friction along the completed ``motion``: the truth of its simulations."""
+    return inverse_dynamics(
+        model,
+        CHAIN,
+        DRIVE,
+        motion.q,
+        motion.dq,
+        motion.ddq,
+        passive_viscous=PASSIVE_VISCOUS,
+        passive_coulomb=PASSIVE_COULOMB,
+    )

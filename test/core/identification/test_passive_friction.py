@@ -30,7 +30,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.simulation import TrackingRun, inverse_dynamics
+from dynamic_identification.core.simulation import TrackingRun
 from three_rrr import (
     CHAIN,
     DRIVE,
@@ -40,6 +40,7 @@ from three_rrr import (
     load_three_rrr,
     platform_motion,
     track,
+    true_motor_torques,
 )
 
 TERMS = DriveTerms()
@@ -97,16 +98,7 @@ def _validation_error(model: ClosedLoopModel, result: IdentificationResult) -> f
     10 s platform motion not used for identification."""
     _, q, dq, ddq = platform_motion(2, 10.0)
     motion = model.complete_motion(q, dq, ddq)
-    expected = inverse_dynamics(
-        model,
-        CHAIN,
-        DRIVE,
-        motion.q,
-        motion.dq,
-        motion.ddq,
-        passive_viscous=PASSIVE_VISCOUS,
-        passive_coulomb=PASSIVE_COULOMB,
-    )
+    expected = true_motor_torques(model, motion)
     base = result.base
     columns = base.subset(result.names)
     regressor = base.select(observation_matrix(model, CHAIN, TERMS, motion.q, motion.dq, motion.ddq))
@@ -139,16 +131,7 @@ def test_bearing_friction_columns_reproduce_the_inverse_dynamics(three_rrr: Clos
     standard = standard_parameters(
         model, TERMS, DRIVE, passive_viscous=PASSIVE_VISCOUS, passive_coulomb=PASSIVE_COULOMB
     )
-    expected = inverse_dynamics(
-        model,
-        CHAIN,
-        DRIVE,
-        motion.q,
-        motion.dq,
-        motion.ddq,
-        passive_viscous=PASSIVE_VISCOUS,
-        passive_coulomb=PASSIVE_COULOMB,
-    )
+    expected = true_motor_torques(model, motion)
     assert_allclose(model.observation_matrix(CHAIN, TERMS, motion) @ standard, expected, atol=1e-9, rtol=0)
 
 
