@@ -197,6 +197,30 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
+def _newton_step(jacobian: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """The least-squares ``s`` of ``jacobian s ≈ residual``, the minimum-norm one when ``jacobian`` has more columns.
+
+    With at least as many constraints as free joints and full column rank (a mechanism away from a singularity,
+    redundant planar closures included) LAPACK's QR solver ``gels`` gives it directly; otherwise the SVD (singular
+    values below 1e-12 of the largest dropped). ``gels`` costs a fifth of numpy's SVD-based ``lstsq`` and its wrapper,
+    which were most of a Newton iteration on a mechanism of a few joints.
+    """
+    rows, columns = jacobian.shape
+    if rows >= columns:
+        _, solution, info = scipy.linalg.lapack.dgels(jacobian, residual)
+        if info == 0 and np.isfinite(solution[:columns]).all():
+            return np.asarray(solution[:columns])
+    return np.linalg.lstsq(jacobian, residual, rcond=1e-12)[0]
+
+
+def _svd(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thin SVD ``U, σ, Vᵀ`` of a small matrix by LAPACK's ``gesdd`` (numpy's on failure, which raises)."""
+    u, singular, vt, info = scipy.linalg.lapack.dgesdd(matrix, full_matrices=0)
+    if info != 0:
+        return np.linalg.svd(matrix, full_matrices=False)
+    return u, singular, vt
+
+
 class LoopClosureError(DataError):
     """The loop closures cannot be solved for a sample: no convergence, or a singularity.
 
@@ -266,9 +290,19 @@ class _Kinematics:
         self.frames = model.frame_ids
         self.rows = model.n_constraints
         self.continuous = any(model.robot.continuous)
+        self._layout = model.robot.configuration_layout if self.continuous else None
 
     def configuration(self, q: np.ndarray) -> np.ndarray:
-        return self.robot.configurations(q[None])[0] if self.continuous else q
+        """Pinocchio's configuration of tree positions ``q`` (:meth:`RobotModel.configurations` of one sample)."""
+        if self._layout is None:
+            return q
+        plain, plain_index, continuous, cos_index = self._layout
+        config = np.empty(self.model.nq)
+        config[plain_index] = q[plain]
+        angles = q[continuous]
+        config[cos_index] = np.cos(angles)
+        config[cos_index + 1] = np.sin(angles)
+        return config
 
     def place(self, q: np.ndarray) -> None:
         """Kinematics and joint Jacobians at the positions ``q`` (rad, m)."""
@@ -956,12 +990,12 @@ class ClosedLoopModel:
         for _ in range(iterations + 1):
             kinematics.place(q)
             residual = kinematics.residual()
-            if np.max(np.abs(residual)) <= RESIDUAL_TOLERANCE:
+            if abs(residual).max() <= RESIDUAL_TOLERANCE:
                 return q
-            if not np.all(np.isfinite(residual)):
+            if not np.isfinite(residual).all():
                 return None
-            step = -np.linalg.lstsq(kinematics.jacobian()[:, free], residual, rcond=1e-12)[0]
-            largest = float(np.max(np.abs(step)))
+            step = -_newton_step(kinematics.jacobian()[:, free], residual)
+            largest = float(abs(step).max())
             if largest > _MAX_STEP_RAD:
                 step *= _MAX_STEP_RAD / largest
             q[free] += step
@@ -969,8 +1003,7 @@ class ClosedLoopModel:
 
     def _passive_block(self, jacobian: np.ndarray, sample: int | None, residual: float) -> _PassiveBlock:
         """``A_p⁺`` and ``J_t`` from ``A_t``; refuses a singular passive block (eq. (3) needs ``A_p`` invertible)."""
-        passive = jacobian[:, self.passive]
-        u, singular, vt = np.linalg.svd(passive, full_matrices=False)
+        u, singular, vt = _svd(jacobian[:, self.passive])
         condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
         if not singular[-1] > self.singular_tolerance * singular[0]:
             where = "" if sample is None else f"sample {sample}: "

@@ -263,7 +263,7 @@ class RobotModel:
         positions = np.atleast_2d(np.asarray(q, dtype=float))
         if not any(self.continuous):
             return positions
-        plain, plain_index, continuous, cos_index = self._configuration_layout
+        plain, plain_index, continuous, cos_index = self.configuration_layout
         configs = np.empty((positions.shape[0], self.model.nq))
         configs[:, plain_index] = positions[:, plain]
         configs[:, cos_index] = np.cos(positions[:, continuous])
@@ -271,7 +271,7 @@ class RobotModel:
         return configs
 
     @cached_property
-    def _configuration_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def configuration_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Joints that are not continuous and their ``idx_q``; continuous joints and the ``idx_q`` of their cosine."""
         index = np.array([self.model.joints[j + 1].idx_q for j in range(self.n_joints)], dtype=int)
         continuous = np.asarray(self.continuous, dtype=bool)
