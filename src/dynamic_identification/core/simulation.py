@@ -681,6 +681,7 @@ class RobotSimulator(SimulatedJointState):
         self._payload: Payload | None = None
         self._robot = robot
         self._data = robot.model.createData()
+        self._lower_triangle = np.tril_indices(robot.model.nv, -1)
         self._actuated = np.asarray(self._mechanism.actuated, dtype=int)
         self._passive = np.asarray(self._mechanism.passive, dtype=int)
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
@@ -798,8 +799,9 @@ class RobotSimulator(SimulatedJointState):
         """The inertia the motors see at the current state, kg·m²: ``J_tᵀ M(q_t) J_t + Cᵀ diag(Ia) C``
         ([Briot2012] eq. (7); ``J_t = I`` without closures, ``C = I`` with them)."""
         configuration = self._robot.configurations(self._q[None])[0]
-        upper = np.triu(pin.crba(self._robot.model, self._data, configuration))
-        mass = upper + np.triu(upper, 1).T
+        mass = pin.crba(self._robot.model, self._data, configuration).copy()
+        lower = self._lower_triangle
+        mass[lower] = mass.T[lower]  # crba fills the upper triangle only
         if self._closed is not None:
             projection = self._closed.projection(self._q)
             mass = projection.T @ mass @ projection

@@ -12,67 +12,80 @@
   self-collision), what a candidate design uses of it, and the one check of the motion its controller executes.
 """
 
-from dynamic_identification.core.excitation.fourier import FourierTrajectory, random_fourier_trajectory
-from dynamic_identification.core.excitation.optimisation import (
-    ExcitationDesign,
-    Workspace,
-    condition_number,
-    fit_to_limits,
-    optimise_fourier,
-    random_fourier,
-)
-from dynamic_identification.core.excitation.process import (
-    default_process_areas,
-    inverse_kinematics,
-    pick_and_place,
-    pick_and_place_targets,
-    square,
-    square_corners,
-)
-from dynamic_identification.core.excitation.safety import (
-    JointLimits,
-    LimitViolationError,
-    check_trajectory,
-    limit_usage,
-    ramp,
-    stop_ramp,
-)
-from dynamic_identification.core.excitation.segmented import (
-    Segment,
-    SegmentedTrajectory,
-    default_segmented_trajectory,
-    fit_motion,
-    segmented_trajectory,
-)
-from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate, sample
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ExcitationDesign",
-    "FourierTrajectory",
-    "Workspace",
-    "condition_number",
-    "fit_to_limits",
-    "optimise_fourier",
-    "random_fourier",
-    "Segment",
-    "SegmentedTrajectory",
-    "default_process_areas",
-    "default_segmented_trajectory",
-    "fit_motion",
-    "inverse_kinematics",
-    "pick_and_place",
-    "pick_and_place_targets",
-    "segmented_trajectory",
-    "square",
-    "square_corners",
-    "JointLimits",
-    "LimitViolationError",
-    "SampledTrajectory",
-    "check_trajectory",
-    "concatenate",
-    "limit_usage",
-    "ramp",
-    "random_fourier_trajectory",
-    "sample",
-    "stop_ramp",
-]
+from dynamic_identification.core.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from dynamic_identification.core.excitation.fourier import (
+        FourierTrajectory,
+        random_fourier_trajectory,
+    )
+    from dynamic_identification.core.excitation.optimisation import (
+        ExcitationDesign,
+        Workspace,
+        condition_number,
+        fit_to_limits,
+        optimise_fourier,
+        random_fourier,
+    )
+    from dynamic_identification.core.excitation.process import (
+        default_process_areas,
+        inverse_kinematics,
+        pick_and_place,
+        pick_and_place_targets,
+        square,
+        square_corners,
+    )
+    from dynamic_identification.core.excitation.safety import (
+        JointLimits,
+        LimitViolationError,
+        check_trajectory,
+        limit_usage,
+        ramp,
+        stop_ramp,
+    )
+    from dynamic_identification.core.excitation.segmented import (
+        Segment,
+        SegmentedTrajectory,
+        default_segmented_trajectory,
+        fit_motion,
+        segmented_trajectory,
+    )
+    from dynamic_identification.core.excitation.trajectory import (
+        SampledTrajectory,
+        concatenate,
+        sample,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "fourier": ("FourierTrajectory", "random_fourier_trajectory"),
+        "optimisation": (
+            "ExcitationDesign",
+            "Workspace",
+            "condition_number",
+            "fit_to_limits",
+            "optimise_fourier",
+            "random_fourier",
+        ),
+        "process": (
+            "default_process_areas",
+            "inverse_kinematics",
+            "pick_and_place",
+            "pick_and_place_targets",
+            "square",
+            "square_corners",
+        ),
+        "safety": ("JointLimits", "LimitViolationError", "check_trajectory", "limit_usage", "ramp", "stop_ramp"),
+        "segmented": (
+            "Segment",
+            "SegmentedTrajectory",
+            "default_segmented_trajectory",
+            "fit_motion",
+            "segmented_trajectory",
+        ),
+        "trajectory": ("SampledTrajectory", "concatenate", "sample"),
+    },
+)

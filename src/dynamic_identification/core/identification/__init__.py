@@ -11,82 +11,102 @@
   quality steps on normal equations ([Volkmann2020]).
 """
 
-from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings, WindowUpdate
-from dynamic_identification.core.identification.motion import (
-    Motion,
-    check_motion,
-    check_samples,
-    decimation_factor,
-    edge_samples,
-    estimate_motion,
-    resolve_signal,
-)
-from dynamic_identification.core.identification.observations import (
-    DecimatedRows,
-    PreparedObservations,
-    RowBuilder,
-    prepare_observations,
-    slow_equations,
-)
-from dynamic_identification.core.identification.prediction import (
-    Samples,
-    TorqueCheck,
-    predict_at_stamps,
-    predict_torques,
-    stamp_torque_check,
-    torque_errors,
-    torques_along,
-)
-from dynamic_identification.core.identification.settings import (
-    METHODS,
-    REDUCTIONS,
-    UNCERTAINTIES,
-    IdentificationSettings,
-    ReductionSettings,
-    SignalSettings,
-)
-from dynamic_identification.core.identification.solve import (
-    IdentificationResult,
-    Quality,
-    RecursiveSettings,
-    checked_samples,
-    identify,
-    identify_observations,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "METHODS",
-    "REDUCTIONS",
-    "UNCERTAINTIES",
-    "DecimatedRows",
-    "IdentificationResult",
-    "IdentificationSettings",
-    "Motion",
-    "PreparedObservations",
-    "Quality",
-    "RecursiveSettings",
-    "ReductionSettings",
-    "RowBuilder",
-    "Samples",
-    "SignalSettings",
-    "SlidingWindowEstimator",
-    "TorqueCheck",
-    "WindowSettings",
-    "WindowUpdate",
-    "check_motion",
-    "check_samples",
-    "checked_samples",
-    "decimation_factor",
-    "edge_samples",
-    "estimate_motion",
-    "resolve_signal",
-    "identify",
-    "identify_observations",
-    "predict_at_stamps",
-    "predict_torques",
-    "torques_along",
-    "prepare_observations",
-    "slow_equations",
-    "stamp_torque_check",
-    "torque_errors",
-]
+from dynamic_identification.core.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from dynamic_identification.core.identification.in_process import (
+        SlidingWindowEstimator,
+        WindowSettings,
+        WindowUpdate,
+    )
+    from dynamic_identification.core.identification.motion import (
+        Motion,
+        check_motion,
+        check_samples,
+        decimation_factor,
+        edge_samples,
+        estimate_motion,
+        resolve_signal,
+    )
+    from dynamic_identification.core.identification.observations import (
+        DecimatedRows,
+        PreparedObservations,
+        RowBuilder,
+        prepare_observations,
+        slow_equations,
+    )
+    from dynamic_identification.core.identification.prediction import (
+        Samples,
+        TorqueCheck,
+        predict_at_stamps,
+        predict_torques,
+        stamp_torque_check,
+        torque_errors,
+        torques_along,
+    )
+    from dynamic_identification.core.identification.settings import (
+        METHODS,
+        REDUCTIONS,
+        UNCERTAINTIES,
+        IdentificationSettings,
+        ReductionSettings,
+        SignalSettings,
+    )
+    from dynamic_identification.core.identification.solve import (
+        IdentificationResult,
+        Quality,
+        RecursiveSettings,
+        checked_samples,
+        identify,
+        identify_observations,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "in_process": ("SlidingWindowEstimator", "WindowSettings", "WindowUpdate"),
+        "motion": (
+            "Motion",
+            "check_motion",
+            "check_samples",
+            "decimation_factor",
+            "edge_samples",
+            "estimate_motion",
+            "resolve_signal",
+        ),
+        "observations": (
+            "DecimatedRows",
+            "PreparedObservations",
+            "RowBuilder",
+            "prepare_observations",
+            "slow_equations",
+        ),
+        "prediction": (
+            "Samples",
+            "TorqueCheck",
+            "predict_at_stamps",
+            "predict_torques",
+            "stamp_torque_check",
+            "torque_errors",
+            "torques_along",
+        ),
+        "settings": (
+            "METHODS",
+            "REDUCTIONS",
+            "UNCERTAINTIES",
+            "IdentificationSettings",
+            "ReductionSettings",
+            "SignalSettings",
+        ),
+        "solve": (
+            "IdentificationResult",
+            "Quality",
+            "RecursiveSettings",
+            "checked_samples",
+            "identify",
+            "identify_observations",
+        ),
+    },
+)
