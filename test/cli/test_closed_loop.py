@@ -327,9 +327,10 @@ def test_no_consistency_publishes_the_unconstrained_closed_loop_estimate_and_che
     enforced = load_parameters(five_bar.params).values()
     for entry in params.parameters:
         sigma = abs(entry.value) * entry.std_percent / 100.0
-        # The enforced estimate is the unconstrained one moved by the URDF prior ([Lee2020], issue 25) by a small
-        # fraction of σ (measured 0.007 σ for MX1; it was within 1e-3 σ without the prior).
-        assert abs(entry.value - enforced[entry.name]) < 0.1 * sigma, entry.name
+        # The enforced estimate is the unconstrained one moved by the URDF prior ([Lee2020] and the pull of the
+        # undetermined inertial directions, issue 25) by a fraction of σ: measured 0.16 σ for MY1 (0.007 σ with the
+        # divergence alone, within 1e-3 σ without the prior).
+        assert abs(entry.value - enforced[entry.name]) < 0.25 * sigma, entry.name
 
 
 def test_identify_writes_the_report_and_the_opened_trees_urdf_with_the_identified_bodies(

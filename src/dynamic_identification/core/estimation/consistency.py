@@ -56,9 +56,8 @@ Identification: A Convex Programming Approach*, IEEE T-RO 2020): the objective a
 the log-det (Bregman) divergence of each link's scaled pseudo-inertia ``J̃ᵢ`` (less its
 attached parts) from the URDF's ``J̃₀ᵢ``. It is convex in ``χ_st``, zero at the URDF,
 invariant to the units and to the frame of the link, and infinite as ``J̃ᵢ`` becomes
-singular, so it keeps every link a physical body of the URDF's size and shape where the
-data are silent: along the null space the fit is flat and the divergence alone decides,
-whatever ``γ``. Along the identified directions the fit dominates: ``γ``
+singular, so it keeps every link a physical body of the URDF's size and shape. Along the
+identified directions the fit dominates: ``γ``
 (:data:`DEFAULT_PRIOR_WEIGHT` = 0.3, ``estimation.prior_weight``) is in units of the fit's
 squared Mahalanobis distance (σ of [Gautier2013] eq. (18)), i.e. the URDF counts as 0.3
 observations of each link, and the shift it causes in a direction the data determine with
@@ -66,11 +65,15 @@ relative σ ``s`` is about ``γ s²`` of the distance between data and URDF: at 
 ``Δ sqrt(γ)/2`` σ for a relative disagreement ``Δ``, 0.14 σ where the URDF is 50 % off. Where
 the unconstrained estimate is not consistent, the best consistent fit is a degenerate body
 (a pseudo-inertia on its bound), and the divergence, infinite there, moves the estimate
-inside. On wide excitations of the realistic arm6, UR5, UR10 and Panda
-(``bench/bench_consistency.py``) the estimate stays within 0.9 σ (the published,
-autocorrelation-consistent σ) of the best consistent fit for every base parameter, and
-every link's mass within 41 % of its URDF's (UR10's 0.2 kg wrist; the others within 30 %);
-a weight of 1 keeps the masses within 20 % but moves base parameters by up to 1.4 σ.
+inside. Along the directions no data determine the fit is flat, and the divergence alone
+would complete each link from its identified part: where that part is off the URDF's (real
+data: unmodelled friction, a URDF's rough inertias) it carries a mass the data do not see
+with it. So the directions no data determine that involve inertial parameters alone (a link's
+mass entering only regrouped combinations) are also pulled toward the URDF's values with
+weight :data:`DEFAULT_PRIOR_PULL` (:meth:`ConsistentEstimator._pull`); the pull depends on
+``χ_st`` through its null-space part only, so it never moves the fit, and the divergence
+still keeps every link a body. ``bench/bench_prior.py`` measures both on realistic recordings
+of the arm6, a UR5 and a Panda, whose true links are the URDF's.
 The problem is solved by damped Newton steps
 (smooth, strictly convex: a few iterations, a millisecond), and when their optimum breaks a
 constraint (a margin, a sign, the box) by the conic solver with the same objective
@@ -161,6 +164,10 @@ _DEFAULT_LENGTH_M = 0.1
 DEFAULT_PRIOR_WEIGHT = 0.3
 """``γ`` of :class:`ConsistencySettings` (module docstring, "Prior"): the URDF counts as 0.3 observations of each
 link's pseudo-inertia."""
+
+DEFAULT_PRIOR_PULL = 10.0
+"""``λ_p`` of :class:`ConsistencySettings` (module docstring, "Prior"): with the prior, a parameter scale of distance
+from the URDF along the directions no data determine costs as much as a ``√λ_p ≈ 3`` σ shift of the fit."""
 
 _PRIOR_FLOOR = 1e-2
 """Smallest eigenvalue of a prior pseudo-inertia, scaled: 1 % of its link's mass and second moment."""
@@ -488,10 +495,14 @@ class ConsistencySettings:
     prior_weight
         ``γ`` of the log-det divergence to the URDF's link pseudo-inertias ([Lee2020], module
         docstring "Prior"), in units of the fit's squared Mahalanobis distance: the URDF counts
-        as ``γ`` observations of each link. It alone chooses the directions no data determine;
-        :data:`DEFAULT_PRIOR_WEIGHT` moves the identified base parameters by less than their σ.
+        as ``γ`` observations of each link. With ``prior_pull`` it chooses the directions no data
+        determine; :data:`DEFAULT_PRIOR_WEIGHT` moves the identified base parameters by less than their σ.
         0: no divergence (the nearest consistent fit, the undetermined directions pulled toward
         the URDF by ``regularization`` only, i.e. anywhere the constraints allow).
+    prior_pull
+        ``λ_p`` of the pull toward the URDF's values along the directions that no data determine and that
+        involve inertial parameters alone (a mass that only regrouped combinations contain), in the units of
+        ``regularization``, with the prior only (module docstring "Prior").
     """
 
     margin: float = 1e-4
@@ -500,6 +511,7 @@ class ConsistencySettings:
     shift_tolerance: float = 1e-2
     max_iterations: int = 200
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
+    prior_pull: float = DEFAULT_PRIOR_PULL
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.margin) and 0.0 <= self.margin < 1.0):
@@ -514,6 +526,8 @@ class ConsistencySettings:
             raise ConsistencyError(f"max_iterations must be >= 1, got {self.max_iterations}")
         if not (np.isfinite(self.prior_weight) and self.prior_weight >= 0.0):
             raise ConsistencyError(f"prior_weight must be finite and >= 0, got {self.prior_weight}")
+        if not (np.isfinite(self.prior_pull) and self.prior_pull > 0.0):
+            raise ConsistencyError(f"prior_pull must be finite and > 0, got {self.prior_pull}")
 
 
 @dataclass(frozen=True)
@@ -586,8 +600,9 @@ class ConsistentEstimate:
 class _PriorObjective:
     """``f(x) = ½ ‖F x − a‖² + ½ ‖G x − c‖² + γ Σᵢ (tr(P₀ᵢ J̃ᵢ(x)) − log det J̃ᵢ(x))`` in the scaled unknowns ``x``.
 
-    ``F = √2 R K`` and ``a = √2 R χ̂`` hold the fit ``‖K x − χ̂‖²_M`` (``RᵀR = M``), ``G = √(2λ) Nᵀ``
-    and ``c = G x_nom`` the null-space pull; ``P₀ᵢ = J̃₀ᵢ⁻¹``; ``J̃ᵢ(x)`` the pseudo-inertia of link
+    ``F = √2 R K`` and ``a = √2 R χ̂`` hold the fit ``‖K x − χ̂‖²_M`` (``RᵀR = M``), ``G = √2 P``
+    and ``c = G x_nom`` the null-space pull ``‖P (x − x_nom)‖²``
+    (:meth:`ConsistentEstimator._pull`); ``P₀ᵢ = J̃₀ᵢ⁻¹``; ``J̃ᵢ(x)`` the pseudo-inertia of link
     ``i``'s unknowns ``links[i]`` less its attached parts. Strictly convex on ``J̃ᵢ ≻ 0``: ``J`` is
     one-to-one in a link's ten parameters, and every drive direction is seen by the fit or the
     pull. The divergence's gradient in ``φ`` is ``⟨P₀ − J̃⁻¹, E_k⟩``, its Hessian
@@ -707,8 +722,8 @@ class _Problem:
     x: cp.Variable
     data_matrix: cp.Parameter
     data_vector: cp.Parameter
-    null_space: cp.Parameter | None
-    null_target: cp.Parameter | None
+    pull: cp.Parameter | None
+    pull_target: cp.Parameter | None
     lower: cp.Parameter | None
     upper: cp.Parameter | None
     nominal: cp.Parameter | None = None
@@ -862,9 +877,10 @@ class ConsistentEstimator:
             )
         # The directions no data determine: the prior's pull, and who determines each link quantity (null_share).
         basis = scipy.linalg.null_space(reduced)
+        pull = self._pull(reduced, basis)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
-            scaled, status = self._solve_prior(reduced, metric, estimate, nominal_scaled, scaling, basis, completion)
+            scaled, status = self._solve_prior(reduced, metric, estimate, nominal_scaled, scaling, pull, completion)
             # χ̂_b itself is reproduced when the solution, moved onto it, stays consistent.
             moved = scaled + np.linalg.lstsq(reduced, estimate - reduced @ scaled, rcond=None)[0]
             reproduced = reproduced or self._feasible(moved, nominal_scaled, scaling.margins)
@@ -872,7 +888,7 @@ class ConsistentEstimator:
             scaled, status = completion, "not needed"
         else:
             scaled, status = self._solve_conic(
-                reduced, _cholesky(metric), estimate, nominal_scaled, scaling.margins, basis
+                reduced, _cholesky(metric), estimate, nominal_scaled, scaling.margins, pull
             )
         standard = scaled * scaling.scale
         base_values = self.base.regrouping @ standard
@@ -1026,7 +1042,7 @@ class ConsistentEstimator:
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
         scaling: _Scaling,
-        basis: np.ndarray,
+        pull: np.ndarray,
         completion: np.ndarray,
     ) -> tuple[np.ndarray, str]:
         """The fit plus ``γ`` times the log-det divergence to the URDF (module docstring, "Prior"), constrained.
@@ -1044,7 +1060,7 @@ class ConsistentEstimator:
         """
         margins = scaling.margins
         objective = replace(
-            self._prior_objective(reduced, metric, estimate, nominal_scaled, basis), weight=self.settings.prior_weight
+            self._prior_objective(reduced, metric, estimate, nominal_scaled, pull), weight=self.settings.prior_weight
         )
         start = self._prior_start.copy()
         drive = self._drive_indices()
@@ -1066,7 +1082,7 @@ class ConsistentEstimator:
             status = "newton"
         else:
             scaled, status = self._solve_conic(
-                reduced, _cholesky(metric), estimate, nominal_scaled, margins, basis, weight=objective.weight
+                reduced, _cholesky(metric), estimate, nominal_scaled, margins, pull, weight=objective.weight
             )
         self._last_prior_solution = scaled * scaling.scale
         return scaled, status
@@ -1083,22 +1099,44 @@ class ConsistentEstimator:
             start = point
         return self._newton(objective, start)
 
+    def _pull(self, reduced: np.ndarray, basis: np.ndarray) -> np.ndarray:
+        """``P`` of the pull ``‖P (x − x_nom)‖²`` toward the URDF's values along the directions no data determine.
+
+        ``√λ Nᵀ`` (``N`` = ``basis``, an orthonormal basis of ``null(reduced)``; ``λ`` = ``regularization``), and
+        with the prior ``√(λ_p − λ) N_iᵀ`` more, ``N_i`` an orthonormal basis of the undetermined directions that
+        involve inertial parameters alone (``null`` of ``reduced`` and of every drive term). Both depend on
+        ``x`` through its null-space part only, so the fit is untouched. The log-det divergence alone would
+        complete a link from its identified part: where that part is off the URDF (model errors of real data) it
+        moved a mass the data do not see with it (a realistic Panda's link 2 to 2.7 times its URDF's,
+        ``bench/bench_prior.py``). The drive terms get ``λ`` only: their nominal values (none in a URDF: no
+        rotor inertia) are no prior, and a rotor inertia regrouped with its link's ``ZZ`` must follow the link.
+        """
+        rows = [np.sqrt(self.settings.regularization) * basis.T]
+        extra = self.settings.prior_pull - self.settings.regularization
+        if self.settings.prior_weight > 0.0 and extra > 0.0 and basis.size:
+            drive = self._drive_indices()
+            selector = np.zeros((drive.size, reduced.shape[1]))
+            selector[np.arange(drive.size), drive] = 1.0
+            inertial = scipy.linalg.null_space(np.vstack([reduced, selector]))
+            if inertial.size:
+                rows.append(np.sqrt(extra) * inertial.T)
+        return np.vstack(rows)
+
     def _prior_objective(
         self,
         reduced: np.ndarray,
         metric: np.ndarray,
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
-        basis: np.ndarray,
+        pull: np.ndarray,
     ) -> _PriorObjective:
         """:class:`_PriorObjective` of these data, of weight ``prior_weight`` (replaced per ``γ``)."""
         fit = np.sqrt(2.0) * _cholesky(metric)
-        pull = np.sqrt(2.0 * self.settings.regularization) * basis.T
         return _PriorObjective(
             fit=fit @ reduced,
             fit_target=fit @ estimate,
-            pull=pull,
-            pull_target=pull @ nominal_scaled,
+            pull=np.sqrt(2.0) * pull,
+            pull_target=np.sqrt(2.0) * (pull @ nominal_scaled),
             weight=self.settings.prior_weight,
             prior_inverse=self._prior_inverse,
             attached=self._attached_scaled,
@@ -1140,15 +1178,16 @@ class ConsistentEstimator:
 
     # -- conic problem ------------------------------------------------------------------------
 
-    def _compile(self, kept: int, nullity: int, margins: np.ndarray, *, folded: bool = False) -> _Problem:
-        """The conic problem for ``kept`` rows of the fit and a null space of ``nullity`` directions.
+    def _compile(self, kept: int, pulled: int, margins: np.ndarray, *, folded: bool = False) -> _Problem:
+        """The conic problem for ``kept`` rows of the fit and ``pulled`` rows of the pull.
 
-        Fit ``‖R (K x − χ̂)‖²``, the null-space pull ``λ ‖Nᵀ(x − x_nom)‖²``, and with a prior
+        Fit ``‖R (K x − χ̂)‖²``, the null-space pull ``‖P (x − x_nom)‖²`` (:meth:`_pull`), and with a prior
         ``γ Σᵢ (tr(J̃₀ᵢ⁻¹ J̃ᵢ(x)) − log det J̃ᵢ(x))`` ([Lee2020]; Clarabel's exponential and PSD cones);
         subject to ``J̃ᵢ(x) ⪰ εᵢ 1``, the drive-term signs and the optional box. The data enter as
-        cvxpy parameters (DPP), so the problem is compiled once per ``(kept, nullity, folded)``.
+        cvxpy parameters (DPP), so the problem is compiled once per ``(kept, pulled, folded)``.
 
-        ``folded``: the fit and pull written as ``‖F x − e‖² + λ ‖x‖² − 2 λ x_nomᵀ x`` (:meth:`_folded`), the same
+        ``folded`` (the pull ``λ ‖Nᵀ(x − x_nom)‖²`` alone): the fit and pull written as
+        ``‖F x − e‖² + λ ‖x‖² − 2 λ x_nomᵀ x`` (:meth:`_folded`), the same
         function up to a constant, whose conic form has ``kept`` auxiliary variables and equalities instead of
         ``p`` (the problem of the shipped arm: 110 × 104 instead of 168 × 162, half the solve time).
         """
@@ -1159,15 +1198,15 @@ class ConsistentEstimator:
         data_matrix = cp.Parameter((kept, p))
         data_vector = cp.Parameter(kept)
         objective = cp.sum_squares(data_matrix @ x - data_vector)
-        null_space = null_target = nominal = None
-        regularization = self.settings.regularization
+        pull = pull_target = nominal = None
         if folded:
             # ‖x‖² of the variable itself is a quadratic objective without auxiliary variables.
+            regularization = self.settings.regularization
             nominal = cp.Parameter(p)
             objective = objective + regularization * cp.sum_squares(x) - 2.0 * regularization * (nominal @ x)
-        elif nullity:
-            null_space, null_target = cp.Parameter((p, nullity)), cp.Parameter(nullity)
-            objective = objective + self.settings.regularization * cp.sum_squares(null_space.T @ x - null_target)
+        elif pulled:
+            pull, pull_target = cp.Parameter((pulled, p)), cp.Parameter(pulled)
+            objective = objective + cp.sum_squares(pull @ x - pull_target)
         per_joint = self.terms.per_joint
         entries = _BASIS.reshape(_INERTIAL, 16).T  # (16, 10): row-major entries of J
         constraints: list[cp.Constraint] = []
@@ -1188,7 +1227,7 @@ class ConsistentEstimator:
             constraints += [x[inertial] >= lower, x[inertial] <= upper]
         problem = cp.Problem(cp.Minimize(objective), constraints)
         return _Problem(
-            problem, x, data_matrix, data_vector, null_space, null_target, lower, upper, nominal=nominal, weight=weight
+            problem, x, data_matrix, data_vector, pull, pull_target, lower, upper, nominal=nominal, weight=weight
         )
 
     def _folded(
@@ -1223,15 +1262,17 @@ class ConsistentEstimator:
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
         margins: np.ndarray,
-        basis: np.ndarray,
+        pull: np.ndarray,
         *,
         weight: float = 0.0,
     ) -> tuple[np.ndarray, str]:
-        """The conic problem of :meth:`_compile` for these data and prior weight ``weight``, with its cvxpy status."""
+        """The conic problem of :meth:`_compile` for these data, pull ``P`` (:meth:`_pull`) and prior weight
+        ``weight``, with its cvxpy status; folded when ``P`` is the null space's alone."""
         import cvxpy as cp
 
         kept = reduced.shape[0]
-        folded = self._folded(reduced, whitened, estimate, nominal_scaled)
+        foldable = pull.shape[0] == scipy.linalg.null_space(reduced).shape[1]
+        folded = self._folded(reduced, whitened, estimate, nominal_scaled) if foldable else None
         if folded is not None:
             key = (kept, 0, True)
             if key not in self._problems:
@@ -1241,16 +1282,15 @@ class ConsistentEstimator:
             if compiled.nominal is not None:
                 compiled.nominal.value = nominal_scaled
         else:
-            # Usually p − k (K_kept has identity columns); more when the scaling leaves kept rows dependent.
-            key = (kept, basis.shape[1], False)
+            key = (kept, pull.shape[0], False)
             if key not in self._problems:
-                self._problems[key] = self._compile(kept, basis.shape[1], margins)
+                self._problems[key] = self._compile(kept, pull.shape[0], margins)
             compiled = self._problems[key]
             compiled.data_matrix.value = whitened @ reduced
             compiled.data_vector.value = whitened @ estimate
-            if compiled.null_space is not None and compiled.null_target is not None:
-                compiled.null_space.value = basis
-                compiled.null_target.value = basis.T @ nominal_scaled
+            if compiled.pull is not None and compiled.pull_target is not None:
+                compiled.pull.value = pull
+                compiled.pull_target.value = pull @ nominal_scaled
         if compiled.weight is not None:
             compiled.weight.value = weight
         if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:
