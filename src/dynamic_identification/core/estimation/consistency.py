@@ -802,6 +802,7 @@ class ConsistentEstimator:
         self._inertial_scale = self._structural_scales()
         self._attached_scaled = attached / self._inertial_scale
         self._prior_inverse, self._prior_start = self._prior()
+        self._unseen_inertial = self._unseen_inertial_directions()
 
     @property
     def n_joints(self) -> int:
@@ -877,7 +878,7 @@ class ConsistentEstimator:
             )
         # The directions no data determine: the prior's pull, and who determines each link quantity (null_share).
         basis = scipy.linalg.null_space(reduced)
-        pull = self._pull(reduced, basis)
+        pull = self._pull(basis, reduced_model=columns.size < b)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
             scaled, status = self._solve_prior(reduced, metric, estimate, nominal_scaled, scaling, pull, completion)
@@ -1099,27 +1100,41 @@ class ConsistentEstimator:
             start = point
         return self._newton(objective, start)
 
-    def _pull(self, reduced: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    def _unseen_inertial_directions(self) -> np.ndarray:
+        """An orthonormal basis ``(p, m)`` of the scaled unknowns' directions that no base parameter sees and that
+        hold inertial parameters alone: the null space of every base column (kept or not) with the drive terms
+        held at zero. It depends on the link scales only, which are fixed."""
+        inertial = self._inertial()
+        seen = self.base.regrouping[:, inertial] * self._scale_of_nominal()[inertial]
+        directions = np.zeros((self.nominal.size, 0))
+        unseen = scipy.linalg.null_space(seen)
+        if unseen.size:
+            directions = np.zeros((self.nominal.size, unseen.shape[1]))
+            directions[inertial] = unseen
+        return directions
+
+    def _pull(self, basis: np.ndarray, *, reduced_model: bool) -> np.ndarray:
         """``P`` of the pull ``‖P (x − x_nom)‖²`` toward the URDF's values along the directions no data determine.
 
-        ``√λ Nᵀ`` (``N`` = ``basis``, an orthonormal basis of ``null(reduced)``; ``λ`` = ``regularization``), and
-        with the prior ``√(λ_p − λ) N_iᵀ`` more, ``N_i`` an orthonormal basis of the undetermined directions that
-        involve inertial parameters alone (``null`` of ``reduced`` and of every drive term). Both depend on
-        ``x`` through its null-space part only, so the fit is untouched. The log-det divergence alone would
-        complete a link from its identified part: where that part is off the URDF (model errors of real data) it
-        moved a mass the data do not see with it (a realistic Panda's link 2 to 2.7 times its URDF's,
-        ``bench/bench_prior.py``). The drive terms get ``λ`` only: their nominal values (none in a URDF: no
-        rotor inertia) are no prior, and a rotor inertia regrouped with its link's ``ZZ`` must follow the link.
+        ``√λ Nᵀ`` (``N`` = ``basis``, an orthonormal basis of the kept columns' null space; ``λ`` =
+        ``regularization``), and with the prior ``√(λ_p − λ) N_iᵀ`` more, ``N_i`` the directions that no base
+        parameter sees and that hold inertial parameters alone (:meth:`_unseen_inertial_directions`: a link's
+        mass that enters only regrouped combinations). Both depend on ``x`` through its null-space part only, so
+        the fit is untouched. The log-det divergence alone would complete a link from its identified part: where
+        that part is off the URDF (model errors of real data) it moved a mass the data do not see with it (a
+        realistic Panda's link 2 to 2.7 times its URDF's, ``bench/bench_prior.py``). The drive terms get ``λ``
+        only: their nominal values (none in a URDF: no rotor inertia) are no prior, and a rotor inertia
+        regrouped with its link's ``ZZ`` must follow the link. A ``reduced_model`` (base parameters left out
+        by a model reduction, as the sliding window's) gets ``λ`` only too: its kept parameters take over what
+        the left-out ones would explain, so its identified links are not the robot's, and completing them with
+        the URDF's unseen values can leave no body near the fit (``bench/bench_stream.py``: the window's
+        consistent estimate moved a median 237 σ from its unconstrained one instead of 2 σ); the divergence
+        completes them alone, as before.
         """
         rows = [np.sqrt(self.settings.regularization) * basis.T]
         extra = self.settings.prior_pull - self.settings.regularization
-        if self.settings.prior_weight > 0.0 and extra > 0.0 and basis.size:
-            drive = self._drive_indices()
-            selector = np.zeros((drive.size, reduced.shape[1]))
-            selector[np.arange(drive.size), drive] = 1.0
-            inertial = scipy.linalg.null_space(np.vstack([reduced, selector]))
-            if inertial.size:
-                rows.append(np.sqrt(extra) * inertial.T)
+        if self.settings.prior_weight > 0.0 and extra > 0.0 and self._unseen_inertial.size and not reduced_model:
+            rows.append(np.sqrt(extra) * self._unseen_inertial.T)
         return np.vstack(rows)
 
     def _prior_objective(
