@@ -150,7 +150,7 @@ class RowBuilder:
         full = dynamic_model.mechanism.observation_matrix(
             dynamic_model.drive_chain, dynamic_model.terms, motion, data=self.data
         )
-        return full.reshape(full.shape[0], -1)[:, self.gather]
+        return np.take(full.reshape(full.shape[0], -1), self.gather, axis=1)
 
     def rows(
         self,

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.ndimage
+from numpy.lib.stride_tricks import as_strided
 from scipy.interpolate import make_interp_spline
-from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
+from scipy.signal import butter, firwin, sosfilt, sosfilt_zi
 
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
@@ -698,7 +699,9 @@ class ParallelDecimator:
         global index ``g_k`` that is a multiple of ``factor`` and whose full filter
         support lies inside the block; no edge padding is used, so overlapping blocks
         (overlap ``>= 2 * half_length`` samples) give exactly the outputs of the whole
-        array. Only the kept outputs are computed (polyphase ``scipy.signal.upfirdn``).
+        array. Only the kept outputs are computed: each is the taps times the window of
+        samples centred on it, read in place through a strided view (one matrix-vector
+        product per output, no copy of the block).
 
         Parameters
         ----------
@@ -726,18 +729,15 @@ class ParallelDecimator:
         if last < first:
             return np.empty((0,) + arr.shape[1:]), np.empty(0, dtype=np.int64)
         indices = np.arange(first, last + 1, nd, dtype=np.int64)
-        segment = arr[first - h - start : last + h + 1 - start]
-        if h == 0:  # a single tap (factor 1): plain scaling, no convolution needed
-            return self.taps[0] * segment[::nd], indices
-        # upfirdn computes the full convolution c[i] = Σ_m r[m] s[i - m] at i = j * nd; with the
-        # reversed taps r, the output centred on segment sample h + j * nd is c[2h + j * nd].
-        # Leading zeros shift that index to a multiple of nd without changing any value.
-        pad = (-2 * h) % nd
-        if pad:
-            segment = np.concatenate((np.zeros((pad,) + arr.shape[1:]), segment), axis=0)
-        full = upfirdn(self.taps[::-1], segment, up=1, down=nd, axis=0)
-        offset = (2 * h + pad) // nd
-        return full[offset : offset + indices.size], indices
+        columns = int(np.prod(arr.shape[1:], dtype=np.int64))
+        segment = np.ascontiguousarray(arr[first - h - start : last + h + 1 - start]).reshape(
+            last - first + 2 * h + 1, columns
+        )
+        row, column = segment.strides
+        windows = as_strided(
+            segment, shape=(indices.size, 2 * h + 1, segment.shape[1]), strides=(nd * row, row, column), writeable=False
+        )
+        return np.matmul(self.taps, windows).reshape((indices.size,) + arr.shape[1:]), indices
 
 
 def parallel_decimate(x: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
