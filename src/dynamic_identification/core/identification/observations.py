@@ -300,9 +300,15 @@ def prepare_observations(
     rate = completed.rate_hz
     factor = decimation_factor(completed.signal, rate)
     builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
-    matrices, targets, masks = [], [], []
+    # The rows are written into arrays of their final size, not concatenated from the blocks' rows:
+    # a copy of the whole W less at the peak of memory.
+    n = mechanism.n_actuated
+    count = sum(builder.decimator.output_indices(segment.time.shape[0]).size for segment in completed.segments)
+    matrix = np.empty((count, n, dynamic_model.base.count))
+    torque = np.empty((count, n))
+    valid = np.empty((count, n), dtype=bool)
     total = sum(segment.time.shape[0] for segment in completed.segments)
-    done = 0
+    done = row = 0
     for segment in completed.segments:
         motion = segment.motion
         blocks = output_blocks(segment.time.shape[0], settings.block_samples, factor, builder.reach)
@@ -318,15 +324,11 @@ def prepare_observations(
                 outputs=outputs,
                 projection=None if motion.projection is None else motion.projection[block],
             )
-            matrices.append(rows.observation_matrix)
-            targets.append(rows.torques)
-            masks.append(rows.valid)
+            end = row + rows.torques.shape[0]
+            matrix[row:end], torque[row:end], valid[row:end] = rows.observation_matrix, rows.torques, rows.valid
+            row = end
         done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
-    n = mechanism.n_actuated
-    matrix = np.concatenate(matrices) if matrices else np.empty((0, n, dynamic_model.base.count))
-    torque = np.concatenate(targets) if targets else np.empty((0, n))
-    valid = np.concatenate(masks) if masks else np.empty((0, n), dtype=bool)
     return PreparedObservations(
         observation_matrix=matrix,
         torques=torque,

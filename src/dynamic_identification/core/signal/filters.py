@@ -692,6 +692,14 @@ class ParallelDecimator:
         """Samples of support needed on each side of a kept sample: ``(len(taps) - 1) // 2``."""
         return (self.taps.size - 1) // 2
 
+    def output_indices(self, length: int, *, start: int = 0) -> np.ndarray:
+        """Global indices of the outputs of a block of ``length`` samples starting at global index ``start``:
+        the multiples of ``factor`` whose whole filter support lies in the block, shape ``(K,)``."""
+        nd, h = self.factor, self.half_length
+        first = -(-(start + h) // nd) * nd  # smallest multiple of nd with full support on the left
+        last = ((start + length - 1 - h) // nd) * nd  # largest with full support on the right
+        return np.arange(first, last + 1, nd, dtype=np.int64)
+
     def decimate(self, x: np.ndarray, *, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Filter and down-sample a block of samples along axis 0.
 
@@ -724,11 +732,10 @@ class ParallelDecimator:
             raise DataError("x must have at least one dimension, got a scalar")
         start = int(start)
         nd, h = self.factor, self.half_length
-        first = -(-(start + h) // nd) * nd  # smallest multiple of nd with full support on the left
-        last = ((start + arr.shape[0] - 1 - h) // nd) * nd  # largest with full support on the right
-        if last < first:
-            return np.empty((0,) + arr.shape[1:]), np.empty(0, dtype=np.int64)
-        indices = np.arange(first, last + 1, nd, dtype=np.int64)
+        indices = self.output_indices(arr.shape[0], start=start)
+        if indices.size == 0:
+            return np.empty((0,) + arr.shape[1:]), indices
+        first, last = int(indices[0]), int(indices[-1])
         columns = int(np.prod(arr.shape[1:], dtype=np.int64))
         segment = np.ascontiguousarray(arr[first - h - start : last + h + 1 - start]).reshape(
             last - first + 2 * h + 1, columns
