@@ -34,6 +34,9 @@ from dynamic_identification.core.signal.filters import ParallelDecimator
 ROWS_STAGE = "observation matrix rows"
 """The stage of an identification that builds its rows (:mod:`~dynamic_identification.core.progress`)."""
 
+PACKED_CHUNK_SAMPLES = 2048
+"""Samples whose whole observation matrix :meth:`RowBuilder.packed` builds at a time (the 6-axis arm's: 8 MB)."""
+
 
 @dataclass(frozen=True)
 class PreparedObservations:
@@ -145,12 +148,25 @@ class RowBuilder:
         )
 
     def packed(self, motion: TreeMotion) -> np.ndarray:
-        """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``."""
-        dynamic_model = self.dynamic_model
-        full = dynamic_model.mechanism.observation_matrix(
-            dynamic_model.drive_chain, dynamic_model.terms, motion, data=self.data
-        )
-        return np.take(full.reshape(full.shape[0], -1), self.gather, axis=1)
+        """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``.
+
+        The whole ``W`` is built :data:`PACKED_CHUNK_SAMPLES` samples at a time, so its few
+        megabytes are reused from chunk to chunk rather than mapped afresh for every block.
+        """
+        dynamic_model, chain, terms = self.dynamic_model, self.dynamic_model.drive_chain, self.dynamic_model.terms
+        samples = motion.q.shape[0]
+        packed = np.empty((samples, self.gather.size))
+        for start in range(0, samples, PACKED_CHUNK_SAMPLES):
+            chunk = slice(start, start + PACKED_CHUNK_SAMPLES)
+            part = TreeMotion(
+                q=motion.q[chunk],
+                dq=motion.dq[chunk],
+                ddq=motion.ddq[chunk],
+                projection=None if motion.projection is None else motion.projection[chunk],
+            )
+            full = dynamic_model.mechanism.observation_matrix(chain, terms, part, data=self.data)
+            np.take(full.reshape(full.shape[0], -1), self.gather, axis=1, out=packed[chunk])
+        return packed
 
     def rows(
         self,
