@@ -165,7 +165,10 @@ def consistent_model(
     if equations is None or equations.n_joints != dynamic_model.mechanism.n_actuated:
         return ConsistentModel(None, f"not available for the {result.model} model's equations")
     try:
-        weights = joint_weights(result.observations, settings.method)
+        # The seam's own weights; computed again only for a result assembled by hand.
+        weights = result.joint_std
+        if weights is None:
+            weights = joint_weights(result.observations, settings.method)
         estimate = consistent_estimator(dynamic_model).solve(
             equations, weights, result.base.subset(result.names), search=search
         )

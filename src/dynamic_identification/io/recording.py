@@ -112,7 +112,8 @@ class Recording:
         return len(self.joint_names)
 
     def select(self, joint_names: Sequence[str]) -> Recording:
-        """The same samples with only ``joint_names``, in that order.
+        """The same samples with only ``joint_names``, in that order (this recording itself when
+        those are its joints in its order: its arrays are read-only, so nothing is copied).
 
         Raises
         ------
@@ -120,6 +121,8 @@ class Recording:
             Naming the requested joints the recording does not have.
         """
         wanted = _joint_list(joint_names)
+        if tuple(wanted) == self.joint_names:
+            return self
         column = {name: j for j, name in enumerate(self.joint_names)}
         missing = [name for name in wanted if name not in column]
         if missing:

@@ -242,6 +242,23 @@ def test_any_block_gives_whole_array_values_at_its_indices(factor: int, cuts: li
         assert_allclose(out, whole[[position[int(g)] for g in idx]], rtol=0, atol=1e-12)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    factor=st.integers(min_value=1, max_value=7),
+    length=st.integers(min_value=0, max_value=400),
+    start=st.integers(min_value=0, max_value=40),
+)
+def test_output_indices_are_the_multiples_of_the_factor_whose_support_the_block_holds(
+    factor: int, length: int, start: int
+) -> None:
+    decimator = ParallelDecimator.create(factor)
+    h = decimator.half_length
+    stop = start + length
+    expected = [g for g in range(start, stop) if g % factor == 0 and start <= g - h and g + h < stop]
+    assert_array_equal(decimator.output_indices(length, start=start), expected)
+    assert_array_equal(decimator.decimate(np.zeros((length, 2)), start=start)[1], expected)
+
+
 def test_parallel_decimation_preserves_the_linear_model() -> None:
     # [Gautier2013] eq. (13)-(14): Y = W chi at full rate => decimated Y = decimated W @ chi.
     rng = np.random.default_rng(7)

@@ -183,9 +183,7 @@ def complete_recording(
             )
         velocities = measured if measured.shape[1] == mechanism.n_actuated else measured[:, mechanism.actuated]
     choice = resolve_signal(t, actuated, settings, dq_measured=velocities)
-    motions, duplicates = estimate_motion(
-        t, actuated, choice.signal, torques=values, dq_measured=velocities, edges=edges
-    )
+    motions, duplicates = estimate_motion(t, actuated, choice, torques=values, dq_measured=velocities, edges=edges)
     segments = []
     for motion in motions:
         if motion.torques is None:  # estimate_motion resamples every signal it is given

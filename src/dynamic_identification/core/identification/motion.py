@@ -33,7 +33,7 @@ real robots and the parameter file records exactly what was done:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.signal
@@ -96,11 +96,16 @@ class SignalChoice:
     ``signal`` holds no ``auto`` (:attr:`SignalSettings.resolved`): stored in a parameter
     file, it makes ``predict`` process new data exactly the same way. ``reasons`` says in
     one line per decision what was chosen and why; ``rate_hz`` is the sample rate found.
+    ``stamps`` and ``resampled`` are what the decisions were made on: the cleaned stamps
+    and the longest segment's positions on the grid, which :func:`estimate_motion` takes
+    over instead of computing them again (``None`` for a choice made by hand).
     """
 
     signal: SignalSettings
     reasons: tuple[str, ...]
     rate_hz: float
+    stamps: _Stamps | None = field(default=None, repr=False, compare=False)
+    resampled: _Resampled | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,16 @@ class _Stamps:
     recovered: bool = False
     roughness_ratio: float = float("nan")
     smeared_steps: int = 0
+
+
+@dataclass(frozen=True)
+class _Resampled:
+    """Positions of the rows ``segment`` (``[start, stop)`` of the cleaned stamps) resampled on the uniform ``grid``
+    (s, relative to the stamps' origin) by the cubic spline: ``q`` ``(M, n)``."""
+
+    segment: tuple[int, int]
+    grid: np.ndarray
+    q: np.ndarray
 
 
 def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray, segment: tuple[int, int]) -> float:
@@ -324,7 +339,9 @@ def resolve_signal(
     start, stop = max(stamps.segments, key=lambda segment: segment[1] - segment[0])
     longest = slice(start, stop)
     segment_time = stamps.time[longest]
-    _, q_uniform = resample_uniform(segment_time, np.asarray(q, dtype=float)[stamps.keep][longest], rate, kind="cubic")
+    grid, q_uniform = resample_uniform(
+        segment_time, np.asarray(q, dtype=float)[stamps.keep][longest], rate, kind="cubic"
+    )
     cutoff = settings.position_cutoff_hz
     if cutoff == AUTO_CUTOFF_HZ:
         bandwidth = motion_bandwidth_hz(q_uniform, rate)
@@ -361,7 +378,13 @@ def resolve_signal(
         stamps=stamp_choice,
         rate_hz=settings.rate_hz if settings.rate_hz else None,
     )
-    return SignalChoice(signal=signal, reasons=tuple(reasons), rate_hz=rate)
+    return SignalChoice(
+        signal=signal,
+        reasons=tuple(reasons),
+        rate_hz=rate,
+        stamps=stamps,
+        resampled=_Resampled(segment=(start, stop), grid=grid, q=q_uniform),
+    )
 
 
 def _check_cutoff(cutoff_hz: float | None, rate_hz: float) -> None:
@@ -441,7 +464,7 @@ def velocity_disagreement(
 def estimate_motion(
     time: np.ndarray,
     q: np.ndarray,
-    settings: SignalSettings,
+    settings: SignalSettings | SignalChoice,
     *,
     torques: np.ndarray | None = None,
     dq_measured: np.ndarray | None = None,
@@ -449,7 +472,9 @@ def estimate_motion(
 ) -> tuple[list[Motion], int]:
     """Clean stamps, resample and differentiate; one :class:`Motion` per segment.
 
-    Settings with an ``auto`` left are decided first (:func:`resolve_signal`). Returns
+    Settings with an ``auto`` left are decided first (:func:`resolve_signal`); given the
+    :class:`SignalChoice` that :func:`resolve_signal` made for these very samples, its
+    stamps and resampled positions are taken over, not computed again. Returns
     the motions and the number of duplicate stamps dropped. By default the filter's
     transient at each end of a segment (:func:`edge_samples`) is dropped and segments too
     short to keep anything are left out: identification uses only samples whose
@@ -463,16 +488,23 @@ def estimate_motion(
     DataError
         Bad stamps, a cut-off above the Nyquist frequency, no segment long enough.
     """
-    if not settings.resolved:
-        settings = resolve_signal(time, q, settings, dq_measured=dq_measured).signal
-    stamps = _stamps(time, settings, q)
-    rate = settings.rate_hz if settings.rate_hz else 1.0 / stamps.period_s
-    _check_cutoff(settings.position_cutoff_hz, rate)
+    choice: SignalChoice | None
+    if isinstance(settings, SignalChoice):
+        choice, signal = settings, settings.signal
+    elif not settings.resolved:
+        choice = resolve_signal(time, q, settings, dq_measured=dq_measured)
+        signal = choice.signal
+    else:
+        choice, signal = None, settings
+    stamps = choice.stamps if choice is not None and choice.stamps is not None else _stamps(time, signal, q)
+    resampled = choice.resampled if choice is not None else None
+    rate = signal.rate_hz if signal.rate_hz else 1.0 / stamps.period_s
+    _check_cutoff(signal.position_cutoff_hz, rate)
     origin = stamps.origin
     kept_time = stamps.time
     report_keep = stamps.keep
     kept_q = np.asarray(q, dtype=float)[report_keep]
-    edge = 0 if edges else edge_samples(rate, settings.position_cutoff_hz)
+    edge = 0 if edges else edge_samples(rate, signal.position_cutoff_hz)
     shortest = MIN_SEGMENT_SAMPLES if edges else 16
     padding = "extrapolated" if edges else "odd"
     motions = []
@@ -480,18 +512,19 @@ def estimate_motion(
         if stop - start < shortest:
             continue
         t = kept_time[start:stop]
-        grid, q_uniform = resample_uniform(t, kept_q[start:stop], rate, kind="cubic")
+        if resampled is not None and resampled.segment == (start, stop):
+            grid, q_uniform = resampled.grid, resampled.q
+        else:
+            grid, q_uniform = resample_uniform(t, kept_q[start:stop], rate, kind="cubic")
         if grid.shape[0] < max(2 * edge + 16, MIN_SEGMENT_SAMPLES):
             continue
-        q_filtered, dq, ddq = differentiate(
-            q_uniform, rate_hz=rate, cutoff_hz=settings.position_cutoff_hz, edges=padding
-        )
-        if settings.velocity == "measured" and dq_measured is not None:
+        q_filtered, dq, ddq = differentiate(q_uniform, rate_hz=rate, cutoff_hz=signal.position_cutoff_hz, edges=padding)
+        if signal.velocity == "measured" and dq_measured is not None:
             _, dq_uniform = resample_uniform(t, np.asarray(dq_measured, dtype=float)[report_keep][start:stop], rate)
             lowpass = lowpass_to_edges if edges else lowpass_zero_phase
             dq = (
-                lowpass(dq_uniform, cutoff_hz=settings.position_cutoff_hz, rate_hz=rate)
-                if settings.position_cutoff_hz is not None
+                lowpass(dq_uniform, cutoff_hz=signal.position_cutoff_hz, rate_hz=rate)
+                if signal.position_cutoff_hz is not None
                 else dq_uniform
             )
             ddq = np.gradient(dq, 1.0 / rate, axis=0, edge_order=2)

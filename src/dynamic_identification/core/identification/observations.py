@@ -34,6 +34,9 @@ from dynamic_identification.core.signal.filters import ParallelDecimator
 ROWS_STAGE = "observation matrix rows"
 """The stage of an identification that builds its rows (:mod:`~dynamic_identification.core.progress`)."""
 
+PACKED_CHUNK_SAMPLES = 2048
+"""Samples whose whole observation matrix :meth:`RowBuilder.packed` builds at a time (the 6-axis arm's: 8 MB)."""
+
 
 @dataclass(frozen=True)
 class PreparedObservations:
@@ -145,12 +148,25 @@ class RowBuilder:
         )
 
     def packed(self, motion: TreeMotion) -> np.ndarray:
-        """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``."""
-        dynamic_model = self.dynamic_model
-        full = dynamic_model.mechanism.observation_matrix(
-            dynamic_model.drive_chain, dynamic_model.terms, motion, data=self.data
-        )
-        return full.reshape(full.shape[0], -1)[:, self.gather]
+        """``(L, s)``: the entries of ``W`` that are not structural zeros at the completed ``motion``.
+
+        The whole ``W`` is built :data:`PACKED_CHUNK_SAMPLES` samples at a time, so its few
+        megabytes are reused from chunk to chunk rather than mapped afresh for every block.
+        """
+        dynamic_model, chain, terms = self.dynamic_model, self.dynamic_model.drive_chain, self.dynamic_model.terms
+        samples = motion.q.shape[0]
+        packed = np.empty((samples, self.gather.size))
+        for start in range(0, samples, PACKED_CHUNK_SAMPLES):
+            chunk = slice(start, start + PACKED_CHUNK_SAMPLES)
+            part = TreeMotion(
+                q=motion.q[chunk],
+                dq=motion.dq[chunk],
+                ddq=motion.ddq[chunk],
+                projection=None if motion.projection is None else motion.projection[chunk],
+            )
+            full = dynamic_model.mechanism.observation_matrix(chain, terms, part, data=self.data)
+            np.take(full.reshape(full.shape[0], -1), self.gather, axis=1, out=packed[chunk])
+        return packed
 
     def rows(
         self,
@@ -300,9 +316,15 @@ def prepare_observations(
     rate = completed.rate_hz
     factor = decimation_factor(completed.signal, rate)
     builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
-    matrices, targets, masks = [], [], []
+    # The rows are written into arrays of their final size, not concatenated from the blocks' rows:
+    # a copy of the whole W less at the peak of memory.
+    n = mechanism.n_actuated
+    count = sum(builder.decimator.output_indices(segment.time.shape[0]).size for segment in completed.segments)
+    matrix = np.empty((count, n, dynamic_model.base.count))
+    torque = np.empty((count, n))
+    valid = np.empty((count, n), dtype=bool)
     total = sum(segment.time.shape[0] for segment in completed.segments)
-    done = 0
+    done = row = 0
     for segment in completed.segments:
         motion = segment.motion
         blocks = output_blocks(segment.time.shape[0], settings.block_samples, factor, builder.reach)
@@ -318,15 +340,11 @@ def prepare_observations(
                 outputs=outputs,
                 projection=None if motion.projection is None else motion.projection[block],
             )
-            matrices.append(rows.observation_matrix)
-            targets.append(rows.torques)
-            masks.append(rows.valid)
+            end = row + rows.torques.shape[0]
+            matrix[row:end], torque[row:end], valid[row:end] = rows.observation_matrix, rows.torques, rows.valid
+            row = end
         done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
-    n = mechanism.n_actuated
-    matrix = np.concatenate(matrices) if matrices else np.empty((0, n, dynamic_model.base.count))
-    torque = np.concatenate(targets) if targets else np.empty((0, n))
-    valid = np.concatenate(masks) if masks else np.empty((0, n), dtype=bool)
     return PreparedObservations(
         observation_matrix=matrix,
         torques=torque,

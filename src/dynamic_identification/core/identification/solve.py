@@ -162,7 +162,9 @@ class IdentificationResult:
     autocorrelation-consistent covariance ``estimate.std``/``covariance``/``relative_std_percent``
     were taken from (with the white σ of [Gautier2013] eq. (18) beside it), ``None`` when
     they are eq. (18)'s: ``settings.reduction.uncertainty == "white"``, or
-    ``uncertainty_fallback`` says why HAC could not be computed.
+    ``uncertainty_fallback`` says why HAC could not be computed. ``joint_std`` holds the
+    ``σ_j`` the equations were weighted with (:func:`joint_weights`), ``None`` for a result
+    assembled by hand.
     """
 
     base: BaseParameters
@@ -179,6 +181,7 @@ class IdentificationResult:
     consistency: PhysicalConsistency | None = None
     uncertainty: RobustCovariance | None = None
     uncertainty_fallback: str = ""
+    joint_std: np.ndarray | None = None
 
     @property
     def uncertainty_method(self) -> str:
@@ -415,6 +418,7 @@ def identify_observations(
         consistency=physical,
         uncertainty=uncertainty,
         uncertainty_fallback=fallback,
+        joint_std=joint_std,
     )
 
 

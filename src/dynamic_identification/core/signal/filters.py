@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.ndimage
+from numpy.lib.stride_tricks import as_strided
 from scipy.interpolate import make_interp_spline
-from scipy.signal import butter, firwin, sosfilt, sosfilt_zi, upfirdn
+from scipy.signal import butter, firwin, sosfilt, sosfilt_zi
 
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
@@ -691,6 +692,14 @@ class ParallelDecimator:
         """Samples of support needed on each side of a kept sample: ``(len(taps) - 1) // 2``."""
         return (self.taps.size - 1) // 2
 
+    def output_indices(self, length: int, *, start: int = 0) -> np.ndarray:
+        """Global indices of the outputs of a block of ``length`` samples starting at global index ``start``:
+        the multiples of ``factor`` whose whole filter support lies in the block, shape ``(K,)``."""
+        nd, h = self.factor, self.half_length
+        first = -(-(start + h) // nd) * nd  # smallest multiple of nd with full support on the left
+        last = ((start + length - 1 - h) // nd) * nd  # largest with full support on the right
+        return np.arange(first, last + 1, nd, dtype=np.int64)
+
     def decimate(self, x: np.ndarray, *, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Filter and down-sample a block of samples along axis 0.
 
@@ -698,7 +707,9 @@ class ParallelDecimator:
         global index ``g_k`` that is a multiple of ``factor`` and whose full filter
         support lies inside the block; no edge padding is used, so overlapping blocks
         (overlap ``>= 2 * half_length`` samples) give exactly the outputs of the whole
-        array. Only the kept outputs are computed (polyphase ``scipy.signal.upfirdn``).
+        array. Only the kept outputs are computed: each is the taps times the window of
+        samples centred on it, read in place through a strided view (one matrix-vector
+        product per output, no copy of the block).
 
         Parameters
         ----------
@@ -721,23 +732,19 @@ class ParallelDecimator:
             raise DataError("x must have at least one dimension, got a scalar")
         start = int(start)
         nd, h = self.factor, self.half_length
-        first = -(-(start + h) // nd) * nd  # smallest multiple of nd with full support on the left
-        last = ((start + arr.shape[0] - 1 - h) // nd) * nd  # largest with full support on the right
-        if last < first:
-            return np.empty((0,) + arr.shape[1:]), np.empty(0, dtype=np.int64)
-        indices = np.arange(first, last + 1, nd, dtype=np.int64)
-        segment = arr[first - h - start : last + h + 1 - start]
-        if h == 0:  # a single tap (factor 1): plain scaling, no convolution needed
-            return self.taps[0] * segment[::nd], indices
-        # upfirdn computes the full convolution c[i] = Σ_m r[m] s[i - m] at i = j * nd; with the
-        # reversed taps r, the output centred on segment sample h + j * nd is c[2h + j * nd].
-        # Leading zeros shift that index to a multiple of nd without changing any value.
-        pad = (-2 * h) % nd
-        if pad:
-            segment = np.concatenate((np.zeros((pad,) + arr.shape[1:]), segment), axis=0)
-        full = upfirdn(self.taps[::-1], segment, up=1, down=nd, axis=0)
-        offset = (2 * h + pad) // nd
-        return full[offset : offset + indices.size], indices
+        indices = self.output_indices(arr.shape[0], start=start)
+        if indices.size == 0:
+            return np.empty((0,) + arr.shape[1:]), indices
+        first, last = int(indices[0]), int(indices[-1])
+        columns = int(np.prod(arr.shape[1:], dtype=np.int64))
+        segment = np.ascontiguousarray(arr[first - h - start : last + h + 1 - start]).reshape(
+            last - first + 2 * h + 1, columns
+        )
+        row, column = segment.strides
+        windows = as_strided(
+            segment, shape=(indices.size, 2 * h + 1, segment.shape[1]), strides=(nd * row, row, column), writeable=False
+        )
+        return np.matmul(self.taps, windows).reshape((indices.size,) + arr.shape[1:]), indices
 
 
 def parallel_decimate(x: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
