@@ -68,9 +68,10 @@ the unconstrained estimate is not consistent, the best consistent fit is a degen
 inside. Along the directions no data determine the fit is flat, and the divergence alone
 would complete each link from its identified part: where that part is off the URDF's (real
 data: unmodelled friction, a URDF's rough inertias) it carries a mass the data do not see
-with it. So the directions no data determine that involve inertial parameters alone (a link's
-mass entering only regrouped combinations) are also pulled toward the URDF's values with
-weight :data:`DEFAULT_PRIOR_PULL` (:meth:`ConsistentEstimator._pull`); the pull depends on
+with it. So in a model that keeps every base parameter, the directions no data determine that
+involve inertial parameters alone (a link's mass entering only regrouped combinations) are
+also pulled toward the URDF's values with weight :data:`DEFAULT_PRIOR_PULL`
+(:meth:`ConsistentEstimator._pull`, which says why a reduced model is not); the pull depends on
 ``χ_st`` through its null-space part only, so it never moves the fit, and the divergence
 still keeps every link a body. ``bench/bench_prior.py`` measures both on realistic recordings
 of the arm6, a UR5 and a Panda, whose true links are the URDF's.
