@@ -56,6 +56,7 @@ def test_at_5_khz_every_joint_state_is_recorded_or_reported_lost(
             lambda: (
                 states.get_subscription_count() > 0
                 and currents.get_subscription_count() > 0
+                and start.service_is_ready()
                 and stop.service_is_ready()
             ),
             60.0,
