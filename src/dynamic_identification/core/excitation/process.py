@@ -14,16 +14,18 @@ join them and are time-scaled to keep the joint limits (:func:`.safety.check_tra
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
-from scipy.interpolate import CubicSpline
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.excitation.safety import JointLimits, LimitViolationError, check_trajectory, ramp
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory, concatenate
 from dynamic_identification.core.mechanism.robot import RobotModel
+
+if TYPE_CHECKING:
+    from scipy.interpolate import CubicSpline
 
 Area = tuple[np.ndarray, np.ndarray]
 """A box in the base frame: ``(centre xyz, half-extents xyz)``, m."""
@@ -359,6 +361,9 @@ def square(
         q = inverse_kinematics(robot, tool, xyz, q, limits=limits, orientation=orientation)
         joints.append(q)
     joints.append(joints[0])
+    # Imported here: the nodes that never plan a process do not load scipy.interpolate (issue 26).
+    from scipy.interpolate import CubicSpline
+
     path = CubicSpline(np.linspace(0.0, 1.0, len(joints)), np.array(joints), bc_type="periodic")
     normalised = _SmoothTimeLaw(laps=laps)
     # ``τ`` is normalised time; real time is ``λ τ`` with the smallest λ that keeps the limits

@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.signal
 
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
@@ -433,6 +432,8 @@ def motion_bandwidth_hz(q_uniform: np.ndarray, rate_hz: float) -> float:
     """
     q = np.asarray(q_uniform, dtype=float)
     segment = int(min(q.shape[0], max(256, round(20.0 * rate_hz))))
+    import scipy.signal  # here: the nodes that never estimate a cut-off do not load scipy.signal (issue 26)
+
     frequency, power = scipy.signal.welch(q, fs=rate_hz, nperseg=segment, axis=0, detrend="linear")
     floor = np.median(power[frequency > 0.25 * rate_hz], axis=0)
     motion = np.where(power > BANDWIDTH_SIGNIFICANCE * floor, power - floor, 0.0)

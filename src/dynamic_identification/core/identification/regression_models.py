@@ -53,8 +53,6 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-import scipy.integrate
-import scipy.signal
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, IdentificationError
@@ -129,6 +127,9 @@ def _filtered(
     previous_input = first - slope / rate_hz
     previous_output = previous_input - slope / lambda_rad_s
     state = (b[1] * previous_input - a[1] * previous_output)[None]
+    # Imported here, as below: the feedforward node reads parameter files of every model but filters none (issue 26).
+    import scipy.signal
+
     out, _ = scipy.signal.lfilter(b, a, signal, axis=0, zi=state)
     return out
 
@@ -220,6 +221,8 @@ def supplied_energy_rows(
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
     energy, friction, power = _energy_signals(dynamic_model, motion)
     dt = 1.0 / motion.rate_hz
+    import scipy.integrate
+
     work = scipy.integrate.cumulative_trapezoid(power, dx=dt, initial=0.0)
     friction_work = scipy.integrate.cumulative_trapezoid(friction, dx=dt, axis=0, initial=0.0)
     bounds = np.arange(0, power.shape[0], interval_samples)

@@ -35,12 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.ndimage
 from numpy.lib.stride_tricks import as_strided
-from scipy.interpolate import make_interp_spline
-from scipy.signal import butter, firwin, sosfilt, sosfilt_zi
 
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.settings_schema import default
+
+# scipy.signal and scipy.interpolate (half a second of imports with the scipy.stats and scipy.optimize they load)
+# are imported in the functions that use them: a node that never filters or resamples (the recorder) starts
+# without them (issue 26).
 
 DEFAULT_GAP_FACTOR: float = default("signal.gap_factor")
 """Stamp steps up to this many nominal periods are always bridged (the default of ``signal.gap_factor``)."""
@@ -376,6 +378,8 @@ def interpolate_at(time: np.ndarray, values: np.ndarray, grid: np.ndarray, *, ki
 
 def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> np.ndarray:
     if kind == "cubic":
+        from scipy.interpolate import make_interp_spline
+
         return make_interp_spline(t, v, k=3, axis=0, check_finite=False)(grid)
     if kind == "local_cubic" and t.size >= 4:
         return _local_cubic(t, v, grid)
@@ -402,6 +406,8 @@ def _local_cubic(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def _butterworth_sos(order: int, cutoff_hz: float, rate_hz: float) -> tuple[np.ndarray, np.ndarray]:
     """Low-pass Butterworth sections and their step-response initial state (``sosfilt_zi``),
     designed once per (order, cut-off, rate): a streaming caller reuses them."""
+    from scipy.signal import butter, sosfilt_zi
+
     sos = butter(order, cutoff_hz, btype="low", fs=rate_hz, output="sos")
     return sos, sosfilt_zi(sos)
 
@@ -505,6 +511,8 @@ def roughness(time: np.ndarray, values: np.ndarray, *, rate_hz: float, cutoff_hz
 
 def _forward_backward(sos: np.ndarray, initial_state: np.ndarray, x: np.ndarray, padlen: int) -> np.ndarray:
     """``scipy.signal.sosfiltfilt(sos, x, axis=0, padlen=padlen)`` with the initial state computed once."""
+    from scipy.signal import sosfilt
+
     extended = np.concatenate([2.0 * x[:1] - x[padlen:0:-1], x, 2.0 * x[-1:] - x[-2 : -padlen - 2 : -1]])
     state = initial_state.reshape(initial_state.shape + (1,) * (x.ndim - 1))
     forward, _ = sosfilt(sos, extended, axis=0, zi=state * extended[:1])
@@ -651,6 +659,8 @@ def decimation_taps(factor: int) -> np.ndarray:
     nd = _decimation_factor(factor)
     if nd == 1:
         return np.array([1.0])
+    from scipy.signal import firwin
+
     return firwin(20 * nd + 1, 1.0 / nd, window="hamming")
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import CubicSpline, make_interp_spline
 
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
@@ -203,6 +202,9 @@ def split_periods(
             f"the recording holds {periods} whole period(s) of period_s={period!r} s after start_s={start!r} s "
             f"(stamps end at {float(t[-1])!r} s); at least 2 are needed"
         )
+    # Imported here: the nodes that never resample a period do not load scipy.interpolate (issue 26).
+    from scipy.interpolate import CubicSpline, make_interp_spline
+
     grid = np.minimum(start + np.arange(periods * m) * step, t[-1])
     if kind == "cubic":
         resampled = CubicSpline(t, v, axis=0)(grid)
