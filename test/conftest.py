@@ -65,6 +65,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os.environ.pop(CACHE_ENV, None)
 
 
+LONGEST_FIRST = ("test_demo.py", "cli/test_closed_loop.py")
+"""The test files of about 100 s each (the node demo, the closed-loop CLI), run first: pytest-xdist hands each file
+to one worker in collection order, and either of them collected late was the last to finish while the other worker
+stood idle."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Items of :data:`LONGEST_FIRST` first, every file's items otherwise in their order (a stable sort)."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.as_posix()
+        return next((k for k, name in enumerate(LONGEST_FIRST) if path.endswith(f"/test/{name}")), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(autouse=True)
 def _ros_localhost_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Re-apply the network rule before each test, whatever an earlier test changed."""
