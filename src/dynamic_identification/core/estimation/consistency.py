@@ -1106,12 +1106,9 @@ class ConsistentEstimator:
         hold inertial parameters alone: the null space of every base column (kept or not) with the drive terms
         held at zero. It depends on the link scales only, which are fixed."""
         inertial = self._inertial()
-        seen = self.base.regrouping[:, inertial] * self._scale_of_nominal()[inertial]
-        directions = np.zeros((self.nominal.size, 0))
-        unseen = scipy.linalg.null_space(seen)
-        if unseen.size:
-            directions = np.zeros((self.nominal.size, unseen.shape[1]))
-            directions[inertial] = unseen
+        unseen = scipy.linalg.null_space(self.base.regrouping[:, inertial] * self._scale_of_nominal()[inertial])
+        directions = np.zeros((self.nominal.size, unseen.shape[1]))
+        directions[inertial] = unseen
         return directions
 
     def _pull(self, basis: np.ndarray, *, reduced_model: bool) -> np.ndarray:
@@ -1122,15 +1119,14 @@ class ConsistentEstimator:
         parameter sees and that hold inertial parameters alone (:meth:`_unseen_inertial_directions`: a link's
         mass that enters only regrouped combinations). Both depend on ``x`` through its null-space part only, so
         the fit is untouched. The log-det divergence alone would complete a link from its identified part: where
-        that part is off the URDF (model errors of real data) it moved a mass the data do not see with it (a
-        realistic Panda's link 2 to 2.7 times its URDF's, ``bench/bench_prior.py``). The drive terms get ``λ``
+        that part is off the URDF (model errors of real data) it moved a mass the data do not see with it
+        (``bench/bench_prior.py``). The drive terms get ``λ``
         only: their nominal values (none in a URDF: no rotor inertia) are no prior, and a rotor inertia
         regrouped with its link's ``ZZ`` must follow the link. A ``reduced_model`` (base parameters left out
         by a model reduction, as the sliding window's) gets ``λ`` only too: its kept parameters take over what
         the left-out ones would explain, so its identified links are not the robot's, and completing them with
-        the URDF's unseen values can leave no body near the fit (``bench/bench_stream.py``: the window's
-        consistent estimate moved a median 237 σ from its unconstrained one instead of 2 σ); the divergence
-        completes them alone, as before.
+        the URDF's unseen values can leave no body near the fit, which then moves far from the data (the
+        consistent estimate's shift that ``bench/bench_stream.py`` prints); the divergence completes them alone.
         """
         rows = [np.sqrt(self.settings.regularization) * basis.T]
         extra = self.settings.prior_pull - self.settings.regularization
