@@ -235,7 +235,6 @@ class FeedforwardModel:
         self._has_bearing = bool(np.any(bearing["Fv"] != 0.0) or np.any(bearing["Fc"] != 0.0))
         self._coupling = drive_chain.coupling
         self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
-        self._continuous = any(tree.continuous)
         self._data = tree.model.createData()
         self._identified = mask
         self._identified.setflags(write=False)
@@ -472,7 +471,7 @@ class FeedforwardModel:
         projection = None if motion.projection is None else motion.projection[k].T
         if self._has_inertial:
             tree = self._mechanism.robot
-            configuration = tree.configurations(q_t[None])[0] if self._continuous else q_t
+            configuration = tree.configuration(q_t)
             regressor = pin.computeJointTorqueRegressor(tree.model, self._data, configuration, dq_t, ddq_t)
             inertial = regressor @ self._inertial
             torque = torque + (inertial if projection is None else projection @ inertial)

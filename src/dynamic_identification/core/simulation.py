@@ -798,7 +798,7 @@ class RobotSimulator(SimulatedJointState):
     def mass_matrix(self) -> np.ndarray:
         """The inertia the motors see at the current state, kg·m²: ``J_tᵀ M(q_t) J_t + Cᵀ diag(Ia) C``
         ([Briot2012] eq. (7); ``J_t = I`` without closures, ``C = I`` with them)."""
-        configuration = self._robot.configurations(self._q[None])[0]
+        configuration = self._robot.configuration(self._q)
         mass = pin.crba(self._robot.model, self._data, configuration).copy()
         lower = self._lower_triangle
         mass[lower] = mass.T[lower]  # crba fills the upper triangle only
@@ -869,7 +869,7 @@ class RobotSimulator(SimulatedJointState):
     ) -> None:
         dt = self._settings.dt_s
         command, gains = self._pd_command(self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm)
-        configuration = self._robot.configurations(self._q[None])[0]
+        configuration = self._robot.configuration(self._q)
         bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
         delta_dq = self._implicit_velocity_step(self.mass_matrix() + np.diag(gains), dt * (command - bias))
         self._applied = command - gains / dt * delta_dq
@@ -901,7 +901,7 @@ class RobotSimulator(SimulatedJointState):
             bearing_slope = self._passive_viscous + self._passive_coulomb * (1.0 - tanh_p**2) / eps
             self._pinocchio.armature[self._passive_index] = self._passive_armature + dt * bearing_slope
             torques[self._passive_index] = -bearing
-        configuration = model.robot.configurations(self._q[None])[0]
+        configuration = model.robot.configuration(self._q)
         acceleration = pin.constraintDynamics(
             self._pinocchio,
             self._constraint_data,

@@ -283,7 +283,6 @@ class StickSlipSimulator(SimulatedJointState):
         ia = _vector("rotor_inertia", rotor_inertia, n)
         self._rotor = drive_chain.coupling.T @ (ia[:, None] * drive_chain.coupling)
         self._limits = limit_bounds(robot.effort_limits) if saturate_effort else None
-        self._continuous = any(robot.continuous)
         self._lower = np.tril_indices(n, -1)
         self._diagonal = np.diag_indices(n)
         self._uncoupled = bool(np.array_equal(drive_chain.coupling, np.eye(n)))
@@ -310,7 +309,7 @@ class StickSlipSimulator(SimulatedJointState):
         self._q, self._dq = position.copy(), velocity.copy()
 
     def _configuration(self, q: np.ndarray) -> np.ndarray:
-        return self._robot.configurations(q[None])[0] if self._continuous else q
+        return self._robot.configuration(q)
 
     def _mass_matrix(self, q: np.ndarray) -> np.ndarray:
         # Pinocchio fills at least the upper triangle; mirror it (some versions leave the lower one empty).

@@ -94,8 +94,7 @@ class IdentifiedDynamics:
         return regressor @ self.inertial
 
     def _configuration(self, q: np.ndarray) -> np.ndarray:
-        positions = np.asarray(q, dtype=float)
-        return self.robot.configurations(positions[None])[0] if any(self.robot.continuous) else positions
+        return self.robot.configuration(np.asarray(q, dtype=float))
 
     def _mass(self, configuration: np.ndarray) -> np.ndarray:
         n = self.robot.n_joints

@@ -289,29 +289,15 @@ class _Kinematics:
         self.closures = model.closures
         self.frames = model.frame_ids
         self.rows = model.n_constraints
-        self.continuous = any(model.robot.continuous)
-        self._layout = model.robot.configuration_layout if self.continuous else None
-
-    def configuration(self, q: np.ndarray) -> np.ndarray:
-        """Pinocchio's configuration of tree positions ``q`` (:meth:`RobotModel.configurations` of one sample)."""
-        if self._layout is None:
-            return q
-        plain, plain_index, continuous, cos_index = self._layout
-        config = np.empty(self.model.nq)
-        config[plain_index] = q[plain]
-        angles = q[continuous]
-        config[cos_index] = np.cos(angles)
-        config[cos_index + 1] = np.sin(angles)
-        return config
 
     def place(self, q: np.ndarray) -> None:
         """Kinematics and joint Jacobians at the positions ``q`` (rad, m)."""
-        pin.computeJointJacobians(self.model, self.data, self.configuration(q))
+        pin.computeJointJacobians(self.model, self.data, self.robot.configuration(q))
         pin.updateFramePlacements(self.model, self.data)
 
     def place_moving(self, q: np.ndarray, dq: np.ndarray) -> None:
         """Kinematics, joint Jacobians and their time variation at ``(q, q̇)``."""
-        pin.computeJointJacobiansTimeVariation(self.model, self.data, self.configuration(q), dq)
+        pin.computeJointJacobiansTimeVariation(self.model, self.data, self.robot.configuration(q), dq)
         pin.updateFramePlacements(self.model, self.data)
 
     def residual(self) -> np.ndarray:

@@ -475,7 +475,7 @@ class PayloadDynamics:
     def regressor(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
         """``Y_p`` of one sample, shape ``(n, 10)``: N·m per unit of each dynamic parameter."""
         model, data = self._robot.model, self._data
-        configuration = self._robot.configurations(np.asarray(q, dtype=float)[None])[0]
+        configuration = self._robot.configuration(np.asarray(q, dtype=float))
         velocity = np.asarray(dq, dtype=float)
         acceleration = np.asarray(ddq, dtype=float)
         # rnea leaves the frame-parent velocity and the acceleration with gravity (a − g) in data.

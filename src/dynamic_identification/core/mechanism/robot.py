@@ -256,22 +256,27 @@ class RobotModel:
         return values
 
     def configurations(self, q: np.ndarray) -> np.ndarray:
-        """Pinocchio configuration vectors for joint positions ``q`` of shape ``(N, n)``.
+        """Pinocchio configuration vectors for joint positions ``q`` of shape ``(N, n)`` (:meth:`configuration`)."""
+        return self.configuration(np.atleast_2d(np.asarray(q, dtype=float)))
 
-        Continuous joints take ``(cos q, sin q)``; other joints take ``q`` itself.
+    def configuration(self, q: np.ndarray) -> np.ndarray:
+        """Pinocchio's configuration(s) of joint positions ``q`` of shape ``(..., n)`` (one sample: ``(n,)``).
+
+        Continuous joints take ``(cos q, sin q)``; other joints take ``q`` itself, and without a continuous
+        joint the configuration is ``q`` itself.
         """
-        positions = np.atleast_2d(np.asarray(q, dtype=float))
-        if not any(self.continuous):
-            return positions
-        plain, plain_index, continuous, cos_index = self.configuration_layout
-        configs = np.empty((positions.shape[0], self.model.nq))
-        configs[:, plain_index] = positions[:, plain]
-        configs[:, cos_index] = np.cos(positions[:, continuous])
-        configs[:, cos_index + 1] = np.sin(positions[:, continuous])
+        plain, plain_index, continuous, cos_index = self._configuration_layout
+        if not continuous.size:
+            return q
+        configs = np.empty(q.shape[:-1] + (self.model.nq,))
+        configs[..., plain_index] = q[..., plain]
+        angles = q[..., continuous]
+        configs[..., cos_index] = np.cos(angles)
+        configs[..., cos_index + 1] = np.sin(angles)
         return configs
 
     @cached_property
-    def configuration_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _configuration_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Joints that are not continuous and their ``idx_q``; continuous joints and the ``idx_q`` of their cosine."""
         index = np.array([self.model.joints[j + 1].idx_q for j in range(self.n_joints)], dtype=int)
         continuous = np.asarray(self.continuous, dtype=bool)
