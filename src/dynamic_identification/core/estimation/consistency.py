@@ -715,6 +715,15 @@ class _Scaling:
     margins: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Pull:
+    """The pull ``‖P (x − x_nom)‖²`` toward the URDF's values (:meth:`ConsistentEstimator._pull`): ``matrix`` is
+    ``P``; ``null_space_only`` when it is ``√λ Nᵀ`` alone, the form :meth:`ConsistentEstimator._folded` folds."""
+
+    matrix: np.ndarray
+    null_space_only: bool
+
+
 @dataclass
 class _Problem:
     """A compiled cvxpy problem for one number of kept columns (re-solved with new data by DPP)."""
@@ -1044,7 +1053,7 @@ class ConsistentEstimator:
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
         scaling: _Scaling,
-        pull: np.ndarray,
+        pull: _Pull,
         completion: np.ndarray,
     ) -> tuple[np.ndarray, str]:
         """The fit plus ``γ`` times the log-det divergence to the URDF (module docstring, "Prior"), constrained.
@@ -1111,7 +1120,7 @@ class ConsistentEstimator:
         directions[inertial] = unseen
         return directions
 
-    def _pull(self, basis: np.ndarray, *, reduced_model: bool) -> np.ndarray:
+    def _pull(self, basis: np.ndarray, *, reduced_model: bool) -> _Pull:
         """``P`` of the pull ``‖P (x − x_nom)‖²`` toward the URDF's values along the directions no data determine.
 
         ``√λ Nᵀ`` (``N`` = ``basis``, an orthonormal basis of the kept columns' null space; ``λ`` =
@@ -1128,11 +1137,11 @@ class ConsistentEstimator:
         the URDF's unseen values can leave no body near the fit, which then moves far from the data (the
         consistent estimate's shift that ``bench/bench_stream.py`` prints); the divergence completes them alone.
         """
-        rows = [np.sqrt(self.settings.regularization) * basis.T]
+        null_space = np.sqrt(self.settings.regularization) * basis.T
         extra = self.settings.prior_pull - self.settings.regularization
         if self.settings.prior_weight > 0.0 and extra > 0.0 and self._unseen_inertial.size and not reduced_model:
-            rows.append(np.sqrt(extra) * self._unseen_inertial.T)
-        return np.vstack(rows)
+            return _Pull(np.vstack([null_space, np.sqrt(extra) * self._unseen_inertial.T]), null_space_only=False)
+        return _Pull(null_space, null_space_only=True)
 
     def _prior_objective(
         self,
@@ -1140,15 +1149,15 @@ class ConsistentEstimator:
         metric: np.ndarray,
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
-        pull: np.ndarray,
+        pull: _Pull,
     ) -> _PriorObjective:
         """:class:`_PriorObjective` of these data, of weight ``prior_weight`` (replaced per ``γ``)."""
         fit = np.sqrt(2.0) * _cholesky(metric)
         return _PriorObjective(
             fit=fit @ reduced,
             fit_target=fit @ estimate,
-            pull=np.sqrt(2.0) * pull,
-            pull_target=np.sqrt(2.0) * (pull @ nominal_scaled),
+            pull=np.sqrt(2.0) * pull.matrix,
+            pull_target=np.sqrt(2.0) * (pull.matrix @ nominal_scaled),
             weight=self.settings.prior_weight,
             prior_inverse=self._prior_inverse,
             attached=self._attached_scaled,
@@ -1274,17 +1283,16 @@ class ConsistentEstimator:
         estimate: np.ndarray,
         nominal_scaled: np.ndarray,
         margins: np.ndarray,
-        pull: np.ndarray,
+        pull: _Pull,
         *,
         weight: float = 0.0,
     ) -> tuple[np.ndarray, str]:
-        """The conic problem of :meth:`_compile` for these data, pull ``P`` (:meth:`_pull`) and prior weight
-        ``weight``, with its cvxpy status; folded when ``P`` is the null space's alone."""
+        """The conic problem of :meth:`_compile` for these data, ``pull`` and prior weight ``weight``, with its
+        cvxpy status; folded when the pull is the null space's alone."""
         import cvxpy as cp
 
         kept = reduced.shape[0]
-        foldable = pull.shape[0] == scipy.linalg.null_space(reduced).shape[1]
-        folded = self._folded(reduced, whitened, estimate, nominal_scaled) if foldable else None
+        folded = self._folded(reduced, whitened, estimate, nominal_scaled) if pull.null_space_only else None
         if folded is not None:
             key = (kept, 0, True)
             if key not in self._problems:
@@ -1294,15 +1302,15 @@ class ConsistentEstimator:
             if compiled.nominal is not None:
                 compiled.nominal.value = nominal_scaled
         else:
-            key = (kept, pull.shape[0], False)
+            key = (kept, pull.matrix.shape[0], False)
             if key not in self._problems:
-                self._problems[key] = self._compile(kept, pull.shape[0], margins)
+                self._problems[key] = self._compile(kept, pull.matrix.shape[0], margins)
             compiled = self._problems[key]
             compiled.data_matrix.value = whitened @ reduced
             compiled.data_vector.value = whitened @ estimate
             if compiled.pull is not None and compiled.pull_target is not None:
-                compiled.pull.value = pull
-                compiled.pull_target.value = pull @ nominal_scaled
+                compiled.pull.value = pull.matrix
+                compiled.pull_target.value = pull.matrix @ nominal_scaled
         if compiled.weight is not None:
             compiled.weight.value = weight
         if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:
