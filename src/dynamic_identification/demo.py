@@ -1,8 +1,9 @@
 """``dynid demo``: the ROS suite on the shipped 6-axis arm, in one process.
 
 :func:`run_node_demo` (``dynid demo``, ``make demo``) runs ``sim_robot``,
-``recorder``, ``excitation``, ``estimator`` and ``feedforward`` in one
-``MultiThreadedExecutor`` over real rclpy topics on loopback and tells [Volkmann2020]'s
+``recorder``, ``excitation``, ``estimator`` and ``feedforward`` on one executor
+(:func:`~dynamic_identification.nodes.runner.stream_executor`) over real rclpy topics
+on loopback, faster than real time as far as the nodes keep up, and tells [Volkmann2020]'s
 story: the arm runs a pick-and-place process while the estimator identifies it
 in-process with sensitivity reduction; then feedforward from the published
 parameters is switched on and the same process runs again, with lower tracking
@@ -36,7 +37,6 @@ import yaml
 from rclpy.client import Client
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -73,6 +73,7 @@ from dynamic_identification.nodes.follower import DesiredMotion, next_motion
 from dynamic_identification.nodes.lockstep import LEAD_S, Acknowledger
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, latched_qos
 from dynamic_identification.nodes.recorder import RecorderNode
+from dynamic_identification.nodes.runner import stream_executor
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from dynamic_identification.resources import shipped_path
 
@@ -312,7 +313,7 @@ class NodeDemoSettings:
     """Settings of :func:`run_node_demo`.
 
     ``duration_s`` is the length of the pick-and-place process of each phase, s
-    (rounded to whole cycles of about :data:`PICK_AND_PLACE_CYCLE_S`); the run takes
+    (rounded to whole cycles of about :data:`PICK_AND_PLACE_CYCLE_S`); the run simulates
     about twice that plus the start-up. ``sim_rate_hz`` is the simulator's step and
     ``/joint_states`` rate: at 250 Hz an 18 s window identifies joint 1 (validation error
     0.04 in repeated runs here), at 100 Hz it had too few equations (0.04-0.67).
@@ -321,6 +322,9 @@ class NodeDemoSettings:
     more with it (about 2 × 13 s more). ``timeout_s`` bounds each wait beyond the motion in
     *simulated* seconds (a node's answer, the estimator's update at the end of the process);
     ``stall_s`` is the wall time simulated time may stand still before the demo gives up.
+    ``real_time_factor`` is ``sim_robot``'s: simulated time runs at most that much faster than
+    the wall, and in lockstep it waits for every consumer of the samples, so the nodes' speed
+    (not the wall) sets the pace and a busy machine loses no sample.
     """
 
     duration_s: float = 45.0
@@ -330,6 +334,7 @@ class NodeDemoSettings:
     timeout_s: float = 60.0
     payload_phase: bool = True
     stall_s: float = STALL_S
+    real_time_factor: float = 4.0
 
     @property
     def cycles(self) -> int:
@@ -1110,13 +1115,21 @@ def run_node_demo(
     config = shipped_path("config", "dynid_arm6.yaml")
     context = Context()
     rclpy.init(context=context)
-    # One SingleThreadedExecutor: the estimator and the excitation planner compute in threads of their own,
-    # and rclpy's MultiThreadedExecutor delivered /joint_states at 30-40 Hz of 250-500 Hz here (2 cores).
-    executor = SingleThreadedExecutor(context=context)
+    # One executor, the events executor where rclpy has it: the estimator and the excitation planner compute in
+    # threads of their own, and rclpy's MultiThreadedExecutor delivered /joint_states at 30-40 Hz of 250-500 Hz
+    # here (2 cores). spin_once in a loop: the Kilted wheels' EventsExecutor.spin() runs no callback (runner.py).
+    executor = stream_executor(context)
     # No parameter services: every service is one more entity the executor polls at the simulation rate.
     common: dict[str, Any] = {"context": context, "start_parameter_services": False}
     nodes: list[Node] = []
-    spinner = threading.Thread(target=executor.spin, name="demo_executor", daemon=True)
+    spinning = threading.Event()
+    spinning.set()
+
+    def spin() -> None:
+        while spinning.is_set() and context.ok():
+            executor.spin_once(timeout_sec=0.1)
+
+    spinner = threading.Thread(target=spin, name="demo_executor", daemon=True)
     try:
         excitation = ExcitationNode(**common, parameter_overrides=process_excitation_overrides(config, settings.cycles))
         nodes.append(excitation)
@@ -1137,6 +1150,7 @@ def run_node_demo(
                 seed=settings.seed,
                 max_catch_up_s=CATCH_UP_S,
                 publish_clock=True,  # the clock itself: not on use_sim_time
+                real_time_factor=settings.real_time_factor,
                 use_sim_time=False,
                 lockstep=True,
                 # Simulated time waits for every consumer of the samples: none is lost, whatever the load.
@@ -1272,9 +1286,10 @@ def run_node_demo(
             lockstep_timeouts={wait.what: wait.timeouts for wait in sim_robot.lockstep_waits},
         )
     finally:
-        executor.shutdown(timeout_sec=5.0)
+        spinning.clear()
         if spinner.is_alive():
             spinner.join(5.0)
+        executor.shutdown(timeout_sec=5.0)
         for node in nodes:
             node.destroy_node()
         context.try_shutdown()
