@@ -39,16 +39,21 @@ from dynamic_identification.core.identification.drive_gains import (
     DriveGainsResult,
     identify_drive_gains,
 )
+from dynamic_identification.core.identification.drive_term_choice import (
+    DriveTermChoice,
+    identify_choosing_drive_terms,
+)
 from dynamic_identification.core.identification.passive_friction import (
     PassiveFrictionChoice,
     identify_choosing_passive_friction,
+    without_passive_friction,
 )
 from dynamic_identification.core.identification.payload import PayloadEstimate, RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
 from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
-from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.core.progress import ProgressCallback, ignore_progress
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -327,8 +332,14 @@ class IdentifyFileResult:
         The robot identified (the closed-loop model with passive friction when that one was chosen).
     passive_recorded
         The recording holds every tree joint (a closed-loop robot's passive joints were recorded).
+    drive_terms
+        The choice of the drive terms among those configured (``None`` with ``estimation.choose_drive_terms``
+        false).
     passive_friction
         The choice of the passive joints' bearing friction model (``None`` for a serial robot).
+    model_choices
+        One line per choice of the model the data made: the drive terms when a kind was dropped, the bearing
+        friction when offered (also in ``quality.model_choices``).
     result
         The identification (base parameters, quality, plausibility).
     validations
@@ -349,7 +360,9 @@ class IdentifyFileResult:
 
     mechanism: Mechanism
     passive_recorded: bool
+    drive_terms: DriveTermChoice | None
     passive_friction: PassiveFrictionChoice | None
+    model_choices: tuple[str, ...]
     result: IdentificationResult
     validations: tuple[Validation, ...]
     costs: tuple[ConsistencyCost, ...]
@@ -359,6 +372,15 @@ class IdentifyFileResult:
     urdf_export: UrdfExport | None
     out: Path
     report: Path | None
+
+
+def model_choice_lines(
+    drive_terms: DriveTermChoice | None, passive_friction: PassiveFrictionChoice | None
+) -> tuple[str, ...]:
+    """The one-line reasons of the model choices the data made: the drive terms' when a kind was dropped (every
+    kind kept is the configuration's model, nothing to say), the bearing friction's whenever it was offered."""
+    lines = [drive_terms.reason] if drive_terms is not None and drive_terms.dropped else []
+    return (*lines, *([passive_friction.reason] if passive_friction is not None else []))
 
 
 def identify_file(
@@ -426,12 +448,27 @@ def identify_file(
         for path in validate_data
     ]
 
-    def identified(candidate: Mechanism) -> IdentificationResult:
-        return identify_recording(candidate, parsed, drive_chain, recording, model=model, cancellation=monitor)
+    def identified(candidate: Mechanism, terms: DriveTerms) -> IdentificationResult:
+        config = dataclasses.replace(parsed, drive_terms=terms)
+        return identify_recording(candidate, config, drive_chain, recording, model=model, cancellation=monitor)
 
+    plain = without_passive_friction(mechanism)
+    drive_terms: DriveTermChoice | None = None
+    if parsed.choose_drive_terms:
+        chosen, without, drive_terms = identify_choosing_drive_terms(
+            lambda terms: identified(plain, terms), plain, parsed.drive_terms
+        )
+        parsed = dataclasses.replace(parsed, drive_terms=chosen)
+    else:
+        without = identified(plain, parsed.drive_terms)
     mechanism, result, friction = identify_choosing_passive_friction(
-        identified, mechanism, parsed.drive_terms, offered=parsed.passive_friction
+        lambda candidate: identified(candidate, parsed.drive_terms),
+        plain,
+        parsed.drive_terms,
+        offered=parsed.passive_friction,
+        without=without,
     )
+    choices = model_choice_lines(drive_terms, friction)
     settings = _accepted_settings(parsed, result, accept_implausible=accept_implausible)
     terms = parsed.drive_terms
     dynamic_model = DynamicModel(mechanism, drive_chain, terms, result.base)
@@ -461,6 +498,7 @@ def identify_file(
         quality={
             "validation": [v.entry(joints) for v in validations],
             "physical_consistency": physical_consistency_section(consistent, robot, costs),
+            "model_choices": list(choices),
             "warnings": warnings,
         },
     )
@@ -510,7 +548,9 @@ def identify_file(
     return IdentifyFileResult(
         mechanism=mechanism,
         passive_recorded=recording.n_joints == mechanism.n_tree,
+        drive_terms=drive_terms,
         passive_friction=friction,
+        model_choices=choices,
         result=result,
         validations=tuple(validations),
         costs=tuple(costs),

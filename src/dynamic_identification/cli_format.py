@@ -44,13 +44,13 @@ def mechanism_summary(mechanism: Mechanism, *, passive_recorded: bool) -> list[s
 
 
 def identify_text(identified: IdentifyFileResult) -> str:
-    """The report of ``dynid identify``: the closed-loop robot, the passive friction model chosen, the
-    identification, its plausibility, each validation, the cost of physical consistency, the bodies
-    against the URDF's, the warnings and the files written."""
+    """The report of ``dynid identify``: the closed-loop robot, the model the data chose (drive terms, passive
+    friction), the identification, its plausibility, each validation, the cost of physical consistency, the
+    bodies against the URDF's, the warnings and the files written."""
     mechanism, result = identified.mechanism, identified.result
     joints = mechanism.actuated_joint_names
     lines = mechanism_summary(mechanism, passive_recorded=identified.passive_recorded)
-    lines += [f"model: {identified.passive_friction.reason}"] if identified.passive_friction is not None else []
+    lines += [f"model: {reason}" for reason in identified.model_choices]
     lines += [format_result(result, joints), _plausibility_line(result)]
     lines += [_validation_line(v, joints) for v in identified.validations]
     lines += [consistency_cost_line(identified.costs)] if identified.costs else []

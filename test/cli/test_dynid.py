@@ -340,9 +340,11 @@ def test_identify_with_the_power_model_writes_the_same_base_parameters_with_torq
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:
     out = tmp_path / "power.yaml"
-    # On one trajectory the power model's unconstrained drive terms are physically impossible (e.g. a
-    # wrist rotor inertia that would need several times the joint's effort limit): refused unless accepted.
-    unconstrained = (*identify_argv(good.path, out), "--model", "power", "--no-consistency")
+    # With every configured drive term, on one trajectory the power model's unconstrained drive terms are
+    # physically impossible (e.g. a wrist rotor inertia that would need several times the joint's effort limit):
+    # refused unless accepted.
+    every_term = config_with(tmp_path / "every_term.yaml", "estimator", "estimation.choose_drive_terms", False)
+    unconstrained = (*identify_argv(good.path, out, config=every_term), "--model", "power", "--no-consistency")
     refused = run_dynid(capsys, *unconstrained)
     assert refused.code == 2 and "implausible model" in refused.err and "--accept-implausible" in refused.err
     assert not out.exists()

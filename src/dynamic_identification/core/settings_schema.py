@@ -302,6 +302,9 @@ SETTINGS: tuple[Setting, ...] = (
             " friction in each passive joint's bearing, mapped to the motors by J_t ([Briot2012] eq. (6)), published"
             " when the data determine it and it fits significantly better than frictionless bearings; false: never",
             nodes=(DYNID,)),
+    Setting("estimation.choose_drive_terms", _B, True, "dynid identify: publish each kind of drive_terms only when"
+            " the data choose it (the Wald test of \"zero on every joint\" rejects; else identified again without"
+            " it, saying so in one line); false: every kind drive_terms offers", nodes=(DYNID,)),
     Setting("estimation.min_samples", _I, 200, "fewest recorded samples to identify from", minimum=1,
             maximum=10**9, nodes=(DYNID,)),
     Setting("estimation.joint_error_warning", _D, JOINT_ERROR_WARNING, "warn about each joint whose relative"

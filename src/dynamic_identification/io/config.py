@@ -210,6 +210,9 @@ class IdentificationConfig:
     passive_friction
         ``dynid identify`` of a closed-loop robot: offer bearing friction in the passive joints
         (:func:`~dynamic_identification.core.identification.passive_friction.identify_choosing_passive_friction`).
+    choose_drive_terms
+        ``dynid identify``: the data choose each kind of ``drive_terms``
+        (:func:`~dynamic_identification.core.identification.drive_term_choice.identify_choosing_drive_terms`).
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``, and when the two
@@ -254,6 +257,7 @@ class IdentificationConfig:
     joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")
     passive_friction: bool = setting_field("estimation.passive_friction")
+    choose_drive_terms: bool = setting_field("estimation.choose_drive_terms")
     joint_states_topic: str = _absolute(default("topics.joint_states", DYNID))
     currents_topic: str = _absolute(default("topics.motor_currents", DYNID))
     effort_is_torque: bool = setting_field("topics.effort_is_torque", DYNID)

@@ -124,25 +124,31 @@ def choose_passive_friction(
     )
 
 
+def without_passive_friction(model: Mechanism) -> Mechanism:
+    """``model`` without the passive joints' bearing-friction columns (a serial robot as it is)."""
+    return model.with_passive_friction(False) if isinstance(model, ClosedLoopModel) else model
+
+
 def identify_choosing_passive_friction(
     identify: Callable[[Mechanism], IdentificationResult],
     model: Mechanism,
     terms: DriveTerms,
     *,
     offered: bool = True,
+    without: IdentificationResult | None = None,
 ) -> tuple[Mechanism, IdentificationResult, PassiveFrictionChoice | None]:
     """Identify ``model`` without and, when ``offered`` and it has passive joints with friction terms, with the
     bearing-friction columns, and keep the model the data choose (:func:`choose_passive_friction`).
 
     ``identify`` identifies the recording for a mechanism (it computes that mechanism's base parameters: the
-    bearing-friction columns change them). Returns the chosen mechanism, its identification and the choice
-    (``None`` when not offered, or without passive joints or friction terms: nothing to choose; a serial robot
-    is identified once).
+    bearing-friction columns change them); ``without``, when given, is its identification of ``model`` without
+    them. Returns the chosen mechanism, its identification and the choice (``None`` when not offered, or
+    without passive joints or friction terms: nothing to choose; a serial robot is identified once).
     """
-    if not isinstance(model, ClosedLoopModel) or model.n_passive == 0:
-        return model, identify(model), None
-    plain = model.with_passive_friction(False)
-    without = identify(plain)
+    plain = without_passive_friction(model)
+    without = identify(plain) if without is None else without
+    if not isinstance(plain, ClosedLoopModel) or plain.n_passive == 0:
+        return plain, without, None
     if not offered or not plain.with_passive_friction().passive_friction_names(terms):
         return plain, without, None
     richer = plain.with_passive_friction()
