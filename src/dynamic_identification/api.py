@@ -543,6 +543,7 @@ def identify_file(
                 stamp=stamp,
                 costs=costs,
                 baselines=baselines,
+                model_choices=choices,
             ),
         )
     return IdentifyFileResult(

@@ -9,6 +9,7 @@ the rotor inertias or the torque offsets, and with them the model predicts torqu
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 from pathlib import Path
 
@@ -39,11 +40,11 @@ def _config(folder: Path, choose: bool) -> Path:
     return path
 
 
-def _identify(folder: Path, model: str, choose: bool) -> tuple[str, Path]:
+def _identify(folder: Path, model: str, choose: bool, *options: str | Path) -> tuple[str, Path]:
     out = folder / f"{model}_{choose}.yaml"
     code, printed, error = dynid(
         "identify", "--urdf", URDF, "--data", REFERENCE / "recording.csv", "--config", _config(folder, choose),
-        "--model", model, "--accept-implausible", "--out", out,
+        "--model", model, "--accept-implausible", "--out", out, *options,
     )  # fmt: skip
     assert code == 0, error
     return printed, out
@@ -52,7 +53,10 @@ def _identify(folder: Path, model: str, choose: bool) -> tuple[str, Path]:
 @pytest.fixture(scope="module")
 def power(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[str, Path]]:
     folder = tmp_path_factory.mktemp("power")
-    return {choose: _identify(folder, "power", choose) for choose in (True, False)}
+    return {
+        choose: _identify(folder, "power", choose, *(["--report", folder / "report"] if choose else []))
+        for choose in (True, False)
+    }
 
 
 def test_the_power_model_drops_the_undetermined_kinds_saying_why_in_one_line(power) -> None:
@@ -70,6 +74,14 @@ def test_the_power_model_drops_the_undetermined_kinds_saying_why_in_one_line(pow
         False,
     )
     assert not any(entry.name.startswith(("Ia", "off")) for entry in document.parameters)
+
+
+def test_the_report_says_which_model_the_data_chose(power) -> None:
+    printed, out = power[True]
+    (line,) = [line for line in printed.splitlines() if line.startswith("model: ")]
+    page = (out.parent / "report" / "index.html").read_text(encoding="utf-8")
+    assert "<dt>model chosen by the data</dt>" in page
+    assert html.escape(line.removeprefix("model: "), quote=True) in page
 
 
 def test_the_chosen_model_predicts_every_joint_better_than_the_configured_one(power) -> None:

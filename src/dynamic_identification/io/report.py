@@ -362,6 +362,8 @@ class ReportData:
     body_joints
         The joints whose bodies :attr:`Consistency.bodies` index: the tree's (a closed-loop robot's opened
         tree has more joints than the identified ones); empty: :attr:`joints`.
+    model_choices
+        One line per choice of the model the data made (drive terms dropped, passive friction).
     """
 
     title: str
@@ -382,6 +384,7 @@ class ReportData:
     min_speed_rad_s: float = 0.0
     stamp: str = ""
     body_joints: Sequence[str] = ()
+    model_choices: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         joints = tuple(str(name) for name in self.joints)
@@ -1076,6 +1079,7 @@ def _summary(data: ReportData, errors: list[JointErrors]) -> str:
             (f"e*_j, {_e(series.name)}", _e(_spread(error.relative)))
             for series, error in zip(data.datasets, errors, strict=True)
         ),
+        *(("model chosen by the data", _e(choice)) for choice in data.model_choices),
         ("physical consistency", _status(consistency, "consistent", "NOT physically consistent")),
         ("plausibility", _status(plausibility, "passed", "FAILED")),
     ]

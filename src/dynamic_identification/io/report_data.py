@@ -79,13 +79,15 @@ def identification_report(
     stamp: float,
     costs: Sequence[ConsistencyCost] = (),
     baselines: Sequence[Validation] = (),
+    model_choices: Sequence[str] = (),
 ) -> ReportData:
     """The report of one identification of ``dynamic_model``: training first, then each held-out recording.
 
     ``urdf`` is the URDF as the parameter file names it; ``stamp`` the file's data time, s;
     ``costs`` what publishing the consistent model cost on each data set; ``baselines`` the URDF's own model
     (:func:`~dynamic_identification.io.outcome.urdf_result`) on the training and each held-out recording, in
-    that order (empty: not shown).
+    that order (empty: not shown); ``model_choices`` the one-line reasons of the choices of the model the data
+    made (drive terms dropped, passive friction).
     """
     mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     robot, controlled = mechanism.robot, mechanism.actuated
@@ -174,6 +176,7 @@ def identification_report(
         velocity_limits=robot.velocity_limits[controlled],
         min_speed_rad_s=settings.signal.min_speed_rad_s,
         stamp=stamp_text(stamp),
+        model_choices=tuple(model_choices),
     )
 
 

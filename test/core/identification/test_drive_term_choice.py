@@ -9,6 +9,7 @@ import pinocchio as pin
 import pytest
 
 from arm6_drives import IDENTIFICATION_DRIVE
+from dynamic_identification.core.estimation.consistency import ConsistencySettings, ConsistentEstimator
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify, predict_torques
 from dynamic_identification.core.identification.drive_term_choice import (
@@ -16,9 +17,16 @@ from dynamic_identification.core.identification.drive_term_choice import (
     choose_drive_terms,
     identify_choosing_drive_terms,
     kind_parameters,
+    least_squares_values,
 )
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import (
+    DriveChain,
+    DriveParameters,
+    DriveTerms,
+    RobotModel,
+    standard_parameters,
+)
 from dynamic_identification.core.mechanism.seam import mechanism_of
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 
@@ -39,16 +47,21 @@ def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.nd
     return rigid + drive.rotor_inertia * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq) + drive.offset
 
 
-def _identified(
-    robot: RobotModel, drive: DriveParameters, seed: int
-) -> tuple[DriveTerms, IdentificationResult, DriveTermChoice]:
-    """30 s of a Fourier excitation with noisy currents, identified choosing the drive terms."""
+def _recording(robot: RobotModel, drive: DriveParameters, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """30 s of a Fourier excitation with noisy currents: stamps, positions, measured torques."""
     rng = np.random.default_rng(seed)
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=seed, margin=0.15)
     time = np.arange(0.0, 30.0, 1.0 / RATE_HZ)
     q, dq, ddq = trajectory.evaluate(time)
     currents = CHAIN.motor_currents(_torques(robot, drive, q, dq, ddq))
-    torques = CHAIN.joint_torques(currents + rng.normal(0.0, CURRENT_NOISE_A, currents.shape))
+    return time, q, CHAIN.joint_torques(currents + rng.normal(0.0, CURRENT_NOISE_A, currents.shape))
+
+
+def _identified(
+    robot: RobotModel, drive: DriveParameters, seed: int
+) -> tuple[DriveTerms, IdentificationResult, DriveTermChoice]:
+    """The recording identified choosing the drive terms."""
+    time, q, torques = _recording(robot, drive, seed)
 
     def identified(terms: DriveTerms) -> IdentificationResult:
         return identify(DynamicModel.create(robot, CHAIN, terms), time, q, torques)
@@ -92,6 +105,21 @@ def test_rotor_inertias_regrouped_with_link_inertia_are_not_tested(arm6: RobotMo
     assert kind_parameters(mechanism_of(arm6), result, "Ia") == ("Ia3", "Ia4", "Ia5", "Ia6")
     (rotor,) = [test for test in choice.tests if test.kind == "Ia"]
     assert rotor.names == ("Ia3", "Ia4", "Ia5", "Ia6") and rotor.test is not None and rotor.test.dof == 4
+
+
+def test_with_the_consistent_estimate_published_the_test_is_on_the_least_squares_one(arm6: RobotModel) -> None:
+    time, q, torques = _recording(arm6, WITHOUT_OFFSETS, seed=3)
+    terms = DriveTerms()
+    model = DynamicModel.create(arm6, CHAIN, terms)
+    consistency = ConsistentEstimator(
+        model.base, terms, standard_parameters(arm6, terms), settings=ConsistencySettings()
+    )
+    consistent = identify(model, time, q, torques, consistency=consistency)
+    unconstrained = identify(model, time, q, torques)
+    assert consistent.consistency is not None and consistent.consistency.estimate is not None
+    assert not np.allclose(consistent.estimate.parameters, unconstrained.estimate.parameters, rtol=1e-6)
+    assert np.allclose(least_squares_values(consistent), unconstrained.estimate.parameters, rtol=1e-9, atol=1e-12)
+    assert choose_drive_terms(mechanism_of(arm6), terms, consistent).dropped == ("off",)
 
 
 def test_nothing_offered_is_nothing_chosen(arm6: RobotModel, without_offsets) -> None:

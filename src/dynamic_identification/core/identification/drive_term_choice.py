@@ -115,18 +115,29 @@ def kind_parameters(mechanism: Mechanism, result: IdentificationResult, kind: st
     return tuple(names)
 
 
+def least_squares_values(result: IdentificationResult) -> np.ndarray:
+    """The least-squares estimate of ``result``'s kept base parameters: the unconstrained one when the published
+    values are the physically consistent ones (the Wald test is about the data's estimate, not a projection)."""
+    physical = result.consistency
+    if physical is None or physical.estimate is None:
+        return result.estimate.parameters
+    consistent = physical.estimate
+    by_column = dict(zip(consistent.kept.tolist(), consistent.unconstrained.tolist(), strict=True))
+    return np.array([by_column[int(i)] for i in result.base.subset(result.names)])
+
+
 def choose_drive_terms(mechanism: Mechanism, offered: DriveTerms, result: IdentificationResult) -> DriveTermChoice:
     """The drive terms to publish among ``offered``, from the identification ``result`` with all of them
     (module docstring)."""
-    estimate = result.estimate
+    values, covariance = least_squares_values(result), result.estimate.covariance
     tests = []
     for kind in offered.names:
         names = kind_parameters(mechanism, result, kind)
         test = None
         if names:
-            restrictions = unit_restrictions(estimate.parameters.size, [result.names.index(name) for name in names])
+            restrictions = unit_restrictions(values.size, [result.names.index(name) for name in names])
             try:
-                test = wald_test(estimate.parameters, estimate.covariance, restrictions)
+                test = wald_test(values, covariance, restrictions)
             except RankDeficientError:
                 test = None
         tests.append(DriveTermTest(kind, names, test))
