@@ -117,8 +117,11 @@ _CONTINUATION_STEP_RAD = 0.05
 _MEMO_BYTES = 256 * 2**20
 """Largest memory (bytes) :class:`_CompletionMemo` keeps; a larger completion is not kept."""
 
-_MEMO_ENTRIES = 4
-"""Completions :class:`_CompletionMemo` keeps (the three of a filtered-dynamic segment, and one more)."""
+_MEMO_ENTRIES = 8
+"""Completions :class:`_CompletionMemo` keeps. One filtered-dynamic identification completes five motions (the
+recording's, three of its filtered signals, the torque check's at the stamps), and a model choice identifies the
+same recording again: with fewer entries than one identification uses, least-recently-used eviction misses every
+time (measured on a four-bar: 8 completions instead of 5, 14.4 s instead of 4.5 s)."""
 
 
 class _CompletionMemo:
