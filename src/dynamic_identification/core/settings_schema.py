@@ -298,10 +298,10 @@ SETTINGS: tuple[Setting, ...] = (
             " drive gain ([Swevers2002] eq. (8): one gain while the motor drives, one while it brakes), published"
             " when the data determine it and it fits significantly better than one gain; false: one lossless gain"
             " per motor", nodes=(DYNID,)),
-    Setting("estimation.passive_friction", _B, True, "dynid identify of a closed-loop robot: viscous and Coulomb"
-            " friction in each passive joint's bearing, mapped to the motors by J_t ([Briot2012] eq. (6)), published"
-            " when the data determine it and it fits significantly better than frictionless bearings; false: never",
-            nodes=(DYNID,)),
+    Setting("estimation.passive_friction", _B, True, "closed-loop robot: viscous and Coulomb friction in each"
+            " passive joint's bearing, mapped to the motors by J_t ([Briot2012] eq. (6)); dynid identify publishes"
+            " it when the data determine it and it fits significantly better than frictionless bearings, the window"
+            " offers it to its reduction (window.reduction not none); false: never", nodes=_ESTIMATION),
     Setting("estimation.choose_drive_terms", _B, True, "dynid identify: publish each kind of drive_terms only when"
             " the data choose it (the Wald test of \"zero on every joint\" rejects; else identified again without"
             " it, saying so in one line); false: every kind drive_terms offers", nodes=(DYNID,)),

@@ -45,6 +45,7 @@ from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE
 from dynamic_identification.core.identification.in_process import WindowSettings
 from dynamic_identification.core.identification.observations import prepare_observations
+from dynamic_identification.core.identification.passive_friction import with_offered_passive_friction
 from dynamic_identification.core.identification.prediction import (
     Samples,
     StampPrediction,
@@ -56,7 +57,7 @@ from dynamic_identification.core.identification.solve import NOT_EXCITED, Identi
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameters
-from dynamic_identification.core.mechanism.seam import Mechanism
+from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.parameter_files import finite_or_none, per_joint
@@ -127,11 +128,16 @@ def configured_window_parts(
 
     Its settings, plausibility gates (judged on the controlled joints), the model in base parameters with the
     configured drive terms and the consistent estimator ``config`` asks for (:func:`configured_consistency`).
-    Raises ``IdentificationError``.
+    With ``estimation.passive_friction`` and a reduction (``window.reduction`` not ``none``) a closed-loop
+    robot's model has its passive joints' bearing-friction columns: the reduction keeps each only when the data
+    need it, the window's way of letting the data choose. Raises ``IdentificationError``.
     """
+    settings = config.window_settings()
+    if config.passive_friction and settings.reduction.method != "none":
+        mechanism = with_offered_passive_friction(mechanism_of(mechanism), config.drive_terms)
     dynamic_model = DynamicModel.create(mechanism, drive_chain, config.drive_terms)
     return (
-        config.window_settings(),
+        settings,
         config.plausibility_bounds(dynamic_model.mechanism),
         dynamic_model,
         configured_consistency(dynamic_model, config),

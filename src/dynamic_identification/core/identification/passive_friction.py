@@ -129,6 +129,16 @@ def without_passive_friction(model: Mechanism) -> Mechanism:
     return model.with_passive_friction(False) if isinstance(model, ClosedLoopModel) else model
 
 
+def with_offered_passive_friction(model: Mechanism, terms: DriveTerms) -> Mechanism:
+    """``model`` with its passive joints' bearing-friction columns when it has passive joints and ``terms`` have
+    friction, otherwise as it is: what a model reduction that keeps a column only when the data need it (the
+    sliding window's, [Volkmann2020] Algorithm 1) is offered."""
+    if not isinstance(model, ClosedLoopModel) or model.n_passive == 0:
+        return model
+    richer = model.with_passive_friction()
+    return richer if richer.passive_friction_names(terms) else model
+
+
 def identify_choosing_passive_friction(
     identify: Callable[[Mechanism], IdentificationResult],
     model: Mechanism,
