@@ -202,7 +202,7 @@ def _energy_signals(dynamic_model: DynamicModel, motion: Motion) -> tuple[np.nda
     controlled = _controlled(dynamic_model.mechanism, motion.dq)
     independent = dynamic_model.base.independent
     energy = mechanism_energy_matrix(dynamic_model, motion.q, motion.dq)[:, independent]
-    friction = mechanism_friction_power(dynamic_model, controlled)[:, independent]
+    friction = mechanism_friction_power(dynamic_model, motion.dq)[:, independent]
     return energy, friction, np.sum(controlled * motion.torques, axis=1)
 
 

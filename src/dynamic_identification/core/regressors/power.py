@@ -160,7 +160,8 @@ def mechanism_energy_matrix(
     kinetic and potential energy regressors in the inertial columns, the controlled motors' ``½ v_m²`` in
     their ``Ia`` columns (:func:`energy_matrix` of a serial robot). Since the actuated joints' power is the
     tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t``, this energy and the friction power of the
-    controlled joints (:func:`mechanism_friction_power`) give the energy and power models of the mechanism.
+    controlled joints and the bearings (:func:`mechanism_friction_power`) give the energy and power models of the
+    mechanism.
     """
     mechanism, drive_chain, terms = dynamic_model.mechanism, dynamic_model.drive_chain, dynamic_model.terms
     if not mechanism.closures:
@@ -178,16 +179,26 @@ def mechanism_energy_matrix(
 
 
 def mechanism_friction_power(dynamic_model: DynamicModel, dq: np.ndarray) -> np.ndarray:
-    """Friction and offset power of the controlled joints at their velocities ``dq`` ``(N, n_a)`` in the
-    mechanism's standard parameters, ``(N, p)`` (:func:`friction_power_matrix`)."""
+    """Friction and offset power at the tree's velocities ``dq`` ``(N, n_t)`` in the mechanism's standard
+    parameters, ``(N, p)``: the controlled joints' drive terms (:func:`friction_power_matrix`) and, for a
+    closed-loop robot with bearing friction, each passive joint's ``Fv_p q̇_p² + Fc_p |q̇_p|`` ([Briot2012]
+    eq. (6): the power of the virtual torque ``Fv_p q̇_p + Fc_p sign(q̇_p)`` along the tree's motion)."""
     mechanism, terms = dynamic_model.mechanism, dynamic_model.terms
-    serial = friction_power_matrix(dynamic_model.drive_chain, terms, dq)
+    velocity = np.asarray(dq, dtype=float)
     if not mechanism.closures:
-        return serial
-    out = np.zeros((serial.shape[0], len(mechanism.standard_parameter_names(terms))))
+        return friction_power_matrix(dynamic_model.drive_chain, terms, velocity)
+    serial = friction_power_matrix(dynamic_model.drive_chain, terms, velocity[:, mechanism.actuated])
+    position = {name: i for i, name in enumerate(mechanism.standard_parameter_names(terms))}
+    out = np.zeros((serial.shape[0], len(position)))
     columns = _drive_columns(mechanism, terms)
     blocks = serial.reshape(serial.shape[0], mechanism.n_actuated, terms.per_joint)[:, :, 10:]
     out[:, columns.ravel()] = blocks.reshape(serial.shape[0], -1)
+    for joint in mechanism.passive:
+        speed = velocity[:, int(joint)]
+        # A passive joint has no drive: a friction column of its own is its bearing's.
+        for name, power in ((f"Fv{int(joint) + 1}", speed**2), (f"Fc{int(joint) + 1}", np.abs(speed))):
+            if name in position:
+                out[:, position[name]] = power
     return out
 
 
@@ -237,7 +248,7 @@ def power_rows(
         controlled = dq if not mechanism.closures else dq[:, mechanism.actuated]
         energy = mechanism_energy_matrix(dynamic_model, q, dq, data=data)[:, independent]
         columns = np.gradient(energy, dt, axis=0, edge_order=2)
-        columns += mechanism_friction_power(dynamic_model, controlled)[:, independent]
+        columns += mechanism_friction_power(dynamic_model, dq)[:, independent]
         power = np.sum(controlled * motion.torques[block], axis=1)
         w_out, index = decimator.decimate(columns, start=start)
         y_out, _ = decimator.decimate(power, start=start)
