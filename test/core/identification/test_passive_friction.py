@@ -18,7 +18,6 @@ from dynamic_identification.core.identification import (
     IdentificationResult,
     IdentificationSettings,
     SignalSettings,
-    identify,
 )
 from dynamic_identification.core.identification.passive_friction import PassiveFrictionChoice, choose_passive_friction
 from dynamic_identification.core.identification.regression_models import identify_model
@@ -66,17 +65,23 @@ class Identified:
     choice: PassiveFrictionChoice
 
 
-def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
-    results = [
-        identify(
+def _fits(model: ClosedLoopModel, run: TrackingRun, regression: str = "dynamic") -> list[IdentificationResult]:
+    """The identification of ``run`` with ``regression`` without and with the passive joints' friction columns."""
+    return [
+        identify_model(
             DynamicModel.create(candidate, CHAIN, TERMS, base_parameters(candidate, CHAIN, TERMS)),
             run.time_s,
             run.q,
             run.joint_torques_nm,
+            model=regression,
             settings=SETTINGS,
         )
         for candidate in (model, model.with_passive_friction())
     ]
+
+
+def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
+    results = _fits(model, run)
     choice = choose_passive_friction(model, TERMS, without=results[0], with_friction=results[1])
     return Identified(run, results[0], results[1], choice)
 
@@ -151,18 +156,7 @@ def test_the_energy_and_power_models_see_the_bearings_dissipate(
 ) -> None:
     """The bearings' power ``Fv_p q̇_p² + Fc_p |q̇_p|`` is in these models' friction columns: their bearing friction
     is determined, and the model with it predicts better than the one without."""
-    run = bearings.run
-    results = [
-        identify_model(
-            DynamicModel.create(candidate, CHAIN, TERMS, base_parameters(candidate, CHAIN, TERMS)),
-            run.time_s,
-            run.q,
-            run.joint_torques_nm,
-            model=model,
-            settings=SETTINGS,
-        )
-        for candidate in (three_rrr, three_rrr.with_passive_friction())
-    ]
+    results = _fits(three_rrr, bearings.run, model)
     names = three_rrr.with_passive_friction().passive_friction_names(TERMS)
     assert set(names) <= set(results[1].names), results[1].removed
     without = _validation_error(three_rrr, results[0])
