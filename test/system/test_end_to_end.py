@@ -33,8 +33,6 @@ PERIODS = 3
 RAMP_S = 1.5
 """Upper bound of the excitation's ramp from rest to the trajectory's first state, s."""
 SIM_RATE_HZ = 250.0
-REAL_TIME_FACTOR = 3.0
-"""Most simulated seconds per wall second: in lockstep, simulated time runs as fast as the nodes take the samples."""
 VALIDATION_S = 8.0
 """Seconds of motion after the estimate's window used for validation."""
 START_S = 120.0
@@ -143,9 +141,8 @@ def test_separate_node_processes_identify_parameters_that_predict_the_next_motio
             lambda: all(probe.node.count_publishers(topic) > 0 for topic in outputs) or bool(nodes.dead()), START_S
         ), nodes.report()
         assert not nodes.dead(), nodes.report()
-        # Last, in lockstep with the recorder and the estimator: the others start up before it loads the CPU. Up to
-        # REAL_TIME_FACTOR times faster than the wall: every node sees the same motion, and none loses a sample.
-        nodes.start("sim_robot", rate_hz=SIM_RATE_HZ, real_time_factor=REAL_TIME_FACTOR)
+        # Last, in lockstep with the recorder and the estimator: the others start up before it loads the CPU.
+        nodes.start("sim_robot", rate_hz=SIM_RATE_HZ)
 
         failure = probe.spin_until_simulated(
             lambda: estimate_of_motion() is not None or bool(nodes.dead()),
