@@ -14,9 +14,7 @@ closure, one continuous crank), whose configuration is written here.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ import numpy as np
 import pytest
 import yaml
 
-from dynamic_identification import api, cli
+from dynamic_identification import api
 from dynamic_identification.cli_format import gains_text
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, base_parameters, standard_parameters
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
@@ -41,6 +39,7 @@ from dynamic_identification.io.payload import write_payload_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.io.table import read_body, read_header
 from dynamic_identification.io.trajectory import read_trajectory_csv
+from dynid_runner import dynid
 from five_bar import (
     FIVE_BAR_CONFIG,
     FIVE_BAR_TRUE_GAINS,
@@ -104,14 +103,6 @@ def true_base_parameters(
     base = base_parameters(model, chain, terms)
     values = base.from_standard(standard_parameters(model, terms, drive)).tolist()
     return dict(zip(base.names, values, strict=True))
-
-
-def dynid(*argv: str) -> tuple[int, str, str]:
-    """Run ``dynid`` in-process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(arg) for arg in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def identify_five_bar(data: Path, out: Path, *options: str | Path) -> tuple[int, str, str]:

@@ -9,8 +9,6 @@ transmission: ``test/cli/test_closed_loop.py`` runs ``dynid gains`` on it, lossl
 
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,12 +17,12 @@ import pytest
 import yaml
 from numpy.testing import assert_allclose
 
-from dynamic_identification import cli
 from dynamic_identification.core.identification.drive_gains import CurrentRecording
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.payload import Payload
 from dynamic_identification.io.payload import write_payload_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
+from dynid_runner import dynid
 from three_rrr import (
     CHAIN,
     PLATFORM_PAYLOAD,
@@ -37,14 +35,6 @@ from three_rrr import (
 EFFICIENCY = np.array([0.85, 0.9, 0.82])
 """The gearboxes' efficiencies of the lossy drives."""
 DURATION_S = 20.0
-
-
-def dynid(*argv: str | Path) -> tuple[int, str, str]:
-    """Run ``dynid`` in-process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(arg) for arg in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 @dataclass(frozen=True)

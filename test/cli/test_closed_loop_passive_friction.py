@@ -7,8 +7,6 @@ constrained forward simulation (1 % current noise, 14-bit encoders); its configu
 
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,12 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
-from dynamic_identification import cli
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.simulation import TrackingRun
 from dynamic_identification.feedforward import load_feedforward
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
+from dynid_runner import dynid
 from three_rrr import (
     ACTUATED,
     bearing_friction_run,
@@ -31,14 +29,6 @@ from three_rrr import (
     track,
     true_motor_torques,
 )
-
-
-def dynid(*argv: str | Path) -> tuple[int, str, str]:
-    """Run ``dynid`` in-process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(arg) for arg in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _csv(path: Path, run: TrackingRun) -> Path:

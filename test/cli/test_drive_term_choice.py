@@ -8,27 +8,17 @@ the rotor inertias or the torque offsets, and with them the model predicts torqu
 
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 from pathlib import Path
 
 import pytest
 import yaml
 
-from dynamic_identification import cli
 from dynamic_identification.io.parameters import load_parameters
+from dynid_runner import dynid
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference" / "inputs"
 URDF = Path(__file__).resolve().parents[2] / "urdf" / "dynid_arm6.urdf"
-
-
-def dynid(*argv: str | Path) -> tuple[int, str, str]:
-    """Run ``dynid`` in-process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(arg) for arg in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _config(folder: Path, choose: bool) -> Path:
