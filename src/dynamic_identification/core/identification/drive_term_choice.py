@@ -18,24 +18,21 @@ change the regrouped parameters it is part of, not the torques the model predict
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from dynamic_identification.core.errors import RankDeficientError
 from dynamic_identification.core.estimation.model_selection import WaldTest, unit_restrictions, wald_test
 from dynamic_identification.core.identification.solve import IdentificationResult
-from dynamic_identification.core.mechanism.robot import DriveTerms
+from dynamic_identification.core.mechanism.robot import DRIVE_PARAMETER_NAMES, DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
 
-DRIVE_TERM_FIELDS: dict[str, str] = {
-    "Ia": "rotor_inertia",
-    "Fv": "viscous_friction",
-    "Fc": "coulomb_friction",
-    "off": "offset",
-}
+DRIVE_TERM_FIELDS: dict[str, str] = dict(
+    zip(DRIVE_PARAMETER_NAMES, (flag.name for flag in fields(DriveTerms)), strict=True)
+)
 """The :class:`~dynamic_identification.core.mechanism.robot.DriveTerms` flag of each kind of
-:data:`~dynamic_identification.core.mechanism.robot.DRIVE_PARAMETER_NAMES`."""
+:data:`~dynamic_identification.core.mechanism.robot.DRIVE_PARAMETER_NAMES` (both in the same order)."""
 
 DRIVE_TERM_WORDS: dict[str, str] = {
     "Ia": "rotor inertias",
