@@ -453,18 +453,14 @@ def identify_file(
         return identify_recording(candidate, config, drive_chain, recording, model=model, cancellation=monitor)
 
     plain = without_passive_friction(mechanism)
-    drive_terms: DriveTermChoice | None = None
-    if parsed.choose_drive_terms:
-        chosen, without, drive_terms = identify_choosing_drive_terms(
-            lambda terms: identified(plain, terms), plain, parsed.drive_terms
-        )
-        parsed = dataclasses.replace(parsed, drive_terms=chosen)
-    else:
-        without = identified(plain, parsed.drive_terms)
+    chosen, without, drive_terms = identify_choosing_drive_terms(
+        lambda terms: identified(plain, terms), plain, parsed.drive_terms, choose=parsed.choose_drive_terms
+    )
+    parsed = dataclasses.replace(parsed, drive_terms=chosen)
     mechanism, result, friction = identify_choosing_passive_friction(
-        lambda candidate: identified(candidate, parsed.drive_terms),
+        lambda candidate: identified(candidate, chosen),
         plain,
-        parsed.drive_terms,
+        chosen,
         offered=parsed.passive_friction,
         without=without,
     )

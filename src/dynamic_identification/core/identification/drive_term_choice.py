@@ -146,11 +146,16 @@ def identify_choosing_drive_terms(
     identify: Callable[[DriveTerms], IdentificationResult],
     mechanism: Mechanism,
     offered: DriveTerms,
-) -> tuple[DriveTerms, IdentificationResult, DriveTermChoice]:
-    """Identify with the ``offered`` drive terms and, when the data drop a kind (:func:`choose_drive_terms`), once
-    more without it. ``identify`` identifies the recording with given drive terms. Returns the chosen terms, their
-    identification and the choice."""
+    *,
+    choose: bool = True,
+) -> tuple[DriveTerms, IdentificationResult, DriveTermChoice | None]:
+    """Identify with the ``offered`` drive terms and, with ``choose``, when the data drop a kind
+    (:func:`choose_drive_terms`), once more without it. ``identify`` identifies the recording with given drive
+    terms. Returns the chosen terms, their identification and the choice (``None`` without ``choose``: every
+    kind offered is published)."""
     result = identify(offered)
+    if not choose:
+        return offered, result, None
     choice = choose_drive_terms(mechanism, offered, result)
     if not choice.dropped:
         return offered, result, choice

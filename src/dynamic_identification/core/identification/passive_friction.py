@@ -157,11 +157,9 @@ def identify_choosing_passive_friction(
     """
     plain = without_passive_friction(model)
     without = identify(plain) if without is None else without
-    if not isinstance(plain, ClosedLoopModel) or plain.n_passive == 0:
+    richer = with_offered_passive_friction(plain, terms)
+    if not offered or richer is plain or not isinstance(plain, ClosedLoopModel):
         return plain, without, None
-    if not offered or not plain.with_passive_friction().passive_friction_names(terms):
-        return plain, without, None
-    richer = plain.with_passive_friction()
     with_friction = identify(richer)
     choice = choose_passive_friction(plain, terms, without=without, with_friction=with_friction)
     return (richer if choice.passive_friction else plain), choice.chosen(without, with_friction), choice
