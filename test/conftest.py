@@ -1,4 +1,4 @@
-"""Test-wide setup: the DDS network rule and robot-model fixtures.
+"""Test-wide setup: the DDS network rule, one BLAS thread per process, and robot-model fixtures.
 
 The environment is set at import time, before any test module can import rclpy, and again
 before every test: every ROS context created by the suite discovers on loopback only, in a
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dynamic_identification.blas import use_one_blas_thread
 from dynamic_identification.network import network_environment, process_domain_id  # noqa: E402 - no rclpy
 from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
 from shared_runs import CACHE_ENV
@@ -43,6 +44,12 @@ ROS_DOMAIN_ID = worker_domain_id()
 
 ROS_NETWORK_ENV = network_environment(ROS_DOMAIN_ID)
 os.environ.update(ROS_NETWORK_ENV)
+
+# The BLAS threads of every entry point (``dynid``, the nodes): one per process. The tests call the core in-process,
+# and without this their BLAS ran on two threads until the first in-process ``dynid`` of the worker limited it, so a
+# test's linear algebra depended on which tests ran before it; beside the other pytest-xdist worker the two threads
+# also spun waiting for each other. Subprocesses take their own entry point's choice.
+use_one_blas_thread()
 
 
 _SHARED_RUNS = pytest.StashKey[str]()
