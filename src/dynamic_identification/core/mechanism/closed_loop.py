@@ -201,7 +201,8 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _newton_step(jacobian: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """The least-squares ``s`` of ``jacobian s ≈ residual``, the minimum-norm one when ``jacobian`` has more columns.
+    """The least-squares ``s`` of ``jacobian s ≈ residual`` (a vector, or columns solved together), the minimum-norm
+    one when ``jacobian`` has more columns.
 
     With at least as many constraints as free joints and full column rank (a mechanism away from a singularity,
     redundant planar closures included) LAPACK's QR solver ``gels`` gives it directly; otherwise the SVD (singular
@@ -282,6 +283,21 @@ class _PassiveBlock:
     condition_number: float
 
 
+@dataclass(frozen=True)
+class _ClosureFrames:
+    """The two frames of each closure at ``N`` configurations (``LOCAL_WORLD_ALIGNED``): Jacobians
+    ``(N, c, 2, 6, n_t)``, origins ``(N, c, 2, 3)`` (m) and orientations ``(N, c, 2, 3, 3)``; side 0 is
+    ``frame_a``."""
+
+    jacobians: np.ndarray
+    translations: np.ndarray
+    rotations: np.ndarray
+
+    def head(self, samples: int) -> _ClosureFrames:
+        """The first ``samples`` samples."""
+        return _ClosureFrames(self.jacobians[:samples], self.translations[:samples], self.rotations[:samples])
+
+
 class _Kinematics:
     """Constraint residual, Jacobian and drift of a tree model, on one reusable ``pin.Data``."""
 
@@ -345,6 +361,92 @@ class _Kinematics:
                 linear = jacobian_a[:3] - jacobian_b[:3] + pin.skew(offset) @ jacobian_a[3:]
                 out[row : row + 2] = (pose_a.rotation.T @ linear)[:2]
                 out[row + 2] = (pose_a.rotation.T @ (jacobian_a[3:] - jacobian_b[3:]))[2]
+            row += closure.rows
+        return out
+
+    def closure_frames(self, samples: int) -> _ClosureFrames:
+        """Empty :class:`_ClosureFrames` for ``samples`` configurations of this tree's closures."""
+        pairs = (samples, len(self.closures), 2)
+        return _ClosureFrames(
+            jacobians=np.empty(pairs + (6, self.model.nv)),
+            translations=np.empty(pairs + (3,)),
+            rotations=np.empty(pairs + (3, 3)),
+        )
+
+    def record(self, frames: _ClosureFrames, k: int) -> None:
+        """Store the closure frames' Jacobians and placements of the configuration placed last as sample ``k``."""
+        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        for c, pair in enumerate(self.frames):
+            for side, frame_id in enumerate(pair):
+                placement = self.data.oMf[frame_id]
+                frames.jacobians[k, c, side] = pin.getFrameJacobian(self.model, self.data, frame_id, frame)
+                frames.translations[k, c, side] = placement.translation
+                frames.rotations[k, c, side] = placement.rotation
+
+    def stacked_jacobian(self, frames: _ClosureFrames) -> np.ndarray:
+        """:meth:`jacobian` of every recorded sample at once, ``(N, m, n_t)``."""
+        out = np.empty((frames.jacobians.shape[0], self.rows, self.model.nv))
+        row = 0
+        for c, closure in enumerate(self.closures):
+            jacobian_a, jacobian_b = frames.jacobians[:, c, 0], frames.jacobians[:, c, 1]
+            if closure.type == "point":
+                out[:, row : row + 3] = jacobian_a[:, :3] - jacobian_b[:, :3]
+            elif closure.type == "6d":
+                out[:, row : row + 6] = jacobian_a - jacobian_b
+            else:
+                offset = frames.translations[:, c, 0] - frames.translations[:, c, 1]
+                inverse_a = np.swapaxes(frames.rotations[:, c, 0], 1, 2)
+                linear = jacobian_a[:, :3] - jacobian_b[:, :3] + np.cross(offset[:, :, None], jacobian_a[:, 3:], axis=1)
+                out[:, row : row + 2] = (inverse_a @ linear)[:, :2]
+                out[:, row + 2] = (inverse_a @ (jacobian_a[:, 3:] - jacobian_b[:, 3:]))[:, 2]
+            row += closure.rows
+        return out
+
+    def stacked_drift(self, configurations: np.ndarray, dq: np.ndarray, frames: _ClosureFrames) -> np.ndarray:
+        """:meth:`drift` of every recorded sample at once, ``(N, m)``, at the Pinocchio ``configurations`` and tree
+        velocities ``dq`` (N, n_t) of the samples ``frames`` recorded.
+
+        The frames' classical accelerations at ``q̈_t = 0`` (``LOCAL_WORLD_ALIGNED``), which are
+        ``J̇ q̇`` of :meth:`drift`, come from one ``forwardKinematics`` a sample.
+        """
+        samples = dq.shape[0]
+        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        rest = np.zeros(self.model.nv)
+        accelerations = np.empty((samples, len(self.closures), 2, 6))
+        velocities = np.empty_like(accelerations)
+        for k in range(samples):
+            pin.forwardKinematics(self.model, self.data, configurations[k], dq[k], rest)
+            for c, pair in enumerate(self.frames):
+                for side, frame_id in enumerate(pair):
+                    accelerations[k, c, side] = pin.getFrameClassicalAcceleration(
+                        self.model, self.data, frame_id, frame
+                    ).vector
+                    velocities[k, c, side] = pin.getFrameVelocity(self.model, self.data, frame_id, frame).vector
+        out = np.empty((samples, self.rows))
+        row = 0
+        for c, closure in enumerate(self.closures):
+            rate_a, rate_b = accelerations[:, c, 0], accelerations[:, c, 1]
+            if closure.type == "point":
+                out[:, row : row + 3] = rate_a[:, :3] - rate_b[:, :3]
+            elif closure.type == "6d":
+                out[:, row : row + 6] = rate_a - rate_b
+            else:
+                twist_a, twist_b = velocities[:, c, 0], velocities[:, c, 1]
+                omega_a = twist_a[:, 3:]
+                offset = frames.translations[:, c, 0] - frames.translations[:, c, 1]
+                offset_rate = twist_a[:, :3] - twist_b[:, :3]
+                # d²/dt² Rₐᵀδ = Rₐᵀ(δ̈ − αₐ × δ − 2 ωₐ × δ̇ + ωₐ × (ωₐ × δ)), as in drift
+                linear = (
+                    rate_a[:, :3]
+                    - rate_b[:, :3]
+                    - np.cross(rate_a[:, 3:], offset)
+                    - 2.0 * np.cross(omega_a, offset_rate)
+                    + np.cross(omega_a, np.cross(omega_a, offset))
+                )
+                angular = rate_a[:, 3:] - rate_b[:, 3:] + np.cross(omega_a, twist_b[:, 3:])
+                inverse_a = np.swapaxes(frames.rotations[:, c, 0], 1, 2)
+                out[:, row : row + 2] = np.einsum("kij,kj->ki", inverse_a, linear)[:, :2]
+                out[:, row + 2] = np.einsum("kj,kj->k", inverse_a[:, 2], angular)
             row += closure.rows
         return out
 
@@ -868,27 +970,62 @@ class ClosedLoopModel:
     def _completed(
         self, qa: np.ndarray, dqa: np.ndarray, ddqa: np.ndarray, start: np.ndarray | None
     ) -> ClosedLoopMotion:
-        """:meth:`complete_motion` of checked inputs, solved sample by sample."""
-        n_a = self.n_actuated
+        """:meth:`complete_motion` of checked inputs.
+
+        The loops are solved sample by sample (Newton from the previous sample moved along its
+        ``J_t``); the passive blocks, velocities and accelerations of all samples then follow at
+        once from the closure frames recorded at each solution.
+        """
         samples = qa.shape[0]
         kinematics = _Kinematics(self)
         guess = self._walk_to(kinematics, qa[0]) if start is None else start.copy()
         guess[self.actuated] = qa[0]
         q = np.empty((samples, self.n_tree))
-        dq = np.empty_like(q)
-        ddq = np.empty_like(q)
-        projection = np.empty((samples, self.n_tree, n_a))
-        condition = np.empty(samples)
+        frames = kinematics.closure_frames(samples)
         changes = self._actuated_change(qa[:-1], qa[1:])
+        slope = np.zeros((self.n_passive, self.n_actuated))
         for k in range(samples):
             if k:
-                guess = q[k - 1] + projection[k - 1] @ changes[k - 1]
+                guess = q[k - 1].copy()
+                guess[self.passive] += slope @ changes[k - 1]
                 guess[self.actuated] = qa[k]
-            q[k], block = self._solve(kinematics, guess, k)
-            projection[k] = block.projection
-            condition[k] = block.condition_number
-            dq[k], ddq[k] = self._tree_rates(kinematics, q[k], block, dqa[k], ddqa[k])
+            try:
+                q[k], slope = self._close(kinematics, guess, k, slope)
+            except LoopClosureError:
+                # A singular sample before this one is the first failure (the sample-by-sample order).
+                self._passive_blocks(kinematics.stacked_jacobian(frames.head(k)))
+                raise
+            kinematics.record(frames, k)
+        jacobians = kinematics.stacked_jacobian(frames)
+        pseudo_inverse, projection, condition = self._passive_blocks(jacobians)
+        dq = np.einsum("kij,kj->ki", projection, dqa)
+        ddq = np.einsum("kij,kj->ki", projection, ddqa)
+        drift = kinematics.stacked_drift(self.robot.configuration(q), dq, frames)
+        ddq[:, self.passive] -= np.einsum("kij,kj->ki", pseudo_inverse, drift)
         return ClosedLoopMotion(q=q, dq=dq, ddq=ddq, projection=projection, passive_condition=condition)
+
+    def _close(
+        self, kinematics: _Kinematics, guess: np.ndarray, sample: int, slope: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Newton on the passive joints from ``guess`` (:meth:`_newton`), and ``∂q_p/∂q_a = −A_p⁺ A_a`` at its last
+        step (``slope`` when the guess needed none): the predictor of the next sample. ``kinematics`` is left at the
+        returned configuration; raises :class:`LoopClosureError` naming ``sample``."""
+        q = guess.copy()
+        for _ in range(_MAX_ITERATIONS + 1):
+            kinematics.place(q)
+            residual = kinematics.residual()
+            if abs(residual).max() <= RESIDUAL_TOLERANCE:
+                return q, slope
+            if not np.isfinite(residual).all():
+                break
+            jacobian = kinematics.jacobian()
+            solution = _newton_step(jacobian[:, self.passive], np.column_stack([residual, jacobian[:, self.actuated]]))
+            step, slope = -solution[:, 0], -solution[:, 1:]
+            largest = float(abs(step).max())
+            if largest > _MAX_STEP_RAD:
+                step *= _MAX_STEP_RAD / largest
+            q[self.passive] += step
+        raise self._unclosed(kinematics, guess, sample)
 
     def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
         """The closed configuration at actuated ``q_actuated`` in ``start``'s assembly mode: the loops solved at
@@ -954,19 +1091,23 @@ class ClosedLoopModel:
     ) -> tuple[np.ndarray, _PassiveBlock]:
         """Newton on the passive joints, then the passive block at the solution (raises with ``sample``)."""
         q = self._newton(kinematics, guess, self.passive, _MAX_ITERATIONS)
-        where = "" if sample is None else f"sample {sample}: "
         if q is None:
-            kinematics.place(guess)
-            residual = float(np.max(np.abs(kinematics.residual())))
-            raise LoopClosureError(
-                f"{where}the loops cannot be closed for q_actuated={guess[self.actuated].tolist()}"
-                f" (Newton on the passive joints does not converge within {_MAX_ITERATIONS} iterations, residual"
-                f" {residual:.3g} at the guess): the motion leaves the workspace or crosses a singularity",
-                sample=sample,
-                residual=residual,
-                condition_number=float("nan"),
-            )
+            raise self._unclosed(kinematics, guess, sample)
         return q, self._passive_block(kinematics.jacobian(), sample, 0.0)
+
+    def _unclosed(self, kinematics: _Kinematics, guess: np.ndarray, sample: int | None) -> LoopClosureError:
+        """The error of a Newton solve from ``guess`` that did not close the loops (``kinematics`` is moved there)."""
+        kinematics.place(guess)
+        residual = float(np.max(np.abs(kinematics.residual())))
+        where = "" if sample is None else f"sample {sample}: "
+        return LoopClosureError(
+            f"{where}the loops cannot be closed for q_actuated={guess[self.actuated].tolist()}"
+            f" (Newton on the passive joints does not converge within {_MAX_ITERATIONS} iterations, residual"
+            f" {residual:.3g} at the guess): the motion leaves the workspace or crosses a singularity",
+            sample=sample,
+            residual=residual,
+            condition_number=float("nan"),
+        )
 
     def _newton(
         self, kinematics: _Kinematics, start: np.ndarray, free: np.ndarray, iterations: int
@@ -995,19 +1136,39 @@ class ClosedLoopModel:
         u, singular, vt = _svd(jacobian[:, self.passive])
         condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
         if not singular[-1] > self.singular_tolerance * singular[0]:
-            where = "" if sample is None else f"sample {sample}: "
-            raise LoopClosureError(
-                f"{where}the mechanism is at a singularity: the passive joints' block of the constraint"
-                f" Jacobian has condition number {condition:.3g} (limit {1.0 / self.singular_tolerance:.3g})",
-                sample=sample,
-                residual=residual,
-                condition_number=condition,
-            )
+            raise self._singular(condition, sample, residual)
         pseudo_inverse = (vt.T / singular) @ u.T
         projection = np.zeros((self.n_tree, self.n_actuated))
         projection[self.actuated, np.arange(self.n_actuated)] = 1.0
         projection[self.passive] = -pseudo_inverse @ jacobian[:, self.actuated]
         return _PassiveBlock(pseudo_inverse=pseudo_inverse, projection=projection, condition_number=condition)
+
+    def _passive_blocks(self, jacobians: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_passive_block` of every sample of ``jacobians`` ``(N, m, n_t)`` at once: ``A_p⁺`` ``(N, n_p, m)``,
+        ``J_t`` ``(N, n_t, n_a)`` and the condition numbers ``(N,)``; refuses the first singular sample."""
+        u, singular, vt = np.linalg.svd(jacobians[:, :, self.passive], full_matrices=False)
+        with np.errstate(divide="ignore"):
+            condition = np.where(singular[:, -1] > 0.0, singular[:, 0] / singular[:, -1], np.inf)
+        regular = singular[:, -1] > self.singular_tolerance * singular[:, 0]
+        if not regular.all():
+            sample = int(np.argmin(regular))
+            raise self._singular(float(condition[sample]), sample, 0.0)
+        pseudo_inverse = (np.swapaxes(vt, 1, 2) / singular[:, None, :]) @ np.swapaxes(u, 1, 2)
+        projection = np.zeros((jacobians.shape[0], self.n_tree, self.n_actuated))
+        projection[:, self.actuated, np.arange(self.n_actuated)] = 1.0
+        projection[:, self.passive] = -pseudo_inverse @ jacobians[:, :, self.actuated]
+        return pseudo_inverse, projection, condition
+
+    def _singular(self, condition: float, sample: int | None, residual: float) -> LoopClosureError:
+        """The error of a passive block of condition number ``condition`` beyond :attr:`singular_tolerance`."""
+        where = "" if sample is None else f"sample {sample}: "
+        return LoopClosureError(
+            f"{where}the mechanism is at a singularity: the passive joints' block of the constraint"
+            f" Jacobian has condition number {condition:.3g} (limit {1.0 / self.singular_tolerance:.3g})",
+            sample=sample,
+            residual=residual,
+            condition_number=condition,
+        )
 
     def _configuration(self, name: str, value: np.ndarray, n: int | None = None) -> np.ndarray:
         size = self.n_tree if n is None else n
