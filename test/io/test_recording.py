@@ -255,6 +255,25 @@ def test_nul_padding_at_the_end_is_dropped_with_a_warning(tmp_path: Path, caplog
     assert "dropped 4096 NUL bytes" in messages and "cut off mid-write" in messages
 
 
+def test_a_sparse_file_is_read_as_the_nul_bytes_its_holes_stand_for(tmp_path: Path) -> None:
+    """The padding a crash leaves is often a hole (a file extended, never written): it is found without reading it,
+    and a hole inside the rows is still the NUL bytes it reads as."""
+    recording = _recording(samples=10)
+    path = tmp_path / "rec.csv"
+    write_recording_csv(path, recording)
+    size = path.stat().st_size
+    with path.open("r+b") as stream:
+        stream.truncate(size + 64 * 1024**2)
+    _assert_same(read_recording_csv(path), recording)
+    text = path.read_bytes()[:size]
+    with path.open("wb") as stream:
+        stream.write(text[: text.index(b"\n") + 1])
+        stream.seek(64 * 1024, 1)
+        stream.write(text[text.index(b"\n") + 1 :])
+    with pytest.raises(DataError, match="line 2 of .* holds NUL bytes"):
+        read_recording_csv(path)
+
+
 def test_a_last_line_without_newline_that_parses_is_kept(tmp_path: Path) -> None:
     path = _write(tmp_path, "time,a/position,a/effort\n0,1,2\n1,1,3")
     assert read_recording_csv(path).n_samples == 2

@@ -19,6 +19,7 @@ anywhere else mean the file is not a text CSV and are refused.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import logging
 import math
@@ -93,9 +94,34 @@ class _Body:
     torn: bytes
 
 
+def _data_end(stream: io.BufferedReader, start: int, size: int) -> int:
+    """Where the hole that ends a sparse file begins (``size`` when it has none, or the file system cannot say).
+
+    A file extended but never written (the padding a crash leaves) is a hole the file system reads as
+    NUL bytes: ``SEEK_HOLE`` finds it without reading it.
+    """
+    seek_hole, seek_data = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
+    if seek_hole is None or seek_data is None:
+        return size
+    descriptor = stream.fileno()
+    try:
+        hole = os.lseek(descriptor, start, seek_hole)
+        while hole < size:
+            try:
+                data = os.lseek(descriptor, hole, seek_data)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # nothing but the hole after it
+                    return hole
+                raise
+            hole = os.lseek(descriptor, data, seek_hole)
+    except OSError:  # the file system does not support it
+        return size
+    return size
+
+
 def _content_end(stream: io.BufferedReader, start: int, size: int) -> int:
     """Offset after the last byte that is not a NUL (the end of a NUL-padded file's content)."""
-    end = size
+    end = _data_end(stream, start, size)
     while end > start:
         begin = max(start, end - _SCAN_CHUNK)
         stream.seek(begin)
