@@ -179,6 +179,9 @@ _NEWTON_ITERATIONS = 100
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
 
+_QR_BLOCK = 8
+"""Block size of LAPACK's ``tpqrt`` in a Newton step (:meth:`_PriorObjective.step`)."""
+
 
 class ConsistencyError(IdentificationError):
     """The physically consistent estimate cannot be computed (bad input, infeasible prior, solver failure)."""
@@ -206,6 +209,8 @@ def _pseudo_inertia_basis() -> np.ndarray:
 
 
 _BASIS = _pseudo_inertia_basis()
+_BASIS_ROWS = _BASIS.reshape(_INERTIAL, 16)
+"""``E`` as ``(10, 16)``: row ``k`` the row-major entries of ``E_k``."""
 
 
 def pseudo_inertia(inertial: np.ndarray) -> np.ndarray:
@@ -598,6 +603,20 @@ class ConsistentEstimate:
 
 
 @dataclass(frozen=True)
+class _FixedRows:
+    """``[F; G]`` of :class:`_PriorObjective` in the free unknowns ``order`` (the ones no link involves first, then
+    the free ones of ``links.ravel()``, ``link_free`` of them) as ``Q₀ R₀``: ``basis`` ``Q₀``, and ``R₀`` as
+    ``[[solo_triangle, coupling], [0, link_triangle]]``."""
+
+    order: np.ndarray
+    link_free: np.ndarray
+    basis: np.ndarray
+    solo_triangle: np.ndarray
+    coupling: np.ndarray
+    link_triangle: np.ndarray
+
+
+@dataclass(frozen=True)
 class _PriorObjective:
     """``f(x) = ½ ‖F x − a‖² + ½ ‖G x − c‖² + γ Σᵢ (tr(P₀ᵢ J̃ᵢ(x)) − log det J̃ᵢ(x))`` in the scaled unknowns ``x``.
 
@@ -642,36 +661,78 @@ class _PriorObjective:
         return self._terms(x)[0]
 
     def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The gradient, the divergence's gradient per link ``(n, 10)`` and its Hessian per link ``(n, 10, 10)``."""
+        """The gradient, the divergence's gradient per link ``(n, 10)`` and its Hessian per link ``(n, 10, 10)``.
+
+        ``tr(J̃⁻¹ E_k J̃⁻¹ E_l) = vec(E_k)ᵀ (J̃⁻¹ ⊗ J̃⁻¹) vec(E_l)`` (``J̃⁻¹`` symmetric): one product per link.
+        """
         inverse = np.linalg.inv(pseudo_inertia(x[self.links] - self.attached))
-        divergence = np.einsum("kab,lba->lk", _BASIS, self.prior_inverse - inverse)
-        products = np.einsum("lab,kbc->lkac", inverse, _BASIS)  # J̃⁻¹ E_k per link
-        curvature = np.einsum("lkab,lmba->lkm", products, products)
+        links = inverse.shape[0]
+        divergence = (self.prior_inverse - inverse).reshape(links, 16) @ _BASIS_ROWS.T
+        kronecker = (inverse[:, :, None, :, None] * inverse[:, None, :, None, :]).reshape(links, 16, 16)
+        curvature = _BASIS_ROWS @ kronecker @ _BASIS_ROWS.T
         gradient = self.fit.T @ (self.fit @ x - self.fit_target) + self.pull.T @ (self.pull @ x - self.pull_target)
         gradient[self.links] += self.weight * divergence
         return gradient, divergence, curvature
 
-    def step(self, x: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, float]:
-        """The Newton step of the ``free`` unknowns and the decrement ``−∇fᵀ step``.
+    def fixed_rows(self, free: np.ndarray) -> _FixedRows:
+        """The QR factors of the rows ``[F; G]`` of the ``free`` unknowns, which no Newton step changes.
+
+        The free unknowns no link involves (drive terms) come first, so a step's link rows, zero
+        in their columns, leave the first rows of the triangle as they are (:meth:`step`).
+        """
+        linked = np.zeros(free.size, dtype=bool)
+        linked[self.links.ravel()] = True
+        solo = np.flatnonzero(free & ~linked)
+        link_free = free[self.links.ravel()]
+        order = np.concatenate([solo, self.links.ravel()[link_free]])
+        basis, triangle = np.linalg.qr(np.concatenate([self.fit, self.pull])[:, order])
+        first = solo.size
+        return _FixedRows(
+            order=order,
+            link_free=link_free,
+            basis=basis,
+            solo_triangle=np.asfortranarray(triangle[:first, :first]),
+            coupling=triangle[:first, first:],
+            link_triangle=np.asfortranarray(triangle[first:, first:]),
+        )
+
+    def step(self, x: np.ndarray, rows: _FixedRows) -> tuple[np.ndarray, float]:
+        """The Newton step of the free unknowns of ``rows`` and the decrement ``−∇fᵀ step``.
 
         Solved as the least-squares problem ``A s ≈ −b`` with ``AᵀA`` the Hessian and ``Aᵀb``
         the gradient (rows ``F``, ``G`` and ``√γ Lᵢᵀ`` with ``Lᵢ Lᵢᵀ = Hᵢ``), by QR: forming the
         Hessian would square a condition number of up to 1e9 (a fit of noise-free data
-        beside a prior of weight 0.1).
+        beside a prior of weight 0.1). ``[F; G] = Q₀ R₀`` once per set of free unknowns
+        (:meth:`fixed_rows`): with ``R₀ = [[R₁₁, R₁₂], [0, R₂₂]]`` (the unknowns no link involves
+        first), the link rows only meet ``R₂₂``, so a step is the QR of ``[R₂₂; √γ Lᵢᵀ]`` for the link
+        unknowns, two triangles when every link unknown is free (LAPACK's triangular-pentagonal
+        ``tpqrt``), and a triangular solve with ``R₁₁`` for the others, which zero their rows exactly.
         """
         gradient, divergence, curvature = self._terms(x)
         factors = np.linalg.cholesky(curvature)
-        rows = [self.fit, self.pull]
-        right = [self.fit @ x - self.fit_target, self.pull @ x - self.pull_target]
         root = np.sqrt(self.weight)
-        for columns, factor, link_gradient in zip(self.links, factors, divergence, strict=True):
-            block = np.zeros((_INERTIAL, x.size))
-            block[:, columns] = root * factor.T
-            rows.append(block)
-            right.append(root * scipy.linalg.solve_triangular(factor, link_gradient, lower=True))
-        matrix = np.concatenate(rows)[:, free]
+        links = factors.shape[0]
+        blocks = np.zeros((links, _INERTIAL, links, _INERTIAL))
+        blocks[np.arange(links), :, np.arange(links), :] = root * np.swapaxes(factors, 1, 2)
+        link_rows = blocks.reshape(links * _INERTIAL, links * _INERTIAL)[:, rows.link_free]
+        link_right = root * np.linalg.solve(factors, divergence[:, :, None])[:, :, 0].reshape(-1, 1)
+        fixed_right = rows.basis.T @ np.concatenate([self.fit @ x - self.fit_target, self.pull @ x - self.pull_target])
+        solo = rows.solo_triangle.shape[0]
+        linked = rows.link_triangle.shape[0]
+        # The link rows' upper-triangular part: all of them when every link unknown is free (blocks Lᵢᵀ).
+        trapezoid = linked if rows.link_free.all() else 0
+        triangle, reflectors, factor, _ = scipy.linalg.lapack.dtpqrt(
+            trapezoid, min(_QR_BLOCK, linked), rows.link_triangle, link_rows
+        )
+        projected, _, _ = scipy.linalg.lapack.dtpmqrt(
+            trapezoid, reflectors, factor, fixed_right[solo:, None], link_right, trans="T"
+        )
+        solution = np.empty(rows.order.size)
+        solution[solo:] = _upper_solve(triangle, projected[:, 0])
+        if solo:
+            solution[:solo] = _upper_solve(rows.solo_triangle, fixed_right[:solo] - rows.coupling @ solution[solo:])
         step = np.zeros_like(x)
-        step[free] = -scipy.linalg.lstsq(matrix, np.concatenate(right), lapack_driver="gelsy")[0]
+        step[rows.order] = -solution
         return step, float(-gradient @ step)
 
     def minimise(self, start: np.ndarray, held: np.ndarray) -> np.ndarray | None:
@@ -681,14 +742,14 @@ class _PriorObjective:
         quarter of the Newton decrement's prediction (Armijo); it stops when the decrement is
         below :data:`_NEWTON_TOLERANCE` of ``f``.
         """
-        free = ~held
         x = start.copy()
         current = self.value(x)
         if current is None:
             return None
+        rows = self.fixed_rows(~held)
         for _ in range(_NEWTON_ITERATIONS):
             try:
-                step, decrement = self.step(x, free)
+                step, decrement = self.step(x, rows)
             except (np.linalg.LinAlgError, ValueError):
                 return None
             if decrement <= _NEWTON_TOLERANCE * max(1.0, abs(current)):
@@ -1348,6 +1409,18 @@ class ConsistentEstimator:
                 f"Clarabel's {status} solution is not consistent: scaled pseudo-inertia eigenvalues {worst.tolist()}"
             )
         return scaled, status
+
+
+def _upper_solve(triangle: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``triangle⁻¹ right`` for an upper-triangular ``triangle`` (only its upper triangle is read).
+
+    LAPACK's ``trtrs`` directly: ``scipy.linalg.solve_triangular``'s checks cost several times the solve of a
+    Newton step's triangle.
+    """
+    solution, info = scipy.linalg.lapack.dtrtrs(triangle, right)
+    if info:
+        raise np.linalg.LinAlgError(f"singular triangle: zero diagonal entry {info}")
+    return solution
 
 
 def _cholesky(matrix: np.ndarray) -> np.ndarray:
