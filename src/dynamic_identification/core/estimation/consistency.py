@@ -128,6 +128,7 @@ import scipy.linalg
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
+    NormalSolution,
     residual_norms_squared,
     solve_weighted,
     weighted_normal_matrix,
@@ -886,6 +887,7 @@ class ConsistentEstimator:
         kept: Sequence[int] | np.ndarray | None = None,
         *,
         search: bool = True,
+        unconstrained: NormalSolution | None = None,
     ) -> ConsistentEstimate:
         """The consistent estimate for these normal equations.
 
@@ -904,6 +906,9 @@ class ConsistentEstimator:
             null-space component (no conic solve, no cvxpy import; ``J ⪰ 0`` without the
             margin), which is then the estimate; raise :class:`NotSearched` when it is not
             consistent.
+        unconstrained
+            The WLS of these equations, ``joint_std`` and ``kept`` (:func:`solve_weighted`) when the caller holds it
+            (the sliding window's reduction solved it): not solved again.
 
         Raises
         ------
@@ -922,7 +927,14 @@ class ConsistentEstimator:
         columns = np.arange(b) if kept is None else np.unique(np.asarray(kept, dtype=int))
         if columns.size == 0 or columns[0] < 0 or columns[-1] >= b:
             raise ConsistencyError(f"kept must be indices in [0, {b}), got {np.asarray(kept).tolist()}")
-        solution = solve_weighted(equations, sigma, columns, names=self.base.names)
+        if unconstrained is None:
+            solution = solve_weighted(equations, sigma, columns, names=self.base.names)
+        elif np.array_equal(unconstrained.columns, columns):
+            solution = unconstrained
+        else:
+            raise ConsistencyError(
+                f"unconstrained is the WLS of columns {unconstrained.columns.tolist()}, not of {columns.tolist()}"
+            )
         estimate = solution.parameters
         matrix, _ = weighted_normal_matrix(equations, sigma, columns)
         weights = 1.0 / sigma**2

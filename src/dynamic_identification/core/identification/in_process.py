@@ -731,7 +731,9 @@ class SlidingWindowEstimator:
         )
         reason = _gate(update, settings)
         if not reason and self._consistency is not None:
-            physical = consistent_step(self._consistency, equations, joint_std, reduction.kept)
+            physical = consistent_step(
+                self._consistency, equations, joint_std, reduction.kept, unconstrained=reduction.solution
+            )
             if physical.estimate is None:
                 reason = f"no physically consistent estimate: {physical.error}"
             else:

@@ -57,7 +57,7 @@ from dynamic_identification.core.estimation.least_squares import (
     ordinary_least_squares,
     weighted_least_squares,
 )
-from dynamic_identification.core.estimation.normal_equations import NormalEquations
+from dynamic_identification.core.estimation.normal_equations import NormalEquations, NormalSolution
 from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
@@ -423,11 +423,17 @@ def identify_observations(
 
 
 def consistent_step(
-    estimator: ConsistentEstimator, equations: NormalEquations, joint_std: np.ndarray, kept: np.ndarray
+    estimator: ConsistentEstimator,
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    kept: np.ndarray,
+    *,
+    unconstrained: NormalSolution | None = None,
 ) -> PhysicalConsistency:
-    """The consistent estimate of the ``kept`` columns, or why there is none (the unconstrained one stays)."""
+    """The consistent estimate of the ``kept`` columns, or why there is none (the unconstrained one stays);
+    ``unconstrained``: their WLS, when the caller holds it (:meth:`ConsistentEstimator.solve`)."""
     try:
-        return PhysicalConsistency(estimator.solve(equations, joint_std, kept))
+        return PhysicalConsistency(estimator.solve(equations, joint_std, kept, unconstrained=unconstrained))
     except IdentificationError as error:
         return PhysicalConsistency(None, shorten(str(error), 200))
 
