@@ -231,7 +231,7 @@ def pseudo_inertia(inertial: np.ndarray) -> np.ndarray:
     phi = np.asarray(inertial, dtype=float)
     if phi.shape[-1:] != (_INERTIAL,):
         raise ConsistencyError(f"inertial must have shape (..., {_INERTIAL}), got {phi.shape}")
-    return np.tensordot(phi, _BASIS, axes=1)
+    return (phi @ _BASIS_ROWS).reshape(*phi.shape[:-1], 4, 4)
 
 
 def _split(standard: np.ndarray, n_joints: int, terms: DriveTerms) -> tuple[np.ndarray, np.ndarray]:
@@ -336,29 +336,26 @@ def consistency_report(
     if not (np.isfinite(tolerance) and tolerance >= 0.0):
         raise ConsistencyError(f"tolerance must be finite and >= 0, got {tolerance}")
     inertial, drive = _split(standard, n_joints, terms)
-    links = []
-    for index, phi in enumerate(inertial):
-        eigenvalues = np.linalg.eigvalsh(pseudo_inertia(phi))
-        mass = float(phi[0])
-        largest = max(float(eigenvalues[-1]), np.finfo(float).tiny)
-        relative = float(eigenvalues[0]) / largest
-        if mass > 0.0:
-            com = phi[1:4] / mass
-            moments = np.linalg.eigvalsh(_rotational_inertia(phi) - mass * _skew_square(com))
-        else:
-            com = np.full(3, np.nan)
-            moments = np.full(3, np.nan)
-        links.append(
-            LinkConsistency(
-                index=index,
-                mass=mass,
-                com=com,
-                min_eigenvalue=float(eigenvalues[0]),
-                relative_min_eigenvalue=relative,
-                central_moments=moments,
-                consistent=bool(mass > 0.0 and relative >= -tolerance),
-            )
+    # Every link at once: a batch of eigenvalue problems costs about one.
+    eigenvalues = np.linalg.eigvalsh(pseudo_inertia(inertial))
+    masses = inertial[:, 0]
+    relative = eigenvalues[:, 0] / np.maximum(eigenvalues[:, -1], np.finfo(float).tiny)
+    massive = masses > 0.0
+    com = np.where(massive[:, None], inertial[:, 1:4] / np.where(massive, masses, 1.0)[:, None], 0.0)
+    central = _rotational_inertia(inertial) - masses[:, None, None] * _skew_square(com)
+    moments = np.linalg.eigvalsh(np.where(massive[:, None, None], central, np.eye(3)))
+    links = [
+        LinkConsistency(
+            index=index,
+            mass=float(masses[index]),
+            com=com[index] if massive[index] else np.full(3, np.nan),
+            min_eigenvalue=float(eigenvalues[index, 0]),
+            relative_min_eigenvalue=float(relative[index]),
+            central_moments=moments[index] if massive[index] else np.full(3, np.nan),
+            consistent=bool(massive[index] and relative[index] >= -tolerance),
         )
+        for index in range(inertial.shape[0])
+    ]
     negative = []
     for t, name in enumerate(terms.names):
         if name not in SIGNED_DRIVE_TERMS:
@@ -463,13 +460,15 @@ def link_comparison(
 
 
 def _rotational_inertia(phi: np.ndarray) -> np.ndarray:
-    xx, xy, yy, xz, yz, zz = phi[4:10]
-    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    """The rotational inertias ``(..., 3, 3)`` of inertial parameters ``(..., 10)``."""
+    xx, xy, yy, xz, yz, zz = np.moveaxis(phi[..., 4:10], -1, 0)
+    return np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1), np.stack([xz, yz, zz], -1)], -2)
 
 
 def _skew_square(vector: np.ndarray) -> np.ndarray:
-    """``−[c]ₓ²`` = ``|c|² 1 − c cᵀ`` (parallel-axis term per unit mass)."""
-    return float(vector @ vector) * np.eye(3) - np.outer(vector, vector)
+    """``−[c]ₓ²`` = ``|c|² 1 − c cᵀ`` (parallel-axis term per unit mass) of vectors ``(..., 3)``."""
+    squares = np.sum(vector * vector, axis=-1)
+    return squares[..., None, None] * np.eye(3) - vector[..., :, None] * vector[..., None, :]
 
 
 @dataclass(frozen=True)
