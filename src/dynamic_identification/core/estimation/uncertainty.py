@@ -211,7 +211,9 @@ def hac_covariance(
     except np.linalg.LinAlgError as error:
         raise RankDeficientError("the weighted normal matrix of observation_matrix is singular") from error
     if bandwidth is None:
-        lag, rho = _andrews_bandwidth(scores), _pooled_autocorrelation(scores)
+        autocorrelation, innovation = _lag_one(scores)
+        lag = _andrews_bandwidth(autocorrelation, innovation, scores.shape[0])
+        rho = float(np.median(autocorrelation)) if autocorrelation.size else 0.0
     else:
         if bandwidth < 0:
             raise IdentificationError(f"bandwidth must be >= 0, got {bandwidth}")
@@ -301,20 +303,15 @@ def _lag_one(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rho, innovation
 
 
-def _pooled_autocorrelation(scores: np.ndarray) -> float:
-    rho, _ = _lag_one(scores)
-    return float(np.median(rho)) if rho.size else 0.0
-
-
-def _andrews_bandwidth(scores: np.ndarray) -> int:
-    """Andrews (1991) eq. (6.4) AR(1) plug-in bandwidth of the Bartlett kernel, rows."""
-    rho, innovation = _lag_one(scores)
+def _andrews_bandwidth(rho: np.ndarray, innovation: np.ndarray, rows: int) -> int:
+    """Andrews (1991) eq. (6.4) AR(1) plug-in bandwidth of the Bartlett kernel, rows, from the scores' per-column
+    :func:`_lag_one` and their number of ``rows``."""
     if rho.size == 0:
         return 0
     numerator = np.sum(4.0 * rho**2 * innovation**2 / ((1.0 - rho) ** 6 * (1.0 + rho) ** 2))
     denominator = np.sum(innovation**2 / (1.0 - rho) ** 4)
     alpha = numerator / denominator if denominator > 0.0 else 0.0
-    return int(np.floor(BARTLETT_CONSTANT * (alpha * scores.shape[0]) ** (1.0 / 3.0)))
+    return int(np.floor(BARTLETT_CONSTANT * (alpha * rows) ** (1.0 / 3.0)))
 
 
 def _validated(
