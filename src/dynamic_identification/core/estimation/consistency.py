@@ -605,14 +605,16 @@ class ConsistentEstimate:
 @dataclass(frozen=True)
 class _FixedRows:
     """``[F; G]`` of :class:`_PriorObjective` in the free unknowns ``order`` (the ones no link involves first, then
-    the free ones of ``links.ravel()``, ``link_free`` of them) as ``Q₀ R₀``: ``basis`` ``Q₀``, and ``R₀`` as
-    ``[[solo_triangle, coupling], [0, link_triangle]]``."""
+    the free ones of ``links.ravel()``, ``link_free`` of them) as ``Q₀ R₀``: ``triangle`` ``R₀`` =
+    ``[[R₁₁, R₁₂], [0, R₂₂]]`` with ``R₁₁`` of the first ``solo`` unknowns, ``link_triangle`` ``R₂₂``, and
+    ``offset`` ``Q₀ᵀ`` of the rows' residual at ``x = 0`` but for the held unknowns' values, so that ``Q₀ᵀ`` of the
+    residual at ``x`` is ``R₀ x[order] + offset``."""
 
     order: np.ndarray
     link_free: np.ndarray
-    basis: np.ndarray
-    solo_triangle: np.ndarray
-    coupling: np.ndarray
+    solo: int
+    offset: np.ndarray
+    triangle: np.ndarray
     link_triangle: np.ndarray
 
 
@@ -674,26 +676,30 @@ class _PriorObjective:
         gradient[self.links] += self.weight * divergence
         return gradient, divergence, curvature
 
-    def fixed_rows(self, free: np.ndarray) -> _FixedRows:
-        """The QR factors of the rows ``[F; G]`` of the ``free`` unknowns, which no Newton step changes.
+    def fixed_rows(self, x: np.ndarray, free: np.ndarray) -> _FixedRows:
+        """The QR factors of the rows ``[F; G]`` of the ``free`` unknowns, which no Newton step changes, the others
+        held at their values in ``x``.
 
         The free unknowns no link involves (drive terms) come first, so a step's link rows, zero
-        in their columns, leave the first rows of the triangle as they are (:meth:`step`).
+        in their columns, leave the first rows of the triangle as they are (:meth:`step`). ``Q₀``
+        itself is never formed: the residual's column beside the free ones gives ``Q₀ᵀ`` of it.
         """
         linked = np.zeros(free.size, dtype=bool)
         linked[self.links.ravel()] = True
         solo = np.flatnonzero(free & ~linked)
         link_free = free[self.links.ravel()]
         order = np.concatenate([solo, self.links.ravel()[link_free]])
-        basis, triangle = np.linalg.qr(np.concatenate([self.fit, self.pull])[:, order])
-        first = solo.size
+        rows = np.concatenate([self.fit, self.pull])
+        held = np.concatenate([self.fit_target, self.pull_target]) - rows[:, ~free] @ x[~free]
+        (triangle,) = scipy.linalg.qr(np.column_stack([rows[:, order], -held]), mode="r", check_finite=False)
+        first, count = solo.size, order.size
         return _FixedRows(
             order=order,
             link_free=link_free,
-            basis=basis,
-            solo_triangle=np.asfortranarray(triangle[:first, :first]),
-            coupling=triangle[:first, first:],
-            link_triangle=np.asfortranarray(triangle[first:, first:]),
+            solo=first,
+            offset=triangle[:count, count],
+            triangle=triangle[:count, :count],
+            link_triangle=np.asfortranarray(triangle[first:count, first:count]),
         )
 
     def step(self, x: np.ndarray, rows: _FixedRows) -> tuple[np.ndarray, float]:
@@ -716,9 +722,8 @@ class _PriorObjective:
         blocks[np.arange(links), :, np.arange(links), :] = root * np.swapaxes(factors, 1, 2)
         link_rows = blocks.reshape(links * _INERTIAL, links * _INERTIAL)[:, rows.link_free]
         link_right = root * np.linalg.solve(factors, divergence[:, :, None])[:, :, 0].reshape(-1, 1)
-        fixed_right = rows.basis.T @ np.concatenate([self.fit @ x - self.fit_target, self.pull @ x - self.pull_target])
-        solo = rows.solo_triangle.shape[0]
-        linked = rows.link_triangle.shape[0]
+        fixed_right = rows.triangle @ x[rows.order] + rows.offset
+        solo, linked = rows.solo, rows.link_triangle.shape[0]
         # The link rows' upper-triangular part: all of them when every link unknown is free (blocks Lᵢᵀ).
         trapezoid = linked if rows.link_free.all() else 0
         triangle, reflectors, factor, _ = scipy.linalg.lapack.dtpqrt(
@@ -730,7 +735,9 @@ class _PriorObjective:
         solution = np.empty(rows.order.size)
         solution[solo:] = _upper_solve(triangle, projected[:, 0])
         if solo:
-            solution[:solo] = _upper_solve(rows.solo_triangle, fixed_right[:solo] - rows.coupling @ solution[solo:])
+            solution[:solo] = _upper_solve(
+                rows.triangle[:solo, :solo], fixed_right[:solo] - rows.triangle[:solo, solo:] @ solution[solo:]
+            )
         step = np.zeros_like(x)
         step[rows.order] = -solution
         return step, float(-gradient @ step)
@@ -746,7 +753,7 @@ class _PriorObjective:
         current = self.value(x)
         if current is None:
             return None
-        rows = self.fixed_rows(~held)
+        rows = self.fixed_rows(x, ~held)
         for _ in range(_NEWTON_ITERATIONS):
             try:
                 step, decrement = self.step(x, rows)
