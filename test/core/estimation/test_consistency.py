@@ -17,6 +17,7 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistencyError,
     ConsistencySettings,
     ConsistentEstimator,
+    _PriorObjective,
     consistency_report,
     consistent_estimate,
     determined_by,
@@ -323,6 +324,66 @@ def test_removed_base_parameters_do_not_enter_the_fit(arm) -> None:
     ]
     assert_allclose(results[1].kept_values, results[0].kept_values, rtol=1e-6, atol=1e-9)
     assert_allclose(results[0].base_values, base.from_standard(results[0].standard), rtol=1e-12, atol=1e-14)
+
+
+def test_the_caller_s_wls_of_the_kept_columns_gives_the_same_estimate(arm) -> None:
+    """The sliding window hands its reduction's WLS over instead of having it solved again."""
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
+    equations = _equations(base, rows, truth, seed=4)
+    kept = np.setdiff1d(np.arange(base.count), base.subset(["XY6", "XZ6", "off2"]))
+    estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
+    solved = estimator.solve(equations, JOINT_NOISE_NM, kept)
+    handed = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS)).solve(
+        equations, JOINT_NOISE_NM, kept, unconstrained=solve_weighted(equations, JOINT_NOISE_NM, kept)
+    )
+    assert_allclose(handed.standard, solved.standard, rtol=0.0, atol=0.0)
+    with pytest.raises(ConsistencyError, match="unconstrained is the WLS of columns"):
+        estimator.solve(
+            equations, JOINT_NOISE_NM, kept, unconstrained=solve_weighted(equations, JOINT_NOISE_NM, kept[1:])
+        )
+
+
+@pytest.mark.parametrize("held", [(), (12, 23), (3,)], ids=["all free", "drive terms held", "a link unknown held"])
+def test_a_newton_step_is_the_least_squares_step_of_all_rows(held: tuple[int, ...]) -> None:
+    """The structured step (fixed rows factored once, link rows per step) is the plain least-squares Newton step."""
+    rng = np.random.default_rng(3)
+    per_joint, links = 12, 2
+    p = per_joint * links
+    inertial = np.array([_link(2.0 + i, rng.normal(size=3) * 0.1, np.diag([0.1, 0.2, 0.15])) for i in range(links)])
+    x = rng.normal(size=p)
+    x.reshape(links, per_joint)[:, :10] = inertial
+    objective = _PriorObjective(
+        fit=rng.normal(size=(9, p)) * 30.0,
+        fit_target=rng.normal(size=9),
+        pull=rng.normal(size=(p - 9, p)) * 0.05,
+        pull_target=rng.normal(size=p - 9),
+        weight=0.3,
+        prior_inverse=np.linalg.inv(pseudo_inertia(inertial * 1.1)),
+        attached=np.zeros((links, 10)),
+        links=np.arange(links)[:, None] * per_joint + np.arange(10)[None, :],
+    )
+    free = np.ones(p, dtype=bool)
+    free[list(held)] = False
+    step, decrement = objective.step(x, objective.fixed_rows(x, free))
+    gradient, divergence, curvature = objective._terms(x)
+    factors = np.linalg.cholesky(curvature)
+    blocks = np.zeros((links * 10, p))
+    for i, factor in enumerate(factors):
+        blocks[10 * i : 10 * i + 10, objective.links[i]] = np.sqrt(0.3) * factor.T
+    matrix = np.concatenate([objective.fit, objective.pull, blocks])[:, free]
+    right = np.concatenate(
+        [
+            objective.fit @ x - objective.fit_target,
+            objective.pull @ x - objective.pull_target,
+            np.sqrt(0.3) * np.linalg.solve(factors, divergence[:, :, None]).ravel(),
+        ]
+    )
+    expected = np.zeros(p)
+    expected[free] = -np.linalg.lstsq(matrix, right, rcond=None)[0]
+    assert_allclose(step, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+    assert_allclose(decrement, -gradient @ expected, rtol=1e-9)
+    assert np.all(step[list(held)] == 0.0)
 
 
 def test_box_prior_keeps_link_masses_near_the_nominal(arm) -> None:
