@@ -322,6 +322,7 @@ class SlidingWindowEstimator:
         self._builder: RowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
+        self._rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
@@ -406,15 +407,25 @@ class SlidingWindowEstimator:
         return replace(result, seconds=wall_clock.perf_counter() - started, note=note)
 
     def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The window's rows ``(W, Y, valid)``, e.g. for a batch WLS on the same data."""
-        if not self._blocks:
-            n, b = self._n, self._base.count
-            return np.zeros((0, n, b)), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
-        return (
-            np.concatenate([block.rows.observation_matrix for block in self._blocks]),
-            np.concatenate([block.rows.torques for block in self._blocks]),
-            np.concatenate([block.rows.valid for block in self._blocks]),
-        )
+        """The window's rows ``(W, Y, valid)`` in time order, e.g. for a batch WLS on the same data (read-only).
+
+        Joined once per change of the window: an update's passes over its rows (the joint errors, the HAC
+        scores) are then one array operation each instead of one per block.
+        """
+        if self._rows is None:
+            if self._blocks:
+                rows = (
+                    np.concatenate([block.rows.observation_matrix for block in self._blocks]),
+                    np.concatenate([block.rows.torques for block in self._blocks]),
+                    np.concatenate([block.rows.valid for block in self._blocks]),
+                )
+            else:
+                n, b = self._n, self._base.count
+                rows = np.zeros((0, n, b)), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
+            for array in rows:
+                array.setflags(write=False)
+            self._rows = rows
+        return self._rows
 
     def window_equations(self) -> NormalEquations:
         """The window's normal equations as maintained incrementally."""
@@ -640,6 +651,7 @@ class SlidingWindowEstimator:
         start = now_s - self._settings.window_s
         while self._blocks and self._blocks[0].time[-1] < start:
             expired = self._blocks.popleft()
+            self._rows = None
             self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
@@ -651,6 +663,7 @@ class SlidingWindowEstimator:
             q_max=q.max(axis=0),
         )
         self._blocks.append(block)
+        self._rows = None
         self._equations = self._equations + block.equations
         self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
@@ -768,13 +781,13 @@ class SlidingWindowEstimator:
         straddle it are negligible for a window much longer than the bandwidth.
         """
         kept = reduction.kept
-        blocks = [block.rows for block in self._blocks]
+        observation_matrix, torques, valid = self.window_rows()
         return hac_covariance(
-            np.concatenate([rows.observation_matrix[..., kept] for rows in blocks]),
-            np.concatenate([rows.torques for rows in blocks]),
+            observation_matrix[..., kept],
+            torques,
             reduction.solution.parameters,
             joint_std=joint_std,
-            valid=np.concatenate([rows.valid for rows in blocks]),
+            valid=valid,
             # The bread from the window's normal equations: the rows are only needed for the scores.
             normal=weighted_normal_matrix(self._equations, joint_std, kept)[0],
         )
@@ -783,11 +796,8 @@ class SlidingWindowEstimator:
         """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""
         parameters = np.zeros(self._base.count)
         parameters[kept] = values
-        errors = JointErrors.zeros(self._n)
-        for block in self._blocks:
-            rows = block.rows
-            errors = errors + JointErrors.of(rows.torques, rows.observation_matrix @ parameters, rows.valid)
-        return errors
+        observation_matrix, torques, valid = self.window_rows()
+        return JointErrors.of(torques, observation_matrix @ parameters, valid)
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
