@@ -323,6 +323,7 @@ class SlidingWindowEstimator:
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
         self._rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._columns: tuple[bytes, np.ndarray] | None = None
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
@@ -651,7 +652,7 @@ class SlidingWindowEstimator:
         start = now_s - self._settings.window_s
         while self._blocks and self._blocks[0].time[-1] < start:
             expired = self._blocks.popleft()
-            self._rows = None
+            self._rows = self._columns = None
             self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
@@ -663,7 +664,7 @@ class SlidingWindowEstimator:
             q_max=q.max(axis=0),
         )
         self._blocks.append(block)
-        self._rows = None
+        self._rows = self._columns = None
         self._equations = self._equations + block.equations
         self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
@@ -781,9 +782,9 @@ class SlidingWindowEstimator:
         straddle it are negligible for a window much longer than the bandwidth.
         """
         kept = reduction.kept
-        observation_matrix, torques, valid = self.window_rows()
+        _, torques, valid = self.window_rows()
         return hac_covariance(
-            observation_matrix[..., kept],
+            self._kept_columns(kept),
             torques,
             reduction.solution.parameters,
             joint_std=joint_std,
@@ -794,10 +795,18 @@ class SlidingWindowEstimator:
 
     def _joint_errors(self, kept: np.ndarray, values: np.ndarray) -> JointErrors:
         """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""
-        parameters = np.zeros(self._base.count)
-        parameters[kept] = values
-        observation_matrix, torques, valid = self.window_rows()
-        return JointErrors.of(torques, observation_matrix @ parameters, valid)
+        _, torques, valid = self.window_rows()
+        return JointErrors.of(torques, self._kept_columns(kept) @ values, valid)
+
+    def _kept_columns(self, kept: np.ndarray) -> np.ndarray:
+        """The window's rows of the ``kept`` columns, ``W[..., kept]`` (read-only): gathered once per update for the
+        joint errors of both estimates and the HAC scores."""
+        key = np.asarray(kept, dtype=np.int64).tobytes()
+        if self._columns is None or self._columns[0] != key:
+            columns = self.window_rows()[0][..., kept]
+            columns.setflags(write=False)
+            self._columns = (key, columns)
+        return self._columns[1]
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
