@@ -437,6 +437,25 @@ def test_one_estimator_solves_successive_windows_like_fresh_ones(arm) -> None:
         assert_allclose(reused.standard, fresh.standard, rtol=1e-2, atol=1e-4)
 
 
+def test_an_estimator_back_at_a_kept_set_starts_from_its_last_solution_for_it(
+    arm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window whose reduction returns to a set of kept parameters starts Newton at that set's last optimum."""
+    robot, _, base, rows = arm
+    truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
+    equations = _equations(base, rows, truth, seed=4)
+    reduced = np.setdiff1d(np.arange(base.count), base.subset(["XY6", "XZ6", "off2"]))
+    estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
+    first = estimator.solve(equations, JOINT_NOISE_NM, reduced)
+    estimator.solve(equations, JOINT_NOISE_NM)
+    steps = []
+    step = _PriorObjective.step
+    monkeypatch.setattr(_PriorObjective, "step", lambda *args: steps.append(1) or step(*args))
+    again = estimator.solve(equations, JOINT_NOISE_NM, reduced)
+    assert again.solver_status == "newton" and len(steps) <= 2
+    assert_allclose(again.standard, first.standard, rtol=1e-9, atol=1e-12 * np.abs(first.standard).max())
+
+
 def test_a_negative_prior_weight_is_refused_naming_it() -> None:
     with pytest.raises(ConsistencyError, match=r"prior_weight must be finite and >= 0, got -1.0"):
         ConsistencySettings(prior_weight=-1.0)

@@ -85,6 +85,9 @@ An estimator re-used on successive windows starts Newton from its last solution 
 on the shipped arm's sliding window (``bench/bench_stream.py --minutes 2``, 120 updates)
 the prior then costs nothing (1.8 s CPU with it, 2.3 s with ``γ = 0``); from the URDF
 alone each update took 165 Newton steps and half fell to the conic solver (14.7 s CPU).
+It also starts from its last solution for the same kept base parameters: after the sliding
+window's reduction changes the kept set, the previous update's solution can be too far for
+Newton (the barrier cuts every step), and the sets of a repeated process recur.
 
 Without a prior, the null space is fixed by the regulariser
 ``λ ‖Nᵀ S⁻¹ (χ_st − χ_nom)‖²``, the distance to the nominal (URDF) parameters in the null
@@ -179,6 +182,10 @@ _NEWTON_ITERATIONS = 100
 
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
+
+_KEPT_SETS_REMEMBERED = 16
+"""Sets of kept base parameters whose last solution a :class:`ConsistentEstimator` keeps as a start of Newton's
+method (the least recently solved one is forgotten first)."""
 
 _QR_BLOCK = 8
 """Block size of LAPACK's ``tpqrt`` in a Newton step (:meth:`_PriorObjective.step`)."""
@@ -855,6 +862,7 @@ class ConsistentEstimator:
     _prior_inverse: np.ndarray = field(init=False, repr=False)
     _prior_start: np.ndarray = field(init=False, repr=False)
     _last_prior_solution: np.ndarray | None = field(default=None, init=False, repr=False)
+    _prior_solutions: dict[bytes, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         p = len(self.base.standard_names)
@@ -970,7 +978,9 @@ class ConsistentEstimator:
         pull = self._pull(basis, reduced_model=columns.size < b)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
-            scaled, status = self._solve_prior(reduced, metric, estimate, nominal_scaled, scaling, pull, completion)
+            scaled, status = self._solve_prior(
+                reduced, metric, estimate, nominal_scaled, scaling, pull, completion, columns
+            )
             # χ̂_b itself is reproduced when the solution, moved onto it, stays consistent.
             moved = scaled + np.linalg.lstsq(reduced, estimate - reduced @ scaled, rcond=None)[0]
             reproduced = reproduced or self._feasible(moved, nominal_scaled, scaling.margins)
@@ -1134,13 +1144,18 @@ class ConsistentEstimator:
         scaling: _Scaling,
         pull: _Pull,
         completion: np.ndarray,
+        kept: np.ndarray,
     ) -> tuple[np.ndarray, str]:
         """The fit plus ``γ`` times the log-det divergence to the URDF (module docstring, "Prior"), constrained.
 
         Newton's method from the best of the URDF, ``completion`` (the unconstrained estimate
-        completed by the URDF's null-space part, when its links are bodies) and this estimator's
+        completed by the URDF's null-space part, when its links are bodies), this estimator's
         last solution (a sliding window's previous update: a few steps from the next optimum,
-        which is unique, so the start changes the time only); should it stall (the
+        which is unique, so the start changes the time only) and its last solution with the same
+        ``kept`` base parameters (:data:`_KEPT_SETS_REMEMBERED` of them): a window whose reduction
+        keeps another set than the update before it has an optimum far from that update's in the
+        directions the newly kept parameters see, and the reduction of a process that repeats
+        alternates between a few sets; should it stall (the
         barrier cuts every step when the start is far from the minimum in the fit's metric: a
         weak prior, or noise-free data), it follows the path of the minimum from a prior as
         strong as the fit at the start down to ``γ`` by factors of 10, each solve starting from
@@ -1160,8 +1175,10 @@ class ConsistentEstimator:
             completed = completion.copy()
             completed[self._signed()] = np.maximum(completed[self._signed()], 0.0)
             candidates.append(completed)
-        if self._last_prior_solution is not None and self._last_prior_solution.shape == scaling.scale.shape:
-            candidates.append(self._last_prior_solution / scaling.scale)
+        key = kept.tobytes()
+        for solution in (self._last_prior_solution, self._prior_solutions.get(key)):
+            if solution is not None and solution.shape == scaling.scale.shape:
+                candidates.append(solution / scaling.scale)
         for candidate in candidates:
             if (objective.value(candidate) or np.inf) < (objective.value(start) or np.inf):
                 start = candidate
@@ -1175,6 +1192,10 @@ class ConsistentEstimator:
                 reduced, _cholesky(metric), estimate, nominal_scaled, margins, pull, weight=objective.weight
             )
         self._last_prior_solution = scaled * scaling.scale
+        self._prior_solutions.pop(key, None)
+        self._prior_solutions[key] = self._last_prior_solution
+        if len(self._prior_solutions) > _KEPT_SETS_REMEMBERED:
+            del self._prior_solutions[next(iter(self._prior_solutions))]
         return scaled, status
 
     def _newton_path(self, objective: _PriorObjective, start: np.ndarray) -> np.ndarray | None:
