@@ -214,13 +214,15 @@ def main() -> None:
         weighted_least_squares(prepared.observation_matrix[..., identifiable], prepared.torques, valid=prepared.valid)
         naive.append(time.perf_counter() - started)
     naive_ms = 1e3 * np.array(naive)
-    print(
-        f"\nnaive baseline (prepare_observations on {settings.window_s:g} s + WLS of the identifiable base parameters,"
-        f" no reduction), {len(naive)} updates: mean {naive_ms.mean():.1f} ms, max {naive_ms.max():.1f} ms per update"
-        f" -> {settings.update_period_s * 1e3 / naive_ms.mean():.1f}x real time at one update per"
-        f" {settings.update_period_s:g} s; incremental estimator {naive_ms.mean() / latency_ms.mean():.2f}x faster"
-        f" per update"
-    )
+    if naive:
+        print(
+            f"\nnaive baseline (prepare_observations on {settings.window_s:g} s + WLS of the identifiable base"
+            f" parameters, no reduction), {len(naive)} updates: mean {naive_ms.mean():.1f} ms,"
+            f" max {naive_ms.max():.1f} ms per update"
+            f" -> {settings.update_period_s * 1e3 / naive_ms.mean():.1f}x real time at one update per"
+            f" {settings.update_period_s:g} s; incremental estimator {naive_ms.mean() / latency_ms.mean():.2f}x faster"
+            f" per update"
+        )
 
     if arguments.skip_cli:
         return
