@@ -1151,7 +1151,8 @@ class ConsistentEstimator:
         Newton's method from the best of the URDF, ``completion`` (the unconstrained estimate
         completed by the URDF's null-space part, when its links are bodies), this estimator's
         last solution (a sliding window's previous update: a few steps from the next optimum,
-        which is unique, so the start changes the time only) and its last solution with the same
+        which is unique, so the start changes the time, and the result within the tolerance of
+        :data:`_NEWTON_TOLERANCE`, only) and its last solution with the same
         ``kept`` base parameters (:data:`_KEPT_SETS_REMEMBERED` of them): a window whose reduction
         keeps another set than the update before it has an optimum far from that update's in the
         directions the newly kept parameters see, and the reduction of a process that repeats
