@@ -72,10 +72,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os.environ.pop(CACHE_ENV, None)
 
 
-LONGEST_FIRST = ("test_demo.py", "cli/test_closed_loop.py")
-"""The test files of about 100 s each (the node demo, the closed-loop CLI), run first: pytest-xdist hands each file
-to one worker in collection order, and either of them collected late was the last to finish while the other worker
-stood idle."""
+LONGEST_FIRST = (
+    "test_demo.py",
+    "cli/test_closed_loop.py",
+    "system/test_ros_interfaces.py",
+    "system/test_faults.py",
+    "system/test_end_to_end.py",
+    "system/test_namespaces.py",
+    "core/identification/test_passive_friction.py",
+)
+"""The test files of 25-65 s each, longest first, run before the others: pytest-xdist hands each file to one worker
+in collection order, and one of them collected late was the last to finish while the other workers stood idle. The
+system tests among them run node processes in real time and leave their worker's core mostly free for the others."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
