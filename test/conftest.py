@@ -3,7 +3,7 @@
 The environment is set at import time, before any test module can import rclpy, and again
 before every test: every ROS context created by the suite discovers on loopback only, in a
 domain of its own (one per test process, so parallel runs never cross-talk). Under pytest-xdist
-(``make test`` runs ``-n 2``) the workers of one run take consecutive domains from their
+(``make test`` runs ``-n 3``) the workers of one run take consecutive domains from their
 controller's, so two workers never share one.
 """
 
