@@ -326,15 +326,21 @@ def test_removed_base_parameters_do_not_enter_the_fit(arm) -> None:
     assert_allclose(results[0].base_values, base.from_standard(results[0].standard), rtol=1e-12, atol=1e-14)
 
 
-def test_the_caller_s_wls_of_the_kept_columns_gives_the_same_estimate(arm) -> None:
-    """The sliding window hands its reduction's WLS over instead of having it solved again."""
+def _reduced_window(arm) -> tuple[NormalEquations, np.ndarray, ConsistentEstimator]:
+    """The arm's equations (Coulomb friction of both signs), a window's kept set without ``XY6, XZ6, off2``, and a
+    new estimator of the URDF's nominal parameters."""
     robot, _, base, rows = arm
     truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
-    equations = _equations(base, rows, truth, seed=4)
     kept = np.setdiff1d(np.arange(base.count), base.subset(["XY6", "XZ6", "off2"]))
     estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
+    return _equations(base, rows, truth, seed=4), kept, estimator
+
+
+def test_the_caller_s_wls_of_the_kept_columns_gives_the_same_estimate(arm) -> None:
+    """The sliding window hands its reduction's WLS over instead of having it solved again."""
+    equations, kept, estimator = _reduced_window(arm)
     solved = estimator.solve(equations, JOINT_NOISE_NM, kept)
-    handed = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS)).solve(
+    handed = _reduced_window(arm)[2].solve(
         equations, JOINT_NOISE_NM, kept, unconstrained=solve_weighted(equations, JOINT_NOISE_NM, kept)
     )
     assert_allclose(handed.standard, solved.standard, rtol=0.0, atol=0.0)
@@ -441,11 +447,7 @@ def test_an_estimator_back_at_a_kept_set_starts_from_its_last_solution_for_it(
     arm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A window whose reduction returns to a set of kept parameters starts Newton at that set's last optimum."""
-    robot, _, base, rows = arm
-    truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
-    equations = _equations(base, rows, truth, seed=4)
-    reduced = np.setdiff1d(np.arange(base.count), base.subset(["XY6", "XZ6", "off2"]))
-    estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
+    equations, reduced, estimator = _reduced_window(arm)
     first = estimator.solve(equations, JOINT_NOISE_NM, reduced)
     estimator.solve(equations, JOINT_NOISE_NM)
     steps = []
