@@ -194,12 +194,6 @@ _SAMPLING_CONDITION = 1e2
 """Largest condition number of the passive block accepted for the random states of :func:`base_parameters`."""
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a × b`` of two 3-vectors (``numpy.cross`` costs tens of µs a call: the drift of a planar closure
-    calls it five times a sample)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
 def _newton_step(jacobian: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """The least-squares ``s`` of ``jacobian s ≈ residual`` (a vector, or columns solved together), the minimum-norm
     one when ``jacobian`` has more columns.
@@ -314,11 +308,6 @@ class _Kinematics:
         pin.computeJointJacobians(self.model, self.data, self.robot.configuration(q))
         pin.updateFramePlacements(self.model, self.data)
 
-    def place_moving(self, q: np.ndarray, dq: np.ndarray) -> None:
-        """Kinematics, joint Jacobians and their time variation at ``(q, q̇)``."""
-        pin.computeJointJacobiansTimeVariation(self.model, self.data, self.robot.configuration(q), dq)
-        pin.updateFramePlacements(self.model, self.data)
-
     def residual(self) -> np.ndarray:
         """``f_t(q_t)`` of [Briot2012] eq. (2), stacked over closures (m, rad)."""
         out = np.empty(self.rows)
@@ -403,11 +392,12 @@ class _Kinematics:
         return out
 
     def stacked_drift(self, configurations: np.ndarray, dq: np.ndarray, frames: _ClosureFrames) -> np.ndarray:
-        """:meth:`drift` of every recorded sample at once, ``(N, m)``, at the Pinocchio ``configurations`` and tree
-        velocities ``dq`` (N, n_t) of the samples ``frames`` recorded.
+        """``Ȧ_t q̇_t`` of every recorded sample, ``(N, m)``: the acceleration of the residual at ``q̈_t = 0``
+        ([Briot2012] eq. (4)), at the Pinocchio ``configurations`` and tree velocities ``dq`` ``(N, n_t)`` of the
+        samples ``frames`` recorded.
 
-        The frames' classical accelerations at ``q̈_t = 0`` (``LOCAL_WORLD_ALIGNED``), which are
-        ``J̇ q̇`` of :meth:`drift`, come from one ``forwardKinematics`` a sample.
+        The frames' classical accelerations at ``q̈_t = 0`` in ``LOCAL_WORLD_ALIGNED`` (``J̇ q̇``)
+        and velocities come from one ``forwardKinematics`` a sample.
         """
         samples = dq.shape[0]
         frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -435,7 +425,7 @@ class _Kinematics:
                 omega_a = twist_a[:, 3:]
                 offset = frames.translations[:, c, 0] - frames.translations[:, c, 1]
                 offset_rate = twist_a[:, :3] - twist_b[:, :3]
-                # d²/dt² Rₐᵀδ = Rₐᵀ(δ̈ − αₐ × δ − 2 ωₐ × δ̇ + ωₐ × (ωₐ × δ)), as in drift
+                # d²/dt² Rₐᵀδ = Rₐᵀ(δ̈ − αₐ × δ − 2 ωₐ × δ̇ + ωₐ × (ωₐ × δ))
                 linear = (
                     rate_a[:, :3]
                     - rate_b[:, :3]
@@ -450,42 +440,13 @@ class _Kinematics:
             row += closure.rows
         return out
 
-    def drift(self, dq: np.ndarray) -> np.ndarray:
-        """``Ȧ_t q̇_t`` (after :meth:`place_moving`), the acceleration of the residual at ``q̈_t = 0``.
-
-        Built from ``getFrameJacobianTimeVariation`` in ``LOCAL_WORLD_ALIGNED``, whose
-        product with ``q̇`` is the classical acceleration of the frame ([Briot2012] eq. (4)).
-        """
-        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-        out = np.empty(self.rows)
-        row = 0
-        for closure, (a, b) in zip(self.closures, self.frames, strict=True):
-            rate_a = pin.getFrameJacobianTimeVariation(self.model, self.data, a, frame) @ dq
-            rate_b = pin.getFrameJacobianTimeVariation(self.model, self.data, b, frame) @ dq
-            if closure.type == "point":
-                out[row : row + 3] = rate_a[:3] - rate_b[:3]
-            elif closure.type == "6d":
-                out[row : row + 6] = rate_a - rate_b
-            else:
-                jacobian_a, jacobian_b = self._jacobians(a, b)
-                twist_a, twist_b = jacobian_a @ dq, jacobian_b @ dq
-                omega_a = twist_a[3:]
-                pose_a, pose_b = self.data.oMf[a], self.data.oMf[b]
-                offset = pose_a.translation - pose_b.translation
-                offset_rate = twist_a[:3] - twist_b[:3]
-                # d²/dt² Rₐᵀδ = Rₐᵀ(δ̈ − αₐ × δ − 2 ωₐ × δ̇ + ωₐ × (ωₐ × δ))
-                linear = (
-                    rate_a[:3]
-                    - rate_b[:3]
-                    - _cross(rate_a[3:], offset)
-                    - 2.0 * _cross(omega_a, offset_rate)
-                    + _cross(omega_a, _cross(omega_a, offset))
-                )
-                angular = rate_a[3:] - rate_b[3:] + _cross(omega_a, twist_b[3:])
-                out[row : row + 2] = (pose_a.rotation.T @ linear)[:2]
-                out[row + 2] = (pose_a.rotation.T @ angular)[2]
-            row += closure.rows
-        return out
+    def drift(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """``Ȧ_t q̇_t`` at ``(q, q̇)``, the acceleration of the residual at ``q̈_t = 0``: :meth:`stacked_drift` of one
+        sample (``self`` is left at ``q``)."""
+        self.place(q)
+        frames = self.closure_frames(1)
+        self.record(frames, 0)
+        return self.stacked_drift(self.robot.configuration(q)[None], dq[None], frames)[0]
 
 
 class _KinematicsPerThread:
@@ -796,9 +757,7 @@ class ClosedLoopModel:
 
     def constraint_drift(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """``Ȧ_t q̇_t``, shape ``(m,)``: consistent accelerations satisfy ``A_t q̈_t + Ȧ_t q̇_t = 0`` (eq. (4))."""
-        kinematics = _Kinematics(self)
-        kinematics.place_moving(self._configuration("q", q), self._configuration("dq", dq))
-        return kinematics.drift(self._configuration("dq", dq))
+        return _Kinematics(self).drift(self._configuration("q", q), self._configuration("dq", dq))
 
     def projection(self, q: np.ndarray) -> np.ndarray:
         """``J_t`` of [Briot2012] eq. (3): ``q̇_t = J_t q̇_a`` and ``τ_act = J_tᵀ τ_tree`` (eq. (6)).
@@ -1075,11 +1034,10 @@ class ClosedLoopModel:
         self, kinematics: _Kinematics, q: np.ndarray, block: _PassiveBlock, dqa: np.ndarray, ddqa: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Tree velocities ``q̇_t = J_t q̇_a`` (eq. (3)) and accelerations ``q̈_p = −A_p⁺ (A_a q̈_a + Ȧ_t q̇_t)``
-        (eq. (4)) at the closed configuration ``q`` of passive block ``block``; ``kinematics`` is left moving there."""
+        (eq. (4)) at the closed configuration ``q`` of passive block ``block``; ``kinematics`` is left there."""
         dq = block.projection @ dqa
-        kinematics.place_moving(q, dq)
         ddq = block.projection @ ddqa
-        ddq[self.passive] -= block.pseudo_inverse @ kinematics.drift(dq)
+        ddq[self.passive] -= block.pseudo_inverse @ kinematics.drift(q, dq)
         return dq, ddq
 
     def _actuated_change(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
