@@ -82,8 +82,9 @@ LONGEST_FIRST = (
     "core/identification/test_passive_friction.py",
 )
 """The test files of 25-65 s each, longest first, run before the others: pytest-xdist hands each file to one worker
-in collection order, and one of them collected late was the last to finish while the other workers stood idle. The
-system tests among them run node processes in real time and leave their worker's core mostly free for the others."""
+in collection order (``make pytest`` passes ``--no-loadscope-reorder``; by default xdist starts with the files of most
+tests), and one of them collected late was the last to finish while the other workers stood idle. The system tests
+among them run node processes in real time and leave their worker's core mostly free for the others."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
