@@ -861,8 +861,9 @@ class ConsistentEstimator:
     _attached_scaled: np.ndarray = field(init=False, repr=False)
     _prior_inverse: np.ndarray = field(init=False, repr=False)
     _prior_start: np.ndarray = field(init=False, repr=False)
-    _last_prior_solution: np.ndarray | None = field(default=None, init=False, repr=False)
     _prior_solutions: dict[bytes, np.ndarray] = field(default_factory=dict, init=False, repr=False)
+    """The last solutions of :meth:`_solve_prior` by kept set, least recently solved first: the last one is the
+    previous update's."""
 
     def __post_init__(self) -> None:
         p = len(self.base.standard_names)
@@ -1177,7 +1178,8 @@ class ConsistentEstimator:
             completed[self._signed()] = np.maximum(completed[self._signed()], 0.0)
             candidates.append(completed)
         key = kept.tobytes()
-        for solution in (self._last_prior_solution, self._prior_solutions.get(key)):
+        last = next(reversed(self._prior_solutions.values()), None)
+        for solution in (last, self._prior_solutions.get(key)):
             if solution is not None and solution.shape == scaling.scale.shape:
                 candidates.append(solution / scaling.scale)
         for candidate in candidates:
@@ -1192,9 +1194,8 @@ class ConsistentEstimator:
             scaled, status = self._solve_conic(
                 reduced, _cholesky(metric), estimate, nominal_scaled, margins, pull, weight=objective.weight
             )
-        self._last_prior_solution = scaled * scaling.scale
         self._prior_solutions.pop(key, None)
-        self._prior_solutions[key] = self._last_prior_solution
+        self._prior_solutions[key] = scaled * scaling.scale
         if len(self._prior_solutions) > _KEPT_SETS_REMEMBERED:
             del self._prior_solutions[next(iter(self._prior_solutions))]
         return scaled, status
