@@ -15,6 +15,14 @@ export ROS_LOCALHOST_ONLY := 1
 ROS_DOMAIN_ID ?= $(shell echo $$(( 1 + $$PPID % 101 )))
 export ROS_DOMAIN_ID
 
+# Byte code: pip installs without compiling (it compiled some 5,000 files of the dependencies, half of the
+# install's time, most of them never imported); each module is compiled on its first import instead, into
+# .pycache, where every later process of every target (the suite starts about a hundred: nodes, dynid)
+# reads it, also where PYTHONDONTWRITEBYTECODE is set (without the cache each start compiled the package
+# again, 0.5 s).
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: venv test lint pytest demo bench clean
 
 venv: $(VENV)/.stamp
@@ -22,8 +30,8 @@ venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt setup.py setup.cfg package.xml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
 	touch $@
 
 # mypy checks the package with the settings of pyproject.toml ([tool.mypy]).
@@ -37,14 +45,10 @@ lint: venv
 # fixtures are built once, its tests run in order), the longest files first (test/conftest.py;
 # --no-loadscope-reorder, or xdist would start with the files of most tests); each process has a ROS domain
 # of its own (test/conftest.py). Three processes on two cores: the real-time system tests leave their
-# process's core mostly idle. The suite starts about a hundred Python processes (nodes, dynid): they share
-# the byte code compiled once in $(PYCACHE) even where PYTHONDONTWRITEBYTECODE is set, instead of each
-# compiling the package again (0.5 s a start).
+# process's core mostly idle.
 PYTEST_WORKERS ?= 3
-PYCACHE := $(CURDIR)/.pycache
 pytest: venv
-	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(PYCACHE) \
-		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder test
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder test
 
 test: lint pytest
 

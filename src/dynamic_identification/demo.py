@@ -48,7 +48,6 @@ from dynamic_identification import api
 from dynamic_identification.cli_format import identify_text
 from dynamic_identification.core.errors import DataError, IdentificationError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.excitation.trajectory import interpolate_trajectory
 from dynamic_identification.core.mechanism.payload import Payload
 from dynamic_identification.core.mechanism.robot import RobotModel, load_robot, standard_parameters
 from dynamic_identification.core.regressors.idim import base_parameters
@@ -626,10 +625,9 @@ class _Monitor(Node):
             motion, rows = motions[k], which == k
             order = [motion.joints.index(name) for name in self._names]
             q_all = np.tile(motion.held, (int(rows.sum()), 1))
-            t = (stamps[rows] - motion.start_ns) / NS_PER_S
-            q_all[:, motion.moving] = interpolate_trajectory(
-                motion.times_s, motion.positions, motion.velocities, motion.accelerations, t
-            )[0]
+            way_points = motion.way_points
+            if way_points is not None:
+                q_all[:, motion.moving] = way_points.motion((stamps[rows] - motion.start_ns) / NS_PER_S)[0]
             q_desired[rows] = q_all[:, order]
         return PhaseRecord(
             time_s=(stamps - start_ns) / NS_PER_S,
