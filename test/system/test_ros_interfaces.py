@@ -50,28 +50,27 @@ PROBE_NAME = "ros_user"
 
 
 ANSWER_S = 20.0
-"""Longest wait for a node's answer to one parameter request, s."""
+"""Longest wait for a node's answer to one request, s."""
 RESEND_S = 5.0
-"""Interval at which an unanswered idempotent request is sent again, s.
+"""Interval at which an unanswered request is sent again, s.
 
 A server drops its response when it has not yet discovered the client's response reader
 (rmw_fastrtps waits 100 ms for it), although ``services_are_ready()`` already holds on the
 client's side: on a loaded machine the first request can be lost in DDS discovery, not
-refused by the node. The parameter requests here are idempotent, so sending one again is
-what a user of ``ros2 param`` does; the node still has to answer within :data:`ANSWER_S`.
+refused by the node. Sending a request again is what a user of ``ros2 param`` or ``ros2 service call``
+does: the parameter requests are idempotent, and a second ``~/start`` answers "already recording". The node
+still has to answer within :data:`ANSWER_S`.
 """
 
 
-def answer(probe: Probe, send: Callable[[], Future], what: str, *, idempotent: bool = True) -> object:
-    """Send a request with ``send()`` until it is answered or :data:`ANSWER_S` passed; the answer.
-
-    A request that is not ``idempotent`` (it changes the node's state) is sent once.
-    """
+def answer(probe: Probe, send: Callable[[], Future], what: str) -> object:
+    """Send a request with ``send()`` every :data:`RESEND_S` until it is answered or :data:`ANSWER_S` passed; the
+    answer."""
     deadline = time.monotonic() + ANSWER_S
     while True:
         future = send()
         wait_s = max(deadline - time.monotonic(), 0.0)
-        if probe.spin_until(future.done, min(RESEND_S, wait_s) if idempotent else wait_s):
+        if probe.spin_until(future.done, min(RESEND_S, wait_s)):
             return future.result()
         future.cancel()
         assert time.monotonic() < deadline, f"no answer to {what} within {ANSWER_S} s"
@@ -176,8 +175,10 @@ def test_sigterm_while_recording_leaves_a_complete_recording(
             nodes.report()
         )
         assert probe.spin_until(lambda: currents.get_subscription_count() > 0, READY_S), nodes.report()
-        started = answer(probe, lambda: start.call_async(Trigger.Request()), "~/start", idempotent=False)
-        assert started.success, started.message
+        # Sent again while unanswered (a response lost in discovery, see RESEND_S): "already recording" then says
+        # that the first request started the recording (measured: one response lost in a fresh clone's make test).
+        started = answer(probe, lambda: start.call_async(Trigger.Request()), "~/start")
+        assert started.success or started.message.startswith("already recording to "), started.message
         t0 = 1_000_000_000_000
         for k in range(201):  # 200 joint states bracketed by 201 currents, 2 ms apart
             stamp = t0 + k * 2_000_000
