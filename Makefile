@@ -55,11 +55,13 @@ test: venv
 	$(MAKE) --no-print-directory -j 2 lint bytecode
 	$(MAKE) --no-print-directory pytest
 
-# The byte code of every module the suite imports, compiled once into .pycache by collecting the tests;
-# otherwise the PYTEST_WORKERS processes would each compile the same modules at the same time (6 s of CPU
-# each on a fresh clone).
+# The byte code of every module the suite imports, compiled once into .pycache by collecting the tests and
+# importing what the package imports only when used (cvxpy, matplotlib); otherwise the PYTEST_WORKERS
+# processes would each compile the same modules at the same time (measured on a fresh clone: the collection
+# 9.4 s of CPU per process instead of 3.3 s, cvxpy and matplotlib 4.5 s instead of 1.3 s).
 bytecode: venv
 	$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider test > /dev/null
+	MPLBACKEND=Agg $(BIN)/python -c "import cvxpy, clarabel, matplotlib.pyplot"
 
 demo: venv
 	$(BIN)/dynid demo
