@@ -165,7 +165,7 @@ def test_passive_friction_columns_cut_the_validation_error(
     three_rrr: ClosedLoopModel, bearings: Identified, validation: Validation
 ) -> None:
     # Measured: 4.49 % without the bearing-friction columns, 0.18 % with them; the Wald χ² of frictionless bearings
-    # 3205 for 8 extra unknowns (frictionless bearings: 8.5, p = 0.38).
+    # 3205 for 8 extra unknowns (frictionless bearings, 30 s: 8.5, p = 0.38).
     without = validation.error(three_rrr, bearings.without)
     with_friction = validation.error(three_rrr.with_passive_friction(), bearings.with_friction)
     assert with_friction < 0.006

@@ -1120,10 +1120,7 @@ class ClosedLoopModel:
         condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
         if not singular[-1] > self.singular_tolerance * singular[0]:
             raise self._singular(condition, sample, residual)
-        pseudo_inverse = (vt.T / singular) @ u.T
-        projection = np.zeros((self.n_tree, self.n_actuated))
-        projection[self.actuated, np.arange(self.n_actuated)] = 1.0
-        projection[self.passive] = -pseudo_inverse @ jacobian[:, self.actuated]
+        pseudo_inverse, projection = self._projections(u, singular, vt, jacobian)
         return _PassiveBlock(pseudo_inverse=pseudo_inverse, projection=projection, condition_number=condition)
 
     def _passive_blocks(self, jacobians: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1136,11 +1133,19 @@ class ClosedLoopModel:
         if not regular.all():
             sample = int(np.argmin(regular))
             raise self._singular(float(condition[sample]), sample, 0.0)
-        pseudo_inverse = (np.swapaxes(vt, 1, 2) / singular[:, None, :]) @ np.swapaxes(u, 1, 2)
-        projection = np.zeros((jacobians.shape[0], self.n_tree, self.n_actuated))
-        projection[:, self.actuated, np.arange(self.n_actuated)] = 1.0
-        projection[:, self.passive] = -pseudo_inverse @ jacobians[:, :, self.actuated]
+        pseudo_inverse, projection = self._projections(u, singular, vt, jacobians)
         return pseudo_inverse, projection, condition
+
+    def _projections(
+        self, u: np.ndarray, singular: np.ndarray, vt: np.ndarray, jacobian: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``A_p⁺`` from the thin SVD ``u, singular, vt`` of the passive block(s) of ``jacobian`` (``A_t``, one
+        ``(m, n_t)`` or a stack ``(N, m, n_t)``), and ``J_t`` = ``[I; −A_p⁺ A_a]`` in tree order (eq. (3))."""
+        pseudo_inverse = (np.swapaxes(vt, -1, -2) / singular[..., None, :]) @ np.swapaxes(u, -1, -2)
+        projection = np.zeros(jacobian.shape[:-2] + (self.n_tree, self.n_actuated))
+        projection[..., self.actuated, np.arange(self.n_actuated)] = 1.0
+        projection[..., self.passive, :] = -pseudo_inverse @ jacobian[..., self.actuated]
+        return pseudo_inverse, projection
 
     def _singular(self, condition: float, sample: int | None, residual: float) -> LoopClosureError:
         """The error of a passive block of condition number ``condition`` beyond :attr:`singular_tolerance`."""
