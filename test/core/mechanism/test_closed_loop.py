@@ -206,6 +206,35 @@ def test_wrapped_positions_of_a_continuous_actuated_joint_give_the_same_passive_
     assert_allclose(wrapped.q[:, model.passive], unwrapped.q[:, model.passive], rtol=0.0, atol=1e-9)
 
 
+def test_a_mechanism_loaded_again_finds_its_completed_motions_and_a_changed_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dynid`` verbs called one after the other from Python load the mechanism each time: the loops of a recording
+    are solved once for all of them, and a mechanism whose geometry differs by a millimetre solves them again."""
+    solved: list[ClosedLoopModel] = []
+    complete = ClosedLoopModel._completed
+
+    def counted(self: ClosedLoopModel, *args: np.ndarray | None) -> object:
+        solved.append(self)
+        return complete(self, *args)
+
+    monkeypatch.setattr(ClosedLoopModel, "_completed", counted)
+    first = load_five_bar()
+    motion = _smooth_actuated_motion(first, np.linspace(0.0, 0.5, 251) + 0.37)
+    once = first.complete_motion(*motion)
+    again = load_five_bar().complete_motion(*motion)
+    assert solved == [first]
+    assert_allclose(again.q, once.q, rtol=0.0, atol=0.0)
+    urdf = FIVE_BAR_URDF.read_text(encoding="utf-8")
+    assert urdf.count('<origin xyz="0.16 0 0"') == 1
+    longer = tmp_path / "five_bar_longer.urdf"
+    longer.write_text(urdf.replace('<origin xyz="0.16 0 0"', '<origin xyz="0.161 0 0"'), encoding="utf-8")
+    changed = ClosedLoopModel.from_config(longer, loop_closures=FIVE_BAR_CLOSURES, actuated_joints=FIVE_BAR_ACTUATED)
+    moved = changed.complete_motion(*motion)
+    assert solved == [first, changed]
+    assert np.max(np.abs(moved.q - once.q)) > 1e-4
+
+
 def test_recording_through_a_singularity_is_refused_at_its_sample(five_bar: ClosedLoopModel) -> None:
     """Opening both proximal links symmetrically by s aligns the distal links at
     cos(60° − s) = 0.11 / 0.12 (elbows 0.32 m apart): s* = 0.6361 rad, sample 637 at 1 mrad steps."""

@@ -66,6 +66,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -117,32 +118,28 @@ _CONTINUATION_STEP_RAD = 0.05
 _MEMO_BYTES = 256 * 2**20
 """Largest memory (bytes) :class:`_CompletionMemo` keeps; a larger completion is not kept."""
 
-_MEMO_ENTRIES = 8
+_MEMO_ENTRIES = 16
 """Completions :class:`_CompletionMemo` keeps. One filtered-dynamic identification completes five motions (the
 recording's, three of its filtered signals, the torque check's at the stamps), and a model choice identifies the
 same recording again: with fewer entries than one identification uses, least-recently-used eviction misses every
-time (measured on a four-bar: 8 completions instead of 5, 14.4 s instead of 4.5 s)."""
+time (measured on a four-bar: 8 completions instead of 5, 14.4 s instead of 4.5 s). Twice that, as the memo is the
+process's: two mechanisms, or two recordings, identified in turn still find theirs."""
 
 
 class _CompletionMemo:
-    """The last completions of a mechanism's motions (:meth:`ClosedLoopModel.complete_motion`), by their inputs.
+    """The last completions of mechanisms' motions (:meth:`ClosedLoopModel.complete_motion`), by their inputs.
 
     Completing a recording solves the loops at every sample, the most expensive step of a closed-loop
     identification; the same recording is completed again when its identification is compared without and with
-    the bearing-friction columns (:meth:`ClosedLoopModel.with_passive_friction` shares the memo: the closures are
-    the same) and for each model built on it. Kept least-recently used, at most :data:`_MEMO_ENTRIES` and
-    :data:`_MEMO_BYTES`; handed out as copies, so no caller sees another's changes. Thread-safe.
+    the bearing-friction columns, for each model built on it, and for each identification of it in the same
+    process (``dynid`` verbs called from Python, one after the other, each loading the mechanism again). The key
+    is the mechanism's kinematics (:attr:`ClosedLoopModel.kinematics_digest`), not the object, so all of these
+    find it. Kept least-recently used, at most :data:`_MEMO_ENTRIES` and :data:`_MEMO_BYTES`; handed out as
+    copies, so no caller sees another's changes. Thread-safe.
     """
 
     def __init__(self) -> None:
         self._entries: OrderedDict[bytes, TreeMotion] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, object]:
-        return {}
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self._entries = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -173,6 +170,10 @@ class _CompletionMemo:
             self._entries[key] = _copied(motion)
             while len(self._entries) > _MEMO_ENTRIES or sum(map(_bytes, self._entries.values())) > _MEMO_BYTES:
                 self._entries.popitem(last=False)
+
+
+_COMPLETIONS = _CompletionMemo()
+"""The process's completions (:class:`_CompletionMemo`)."""
 
 
 def _copied(motion: TreeMotion) -> TreeMotion:
@@ -511,8 +512,6 @@ class ClosedLoopModel:
     reference_configuration: np.ndarray
     singular_tolerance: float = SINGULAR_TOLERANCE
     passive_friction: bool = False
-    completions: _CompletionMemo = field(default_factory=_CompletionMemo, compare=False, repr=False)
-    """The last completed motions (:class:`_CompletionMemo`), shared with :meth:`with_passive_friction`'s copies."""
     _kinematics_per_thread: _KinematicsPerThread = field(
         default_factory=_KinematicsPerThread, init=False, compare=False, repr=False
     )
@@ -657,6 +656,19 @@ class ClosedLoopModel:
                 " at every assembled configuration tried"
             )
         return usable[0]
+
+    @cached_property
+    def kinematics_digest(self) -> bytes:
+        """A digest of all that the completion of a motion depends on besides the motion: the tree (Pinocchio's
+        serialisation of the model), its continuous joints, the closures and their frames, the actuated joints.
+        Two loads of the same description have the same digest; the completion memo is keyed by it."""
+        digest = hashlib.blake2b(self.robot.model.saveToString().encode(), digest_size=20)
+        digest.update(
+            repr(
+                (self.robot.continuous, self.closures, self.frame_ids, self.actuated.tolist(), self.passive.tolist())
+            ).encode()
+        )
+        return digest.digest()
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -941,14 +953,14 @@ class ClosedLoopModel:
                 f"q_actuated, dq_actuated, ddq_actuated differ in shape: {qa.shape}, {dqa.shape}, {ddqa.shape}"
             )
         start = None if q_guess is None else self._configuration("q_guess", q_guess)
-        key = self.completions.key(
-            id(self.robot), self.singular_tolerance, arrays=(qa, dqa, ddqa, start, self.reference_configuration)
+        key = _COMPLETIONS.key(
+            self.kinematics_digest, self.singular_tolerance, arrays=(qa, dqa, ddqa, start, self.reference_configuration)
         )
-        known = self.completions.get(key)
+        known = _COMPLETIONS.get(key)
         if known is not None:
             return known
         motion = self._completed(qa, dqa, ddqa, start)
-        self.completions.put(key, motion)
+        _COMPLETIONS.put(key, motion)
         return motion
 
     def _completed(
