@@ -377,9 +377,8 @@ def executed_motion(
     fraction = offsets / np.repeat(steps, steps + 1)
     local = (fraction * h[interval])[:, None]
     rows = k[interval]
-    c0, c1, c2, c3, c4, c5 = quintic_coefficients(
-        h[interval][:, None], (q[rows], dq[rows], ddq[rows]), (q[rows + 1], dq[rows + 1], ddq[rows + 1])
-    )
+    per_interval = quintic_coefficients(h[:, None], (q[k], dq[k], ddq[k]), (q[k + 1], dq[k + 1], ddq[k + 1]))
+    c0, c1, c2, c3, c4, c5 = (coefficient[interval] for coefficient in per_interval)
     s = local
     return ExecutedMotion(
         time=time[rows] + local[:, 0],
