@@ -26,10 +26,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
+from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -275,6 +277,33 @@ class SampleLog:
         stamps = np.asarray(self.stamps)
         inside = (stamps > start_s) & (stamps <= stop_s)
         return stamps[inside], np.asarray(self.positions)[inside], np.asarray(self.efforts)[inside]
+
+
+ANSWER_S = 20.0
+"""Longest wait for a node's answer to one request, s."""
+RESEND_S = 5.0
+"""Interval at which an unanswered request is sent again, s.
+
+A server drops its response when it has not yet discovered the client's response reader
+(rmw_fastrtps waits 100 ms for it), although ``services_are_ready()`` already holds on the
+client's side: on a loaded machine the first request can be lost in DDS discovery, not
+refused by the node. Sending a request again is what a user of ``ros2 param`` or ``ros2 service call``
+does: the parameter requests are idempotent, and a second ``~/start`` answers "already recording". The node
+still has to answer within :data:`ANSWER_S`.
+"""
+
+
+def answer(probe: Probe, send: Callable[[], Future], what: str) -> Any:
+    """Send a request with ``send()`` every :data:`RESEND_S` until it is answered or :data:`ANSWER_S` passed; the
+    answer."""
+    deadline = time.monotonic() + ANSWER_S
+    while True:
+        future = send()
+        wait_s = max(deadline - time.monotonic(), 0.0)
+        if probe.spin_until(future.done, min(RESEND_S, wait_s)):
+            return future.result()
+        future.cancel()
+        assert time.monotonic() < deadline, f"no answer to {what} within {ANSWER_S} s"
 
 
 class Probe(RosGraph):

@@ -22,7 +22,7 @@ from dynamic_identification.io.recording import read_recording_csv
 from dynamic_identification.nodes.conversions import joint_state_message
 from dynamic_identification.nodes.recorder import STREAM_QOS
 
-from .processes import NodeProcesses, Probe
+from .processes import NodeProcesses, Probe, answer
 
 JOINTS = [f"joint_{k}" for k in range(1, 8)]
 RATE_HZ = 5000.0
@@ -30,7 +30,10 @@ SECONDS = 3.0
 CURRENT_DELAY_NS = 50_000
 
 
-def call(probe: Probe, client: object, timeout_s: float = 30.0) -> Trigger.Response:
+def call_once(probe: Probe, client: object, timeout_s: float = 30.0) -> Trigger.Response:
+    """One request of ``client``, answered within ``timeout_s``: for ``~/stop``, whose answer reports the recording's
+    losses (a second ``~/stop`` would not), sent seconds after the client's first request (:func:`answer`), when
+    discovery has long made the answer's way."""
     future = client.call_async(Trigger.Request())  # type: ignore[attr-defined]
     assert probe.spin_until(future.done, timeout_s)
     return future.result()
@@ -62,7 +65,8 @@ def test_at_5_khz_every_joint_state_is_recorded_or_reported_lost(
             60.0,
         )
         assert ready, nodes.report()
-        assert call(probe, start).success
+        started = answer(probe, lambda: start.call_async(Trigger.Request()), "~/start")
+        assert started.success or started.message.startswith("already recording to "), started.message
         period_ns = round(1e9 / RATE_HZ)
         count = round(SECONDS * RATE_HZ)
         first = time.time_ns()
@@ -83,7 +87,7 @@ def test_at_5_khz_every_joint_state_is_recorded_or_reported_lost(
             joint_state_message(JOINTS, first + count * period_ns + CURRENT_DELAY_NS, None, None, [0.0] * 7)
         )
         probe.spin_for(3.0)  # delivery of the queues, and a report after the last sample
-        stopped = call(probe, stop)
+        stopped = call_once(probe, stop)
         published_at = time.monotonic()
         assert probe.spin_until(
             lambda: any(received > published_at for received, _ in probe.diagnostics.get("recorder", [])), 10.0

@@ -11,14 +11,12 @@ import pathlib
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 from rcl_interfaces.msg import ParameterType
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -26,7 +24,7 @@ from dynamic_identification.io.recording import read_recording_csv
 from dynamic_identification.nodes.conversions import joint_state_message
 from dynamic_identification.nodes.recorder import STREAM_QOS
 
-from .processes import NODES, NodeProcess, NodeProcesses, Probe
+from .processes import NODES, NodeProcess, NodeProcesses, Probe, answer
 
 OVERRIDES: dict[str, dict[str, object]] = {
     "recorder": {"silent_timeout_s": 0.7},
@@ -47,33 +45,6 @@ EXIT_S = 15.0
 
 PROBE_NAME = "ros_user"
 """Name of this module's probe node (the ``probe`` fixture of ``conftest.py``)."""
-
-
-ANSWER_S = 20.0
-"""Longest wait for a node's answer to one request, s."""
-RESEND_S = 5.0
-"""Interval at which an unanswered request is sent again, s.
-
-A server drops its response when it has not yet discovered the client's response reader
-(rmw_fastrtps waits 100 ms for it), although ``services_are_ready()`` already holds on the
-client's side: on a loaded machine the first request can be lost in DDS discovery, not
-refused by the node. Sending a request again is what a user of ``ros2 param`` or ``ros2 service call``
-does: the parameter requests are idempotent, and a second ``~/start`` answers "already recording". The node
-still has to answer within :data:`ANSWER_S`.
-"""
-
-
-def answer(probe: Probe, send: Callable[[], Future], what: str) -> object:
-    """Send a request with ``send()`` every :data:`RESEND_S` until it is answered or :data:`ANSWER_S` passed; the
-    answer."""
-    deadline = time.monotonic() + ANSWER_S
-    while True:
-        future = send()
-        wait_s = max(deadline - time.monotonic(), 0.0)
-        if probe.spin_until(future.done, min(RESEND_S, wait_s)):
-            return future.result()
-        future.cancel()
-        assert time.monotonic() < deadline, f"no answer to {what} within {ANSWER_S} s"
 
 
 def wait_ready(probe: Probe, process: NodeProcess, nodes: NodeProcesses) -> AsyncParameterClient:
