@@ -42,10 +42,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 URDF = REPO_ROOT / "urdf" / "dynid_arm6.urdf"
 CONFIG = INPUTS / "config_default.yaml"
 """The shipped configuration with the stamps as recorded, the unconstrained estimate, the σ of independent
-residuals and every drive term configured: the reference predates the recovery of jittered stamps, the physically
-consistent estimate, the HAC σ and the drive terms chosen by the data by default, deliberate changes of the defaults
-(bench/bench_realistic.py measures them; test/core/identification/test_physical_consistency.py,
-test/core/estimation/test_uncertainty.py and test/cli/test_drive_term_choice.py test them)."""
+residuals, every drive term configured and identify's observation matrix at every sample: the reference predates the
+recovery of jittered stamps, the physically consistent estimate, the HAC σ, the drive terms chosen by the data and
+the regressor at the decimated instants by default, deliberate changes of the defaults (bench/bench_realistic.py
+measures them; test/core/identification/test_physical_consistency.py, test/core/estimation/test_uncertainty.py,
+test/cli/test_drive_term_choice.py and test/core/identification/test_observations.py test them)."""
 DATA = INPUTS / "recording.csv"
 RTOL = 1e-9
 ATOL = 1e-12

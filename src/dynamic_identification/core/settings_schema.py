@@ -190,6 +190,10 @@ eq. (17)-(18))."""
 VELOCITY_SOURCES: tuple[str, ...] = ("auto", "measured", "differentiated")
 """Where joint velocities come from: decided from the data, the recorded ones, or the differentiated positions."""
 
+REGRESSOR_SAMPLES: tuple[str, ...] = ("decimated", "all")
+"""Where offline identification evaluates the observation matrix: at the decimated instants only, on the low-passed
+motion, or at every sample, low-passed and decimated like the torques ([Gautier2013] eq. (13)-(14))."""
+
 STAMP_SOURCES: tuple[str, ...] = ("auto", "recorded", "recovered")
 """How sample instants are taken: decided from the data, the recorded stamps as they are, or recovered from the
 sample order (jittered, quantised or bunched stamps)."""
@@ -261,6 +265,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
             " jitter by more than 1 % of a period, else as recorded (the window: decided from its first seconds)",
             choices=STAMP_SOURCES, nodes=_ESTIMATION),
+    Setting("signal.regressor_samples", _S, "decimated", "where identify evaluates the observation matrix: decimated:"
+            " at the decimated instants, on the low-passed motion (as the estimator's window always does); all: at"
+            " every sample, then low-passed and decimated like the torques ([Gautier2013] eq. (13)-(14))",
+            choices=REGRESSOR_SAMPLES, nodes=(DYNID,)),
     Setting("signal.use_measured_velocity", _B, False, "deprecated, when set: true is signal.velocity measured,"
             " false differentiated", nodes=(DYNID,)),
     Setting("signal.rate_hz", _D, 0.0, "uniform sample rate; 0: the median time step of the data", unit="Hz",

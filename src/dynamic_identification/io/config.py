@@ -186,7 +186,7 @@ class IdentificationConfig:
         ``None`` means a direct drive (ones, identity).
     drive_terms
         Which drive-chain parameters are identified.
-    position_cutoff_hz, decimation, velocity, stamps, rate_hz, min_speed_rad_s, gap_factor
+    position_cutoff_hz, decimation, velocity, stamps, rate_hz, min_speed_rad_s, gap_factor, regressor_samples
         Signal processing (:class:`~dynamic_identification.core.identification.settings.SignalSettings`):
         a cut-off of 0 is chosen from the data, ``auto`` velocities and stamps are decided from it.
     model
@@ -253,6 +253,7 @@ class IdentificationConfig:
     rate_hz: float = setting_field("signal.rate_hz")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
     gap_factor: float = setting_field("signal.gap_factor")
+    regressor_samples: str = setting_field("signal.regressor_samples")
     min_samples: int = setting_field("estimation.min_samples")
     joint_error_warning: float = setting_field("estimation.joint_error_warning")
     efficiency: bool = setting_field("estimation.efficiency")

@@ -408,7 +408,12 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
     rate = completed.rate_hz
     cutoff = completed.signal.position_cutoff_hz or 0.25 * rate
     factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
+    builder = RowBuilder.create(
+        dynamic_model,
+        decimation=factor,
+        min_speed_rad_s=completed.signal.min_speed_rad_s,
+        every_sample=completed.signal.regressor_samples == "all",
+    )
     phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
     matrices, currents, known, masks, braking_drive = [], [], [], [], []
     width = 2 * n if efficiency else n

@@ -10,7 +10,7 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,11 +93,15 @@ class RowBuilder:
 
     ``W = J_tᵀ φ_tree + drive terms`` ([Briot2012] eq. (6)-(7); a serial robot's IDIM where
     ``J_t = I``, [Gautier2013] eq. (4)) and the parallel decimation ([Gautier2013]
-    eq. (13)-(14)). Works on blocks that carry :attr:`reach` samples of support on each side
-    of the outputs they produce, so consecutive blocks give exactly the rows of the whole
-    signal: used by the offline pipeline and by the sliding window alike (:meth:`sampled_rows`).
+    eq. (13)-(14)) of the torques. ``W`` is evaluated at the decimated instants only, on
+    the low-passed motion, or with ``every_sample`` at every sample and decimated like the
+    torques (``signal.regressor_samples``,
+    :class:`~dynamic_identification.core.identification.settings.SignalSettings`). Works on
+    blocks that carry :attr:`reach` samples of support on each side of the outputs they
+    produce, so consecutive blocks give exactly the rows of the whole signal: used by the
+    offline pipeline (:meth:`rows`) and by the sliding window (:meth:`sampled_rows`) alike.
     Only the entries of ``W`` that are not structural zeros (:attr:`BaseParameters.structure`)
-    are filtered. Equations within ``stick_reach`` samples of a motor slower than
+    are evaluated. Equations within ``stick_reach`` samples of a motor slower than
     ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
     """
 
@@ -107,6 +111,7 @@ class RowBuilder:
     stick_reach: int
     gather: np.ndarray
     data: pin.Data
+    every_sample: bool = False
 
     @classmethod
     def create(
@@ -116,12 +121,13 @@ class RowBuilder:
         decimation: int,
         min_speed_rad_s: float,
         stick_periods: int | None = None,
+        every_sample: bool = False,
     ) -> RowBuilder:
         """``stick_periods``: decimation periods masked on each side of a slow sample; ``None``
         masks the filter's whole support (:attr:`reach`), so no stick sample reaches an equation.
 
         The speed is ``min_speed_rad_s`` (rad/s) with Coulomb friction in ``terms``, else 0
-        (nothing masked).
+        (nothing masked). ``every_sample``: :meth:`rows` evaluates ``W`` at every sample.
         """
         base = dynamic_model.base
         rows = np.arange(dynamic_model.mechanism.n_actuated)[:, None] * len(base.standard_names)
@@ -134,6 +140,7 @@ class RowBuilder:
             stick_reach=reach if stick_periods is None else min(reach, stick_periods * decimator.factor),
             gather=(rows + base.independent[None, :])[base.structure],
             data=dynamic_model.mechanism.robot.model.createData(),
+            every_sample=every_sample,
         )
 
     @property
@@ -184,10 +191,20 @@ class RowBuilder:
 
         ``q``, ``dq``, ``ddq`` are the tree's completed motion ``(L, n_t)`` and ``projection`` its
         ``J_t`` ``(L, n_t, n_a)`` (``None`` without closures); ``torques`` ``(L, m)`` (torques,
-        currents, payload torques) are decimated with the same filter as ``W``.
+        currents, payload torques) are low-passed and decimated. ``W`` is evaluated at the
+        output instants, or with :attr:`every_sample` at every sample and decimated with the
+        same filter as the torques.
         """
-        packed = self.packed(TreeMotion(q=q, dq=dq, ddq=ddq, projection=projection))
-        return self.decimated_rows(packed, torques, self._controlled(dq), start=start, outputs=outputs)
+        if self.every_sample:
+            packed = self.packed(TreeMotion(q=q, dq=dq, ddq=ddq, projection=projection))
+            return self.decimated_rows(packed, torques, self._controlled(dq), start=start, outputs=outputs)
+
+        def at(local: np.ndarray, _index: np.ndarray) -> TreeMotion:
+            return TreeMotion(
+                q=q[local], dq=dq[local], ddq=ddq[local], projection=None if projection is None else projection[local]
+            )
+
+        return self._rows_at_outputs(at, torques, self._controlled(dq), start=start, outputs=outputs)
 
     def sampled_rows(
         self,
@@ -207,17 +224,32 @@ class RowBuilder:
         The torques are still low-passed and decimated; ``W`` is not. For motion
         band-limited by the position filter (cut-off below the decimation filter's
         passband) the two agree to the passband ripple, while the regressor runs on
-        one sample in ``factor``: the streaming estimator's fast path. Equations
-        near velocity reversals, where ``sign(q̇)`` is not band-limited, are masked
-        as in the rows of the whole block.
+        one sample in ``factor`` (and a closed-loop robot's loops are solved there only):
+        the streaming estimator's fast path. Equations near velocity reversals, where
+        ``sign(q̇)`` is not band-limited, are masked as in the rows of the whole block.
         """
+
+        def at(local: np.ndarray, index: np.ndarray) -> TreeMotion:
+            return completed_at(self.dynamic_model.mechanism, q[local], dq[local], ddq[local], index)
+
+        return self._rows_at_outputs(at, torques, dq, start=start, outputs=outputs)
+
+    def _rows_at_outputs(
+        self,
+        motion_at: Callable[[np.ndarray, np.ndarray], TreeMotion],
+        torques: np.ndarray,
+        dq: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """Rows with ``W`` evaluated at the output instants only: ``motion_at(local, index)`` is the tree's motion at
+        block positions ``local`` (grid indices ``index``); ``dq`` ``(L, n_a)`` the controlled joints' velocities."""
         y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
         local = index[inside] - start
         if local.size:
-            packed = self.packed(
-                completed_at(self.dynamic_model.mechanism, q[local], dq[local], ddq[local], index[inside])
-            )
+            packed = self.packed(motion_at(local, index[inside]))
         else:
             packed = np.zeros((0, int(np.count_nonzero(self.dynamic_model.base.structure))))
         return self._assemble(packed, y_out[inside], index[inside], local, dq)
@@ -283,11 +315,11 @@ def prepare_observations(
     The recording is filtered and completed to the tree
     (:func:`~dynamic_identification.core.identification.completion.complete_recording`: ``q`` holds the
     controlled joints ``(N, n_a)`` or every tree joint ``(N, n_t)``; ``torques`` the controlled joints'
-    ``(N, n_a)``, N·m). ``W`` is built in blocks of ``settings.block_samples`` with the decimation
-    filter's support on both sides, so the result equals decimating the whole full-rate matrix while
-    memory stays bounded; only the entries that are not structural zeros
-    (:attr:`BaseParameters.structure`) are filtered. ``cancellation`` is polled, and told the grid
-    samples done, at every block (the long part of an identification: about 10 µs a sample).
+    ``(N, n_a)``, N·m). The rows are built in blocks of ``settings.block_samples`` with the decimation
+    filter's support on both sides, so the result equals decimating the whole recording while memory
+    stays bounded; ``W`` at the decimated instants, or at every sample and decimated with the torques
+    (``settings.signal.regressor_samples``, :class:`RowBuilder`). ``cancellation`` is polled, and told
+    the grid samples done, at every block.
 
     Raises
     ------
@@ -315,7 +347,12 @@ def prepare_observations(
     )
     rate = completed.rate_hz
     factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(dynamic_model, decimation=factor, min_speed_rad_s=completed.signal.min_speed_rad_s)
+    builder = RowBuilder.create(
+        dynamic_model,
+        decimation=factor,
+        min_speed_rad_s=completed.signal.min_speed_rad_s,
+        every_sample=completed.signal.regressor_samples == "all",
+    )
     # The rows are written into arrays of their final size, not concatenated from the blocks' rows:
     # a copy of the whole W less at the peak of memory.
     n = mechanism.n_actuated

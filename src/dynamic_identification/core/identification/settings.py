@@ -16,6 +16,7 @@ from dynamic_identification.core.settings_schema import (
     AUTO_CUTOFF_HZ,
     METHODS,
     REDUCTIONS,
+    REGRESSOR_SAMPLES,
     STAMP_SOURCES,
     UNCERTAINTIES,
     VELOCITY_SOURCES,
@@ -64,6 +65,15 @@ class SignalSettings:
         within the decimation filter's support are left out when the
         model has Coulomb friction: near a velocity reversal the joint sticks and
         ``Fc sign(q̇)`` does not describe its friction. 0 keeps every equation.
+    regressor_samples
+        Where offline identification evaluates the observation matrix ``W``:
+        ``"decimated"`` (the default) at the decimated instants only, on the low-passed
+        motion; ``"all"`` at every sample, then low-passed and decimated like the torques
+        ([Gautier2013] eq. (13)-(14)). The position filter's cut-off lies below the
+        decimation filter's passband, so ``W`` of the filtered motion is band-limited
+        and the two agree to the passband ripple, while ``"decimated"`` evaluates the
+        regressor on one sample in ``decimation``. The estimator's window always
+        evaluates it at the decimated instants.
     """
 
     position_cutoff_hz: float | None = setting_field("signal.position_cutoff_hz")
@@ -73,6 +83,7 @@ class SignalSettings:
     stamps: str = setting_field("signal.stamps")
     gap_factor: float = setting_field("signal.gap_factor")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")
+    regressor_samples: str = setting_field("signal.regressor_samples")
 
     def __post_init__(self) -> None:
         check_fields(self)  # the schema's bounds and choices: cut-off >= 0 (0: automatic), gap_factor > 1, …
@@ -182,6 +193,7 @@ __all__ = [
     "DEFAULT_GAP_FACTOR",
     "METHODS",
     "REDUCTIONS",
+    "REGRESSOR_SAMPLES",
     "STAMP_SOURCES",
     "UNCERTAINTIES",
     "VELOCITY_SOURCES",
