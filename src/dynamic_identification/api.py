@@ -15,13 +15,13 @@ import time as wall_clock
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.estimation.consistency import LinkComparison
-from dynamic_identification.core.excitation.plan import ExcitationPlan, plan_excitation
 from dynamic_identification.core.excitation.safety import TorqueModel
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
 from dynamic_identification.core.identification import (
@@ -111,6 +111,9 @@ from dynamic_identification.io.sanity import check_recording_units
 from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
 from dynamic_identification.io.urdf_export import UrdfExport, write_urdf
+
+if TYPE_CHECKING:
+    from dynamic_identification.core.excitation.plan import ExcitationPlan
 
 LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
@@ -834,6 +837,9 @@ def excite_file(
     ``progress`` is told each stage of the plan as it begins and the search's budget spent at
     every cost evaluation (:mod:`~dynamic_identification.core.progress`).
     """
+    # Imported here: the planner and its optimiser (scipy.optimize) are for this verb alone (issue 26).
+    from dynamic_identification.core.excitation.plan import plan_excitation
+
     _check_output(out, urdf, config)
     warn_unread_keys(config, "excite")
     monitor = Cancellation(progress=progress)

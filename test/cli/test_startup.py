@@ -37,6 +37,19 @@ def test_help_and_a_refused_argument_load_no_numerics(argv: list[str]) -> None:
     assert loaded == []
 
 
+def test_the_library_interface_loads_the_excitation_planner_only_for_excite() -> None:
+    # The planner and its Latin hypercube (scipy.stats: half a second of CPU with the planner's modules) were
+    # imported by every verb through dynamic_identification.api.
+    code = (
+        "import json, sys\n"
+        "import dynamic_identification.api\n"
+        "names = ('dynamic_identification.core.excitation.plan', 'scipy.stats')\n"
+        "print(json.dumps([name for name in names if name in sys.modules]), file=sys.stderr)\n"
+    )
+    result = _run(code)
+    assert json.loads(result.stderr.strip().splitlines()[-1]) == []
+
+
 def test_dynid_runs_blas_on_one_thread_unless_the_user_chose_a_count() -> None:
     code = (
         "import json, sys\n"
