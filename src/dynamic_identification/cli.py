@@ -33,6 +33,7 @@ from dynamic_identification.core.settings_schema import (
     STAMP_SOURCES,
     VELOCITY_SOURCES,
 )
+from dynamic_identification.memory import return_freed_memory
 from dynamic_identification.progress_display import stderr_progress
 
 T = TypeVar("T")
@@ -40,6 +41,10 @@ T = TypeVar("T")
 
 BAD_INPUT = 2
 INTERRUPTED = 130
+
+WHOLE_RECORDING_VERBS = ("identify", "predict", "gains", "payload")
+"""Verbs that hold a whole recording and its rows: their freed arrays go back to the system
+(:func:`~dynamic_identification.memory.return_freed_memory`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -517,6 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     prefix = f"dynid {arguments.verb}"
     use_one_blas_thread()
+    if arguments.verb in WHOLE_RECORDING_VERBS:
+        return_freed_memory()
     handler = _report_warnings(prefix)
     previous = None
     if threading.current_thread() is threading.main_thread():
