@@ -837,7 +837,7 @@ def excite_file(
     ``progress`` is told each stage of the plan as it begins and the search's budget spent at
     every cost evaluation (:mod:`~dynamic_identification.core.progress`).
     """
-    # Imported here: the planner and its optimiser (scipy.optimize) are for this verb alone (issue 26).
+    # Imported here: the planner, its search and scipy.stats' Latin hypercube are for this verb alone (issue 26).
     from dynamic_identification.core.excitation.plan import plan_excitation
 
     _check_output(out, urdf, config)
