@@ -385,7 +385,13 @@ def _interpolate(t: np.ndarray, v: np.ndarray, grid: np.ndarray, kind: str) -> n
         return _local_cubic(t, v, grid)
     i = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 2)
     w = ((grid - t[i]) / (t[i + 1] - t[i])).reshape((-1,) + (1,) * (v.ndim - 1))
-    return (1.0 - w) * v[i] + w * v[i + 1]
+    # v_i + w (v_i+1 - v_i) in place: two arrays of the signal's size alive instead of four (600 k samples: 58 MB).
+    lower = v[i]
+    out = v[i + 1]
+    out -= lower
+    out *= w
+    out += lower
+    return out
 
 
 def _local_cubic(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> np.ndarray:
