@@ -1003,25 +1003,12 @@ class ClosedLoopModel:
     def _close(
         self, kinematics: _Kinematics, guess: np.ndarray, sample: int, slope: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Newton on the passive joints from ``guess`` (:meth:`_newton`), and ``∂q_p/∂q_a = −A_p⁺ A_a`` at its last
-        step (``slope`` when the guess needed none): the predictor of the next sample. ``kinematics`` is left at the
-        returned configuration; raises :class:`LoopClosureError` naming ``sample``."""
-        q = guess.copy()
-        for _ in range(_MAX_ITERATIONS + 1):
-            kinematics.place(q)
-            residual = kinematics.residual()
-            if abs(residual).max() <= RESIDUAL_TOLERANCE:
-                return q, slope
-            if not np.isfinite(residual).all():
-                break
-            jacobian = kinematics.jacobian()
-            solution = _newton_step(jacobian[:, self.passive], np.column_stack([residual, jacobian[:, self.actuated]]))
-            step, slope = -solution[:, 0], -solution[:, 1:]
-            largest = float(abs(step).max())
-            if largest > _MAX_STEP_RAD:
-                step *= _MAX_STEP_RAD / largest
-            q[self.passive] += step
-        raise self._unclosed(kinematics, guess, sample)
+        """Newton on the passive joints from ``guess`` and the predictor of the next sample
+        (:meth:`_newton_with_slope`); raises :class:`LoopClosureError` naming ``sample``."""
+        q, predictor = self._newton_with_slope(kinematics, guess, self.passive, _MAX_ITERATIONS, slope)
+        if q is None or predictor is None:
+            raise self._unclosed(kinematics, guess, sample)
+        return q, predictor
 
     def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
         """The closed configuration at actuated ``q_actuated`` in ``start``'s assembly mode: the loops solved at
@@ -1107,7 +1094,21 @@ class ClosedLoopModel:
     def _newton(
         self, kinematics: _Kinematics, start: np.ndarray, free: np.ndarray, iterations: int
     ) -> np.ndarray | None:
-        """Newton's method on the joints ``free``; ``None`` if the residual stays above tolerance.
+        """Newton's method on the joints ``free``; ``None`` if the residual stays above tolerance
+        (:meth:`_newton_with_slope` without the slope)."""
+        return self._newton_with_slope(kinematics, start, free, iterations, None)[0]
+
+    def _newton_with_slope(
+        self,
+        kinematics: _Kinematics,
+        start: np.ndarray,
+        free: np.ndarray,
+        iterations: int,
+        slope: np.ndarray | None,
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Newton's method on the joints ``free`` from ``start``: the closed configuration, ``None`` if the residual
+        stays above tolerance. Given a ``slope``, also ``∂q_free/∂q_a = −A_free⁺ A_a`` at the last step taken
+        (``slope`` itself when the start needed none), solved with the step: the predictor of the next sample.
 
         On success the kinematics of ``kinematics`` are those of the returned configuration.
         """
@@ -1116,15 +1117,20 @@ class ClosedLoopModel:
             kinematics.place(q)
             residual = kinematics.residual()
             if abs(residual).max() <= RESIDUAL_TOLERANCE:
-                return q
+                return q, slope
             if not np.isfinite(residual).all():
-                return None
-            step = -_newton_step(kinematics.jacobian()[:, free], residual)
+                return None, slope
+            jacobian = kinematics.jacobian()
+            if slope is None:
+                step = -_newton_step(jacobian[:, free], residual)
+            else:
+                solution = _newton_step(jacobian[:, free], np.column_stack([residual, jacobian[:, self.actuated]]))
+                step, slope = -solution[:, 0], -solution[:, 1:]
             largest = float(abs(step).max())
             if largest > _MAX_STEP_RAD:
                 step *= _MAX_STEP_RAD / largest
             q[free] += step
-        return None
+        return None, slope
 
     def _passive_block(self, jacobian: np.ndarray, sample: int | None, residual: float) -> _PassiveBlock:
         """``A_p⁺`` and ``J_t`` from ``A_t``; refuses a singular passive block (eq. (3) needs ``A_p`` invertible)."""
