@@ -1006,8 +1006,9 @@ class ClosedLoopModel:
         """Newton on the passive joints from ``guess`` and the predictor of the next sample
         (:meth:`_newton_with_slope`); raises :class:`LoopClosureError` naming ``sample``."""
         q, predictor = self._newton_with_slope(kinematics, guess, self.passive, _MAX_ITERATIONS, slope)
-        if q is None or predictor is None:
+        if q is None:
             raise self._unclosed(kinematics, guess, sample)
+        assert predictor is not None  # given a slope, one is returned
         return q, predictor
 
     def follow(self, q_actuated: np.ndarray, *, start: np.ndarray) -> np.ndarray:
