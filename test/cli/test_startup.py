@@ -1,7 +1,7 @@
-"""What ``dynid`` loads before it answers, and the BLAS threads it runs its linear algebra on.
+"""What ``dynid`` loads before it answers, the BLAS threads it runs its linear algebra on, and how it gives memory back.
 
-Each test runs ``dynid`` in a child process (a fresh interpreter: the test process has
-imported everything already) and looks at the modules it loaded or at its BLAS libraries.
+The tests of what is loaded run ``dynid`` in a child process (a fresh interpreter: the test process
+has imported everything already) and look at the modules it loaded or at its BLAS libraries.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from dynamic_identification import cli
 
 NUMERICS = ("numpy", "scipy", "pinocchio", "cvxpy", "matplotlib")
 """Libraries whose import takes a second or more of CPU together; ``dynid --help`` needs none of them."""
@@ -52,16 +55,16 @@ def test_the_library_interface_loads_the_excitation_planner_only_for_excite() ->
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
 @pytest.mark.parametrize("fixed", [True, False])
-def test_a_freed_array_goes_back_to_the_system_only_with_the_threshold_identify_fixes(fixed: bool) -> None:
+def test_a_freed_array_goes_back_to_the_system_only_with_the_threshold_fixed(fixed: bool) -> None:
     # glibc raises its mmap threshold to the size of a freed mapped array (24 MB here), so the next smaller array came
     # from the heap and stayed resident when freed: an identification's peak memory grew by 130 MB (600 k samples).
     code = (
         "import sys\n"
         "import numpy as np\n"
-        "from dynamic_identification import cli\n"
         "from dynamic_identification.memory import return_freed_memory\n"
         "def resident(): return int(open('/proc/self/statm').read().split()[1]) * 4096\n"
-        f"assert ('identify' in cli.WHOLE_RECORDING_VERBS) and (return_freed_memory() if {fixed} else True)\n"
+        f"if {fixed}:\n"
+        "    assert return_freed_memory()\n"
         "first = np.ones(3 * 2**20); del first\n"
         "before = resident()\n"
         "second = np.ones(5 * 2**19); del second\n"
@@ -69,6 +72,18 @@ def test_a_freed_array_goes_back_to_the_system_only_with_the_threshold_identify_
     )
     kept_mb = float(_run(code).stderr.strip().splitlines()[-1])
     assert (kept_mb < 1.0) if fixed else (kept_mb > 10.0)
+
+
+def test_the_verbs_that_hold_a_whole_recording_fix_the_threshold_and_the_stream_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fixed: list[str] = []
+    monkeypatch.setattr(cli, "return_freed_memory", lambda: fixed.append("fixed") or True)
+    missing = ["--urdf", str(tmp_path / "arm.urdf"), "--data", str(tmp_path / "recording.csv")]
+    assert cli.main(["identify", *missing, "--out", str(tmp_path / "parameters.yaml")]) == cli.BAD_INPUT
+    assert fixed == ["fixed"]
+    assert cli.main(["stream", *missing, "--out", str(tmp_path / "updates.jsonl")]) == cli.BAD_INPUT
+    assert fixed == ["fixed"]
 
 
 def test_dynid_runs_blas_on_one_thread_unless_the_user_chose_a_count() -> None:

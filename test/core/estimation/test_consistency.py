@@ -326,21 +326,26 @@ def test_removed_base_parameters_do_not_enter_the_fit(arm) -> None:
     assert_allclose(results[0].base_values, base.from_standard(results[0].standard), rtol=1e-12, atol=1e-14)
 
 
+def _nominal_estimator(arm) -> ConsistentEstimator:
+    """A new estimator of the URDF's nominal parameters."""
+    robot, _, base, _ = arm
+    return ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
+
+
 def _reduced_window(arm) -> tuple[NormalEquations, np.ndarray, ConsistentEstimator]:
     """The arm's equations (Coulomb friction of both signs), a window's kept set without ``XY6, XZ6, off2``, and a
     new estimator of the URDF's nominal parameters."""
     robot, _, base, rows = arm
     truth = standard_parameters(robot, TERMS, _drive(coulomb=[6.7, 7.9, -1.0, 2.5, 2.7, 1.8]))
     kept = np.setdiff1d(np.arange(base.count), base.subset(["XY6", "XZ6", "off2"]))
-    estimator = ConsistentEstimator(base, TERMS, standard_parameters(robot, TERMS))
-    return _equations(base, rows, truth, seed=4), kept, estimator
+    return _equations(base, rows, truth, seed=4), kept, _nominal_estimator(arm)
 
 
 def test_the_caller_s_wls_of_the_kept_columns_gives_the_same_estimate(arm) -> None:
     """The sliding window hands its reduction's WLS over instead of having it solved again."""
     equations, kept, estimator = _reduced_window(arm)
     solved = estimator.solve(equations, JOINT_NOISE_NM, kept)
-    handed = _reduced_window(arm)[2].solve(
+    handed = _nominal_estimator(arm).solve(
         equations, JOINT_NOISE_NM, kept, unconstrained=solve_weighted(equations, JOINT_NOISE_NM, kept)
     )
     assert_allclose(handed.standard, solved.standard, rtol=0.0, atol=0.0)
