@@ -94,9 +94,11 @@ class NormalEquations:
             weights = mask[block].astype(float)
             w_masked = w[block] * weights[:, :, None]
             y_masked = y[block] * weights
+            # Per joint, (b, r) @ (r, b): one batched product, no einsum path search per block.
+            per_joint = w_masked.transpose(1, 2, 0)
             total = total + cls(
-                a=np.einsum("rjp,rjq->jpq", w_masked, w_masked, optimize=True),
-                b=np.einsum("rjp,rj->jp", w_masked, y_masked, optimize=True),
+                a=np.matmul(per_joint, per_joint.transpose(0, 2, 1)),
+                b=np.matmul(per_joint, y_masked.T[:, :, None])[:, :, 0],
                 c=np.einsum("rj,rj->j", y_masked, y_masked),
                 count=weights.sum(axis=0),
                 abs_y=np.abs(y_masked).sum(axis=0),

@@ -191,15 +191,46 @@ def hac_covariance(
         On a negative ``bandwidth``.
     """
     w, y, theta, mask, sigma = _validated(observation_matrix, torques, parameters, joint_std, valid)
-    r, _, k = w.shape
     weights = np.where(mask, 1.0 / sigma**2, 0.0)
     residual = np.where(mask, y - w @ theta, 0.0)
-    scores = np.einsum("tjk,tj->tk", w, weights * residual)
     if normal is None:
         normal = _weighted_normal_matrix(w, weights)
-    elif np.shape(normal) != (k, k):
+    return hac_covariance_of_scores(
+        np.einsum("tjk,tj->tk", w, weights * residual),
+        normal,
+        weighted_squares=float(np.sum(weights * residual**2)),
+        equations=int(mask.sum()),
+        steps=int(np.count_nonzero(mask.any(axis=1))),
+        bandwidth=bandwidth,
+    )
+
+
+def hac_covariance_of_scores(
+    scores: np.ndarray,
+    normal: np.ndarray,
+    *,
+    weighted_squares: float,
+    equations: int,
+    steps: int,
+    bandwidth: int | None = None,
+) -> RobustCovariance:
+    """:func:`hac_covariance` from the time steps' scores ``g_t = Σ_j w_tjᵀ ρ_tj / σ_j²`` ``(r, k)`` (zero rows for
+    time steps without a valid equation), the bread ``normal`` ``(k, k)``, the weighted residual
+    ``Σ ρ_tj² / σ_j²``, the number of valid ``equations`` and of time ``steps`` with one: for a caller that holds
+    the residuals already (the sliding window scores all its columns in one product and keeps the reduced model's).
+
+    Raises
+    ------
+    DataError
+        Mismatched shapes, or no more valid time steps than parameters.
+    RankDeficientError
+        When ``normal`` is singular.
+    IdentificationError
+        On a negative ``bandwidth``.
+    """
+    r, k = scores.shape
+    if np.shape(normal) != (k, k):
         raise DataError(f"normal must have shape ({k}, {k}), got {np.shape(normal)}")
-    steps = int(np.count_nonzero(mask.any(axis=1)))
     if steps <= k:
         raise DataError(f"only {steps} time steps with valid equations for {k} parameters")
     # Columns scaled to a unit diagonal first: parameters in kg·m² beside N·m must not look singular.
@@ -207,7 +238,7 @@ def hac_covariance(
     if not np.all(diagonal > 0.0):
         raise RankDeficientError(f"columns {np.flatnonzero(diagonal <= 0.0).tolist()} of observation_matrix are zero")
     try:
-        factor = scipy.linalg.cho_factor(normal / np.outer(diagonal, diagonal))
+        factor = scipy.linalg.cho_factor(normal / np.outer(diagonal, diagonal), check_finite=False)
     except np.linalg.LinAlgError as error:
         raise RankDeficientError("the weighted normal matrix of observation_matrix is singular") from error
     if bandwidth is None:
@@ -219,7 +250,7 @@ def hac_covariance(
             raise IdentificationError(f"bandwidth must be >= 0, got {bandwidth}")
         lag, rho = int(bandwidth), float("nan")
     lag = min(lag, r // 2)
-    inverse = scipy.linalg.cho_solve(factor, np.eye(k)) / np.outer(diagonal, diagonal)
+    inverse = scipy.linalg.cho_solve(factor, np.eye(k), check_finite=False) / np.outer(diagonal, diagonal)
     lag_zero = scores.T @ scores
     meat = bartlett_long_run_covariance(scores, lag)
     hac = inverse @ meat @ inverse * steps / (steps - k)
@@ -232,8 +263,6 @@ def hac_covariance(
     effective = steps / np.maximum(ratio, 1.0)
     dof = np.where(effective > 2 * k, effective / (effective - k), 2.0) / (steps / (steps - k))
     scale = fixed_b_critical_value((lag + 1.0) / r) / _NORMAL_975 * np.sqrt(dof)
-    equations = int(mask.sum())
-    weighted_squares = float(np.sum(weights * residual**2))
     white = weighted_squares / (equations - k) * inverse
     return RobustCovariance(
         covariance=hac * scale[:, None] * scale[None, :],

@@ -24,8 +24,9 @@ Andrews' 1991 bandwidth and the Kiefer & Vogelsang 2005 fixed-b widening): the
 residuals of the decimated rows are correlated in time, and the white σ of
 eq. (17)-(18), which the reduction still uses, understates σ several times. Its bread is
 the window's weighted normal matrix of the kept columns, taken from the normal
-equations; its scores cost one pass over the window's ``r × n × k`` kept columns per
-update (``bench/bench_stream.py`` prints the update latency with and without it).
+equations; its scores cost one product of the window's ``r × n × b`` rows with the
+weighted residuals per update, the residuals those of the joint errors
+(``bench/bench_stream.py`` prints the update latency with and without it).
 
 Stamps (:mod:`~dynamic_identification.core.signal.stamps`): a stamp earlier than the last one
 (a bag loop, a simulation reset) clears the window. Forward, the one rule of every path
@@ -88,7 +89,7 @@ from dynamic_identification.core.estimation.normal_equations import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
-from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
+from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance_of_scores
 from dynamic_identification.core.identification.motion import (
     AUTO_CUTOFF_RANGE_HZ,
     STAMP_JITTER_LIMIT,
@@ -323,7 +324,6 @@ class SlidingWindowEstimator:
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
         self._rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._columns: tuple[bytes, np.ndarray] | None = None
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
@@ -652,7 +652,7 @@ class SlidingWindowEstimator:
         start = now_s - self._settings.window_s
         while self._blocks and self._blocks[0].time[-1] < start:
             expired = self._blocks.popleft()
-            self._rows = self._columns = None
+            self._rows = None
             self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
@@ -664,7 +664,7 @@ class SlidingWindowEstimator:
             q_max=q.max(axis=0),
         )
         self._blocks.append(block)
-        self._rows = self._columns = None
+        self._rows = None
         self._equations = self._equations + block.equations
         self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
@@ -721,11 +721,12 @@ class SlidingWindowEstimator:
             return replace(blank, reason=f"estimation failed: {error}")
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
-        errors = self._joint_errors(reduction.kept, solution.parameters)
+        fitted = self._fitted(reduction.kept, solution.parameters)
+        errors = self._joint_errors(fitted)
         std_percent, robust, fallback = solution.relative_std_percent, None, ""
         if settings.reduction.uncertainty == "hac":
             try:
-                robust = self._robust_covariance(reduction, joint_std)
+                robust = self._robust_covariance(reduction, joint_std, fitted)
                 std_percent = robust.relative_std_percent(solution.parameters)
             except (DataError, RankDeficientError) as error:
                 fallback = f"HAC σ not computable: {error}"
@@ -752,7 +753,7 @@ class SlidingWindowEstimator:
                 reason = f"no physically consistent estimate: {physical.error}"
             else:
                 values = physical.estimate.base_values[reduction.kept]
-                errors = self._joint_errors(reduction.kept, values)
+                errors = self._joint_errors(self._fitted(reduction.kept, values))
                 update = replace(
                     update,
                     values=values,
@@ -775,38 +776,43 @@ class SlidingWindowEstimator:
             reason = f"rank-deficient window: {unidentifiable} not identifiable (reduction is 'none')"
         return replace(update, publishable=not reason, reason=reason or "ok")
 
-    def _robust_covariance(self, reduction: ReductionResult, joint_std: np.ndarray) -> RobustCovariance:
-        """HAC covariance of the reduced estimate from the window's rows of the kept columns, in time order.
+    def _robust_covariance(
+        self, reduction: ReductionResult, joint_std: np.ndarray, fitted: np.ndarray
+    ) -> RobustCovariance:
+        """HAC covariance of the reduced estimate from the window's rows in time order, ``fitted`` its torques
+        ``(r, n)`` (N·m, :meth:`_fitted`).
 
-        Blocks after a gap follow the ones before it as if contiguous: the few lags that
-        straddle it are negligible for a window much longer than the bandwidth.
+        The scores of every column come from one product with the window's rows and the kept ones are picked: no
+        copy of the rows' kept columns. Blocks after a gap follow the ones before it as if contiguous: the few lags
+        that straddle it are negligible for a window much longer than the bandwidth.
         """
         kept = reduction.kept
-        _, torques, valid = self.window_rows()
-        return hac_covariance(
-            self._kept_columns(kept),
-            torques,
-            reduction.solution.parameters,
-            joint_std=joint_std,
-            valid=valid,
+        observation_matrix, torques, valid = self.window_rows()
+        residual = np.where(valid, torques - fitted, 0.0)
+        weighted = np.where(valid, 1.0 / joint_std**2, 0.0) * residual
+        scores = np.matmul(weighted[:, None, :], observation_matrix)[:, 0, kept]
+        return hac_covariance_of_scores(
+            scores,
             # The bread from the window's normal equations: the rows are only needed for the scores.
-            normal=weighted_normal_matrix(self._equations, joint_std, kept)[0],
+            weighted_normal_matrix(self._equations, joint_std, kept)[0],
+            weighted_squares=float(np.sum(weighted * residual)),
+            equations=int(np.count_nonzero(valid)),
+            steps=int(np.count_nonzero(valid.any(axis=1))),
         )
 
-    def _joint_errors(self, kept: np.ndarray, values: np.ndarray) -> JointErrors:
-        """[Volkmann2020] eq. (11)-(12) of the ``kept`` base parameters at ``values`` on the window's valid rows."""
-        _, torques, valid = self.window_rows()
-        return JointErrors.of(torques, self._kept_columns(kept) @ values, valid)
+    def _fitted(self, kept: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The torques ``(r, n)``, N·m, that the ``kept`` base parameters at ``values`` predict on the window's rows:
+        one product with all the rows' columns, the others' values zero."""
+        observation_matrix = self.window_rows()[0]
+        padded = np.zeros(observation_matrix.shape[2])
+        padded[kept] = values
+        return (observation_matrix.reshape(-1, padded.size) @ padded).reshape(observation_matrix.shape[:2])
 
-    def _kept_columns(self, kept: np.ndarray) -> np.ndarray:
-        """The window's rows of the ``kept`` columns, ``W[..., kept]`` (read-only): gathered once per update for the
-        joint errors of both estimates and the HAC scores."""
-        key = np.asarray(kept, dtype=np.int64).tobytes()
-        if self._columns is None or self._columns[0] != key:
-            columns = self.window_rows()[0][..., kept]
-            columns.setflags(write=False)
-            self._columns = (key, columns)
-        return self._columns[1]
+    def _joint_errors(self, fitted: np.ndarray) -> JointErrors:
+        """[Volkmann2020] eq. (11)-(12) of the predicted torques ``fitted`` (:meth:`_fitted`) on the window's valid
+        rows."""
+        _, torques, valid = self.window_rows()
+        return JointErrors.of(torques, fitted, valid)
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
