@@ -205,8 +205,9 @@ def joint_error_std(
 
     For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
     ordinary least-squares solution of joint ``j``'s own ``N`` equations. ``rank(W_j)`` is
-    the numerical rank found by :func:`rank_deficient_columns` (pivoted QR), so the zero
-    columns of the block-triangular IDIM matrix ([Gautier2013] eq. (20)) are handled.
+    the numerical rank by the rule of :func:`rank_deficient_columns` (pivoted QR), so the zero
+    columns of the block-triangular IDIM matrix ([Gautier2013] eq. (20)) are handled; one QR of
+    each joint's rows gives both (:func:`_joint_fit`).
 
     A joint without valid equations gets the largest ``σ_j`` (its rows are unused).
     A joint fitted exactly (``σ_j`` at rounding level: below ``1000 eps`` times its RMS
@@ -244,21 +245,14 @@ def joint_error_std(
         if n_samples == 0:
             sigma[j] = np.nan
             continue
-        w_j = w[rows, j, :]
-        deficient = rank_deficient_columns(w_j[:, None, :])
-        independent = np.setdiff1d(np.arange(w.shape[2]), deficient)
-        rank = independent.size
+        y_j = y[rows, j]
+        rank, residual = _joint_fit(w[:, j, :].T[:, rows], y_j)
         if n_samples <= rank:
             raise DataError(
                 f"joint {j} has {n_samples} samples but its equations have rank {rank}: "
                 "cannot estimate its error std (need more samples)"
             )
-        y_j = y[rows, j]
-        residual = y_j
-        if rank:
-            solution = scipy.linalg.lstsq(w_j[:, independent], y_j)[0]
-            residual = y_j - w_j[:, independent] @ solution
-        sigma[j] = np.linalg.norm(residual) / np.sqrt(n_samples - rank)
+        sigma[j] = residual / np.sqrt(n_samples - rank)
         # A residual at rounding level of the torques means an exact fit, not a noise level.
         if sigma[j] <= _ROUNDING_LEVEL * np.sqrt(np.mean(y_j**2)):
             sigma[j] = 0.0
@@ -267,6 +261,31 @@ def joint_error_std(
         return np.ones(n_joints)
     # A joint without valid equations gets any positive weight: none of its rows is used.
     return np.maximum(np.nan_to_num(sigma, nan=largest), _EXACT_DATA_FLOOR * largest)
+
+
+def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
+    """``(rank(W_j), ‖y_j − W_j χ̂_j‖)`` of one joint's equations ``W_j``, given as its columns ``W_jᵀ`` ``(p, N)``,
+    and torques ``y_j`` ``(N,)``, with ``χ̂_j`` the least-squares solution on the independent columns.
+
+    One QR of the rows: ``[W_j D | y_j] = Q R`` (``D`` the unit-norm column scaling of
+    :func:`rank_deficient_columns`; :func:`_stacked_triangle`). The pivoted
+    QR of ``R``'s first ``p`` columns has the pivots and the diagonal of the pivoted QR of ``W_j D`` (an
+    orthogonal ``Q`` keeps the norms pivoting looks at), so it gives the rank and the independent columns at
+    the tolerance of :func:`rank_deficient_columns`; the QR of ``R``'s independent columns beside its last gives
+    the residual norm as its last diagonal entry, as the rows would, with no second pass over them.
+    """
+    p = columns.shape[0]
+    norms = np.linalg.norm(columns, axis=1)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    triangle = _stacked_triangle(np.zeros((0, p + 1)), (columns / norms[:, None]).T, y_j)
+    r, pivots = scipy.linalg.qr(triangle[:, :p], mode="r", pivoting=True, check_finite=False)
+    dependent = _PivotedQR(r=r[:p], pivots=pivots, norms=norms, projected=np.empty(0)).dependent(_RANK_TOLERANCE)
+    independent = np.setdiff1d(np.arange(p), dependent)
+    rank = independent.size
+    if rank == 0:
+        return 0, float(np.linalg.norm(y_j))
+    (reduced,) = scipy.linalg.qr(triangle[:, [*independent.tolist(), p]], mode="r", check_finite=False)
+    return rank, float(abs(reduced[rank, rank])) if reduced.shape[0] > rank else 0.0
 
 
 def weighted_least_squares(
@@ -330,7 +349,7 @@ def weighted_least_squares(
 
 
 def rank_deficient_columns(
-    observation_matrix: np.ndarray, *, tolerance: float = 1e-8, valid: np.ndarray | None = None
+    observation_matrix: np.ndarray, *, tolerance: float = _RANK_TOLERANCE, valid: np.ndarray | None = None
 ) -> np.ndarray:
     """Columns of ``W`` that cannot be identified from this data.
 
@@ -530,15 +549,35 @@ def _blocked_pivoted_qr(
     norms = np.where(norms > 0.0, norms, 1.0)
     if equations <= p:  # refused by the caller
         return _PivotedQR(r=np.zeros((0, p)), pivots=np.arange(p), norms=norms, projected=np.zeros(0)), equations
-    r, projected = np.zeros((0, p)), np.zeros(0)
+    triangle = np.zeros((0, p + 1))
     for block in blocks:
         a, b = weighted(block)
         if a.shape[0]:
-            rhs = np.concatenate([projected, b])[None, :]
-            product, r = scipy.linalg.qr_multiply(np.vstack([r, a / norms]), rhs, mode="right")
-            projected = product[0]
-    product, r, pivots = scipy.linalg.qr_multiply(r, projected[None, :], mode="right", pivoting=True)
+            triangle = _stacked_triangle(triangle, a / norms, b)
+    product, r, pivots = scipy.linalg.qr_multiply(
+        triangle[:p, :p], triangle[:p, p][None, :], mode="right", pivoting=True
+    )
     return _PivotedQR(r=r, pivots=pivots, norms=norms, projected=product[0]), equations
+
+
+def _stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``R`` of the QR of ``[triangle; [a | b]]``: the rows of a tall-and-skinny QR so far, ``triangle``
+    ``(≤ p + 1, p + 1)``, stacked on the next rows ``a`` ``(m, p)`` and right-hand sides ``b`` ``(m,)``.
+
+    With the right-hand side as the last column, ``R``'s last column holds ``Qᵀ b`` and its last diagonal entry the
+    residual norm, so ``Q`` is never applied. The stack is assembled in column-major order and factorised in
+    place by LAPACK's ``geqrf`` (``scipy.linalg.qr`` would copy it, and return a full ``(m, p + 1)`` ``R``).
+    """
+    p = a.shape[1]
+    held = triangle.shape[0]
+    system = np.empty((p + 1, held + a.shape[0]))
+    system[:, :held] = triangle.T
+    system[:p, held:] = a.T
+    system[p, held:] = b
+    factored, _, _, info = scipy.linalg.lapack.dgeqrf(system.T, overwrite_a=True)
+    if info != 0:
+        raise DataError(f"the QR factorisation of the equations failed (LAPACK info {info})")
+    return np.triu(factored[: p + 1])
 
 
 def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | None) -> None:
