@@ -271,8 +271,9 @@ def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
     :func:`rank_deficient_columns`; :func:`_stacked_triangle`). The pivoted
     QR of ``R``'s first ``p`` columns has the pivots and the diagonal of the pivoted QR of ``W_j D`` (an
     orthogonal ``Q`` keeps the norms pivoting looks at), so it gives the rank and the independent columns at
-    the tolerance of :func:`rank_deficient_columns`; the QR of ``R``'s independent columns beside its last gives
-    the residual norm as its last diagonal entry, as the rows would, with no second pass over them.
+    the tolerance of :func:`rank_deficient_columns`. ``‖Qᵀ y_j − R_S x‖ = ‖y_j − W_S x‖`` for any ``x``, so the
+    least-squares solution of ``R``'s independent columns (unscaled) against its last column gives the residual of
+    the rows, with no second pass over them.
     """
     p = columns.shape[0]
     norms = np.linalg.norm(columns, axis=1)
@@ -284,8 +285,9 @@ def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
     rank = independent.size
     if rank == 0:
         return 0, float(np.linalg.norm(y_j))
-    (reduced,) = scipy.linalg.qr(triangle[:, [*independent.tolist(), p]], mode="r", check_finite=False)
-    return rank, float(abs(reduced[rank, rank])) if reduced.shape[0] > rank else 0.0
+    # scipy.linalg.lstsq of the unscaled columns, as the rows would have been solved: the same singular values.
+    solution = scipy.linalg.lstsq(triangle[:, independent] * norms[independent], triangle[:, p], check_finite=False)[0]
+    return rank, float(np.linalg.norm(triangle[:, p] - (triangle[:, independent] * norms[independent]) @ solution))
 
 
 def weighted_least_squares(
