@@ -783,6 +783,48 @@ class _PriorObjective:
 
 
 @dataclass(frozen=True)
+class _Layout:
+    """Where each kind of unknown sits in a standard vector of ``n_joints`` joints of ``per_joint`` parameters.
+
+    Attributes
+    ----------
+    links
+        ``(n_joints, 10)`` indices of each link's inertial parameters.
+    signed
+        Indices of the sign-constrained drive terms (:data:`SIGNED_DRIVE_TERMS`).
+    drive
+        Indices of every drive term.
+    """
+
+    n_joints: int
+    per_joint: int
+    links: np.ndarray
+    signed: np.ndarray
+    drive: np.ndarray
+
+    @property
+    def inertial(self) -> np.ndarray:
+        """Indices of the inertial parameters, link by link."""
+        return self.links.ravel()
+
+
+def _layout(n_joints: int, terms: DriveTerms) -> _Layout:
+    """The :class:`_Layout` of the standard parameters of ``n_joints`` joints with drive terms ``terms``."""
+    per_joint = terms.per_joint
+    first = np.arange(n_joints)[:, None] * per_joint
+    signed = [_INERTIAL + t for t, name in enumerate(terms.names) if name in SIGNED_DRIVE_TERMS]
+    indices = (
+        first + np.arange(_INERTIAL)[None, :],
+        first + np.array(signed, dtype=int)[None, :],
+        first + np.arange(_INERTIAL, per_joint)[None, :],
+    )
+    for index in indices:
+        index.setflags(write=False)
+    links, signed_terms, drive = indices
+    return _Layout(n_joints, per_joint, links, signed_terms.ravel(), drive.ravel())
+
+
+@dataclass(frozen=True)
 class _Scaling:
     """Unknowns ``x = χ_st / scale`` and the per-link margins of ``J(x) ⪰ margin 1``."""
 
@@ -861,6 +903,8 @@ class ConsistentEstimator:
     _attached_scaled: np.ndarray = field(init=False, repr=False)
     _prior_inverse: np.ndarray = field(init=False, repr=False)
     _prior_start: np.ndarray = field(init=False, repr=False)
+    _layout: _Layout = field(init=False, repr=False)
+    _margins: np.ndarray = field(init=False, repr=False)
     _prior_solutions: dict[bytes, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     """The last solutions of :meth:`_solve_prior` by kept set, least recently solved first: the last one is the
     previous update's."""
@@ -872,6 +916,7 @@ class ConsistentEstimator:
                 f"terms has {self.terms.per_joint} parameters per joint, which does not divide p={p}"
             )
         n = p // self.terms.per_joint
+        self._layout = _layout(n, self.terms)
         nominal = np.array(self.nominal, dtype=float)
         _split(nominal, n, self.terms)
         nominal.setflags(write=False)
@@ -889,11 +934,13 @@ class ConsistentEstimator:
         self._inertial_scale = self._structural_scales()
         self._attached_scaled = attached / self._inertial_scale
         self._prior_inverse, self._prior_start = self._prior()
+        self._margins = self._nominal_margins()
+        self._margins.setflags(write=False)
         self._unseen_inertial = self._unseen_inertial_directions()
 
     @property
     def n_joints(self) -> int:
-        return len(self.base.standard_names) // self.terms.per_joint
+        return self._layout.n_joints
 
     def solve(
         self,
@@ -968,7 +1015,8 @@ class ConsistentEstimator:
         completion = nominal_scaled + np.linalg.lstsq(reduced, estimate - reduced @ nominal_scaled, rcond=None)[0]
         # Checked only, the estimate needs no margin: J ⪰ 0 is what physical consistency means.
         margins = scaling.margins if search else np.zeros_like(scaling.margins)
-        reproduced = self._feasible(completion, nominal_scaled, margins)
+        completion_eigenvalues = self._link_min_eigenvalues(completion)
+        reproduced = self._feasible(completion, nominal_scaled, margins, completion_eigenvalues)
         if not search and not reproduced:
             raise NotSearched(
                 "the unconstrained estimate is not physically consistent; the nearest consistent model was not"
@@ -979,8 +1027,9 @@ class ConsistentEstimator:
         pull = self._pull(basis, reduced_model=columns.size < b)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
+            bodies = bool(np.all(completion_eigenvalues > 0.0))
             scaled, status = self._solve_prior(
-                reduced, metric, estimate, nominal_scaled, scaling, pull, completion, columns
+                reduced, metric, estimate, nominal_scaled, scaling, pull, completion if bodies else None, columns
             )
             # χ̂_b itself is reproduced when the solution, moved onto it, stays consistent.
             moved = scaled + np.linalg.lstsq(reduced, estimate - reduced @ scaled, rcond=None)[0]
@@ -1058,31 +1107,41 @@ class ConsistentEstimator:
         drive = np.maximum(np.abs(nominal[:, _INERTIAL:]), contribution[:, _INERTIAL:])
         drive = np.maximum(drive, _DRIVE_SCALE_FLOOR * rms_torque[:, None])
         scale[:, _INERTIAL:] = np.where(drive > 0.0, drive, 1.0)
-        nominal_eigenvalues = self._link_min_eigenvalues(self.nominal / scale.ravel())
-        margins = np.where(
+        return _Scaling(scale=scale.ravel(), margins=self._margins)
+
+    def _nominal_margins(self) -> np.ndarray:
+        """``ε_i`` of ``J̃_i ⪰ ε_i 1``: the settings' margin, or half the scaled nominal link's smallest eigenvalue when
+        that is smaller. The link scales are fixed, so the margins are too."""
+        nominal_eigenvalues = self._link_min_eigenvalues(self.nominal / self._scale_of_nominal())
+        return np.where(
             nominal_eigenvalues > 0.0,
             np.minimum(self.settings.margin, 0.5 * nominal_eigenvalues),
             self.settings.margin,
         )
-        return _Scaling(scale=scale.ravel(), margins=margins)
 
     def _signed(self) -> np.ndarray:
         """Indices of the sign-constrained drive terms in the standard vector."""
-        per_joint = self.terms.per_joint
-        local = [_INERTIAL + t for t, name in enumerate(self.terms.names) if name in SIGNED_DRIVE_TERMS]
-        return np.array([j * per_joint + k for j in range(self.n_joints) for k in local], dtype=int)
+        return self._layout.signed
 
     def _inertial(self) -> np.ndarray:
-        per_joint = self.terms.per_joint
-        return np.array([j * per_joint + k for j in range(self.n_joints) for k in range(_INERTIAL)], dtype=int)
+        return self._layout.inertial
 
     def _link_min_eigenvalues(self, scaled: np.ndarray) -> np.ndarray:
         """Smallest eigenvalue of each ``J̃(x_i − attached_i)``, scaled units."""
-        blocks = scaled.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
-        return np.linalg.eigvalsh(pseudo_inertia(blocks - self._attached_scaled))[:, 0]
+        return np.linalg.eigvalsh(pseudo_inertia(scaled[self._layout.links] - self._attached_scaled))[:, 0]
 
-    def _feasible(self, scaled: np.ndarray, nominal_scaled: np.ndarray, margins: np.ndarray) -> bool:
-        if np.any(self._link_min_eigenvalues(scaled) < margins):
+    def _feasible(
+        self,
+        scaled: np.ndarray,
+        nominal_scaled: np.ndarray,
+        margins: np.ndarray,
+        eigenvalues: np.ndarray | None = None,
+    ) -> bool:
+        """Whether ``scaled`` keeps every constraint: ``J̃_i ⪰ margins_i 1`` (``eigenvalues``: its
+        :meth:`_link_min_eigenvalues`, when known), the drive-term signs and the box."""
+        if eigenvalues is None:
+            eigenvalues = self._link_min_eigenvalues(scaled)
+        if np.any(eigenvalues < margins):
             return False
         if np.any(scaled[self._signed()] < 0.0):
             return False
@@ -1144,13 +1203,13 @@ class ConsistentEstimator:
         nominal_scaled: np.ndarray,
         scaling: _Scaling,
         pull: _Pull,
-        completion: np.ndarray,
+        completion: np.ndarray | None,
         kept: np.ndarray,
     ) -> tuple[np.ndarray, str]:
         """The fit plus ``γ`` times the log-det divergence to the URDF (module docstring, "Prior"), constrained.
 
-        Newton's method from the best of the URDF, ``completion`` (the unconstrained estimate
-        completed by the URDF's null-space part, when its links are bodies), this estimator's
+        Newton's method from the best (the lowest objective) of the URDF, ``completion`` (the unconstrained
+        estimate completed by the URDF's null-space part; ``None`` when its links are not bodies), this estimator's
         last solution (a sliding window's previous update: a few steps from the next optimum,
         which is unique, so the start changes the time, and the result within the tolerance of
         :data:`_NEWTON_TOLERANCE`, only) and its last solution with the same
@@ -1172,8 +1231,8 @@ class ConsistentEstimator:
         start = self._prior_start.copy()
         drive = self._drive_indices()
         start[drive] = nominal_scaled[drive]
-        candidates = []
-        if np.all(self._link_min_eigenvalues(completion) > 0.0):
+        candidates = [start]
+        if completion is not None:
             completed = completion.copy()
             completed[self._signed()] = np.maximum(completed[self._signed()], 0.0)
             candidates.append(completed)
@@ -1182,9 +1241,7 @@ class ConsistentEstimator:
         for solution in (last, self._prior_solutions.get(key)):
             if solution is not None and solution.shape == scaling.scale.shape:
                 candidates.append(solution / scaling.scale)
-        for candidate in candidates:
-            if (objective.value(candidate) or np.inf) < (objective.value(start) or np.inf):
-                start = candidate
+        start = _lowest(objective, candidates)
         scaled = self._newton(objective, start)
         if scaled is None:
             scaled = self._newton_path(objective, start)
@@ -1263,7 +1320,7 @@ class ConsistentEstimator:
             weight=self.settings.prior_weight,
             prior_inverse=self._prior_inverse,
             attached=self._attached_scaled,
-            links=np.arange(self.n_joints)[:, None] * self.terms.per_joint + np.arange(_INERTIAL)[None, :],
+            links=self._layout.links,
         )
 
     def _newton(self, objective: _PriorObjective, start: np.ndarray) -> np.ndarray | None:
@@ -1294,10 +1351,7 @@ class ConsistentEstimator:
         return None
 
     def _drive_indices(self) -> np.ndarray:
-        per_joint = self.terms.per_joint
-        return np.array(
-            [j * per_joint + k for j in range(self.n_joints) for k in range(_INERTIAL, per_joint)], dtype=int
-        )
+        return self._layout.drive
 
     # -- conic problem ------------------------------------------------------------------------
 
@@ -1450,6 +1504,12 @@ class ConsistentEstimator:
                 f"Clarabel's {status} solution is not consistent: scaled pseudo-inertia eigenvalues {worst.tolist()}"
             )
         return scaled, status
+
+
+def _lowest(objective: _PriorObjective, points: Sequence[np.ndarray]) -> np.ndarray:
+    """The first of ``points`` where ``objective`` is lowest, each evaluated once (outside its domain: infinite)."""
+    values = [objective.value(point) for point in points]
+    return points[int(np.argmin([np.inf if value is None else value for value in values]))]
 
 
 def _upper_solve(triangle: np.ndarray, right: np.ndarray) -> np.ndarray:
