@@ -783,6 +783,44 @@ class _PriorObjective:
 
 
 @dataclass(frozen=True)
+class _RowSpace:
+    """A ``k × p`` matrix ``A`` by its singular value decomposition truncated at its numerical rank ``r``
+    (:func:`_row_space`): ``A = U diag(s) Vᵀ``.
+
+    Attributes
+    ----------
+    left
+        ``U`` ``(k, r)``.
+    inverse_values
+        ``1 / s`` ``(r,)``.
+    right
+        ``V`` ``(p, r)``: an orthonormal basis of the row space.
+    null_space
+        ``(p, p − r)``: an orthonormal basis of the null space of ``A``.
+    """
+
+    left: np.ndarray
+    inverse_values: np.ndarray
+    right: np.ndarray
+    null_space: np.ndarray
+
+    def least_squares(self, target: np.ndarray) -> np.ndarray:
+        """The minimum-norm least-squares solution ``y`` of ``A y ≈ target``, ``V diag(1/s) Uᵀ target``."""
+        return self.right @ (self.inverse_values * (self.left.T @ target))
+
+
+def _row_space(matrix: np.ndarray) -> _RowSpace:
+    """The :class:`_RowSpace` of ``matrix``: one SVD for what ``numpy.linalg.lstsq`` and ``scipy.linalg.null_space``
+    would each compute, with their rank (singular values above ``max(k, p) · eps`` of the largest)."""
+    left, values, right = scipy.linalg.svd(matrix, full_matrices=True)
+    threshold = max(matrix.shape) * np.finfo(float).eps * (values[0] if values.size else 0.0)
+    rank = int(np.count_nonzero(values > threshold))
+    return _RowSpace(
+        left=left[:, :rank], inverse_values=1.0 / values[:rank], right=right[:rank].T, null_space=right[rank:].T
+    )
+
+
+@dataclass(frozen=True)
 class _Layout:
     """Where each kind of unknown sits in a standard vector of ``n_joints`` joints of ``per_joint`` parameters.
 
@@ -1000,8 +1038,7 @@ class ConsistentEstimator:
         estimate = solution.parameters
         matrix, _ = weighted_normal_matrix(equations, sigma, columns)
         weights = 1.0 / sigma**2
-        residual_unconstrained = residual_norms_squared(equations, columns, estimate)
-        ssr = float(weights @ residual_unconstrained)
+        ssr = float(weights @ solution.residual_norms**2)
         dof = float(equations.count.sum()) - columns.size
         # σ̂² of [Gautier2013] eq. (17), floored at a 1e-6 relative residual so exact data stay well scaled.
         sigma_squared = max(ssr / dof, _EXACT_FIT**2 * float(weights @ equations.c) / float(equations.count.sum()))
@@ -1011,8 +1048,10 @@ class ConsistentEstimator:
         nominal_scaled = self.nominal / scaling.scale
         reduced = regrouping * scaling.scale
 
+        # One SVD gives the completions below and the null space.
+        space = _row_space(reduced)
         # χ̂_b completed by the nominal null-space component: without a prior, the solution whenever it is feasible.
-        completion = nominal_scaled + np.linalg.lstsq(reduced, estimate - reduced @ nominal_scaled, rcond=None)[0]
+        completion = nominal_scaled + space.least_squares(estimate - reduced @ nominal_scaled)
         # Checked only, the estimate needs no margin: J ⪰ 0 is what physical consistency means.
         margins = scaling.margins if search else np.zeros_like(scaling.margins)
         completion_eigenvalues = self._link_min_eigenvalues(completion)
@@ -1023,7 +1062,7 @@ class ConsistentEstimator:
                 " searched for"
             )
         # The directions no data determine: the prior's pull, and who determines each link quantity (null_share).
-        basis = scipy.linalg.null_space(reduced)
+        basis = space.null_space
         pull = self._pull(basis, reduced_model=columns.size < b)
         metric = matrix / sigma_squared
         if search and self.settings.prior_weight > 0.0:
@@ -1032,7 +1071,7 @@ class ConsistentEstimator:
                 reduced, metric, estimate, nominal_scaled, scaling, pull, completion if bodies else None, columns
             )
             # χ̂_b itself is reproduced when the solution, moved onto it, stays consistent.
-            moved = scaled + np.linalg.lstsq(reduced, estimate - reduced @ scaled, rcond=None)[0]
+            moved = scaled + space.least_squares(estimate - reduced @ scaled)
             reproduced = reproduced or self._feasible(moved, nominal_scaled, scaling.margins)
         elif reproduced:
             scaled, status = completion, "not needed"
@@ -1056,7 +1095,7 @@ class ConsistentEstimator:
             unconstrained_consistent=bool(reproduced or shift <= self.settings.shift_tolerance),
             shift_sigma=shift,
             cost_increase=increase / ssr if ssr > 0.0 else (0.0 if increase <= 0.0 else float("inf")),
-            relative_error_unconstrained=float(np.sqrt(residual_unconstrained.sum())) / total if total else 0.0,
+            relative_error_unconstrained=solution.relative_error,
             relative_error=float(np.sqrt(residual.sum())) / total if total else 0.0,
             active=self._active(scaled, nominal_scaled, scaling.margins),
             report=consistency_report(standard, self.n_joints, self.terms, tolerance=0.0),
