@@ -655,7 +655,8 @@ class _PriorObjective:
         except np.linalg.LinAlgError:
             return None
         log_det = 2.0 * float(np.log(np.diagonal(factors, axis1=1, axis2=2)).sum())
-        trace = float(np.einsum("lab,lba->", self.prior_inverse, matrices))
+        # tr(P₀ J̃) of symmetric matrices: the sum of their entries' products.
+        trace = float(np.vdot(self.prior_inverse, matrices))
         fit = self.fit @ x - self.fit_target
         pull = self.pull @ x - self.pull_target
         return 0.5 * float(fit @ fit + pull @ pull) + self.weight * (trace - log_det)
@@ -723,12 +724,14 @@ class _PriorObjective:
         """
         gradient, divergence, curvature = self._terms(x)
         factors = np.linalg.cholesky(curvature)
-        root = np.sqrt(self.weight)
         links = factors.shape[0]
-        blocks = np.zeros((links, _INERTIAL, links, _INERTIAL))
-        blocks[np.arange(links), :, np.arange(links), :] = root * np.swapaxes(factors, 1, 2)
-        link_rows = blocks.reshape(links * _INERTIAL, links * _INERTIAL)[:, rows.link_free]
-        link_right = root * np.linalg.solve(factors, divergence[:, :, None])[:, :, 0].reshape(-1, 1)
+        lower = np.zeros((links, _INERTIAL, links, _INERTIAL))
+        lower[np.arange(links), :, np.arange(links), :] = np.sqrt(self.weight) * factors
+        # The blocks √γ Lᵢᵀ, upper triangular, in LAPACK's (Fortran) order.
+        blocks = lower.reshape(links * _INERTIAL, links * _INERTIAL).T
+        link_rows = blocks if rows.link_free.all() else blocks[:, rows.link_free]
+        # √γ Lᵢ⁻¹ dᵢ = (√γ Lᵢ)⁻¹ γ dᵢ.
+        link_right = _upper_solve(blocks, self.weight * divergence.reshape(-1, 1), transposed=True)
         fixed_right = rows.triangle @ x[rows.order] + rows.offset
         solo, linked = rows.solo, rows.link_triangle.shape[0]
         # The link rows' upper-triangular part: all of them when every link unknown is free (blocks Lᵢᵀ).
@@ -1551,13 +1554,14 @@ def _lowest(objective: _PriorObjective, points: Sequence[np.ndarray]) -> np.ndar
     return points[int(np.argmin([np.inf if value is None else value for value in values]))]
 
 
-def _upper_solve(triangle: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``triangle⁻¹ right`` for an upper-triangular ``triangle`` (only its upper triangle is read).
+def _upper_solve(triangle: np.ndarray, right: np.ndarray, *, transposed: bool = False) -> np.ndarray:
+    """``triangle⁻¹ right`` (``transposed``: ``triangle⁻ᵀ right``) for an upper-triangular ``triangle`` (only its
+    upper triangle is read).
 
     LAPACK's ``trtrs`` directly: ``scipy.linalg.solve_triangular``'s checks cost several times the solve of a
     Newton step's triangle.
     """
-    solution, info = scipy.linalg.lapack.dtrtrs(triangle, right)
+    solution, info = scipy.linalg.lapack.dtrtrs(triangle, right, trans=int(transposed))
     if info:
         raise np.linalg.LinAlgError(f"singular triangle: zero diagonal entry {info}")
     return solution
