@@ -351,26 +351,34 @@ def consistency_report(
     com = np.where(massive[:, None], inertial[:, 1:4] / np.where(massive, masses, 1.0)[:, None], 0.0)
     central = _rotational_inertia(inertial) - masses[:, None, None] * _skew_square(com)
     moments = np.linalg.eigvalsh(np.where(massive[:, None, None], central, np.eye(3)))
+    consistent = massive & (relative >= -tolerance)
     links = [
         LinkConsistency(
             index=index,
-            mass=float(masses[index]),
-            com=com[index] if massive[index] else np.full(3, np.nan),
-            min_eigenvalue=float(eigenvalues[index, 0]),
-            relative_min_eigenvalue=float(relative[index]),
-            central_moments=moments[index] if massive[index] else np.full(3, np.nan),
-            consistent=bool(massive[index] and relative[index] >= -tolerance),
+            mass=mass,
+            com=com[index] if has_mass else np.full(3, np.nan),
+            min_eigenvalue=lowest,
+            relative_min_eigenvalue=ratio,
+            central_moments=moments[index] if has_mass else np.full(3, np.nan),
+            consistent=body,
         )
-        for index in range(inertial.shape[0])
+        for index, (mass, has_mass, lowest, ratio, body) in enumerate(
+            zip(
+                masses.tolist(),
+                massive.tolist(),
+                eigenvalues[:, 0].tolist(),
+                relative.tolist(),
+                consistent.tolist(),
+                strict=True,
+            )
+        )
     ]
-    negative = []
-    for t, name in enumerate(terms.names):
-        if name not in SIGNED_DRIVE_TERMS:
-            continue
-        column = drive[:, t]
-        floor = -tolerance * float(np.abs(column).max(initial=0.0))
-        negative += [f"{name}{j + 1}" for j in np.flatnonzero(column < floor)]
-    return ConsistencyReport(links=tuple(links), negative_drive_terms=tuple(negative))
+    names = terms.names
+    signed = [t for t, name in enumerate(names) if name in SIGNED_DRIVE_TERMS]
+    values = drive[:, signed].T
+    below = values < -tolerance * np.abs(values).max(axis=1, initial=0.0)[:, None]
+    negative = tuple(f"{names[signed[t]]}{j + 1}" for t, j in zip(*np.nonzero(below), strict=True))
+    return ConsistencyReport(links=tuple(links), negative_drive_terms=negative)
 
 
 def is_physically_consistent(
@@ -466,10 +474,13 @@ def link_comparison(
     )
 
 
+_ROTATIONAL_ENTRIES = np.array([[4, 5, 7], [5, 6, 8], [7, 8, 9]])
+"""Where ``I = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]``'s entries sit in ``φ``."""
+
+
 def _rotational_inertia(phi: np.ndarray) -> np.ndarray:
     """The rotational inertias ``(..., 3, 3)`` of inertial parameters ``(..., 10)``."""
-    xx, xy, yy, xz, yz, zz = np.moveaxis(phi[..., 4:10], -1, 0)
-    return np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1), np.stack([xz, yz, zz], -1)], -2)
+    return phi[..., _ROTATIONAL_ENTRIES]
 
 
 def _skew_square(vector: np.ndarray) -> np.ndarray:
@@ -1199,7 +1210,8 @@ class ConsistentEstimator:
         names = self.base.standard_names
         eigenvalues = self._link_min_eigenvalues(scaled)
         active = [f"link {i + 1} pseudo-inertia" for i in np.flatnonzero(eigenvalues <= margins + slack)]
-        active += [f"{names[k]} >= 0" for k in self._signed() if scaled[k] <= slack]
+        signed = self._signed()
+        active += [f"{names[k]} >= 0" for k in signed[scaled[signed] <= slack]]
         if self.settings.box is not None:
             inertial = self._inertial()
             distance = np.abs(scaled[inertial] - nominal_scaled[inertial])
