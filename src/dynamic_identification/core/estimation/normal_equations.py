@@ -221,12 +221,34 @@ def solve_weighted(
     DataError
         When there are no more equations than parameters.
     """
+    matrix, vector = weighted_normal_matrix(equations, joint_std, np.arange(equations.n_parameters))
+    solution, _ = weighted_solution(equations, joint_std, columns, matrix, vector, names=names)
+    return solution
+
+
+def weighted_solution(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    columns: Sequence[int] | np.ndarray,
+    matrix: np.ndarray,
+    vector: np.ndarray,
+    *,
+    names: Sequence[str] | None = None,
+) -> tuple[NormalSolution, np.ndarray]:
+    """:func:`solve_weighted` from weighted normal equations already formed, and ``(Σ A_j/σ_j²)⁻¹`` on ``columns``.
+
+    ``matrix``, ``vector`` are :func:`weighted_normal_matrix` of every column with the same
+    ``joint_std``: a caller that solves several subsets sums ``A_j`` over the joints once. The
+    inverse is the covariance before ``σ̂_ρ²``, the start of a model that is downdated column by
+    column (the sensitivity reduction). Raises as :func:`solve_weighted`.
+    """
     index = np.asarray(columns, dtype=int)
     k = index.size
     total = float(equations.count.sum())
     if total <= k:
         raise DataError(f"only {total:.0f} equations for {k} parameters")
-    matrix, vector = weighted_normal_matrix(equations, joint_std, index)
+    matrix = matrix[np.ix_(index, index)]
+    vector = vector[index]
     rank, pivots = numerical_rank(matrix)
     if rank < k:
         dependent = sorted(int(index[i]) for i in pivots[rank:])
@@ -252,7 +274,7 @@ def solve_weighted(
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(measured > 0.0, norms / measured, 0.0)
     total_measured = float(np.sqrt(equations.c.sum()))
-    return NormalSolution(
+    solution = NormalSolution(
         columns=index,
         parameters=parameters,
         covariance=sigma_squared * inverse,
@@ -262,6 +284,7 @@ def solve_weighted(
         condition_number=condition,
         rank=rank,
     )
+    return solution, inverse
 
 
 def residual_norms_squared(equations: NormalEquations, columns: np.ndarray, parameters: np.ndarray) -> np.ndarray:

@@ -58,8 +58,8 @@ from dynamic_identification.core.estimation.normal_equations import (
     NormalSolution,
     numerical_rank,
     residual_norms_squared,
-    solve_weighted,
     weighted_normal_matrix,
+    weighted_solution,
 )
 from dynamic_identification.core.estimation.quality import relative_std_percent, sigma_ratio
 from dynamic_identification.core.settings_schema import REDUCTIONS
@@ -194,21 +194,22 @@ def reduce_parameters(
     removed: list[tuple[int, str]] = [(int(i), NOT_IDENTIFIABLE) for i in dependent]
     identifiable = np.setdiff1d(np.arange(b), dependent)
     essential = identifiable[forced_mask[identifiable]]
-    reference = _solve(equations, sigma, identifiable, names)
+    reference, reference_inverse = _solve(equations, sigma, matrix, vector, identifiable, names)
 
     guard = _LastParameterGuard(equations)
     if method == "sensitivity":
+        trials = _RemovalTrials(equations, matrix, vector, identifiable, reference.parameters, reference_inverse)
         kept, essential, dropped = _sensitivity_reduction(
-            equations, matrix, vector, identifiable, essential, reference.relative_errors, e_tol, guard
+            equations, trials, identifiable, essential, reference.relative_errors, e_tol, guard
         )
         removed += [(i, LOW_SENSITIVITY) for i in dropped]
-        solution = _solve(equations, sigma, kept, names)
+        solution, _ = _solve(equations, sigma, matrix, vector, kept, names)
     elif method == "essential":
         kept, dropped_essential = _essential_reduction(
             equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters, guard
         )
         removed += dropped_essential
-        solution = _solve(equations, sigma, kept, names)
+        solution, _ = _solve(equations, sigma, matrix, vector, kept, names)
     else:
         kept, solution = identifiable, reference
     return ReductionResult(
@@ -290,8 +291,7 @@ def _dependent_columns(matrix: np.ndarray, forced_mask: np.ndarray) -> np.ndarra
 
 def _sensitivity_reduction(
     equations: NormalEquations,
-    matrix: np.ndarray,
-    vector: np.ndarray,
+    trials: _RemovalTrials,
     identifiable: np.ndarray,
     forced: np.ndarray,
     reference_errors: np.ndarray,
@@ -300,8 +300,8 @@ def _sensitivity_reduction(
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """[Volkmann2020] Algorithm 1 lines 4-15 on the identifiable columns; returns ``(kept, E, removed)``.
 
-    ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns,
-    formed once; each trial is a rank-one step from the current model (:class:`_RemovalTrials`).
+    ``trials`` starts from the reference model; each trial is a rank-one step from the
+    current model (:class:`_RemovalTrials`).
     """
     threshold = (1.0 + e_tol) * np.maximum(reference_errors, _ERROR_FLOOR)
     # e*_j > threshold_j  <=>  ‖ρ_j‖² > (threshold_j ‖y_j‖)²; a joint with ‖y_j‖ = 0 has e*_j = 0.
@@ -313,7 +313,6 @@ def _sensitivity_reduction(
     # c̄_i does not depend on the model, so taking the argmin of I \ E at every step
     # (line 6) visits the candidates in increasing sensitivity.
     order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
-    trials = _RemovalTrials(equations, matrix, vector, identifiable)
     removed: list[int] = []
     for column in order:
         if not guard.allows(int(column), trials.columns) or np.any(
@@ -335,7 +334,8 @@ class _RemovalTrials:
     inverse), and accepting the removal downdates ``P ← P − P[:, k] P[k, :] / P_kk``:
     ``O(b)`` and ``O(b²)`` instead of a Cholesky factorisation per trial; the residual
     norms per joint come from the per-joint normal equations in ``O(n b²)``. ``P`` and
-    ``θ`` are refactored from the normal equations every :attr:`REFACTOR_EVERY`
+    ``θ`` start from the reference model's WLS and inverse (Algorithm 1 lines 2-3, solved
+    once) and are refactored from the normal equations every :attr:`REFACTOR_EVERY`
     removals so that downdating round-off stays bounded (on a pick-and-place window
     of the shipped arm, condition number 3.8e5, the trial errors of 25 downdates in a
     row agree with a fresh factorisation to 4e-7 relative, against an ``e_tol`` of 5e-2).
@@ -343,18 +343,33 @@ class _RemovalTrials:
 
     REFACTOR_EVERY = 16
 
-    def __init__(self, equations: NormalEquations, matrix: np.ndarray, vector: np.ndarray, columns: np.ndarray) -> None:
+    def __init__(
+        self,
+        equations: NormalEquations,
+        matrix: np.ndarray,
+        vector: np.ndarray,
+        columns: np.ndarray,
+        parameters: np.ndarray,
+        inverse: np.ndarray,
+    ) -> None:
+        """The model of ``columns`` with its WLS ``parameters`` and ``inverse`` of the weighted normal matrix.
+
+        ``matrix``, ``vector`` are the weighted normal equations of all ``b`` columns, from
+        which the model is refactored.
+        """
         b = equations.n_parameters
+        index = np.asarray(columns, dtype=int)
         self._equations = equations
         self._matrix = matrix
         self._vector = vector
         self._a = equations.a.reshape(-1, b)
         self._included = np.zeros(b, dtype=bool)
-        self._included[np.asarray(columns, dtype=int)] = True
+        self._included[index] = True
         self._parameters = np.zeros(b)
+        self._parameters[index] = parameters
         self._inverse = np.zeros((b, b))
+        self._inverse[np.ix_(index, index)] = inverse
         self._since_refactor = 0
-        self._refactor()
 
     @property
     def columns(self) -> np.ndarray:
@@ -465,19 +480,25 @@ def _essential_reduction(
 
 
 def _solve(
-    equations: NormalEquations, joint_std: np.ndarray, columns: np.ndarray, names: Sequence[str] | None
-) -> NormalSolution:
-    """:func:`solve_weighted`, extended to the empty model (every parameter removed, ``Ŷ = 0``).
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    matrix: np.ndarray,
+    vector: np.ndarray,
+    columns: np.ndarray,
+    names: Sequence[str] | None,
+) -> tuple[NormalSolution, np.ndarray]:
+    """:func:`weighted_solution` on the weighted normal equations ``matrix``, ``vector`` of all columns,
+    extended to the empty model (every parameter removed, ``Ŷ = 0``).
 
     The empty model reports condition number 1 and relative errors 1 (0 for a joint
     whose torques are all zero).
     """
     if columns.size:
-        return solve_weighted(equations, joint_std, columns, names=names)
+        return weighted_solution(equations, joint_std, columns, matrix, vector, names=names)
     if float(equations.count.sum()) <= 0.0:
         raise DataError("no equations to evaluate the empty model on")
     measured = np.sqrt(equations.c)
-    return NormalSolution(
+    empty = NormalSolution(
         columns=columns,
         parameters=np.zeros(0),
         covariance=np.zeros((0, 0)),
@@ -487,3 +508,4 @@ def _solve(
         condition_number=1.0,
         rank=0,
     )
+    return empty, np.zeros((0, 0))
