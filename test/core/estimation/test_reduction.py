@@ -213,3 +213,32 @@ def test_essential_never_removes_the_last_parameter_of_a_joint() -> None:
     assert 2 in result.kept
     assert result.refused == ((2, 1),)
     assert all(column != 2 for column, _ in result.removed)
+
+
+def test_sensitivity_reduction_decides_as_algorithm_1_solved_afresh_at_each_trial() -> None:
+    """The rank-one trials and downdates decide as fresh WLS solves would: more removals than a refactoring, one
+    refusal."""
+    rng = np.random.default_rng(14)
+    scales = np.where(np.arange(40) < 12, 1.0, 0.01)
+    w = rng.normal(size=(500, 3, 40)) * scales
+    w[:, :2, 39] = 0.0  # column 39 alone acts on joint 2, whose torque is noise only
+    w[:, 2, :39] = 0.0
+    parameters = np.where(np.arange(40) < 12, rng.normal(size=40), 0.0)
+    y = w @ parameters + 0.05 * rng.normal(size=(500, 3))
+    equations = NormalEquations.from_rows(w, y)
+    joint_std = np.full(3, 0.05)
+
+    result = reduce_parameters(equations, joint_std)
+
+    limits = 1.05 * solve_weighted(equations, joint_std, np.arange(40)).relative_errors
+    included, removed, refused = list(range(40)), [], []
+    for column in np.argsort(equations.sensitivities(), kind="stable"):
+        trial = [i for i in included if i != column]
+        if not np.any(equations.a[2, trial, trial] > 0.0) and equations.a[2, column, column] > 0.0:
+            refused.append((int(column), 2))
+        elif np.all(solve_weighted(equations, joint_std, trial).relative_errors <= limits):
+            included, removed = trial, [*removed, int(column)]
+    assert len(removed) > 16 and refused == [(39, 2)]
+    assert_array_equal(result.kept, included)
+    assert [column for column, _ in result.removed] == removed
+    assert result.refused == tuple(refused)
