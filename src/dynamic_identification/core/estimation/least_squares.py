@@ -268,7 +268,7 @@ def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
     and torques ``y_j`` ``(N,)``, with ``χ̂_j`` the least-squares solution on the independent columns.
 
     One QR of the rows: ``[W_j D | y_j] = Q R`` (``D`` the unit-norm column scaling of
-    :func:`rank_deficient_columns`; :func:`_stacked_triangle`). The pivoted
+    :func:`rank_deficient_columns`; :func:`stacked_triangle`). The pivoted
     QR of ``R``'s first ``p`` columns has the pivots and the diagonal of the pivoted QR of ``W_j D`` (an
     orthogonal ``Q`` keeps the norms pivoting looks at), so it gives the rank and the independent columns at
     the tolerance of :func:`rank_deficient_columns`. ``‖Qᵀ y_j − R_S x‖ = ‖y_j − W_S x‖`` for any ``x``, so the
@@ -278,7 +278,7 @@ def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
     p = columns.shape[0]
     norms = np.linalg.norm(columns, axis=1)
     norms = np.where(norms > 0.0, norms, 1.0)
-    triangle = _stacked_triangle(np.zeros((0, p + 1)), (columns / norms[:, None]).T, y_j)
+    triangle = stacked_triangle(np.zeros((0, p + 1)), (columns / norms[:, None]).T, y_j)
     r, pivots = scipy.linalg.qr(triangle[:, :p], mode="r", pivoting=True, check_finite=False)
     dependent = _PivotedQR(r=r[:p], pivots=pivots, norms=norms, projected=np.empty(0)).dependent(_RANK_TOLERANCE)
     independent = np.setdiff1d(np.arange(p), dependent)
@@ -555,20 +555,22 @@ def _blocked_pivoted_qr(
     for block in blocks:
         a, b = weighted(block)
         if a.shape[0]:
-            triangle = _stacked_triangle(triangle, a / norms, b)
+            triangle = stacked_triangle(triangle, a / norms, b)
     product, r, pivots = scipy.linalg.qr_multiply(
         triangle[:p, :p], triangle[:p, p][None, :], mode="right", pivoting=True
     )
     return _PivotedQR(r=r, pivots=pivots, norms=norms, projected=product[0]), equations
 
 
-def _stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``R`` of the QR of ``[triangle; [a | b]]``: the rows of a tall-and-skinny QR so far, ``triangle``
     ``(≤ p + 1, p + 1)``, stacked on the next rows ``a`` ``(m, p)`` and right-hand sides ``b`` ``(m,)``.
 
     With the right-hand side as the last column, ``R``'s last column holds ``Qᵀ b`` and its last diagonal entry the
-    residual norm, so ``Q`` is never applied. The stack is assembled in column-major order and factorised in
-    place by LAPACK's ``geqrf`` (``scipy.linalg.qr`` would copy it, and return a full ``(m, p + 1)`` ``R``).
+    residual norm, so ``Q`` is never applied; the least-squares residual of ``b`` on any subset of ``a``'s columns
+    is that of ``R``'s last column on the same columns of ``R``. Start from ``triangle`` of shape ``(0, p + 1)``.
+    The stack is assembled in column-major order and factorised in place by LAPACK's ``geqrf``
+    (``scipy.linalg.qr`` would copy it, and return a full ``(m, p + 1)`` ``R``).
     """
     p = a.shape[1]
     held = triangle.shape[0]
