@@ -46,7 +46,6 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-import scipy.signal  # noqa: F401 - loaded at start, as the estimator node does: not timed in the first update
 
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
 from dynamic_identification.core.excitation.plan import plan_excitation

@@ -71,7 +71,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import scipy.signal  # noqa: F401 - the window filters at every update: loaded at start, not in its first update
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
 from sensor_msgs.msg import JointState

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +175,20 @@ def test_a_window_of_torques_in_the_wrong_unit_is_never_published(arm, dynamic_m
     # The same data in N·m is published.
     estimator.reset()
     assert any(update.publishable for update in _feed(estimator, time, q, tau))
+
+
+def test_the_window_loads_its_filters_when_created_not_in_its_first_update(arm6_urdf: Path) -> None:
+    # SciPy's signal module takes most of a second to import: in the first update, that update's latency.
+    code = (
+        "import sys\n"
+        "from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowSettings\n"
+        "from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, load_robot\n"
+        "from dynamic_identification.core.regressors.dynamic_model import DynamicModel\n"
+        f"robot = load_robot({str(arm6_urdf)!r})\n"
+        "model = DynamicModel.create(robot, DriveChain.create(robot.n_joints), DriveTerms())\n"
+        "before = 'scipy.signal' in sys.modules\n"
+        "SlidingWindowEstimator(model, WindowSettings())\n"
+        "print(before, 'scipy.signal' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert completed.stdout.split() == ["False", "True"]

@@ -72,6 +72,7 @@ counter at 978 Hz, whose colliding stamps the streams drop as repeated, is kept 
 
 from __future__ import annotations
 
+import importlib
 import time as wall_clock
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -289,6 +290,8 @@ class SlidingWindowEstimator:
         ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
         computed is not publishable.
         """
+        # Every update filters: SciPy's signal module (0.7 s to import) is loaded with the estimator, not in an update.
+        importlib.import_module("scipy.signal")
         mechanism = dynamic_model.mechanism
         self._consistency = consistency
         self._settings = settings
