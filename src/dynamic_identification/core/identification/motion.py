@@ -289,7 +289,7 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
     kept = stamps[report.keep] - origin
     recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
     longest = max(report.segments, key=lambda segment: segment[1] - segment[0], default=(0, kept.size))
-    instants = sample_instants(kept, kept_rows(q, report.keep), settings, segment=longest)
+    instants = sample_instants(kept, _kept_rows(q, report.keep), settings, segment=longest)
     if not instants.recovered:
         return replace(
             recorded,
@@ -338,7 +338,7 @@ def resolve_signal(
     start, stop = max(stamps.segments, key=lambda segment: segment[1] - segment[0])
     longest = slice(start, stop)
     segment_time = stamps.time[longest]
-    grid, q_uniform = resample_uniform(segment_time, kept_rows(q, stamps.keep)[longest], rate, kind="cubic")
+    grid, q_uniform = resample_uniform(segment_time, _kept_rows(q, stamps.keep)[longest], rate, kind="cubic")
     cutoff = settings.position_cutoff_hz
     if cutoff == AUTO_CUTOFF_HZ:
         bandwidth = motion_bandwidth_hz(q_uniform, rate)
@@ -358,7 +358,7 @@ def resolve_signal(
             velocity = "differentiated"
             reasons.append("velocities: differentiated positions (the recording has none)")
         else:
-            dq_recorded = kept_rows(dq_measured, stamps.keep)[longest]
+            dq_recorded = _kept_rows(dq_measured, stamps.keep)[longest]
             _, dq_uniform = resample_uniform(segment_time, dq_recorded, rate)
             difference = velocity_disagreement(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
             velocity = "measured" if difference <= VELOCITY_AGREEMENT else "differentiated"
@@ -444,7 +444,7 @@ def motion_bandwidth_hz(q_uniform: np.ndarray, rate_hz: float) -> float:
     return float(frequency[min(int(np.searchsorted(cumulative, BANDWIDTH_POWER_FRACTION)), frequency.size - 1)])
 
 
-def kept_rows(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+def _kept_rows(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``values[keep]`` (rows of samples; ``keep`` the increasing indices of the kept rows) as floats: the array
     itself when every row is kept, as in most recordings, rather than a copy (29 MB for 600 k samples of 6 joints)."""
     array = np.asarray(values, dtype=float)
@@ -509,7 +509,7 @@ def estimate_motion(
     origin = stamps.origin
     kept_time = stamps.time
     report_keep = stamps.keep
-    kept_q = kept_rows(q, report_keep)
+    kept_q = _kept_rows(q, report_keep)
     edge = 0 if edges else edge_samples(rate, signal.position_cutoff_hz)
     shortest = MIN_SEGMENT_SAMPLES if edges else 16
     padding = "extrapolated" if edges else "odd"
@@ -526,7 +526,7 @@ def estimate_motion(
             continue
         q_filtered, dq, ddq = differentiate(q_uniform, rate_hz=rate, cutoff_hz=signal.position_cutoff_hz, edges=padding)
         if signal.velocity == "measured" and dq_measured is not None:
-            _, dq_uniform = resample_uniform(t, kept_rows(dq_measured, report_keep)[start:stop], rate)
+            _, dq_uniform = resample_uniform(t, _kept_rows(dq_measured, report_keep)[start:stop], rate)
             lowpass = lowpass_to_edges if edges else lowpass_zero_phase
             dq = (
                 lowpass(dq_uniform, cutoff_hz=signal.position_cutoff_hz, rate_hz=rate)
@@ -536,7 +536,7 @@ def estimate_motion(
             ddq = np.gradient(dq, 1.0 / rate, axis=0, edge_order=2)
         tau = None
         if torques is not None:
-            _, tau = resample_uniform(t, kept_rows(torques, report_keep)[start:stop], rate, kind="linear")
+            _, tau = resample_uniform(t, _kept_rows(torques, report_keep)[start:stop], rate, kind="linear")
         inner = slice(edge, grid.shape[0] - edge)
         motions.append(
             Motion(
