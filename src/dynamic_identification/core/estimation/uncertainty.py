@@ -95,6 +95,9 @@ _NORMAL_975 = 1.96
 _MAX_AUTOCORRELATION = 0.97
 """Lag-one autocorrelation used at most in the AR(1) plug-in (keeps ``L`` finite when ``ρ̂ → 1``)."""
 
+_LAG_ONE_COLUMNS = 8
+"""Columns of the scores :func:`_lag_one` takes at a time."""
+
 
 @dataclass(frozen=True)
 class RobustCovariance:
@@ -289,10 +292,15 @@ def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarr
     width = int(bandwidth) + 1
     if width == 1:
         return g.T @ g
-    cumulative = np.concatenate([np.zeros((1, g.shape[1])), np.cumsum(g, axis=0)])
-    ends = np.minimum(np.arange(g.shape[0] + width - 1), g.shape[0] - 1) + 1
-    starts = np.maximum(np.arange(g.shape[0] + width - 1) - width + 1, 0)
-    sums = cumulative[ends] - cumulative[starts]
+    rows = g.shape[0]
+    cumulative = np.empty((rows + 1, g.shape[1]))
+    cumulative[0] = 0.0
+    np.cumsum(g, axis=0, out=cumulative[1:])
+    # B_u = C_{min(u+1, r)} − C_{max(u+1−m, 0)}, u = 0 … r + L − 1, written in place (two arrays of the scores' size).
+    sums = np.empty((rows + width - 1, g.shape[1]))
+    sums[:rows] = cumulative[1:]
+    sums[rows:] = cumulative[rows]
+    sums[width - 1 :] -= cumulative[:rows]
     return sums.T @ sums / width
 
 
@@ -316,16 +324,26 @@ def fixed_b_critical_value(b: float) -> float:
     return _NORMAL_975 + 2.9694 * b + 0.4160 * b**2 - 0.5324 * b**3
 
 
-def _standardised(scores: np.ndarray) -> np.ndarray:
-    scale = np.sqrt(np.mean(scores**2, axis=0))
-    return scores[:, scale > 0.0] / scale[scale > 0.0]
-
-
 def _lag_one(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column: AR(1) coefficient ``ρ̂`` and innovation variance ``ŝ²`` of the standardised scores."""
-    z = _standardised(scores)
-    if z.shape[1] == 0:
+    """Per column with scores (all zero: left out): AR(1) coefficient ``ρ̂`` and innovation variance ``ŝ²`` of the
+    standardised scores.
+
+    Each column's figures are its own, so they are taken :data:`_LAG_ONE_COLUMNS` columns at a time: the
+    temporaries are a few columns of a long recording's scores, not copies of all of them.
+    """
+    parts = [
+        _lag_one_of(scores[:, first : first + _LAG_ONE_COLUMNS])
+        for first in range(0, scores.shape[1], _LAG_ONE_COLUMNS)
+    ]
+    if not parts:
         return np.zeros(0), np.zeros(0)
+    return np.concatenate([rho for rho, _ in parts]), np.concatenate([innovation for _, innovation in parts])
+
+
+def _lag_one_of(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_lag_one` of a few columns."""
+    scale = np.sqrt(np.mean(scores**2, axis=0))
+    z = scores[:, scale > 0.0] / scale[scale > 0.0]
     rho = np.sum(z[1:] * z[:-1], axis=0) / np.sum(z[:-1] ** 2, axis=0)
     rho = np.clip(rho, -_MAX_AUTOCORRELATION, _MAX_AUTOCORRELATION)
     innovation = np.mean((z[1:] - rho * z[:-1]) ** 2, axis=0)
