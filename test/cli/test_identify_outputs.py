@@ -26,9 +26,11 @@ import yaml
 from numpy.testing import assert_allclose
 
 from dynamic_identification import cli
+from dynamic_identification.api import with_joint_torques
 from dynamic_identification.core.estimation.consistency import is_physically_consistent
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, load_robot
+from dynamic_identification.core.mechanism.seam import mechanism_of
 from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, simulated_robot
@@ -449,3 +451,24 @@ def test_identify_output_without_validate_holds_an_empty_validation(
     _, quality = _identify(tmp_path, folder / "training.csv", "plain", "--config", identified.config)
     assert quality["validation"] == []
     assert isinstance(quality["physical_consistency"], dict) and "ok" in quality["physical_consistency"]
+
+
+def test_identify_turns_currents_into_joint_torques_once_and_holds_only_those() -> None:
+    robot = load_robot(ARM6_URDF)
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    mechanism = mechanism_of(robot)
+    rng = np.random.default_rng(5)
+    time = np.arange(50) * 1e-3
+    currents = rng.normal(size=(50, robot.n_joints))
+    recording = recording_from_arrays(
+        time=time, joint_names=robot.joint_names, position=rng.normal(size=currents.shape), current=currents
+    )
+
+    converted = with_joint_torques(mechanism, recording, chain)
+
+    assert converted.current is None
+    assert_allclose(converted.joint_torques(), chain.joint_torques(currents))
+    # Efforts as recorded, or a recording of other joints, stay as they are.
+    assert with_joint_torques(mechanism, converted, chain) is converted
+    partial = recording.select(robot.joint_names[:3])
+    assert with_joint_torques(mechanism, partial, chain) is partial
