@@ -849,7 +849,6 @@ class _Layout:
     """
 
     n_joints: int
-    per_joint: int
     links: np.ndarray
     signed: np.ndarray
     drive: np.ndarray
@@ -873,7 +872,7 @@ def _layout(n_joints: int, terms: DriveTerms) -> _Layout:
     for index in indices:
         index.setflags(write=False)
     links, signed_terms, drive = indices
-    return _Layout(n_joints, per_joint, links, signed_terms.ravel(), drive.ravel())
+    return _Layout(n_joints, links, signed_terms.ravel(), drive.ravel())
 
 
 @dataclass(frozen=True)
@@ -1172,13 +1171,6 @@ class ConsistentEstimator:
             self.settings.margin,
         )
 
-    def _signed(self) -> np.ndarray:
-        """Indices of the sign-constrained drive terms in the standard vector."""
-        return self._layout.signed
-
-    def _inertial(self) -> np.ndarray:
-        return self._layout.inertial
-
     def _link_min_eigenvalues(self, scaled: np.ndarray) -> np.ndarray:
         """Smallest eigenvalue of each ``J̃(x_i − attached_i)``, scaled units."""
         return np.linalg.eigvalsh(pseudo_inertia(scaled[self._layout.links] - self._attached_scaled))[:, 0]
@@ -1196,10 +1188,10 @@ class ConsistentEstimator:
             eigenvalues = self._link_min_eigenvalues(scaled)
         if np.any(eigenvalues < margins):
             return False
-        if np.any(scaled[self._signed()] < 0.0):
+        if np.any(scaled[self._layout.signed] < 0.0):
             return False
         if self.settings.box is not None:
-            inertial = self._inertial()
+            inertial = self._layout.inertial
             if np.any(np.abs(scaled[inertial] - nominal_scaled[inertial]) > self.settings.box):
                 return False
         return True
@@ -1210,10 +1202,10 @@ class ConsistentEstimator:
         names = self.base.standard_names
         eigenvalues = self._link_min_eigenvalues(scaled)
         active = [f"link {i + 1} pseudo-inertia" for i in np.flatnonzero(eigenvalues <= margins + slack)]
-        signed = self._signed()
+        signed = self._layout.signed
         active += [f"{names[k]} >= 0" for k in signed[scaled[signed] <= slack]]
         if self.settings.box is not None:
-            inertial = self._inertial()
+            inertial = self._layout.inertial
             distance = np.abs(scaled[inertial] - nominal_scaled[inertial])
             active += [
                 f"{names[k]} box" for k, d in zip(inertial, distance, strict=True) if d >= self.settings.box - slack
@@ -1283,12 +1275,12 @@ class ConsistentEstimator:
             self._prior_objective(reduced, metric, estimate, nominal_scaled, pull), weight=self.settings.prior_weight
         )
         start = self._prior_start.copy()
-        drive = self._drive_indices()
+        drive = self._layout.drive
         start[drive] = nominal_scaled[drive]
         candidates = [start]
         if completion is not None:
             completed = completion.copy()
-            completed[self._signed()] = np.maximum(completed[self._signed()], 0.0)
+            completed[self._layout.signed] = np.maximum(completed[self._layout.signed], 0.0)
             candidates.append(completed)
         key = kept.tobytes()
         last = next(reversed(self._prior_solutions.values()), None)
@@ -1327,7 +1319,7 @@ class ConsistentEstimator:
         """An orthonormal basis ``(p, m)`` of the scaled unknowns' directions that no base parameter sees and that
         hold inertial parameters alone: the null space of every base column (kept or not) with the drive terms
         held at zero. It depends on the link scales only, which are fixed."""
-        inertial = self._inertial()
+        inertial = self._layout.inertial
         unseen = scipy.linalg.null_space(self.base.regrouping[:, inertial] * self._scale_of_nominal()[inertial])
         directions = np.zeros((self.nominal.size, unseen.shape[1]))
         directions[inertial] = unseen
@@ -1385,7 +1377,7 @@ class ConsistentEstimator:
         again when the gradient says the objective would fall by raising them (its KKT
         multiplier is negative), until neither happens.
         """
-        signed = self._signed()
+        signed = self._layout.signed
         x = start.copy()
         held = np.zeros(x.size, dtype=bool)
         held[signed] = x[signed] <= 0.0
@@ -1403,9 +1395,6 @@ class ConsistentEstimator:
             held[negative], x[negative] = True, 0.0
             held[release] = False
         return None
-
-    def _drive_indices(self) -> np.ndarray:
-        return self._layout.drive
 
     # -- conic problem ------------------------------------------------------------------------
 
@@ -1448,12 +1437,12 @@ class ConsistentEstimator:
             constraints.append(own - margins[i] * np.eye(4) >> 0)
             if weight is not None:
                 objective = objective + weight * (cp.trace(self._prior_inverse[i] @ own) - cp.log_det(own))
-        signed = self._signed()
+        signed = self._layout.signed
         if signed.size:
             constraints.append(x[signed] >= 0.0)
         lower = upper = None
         if self.settings.box is not None:
-            inertial = self._inertial()
+            inertial = self._layout.inertial
             lower, upper = cp.Parameter(inertial.size), cp.Parameter(inertial.size)
             constraints += [x[inertial] >= lower, x[inertial] <= upper]
         problem = cp.Problem(cp.Minimize(objective), constraints)
@@ -1524,7 +1513,7 @@ class ConsistentEstimator:
         if compiled.weight is not None:
             compiled.weight.value = weight
         if compiled.lower is not None and compiled.upper is not None and self.settings.box is not None:
-            inertial = self._inertial()
+            inertial = self._layout.inertial
             compiled.lower.value = nominal_scaled[inertial] - self.settings.box
             compiled.upper.value = nominal_scaled[inertial] + self.settings.box
         try:
@@ -1550,7 +1539,7 @@ class ConsistentEstimator:
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or compiled.x.value is None:
             raise ConsistencyError(f"Clarabel did not solve the consistent estimate: status {status}")
         scaled = np.array(compiled.x.value, dtype=float)
-        signed = self._signed()
+        signed = self._layout.signed
         scaled[signed] = np.maximum(scaled[signed], 0.0)  # interior-point round-off below zero
         worst = self._link_min_eigenvalues(scaled)
         if np.any(worst < 0.0):
