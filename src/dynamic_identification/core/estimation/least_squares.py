@@ -286,8 +286,9 @@ def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
     if rank == 0:
         return 0, float(np.linalg.norm(y_j))
     # scipy.linalg.lstsq of the unscaled columns, as the rows would have been solved: the same singular values.
-    solution = scipy.linalg.lstsq(triangle[:, independent] * norms[independent], triangle[:, p], check_finite=False)[0]
-    return rank, float(np.linalg.norm(triangle[:, p] - (triangle[:, independent] * norms[independent]) @ solution))
+    unscaled = triangle[:, independent] * norms[independent]
+    solution = scipy.linalg.lstsq(unscaled, triangle[:, p], check_finite=False)[0]
+    return rank, float(np.linalg.norm(triangle[:, p] - unscaled @ solution))
 
 
 def weighted_least_squares(

@@ -104,10 +104,9 @@ from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.identification import (
     IdentificationSettings,
     check_motion,
-    decimation_factor,
 )
 from dynamic_identification.core.identification.completion import complete_recording
-from dynamic_identification.core.identification.observations import RowBuilder, output_blocks
+from dynamic_identification.core.identification.observations import completed_row_builder, output_blocks
 from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics, frame_id
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
@@ -407,13 +406,8 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
     )
     rate = completed.rate_hz
     cutoff = completed.signal.position_cutoff_hz or 0.25 * rate
-    factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(
-        dynamic_model,
-        decimation=factor,
-        min_speed_rad_s=completed.signal.min_speed_rad_s,
-        every_sample=completed.signal.regressor_samples == "all",
-    )
+    builder = completed_row_builder(dynamic_model, completed)
+    factor = builder.decimator.factor
     phi = payload.dynamic_parameters() if payload is not None else np.zeros(10)
     matrices, currents, known, masks, braking_drive = [], [], [], [], []
     width = 2 * n if efficiency else n

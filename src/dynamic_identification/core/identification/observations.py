@@ -21,6 +21,7 @@ from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.completion import (
     PASSIVE_TOLERANCE_RAD,
+    CompletedRecording,
     complete_recording,
     completed_at,
 )
@@ -298,6 +299,19 @@ def output_blocks(
         yield start, slice(start, min(first_output + step + reach, length)), (first_output, first_output + step)
 
 
+def completed_row_builder(dynamic_model: DynamicModel, completed: CompletedRecording) -> RowBuilder:
+    """The :class:`RowBuilder` of a completed recording by its signal settings: its decimation
+    (:func:`~dynamic_identification.core.identification.motion.decimation_factor` at its rate), stick speed and
+    where ``W`` is evaluated (``signal.regressor_samples``)."""
+    signal = completed.signal
+    return RowBuilder.create(
+        dynamic_model,
+        decimation=decimation_factor(signal, completed.rate_hz),
+        min_speed_rad_s=signal.min_speed_rad_s,
+        every_sample=signal.regressor_samples == "all",
+    )
+
+
 def prepare_observations(
     dynamic_model: DynamicModel,
     time: np.ndarray,
@@ -346,13 +360,8 @@ def prepare_observations(
         passive_tolerance_rad=passive_tolerance_rad,
     )
     rate = completed.rate_hz
-    factor = decimation_factor(completed.signal, rate)
-    builder = RowBuilder.create(
-        dynamic_model,
-        decimation=factor,
-        min_speed_rad_s=completed.signal.min_speed_rad_s,
-        every_sample=completed.signal.regressor_samples == "all",
-    )
+    builder = completed_row_builder(dynamic_model, completed)
+    factor = builder.decimator.factor
     # The rows are written into arrays of their final size, not concatenated from the blocks' rows:
     # a copy of the whole W less at the peak of memory.
     n = mechanism.n_actuated
@@ -418,6 +427,7 @@ __all__ = [
     "DecimatedRows",
     "PreparedObservations",
     "RowBuilder",
+    "completed_row_builder",
     "output_blocks",
     "prepare_observations",
     "slow_equations",
