@@ -233,16 +233,18 @@ class _LastParameterGuard:
 
     def __init__(self, equations: NormalEquations) -> None:
         self._acts = np.einsum("jkk->jk", equations.a) > 0.0
+        self._act_counts = self._acts.astype(float)
         self._needs = (equations.count > 0) & (equations.c > 0.0)
         self.refused: list[tuple[int, int]] = []
 
-    def allows(self, column: int, current: np.ndarray) -> bool:
-        """Whether ``column`` may leave the model of columns ``current``; records a refusal."""
-        acting = self._acts[:, current].sum(axis=1)
-        orphaned = np.flatnonzero(self._needs & self._acts[:, column] & (acting <= 1))
-        if orphaned.size == 0:
+    def allows(self, column: int, included: np.ndarray) -> bool:
+        """Whether ``column`` may leave the model of the columns ``included`` (a mask of all ``b``); records a
+        refusal."""
+        acting = self._act_counts @ included
+        orphaned = self._needs & self._acts[:, column] & (acting <= 1.0)
+        if not orphaned.any():
             return True
-        self.refused.append((int(column), int(orphaned[0])))
+        self.refused.append((int(column), int(np.argmax(orphaned))))
         return False
 
 
@@ -315,7 +317,7 @@ def _sensitivity_reduction(
     order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
     removed: list[int] = []
     for column in order:
-        if not guard.allows(int(column), trials.columns) or np.any(
+        if not guard.allows(int(column), trials.included) or np.any(
             trials.residual_squares_without(int(column)) > limit_squares
         ):
             essential[column] = True
@@ -375,6 +377,13 @@ class _RemovalTrials:
     def columns(self) -> np.ndarray:
         """The included columns, increasing."""
         return np.flatnonzero(self._included)
+
+    @property
+    def included(self) -> np.ndarray:
+        """Whether each of the ``b`` columns is in the model (read-only)."""
+        view = self._included.view()
+        view.flags.writeable = False
+        return view
 
     def _refactor(self) -> None:
         columns = self.columns
@@ -471,7 +480,9 @@ def _essential_reduction(
         if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
             break
         worst = int(np.argmax(np.where(removable, percent, -np.inf)))
-        if not guard.allows(int(kept[worst]), kept):
+        included = np.zeros(forced_mask.size, dtype=bool)
+        included[kept] = True
+        if not guard.allows(int(kept[worst]), included):
             guarded[kept[worst]] = True
             continue
         removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
