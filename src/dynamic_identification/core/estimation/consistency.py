@@ -183,6 +183,13 @@ _NEWTON_ITERATIONS = 100
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
 
+_FINAL_STEP_DECREMENT = 1e-8
+"""Newton decrement (absolute, in the objective's units, σ² of the fit) from which a full Newton step is the last.
+
+The objective is self-concordant up to the prior weight's scale (a quadratic plus ``γ`` times log-det barriers), so
+near the minimum a full step leaves a decrement of order its square: a few 1e-16, below :data:`_NEWTON_TOLERANCE`
+of any objective of at least 1. Stopping there saves the step that would only confirm it."""
+
 _KEPT_SETS_REMEMBERED = 16
 """Sets of kept base parameters whose last solution a :class:`ConsistentEstimator` keeps as a start of Newton's
 method (the least recently solved one is forgotten first)."""
@@ -768,7 +775,8 @@ class _PriorObjective:
 
         Steps are halved until every pseudo-inertia stays positive definite and ``f`` falls by a
         quarter of the Newton decrement's prediction (Armijo); it stops when the decrement is
-        below :data:`_NEWTON_TOLERANCE` of ``f``.
+        below :data:`_NEWTON_TOLERANCE` of ``f``, or after a full step from a decrement below
+        :data:`_FINAL_STEP_DECREMENT`.
         """
         x = start.copy()
         current = self.value(x)
@@ -793,6 +801,8 @@ class _PriorObjective:
                     # Round-off: the decrement no longer shows in f; accept a converged point.
                     return x if decrement <= 1e-8 * max(1.0, abs(current)) else None
             x, current = candidate, trial
+            if length == 1.0 and decrement <= _FINAL_STEP_DECREMENT:
+                return x
         return None
 
 
