@@ -96,7 +96,10 @@ _MAX_AUTOCORRELATION = 0.97
 """Lag-one autocorrelation used at most in the AR(1) plug-in (keeps ``L`` finite when ``ρ̂ → 1``)."""
 
 _LAG_ONE_COLUMNS = 8
-"""Columns of the scores :func:`_lag_one` takes at a time."""
+"""Columns of the scores :func:`_lag_one` takes at a time when there are more than :data:`_LAG_ONE_AT_ONCE`."""
+
+_LAG_ONE_AT_ONCE = 1 << 19
+"""Scores (rows × columns) that :func:`_lag_one` takes in one pass: a sliding window's, not a long recording's."""
 
 
 @dataclass(frozen=True)
@@ -328,13 +331,11 @@ def _lag_one(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column with scores (all zero: left out): AR(1) coefficient ``ρ̂`` and innovation variance ``ŝ²`` of the
     standardised scores.
 
-    Each column's figures are its own, so they are taken :data:`_LAG_ONE_COLUMNS` columns at a time: the
-    temporaries are a few columns of a long recording's scores, not copies of all of them.
+    Each column's figures are its own, so those of a long recording are taken :data:`_LAG_ONE_COLUMNS` columns at
+    a time: the temporaries are a few columns of its scores, not copies of all of them.
     """
-    parts = [
-        _lag_one_of(scores[:, first : first + _LAG_ONE_COLUMNS])
-        for first in range(0, scores.shape[1], _LAG_ONE_COLUMNS)
-    ]
+    columns = max(1, scores.shape[1]) if scores.size <= _LAG_ONE_AT_ONCE else _LAG_ONE_COLUMNS
+    parts = [_lag_one_of(scores[:, first : first + columns]) for first in range(0, scores.shape[1], columns)]
     if not parts:
         return np.zeros(0), np.zeros(0)
     return np.concatenate([rho for rho, _ in parts]), np.concatenate([innovation for _, innovation in parts])
