@@ -21,9 +21,12 @@ Printed, never asserted (targets of the issue in brackets):
   includes reading the CSV).
 
 BLAS threads are whatever the environment gives (OPENBLAS/OMP variables untouched); the window itself
-limits BLAS to one thread during an update. The load average (``/proc/loadavg``) is printed with the
-figures, and the CPU time (user + system) of the in-process loop beside its wall time: on a shared
-machine the wall time depends on the others' load, the CPU time much less.
+limits BLAS to one thread during an update, and the naive baseline is given one as ``dynid`` and the nodes
+are (:mod:`dynamic_identification.blas`): with OpenBLAS's two threads it took up to 1.1-1.2 s per update
+instead of 0.1-0.2 s beside two busy processes on 2 cores, its threads spinning while they wait for a core.
+The load average (``/proc/loadavg``) is printed with the figures, and the CPU time (user + system) of the
+in-process loop beside its wall time: on a shared machine the wall time depends on the others' load, the CPU
+time much less.
 
 The window publishes the physically consistent estimate ([Wensing2018]) as the node does by
 default; ``--no-consistency`` times the unconstrained estimate instead.
@@ -46,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+from threadpoolctl import threadpool_limits
 
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
 from dynamic_identification.core.excitation.plan import plan_excitation
@@ -197,22 +201,25 @@ def main() -> None:
     )
     ends = np.linspace(window, samples, arguments.naive_updates).astype(int)
     naive = []
-    for end in ends:
-        part = slice(end - window, end)
-        started = time.perf_counter()
-        prepared = prepare_observations(
-            dynamic_model,
-            stamps[part],
-            q_measured[part],
-            torques[part],
-            settings=identification,
-        )
-        # The process leaves some joints still: their unidentifiable columns go first, as any re-solve must.
-        identifiable = np.setdiff1d(
-            np.arange(base.count), rank_deficient_columns(prepared.observation_matrix, valid=prepared.valid)
-        )
-        weighted_least_squares(prepared.observation_matrix[..., identifiable], prepared.torques, valid=prepared.valid)
-        naive.append(time.perf_counter() - started)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for end in ends:
+            part = slice(end - window, end)
+            started = time.perf_counter()
+            prepared = prepare_observations(
+                dynamic_model,
+                stamps[part],
+                q_measured[part],
+                torques[part],
+                settings=identification,
+            )
+            # The process leaves some joints still: their unidentifiable columns go first, as any re-solve must.
+            identifiable = np.setdiff1d(
+                np.arange(base.count), rank_deficient_columns(prepared.observation_matrix, valid=prepared.valid)
+            )
+            weighted_least_squares(
+                prepared.observation_matrix[..., identifiable], prepared.torques, valid=prepared.valid
+            )
+            naive.append(time.perf_counter() - started)
     naive_ms = 1e3 * np.array(naive)
     if naive:
         print(
