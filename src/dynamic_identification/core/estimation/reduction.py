@@ -317,8 +317,9 @@ def _sensitivity_reduction(
     order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
     removed: list[int] = []
     for column in order:
-        if not guard.allows(int(column), trials.included) or np.any(
-            trials.residual_squares_without(int(column)) > limit_squares
+        if (
+            not guard.allows(int(column), trials.included)
+            or (trials.residual_squares_without(int(column)) > limit_squares).any()
         ):
             essential[column] = True
         else:
@@ -367,6 +368,8 @@ class _RemovalTrials:
         self._a = equations.a.reshape(-1, b)
         self._included = np.zeros(b, dtype=bool)
         self._included[index] = True
+        self._included_view = self._included.view()
+        self._included_view.flags.writeable = False
         self._parameters = np.zeros(b)
         self._parameters[index] = parameters
         self._inverse = np.zeros((b, b))
@@ -380,10 +383,8 @@ class _RemovalTrials:
 
     @property
     def included(self) -> np.ndarray:
-        """Whether each of the ``b`` columns is in the model (read-only)."""
-        view = self._included.view()
-        view.flags.writeable = False
-        return view
+        """Whether each of the ``b`` columns is in the model (a read-only view that follows the model)."""
+        return self._included_view
 
     def _refactor(self) -> None:
         columns = self.columns
