@@ -11,7 +11,8 @@ recording to a temporary file, and reports
 * the losses the recorder reports (``RecorderNode.losses``: joint states missing from
   the gaps of their stamps, refused, unaligned) and the worst diagnostics level seen
   during the run: nothing may be lost silently, so the recording plus the reported
-  losses must account for every joint state published, exactly;
+  losses (and the joint states before the first current taken, counted apart) must account for every joint
+  state published, exactly;
 * CPU time of the recorder process (all its threads, DDS included) / wall time, as a
   share of one core.
 
@@ -191,11 +192,11 @@ def main() -> None:
     print(
         f"  reported lost    {losses.samples} joint states: {losses.missing} missing (gaps in their stamps),"
         f" {losses.refused} refused, {losses.unaligned} unaligned; {losses.currents_missing} currents missing;"
-        f" {stats.pending} pending"
+        f" {stats.before_currents} before the first current; {stats.pending} pending"
     )
-    accounted = recorded + losses.samples + stats.pending
+    accounted = recorded + losses.samples + stats.before_currents + stats.pending
     verdict = "exact" if accounted == published else f"off by {published - accounted}"
-    print(f"  accounting       recorded + reported lost = {accounted} of {published} published: {verdict}")
+    print(f"  accounting       recorded + reported = {accounted} of {published} published: {verdict}")
     level = {DiagnosticStatus.OK: "OK", DiagnosticStatus.WARN: "WARN", DiagnosticStatus.ERROR: "ERROR"}[worst]
     print(f"  diagnostics      worst level {level}; ~/stop: {stopped}")
     if warnings:

@@ -313,6 +313,21 @@ def test_nan_and_duplicate_samples_are_counted_in_the_diagnostics(
     assert len(g.samples) == 39  # the joint state with NaN is not emitted, the others are
 
 
+def test_joint_states_before_the_first_current_are_counted_apart_and_no_loss(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    # A recorder that subscribes to a running robot: its currents subscription takes its first sample a few joint
+    # states after its joint-state subscription did. Those joint states cannot be aligned, but nothing was lost.
+    g = graph([*BASE, Parameter("silent_timeout_s", value=60.0)])  # the streams end here: no silence warning
+    js, cur = streams(100, seed=21, offset_ns=700_000)  # cur[k + 1] is 0.3-1.1 ms after js[k]
+    stream(g, js, cur[4:])  # the first current taken: just after js[3]
+    status = g.wait_for_diagnostics(lambda s: values_of(s).get("aligned") == "96", seconds=20.0)
+    values = values_of(status)
+    assert (values["joint_states_before_currents"], values["unaligned"], values["lost_samples"]) == ("4", "0", "0")
+    assert status.level == DiagnosticStatus.OK, status.message
+    assert [stamp_to_ns(sample.header.stamp) for sample in g.samples] == js[4:].tolist()
+
+
 def test_a_silent_currents_topic_is_reported_in_the_diagnostics(graph: Callable[[list[Parameter]], _Graph]) -> None:
     g = graph([*BASE, Parameter("silent_timeout_s", value=0.3)])
     js = stamps(5000, seed=11)

@@ -190,8 +190,9 @@ def _check_dropped(aligner: StreamAligner, total: int, what: str) -> None:
     raise DataError(
         f"{dropped} of {total} {what} were dropped (at most {MAX_DROPPED_FRACTION:.0%} may be):"
         f" {stats.unaligned} without motor currents within tolerance_s={aligner.tolerance_s:g} s on either side,"
-        f" {stats.pending} after the last current, {rejected} with a repeated, out-of-order or non-finite stamp"
-        " or value; do the two topics cover the same time, with matching stamps?"
+        f" {stats.before_currents} before the first current, {stats.pending} after the last current, {rejected} with"
+        " a repeated, out-of-order or non-finite stamp or value; do the two topics cover the same time, with matching"
+        " stamps?"
     )
 
 

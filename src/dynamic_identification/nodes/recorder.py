@@ -25,7 +25,9 @@ samples, the recording, and a warning naming any input topic silent for
 queue that overflowed: :class:`~dynamic_identification.core.signal.stamps.StampGaps`),
 refused or unaligned are counted by cause (:class:`Losses`); the status is WARN while
 samples are being lost or the recording lacks some (ERROR for malformed input), and
-``~/stop`` names the losses of the recording. With ``acknowledge`` it publishes on
+``~/stop`` names the losses of the recording. Joint states stamped before the first motor current
+(``joint_states_before_currents``: the currents had not begun, as when the recorder subscribes to
+the two topics of a running robot one after the other) are dropped but are no loss. With ``acknowledge`` it publishes on
 ``~/acknowledged`` (``builtin_interfaces/Time``) the newest stamp it has taken on every input,
 for a ``sim_robot`` in lockstep that waits for it (:mod:`~dynamic_identification.nodes.lockstep`).
 A message stamped 0 (a driver that does
@@ -659,6 +661,7 @@ class RecorderNode(GuardedNode):
                 values[f"{label}_rejected_duplicate"] = str(stream.rejected_duplicate)
                 values[f"{label}_rejected_out_of_order"] = str(stream.rejected_out_of_order)
             values.update(aligned=str(stats.aligned), unaligned=str(stats.unaligned), pending=str(stats.pending))
+            values["joint_states_before_currents"] = str(stats.before_currents)
         for label, source in (("joint_states", self._joint_states), ("motor_currents", self._currents)):
             period = source.gaps.period_s
             values[f"{label}_period_ms"] = "" if period is None else f"{period * 1e3:.6g}"

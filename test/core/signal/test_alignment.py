@@ -97,17 +97,36 @@ def test_joint_states_without_currents_are_dropped_after_max_delay_and_memory_st
     assert emitted == []
     stats = aligner.stats
     assert stats.pending <= 101
-    assert stats.unaligned + stats.pending == 1000
+    # No current ever came: the currents had not begun, none was lost.
+    assert (stats.unaligned, stats.before_currents + stats.pending) == (0, 1000)
     # Currents alone never pile up either.
     feed(aligner, [("cur", t) for t in 2.0 + np.arange(5000) * 0.001])
     assert len(aligner._buffer) <= 102
 
 
-def test_a_joint_state_before_the_first_current_is_unaligned() -> None:
+def test_a_joint_state_before_the_first_current_is_counted_apart_not_unaligned() -> None:
+    # A recorder started while the robot runs: its joint-state subscription took a sample its currents subscription
+    # had not yet (the currents had not begun for it). No current is missing, so nothing counts as unaligned.
     aligner = StreamAligner(N_JOINTS)
     feed(aligner, [("cur", 0.0101), ("cur", 0.0111), ("js", 0.0100), ("js", 0.0105)])
     stats = aligner.stats
-    assert (stats.aligned, stats.unaligned) == (1, 1)
+    assert (stats.aligned, stats.unaligned, stats.before_currents) == (1, 0, 1)
+
+
+def test_a_joint_state_the_currents_skip_after_they_began_is_unaligned() -> None:
+    aligner = StreamAligner(N_JOINTS, tolerance_s=0.002)
+    feed(aligner, [("cur", 0.000), ("js", 0.000), ("cur", 0.010), ("js", 0.005), ("cur", 0.011), ("js", 0.011)])
+    stats = aligner.stats
+    assert (stats.aligned, stats.unaligned, stats.before_currents) == (2, 1, 0)
+
+
+def test_after_a_reset_the_currents_begin_again() -> None:
+    aligner = StreamAligner(N_JOINTS)
+    feed(aligner, [("cur", 0.0), ("js", 0.0), ("cur", 0.001), ("js", 0.001)])
+    aligner.reset()
+    feed(aligner, [("js", 0.0), ("cur", 0.0005), ("js", 0.001), ("cur", 0.0015)])
+    stats = aligner.stats
+    assert (stats.aligned, stats.unaligned, stats.before_currents) == (3, 0, 1)
 
 
 def test_nan_duplicate_and_out_of_order_samples_are_counted_per_stream_and_not_emitted() -> None:

@@ -161,6 +161,10 @@ class AlignmentStats:
         side of their stamp, or none arrived within ``max_delay_s``.
     pending
         Joint states waiting for currents.
+    before_currents
+        Accepted joint states dropped because they are stamped before the first current since the start or the
+        last :meth:`StreamAligner.reset`: the currents had not begun (a recorder started while the robot runs
+        subscribes to the two topics one after the other). Not in ``unaligned``: no current was lost.
     """
 
     joint_states: StreamStats
@@ -168,6 +172,7 @@ class AlignmentStats:
     aligned: int
     unaligned: int
     pending: int
+    before_currents: int = 0
 
 
 @dataclass(frozen=True)
@@ -244,7 +249,9 @@ class StreamAligner:
 
     It is dropped and counted ``unaligned`` when the bracketing samples are farther
     apart (a gap), when no current precedes it, or when it has waited ``max_delay_s``
-    of stamp time (the newest stamp of either stream) without a later current.
+    of stamp time (the newest stamp of either stream) without a later current; a joint state
+    stamped before the first current (since the start or the last :meth:`reset`) is dropped and
+    counted ``before_currents`` instead: the currents stream had not begun, nothing was lost.
     Per stream, samples with a non-finite stamp or value, a repeated stamp, or a
     stamp earlier than the last accepted one are refused and counted.
 
@@ -299,6 +306,8 @@ class StreamAligner:
         self._currents = _Counter()
         self._aligned = 0
         self._unaligned = 0
+        self._before_currents = 0
+        self._first_current = math.inf
         self._pending: deque[tuple[float, np.ndarray, np.ndarray | None, np.ndarray | None]] = deque()
         self._buffer: deque[tuple[float, np.ndarray]] = deque()
         self._newest = -math.inf
@@ -312,17 +321,28 @@ class StreamAligner:
             aligned=self._aligned,
             unaligned=self._unaligned,
             pending=len(self._pending),
+            before_currents=self._before_currents,
         )
 
     def reset(self) -> None:
         """Forget pending and buffered samples and the last stamps (a bag loop, a simulation reset).
 
-        Pending joint states are counted ``unaligned``; the other counts are kept.
+        Pending joint states are counted ``unaligned`` (``before_currents`` when stamped before the first current);
+        the other counts are kept.
         """
-        self._unaligned += len(self._pending)
+        for stamp, *_ in self._pending:
+            self._drop(stamp)
         self._pending.clear()
         self._buffer.clear()
         self._joint_states.last = self._currents.last = self._newest = -math.inf
+        self._first_current = math.inf
+
+    def _drop(self, stamp: float) -> None:
+        """Count a pending joint state at ``stamp`` that no current will complete."""
+        if stamp < self._first_current:
+            self._before_currents += 1
+        else:
+            self._unaligned += 1
 
     def _vector(self, name: str, value: np.ndarray | Sequence[float] | None) -> np.ndarray | None:
         if value is None:
@@ -383,6 +403,7 @@ class StreamAligner:
         stamp = float(stamp_s)
         if not self._currents.admit(stamp, array) or self.effort_is_torque or self.effort_is_current:
             return []
+        self._first_current = min(self._first_current, stamp)
         self._buffer.append((stamp, array))
         self._newest = max(self._newest, stamp)
         return self._resolve()
@@ -406,7 +427,7 @@ class StreamAligner:
                 if not decided:
                     break
                 self._pending.popleft()
-                self._unaligned += 1
+                self._drop(stamp)
                 continue
             self._pending.popleft()
             self._aligned += 1
