@@ -27,10 +27,10 @@ refused or unaligned are counted by cause (:class:`Losses`); the status is WARN 
 samples are being lost or the recording lacks some (ERROR for malformed input), and
 ``~/stop`` names the losses of the recording. Joint states stamped before the first motor current
 (``joint_states_before_currents``: the currents had not begun, as when the recorder subscribes to
-the two topics of a running robot one after the other) are dropped but are no loss. With ``acknowledge`` it publishes on
-``~/acknowledged`` (``builtin_interfaces/Time``) the newest stamp it has taken on every input,
-for a ``sim_robot`` in lockstep that waits for it (:mod:`~dynamic_identification.nodes.lockstep`).
-A message stamped 0 (a driver that does
+the two topics of a running robot one after the other) are dropped but are no loss. With
+``acknowledge`` it publishes on ``~/acknowledged`` (``builtin_interfaces/Time``) the newest
+stamp it has taken on every input, for a ``sim_robot`` in lockstep that waits for it
+(:mod:`~dynamic_identification.nodes.lockstep`). A message stamped 0 (a driver that does
 not stamp) is taken at its receive time, with a warning; a stamp of either stream
 jumping back by more than a second restarts the alignment. Serves ``~/start``
 and ``~/stop`` (``std_srvs/Trigger``): ``~/start`` records into
