@@ -16,7 +16,7 @@ from dynamic_identification.core.identification.motion import (
     resolve_signal,
     sample_instants,
 )
-from dynamic_identification.core.signal.filters import recover_stamps, roughness
+from dynamic_identification.core.signal.filters import recover_stamps, recovered_instants, roughness
 
 RATE_HZ = 1000.0
 PERIOD_S = 1.0 / RATE_HZ
@@ -77,6 +77,19 @@ def test_recover_stamps_keeps_a_gap_of_lost_samples() -> None:
     assert steps[3999] == pytest.approx(201 * PERIOD_S, rel=0.01)
     error = recovered.time - instants[kept]
     assert np.abs(error - np.median(error)).max() < 0.05e-3
+
+
+def test_recovered_instants_are_those_of_recover_stamps_and_fail_alike() -> None:
+    # What a sliding window recovers every update, without the diagnostics the decision needed.
+    _, stamps = late_stamps(3000, seed=4)
+    kept = stamps[np.r_[0:1200, 1260:3000]]  # with a gap
+    assert np.array_equal(recovered_instants(kept), recover_stamps(kept).time)
+    bunched = np.r_[np.arange(40) * PERIOD_S, 0.0395 + np.arange(1, 40) * 1e-6, 0.05 + np.arange(40) * PERIOD_S]
+    for stamps_s in (kept[::-1], bunched):
+        with pytest.raises(DataError) as expected:
+            recover_stamps(stamps_s)
+        with pytest.raises(DataError, match=str(expected.value)):
+            recovered_instants(stamps_s)
 
 
 def test_positions_are_smoother_against_the_instants_they_were_taken_at() -> None:

@@ -119,6 +119,7 @@ from dynamic_identification.core.signal.filters import (
     interpolate_at,
     longest_bridge_s,
     recover_stamps,
+    recovered_instants,
 )
 
 AUTO_CUTOFF_DATA_S = 5.0
@@ -523,10 +524,14 @@ class SlidingWindowEstimator:
 
     def _instants(self, time: np.ndarray) -> np.ndarray:
         """The instants (s) the pending samples stamped ``time`` were taken at: the stamps, or, when recovering,
-        the instants recovered from their order; a block whose recovered instants would not increase keeps its
-        stamps."""
-        recovered = self._recover_from(time) if self._recover else None
-        return time if recovered is None else time[0] + recovered.time
+        the instants recovered from their order (without the diagnostics the decision needed); a block whose
+        recovered instants would not increase keeps its stamps."""
+        if not self._recover or time.size < 2:
+            return time
+        try:
+            return time[0] + recovered_instants(time - time[0], gap_factor=self._settings.signal.gap_factor)
+        except DataError:
+            return time
 
     def _recover_from(self, time: np.ndarray) -> RecoveredStamps | None:
         """:func:`~dynamic_identification.core.signal.filters.recover_stamps` of the stamps ``time`` (s), taken

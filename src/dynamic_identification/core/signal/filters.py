@@ -251,6 +251,43 @@ def recover_stamps(
     DataError
         When the stamps do not increase strictly or the recovered instants would not.
     """
+    recovery = _recovery(time, window, gap_factor)
+    period = recovery.period_s
+    smeared = sum(
+        _smeared_steps(recovery.smooth[start:stop], size, 0.5 * period) for start, stop, size in recovery.pieces
+    )
+    scatter = recovery.residual - recovery.smooth
+    jitter = float(1.4826 * np.median(np.abs(scatter - np.median(scatter)))) / period
+    # The recovered instants carry no stamp resolution: their slope is the period to report.
+    recovered, lag = recovery.instants, recovery.lag
+    period = float(np.median((recovered[lag:] - recovered[:-lag]) / lag))
+    return RecoveredStamps(time=recovered, period_s=period, jitter=jitter, smeared_steps=smeared)
+
+
+def recovered_instants(
+    time: np.ndarray, *, window: int = STAMP_RECOVERY_WINDOW, gap_factor: float = DEFAULT_GAP_FACTOR
+) -> np.ndarray:
+    """The instants of :func:`recover_stamps` (s) without its diagnostics (jitter, smeared steps, period): for a
+    caller that has decided to recover them, e.g. every update of a sliding window. Same arguments and errors."""
+    return _recovery(time, window, gap_factor).instants
+
+
+@dataclass(frozen=True)
+class _Recovery:
+    """What :func:`recover_stamps` computes before its diagnostics: the ``instants`` (s), the stamps' ``residual``
+    about ``t_0 + k T`` and its running median ``smooth``, the ``(start, stop, window)`` of each piece between gaps,
+    the slope ``period_s`` and its ``lag`` in samples."""
+
+    instants: np.ndarray
+    residual: np.ndarray
+    smooth: np.ndarray
+    pieces: tuple[tuple[int, int, int], ...]
+    period_s: float
+    lag: int
+
+
+def _recovery(time: np.ndarray, window: int, gap_factor: float) -> _Recovery:
+    """The instants of :func:`recover_stamps` and what its diagnostics need; raises its errors."""
     t = _time_vector(time)
     if t.size < 2 or np.any(np.diff(t) <= 0.0):
         raise DataError("recover_stamps needs strictly increasing stamps")
@@ -261,21 +298,19 @@ def recover_stamps(
     residual = t - origin - index * period
     bounds = np.concatenate(([0], np.flatnonzero(np.diff(t) > gap_factor * period) + 1, [t.size]))
     smooth = np.empty_like(residual)
-    smeared = 0
+    pieces = []
     for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
         piece = residual[start:stop]
         size = min(window, piece.size - (1 - piece.size % 2))
         # Reflection, not repetition, at the ends: a repeated end stamp would outvote the others there.
         smooth[start:stop] = scipy.ndimage.median_filter(piece, size=max(size, 1), mode="reflect")
-        smeared += _smeared_steps(smooth[start:stop], size, 0.5 * period)
+        pieces.append((int(start), int(stop), size))
     recovered = origin + index * period + smooth
-    scatter = residual - smooth
-    jitter = float(1.4826 * np.median(np.abs(scatter - np.median(scatter)))) / period
     if np.any(np.diff(recovered) <= 0.0):
         raise DataError("the recovered sample instants do not increase: the stamps are too irregular")
-    # The recovered instants carry no stamp resolution: their slope is the period to report.
-    period = float(np.median((recovered[lag:] - recovered[:-lag]) / lag))
-    return RecoveredStamps(time=recovered, period_s=period, jitter=jitter, smeared_steps=smeared)
+    return _Recovery(
+        instants=recovered, residual=residual, smooth=smooth, pieces=tuple(pieces), period_s=period, lag=lag
+    )
 
 
 def _smeared_steps(smooth: np.ndarray, size: int, step_s: float) -> int:
