@@ -56,7 +56,7 @@ of a period, the recovery keeps the order of the samples and the positions are s
 against the recovered instants; stamps that scatter that much make it wait for
 :data:`AUTO_CUTOFF_DATA_S` of data to judge, their gaps being those of the recovered instants.
 When recovering, every update recovers the instants of its pending samples from their order
-(:func:`~dynamic_identification.core.signal.filters.recover_stamps`, a running median over
+(:func:`~dynamic_identification.core.signal.filters.recovered_instants`, a running median over
 :data:`~dynamic_identification.core.signal.filters.STAMP_RECOVERY_WINDOW` samples, far fewer than
 the filter margins kept pending) before the gap rule and the grid: the work stays that of
 the samples received, and a gap of the recovered instants is still never interpolated.
