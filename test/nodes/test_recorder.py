@@ -328,6 +328,19 @@ def test_joint_states_before_the_first_current_are_counted_apart_and_no_loss(
     assert [stamp_to_ns(sample.header.stamp) for sample in g.samples] == js[4:].tolist()
 
 
+def test_stop_names_the_joint_states_a_recording_lacks_because_the_currents_had_not_begun(
+    graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
+) -> None:
+    g = _recording_into(graph, tmp_path / "late_currents.csv")
+    js, cur = streams(100, seed=22, offset_ns=700_000)
+    stream(g, js, cur[4:])  # the first current taken: just after js[3]
+    g.wait_for_diagnostics(lambda s: values_of(s).get("recording_samples") == "96", seconds=20.0)
+    stopped = g.call("stop")
+    assert "4 joint states before the first motor current, not recorded" in stopped.message, stopped.message
+    assert "lost" not in stopped.message, stopped.message
+    assert read_recording_csv(tmp_path / "late_currents.csv").n_samples == 96
+
+
 def test_a_silent_currents_topic_is_reported_in_the_diagnostics(graph: Callable[[list[Parameter]], _Graph]) -> None:
     g = graph([*BASE, Parameter("silent_timeout_s", value=0.3)])
     js = stamps(5000, seed=11)

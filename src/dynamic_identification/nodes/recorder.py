@@ -233,7 +233,8 @@ class Losses:
     unusable (a malformed message, NaN, a repeated or out-of-order stamp),
     ``unaligned`` found no motor current within ``tolerance_s``; ``currents_missing``
     counts motor-current samples missing from their stream (they cost joint states only
-    when they leave a gap wider than the tolerance).
+    when they leave a gap wider than the tolerance). ``before_currents`` joint states came
+    before the first motor current: not output, but no loss (not in :attr:`samples`).
     """
 
     missing: int = 0
@@ -242,6 +243,7 @@ class Losses:
     currents_missing: int = 0
     aligned: int = 0
     received: int = 0
+    before_currents: int = 0
 
     @property
     def samples(self) -> int:
@@ -256,6 +258,7 @@ class Losses:
             currents_missing=self.currents_missing - earlier.currents_missing,
             aligned=self.aligned - earlier.aligned,
             received=self.received - earlier.received,
+            before_currents=self.before_currents - earlier.before_currents,
         )
 
     def describe(self) -> str:
@@ -545,6 +548,8 @@ class RecorderNode(GuardedNode):
             message = f"stopped: no aligned sample arrived, {path} not written"
         else:
             message = f"stopped: {samples} samples in {path}"
+        if lost.before_currents:
+            message += f"; {lost.before_currents} joint states before the first motor current, not recorded"
         if lost.samples or lost.currents_missing:
             message += f"; lost during the recording: {lost.describe()}"
             self.get_logger().warning(message)
@@ -576,6 +581,7 @@ class RecorderNode(GuardedNode):
             currents_missing=self._currents.gaps.missing if self._separate_currents else 0,
             aligned=stats.aligned if stats is not None else 0,
             received=self._joint_states.received,
+            before_currents=stats.before_currents if stats is not None else 0,
         )
 
     def _skew_s(self) -> float | None:
