@@ -77,6 +77,7 @@ ROSDEP_KEYS: dict[str, str] = {
     "scipy": "python3-scipy",
     "yaml": "python3-yaml",
     "matplotlib": "python3-matplotlib",
+    "pandas": "python3-pandas",
     "pinocchio": "pinocchio",
     "cvxpy": "python3-cvxpy-pip",
     "rosbags": "python3-rosbags-pip",

@@ -38,6 +38,9 @@ _WRITE_CHUNK = 10_000
 MAX_LINE_BYTES = 1 << 20
 """Longest line (bytes) a table may have: the header of 1000 joints is some 30 kB."""
 _SCAN_CHUNK = 1 << 24
+PANDAS_FROM_BYTES = 24 << 20
+"""Data rows of this many bytes and more are parsed by pandas, fewer by NumPy: pandas parses some seven times
+faster but its import takes about 0.3 s, the time NumPy takes for some 25 MB (``bench/bench_identify.py``)."""
 
 LOGGER = logging.getLogger("dynamic_identification")
 
@@ -201,9 +204,62 @@ def read_body(file: Path, n_columns: int) -> np.ndarray:
         LOGGER.warning(
             f"{file}: dropped its last line {line}, cut off mid-write ({brief(body.torn.decode('utf-8', 'replace'))})"
         )
+    data = _rows_by_pandas(file, body) if body.stop - body.start >= PANDAS_FROM_BYTES else None
+    if data is None:
+        data = _rows_by_numpy(file, n_columns, body)
+    if data.size == 0:
+        return np.empty((0, n_columns))
+    if data.shape[1] != n_columns:
+        raise DataError(f"data rows of {file} have {data.shape[1]} cells but the header has {n_columns} columns")
+    return data
+
+
+def _exact_floats(pandas_version: str) -> dict[str, str]:
+    """The ``read_csv`` option that reads every number to the nearest binary64 (bit for bit what was written).
+
+    Before pandas 3.1 its default converter could miss by the last bit; from 3.1 every converter is exact
+    and the option is deprecated.
+    """
+    major, minor = (int(part) for part in pandas_version.split(".")[:2])
+    return {} if (major, minor) >= (3, 1) else {"float_precision": "round_trip"}
+
+
+def _rows_by_pandas(file: Path, body: _Body) -> np.ndarray | None:
+    """The data rows read by pandas' C parser, or ``None`` where it refuses them.
+
+    What it refuses (``nan``, ``Infinity``, a row short of cells: pandas names no line) goes to NumPy's reader,
+    which reads the non-finite numbers for :func:`check_finite_cells` to name, and to :func:`_diagnose_body`.
+    """
+    import pandas  # imported by the verbs that read a table, not by every start
+
+    with file.open("rb") as raw:
+        if body.padding or body.torn:
+            source: io.BufferedReader | Path = io.BufferedReader(_Window(raw, body.start, body.stop), 1 << 20)
+            skip = 0
+        else:
+            source, skip = file, 1  # the whole file: pandas reads a path twice as fast as a Python stream
+        try:
+            frame = pandas.read_csv(
+                source,
+                header=None,
+                skiprows=skip,
+                dtype=np.float64,
+                na_filter=False,
+                comment=None,
+                quoting=csv.QUOTE_NONE,
+                engine="c",
+                **_exact_floats(pandas.__version__),
+            )
+        except (ValueError, OverflowError):  # pandas' ParserError and EmptyDataError are ValueErrors
+            return None
+    return np.ascontiguousarray(frame.to_numpy(dtype=np.float64))
+
+
+def _rows_by_numpy(file: Path, n_columns: int, body: _Body) -> np.ndarray:
+    """The data rows read by NumPy's reader; on failure, diagnose in Python."""
     try:
         with file.open("rb") as raw, warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported by the caller
             if body.padding or body.torn:
                 source: io.TextIOBase | Path = io.TextIOWrapper(
                     io.BufferedReader(_Window(raw, body.start, body.stop), buffer_size=1 << 20),
@@ -219,10 +275,6 @@ def read_body(file: Path, n_columns: int) -> np.ndarray:
     except (ValueError, UnicodeDecodeError) as error:
         _diagnose_body(file, n_columns, body)
         raise DataError(f"cannot read the data rows of {file}: {shorten(str(error), 200)}") from None
-    if data.size == 0:
-        return np.empty((0, n_columns))
-    if data.shape[1] != n_columns:
-        raise DataError(f"data rows of {file} have {data.shape[1]} cells but the header has {n_columns} columns")
     return data
 
 
