@@ -16,6 +16,7 @@ from dynamic_identification.core.estimation import (
     rank_deficient_columns,
     weighted_least_squares,
 )
+from dynamic_identification.core.estimation.least_squares import stacked_triangle
 
 TRUE_PARAMETERS = np.array([1.5, -0.7, 3.0, 0.25])
 
@@ -330,3 +331,20 @@ def test_a_joint_without_valid_equations_does_not_break_the_weights() -> None:
     sigma = joint_error_std(w, y, valid=valid)
     assert np.all(np.isfinite(sigma)) and np.all(sigma > 0)
     assert_allclose(weighted_least_squares(w, y, valid=valid).parameters, TRUE_PARAMETERS, rtol=0.05)
+
+
+@pytest.mark.parametrize("block_rows", [3, 40, 1000])
+def test_the_triangle_of_stacked_blocks_is_the_r_of_all_rows(block_rows: int) -> None:
+    """Rows fed a block at a time leave R of the whole stack (rows up to sign) and the residual norm in its corner,
+    also when the first blocks hold fewer rows than columns."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(1000, 6)) * np.logspace(-2, 3, 6)
+    b = a @ rng.normal(size=6) + rng.normal(scale=0.1, size=1000)
+    triangle = np.zeros((0, 7))
+    for start in range(0, 1000, block_rows):
+        triangle = stacked_triangle(triangle, a[start : start + block_rows], b[start : start + block_rows])
+    whole = np.linalg.qr(np.column_stack([a, b]), mode="r")
+    assert triangle.shape == (7, 7)
+    assert_allclose(np.abs(triangle), np.abs(whole), rtol=1e-10, atol=1e-10 * np.abs(whole).max())
+    residual = np.linalg.norm(b - a @ np.linalg.lstsq(a, b, rcond=None)[0])
+    assert_allclose(abs(triangle[6, 6]), residual, rtol=1e-10)

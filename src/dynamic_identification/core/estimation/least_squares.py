@@ -518,6 +518,9 @@ def _solve(
 
 QR_BLOCK_SAMPLES = 4096
 """Samples of ``W`` weighted, scaled and factorised at a time by :func:`_blocked_pivoted_qr`."""
+TPQRT_BLOCK_COLUMNS = 8
+"""Columns of the blocked Householder reflections of :func:`stacked_triangle` (LAPACK ``tpqrt``'s ``nb``): the
+fastest of 2 to 16 on 3 k to 50 k rows of 27 and 60 columns, one BLAS thread."""
 
 
 def _blocked_pivoted_qr(
@@ -564,25 +567,31 @@ def _blocked_pivoted_qr(
 
 
 def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``R`` of the QR of ``[triangle; [a | b]]``: the rows of a tall-and-skinny QR so far, ``triangle``
-    ``(≤ p + 1, p + 1)``, stacked on the next rows ``a`` ``(m, p)`` and right-hand sides ``b`` ``(m,)``.
+    """``R`` ``(p + 1, p + 1)`` of the QR of ``[triangle; [a | b]]``: the rows of a tall-and-skinny QR so far,
+    ``triangle`` ``(≤ p + 1, p + 1)``, stacked on the next rows ``a`` ``(m, p)`` and right-hand sides ``b`` ``(m,)``.
 
     With the right-hand side as the last column, ``R``'s last column holds ``Qᵀ b`` and its last diagonal entry the
     residual norm, so ``Q`` is never applied; the least-squares residual of ``b`` on any subset of ``a``'s columns
-    is that of ``R``'s last column on the same columns of ``R``. Start from ``triangle`` of shape ``(0, p + 1)``.
-    The stack is assembled in column-major order and factorised in place by LAPACK's ``geqrf``
-    (``scipy.linalg.qr`` would copy it, and return a full ``(m, p + 1)`` ``R``).
+    is that of ``R``'s last column on the same columns of ``R``. Start from ``triangle`` of shape ``(0, p + 1)``;
+    rows of zeros complete a shorter ``triangle`` (and ``R`` of fewer than ``p + 1`` rows), which change no
+    solution or residual. LAPACK's ``tpqrt`` (the QR of a triangle over a block of rows) factorises both in place,
+    with Householder reflections in blocks of :data:`TPQRT_BLOCK_COLUMNS` columns; ``geqrf`` of the stacked rows
+    took 2.4 times as long on 24 k × 60 rows (``bench/bench_identify.py`` measures the whole).
     """
     p = a.shape[1]
-    held = triangle.shape[0]
-    system = np.empty((p + 1, held + a.shape[0]))
-    system[:, :held] = triangle.T
-    system[:p, held:] = a.T
-    system[p, held:] = b
-    factored, _, _, info = scipy.linalg.lapack.dgeqrf(system.T, overwrite_a=True)
+    top = np.zeros((p + 1, p + 1), order="F")
+    top[: triangle.shape[0]] = triangle
+    if not a.shape[0]:
+        return top
+    rows = np.empty((p + 1, a.shape[0]))  # the transpose of [a | b] in column-major order, factorised in place
+    rows[:p] = a.T
+    rows[p] = b
+    factored, _, _, info = scipy.linalg.lapack.dtpqrt(
+        0, min(TPQRT_BLOCK_COLUMNS, p + 1), top, rows.T, overwrite_a=True, overwrite_b=True
+    )
     if info != 0:
         raise DataError(f"the QR factorisation of the equations failed (LAPACK info {info})")
-    return np.triu(factored[: p + 1])
+    return np.triu(factored)
 
 
 def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | None) -> None:
