@@ -39,8 +39,9 @@ MAX_LINE_BYTES = 1 << 20
 """Longest line (bytes) a table may have: the header of 1000 joints is some 30 kB."""
 _SCAN_CHUNK = 1 << 24
 PANDAS_FROM_BYTES = 24 << 20
-"""Data rows of this many bytes and more are parsed by pandas, fewer by NumPy: pandas parses some seven times
-faster but its import takes about 0.3 s, the time NumPy takes for some 25 MB (``bench/bench_identify.py``)."""
+"""Data rows of this many bytes and more are parsed by pandas, fewer by NumPy: pandas parses four times faster
+(eight from pandas 3.1, which parses a file in threads) but its import takes about 0.3 s, the time NumPy takes
+for some 25 MB (``bench/bench_identify.py``)."""
 
 LOGGER = logging.getLogger("dynamic_identification")
 
