@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -38,7 +38,7 @@ from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config
 from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, parse_payload, write_payload_atomic
-from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message
+from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message, time_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
@@ -205,17 +205,30 @@ def test_samples_still_on_their_way_when_identify_payload_is_called_are_not_the_
     context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
 ) -> None:
     # Samples stamped on the node's clock, received 2 s late (a loaded machine): the gripper closed at GRASP_S,
-    # ~/identify_payload is called right after, when the estimator has only the samples up to 1 s. The 2 s
-    # taken before the request, without the load, must not enter its identification (they took 10 % off the
-    # mass in the node demo).
+    # ~/identify_payload is called then, when the estimator has only the samples up to 1 s. The 2 s taken before
+    # the request, without the load, must not enter its identification (they took 10 % off the mass in the node
+    # demo). The node's clock is the test's (/clock), at the grasp when the request comes: on the wall clock the
+    # request came as late as the machine was slow, and the loaded samples before it were taken for the robot's.
     grasp_s = 3.0
     prior = _true_parameters(arm6, tmp_path / "robot.yaml")
-    p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
+    estimator = _estimator(
+        context, [Parameter("payload.prior_file", value=str(prior)), Parameter("use_sim_time", value=True)]
+    )
+    p = probe(estimator)
     payloads = p.record(String, "estimator/payload", LATCHED_QOS)
+    clock = p.probe.create_publisher(Clock, "/clock", 10)
     job = _job(arm6, seconds=16.0, seed=2, grasp_s=grasp_s, cycles=6)
-    start_s = time.time() - grasp_s  # the node's clock (ROS time) reaches the grasp now
+    start_s = START_S
     received = int(RATE_HZ)  # the first second
     _publish(p, job, start_s=start_s, rows=slice(0, received))
+    grasp_ns = round((start_s + grasp_s) * NS_PER_S)
+
+    def at_the_grasp() -> bool:
+        clock.publish(Clock(clock=time_message(grasp_ns)))
+        return estimator.get_clock().now().nanoseconds == grasp_ns
+
+    p.spin(20.0, until=at_the_grasp)
+    assert estimator.get_clock().now().nanoseconds == grasp_ns
     response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response) and response.success, response
     _publish(p, job, start_s=start_s, rows=slice(received, None))
