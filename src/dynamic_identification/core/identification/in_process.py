@@ -75,8 +75,10 @@ from __future__ import annotations
 import importlib
 import time as wall_clock
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -121,6 +123,8 @@ from dynamic_identification.core.signal.filters import (
     recover_stamps,
     recovered_instants,
 )
+
+_Recovered = TypeVar("_Recovered")
 
 AUTO_CUTOFF_DATA_S = 5.0
 """Data time, s, from which a window with the automatic cut-off chooses it, and a window with ``signal.stamps:
@@ -517,7 +521,7 @@ class SlidingWindowEstimator:
         stamps = self._settings.signal.stamps
         if stamps == "recorded":
             return None
-        candidate = self._recover_from(time)
+        candidate = self._recover_from(time, recover_stamps)
         if candidate is None or (stamps == "auto" and candidate.jitter <= STAMP_JITTER_LIMIT):
             return None
         return candidate
@@ -526,20 +530,17 @@ class SlidingWindowEstimator:
         """The instants (s) the pending samples stamped ``time`` were taken at: the stamps, or, when recovering,
         the instants recovered from their order (without the diagnostics the decision needed); a block whose
         recovered instants would not increase keeps its stamps."""
-        if not self._recover or time.size < 2:
-            return time
-        try:
-            return time[0] + recovered_instants(time - time[0], gap_factor=self._settings.signal.gap_factor)
-        except DataError:
-            return time
+        recovered = self._recover_from(time, recovered_instants) if self._recover else None
+        return time if recovered is None else time[0] + recovered
 
-    def _recover_from(self, time: np.ndarray) -> RecoveredStamps | None:
-        """:func:`~dynamic_identification.core.signal.filters.recover_stamps` of the stamps ``time`` (s), taken
-        relative to the first; ``None`` for fewer than two or when the recovered instants would not increase."""
+    def _recover_from(self, time: np.ndarray, recovery: Callable[..., _Recovered]) -> _Recovered | None:
+        """``recovery`` (:func:`~dynamic_identification.core.signal.filters.recover_stamps` or its instants alone) of
+        the stamps ``time`` (s), taken relative to the first; ``None`` for fewer than two or when the recovered
+        instants would not increase."""
         if time.size < 2:
             return None
         try:
-            return recover_stamps(time - time[0], gap_factor=self._settings.signal.gap_factor)
+            return recovery(time - time[0], gap_factor=self._settings.signal.gap_factor)
         except DataError:
             return None
 
