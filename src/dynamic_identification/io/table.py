@@ -97,6 +97,11 @@ class _Body:
     padding: int
     torn: bytes
 
+    @property
+    def whole(self) -> bool:
+        """Whether the rows run to the end of the file (nothing cut off): a reader may then read the file itself."""
+        return not (self.padding or self.torn)
+
 
 def _data_end(stream: io.BufferedReader, start: int, size: int) -> int:
     """Where the hole that ends a sparse file begins (``size`` when it has none, or the file system cannot say).
@@ -234,11 +239,11 @@ def _rows_by_pandas(file: Path, body: _Body) -> np.ndarray | None:
     import pandas  # imported by the verbs that read a table, not by every start
 
     with file.open("rb") as raw:
-        if body.padding or body.torn:
-            source: io.BufferedReader | Path = io.BufferedReader(_Window(raw, body.start, body.stop), 1 << 20)
-            skip = 0
+        if body.whole:
+            source: io.BufferedReader | Path = file  # pandas reads a path twice as fast as a Python stream
+            skip = 1
         else:
-            source, skip = file, 1  # the whole file: pandas reads a path twice as fast as a Python stream
+            source, skip = io.BufferedReader(_Window(raw, body.start, body.stop), 1 << 20), 0
         try:
             frame = pandas.read_csv(
                 source,
@@ -261,15 +266,16 @@ def _rows_by_numpy(file: Path, n_columns: int, body: _Body) -> np.ndarray:
     try:
         with file.open("rb") as raw, warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported by the caller
-            if body.padding or body.torn:
-                source: io.TextIOBase | Path = io.TextIOWrapper(
+            if body.whole:
+                source: io.TextIOBase | Path = file  # NumPy's own reader of the file is faster
+                skip = 1
+            else:
+                source = io.TextIOWrapper(
                     io.BufferedReader(_Window(raw, body.start, body.stop), buffer_size=1 << 20),
                     encoding="utf-8",
                     newline="",
                 )
                 skip = 0
-            else:
-                source, skip = file, 1  # the whole file: NumPy's own reader is faster
             data = np.loadtxt(
                 source, delimiter=",", skiprows=skip, ndmin=2, comments=None, dtype=float, encoding="utf-8"
             )
