@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification import SignalSettings
@@ -16,7 +16,15 @@ from dynamic_identification.core.identification.motion import (
     resolve_signal,
     sample_instants,
 )
-from dynamic_identification.core.signal.filters import recover_stamps, recovered_instants, roughness
+from dynamic_identification.core.signal.filters import (
+    differentiate,
+    lowpass_to_edges,
+    lowpass_zero_phase,
+    recover_stamps,
+    recovered_instants,
+    resample_uniform,
+    roughness,
+)
 
 RATE_HZ = 1000.0
 PERIOD_S = 1.0 / RATE_HZ
@@ -291,3 +299,35 @@ def test_a_prediction_keeps_every_row_of_a_segment_with_its_edges_extrapolated()
     assert_allclose(whole[0].time, time)
     # The acceleration to the last sample, where odd padding was off by the full acceleration.
     assert_allclose(whole[0].ddq, ddq, atol=0.02 * np.abs(ddq).max())
+
+
+@pytest.mark.parametrize("edges", [False, True])
+@pytest.mark.parametrize("velocity", ["differentiated", "measured"])
+def test_a_motion_differentiates_any_block_of_rows_as_the_whole_recording(edges: bool, velocity: str) -> None:
+    """A long recording's velocities and accelerations are never held whole: each block of rows, first and last
+    included, is differentiated on its own and must equal, bit for bit, the band-pass derivatives of the whole
+    resampled positions (or the whole filtered measured velocities and their derivatives)."""
+    time = np.arange(3000) * PERIOD_S
+    q, dq_recorded = motion(time)
+    settings = SignalSettings(position_cutoff_hz=20.0, stamps="recorded", velocity=velocity)
+    (segment,), _ = estimate_motion(time, q, settings, dq_measured=dq_recorded, edges=edges)
+    rate = segment.rate_hz  # from the stamps
+    _, q_uniform = resample_uniform(time, q, rate)
+    q_filtered, dq, ddq = differentiate(
+        q_uniform, rate_hz=rate, cutoff_hz=20.0, edges="extrapolated" if edges else "odd"
+    )
+    if velocity == "measured":
+        _, dq_uniform = resample_uniform(time, dq_recorded, rate)
+        dq = (lowpass_to_edges if edges else lowpass_zero_phase)(dq_uniform, cutoff_hz=20.0, rate_hz=rate)
+        ddq = np.gradient(dq, 1.0 / rate, axis=0, edge_order=2)
+    inner = slice(0, None) if edges else slice(200, -200)
+    assert_array_equal(segment.q, q_filtered[inner])
+    assert_array_equal(segment.dq, dq[inner])
+    assert_array_equal(segment.ddq, ddq[inner])
+    rows = segment.time.size
+    for block in (slice(0, 1), slice(0, 50), slice(700, 1300), slice(rows - 3, rows)):
+        part = segment.rows(block)
+        assert_array_equal(part.q, segment.q[block])
+        assert_array_equal(part.dq, segment.dq[block])
+        assert_array_equal(part.ddq, segment.ddq[block])
+    assert segment.projection is None

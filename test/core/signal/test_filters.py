@@ -16,6 +16,7 @@ from dynamic_identification.core.signal.filters import (
     clean_time_stamps,
     decimation_taps,
     default_decimation,
+    derivatives_at,
     differentiate,
     interpolate_at,
     lowpass_zero_phase,
@@ -188,6 +189,32 @@ def test_differentiate_without_filter_is_exact_on_a_parabola() -> None:
     assert_array_equal(q_out, q)
     assert_allclose(dq, np.column_stack([6.0 * t - 1.0, -t]), atol=1e-10)
     assert_allclose(ddq, np.broadcast_to([6.0, -1.0], ddq.shape), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "rows", [slice(0, 1), slice(0, 7), slice(1, 40), slice(250, 251), slice(255, 260), slice(0, 260)]
+)
+def test_derivatives_of_a_block_of_rows_are_those_of_the_whole_signal_bit_for_bit(rows: slice) -> None:
+    """A long recording is differentiated block by block: each block's rows, its first and last included, must be
+    the rows of differentiating the whole."""
+    q = np.random.default_rng(4).normal(size=(260, 3)).cumsum(axis=0)
+    dq = np.gradient(q, 1.0 / RATE_HZ, axis=0, edge_order=2)
+    ddq = np.gradient(dq, 1.0 / RATE_HZ, axis=0, edge_order=2)
+    block_dq, block_ddq = derivatives_at(q, rows, rate_hz=RATE_HZ, count=2)
+    assert_array_equal(block_dq, dq[rows])
+    assert_array_equal(block_ddq, ddq[rows])
+    (once,) = derivatives_at(q, rows, rate_hz=RATE_HZ, count=1)
+    assert_array_equal(once, dq[rows])
+
+
+def test_differentiate_gives_central_differences_of_its_filtered_positions() -> None:
+    t = np.arange(400) / RATE_HZ
+    q = np.column_stack([np.sin(2.0 * t), np.cos(3.0 * t)])
+    q_filtered, dq, ddq = differentiate(q, rate_hz=RATE_HZ, cutoff_hz=20.0)
+    assert_array_equal(dq, np.gradient(q_filtered, 1.0 / RATE_HZ, axis=0, edge_order=2))
+    assert_array_equal(ddq, np.gradient(dq, 1.0 / RATE_HZ, axis=0, edge_order=2))
+    with pytest.raises(ValueError, match="contiguous"):
+        derivatives_at(q, slice(0, 10, 2), rate_hz=RATE_HZ, count=1)
 
 
 # ----------------------------------------------------------------------------- decimation

@@ -735,18 +735,7 @@ class LimitProbe:
 
 def every(motion: TreeMotion, step: int) -> TreeMotion:
     """Every ``step``-th sample of ``motion``."""
-    return motion if step == 1 else motion_rows(motion, slice(None, None, step))
-
-
-def motion_rows(motion: TreeMotion, rows: slice | np.ndarray) -> TreeMotion:
-    """The samples ``rows`` (a slice or indices) of ``motion``."""
-    return TreeMotion(
-        q=motion.q[rows],
-        dq=motion.dq[rows],
-        ddq=motion.ddq[rows],
-        projection=None if motion.projection is None else motion.projection[rows],
-        passive_condition=None if motion.passive_condition is None else motion.passive_condition[rows],
-    )
+    return motion if step == 1 else motion.rows(slice(None, None, step))
 
 
 def _joined(first: TreeMotion, second: TreeMotion) -> TreeMotion:

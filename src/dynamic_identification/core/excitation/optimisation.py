@@ -50,7 +50,6 @@ from dynamic_identification.core.excitation.constraints import (
     MechanismLimits,
     Probe,
     as_mechanism_limits,
-    motion_rows,
     passive_condition,
     passive_usage,
 )
@@ -315,7 +314,7 @@ def sampled_condition_number(
         raise IdentificationError(f"no condition number of the excitation: {error}") from error
     index = np.unique(np.linspace(0, trajectory.time.shape[0] - 1, samples).round().astype(int))
     base = dynamic_model.base
-    full = mechanism.observation_matrix(dynamic_model.drive_chain, dynamic_model.terms, motion_rows(motion, index))
+    full = mechanism.observation_matrix(dynamic_model.drive_chain, dynamic_model.terms, motion.rows(index))
     return normalised_condition(base.select(full).reshape(-1, base.count))
 
 

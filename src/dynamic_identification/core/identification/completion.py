@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.motion import check_motion, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.motion import Motion, check_motion, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
@@ -62,7 +62,9 @@ class CompletedSegment:
     time
         Uniform grid, s (stamps of the recording's clock), shape ``(N,)``.
     motion
-        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.seam.TreeMotion`).
+        Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.seam.TreeMotion`; for a
+        robot without closures the filtered :class:`~dynamic_identification.core.identification.motion.Motion`,
+        whose derivatives are computed for the rows asked of :meth:`~.TreeMotion.rows`).
     signals
         The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
     rate_hz
@@ -70,7 +72,7 @@ class CompletedSegment:
     """
 
     time: np.ndarray
-    motion: TreeMotion
+    motion: TreeMotion | Motion
     signals: np.ndarray
     rate_hz: float
 
@@ -188,8 +190,9 @@ def complete_recording(
     for motion in motions:
         if motion.torques is None:  # estimate_motion resamples every signal it is given
             raise DataError(f"{where}the signals were lost in resampling")
+        completed: TreeMotion | Motion
         if not mechanism.closures:
-            completed = TreeMotion(q=motion.q, dq=motion.dq, ddq=motion.ddq)
+            completed = motion  # differentiated block by block where it is used, never whole
         else:
             guess = None
             if all_joints:

@@ -106,6 +106,7 @@ from dynamic_identification.core.identification import (
     check_motion,
 )
 from dynamic_identification.core.identification.completion import complete_recording
+from dynamic_identification.core.identification.motion import Motion
 from dynamic_identification.core.identification.observations import completed_row_builder, output_blocks
 from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics, frame_id
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
@@ -442,14 +443,9 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
             amps = amps_measured
         signals = np.concatenate([amps, payload_torques, extra], axis=1)
         for start, block, outputs in output_blocks(length, settings.block_samples, factor, builder.reach):
+            part = motion.rows(block)
             rows = builder.rows(
-                motion.q[block],
-                motion.dq[block],
-                motion.ddq[block],
-                signals[block],
-                start=start,
-                outputs=outputs,
-                projection=None if motion.projection is None else motion.projection[block],
+                part.q, part.dq, part.ddq, signals[block], start=start, outputs=outputs, projection=part.projection
             )
             matrices.append(rows.observation_matrix)
             currents.append(rows.torques[:, :width])
@@ -470,7 +466,7 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
     )
 
 
-def projected_payload_regressor(mechanism: Mechanism, frame: str, motion: TreeMotion) -> np.ndarray:
+def projected_payload_regressor(mechanism: Mechanism, frame: str, motion: TreeMotion | Motion) -> np.ndarray:
     """Torques of the controlled joints per unit payload parameter, ``J_tᵀ Y_p(q_t, q̇_t, q̈_t)``, ``(N, n_a, 10)``.
 
     A payload fixed to ``frame`` (a frame of the tree: a serial robot's flange, a parallel robot's platform) is

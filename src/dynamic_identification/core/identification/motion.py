@@ -33,16 +33,21 @@ real robots and the parameter file records exactly what was done:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
+from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.signal.filters import (
     clean_time_stamps,
     default_decimation,
+    derivatives_at,
     differentiate,
+    filter_positions,
     longest_bridge_s,
     lowpass_to_edges,
     lowpass_zero_phase,
@@ -111,16 +116,56 @@ class SignalChoice:
 class Motion:
     """Uniformly sampled, filtered motion of one contiguous segment.
 
-    ``time`` (s) ``(N,)``; ``q`` (rad), ``dq`` (rad/s), ``ddq`` (rad/s²) and ``torques``
-    (N·m, ``None`` when not given) ``(N, n)``; ``rate_hz`` the grid's rate.
+    ``time`` (s) ``(N,)``; ``torques`` (N·m, ``None`` when not given) ``(N, n)``; ``rate_hz`` the
+    grid's rate. ``positions`` (rad) are the low-passed positions the motion's ``q`` are rows
+    ``[first, first + N)`` of (:func:`~.signal.filter_positions`: with the filter's edge samples,
+    which the derivatives of the first and last rows reach into); ``velocities`` (rad/s, the same
+    rows) the low-passed measured velocities, ``None`` when the velocities are differentiated
+    positions. ``dq`` (rad/s) and ``ddq`` (rad/s²) are differentiated when first asked for;
+    :meth:`rows` differentiates a block of rows only, so a long recording is never held with its
+    derivatives whole. It serves where the
+    :class:`~dynamic_identification.core.mechanism.seam.TreeMotion` of a robot without closures does
+    (``q``, ``dq``, ``ddq``, ``projection`` ``None``, :meth:`rows`).
     """
 
     time: np.ndarray
-    q: np.ndarray
-    dq: np.ndarray
-    ddq: np.ndarray
+    positions: np.ndarray
+    first: int
     torques: np.ndarray | None
     rate_hz: float
+    velocities: np.ndarray | None = None
+    projection: ClassVar[None] = None
+
+    @property
+    def q(self) -> np.ndarray:
+        """Filtered positions ``(N, n)``, rad."""
+        return self.positions[self.first : self.first + self.time.shape[0]]
+
+    @property
+    def dq(self) -> np.ndarray:
+        """Velocities ``(N, n)``, rad/s: band-pass derivatives of the positions, or the filtered measured ones."""
+        return self._whole.dq
+
+    @property
+    def ddq(self) -> np.ndarray:
+        """Accelerations ``(N, n)``, rad/s²: the derivatives of :attr:`dq`."""
+        return self._whole.ddq
+
+    @functools.cached_property
+    def _whole(self) -> TreeMotion:
+        return self.rows(slice(None))
+
+    def rows(self, block: slice) -> TreeMotion:
+        """The motion of the contiguous rows ``block``, differentiated there only (equal to those rows of the
+        whole motion's, bit for bit: :func:`~.signal.derivatives_at`)."""
+        start, stop, _ = block.indices(self.time.shape[0])
+        rows = slice(self.first + start, self.first + max(start, stop))
+        if self.velocities is None:
+            dq, ddq = derivatives_at(self.positions, rows, rate_hz=self.rate_hz, count=2)
+        else:
+            dq = self.velocities[rows]
+            (ddq,) = derivatives_at(self.velocities, rows, rate_hz=self.rate_hz, count=1)
+        return TreeMotion(q=self.positions[rows], dq=dq, ddq=ddq)
 
 
 def edge_samples(rate_hz: float, cutoff_hz: float | None) -> int:
@@ -524,16 +569,17 @@ def estimate_motion(
             grid, q_uniform = resample_uniform(t, kept_q[start:stop], rate, kind="cubic")
         if grid.shape[0] < max(2 * edge + 16, MIN_SEGMENT_SAMPLES):
             continue
-        q_filtered, dq, ddq = differentiate(q_uniform, rate_hz=rate, cutoff_hz=signal.position_cutoff_hz, edges=padding)
+        positions, pad = filter_positions(q_uniform, rate_hz=rate, cutoff_hz=signal.position_cutoff_hz, edges=padding)
+        velocities = None
         if signal.velocity == "measured" and dq_measured is not None:
             _, dq_uniform = resample_uniform(t, _kept_rows(dq_measured, report_keep)[start:stop], rate)
             lowpass = lowpass_to_edges if edges else lowpass_zero_phase
-            dq = (
+            velocities = (
                 lowpass(dq_uniform, cutoff_hz=signal.position_cutoff_hz, rate_hz=rate)
                 if signal.position_cutoff_hz is not None
                 else dq_uniform
             )
-            ddq = np.gradient(dq, 1.0 / rate, axis=0, edge_order=2)
+            positions, pad = positions[pad : positions.shape[0] - pad], 0  # the rows of the measured velocities
         tau = None
         if torques is not None:
             _, tau = resample_uniform(t, _kept_rows(torques, report_keep)[start:stop], rate, kind="linear")
@@ -541,11 +587,11 @@ def estimate_motion(
         motions.append(
             Motion(
                 time=grid[inner] + origin,
-                q=q_filtered[inner],
-                dq=dq[inner],
-                ddq=ddq[inner],
+                positions=positions,
+                first=pad + edge,
                 torques=None if tau is None else tau[inner],
                 rate_hz=rate,
+                velocities=velocities,
             )
         )
     if not motions:

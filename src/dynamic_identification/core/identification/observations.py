@@ -372,19 +372,19 @@ def prepare_observations(
     total = sum(segment.time.shape[0] for segment in completed.segments)
     done = row = 0
     for segment in completed.segments:
-        motion = segment.motion
         blocks = output_blocks(segment.time.shape[0], settings.block_samples, factor, builder.reach)
         for start, block, outputs in blocks:
             cancellation.check()
             cancellation.report(ROWS_STAGE, done + min(outputs[0], segment.time.shape[0]), total, "samples")
+            motion = segment.motion.rows(block)
             rows = builder.rows(
-                motion.q[block],
-                motion.dq[block],
-                motion.ddq[block],
+                motion.q,
+                motion.dq,
+                motion.ddq,
                 segment.signals[block],
                 start=start,
                 outputs=outputs,
-                projection=None if motion.projection is None else motion.projection[block],
+                projection=motion.projection,
             )
             end = row + rows.torques.shape[0]
             matrix[row:end], torque[row:end], valid[row:end] = rows.observation_matrix, rows.torques, rows.valid

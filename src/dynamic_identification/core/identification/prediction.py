@@ -17,6 +17,7 @@ import numpy as np
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation.quality import JointErrors
 from dynamic_identification.core.identification.completion import complete_recording
+from dynamic_identification.core.identification.motion import Motion
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion, mechanism_of
@@ -118,7 +119,7 @@ def torques_along(
     drive_chain: DriveChain,
     terms: DriveTerms,
     parameters: Mapping[str, float],
-    motion: TreeMotion,
+    motion: TreeMotion | Motion,
 ) -> np.ndarray:
     """Controlled joints' torques (N·m, ``(N, n_a)``) of a model given by base-parameter values along completed
     tree ``motion``.
@@ -140,20 +141,12 @@ def torques_along(
             f" ({mechanism.n_tree} tree joints, controlled {list(mechanism.actuated_joint_names)})"
         )
     data = mechanism.robot.model.createData()
-    q, dq, ddq, projection = motion.q, motion.dq, motion.ddq, motion.projection
     return predict_in_blocks(
-        q.shape[0],
+        motion.q.shape[0],
         mechanism.n_actuated,
         columns,
         values,
-        lambda block: mechanism.observation_matrix(
-            drive_chain,
-            terms,
-            TreeMotion(
-                q=q[block], dq=dq[block], ddq=ddq[block], projection=None if projection is None else projection[block]
-            ),
-            data=data,
-        ),
+        lambda block: mechanism.observation_matrix(drive_chain, terms, motion.rows(block), data=data),
     )
 
 

@@ -55,10 +55,14 @@ from typing import Literal
 import numpy as np
 
 from dynamic_identification.core.cancellation import NEVER, Cancellation
-from dynamic_identification.core.errors import DataError, IdentificationError
+from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation.consistency import ConsistentEstimator
-from dynamic_identification.core.identification.completion import controlled_positions
-from dynamic_identification.core.identification.motion import Motion, decimation_factor, resolve_signal
+from dynamic_identification.core.identification.completion import (
+    CompletedSegment,
+    complete_recording,
+    controlled_positions,
+)
+from dynamic_identification.core.identification.motion import decimation_factor, resolve_signal
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
 from dynamic_identification.core.identification.settings import IdentificationSettings
@@ -71,7 +75,6 @@ from dynamic_identification.core.mechanism.plausibility import PlausibilityBound
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.power import (
-    completed_motions,
     mechanism_energy_matrix,
     mechanism_friction_power,
     power_observations,
@@ -141,22 +144,20 @@ def _controlled(mechanism: Mechanism, values: np.ndarray) -> np.ndarray:
 
 def filtered_dynamic_rows(
     dynamic_model: DynamicModel,
-    motion: Motion,
+    segment: CompletedSegment,
     *,
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-dynamic rows of one motion ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n_a, b)``, ``Y = f τ``.
+    """Filtered-dynamic rows of one segment ([DirectDrive2012] eq. (12)-(14)): ``W`` ``(r, n_a, b)``, ``Y = f τ``.
 
-    ``motion`` holds the tree's motion and the controlled joints' torques
-    (:func:`~dynamic_identification.core.regressors.power.completed_motions`). ``q̈`` is not used:
+    ``segment`` holds the tree's motion and the controlled joints' torques
+    (:func:`~dynamic_identification.core.identification.completion.complete_recording`). ``q̈`` is not used:
     ``f τ = λ (W_p − f W_p) + f (W(q, q̇, 0) − W_Ṁq̇)``, see the module docstring; a closed-loop robot is a
     Lagrangian system in its controlled joints' coordinates (away from singularities), whose momentum and
     ``W`` are those of its completed motion ([Briot2012] eq. (6)). Rows are taken every ``step`` samples.
     """
-    if motion.torques is None:
-        raise DataError("motion has no torques: the filtered-dynamic model filters them")
-    mechanism = dynamic_model.mechanism
+    mechanism, motion = dynamic_model.mechanism, segment.motion
     data = mechanism.robot.model.createData()
     q, dq = _controlled(mechanism, motion.q), _controlled(mechanism, motion.dq)
     guess = motion.q[0] if mechanism.closures else None
@@ -183,44 +184,45 @@ def filtered_dynamic_rows(
     p = momentum(moving)
     m_dot_dq = (momentum(completed(q + eps * dq, zero)) - momentum(completed(q - eps * dq, zero))) / (2.0 * eps)
     beta = idim(moving) - m_dot_dq
-    options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
-    coefficients = first_order_filter(filter_lambda, motion.rate_hz)
+    options = {"lambda_rad_s": filter_lambda, "rate_hz": segment.rate_hz}
+    coefficients = first_order_filter(filter_lambda, segment.rate_hz)
     w = filter_lambda * (p - _filtered(p, coefficients, ramp=True, **options))
     w += _filtered(beta, coefficients, ramp=False, **options)
-    y = _filtered(motion.torques, coefficients, ramp=False, **options)
+    y = _filtered(segment.signals, coefficients, ramp=False, **options)
     return w[::step], y[::step]
 
 
-def _energy_signals(dynamic_model: DynamicModel, motion: Motion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _energy_signals(
+    dynamic_model: DynamicModel, segment: CompletedSegment
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Base energy ``h`` ``(N, b)``, friction power ``h_f`` ``(N, b)`` and supplied power ``q̇_aᵀτ_a`` ``(N,)``.
 
     The controlled joints' power is the tree's, ``τ_aᵀ q̇_a = τ_treeᵀ J_t q̇_a = τ_treeᵀ q̇_t`` ([Briot2012]
     eq. (3), (6)): the tree's energy on the completed motion balances it.
     """
-    if motion.torques is None:
-        raise DataError("motion has no torques: the energy and power models need q̇ᵀτ")
+    motion = segment.motion
     controlled = _controlled(dynamic_model.mechanism, motion.dq)
     independent = dynamic_model.base.independent
     energy = mechanism_energy_matrix(dynamic_model, motion.q, motion.dq)[:, independent]
     friction = mechanism_friction_power(dynamic_model, motion.dq)[:, independent]
-    return energy, friction, np.sum(controlled * motion.torques, axis=1)
+    return energy, friction, np.sum(controlled * segment.signals, axis=1)
 
 
 def supplied_energy_rows(
     dynamic_model: DynamicModel,
-    motion: Motion,
+    segment: CompletedSegment,
     *,
     interval_samples: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Supplied-energy rows of one motion ([DirectDrive2012] eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
+    """Supplied-energy rows of one segment ([DirectDrive2012] eq. (16)-(17)): ``W`` ``(r, b)``, ``Y`` ``(r,)`` in J.
 
     Row ``i`` covers samples ``[i L, (i + 1) L]``: ``Y = ∫ q̇ᵀτ dt``,
     ``W = h(t_b) − h(t_a) + ∫ h_f dt`` (trapezoid rule, [DirectDrive2012] §4.3).
     """
     if interval_samples < 1:
         raise IdentificationError(f"the energy interval must hold at least one sample period, got {interval_samples}")
-    energy, friction, power = _energy_signals(dynamic_model, motion)
-    dt = 1.0 / motion.rate_hz
+    energy, friction, power = _energy_signals(dynamic_model, segment)
+    dt = 1.0 / segment.rate_hz
     import scipy.integrate
 
     work = scipy.integrate.cumulative_trapezoid(power, dx=dt, initial=0.0)
@@ -233,18 +235,18 @@ def supplied_energy_rows(
 
 def filtered_power_rows(
     dynamic_model: DynamicModel,
-    motion: Motion,
+    segment: CompletedSegment,
     *,
     filter_lambda: float,
     step: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Filtered-power rows of one motion ([DirectDrive2012] eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` in W.
+    """Filtered-power rows of one segment ([DirectDrive2012] eq. (20)-(21)): ``W`` ``(r, b)``, ``Y = f[q̇ᵀτ]`` in W.
 
     ``W = λ (h − f h) + f h_f``; no ``q̈``. Rows every ``step`` samples.
     """
-    energy, friction, power = _energy_signals(dynamic_model, motion)
-    options = {"lambda_rad_s": filter_lambda, "rate_hz": motion.rate_hz}
-    coefficients = first_order_filter(filter_lambda, motion.rate_hz)
+    energy, friction, power = _energy_signals(dynamic_model, segment)
+    options = {"lambda_rad_s": filter_lambda, "rate_hz": segment.rate_hz}
+    coefficients = first_order_filter(filter_lambda, segment.rate_hz)
     w = filter_lambda * (energy - _filtered(energy, coefficients, ramp=True, **options))
     w += _filtered(friction, coefficients, ramp=False, **options)
     return w[::step], _filtered(power, coefficients, ramp=False, **options)[::step]
@@ -324,20 +326,21 @@ def model_observations(
         velocities = measured if measured.shape[1] == mechanism.n_actuated else measured[:, mechanism.actuated]
     choice = resolve_signal(time, controlled_positions(mechanism, q), settings.signal, dq_measured=velocities)
     settings = replace(settings, signal=choice.signal)
-    motions, duplicates = completed_motions(mechanism, time, q, np.asarray(torques, dtype=float), settings.signal)
-    rate = motions[0].rate_hz
+    completed = complete_recording(mechanism, time, q, np.asarray(torques, dtype=float), settings=settings.signal)
+    segments = completed.segments
+    rate = segments[0].rate_hz
     first_order_filter(filter_lambda, rate)
     factor = decimation_factor(settings.signal, rate)
     matrices, targets = [], []
-    for motion in motions:
+    for segment in segments:
         if model == "filtered_dynamic":
-            w, y = filtered_dynamic_rows(dynamic_model, motion, filter_lambda=filter_lambda, step=factor)
+            w, y = filtered_dynamic_rows(dynamic_model, segment, filter_lambda=filter_lambda, step=factor)
         elif model == "filtered_power":
-            w, y = filtered_power_rows(dynamic_model, motion, filter_lambda=filter_lambda, step=factor)
+            w, y = filtered_power_rows(dynamic_model, segment, filter_lambda=filter_lambda, step=factor)
             w, y = w[:, None, :], y[:, None]
         else:
             interval = max(int(round(energy_interval_s * rate)), 1)
-            w, y = supplied_energy_rows(dynamic_model, motion, interval_samples=interval)
+            w, y = supplied_energy_rows(dynamic_model, segment, interval_samples=interval)
             w, y = w[:, None, :], y[:, None]
         matrices.append(w)
         targets.append(y)
@@ -348,8 +351,8 @@ def model_observations(
         torques=target,
         valid=np.ones(target.shape, dtype=bool),
         input_samples=int(np.shape(time)[0]),
-        duplicates_dropped=duplicates,
-        segments=len(motions),
+        duplicates_dropped=completed.duplicates_dropped,
+        segments=len(segments),
         rate_hz=rate,
         decimation=factor,
         model=model,

@@ -24,7 +24,7 @@ eq. (3)). For a serial robot this is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -137,6 +137,17 @@ class TreeMotion:
     ddq: np.ndarray
     projection: np.ndarray | None = None
     passive_condition: np.ndarray | None = None
+
+    def rows(self, rows: slice | np.ndarray) -> TreeMotion:
+        """The motion of the samples ``rows`` (a slice or indices)."""
+        return replace(
+            self,
+            q=self.q[rows],
+            dq=self.dq[rows],
+            ddq=self.ddq[rows],
+            projection=None if self.projection is None else self.projection[rows],
+            passive_condition=None if self.passive_condition is None else self.passive_condition[rows],
+        )
 
     def tree_rates(self, controlled_rates: np.ndarray) -> np.ndarray:
         """``J_t ẋ_a`` per sample ``(N, n_t)`` of the controlled joints' rates ``(N, n_a)`` (velocities, or

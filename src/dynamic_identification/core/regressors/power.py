@@ -40,9 +40,12 @@ import pinocchio as pin
 
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.excitation import Segment
-from dynamic_identification.core.identification.completion import complete_recording, controlled_positions
+from dynamic_identification.core.identification.completion import (
+    CompletedSegment,
+    complete_recording,
+    controlled_positions,
+)
 from dynamic_identification.core.identification.motion import (
-    Motion,
     check_motion,
     check_samples,
     decimation_factor,
@@ -50,11 +53,11 @@ from dynamic_identification.core.identification.motion import (
 )
 from dynamic_identification.core.identification.observations import PreparedObservations, output_blocks
 from dynamic_identification.core.identification.prediction import Samples, stamp_torque_check
-from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import IdentificationResult, identify_observations
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameter_names
-from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
+from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
 
@@ -211,14 +214,15 @@ def tree_columns_of_inertia(mechanism: Mechanism, terms: DriveTerms) -> np.ndarr
 
 def power_rows(
     dynamic_model: DynamicModel,
-    motion: Motion,
+    segment: CompletedSegment,
     decimator: ParallelDecimator,
     *,
     block_samples: int = 10_000,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Decimated PIM rows of one filtered motion ([Gautier2013] eq. (10)-(14)).
+    """Decimated PIM rows of one filtered segment ([Gautier2013] eq. (10)-(14)).
 
-    ``motion`` holds the tree's motion (:func:`completed_motions`) and the controlled joints' torques.
+    ``segment`` holds the tree's motion and the controlled joints' torques
+    (:func:`~dynamic_identification.core.identification.completion.complete_recording`).
     ``W = dh/dt + h_f`` in the base columns (``h`` of the filtered ``q̂, q̂̇``,
     differentiated by central differences) and ``Y = P = q̂̇ᵀ τ`` are decimated in
     parallel. The work runs in blocks of ``block_samples`` that carry the
@@ -232,24 +236,23 @@ def power_rows(
     power
         ``P``, shape ``(r,)``, W.
     """
-    if motion.torques is None:
-        raise DataError("motion has no torques: the power P = q̇ᵀ τ needs them")
     mechanism, base = dynamic_model.mechanism, dynamic_model.base
     independent = base.independent
     data = mechanism.robot.model.createData()
-    dt = 1.0 / motion.rate_hz
+    dt = 1.0 / segment.rate_hz
     matrices, powers = [], []
     for start, block, outputs in output_blocks(
-        motion.q.shape[0], block_samples, decimator.factor, decimator.half_length + 1
+        segment.time.shape[0], block_samples, decimator.factor, decimator.half_length + 1
     ):
-        q, dq = motion.q[block], motion.dq[block]
+        motion = segment.motion.rows(block)
+        q, dq = motion.q, motion.dq
         if q.shape[0] < 3:
             continue
         controlled = dq if not mechanism.closures else dq[:, mechanism.actuated]
         energy = mechanism_energy_matrix(dynamic_model, q, dq, data=data)[:, independent]
         columns = np.gradient(energy, dt, axis=0, edge_order=2)
         columns += mechanism_friction_power(dynamic_model, dq)[:, independent]
-        power = np.sum(controlled * motion.torques[block], axis=1)
+        power = np.sum(controlled * segment.signals[block], axis=1)
         w_out, index = decimator.decimate(columns, start=start)
         y_out, _ = decimator.decimate(power, start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
@@ -306,19 +309,21 @@ def power_observations(
         if not settings.signal.resolved:  # the first trajectory decides for all: one grid, one decimation
             positions = controlled_positions(mechanism, q)
             settings = replace(settings, signal=resolve_signal(time, positions, settings.signal).signal)
-        motions, dropped = completed_motions(mechanism, time, q, torques, settings.signal)
+        completed = complete_recording(mechanism, time, q, torques, settings=settings.signal)
+        first = completed.segments[0]
         if not factor:
-            rate = motions[0].rate_hz
+            rate = first.rate_hz
             factor = decimation_factor(settings.signal, rate)
             decimator = ParallelDecimator.create(factor)
-        elif not np.isclose(motions[0].rate_hz, rate, rtol=1e-6):
-            raise DataError(f"recordings[{number}] is sampled at {motions[0].rate_hz:.6g} Hz, the first at {rate:.6g}")
+        elif not np.isclose(first.rate_hz, rate, rtol=1e-6):
+            raise DataError(f"recordings[{number}] is sampled at {first.rate_hz:.6g} Hz, the first at {rate:.6g}")
         pieces = [
-            power_rows(dynamic_model, motion, decimator, block_samples=settings.block_samples) for motion in motions
+            power_rows(dynamic_model, segment, decimator, block_samples=settings.block_samples)
+            for segment in completed.segments
         ]
         groups.append((np.concatenate([w for w, _ in pieces]), np.concatenate([y for _, y in pieces])))
-        duplicates += dropped
-        segments += len(motions)
+        duplicates += completed.duplicates_dropped
+        segments += len(completed.segments)
         samples += int(time.shape[0])
     rows = max(w.shape[0] for w, _ in groups)
     matrix = np.zeros((rows, len(groups), dynamic_model.base.count))
@@ -339,32 +344,6 @@ def power_observations(
         decimation=factor,
         model="power",
     )
-
-
-def completed_motions(
-    mechanism: RobotModel | Mechanism,
-    time: np.ndarray,
-    q: np.ndarray,
-    torques: np.ndarray,
-    signal: SignalSettings,
-) -> tuple[list[Motion], int]:
-    """The filtered segments of a recording completed to the tree
-    (:func:`~dynamic_identification.core.identification.completion.complete_recording`; measured velocities are
-    not used), each a :class:`Motion` of the tree's ``q``, ``q̇``, ``q̈`` and the controlled joints' torques,
-    and the duplicate stamps dropped."""
-    completed = complete_recording(mechanism_of(mechanism), time, q, torques, settings=signal)
-    motions = [
-        Motion(
-            time=segment.time,
-            q=segment.motion.q,
-            dq=segment.motion.dq,
-            ddq=segment.motion.ddq,
-            torques=segment.signals,
-            rate_hz=segment.rate_hz,
-        )
-        for segment in completed.segments
-    ]
-    return motions, completed.duplicates_dropped
 
 
 def split_segments(

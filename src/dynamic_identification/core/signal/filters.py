@@ -57,7 +57,9 @@ __all__ = [
     "clean_time_stamps",
     "decimation_taps",
     "default_decimation",
+    "derivatives_at",
     "differentiate",
+    "filter_positions",
     "longest_bridge_s",
     "lowpass_to_edges",
     "lowpass_zero_phase",
@@ -629,6 +631,28 @@ def differentiate(
     DataError
         If ``q`` has fewer than 3 samples, is not finite, or is too short to filter.
     """
+    filtered, pad = filter_positions(q, rate_hz=rate_hz, cutoff_hz=cutoff_hz, edges=edges)
+    inner = slice(pad, filtered.shape[0] - pad)
+    dq, ddq = derivatives_at(filtered, inner, rate_hz=rate_hz, count=2)
+    return filtered[inner], dq, ddq
+
+
+def filter_positions(
+    q: np.ndarray, *, rate_hz: float, cutoff_hz: float | None, edges: str = "odd"
+) -> tuple[np.ndarray, int]:
+    """The low-passed positions of :func:`differentiate` before they are differentiated, and the samples
+    extrapolated at each end (``edges="extrapolated"``; 0 otherwise) that they still carry: ``(M, ...)``, rad.
+
+    With :func:`derivatives_at` a caller differentiates the rows it needs when it needs them, rather than
+    holding a long recording's velocities and accelerations whole (600 k samples of 6 joints: 58 MB).
+
+    Raises
+    ------
+    ValueError
+        If ``rate_hz``, ``cutoff_hz`` or ``edges`` is invalid.
+    DataError
+        If ``q`` has fewer than 3 samples, is not finite, or is too short to filter.
+    """
     rate = positive_finite("rate_hz", rate_hz)
     if edges not in ("odd", "extrapolated"):
         raise ValueError(f"edges must be 'odd' or 'extrapolated', got {edges!r}")
@@ -641,14 +665,37 @@ def differentiate(
     if edges == "extrapolated" and cutoff_hz is not None:
         pad = _extrapolation_samples(cutoff_hz, rate)
         arr = _extrapolated(arr, pad, _edge_fit_samples(cutoff_hz, rate))
-    q_filtered = arr if cutoff_hz is None else lowpass_zero_phase(arr, cutoff_hz=cutoff_hz, rate_hz=rate, axis=0)
-    dt = 1.0 / rate
-    dq = np.gradient(q_filtered, dt, axis=0, edge_order=2)
-    ddq = np.gradient(dq, dt, axis=0, edge_order=2)
-    if pad:
-        inner = slice(pad, q_filtered.shape[0] - pad)
-        return q_filtered[inner], dq[inner], ddq[inner]
-    return q_filtered, dq, ddq
+    return (arr if cutoff_hz is None else lowpass_zero_phase(arr, cutoff_hz=cutoff_hz, rate_hz=rate, axis=0)), pad
+
+
+DERIVATIVE_SUPPORT = 3
+"""Samples on each side of the rows asked of :func:`derivatives_at` that it differentiates with them: two central
+differences reach two samples out, and at an end of the signal the one-sided difference of the first derivative,
+over three samples, reaches three."""
+
+
+def derivatives_at(values: np.ndarray, rows: slice, *, rate_hz: float, count: int) -> tuple[np.ndarray, ...]:
+    """The first ``count`` (1 or 2) derivatives of uniformly sampled ``values`` ``(M, ...)`` (``M >= 3``) at the
+    contiguous ``rows`` only.
+
+    They are, bit for bit, those rows of ``numpy.gradient`` (central differences, second-order one-sided at the
+    ends of ``values``) applied ``count`` times to the whole array, from :data:`DERIVATIVE_SUPPORT` samples on
+    each side: blocks of a long recording are differentiated one at a time with the result of the whole.
+    """
+    if count not in (1, 2):
+        raise ValueError(f"count must be 1 or 2, got {count}")
+    start, stop, step = rows.indices(values.shape[0])
+    if step != 1:
+        raise ValueError(f"rows must be contiguous, got step {step}")
+    stop = max(start, stop)
+    low, high = max(start - DERIVATIVE_SUPPORT, 0), min(stop + DERIVATIVE_SUPPORT, values.shape[0])
+    step_s = 1.0 / positive_finite("rate_hz", rate_hz)
+    derivatives = []
+    current = values[low:high]
+    for _ in range(count):
+        current = np.gradient(current, step_s, axis=0, edge_order=2)
+        derivatives.append(current[start - low : stop - low])
+    return tuple(derivatives)
 
 
 def _extrapolation_samples(cutoff_hz: float, rate_hz: float) -> int:
