@@ -108,10 +108,10 @@ def main() -> None:
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        peak_mb = int(completed.stderr.split()[-1]) / 1024.0
+        peak_bytes = int(completed.stderr.split()[-1]) * 1024
         print(
-            f"dynid identify: wall time {wall:.1f} s, CPU time {cpu:.1f} s, peak resident memory {peak_mb:.0f} MiB"
-            f" (load average {load})"
+            f"dynid identify: wall time {wall:.1f} s, CPU time {cpu:.1f} s, peak resident memory"
+            f" {peak_bytes / 2**20:.0f} MiB ({peak_bytes / 1e6:.0f} MB, the target's unit) (load average {load})"
         )
         if arguments.keep is not None:
             shutil.copyfile(out, arguments.keep)
