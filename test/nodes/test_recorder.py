@@ -328,6 +328,29 @@ def test_joint_states_before_the_first_current_are_counted_apart_and_no_loss(
     assert [stamp_to_ns(sample.header.stamp) for sample in g.samples] == js[4:].tolist()
 
 
+def test_currents_before_the_first_joint_state_names_the_joints_are_counted_apart_and_no_loss(
+    graph: Callable[[list[Parameter]], _Graph],
+) -> None:
+    # Without `joints` configured the first joint state names the joints and their order: a current that comes
+    # before it cannot be read yet. It is counted, so that the currents received add up.
+    g = graph([*BASE[1:], Parameter("silent_timeout_s", value=60.0)])
+    js, cur = streams(60, seed=23, offset_ns=700_000)
+    for stamp in cur[:3]:
+        g.currents.publish(current_sample(stamp))
+    g.spin(0.5)
+    for state, current in zip(js[3:], cur[3 : js.size], strict=True):  # cur[k] comes just before js[k]
+        g.joint_states.publish(joint_state(state, names=list(JOINTS)))
+        g.currents.publish(current_sample(current))
+        g.spin(0.002)
+    for current in cur[js.size :]:
+        g.currents.publish(current_sample(current))
+    status = g.wait_for_diagnostics(lambda s: values_of(s).get("aligned") == "57", seconds=20.0)
+    values = values_of(status)
+    assert values["motor_currents_before_joint_states"] == "3"
+    assert (values["motor_currents_received"], values["lost_samples"]) == (str(cur.size), "0")
+    assert status.level == DiagnosticStatus.OK, status.message
+
+
 def test_stop_names_the_joint_states_a_recording_lacks_because_the_currents_had_not_begun(
     graph: Callable[[list[Parameter]], _Graph], tmp_path: pathlib.Path
 ) -> None:

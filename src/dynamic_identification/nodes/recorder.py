@@ -27,7 +27,9 @@ refused or unaligned are counted by cause (:class:`Losses`); the status is WARN 
 samples are being lost or the recording lacks some (ERROR for malformed input), and
 ``~/stop`` names the losses of the recording. Joint states stamped before the first motor current
 (``joint_states_before_currents``: the currents had not begun, as when the recorder subscribes to
-the two topics of a running robot one after the other) are dropped but are no loss. With
+the two topics of a running robot one after the other) are dropped but are no loss; so are, without
+``joints`` configured, the motor currents that come before the first joint state names the joints
+(``motor_currents_before_joint_states``). With
 ``acknowledge`` it publishes on ``~/acknowledged`` (``builtin_interfaces/Time``) the newest
 stamp it has taken on every input, for a ``sim_robot`` in lockstep that waits for it
 (:mod:`~dynamic_identification.nodes.lockstep`). A message stamped 0 (a driver that does
@@ -294,6 +296,7 @@ class RecorderNode(GuardedNode):
         self._base_ns: int | None = None
         self._published = 0
         self._overflowed = 0
+        self._currents_before_joints = 0
         self._started = time.monotonic()
         self._joint_states = _Input(self.config.joint_states_topic)
         self._currents = _Input(self.config.currents_topic)
@@ -423,8 +426,9 @@ class RecorderNode(GuardedNode):
         source = self._currents
         source.receive()
         conversion, aligner = self._conversion, self._aligner
-        if conversion is None or aligner is None:
-            return  # the joints come with the first joint state
+        if conversion is None or aligner is None:  # the joints, and their order, come with the first joint state
+            self._currents_before_joints += 1
+            return
         arrays = self._arrays(source, message, conversion.joints)
         if arrays is None:
             return
@@ -657,6 +661,7 @@ class RecorderNode(GuardedNode):
             "joint_states_refused": str(self._joint_states.refused),
             "motor_currents_topic": "" if self.effort_is_torque else self._currents.topic,
             "motor_currents_received": str(self._currents.received),
+            "motor_currents_before_joint_states": str(self._currents_before_joints),
             "motor_currents_refused": str(self._currents.refused),
             "silent_topics": " ".join(topic for topic, _ in silent),
         }
