@@ -109,13 +109,24 @@ def test_in_lockstep_simulated_time_waits_for_a_consumer_that_acknowledged_nothi
     consumer = _Consumer(context)
     graph.add(consumer.node)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
-    acknowledged = consumer.acknowledge_newest()
+    # The first acknowledgement: until the simulator hears it (later the busier the machine) it is bound by none.
+    first = consumer.acknowledge_newest()
     assert graph.spin_until(lambda: sim.lockstep_waiting_for == "consumer", 20.0), sim.lockstep_waiting_for
+    held_first = sim._now_ns()
+    assert held_first + STEP_NS > first + LEAD_NS  # it waits only past the lead
+    graph.spin_until(lambda: False, 0.5)
+    assert sim._now_ns() == held_first  # simulated time stands still while the consumer is behind
+    assert consumer.stamps[-1] == held_first  # and the consumer has every sample published meanwhile
+    # Held by the first, the simulator cannot step before it hears the next: from it, it runs exactly to the lead.
+    acknowledged = consumer.acknowledge_newest()
+    assert graph.spin_until(lambda: sim._now_ns() > held_first and sim.lockstep_waiting_for == "consumer", 20.0), (
+        sim.lockstep_waiting_for
+    )
     held_at = sim._now_ns()
     graph.spin_until(lambda: False, 0.5)
-    assert sim._now_ns() == held_at  # simulated time stands still while the consumer is behind
-    assert acknowledged < held_at <= acknowledged + LEAD_NS + STEP_NS
-    assert consumer.stamps[-1] == held_at  # and the consumer has every sample published meanwhile
+    assert sim._now_ns() == held_at
+    assert acknowledged + LEAD_NS < held_at + STEP_NS and held_at <= acknowledged + LEAD_NS
+    assert consumer.stamps[-1] == held_at
     consumer.keeping_up = True
     consumer.acknowledge_newest()
     assert graph.spin_until(lambda: sim._now_ns() > held_at + 10 * LEAD_NS, 20.0)  # it goes on once acknowledged

@@ -14,7 +14,9 @@ taken, and the simulator waits for it:
 * ``sim_robot`` with ``lockstep_consumers: [recorder, estimator]`` follows
   ``<name>/acknowledged`` of each through :class:`ConsumerAcknowledgements` and publishes a
   step only while it is at most :data:`LEAD_S` (or one step) ahead of every consumer's
-  acknowledgement. A consumer that sends no acknowledgement for ``lockstep_timeout_s`` of wall
+  acknowledgement it has received (one still on its way binds nothing yet: a consumer's
+  first acknowledgement may find the simulator further ahead, which then waits at once). A
+  consumer that sends no acknowledgement for ``lockstep_timeout_s`` of wall
   time while the simulator waits for it is reported and no longer waited for until it
   acknowledges again (its own gap count then shows what it missed); a consumer whose
   acknowledgement topic has no publisher (not started, or gone) is not waited for. A consumer
