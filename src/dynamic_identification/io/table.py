@@ -197,6 +197,12 @@ class _Window(io.RawIOBase):
         return got
 
 
+def _body_stream(raw: io.BufferedReader, body: _Body) -> io.BufferedReader:
+    """The data rows alone (bytes ``[body.start, body.stop)`` of the open file ``raw``), buffered by the megabyte:
+    what either reader reads when the rows do not run to the end of the file."""
+    return io.BufferedReader(_Window(raw, body.start, body.stop), buffer_size=1 << 20)
+
+
 def read_body(file: Path, n_columns: int) -> np.ndarray:
     """All data rows as floats, shape ``(rows, n_columns)``; on failure, diagnose in Python.
 
@@ -243,7 +249,7 @@ def _rows_by_pandas(file: Path, body: _Body) -> np.ndarray | None:
             source: io.BufferedReader | Path = file  # pandas reads a path twice as fast as a Python stream
             skip = 1
         else:
-            source, skip = io.BufferedReader(_Window(raw, body.start, body.stop), 1 << 20), 0
+            source, skip = _body_stream(raw, body), 0
         try:
             frame = pandas.read_csv(
                 source,
@@ -270,11 +276,7 @@ def _rows_by_numpy(file: Path, n_columns: int, body: _Body) -> np.ndarray:
                 source: io.TextIOBase | Path = file  # NumPy's own reader of the file is faster
                 skip = 1
             else:
-                source = io.TextIOWrapper(
-                    io.BufferedReader(_Window(raw, body.start, body.stop), buffer_size=1 << 20),
-                    encoding="utf-8",
-                    newline="",
-                )
+                source = io.TextIOWrapper(_body_stream(raw, body), encoding="utf-8", newline="")
                 skip = 0
             data = np.loadtxt(
                 source, delimiter=",", skiprows=skip, ndmin=2, comments=None, dtype=float, encoding="utf-8"
