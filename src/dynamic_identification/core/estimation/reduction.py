@@ -196,7 +196,9 @@ def reduce_parameters(
     essential = identifiable[forced_mask[identifiable]]
     reference, reference_inverse = _solve(equations, sigma, matrix, vector, identifiable, names)
 
-    guard = _LastParameterGuard(equations)
+    included = np.zeros(b, dtype=bool)
+    included[identifiable] = True
+    guard = _LastParameterGuard(equations, included)
     if method == "sensitivity":
         trials = _RemovalTrials(equations, matrix, vector, identifiable, reference.parameters, reference_inverse)
         kept, essential, dropped = _sensitivity_reduction(
@@ -228,24 +230,29 @@ class _LastParameterGuard:
 
     Column ``k`` acts on equation column ``j`` when ``a[j, k, k] > 0`` (some valid row of
     ``j`` has a non-zero entry in ``k``); an equation column needs a parameter when it has
-    equations with non-zero torque (``c_j > 0``).
+    equations with non-zero torque (``c_j > 0``). The guard follows the model it guards: it starts
+    from the ``included`` columns and is told of each removal.
     """
 
-    def __init__(self, equations: NormalEquations) -> None:
+    def __init__(self, equations: NormalEquations, included: np.ndarray) -> None:
         self._acts = np.einsum("jkk->jk", equations.a) > 0.0
-        self._act_counts = self._acts.astype(float)
         self._needs = (equations.count > 0) & (equations.c > 0.0)
+        self._acting = self._acts.astype(float) @ included
+        self._single = self._needs & (self._acting <= 1.0)
         self.refused: list[tuple[int, int]] = []
 
-    def allows(self, column: int, included: np.ndarray) -> bool:
-        """Whether ``column`` may leave the model of the columns ``included`` (a mask of all ``b``); records a
-        refusal."""
-        acting = self._act_counts @ included
-        orphaned = self._needs & self._acts[:, column] & (acting <= 1.0)
+    def allows(self, column: int) -> bool:
+        """Whether ``column`` may leave the current model; records a refusal."""
+        orphaned = self._single & self._acts[:, column]
         if not orphaned.any():
             return True
         self.refused.append((int(column), int(np.argmax(orphaned))))
         return False
+
+    def remove(self, column: int) -> None:
+        """The model lost ``column``."""
+        self._acting = self._acting - self._acts[:, column]
+        self._single = self._needs & (self._acting <= 1.0)
 
 
 def _forced_mask(forced: Sequence[int], b: int) -> np.ndarray:
@@ -317,13 +324,11 @@ def _sensitivity_reduction(
     order = candidates[np.argsort(sensitivity[candidates], kind="stable")]
     removed: list[int] = []
     for column in order:
-        if (
-            not guard.allows(int(column), trials.included)
-            or (trials.residual_squares_without(int(column)) > limit_squares).any()
-        ):
+        if not guard.allows(int(column)) or (trials.residual_squares_without(int(column)) > limit_squares).any():
             essential[column] = True
         else:
             trials.remove(int(column))
+            guard.remove(int(column))
             removed.append(int(column))
     return trials.columns, np.flatnonzero(essential), removed
 
@@ -368,8 +373,6 @@ class _RemovalTrials:
         self._a = equations.a.reshape(-1, b)
         self._included = np.zeros(b, dtype=bool)
         self._included[index] = True
-        self._included_view = self._included.view()
-        self._included_view.flags.writeable = False
         self._parameters = np.zeros(b)
         self._parameters[index] = parameters
         self._inverse = np.zeros((b, b))
@@ -380,11 +383,6 @@ class _RemovalTrials:
     def columns(self) -> np.ndarray:
         """The included columns, increasing."""
         return np.flatnonzero(self._included)
-
-    @property
-    def included(self) -> np.ndarray:
-        """Whether each of the ``b`` columns is in the model (a read-only view that follows the model)."""
-        return self._included_view
 
     def _refactor(self) -> None:
         columns = self.columns
@@ -481,11 +479,10 @@ def _essential_reduction(
         if not ratio >= r_sigma or not removable.any():  # a nan ratio (all %σ infinite) stops too
             break
         worst = int(np.argmax(np.where(removable, percent, -np.inf)))
-        included = np.zeros(forced_mask.size, dtype=bool)
-        included[kept] = True
-        if not guard.allows(int(kept[worst]), included):
+        if not guard.allows(int(kept[worst])):
             guarded[kept[worst]] = True
             continue
+        guard.remove(int(kept[worst]))
         removed.append((int(kept[worst]), f"not essential (r_sigma={ratio:.3g} >= {r_sigma:g})"))
         kept = np.delete(kept, worst)
     return kept, removed
