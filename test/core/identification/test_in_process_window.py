@@ -81,6 +81,50 @@ def test_sliding_window_equals_batch_wls_on_the_same_window(arm, dynamic_model: 
     assert np.median(last.std_percent / batch.relative_std_percent) > 1.0
 
 
+def _data_with_stops(arm, *, seconds: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Fourier excitation played with a rest of 1 s after every 2 s of motion (cosine speed ramps of 0.5 s):
+    a process that stops, whose window holds rows without a valid equation."""
+    robot, chain, drive = arm
+    time = np.arange(0.0, seconds, 1.0 / RATE_HZ)
+    phase = np.mod(time, 4.0)
+    speed = np.select(
+        [phase < 0.5, phase < 2.5, phase < 3.0],
+        [0.5 - 0.5 * np.cos(np.pi * phase / 0.5), np.ones_like(phase), 0.5 + 0.5 * np.cos(np.pi * (phase - 2.5) / 0.5)],
+        np.zeros_like(phase),
+    )
+    slope = np.gradient(speed, time)
+    warped = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) * np.diff(time))])
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq_warped, ddq_warped = trajectory.evaluate(warped)
+    dq = dq_warped * speed[:, None]
+    ddq = ddq_warped * speed[:, None] ** 2 + dq_warped * slope[:, None]
+    measured, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, SensorModel(), seed=seed)
+    return time, measured, chain.joint_torques(currents)
+
+
+def test_a_window_with_stops_equals_batch_wls_and_hac_on_its_rows(arm, dynamic_model: DynamicModel) -> None:
+    # The window keeps only the rows with a valid equation; the rows of the stops come back as zeros, masked, in
+    # their place in time, so a batch WLS and HAC on window_rows() see the window's own estimate and σ.
+    estimator = SlidingWindowEstimator(
+        dynamic_model,
+        WindowSettings(reduction=ReductionSettings(method="none"), window_s=8.0, refactor_every=1000),
+    )
+    time, q, tau = _data_with_stops(arm, seconds=16.0)
+    last = _feed(estimator, time, q, tau)[-1]
+    assert last.publishable, last.reason
+    w, y, valid = estimator.window_rows()
+    stopped = ~valid.any(axis=1)
+    assert stopped.mean() > 0.15
+    assert not w[stopped].any() and not y[stopped].any()
+    sigma = joint_error_std_from_normal_equations(estimator.window_equations())
+    batch = weighted_least_squares(w, y, joint_std=sigma, valid=valid)
+    assert_allclose(last.values, batch.parameters, rtol=1e-8, atol=1e-10 * np.abs(batch.parameters).max())
+    robust = hac_covariance(w, y, last.values, joint_std=sigma, valid=valid)
+    assert last.uncertainty is not None and last.uncertainty.bandwidth == robust.bandwidth
+    assert_allclose(last.std_percent, robust.relative_std_percent(last.values), rtol=1e-9)
+    assert_allclose(last.joint_errors, batch.joint_errors, rtol=1e-9)
+
+
 def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     settings = WindowSettings(

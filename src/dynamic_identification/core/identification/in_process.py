@@ -24,9 +24,11 @@ Andrews' 1991 bandwidth and the Kiefer & Vogelsang 2005 fixed-b widening): the
 residuals of the decimated rows are correlated in time, and the white σ of
 eq. (17)-(18), which the reduction still uses, understates σ several times. Its bread is
 the window's weighted normal matrix of the kept columns, taken from the normal
-equations; its scores cost one product of the window's ``r × n × b`` rows with the
-weighted residuals per update, the residuals those of the joint errors
-(``bench/bench_stream.py`` prints the update latency with and without it).
+equations; its scores cost one product of the window's ``h × n × b`` rows with a valid equation
+with the weighted residuals per update, the residuals those of the joint errors
+(``bench/bench_stream.py`` prints the update latency with and without it). The window keeps only
+those rows: one whose every equation is masked (a stop of the process, a velocity reversal) adds
+nothing to any sum, and only its place in time is kept, for the HAC's lags.
 
 Stamps (:mod:`~dynamic_identification.core.signal.stamps`): a stamp earlier than the last one
 (a bag loop, a simulation reset) clears the window. Forward, the one rule of every path
@@ -265,11 +267,31 @@ class WindowUpdate:
 
 @dataclass
 class _Block:
+    """One update's rows in the window: their stamps ``time`` (s, one per row), normal equations and joint range.
+
+    ``rows`` holds only the rows with a valid equation, at ``held`` among the block's rows: a row whose every
+    equation is masked (a stop, a velocity reversal) adds nothing to the normal equations, the joint errors or
+    the HAC scores, but its place in time still counts for the HAC's lags.
+    """
+
     rows: DecimatedRows
+    held: np.ndarray
     time: np.ndarray
     equations: NormalEquations
     q_min: np.ndarray
     q_max: np.ndarray
+
+
+@dataclass(frozen=True)
+class _HeldRows:
+    """The window's rows with a valid equation, in time order: ``W`` ``(h, n, b)``, ``Y`` ``(h, n)``, ``valid``,
+    and ``positions`` ``(h,)`` among all the window's ``rows``."""
+
+    observation_matrix: np.ndarray
+    torques: np.ndarray
+    valid: np.ndarray
+    positions: np.ndarray
+    rows: int
 
 
 class SlidingWindowEstimator:
@@ -331,7 +353,7 @@ class SlidingWindowEstimator:
         self._builder: RowBuilder | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
-        self._rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._held: _HeldRows | None = None
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
         self._last_update_time: float | None = None
@@ -416,25 +438,38 @@ class SlidingWindowEstimator:
         return replace(result, seconds=wall_clock.perf_counter() - started, note=note)
 
     def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The window's rows ``(W, Y, valid)`` in time order, e.g. for a batch WLS on the same data (read-only).
+        """The window's rows ``(W, Y, valid)`` in time order, e.g. for a batch WLS or HAC on the same data.
 
-        Joined once per change of the window: an update's passes over its rows (the joint errors, the HAC
-        scores) are then one array operation each instead of one per block.
+        A row without a valid equation is not kept by the window: it comes back as zeros with ``valid`` false,
+        which no weighted sum, residual or score sees.
         """
-        if self._rows is None:
-            if self._blocks:
-                rows = (
-                    np.concatenate([block.rows.observation_matrix for block in self._blocks]),
-                    np.concatenate([block.rows.torques for block in self._blocks]),
-                    np.concatenate([block.rows.valid for block in self._blocks]),
-                )
-            else:
-                n, b = self._n, self._base.count
-                rows = np.zeros((0, n, b)), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
-            for array in rows:
-                array.setflags(write=False)
-            self._rows = rows
-        return self._rows
+        held = self._held_rows()
+        observation_matrix = np.zeros((held.rows, *held.observation_matrix.shape[1:]))
+        torques = np.zeros((held.rows, held.torques.shape[1]))
+        valid = np.zeros((held.rows, held.valid.shape[1]), dtype=bool)
+        observation_matrix[held.positions] = held.observation_matrix
+        torques[held.positions] = held.torques
+        valid[held.positions] = held.valid
+        return observation_matrix, torques, valid
+
+    def _held_rows(self) -> _HeldRows:
+        """The window's rows with a valid equation, joined once per change of the window: an update's passes over
+        them (the joint errors, the HAC scores) are then one array operation each instead of one per block."""
+        if self._held is None:
+            n, b = self._n, self._base.count
+            blocks = self._blocks
+            starts = np.cumsum([0] + [block.time.size for block in blocks])
+            positions = [block.held + start for block, start in zip(blocks, starts[:-1], strict=True)]
+            self._held = _HeldRows(
+                observation_matrix=np.concatenate(
+                    [np.zeros((0, n, b))] + [block.rows.observation_matrix for block in blocks]
+                ),
+                torques=np.concatenate([np.zeros((0, n))] + [block.rows.torques for block in blocks]),
+                valid=np.concatenate([np.zeros((0, n), dtype=bool)] + [block.rows.valid for block in blocks]),
+                positions=np.concatenate([np.zeros(0, dtype=int), *positions]),
+                rows=int(starts[-1]),
+            )
+        return self._held
 
     def window_equations(self) -> NormalEquations:
         """The window's normal equations as maintained incrementally."""
@@ -661,19 +696,26 @@ class SlidingWindowEstimator:
         start = now_s - self._settings.window_s
         while self._blocks and self._blocks[0].time[-1] < start:
             expired = self._blocks.popleft()
-            self._rows = None
+            self._held = None
             self._equations = self._equations - expired.equations
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
+        held = np.flatnonzero(rows.valid.any(axis=1))
         block = _Block(
-            rows=rows,
+            rows=DecimatedRows(
+                observation_matrix=rows.observation_matrix[held],
+                torques=rows.torques[held],
+                valid=rows.valid[held],
+                index=rows.index[held],
+            ),
+            held=held,
             time=times,
             equations=NormalEquations.from_rows(rows.observation_matrix, rows.torques, rows.valid),
             q_min=q.min(axis=0),
             q_max=q.max(axis=0),
         )
         self._blocks.append(block)
-        self._rows = None
+        self._held = None
         self._equations = self._equations + block.equations
         self._expire(times[-1])
         if (self._updates + 1) % self._settings.refactor_every == 0:
@@ -695,7 +737,7 @@ class SlidingWindowEstimator:
             )
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
         travel = np.max([b.q_max for b in self._blocks], axis=0) - np.min([b.q_min for b in self._blocks], axis=0)
-        samples = int(sum(b.rows.index.size for b in self._blocks))
+        samples = int(sum(b.time.size for b in self._blocks))
         data_s = samples * self._factor() * self._dt
         blank = WindowUpdate(
             time_s=now,
@@ -789,39 +831,42 @@ class SlidingWindowEstimator:
         self, reduction: ReductionResult, joint_std: np.ndarray, fitted: np.ndarray
     ) -> RobustCovariance:
         """HAC covariance of the reduced estimate from the window's rows in time order, ``fitted`` its torques
-        ``(r, n)`` (N·m, :meth:`_fitted`).
+        ``(h, n)`` on the rows with a valid equation (N·m, :meth:`_fitted`).
 
-        The scores of every column come from one product with the window's rows and the kept ones are picked: no
-        copy of the rows' kept columns. Blocks after a gap follow the ones before it as if contiguous: the few lags
-        that straddle it are negligible for a window much longer than the bandwidth.
+        The scores of every column come from one product with those rows and the kept ones are picked: no copy
+        of the rows' kept columns; the rows without a valid equation score zero in their place. Blocks after a
+        gap follow the ones before it as if contiguous: the few lags that straddle it are negligible for a window
+        much longer than the bandwidth.
         """
         kept = reduction.kept
-        observation_matrix, torques, valid = self.window_rows()
-        residual = np.where(valid, torques - fitted, 0.0)
+        held = self._held_rows()
+        valid = held.valid
+        residual = np.where(valid, held.torques - fitted, 0.0)
         weighted = np.where(valid, 1.0 / joint_std**2, 0.0) * residual
-        scores = np.matmul(weighted[:, None, :], observation_matrix)[:, 0, kept]
+        scores = np.zeros((held.rows, kept.size))
+        scores[held.positions] = np.matmul(weighted[:, None, :], held.observation_matrix)[:, 0, kept]
         return hac_covariance_of_scores(
             scores,
             # The bread from the window's normal equations: the rows are only needed for the scores.
             weighted_normal_matrix(self._equations, joint_std, kept)[0],
             weighted_squares=float(np.sum(weighted * residual)),
             equations=int(np.count_nonzero(valid)),
-            steps=int(np.count_nonzero(valid.any(axis=1))),
+            steps=held.positions.size,
         )
 
     def _fitted(self, kept: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """The torques ``(r, n)``, N·m, that the ``kept`` base parameters at ``values`` predict on the window's rows:
-        one product with all the rows' columns, the others' values zero."""
-        observation_matrix = self.window_rows()[0]
+        """The torques ``(h, n)``, N·m, that the ``kept`` base parameters at ``values`` predict on the window's rows
+        with a valid equation: one product with all the rows' columns, the others' values zero."""
+        observation_matrix = self._held_rows().observation_matrix
         padded = np.zeros(observation_matrix.shape[2])
         padded[kept] = values
         return (observation_matrix.reshape(-1, padded.size) @ padded).reshape(observation_matrix.shape[:2])
 
     def _joint_errors(self, fitted: np.ndarray) -> JointErrors:
         """[Volkmann2020] eq. (11)-(12) of the predicted torques ``fitted`` (:meth:`_fitted`) on the window's valid
-        rows."""
-        _, torques, valid = self.window_rows()
-        return JointErrors.of(torques, fitted, valid)
+        equations."""
+        held = self._held_rows()
+        return JointErrors.of(held.torques, fitted, held.valid)
 
 
 def _gate(update: WindowUpdate, settings: WindowSettings) -> str:
