@@ -227,13 +227,15 @@ class RowBuilder:
         passband) the two agree to the passband ripple, while the regressor runs on
         one sample in ``factor`` (and a closed-loop robot's loops are solved there only):
         the streaming estimator's fast path. Equations near velocity reversals, where
-        ``sign(q̇)`` is not band-limited, are masked as in the rows of the whole block.
+        ``sign(q̇)`` is not band-limited, are masked as in the rows of the whole block;
+        a row whose every equation is masked (the robot stopped) is not evaluated: its ``W``
+        is zero, which adds nothing to any sum over the valid equations.
         """
 
         def at(local: np.ndarray, index: np.ndarray) -> TreeMotion:
             return completed_at(self.dynamic_model.mechanism, q[local], dq[local], ddq[local], index)
 
-        return self._rows_at_outputs(at, torques, dq, start=start, outputs=outputs)
+        return self._rows_at_outputs(at, torques, dq, start=start, outputs=outputs, masked_rows=False)
 
     def _rows_at_outputs(
         self,
@@ -243,17 +245,22 @@ class RowBuilder:
         *,
         start: int,
         outputs: tuple[int, int],
+        masked_rows: bool = True,
     ) -> DecimatedRows:
         """Rows with ``W`` evaluated at the output instants only: ``motion_at(local, index)`` is the tree's motion at
-        block positions ``local`` (grid indices ``index``); ``dq`` ``(L, n_a)`` the controlled joints' velocities."""
+        block positions ``local`` (grid indices ``index``); ``dq`` ``(L, n_a)`` the controlled joints' velocities.
+        Without ``masked_rows``, ``W`` is left zero at the rows whose every equation is masked."""
         y_out, index = self.decimator.decimate(np.asarray(torques, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
         local = index[inside] - start
-        if local.size:
-            packed = self.packed(motion_at(local, index[inside]))
+        valid = ~self.stuck(dq)[local]
+        evaluated = None if masked_rows else np.flatnonzero(valid.any(axis=1))
+        at = slice(None) if evaluated is None else evaluated
+        if local[at].size:
+            packed = self.packed(motion_at(local[at], index[inside][at]))
         else:
             packed = np.zeros((0, int(np.count_nonzero(self.dynamic_model.base.structure))))
-        return self._assemble(packed, y_out[inside], index[inside], local, dq)
+        return self._assemble(packed, y_out[inside], index[inside], valid, evaluated)
 
     def decimated_rows(
         self, packed: np.ndarray, signals: np.ndarray, dq: np.ndarray, *, start: int, outputs: tuple[int, int]
@@ -265,7 +272,8 @@ class RowBuilder:
         packed_out, index = self.decimator.decimate(packed, start=start)
         signals_out, _ = self.decimator.decimate(np.asarray(signals, dtype=float), start=start)
         inside = (index >= outputs[0]) & (index < outputs[1])
-        return self._assemble(packed_out[inside], signals_out[inside], index[inside], index[inside] - start, dq)
+        valid = ~self.stuck(dq)[index[inside] - start]
+        return self._assemble(packed_out[inside], signals_out[inside], index[inside], valid)
 
     def _controlled(self, dq: np.ndarray) -> np.ndarray:
         """The controlled joints' columns of tree velocities (all of them without closures: no copy)."""
@@ -273,13 +281,23 @@ class RowBuilder:
         return dq if dq.shape[1] == mechanism.n_actuated else dq[:, mechanism.actuated]
 
     def _assemble(
-        self, packed: np.ndarray, signals: np.ndarray, index: np.ndarray, local: np.ndarray, dq: np.ndarray
+        self,
+        packed: np.ndarray,
+        signals: np.ndarray,
+        index: np.ndarray,
+        valid: np.ndarray,
+        evaluated: np.ndarray | None = None,
     ) -> DecimatedRows:
-        """Rows from the packed non-zero entries of ``W`` at block positions ``local``, masking stick phases."""
+        """Rows from the packed non-zero entries of ``W`` at the rows ``evaluated`` (all by default; the others
+        zero) and the mask ``valid`` of their equations (stick phases)."""
         structure = self.dynamic_model.base.structure
-        w_out = np.zeros((local.size, *structure.shape))
-        w_out[:, structure] = packed
-        return DecimatedRows(observation_matrix=w_out, torques=signals, valid=~self.stuck(dq)[local], index=index)
+        w_out = np.zeros((index.size, *structure.shape))
+        if evaluated is None:
+            w_out[:, structure] = packed
+        else:
+            joints, columns = np.nonzero(structure)
+            w_out[evaluated[:, None], joints, columns] = packed
+        return DecimatedRows(observation_matrix=w_out, torques=signals, valid=valid, index=index)
 
 
 def output_blocks(
