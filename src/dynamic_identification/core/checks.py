@@ -34,8 +34,9 @@ def integer_at_least(name: str, value: int, minimum: int) -> int:
 
 def require_finite_samples(name: str, array: np.ndarray) -> None:
     """Raise ``DataError`` naming ``name`` and the first sample (row) of ``array`` with a non-finite value."""
-    if not np.all(np.isfinite(array)):
-        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~np.isfinite(array))[0, 0])}")
+    finite = np.isfinite(array)
+    if not finite.all():
+        raise DataError(f"{name} has a non-finite value at sample {int(np.argwhere(~finite)[0, 0])}")
 
 
 def motion_rows(name: str, value: np.ndarray, n: int) -> np.ndarray:
@@ -46,7 +47,8 @@ def motion_rows(name: str, value: np.ndarray, n: int) -> np.ndarray:
     DataError
         Naming ``name`` and its shape, or the first sample with a non-finite value.
     """
-    array = np.atleast_2d(np.asarray(value, dtype=float))
+    array = np.asarray(value, dtype=float)
+    array = array.reshape(1, -1) if array.ndim == 1 else np.atleast_2d(array)
     if array.ndim != 2 or array.shape[1] != n:
         raise DataError(f"{name} must have shape (N, {n}), got {np.shape(value)}")
     require_finite_samples(name, array)

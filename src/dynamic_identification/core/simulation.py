@@ -686,6 +686,8 @@ class RobotSimulator(SimulatedJointState):
         self._passive = np.asarray(self._mechanism.passive, dtype=int)
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
         self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
+        # Each motor drives its own joint: the friction needs no product with the coupling (the same values).
+        self._uncoupled = np.array_equal(drive_chain.coupling, np.eye(drive_chain.coupling.shape[0]))
         if self._closed is not None:
             self._set_up_constraints(self._closed)
         self._q = np.array(self._mechanism.reference_configuration, dtype=float)
@@ -922,11 +924,13 @@ class RobotSimulator(SimulatedJointState):
         coupling = self._chain.coupling
         drive = self._drive
         eps = self._smoothing_rad_s
-        velocity = coupling @ dq
+        velocity = dq if self._uncoupled else coupling @ dq
         tanh = np.tanh(velocity / eps)
-        torque = coupling.T @ (drive.viscous * velocity + drive.coulomb * tanh + drive.offset)
-        slope = coupling.T @ ((drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps)[:, None] * coupling)
-        return torque, slope
+        motor_torque = drive.viscous * velocity + drive.coulomb * tanh + drive.offset
+        motor_slope = drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps
+        if self._uncoupled:
+            return motor_torque, np.diag(motor_slope)
+        return coupling.T @ motor_torque, coupling.T @ (motor_slope[:, None] * coupling)
 
     def _implicit_velocity_step(self, inertia: np.ndarray, impulse: np.ndarray) -> np.ndarray:
         """``Δq̇`` solving ``inertia Δq̇ = impulse − dt τ_f(q̇ + Δq̇)`` (backward Euler in the friction).
