@@ -126,6 +126,30 @@ def test_the_rows_hold_the_observation_matrix_at_the_decimated_instants(setup, d
     assert_allclose(rows.observation_matrix, expected, rtol=0.0, atol=1e-12)
 
 
+def test_the_window_rows_skip_the_regressor_where_the_robot_stopped(setup, dynamic_model: DynamicModel) -> None:
+    """The sliding window's rows (:meth:`RowBuilder.sampled_rows`) leave ``W`` zero at a decimated instant whose every
+    equation is masked (here a stop of 1 s) and equal the rows of :meth:`RowBuilder.rows` everywhere else."""
+    robot, _, _, _, _ = setup
+    time = np.arange(4000) / RATE_HZ
+    speed = np.clip(np.abs(time - 2.0) - 0.5, 0.0, 0.25) / 0.25  # moving, a stop of 1 s at 2 s, moving
+    speed = 0.5 - 0.5 * np.cos(np.pi * speed)
+    warped = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) * np.diff(time))])
+    trajectory = random_fourier_trajectory(robot, fundamental_hz=0.2, harmonics=3, seed=4, margin=0.2)
+    q, dq_warped, ddq_warped = trajectory.evaluate(warped)
+    dq = dq_warped * speed[:, None]
+    ddq = ddq_warped * speed[:, None] ** 2 + dq_warped * np.gradient(speed, time)[:, None]
+    torques = np.random.default_rng(1).normal(size=q.shape)
+    builder = RowBuilder.create(dynamic_model, decimation=10, min_speed_rad_s=0.01)
+    outputs = (builder.reach, 4000 - builder.reach)
+    every = builder.rows(q, dq, ddq, torques, start=0, outputs=outputs)
+    window = builder.sampled_rows(q, dq, ddq, torques, start=0, outputs=outputs)
+    stopped = ~every.valid.any(axis=1)
+    assert stopped.sum() >= 50 and every.observation_matrix[stopped].any()
+    assert not window.observation_matrix[stopped].any()
+    assert np.array_equal(window.observation_matrix[~stopped], every.observation_matrix[~stopped])
+    assert np.array_equal(window.valid, every.valid) and np.array_equal(window.torques, every.torques)
+
+
 def test_the_regressor_at_the_decimated_instants_predicts_as_well_as_decimating_it_from_every_sample(
     setup, dynamic_model: DynamicModel
 ) -> None:
