@@ -1503,11 +1503,16 @@ class ConsistentEstimator:
         kept = reduced.shape[0]
         folded = self._folded(reduced, whitened, estimate, nominal_scaled) if pull.null_space_only else None
         if folded is not None:
-            key = (kept, 0, True)
+            # Rows of zeros up to every base parameter: one problem, compiled once (0.3-0.4 s for a 7-axis arm),
+            # serves every kept set of a sliding window's reduction.
+            rows = self.base.count
+            key = (rows, 0, True)
             if key not in self._problems:
-                self._problems[key] = self._compile(kept, 0, margins, folded=True)
+                self._problems[key] = self._compile(rows, 0, margins, folded=True)
             compiled = self._problems[key]
-            compiled.data_matrix.value, compiled.data_vector.value = folded
+            matrix, vector = np.zeros((rows, reduced.shape[1])), np.zeros(rows)
+            matrix[:kept], vector[:kept] = folded
+            compiled.data_matrix.value, compiled.data_vector.value = matrix, vector
             if compiled.nominal is not None:
                 compiled.nominal.value = nominal_scaled
         else:
