@@ -177,8 +177,10 @@ from the URDF along the directions no data determine costs as much as a ``√λ_
 _PRIOR_FLOOR = 1e-2
 """Smallest eigenvalue of a prior pseudo-inertia, scaled: 1 % of its link's mass and second moment."""
 
-_NEWTON_ITERATIONS = 100
-"""Most Newton iterations of the prior problem before the conic solver takes over."""
+_NEWTON_ITERATIONS = 300
+"""Most Newton iterations of the prior problem before the conic solver takes over. From a start far from the minimum
+(a window whose reduction changed its kept set) the damped phase can take more than a hundred; an iteration costs a
+fraction of a millisecond, the conic solver tens of them and, the first time, cvxpy's import and compilation."""
 
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
