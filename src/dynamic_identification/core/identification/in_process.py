@@ -669,14 +669,8 @@ class SlidingWindowEstimator:
         number = np.floor((times - times[0]) / period).astype(int)
         for part in np.unique(number):
             inside = number == part
-            picked = DecimatedRows(
-                observation_matrix=rows.observation_matrix[inside],
-                torques=rows.torques[inside],
-                valid=rows.valid[inside],
-                index=rows.index[inside],
-            )
             near = (q_times >= times[inside][0] - period) & (q_times <= times[inside][-1] + period)
-            self._add_block(picked, times[inside], q[near] if near.any() else q)
+            self._add_block(rows.rows(inside), times[inside], q[near] if near.any() else q)
 
     def _reach(self) -> int:
         return self._builder.reach if self._builder is not None else 0
@@ -702,12 +696,7 @@ class SlidingWindowEstimator:
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         held = np.flatnonzero(rows.valid.any(axis=1))
         block = _Block(
-            rows=DecimatedRows(
-                observation_matrix=rows.observation_matrix[held],
-                torques=rows.torques[held],
-                valid=rows.valid[held],
-                index=rows.index[held],
-            ),
+            rows=rows.rows(held),
             held=held,
             time=times,
             equations=NormalEquations.from_rows(rows.observation_matrix, rows.torques, rows.valid),

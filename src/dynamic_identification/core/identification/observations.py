@@ -87,6 +87,15 @@ class DecimatedRows:
     valid: np.ndarray
     index: np.ndarray
 
+    def rows(self, selection: np.ndarray) -> DecimatedRows:
+        """The rows ``selection`` (a mask or indices)."""
+        return DecimatedRows(
+            observation_matrix=self.observation_matrix[selection],
+            torques=self.torques[selection],
+            valid=self.valid[selection],
+            index=self.index[selection],
+        )
+
 
 @dataclass(frozen=True)
 class RowBuilder:
