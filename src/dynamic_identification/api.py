@@ -48,7 +48,6 @@ from dynamic_identification.core.identification.passive_friction import (
     identify_choosing_passive_friction,
     without_passive_friction,
 )
-from dynamic_identification.core.identification.payload import PayloadEstimate, RobotPrior, identify_payload
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
@@ -114,6 +113,7 @@ from dynamic_identification.io.urdf_export import UrdfExport, write_urdf
 
 if TYPE_CHECKING:
     from dynamic_identification.core.excitation.plan import ExcitationPlan
+    from dynamic_identification.core.identification.payload import PayloadEstimate
 
 LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
@@ -1231,6 +1231,8 @@ def payload_file(
     ``harmonics`` lines, averaged over its periods with the noise taken from their
     scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns the estimate.
     """
+    from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
+
     _check_output(out, params, data, config)
     warn_unread_keys(config, "payload")
     parameters = load_parameters(params)

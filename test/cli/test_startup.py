@@ -40,13 +40,14 @@ def test_help_and_a_refused_argument_load_no_numerics(argv: list[str]) -> None:
     assert loaded == []
 
 
-def test_the_library_interface_loads_the_excitation_planner_only_for_excite() -> None:
+def test_the_library_interface_loads_the_excitation_planner_and_the_payload_estimator_only_for_their_verbs() -> None:
     # The planner and its Latin hypercube (scipy.stats: half a second of CPU with the planner's modules) were
-    # imported by every verb through dynamic_identification.api.
+    # imported by every verb through dynamic_identification.api, and so was the payload estimator (dynid payload).
     code = (
         "import json, sys\n"
         "import dynamic_identification.api\n"
-        "names = ('dynamic_identification.core.excitation.plan', 'scipy.stats')\n"
+        "names = ('dynamic_identification.core.excitation.plan', 'scipy.stats',"
+        " 'dynamic_identification.core.identification.payload')\n"
         "print(json.dumps([name for name in names if name in sys.modules]), file=sys.stderr)\n"
     )
     result = _run(code)

@@ -47,15 +47,13 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.drive_gains import SIGNIFICANCE, DriveGainsResult
-from dynamic_identification.core.identification.payload import PayloadEstimate
-from dynamic_identification.core.identification.payload_in_process import PayloadOutcome
 from dynamic_identification.core.mechanism.payload import (
     INERTIA_KEYS,
     Payload,
@@ -67,6 +65,10 @@ from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.atomic import write_text_atomic
 from dynamic_identification.io.documents import document_text, parse_yaml
 from dynamic_identification.io.parameter_files import finite_or_none
+
+if TYPE_CHECKING:
+    from dynamic_identification.core.identification.payload import PayloadEstimate
+    from dynamic_identification.core.identification.payload_in_process import PayloadOutcome
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
