@@ -12,6 +12,7 @@ from dynamic_identification.core.errors import DataError, IdentificationError, R
 from dynamic_identification.core.estimation import (
     essential_parameters,
     joint_error_std,
+    joint_fits,
     ordinary_least_squares,
     rank_deficient_columns,
     weighted_least_squares,
@@ -348,3 +349,34 @@ def test_the_triangle_of_stacked_blocks_is_the_r_of_all_rows(block_rows: int) ->
     assert_allclose(np.abs(triangle), np.abs(whole), rtol=1e-10, atol=1e-10 * np.abs(whole).max())
     residual = np.linalg.norm(b - a @ np.linalg.lstsq(a, b, rcond=None)[0])
     assert_allclose(abs(triangle[6, 6]), residual, rtol=1e-10)
+
+
+def test_wls_from_the_joints_own_factors_equals_wls_of_the_rows() -> None:
+    """The identification's WLS of its kept columns, factorised from each joint's R of ``[W_j | y_j]`` (no second
+    pass over the rows), gives the estimate and statistics of the QR of the weighted rows; a kept set the data do
+    not determine is refused naming the same parameter."""
+    rng = np.random.default_rng(31)
+    w = _observation_matrix(rng, 400, 3, 6)
+    w[:, 2, :2] = 0.0  # block-triangular: the last joint does not see the first two columns
+    y = w @ np.linspace(-1.0, 2.0, 6) + rng.normal(size=(400, 3)) * np.array([0.02, 0.5, 3.0])
+    valid = rng.random((400, 3)) > 0.2
+    fits = joint_fits(w, y, valid=valid)
+    assert_array_equal(fits.std, joint_error_std(w, y, valid=valid))
+    kept = np.array([0, 2, 3, 5])
+    names = [f"p{i}" for i in kept]
+    rows = weighted_least_squares(w[..., kept], y, joint_std=fits.std, parameter_names=names, valid=valid)
+    factors = weighted_least_squares(
+        w[..., kept], y, joint_std=fits.std, parameter_names=names, valid=valid, triangles=fits.columns(kept)
+    )
+    for field in ("parameters", "std", "covariance", "residual_std", "condition_number", "joint_errors"):
+        assert_allclose(getattr(factors, field), getattr(rows, field), rtol=1e-10, err_msg=field)
+
+    w[..., 5] = w[..., 3]
+    fits = joint_fits(w, y, valid=valid)
+    for triangles in (None, fits.columns(kept)):
+        with pytest.raises(RankDeficientError, match="parameters p5 "):
+            weighted_least_squares(
+                w[..., kept], y, joint_std=fits.std, parameter_names=names, valid=valid, triangles=triangles
+            )
+    with pytest.raises(IdentificationError, match="triangles need joint_std"):
+        weighted_least_squares(w[..., kept], y, valid=valid, triangles=fits.columns(kept))

@@ -15,9 +15,11 @@ sliding window, are in :mod:`dynamic_identification.core.identification`.
 
 from dynamic_identification.core.estimation.least_squares import (
     EssentialParametersResult,
+    JointFits,
     LeastSquaresResult,
     essential_parameters,
     joint_error_std,
+    joint_fits,
     ordinary_least_squares,
     rank_deficient_columns,
     weighted_least_squares,
@@ -29,12 +31,14 @@ from dynamic_identification.core.estimation.reduction import ReductionResult, re
 __all__ = [
     "EssentialParametersResult",
     "JointErrors",
+    "JointFits",
     "LeastSquaresResult",
     "NormalEquations",
     "NormalSolution",
     "ReductionResult",
     "essential_parameters",
     "joint_error_std",
+    "joint_fits",
     "ordinary_least_squares",
     "rank_deficient_columns",
     "reduce_parameters",

@@ -198,10 +198,33 @@ def ordinary_least_squares(
     return _solve(w, y, np.ones_like(y), np.ones(y.shape[1]), names, _validated_mask(valid, y.shape))
 
 
+@dataclass(frozen=True)
+class JointFits:
+    """Each joint's own ordinary least-squares fit ([Gautier2013] §IV.A): the weights of WLS and its factors.
+
+    Attributes
+    ----------
+    std
+        ``σ_j`` per joint, N·m, shape ``(n,)`` (:func:`joint_error_std`).
+    triangles
+        ``(n, p + 1, p + 1)``: ``R_j`` of the QR of each joint's valid rows ``[W_j | y_j]``, every column of
+        ``W``. ``‖[W_j | y_j] v‖ = ‖R_j v‖`` for any ``v``, so a weighted least-squares problem on any subset of
+        the columns has the same solution, residuals and covariance from the stacked ``R_j / σ_j`` as from the
+        rows (:func:`weighted_least_squares`'s ``triangles``); zeros for a joint without valid equations.
+    """
+
+    std: np.ndarray
+    triangles: np.ndarray
+
+    def columns(self, columns: np.ndarray) -> np.ndarray:
+        """The triangles' ``columns`` of ``W`` and their torque column: ``(n, p + 1, len(columns) + 1)``."""
+        return self.triangles[:, :, np.append(np.asarray(columns, dtype=int), self.triangles.shape[2] - 1)]
+
+
 def joint_error_std(
     observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np.ndarray | None = None
 ) -> np.ndarray:
-    """Standard deviation of the error of each joint equation ([Gautier2013] §IV.A).
+    """Standard deviation of the error of each joint equation ([Gautier2013] §IV.A): :func:`joint_fits`' ``std``.
 
     For joint ``j``, ``σ_j² = ‖Y_j − W_j χ̂_j‖² / (N − rank(W_j))`` where ``χ̂_j`` is the
     ordinary least-squares solution of joint ``j``'s own ``N`` equations. ``rank(W_j)`` is
@@ -235,18 +258,33 @@ def joint_error_std(
         On NaN/inf, mismatched shapes, or when a joint has no more samples than the rank
         of its equations (``N <= rank(W_j)``), so its error variance is undefined.
     """
+    return joint_fits(observation_matrix, torques, valid=valid).std
+
+
+def joint_fits(observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np.ndarray | None = None) -> JointFits:
+    """Each joint's own OLS fit: ``σ_j`` (:func:`joint_error_std`) and the R factor of its rows (:class:`JointFits`).
+
+    Raises
+    ------
+    DataError
+        As :func:`joint_error_std`.
+    """
     w, y = _validated_system(observation_matrix, torques)
     mask = _validated_mask(valid, y.shape)
-    n_joints = w.shape[1]
+    n_joints, p = w.shape[1], w.shape[2]
     sigma = np.empty(n_joints)
+    triangles = np.zeros((n_joints, p + 1, p + 1))
     for j in range(n_joints):
         rows = mask[:, j]
         n_samples = int(rows.sum())
         if n_samples == 0:
             sigma[j] = np.nan
             continue
-        y_j = y[rows, j]
-        rank, residual = _joint_fit(w[:, j, :].T[:, rows], y_j)
+        # [W_j | y_j]ᵀ of the valid rows, gathered once into the layout LAPACK factorises in place.
+        equations = np.empty((p + 1, n_samples))
+        np.compress(rows, w[:, j, :].T, axis=1, out=equations[:p])
+        equations[p] = y_j = y[rows, j]
+        rank, residual, triangles[j] = _joint_fit(equations)
         if n_samples <= rank:
             raise DataError(
                 f"joint {j} has {n_samples} samples but its equations have rank {rank}: "
@@ -258,37 +296,38 @@ def joint_error_std(
             sigma[j] = 0.0
     largest = np.nanmax(sigma, initial=0.0)
     if largest == 0.0:
-        return np.ones(n_joints)
+        return JointFits(np.ones(n_joints), triangles)
     # A joint without valid equations gets any positive weight: none of its rows is used.
-    return np.maximum(np.nan_to_num(sigma, nan=largest), _EXACT_DATA_FLOOR * largest)
+    return JointFits(np.maximum(np.nan_to_num(sigma, nan=largest), _EXACT_DATA_FLOOR * largest), triangles)
 
 
-def _joint_fit(columns: np.ndarray, y_j: np.ndarray) -> tuple[int, float]:
-    """``(rank(W_j), ‖y_j − W_j χ̂_j‖)`` of one joint's equations ``W_j``, given as its columns ``W_jᵀ`` ``(p, N)``,
-    and torques ``y_j`` ``(N,)``, with ``χ̂_j`` the least-squares solution on the independent columns.
+def _joint_fit(equations: np.ndarray) -> tuple[int, float, np.ndarray]:
+    """``(rank(W_j), ‖y_j − W_j χ̂_j‖, R)`` of one joint's equations ``[W_j | y_j]``, given transposed
+    ``(p + 1, N)`` (and overwritten), with ``χ̂_j`` the least-squares solution on the independent columns and ``R``
+    ``(p + 1, p + 1)`` that of the QR of ``[W_j | y_j]``.
 
-    One QR of the rows: ``[W_j D | y_j] = Q R`` (``D`` the unit-norm column scaling of
-    :func:`rank_deficient_columns`; :func:`stacked_triangle`). The pivoted
-    QR of ``R``'s first ``p`` columns has the pivots and the diagonal of the pivoted QR of ``W_j D`` (an
-    orthogonal ``Q`` keeps the norms pivoting looks at), so it gives the rank and the independent columns at
-    the tolerance of :func:`rank_deficient_columns`. ``‖Qᵀ y_j − R_S x‖ = ‖y_j − W_S x‖`` for any ``x``, so the
-    least-squares solution of ``R``'s independent columns (unscaled) against its last column gives the residual of
-    the rows, with no second pass over them.
+    One QR of the rows (:func:`stacked_triangle`). ``R D``, with ``D`` the unit-norm column scaling of
+    :func:`rank_deficient_columns`, is the R of ``W_j D``, and the pivoted QR of its first ``p`` columns has the
+    pivots and the diagonal of the pivoted QR of ``W_j D`` (an orthogonal ``Q`` keeps the norms pivoting looks
+    at), so it gives the rank and the independent columns at the tolerance of :func:`rank_deficient_columns`.
+    ``‖Qᵀ y_j − R_S x‖ = ‖y_j − W_S x‖`` for any ``x``, so the least-squares solution of ``R``'s independent
+    columns against its last column gives the residual of the rows, with no second pass over them.
     """
-    p = columns.shape[0]
-    norms = np.linalg.norm(columns, axis=1)
-    norms = np.where(norms > 0.0, norms, 1.0)
-    triangle = stacked_triangle(np.zeros((0, p + 1)), (columns / norms[:, None]).T, y_j)
-    r, pivots = scipy.linalg.qr(triangle[:, :p], mode="r", pivoting=True, check_finite=False)
+    p = equations.shape[0] - 1
+    norms = np.linalg.norm(equations, axis=1)
+    torque_norm = float(norms[p])
+    norms = np.where(norms[:p] > 0.0, norms[:p], 1.0)
+    triangle = _triangle_of_rows(np.zeros((0, p + 1)), equations)
+    r, pivots = scipy.linalg.qr(triangle[:, :p] / norms, mode="r", pivoting=True, check_finite=False)
     dependent = _PivotedQR(r=r[:p], pivots=pivots, norms=norms, projected=np.empty(0)).dependent(_RANK_TOLERANCE)
     independent = np.setdiff1d(np.arange(p), dependent)
     rank = independent.size
     if rank == 0:
-        return 0, float(np.linalg.norm(y_j))
+        return 0, torque_norm, triangle
     # scipy.linalg.lstsq of the unscaled columns, as the rows would have been solved: the same singular values.
-    unscaled = triangle[:, independent] * norms[independent]
+    unscaled = triangle[:, independent]
     solution = scipy.linalg.lstsq(unscaled, triangle[:, p], check_finite=False)[0]
-    return rank, float(np.linalg.norm(triangle[:, p] - unscaled @ solution))
+    return rank, float(np.linalg.norm(triangle[:, p] - unscaled @ solution)), triangle
 
 
 def weighted_least_squares(
@@ -299,11 +338,14 @@ def weighted_least_squares(
     sample_std: np.ndarray | None = None,
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
+    triangles: np.ndarray | None = None,
 ) -> LeastSquaresResult:
     """Weighted least-squares estimate (IDIM-WLS, [Gautier2013] eq. (20); [Volkmann2020] eq. (7)-(9)).
 
     Each equation of joint ``j`` is divided by the standard deviation of its error, then
-    the stacked ``(N·n, p)`` system is solved by QR.
+    the stacked ``(N·n, p)`` system is solved by QR. Given each joint's R factor of its rows
+    (``triangles``), the QR is that of the stacked ``R_j / σ_j`` instead, which is the rows' own
+    (:class:`JointFits`): the rows are then read once only, for the fitted torques.
 
     Parameters
     ----------
@@ -322,6 +364,9 @@ def weighted_least_squares(
         ``p`` names used in error messages.
     valid : numpy.ndarray, optional
         ``(N, n)`` booleans: the equations to use (all by default).
+    triangles : numpy.ndarray, optional
+        ``(n, m, p + 1)``: ``R_j`` of each joint's valid rows ``[W_j | y_j]`` over these ``p`` columns
+        (:meth:`JointFits.columns`, of the same ``valid``); needs ``joint_std``.
 
     Returns
     -------
@@ -341,6 +386,11 @@ def weighted_least_squares(
     names = _validated_names(parameter_names, w.shape[2])
     if joint_std is not None and sample_std is not None:
         raise IdentificationError("give joint_std or sample_std, not both")
+    if triangles is not None and (joint_std is None or triangles.shape[::2] != (y.shape[1], w.shape[2] + 1)):
+        raise IdentificationError(
+            f"triangles need joint_std and the shape (n, m, p + 1) = ({y.shape[1]}, m, {w.shape[2] + 1}),"
+            f" got {None if triangles is None else triangles.shape}"
+        )
     mask = _validated_mask(valid, y.shape)
     if sample_std is not None:
         per_sample = _validated_std(sample_std, y.shape, "sample_std")
@@ -348,7 +398,7 @@ def weighted_least_squares(
     else:
         per_joint = _joint_weights(w, y, mask, joint_std, names)
         per_sample = np.broadcast_to(per_joint, y.shape)
-    return _solve(w, y, per_sample, per_joint, names, mask)
+    return _solve(w, y, per_sample, per_joint, names, mask, triangles)
 
 
 def rank_deficient_columns(
@@ -476,12 +526,19 @@ def _solve(
     joint_std: np.ndarray,
     names: tuple[str, ...] | None,
     valid: np.ndarray,
+    triangles: np.ndarray | None = None,
 ) -> LeastSquaresResult:
-    """Solve the valid equations weighted by ``1 / sample_std`` by QR and compute their statistics."""
+    """Solve the valid equations weighted by ``1 / sample_std`` by QR and compute their statistics; with each joint's
+    R factor of its rows (``triangles``, weights ``1 / joint_std``), by the QR of those."""
     n_samples, _, p = w.shape
-    factors, equations = _blocked_pivoted_qr(w, y, sample_std, valid)
+    if triangles is None:
+        factors, equations = _blocked_pivoted_qr(w, y, sample_std, valid)
+    else:
+        equations = int(np.count_nonzero(valid))
     if equations <= p:
         raise DataError(f"only {equations} valid equations for {p} parameters")
+    if triangles is not None:
+        factors = _stacked_pivoted_qr(triangles, joint_std)
     _raise_if_rank_deficient(factors.dependent(_RANK_TOLERANCE), names)
     # A D P = Q R with D the inverse column norms and P the pivoting, so
     # χ̂ = D P R⁻¹ Qᵀ b and (AᵀA)⁻¹ = D P R⁻¹ R⁻ᵀ Pᵀ D.
@@ -560,10 +617,27 @@ def _blocked_pivoted_qr(
         a, b = weighted(block)
         if a.shape[0]:
             triangle = stacked_triangle(triangle, a / norms, b)
+    return _pivoted_of_triangle(triangle, norms), equations
+
+
+def _stacked_pivoted_qr(triangles: np.ndarray, joint_std: np.ndarray) -> _PivotedQR:
+    """:func:`_blocked_pivoted_qr` of rows whose joints' R factors ``[W_j | y_j]`` are ``triangles``
+    ``(n, m, p + 1)``, weighted by ``1 / joint_std``: the QR of the stacked ``R_j / σ_j``, whose column norms and
+    least-squares problems are those of the weighted rows."""
+    p = triangles.shape[2] - 1
+    stacked = (triangles / joint_std[:, None, None]).reshape(-1, p + 1)
+    norms = np.linalg.norm(stacked[:, :p], axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    return _pivoted_of_triangle(stacked_triangle(np.zeros((0, p + 1)), stacked[:, :p] / norms, stacked[:, p]), norms)
+
+
+def _pivoted_of_triangle(triangle: np.ndarray, norms: np.ndarray) -> _PivotedQR:
+    """The pivoted QR of the scaled rows whose R factor, right-hand side last, is ``triangle`` ``(p + 1, p + 1)``."""
+    p = norms.size
     product, r, pivots = scipy.linalg.qr_multiply(
         triangle[:p, :p], triangle[:p, p][None, :], mode="right", pivoting=True
     )
-    return _PivotedQR(r=r, pivots=pivots, norms=norms, projected=product[0]), equations
+    return _PivotedQR(r=r, pivots=pivots, norms=norms, projected=product[0])
 
 
 def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -579,13 +653,20 @@ def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     took 2.4 times as long on 24 k × 60 rows (``bench/bench_identify.py`` measures the whole).
     """
     p = a.shape[1]
-    top = np.zeros((p + 1, p + 1), order="F")
-    top[: triangle.shape[0]] = triangle
-    if not a.shape[0]:
-        return top
     rows = np.empty((p + 1, a.shape[0]))  # the transpose of [a | b] in column-major order, factorised in place
     rows[:p] = a.T
     rows[p] = b
+    return _triangle_of_rows(triangle, rows)
+
+
+def _triangle_of_rows(triangle: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """:func:`stacked_triangle` of the next rows given transposed, ``[a | b]ᵀ`` ``(p + 1, m)`` in C order (their
+    column-major layout for LAPACK), which it overwrites."""
+    p = rows.shape[0] - 1
+    top = np.zeros((p + 1, p + 1), order="F")
+    top[: triangle.shape[0]] = triangle
+    if not rows.shape[1]:
+        return top
     factored, _, _, info = scipy.linalg.lapack.dtpqrt(
         0, min(TPQRT_BLOCK_COLUMNS, p + 1), top, rows.T, overwrite_a=True, overwrite_b=True
     )

@@ -52,12 +52,17 @@ from dynamic_identification.core.cancellation import NEVER, Cancellation
 from dynamic_identification.core.errors import DataError, IdentificationError, RankDeficientError, shorten
 from dynamic_identification.core.estimation.consistency import ConsistentEstimate, ConsistentEstimator
 from dynamic_identification.core.estimation.least_squares import (
+    JointFits,
     LeastSquaresResult,
-    joint_error_std,
+    joint_fits,
     ordinary_least_squares,
     weighted_least_squares,
 )
-from dynamic_identification.core.estimation.normal_equations import NormalEquations, NormalSolution
+from dynamic_identification.core.estimation.normal_equations import (
+    NormalEquations,
+    NormalSolution,
+    weighted_normal_matrix,
+)
 from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
@@ -277,9 +282,20 @@ def removed_reasons(names: Sequence[str], reduction: ReductionResult) -> tuple[t
 def joint_weights(observations: PreparedObservations, method: str) -> np.ndarray:
     """``σ_j`` of each equation column: ones for OLS, the column's own OLS residual std for WLS
     ([Gautier2013] eq. (20)), computed once from the full model."""
+    return _weights(_own_fits(observations, method), observations.torques.shape[1])
+
+
+def _own_fits(observations: PreparedObservations, method: str) -> JointFits | None:
+    """Each equation column's own OLS fit on the full model for WLS (its σ weight the equations, its R factors give
+    the QR of the weighted rows); ``None`` for OLS."""
     if method == "ols":
-        return np.ones(observations.torques.shape[1])
-    return joint_error_std(observations.observation_matrix, observations.torques, valid=observations.valid)
+        return None
+    return joint_fits(observations.observation_matrix, observations.torques, valid=observations.valid)
+
+
+def _weights(fits: JointFits | None, columns: int) -> np.ndarray:
+    """``σ_j`` of the ``columns`` equation columns: those of ``fits``, ones without (OLS)."""
+    return np.ones(columns) if fits is None else fits.std
 
 
 def plausibility_problems(
@@ -359,7 +375,8 @@ def identify_observations(
         )
     cancellation.check()
     cancellation.report(f"normal equations, reduction ({settings.reduction.method})")
-    joint_std = joint_weights(observations, settings.method)
+    fits = _own_fits(observations, settings.method)
+    joint_std = _weights(fits, target.shape[1])
     equations = NormalEquations.from_rows(matrix, target, valid)
     reduction = reduce_model(
         equations,
@@ -374,7 +391,9 @@ def identify_observations(
     kept_matrix = matrix if np.array_equal(kept, np.arange(matrix.shape[2])) else matrix[..., kept]
     cancellation.check()
     cancellation.report(f"least squares ({settings.method}, σ {settings.reduction.uncertainty})")
-    estimate = _least_squares(kept_matrix, target, valid, joint_std, names, settings.method)
+    estimate = _least_squares(
+        kept_matrix, target, valid, joint_std, names, None if fits is None else fits.columns(kept)
+    )
     history = None
     if recursive is not None:
         estimate, history = _recursive(estimate, kept_matrix, target, valid, joint_std, recursive)
@@ -384,7 +403,9 @@ def identify_observations(
             fallback = RLS_FORGETTING_FALLBACK
         else:
             try:
-                estimate, uncertainty = robust_estimate(estimate, kept_matrix, target, valid, joint_std)
+                # The bread from the normal equations, as the sliding window's: the rows are read for the scores only.
+                normal = weighted_normal_matrix(equations, joint_std, kept)[0]
+                estimate, uncertainty = robust_estimate(estimate, kept_matrix, target, valid, joint_std, normal)
             except (DataError, RankDeficientError) as error:
                 fallback = f"HAC σ not computable: {error}"
     unusable: tuple[str, ...] = () if torque_check is None else _undetermined(observations.model, base, reduction)
@@ -467,11 +488,13 @@ def robust_estimate(
     target: np.ndarray,
     valid: np.ndarray,
     joint_std: np.ndarray,
+    normal: np.ndarray | None = None,
 ) -> tuple[LeastSquaresResult, RobustCovariance]:
     """``estimate`` with the autocorrelation-consistent σ, covariance and %σ of its weighted rows.
 
     ``matrix`` ``(r, n, k)`` holds the kept columns of the decimated rows in time order,
-    ``joint_std`` the WLS weights ``σ_j`` (ones for OLS). Everything else (the estimate,
+    ``joint_std`` the WLS weights ``σ_j`` (ones for OLS); ``normal`` their weighted normal matrix when the caller
+    holds it (the sandwich's bread, not summed over the rows again). Everything else (the estimate,
     ``σ̂_ρ`` of eq. (17), the errors) is unchanged.
 
     Raises
@@ -481,7 +504,7 @@ def robust_estimate(
     RankDeficientError
         When the weighted normal matrix of ``matrix`` is singular.
     """
-    robust = hac_covariance(matrix, target, estimate.parameters, joint_std=joint_std, valid=valid)
+    robust = hac_covariance(matrix, target, estimate.parameters, joint_std=joint_std, valid=valid, normal=normal)
     return (
         replace(
             estimate,
@@ -518,12 +541,15 @@ def _least_squares(
     valid: np.ndarray,
     joint_std: np.ndarray,
     names: tuple[str, ...],
-    method: str,
+    triangles: np.ndarray | None,
 ) -> LeastSquaresResult:
-    """OLS or WLS of the kept columns by QR on the rows ([Gautier2013] eq. (15)-(20))."""
-    if method == "ols":
+    """OLS (``triangles`` ``None``) or WLS of the kept columns by QR ([Gautier2013] eq. (15)-(20)); WLS factorises
+    the R factors of each joint's rows (``triangles``, :meth:`JointFits.columns`) that its weights came from."""
+    if triangles is None:
         return ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
-    return weighted_least_squares(matrix, target, joint_std=joint_std, parameter_names=names, valid=valid)
+    return weighted_least_squares(
+        matrix, target, joint_std=joint_std, parameter_names=names, valid=valid, triangles=triangles
+    )
 
 
 def _recursive(
