@@ -339,6 +339,7 @@ def weighted_least_squares(
     parameter_names: Sequence[str] | None = None,
     valid: np.ndarray | None = None,
     triangles: np.ndarray | None = None,
+    check_finite: bool = True,
 ) -> LeastSquaresResult:
     """Weighted least-squares estimate (IDIM-WLS, [Gautier2013] eq. (20); [Volkmann2020] eq. (7)-(9)).
 
@@ -367,6 +368,9 @@ def weighted_least_squares(
     triangles : numpy.ndarray, optional
         ``(n, m, p + 1)``: ``R_j`` of each joint's valid rows ``[W_j | y_j]`` over these ``p`` columns
         (:meth:`JointFits.columns`, of the same ``valid``); needs ``joint_std``.
+    check_finite : bool, optional
+        Whether to check ``W`` and ``Y`` for NaN and inf; ``False`` when the caller has (as SciPy's option of
+        the name): one pass over ``W`` less.
 
     Returns
     -------
@@ -382,7 +386,7 @@ def weighted_least_squares(
     IdentificationError
         When both ``joint_std`` and ``sample_std`` are given.
     """
-    w, y = _validated_system(observation_matrix, torques)
+    w, y = _validated_system(observation_matrix, torques, check_finite=check_finite)
     names = _validated_names(parameter_names, w.shape[2])
     if joint_std is not None and sample_std is not None:
         raise IdentificationError("give joint_std or sample_std, not both")
@@ -685,19 +689,21 @@ def _raise_if_rank_deficient(deficient: np.ndarray, names: tuple[str, ...] | Non
         )
 
 
-def _validated_system(observation_matrix: np.ndarray, torques: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _validated_system(
+    observation_matrix: np.ndarray, torques: np.ndarray, *, check_finite: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     w = np.asarray(observation_matrix, dtype=float)
     y = np.asarray(torques, dtype=float)
     if w.ndim != 3:
         raise DataError(f"observation_matrix must have shape (N, n, p), got {w.shape}")
     if y.shape != w.shape[:2]:
         raise DataError(f"torques must have shape {w.shape[:2]} (N, n) to match observation_matrix, got {y.shape}")
-    if not np.all(np.isfinite(w)):
+    if check_finite and not np.all(np.isfinite(w)):
         bad = np.argwhere(~np.isfinite(w))[0]
         raise DataError(
             f"observation_matrix contains NaN or inf (first at sample {bad[0]}, joint {bad[1]}, column {bad[2]})"
         )
-    if not np.all(np.isfinite(y)):
+    if check_finite and not np.all(np.isfinite(y)):
         bad = np.argwhere(~np.isfinite(y))[0]
         raise DataError(f"torques contains NaN or inf (first at sample {bad[0]}, joint {bad[1]})")
     if y.size <= w.shape[2]:

@@ -410,15 +410,18 @@ def identify_observations(
                 fallback = f"HAC σ not computable: {error}"
     unusable: tuple[str, ...] = () if torque_check is None else _undetermined(observations.model, base, reduction)
     physical = None
+    fitted = None
     if consistency is not None and not unusable:
         # The σ stay the data's (HAC about the unconstrained estimate): the constraint adds no information.
         cancellation.check()
         cancellation.report("physical consistency ([Wensing2018])")
         physical = consistent_step(consistency, equations, joint_std, kept)
         if physical.estimate is not None:
-            estimate = with_values(estimate, physical.estimate.base_values[kept], kept_matrix, target, valid)
+            values = physical.estimate.base_values[kept]
+            fitted = kept_matrix @ values
+            estimate = with_values(estimate, values, fitted, target, valid)
     if torque_check is None:
-        errors = JointErrors.of(target, kept_matrix @ estimate.parameters, valid)
+        errors = JointErrors.of(target, kept_matrix @ estimate.parameters if fitted is None else fitted, valid)
     else:
         errors = torque_check(dict(zip(names, estimate.parameters.tolist(), strict=True)))
     return IdentificationResult(
@@ -460,14 +463,14 @@ def consistent_step(
 
 
 def with_values(
-    estimate: LeastSquaresResult, values: np.ndarray, matrix: np.ndarray, target: np.ndarray, valid: np.ndarray
+    estimate: LeastSquaresResult, values: np.ndarray, fitted: np.ndarray, target: np.ndarray, valid: np.ndarray
 ) -> LeastSquaresResult:
     """``estimate`` with other parameter values: its fit statistics recomputed, its covariance kept.
 
     The covariance describes the data's information about the parameters; the relative
-    standard deviations ([Gautier2013] eq. (19)) and the errors are those of ``values``.
+    standard deviations ([Gautier2013] eq. (19)) and the errors are those of ``values``, whose
+    torques ``W values`` are ``fitted`` ``(r, n)`` (N·m).
     """
-    fitted = matrix @ values
     errors = JointErrors.of(target, fitted, valid)
     residual = np.where(valid, target - fitted, 0.0)
     return replace(
@@ -492,10 +495,10 @@ def robust_estimate(
 ) -> tuple[LeastSquaresResult, RobustCovariance]:
     """``estimate`` with the autocorrelation-consistent σ, covariance and %σ of its weighted rows.
 
-    ``matrix`` ``(r, n, k)`` holds the kept columns of the decimated rows in time order,
-    ``joint_std`` the WLS weights ``σ_j`` (ones for OLS); ``normal`` their weighted normal matrix when the caller
-    holds it (the sandwich's bread, not summed over the rows again). Everything else (the estimate,
-    ``σ̂_ρ`` of eq. (17), the errors) is unchanged.
+    ``matrix`` ``(r, n, k)`` holds the kept columns of the decimated rows in time order, which the least squares
+    of ``estimate`` checked (they are not checked again), ``joint_std`` the WLS weights ``σ_j`` (ones for OLS);
+    ``normal`` their weighted normal matrix when the caller holds it (the sandwich's bread, not summed over the
+    rows again). Everything else (the estimate, ``σ̂_ρ`` of eq. (17), the errors) is unchanged.
 
     Raises
     ------
@@ -504,7 +507,9 @@ def robust_estimate(
     RankDeficientError
         When the weighted normal matrix of ``matrix`` is singular.
     """
-    robust = hac_covariance(matrix, target, estimate.parameters, joint_std=joint_std, valid=valid, normal=normal)
+    robust = hac_covariance(
+        matrix, target, estimate.parameters, joint_std=joint_std, valid=valid, normal=normal, check_finite=False
+    )
     return (
         replace(
             estimate,
@@ -544,11 +549,12 @@ def _least_squares(
     triangles: np.ndarray | None,
 ) -> LeastSquaresResult:
     """OLS (``triangles`` ``None``) or WLS of the kept columns by QR ([Gautier2013] eq. (15)-(20)); WLS factorises
-    the R factors of each joint's rows (``triangles``, :meth:`JointFits.columns`) that its weights came from."""
+    the R factors of each joint's rows (``triangles``, :meth:`JointFits.columns`) that its weights came from, and
+    does not check the rows again (:func:`~dynamic_identification.core.estimation.least_squares.joint_fits` did)."""
     if triangles is None:
         return ordinary_least_squares(matrix, target, parameter_names=names, valid=valid)
     return weighted_least_squares(
-        matrix, target, joint_std=joint_std, parameter_names=names, valid=valid, triangles=triangles
+        matrix, target, joint_std=joint_std, parameter_names=names, valid=valid, triangles=triangles, check_finite=False
     )
 
 
