@@ -38,6 +38,9 @@ _ROUNDING_LEVEL = 1e3 * float(np.finfo(float).eps)
 _RANK_TOLERANCE = 1e-8
 """Default relative threshold on ``|R_kk|`` below which a column is dependent."""
 
+GATHER_ROWS = 2048
+"""Rows of one joint's equations that :func:`joint_fits` gathers and transposes at a time (about 1 MB of ``W``)."""
+
 
 @dataclass(frozen=True)
 class _PivotedQR:
@@ -280,9 +283,13 @@ def joint_fits(observation_matrix: np.ndarray, torques: np.ndarray, *, valid: np
         if n_samples == 0:
             sigma[j] = np.nan
             continue
-        # [W_j | y_j]ᵀ of the valid rows, gathered once into the layout LAPACK factorises in place.
+        # [W_j | y_j]ᵀ of the valid rows, gathered once into the layout LAPACK factorises in place, a block of rows
+        # at a time: transposing a block that stays in cache, not the whole of W_j.
         equations = np.empty((p + 1, n_samples))
-        np.compress(rows, w[:, j, :].T, axis=1, out=equations[:p])
+        index = np.flatnonzero(rows)
+        for first in range(0, n_samples, GATHER_ROWS):
+            block = index[first : first + GATHER_ROWS]
+            equations[:p, first : first + block.size] = w[block, j, :].T
         equations[p] = y_j = y[rows, j]
         rank, residual, triangles[j] = _joint_fit(equations)
         if n_samples <= rank:
