@@ -103,11 +103,14 @@ def ros_arguments(
     params_files: Sequence[pathlib.Path] = (ARM6_CONFIG,),
     overrides_path: pathlib.Path | None = None,
     namespace: str = "",
+    remaps: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """``--ros-args`` with the parameter files, then the overrides' file, and the namespace."""
+    """``--ros-args`` with the namespace and the topic ``remaps``, the parameter files, then the overrides' file."""
     arguments = ["--ros-args"]
     if namespace:
         arguments += ["-r", f"__ns:=/{namespace.strip('/')}"]
+    for source, target in (remaps or {}).items():
+        arguments += ["-r", f"{source}:={target}"]
     for path in params_files:
         arguments += ["--params-file", str(path)]
     if overrides:
@@ -157,6 +160,8 @@ class NodeProcesses:
     (``publish_clock``) in lockstep with the trajectory it follows and with the recorder and
     estimator started before it, which acknowledge the samples they take (``lockstep_consumers``,
     ``acknowledge``): no sample is lost and the run's results do not depend on the machine's load.
+    ``clock`` is the clock topic of the stack: ``/clock`` is remapped to it in every node, so that
+    two simulated robots in one domain each keep their own time.
     """
 
     domain_id: int
@@ -165,6 +170,7 @@ class NodeProcesses:
     namespace: str = ""
     started: list[NodeProcess] = field(default_factory=list)
     sim_time: bool = False
+    clock: str = "/clock"
 
     def start(self, name: str, **overrides: ParameterValue) -> NodeProcess:
         """Start node ``name`` with ``overrides`` of its parameters (dotted keys: use :meth:`start_with`)."""
@@ -185,6 +191,7 @@ class NodeProcesses:
             params_files=self.params_files,
             overrides_path=self.log_dir / f"{stem}.overrides.yaml",
             namespace=self.namespace,
+            remaps=None if self.clock == "/clock" else {"/clock": self.clock},
         )
         command = [*node_command(name), *arguments]
         with stdout.open("wb") as out, stderr.open("wb") as err:
