@@ -234,7 +234,7 @@ class FeedforwardModel:
         self._bearing_viscous, self._bearing_coulomb = bearing["Fv"], bearing["Fc"]
         self._has_bearing = bool(np.any(bearing["Fv"] != 0.0) or np.any(bearing["Fc"] != 0.0))
         self._coupling = drive_chain.coupling
-        self._direct = bool(np.array_equal(self._coupling, np.eye(drive_chain.n_joints)))
+        self._direct = drive_chain.uncoupled
         self._data = tree.model.createData()
         self._identified = mask
         self._identified.setflags(write=False)

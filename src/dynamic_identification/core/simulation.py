@@ -687,7 +687,7 @@ class RobotSimulator(SimulatedJointState):
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
         self._rotor_inertia = drive_chain.coupling.T @ (drive.rotor_inertia[:, None] * drive_chain.coupling)
         # Each motor drives its own joint: the friction needs no product with the coupling (the same values).
-        self._uncoupled = np.array_equal(drive_chain.coupling, np.eye(drive_chain.coupling.shape[0]))
+        self._uncoupled = drive_chain.uncoupled
         if self._closed is not None:
             self._set_up_constraints(self._closed)
         self._q = np.array(self._mechanism.reference_configuration, dtype=float)
@@ -699,7 +699,7 @@ class RobotSimulator(SimulatedJointState):
         self._kp, self._kd = settings.pd_gains(np.diag(self.mass_matrix()))
 
     def _set_up_constraints(self, model: ClosedLoopModel) -> None:
-        if not np.array_equal(self._chain.coupling, np.eye(model.n_actuated)):
+        if not self._chain.uncoupled:
             raise ModelError("the closed-loop simulator needs an uncoupled drive chain (identity coupling)")
         self._pinocchio = pin.Model(model.robot.model)
         self._constraint_data = self._pinocchio.createData()

@@ -285,7 +285,7 @@ class StickSlipSimulator(SimulatedJointState):
         self._limits = limit_bounds(robot.effort_limits) if saturate_effort else None
         self._lower = np.tril_indices(n, -1)
         self._diagonal = np.diag_indices(n)
-        self._uncoupled = bool(np.array_equal(drive_chain.coupling, np.eye(n)))
+        self._uncoupled = drive_chain.uncoupled
         self._q = np.zeros(n)
         self._dq = np.zeros(n)
         self.reset(np.zeros(n) if q0 is None else q0)

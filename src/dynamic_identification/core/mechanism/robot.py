@@ -138,6 +138,11 @@ class DriveChain:
         return int(self.gear_ratios.shape[0])
 
     @property
+    def uncoupled(self) -> bool:
+        """Whether each motor drives its own joint alone (``C`` is the identity)."""
+        return bool(np.array_equal(self.coupling, np.eye(self.n_joints)))
+
+    @property
     def transmission(self) -> np.ndarray:
         """``G = diag(N) C``: motor velocities are ``G q̇`` ([Gautier2013] eq. (25))."""
         return self.gear_ratios[:, None] * self.coupling

@@ -97,9 +97,8 @@ def _fill_drive_columns(
         "off": lambda: np.ones_like(velocity),
     }
     motor_signals = np.stack([signals[name]() for name in terms.names], axis=-1)
-    n = drive_chain.n_joints
-    if np.array_equal(coupling, np.eye(n)):
-        diagonal = np.arange(n)
+    if drive_chain.uncoupled:
+        diagonal = np.arange(drive_chain.n_joints)
         out[:, diagonal, diagonal, :] = motor_signals
     else:
         out[...] = motor_signals[:, None, :, :] * coupling.T[None, :, :, None]
