@@ -196,9 +196,7 @@ def reduce_parameters(
     essential = identifiable[forced_mask[identifiable]]
     reference, reference_inverse = _solve(equations, sigma, matrix, vector, identifiable, names)
 
-    included = np.zeros(b, dtype=bool)
-    included[identifiable] = True
-    guard = _LastParameterGuard(equations, included)
+    guard = _LastParameterGuard(equations, identifiable)
     if method == "sensitivity":
         trials = _RemovalTrials(equations, matrix, vector, identifiable, reference.parameters, reference_inverse)
         kept, essential, dropped = _sensitivity_reduction(
@@ -231,13 +229,13 @@ class _LastParameterGuard:
     Column ``k`` acts on equation column ``j`` when ``a[j, k, k] > 0`` (some valid row of
     ``j`` has a non-zero entry in ``k``); an equation column needs a parameter when it has
     equations with non-zero torque (``c_j > 0``). The guard follows the model it guards: it starts
-    from the ``included`` columns and is told of each removal.
+    from the columns ``index`` and is told of each removal.
     """
 
-    def __init__(self, equations: NormalEquations, included: np.ndarray) -> None:
+    def __init__(self, equations: NormalEquations, index: np.ndarray) -> None:
         self._acts = np.einsum("jkk->jk", equations.a) > 0.0
         self._needs = (equations.count > 0) & (equations.c > 0.0)
-        self._acting = self._acts.astype(float) @ included
+        self._acting = self._acts[:, index].sum(axis=1).astype(float)
         self._single = self._needs & (self._acting <= 1.0)
         self.refused: list[tuple[int, int]] = []
 
