@@ -9,6 +9,7 @@ controller's, so two workers never share one.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pathlib
 import shutil
@@ -53,23 +54,68 @@ use_one_blas_thread()
 
 
 _SHARED_RUNS = pytest.StashKey[str]()
+FAULTS_ENV = "DYNID_TEST_FAULTS"
+"""The directory where each pytest-xdist worker's ``faulthandler`` writes (:func:`pytest_configure`)."""
+FAULT_FRAMES = 20
+"""Innermost frames of the crashed thread shown in the run's summary."""
+_FAULT_FILES: list[Any] = []
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The run's directory of shared simulated recordings (``shared_runs``), made by the process that starts the
-    run; pytest-xdist workers inherit it through the environment."""
-    if hasattr(config, "workerinput") or os.environ.get(CACHE_ENV):
+    run, and its directory of fatal-error dumps; pytest-xdist workers inherit both through the environment.
+
+    A worker that dies (a segmentation fault in a C library) is reported by the controller as "crashed" and
+    nothing more; pytest's ``faulthandler`` dump went to the worker's stderr, in the middle of the run's
+    output. Each worker writes it to a file of its own instead (after pytest's plugin enabled it on stderr:
+    ``trylast``), which :func:`pytest_terminal_summary` shows at the end of the run.
+    """
+    if hasattr(config, "workerinput"):
+        directory = os.environ.get(FAULTS_ENV)
+        if directory:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "worker")
+            _FAULT_FILES.append(open(pathlib.Path(directory, f"{worker}-{os.getpid()}.log"), "w"))  # noqa: SIM115
+            faulthandler.enable(file=_FAULT_FILES[-1], all_threads=True)
+        return
+    os.environ[FAULTS_ENV] = tempfile.mkdtemp(prefix="dynid-test-faults-")
+    if os.environ.get(CACHE_ENV):
         return
     directory = tempfile.mkdtemp(prefix="dynid-shared-runs-")
     config.stash[_SHARED_RUNS] = directory
     os.environ[CACHE_ENV] = directory
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fatal-error dumps of crashed pytest-xdist workers (:func:`pytest_configure`), if any."""
+    directory = os.environ.get(FAULTS_ENV)
+    if not directory or hasattr(terminalreporter.config, "workerinput"):
+        return
+    for path in sorted(pathlib.Path(directory).glob("*.log")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if lines:
+            terminalreporter.write_sep("=", f"fatal error in test process {path.stem}")
+            terminalreporter.write_line("\n".join(crashed_thread(lines)))
+
+
+def crashed_thread(dump: list[str]) -> list[str]:
+    """The error line of a ``faulthandler`` dump and the innermost :data:`FAULT_FRAMES` frames of the thread that
+    crashed (the dump lists every thread, that one marked ``Current thread``)."""
+    start = next((k for k, line in enumerate(dump) if line.startswith("Current thread")), 1)
+    return [dump[0], *dump[start : start + 1 + FAULT_FRAMES]]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _FAULT_FILES:
+        faulthandler.disable()
+        for file in _FAULT_FILES:
+            file.close()
     directory = config.stash.get(_SHARED_RUNS, None)
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
         os.environ.pop(CACHE_ENV, None)
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop(FAULTS_ENV, ""), ignore_errors=True)
 
 
 LONGEST_FIRST = (

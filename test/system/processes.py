@@ -140,6 +140,27 @@ class NodeProcess:
             texts.append(f"--- {path.name} ---\n{text[-limit:]}")
         return "\n".join(texts)
 
+    def shared_memory(self) -> list[pathlib.Path]:
+        """The Fast DDS shared-memory segments the node's DDS participant owns (Linux).
+
+        A participant locks its segment ``/dev/shm/fastdds_<id>`` by holding ``fastdds_<id>_el`` open, and
+        removes both when it is destroyed; ``fastdds_port<N>`` are the receive queues of a port, shared with
+        other participants, not counted. A segment left after the process exited means the participant was
+        torn down with its threads running (the process ended with its node still held by an executor): a
+        queue it was writing into, another process's, may be left inconsistent, and Fast DDS faults on
+        opening such a segment (eProsima/Fast-DDS#6501).
+        """
+        owned = []
+        for descriptor in pathlib.Path(f"/proc/{self.process.pid}/fd").iterdir():
+            try:
+                target = pathlib.Path(os.readlink(descriptor))
+            except OSError:  # closed meanwhile
+                continue
+            if target.parent == pathlib.Path("/dev/shm") and target.name.startswith("fastdds_"):
+                if target.name.endswith("_el") and not target.name.startswith("fastdds_port"):
+                    owned.append(target.with_name(target.name.removesuffix("_el")))
+        return owned
+
     def stop(self, grace_s: float = STOP_GRACE_S) -> int:
         """SIGINT, then SIGKILL when the node has not exited within ``grace_s``; the exit code."""
         if self.process.poll() is None:

@@ -124,11 +124,15 @@ def test_one_or_more_signals_end_the_node_cleanly_with_exit_code_0(
     with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
         process = nodes.start_with(name, OVERRIDES[name])
         wait_ready(probe, process, nodes)
+        segments = process.shared_memory()
         code = send_and_wait(process, signals)
     output = process.output(limit=100_000)
     assert code == 0, nodes.report()
     for text in ("Traceback", "FATAL", "RCLError", "error_already_set"):
         assert text not in output, output
+    assert segments, "the node's DDS participant owns no shared-memory segment: is the RMW Fast DDS?"
+    left = [path.name for path in segments if path.exists()]
+    assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
 
 
 def test_sigterm_while_recording_leaves_a_complete_recording(

@@ -2,11 +2,15 @@
 
 Shutdown is this module's: SIGINT and SIGTERM (Ctrl-C, ``ros2 launch`` stopping its
 processes, ``kill``) only *request* a shutdown, which the spin loop notices within
-:data:`SPIN_TIMEOUT_S`; the node is then destroyed (the recorder closes its file, the
-estimator joins its worker) and the context shut down, in that order, and the process
-exits 0 at once, without Python's finalisation (:func:`exit_at_once`). A second
-(third, …) signal during that cleanup is logged and ignored, so it
-can neither abort the cleanup half-way nor crash a callback running in C++ with a
+:data:`SPIN_TIMEOUT_S`; the executor is then shut down, the node destroyed (the recorder
+closes its file, the estimator joins its worker) and the context shut down, in that order,
+and the process exits 0 at once, without Python's finalisation (:func:`exit_at_once`).
+The executor goes first: an ``EventsExecutor`` still holding the node keeps it, and with it
+the DDS participant, alive through ``destroy_node``, and the exit would then end the
+participant's threads mid-work, leaving its Fast DDS shared-memory segments behind and
+possibly a peer's receive queue half written (eProsima/Fast-DDS#6501: opening such a queue
+faults). A second (third, …) signal during that cleanup is logged and ignored, so it can
+neither abort the cleanup half-way nor crash a callback running in C++ with a
 ``KeyboardInterrupt``. rclpy's own signal handlers are not installed: they shut the
 context down under the running executor, which then fails to create its timeout timer
 (``RCLError: … the given context is not valid``, exit 1).
@@ -184,6 +188,7 @@ def run_node(
         raise SystemExit(1) from None
     stop = ShutdownRequest(name)
     node: Node | None = None
+    spinner: Executor | None = None
     try:
         try:
             check_parameter_files(name, sys.argv if args is None else args)
@@ -198,6 +203,8 @@ def run_node(
         pass
     finally:
         stop.request()
+        if spinner is not None:
+            spinner.shutdown()
         if node is not None:
             node.destroy_node()
         _shutdown_keeping_handlers()
