@@ -1,4 +1,5 @@
-"""Test-wide setup: the DDS network rule, one BLAS thread per process, and robot-model fixtures.
+"""Test-wide setup: the DDS network rule, one BLAS thread per process, robot-model fixtures, and the fatal-error
+dumps of crashed pytest-xdist workers in the run's summary.
 
 The environment is set at import time, before any test module can import rclpy, and again
 before every test: every ROS context created by the suite discovers on loopback only, in a
@@ -16,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ FAULTS_ENV = "DYNID_TEST_FAULTS"
 """The directory where each pytest-xdist worker's ``faulthandler`` writes (:func:`pytest_configure`)."""
 FAULT_FRAMES = 20
 """Innermost frames of the crashed thread shown in the run's summary."""
-_FAULT_FILES: list[Any] = []
+_FAULT_FILES: list[TextIO] = []
 
 
 @pytest.hookimpl(trylast=True)
@@ -114,8 +115,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
         os.environ.pop(CACHE_ENV, None)
-    if not hasattr(config, "workerinput"):
-        shutil.rmtree(os.environ.pop(FAULTS_ENV, ""), ignore_errors=True)
+    if not hasattr(config, "workerinput") and FAULTS_ENV in os.environ:
+        shutil.rmtree(os.environ.pop(FAULTS_ENV), ignore_errors=True)
 
 
 LONGEST_FIRST = (
