@@ -143,12 +143,10 @@ class NodeProcess:
     def shared_memory(self) -> list[pathlib.Path]:
         """The Fast DDS shared-memory segments the node's DDS participant owns (Linux).
 
-        A participant locks its segment ``/dev/shm/fastdds_<id>`` by holding ``fastdds_<id>_el`` open, and
-        removes both when it is destroyed; ``fastdds_port<N>`` are the receive queues of a port, shared with
-        other participants, not counted. A segment left after the process exited means the participant was
-        torn down with its threads running (the process ended with its node still held by an executor): a
-        queue it was writing into, another process's, may be left inconsistent, and Fast DDS faults on
-        opening such a segment (eProsima/Fast-DDS#6501).
+        A participant locks its segment ``/dev/shm/fastdds_<id>`` by holding ``fastdds_<id>_el`` open and removes
+        both when it is destroyed; the receive queues ``fastdds_port<N>`` are shared with other participants. A
+        segment left after the exit means the process ended with its participant's threads running
+        (``nodes/runner.py`` says what that risks).
         """
         owned = []
         for descriptor in pathlib.Path(f"/proc/{self.process.pid}/fd").iterdir():
@@ -156,9 +154,10 @@ class NodeProcess:
                 target = pathlib.Path(os.readlink(descriptor))
             except OSError:  # closed meanwhile
                 continue
-            if target.parent == pathlib.Path("/dev/shm") and target.name.startswith("fastdds_"):
-                if target.name.endswith("_el") and not target.name.startswith("fastdds_port"):
-                    owned.append(target.with_name(target.name.removesuffix("_el")))
+            name = target.name
+            if target.parent == pathlib.Path("/dev/shm") and name.startswith("fastdds_") and name.endswith("_el"):
+                if not name.startswith("fastdds_port"):
+                    owned.append(target.with_name(name.removesuffix("_el")))
         return owned
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> int:

@@ -135,6 +135,27 @@ def test_one_or_more_signals_end_the_node_cleanly_with_exit_code_0(
     assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
 
 
+@pytest.mark.parametrize("name", ["recorder", "estimator"])
+def test_a_node_alone_in_its_domain_releases_its_shared_memory_when_it_ends(
+    name: str, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
+) -> None:
+    """The nodes spun by an ``EventsExecutor`` (the 1 kHz streams'), with no other participant in the domain: the
+    case where an executor still holding the node kept it, and its DDS participant, alive through ``destroy_node`` at
+    every exit (with a peer, as in the signal test above, only now and then)."""
+    with NodeProcesses(ros_domain_id, tmp_path, namespace=namespace) as nodes:
+        process = nodes.start_with(name, OVERRIDES[name])
+        deadline = time.monotonic() + READY_S
+        while process.running() and time.monotonic() < deadline and "[INFO]" not in process.output():
+            time.sleep(0.1)
+        segments = process.shared_memory()
+        assert process.running() and segments, nodes.report()
+        time.sleep(0.5)  # into its spin loop
+        code = send_and_wait(process, [signal.SIGINT])
+    assert code == 0, nodes.report()
+    left = [path.name for path in segments if path.exists()]
+    assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
+
+
 def test_sigterm_while_recording_leaves_a_complete_recording(
     probe: Probe, ros_domain_id: int, tmp_path: pathlib.Path, namespace: str
 ) -> None:
