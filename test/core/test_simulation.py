@@ -184,6 +184,31 @@ def test_a_serial_robot_simulates_the_same_as_its_serial_mechanism(
     assert_allclose(runs[0].q_tree, q[:-1] + runs[0].tracking_error, atol=1e-12)
 
 
+def test_a_tracking_run_records_what_stepping_the_simulator_sample_by_sample_records(
+    ur5: RobotModel, chain: DriveChain, drive: DriveParameters
+) -> None:
+    """simulate_tracking senses the whole run at once: the same samples, sensor noise included, as record_step
+    called at each step (as a node steps it)."""
+    time, q, dq, ddq = _slow_ur5_motion(ur5, duration_s=0.3, seed=6)
+    sensor = SensorModel(current_noise_std_a=0.01, velocity_noise_std_rad_s=1e-3)
+    simulators = [
+        RobotSimulator(ur5, chain, drive, SimulationSettings(sensor=sensor), q0=q[0], seed=7) for _ in range(2)
+    ]
+    run = simulate_tracking(simulators[0], time, q, dq, ddq)
+    stepped = np.array([simulators[1].record_step(q[k], dq[k], ddq[k]) for k in range(time.size - 1)])
+    for index, name in enumerate(("q", "dq", "joint_torques_nm", "currents_a")):
+        assert_allclose(getattr(run, name), stepped[:, index], rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_a_step_names_the_desired_input_it_refuses(ur5: RobotModel, chain: DriveChain, drive: DriveParameters) -> None:
+    simulator = RobotSimulator(ur5, chain, drive, SimulationSettings(), q0=np.zeros(6))
+    with pytest.raises(DataError, match="dq_desired must have shape"):
+        simulator.step(np.zeros(6), np.zeros(5))
+    with pytest.raises(DataError, match="feedforward_nm has a non-finite value"):
+        simulator.step(np.zeros(6), np.zeros(6), feedforward_nm=np.array([0.0, 0.0, np.nan, 0.0, 0.0, 0.0]))
+    assert np.array_equal(simulator.q, np.zeros(6))
+
+
 def test_effort_saturation_is_counted(ur5: RobotModel) -> None:
     simulator = RobotSimulator(
         ur5, DriveChain.create(6), DriveParameters.create(6), SimulationSettings(), q0=np.zeros(6)

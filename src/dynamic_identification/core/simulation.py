@@ -1017,6 +1017,22 @@ class RobotSimulator(SimulatedJointState):
             velocities = velocities + self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=velocities.shape)
         return q_measured, velocities, self._chain.joint_torques(currents), currents
 
+    def _sense_each(
+        self, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_sense` of ``N`` samples with the noise drawn sample by sample (its currents, then its
+        velocities), the values ``N`` calls of :meth:`record_step` draw, in one draw."""
+        sensor = self._settings.sensor
+        scales = [scale for scale in (sensor.current_noise_std_a, sensor.velocity_noise_std_rad_s) if scale]
+        draws = self._rng.standard_normal((positions.shape[0], len(scales), positions.shape[1]))
+        currents = self._chain.motor_currents(torques)
+        if sensor.current_noise_std_a:
+            currents = currents + sensor.current_noise_std_a * draws[:, 0]
+        if sensor.velocity_noise_std_rad_s:
+            velocities = velocities + sensor.velocity_noise_std_rad_s * draws[:, -1]
+        q_measured = quantize_positions(self._chain, sensor, positions)
+        return q_measured, velocities, self._chain.joint_torques(currents), currents
+
 
 @dataclass(frozen=True)
 class TrackingRun:
@@ -1088,13 +1104,12 @@ def simulate_tracking(
     samples = time.shape[0] - 1
     q_tree, dq_tree = np.empty((samples, n_t)), np.empty((samples, n_t))
     applied = np.empty((samples, n_a))
-    q, dq, torques, currents = (np.empty((samples, n_a)) for _ in range(4))
     for k in range(samples):
         q_tree[k], dq_tree[k] = simulator.q, simulator.dq
-        q[k], dq[k], torques[k], currents[k] = simulator.record_step(
-            q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k]
-        )
+        simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
         applied[k] = simulator.applied_torques
+    actuated = np.asarray(mechanism.actuated, dtype=int)
+    q, dq, torques, currents = simulator._sense_each(q_tree[:, actuated], dq_tree[:, actuated], applied)
     return TrackingRun(
         time_s=time[:samples].copy(),
         q_desired=q_des[:samples].copy(),
@@ -1102,7 +1117,7 @@ def simulate_tracking(
         dq=dq,
         currents_a=currents,
         joint_torques_nm=torques,
-        tracking_error=q_tree[:, np.asarray(mechanism.actuated, dtype=int)] - q_des[:samples],
+        tracking_error=q_tree[:, actuated] - q_des[:samples],
         applied_torques_nm=applied,
         q_tree=q_tree,
         dq_tree=dq_tree,
