@@ -104,6 +104,12 @@ def send_and_wait(process: NodeProcess, signals: list[signal.Signals]) -> int:
         return -999
 
 
+def assert_released(name: str, segments: list[pathlib.Path]) -> None:
+    """Every shared-memory segment of the node's DDS participant (:meth:`NodeProcess.shared_memory`) is gone."""
+    left = [path.name for path in segments if path.exists()]
+    assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
+
+
 SHUTDOWNS = [
     ("recorder", [signal.SIGINT]),
     ("recorder", [signal.SIGINT, signal.SIGINT]),
@@ -131,8 +137,7 @@ def test_one_or_more_signals_end_the_node_cleanly_with_exit_code_0(
     for text in ("Traceback", "FATAL", "RCLError", "error_already_set"):
         assert text not in output, output
     assert segments, "the node's DDS participant owns no shared-memory segment: is the RMW Fast DDS?"
-    left = [path.name for path in segments if path.exists()]
-    assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
+    assert_released(name, segments)
 
 
 @pytest.mark.parametrize("name", ["recorder", "estimator"])
@@ -152,8 +157,7 @@ def test_a_node_alone_in_its_domain_releases_its_shared_memory_when_it_ends(
         time.sleep(0.5)  # into its spin loop
         code = send_and_wait(process, [signal.SIGINT])
     assert code == 0, nodes.report()
-    left = [path.name for path in segments if path.exists()]
-    assert not left, f"{name} exited with its DDS participant alive: {left} left in /dev/shm"
+    assert_released(name, segments)
 
 
 def test_sigterm_while_recording_leaves_a_complete_recording(
