@@ -998,7 +998,8 @@ class RobotSimulator(SimulatedJointState):
         ``sensor.velocity_noise_std_rad_s`` noise (as a drive's observer would give),
         ``i`` (A) the currents of the motor torques plus noise, ``τ`` (N·m) the joint
         torques those noisy currents mean, ``drive_chain.joint_torques(i)``; each
-        ``(N, n_a)``. Draws from the simulator's random generator.
+        ``(N, n_a)``. Draws from the simulator's random generator, sample by sample, as ``N`` calls of
+        :meth:`measure` would.
         """
         n_t = self._mechanism.n_tree
         return self._sense(
@@ -1010,18 +1011,9 @@ class RobotSimulator(SimulatedJointState):
     def _sense(
         self, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`sense` of checked actuated positions, velocities and motor torques ``(N, n_a)``."""
-        sensor = self._settings.sensor
-        q_measured, currents = measure(self._chain, sensor, positions, torques, self._rng)
-        if sensor.velocity_noise_std_rad_s:
-            velocities = velocities + self._rng.normal(0.0, sensor.velocity_noise_std_rad_s, size=velocities.shape)
-        return q_measured, velocities, self._chain.joint_torques(currents), currents
-
-    def _sense_each(
-        self, positions: np.ndarray, velocities: np.ndarray, torques: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_sense` of ``N`` samples with the noise drawn sample by sample (its currents, then its
-        velocities), the values ``N`` calls of :meth:`record_step` draw, in one draw."""
+        """:meth:`sense` of checked actuated positions, velocities and motor torques ``(N, n_a)``, the noise drawn
+        sample by sample (its currents, then its velocities) in one draw: ``N`` samples read at once get the
+        values ``N`` readings of one sample (:meth:`measure`, :meth:`record_step`) get."""
         sensor = self._settings.sensor
         scales = [scale for scale in (sensor.current_noise_std_a, sensor.velocity_noise_std_rad_s) if scale]
         draws = self._rng.standard_normal((positions.shape[0], len(scales), positions.shape[1]))
@@ -1109,7 +1101,7 @@ def simulate_tracking(
         simulator.step(q_des[k], dq_des[k], ddq_des[k], None if ff is None else ff[k])
         applied[k] = simulator.applied_torques
     actuated = np.asarray(mechanism.actuated, dtype=int)
-    q, dq, torques, currents = simulator._sense_each(q_tree[:, actuated], dq_tree[:, actuated], applied)
+    q, dq, torques, currents = simulator._sense(q_tree[:, actuated], dq_tree[:, actuated], applied)
     return TrackingRun(
         time_s=time[:samples].copy(),
         q_desired=q_des[:samples].copy(),
