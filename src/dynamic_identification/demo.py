@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 import rclpy
-import yaml
 from rclpy.client import Client
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
@@ -60,6 +59,7 @@ from dynamic_identification.core.simulation import (
 from dynamic_identification.demo_plots import plot_torques, plot_tracking
 from dynamic_identification.io.config import load_config, ros_parameters
 from dynamic_identification.io.config import simulated_robot as simulated_robot_config
+from dynamic_identification.io.documents import parse_yaml
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.payload import parse_payload, write_payload_atomic
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
@@ -1024,7 +1024,7 @@ def _payload_phase(
             rms_old=_rms(old, 0.0, np.inf),
             rms_payload=np.full(old.q.shape[1], np.nan),
         )
-    document = yaml.safe_load(monitor.payload_text)
+    document = parse_yaml(monitor.payload_text, "the published payload")
     identification = document.get("identification", {}) if isinstance(document, dict) else {}
     # Compared up to the end of the data the payload was identified from: the feedforward had it only later.
     old_process_s = _process_start_s(old, first)

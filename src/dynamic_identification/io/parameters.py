@@ -70,7 +70,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from dynamic_identification.core.errors import DataError, IdentificationError, brief
 from dynamic_identification.core.excitation.safety import TorqueModel
@@ -80,7 +79,7 @@ from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel, L
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism, mechanism_of
 from dynamic_identification.io.atomic import atomic_output
-from dynamic_identification.io.documents import document_text, parse_yaml
+from dynamic_identification.io.documents import document_text, parse_yaml, plain_values, yaml_text
 from dynamic_identification.io.urdf_location import PACKAGE_SCHEME, resolve_urdf, urdf_name
 
 FORMAT = "dynamic_identification/parameters/v1"
@@ -191,16 +190,16 @@ class ParameterFile:
             raise DataError(f"parameter names repeat: {names}")
         object.__setattr__(self, "urdf", str(self.urdf))
         object.__setattr__(self, "joints", joints)
-        object.__setattr__(self, "model", _plain(self.model))
+        object.__setattr__(self, "model", plain_values(self.model))
         object.__setattr__(self, "parameters", parameters)
         object.__setattr__(self, "removed", tuple(str(name) for name in self.removed))
-        object.__setattr__(self, "quality", _plain(self.quality))
+        object.__setattr__(self, "quality", plain_values(self.quality))
         object.__setattr__(self, "stamp", _number(self.stamp, "stamp"))
         if self.urdf_sha256 is not None and not (isinstance(self.urdf_sha256, str) and _SHA256.match(self.urdf_sha256)):
             raise DataError(f"robot.urdf_sha256 must be 64 lower-case hex digits, got {brief(self.urdf_sha256)}")
-        object.__setattr__(self, "settings", _plain(_mapping(self.settings, "settings")))
+        object.__setattr__(self, "settings", plain_values(_mapping(self.settings, "settings")))
         object.__setattr__(
-            self, "standard_parameters", _plain(_mapping(self.standard_parameters, "standard_parameters"))
+            self, "standard_parameters", plain_values(_mapping(self.standard_parameters, "standard_parameters"))
         )
         self.drive_terms()
         self.drive_chain()
@@ -420,7 +419,7 @@ def dump_parameters(pf: ParameterFile) -> str:
         document["settings"] = pf.settings
     if pf.standard_parameters:
         document["standard_parameters"] = pf.standard_parameters
-    return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
+    return yaml_text(document)
 
 
 def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
@@ -589,23 +588,6 @@ def _mapping(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise DataError(f"{name} must be a mapping, got {brief(value)}")
     return dict(value)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays and tuples turned into plain Python for YAML."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value)
-    return value
 
 
 def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel | Mechanism) -> TorqueModel:

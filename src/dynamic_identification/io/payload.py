@@ -37,8 +37,8 @@ holds the identified drive chain, so it can be given to the nodes
         quality: {residual_std: ..., relative_error: ..., condition_number: ..., ...}
         payload: {frame: tool0, mass_kg: 4.0}
 
-Files are read with ``yaml.safe_load`` and written atomically (a temporary file in the
-same directory, then :func:`os.replace`).
+Files are read and written as every document of the package (:mod:`~dynamic_identification.io.documents`), and
+written atomically (a temporary file in the same directory, then :func:`os.replace`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification.drive_gains import SIGNIFICANCE, DriveGainsResult
@@ -63,7 +62,7 @@ from dynamic_identification.core.mechanism.payload import (
 )
 from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.io.atomic import write_text_atomic
-from dynamic_identification.io.documents import document_text, parse_yaml
+from dynamic_identification.io.documents import document_text, parse_yaml, yaml_text
 from dynamic_identification.io.parameter_files import finite_or_none
 
 if TYPE_CHECKING:
@@ -79,27 +78,6 @@ GAINS_BLOCK = "drive_gains_identification"
 _PAYLOAD_KEYS: tuple[str, ...] = ("frame", "mass_kg", "com_m", "inertia_kg_m2")
 _OPTIONAL_PAYLOAD_KEYS: tuple[str, ...] = ("std",)
 _STD_KEYS: tuple[str, ...] = ("mass_kg", "com_m", "inertia_kg_m2")
-
-
-def _dump(document: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(_plain(document), sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
-
-
-def _plain(value: Any) -> Any:
-    """Numpy values and tuples as plain Python for ``yaml.safe_dump``."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return float(value)
-    return value
 
 
 # --------------------------------------------------------------------------- payload
@@ -131,7 +109,7 @@ def dump_payload(payload: Payload, *, identification: Mapping[str, Any] | None =
     ``identification`` (method, residual σ, efficiencies, …) is written under its own
     key for people and logs; the reader ignores it.
     """
-    return _dump(payload_document(payload, identification=identification))
+    return yaml_text(payload_document(payload, identification=identification))
 
 
 def parse_payload(text: str, *, source: str = "payload text") -> Payload:
@@ -439,7 +417,7 @@ def dump_drive_gains(
 ) -> str:
     """YAML text of the drive-gains file, with a comment line naming the method."""
     header = "# Drive gains identified by IDIM-TLS with a known payload ([Briot2012] eq. (13)); units N·m/A.\n"
-    return header + _dump(drive_gains_document(result, drive_chain, joints, payload=payload, stamp=stamp))
+    return header + yaml_text(drive_gains_document(result, drive_chain, joints, payload=payload, stamp=stamp))
 
 
 def write_drive_gains_atomic(
@@ -466,13 +444,8 @@ def load_drive_gains_std(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.n
     DataError
         Missing file, not YAML, or a missing key (named).
     """
-    file = Path(path)
-    try:
-        document = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"drive-gains file not found: {file}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise DataError(f"cannot read drive-gains file {file}: {' '.join(str(error).split())}") from error
+    text, file = document_text(Path(path), "drive-gains")
+    document = parse_yaml(text, f"drive-gains file {file}")
     try:
         gains = document["/**"]["ros__parameters"]["drive_chain"]["drive_gains"]
         std = document[GAINS_BLOCK]["ros__parameters"]["drive_gains_std"]

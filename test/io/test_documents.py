@@ -1,0 +1,53 @@
+"""The package's YAML documents: read as ROS reads them, written as the package has always written them, and a
+broken document refused in one line that names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dynamic_identification.core.errors import DataError
+from dynamic_identification.io.documents import parse_yaml, yaml_text
+
+REFERENCE_OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "reference" / "outputs"
+
+
+@pytest.mark.parametrize("file", sorted(REFERENCE_OUTPUTS.glob("*.yaml")), ids=lambda file: file.stem)
+def test_a_parameter_file_written_before_is_written_again_to_the_byte(file: Path) -> None:
+    """The reference files were emitted by PyYAML's Python emitter; libyaml's must not change a user's files."""
+    text = file.read_text(encoding="utf-8")
+    assert yaml_text(parse_yaml(text, file.name)) == text
+
+
+def test_scalars_are_read_as_ros_reads_them() -> None:
+    document = parse_yaml("a: 1e9\nb: -2.5E-3\nc: 3\nd: '1e9'\ne: 1.5\nf: true\n", "scalars")
+    assert document == {"a": 1e9, "b": -2.5e-3, "c": 3, "d": "1e9", "e": 1.5, "f": True}
+    assert [type(document[key]) for key in "abcd"] == [float, float, int, str]
+
+
+def test_numpy_values_and_tuples_are_written_as_plain_yaml() -> None:
+    text = yaml_text({"values": np.array([1.0, 2.5]), "count": np.int64(3), "pair": (1, 2), "flag": np.bool_(True)})
+    assert text == "values: [1.0, 2.5]\ncount: 3\npair: [1, 2]\nflag: true\n"
+    assert parse_yaml(text, "written") == {"values": [1.0, 2.5], "count": 3, "pair": [1, 2], "flag": True}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: " + "[" * 5000 + "]" * 5000 + "\n",
+        "".join("  " * level + f"k{level}:\n" for level in range(2000)) + "  " * 2000 + "leaf: 1\n",
+    ],
+    ids=["flow-5000", "block-2000"],
+)
+def test_a_document_nested_too_deeply_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(DataError, match=r"^deep\.yaml nests too deeply to read$"):
+        parse_yaml(text, "deep.yaml")
+
+
+@pytest.mark.parametrize("text", ["a: [\n", "a: 1\x00\n", "a: b: c\n"], ids=["unclosed", "nul", "mapping"])
+def test_broken_yaml_is_refused_in_one_line_that_names_the_document(text: str) -> None:
+    with pytest.raises(DataError, match=r"^bad\.yaml is not valid YAML: ") as caught:
+        parse_yaml(text, "bad.yaml")
+    assert "\n" not in str(caught.value)
