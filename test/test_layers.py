@@ -13,7 +13,8 @@ counts, also one inside a function.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,14 +54,17 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(path: Path) -> Iterator[str]:
-    """Every module ``path`` imports (absolute names; ``from a import b`` yields ``a`` and ``a.b``)."""
+@functools.cache
+def _imports(path: Path) -> tuple[str, ...]:
+    """Every module ``path`` imports (absolute names; ``from a import b`` gives ``a`` and ``a.b``), parsed once."""
+    imported: list[str] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+            imported.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.module
-            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+            imported.append(node.module)
+            imported.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return tuple(imported)
 
 
 MODULES = _modules()
