@@ -15,6 +15,10 @@ Printed, never asserted (targets of the issue in brackets):
   [p95 <= 5 ms], the median CPU time of an update (without the waits for a core that a loaded machine adds to
   the latency), per-sample cost beside a bare ``pinocchio.computeJointTorqueRegressor``
   loop over the same samples [<= 2x] (issue 26);
+- what the nodes add to a publishable update: the estimator node's parameter document
+  (:func:`~dynamic_identification.io.parameter_files.window_parameter_file`, emitted twice, for
+  ``parameters_file`` and for the topic) and the feedforward node's parse of the published text,
+  median CPU time;
 - the naive baseline: rebuilding the window's observation matrix from its 10 s of raw
   samples (:func:`~dynamic_identification.core.identification.prepare_observations`)
   and solving WLS from scratch, for ``--naive-updates`` updates;
@@ -62,6 +66,8 @@ from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.outcome import configured_consistency
+from dynamic_identification.io.parameter_files import window_parameter_file
+from dynamic_identification.io.parameters import dump_parameters, parse_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.resources import shipped_path
 
@@ -138,6 +144,7 @@ def main() -> None:
     chunk = int(round(settings.update_period_s * RATE_HZ))
     latencies, update_cpu, publishable, kept, conditions, shifts = [], [], 0, [], [], []
     estimates: list[list[object]] = []
+    published = []
     start, cpu_start = time.perf_counter(), time.process_time()
     for first in range(0, samples, chunk):
         part = slice(first, first + chunk)
@@ -152,6 +159,7 @@ def main() -> None:
             conditions.append(update.condition_number)
             shifts.append(update.consistency_shift_sigma)
             estimates.append([update.time_s, list(update.names), update.values.tolist()])
+            published.append(update)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     latency_ms = 1e3 * np.array(latencies)
     print(
@@ -175,6 +183,22 @@ def main() -> None:
     )
     # CPU time does not count the waits for a core that a loaded machine adds to the latency.
     print(f"  update CPU time: median {1e3 * np.median(update_cpu):.2f} ms")
+    document_cpu, parse_cpu = [], []
+    for update in published:
+        document_start = time.process_time()
+        parameter_file = window_parameter_file(dynamic_model, update, settings=settings)
+        text = dump_parameters(parameter_file)
+        dump_parameters(parameter_file)
+        parse_start = time.process_time()
+        parse_parameters(text)
+        document_cpu.append(parse_start - document_start)
+        parse_cpu.append(time.process_time() - parse_start)
+    if published:
+        print(
+            f"  the nodes' documents per publishable update: estimator {1e3 * np.median(document_cpu):.2f} ms"
+            f" (the parameter document, emitted for the file and the topic), feedforward"
+            f" {1e3 * np.median(parse_cpu):.2f} ms (parsing it), median CPU time"
+        )
 
     # The bare regressor over the same samples: what any IDIM must at least spend.
     model = robot.model
