@@ -1,13 +1,15 @@
-"""Reading and writing the package's YAML documents (parameter files, payload files): a path, or the text itself.
+"""Reading and writing the package's YAML documents (configurations, parameter and payload files): a path, or the
+text itself.
 
 A document published on a topic (``/estimator/parameters``, ``/estimator/payload``) arrives
 as text; the loaders take either and report a missing file, an unreadable one or broken
 YAML as one :class:`~dynamic_identification.core.errors.DataError` line that names it.
 
 Documents are parsed and emitted by libyaml through PyYAML's C classes (``CSafeLoader``,
-``CSafeDumper``; the pure-Python ones where PyYAML was built without libyaml): the same
-documents and the same text, parsed about nine and emitted about four times faster
-(``bench/bench_documents.py``). The estimator emits a parameter document at every update.
+``CSafeDumper``; the pure-Python ones where PyYAML was built without libyaml), which read the same
+documents and write the same text as the Python classes, in a fraction of their time: the
+estimator node emits a parameter document at every update and the feedforward node parses it
+(``bench/bench_documents.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ def document_text(path_or_text: str | os.PathLike[str], kind: str) -> tuple[str,
         raise DataError(f"cannot read {kind} file {path}: {error}") from error
 
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _NESTING = "maximum nesting depth"
 """What libyaml says of a document nested deeper than it parses (1000 levels); PyYAML's Python parser runs out of
