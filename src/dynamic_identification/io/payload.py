@@ -37,8 +37,8 @@ holds the identified drive chain, so it can be given to the nodes
         quality: {residual_std: ..., relative_error: ..., condition_number: ..., ...}
         payload: {frame: tool0, mass_kg: 4.0}
 
-Files are read and written as every document of the package (:mod:`~dynamic_identification.io.documents`), and
-written atomically (a temporary file in the same directory, then :func:`os.replace`).
+Files are read and written as every document of the package (:mod:`~dynamic_identification.io.documents`); a
+write is atomic (a temporary file in the same directory, then :func:`os.replace`).
 """
 
 from __future__ import annotations
