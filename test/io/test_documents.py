@@ -27,6 +27,24 @@ def test_scalars_are_read_as_ros_reads_them() -> None:
     assert [type(document[key]) for key in "abcd"] == [float, float, int, str]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\ufeffa: 1\n", {"a": 1}),
+        ("a: 1\r\nb: [1, 2]\r\n", {"a": 1, "b": [1, 2]}),
+        ("a: &x [1, 2]\nb: *x\n", {"a": [1, 2], "b": [1, 2]}),
+        ("u: 'N·m ö'\n", {"u": "N·m ö"}),
+        ("b: [yes, off, ~]\n", {"b": [True, False, None]}),
+        ("s: |\n  line1\n  line2\n", {"s": "line1\nline2\n"}),
+        ("k: !!python/tuple [1, 2]\n", {"k": [1, 2]}),
+        ("", None),
+    ],
+    ids=["byte-order-mark", "crlf", "alias", "unicode", "yaml-1.1-booleans", "block-scalar", "tuple", "empty"],
+)
+def test_documents_read_as_pyyaml_always_read_them(text: str, expected: object) -> None:
+    assert parse_yaml(text, "doc") == expected
+
+
 def test_numpy_values_and_tuples_are_written_as_plain_yaml() -> None:
     text = yaml_text({"values": np.array([1.0, 2.5]), "count": np.int64(3), "pair": (1, 2), "flag": np.bool_(True)})
     assert text == "values: [1.0, 2.5]\ncount: 3\npair: [1, 2]\nflag: true\n"
