@@ -270,9 +270,23 @@ def measure(
     ``drive_chain.motor_currents(τ)`` plus white Gaussian noise of
     ``sensor.current_noise_std_a`` ([Gautier2013] eq. (7), the noise the WLS weights).
     """
+    draws = rng.standard_normal(np.shape(joint_torques)) if sensor.current_noise_std_a else None
+    return _sensed(drive_chain, sensor, q, joint_torques, draws)
+
+
+def _sensed(
+    drive_chain: DriveChain,
+    sensor: SensorModel,
+    q: np.ndarray,
+    joint_torques: np.ndarray,
+    current_draws: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`measure` with the current noise's standard-normal draws given (``None`` without current noise), so a
+    caller can interleave them with other draws."""
     currents = drive_chain.motor_currents(joint_torques)
-    noise = rng.normal(0.0, sensor.current_noise_std_a, size=currents.shape) if sensor.current_noise_std_a else 0.0
-    return quantize_positions(drive_chain, sensor, q), currents + noise
+    if current_draws is not None:
+        currents = currents + sensor.current_noise_std_a * current_draws
+    return quantize_positions(drive_chain, sensor, q), currents
 
 
 def synthesize_measurements(
@@ -1017,12 +1031,10 @@ class RobotSimulator(SimulatedJointState):
         sensor = self._settings.sensor
         scales = [scale for scale in (sensor.current_noise_std_a, sensor.velocity_noise_std_rad_s) if scale]
         draws = self._rng.standard_normal((positions.shape[0], len(scales), positions.shape[1]))
-        currents = self._chain.motor_currents(torques)
-        if sensor.current_noise_std_a:
-            currents = currents + sensor.current_noise_std_a * draws[:, 0]
+        current_draws = draws[:, 0] if sensor.current_noise_std_a else None
+        q_measured, currents = _sensed(self._chain, sensor, positions, torques, current_draws)
         if sensor.velocity_noise_std_rad_s:
             velocities = velocities + sensor.velocity_noise_std_rad_s * draws[:, -1]
-        q_measured = quantize_positions(self._chain, sensor, positions)
         return q_measured, velocities, self._chain.joint_torques(currents), currents
 
 
