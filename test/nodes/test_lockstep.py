@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,7 +16,12 @@ from sensor_msgs.msg import JointState
 
 from dynamic_identification.nodes.conversions import stamp_to_ns
 from dynamic_identification.nodes.estimator import EstimatorNode
-from dynamic_identification.nodes.lockstep import ACKNOWLEDGE_PERIOD_S, LEAD_S, Acknowledger
+from dynamic_identification.nodes.lockstep import (
+    ACKNOWLEDGE_PERIOD_S,
+    FIRST_ACKNOWLEDGEMENT_PACE_S,
+    LEAD_S,
+    Acknowledger,
+)
 from dynamic_identification.nodes.qos import ACKNOWLEDGEMENT_QOS, SENSOR_QOS
 from dynamic_identification.nodes.recorder import RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
@@ -109,11 +115,15 @@ def test_in_lockstep_simulated_time_waits_for_a_consumer_that_acknowledged_nothi
     consumer = _Consumer(context)
     graph.add(consumer.node)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
-    # The first acknowledgement: until the simulator hears it (later the busier the machine) it is bound by none.
+    # The first acknowledgement: once the simulator hears it, it runs to the lead and stops there.
     first = consumer.acknowledge_newest()
-    assert graph.spin_until(lambda: sim.lockstep_waiting_for == "consumer", 20.0), sim.lockstep_waiting_for
+    assert graph.spin_until(
+        lambda: (
+            _heard(sim, first) and sim.lockstep_waiting_for == "consumer" and sim._now_ns() + STEP_NS > first + LEAD_NS
+        ),
+        20.0,
+    ), sim.lockstep_waiting_for
     held_first = sim._now_ns()
-    assert held_first + STEP_NS > first + LEAD_NS  # it waits only past the lead
     graph.spin_until(lambda: False, 0.5)
     assert sim._now_ns() == held_first  # simulated time stands still while the consumer is behind
     assert consumer.stamps[-1] == held_first  # and the consumer has every sample published meanwhile
@@ -132,6 +142,38 @@ def test_in_lockstep_simulated_time_waits_for_a_consumer_that_acknowledged_nothi
     assert graph.spin_until(lambda: sim._now_ns() > held_at + 10 * LEAD_NS, 20.0)  # it goes on once acknowledged
     assert np.all(np.diff(consumer.stamps) == STEP_NS)  # not a sample lost
     assert not sim.lockstep_waits
+
+
+def test_a_consumer_that_is_up_binds_the_simulator_before_its_first_acknowledgement(
+    context: Context, make_graph
+) -> None:
+    # On a busy machine a consumer's first acknowledgement takes a second or more to arrive while its samples already
+    # do: a simulator running free meanwhile can overflow its queues. Paced, it still gives a consumer whose
+    # subscription matched late samples to acknowledge, and the short bound does not apply yet.
+    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.3))
+    graph = make_graph(context, name="lockstep_first_probe")
+    graph.add(sim)
+    consumer = _Consumer(context)
+    graph.add(consumer.node)
+    assert graph.spin_until(lambda: len(consumer.stamps) > 5 and sim.lockstep_waiting_for == "consumer", 20.0)
+    start_ns, start_s = sim._now_ns(), time.monotonic()
+    assert graph.spin_until(lambda: consumer.stamps[-1] >= start_ns + 5 * STEP_NS, 20.0)  # paced, not stopped
+    graph.spin_until(lambda: False, 1.0)
+    elapsed_s = time.monotonic() - start_s
+    assert (sim._now_ns() - start_ns) // STEP_NS <= elapsed_s / FIRST_ACKNOWLEDGEMENT_PACE_S + 1
+    assert sim.lockstep_waiting_for == "consumer" and not sim.lockstep_waits
+    assert np.all(np.diff(consumer.stamps) == STEP_NS)
+    # Once it acknowledges, simulated time runs at full speed again as long as it keeps acknowledging.
+    consumer.keeping_up = True
+    acknowledged = consumer.acknowledge_newest()
+    assert graph.spin_until(lambda: sim._now_ns() > acknowledged + 10 * LEAD_NS, 20.0)
+    assert np.all(np.diff(consumer.stamps) == STEP_NS) and not sim.lockstep_waits
+
+
+def _heard(sim: SimRobotNode, stamp_ns: int) -> bool:
+    """Whether the simulator has heard the consumer acknowledge ``stamp_ns`` (or later)."""
+    acknowledged = sim._consumers.acknowledged_ns("consumer")
+    return acknowledged is not None and acknowledged >= stamp_ns
 
 
 def test_a_lockstep_wait_that_hits_its_bound_is_reported_and_the_simulation_goes_on(

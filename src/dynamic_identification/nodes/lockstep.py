@@ -14,10 +14,17 @@ taken, and the simulator waits for it:
 * ``sim_robot`` with ``lockstep_consumers: [recorder, estimator]`` follows
   ``<name>/acknowledged`` of each through :class:`ConsumerAcknowledgements` and publishes a
   step only while it is at most :data:`LEAD_S` (or one step) ahead of every consumer's
-  acknowledgement it has received (one still on its way binds nothing yet: a consumer's
-  first acknowledgement may find the simulator further ahead, which then waits at once). A
-  consumer that sends no acknowledgement for ``lockstep_timeout_s`` of wall
-  time while the simulator waits for it is reported and no longer waited for until it
+  acknowledgement it has received. A consumer that is up (its acknowledgement topic has a
+  publisher) but has acknowledged nothing yet binds the simulator from the stamp at which it
+  came up: its samples may already be arriving while its first acknowledgement is still on
+  its way, which on a busy machine takes a second or more, and a simulator running free
+  meanwhile can overflow the consumer's queues before it is ever bound. Past the
+  lead it is paced, not stopped: one step per :data:`FIRST_ACKNOWLEDGEMENT_PACE_S` of wall
+  time, so a consumer whose subscription matches only now still receives samples to
+  acknowledge, for at least :data:`FIRST_ACKNOWLEDGEMENT_TIMEOUT_S`. A consumer that sends
+  no acknowledgement for ``lockstep_timeout_s`` of wall time (that or
+  :data:`FIRST_ACKNOWLEDGEMENT_TIMEOUT_S`, whichever is longer, before its first) while the
+  simulator waits for it is reported and no longer waited for until it
   acknowledges again (its own gap count then shows what it missed); a consumer whose
   acknowledgement topic has no publisher (not started, or gone) is not waited for. A consumer
   may hold simulated time on purpose by acknowledging the same stamp again and again (the
@@ -49,6 +56,15 @@ ACKNOWLEDGE_PERIOD_S = 0.01
 LEAD_S = 0.05
 """The most a simulator in lockstep runs ahead of a consumer's acknowledgement, s (at least one step): 50 samples at
 1 kHz, half the depth of ``SENSOR_QOS``, so no keep-last queue of a consumer overflows while it catches up."""
+
+FIRST_ACKNOWLEDGEMENT_PACE_S = 0.05
+"""Wall time between two steps of a simulator past the lead of a consumer that is up but has acknowledged nothing yet,
+s: 20 samples a second, which no queue overflows from while the first acknowledgement finds its way."""
+
+FIRST_ACKNOWLEDGEMENT_TIMEOUT_S = 10.0
+"""The least wall time a simulator paces for a consumer's first acknowledgement before it goes on without it, s: on a
+busy machine the first takes a second or more to arrive, longer than the default ``lockstep_timeout_s``; a consumer
+up for this long that takes no sample (its input topic is wrong, say) must not slow simulated time for good."""
 
 
 class Acknowledger:
@@ -114,7 +130,9 @@ class ConsumerAcknowledgements:
         self.names = tuple(names)
         self._lead_ns = max(round(LEAD_S * NS_PER_S), step_ns)
         self._wall_ns = wall_ns
+        self._step_ns = step_ns
         self._acknowledged: dict[str, int | None] = dict.fromkeys(self.names)
+        self._up_at: dict[str, int | None] = dict.fromkeys(self.names)
         self._heard: dict[str, int] = dict.fromkeys(self.names, 0)
         self._released: set[str] = set()
         self._topics: dict[str, str] = {}
@@ -137,19 +155,31 @@ class ConsumerAcknowledgements:
         """Wall time of ``name``'s last acknowledgement, ns (0 before its first)."""
         return self._heard[name]
 
+    def silent(self, name: str) -> bool:
+        """Whether ``name`` has acknowledged nothing yet (since it came up): a step waiting for it is paced."""
+        return self._acknowledged[name] is None
+
     def lagging(self, next_ns: int) -> str | None:
         """The first consumer a step to ``next_ns`` must wait for, or ``None``.
 
-        A consumer counts once it has acknowledged a stamp, while its topic has a publisher and
-        until :meth:`release`; it holds the step when ``next_ns`` lies more than the lead past its
-        acknowledgement.
+        A consumer counts while its topic has a publisher and until :meth:`release`; it holds the
+        step when ``next_ns`` lies more than the lead past its acknowledgement or, before its
+        first, past the last stamp published when it came up.
         """
         for name in self.names:
-            acknowledged = self._acknowledged[name]
-            if acknowledged is None or name in self._released or next_ns - acknowledged <= self._lead_ns:
+            if name in self._released:
+                continue
+            bound = self._acknowledged[name]
+            if bound is None:
+                bound = self._up_at[name]
+            if bound is None:
+                if self._node.count_publishers(self._topics[name]) == 0:
+                    continue  # not up (yet)
+                bound = self._up_at[name] = next_ns - self._step_ns
+            if next_ns - bound <= self._lead_ns:
                 continue
             if self._node.count_publishers(self._topics[name]) == 0:
-                self._acknowledged[name] = None  # gone (destroyed, ended): a new one starts afresh
+                self._acknowledged[name] = self._up_at[name] = None  # gone (destroyed, ended): a new one starts afresh
                 continue
             return name
         return None

@@ -34,9 +34,10 @@ the URDF limits) and keeps simulated time in one of two ways:
   until the next one arrives, so a commanding node starved of CPU cannot leave the robot
   without a reference; and for the consumers of its samples named in ``lockstep_consumers``
   (:mod:`~dynamic_identification.nodes.lockstep`): it runs at most 50 ms of samples ahead of
-  what each has acknowledged on ``<name>/acknowledged``, so no sample queue overflows however
-  slowly they take them. Each wait lasts at most ``lockstep_timeout_s`` of wall time (for a
-  consumer, from its last acknowledgement: one that renews it holds simulated time on purpose);
+  what each has acknowledged on ``<name>/acknowledged`` (before its first acknowledgement, of
+  where it came up), so no sample queue overflows however slowly they take them. Each wait
+  lasts at most ``lockstep_timeout_s`` of wall time (for a consumer, from its last
+  acknowledgement: one that renews it holds simulated time on purpose);
   a wait that hits the bound is logged and counted on ``/diagnostics`` (``lockstep_timeouts``),
   and ``lockstep_waiting_for`` names what simulated time waits for.
 
@@ -82,7 +83,12 @@ from dynamic_identification.nodes.conversions import (
 )
 from dynamic_identification.nodes.follower import DesiredMotion, follow
 from dynamic_identification.nodes.guarded import GuardedNode, status_message
-from dynamic_identification.nodes.lockstep import ConsumerAcknowledgements, LockstepWait
+from dynamic_identification.nodes.lockstep import (
+    FIRST_ACKNOWLEDGEMENT_PACE_S,
+    FIRST_ACKNOWLEDGEMENT_TIMEOUT_S,
+    ConsumerAcknowledgements,
+    LockstepWait,
+)
 from dynamic_identification.nodes.parameters import node_parameters, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import CLOCK_QOS, COMMAND_QOS, SENSOR_QOS
 from dynamic_identification.nodes.runner import run_node
@@ -251,6 +257,8 @@ class SimRobotNode(GuardedNode):
         # Lockstep: what simulated time waits for (and since when, wall ns), the waits that hit the bound.
         self._waiting: tuple[str, int] | None = None
         self._timed_out = False
+        self._paced_ns = 0
+        self._pace_ns = round(FIRST_ACKNOWLEDGEMENT_PACE_S * NS_PER_S)
         self._lockstep_waits: dict[str, LockstepWait] = {}
         consumers = self.config.lockstep_consumers or ()
         if consumers and not (self.config.lockstep and self.config.publish_clock):
@@ -416,7 +424,9 @@ class SimRobotNode(GuardedNode):
         """Lockstep: whether simulated time waits before the step to ``next_ns``.
 
         It waits for the next trajectory chunk when the reference ends moving before ``next_ns``,
-        and for a consumer that ``next_ns`` would leave more than the lead behind. A wait longer
+        and for a consumer that ``next_ns`` would leave more than the lead behind (one that has not
+        acknowledged anything yet is paced, a step per ``FIRST_ACKNOWLEDGEMENT_PACE_S``, for at least
+        ``FIRST_ACKNOWLEDGEMENT_TIMEOUT_S``). A wait longer
         than ``lockstep_timeout_s`` of wall time is counted and logged, and the step goes on: past
         the chunk's end (the last point held), or without that consumer until it acknowledges again.
         While waiting, the wall-time anchor moves with the wall, so simulated time resumes at
@@ -435,9 +445,16 @@ class SimRobotNode(GuardedNode):
             self._waiting = (what, wall_ns)
         since_ns = self._waiting[1] if what == "trajectory" else max(self._waiting[1], self._consumers.heard_ns(what))
         waited_s = (wall_ns - since_ns) / NS_PER_S
-        if waited_s > self.config.lockstep_timeout_s:
+        silent = what != "trajectory" and self._consumers.silent(what)
+        timeout_s = self.config.lockstep_timeout_s
+        if silent:
+            timeout_s = max(timeout_s, FIRST_ACKNOWLEDGEMENT_TIMEOUT_S)
+        if waited_s > timeout_s:
             self._count_timeout(what, waited_s)
             self._waiting = None
+            return False
+        if silent and wall_ns - self._paced_ns >= self._pace_ns:
+            self._paced_ns = wall_ns  # before its first acknowledgement a consumer is paced, not stopped
             return False
         self._wall_anchor_ns = wall_ns - int(self._steps * self._dt_ns / self.config.real_time_factor)
         return True
