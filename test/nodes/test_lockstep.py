@@ -14,6 +14,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
+from dynamic_identification.nodes import sim_robot
 from dynamic_identification.nodes.conversions import stamp_to_ns
 from dynamic_identification.nodes.estimator import EstimatorNode
 from dynamic_identification.nodes.lockstep import (
@@ -168,6 +169,22 @@ def test_a_consumer_that_is_up_binds_the_simulator_before_its_first_acknowledgem
     acknowledged = consumer.acknowledge_newest()
     assert graph.spin_until(lambda: sim._now_ns() > acknowledged + 10 * LEAD_NS, 20.0)
     assert np.all(np.diff(consumer.stamps) == STEP_NS) and not sim.lockstep_waits
+
+
+def test_a_consumer_that_is_up_but_never_acknowledges_slows_the_simulator_only_until_its_bound(
+    context: Context, make_graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recorder whose currents topic is wrong, say: it takes no sample, so it never acknowledges one.
+    monkeypatch.setattr(sim_robot, "FIRST_ACKNOWLEDGEMENT_TIMEOUT_S", 0.5)
+    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.1))
+    graph = make_graph(context, name="lockstep_never_probe")
+    graph.add(sim)
+    consumer = _Consumer(context)
+    graph.add(consumer.node)
+    assert graph.spin_until(lambda: sim.lockstep_waits and sim.lockstep_waiting_for == "", 30.0)
+    [wait] = sim.lockstep_waits
+    assert wait.what == "consumer" and wait.timeouts == 1 and wait.last_wait_s > 0.5  # the longer bound, not 0.1 s
+    assert np.all(np.diff(consumer.stamps) == STEP_NS)
 
 
 def _heard(sim: SimRobotNode, stamp_ns: int) -> bool:

@@ -460,7 +460,7 @@ class SimRobotNode(GuardedNode):
         return True
 
     def _count_timeout(self, what: str, waited_s: float) -> None:
-        """A lockstep wait hit ``lockstep_timeout_s``: count it, say it, and go on without what it waited for."""
+        """A lockstep wait hit its bound: count it, say it, and go on without what it waited for."""
         earlier = self._lockstep_waits.get(what)
         self._lockstep_waits[what] = LockstepWait(
             what=what, timeouts=(earlier.timeouts if earlier else 0) + 1, last_wait_s=waited_s
@@ -472,10 +472,12 @@ class SimRobotNode(GuardedNode):
                 " last point"
             )
             return
+        first = self._consumers.silent(what)
         self._consumers.release(what)
         self.get_logger().warning(
-            f"lockstep: {what} acknowledged no sample for {waited_s:.2f} s of wall time (lockstep_timeout_s);"
-            " going on without it until it does (it counts the samples it misses)"
+            f"lockstep: {what} acknowledged no sample for {waited_s:.2f} s of wall time"
+            + (" since it came up (does it receive its input?)" if first else " (lockstep_timeout_s)")
+            + "; going on without it until it does (it counts the samples it misses)"
         )
 
     @property
