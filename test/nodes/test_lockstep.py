@@ -118,12 +118,7 @@ def test_in_lockstep_simulated_time_waits_for_a_consumer_that_acknowledged_nothi
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
     # The first acknowledgement: once the simulator hears it, it runs to the lead and stops there.
     first = consumer.acknowledge_newest()
-    assert graph.spin_until(
-        lambda: (
-            _heard(sim, first) and sim.lockstep_waiting_for == "consumer" and sim._now_ns() + STEP_NS > first + LEAD_NS
-        ),
-        20.0,
-    ), sim.lockstep_waiting_for
+    assert graph.spin_until(lambda: _at_lead(sim, first), 20.0), sim.lockstep_waiting_for
     held_first = sim._now_ns()
     graph.spin_until(lambda: False, 0.5)
     assert sim._now_ns() == held_first  # simulated time stands still while the consumer is behind
@@ -187,10 +182,16 @@ def test_a_consumer_that_is_up_but_never_acknowledges_slows_the_simulator_only_u
     assert np.all(np.diff(consumer.stamps) == STEP_NS)
 
 
-def _heard(sim: SimRobotNode, stamp_ns: int) -> bool:
-    """Whether the simulator has heard the consumer acknowledge ``stamp_ns`` (or later)."""
+def _at_lead(sim: SimRobotNode, stamp_ns: int) -> bool:
+    """Whether the simulator has heard the consumer acknowledge ``stamp_ns`` (or later) and waits for it at the lead
+    (before it hears it, it may be waiting for the consumer's first acknowledgement, paced)."""
     acknowledged = sim._consumers.acknowledged_ns("consumer")
-    return acknowledged is not None and acknowledged >= stamp_ns
+    return (
+        acknowledged is not None
+        and acknowledged >= stamp_ns
+        and sim.lockstep_waiting_for == "consumer"
+        and sim._now_ns() + STEP_NS > acknowledged + LEAD_NS
+    )
 
 
 def test_a_lockstep_wait_that_hits_its_bound_is_reported_and_the_simulation_goes_on(
@@ -225,7 +226,7 @@ def test_a_consumer_that_keeps_acknowledging_the_same_stamp_holds_simulated_time
     graph.add(consumer.node)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
     acknowledged = consumer.acknowledge_newest()
-    assert graph.spin_until(lambda: sim.lockstep_waiting_for == "consumer", 20.0)
+    assert graph.spin_until(lambda: _at_lead(sim, acknowledged), 20.0), sim.lockstep_waiting_for
     held_at = sim._now_ns()
     for _ in range(10):  # 1 s of wall time, three times the bound
         consumer.acknowledger.acknowledge(acknowledged)
