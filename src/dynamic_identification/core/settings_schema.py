@@ -528,7 +528,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lockstep", _B, False, "with publish_clock: wait for the next trajectory chunk instead of running past"
             " one that ends moving", nodes=("sim_robot",)),
     Setting("lockstep_timeout_s", _D, 1.0, "with lockstep: longest wall-time wait for the next chunk or a consumer's"
-            " acknowledgement (at least 10 s for a consumer's first; reported when hit)", unit="s", minimum=0.001, maximum=60.0, nodes=("sim_robot",)),
+            " acknowledgement (at least 10 s for a consumer's first; reported when hit)", unit="s", minimum=0.001,
+            maximum=60.0, nodes=("sim_robot",)),
     Setting("lockstep_consumers", Kind.NAMES, None, "with lockstep: nodes whose ~/acknowledged sim_robot waits for"
             " before running more than 50 ms of samples ahead of them (recorder, estimator with acknowledge: true);"
             " unset: none", nodes=("sim_robot",)),
