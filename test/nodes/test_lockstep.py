@@ -61,6 +61,14 @@ class _Consumer:
         return self.stamps[-1]
 
 
+def _in_lockstep(context: Context, graph: RosGraph, *, timeout_s: float) -> tuple[SimRobotNode, _Consumer]:
+    """``sim_robot`` in lockstep with a ``consumer`` (``lockstep_timeout_s``: ``timeout_s``), both spun by ``graph``."""
+    sim = graph.add(_sim(context, Parameter("lockstep_timeout_s", value=timeout_s)))
+    consumer = _Consumer(context)
+    graph.add(consumer.node)
+    return sim, consumer
+
+
 def _sim(context: Context, *extra: Parameter) -> SimRobotNode:
     return SimRobotNode(
         context=context,
@@ -110,11 +118,8 @@ def test_acknowledgements_follow_the_stamps_taken_at_most_once_per_period() -> N
 def test_in_lockstep_simulated_time_waits_for_a_consumer_that_acknowledged_nothing_more(
     context: Context, make_graph
 ) -> None:
-    sim = _sim(context, Parameter("lockstep_timeout_s", value=60.0))
     graph = make_graph(context, name="lockstep_probe")
-    graph.add(sim)
-    consumer = _Consumer(context)
-    graph.add(consumer.node)
+    sim, consumer = _in_lockstep(context, graph, timeout_s=60.0)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
     # The first acknowledgement: once the simulator hears it, it runs to the lead and stops there.
     first = consumer.acknowledge_newest()
@@ -146,11 +151,8 @@ def test_a_consumer_that_is_up_binds_the_simulator_before_its_first_acknowledgem
     # On a busy machine a consumer's first acknowledgement takes a second or more to arrive while its samples already
     # do: a simulator running free meanwhile can overflow its queues. Paced, it still gives a consumer whose
     # subscription matched late samples to acknowledge, and the short bound does not apply yet.
-    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.3))
     graph = make_graph(context, name="lockstep_first_probe")
-    graph.add(sim)
-    consumer = _Consumer(context)
-    graph.add(consumer.node)
+    sim, consumer = _in_lockstep(context, graph, timeout_s=0.3)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5 and sim.lockstep_waiting_for == "consumer", 20.0)
     start_ns, start_s = sim._now_ns(), time.monotonic()
     assert graph.spin_until(lambda: consumer.stamps[-1] >= start_ns + 5 * STEP_NS, 20.0)  # paced, not stopped
@@ -171,11 +173,8 @@ def test_a_consumer_that_is_up_but_never_acknowledges_slows_the_simulator_only_u
 ) -> None:
     # A recorder whose currents topic is wrong, say: it takes no sample, so it never acknowledges one.
     monkeypatch.setattr(sim_robot, "FIRST_ACKNOWLEDGEMENT_TIMEOUT_S", 0.5)
-    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.1))
     graph = make_graph(context, name="lockstep_never_probe")
-    graph.add(sim)
-    consumer = _Consumer(context)
-    graph.add(consumer.node)
+    sim, consumer = _in_lockstep(context, graph, timeout_s=0.1)
     assert graph.spin_until(lambda: sim.lockstep_waits and sim.lockstep_waiting_for == "", 30.0)
     [wait] = sim.lockstep_waits
     assert wait.what == "consumer" and wait.timeouts == 1 and wait.last_wait_s > 0.5  # the longer bound, not 0.1 s
@@ -197,12 +196,9 @@ def _at_lead(sim: SimRobotNode, stamp_ns: int) -> bool:
 def test_a_lockstep_wait_that_hits_its_bound_is_reported_and_the_simulation_goes_on(
     context: Context, make_graph
 ) -> None:
-    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.3))
     graph = make_graph(context, name="lockstep_bound_probe")
-    graph.add(sim)
+    sim, consumer = _in_lockstep(context, graph, timeout_s=0.3)
     statuses = graph.record_diagnostics("sim_robot")
-    consumer = _Consumer(context)
-    graph.add(consumer.node)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
     acknowledged = consumer.acknowledge_newest()
     assert graph.spin_until(lambda: sim._now_ns() > acknowledged + 10 * LEAD_NS, 30.0)
@@ -219,11 +215,8 @@ def test_a_consumer_that_keeps_acknowledging_the_same_stamp_holds_simulated_time
     context: Context, make_graph
 ) -> None:
     # The demo holds simulated time while it calls services: alive, it renews its acknowledgement.
-    sim = _sim(context, Parameter("lockstep_timeout_s", value=0.3))
     graph = make_graph(context, name="lockstep_hold_probe")
-    graph.add(sim)
-    consumer = _Consumer(context)
-    graph.add(consumer.node)
+    sim, consumer = _in_lockstep(context, graph, timeout_s=0.3)
     assert graph.spin_until(lambda: len(consumer.stamps) > 5, 20.0)
     acknowledged = consumer.acknowledge_newest()
     assert graph.spin_until(lambda: _at_lead(sim, acknowledged), 20.0), sim.lockstep_waiting_for
