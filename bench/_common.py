@@ -1,6 +1,7 @@
 """Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
-the realistic recordings of a robot preset, the print-out of an excitation's limit usage, and the files of
-example-robot-data (:func:`example_robot_file`, the tests' own finder).
+the realistic recordings of a robot preset, the print-out of an excitation's limit usage, the files of
+example-robot-data (:func:`example_robot_file`, the tests' own finder) and the speed benchmarks' measure of the
+machine (:func:`bare_regressor_s`).
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
@@ -13,7 +14,11 @@ what the tests assert, from the same set-up rather than a copy of it.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
 
 from dynamic_identification.core.excitation.safety import LimitUsage
 from dynamic_identification.core.mechanism.robot import RobotModel
@@ -70,6 +75,7 @@ __all__ = [
     "FIVE_BAR_DRIVE",
     "TIP_PAYLOAD",
     "arm6_chain",
+    "bare_regressor_s",
     "example_robot_file",
     "five_bar_with_collision_geometry",
     "fourier",
@@ -81,6 +87,23 @@ __all__ = [
     "touching",
     "track",
 ]
+
+
+def bare_regressor_s(robot: RobotModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> float:
+    """Wall time, s, of ``pinocchio.computeJointTorqueRegressor`` at each sample of ``q``, ``dq``, ``ddq`` ``(N, n)``
+    (rad, rad/s, rad/s²), one after the other.
+
+    What any IDIM of these samples must at least spend, and the speed benchmarks' measure of the machine: the
+    same code takes from 3.5 to more than 6 µs a sample on the same 2-core machine from one day to another, so
+    their figures are quoted beside it (issue 26).
+    """
+    model = robot.model
+    data = model.createData()
+    configurations = robot.configurations(q)
+    start = time.perf_counter()
+    for k in range(configurations.shape[0]):
+        pin.computeJointTorqueRegressor(model, data, configurations[k], dq[k], ddq[k])
+    return time.perf_counter() - start
 
 
 def print_limit_usage(usage: LimitUsage) -> None:

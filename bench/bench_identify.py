@@ -5,7 +5,8 @@ noisy currents) is synthesised from the exact inverse dynamics of a Fourier
 excitation, written as CSV, then identified by the real ``dynid identify`` in a
 child process whose wall time, CPU time (user + system) and peak resident memory (its own,
 :data:`PEAK_OF_CHILD`) are printed with the machine's load average, beside the accuracy of the identified model on a
-different trajectory. Targets of issue 26 (600 k samples, 6 axes): <= 4 s and <= 500 MB on a
+different trajectory and the machine's speed that day (:func:`_common.bare_regressor_s` over the same samples, and
+the identification's wall time in those units). Targets of issue 26 (600 k samples, 6 axes): <= 4 s and <= 500 MB on a
 quiet machine. ``--no-consistency`` passes the option on; ``--keep FILE`` keeps the parameter
 file (to compare two runs).
 
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import bare_regressor_s
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import predict_torques
@@ -112,6 +114,11 @@ def main() -> None:
         print(
             f"dynid identify: wall time {wall:.1f} s, CPU time {cpu:.1f} s, peak resident memory"
             f" {peak_bytes / 2**20:.0f} MiB ({peak_bytes / 1e6:.0f} MB, the target's unit) (load average {load})"
+        )
+        bare = bare_regressor_s(robot, q, dq, ddq)
+        print(
+            f"the machine: a bare computeJointTorqueRegressor loop over the {samples} samples takes {bare:.2f} s"
+            f" ({1e6 * bare / samples:.2f} µs a sample); dynid identify took {wall / bare:.2f} times that"
         )
         if arguments.keep is not None:
             shutil.copyfile(out, arguments.keep)

@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
+from _common import bare_regressor_s
 from threadpoolctl import threadpool_limits
 
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
@@ -148,9 +148,6 @@ def main() -> None:
     estimates: list[list[object]] = []
     published = []
     # The bare regressor over the same samples, what any IDIM must at least spend, timed beside each update.
-    model = robot.model
-    data = model.createData()
-    configurations = robot.configurations(q_measured)
     wall = cpu = regressor = 0.0
     for first in range(0, samples, chunk):
         part = slice(first, first + chunk)
@@ -160,10 +157,7 @@ def main() -> None:
         update = estimator.update()
         update_cpu.append(time.process_time() - update_start)
         wall, cpu = wall + time.perf_counter() - start, cpu + time.process_time() - cpu_start
-        start = time.perf_counter()
-        for k in range(first, min(first + chunk, samples)):
-            pin.computeJointTorqueRegressor(model, data, configurations[k], dq[k], ddq[k])
-        regressor += time.perf_counter() - start
+        regressor += bare_regressor_s(robot, q_measured[part], dq[part], ddq[part])
         latencies.append(update.seconds)
         if update.publishable:
             publishable += 1
