@@ -38,6 +38,11 @@ _PythonRosLoader.yaml_implicit_resolvers = documents._RosLoader.yaml_implicit_re
 _PythonRosLoader.yaml_constructors = documents._RosLoader.yaml_constructors
 
 
+def _python_text(document: Any) -> str:
+    """``document`` written by PyYAML's Python dumper with the options of ``yaml_text``."""
+    return yaml.safe_dump(document, sort_keys=False, default_flow_style=None, allow_unicode=True, width=120)
+
+
 def _best_ms(function: Callable[[], Any], repeats: int) -> float:
     """The least CPU time of ``repeats`` calls, ms."""
     best = float("inf")
@@ -70,16 +75,9 @@ def main() -> None:
         line = f"{file.name:32} {len(text) / 1024:8.1f} {parse_c:8.2f} {parse_python:8.2f} {same!s:>8}"
         if file.parent == REFERENCE_OUTPUTS:
             written = documents.yaml_text(document)
-            python_written = yaml.safe_dump(
-                document, sort_keys=False, default_flow_style=None, allow_unicode=True, width=120
-            )
+            python_written = _python_text(document)
             write_c = _best_ms(lambda document=document: documents.yaml_text(document), arguments.repeats)
-            write_python = _best_ms(
-                lambda document=document: yaml.safe_dump(
-                    document, sort_keys=False, default_flow_style=None, allow_unicode=True, width=120
-                ),
-                arguments.repeats,
-            )
+            write_python = _best_ms(lambda document=document: _python_text(document), arguments.repeats)
             line += f" {write_c:8.2f} {write_python:8.2f} {written == python_written == text!s:>8}"
         print(line)
     print("CPU ms per document, best of", arguments.repeats)
