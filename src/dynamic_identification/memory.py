@@ -1,18 +1,21 @@
-"""Freed arrays go back to the system: the choice of ``dynid``'s verbs that hold a whole recording.
+"""Freed large arrays go back to the system: the choice of ``dynid``'s verbs that hold a whole recording.
 
 glibc's ``malloc`` serves a request above its mmap threshold (128 KiB at start) with ``mmap``
 and gives it back to the system when it is freed, but freeing such a block raises the
 threshold to its size (up to 32 MiB on 64-bit systems): the next arrays of that size come
-from the heap, where freed memory stays in the process. An identification allocates arrays
-of 1 to 30 MB in turn (a block of rows, a resampled or filtered signal), so its resident
-memory grew by what fragmentation kept. Measured on ``bench/bench_identify.py`` (600 k
-samples of a 6-axis arm): a peak of 722-738 MB with glibc's moving threshold, 594-598 MB with
-a fixed one (128 KiB, 1 MiB or 4 MiB alike), in the same time. The sliding window's
-``dynid stream`` is left as it is: its arrays of a few MB are allocated at every update, and
-``mmap`` for each of them cost it 8 % of its time.
+from the heap, where freed memory stays in the process. An identification holds signals of
+the whole recording (tens of MB each: 29 MB for 600 k samples of 6 joints) and allocates
+smaller arrays in turn (a block of rows, a joint's column, a per-stage temporary), so with the
+moving threshold its resident memory grew by what fragmentation kept of the large ones.
 
-:func:`return_freed_memory` fixes the threshold (any explicit setting stops glibc moving it),
-with ``mallopt``; elsewhere than glibc it does nothing.
+:func:`return_freed_memory` fixes the threshold at :data:`MMAP_THRESHOLD_BYTES` (any explicit
+setting stops glibc moving it), with ``mallopt``; elsewhere than glibc it does nothing. The
+threshold sits between the two kinds of array: the whole-recording signals are mapped and given
+back, while the blocks are reused from the heap. A lower threshold mapped every block of a few
+MB afresh, and the kernel zero-filled its pages at each first touch (a quarter of an
+identification's wall time went to those page faults; ``bench/bench_identify.py`` and the README
+have the figures). The sliding window's ``dynid stream`` is left as it is: its arrays of a few MB
+are allocated at every update.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ import sys
 M_MMAP_THRESHOLD = -3
 """``mallopt``'s parameter for the mmap threshold (glibc's ``malloc.h``)."""
 
-MMAP_THRESHOLD_BYTES = 1 << 20
-"""Arrays from 1 MiB up are mapped on their own and given back to the system when freed."""
+MMAP_THRESHOLD_BYTES = 16 << 20
+"""Arrays from 16 MiB up are mapped on their own and given back to the system when freed. The blocks of rows stay
+below for arms of up to 7 joints: 2048 samples of the observation matrix (``PACKED_CHUNK_SAMPLES``, 14 standard
+columns a joint: 8.3 MB for 6 joints, 11 MB for 7) and 4096 weighted samples of the pivoted QR (``QR_BLOCK_SAMPLES``,
+the base columns: 11 MB for the shipped arm's 58, 16 MB for 69 of a 7-axis arm)."""
 
 
 def return_freed_memory() -> bool:
