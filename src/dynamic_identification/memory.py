@@ -12,10 +12,9 @@ moving threshold its resident memory grew by what fragmentation kept of the larg
 setting stops glibc moving it), with ``mallopt``; elsewhere than glibc it does nothing. The
 threshold sits between the two kinds of array: the whole-recording signals are mapped and given
 back, while the blocks are reused from the heap. A lower threshold mapped every block of a few
-MB afresh, and the kernel zero-filled its pages at each first touch (a quarter of an
-identification's wall time went to those page faults; ``bench/bench_identify.py`` and the README
-have the figures). The sliding window's ``dynid stream`` is left as it is: its arrays of a few MB
-are allocated at every update.
+MB afresh, and the kernel zero-filled its pages at each first touch, in page faults that cost the
+identification system time (figures in the README's ``bench_identify.py`` row). The sliding
+window's ``dynid stream`` is left as it is: its arrays of a few MB are allocated at every update.
 """
 
 from __future__ import annotations
