@@ -285,6 +285,11 @@ def hac_covariance_of_scores(
     )
 
 
+_MOVING_SUM_BLOCK_ROWS = 4096
+"""Rows of :func:`bartlett_long_run_covariance`'s moving sums differenced at a time (NumPy copies the overlapping
+rows a step reads, so a step's temporary is a block, not the scores)."""
+
+
 def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarray:
     """``S = Γ_0 + Σ_{l=1}^{L} (1 − l/(L+1)) (Γ_l + Γ_lᵀ)`` of scores ``(r, k)`` in ``O(r k²)``, whatever ``L``.
 
@@ -300,14 +305,15 @@ def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarr
     if width == 1:
         return g.T @ g
     rows = g.shape[0]
-    cumulative = np.empty((rows + 1, g.shape[1]))
-    cumulative[0] = 0.0
-    np.cumsum(g, axis=0, out=cumulative[1:])
-    # B_u = C_{min(u+1, r)} − C_{max(u+1−m, 0)}, u = 0 … r + L − 1, written in place (two arrays of the scores' size).
+    # B_u = C_{min(u+1, r)} − C_{max(u+1−m, 0)}, u = 0 … r + L − 1, with C_j = Σ_{s<j} g_s, in one array of the
+    # scores' size: sums[u] holds C_{u+1} (C_r past the end), and C_{u+1−m} (zero for u < m) is subtracted from the
+    # last row backwards, each block reading rows that no earlier block changed.
     sums = np.empty((rows + width - 1, g.shape[1]))
-    sums[:rows] = cumulative[1:]
-    sums[rows:] = cumulative[rows]
-    sums[width - 1 :] -= cumulative[:rows]
+    np.cumsum(g, axis=0, out=sums[:rows])
+    sums[rows:] = sums[rows - 1]
+    for stop in range(sums.shape[0], width, -_MOVING_SUM_BLOCK_ROWS):
+        start = max(stop - _MOVING_SUM_BLOCK_ROWS, width)
+        sums[start:stop] -= sums[start - width : stop - width]
     return sums.T @ sums / width
 
 
