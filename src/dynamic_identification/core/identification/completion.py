@@ -96,15 +96,20 @@ class CompletedRecording:
 
 def controlled_positions(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     """The controlled joints' columns of positions ``(N, n_a)`` or ``(N, n_t)``, with the ±π jumps of continuous
-    joints removed (they are filtered and differentiated), rad (m)."""
+    joints removed (they are filtered and differentiated), rad (m).
+
+    Read-only; without a continuous joint to unwrap, a view of ``q``'s columns rather than a copy (no 29 MB copy
+    at 600 k samples of 6 joints beside the spline that resamples them).
+    """
     positions = np.asarray(q, dtype=float)
     if positions.shape[1] != mechanism.n_actuated:
         positions = positions[:, mechanism.actuated]
-    out = np.array(positions, dtype=float)
     continuous = mechanism.robot.continuous
-    for i, j in enumerate(mechanism.actuated):
-        if continuous[int(j)]:
-            out[:, i] = np.unwrap(out[:, i])
+    wrapped = [i for i, j in enumerate(mechanism.actuated) if continuous[int(j)]]
+    out = np.array(positions, dtype=float) if wrapped else positions.view()
+    for i in wrapped:
+        out[:, i] = np.unwrap(out[:, i])
+    out.flags.writeable = False
     return out
 
 
