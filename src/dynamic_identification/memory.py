@@ -26,10 +26,11 @@ M_MMAP_THRESHOLD = -3
 """``mallopt``'s parameter for the mmap threshold (glibc's ``malloc.h``)."""
 
 MMAP_THRESHOLD_BYTES = 16 << 20
-"""Arrays from 16 MiB up are mapped on their own and given back to the system when freed. The blocks of rows stay
-below for arms of up to 7 joints: 2048 samples of the observation matrix (``PACKED_CHUNK_SAMPLES``, 14 standard
-columns a joint: 8.3 MB for 6 joints, 11 MB for 7) and 4096 weighted samples of the pivoted QR (``QR_BLOCK_SAMPLES``,
-the base columns: 11 MB for the shipped arm's 58, 16 MB for 69 of a 7-axis arm)."""
+"""Arrays from 16 MiB up are mapped on their own and given back to the system when freed. The blocks an
+identification works through stay below for arms of up to 7 joints: its decimated rows (1-4 MB at a time), the
+observation matrix at every sample (``PACKED_CHUNK_SAMPLES``, 14 standard columns a joint: 8.3 MB for 6 joints, 11 MB
+for 7) and the pivoted QR's weighted rows (``QR_BLOCK_SAMPLES`` of the kept base columns: 11 MB for the shipped arm's
+58, 16 MB for 69 of a 7-axis arm)."""
 
 
 def return_freed_memory() -> bool:
