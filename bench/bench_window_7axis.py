@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
-from _common import fourier_recording
+from _common import bare_regressor_s, fourier_recording
 from bench_realistic import robot_preset
 
 from dynamic_identification.blas import use_one_blas_thread
@@ -70,14 +69,9 @@ def main() -> None:
         f"  update latency: mean {latency_ms.mean():.1f} ms, p95 {np.percentile(latency_ms, 95):.1f} ms,"
         f" max {latency_ms.max():.1f} ms; update CPU time: median {1e3 * np.median(update_cpu):.2f} ms"
     )
-    model, pinocchio_data = robot.model, robot.model.createData()
-    configurations = robot.configurations(positions)
     velocities = np.gradient(positions, axis=0)
     accelerations = np.gradient(velocities, axis=0)
-    start = time.perf_counter()
-    for k in range(samples):
-        pin.computeJointTorqueRegressor(model, pinocchio_data, configurations[k], velocities[k], accelerations[k])
-    bare = 1e6 * (time.perf_counter() - start) / samples
+    bare = 1e6 * bare_regressor_s(robot, positions, velocities, accelerations) / samples
     per_sample = 1e6 * wall / samples
     print(
         f"  per-sample cost: estimator {per_sample:.2f} µs, bare computeJointTorqueRegressor loop {bare:.2f} µs"
