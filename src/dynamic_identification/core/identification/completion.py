@@ -36,6 +36,7 @@ its time.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,18 +97,22 @@ class CompletedRecording:
 
 def controlled_positions(mechanism: Mechanism, q: np.ndarray) -> np.ndarray:
     """The controlled joints' columns of positions ``(N, n_a)`` or ``(N, n_t)``, with the ±π jumps of continuous
-    joints removed (they are filtered and differentiated), rad (m).
-
-    Read-only; without a continuous joint to unwrap, a view of ``q``'s columns rather than a copy (no 29 MB copy
-    at 600 k samples of 6 joints beside the spline that resamples them).
-    """
+    joints removed (they are filtered and differentiated), rad (m); read-only (:func:`unwrapped`)."""
     positions = np.asarray(q, dtype=float)
     if positions.shape[1] != mechanism.n_actuated:
         positions = positions[:, mechanism.actuated]
     continuous = mechanism.robot.continuous
-    wrapped = [i for i, j in enumerate(mechanism.actuated) if continuous[int(j)]]
-    out = np.array(positions, dtype=float) if wrapped else positions.view()
-    for i in wrapped:
+    return unwrapped(positions, [i for i, j in enumerate(mechanism.actuated) if continuous[int(j)]])
+
+
+def unwrapped(positions: np.ndarray, columns: Sequence[int]) -> np.ndarray:
+    """``positions`` ``(N, m)``, rad, with the ±π jumps of the continuous joints' ``columns`` removed, read-only.
+
+    Without a column to unwrap it is a view rather than a copy: a whole recording's positions (29 MB at 600 k
+    samples of 6 joints) are not held twice, beside the spline that resamples them.
+    """
+    out = np.array(positions, dtype=float) if len(columns) else np.asarray(positions, dtype=float).view()
+    for i in columns:
         out[:, i] = np.unwrap(out[:, i])
     out.flags.writeable = False
     return out
@@ -339,4 +344,5 @@ __all__ = [
     "complete_recording",
     "completed_at",
     "controlled_positions",
+    "unwrapped",
 ]

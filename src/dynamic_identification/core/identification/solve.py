@@ -67,7 +67,7 @@ from dynamic_identification.core.estimation.quality import JointErrors, relative
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
-from dynamic_identification.core.identification.completion import controlled_positions
+from dynamic_identification.core.identification.completion import controlled_positions, unwrapped
 from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
@@ -653,19 +653,15 @@ def checked_samples(
     continuous = [
         j for j, name in enumerate(names) if mechanism.robot.continuous[mechanism.robot.joint_names.index(name)]
     ]
-    # Without a continuous joint the positions are the recording's own, read-only (no 29 MB copy at 600 k samples).
-    unwrapped = positions.copy() if continuous else positions.view()
-    for j in continuous:
-        unwrapped[:, j] = np.unwrap(unwrapped[:, j])
-    unwrapped.flags.writeable = False
+    unwrapped_q = unwrapped(positions, continuous)
     check_motion(
-        controlled_positions(mechanism, unwrapped),
+        controlled_positions(mechanism, unwrapped_q),
         mechanism.actuated_joint_names,
         min_motion_rad=settings.min_motion_rad,
     )
     return Samples(
         time=np.asarray(time, dtype=float),
-        q=unwrapped,
+        q=unwrapped_q,
         torques=np.asarray(torques, dtype=float),
         dq_measured=dq_measured,
     )
