@@ -50,3 +50,22 @@ def test_encoder_quantisation_and_jitter_are_not_speed() -> None:
     jittered = TIME + rng.uniform(-2e-4, 2e-4, TIME.size)
     quantised = np.round(MOTION / 1e-4) * 1e-4
     assert speed_problem(NAMES, jittered, quantised, VELOCITY) is None
+
+
+@pytest.mark.parametrize(
+    ("share", "times_limit"), [(0.02, 6.0), (0.02, 4.0), (0.005, 10.0), (0.012, 5.5), (0.008, 3.0)]
+)
+def test_the_99th_percentile_speed_decides_however_few_samples_are_fast(share: float, times_limit: float) -> None:
+    """A joint at ``times_limit`` × its limit for ``share`` of the time: refused exactly when its 99th percentile
+    speed exceeds 5 × the limit, as the percentile of every speed says."""
+    time = np.arange(20_000) / 1000.0
+    speed = np.full(time.size, 0.5 * VELOCITY[0])
+    speed[: int(share * time.size)] = times_limit * VELOCITY[0]
+    travelled = np.concatenate([[0.0], np.cumsum(speed[1:] * np.diff(time))])
+    positions = np.column_stack([travelled, np.full(time.size, 20.0)])
+    stride = 10
+    speeds = np.abs(positions[stride:, 0] - positions[:-stride, 0]) / (time[stride:] - time[:-stride])
+    refused = np.percentile(speeds, 99.0) > 5.0 * VELOCITY[0]
+    problem = speed_problem(NAMES, time, positions, VELOCITY)
+    assert (problem is not None) == refused, (problem, np.percentile(speeds, 99.0))
+    assert problem is None or "j1 moves at" in problem
