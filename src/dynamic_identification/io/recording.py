@@ -113,7 +113,8 @@ class Recording:
 
     def select(self, joint_names: Sequence[str]) -> Recording:
         """The same samples with only ``joint_names``, in that order (this recording itself when
-        those are its joints in its order: its arrays are read-only, so nothing is copied).
+        those are its joints in its order: its arrays are read-only, so nothing is copied; otherwise the
+        selected columns, and the same ``time``).
 
         Raises
         ------
@@ -420,13 +421,19 @@ class RecordingWriter:
 
 
 def _read_only(value: Any) -> np.ndarray:
-    """A read-only float copy of ``value`` (a copy, so the caller's array stays writable)."""
+    """``value`` as a read-only float array: itself when it already is one that owns its data (another recording's,
+    which nobody can write: :meth:`Recording.select` and ``dataclasses.replace`` copy nothing), otherwise a copy,
+    so the caller's array stays writable."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.base is None and not value.flags.writeable:
+        return value
     array = np.array(value, dtype=float)
     array.setflags(write=False)
     return array
 
 
 def _check_finite(kind: str, array: np.ndarray, names: tuple[str, ...]) -> None:
+    if np.isfinite(array).all():
+        return
     bad = np.argwhere(~np.isfinite(array))
     if bad.size:
         row, col = (int(i) for i in bad[0])

@@ -335,6 +335,8 @@ def _diagnose_body(file: Path, n_columns: int, body: _Body) -> None:
 
 def check_finite_cells(data: np.ndarray, header: list[str], file: Path) -> None:
     """Raise a :class:`DataError` naming the line and column of the first non-finite cell."""
+    if np.isfinite(data).all():
+        return
     bad = np.argwhere(~np.isfinite(data))
     if bad.size:
         row, col = (int(i) for i in bad[0])
