@@ -10,6 +10,7 @@ from dynamic_identification.core.errors import RankDeficientError
 from dynamic_identification.core.estimation import (
     NormalEquations,
     joint_error_std,
+    joint_fits,
     solve_weighted,
     weighted_least_squares,
 )
@@ -36,6 +37,17 @@ def test_blocks_add_and_subtract_to_the_statistics_of_the_union() -> None:
         assert_allclose(total, expected, rtol=1e-12, atol=1e-9)
     for rest, expected in zip((whole - first)._fields(), second._fields(), strict=True):
         assert_allclose(rest, expected, rtol=1e-9, atol=1e-8)
+
+
+def test_the_statistics_from_each_joints_qr_equal_those_summed_over_the_rows() -> None:
+    # Offline WLS has each joint's R factor already; its RᵀR gives the same normal equations without the products.
+    w, y, valid = _rows(2, samples=20_000)
+    valid[:, 1] = False  # a joint without valid equations: zero statistics both ways
+    triangles = joint_fits(w, y, valid=valid).triangles
+    from_triangles = NormalEquations.from_triangles(triangles, w, y, valid)
+    from_rows = NormalEquations.from_rows(w, y, valid)
+    for field, expected in zip(from_triangles._fields(), from_rows._fields(), strict=True):
+        assert_allclose(field, expected, rtol=1e-12, atol=1e-9 * np.abs(expected).max())
 
 
 def test_weighted_solution_equals_the_row_based_wls() -> None:

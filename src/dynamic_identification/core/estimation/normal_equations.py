@@ -30,7 +30,7 @@ import scipy.linalg
 from dynamic_identification.core.errors import DataError, RankDeficientError
 
 BLOCK_ROWS = 8192
-"""Rows summed at a time by :meth:`NormalEquations.from_rows`."""
+"""Rows summed at a time by :meth:`NormalEquations.from_rows` and :meth:`NormalEquations.from_triangles`."""
 
 RANK_TOLERANCE = 1e-10
 """Relative pivot threshold of the pivoted Cholesky on the scaled normal matrix (≈ 1e-5 on singular values)."""
@@ -105,6 +105,42 @@ class NormalEquations:
                 abs_columns=np.abs(w_masked).sum(axis=(0, 1)),
             )
         return total
+
+    @classmethod
+    def from_triangles(
+        cls, triangles: np.ndarray, observation_matrix: np.ndarray, torques: np.ndarray, valid: np.ndarray
+    ) -> NormalEquations:
+        """:meth:`from_rows` of rows whose per-joint QR is known: ``triangles`` ``(n, b + 1, b + 1)`` holds each
+        joint's ``R_j`` of its valid rows ``[W_j | y_j]`` (e.g. :class:`~dynamic_identification.core.estimation.
+        least_squares.JointFits`' triangles, which weighted least squares computes anyway).
+
+        ``R_jᵀ R_j = [W_j | y_j]ᵀ [W_j | y_j]`` gives ``a``, ``b`` and ``c`` in ``O(n b³)`` instead of the
+        ``O(rows · b²)`` products of :meth:`from_rows` (a sixth of its time at 600 k samples); the counts and sums of
+        magnitudes are still summed over the rows.
+        """
+        w = np.asarray(observation_matrix, dtype=float)
+        y = np.asarray(torques, dtype=float)
+        mask = np.asarray(valid, dtype=bool)
+        r = np.asarray(triangles, dtype=float)
+        p = w.shape[2]
+        if w.ndim != 3 or y.shape != w.shape[:2] or mask.shape != y.shape or r.shape != (w.shape[1], p + 1, p + 1):
+            raise DataError(
+                f"need W (r, n, b), Y and valid (r, n) and triangles (n, b + 1, b + 1), got {w.shape}, {y.shape},"
+                f" {mask.shape} and {r.shape}"
+            )
+        gram = np.matmul(r.transpose(0, 2, 1), r)
+        abs_columns = np.zeros(p)
+        for start in range(0, w.shape[0], BLOCK_ROWS):
+            block = slice(start, start + BLOCK_ROWS)
+            abs_columns += np.einsum("rj,rjb->b", mask[block].astype(float), np.abs(w[block]))
+        return cls(
+            a=gram[:, :p, :p],
+            b=gram[:, :p, p],
+            c=gram[:, p, p],
+            count=mask.sum(axis=0).astype(float),
+            abs_y=np.where(mask, np.abs(y), 0.0).sum(axis=0),
+            abs_columns=abs_columns,
+        )
 
     @property
     def n_joints(self) -> int:

@@ -377,7 +377,11 @@ def identify_observations(
     cancellation.report(f"normal equations, reduction ({settings.reduction.method})")
     fits = _own_fits(observations, settings.method)
     joint_std = _weights(fits, target.shape[1])
-    equations = NormalEquations.from_rows(matrix, target, valid)
+    equations = (
+        NormalEquations.from_rows(matrix, target, valid)
+        if fits is None
+        else NormalEquations.from_triangles(fits.triangles, matrix, target, valid)
+    )
     reduction = reduce_model(
         equations,
         joint_std,
