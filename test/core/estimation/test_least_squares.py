@@ -17,7 +17,7 @@ from dynamic_identification.core.estimation import (
     rank_deficient_columns,
     weighted_least_squares,
 )
-from dynamic_identification.core.estimation.least_squares import stacked_triangle
+from dynamic_identification.core.estimation.least_squares import sparse_column_triangle, stacked_triangle
 
 TRUE_PARAMETERS = np.array([1.5, -0.7, 3.0, 0.25])
 
@@ -349,6 +349,28 @@ def test_the_triangle_of_stacked_blocks_is_the_r_of_all_rows(block_rows: int) ->
     assert_allclose(np.abs(triangle), np.abs(whole), rtol=1e-10, atol=1e-10 * np.abs(whole).max())
     residual = np.linalg.norm(b - a @ np.linalg.lstsq(a, b, rcond=None)[0])
     assert_allclose(abs(triangle[6, 6]), residual, rtol=1e-10)
+
+
+def test_the_triangle_without_the_zero_columns_is_an_r_of_the_rows() -> None:
+    """Columns zero in every row (an IDIM joint's, of the links before it) left out of the QR: the R still gives the
+    rows' normal equations and every least-squares residual, zero in the rows and columns of those columns."""
+    rng = np.random.default_rng(6)
+    a = rng.normal(size=(500, 7)) * np.logspace(-2, 3, 7)
+    a[:, [0, 3]] = 0.0
+    b = a @ rng.normal(size=7) + rng.normal(scale=0.1, size=500)
+    rows = np.vstack([a.T, b])
+    triangle = sparse_column_triangle(rows.copy())
+    assert_array_equal(triangle[[0, 3]], 0.0)
+    assert_array_equal(triangle[:, [0, 3]], 0.0)
+    assert_allclose(triangle.T @ triangle, rows @ rows.T, rtol=1e-12, atol=1e-12 * np.abs(rows @ rows.T).max())
+    some = [1, 4, 6]
+    residual = np.linalg.norm(b - a[:, some] @ np.linalg.lstsq(a[:, some], b, rcond=None)[0])
+    reduced = triangle[:, some]
+    assert_allclose(
+        np.linalg.norm(triangle[:, 7] - reduced @ np.linalg.lstsq(reduced, triangle[:, 7], rcond=None)[0]),
+        residual,
+        rtol=1e-10,
+    )
 
 
 def test_wls_from_the_joints_own_factors_equals_wls_of_the_rows() -> None:

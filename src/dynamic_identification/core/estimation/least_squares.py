@@ -320,20 +320,14 @@ def _joint_fit(equations: np.ndarray) -> tuple[int, float, np.ndarray]:
     ``‖Qᵀ y_j − R_S x‖ = ‖y_j − W_S x‖`` for any ``x``, so the least-squares solution of ``R``'s independent
     columns against its last column gives the residual of the rows, with no second pass over them.
 
-    The columns of ``W_j`` that are zero in every row stay out of the QR, their rows and columns of ``R`` zero:
-    the IDIM's joint ``j`` holds no parameter of the links before it ([Gautier2013] eq. (5)), and the QR of the
-    ``c`` others costs ``(c / p)²`` of the whole (a quarter over the 6-axis arm's joints).
+    The QR leaves out the columns that are zero in every row (:func:`sparse_column_triangle`): the IDIM's joint
+    ``j`` holds no parameter of the links before it ([Gautier2013] eq. (5)).
     """
     p = equations.shape[0] - 1
     norms = np.linalg.norm(equations, axis=1)
     torque_norm = float(norms[p])
-    active = np.append(np.flatnonzero(norms[:p] > 0.0), p)
     norms = np.where(norms[:p] > 0.0, norms[:p], 1.0)
-    if active.size == p + 1:
-        triangle = _triangle_of_rows(np.zeros((0, p + 1)), equations)
-    else:
-        triangle = np.zeros((p + 1, p + 1))
-        triangle[np.ix_(active, active)] = _triangle_of_rows(np.zeros((0, active.size)), equations[active])
+    triangle = sparse_column_triangle(equations)
     r, pivots = scipy.linalg.qr(triangle[:, :p] / norms, mode="r", pivoting=True, check_finite=False)
     dependent = _PivotedQR(r=r[:p], pivots=pivots, norms=norms, projected=np.empty(0)).dependent(_RANK_TOLERANCE)
     independent = np.setdiff1d(np.arange(p), dependent)
@@ -677,6 +671,32 @@ def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     rows[:p] = a.T
     rows[p] = b
     return _triangle_of_rows(triangle, rows)
+
+
+def sparse_column_triangle(rows: np.ndarray) -> np.ndarray:
+    """``R`` ``(p + 1, p + 1)`` of the QR of ``[a | b]`` (``a`` ``(m, p)``), given transposed ``(p + 1, m)`` as
+    :func:`_triangle_of_rows` takes them (and overwritten), with the columns of ``a`` that are zero in every row
+    left out of the factorisation (:func:`column_triangle`): a quarter of the cost over the equations of the 6-axis
+    arm's joints, each of which holds none of the links before it ([Gautier2013] eq. (5))."""
+    p = rows.shape[0] - 1
+    columns = np.flatnonzero(np.any(rows[:p] != 0.0, axis=1))
+    if columns.size == p:
+        return _triangle_of_rows(np.zeros((0, p + 1)), rows)
+    return column_triangle(rows[np.append(columns, p)], columns, p)
+
+
+def column_triangle(rows: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
+    """``R`` ``(width + 1, width + 1)`` of the QR of ``[a | b]`` (``a`` ``(m, width)``) whose columns but ``columns``
+    (increasing) are zero in every row, from those columns and ``b`` given transposed ``(len(columns) + 1, m)``
+    (and overwritten).
+
+    The rows and columns of ``R`` of the zero columns are zero, which is an ``R`` of the rows all the same
+    (``RᵀR = [a | b]ᵀ[a | b]``, ``‖R v‖ = ‖[a | b] v‖``), for ``(c / width)²`` of the QR's cost with ``c`` columns.
+    """
+    index = np.append(np.asarray(columns, dtype=int), width)
+    triangle = np.zeros((width + 1, width + 1))
+    triangle[np.ix_(index, index)] = _triangle_of_rows(np.zeros((0, index.size)), rows)
+    return triangle
 
 
 def _triangle_of_rows(triangle: np.ndarray, rows: np.ndarray) -> np.ndarray:

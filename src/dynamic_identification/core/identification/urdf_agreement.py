@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamic_identification.core.estimation.least_squares import stacked_triangle
+from dynamic_identification.core.estimation.least_squares import column_triangle, stacked_triangle
 from dynamic_identification.core.identification.solve import FRICTION_PREFIXES, IdentificationResult
 from dynamic_identification.core.mechanism.robot import RobotModel
 
@@ -95,18 +95,33 @@ def urdf_agreement(robot: RobotModel, result: IdentificationResult) -> UrdfAgree
     drive_terms = len(base.standard_names) // robot.n_joints - inertial.shape[1]
     urdf_standard = np.concatenate([inertial, np.zeros((robot.n_joints, drive_terms))], axis=1).ravel()
     nominal = base.from_standard(urdf_standard)
-    drive = [i for i, name in enumerate(base.names) if name.startswith(_DRIVE_PREFIXES)]
-    # [ŷ | D | y] of every joint's normalised equations, reduced to its R one joint at a time (stacked_triangle):
-    # the 290 k x 26 design of a 600 k-sample recording is never built, and Qᵀ keeps every residual norm.
-    triangle = np.zeros((0, len(drive) + 2))
-    for j in range(observations.torques.shape[1]):
+    drive = np.array([i for i, name in enumerate(base.names) if name.startswith(_DRIVE_PREFIXES)], dtype=int)
+    matrix, torques = observations.observation_matrix, observations.torques
+    nominal_torques = (matrix.reshape(-1, matrix.shape[2]) @ nominal).reshape(torques.shape)
+    # The drive columns acting on each joint's equations (its own, and those its drive couples in): the others are
+    # zero in its rows.
+    equations = result.equations
+    acting = np.ones((torques.shape[1], drive.size), dtype=bool)
+    if equations is not None:
+        acting = np.einsum("jkk->jk", equations.a)[:, drive] > 0.0
+    # [ŷ | D | y] of every joint's normalised equations, reduced to its R one joint at a time from its non-zero
+    # columns (column_triangle); the joints' triangles are then stacked and reduced to one R. The 290 k x 26 design
+    # of a 600 k-sample recording is never built, and Qᵀ keeps every residual norm.
+    triangles = [np.zeros((0, drive.size + 2))]
+    for j in range(torques.shape[1]):
         valid = observations.valid[:, j]
-        rms = float(np.sqrt(np.mean(observations.torques[valid, j] ** 2))) if valid.any() else 0.0
+        rms = float(np.sqrt(np.mean(torques[valid, j] ** 2))) if valid.any() else 0.0
         if rms > 0.0:
-            rows = observations.observation_matrix[valid, j]
-            design = np.column_stack([rows @ nominal, rows[:, drive]]) / rms
-            triangle = stacked_triangle(triangle, design, observations.torques[valid, j] / rms)
-    if not triangle.size or not np.any(triangle[:, 0]):
+            columns = np.flatnonzero(acting[j])
+            rows = np.empty((columns.size + 2, int(np.count_nonzero(valid))))
+            rows[0] = nominal_torques[valid, j]
+            rows[1:-1] = matrix[:, j, drive[columns]][valid].T
+            rows[-1] = torques[valid, j]
+            rows /= rms
+            triangles.append(column_triangle(rows, np.append(0, 1 + columns), drive.size + 1))
+    stacked = np.concatenate(triangles)
+    triangle = stacked_triangle(np.zeros((0, drive.size + 2)), stacked[:, :-1], stacked[:, -1])
+    if not stacked.size or not np.any(triangle[:, 0]):
         return None
     y, design = triangle[:, -1], triangle[:, :-1]
     fitted, *_ = np.linalg.lstsq(design, y, rcond=None)
