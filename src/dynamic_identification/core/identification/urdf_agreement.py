@@ -98,12 +98,9 @@ def urdf_agreement(robot: RobotModel, result: IdentificationResult) -> UrdfAgree
     drive = np.array([i for i, name in enumerate(base.names) if name.startswith(_DRIVE_PREFIXES)], dtype=int)
     matrix, torques = observations.observation_matrix, observations.torques
     nominal_torques = (matrix.reshape(-1, matrix.shape[2]) @ nominal).reshape(torques.shape)
-    # The drive columns acting on each joint's equations (its own, and those its drive couples in): the others are
-    # zero in its rows.
-    equations = result.equations
-    acting = np.ones((torques.shape[1], drive.size), dtype=bool)
-    if equations is not None:
-        acting = np.einsum("jkk->jk", equations.a)[:, drive] > 0.0
+    # The drive columns that can act on each joint's equations (its own, and those its drive couples in,
+    # BaseParameters.structure): the others are zero in its rows.
+    acting = base.structure[:, drive]
     # [ŷ | D | y] of every joint's normalised equations, reduced to its R one joint at a time from its non-zero
     # columns (column_triangle); the joints' triangles are then stacked and reduced to one R. The 290 k x 26 design
     # of a 600 k-sample recording is never built, and Qᵀ keeps every residual norm.
