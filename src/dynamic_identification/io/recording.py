@@ -252,7 +252,10 @@ def read_recording_csv(
     arrays: dict[str, Any] = {}
     for kind in COLUMN_KINDS:
         if kind in layout[names[0]]:
-            arrays[kind] = data[:, [layout[name][kind] for name in names]]
+            # A new array of the file's columns, handed over read-only: the recording keeps it as it is (_read_only).
+            columns = np.take(data, [layout[name][kind] for name in names], axis=1)
+            columns.setflags(write=False)
+            arrays[kind] = columns
     return Recording(time=data[:, time_column], joint_names=names, **arrays)
 
 
