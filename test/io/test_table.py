@@ -37,6 +37,7 @@ def test_every_finite_binary64_reads_back_bit_for_bit(tmp_path: Path, torn: bool
         with path.open("a", encoding="utf-8") as stream:
             stream.write("1.5,2.")
     data = read_body(path, 4)
+    assert data.flags.c_contiguous
     np.testing.assert_array_equal(data.view(np.uint64), table.view(np.uint64))
 
 
