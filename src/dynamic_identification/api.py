@@ -31,6 +31,7 @@ from dynamic_identification.core.identification import (
     SignalSettings,
     SlidingWindowEstimator,
     WindowUpdate,
+    joint_travel,
     predict_at_stamps,
     predict_torques,
 )
@@ -219,7 +220,7 @@ def warn_locked_but_moving(
     :data:`LOCKED_MOTION_RAD` (a gripper, a joint held still) is left alone.
     """
     locked = [name for name in recording.joint_names if name not in robot.joint_names and name in in_urdf]
-    travel = np.ptp(recording.select(locked).position, axis=0) if locked else np.empty(0)
+    travel = joint_travel(recording.select(locked).position) if locked else np.empty(0)
     moving = [f"{name} ({span:.2g} rad)" for name, span in zip(locked, travel, strict=True) if span > LOCKED_MOTION_RAD]
     if moving:
         LOGGER.warning(

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from dynamic_identification.core.errors import DataError
+from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.identification import SignalSettings
 from dynamic_identification.core.identification.motion import (
     AUTO_CUTOFF_RANGE_HZ,
     automatic_cutoff_hz,
+    check_motion,
     estimate_motion,
+    joint_travel,
     motion_bandwidth_hz,
     resolve_signal,
     sample_instants,
@@ -331,3 +333,15 @@ def test_a_motion_differentiates_any_block_of_rows_as_the_whole_recording(edges:
         assert_array_equal(part.dq, segment.dq[block])
         assert_array_equal(part.ddq, segment.ddq[block])
     assert segment.projection is None
+
+
+def test_each_joints_travel_is_its_largest_position_less_its_smallest() -> None:
+    rng = np.random.default_rng(4)
+    q = np.cumsum(rng.normal(size=(5000, 6)), axis=0)
+    expected = q.max(axis=0) - q.min(axis=0)
+    assert_array_equal(joint_travel(q), expected)
+    assert_array_equal(joint_travel(np.asfortranarray(q)), expected)
+    assert_array_equal(joint_travel(q[:1]), np.zeros(6))
+    with pytest.raises(InsufficientExcitationError, match="largest joint travel"):
+        check_motion(q[:1], tuple("abcdef"), min_motion_rad=0.01)
+    assert_array_equal(check_motion(q, tuple("abcdef"), min_motion_rad=0.01), expected)

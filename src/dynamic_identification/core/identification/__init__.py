@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         decimation_factor,
         edge_samples,
         estimate_motion,
+        joint_travel,
         resolve_signal,
     )
     from dynamic_identification.core.identification.observations import (
@@ -74,6 +75,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "decimation_factor",
             "edge_samples",
             "estimate_motion",
+            "joint_travel",
             "resolve_signal",
         ),
         "observations": (

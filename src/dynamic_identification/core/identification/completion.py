@@ -127,8 +127,7 @@ def check_travel(mechanism: Mechanism, q: np.ndarray, *, min_motion_rad: float) 
         No controlled joint travelled ``min_motion_rad``.
     """
     actuated = controlled_positions(mechanism, q)
-    check_motion(actuated, mechanism.actuated_joint_names, min_motion_rad=min_motion_rad)
-    return np.ptp(actuated, axis=0)
+    return check_motion(actuated, mechanism.actuated_joint_names, min_motion_rad=min_motion_rad)
 
 
 def complete_recording(

@@ -68,7 +68,7 @@ from dynamic_identification.core.estimation.recursive import RecursiveHistory, r
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.completion import controlled_positions, unwrapped
-from dynamic_identification.core.identification.motion import check_motion, check_samples
+from dynamic_identification.core.identification.motion import check_motion, check_samples, joint_travel
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings, ReductionSettings
@@ -745,7 +745,7 @@ def identify_recording(
         mechanism, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
     # The travel before the rows: its copy of the positions is not alive beside W.
-    travel = np.ptp(controlled_positions(mechanism, samples.q), axis=0)
+    travel = joint_travel(controlled_positions(mechanism, samples.q))
     return identify_observations(
         dynamic_model.base,
         observe(samples),

@@ -405,14 +405,14 @@ def identify_power(
         raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
     if recordings:
         positions = np.concatenate([robot.unwrap_positions(np.asarray(r[1], dtype=float)) for r in recordings])
-        check_motion(positions, robot.joint_names, min_motion_rad=settings.min_motion_rad)
+        travel = check_motion(positions, robot.joint_names, min_motion_rad=settings.min_motion_rad)
     observations = power_observations(dynamic_model, recordings, settings=settings)
     judged = [Samples(*(np.asarray(x, dtype=float) for x in recording)) for recording in recordings]
     return identify_observations(
         dynamic_model.base,
         observations,
         settings=settings,
-        travel=np.ptp(positions, axis=0),
+        travel=travel,
         bounds=bounds if bounds is not None else PlausibilityBounds.from_robot(robot),
         torque_check=stamp_torque_check(dynamic_model, judged, settings.signal),
     )
