@@ -676,8 +676,8 @@ def stacked_triangle(triangle: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
 def sparse_column_triangle(rows: np.ndarray) -> np.ndarray:
     """``R`` ``(p + 1, p + 1)`` of the QR of ``[a | b]`` (``a`` ``(m, p)``), given transposed ``(p + 1, m)`` as
     :func:`_triangle_of_rows` takes them (and overwritten), with the columns of ``a`` that are zero in every row
-    left out of the factorisation (:func:`column_triangle`): a quarter of the cost over the equations of the 6-axis
-    arm's joints, each of which holds none of the links before it ([Gautier2013] eq. (5))."""
+    left out of the factorisation (:func:`column_triangle`): an IDIM joint's equations hold none of the links before
+    it ([Gautier2013] eq. (5)), so the later joints' QR is a fraction of the whole."""
     p = rows.shape[0] - 1
     columns = np.flatnonzero(np.any(rows[:p] != 0.0, axis=1))
     if columns.size == p:

@@ -115,8 +115,8 @@ class NormalEquations:
         least_squares.JointFits`' triangles, which weighted least squares computes anyway).
 
         ``R_jᵀ R_j = [W_j | y_j]ᵀ [W_j | y_j]`` gives ``a``, ``b`` and ``c`` in ``O(n b³)`` instead of the
-        ``O(rows · b²)`` products of :meth:`from_rows` (a sixth of its time at 600 k samples); the counts and sums of
-        magnitudes are still summed over the rows.
+        ``O(rows · b²)`` products of :meth:`from_rows`; the counts and sums of magnitudes are still summed over the
+        rows.
         """
         w = np.asarray(observation_matrix, dtype=float)
         y = np.asarray(torques, dtype=float)

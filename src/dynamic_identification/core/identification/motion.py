@@ -614,8 +614,8 @@ def check_samples(joint_names: tuple[str, ...], q: np.ndarray, torques: np.ndarr
 def joint_travel(q: np.ndarray) -> np.ndarray:
     """Each joint's travel over the samples ``q`` ``(N, n)``: its largest position less its smallest (rad, ``(n,)``).
 
-    One joint at a time: ``np.ptp(q, axis=0)`` of a row-major recording reduces ``n`` numbers at a time, three
-    times slower at 600 k samples of 6 joints (41 ms against 14 ms).
+    One joint at a time: ``np.ptp(q, axis=0)`` of a row-major recording reduces ``n`` numbers at a time, several
+    times slower on a long recording (``bench/bench_identify.py``).
     """
     positions = np.asarray(q, dtype=float)
     return np.array([np.ptp(positions[:, j]) for j in range(positions.shape[1])], dtype=float)
