@@ -682,7 +682,12 @@ def sparse_column_triangle(rows: np.ndarray) -> np.ndarray:
     columns = np.flatnonzero(np.any(rows[:p] != 0.0, axis=1))
     if columns.size == p:
         return _triangle_of_rows(np.zeros((0, p + 1)), rows)
-    return column_triangle(rows[np.append(columns, p)], columns, p)
+    # The kept rows moved up in place (each to a row at or before its own, never one still to be read): no copy of
+    # the equations beside them.
+    for i, column in enumerate(np.append(columns, p)):
+        if i != column:
+            rows[i] = rows[column]
+    return column_triangle(rows[: columns.size + 1], columns, p)
 
 
 def column_triangle(rows: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
