@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.motion import Motion, check_motion, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.motion import Motion, estimate_motion, resolve_signal
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
@@ -116,18 +116,6 @@ def unwrapped(positions: np.ndarray, columns: Sequence[int]) -> np.ndarray:
         out[:, i] = np.unwrap(out[:, i])
     out.flags.writeable = False
     return out
-
-
-def check_travel(mechanism: Mechanism, q: np.ndarray, *, min_motion_rad: float) -> np.ndarray:
-    """The travel (rad, ``(n_a,)``) of the controlled joints of positions ``(N, n_a)`` or ``(N, n_t)``.
-
-    Raises
-    ------
-    InsufficientExcitationError
-        No controlled joint travelled ``min_motion_rad``.
-    """
-    actuated = controlled_positions(mechanism, q)
-    return check_motion(actuated, mechanism.actuated_joint_names, min_motion_rad=min_motion_rad)
 
 
 def complete_recording(
@@ -339,7 +327,6 @@ __all__ = [
     "PASSIVE_TOLERANCE_RAD",
     "CompletedRecording",
     "CompletedSegment",
-    "check_travel",
     "complete_recording",
     "completed_at",
     "controlled_positions",
