@@ -118,7 +118,7 @@ def urdf_agreement(robot: RobotModel, result: IdentificationResult) -> UrdfAgree
             triangles.append(column_triangle(rows, np.append(0, 1 + columns), drive.size + 1))
     stacked = np.concatenate(triangles)
     triangle = stacked_triangle(np.zeros((0, drive.size + 2)), stacked[:, :-1], stacked[:, -1])
-    if not stacked.size or not np.any(triangle[:, 0]):
+    if not np.any(triangle[:, 0]):
         return None
     y, design = triangle[:, -1], triangle[:, :-1]
     fitted, *_ = np.linalg.lstsq(design, y, rcond=None)
