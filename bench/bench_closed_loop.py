@@ -5,7 +5,9 @@ Issue 14 benchmark. Prints, for ``urdf/five_bar.urdf`` closed at its distal tip:
 * the time per 1000 samples of ``complete_motion`` (passive positions by Newton, velocities
   and accelerations by eq. (3)-(4)), of the closed-loop observation matrix (with the
   projection from ``complete_motion`` and with it recomputed and checked), of the
-  Lagrange-multiplier ground truth and of the simulator;
+  Lagrange-multiplier ground truth, of the simulator, and of the identification's rows from the
+  simulated recording (``prepare_observations``: filtering, the loops solved at the decimated
+  instants, the decimated rows);
 * the largest difference between regressor × standard parameters and the
   Lagrange-multiplier torques ([Briot2012] eq. (5) against eq. (6));
 * an IDIM-WLS identification on a simulated recording (noise, quantisation, friction):
@@ -25,6 +27,7 @@ import scipy.ndimage
 from _common import FIVE_BAR_DRIVE, fourier, load_five_bar
 
 from dynamic_identification.core.estimation.least_squares import weighted_least_squares
+from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.mechanism.closed_loop import (
     base_parameters,
     observation_matrix,
@@ -32,6 +35,7 @@ from dynamic_identification.core.mechanism.closed_loop import (
     standard_parameters,
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator, differentiate
 from dynamic_identification.core.simulation import (
     RobotSimulator,
@@ -80,6 +84,17 @@ def main() -> None:
     start = time.perf_counter()
     run = simulate_tracking(simulator, time_s, q_des, dq_des, ddq_des, feedforward)
     print(f"simulation: {per_thousand(time.perf_counter() - start, time_s.size)}")
+    start = time.perf_counter()
+    prepare_observations(
+        DynamicModel.create(model, chain, terms, base_parameters(model, chain, terms)),
+        run.time_s,
+        run.q,
+        run.joint_torques_nm,
+        settings=IdentificationSettings(
+            signal=SignalSettings(position_cutoff_hz=10.0, decimation=10, min_speed_rad_s=0.05), min_samples=2000
+        ),
+    )
+    print(f"identification rows (prepare_observations): {per_thousand(time.perf_counter() - start, time_s.size)}")
 
     base = base_parameters(model, chain, terms)
     q, dq, ddq = differentiate(run.q, rate_hz=1000.0, cutoff_hz=10.0)

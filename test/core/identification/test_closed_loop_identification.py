@@ -29,6 +29,7 @@ from dynamic_identification.core.identification import (
     SignalSettings,
     prepare_observations,
 )
+from dynamic_identification.core.identification.completion import complete_recording
 from dynamic_identification.core.identification.drive_gains import (
     CurrentRecording,
     DriveGainsResult,
@@ -252,6 +253,25 @@ def test_actuated_only_and_all_joint_recordings_give_the_same_estimate(scenario:
     )
     assert np.array_equal(observations.valid, s.observations.valid)
     assert np.all(np.abs(estimate.parameters - s.estimate.parameters) < 1e-6 * s.estimate.std)
+
+
+def test_a_recording_left_open_closes_its_loops_at_the_asked_instants_as_the_walk_through_every_sample(
+    scenario: Scenario,
+) -> None:
+    """The rows need the tree's motion at the decimated instants only: solved there, it is the motion a walk through
+    every sample reaches, to Newton's tolerance (the passive positions, eq. (3)-(4) and ``J_t``)."""
+    s = scenario
+    recording = (s.model, s.unloaded.time_s, s.unloaded.q, s.unloaded.joint_torques_nm)
+    walked = complete_recording(*recording, settings=SETTINGS.signal).segments[0]
+    left_open = complete_recording(*recording, settings=SETTINGS.signal, complete=False).segments[0]
+    assert walked.loops is None and left_open.loops is not None
+    instants = np.arange(37, left_open.time.shape[0], 10)
+    everywhere = walked.tree_motion_at(instants)
+    there = left_open.tree_motion_at(instants)
+    assert_allclose(there.q, everywhere.q, rtol=0.0, atol=1e-11)
+    for name in ("dq", "ddq", "projection"):
+        expected = getattr(everywhere, name)
+        assert_allclose(getattr(there, name), expected, rtol=0.0, atol=1e-9 * np.abs(expected).max(), err_msg=name)
 
 
 def test_all_joint_recordings_give_the_same_drive_gains(scenario: Scenario) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,18 +64,92 @@ class CompletedSegment:
         Uniform grid, s (stamps of the recording's clock), shape ``(N,)``.
     motion
         Tree motion and ``J_t`` on the grid (:class:`~dynamic_identification.core.mechanism.seam.TreeMotion`; for a
-        robot without closures the filtered :class:`~dynamic_identification.core.identification.motion.Motion`,
-        whose derivatives are computed for the rows asked of :meth:`~.TreeMotion.rows`).
+        robot without closures, or a segment whose :attr:`loops` are open, the filtered controlled
+        :class:`~dynamic_identification.core.identification.motion.Motion`, whose derivatives are computed for the
+        rows asked of :meth:`~.TreeMotion.rows`).
     signals
         The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
     rate_hz
         Grid rate, Hz.
+    loops
+        A closed-loop segment not completed yet (``complete_recording(complete=False)``), else ``None``.
     """
 
     time: np.ndarray
     motion: TreeMotion | Motion
     signals: np.ndarray
     rate_hz: float
+    loops: OpenLoops | None = None
+
+    def tree_motion_at(self, index: np.ndarray) -> TreeMotion:
+        """The tree's motion (and ``J_t``) at the grid samples ``index`` (increasing).
+
+        The rows of :attr:`motion` when it is the tree's; for a segment whose :attr:`loops` are still open, the
+        loops solved at those samples only, walked from the segment's first sample in its assembly mode
+        (:meth:`Mechanism.complete_motion`). Where they cannot be closed at one of them, they are solved at every
+        sample instead: the error then names the first recorded sample that fails, as a sample-by-sample walk
+        does, and a step between two of them too long for Newton is walked in samples.
+
+        Raises
+        ------
+        LoopClosureError
+            At the first sample where the loops cannot be closed or the mechanism is singular; its message and
+            ``sample`` name the recorded sample.
+        """
+        index = np.asarray(index, dtype=np.int64)
+        if self.loops is None:
+            motion = self.motion
+            if isinstance(motion, TreeMotion):
+                return motion.rows(index)
+            return TreeMotion(q=motion.q[index], dq=motion.dq[index], ddq=motion.ddq[index])
+        loops = self.loops
+        walked = index if index.size and index[0] == 0 else np.concatenate([[0], index])
+        every = np.arange(self.time.shape[0])
+        try:
+            tree = self._walked(loops, every if walked.size == every.size else walked)
+        except LoopClosureError:
+            if walked.size == every.size:
+                raise
+            tree = self._walked(loops, every).rows(walked)
+        return tree.rows(slice(walked.size - index.size, None))
+
+    def _walked(self, loops: OpenLoops, samples: np.ndarray) -> TreeMotion:
+        """The ``loops`` closed at the grid ``samples`` (increasing, from 0), walked in that order."""
+        motion = self.motion
+        # Every sample: the whole arrays, not a copy of them.
+        rows: slice | np.ndarray = slice(None) if samples.size == self.time.shape[0] else samples
+        try:
+            return loops.mechanism.complete_motion(
+                motion.q[rows], motion.dq[rows], motion.ddq[rows], q_guess=loops.guess
+            )
+        except LoopClosureError as error:
+            grid_sample = int(samples[error.sample]) if error.sample is not None else 0
+            raise _at_recorded_sample(error, grid_sample, loops.recorded_time, self.time, loops.where) from error
+
+
+@dataclass(frozen=True)
+class OpenLoops:
+    """What a closed-loop segment of :func:`complete_recording` (``complete=False``) needs to be completed where it
+    is used (:meth:`CompletedSegment.tree_motion_at`): the decimated rows of the dynamic model need the loops solved
+    at the decimated instants only, a factor fewer Newton solves than every sample.
+
+    Attributes
+    ----------
+    mechanism
+        The closed-loop robot.
+    guess
+        Tree configuration at the segment's first sample (from recorded passive positions), or ``None`` to walk
+        from the reference configuration.
+    recorded_time
+        The recording's stamps, s, to name a failing sample.
+    where
+        Prefix of error messages (the recording's name).
+    """
+
+    mechanism: Mechanism
+    guess: np.ndarray | None
+    recorded_time: np.ndarray
+    where: str
 
 
 @dataclass(frozen=True)
@@ -129,6 +203,7 @@ def complete_recording(
     passive_tolerance_rad: float = PASSIVE_TOLERANCE_RAD,
     name: str | None = None,
     edges: bool = False,
+    complete: bool = True,
 ) -> CompletedRecording:
     """Filtered, differentiated and completed tree motion of a recording, segment by segment (module docstring).
 
@@ -154,6 +229,11 @@ def complete_recording(
     edges
         Keep each segment whole, its ends filtered on extrapolated edges (a prediction of every
         row; see :func:`~dynamic_identification.core.identification.motion.estimate_motion`).
+    complete
+        ``False``: a closed-loop robot's segments keep the filtered controlled motion and their
+        :attr:`~CompletedSegment.loops`, completed only where they are used
+        (:meth:`CompletedSegment.tree_motion_at`); a singularity or a motion out of the workspace is then found
+        at those samples only.
 
     Raises
     ------
@@ -187,21 +267,16 @@ def complete_recording(
     for motion in motions:
         if motion.torques is None:  # estimate_motion resamples every signal it is given
             raise DataError(f"{where}the signals were lost in resampling")
-        completed: TreeMotion | Motion
-        if not mechanism.closures:
-            completed = motion  # differentiated block by block where it is used, never whole
-        else:
+        segment = CompletedSegment(time=motion.time, motion=motion, signals=motion.torques, rate_hz=motion.rate_hz)
+        if mechanism.closures:  # without them the motion is differentiated block by block where it is used
             guess = None
             if all_joints:
                 guess = np.array(positions[_input_sample(t, motion.time[0])], dtype=float)
                 guess[mechanism.actuated] = motion.q[0]
-            try:
-                completed = mechanism.complete_motion(motion.q, motion.dq, motion.ddq, q_guess=guess)
-            except LoopClosureError as error:
-                raise _at_recorded_sample(error, t, motion.time, where) from error
-        segments.append(
-            CompletedSegment(time=motion.time, motion=completed, signals=motion.torques, rate_hz=motion.rate_hz)
-        )
+            segment = replace(segment, loops=OpenLoops(mechanism=mechanism, guess=guess, recorded_time=t, where=where))
+            if complete:
+                segment = replace(segment, motion=segment.tree_motion_at(np.arange(motion.time.shape[0])), loops=None)
+        segments.append(segment)
     return CompletedRecording(
         segments=tuple(segments),
         input_samples=int(t.shape[0]),
@@ -304,9 +379,11 @@ def _input_sample(time: np.ndarray, stamp: float) -> int:
     return right if abs(time[right] - stamp) < abs(stamp - time[right - 1]) else right - 1
 
 
-def _at_recorded_sample(error: LoopClosureError, time: np.ndarray, grid: np.ndarray, where: str) -> LoopClosureError:
-    """The completion's error on the filtered grid, re-expressed at the recorded sample nearest in time."""
-    grid_sample = error.sample if error.sample is not None else 0
+def _at_recorded_sample(
+    error: LoopClosureError, grid_sample: int, time: np.ndarray, grid: np.ndarray, where: str
+) -> LoopClosureError:
+    """The completion's error at ``grid_sample`` of the filtered grid, re-expressed at the recorded sample nearest in
+    time."""
     sample = _input_sample(time, float(grid[grid_sample]))
     message = _SAMPLE_PREFIX.sub("", str(error))
     # Walking from the reference configuration failed: the pipeline has no q_guess argument to offer.
@@ -327,6 +404,7 @@ __all__ = [
     "PASSIVE_TOLERANCE_RAD",
     "CompletedRecording",
     "CompletedSegment",
+    "OpenLoops",
     "complete_recording",
     "completed_at",
     "controlled_positions",

@@ -216,6 +216,20 @@ class RowBuilder:
 
         return self._rows_at_outputs(at, torques, self._controlled(dq), start=start, outputs=outputs)
 
+    def rows_at(
+        self,
+        motion_at: Callable[[np.ndarray], TreeMotion],
+        torques: np.ndarray,
+        dq: np.ndarray,
+        *,
+        start: int,
+        outputs: tuple[int, int],
+    ) -> DecimatedRows:
+        """:meth:`rows` with ``W`` evaluated on ``motion_at(index)``, the tree's motion at the output grid indices
+        ``index`` (a closed-loop robot's, completed there only: :meth:`CompletedSegment.tree_motion_at`);
+        ``dq`` ``(L, n_a)`` the controlled joints' velocities of the block, which mask the stick phases."""
+        return self._rows_at_outputs(lambda _local, index: motion_at(index), torques, dq, start=start, outputs=outputs)
+
     def sampled_rows(
         self,
         q: np.ndarray,
@@ -339,6 +353,11 @@ def completed_row_builder(dynamic_model: DynamicModel, completed: CompletedRecor
     )
 
 
+def _rows_among(tree: TreeMotion, instants: np.ndarray) -> Callable[[np.ndarray], TreeMotion]:
+    """The motion at grid indices among ``instants`` (increasing) of ``tree``, the tree's motion at ``instants``."""
+    return lambda index: tree.rows(np.searchsorted(instants, index))
+
+
 def prepare_observations(
     dynamic_model: DynamicModel,
     time: np.ndarray,
@@ -385,6 +404,7 @@ def prepare_observations(
         settings=settings.signal,
         dq_measured=dq_measured,
         passive_tolerance_rad=passive_tolerance_rad,
+        complete=False,
     )
     rate = completed.rate_hz
     builder = completed_row_builder(dynamic_model, completed)
@@ -399,20 +419,29 @@ def prepare_observations(
     total = sum(segment.time.shape[0] for segment in completed.segments)
     done = row = 0
     for segment in completed.segments:
-        blocks = output_blocks(segment.time.shape[0], settings.block_samples, factor, builder.reach)
+        length = segment.time.shape[0]
+        # A closed-loop robot's loops are solved where W is evaluated: at the output instants only, unless W is
+        # evaluated at every sample.
+        instants = np.arange(length) if builder.every_sample else builder.decimator.output_indices(length)
+        tree = None if segment.loops is None else segment.tree_motion_at(instants)
+        motion_at = None if tree is None or builder.every_sample else _rows_among(tree, instants)
+        blocks = output_blocks(length, settings.block_samples, factor, builder.reach)
         for start, block, outputs in blocks:
             cancellation.check()
-            cancellation.report(ROWS_STAGE, done + min(outputs[0], segment.time.shape[0]), total, "samples")
-            motion = segment.motion.rows(block)
-            rows = builder.rows(
-                motion.q,
-                motion.dq,
-                motion.ddq,
-                segment.signals[block],
-                start=start,
-                outputs=outputs,
-                projection=motion.projection,
-            )
+            cancellation.report(ROWS_STAGE, done + min(outputs[0], length), total, "samples")
+            motion = tree.rows(block) if tree is not None and motion_at is None else segment.motion.rows(block)
+            if motion_at is not None:
+                rows = builder.rows_at(motion_at, segment.signals[block], motion.dq, start=start, outputs=outputs)
+            else:
+                rows = builder.rows(
+                    motion.q,
+                    motion.dq,
+                    motion.ddq,
+                    segment.signals[block],
+                    start=start,
+                    outputs=outputs,
+                    projection=motion.projection,
+                )
             end = row + rows.torques.shape[0]
             matrix[row:end], torque[row:end], valid[row:end] = rows.observation_matrix, rows.torques, rows.valid
             row = end
