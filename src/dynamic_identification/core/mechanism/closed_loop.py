@@ -303,6 +303,7 @@ class _Kinematics:
         self.closures = model.closures
         self.frames = model.frame_ids
         self.rows = model.n_constraints
+        self.points_only = all(closure.type == "point" for closure in model.closures)
 
     def place(self, q: np.ndarray) -> None:
         """Kinematics and joint Jacobians at the positions ``q`` (rad, m)."""
@@ -311,6 +312,9 @@ class _Kinematics:
 
     def residual(self) -> np.ndarray:
         """``f_t(q_t)`` of [Briot2012] eq. (2), stacked over closures (m, rad)."""
+        if self.points_only:  # the most common closures, in one expression: a residual is most of a Newton step
+            placements = self.data.oMf
+            return np.concatenate([placements[a].translation - placements[b].translation for a, b in self.frames])
         out = np.empty(self.rows)
         row = 0
         for closure, (a, b) in zip(self.closures, self.frames, strict=True):
@@ -336,6 +340,9 @@ class _Kinematics:
 
     def jacobian(self) -> np.ndarray:
         """``A_t`` (``m × n_t``): ``A_t q̇_t`` is the time derivative of the residual on consistent motion."""
+        if self.points_only:
+            pairs = (self._jacobians(a, b) for a, b in self.frames)
+            return np.concatenate([(jacobian_a - jacobian_b)[:3] for jacobian_a, jacobian_b in pairs])
         out = np.empty((self.rows, self.model.nv))
         row = 0
         for closure, (a, b) in zip(self.closures, self.frames, strict=True):
@@ -1114,18 +1121,22 @@ class ClosedLoopModel:
         On success the kinematics of ``kinematics`` are those of the returned configuration.
         """
         q = np.array(start, dtype=float)
+        actuated = self.actuated
         for _ in range(iterations + 1):
             kinematics.place(q)
             residual = kinematics.residual()
-            if abs(residual).max() <= RESIDUAL_TOLERANCE:
+            largest = np.abs(residual).max()
+            if largest <= RESIDUAL_TOLERANCE:
                 return q, slope
-            if not np.isfinite(residual).all():
+            if not largest < np.inf:  # NaN or infinite: the maximum is one of them
                 return None, slope
             jacobian = kinematics.jacobian()
             if slope is None:
                 step = -_newton_step(jacobian[:, free], residual)
             else:
-                solution = _newton_step(jacobian[:, free], np.column_stack([residual, jacobian[:, self.actuated]]))
+                right = np.empty((residual.size, 1 + actuated.size))
+                right[:, 0], right[:, 1:] = residual, jacobian[:, actuated]
+                solution = _newton_step(jacobian[:, free], right)
                 step, slope = -solution[:, 0], -solution[:, 1:]
             largest = float(abs(step).max())
             if largest > _MAX_STEP_RAD:
