@@ -109,7 +109,8 @@ class RowBuilder:
     :class:`~dynamic_identification.core.identification.settings.SignalSettings`). Works on
     blocks that carry :attr:`reach` samples of support on each side of the outputs they
     produce, so consecutive blocks give exactly the rows of the whole signal: used by the
-    offline pipeline (:meth:`rows`) and by the sliding window (:meth:`sampled_rows`) alike.
+    offline pipeline (:meth:`rows`; :meth:`rows_at` for a closed-loop robot's motion completed
+    at the output instants) and by the sliding window (:meth:`sampled_rows`) alike.
     Only the entries of ``W`` that are not structural zeros (:attr:`BaseParameters.structure`)
     are evaluated. Equations within ``stick_reach`` samples of a motor slower than
     ``min_speed_rad_s`` are marked invalid (:func:`slow_equations`).
