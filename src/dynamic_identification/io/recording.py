@@ -435,12 +435,11 @@ def _read_only(value: Any) -> np.ndarray:
 
 
 def _check_finite(kind: str, array: np.ndarray, names: tuple[str, ...]) -> None:
-    if np.isfinite(array).all():
+    finite = np.isfinite(array)
+    if finite.all():
         return
-    bad = np.argwhere(~np.isfinite(array))
-    if bad.size:
-        row, col = (int(i) for i in bad[0])
-        raise DataError(f"{kind} of joint {names[col]!r} at sample {row} is not finite ({array[row, col]!r})")
+    row, col = (int(i) for i in np.argwhere(~finite)[0])
+    raise DataError(f"{kind} of joint {names[col]!r} at sample {row} is not finite ({array[row, col]!r})")
 
 
 def _joint_list(joint_names: Sequence[str]) -> list[str]:

@@ -335,15 +335,14 @@ def _diagnose_body(file: Path, n_columns: int, body: _Body) -> None:
 
 def check_finite_cells(data: np.ndarray, header: list[str], file: Path) -> None:
     """Raise a :class:`DataError` naming the line and column of the first non-finite cell."""
-    if np.isfinite(data).all():
+    finite = np.isfinite(data)
+    if finite.all():
         return
-    bad = np.argwhere(~np.isfinite(data))
-    if bad.size:
-        row, col = (int(i) for i in bad[0])
-        line = _line_of_row(file, row)
-        value = float(data[row, col])
-        text = "nan" if math.isnan(value) else repr(value)
-        raise DataError(f"line {line} of {file}, column {header[col]!r}: {text} is not finite")
+    row, col = (int(i) for i in np.argwhere(~finite)[0])
+    line = _line_of_row(file, row)
+    value = float(data[row, col])
+    text = "nan" if math.isnan(value) else repr(value)
+    raise DataError(f"line {line} of {file}, column {header[col]!r}: {text} is not finite")
 
 
 def _line_of_row(file: Path, row: int) -> int:

@@ -68,7 +68,7 @@ from dynamic_identification.core.estimation.recursive import RecursiveHistory, r
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.completion import controlled_positions, unwrapped
-from dynamic_identification.core.identification.motion import check_motion, check_samples, joint_travel
+from dynamic_identification.core.identification.motion import check_motion, check_samples
 from dynamic_identification.core.identification.observations import PreparedObservations, prepare_observations
 from dynamic_identification.core.identification.prediction import Samples, TorqueCheck
 from dynamic_identification.core.identification.settings import IdentificationSettings, ReductionSettings
@@ -618,6 +618,48 @@ def _recursive(
     return estimate, history
 
 
+def _checked(
+    mechanism: RobotModel | Mechanism,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    settings: IdentificationSettings,
+    *,
+    dq_measured: np.ndarray | None = None,
+) -> tuple[Samples, np.ndarray]:
+    """:func:`checked_samples` and the controlled joints' travel (rad, :func:`~.motion.joint_travel`)."""
+    mechanism = mechanism_of(mechanism)
+    samples = int(np.shape(time)[0])
+    if samples < settings.min_samples:
+        raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
+    positions = np.asarray(q, dtype=float)
+    names = mechanism.joint_names if np.shape(positions)[-1:] == (mechanism.n_tree,) else mechanism.actuated_joint_names
+    if positions.ndim != 2 or positions.shape[1] != len(names) or np.shape(torques)[-1:] != (mechanism.n_actuated,):
+        raise DataError(
+            f"positions of the {mechanism.n_actuated} controlled joints (or of every one of the {mechanism.n_tree}"
+            f" tree joints) and torques of the controlled joints needed, got shapes {positions.shape} and"
+            f" {np.shape(torques)}"
+        )
+    check_samples(names, positions, np.zeros((samples, 0)))
+    check_samples(mechanism.actuated_joint_names, np.zeros((samples, 0)), torques)
+    continuous = [
+        j for j, name in enumerate(names) if mechanism.robot.continuous[mechanism.robot.joint_names.index(name)]
+    ]
+    unwrapped_q = unwrapped(positions, continuous)
+    travel = check_motion(
+        controlled_positions(mechanism, unwrapped_q),
+        mechanism.actuated_joint_names,
+        min_motion_rad=settings.min_motion_rad,
+    )
+    checked = Samples(
+        time=np.asarray(time, dtype=float),
+        q=unwrapped_q,
+        torques=np.asarray(torques, dtype=float),
+        dq_measured=dq_measured,
+    )
+    return checked, travel
+
+
 def checked_samples(
     mechanism: RobotModel | Mechanism,
     time: np.ndarray,
@@ -640,35 +682,7 @@ def checked_samples(
     InsufficientExcitationError
         No controlled joint travelled ``settings.min_motion_rad``.
     """
-    mechanism = mechanism_of(mechanism)
-    samples = int(np.shape(time)[0])
-    if samples < settings.min_samples:
-        raise DataError(f"too few samples: {samples} < min_samples={settings.min_samples}")
-    positions = np.asarray(q, dtype=float)
-    names = mechanism.joint_names if np.shape(positions)[-1:] == (mechanism.n_tree,) else mechanism.actuated_joint_names
-    if positions.ndim != 2 or positions.shape[1] != len(names) or np.shape(torques)[-1:] != (mechanism.n_actuated,):
-        raise DataError(
-            f"positions of the {mechanism.n_actuated} controlled joints (or of every one of the {mechanism.n_tree}"
-            f" tree joints) and torques of the controlled joints needed, got shapes {positions.shape} and"
-            f" {np.shape(torques)}"
-        )
-    check_samples(names, positions, np.zeros((samples, 0)))
-    check_samples(mechanism.actuated_joint_names, np.zeros((samples, 0)), torques)
-    continuous = [
-        j for j, name in enumerate(names) if mechanism.robot.continuous[mechanism.robot.joint_names.index(name)]
-    ]
-    unwrapped_q = unwrapped(positions, continuous)
-    check_motion(
-        controlled_positions(mechanism, unwrapped_q),
-        mechanism.actuated_joint_names,
-        min_motion_rad=settings.min_motion_rad,
-    )
-    return Samples(
-        time=np.asarray(time, dtype=float),
-        q=unwrapped_q,
-        torques=np.asarray(torques, dtype=float),
-        dq_measured=dq_measured,
-    )
+    return _checked(mechanism, time, q, torques, settings, dq_measured=dq_measured)[0]
 
 
 def identify(
@@ -741,11 +755,9 @@ def identify_recording(
     rows judge); ``cancellation`` goes to the seam (``observe`` takes its own).
     """
     mechanism = dynamic_model.mechanism
-    samples = checked_samples(
+    samples, travel = _checked(
         mechanism, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
-    # The travel before the rows: its copy of the positions is not alive beside W.
-    travel = joint_travel(controlled_positions(mechanism, samples.q))
     return identify_observations(
         dynamic_model.base,
         observe(samples),
