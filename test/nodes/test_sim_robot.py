@@ -155,7 +155,11 @@ def test_as_the_clock_every_sample_is_stamped_with_the_simulated_time_it_publish
     clock: list[int] = []
     stamps: list[int] = []
     probe.create_subscription(Clock, "/clock", lambda m: clock.append(stamp_to_ns(m.clock)), sensor_qos(1000))
-    probe.create_subscription(JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), 100)
+    # A history of 4 s of samples, as the clock's: a catch-up burst after a stall of the loaded test machine is
+    # longer than SENSOR_QOS's 100 samples, and a keep-last reader would drop its oldest before they are taken.
+    probe.create_subscription(
+        JointState, "/joint_states", lambda m: stamps.append(stamp_to_ns(m.header.stamp)), sensor_qos(1000)
+    )
     graph.spin(20.0, until=lambda: len(stamps) >= 100)
     graph.executor.shutdown()
     assert len(stamps) >= 100
