@@ -430,10 +430,12 @@ def prepare_observations(
         for start, block, outputs in blocks:
             cancellation.check()
             cancellation.report(ROWS_STAGE, done + min(outputs[0], length), total, "samples")
-            motion = tree.rows(block) if tree is not None and motion_at is None else segment.motion.rows(block)
             if motion_at is not None:
-                rows = builder.rows_at(motion_at, segment.signals[block], motion.dq, start=start, outputs=outputs)
+                # The controlled velocities mask the stick phases: differentiated whole where the loops were solved.
+                dq = segment.motion.dq[block]
+                rows = builder.rows_at(motion_at, segment.signals[block], dq, start=start, outputs=outputs)
             else:
+                motion = (segment.motion if tree is None else tree).rows(block)
                 rows = builder.rows(
                     motion.q,
                     motion.dq,
