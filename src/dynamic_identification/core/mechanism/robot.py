@@ -229,12 +229,21 @@ class RobotModel:
     @property
     def lower_position_limits(self) -> np.ndarray:
         """Lower joint limits in rad (or m); ``-inf`` for continuous joints."""
-        return self._per_joint(self.model.lowerPositionLimit, -np.inf)
+        return self._position_limits[0].copy()
 
     @property
     def upper_position_limits(self) -> np.ndarray:
         """Upper joint limits in rad (or m); ``+inf`` for continuous joints."""
-        return self._per_joint(self.model.upperPositionLimit, np.inf)
+        return self._position_limits[1].copy()
+
+    @cached_property
+    def _position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper limits, read from the model once: the nodes check every joint state against them,
+        and reading them joint by joint from Pinocchio was half of that check's time."""
+        return (
+            self._per_joint(self.model.lowerPositionLimit, -np.inf),
+            self._per_joint(self.model.upperPositionLimit, np.inf),
+        )
 
     def sampling_position_range(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper positions to draw or centre motion in, rad (or m): the joint limits, and ``±π`` for a
