@@ -618,7 +618,7 @@ def _recursive(
     return estimate, history
 
 
-def _checked(
+def checked_samples(
     mechanism: RobotModel | Mechanism,
     time: np.ndarray,
     q: np.ndarray,
@@ -627,7 +627,20 @@ def _checked(
     *,
     dq_measured: np.ndarray | None = None,
 ) -> tuple[Samples, np.ndarray]:
-    """:func:`checked_samples` and the controlled joints' travel (rad, :func:`~.motion.joint_travel`)."""
+    """A recording fit to identify from (enough samples, finite values, positions unwrapped, some motion), and the
+    controlled joints' travel (rad, :func:`~.motion.joint_travel`) that the motion check measured.
+
+    ``q`` holds the controlled joints ``(N, n_a)`` or every tree joint ``(N, n_t)`` (a closed-loop robot
+    with passive encoders), ``torques`` the controlled joints' ``(N, n_a)``.
+
+    Raises
+    ------
+    DataError
+        Fewer than ``settings.min_samples`` samples, positions or torques of the wrong shape, or a
+        non-finite position or torque.
+    InsufficientExcitationError
+        No controlled joint travelled ``settings.min_motion_rad``.
+    """
     mechanism = mechanism_of(mechanism)
     samples = int(np.shape(time)[0])
     if samples < settings.min_samples:
@@ -658,31 +671,6 @@ def _checked(
         dq_measured=dq_measured,
     )
     return checked, travel
-
-
-def checked_samples(
-    mechanism: RobotModel | Mechanism,
-    time: np.ndarray,
-    q: np.ndarray,
-    torques: np.ndarray,
-    settings: IdentificationSettings,
-    *,
-    dq_measured: np.ndarray | None = None,
-) -> Samples:
-    """A recording fit to identify from: enough samples, finite values, positions unwrapped, some motion.
-
-    ``q`` holds the controlled joints ``(N, n_a)`` or every tree joint ``(N, n_t)`` (a closed-loop robot
-    with passive encoders), ``torques`` the controlled joints' ``(N, n_a)``.
-
-    Raises
-    ------
-    DataError
-        Fewer than ``settings.min_samples`` samples, positions or torques of the wrong shape, or a
-        non-finite position or torque.
-    InsufficientExcitationError
-        No controlled joint travelled ``settings.min_motion_rad``.
-    """
-    return _checked(mechanism, time, q, torques, settings, dq_measured=dq_measured)[0]
 
 
 def identify(
@@ -755,7 +743,7 @@ def identify_recording(
     rows judge); ``cancellation`` goes to the seam (``observe`` takes its own).
     """
     mechanism = dynamic_model.mechanism
-    samples, travel = _checked(
+    samples, travel = checked_samples(
         mechanism, recording.time, recording.q, recording.torques, settings, dq_measured=recording.dq_measured
     )
     return identify_observations(
