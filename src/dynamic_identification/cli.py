@@ -26,6 +26,7 @@ from types import FrameType, ModuleType
 from typing import NoReturn, TypeVar
 
 from dynamic_identification.blas import use_one_blas_thread
+from dynamic_identification.collector import freeze_startup_objects
 from dynamic_identification.core.errors import IdentificationError, shorten
 from dynamic_identification.core.settings_schema import (
     EXCITATION_MODES,
@@ -418,8 +419,12 @@ def _stream(arguments: argparse.Namespace) -> str:
     after reduction, relative error, per-joint e*_j, samples, window span (s), seconds spent.
     A stamp more than 1 s earlier than the last restarts the window.
     """
+    api = _api()
+    # Its modules imported, the stream's work starts: as in the estimator node, the window's updates do not visit
+    # the start-up's objects.
+    freeze_startup_objects()
     streamed = _forward(
-        _api().stream_file,
+        api.stream_file,
         arguments,
         ("urdf", "data", "bag", "config", "out", "params_out"),
         unit_checks=_unit_checks(arguments),
