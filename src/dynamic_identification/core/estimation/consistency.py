@@ -123,6 +123,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -591,8 +592,8 @@ class ConsistentEstimate:
         ``‖Y − Wθ‖ / ‖Y‖`` (unweighted, all joints) of ``χ̂_b`` and of ``θ_c``.
     active
         Constraints at their bound, e.g. ``("link 3 pseudo-inertia", "Fc2 >= 0", "M4 box")``.
-    report
-        :func:`consistency_report` of :attr:`standard`.
+    terms
+        The drive-chain terms of :attr:`standard` (for :attr:`report`).
     solver_status
         ``"newton"`` when the prior's Newton iterations found the optimum inside every constraint,
         else the cvxpy status; without a prior ``"not needed"`` when the nominal completion of
@@ -617,7 +618,7 @@ class ConsistentEstimate:
     relative_error_unconstrained: float
     relative_error: float
     active: tuple[str, ...]
-    report: ConsistencyReport
+    terms: DriveTerms
     solver_status: str
     solve_time_s: float
     null_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -627,6 +628,12 @@ class ConsistentEstimate:
     def kept_values(self) -> np.ndarray:
         """Consistent values of the kept base parameters, ordered like :attr:`kept`."""
         return self.base_values[self.kept]
+
+    @cached_property
+    def report(self) -> ConsistencyReport:
+        """:func:`consistency_report` of :attr:`standard` (at no tolerance), computed when first asked: a sliding
+        window's update publishes the estimate without it."""
+        return consistency_report(self.standard, self.standard.size // self.terms.per_joint, self.terms, tolerance=0.0)
 
 
 @dataclass(frozen=True)
@@ -1123,7 +1130,7 @@ class ConsistentEstimator:
             relative_error_unconstrained=solution.relative_error,
             relative_error=float(np.sqrt(residual.sum())) / total if total else 0.0,
             active=self._active(scaled, nominal_scaled, scaling.margins),
-            report=consistency_report(standard, self.n_joints, self.terms, tolerance=0.0),
+            terms=self.terms,
             solver_status=status,
             solve_time_s=time.perf_counter() - started,
             null_share=np.sqrt(np.sum(basis**2, axis=1)) if basis.size else np.zeros(scaled.size),
