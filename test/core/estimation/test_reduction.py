@@ -8,7 +8,11 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import essential_parameters
-from dynamic_identification.core.estimation.normal_equations import NormalEquations, solve_weighted
+from dynamic_identification.core.estimation.normal_equations import (
+    NormalEquations,
+    solve_weighted,
+    weighted_normal_matrix,
+)
 from dynamic_identification.core.estimation.reduction import reduce_parameters
 
 NOISE = np.array([0.05, 0.1, 0.05])
@@ -44,6 +48,9 @@ def test_weak_zero_columns_are_removed_and_strong_ones_kept() -> None:
     assert sorted(result.removed) == [(4, "low sensitivity"), (5, "low sensitivity")]
     assert_array_equal(result.solution.columns, result.kept)
     assert_allclose(result.solution.parameters, TRUE_PARAMETERS[result.kept], atol=0.02)
+    # The kept model's inverse weighted normal matrix, the sandwich's bread the sliding window's HAC σ reuses.
+    normal, _ = weighted_normal_matrix(equations, NOISE, result.kept)
+    assert_allclose(result.inverse @ normal, np.eye(result.kept.size), atol=1e-12)
 
 
 def test_removal_follows_increasing_sensitivity() -> None:

@@ -14,6 +14,7 @@ from dynamic_identification.core.estimation.uncertainty import (
     bartlett_long_run_covariance,
     fixed_b_critical_value,
     hac_covariance,
+    hac_covariance_of_scores,
 )
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import identify
@@ -85,6 +86,23 @@ def test_hac_from_the_normal_matrix_the_window_holds_equals_hac_from_the_rows() 
     given = hac_covariance(w, y, estimate, joint_std=joint_std, normal=normal)
     assert_allclose(given.covariance, from_rows.covariance, rtol=1e-10)
     assert_allclose(given.white_std, from_rows.white_std, rtol=1e-10)
+
+
+def test_hac_from_the_inverse_the_reduction_holds_equals_hac_from_the_normal_matrix() -> None:
+    """The sliding window passes its reduced model's inverse normal matrix (issue 26): the same σ, no other
+    factorisation; a bread given twice or not at all is refused."""
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(500, 3)) @ np.array([[1.0, 0.2, 0.0], [0.0, 1.0, 0.3], [0.0, 0.0, 2.0]])
+    normal = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]) * 100.0
+    counts = {"weighted_squares": 480.0, "equations": 1000, "steps": 500}
+    from_normal = hac_covariance_of_scores(scores, normal, **counts)
+    from_inverse = hac_covariance_of_scores(scores, None, inverse=np.linalg.inv(normal), **counts)
+    assert_allclose(from_inverse.covariance, from_normal.covariance, rtol=1e-12)
+    assert_allclose(from_inverse.white_std, from_normal.white_std, rtol=1e-12)
+    with pytest.raises(DataError, match="one of them"):
+        hac_covariance_of_scores(scores, normal, inverse=np.linalg.inv(normal), **counts)
+    with pytest.raises(DataError, match="one of them"):
+        hac_covariance_of_scores(scores, None, **counts)
 
 
 @pytest.mark.parametrize("b", [0.1, 0.4])

@@ -101,6 +101,9 @@ class ReductionResult:
         WLS of the kept columns.
     reference
         WLS of the identifiable full model (Algorithm 1 lines 2-3).
+    inverse
+        ``(Σ_j A_j/σ_j²)⁻¹`` of the kept columns ``(k, k)``: :attr:`solution`'s covariance before ``σ̂²``, the
+        bread of a sandwich covariance (``(0, 0)`` when every column is removed).
     refused
         ``(column, equation column)`` of each removal refused because the column was
         the last one acting on that equation column (a joint of the IDIM, 0-based), in
@@ -113,6 +116,7 @@ class ReductionResult:
     essential: np.ndarray
     solution: NormalSolution
     reference: NormalSolution
+    inverse: np.ndarray
     refused: tuple[tuple[int, int], ...] = ()
 
 
@@ -203,15 +207,15 @@ def reduce_parameters(
             equations, trials, identifiable, essential, reference.relative_errors, e_tol, guard
         )
         removed += [(i, LOW_SENSITIVITY) for i in dropped]
-        solution, _ = _solve(equations, sigma, matrix, vector, kept, names)
+        solution, inverse = _solve(equations, sigma, matrix, vector, kept, names)
     elif method == "essential":
         kept, dropped_essential = _essential_reduction(
             equations, sigma, matrix, vector, identifiable, forced_mask, r_sigma, min_parameters, guard
         )
         removed += dropped_essential
-        solution, _ = _solve(equations, sigma, matrix, vector, kept, names)
+        solution, inverse = _solve(equations, sigma, matrix, vector, kept, names)
     else:
-        kept, solution = identifiable, reference
+        kept, solution, inverse = identifiable, reference, reference_inverse
     return ReductionResult(
         method=method,
         kept=kept,
@@ -220,6 +224,7 @@ def reduce_parameters(
         solution=solution,
         reference=reference,
         refused=tuple(guard.refused),
+        inverse=inverse,
     )
 
 

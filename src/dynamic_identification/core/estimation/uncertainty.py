@@ -211,17 +211,21 @@ def hac_covariance(
 
 def hac_covariance_of_scores(
     scores: np.ndarray,
-    normal: np.ndarray,
+    normal: np.ndarray | None,
     *,
     weighted_squares: float,
     equations: int,
     steps: int,
     bandwidth: int | None = None,
+    inverse: np.ndarray | None = None,
 ) -> RobustCovariance:
     """:func:`hac_covariance` from the time steps' scores ``g_t = Σ_j w_tjᵀ ρ_tj / σ_j²`` ``(r, k)`` (zero rows for
     time steps without a valid equation), the bread ``normal`` ``(k, k)``, the weighted residual
     ``Σ ρ_tj² / σ_j²``, the number of valid ``equations`` and of time ``steps`` with one: for a caller that holds
     the residuals already (the sliding window scores all its columns in one product and keeps the reduced model's).
+    A caller that holds the bread's ``inverse`` already (the weighted least squares that estimated the parameters
+    factorised it: :attr:`~dynamic_identification.core.estimation.reduction.ReductionResult.inverse`) passes it
+    instead of ``normal``, which is then not factorised again.
 
     Raises
     ------
@@ -233,18 +237,14 @@ def hac_covariance_of_scores(
         On a negative ``bandwidth``.
     """
     r, k = scores.shape
-    if np.shape(normal) != (k, k):
-        raise DataError(f"normal must have shape ({k}, {k}), got {np.shape(normal)}")
+    if (normal is None) == (inverse is None):
+        raise DataError("give the bread as normal or as its inverse, one of them")
+    bread = np.asarray(normal if normal is not None else inverse)
+    if bread.shape != (k, k):
+        raise DataError(f"the bread must have shape ({k}, {k}), got {bread.shape}")
     if steps <= k:
         raise DataError(f"only {steps} time steps with valid equations for {k} parameters")
-    # Columns scaled to a unit diagonal first: parameters in kg·m² beside N·m must not look singular.
-    diagonal = np.sqrt(np.diag(normal))
-    if not np.all(diagonal > 0.0):
-        raise RankDeficientError(f"columns {np.flatnonzero(diagonal <= 0.0).tolist()} of observation_matrix are zero")
-    try:
-        factor = scipy.linalg.cho_factor(normal / np.outer(diagonal, diagonal), check_finite=False)
-    except np.linalg.LinAlgError as error:
-        raise RankDeficientError("the weighted normal matrix of observation_matrix is singular") from error
+    inverse = bread if normal is None else _inverse_of_normal(bread)
     if bandwidth is None:
         autocorrelation, innovation = _lag_one(scores)
         lag = _andrews_bandwidth(autocorrelation, innovation, scores.shape[0])
@@ -254,7 +254,6 @@ def hac_covariance_of_scores(
             raise IdentificationError(f"bandwidth must be >= 0, got {bandwidth}")
         lag, rho = int(bandwidth), float("nan")
     lag = min(lag, r // 2)
-    inverse = scipy.linalg.cho_solve(factor, np.eye(k), check_finite=False) / np.outer(diagonal, diagonal)
     lag_zero = scores.T @ scores
     meat = bartlett_long_run_covariance(scores, lag)
     hac = inverse @ meat @ inverse * steps / (steps - k)
@@ -277,6 +276,19 @@ def hac_covariance_of_scores(
         autocorrelation=rho,
         effective_steps=effective,
     )
+
+
+def _inverse_of_normal(normal: np.ndarray) -> np.ndarray:
+    """The inverse of a weighted normal matrix; ``RankDeficientError`` when it is singular."""
+    # Columns scaled to a unit diagonal first: parameters in kg·m² beside N·m must not look singular.
+    diagonal = np.sqrt(np.diag(normal))
+    if not np.all(diagonal > 0.0):
+        raise RankDeficientError(f"columns {np.flatnonzero(diagonal <= 0.0).tolist()} of observation_matrix are zero")
+    try:
+        factor = scipy.linalg.cho_factor(normal / np.outer(diagonal, diagonal), check_finite=False)
+    except np.linalg.LinAlgError as error:
+        raise RankDeficientError("the weighted normal matrix of observation_matrix is singular") from error
+    return scipy.linalg.cho_solve(factor, np.eye(normal.shape[0]), check_finite=False) / np.outer(diagonal, diagonal)
 
 
 _MOVING_SUM_BLOCK_ROWS = 4096

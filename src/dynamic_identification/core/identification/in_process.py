@@ -90,7 +90,6 @@ from dynamic_identification.core.estimation.consistency import ConsistentEstimat
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     joint_error_std_from_normal_equations,
-    weighted_normal_matrix,
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
@@ -836,8 +835,9 @@ class SlidingWindowEstimator:
         scores[held.positions] = np.matmul(weighted[:, None, :], held.observation_matrix)[:, 0, kept]
         return hac_covariance_of_scores(
             scores,
-            # The bread from the window's normal equations: the rows are only needed for the scores.
-            weighted_normal_matrix(self._equations, joint_std, kept)[0],
+            # The bread is the reduced model's, already inverted: the rows are only needed for the scores.
+            None,
+            inverse=reduction.inverse,
             weighted_squares=float(np.sum(weighted * residual)),
             equations=int(np.count_nonzero(valid)),
             steps=held.positions.size,
