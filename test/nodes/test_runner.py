@@ -1,4 +1,5 @@
-"""What ``run_node`` leaves behind when a node refuses its parameters: nothing that fails afterwards.
+"""What ``run_node`` leaves behind when a node refuses its parameters: nothing that fails afterwards; what it does
+before a built node spins: the start-up's objects out of the garbage collector's full collections.
 
 rclpy tracks every node of a context from the start of ``Node.__init__`` and destroys the ones
 still alive when the context shuts down, a node whose constructor raised among them. The
@@ -9,6 +10,9 @@ recorder's ``destroy_node`` then failed on attributes its constructor never set,
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import rclpy
@@ -40,3 +44,31 @@ def test_a_node_that_refused_its_parameters_is_destroyed_by_the_context_without_
         assert refused.value.__traceback__ is not None
     finally:
         context.try_shutdown()  # destroys the half-built node, as run_node's shutdown does
+
+
+FREEZE_PROBE = textwrap.dedent(
+    """
+    import gc, os, signal
+    from rclpy.node import Node
+    from dynamic_identification.nodes.runner import run_node
+
+    def create():
+        node = Node("freeze_probe")
+        def probe():
+            print(gc.get_freeze_count(), flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+        node.create_timer(0.01, probe)
+        return node
+
+    run_node("freeze_probe", create, args=[])
+    """
+)
+
+
+def test_a_spinning_node_left_its_start_up_objects_out_of_the_full_collections() -> None:
+    """A full collection visited every module object, a pause of tens of milliseconds in a callback."""
+    done = subprocess.run([sys.executable, "-c", FREEZE_PROBE], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    frozen = int(done.stdout.split()[0])
+    assert frozen > 10_000  # rclpy, NumPy and the package's modules
