@@ -2,12 +2,12 @@
 
 CPython's cyclic collector runs a full collection (generation 2) whenever the objects that
 survived its younger generations reach a quarter of the ones it already holds, and a full
-collection visits every container object the process holds. A node holds some 80,000 of them
-before its first message (the modules of NumPy, SciPy, Pinocchio and rclpy, their functions
+collection visits every container object the process holds. A node holds tens of thousands of
+them before its first message (the modules of NumPy, SciPy, Pinocchio and rclpy, their functions
 and classes), almost none of which will ever be garbage, and its steady work (a sliding
-window's update every second, a feedforward torque every millisecond) allocates enough to
-trigger such a collection every few seconds: a pause of tens of milliseconds at an arbitrary
-call, in the middle of an update or between two torque commands.
+window's update every second, messages at the robot's rate) allocates enough to trigger such a
+collection now and then: a pause of tens of milliseconds at an arbitrary call, in the middle of
+an update or between two torque commands.
 
 :func:`freeze_startup_objects` collects once, then moves every object alive at that moment into
 the collector's permanent generation (``gc.freeze``), which no later collection visits; the
