@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import os
 import subprocess
@@ -156,10 +155,7 @@ def main() -> None:
     )
     estimator = SlidingWindowEstimator(dynamic_model, settings, consistency=consistency)
     # As the estimator node and `dynid stream` do once built: the updates do not visit the start-up's objects.
-    frozen = freeze_startup_objects()
-    if arguments.collect_startup_objects:
-        gc.unfreeze()
-        frozen = 0
+    frozen = 0 if arguments.collect_startup_objects else freeze_startup_objects()
     print(f"start-up objects left out of the garbage collector's full collections: {frozen}")
     chunk = int(round(settings.update_period_s * RATE_HZ))
     latencies, update_cpu, publishable, kept, conditions, shifts = [], [], 0, [], [], []
