@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 import pytest
+import scipy.linalg
 from numpy.testing import assert_allclose
 
 from arm6_drives import IDENTIFICATION_DRIVE
@@ -18,6 +19,7 @@ from dynamic_identification.core.estimation.consistency import (
     ConsistencySettings,
     ConsistentEstimator,
     _PriorObjective,
+    _row_space,
     consistency_report,
     consistent_estimate,
     determined_by,
@@ -395,6 +397,28 @@ def test_a_newton_step_is_the_least_squares_step_of_all_rows(held: tuple[int, ..
     assert_allclose(step, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
     assert_allclose(decrement, -gradient @ expected, rtol=1e-9)
     assert np.all(step[list(held)] == 0.0)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        np.random.default_rng(5).normal(size=(27, 78)),
+        np.repeat(np.random.default_rng(6).normal(size=(9, 78)), 3, axis=0),
+        np.random.default_rng(7).normal(size=(8, 5)),
+        np.zeros((0, 6)),
+    ],
+    ids=["full row rank", "repeated rows", "more rows than columns", "no rows"],
+)
+def test_the_row_space_gives_lstsq_s_minimum_norm_solution_and_the_null_space(rows: np.ndarray) -> None:
+    """Whichever factorisation it takes, the row space solves as ``numpy.linalg.lstsq`` and spans the null space
+    ``scipy.linalg.null_space`` does, orthonormally."""
+    space = _row_space(rows)
+    target = np.random.default_rng(8).normal(size=rows.shape[0])
+    assert_allclose(space.least_squares(target), np.linalg.lstsq(rows, target, rcond=None)[0], atol=1e-12)
+    expected = scipy.linalg.null_space(rows)
+    assert space.null_space.shape == expected.shape
+    assert_allclose(space.null_space @ space.null_space.T, expected @ expected.T, atol=1e-12)
+    assert_allclose(space.null_space.T @ space.null_space, np.eye(expected.shape[1]), atol=1e-12)
 
 
 def test_box_prior_keeps_link_masses_near_the_nominal(arm) -> None:

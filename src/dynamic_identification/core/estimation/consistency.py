@@ -815,41 +815,59 @@ class _PriorObjective:
         return None
 
 
+_ROW_SPACE_RECIPROCAL_CONDITION = 1e-8
+"""Reciprocal condition number (LAPACK's 1-norm estimate of the QR's triangle) above which :func:`_row_space` keeps
+the QR: the matrix then has full row rank by any threshold of the SVD's (``max(k, p) · eps``, ~1e-14 here) even
+after the estimate's and the norms' factors of at most ``k`` each."""
+
+
 @dataclass(frozen=True)
 class _RowSpace:
-    """A ``k × p`` matrix ``A`` by its singular value decomposition truncated at its numerical rank ``r``
-    (:func:`_row_space`): ``A = U diag(s) Vᵀ``.
+    """A ``k × p`` matrix ``A`` of numerical rank ``r`` by an orthonormal basis of its row space and the coordinates
+    of its minimum-norm least-squares solutions in that basis (:func:`_row_space`).
 
     Attributes
     ----------
-    left
-        ``U`` ``(k, r)``.
-    inverse_values
-        ``1 / s`` ``(r,)``.
-    right
-        ``V`` ``(p, r)``: an orthonormal basis of the row space.
+    basis
+        ``(p, r)``: an orthonormal basis ``V`` of the row space.
+    coordinates
+        ``(r, k)``: ``C`` with ``V C t`` the minimum-norm least-squares solution of ``A y ≈ t``.
     null_space
         ``(p, p − r)``: an orthonormal basis of the null space of ``A``.
     """
 
-    left: np.ndarray
-    inverse_values: np.ndarray
-    right: np.ndarray
+    basis: np.ndarray
+    coordinates: np.ndarray
     null_space: np.ndarray
 
     def least_squares(self, target: np.ndarray) -> np.ndarray:
-        """The minimum-norm least-squares solution ``y`` of ``A y ≈ target``, ``V diag(1/s) Uᵀ target``."""
-        return self.right @ (self.inverse_values * (self.left.T @ target))
+        """The minimum-norm least-squares solution ``y`` of ``A y ≈ target``, ``V C target``."""
+        return self.basis @ (self.coordinates @ target)
 
 
 def _row_space(matrix: np.ndarray) -> _RowSpace:
-    """The :class:`_RowSpace` of ``matrix``: one SVD for what ``numpy.linalg.lstsq`` and ``scipy.linalg.null_space``
-    would each compute, with their rank (singular values above ``max(k, p) · eps`` of the largest)."""
+    """The :class:`_RowSpace` of ``matrix``: what ``numpy.linalg.lstsq`` and ``scipy.linalg.null_space`` would each
+    compute, from one factorisation.
+
+    A matrix of full row rank (base columns are independent combinations of the standard parameters, so the
+    consistent estimate's always are) takes the QR of its transpose, ``Aᵀ = [Q₁ Q₂] [R; 0]``: ``V = Q₁``,
+    ``C = R⁻ᵀ``, the null space ``Q₂``, at 0.4 the time of the SVD. One that the triangle's condition does not
+    show to have full rank takes the SVD ``A = U diag(s) Vᵀ`` truncated at the rank of ``numpy.linalg.lstsq``
+    (singular values above ``max(k, p) · eps`` of the largest): ``C = diag(1/s) Uᵀ``.
+    """
+    rows = matrix.shape[0]
+    if 0 < rows <= matrix.shape[1]:
+        orthogonal, triangle = scipy.linalg.qr(matrix.T, check_finite=False)
+        square = triangle[:rows]
+        reciprocal, info = scipy.linalg.lapack.dtrcon(square, norm="1", uplo="U")
+        if info == 0 and reciprocal > _ROW_SPACE_RECIPROCAL_CONDITION:
+            coordinates = scipy.linalg.solve_triangular(square, np.eye(rows), trans="T", check_finite=False)
+            return _RowSpace(basis=orthogonal[:, :rows], coordinates=coordinates, null_space=orthogonal[:, rows:])
     left, values, right = scipy.linalg.svd(matrix, full_matrices=True)
     threshold = max(matrix.shape) * np.finfo(float).eps * (values[0] if values.size else 0.0)
     rank = int(np.count_nonzero(values > threshold))
     return _RowSpace(
-        left=left[:, :rank], inverse_values=1.0 / values[:rank], right=right[:rank].T, null_space=right[rank:].T
+        basis=right[:rank].T, coordinates=left[:, :rank].T / values[:rank, None], null_space=right[rank:].T
     )
 
 

@@ -196,7 +196,9 @@ def reduce_parameters(
     matrix, vector = weighted_normal_matrix(equations, sigma, np.arange(b))
     dependent = _dependent_columns(matrix, forced_mask)
     removed: list[tuple[int, str]] = [(int(i), NOT_IDENTIFIABLE) for i in dependent]
-    identifiable = np.setdiff1d(np.arange(b), dependent)
+    determined = np.ones(b, dtype=bool)
+    determined[dependent] = False
+    identifiable = np.flatnonzero(determined)
     essential = identifiable[forced_mask[identifiable]]
     reference, reference_inverse = _solve(equations, sigma, matrix, vector, identifiable, names)
 
