@@ -816,9 +816,9 @@ class _PriorObjective:
 
 
 _ROW_SPACE_RECIPROCAL_CONDITION = 1e-8
-"""Reciprocal condition number (LAPACK's 1-norm estimate of the QR's triangle) above which :func:`_row_space` keeps
-the QR: the matrix then has full row rank by any threshold of the SVD's (``max(k, p) · eps``, ~1e-14 here) even
-after the estimate's and the norms' factors of at most ``k`` each."""
+"""Reciprocal condition number of the QR's triangle (LAPACK's estimate in the 1-norm) above which :func:`_row_space`
+keeps the QR. The SVD's rank threshold, ``max(k, p) · eps`` (about 1e-14 here), would keep every row too: the estimate
+and the change of norm are each off by at most a factor ``k``, so the 2-norm reciprocal condition is above ~1e-11."""
 
 
 @dataclass(frozen=True)
@@ -851,7 +851,7 @@ def _row_space(matrix: np.ndarray) -> _RowSpace:
 
     A matrix of full row rank (base columns are independent combinations of the standard parameters, so the
     consistent estimate's always are) takes the QR of its transpose, ``Aᵀ = [Q₁ Q₂] [R; 0]``: ``V = Q₁``,
-    ``C = R⁻ᵀ``, the null space ``Q₂``, at 0.4 the time of the SVD. One that the triangle's condition does not
+    ``C = R⁻ᵀ``, the null space ``Q₂``, for fewer operations than the SVD. One that the triangle's condition does not
     show to have full rank takes the SVD ``A = U diag(s) Vᵀ`` truncated at the rank of ``numpy.linalg.lstsq``
     (singular values above ``max(k, p) · eps`` of the largest): ``C = diag(1/s) Uᵀ``.
     """
