@@ -420,8 +420,11 @@ def _stream(arguments: argparse.Namespace) -> str:
     A stamp more than 1 s earlier than the last restarts the window.
     """
     api = _api()
-    # Its modules imported, the stream's work starts: as in the estimator node, the window's updates do not visit
-    # the start-up's objects.
+    from dynamic_identification.core.identification.in_process import load_window_modules
+
+    # Its modules imported, the window's filters among them (the window is built inside stream_file), the stream's
+    # work starts: as in the estimator node, the window's updates do not visit the start-up's objects.
+    load_window_modules()
     freeze_startup_objects()
     streamed = _forward(
         api.stream_file,

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +115,36 @@ def test_later_updates_are_publishable_with_a_reduced_well_conditioned_model(
     # The stamps jitter (a sampler that stamps exactly): the window judges whether to recover the sample instants
     # (signal.stamps: auto) from its first 5 s of data, and publishes nothing before.
     assert not updates[0]["publishable"] and "waiting for data" in updates[0]["reason"]
+
+
+FREEZE_PROBE = textwrap.dedent(
+    """
+    import gc, sys
+    from dynamic_identification import cli
+    code = cli.main(sys.argv[1:])
+    import scipy.signal
+    visited = any(tracked is scipy.signal.sosfiltfilt for tracked in gc.get_objects())
+    print(code, gc.get_freeze_count(), visited)
+    """
+)
+
+
+def test_the_stream_s_updates_visit_neither_the_start_up_s_objects_nor_the_window_s_filters(
+    moving: tuple[Any, ...], folder: Path
+) -> None:
+    """As in the estimator node, the full collections of the garbage collector do not visit the modules; the
+    window's filter module, which the window loads when ``stream_file`` builds it, is frozen with the others."""
+    data = write_csv(folder / "frozen.csv", *moving)
+    argv = ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", ARM6_CONFIG, "--out", folder / "frozen.jsonl"]
+    done = subprocess.run(
+        [sys.executable, "-c", FREEZE_PROBE, *map(str, argv)], capture_output=True, text=True, timeout=120
+    )
+
+    assert done.returncode == 0, done.stderr
+    code, frozen, visited = done.stdout.split()[-3:]
+    assert code == "0"
+    assert int(frozen) > 50_000  # NumPy, SciPy with its signal module, Pinocchio and the package
+    assert visited == "False"
 
 
 def test_params_out_holds_the_last_publishable_estimate(streamed: tuple[int, list[dict[str, Any]], Path]) -> None:

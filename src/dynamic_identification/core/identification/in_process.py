@@ -133,6 +133,13 @@ auto`` whose stamps scatter decides whether to recover the instants: half the de
 if shorter), a whole period of any excitation of 0.2 Hz or faster."""
 
 
+def load_window_modules() -> None:
+    """Import what every update of a window filters with, SciPy's signal module (most of a second): a window loads
+    it when built, not in an update, and an entry point that freezes its start-up's objects
+    (:func:`~dynamic_identification.collector.freeze_startup_objects`) before it builds its window loads it first."""
+    importlib.import_module("scipy.signal")
+
+
 @dataclass(frozen=True)
 class WindowSettings:
     """Settings of the in-process estimator (defaults and bounds: the ``window.*`` settings of the schema).
@@ -316,8 +323,7 @@ class SlidingWindowEstimator:
         ([Wensing2018], the seam's step 5); an update whose consistent estimate cannot be
         computed is not publishable.
         """
-        # Every update filters: SciPy's signal module (0.7 s to import) is loaded with the estimator, not in an update.
-        importlib.import_module("scipy.signal")
+        load_window_modules()
         mechanism = dynamic_model.mechanism
         self._consistency = consistency
         self._settings = settings
