@@ -238,8 +238,8 @@ class RobotModel:
 
     @cached_property
     def _position_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """The lower and upper limits, read from the model once: the nodes check every joint state against them,
-        and reading them joint by joint from Pinocchio was half of that check's time."""
+        """The lower and upper limits, read from the model once: the nodes check every joint state against them, and
+        reading them joint by joint from Pinocchio is slow beside that check."""
         return (
             self._per_joint(self.model.lowerPositionLimit, -np.inf),
             self._per_joint(self.model.upperPositionLimit, np.inf),
