@@ -1,5 +1,5 @@
-"""Test-wide setup: the DDS network rule, one BLAS thread per process, robot-model fixtures, and the fatal-error
-dumps of crashed pytest-xdist workers in the run's summary.
+"""Test-wide setup: the DDS network rule, one BLAS thread per process, nothing left frozen from the garbage collector
+after a test, robot-model fixtures, and the fatal-error dumps of crashed pytest-xdist workers in the run's summary.
 
 The environment is set at import time, before any test module can import rclpy, and again
 before every test: every ROS context created by the suite discovers on loopback only, in a
@@ -11,6 +11,7 @@ controller's, so two workers never share one.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import pathlib
 import shutil
@@ -150,6 +151,15 @@ def _ros_localhost_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name, value in ROS_NETWORK_ENV.items():
         monkeypatch.setenv(name, value)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _collected_as_before() -> Iterator[None]:
+    """After each test, the test process's objects back in the garbage collector's full collections: a test that
+    runs an entry point in-process (``cli.main(["stream", …])``) froze them as the entry point does
+    (:func:`~dynamic_identification.collector.freeze_startup_objects`), and the tests after it must not inherit that."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
-
-import pytest
 
 from dynamic_identification.collector import freeze_startup_objects
 
@@ -17,14 +14,7 @@ class _Node:
     partner: _Node | None = None
 
 
-@pytest.fixture
-def unfrozen() -> Iterator[None]:
-    """The test process as it was: nothing frozen after the test."""
-    yield
-    gc.unfreeze()
-
-
-def test_the_objects_alive_at_start_up_are_frozen_and_its_garbage_cycles_are_freed(unfrozen: None) -> None:
+def test_the_objects_alive_at_start_up_are_frozen_and_its_garbage_cycles_are_freed() -> None:
     kept = [_Node() for _ in range(100)]
     garbage = _Node()
     garbage.partner = _Node()
@@ -41,7 +31,7 @@ def test_the_objects_alive_at_start_up_are_frozen_and_its_garbage_cycles_are_fre
     assert gc.is_tracked(kept[0]) and not any(id(node) in visited for node in kept)
 
 
-def test_objects_created_after_the_freeze_are_still_collected(unfrozen: None) -> None:
+def test_objects_created_after_the_freeze_are_still_collected() -> None:
     freeze_startup_objects()
     later = _Node()
     later.partner = _Node()
