@@ -186,12 +186,16 @@ fraction of a millisecond, the conic solver tens of them and, the first time, cv
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
 
-_FINAL_STEP_DECREMENT = 1e-8
-"""Newton decrement (absolute, in the objective's units, σ² of the fit) from which a full Newton step is the last.
+_FINAL_STEP_GAP = 1e-6
+"""Bound on ``f − f*`` (the objective's units, σ² of the fit) below which the point after a full Newton step is the
+minimum: within about a thousandth of a σ of it, far below what the data determine.
 
-The objective is self-concordant up to the prior weight's scale (a quadratic plus ``γ`` times log-det barriers), so
-near the minimum a full step leaves a decrement of order its square: a few 1e-16, below :data:`_NEWTON_TOLERANCE`
-of any objective of at least 1. Stopping there saves the step that would only confirm it."""
+``f / γ`` is self-concordant (a convex quadratic over ``γ`` plus log-det barriers and a linear trace), so from a
+Newton decrement ``d = −∇fᵀΔ`` of ``f``, ``λ² = d / γ`` of ``f / γ``, a full step leaves ``λ⁺ ≤ λ² / (1 − λ)²`` and
+``f − f* ≤ γ ω*(λ⁺) ≤ γ λ⁺²`` for ``λ⁺ ≤ ½`` (Nesterov, *Introductory Lectures on Convex Optimization*, 2004,
+§4.1.5): :func:`_final_step_gap`. Iterating until the decrement itself vanishes took one or two
+more steps an update that only confirmed the point."""
+
 
 _KEPT_SETS_REMEMBERED = 16
 """Sets of kept base parameters whose last solution a :class:`ConsistentEstimator` keeps as a start of Newton's
@@ -784,8 +788,8 @@ class _PriorObjective:
 
         Steps are halved until every pseudo-inertia stays positive definite and ``f`` falls by a
         quarter of the Newton decrement's prediction (Armijo); it stops when the decrement is
-        below :data:`_NEWTON_TOLERANCE` of ``f``, or after a full step from a decrement below
-        :data:`_FINAL_STEP_DECREMENT`.
+        below :data:`_NEWTON_TOLERANCE` of ``f``, or after a full step that leaves ``f`` within
+        :data:`_FINAL_STEP_GAP` of its minimum (:func:`_final_step_gap`).
         """
         x = start.copy()
         current = self.value(x)
@@ -810,7 +814,7 @@ class _PriorObjective:
                     # Round-off: the decrement no longer shows in f; accept a converged point.
                     return x if decrement <= 1e-8 * max(1.0, abs(current)) else None
             x, current = candidate, trial
-            if length == 1.0 and decrement <= _FINAL_STEP_DECREMENT:
+            if length == 1.0 and _final_step_gap(decrement, self.weight) <= _FINAL_STEP_GAP:
                 return x
         return None
 
@@ -1589,6 +1593,16 @@ class ConsistentEstimator:
                 f"Clarabel's {status} solution is not consistent: scaled pseudo-inertia eigenvalues {worst.tolist()}"
             )
         return scaled, status
+
+
+def _final_step_gap(decrement: float, weight: float) -> float:
+    """Bound on ``f − f*`` after a full Newton step from ``decrement`` (σ²) of an objective with prior weight
+    ``weight`` (:data:`_FINAL_STEP_GAP`); infinite outside the region where the bound holds (``λ⁺ > ½``)."""
+    if weight <= 0.0:
+        return float("inf")
+    newton = float(np.sqrt(max(decrement, 0.0) / weight))
+    after = (newton / (1.0 - newton)) ** 2 if newton < 1.0 else float("inf")
+    return weight * after**2 if after <= 0.5 else float("inf")
 
 
 def _lowest(objective: _PriorObjective, points: Sequence[np.ndarray]) -> np.ndarray:
