@@ -193,8 +193,7 @@ minimum: within about a thousandth of a σ of it, far below what the data determ
 ``f / γ`` is self-concordant (a convex quadratic over ``γ`` plus log-det barriers and a linear trace), so from a
 Newton decrement ``d = −∇fᵀΔ`` of ``f``, ``λ² = d / γ`` of ``f / γ``, a full step leaves ``λ⁺ ≤ λ² / (1 − λ)²`` and
 ``f − f* ≤ γ ω*(λ⁺) ≤ γ λ⁺²`` for ``λ⁺ ≤ ½`` (Nesterov, *Introductory Lectures on Convex Optimization*, 2004,
-§4.1.5): :func:`_final_step_gap`. Iterating until the decrement itself vanishes took one or two
-more steps an update that only confirmed the point."""
+§4.1.5): :func:`_final_step_gap`. Steps beyond it would only confirm the point."""
 
 
 _KEPT_SETS_REMEMBERED = 16
