@@ -328,6 +328,9 @@ SETTINGS: tuple[Setting, ...] = (
             " (gaps and filter margins hold none)", minimum=0.0, exclusive=True, maximum=1.0, nodes=_ESTIMATION),
     Setting("window.reduction", _S, "sensitivity", "in-process reduction: [Volkmann2020] Algorithm 1, essential"
             " parameters or none", choices=REDUCTIONS, nodes=_ESTIMATION),
+    Setting("window.keep_model", _B, True, "sensitivity reduction: keep the last published model while Algorithm 1"
+            " still accepts it on the window, for at most window_s of data; false: choose at every update",
+            nodes=_ESTIMATION),
     Setting("window.max_condition_number", _D, 100.0, "quality gate: largest condition number of the reduced model",
             minimum=1.0, maximum=1e12, nodes=_ESTIMATION),
     Setting("window.max_relative_error", _D, 0.5, "quality gate: largest relative error ‖ρ‖/‖Y‖", minimum=0.0,

@@ -13,7 +13,7 @@ from dynamic_identification.core.estimation.normal_equations import (
     solve_weighted,
     weighted_normal_matrix,
 )
-from dynamic_identification.core.estimation.reduction import reduce_parameters
+from dynamic_identification.core.estimation.reduction import recheck_reduction, reduce_parameters
 
 NOISE = np.array([0.05, 0.1, 0.05])
 """Error std per joint, N·m."""
@@ -249,3 +249,54 @@ def test_sensitivity_reduction_decides_as_algorithm_1_solved_afresh_at_each_tria
     assert_array_equal(result.kept, included)
     assert [column for column, _ in result.removed] == removed
     assert result.refused == tuple(refused)
+
+
+def test_algorithm_1_s_model_is_accepted_again_on_its_own_data_with_the_same_solution() -> None:
+    _, _, equations = _problem(13)
+    chosen = reduce_parameters(equations, NOISE, forced=(1,))
+
+    again = recheck_reduction(chosen, equations, NOISE, forced=(1,))
+
+    assert again is not None
+    assert_array_equal(again.kept, chosen.kept)
+    assert again.removed == chosen.removed and again.refused == ()
+    assert_array_equal(again.essential, chosen.essential)
+    assert_allclose(again.solution.parameters, chosen.solution.parameters, rtol=1e-12)
+    assert_allclose(again.inverse, chosen.inverse, rtol=1e-12)
+
+
+def test_a_model_is_accepted_on_new_data_of_the_same_process_and_refused_once_a_removed_column_matters() -> None:
+    _, _, equations = _problem(14)
+    chosen = reduce_parameters(equations, NOISE)
+    assert 5 not in chosen.kept
+
+    same_process = recheck_reduction(chosen, _problem(15)[2], NOISE)
+    rng = np.random.default_rng(16)
+    w = _rows(rng)
+    y = w @ (TRUE_PARAMETERS + np.eye(7)[5] * 40.0) + rng.normal(size=w.shape[:2]) * NOISE  # column 5 now acts
+
+    assert same_process is not None
+    assert_array_equal(same_process.kept, chosen.kept)
+    assert recheck_reduction(chosen, NormalEquations.from_rows(w, y), NOISE) is None
+    assert 5 in reduce_parameters(NormalEquations.from_rows(w, y), NOISE).kept
+
+
+def test_a_model_is_refused_when_new_data_do_not_identify_a_kept_column_or_force_a_left_out_one() -> None:
+    w, _, equations = _problem(17)
+    chosen = reduce_parameters(equations, NOISE)
+    unexcited = w.copy()
+    unexcited[:, :, 2] = 0.0  # the data no longer see column 2, and fit as well without it
+    y = unexcited @ TRUE_PARAMETERS + np.random.default_rng(17).normal(size=w.shape[:2]) * NOISE
+    assert 2 in chosen.kept and 4 not in chosen.kept
+
+    assert recheck_reduction(chosen, NormalEquations.from_rows(unexcited, y), NOISE) is None
+    assert recheck_reduction(chosen, equations, NOISE, forced=(4,)) is None
+    assert recheck_reduction(chosen, equations, NOISE) is not None
+
+
+def test_only_a_sensitivity_reduction_is_rechecked() -> None:
+    _, _, equations = _problem(18)
+    essential = reduce_parameters(equations, NOISE, method="essential")
+
+    with pytest.raises(IdentificationError, match="only a 'sensitivity' reduction"):
+        recheck_reduction(essential, equations, NOISE)

@@ -13,10 +13,14 @@ from numpy.testing import assert_allclose
 from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import weighted_least_squares
-from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+from dynamic_identification.core.estimation.normal_equations import (
+    joint_error_std_from_normal_equations,
+    solve_weighted,
+)
+from dynamic_identification.core.estimation.reduction import reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.identification import ReductionSettings
+from dynamic_identification.core.identification import ReductionSettings, in_process
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
@@ -236,3 +240,69 @@ def test_the_window_loads_its_filters_when_created_not_in_its_first_update(arm6_
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert completed.stdout.split() == ["False", "True"]
+
+
+def _feed_counting_reductions(
+    estimator: SlidingWindowEstimator, time, q, tau, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[WindowUpdate], list[int]]:
+    """The updates of one second of data each, and the update (0-based) of each call of the reduction."""
+    updates: list[WindowUpdate] = []
+    chosen: list[int] = []
+    reduce = in_process.reduce_model
+    monkeypatch.setattr(
+        in_process, "reduce_model", lambda *args, **kwargs: chosen.append(len(updates)) or reduce(*args, **kwargs)
+    )
+    for start in range(0, time.size, 1000):
+        estimator.add_samples(time[start : start + 1000], q[start : start + 1000], tau[start : start + 1000])
+        updates.append(estimator.update())
+    return updates, chosen
+
+
+def test_the_window_keeps_a_model_algorithm_1_still_accepts_and_chooses_again_within_a_window_of_data(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = WindowSettings()
+    estimator = SlidingWindowEstimator(dynamic_model, settings)
+    names = dynamic_model.base.names
+    time, q, tau = _fourier_data(arm, seconds=36.0)
+    accepted = []
+
+    def checked(update: WindowUpdate) -> None:
+        if update.publishable:  # the published model meets [Volkmann2020] Algorithm 1 line 10 on its window
+            equations = estimator.window_equations()
+            sigma = joint_error_std_from_normal_equations(equations)
+            reference = reduce_parameters(equations, sigma, method="none").reference.relative_errors
+            model = solve_weighted(equations, sigma, [names.index(name) for name in update.names]).relative_errors
+            accepted.append(bool(np.all(model <= (1.0 + settings.reduction.e_tol) * np.maximum(reference, 1e-6))))
+
+    update = estimator.update
+    monkeypatch.setattr(estimator, "update", lambda: (result := update(), checked(result))[0])
+    updates, chosen = _feed_counting_reductions(estimator, time, q, tau, monkeypatch)
+
+    published = [i for i, update in enumerate(updates) if update.publishable]
+    assert len(published) >= 25 and all(accepted) and len(accepted) == len(published)
+    kept_from = [i for i in published if i not in chosen]
+    assert len(kept_from) >= 10  # most updates keep the model: the trials of Algorithm 1 are not run again
+    assert all(updates[i].names == updates[i - 1].names for i in kept_from)
+    # Chosen again at the latest once window_s of new data has come.
+    choices = [i for i in chosen if i >= published[0]]
+    assert np.max(np.diff([*choices, len(updates)])) <= round(settings.window_s / settings.update_period_s)
+
+
+def test_an_update_that_is_not_published_makes_the_next_one_choose_its_model_afresh(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings())
+    time, q, tau = _fourier_data(arm, seconds=20.0)
+    gate = in_process._gate
+    monkeypatch.setattr(
+        in_process,
+        "_gate",
+        lambda update, settings: "refused" if update.time_s == time[13999] else gate(update, settings),
+    )
+    updates, chosen = _feed_counting_reductions(estimator, time, q, tau, monkeypatch)
+
+    assert updates[12].publishable and 12 not in chosen
+    # The kept model failed a gate: the update tried a model chosen afresh, which failed it too.
+    assert not updates[13].publishable and chosen.count(13) == 1
+    assert updates[14].publishable and 14 in chosen

@@ -25,6 +25,10 @@ model (``O(n b²)``, no factorisation). Three methods:
    has no relative scale: its reference is raised to ``1e-6``, which makes the test an
    absolute one, ``e*_k,j <= (1 + e_tol) · 1e-6``.
 
+A model that Algorithm 1 chose on earlier data is still its outcome on new data when it still meets the rule
+that accepted each removal: :func:`recheck_reduction` judges that without the trials (the sliding window keeps its
+model while it does).
+
 ``'essential'`` — [Gautier2013] §V.B (Pham & Gautier): remove the parameter with the largest
 ``%σ`` ([Gautier2013] eq. (19)) until ``max %σ / min %σ < r_sigma``.
 
@@ -176,22 +180,13 @@ def reduce_parameters(
     b = equations.n_parameters
     if method not in METHODS:
         raise IdentificationError(f"method must be one of {METHODS}, got {method!r}")
-    if not (np.isfinite(e_tol) and e_tol > 0.0):
-        raise IdentificationError(f"e_tol must be a finite relative tolerance > 0, got {e_tol}")
     if not (np.isfinite(r_sigma) and r_sigma > 1.0):
         raise IdentificationError(f"r_sigma must be a finite ratio > 1, got {r_sigma}")
-    sigma = np.asarray(joint_std, dtype=float)
-    if sigma.shape != (equations.n_joints,) or not np.all(np.isfinite(sigma) & (sigma > 0.0)):
-        raise IdentificationError(
-            f"joint_std must be {equations.n_joints} finite positive values, got {np.array2string(sigma)}"
-        )
     if isinstance(min_parameters, bool) or not isinstance(min_parameters, int | np.integer):
         raise IdentificationError(f"min_parameters must be an integer, got {min_parameters!r}")
     if not 1 <= min_parameters <= b:
         raise IdentificationError(f"min_parameters must be in [1, {b}], got {min_parameters}")
-    forced_mask = _forced_mask(forced, b)
-    if names is not None and len(names) != b:
-        raise IdentificationError(f"names must have {b} entries (one per column), got {len(names)}")
+    sigma, forced_mask = _checked(equations, joint_std, e_tol, forced, names)
 
     matrix, vector = weighted_normal_matrix(equations, sigma, np.arange(b))
     dependent = _dependent_columns(matrix, forced_mask)
@@ -230,6 +225,79 @@ def reduce_parameters(
     )
 
 
+def recheck_reduction(
+    previous: ReductionResult,
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    *,
+    e_tol: float = 0.05,
+    forced: Sequence[int] = (),
+    names: Sequence[str] | None = None,
+) -> ReductionResult | None:
+    """``previous``'s sensitivity-reduced model on new ``equations`` if Algorithm 1 still accepts it, else ``None``.
+
+    Algorithm 1 compares every trial with the reference ([Volkmann2020] line 10), so the model it returns is one
+    whose every joint has ``e*_j ≤ (1 + e_tol) e*_0,j`` against the identifiable full model, with every column of
+    ``E`` kept. ``previous`` is still such a model on these equations when: its columns are all identifiable here
+    (line 1), the identifiable ``forced`` columns are all among them (line 4), every equation column with equations
+    keeps a parameter acting on it (the guard of :func:`reduce_parameters`), and line 10 holds against these
+    equations' own reference. It costs the rank check and two WLS solves, not the trials: a caller that re-selects
+    only when this fails (the sliding window) keeps one model while the data still support it, instead of one
+    that follows each update's noise among models equally good.
+
+    ``joint_std``, ``e_tol``, ``forced`` and ``names`` as in :func:`reduce_parameters`. The result's ``removed`` holds
+    the columns not identifiable here, then the others left out, with ``previous``'s reasons (a column that was
+    not identifiable then and is left out now is ``'low sensitivity'``: line 10 holds without it); ``essential``
+    is ``previous``'s set ``E`` of identifiable columns with the identifiable ``forced`` ones; ``refused`` is empty.
+
+    Raises
+    ------
+    IdentificationError
+        When ``previous`` is not a ``'sensitivity'`` reduction of ``equations``' columns, or on bad ``joint_std``,
+        ``forced`` or ``names``, ``e_tol`` as :func:`reduce_parameters`.
+    DataError
+        When there are no more equations than identifiable parameters.
+    """
+    b = equations.n_parameters
+    if previous.method != "sensitivity":
+        raise IdentificationError(f"only a 'sensitivity' reduction is re-checked, got {previous.method!r}")
+    if previous.kept.size and previous.kept[-1] >= b:
+        raise IdentificationError(f"the reduction kept column {int(previous.kept[-1])} of equations with {b} columns")
+    sigma, forced_mask = _checked(equations, joint_std, e_tol, forced, names)
+    kept = previous.kept
+    matrix, vector = weighted_normal_matrix(equations, sigma, np.arange(b))
+    dependent = _dependent_columns(matrix, forced_mask)
+    determined = np.ones(b, dtype=bool)
+    determined[dependent] = False
+    included = np.zeros(b, dtype=bool)
+    included[kept] = True
+    if not determined[kept].all() or (forced_mask & determined & ~included).any():
+        return None
+    identifiable = np.flatnonzero(determined)
+    if _LastParameterGuard(equations, identifiable).orphans(kept).size:
+        return None
+    reference, _ = _solve(equations, sigma, matrix, vector, identifiable, names)
+    solution, inverse = _solve(equations, sigma, matrix, vector, kept, names)
+    if (solution.residual_norms**2 > _residual_limits(equations, reference.relative_errors, e_tol)).any():
+        return None
+    left_out = determined & ~included
+    earlier = [i for i, _ in previous.removed if left_out[i]]
+    removed = [(int(i), NOT_IDENTIFIABLE) for i in dependent] + [(i, LOW_SENSITIVITY) for i in earlier]
+    removed += [(int(i), LOW_SENSITIVITY) for i in np.flatnonzero(left_out) if i not in set(earlier)]
+    essential = np.zeros(b, dtype=bool)
+    essential[previous.essential] = True
+    essential |= forced_mask
+    return ReductionResult(
+        method=previous.method,
+        kept=kept,
+        removed=tuple(removed),
+        essential=np.flatnonzero(essential & determined),
+        solution=solution,
+        reference=reference,
+        inverse=inverse,
+    )
+
+
 class _LastParameterGuard:
     """Refuses removing the last column that acts on an equation column with equations (module docstring).
 
@@ -246,6 +314,10 @@ class _LastParameterGuard:
         self._single = self._needs & (self._acting <= 1.0)
         self.refused: list[tuple[int, int]] = []
 
+    def orphans(self, columns: np.ndarray) -> np.ndarray:
+        """The equation columns with equations that none of ``columns`` acts on, increasing."""
+        return np.flatnonzero(self._needs & ~self._acts[:, columns].any(axis=1))
+
     def allows(self, column: int) -> bool:
         """Whether ``column`` may leave the current model; records a refusal."""
         orphaned = self._single & self._acts[:, column]
@@ -258,6 +330,27 @@ class _LastParameterGuard:
         """The model lost ``column``."""
         self._acting = self._acting - self._acts[:, column]
         self._single = self._needs & (self._acting <= 1.0)
+
+
+def _checked(
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    e_tol: float,
+    forced: Sequence[int],
+    names: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The arguments both reductions share, checked: ``(σ_j, forced mask)``; raises :class:`IdentificationError`."""
+    b = equations.n_parameters
+    if not (np.isfinite(e_tol) and e_tol > 0.0):
+        raise IdentificationError(f"e_tol must be a finite relative tolerance > 0, got {e_tol}")
+    sigma = np.asarray(joint_std, dtype=float)
+    if sigma.shape != (equations.n_joints,) or not np.all(np.isfinite(sigma) & (sigma > 0.0)):
+        raise IdentificationError(
+            f"joint_std must be {equations.n_joints} finite positive values, got {np.array2string(sigma)}"
+        )
+    if names is not None and len(names) != b:
+        raise IdentificationError(f"names must have {b} entries (one per column), got {len(names)}")
+    return sigma, _forced_mask(forced, b)
 
 
 def _forced_mask(forced: Sequence[int], b: int) -> np.ndarray:
@@ -317,9 +410,7 @@ def _sensitivity_reduction(
     ``trials`` starts from the reference model; each trial is a rank-one step from the
     current model (:class:`_RemovalTrials`).
     """
-    threshold = (1.0 + e_tol) * np.maximum(reference_errors, _ERROR_FLOOR)
-    # e*_j > threshold_j  <=>  ‖ρ_j‖² > (threshold_j ‖y_j‖)²; a joint with ‖y_j‖ = 0 has e*_j = 0.
-    limit_squares = np.where(equations.c > 0.0, threshold**2 * equations.c, np.inf)
+    limit_squares = _residual_limits(equations, reference_errors, e_tol)
     essential = np.zeros(equations.n_parameters, dtype=bool)
     essential[forced] = True
     sensitivity = equations.sensitivities()
@@ -336,6 +427,14 @@ def _sensitivity_reduction(
             guard.remove(int(column))
             removed.append(int(column))
     return trials.columns, np.flatnonzero(essential), removed
+
+
+def _residual_limits(equations: NormalEquations, reference_errors: np.ndarray, e_tol: float) -> np.ndarray:
+    """The largest ``‖ρ_j‖²`` per joint, N²·m², of a model that Algorithm 1 line 10 accepts:
+    ``e*_j ≤ (1 + e_tol) e*_0,j``, the reference ``e*_0,j`` floored at :data:`_ERROR_FLOOR`."""
+    threshold = (1.0 + e_tol) * np.maximum(reference_errors, _ERROR_FLOOR)
+    # e*_j > threshold_j  <=>  ‖ρ_j‖² > (threshold_j ‖y_j‖)²; a joint with ‖y_j‖ = 0 has e*_j = 0.
+    return np.where(equations.c > 0.0, threshold**2 * equations.c, np.inf)
 
 
 class _RemovalTrials:

@@ -17,6 +17,16 @@ window: joints weighted by their residual variance ([Gautier2013] eq. (20)), the
 reduced ([Volkmann2020] Algorithm 1 by default), the quality gates passed; only an
 estimate that passes them is marked publishable, the others carry the reason.
 
+The model a publishable update's reduction chose serves the next updates while Algorithm 1 still
+accepts it on their window
+(:func:`~dynamic_identification.core.identification.solve.recheck_model`: every parameter
+determined, the forced ones in it, every joint's ``e*_j`` within ``e_tol`` of the full model's)
+and until ``window_s`` of data has come since it was chosen: the window then holds none of the
+data that chose it. Models that Algorithm 1 accepts alike differ from update to update by the
+window's noise; keeping one while it is accepted publishes the same parameter set until the data
+ask for another, and saves the reduction's trials. An update that is not published, or whose kept
+model fails a gate (the reduction then chooses in that update), leaves the next one to choose.
+
 The published ``%σ`` ([Gautier2013] eq. (19)) is by default autocorrelation-consistent,
 as offline (:func:`~dynamic_identification.core.estimation.uncertainty.hac_covariance`
 on the window's stored rows of the kept columns at update time, Newey & West 1987 with
@@ -108,6 +118,7 @@ from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, 
 from dynamic_identification.core.identification.solve import (
     consistent_step,
     plausibility_problems,
+    recheck_model,
     reduce_model,
     removed_reasons,
 )
@@ -179,6 +190,10 @@ class WindowSettings:
         (:class:`~dynamic_identification.core.identification.settings.ReductionSettings`), but the method
         from ``window.reduction`` (default ``sensitivity``); the reduction uses the white ``%σ``
         of the normal equations whatever ``uncertainty`` says.
+    keep_model
+        With the ``sensitivity`` reduction, the model of the last published update serves while Algorithm 1
+        still accepts it on the window, for at most ``window_s`` of data (module docstring); ``False``: the
+        reduction chooses at every update.
     min_motion_rad
         Gate: some joint must travel this far in the window.
     min_fill
@@ -199,6 +214,7 @@ class WindowSettings:
     signal: SignalSettings = nested_field(SignalSettings)
     stick_periods: int = setting_field("window.stick_periods")
     reduction: ReductionSettings = nested_field(ReductionSettings, method="window.reduction")
+    keep_model: bool = setting_field("window.keep_model")
     min_motion_rad: float = setting_field("window.min_motion_rad")
     min_fill: float = setting_field("window.min_fill")
     max_condition_number: float = setting_field("window.max_condition_number")
@@ -289,6 +305,14 @@ class _Block:
 
 
 @dataclass(frozen=True)
+class _ChosenModel:
+    """The reduced model of the last publishable update and the data time, s, of the update whose reduction chose it."""
+
+    reduction: ReductionResult
+    time_s: float
+
+
+@dataclass(frozen=True)
 class _HeldRows:
     """The window's rows with a valid equation, in time order: ``W`` ``(h, n, b)``, ``Y`` ``(h, n)``, ``valid``,
     and ``positions`` ``(h,)`` among all the window's ``rows``."""
@@ -363,6 +387,7 @@ class SlidingWindowEstimator:
         self._updates = 0
         self._last_update_time: float | None = None
         self._notes: list[str] = []
+        self._model: _ChosenModel | None = None
 
     @property
     def pending_s(self) -> float:
@@ -437,6 +462,8 @@ class SlidingWindowEstimator:
             # (after a gap, when no row has come yet) leave the window all the same.
             self._expire(self._last_time - self._margin_s())
             result = self._estimate()
+        if not result.publishable:
+            self._model = None
         self._last_update_time = self._last_time
         self._updates += 1
         note, self._notes = "; ".join(self._notes), []
@@ -751,19 +778,52 @@ class SlidingWindowEstimator:
             )
         if travel.max() < settings.min_motion_rad:
             return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
-        equations = self._equations
-        names = self._base.names
         try:
-            joint_std = joint_error_std_from_normal_equations(equations)
-            reduction = reduce_model(
-                equations,
-                joint_std,
-                names=names,
-                travel=travel,
-                settings=settings.reduction,
-            )
+            joint_std = joint_error_std_from_normal_equations(self._equations)
+            reduction = self._rechecked_model(joint_std, travel)
+            chosen = reduction is None
+            if reduction is None:
+                reduction = self._reduced_model(joint_std, travel)
+            update = self._estimate_with(blank, joint_std, reduction)
+            if not chosen and not update.publishable:
+                # The last model fails a gate here that a model chosen afresh may pass.
+                chosen, reduction = True, self._reduced_model(joint_std, travel)
+                update = self._estimate_with(blank, joint_std, reduction)
         except IdentificationError as error:
             return replace(blank, reason=f"estimation failed: {error}")
+        if update.publishable:
+            chosen_s = now if chosen or self._model is None else self._model.time_s
+            self._model = _ChosenModel(reduction, time_s=chosen_s)
+        return update
+
+    def _reduced_model(self, joint_std: np.ndarray, travel: np.ndarray) -> ReductionResult:
+        """The window's model chosen by the reduction (the identification seam's step 2)."""
+        return reduce_model(
+            self._equations, joint_std, names=self._base.names, travel=travel, settings=self._settings.reduction
+        )
+
+    def _rechecked_model(self, joint_std: np.ndarray, travel: np.ndarray) -> ReductionResult | None:
+        """The model of the last update, when it was published, on the window if [Volkmann2020] Algorithm 1 still
+        accepts it (:func:`~dynamic_identification.core.identification.solve.recheck_model`) and less than
+        ``window_s`` of data has come since the reduction chose it; ``None`` when the reduction must choose again."""
+        model, settings = self._model, self._settings
+        if model is None or not settings.keep_model or settings.reduction.method != "sensitivity":
+            return None
+        if self._last_time - model.time_s >= settings.window_s * (1.0 - 1e-9):
+            return None
+        return recheck_model(
+            model.reduction,
+            self._equations,
+            joint_std,
+            names=self._base.names,
+            travel=travel,
+            settings=settings.reduction,
+        )
+
+    def _estimate_with(self, blank: WindowUpdate, joint_std: np.ndarray, reduction: ReductionResult) -> WindowUpdate:
+        """The update of the reduced model ``reduction`` of the window's equations weighted by ``joint_std``: its
+        quality, the consistent estimate and the gates."""
+        settings, equations, names = self._settings, self._equations, self._base.names
         solution = reduction.solution
         kept_names = tuple(names[i] for i in reduction.kept)
         fitted = self._fitted(reduction.kept, solution.parameters)

@@ -65,7 +65,12 @@ from dynamic_identification.core.estimation.normal_equations import (
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
-from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult, reduce_parameters
+from dynamic_identification.core.estimation.reduction import (
+    NOT_IDENTIFIABLE,
+    ReductionResult,
+    recheck_reduction,
+    reduce_parameters,
+)
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance
 from dynamic_identification.core.identification.completion import controlled_positions, unwrapped
 from dynamic_identification.core.identification.motion import check_motion, check_samples
@@ -262,16 +267,43 @@ def reduce_model(
     ``settings.friction_motion_rad`` rad (``travel`` per joint, rad): a joint that moves has
     friction, whatever its sensitivity ([Volkmann2020] §III.D).
     """
-    moving = travel.size > 0 and bool(np.all(travel >= settings.friction_motion_rad))
     return reduce_parameters(
         equations,
         joint_std,
         method=settings.method,
         e_tol=settings.e_tol,
         r_sigma=settings.r_sigma,
-        forced=friction_columns(names).tolist() if moving else (),
+        forced=_forced_friction(names, travel, settings),
         names=names,
     )
+
+
+def recheck_model(
+    previous: ReductionResult,
+    equations: NormalEquations,
+    joint_std: np.ndarray,
+    *,
+    names: Sequence[str],
+    travel: np.ndarray,
+    settings: ReductionSettings,
+) -> ReductionResult | None:
+    """``previous`` (a ``'sensitivity'`` :func:`reduce_model`) on these equations if Algorithm 1 still accepts it
+    (:func:`~dynamic_identification.core.estimation.reduction.recheck_reduction`), with the friction forced as
+    :func:`reduce_model` forces it; ``None`` when it must be chosen again."""
+    return recheck_reduction(
+        previous,
+        equations,
+        joint_std,
+        e_tol=settings.e_tol,
+        forced=_forced_friction(names, travel, settings),
+        names=names,
+    )
+
+
+def _forced_friction(names: Sequence[str], travel: np.ndarray, settings: ReductionSettings) -> list[int]:
+    """The friction columns when every joint travels at least ``settings.friction_motion_rad``, else none."""
+    moving = travel.size > 0 and bool(np.all(travel >= settings.friction_motion_rad))
+    return friction_columns(names).tolist() if moving else []
 
 
 def removed_reasons(names: Sequence[str], reduction: ReductionResult) -> tuple[tuple[str, str], ...]:
