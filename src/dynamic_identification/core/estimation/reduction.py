@@ -246,9 +246,9 @@ def recheck_reduction(
     that follows each update's noise among models equally good.
 
     ``joint_std``, ``e_tol``, ``forced`` and ``names`` as in :func:`reduce_parameters`. The result's ``removed`` holds
-    the columns not identifiable here, then the others left out, with ``previous``'s reasons (a column that was
-    not identifiable then and is left out now is ``'low sensitivity'``: line 10 holds without it); ``essential``
-    is ``previous``'s set ``E`` of identifiable columns with the identifiable ``forced`` ones; ``refused`` is empty.
+    the columns not identifiable here, then the identifiable ones left out, ``'low sensitivity'`` (line 10 holds
+    without them), in ``previous``'s order; ``essential`` is ``previous``'s set ``E`` of identifiable columns with
+    the identifiable ``forced`` ones; ``refused`` is empty.
 
     Raises
     ------
@@ -281,9 +281,8 @@ def recheck_reduction(
     if (solution.residual_norms**2 > _residual_limits(equations, reference.relative_errors, e_tol)).any():
         return None
     left_out = determined & ~included
-    earlier = [i for i, _ in previous.removed if left_out[i]]
-    removed = [(int(i), NOT_IDENTIFIABLE) for i in dependent] + [(i, LOW_SENSITIVITY) for i in earlier]
-    removed += [(int(i), LOW_SENSITIVITY) for i in np.flatnonzero(left_out) if i not in set(earlier)]
+    removed = [(int(i), NOT_IDENTIFIABLE) for i in dependent]
+    removed += [(i, LOW_SENSITIVITY) for i, _ in previous.removed if left_out[i]]
     essential = np.zeros(b, dtype=bool)
     essential[previous.essential] = True
     essential |= forced_mask
