@@ -306,3 +306,14 @@ def test_an_update_that_is_not_published_makes_the_next_one_choose_its_model_afr
     # The kept model failed a gate: the update tried a model chosen afresh, which failed it too.
     assert not updates[13].publishable and chosen.count(13) == 1
     assert updates[14].publishable and 14 in chosen
+
+
+def test_without_keep_model_the_reduction_chooses_at_every_update(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings(keep_model=False))
+    time, q, tau = _fourier_data(arm, seconds=16.0)
+    updates, chosen = _feed_counting_reductions(estimator, time, q, tau, monkeypatch)
+
+    published = [i for i, update in enumerate(updates) if update.publishable]
+    assert len(published) >= 8 and set(published) <= set(chosen)
