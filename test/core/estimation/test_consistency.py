@@ -358,25 +358,37 @@ def test_the_caller_s_wls_of_the_kept_columns_gives_the_same_estimate(arm) -> No
         )
 
 
-@pytest.mark.parametrize("held", [(), (12, 23), (3,)], ids=["all free", "drive terms held", "a link unknown held"])
-def test_a_newton_step_is_the_least_squares_step_of_all_rows(held: tuple[int, ...]) -> None:
-    """The structured step (fixed rows factored once, link rows per step) is the plain least-squares Newton step."""
-    rng = np.random.default_rng(3)
-    per_joint, links = 12, 2
+def _random_objective(
+    seed: int, *, links: int, fit_rows: int, fit_scale: float, target_scale: float, prior_scale: float, weight: float
+) -> tuple[_PriorObjective, np.ndarray]:
+    """A :class:`_PriorObjective` of ``links`` links of 12 unknowns (10 inertial, 2 drive terms) with random fit and
+    pull rows, its prior the links' inertias times ``prior_scale``, and a point inside its domain."""
+    rng = np.random.default_rng(seed)
+    per_joint = 12
     p = per_joint * links
     inertial = np.array([_link(2.0 + i, rng.normal(size=3) * 0.1, np.diag([0.1, 0.2, 0.15])) for i in range(links)])
     x = rng.normal(size=p)
     x.reshape(links, per_joint)[:, :10] = inertial
     objective = _PriorObjective(
-        fit=rng.normal(size=(9, p)) * 30.0,
-        fit_target=rng.normal(size=9),
-        pull=rng.normal(size=(p - 9, p)) * 0.05,
-        pull_target=rng.normal(size=p - 9),
-        weight=0.3,
-        prior_inverse=np.linalg.inv(pseudo_inertia(inertial * 1.1)),
+        fit=rng.normal(size=(fit_rows, p)) * fit_scale,
+        fit_target=rng.normal(size=fit_rows) * target_scale,
+        pull=rng.normal(size=(p - fit_rows, p)) * 0.05,
+        pull_target=rng.normal(size=p - fit_rows),
+        weight=weight,
+        prior_inverse=np.linalg.inv(pseudo_inertia(inertial * prior_scale)),
         attached=np.zeros((links, 10)),
         links=np.arange(links)[:, None] * per_joint + np.arange(10)[None, :],
     )
+    return objective, x
+
+
+@pytest.mark.parametrize("held", [(), (12, 23), (3,)], ids=["all free", "drive terms held", "a link unknown held"])
+def test_a_newton_step_is_the_least_squares_step_of_all_rows(held: tuple[int, ...]) -> None:
+    """The structured step (fixed rows factored once, link rows per step) is the plain least-squares Newton step."""
+    objective, x = _random_objective(
+        3, links=2, fit_rows=9, fit_scale=30.0, target_scale=1.0, prior_scale=1.1, weight=0.3
+    )
+    p, links = x.size, objective.links.shape[0]
     free = np.ones(p, dtype=bool)
     free[list(held)] = False
     step, decrement = objective.step(x, objective.fixed_rows(x, free))
@@ -403,23 +415,10 @@ def test_a_newton_step_is_the_least_squares_step_of_all_rows(held: tuple[int, ..
 @pytest.mark.parametrize("weight", [0.3, 0.01])
 def test_newton_s_minimum_is_within_its_stated_gap_of_the_true_minimum(weight: float) -> None:
     """The last full step ends within :data:`_FINAL_STEP_GAP` (σ²) of the minimum that steps to round-off reach."""
-    rng = np.random.default_rng(4)
-    per_joint, links = 12, 3
-    p = per_joint * links
-    inertial = np.array([_link(2.0 + i, rng.normal(size=3) * 0.1, np.diag([0.1, 0.2, 0.15])) for i in range(links)])
-    start = rng.normal(size=p)
-    start.reshape(links, per_joint)[:, :10] = inertial
-    objective = _PriorObjective(
-        fit=rng.normal(size=(20, p)) * 5.0,
-        fit_target=rng.normal(size=20) * 3.0,
-        pull=rng.normal(size=(p - 20, p)) * 0.05,
-        pull_target=rng.normal(size=p - 20),
-        weight=weight,
-        prior_inverse=np.linalg.inv(pseudo_inertia(inertial * 1.3)),
-        attached=np.zeros((links, 10)),
-        links=np.arange(links)[:, None] * per_joint + np.arange(10)[None, :],
+    objective, start = _random_objective(
+        4, links=3, fit_rows=20, fit_scale=5.0, target_scale=3.0, prior_scale=1.3, weight=weight
     )
-    held = np.zeros(p, dtype=bool)
+    held = np.zeros(start.size, dtype=bool)
     minimum = objective.minimise(start, held)
     assert minimum is not None
     rows = objective.fixed_rows(minimum, ~held)
