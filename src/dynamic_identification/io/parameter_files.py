@@ -424,6 +424,7 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
         "reason": update.reason,
         "parameters": {name: finite_or_none(v) for name, v in zip(update.names, update.values.tolist(), strict=True)},
         "removed": [name for name, _ in update.removed],
+        "model_chosen_s": finite_or_none(update.model_chosen_s),
         "condition_number": finite_or_none(update.condition_number),
         "condition_number_full": finite_or_none(update.condition_number_full),
         "relative_error": finite_or_none(update.relative_error),

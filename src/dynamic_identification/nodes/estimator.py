@@ -753,6 +753,7 @@ class EstimatorNode(GuardedNode):
                 removed_count=str(len(update.removed)),
                 kept=" ".join(update.names),
                 removed=" ".join(name for name, _ in update.removed),
+                model_chosen_s=f"{update.model_chosen_s:.6f}",
                 rows=str(update.samples),
                 update_seconds=f"{update.seconds:.6f}",
                 position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",

@@ -284,6 +284,8 @@ def test_the_window_keeps_a_model_algorithm_1_still_accepts_and_chooses_again_wi
     kept_from = [i for i in published if i not in chosen]
     assert len(kept_from) >= 10  # most updates keep the model: the trials of Algorithm 1 are not run again
     assert all(updates[i].names == updates[i - 1].names for i in kept_from)
+    assert all(updates[i].model_chosen_s == updates[i - 1].model_chosen_s for i in kept_from)
+    assert all(updates[i].model_chosen_s == updates[i].time_s for i in chosen if updates[i].publishable)
     # Chosen again at the latest once window_s of new data has come.
     choices = [i for i in chosen if i >= published[0]]
     assert np.max(np.diff([*choices, len(updates)])) <= round(settings.window_s / settings.update_period_s)

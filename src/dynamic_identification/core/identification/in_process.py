@@ -257,7 +257,9 @@ class WindowUpdate:
     it) when ``uncertainty`` is set, else [Gautier2013] eq. (19) with eq. (18)'s σ
     (``WindowSettings.reduction.uncertainty == "white"``, or ``uncertainty_fallback`` says why).
     ``window_s`` is the stamp time from the window's first row to its last, ``data_s`` the
-    data its rows cover (s; less after gaps), ``note`` what this update had to leave out or
+    data its rows cover (s; less after gaps), ``model_chosen_s`` the data time, s, of the update whose reduction
+    chose the model (this one's, or an earlier one's whose model the window kept; NaN before a reduction ran),
+    ``note`` what this update had to leave out or
     adapt (samples it could not use, a lowered cut-off), empty when nothing.
     """
 
@@ -282,6 +284,7 @@ class WindowUpdate:
     consistency_shift_sigma: float = float("nan")
     consistency_cost: float = float("nan")
     consistent_standard: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    model_chosen_s: float = float("nan")
     uncertainty: RobustCovariance | None = None
     uncertainty_fallback: str = ""
     note: str = ""
@@ -791,10 +794,10 @@ class SlidingWindowEstimator:
                 update = self._estimate_with(blank, joint_std, reduction)
         except IdentificationError as error:
             return replace(blank, reason=f"estimation failed: {error}")
+        chosen_s = now if chosen or self._model is None else self._model.time_s
         if update.publishable:
-            chosen_s = now if chosen or self._model is None else self._model.time_s
             self._model = _ChosenModel(reduction, time_s=chosen_s)
-        return update
+        return replace(update, model_chosen_s=chosen_s)
 
     def _reduced_model(self, joint_std: np.ndarray, travel: np.ndarray) -> ReductionResult:
         """The window's model chosen by the reduction (the identification seam's step 2)."""
