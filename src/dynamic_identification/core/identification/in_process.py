@@ -730,11 +730,13 @@ class SlidingWindowEstimator:
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         held = np.flatnonzero(rows.valid.any(axis=1))
+        kept = rows.rows(held)
         block = _Block(
-            rows=rows.rows(held),
+            rows=kept,
             held=held,
             time=times,
-            equations=NormalEquations.from_rows(rows.observation_matrix, rows.torques, rows.valid),
+            # A row without a valid equation adds nothing to any sum.
+            equations=NormalEquations.from_rows(kept.observation_matrix, kept.torques, kept.valid),
             q_min=q.min(axis=0),
             q_max=q.max(axis=0),
         )
