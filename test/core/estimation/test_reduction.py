@@ -300,3 +300,22 @@ def test_only_a_sensitivity_reduction_is_rechecked() -> None:
 
     with pytest.raises(IdentificationError, match="only a 'sensitivity' reduction"):
         recheck_reduction(essential, equations, NOISE)
+
+
+@pytest.mark.parametrize("kept_twin", [0, 7])
+def test_a_model_with_either_of_two_dependent_columns_is_accepted_whichever_the_pivot_leaves_out(
+    kept_twin: int,
+) -> None:
+    rng = np.random.default_rng(19)
+    w = _rows(rng)
+    w = np.concatenate([w, 2.0 * w[:, :, :1]], axis=2)  # column 7 = 2 × column 0: the data see one of them
+    y = w[:, :, :7] @ TRUE_PARAMETERS + rng.normal(size=w.shape[:2]) * NOISE
+    equations = NormalEquations.from_rows(w, y)
+    chosen = reduce_parameters(equations, NOISE, forced=(kept_twin,))
+    other = 7 - kept_twin
+
+    again = recheck_reduction(chosen, equations, NOISE)
+
+    assert again is not None
+    assert_array_equal(again.kept, chosen.kept)
+    assert (other, "not identifiable") in again.removed and kept_twin in again.kept

@@ -238,8 +238,10 @@ def recheck_reduction(
 
     Algorithm 1 compares every trial with the reference ([Volkmann2020] line 10), so the model it returns is one
     whose every joint has ``e*_j ≤ (1 + e_tol) e*_0,j`` against the identifiable full model, with every column of
-    ``E`` kept. ``previous`` is still such a model on these equations when: its columns are all identifiable here
-    (line 1), the identifiable ``forced`` columns are all among them (line 4), every equation column with equations
+    ``E`` kept. ``previous`` is still such a model on these equations when: its columns are identifiable here
+    (line 1: independent, though the pivoted Cholesky of every column may leave out another member of a dependent
+    set than the model did), the identifiable ``forced`` columns are all among them (line 4), every equation column
+    with equations
     keeps a parameter acting on it (the guard of :func:`reduce_parameters`), and line 10 holds against these
     equations' own reference. It costs the rank check and two WLS solves, not the trials: a caller that re-selects
     only when this fails (the sliding window) keeps one model while the data still support it, instead of one
@@ -271,8 +273,16 @@ def recheck_reduction(
     determined[dependent] = False
     included = np.zeros(b, dtype=bool)
     included[kept] = True
-    if not determined[kept].all() or (forced_mask & determined & ~included).any():
+    if (forced_mask & determined & ~included).any():
         return None
+    if not determined[kept].all():
+        # Of columns dependent on one another the pivot may leave out another member than the model did: the
+        # model's own columns are eliminated first, and it is refused only when they are dependent themselves.
+        dependent = _dependent_columns(matrix, included)
+        determined[:] = True
+        determined[dependent] = False
+        if not determined[kept].all():
+            return None
     identifiable = np.flatnonzero(determined)
     if _LastParameterGuard(equations, identifiable).orphans(kept).size:
         return None

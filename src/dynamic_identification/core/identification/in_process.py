@@ -730,13 +730,13 @@ class SlidingWindowEstimator:
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         held = np.flatnonzero(rows.valid.any(axis=1))
-        kept = rows.rows(held)
+        equated = rows.rows(held)
         block = _Block(
-            rows=kept,
+            rows=equated,
             held=held,
             time=times,
             # A row without a valid equation adds nothing to any sum.
-            equations=NormalEquations.from_rows(kept.observation_matrix, kept.torques, kept.valid),
+            equations=NormalEquations.from_rows(equated.observation_matrix, equated.torques, equated.valid),
             q_min=q.min(axis=0),
             q_max=q.max(axis=0),
         )
