@@ -14,7 +14,12 @@ from dynamic_identification.core.estimation import (
     solve_weighted,
     weighted_least_squares,
 )
-from dynamic_identification.core.estimation.normal_equations import joint_error_std_from_normal_equations
+from dynamic_identification.core.estimation.normal_equations import (
+    joint_error_std_from_normal_equations,
+    numerical_rank,
+    weighted_normal_matrix,
+    weighted_solution,
+)
 
 TRUE = np.array([2.0, -1.0, 0.5, 3.0, 0.25, -0.75])
 
@@ -70,6 +75,35 @@ def test_rank_deficiency_names_the_dependent_parameter() -> None:
     names = ("A", "B", "C", "D", "E", "F")
     with pytest.raises(RankDeficientError, match="'[BE]'"):
         solve_weighted(equations, np.ones(3), np.arange(6), names=names)
+
+
+@pytest.mark.parametrize("perturbation", [1e-7, 1e-5, 3e-5, 4e-5, 5e-5, 1e-4, 1e-3])
+def test_weighted_solution_refuses_exactly_the_subsets_the_pivoted_cholesky_finds_dependent(
+    perturbation: float,
+) -> None:
+    # Near the rank threshold either side: the solution's shortcut past the pivoted Cholesky must not change its
+    # decision.
+    w, y, _ = _rows(4)
+    w[..., 4] = 2.0 * w[..., 1] + perturbation * np.abs(w[..., 1]).mean() * np.random.default_rng(5).normal(
+        size=w.shape[:2]
+    )
+    equations = NormalEquations.from_rows(w, y)
+    matrix, vector = weighted_normal_matrix(equations, np.ones(3), np.arange(6))
+    rank, _ = numerical_rank(matrix)
+    if rank < 6:
+        with pytest.raises(RankDeficientError, match="'[BE]'"):
+            weighted_solution(equations, np.ones(3), np.arange(6), matrix, vector, names=("A", "B", "C", "D", "E", "F"))
+    else:
+        solution, _ = weighted_solution(equations, np.ones(3), np.arange(6), matrix, vector)
+        assert solution.rank == 6
+
+
+def test_a_column_without_data_is_named_dependent() -> None:
+    w, y, _ = _rows(6)
+    w[..., 3] = 0.0
+    equations = NormalEquations.from_rows(w, y)
+    with pytest.raises(RankDeficientError, match="'D'"):
+        solve_weighted(equations, np.ones(3), np.arange(6), names=("A", "B", "C", "D", "E", "F"))
 
 
 def test_sensitivities_are_mean_absolute_column_values() -> None:

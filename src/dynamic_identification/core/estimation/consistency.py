@@ -1324,7 +1324,9 @@ class ConsistentEstimator:
             candidates.append(completed)
         key = kept.tobytes()
         last = next(reversed(self._prior_solutions.values()), None)
-        for solution in (last, self._prior_solutions.get(key)):
+        same_kept = self._prior_solutions.get(key)
+        # The last solution is usually the one with the same kept set too: one start, evaluated once.
+        for solution in (last, None if same_kept is last else same_kept):
             if solution is not None and solution.shape == scaling.scale.shape:
                 candidates.append(solution / scaling.scale)
         start = _lowest(objective, candidates)

@@ -35,6 +35,11 @@ BLOCK_ROWS = 8192
 RANK_TOLERANCE = 1e-10
 """Relative pivot threshold of the pivoted Cholesky on the scaled normal matrix (≈ 1e-5 on singular values)."""
 
+_FULL_RANK_EIGENVALUE = 2.0 * RANK_TOLERANCE
+"""Smallest eigenvalue of a unit-diagonal normal matrix above which :func:`weighted_solution` knows without the pivoted
+Cholesky that it has full rank: :data:`RANK_TOLERANCE` with room for the eigenvalues' round-off (``k · eps`` of a
+``k × k`` matrix of unit diagonal, about 1e-14)."""
+
 
 @dataclass(frozen=True)
 class NormalEquations:
@@ -285,13 +290,19 @@ def weighted_solution(
         raise DataError(f"only {total:.0f} equations for {k} parameters")
     matrix = matrix[np.ix_(index, index)]
     vector = vector[index]
-    rank, pivots = numerical_rank(matrix)
-    if rank < k:
-        dependent = sorted(int(index[i]) for i in pivots[rank:])
-        labels = [names[i] for i in dependent] if names is not None else dependent
-        raise RankDeficientError(f"the window does not determine parameters {labels} (rank {rank} of {k})")
     diagonal = np.sqrt(np.diag(matrix))
-    scaled = matrix / diagonal[:, None] / diagonal[None, :]
+    positive = bool(np.all(diagonal > 0.0))
+    scaled = matrix / diagonal[:, None] / diagonal[None, :] if positive else matrix
+    eigenvalues = np.linalg.eigvalsh(scaled) if positive else None
+    rank = k
+    # Each pivot of the pivoted Cholesky is a diagonal entry of a Schur complement of `scaled`, never below its
+    # smallest eigenvalue: well above the tolerance, every column is a pivot, and the factorisation is not needed.
+    if eigenvalues is None or not eigenvalues[0] > _FULL_RANK_EIGENVALUE:
+        rank, pivots = numerical_rank(matrix)
+        if rank < k or eigenvalues is None:
+            dependent = sorted(int(index[i]) for i in pivots[rank:])
+            labels = [names[i] for i in dependent] if names is not None else dependent
+            raise RankDeficientError(f"the window does not determine parameters {labels} (rank {rank} of {k})")
     factor, info = scipy.linalg.lapack.dpotrf(scaled, lower=1)
     if info != 0:
         raise RankDeficientError(f"the normal matrix of columns {index.tolist()} is not positive definite")
@@ -303,7 +314,6 @@ def weighted_solution(
     sigma_squared = weighted_residual / (total - k)
     lower, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
     inverse = (np.tril(lower) + np.tril(lower, -1).T) / diagonal[:, None] / diagonal[None, :]
-    eigenvalues = np.linalg.eigvalsh(scaled)
     condition = float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0.0 else float("inf")
     norms = np.sqrt(residual_squares)
     measured = np.sqrt(equations.c)
