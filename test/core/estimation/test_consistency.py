@@ -12,7 +12,7 @@ import scipy.linalg
 from numpy.testing import assert_allclose
 
 from arm6_drives import IDENTIFICATION_DRIVE
-from dynamic_identification.core.estimation import NormalEquations, solve_weighted
+from dynamic_identification.core.estimation import NormalEquations, consistency, solve_weighted
 from dynamic_identification.core.estimation.consistency import (
     _FINAL_STEP_GAP,
     DEFAULT_PRIOR_WEIGHT,
@@ -521,6 +521,30 @@ def test_an_estimator_back_at_a_kept_set_starts_from_its_last_solution_for_it(
     again = estimator.solve(equations, JOINT_NOISE_NM, reduced)
     assert again.solver_status == "newton" and len(steps) <= 2
     assert_allclose(again.standard, first.standard, rtol=1e-4, atol=1e-7 * np.abs(first.standard).max())
+
+
+def test_a_kept_set_is_factorised_once_while_its_drive_scales_hold(arm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sliding window keeps its model over several updates and its drive-term scales (powers of two) move only
+    when the estimate moves by a good part of that factor: the scaled kept columns' row space is factorised once for
+    them, and a solve from the stored factorisation is the solve of a fresh estimator."""
+    equations, reduced, estimator = _reduced_window(arm)
+    factorised = []
+    row_space = consistency._row_space
+    monkeypatch.setattr(consistency, "_row_space", lambda matrix: factorised.append(1) or row_space(matrix))
+    estimator.solve(equations, JOINT_NOISE_NM, reduced)
+    stored = estimator.solve(equations, JOINT_NOISE_NM, reduced)
+    assert len(factorised) == 1
+    fresh = _nominal_estimator(arm).solve(equations, JOINT_NOISE_NM, reduced)
+    assert_allclose(stored.standard, fresh.standard, rtol=1e-4, atol=1e-7 * np.abs(fresh.standard).max())
+    # Torques 0.1 % larger: the drive-term scales stay the same powers of two, and so does the factorisation.
+    estimator.solve(
+        dataclasses.replace(equations, b=1.001 * equations.b, c=1.001**2 * equations.c), JOINT_NOISE_NM, reduced
+    )
+    assert len(factorised) == 2
+    # Torques eight times as large: every drive term's scale doubles three times, a new factorisation.
+    louder = dataclasses.replace(equations, b=8.0 * equations.b, c=64.0 * equations.c)
+    estimator.solve(louder, 8.0 * JOINT_NOISE_NM, reduced)
+    assert len(factorised) == 3
 
 
 def test_a_negative_prior_weight_is_refused_naming_it() -> None:

@@ -999,6 +999,10 @@ class ConsistentEstimator:
     _prior_solutions: dict[bytes, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     """The last solutions of :meth:`_solve_prior` by kept set, least recently solved first: the last one is the
     previous update's."""
+    _row_spaces: dict[bytes, _RowSpace] = field(default_factory=dict, init=False, repr=False)
+    """:func:`_row_space` of the scaled regrouping by kept set and scales, least recently used first: a sliding
+    window keeps its model over several updates, and the drive terms' scales are powers of two
+    (:meth:`_scaling`), so it factorises the same matrix again only when either changes."""
 
     def __post_init__(self) -> None:
         p = len(self.base.standard_names)
@@ -1101,8 +1105,8 @@ class ConsistentEstimator:
         nominal_scaled = self.nominal / scaling.scale
         reduced = regrouping * scaling.scale
 
-        # One SVD gives the completions below and the null space.
-        space = _row_space(reduced)
+        # One factorisation gives the completions below and the null space.
+        space = self._reduced_row_space(columns, scaling.scale, reduced)
         # χ̂_b completed by the nominal null-space component: without a prior, the solution whenever it is feasible.
         completion = nominal_scaled + space.least_squares(estimate - reduced @ nominal_scaled)
         # Checked only, the estimate needs no margin: J ⪰ 0 is what physical consistency means.
@@ -1160,6 +1164,18 @@ class ConsistentEstimator:
 
     # -- scaling and constraints -------------------------------------------------------------
 
+    def _reduced_row_space(self, columns: np.ndarray, scale: np.ndarray, reduced: np.ndarray) -> _RowSpace:
+        """:func:`_row_space` of ``reduced``, the regrouping's ``columns`` rows at ``scale``, from the cache when
+        it holds them (:attr:`_row_spaces`)."""
+        key = columns.tobytes() + scale.tobytes()
+        space = self._row_spaces.pop(key, None)
+        if space is None:
+            space = _row_space(reduced)
+        self._row_spaces[key] = space
+        if len(self._row_spaces) > _KEPT_SETS_REMEMBERED:
+            del self._row_spaces[next(iter(self._row_spaces))]
+        return space
+
     def _structural_scales(self) -> np.ndarray:
         """``(n, 10)`` scales of the inertial parameters from the nominal masses and radii of gyration."""
         nominal = self.nominal.reshape(self.n_joints, self.terms.per_joint)[:, :_INERTIAL]
@@ -1180,7 +1196,9 @@ class ConsistentEstimator:
 
         A drive term's scale is the largest of its nominal magnitude, the base estimates
         it enters and 1 % of its joint's RMS torque (in SI units, as if at 1 rad/s; 0 for
-        a joint without an equation, see ``equation_joints``).
+        a joint without an equation, see ``equation_joints``), rounded up to a power of two:
+        exact to scale by, and the same from one update of a sliding window to the next
+        unless the estimate moves by a good part of that factor (:attr:`_row_spaces`).
         """
         n, per_joint = self.n_joints, self.terms.per_joint
         per_equation = np.asarray(rms_torque, dtype=float)
@@ -1198,7 +1216,8 @@ class ConsistentEstimator:
         scale[:, :_INERTIAL] = self._inertial_scale
         drive = np.maximum(np.abs(nominal[:, _INERTIAL:]), contribution[:, _INERTIAL:])
         drive = np.maximum(drive, _DRIVE_SCALE_FLOOR * rms_torque[:, None])
-        scale[:, _INERTIAL:] = np.where(drive > 0.0, drive, 1.0)
+        positive = drive > 0.0
+        scale[:, _INERTIAL:] = np.where(positive, np.exp2(np.ceil(np.log2(np.where(positive, drive, 1.0)))), 1.0)
         return _Scaling(scale=scale.ravel(), margins=self._margins)
 
     def _nominal_margins(self) -> np.ndarray:

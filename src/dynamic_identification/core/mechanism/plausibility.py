@@ -25,6 +25,7 @@ skip the torque gates; a URDF without masses skips the inertial gates.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -152,6 +153,14 @@ def _reach(robot: RobotModel) -> float:
     return reach
 
 
+@functools.lru_cache(maxsize=1024)
+def _parameter_kind(name: str) -> tuple[str, int] | None:
+    """The kind (``ZZ``, ``Fc`` …) and the 0-based joint of a parameter named as :data:`_NAME` says, else ``None``;
+    parsed once per name (a sliding window checks the same names at every update)."""
+    match = _NAME.match(name)
+    return None if match is None else (match.group(1), int(match.group(2)) - 1)
+
+
 def model_problems(
     bounds: PlausibilityBounds,
     names: Sequence[str],
@@ -177,10 +186,10 @@ def model_problems(
         if not np.isfinite(value):
             problems.append(f"{name} = {value} is not finite")
             continue
-        match = _NAME.match(name)
-        if match is None:
+        parsed = _parameter_kind(name)
+        if parsed is None:
             continue
-        kind, index = match.group(1), int(match.group(2)) - 1
+        kind, index = parsed
         if not 0 <= index < len(bounds.joint_names):
             continue
         joint = bounds.joint_names[index]
