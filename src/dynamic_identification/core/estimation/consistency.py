@@ -124,7 +124,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import scipy.linalg
@@ -198,7 +198,9 @@ Newton decrement ``d = −∇fᵀΔ`` of ``f``, ``λ² = d / γ`` of ``f / γ``,
 
 _KEPT_SETS_REMEMBERED = 16
 """Sets of kept base parameters whose last solution a :class:`ConsistentEstimator` keeps as a start of Newton's
-method (the least recently solved one is forgotten first)."""
+method, and sets with their scales whose row space it keeps (the least recently used one is forgotten first)."""
+
+_Remembered = TypeVar("_Remembered")
 
 _QR_BLOCK = 8
 """Block size of LAPACK's ``tpqrt`` in a Newton step (:meth:`_PriorObjective.step`)."""
@@ -1168,12 +1170,10 @@ class ConsistentEstimator:
         """:func:`_row_space` of ``reduced``, the regrouping's ``columns`` rows at ``scale``, from the cache when
         it holds them (:attr:`_row_spaces`)."""
         key = columns.tobytes() + scale.tobytes()
-        space = self._row_spaces.pop(key, None)
+        space = self._row_spaces.get(key)
         if space is None:
             space = _row_space(reduced)
-        self._row_spaces[key] = space
-        if len(self._row_spaces) > _KEPT_SETS_REMEMBERED:
-            del self._row_spaces[next(iter(self._row_spaces))]
+        _remember(self._row_spaces, key, space)
         return space
 
     def _structural_scales(self) -> np.ndarray:
@@ -1358,10 +1358,7 @@ class ConsistentEstimator:
             scaled, status = self._solve_conic(
                 reduced, _cholesky(metric), estimate, nominal_scaled, margins, pull, weight=objective.weight
             )
-        self._prior_solutions.pop(key, None)
-        self._prior_solutions[key] = scaled * scaling.scale
-        if len(self._prior_solutions) > _KEPT_SETS_REMEMBERED:
-            del self._prior_solutions[next(iter(self._prior_solutions))]
+        _remember(self._prior_solutions, key, scaled * scaling.scale)
         return scaled, status
 
     def _newton_path(self, objective: _PriorObjective, start: np.ndarray) -> np.ndarray | None:
@@ -1613,6 +1610,15 @@ class ConsistentEstimator:
                 f"Clarabel's {status} solution is not consistent: scaled pseudo-inertia eigenvalues {worst.tolist()}"
             )
         return scaled, status
+
+
+def _remember(store: dict[bytes, _Remembered], key: bytes, value: _Remembered) -> None:
+    """``store[key] = value`` as its most recently used entry, the least recently used one forgotten beyond
+    :data:`_KEPT_SETS_REMEMBERED` (a dict keeps its keys in insertion order)."""
+    store.pop(key, None)
+    store[key] = value
+    if len(store) > _KEPT_SETS_REMEMBERED:
+        del store[next(iter(store))]
 
 
 def _final_step_gap(decrement: float, weight: float) -> float:

@@ -293,13 +293,14 @@ def weighted_solution(
     diagonal = np.sqrt(np.diag(matrix))
     positive = bool(np.all(diagonal > 0.0))
     scaled = matrix / diagonal[:, None] / diagonal[None, :] if positive else matrix
-    eigenvalues = np.linalg.eigvalsh(scaled) if positive else None
+    # A column without data (a zero diagonal) is one the pivoted Cholesky finds dependent.
+    eigenvalues = np.linalg.eigvalsh(scaled) if positive else np.zeros(k)
     rank = k
     # Each pivot of the pivoted Cholesky is a diagonal entry of a Schur complement of `scaled`, never below its
     # smallest eigenvalue: well above the tolerance, every column is a pivot, and the factorisation is not needed.
-    if eigenvalues is None or not eigenvalues[0] > _FULL_RANK_EIGENVALUE:
+    if not eigenvalues[0] > _FULL_RANK_EIGENVALUE:
         rank, pivots = numerical_rank(matrix)
-        if rank < k or eigenvalues is None:
+        if rank < k:
             dependent = sorted(int(index[i]) for i in pivots[rank:])
             labels = [names[i] for i in dependent] if names is not None else dependent
             raise RankDeficientError(f"the window does not determine parameters {labels} (rank {rank} of {k})")
