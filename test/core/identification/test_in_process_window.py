@@ -14,6 +14,7 @@ from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
 from dynamic_identification.core.errors import IdentificationError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.estimation.normal_equations import (
+    NormalEquations,
     joint_error_std_from_normal_equations,
     solve_weighted,
 )
@@ -127,6 +128,27 @@ def test_a_window_with_stops_equals_batch_wls_and_hac_on_its_rows(arm, dynamic_m
     assert last.uncertainty is not None and last.uncertainty.bandwidth == robust.bandwidth
     assert_allclose(last.std_percent, robust.relative_std_percent(last.values), rtol=1e-9)
     assert_allclose(last.joint_errors, batch.joint_errors, rtol=1e-9)
+
+
+def test_the_rows_the_window_holds_are_the_ones_its_normal_equations_sum(arm, dynamic_model: DynamicModel) -> None:
+    # 40 s of rows through a 3 s window: its rows are kept in one buffer that blocks expire from and that is
+    # compacted and grown as they come; the rows it hands out must stay the ones its equations were summed from.
+    estimator = SlidingWindowEstimator(
+        dynamic_model,
+        WindowSettings(reduction=ReductionSettings(method="none"), window_s=3.0, refactor_every=1000),
+    )
+    time, q, tau = _data_with_stops(arm, seconds=40.0)
+    for start in range(0, time.size, 1000):
+        estimator.add_samples(time[start : start + 1000], q[start : start + 1000], tau[start : start + 1000])
+        estimator.update()
+        w, y, valid = estimator.window_rows()
+        held = estimator.window_equations()
+        summed = NormalEquations.from_rows(w, y, valid)
+        assert_allclose(summed.count, held.count)
+        assert_allclose(summed.a, held.a, rtol=1e-9, atol=1e-9 * np.abs(held.a).max())
+        assert_allclose(summed.b, held.b, rtol=1e-9, atol=1e-9 * np.abs(held.b).max())
+    assert estimator.update().window_s <= 4.5
+    assert not valid.any(axis=1).all()
 
 
 def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, dynamic_model: DynamicModel) -> None:

@@ -314,7 +314,11 @@ def weighted_solution(
     weighted_residual = float(weights @ residual_squares)
     sigma_squared = weighted_residual / (total - k)
     lower, _ = scipy.linalg.lapack.dpotri(factor, lower=1)
-    inverse = (np.tril(lower) + np.tril(lower, -1).T) / diagonal[:, None] / diagonal[None, :]
+    triangle = np.tril(lower)
+    inverse = triangle + triangle.T
+    inverse.flat[:: k + 1] *= 0.5  # the diagonal, added to itself: halving it is exact
+    inverse /= diagonal[:, None]
+    inverse /= diagonal[None, :]
     condition = float(np.sqrt(eigenvalues[-1] / eigenvalues[0])) if eigenvalues[0] > 0.0 else float("inf")
     norms = np.sqrt(residual_squares)
     measured = np.sqrt(equations.c)

@@ -477,7 +477,8 @@ def slow_equations(drive_chain: DriveChain, dq: np.ndarray, *, min_speed_rad_s: 
         return np.zeros((samples, n), dtype=bool)
     coupling = drive_chain.coupling
     slow_motor = np.abs(np.asarray(dq) @ coupling.T) < min_speed_rad_s
-    slow = (slow_motor.astype(np.uint8) @ (coupling != 0.0).astype(np.uint8)) > 0
+    # Counts of slow coupled motors as floats: exact, and a BLAS product instead of numpy's integer loop.
+    slow = (slow_motor.astype(float) @ (coupling != 0.0).astype(float)) > 0.0
     return scipy.ndimage.maximum_filter1d(slow, size=2 * reach + 1, axis=0, mode="nearest")
 
 
