@@ -348,9 +348,10 @@ class _RowStore:
         if self._stop + count > self._positions.size:
             self._make_room(count)
         kept = slice(self._stop, self._stop + count)
-        np.take(rows.observation_matrix, held, axis=0, out=self._observation_matrix[kept])
-        np.take(rows.torques, held, axis=0, out=self._torques[kept])
-        np.take(rows.valid, held, axis=0, out=self._valid[kept])
+        # "clip": the indices are the rows' own, and numpy buffers the output of a take that checks them.
+        np.take(rows.observation_matrix, held, axis=0, out=self._observation_matrix[kept], mode="clip")
+        np.take(rows.torques, held, axis=0, out=self._torques[kept], mode="clip")
+        np.take(rows.valid, held, axis=0, out=self._valid[kept], mode="clip")
         self._positions[kept] = held + self._appended_rows
         self._stop += count
         self._appended_rows += rows.index.size
