@@ -294,9 +294,9 @@ class WindowUpdate:
 class _Block:
     """One update's rows in the window: their stamps ``time`` (s, one per row), normal equations and joint range.
 
-    Only its ``held`` rows with a valid equation are kept (in the window's :class:`_RowStore`): a row whose every
-    equation is masked (a stop, a velocity reversal) adds nothing to the normal equations, the joint errors or
-    the HAC scores, but its place in time still counts for the HAC's lags.
+    Only its rows with a valid equation, ``held`` of them, are kept (in the window's :class:`_RowStore`): a row
+    whose every equation is masked (a stop, a velocity reversal) adds nothing to the normal equations, the joint
+    errors or the HAC scores, but its place in time still counts for the HAC's lags.
     """
 
     held: int
