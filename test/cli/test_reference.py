@@ -12,9 +12,11 @@ says so here (each test names it).
 The reference was made with OpenBLAS's Haswell kernels. Another kernel (AVX-512 on a
 SkylakeX machine) sums in another order: the IDIM's outputs stay within 1e-9, the energy
 and power models' ill-conditioned normal equations amplify it to a few 1e-6, and the
-sliding window's sensitivity reduction turns it into other choices. On another kernel the
-power models are compared to :data:`KERNEL_RTOL` and the window is compared only on the
-reference's kernel.
+sliding window's sensitivity reduction turns it into other choices (its first updates off by
+up to 5e-3). On another kernel the power models are compared to :data:`KERNEL_RTOL`, and the
+window is compared on the reference's kernel: in this process on it, else in a ``dynid stream``
+child told to use it (``OPENBLAS_CORETYPE``), which any x86-64 processor with AVX2 and FMA runs
+(the reference's own commit reproduces every update to 1e-9 that way on a SkylakeX machine).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import contextlib
 import io
 import json
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +59,10 @@ REFERENCE_KERNEL = "Haswell"
 """OpenBLAS's kernel (``threadpoolctl``'s ``architecture``) on the machine that made the reference."""
 KERNEL_RTOL = 1e-5
 """Tolerance of the energy and power models on another kernel (measured on SkylakeX: 4e-6)."""
+FIRST_UPDATE_RTOL = 5e-9
+"""Tolerance of the window's first publishable update (2.5 s of rows, the least conditioned): the decimation sums in
+BLAS's order since 45c5dd5 (each output within 1e-15 of ``upfirdn``'s), which it amplifies to 3.6e-9 in its
+parameters; every later update stays within :data:`RTOL`."""
 STAMP_CHECKED_MODELS = ("filtered_dynamic", "supplied_energy", "power", "filtered_power")
 """Models whose quality is judged by the IDIM's torques at the recording's stamps: every row now, the filter's edges
 extrapolated (they were left out), which moves their per-joint errors by up to 2 %."""
@@ -88,6 +97,49 @@ def blas_kernel() -> str:
 
 
 ON_REFERENCE_KERNEL = blas_kernel() == REFERENCE_KERNEL
+
+
+def reference_kernel_runs_here() -> bool:
+    """Whether this processor runs OpenBLAS's :data:`REFERENCE_KERNEL` kernels (AVX2 and FMA, x86-64 Linux)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+def on_reference_kernel(argv: Sequence[str | Path]) -> None:
+    """``dynid argv`` on OpenBLAS's :data:`REFERENCE_KERNEL` kernels: in this process when it runs them, else in a child
+    told to (``OPENBLAS_CORETYPE``); the test is skipped where neither can."""
+    if ON_REFERENCE_KERNEL:
+        dynid(*argv)
+        return
+    if not reference_kernel_runs_here():
+        pytest.skip(f"OpenBLAS {blas_kernel()!r}: this processor cannot run the {REFERENCE_KERNEL} kernels")
+    env = {**os.environ, "OPENBLAS_CORETYPE": REFERENCE_KERNEL}
+    kernels = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import numpy, scipy.linalg, threadpoolctl; print(*{i.get('architecture') for i in"
+            " threadpoolctl.threadpool_info() if i.get('internal_api') == 'openblas'})",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    if kernels != [REFERENCE_KERNEL]:
+        pytest.skip(f"OpenBLAS does not take OPENBLAS_CORETYPE={REFERENCE_KERNEL} here: kernels {kernels}")
+    completed = subprocess.run(
+        [sys.executable, "-m", "dynamic_identification.cli", *map(str, argv)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
 
 
 def dynid(*argv: str | Path) -> None:
@@ -174,20 +226,20 @@ def test_predict_writes_the_reference_torques(folder: Path) -> None:
     assert_allclose(got[ends], want[ends], rtol=1e-5, atol=RTOL)
 
 
-@pytest.mark.skipif(
-    not ON_REFERENCE_KERNEL,
-    reason=f"OpenBLAS {blas_kernel()!r}: the window's reduction is compared on {REFERENCE_KERNEL}",
-)
 def test_stream_writes_the_reference_updates(folder: Path) -> None:
     out, params = folder / "stream.jsonl", folder / "stream_params.yaml"
-    dynid("stream", "--urdf", URDF, "--data", DATA, "--config", CONFIG, "--out", out, "--params-out", params)
+    on_reference_kernel(
+        ["stream", "--urdf", URDF, "--data", DATA, "--config", CONFIG, "--out", out, "--params-out", params]
+    )
     updates, reference = _lines(out), _lines(OUTPUTS / "stream.jsonl")
     # window.min_fill: the updates whose rows cover less than a quarter of the 10 s window wait now (the reference
     # published the third, at 2.4 s of rows); every later one is the reference's.
     waiting = [update for update in updates if update["data_s"] < 2.5]
     assert len(waiting) == 3 and all(not update["publishable"] for update in waiting)
     assert all(update["reason"].startswith("waiting for data") for update in waiting)
-    assert_same(updates[len(waiting) :], reference[len(waiting) :], "stream")
+    first = len(waiting)
+    assert_same(updates[first], reference[first], "stream[first publishable]", rtol=FIRST_UPDATE_RTOL)
+    assert_same(updates[first + 1 :], reference[first + 1 :], "stream")
     assert_same(_yaml(params), _yaml(OUTPUTS / "stream_params.yaml"), "stream_params")
 
 
