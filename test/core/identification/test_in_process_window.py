@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import threadpoolctl
 from numpy.testing import assert_allclose
 
 from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
@@ -149,6 +150,32 @@ def test_the_rows_the_window_holds_are_the_ones_its_normal_equations_sum(arm, dy
         assert_allclose(summed.b, held.b, rtol=1e-9, atol=1e-9 * np.abs(held.b).max())
     assert estimator.update().window_s <= 4.5
     assert not valid.any(axis=1).all()
+
+
+def test_an_update_runs_blas_on_one_thread_and_gives_the_threads_back(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small matrices: BLAS threads only spin on a busy machine. The caller's own choice is restored after the update.
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings(reduction=ReductionSettings(method="none")))
+    time, q, tau = _fourier_data(arm, seconds=3.0)
+    seen: list[list[int]] = []
+    estimate = SlidingWindowEstimator._estimate
+
+    def spying(self: SlidingWindowEstimator) -> WindowUpdate:
+        seen.append(_blas_threads())
+        return estimate(self)
+
+    monkeypatch.setattr(SlidingWindowEstimator, "_estimate", spying)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        estimator.add_samples(time, q, tau)
+        estimator.update()
+        after = _blas_threads()
+    assert seen and seen[0] and set(seen[0]) == {1}
+    assert after and set(after) == {2}
+
+
+def _blas_threads() -> list[int]:
+    return [int(info["num_threads"]) for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
 
 
 def test_white_uncertainty_publishes_the_sigma_of_independent_residuals(arm, dynamic_model: DynamicModel) -> None:

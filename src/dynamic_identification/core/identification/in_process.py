@@ -87,7 +87,8 @@ from __future__ import annotations
 import importlib
 import time as wall_clock
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
@@ -429,7 +430,7 @@ class SlidingWindowEstimator:
         )
         self._base = dynamic_model.base
         self._make_builder = partial(RowBuilder.create, dynamic_model)
-        self._threads = ThreadpoolController()
+        self._blas = [library for library in ThreadpoolController().lib_controllers if library.user_api == "blas"]
         self.reset()
 
     @property
@@ -522,8 +523,7 @@ class SlidingWindowEstimator:
     def update(self) -> WindowUpdate:
         """Turn pending samples into rows, slide the window and estimate."""
         started = wall_clock.perf_counter()
-        # The window's matrices are small (tens of columns): BLAS threads only add overhead.
-        with self._threads.limit(limits=1, user_api="blas"):
+        with self._one_blas_thread():
             try:
                 self._absorb_pending()
             except IdentificationError as error:
@@ -541,6 +541,21 @@ class SlidingWindowEstimator:
         self._updates += 1
         note, self._notes = "; ".join(self._notes), []
         return replace(result, seconds=wall_clock.perf_counter() - started, note=note)
+
+    @contextmanager
+    def _one_blas_thread(self) -> Iterator[None]:
+        """The process's BLAS libraries at one thread each meanwhile, as they were after: the window's matrices are
+        small (tens of columns), more threads only add overhead. A library at one thread already (``dynid``, the
+        nodes: :mod:`dynamic_identification.blas`) is left alone; ``threadpoolctl``'s own ``limit`` goes through its
+        generic selection of the libraries at every call, several times the cost."""
+        changed = [(library, threads) for library in self._blas if (threads := library.num_threads) != 1]
+        for library, _ in changed:
+            library.set_num_threads(1)
+        try:
+            yield
+        finally:
+            for library, threads in changed:
+                library.set_num_threads(threads)
 
     def window_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The window's rows ``(W, Y, valid)`` in time order, e.g. for a batch WLS or HAC on the same data.
