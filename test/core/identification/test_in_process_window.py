@@ -167,11 +167,15 @@ def test_an_update_runs_blas_on_one_thread_and_gives_the_threads_back(
 
     monkeypatch.setattr(SlidingWindowEstimator, "_estimate", spying)
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        # A library built single-threaded (one that another test loaded) stays at one: the caller's choice is what
+        # the libraries hold here.
+        before = _blas_threads()
         estimator.add_samples(time, q, tau)
         estimator.update()
         after = _blas_threads()
-    assert seen and seen[0] and set(seen[0]) == {1}
-    assert after and set(after) == {2}
+    assert 2 in before
+    assert seen and set(seen[0]) == {1}
+    assert after == before
 
 
 def _blas_threads() -> list[int]:
