@@ -1,7 +1,7 @@
 """Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
 the realistic recordings of a robot preset, the print-out of an excitation's limit usage, the files of
 example-robot-data (:func:`example_robot_file`, the tests' own finder) and the speed benchmarks' measure of the
-machine (:func:`bare_regressor_s`).
+machine (:func:`bare_regressor_s`) and the load beside them (:func:`busy_loops`).
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
@@ -13,8 +13,11 @@ what the tests assert, from the same set-up rather than a copy of it.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +131,18 @@ def pick_and_place_recording(robot: RobotModel, preset: RobotPreset, *, seed: in
     :func:`~dynamic_identification.testing.realistic.process_trajectory` of seed ``seed``), as long as the cycles,
     the noise drawn with the same seed: the validation that extrapolates to the robot's job."""
     return generate_recording(robot, preset, process_trajectory(robot, preset, seed=seed), seed=seed)
+
+
+@contextmanager
+def busy_loops(count: int) -> Iterator[list[int]]:
+    """``count`` processes spinning on a core each while the block runs; their PIDs. Each is killed by its PID."""
+    processes = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])  # noqa: S603 - this interpreter, fixed code
+        for _ in range(count)
+    ]
+    try:
+        yield [process.pid for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()

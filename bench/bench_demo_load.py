@@ -20,34 +20,17 @@ Run: ``.venv/bin/python bench/bench_demo_load.py [--busy 3] [--duration 45 --win
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from _common import busy_loops
 
 from dynamic_identification.demo import NodeDemoResult, NodeDemoSettings, run_node_demo
 
 IMPROVEMENT_TOLERANCE = 0.10
 """Largest relative difference of a joint's RMS tracking improvement between the runs."""
-
-
-@contextmanager
-def busy_loops(count: int) -> Iterator[list[int]]:
-    """``count`` processes spinning on a core each while the block runs; their PIDs. Each is killed by its PID."""
-    processes = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])  # noqa: S603 - this interpreter, fixed code
-        for _ in range(count)
-    ]
-    try:
-        yield [process.pid for process in processes]
-    finally:
-        for process in processes:
-            process.kill()
-            process.wait()
 
 
 def describe(label: str, result: NodeDemoResult) -> str:

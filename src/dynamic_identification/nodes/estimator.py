@@ -117,8 +117,12 @@ from dynamic_identification.nodes.parameters import node_parameters, node_robot,
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
 from dynamic_identification.nodes.runner import run_node, stream_executor
 
-WORKER_POLL_S = 0.02
-"""The worker wakes at least this often (s) even without new samples, e.g. to notice a stop."""
+WORKER_POLL_S = 0.05
+"""How often (s) the worker wakes to take the buffered samples into the window, and to notice a stop.
+
+A sample does not wake it: at 1 kHz it then took one sample at a time, and those wake-ups cost ten times the
+window's updates (``bench/bench_estimator_node.py``). Woken this often it takes about fifty at a time, and an
+update starts at most this long after the sample that completes its period arrived."""
 
 WORKER_STOP_S = 1.0
 """Longest wait of ``destroy_node`` for the worker thread (s): ``ros2 launch`` escalates after 5 s."""
@@ -461,7 +465,6 @@ class EstimatorNode(GuardedNode):
             self._counters.accepted += 1
             self._input_error = ""
             self._buffer.append((stamp, q, effort))
-        self._wake.set()
         if self._acknowledger is not None:
             self._acknowledger.taken(stamp_ns)
 

@@ -1,0 +1,274 @@
+"""The estimator node at 1 kHz (issue 26): the node's CPU time, and what of it the window's updates take.
+
+``bench_stream.py`` times the window alone; a user runs the node. Here a publisher process streams
+``/recorder/samples`` (``sensor_msgs/JointState``: positions and joint torques, no velocities) at 1 kHz on
+the wall clock, stamped with the recording's instants: the scenario of ``bench_stream.py`` (the shipped arm's
+pick-and-place process repeated, jittered stamps, quantised encoders, noisy motor currents through the drive
+chain). This process runs the estimator node with the shipped configuration's ``estimator`` block on the
+executor its ``main`` spins (``stream_executor``) and prints, over the stream:
+
+- samples published, received, accepted and missing; updates and parameter messages published;
+- the process's CPU time (user + system, every thread) per second of data and as a share of one core over
+  the stream's wall time, and each thread's (``/proc/self/task``): the executor's (the samples' way in:
+  rclpy's take and deserialisation, the subscription callback, the diagnostics timer), the worker's, of which
+  the window's updates (:meth:`SlidingWindowEstimator.update`) and the parameter documents
+  (``window_parameter_file`` and ``dump_parameters`` as the node calls them) and the rest (taking the buffered
+  samples into the window), DDS's, and any other.
+
+``--busy-loops N`` runs N processes spinning ``while True: pass`` beside the stream (started here, killed by
+their PIDs). Printed, never asserted: timings depend on the machine.
+
+Run: ``.venv/bin/python bench/bench_estimator_node.py [--minutes 1] [--busy-loops 0]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import multiprocessing.synchronize
+import os
+import resource
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from dynamic_identification.network import network_environment  # noqa: E402 - imports no rclpy
+
+NETWORK_ENV = network_environment()
+os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited) in the publisher process
+
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from _common import busy_loops  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+import dynamic_identification.nodes.estimator as estimator_module  # noqa: E402
+from dynamic_identification.core.excitation.plan import plan_excitation  # noqa: E402
+from dynamic_identification.core.excitation.settings import ExcitationSettings  # noqa: E402
+from dynamic_identification.core.identification.in_process import SlidingWindowEstimator  # noqa: E402
+from dynamic_identification.core.mechanism.robot import load_robot  # noqa: E402
+from dynamic_identification.core.simulation import synthesize_measurements  # noqa: E402
+from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot  # noqa: E402
+from dynamic_identification.nodes.runner import stream_executor  # noqa: E402
+from dynamic_identification.resources import shipped_path  # noqa: E402
+
+RATE_HZ = 1000.0
+ORIGIN_NS = 1_700_000_000 * 10**9
+"""The stamp of the recording's start, ns: fixed, so that every run gives the node the same stamps (their float
+seconds round alike) and the same updates."""
+DRAIN_S = 3.0
+"""Wall time after the last sample for the worker to finish the updates still pending, s."""
+
+
+def publish(
+    network_env: dict[str, str],
+    recording: str,
+    started: multiprocessing.synchronize.Event,
+    results: multiprocessing.Queue,
+) -> None:
+    """Publisher process: the recording's samples on ``/recorder/samples`` at ``RATE_HZ`` of wall time."""
+    os.environ.update(network_env)  # the parent's domain (this re-imported module computed its own)
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+
+    from dynamic_identification.nodes.conversions import joint_state_message
+    from dynamic_identification.nodes.estimator import SAMPLES_QOS
+
+    data = np.load(recording)
+    names, stamps, q, tau = list(data["names"]), data["stamps"], data["q"], data["tau"]
+    context = Context()
+    rclpy.init(context=context)
+    node = Node("bench_samples", context=context)
+    samples = node.create_publisher(JointState, "/recorder/samples", SAMPLES_QOS)
+    deadline = time.monotonic() + 10.0
+    while samples.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # let discovery settle on both sides
+    period_ns = round(1e9 / RATE_HZ)
+    origin_ns = ORIGIN_NS
+    late = 0
+    started.set()
+    start = time.monotonic_ns()
+    for k in range(stamps.size):
+        wait = start + k * period_ns - time.monotonic_ns()
+        if wait > 0:
+            time.sleep(wait / 1e9)
+        elif wait < -period_ns:
+            late += 1
+        samples.publish(joint_state_message(names, origin_ns + round(stamps[k] * 1e9), q[k], None, tau[k]))
+    wall_s = (time.monotonic_ns() - start) / 1e9
+    time.sleep(1.0)  # reliable delivery of the tail before the publisher disappears
+    results.put({"published": int(stamps.size), "late": late, "publish_wall_s": wall_s})
+    node.destroy_node()
+    context.try_shutdown()
+
+
+class _ThreadCpu:
+    """The CPU time of the thread that runs each call of a wrapped function, summed, s."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._lock = threading.Lock()
+
+    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.seconds.append(time.thread_time() - start)
+
+        return timed
+
+    @property
+    def total_s(self) -> float:
+        with self._lock:
+            return float(sum(self.seconds))
+
+
+def thread_cpu_s() -> dict[int, tuple[str, float]]:
+    """Each thread of this process: its name and CPU time (user + system), s, from ``/proc/self/task``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    threads = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            name = (task / "comm").read_text(encoding="utf-8").strip()
+            fields = (task / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return threads
+
+
+def recording_file(folder: str, minutes: float, seed: int) -> tuple[str, float]:
+    """``bench_stream.py``'s recording of ``minutes`` at ``RATE_HZ`` in an ``.npz`` of ``folder``; its path and the
+    seconds it took to synthesise."""
+    start = time.perf_counter()
+    urdf, config_path = shipped_path("urdf", "dynid_arm6.urdf"), shipped_path("config", "dynid_arm6.yaml")
+    robot, config = load_robot(urdf), load_config(str(config_path))
+    chain, terms = config.drive_chain(robot.n_joints), config.drive_terms
+    simulated = simulated_robot(config_path, robot.n_joints)
+    cycle = plan_excitation(
+        robot, chain, terms, ExcitationSettings(mode="process", cycles=3, rate_hz=RATE_HZ)
+    ).trajectory
+    samples = int(minutes * 60.0 * RATE_HZ)
+    index = np.arange(samples) % (cycle.time.shape[0] - 1)
+    rng = np.random.default_rng(seed)
+    stamps = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
+    q, currents = synthesize_measurements(
+        robot,
+        chain,
+        simulated.drive,
+        stamps,
+        cycle.q[index],
+        cycle.dq[index],
+        cycle.ddq[index],
+        simulated.sensor,
+        seed=seed,
+    )
+    path = str(Path(folder) / "recording.npz")
+    np.savez(path, names=np.array(robot.joint_names), stamps=stamps, q=q, tau=chain.joint_torques(currents))
+    return path, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=1.0, help="data streamed, min of 1 kHz samples")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--busy-loops", type=int, default=0, help="processes spinning beside the stream")
+    arguments = parser.parse_args()
+
+    updates, documents = _ThreadCpu(), _ThreadCpu()
+    SlidingWindowEstimator.update = updates.wrap(SlidingWindowEstimator.update)  # type: ignore[method-assign]
+    estimator_module.window_parameter_file = documents.wrap(estimator_module.window_parameter_file)
+    estimator_module.dump_parameters = documents.wrap(estimator_module.dump_parameters)
+
+    config_path = shipped_path("config", "dynid_arm6.yaml")
+    overrides = [Parameter(name, value=value) for name, value in ros_parameters(config_path, "estimator").items()]
+    spawn = multiprocessing.get_context("spawn")
+    started = spawn.Event()
+    results: multiprocessing.Queue = spawn.Queue()
+    with tempfile.TemporaryDirectory() as folder:
+        recording, synthesis_s = recording_file(folder, arguments.minutes, arguments.seed)
+        print(
+            f"{os.cpu_count()} CPUs; {arguments.minutes:g} min of the shipped arm's pick-and-place process at"
+            f" {RATE_HZ:g} Hz (bench_stream.py's recording, synthesised in {synthesis_s:.1f} s);"
+            f" {arguments.busy_loops} busy loop(s) beside"
+        )
+        publisher = spawn.Process(target=publish, args=(NETWORK_ENV, recording, started, results), daemon=True)
+        context = Context()
+        rclpy.init(context=context)
+        node = estimator_module.EstimatorNode(context=context, parameter_overrides=overrides)
+        executor = stream_executor(context)  # what the estimator's main() spins on
+        executor.add_node(node)
+        load = busy_loops(arguments.busy_loops) if arguments.busy_loops else nullcontext([])
+        with load as pids:
+            if pids:
+                print(f"busy loops: PIDs {pids}")
+            publisher.start()
+            while not started.is_set() and publisher.is_alive():
+                executor.spin_once(timeout_sec=0.01)
+            cpu0, threads0, wall0 = resource.getrusage(resource.RUSAGE_SELF), thread_cpu_s(), time.monotonic()
+            streaming, next_check = True, wall0
+            while streaming:
+                executor.spin_once(timeout_sec=0.01)
+                if time.monotonic() >= next_check:  # the publisher's state, checked ten times a second
+                    streaming = results.empty() and publisher.is_alive()
+                    next_check += 0.1
+            stream_wall_s = time.monotonic() - wall0
+            drain_end = time.monotonic() + DRAIN_S
+            while time.monotonic() < drain_end:
+                executor.spin_once(timeout_sec=0.01)
+            cpu1, threads1 = resource.getrusage(resource.RUSAGE_SELF), thread_cpu_s()
+            roles = {threading.main_thread().native_id: "executor", node._worker.native_id: "worker"}
+        figures = results.get(timeout=10.0)
+        publisher.join(10.0)
+        counts = node.input_counts()
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+
+    cpu_s = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    data_s = figures["published"] / RATE_HZ
+    by_role = {"executor": 0.0, "worker": 0.0, "dds": 0.0, "other": 0.0}
+    for tid, (name, seconds) in threads1.items():
+        role = roles.get(tid, "dds" if name.startswith("dds.") else "other")
+        by_role[role] += seconds - threads0.get(tid, (name, 0.0))[1]
+    worker_rest = by_role["worker"] - updates.total_s - documents.total_s
+    print(
+        f"  publisher      {figures['published']} samples in {figures['publish_wall_s']:.1f} s wall,"
+        f" {figures['late']} more than a period late"
+    )
+    print(
+        f"  estimator      received {counts.received}, accepted {counts.accepted}, missing {counts.missing};"
+        f" {counts.updates} updates, {counts.published} parameter messages"
+    )
+    print(
+        f"  CPU            {cpu_s:.2f} s for {data_s:.0f} s of data: {1e3 * cpu_s / data_s:.1f} ms per second of"
+        f" data, {100.0 * cpu_s / stream_wall_s:.1f} % of one core over the stream's {stream_wall_s:.1f} s"
+    )
+    for label, seconds in (
+        ("executor thread (samples in: take, deserialise, callback; diagnostics)", by_role["executor"]),
+        ("worker thread", by_role["worker"]),
+        ("  the window's updates", updates.total_s),
+        ("  the parameter documents", documents.total_s),
+        ("  the rest: the buffered samples into the window", worker_rest),
+        ("DDS threads", by_role["dds"]),
+        ("other threads", by_role["other"]),
+    ):
+        print(f"    {label:<72} {1e3 * seconds / data_s:7.2f} ms/s ({100.0 * seconds / cpu_s:4.1f} %)")
+    if updates.seconds:
+        print(
+            f"  an update      median {1e3 * float(np.median(updates.seconds)):.2f} ms of CPU"
+            f" ({len(updates.seconds)} calls)"
+        )
+
+
+if __name__ == "__main__":
+    main()
