@@ -14,6 +14,9 @@ executor its ``main`` spins (``stream_executor``) and prints, over the stream:
   the window's updates (:meth:`SlidingWindowEstimator.update`) and the parameter documents
   (``window_parameter_file`` and ``dump_parameters`` as the node calls them) and the rest (taking the buffered
   samples into the window), DDS's, and any other.
+- a SHA-256 of the published estimates (each publishable update's names and values, in order): the same
+  recording must give the same estimates whatever the machine's load (``--busy-loops``) and however the
+  node's threads took the samples.
 
 ``--busy-loops N`` runs N processes spinning ``while True: pass`` beside the stream (started here, killed by
 their PIDs). Printed, never asserted: timings depend on the machine.
@@ -24,6 +27,7 @@ Run: ``.venv/bin/python bench/bench_estimator_node.py [--minutes 1] [--busy-loop
 from __future__ import annotations
 
 import argparse
+import hashlib
 import multiprocessing
 import multiprocessing.synchronize
 import os
@@ -50,7 +54,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 import dynamic_identification.nodes.estimator as estimator_module  # noqa: E402
 from dynamic_identification.core.excitation.plan import plan_excitation  # noqa: E402
 from dynamic_identification.core.excitation.settings import ExcitationSettings  # noqa: E402
-from dynamic_identification.core.identification.in_process import SlidingWindowEstimator  # noqa: E402
+from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowUpdate  # noqa: E402
 from dynamic_identification.core.mechanism.robot import load_robot  # noqa: E402
 from dynamic_identification.core.simulation import synthesize_measurements  # noqa: E402
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot  # noqa: E402
@@ -185,6 +189,15 @@ def main() -> None:
     arguments = parser.parse_args()
 
     updates, documents = _ThreadCpu(), _ThreadCpu()
+    published = hashlib.sha256()
+    publish_update = estimator_module.EstimatorNode._publish_update
+
+    def digested(node: estimator_module.EstimatorNode, update: WindowUpdate) -> None:
+        if update.publishable:
+            published.update(" ".join(update.names).encode() + update.values.tobytes())
+        publish_update(node, update)
+
+    estimator_module.EstimatorNode._publish_update = digested  # type: ignore[method-assign]
     SlidingWindowEstimator.update = updates.wrap(SlidingWindowEstimator.update)  # type: ignore[method-assign]
     estimator_module.window_parameter_file = documents.wrap(estimator_module.window_parameter_file)
     estimator_module.dump_parameters = documents.wrap(estimator_module.dump_parameters)
@@ -263,6 +276,7 @@ def main() -> None:
         ("other threads", by_role["other"]),
     ):
         print(f"    {label:<72} {1e3 * seconds / data_s:7.2f} ms/s ({100.0 * seconds / cpu_s:4.1f} %)")
+    print(f"  published      estimates SHA-256 {published.hexdigest()[:16]}")
     if updates.seconds:
         print(
             f"  an update      median {1e3 * float(np.median(updates.seconds)):.2f} ms of CPU"

@@ -31,7 +31,7 @@ stays the one the load was identified against until ``~/reset`` (the load was pu
 clears the window and resumes.
 
 The subscription callback only converts a message and appends it to a locked
-buffer; a worker thread drains the buffer into
+buffer; a worker thread drains the buffer every :data:`WORKER_POLL_S` into
 :class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`
 and updates whenever ``window.update_period_s`` of data is pending, so a slow update
 delays the estimate but never drops a sample. Samples with NaN, a missing joint or
