@@ -1,11 +1,15 @@
 """The estimator node at 1 kHz (issue 26): the node's CPU time, and what of it the window's updates take.
 
 ``bench_stream.py`` times the window alone; a user runs the node. Here a publisher process streams
-``/recorder/samples`` (``sensor_msgs/JointState``: positions and joint torques, no velocities) at 1 kHz on
-the wall clock, stamped with the recording's instants: the scenario of ``bench_stream.py`` (the shipped arm's
-pick-and-place process repeated, jittered stamps, quantised encoders, noisy motor currents through the drive
-chain). This process runs the estimator node with the shipped configuration's ``estimator`` block on the
-executor its ``main`` spins (``stream_executor``) and prints, over the stream:
+``/recorder/samples`` (``sensor_msgs/JointState``: positions and joint torques, no velocities) on the wall
+clock at the recording's own instants, stamped with them. ``--robot arm6``: the scenario of ``bench_stream.py``
+(the shipped arm's pick-and-place process repeated at 1 kHz, jittered stamps, quantised encoders, noisy motor
+currents through the drive chain), the node configured by the shipped configuration's ``estimator`` block;
+``--robot panda``: the mission's 7-axis case, the recording of ``bench_window_7axis.py`` (a Franka Emika Panda
+along a Fourier excitation, its driver's 978 Hz stamps, link-side torques), the node with its default settings
+and the Panda's joints. This process runs the estimator node as its ``main`` does (one BLAS thread,
+``stream_executor``, the start-up's objects frozen out of the garbage collector's full collections) and prints,
+over the stream:
 
 - samples published, received, accepted and missing; updates and parameter messages published;
 - the process's CPU time (user + system, every thread) per second of data and as a share of one core over
@@ -21,7 +25,7 @@ executor its ``main`` spins (``stream_executor``) and prints, over the stream:
 ``--busy-loops N`` runs N processes spinning ``while True: pass`` beside the stream (started here, killed by
 their PIDs). Printed, never asserted: timings depend on the machine.
 
-Run: ``.venv/bin/python bench/bench_estimator_node.py [--minutes 1] [--busy-loops 0]``
+Run: ``.venv/bin/python bench/bench_estimator_node.py [--robot arm6|panda] [--minutes 1] [--busy-loops 0]``
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +52,14 @@ os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited)
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from _common import busy_loops  # noqa: E402
+from _common import busy_loops, fourier_recording  # noqa: E402
+from bench_realistic import robot_preset  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 import dynamic_identification.nodes.estimator as estimator_module  # noqa: E402
+from dynamic_identification.blas import use_one_blas_thread  # noqa: E402
+from dynamic_identification.collector import freeze_startup_objects  # noqa: E402
 from dynamic_identification.core.excitation.plan import plan_excitation  # noqa: E402
 from dynamic_identification.core.excitation.settings import ExcitationSettings  # noqa: E402
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowUpdate  # noqa: E402
@@ -75,7 +83,7 @@ def publish(
     started: multiprocessing.synchronize.Event,
     results: multiprocessing.Queue,
 ) -> None:
-    """Publisher process: the recording's samples on ``/recorder/samples`` at ``RATE_HZ`` of wall time."""
+    """Publisher process: the recording's samples on ``/recorder/samples``, each at its instant on the wall clock."""
     os.environ.update(network_env)  # the parent's domain (this re-imported module computed its own)
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
@@ -93,18 +101,18 @@ def publish(
     while samples.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)  # let discovery settle on both sides
-    period_ns = round(1e9 / RATE_HZ)
-    origin_ns = ORIGIN_NS
+    due_ns = np.round((stamps - stamps[0]) * 1e9).astype(np.int64)
+    period_ns = int(np.median(np.diff(due_ns)))
     late = 0
     started.set()
     start = time.monotonic_ns()
     for k in range(stamps.size):
-        wait = start + k * period_ns - time.monotonic_ns()
+        wait = start + int(due_ns[k]) - time.monotonic_ns()
         if wait > 0:
             time.sleep(wait / 1e9)
         elif wait < -period_ns:
             late += 1
-        samples.publish(joint_state_message(names, origin_ns + round(stamps[k] * 1e9), q[k], None, tau[k]))
+        samples.publish(joint_state_message(names, ORIGIN_NS + round(stamps[k] * 1e9), q[k], None, tau[k]))
     wall_s = (time.monotonic_ns() - start) / 1e9
     time.sleep(1.0)  # reliable delivery of the tail before the publisher disappears
     results.put({"published": int(stamps.size), "late": late, "publish_wall_s": wall_s})
@@ -150,17 +158,24 @@ def thread_cpu_s() -> dict[int, tuple[str, float]]:
     return threads
 
 
-def recording_file(folder: str, minutes: float, seed: int) -> tuple[str, float]:
-    """``bench_stream.py``'s recording of ``minutes`` at ``RATE_HZ`` in an ``.npz`` of ``folder``; its path and the
-    seconds it took to synthesise."""
-    start = time.perf_counter()
+@dataclass(frozen=True)
+class Scenario:
+    """A recording in an ``.npz`` (``names``, ``stamps`` s, ``q`` rad, ``tau`` N·m) and the node's parameters for it."""
+
+    path: str
+    description: str
+    duration_s: float
+    overrides: list[Parameter]
+
+
+def arm6_scenario(folder: str, minutes: float, seed: int) -> Scenario:
+    """``bench_stream.py``'s recording of ``minutes`` at ``RATE_HZ``; the shipped configuration's ``estimator``."""
     urdf, config_path = shipped_path("urdf", "dynid_arm6.urdf"), shipped_path("config", "dynid_arm6.yaml")
     robot, config = load_robot(urdf), load_config(str(config_path))
     chain, terms = config.drive_chain(robot.n_joints), config.drive_terms
     simulated = simulated_robot(config_path, robot.n_joints)
-    cycle = plan_excitation(
-        robot, chain, terms, ExcitationSettings(mode="process", cycles=3, rate_hz=RATE_HZ)
-    ).trajectory
+    settings = ExcitationSettings(mode="process", cycles=3, rate_hz=RATE_HZ)
+    cycle = plan_excitation(robot, chain, terms, settings).trajectory
     samples = int(minutes * 60.0 * RATE_HZ)
     index = np.arange(samples) % (cycle.time.shape[0] - 1)
     rng = np.random.default_rng(seed)
@@ -178,12 +193,35 @@ def recording_file(folder: str, minutes: float, seed: int) -> tuple[str, float]:
     )
     path = str(Path(folder) / "recording.npz")
     np.savez(path, names=np.array(robot.joint_names), stamps=stamps, q=q, tau=chain.joint_torques(currents))
-    return path, time.perf_counter() - start
+    overrides = [Parameter(name, value=value) for name, value in ros_parameters(config_path, "estimator").items()]
+    description = f"the shipped arm's pick-and-place process at {RATE_HZ:g} Hz (bench_stream.py's recording)"
+    return Scenario(path, description, float(stamps[-1] - stamps[0]), overrides)
+
+
+def panda_scenario(folder: str, minutes: float, seed: int) -> Scenario:
+    """``bench_window_7axis.py``'s recording of ``minutes``; the node's defaults with the Panda's joints."""
+    preset = robot_preset("panda")
+    robot = preset.robot()
+    data = fourier_recording(robot, preset, seed=seed, duration_s=minutes * 60.0)
+    path = str(Path(folder) / "recording.npz")
+    np.savez(path, names=np.array(robot.joint_names), stamps=data.time, q=data.position, tau=data.measured_torque_nm)
+    overrides = [
+        Parameter("urdf", value=str(preset.urdf)),
+        Parameter("joints", value=list(robot.joint_names)),
+        Parameter("drive_chain.gear_ratios", value=data.drive_chain.gear_ratios.tolist()),
+        Parameter("drive_chain.drive_gains", value=data.drive_chain.drive_gains.tolist()),
+    ]
+    description = "a Franka Emika Panda along a Fourier excitation at its driver's stamps (bench_window_7axis.py's)"
+    return Scenario(path, description, float(data.time[-1] - data.time[0]), overrides)
+
+
+SCENARIOS = {"arm6": arm6_scenario, "panda": panda_scenario}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=1.0, help="data streamed, min of 1 kHz samples")
+    parser.add_argument("--robot", choices=sorted(SCENARIOS), default="arm6")
+    parser.add_argument("--minutes", type=float, default=1.0, help="data streamed, min")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--busy-loops", type=int, default=0, help="processes spinning beside the stream")
     arguments = parser.parse_args()
@@ -202,24 +240,26 @@ def main() -> None:
     estimator_module.window_parameter_file = documents.wrap(estimator_module.window_parameter_file)
     estimator_module.dump_parameters = documents.wrap(estimator_module.dump_parameters)
 
-    config_path = shipped_path("config", "dynid_arm6.yaml")
-    overrides = [Parameter(name, value=value) for name, value in ros_parameters(config_path, "estimator").items()]
     spawn = multiprocessing.get_context("spawn")
     started = spawn.Event()
     results: multiprocessing.Queue = spawn.Queue()
     with tempfile.TemporaryDirectory() as folder:
-        recording, synthesis_s = recording_file(folder, arguments.minutes, arguments.seed)
+        synthesis_start = time.perf_counter()
+        scenario = SCENARIOS[arguments.robot](folder, arguments.minutes, arguments.seed)
         print(
-            f"{os.cpu_count()} CPUs; {arguments.minutes:g} min of the shipped arm's pick-and-place process at"
-            f" {RATE_HZ:g} Hz (bench_stream.py's recording, synthesised in {synthesis_s:.1f} s);"
-            f" {arguments.busy_loops} busy loop(s) beside"
+            f"{os.cpu_count()} CPUs; {arguments.minutes:g} min of {scenario.description}, synthesised in"
+            f" {time.perf_counter() - synthesis_start:.1f} s; {arguments.busy_loops} busy loop(s) beside"
         )
-        publisher = spawn.Process(target=publish, args=(NETWORK_ENV, recording, started, results), daemon=True)
+        publisher = spawn.Process(target=publish, args=(NETWORK_ENV, scenario.path, started, results), daemon=True)
         context = Context()
         rclpy.init(context=context)
-        node = estimator_module.EstimatorNode(context=context, parameter_overrides=overrides)
-        executor = stream_executor(context)  # what the estimator's main() spins on
+        # As the estimator's main() (nodes.runner.run_node): one BLAS thread, its executor, the start-up's objects
+        # out of the garbage collector's full collections (else each visited them all, in the middle of an update).
+        use_one_blas_thread()
+        node = estimator_module.EstimatorNode(context=context, parameter_overrides=scenario.overrides)
+        executor = stream_executor(context)
         executor.add_node(node)
+        freeze_startup_objects()
         load = busy_loops(arguments.busy_loops) if arguments.busy_loops else nullcontext([])
         with load as pids:
             if pids:
@@ -248,7 +288,7 @@ def main() -> None:
         context.try_shutdown()
 
     cpu_s = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    data_s = figures["published"] / RATE_HZ
+    data_s = scenario.duration_s
     by_role = {"executor": 0.0, "worker": 0.0, "dds": 0.0, "other": 0.0}
     for tid, (name, seconds) in threads1.items():
         role = roles.get(tid, "dds" if name.startswith("dds.") else "other")
