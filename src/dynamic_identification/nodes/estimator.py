@@ -120,9 +120,9 @@ from dynamic_identification.nodes.runner import run_node, stream_executor
 WORKER_POLL_S = 0.05
 """How often (s) the worker wakes to take the buffered samples into the window, and to notice a stop.
 
-A sample does not wake it: at 1 kHz it then took one sample at a time, and those wake-ups cost ten times the
-window's updates (``bench/bench_estimator_node.py``). Woken this often it takes about fifty at a time, and an
-update starts at most this long after the sample that completes its period arrived."""
+A sample does not wake it: when each did, at 1 kHz the worker took one sample at a time, and those wake-ups
+cost eight times the window's updates (``bench/bench_estimator_node.py``). Woken this often it takes about fifty
+at a time, and an update starts at most this long after the sample that completes its period arrived."""
 
 WORKER_STOP_S = 1.0
 """Longest wait of ``destroy_node`` for the worker thread (s): ``ros2 launch`` escalates after 5 s."""
