@@ -476,7 +476,10 @@ class SlidingWindowEstimator:
 
         A caller that receives samples in bursts feeds them up to the first one at or
         after this time, then updates: the updates fall at the same data times however
-        the samples were batched (``dynid stream`` and the node agree).
+        the samples were batched (the estimator node). ``dynid stream``'s chunks
+        (:func:`~dynamic_identification.core.signal.stamps.stream_chunks`) end before that
+        sample instead, at multiples of the period from the first stamp: its updates end a
+        sample or so away from the node's, and its estimates differ from the node's.
         """
         if not self._time:
             return None
