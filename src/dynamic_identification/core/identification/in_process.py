@@ -343,8 +343,8 @@ class _RowStore:
         self._appended_rows = 0
         self._first_row = 0
 
-    def append(self, rows: DecimatedRows, held: np.ndarray) -> DecimatedRows:
-        """Keep the rows ``held`` (indices) of ``rows``; the kept rows, a view of the buffer."""
+    def append(self, rows: DecimatedRows, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Keep the rows ``held`` (indices) of ``rows``; the kept rows ``(W, Y, valid)``, views of the buffer."""
         count = held.size
         if self._stop + count > self._positions.size:
             self._make_room(count)
@@ -356,12 +356,7 @@ class _RowStore:
         self._positions[kept] = held + self._appended_rows
         self._stop += count
         self._appended_rows += rows.index.size
-        return DecimatedRows(
-            observation_matrix=self._observation_matrix[kept],
-            torques=self._torques[kept],
-            valid=self._valid[kept],
-            index=rows.index[held],
-        )
+        return self._observation_matrix[kept], self._torques[kept], self._valid[kept]
 
     def expire(self, block: _Block) -> None:
         """Forget the oldest block, ``block``."""
@@ -808,14 +803,14 @@ class SlidingWindowEstimator:
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         held = np.flatnonzero(rows.valid.any(axis=1))
         self._held = None
-        equated = self._store.append(rows, held)
+        observation_matrix, torques, valid = self._store.append(rows, held)
         # Each joint's samples contiguous: min and max along the rows of q (N, n) loop row by row, several times slower.
         by_joint = np.ascontiguousarray(q.T)
         block = _Block(
             held=held.size,
             time=times,
             # A row without a valid equation adds nothing to any sum.
-            equations=NormalEquations.from_rows(equated.observation_matrix, equated.torques, equated.valid),
+            equations=NormalEquations.from_rows(observation_matrix, torques, valid),
             q_min=by_joint.min(axis=1),
             q_max=by_joint.max(axis=1),
         )
