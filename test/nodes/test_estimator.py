@@ -8,7 +8,9 @@ increasing stamps, as fast as the executor takes them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import math
 import os
 import pathlib
@@ -23,11 +25,13 @@ from rclpy.context import Context
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
+from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
+from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message, stamp_to_ns
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.lockstep import ACKNOWLEDGE_PERIOD_S
@@ -161,12 +165,13 @@ def test_publishes_latched_parameters_and_writes_the_file(
 
 def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callable[..., _Graph]) -> None:
     g = graph()
-    stamps, q, effort = synthesize(6.0, moving=False)
+    stamps, q, effort = synthesize(7.0, moving=False)
     g.publish(stamps, q, effort)
-    g.spin(20.0, until=lambda: int(g.values()["updates"]) >= 5 and float(g.values()["window_fill"]) > 0.2)
+    g.spin(20.0, until=lambda: int(g.values()["updates"]) >= 6 and float(g.values()["window_fill"]) > 0.2)
     values = g.values()
-    # One update per second of data (the last sample is 5.996 s after the first), however the worker batched them.
-    assert values["updates"] == "5" and values["published"] == "0"
+    # One update per second of data (the last sample is 6.996 s after the first, and starts no chunk), however the
+    # worker batched them; the automatic cut-off is chosen at the sixth, the first with 5 s between its samples.
+    assert values["updates"] == "6" and values["published"] == "0"
     assert "standstill" in values["reason"] and float(values["window_fill"]) > 0.2
     g.spin(20.0, until=lambda: any("standstill" in s.message for s in g.diagnostics))
     assert any(s.level == DiagnosticStatus.WARN and "standstill" in s.message for s in g.diagnostics)
@@ -206,9 +211,10 @@ def test_refuses_bad_samples_and_restarts_on_a_jump_back(
     # The recording loops back to its start (a bag replayed in a loop): the window restarts.
     updates = int(refused["updates"])
     g.publish(stamps[:300], q[:300], effort[:300])
-    g.spin(20.0, until=lambda: g.values()["window_restarts"] == "1" and int(g.values()["updates"]) > updates)
+    g.spin(20.0, until=lambda: g.values()["window_restarts"] == "1" and int(g.values()["updates"]) >= updates + 2)
     restarted = g.values()
-    assert restarted["window_restarts"] == "1"
+    # First an update on the samples before the jump (as `dynid stream` does), then the restarted window's first.
+    assert restarted["window_restarts"] == "1" and restarted["updates"] == str(updates + 2)
     assert "jumped back" in restarted["last_event"]
     assert float(restarted["data_time_s"]) < START_S + 1.5 < float(before["data_time_s"])
     assert float(restarted["window_s"]) < float(before["window_s"])
@@ -233,20 +239,52 @@ def test_counts_samples_lost_on_the_way_and_acknowledges_what_it_buffered(
     assert acknowledged[-1] <= last_ns
 
 
-def test_an_update_falls_on_its_data_time_when_a_batch_of_samples_starts_there(
+def test_an_update_ends_before_the_sample_that_ends_its_chunk_when_a_batch_of_samples_starts_there(
     graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
 ) -> None:
-    # The worker takes what has arrived: a batch that starts with the sample one update period after the window's
-    # first must update there, not one sample later (it did, so a run's updates depended on the load).
+    # The worker takes what has arrived: a batch that starts with the first sample of the next chunk (one update
+    # period after the window's first) must update on the samples before it, as when it came alone.
     g = graph([Parameter("signal.position_cutoff_hz", value=20.0)])
     stamps, q, effort = moving
     g.publish(stamps[:250], q[:250], effort[:250])  # 0.996 s of data: no update due yet
     assert g.spin_until(lambda: g.values()["samples_buffered"] == "0", 20.0)
     assert g.values()["updates"] == "0"
     with g.estimator._estimator_lock:  # the worker busy (with an update, on a loaded machine) while samples arrive
-        g.publish(stamps[250:300], q[250:300], effort[250:300])  # one batch from the due sample (1.000 s) on
+        g.publish(stamps[250:300], q[250:300], effort[250:300])  # one batch from the chunk's end (1.000 s) on
     assert g.spin_until(lambda: "data_time_s" in g.values(), 20.0)
-    assert float(g.values()["data_time_s"]) == START_S + stamps[250]
+    assert float(g.values()["data_time_s"]) == START_S + stamps[249]
+    assert g.values()["updates"] == "1"
+
+
+def test_a_recording_replayed_into_the_node_gives_the_estimates_of_dynid_stream(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray], tmp_path: pathlib.Path
+) -> None:
+    # The same recording, in batches the load decides (some held back by a busy worker) and looped back to its start
+    # (a bag replayed in a loop): the node updates on the chunks `dynid stream` updates on, and publishes its
+    # estimates. `dynid stream` also estimates the chunk the recording ends in, which the node waits on.
+    stamps, q, effort = moving
+    replay = np.r_[0 : stamps.size, 0:750]  # 10 s, then its first 3 s again
+    seconds = np.round((START_S + stamps[replay]) * NS_PER_S) / NS_PER_S  # as the node reads the stamps back
+    data, out = tmp_path / "replay.csv", tmp_path / "stream.jsonl"
+    recording = recording_from_arrays(seconds, [f"joint_{k}" for k in range(1, 7)], q[replay], effort=effort[replay])
+    write_recording_csv(data, recording)
+    argv = ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", ARM6_CONFIG, "--out", out]
+    assert cli.main([str(arg) for arg in argv]) == 0
+    streamed = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()][:-1]
+    assert sum(line["restarted"] for line in streamed) == 1 and sum(line["publishable"] for line in streamed) >= 3
+
+    g = graph([Parameter(key, value=value) for key, value in ros_parameters(ARM6_CONFIG, "estimator").items()])
+    for batch, busy in ((slice(0, 400), False), (slice(400, 1500), True), (slice(1500, None), False)):
+        with g.estimator._estimator_lock if busy else contextlib.nullcontext():  # a batch of 1100 samples
+            g.publish(stamps[replay[batch]], q[replay[batch]], effort[replay[batch]])
+    g.spin(60.0, until=lambda: int(g.values()["updates"]) >= len(streamed))
+    assert int(g.values()["updates"]) == len(streamed) and g.values()["window_restarts"] == "1"
+    g.spin(20.0, until=lambda: len(g.parameters) >= int(g.values()["published"]))
+    published = [load_parameters(message.data) for message in g.parameters]
+    expected = [line for line in streamed if line["publishable"]]
+    assert [document.stamp for document in published] == [line["time"] for line in expected]
+    for document, line in zip(published, expected, strict=True):
+        assert document.values() == pytest.approx(line["parameters"], rel=1e-9, abs=0.0)
 
 
 def test_refuses_bad_parameters_naming_them(context: Context) -> None:

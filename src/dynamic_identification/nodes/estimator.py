@@ -537,11 +537,12 @@ class EstimatorNode(GuardedNode):
                 self.get_logger().error(f"estimator worker: {error}")
 
     def _process(self) -> None:
-        """Feed buffered samples to the estimator, updating each time a period of data is pending.
+        """Feed buffered samples to the estimator, updating before each sample that ends a chunk of data.
 
-        The samples are fed up to each update's data time (:attr:`SlidingWindowEstimator.next_update_s`),
-        so a worker that fell behind (a bag played fast, a loaded machine) still updates once
-        per ``update_period_s`` of data, as ``dynid stream`` does.
+        Before each sample the estimator says whether the samples it holds are due for an update
+        (:meth:`SlidingWindowEstimator.update_due`: the sample ends their chunk of ``update_period_s``, or
+        jumps back). So a worker that fell behind (a bag played fast, a loaded machine) still updates once per
+        ``update_period_s`` of data, at the data times ``dynid stream`` updates at on the same recording.
         """
         updated = False
         with self._estimator_lock:
@@ -551,31 +552,32 @@ class EstimatorNode(GuardedNode):
             effort = np.array([sample[2] for sample in samples])
             stamps, q, effort = self._payload_samples(stamps, q, effort)
             start = 0
-            while True:
-                if start < stamps.size:
-                    start = self._feed_until_due(stamps, q, effort, start)
-                if self._estimator.pending_s < self.settings.update_period_s:
-                    if start >= stamps.size:
-                        break
-                    continue
-                try:
-                    update = self._estimator.update()
-                except IdentificationError as error:
-                    # The window reports what it cannot use in the update itself; this is a bug, not data: the
-                    # window and its rows stay, and the next update goes on.
-                    failure = f"estimation failed (window kept): {error}"
-                    self._set_status(self.last_update, failure=failure)
-                    self.get_logger().error(failure)
-                    continue
-                if update.note:
-                    self.get_logger().warning(f"window update at {update.time_s:.3f} s: {update.note}")
-                # Published and written before it shows in the diagnostics; ~/reset waits for it.
-                self._publish_update(update)
-                event = f"update at {update.time_s:.3f} s: {update.note}" if update.note else None
-                self._set_status(update, event=event, failure="")
-                updated = True
+            while start < stamps.size:
+                if self._estimator.update_due(float(stamps[start])):
+                    updated = self._update() or updated
+                else:
+                    start = self._feed_chunk(stamps, q, effort, start)
         if updated:
             self.publish_diagnostics()
+
+    def _update(self) -> bool:
+        """Update the window and publish; whether an update came (the worker holds the estimator lock)."""
+        try:
+            update = self._estimator.update()
+        except IdentificationError as error:
+            # The window reports what it cannot use in the update itself; this is a bug, not data: the
+            # window and its rows stay, and the next update goes on.
+            failure = f"estimation failed (window kept): {error}"
+            self._set_status(self.last_update, failure=failure)
+            self.get_logger().error(failure)
+            return False
+        if update.note:
+            self.get_logger().warning(f"window update at {update.time_s:.3f} s: {update.note}")
+        # Published and written before it shows in the diagnostics; ~/reset waits for it.
+        self._publish_update(update)
+        event = f"update at {update.time_s:.3f} s: {update.note}" if update.note else None
+        self._set_status(update, event=event, failure="")
+        return True
 
     def _payload_samples(
         self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray
@@ -650,8 +652,10 @@ class EstimatorNode(GuardedNode):
             )
         self.publish_diagnostics()
 
-    def _feed_until_due(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
-        """Feed samples from ``start`` up to the first at or after the next update's data time; the index after it.
+    def _feed_chunk(self, stamps: np.ndarray, q: np.ndarray, effort: np.ndarray, start: int) -> int:
+        """Feed samples from ``start`` up to the first that ends their chunk; the index of the first not fed.
+
+        The chunk's end is the window's :attr:`SlidingWindowEstimator.chunk_end_s`.
 
         A feed never spans a step back in time: the callback admitted one only as a jump of
         more than ``BACKWARD_JUMP_S`` (:mod:`~dynamic_identification.core.signal.stamps`), and the estimator
@@ -666,11 +670,10 @@ class EstimatorNode(GuardedNode):
             event = f"stamps jumped back to {stamps[start]:.3f} s: window restarted"
             self._set_status(self.last_update, event=event)
             self.get_logger().warning(event)
-        due = self._estimator.next_update_s
-        if due is not None and stamps[start] >= due:
-            return start + 1  # the batch starts with the due sample: update there, not one sample later
-        rest = stamps[start + 1 : run_end]
-        stop = run_end if due is None else min(run_end, start + 2 + int(np.searchsorted(rest, due, side="left")))
+        end = self._estimator.chunk_end_s
+        if end is None:  # the window dropped the sample (a repeated stamp): no chunk to end yet
+            return start + 1
+        stop = start + 1 + int(np.searchsorted(stamps[start + 1 : run_end], end, side="left"))
         if stop > start + 1:
             part = slice(start + 1, stop)
             self._estimator.add_samples(stamps[part], q[part], effort[part])

@@ -30,6 +30,7 @@ from dynamic_identification.core.identification.in_process import (
 )
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
+from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.core.simulation import SensorModel, synthesize_measurements
 
 RATE_HZ = 1000.0
@@ -248,6 +249,41 @@ def test_a_clock_jump_back_clears_the_window(arm, dynamic_model: DynamicModel) -
     after = estimator.update()
     assert after.samples < before.samples
     assert not after.publishable
+
+
+def test_samples_fed_one_by_one_update_where_the_chunks_of_a_whole_recording_end(
+    arm, dynamic_model: DynamicModel
+) -> None:
+    # A node receives samples one at a time; `dynid stream` cuts a whole recording into chunks (stream_chunks). With
+    # jittered stamps, a gap and a jump back, asking `update_due` before each sample gives the same updates.
+    time, q, tau = _fourier_data(arm, seconds=12.0)
+    time = time + np.random.default_rng(5).uniform(-2e-4, 2e-4, time.size)
+    time[8000:] += 2.5  # the driver stopped for 2.5 s
+    order = np.r_[0 : time.size, 0:2500]  # then the recording loops back to its start
+    time, q, tau = time[order], q[order], tau[order]
+    settings = WindowSettings(window_s=5.0)
+
+    whole = SlidingWindowEstimator(dynamic_model, settings)
+    chunked = []
+    for chunk, restart in stream_chunks(time, settings.update_period_s):
+        if restart:
+            whole.reset()
+        whole.add_samples(time[chunk], q[chunk], tau[chunk])
+        chunked.append(whole.update())
+
+    single = SlidingWindowEstimator(dynamic_model, settings)
+    one_by_one = []
+    for k in range(time.size):
+        if single.update_due(float(time[k])):
+            one_by_one.append(single.update())
+        single.add_samples(time[k : k + 1], q[k : k + 1], tau[k : k + 1])
+    assert single.chunk_end_s is not None and time[-1] < single.chunk_end_s  # the last chunk waits for its end
+
+    assert len(one_by_one) == len(chunked) - 1 > 10
+    assert sum(update.publishable for update in one_by_one) > 3
+    for fed, cut in zip(one_by_one, chunked, strict=False):
+        assert (fed.time_s, fed.samples, fed.publishable) == (cut.time_s, cut.samples, cut.publishable)
+        assert_allclose(fed.values, cut.values, rtol=1e-12, atol=0.0)
 
 
 def test_non_finite_samples_are_refused(arm, dynamic_model: DynamicModel) -> None:

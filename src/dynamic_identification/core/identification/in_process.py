@@ -136,6 +136,7 @@ from dynamic_identification.core.signal.filters import (
     recover_stamps,
     recovered_instants,
 )
+from dynamic_identification.core.signal.stamps import chunk_end_s
 
 _Recovered = TypeVar("_Recovered")
 
@@ -442,6 +443,8 @@ class SlidingWindowEstimator:
         self._q: list[np.ndarray] = []
         self._tau: list[np.ndarray] = []
         self._last_time = -np.inf
+        self._run_origin: float | None = None
+        self._chunk_end: float | None = None
         self._origin = 0.0
         self._dt = 0.0
         self._edge = 0
@@ -454,34 +457,30 @@ class SlidingWindowEstimator:
         self._held: _HeldRows | None = None
         self._equations = NormalEquations.zeros(self._n, self._base.count)
         self._updates = 0
-        self._last_update_time: float | None = None
         self._notes: list[str] = []
         self._model: _ChosenModel | None = None
 
     @property
-    def pending_s(self) -> float:
-        """Data time received since the last update, s."""
-        if not self._time:
-            return 0.0
-        return float(self._time[-1][-1]) - self._reference_time()
+    def chunk_end_s(self) -> float | None:
+        """Data time, s, that ends the samples added since the last update; ``None`` before one is added.
 
-    @property
-    def next_update_s(self) -> float | None:
-        """Data time, s, at which ``update_period_s`` of data will be pending; ``None`` before any sample.
-
-        A caller that receives samples in bursts feeds them up to the first one at or
-        after this time, then updates: the updates fall at the same data times however
-        the samples were batched (the estimator node). ``dynid stream``'s chunks
-        (:func:`~dynamic_identification.core.signal.stamps.stream_chunks`) end before that
-        sample instead, at multiples of the period from the first stamp: its updates end a
-        sample or so away from the node's, and its estimates differ from the node's.
+        :func:`~dynamic_identification.core.signal.stamps.chunk_end_s` of the first of them,
+        on the grid of ``update_period_s`` from the first sample since the window (re)started:
+        a sample at or after it belongs to the next update (:meth:`update_due`).
         """
-        if not self._time:
-            return None
-        return self._reference_time() + self._settings.update_period_s
+        return self._chunk_end
 
-    def _reference_time(self) -> float:
-        return self._last_update_time if self._last_update_time is not None else float(self._time[0][0])
+    def update_due(self, stamp_s: float) -> bool:
+        """Whether the samples added since the last update are to be estimated before a sample stamped ``stamp_s``.
+
+        They are when that sample ends their chunk (:attr:`chunk_end_s`), or steps back in time and
+        so restarts the window. A caller that receives samples in bursts (the estimator node) asks
+        this of each sample before adding it, and updates first when it says so: the updates then
+        fall where ``dynid stream``'s chunks
+        (:func:`~dynamic_identification.core.signal.stamps.stream_chunks`) end them, whatever the
+        batches, and give the same estimates.
+        """
+        return self._chunk_end is not None and (stamp_s >= self._chunk_end or stamp_s < self._last_time)
 
     def add_samples(self, time_s: np.ndarray, q: np.ndarray, torques: np.ndarray) -> bool:
         """Append samples (rows in time order, joints in model order).
@@ -512,6 +511,11 @@ class SlidingWindowEstimator:
             raise IdentificationError("samples of one call must be in time order")
         keep = np.concatenate([[time[0] > self._last_time], np.diff(time) > 0.0]) if time.size else np.zeros(0, bool)
         if keep.any():
+            if self._run_origin is None:
+                self._run_origin = float(time[keep][0])
+            if self._chunk_end is None:
+                first = float(time[keep][0])
+                self._chunk_end = chunk_end_s(self._run_origin, first, self._settings.update_period_s)
             self._time.append(time[keep])
             self._q.append(positions[keep])
             self._tau.append(efforts[keep])
@@ -521,6 +525,7 @@ class SlidingWindowEstimator:
     def update(self) -> WindowUpdate:
         """Turn pending samples into rows, slide the window and estimate."""
         started = wall_clock.perf_counter()
+        self._chunk_end = None  # the samples after this update start the next chunk, whatever happens here
         with self._one_blas_thread():
             try:
                 self._absorb_pending()
@@ -535,7 +540,6 @@ class SlidingWindowEstimator:
             result = self._estimate()
         if not result.publishable:
             self._model = None
-        self._last_update_time = self._last_time
         self._updates += 1
         note, self._notes = "; ".join(self._notes), []
         return replace(result, seconds=wall_clock.perf_counter() - started, note=note)

@@ -56,14 +56,30 @@ def jumped_back(stamp_ns: int, latest_ns: int | None) -> bool:
     return latest_ns is not None and stamp_ns < latest_ns - BACKWARD_JUMP_S * NS_PER_S
 
 
+def chunk_end_s(origin_s: float, first_s: float, period_s: float) -> float:
+    """End, s, of the chunk of samples that starts at ``first_s``, in a run of stamps that started at ``origin_s``.
+
+    The chunks of a run (the samples between two updates of a sliding window) end on a
+    grid of ``period_s`` from the run's first stamp: at the first point of it later than
+    the chunk's first sample. A sample at or after the end belongs to the next chunk, so
+    the updates fall at the same data times whatever the batches the samples came in
+    (``dynid stream`` reads a whole recording, the estimator node a few samples at a time),
+    and a gap of any length starts the next chunk at its first sample.
+    """
+    periods = float(np.floor((first_s - origin_s) / period_s)) + 1.0
+    while origin_s + period_s * periods <= first_s:
+        periods += 1.0
+    return origin_s + period_s * periods
+
+
 def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndarray, bool]]:
     """Indices of consecutive chunks of ``period_s`` of data time, and whether a chunk restarts the stream.
 
     Applies :func:`classify_stamp` to every stamp of a recording: new stamps are kept,
     a jump back restarts (the chunk starting there says so), stale stamps are dropped.
-    The chunks of one run of accepted stamps start at its first stamp and end at the
-    first multiple of ``period_s`` after it that a stamp reaches; a run's last chunk may
-    be shorter. Chunks are found one by one, so a gap of any length costs nothing.
+    The chunks of one run of accepted stamps end as :func:`chunk_end_s` says; a run's
+    last chunk may be shorter. Chunks are found one by one, so a gap of any length
+    costs nothing.
     """
     time = np.asarray(time_s, dtype=float)
     start = 0
@@ -74,10 +90,7 @@ def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndar
         stamps = time[run]
         first = 0
         while first < run.size:
-            periods = np.floor((stamps[first] - stamps[0]) / period_s) + 1.0
-            while stamps[0] + period_s * periods <= stamps[first]:
-                periods += 1.0
-            last = int(np.searchsorted(stamps, stamps[0] + period_s * periods))
+            last = int(np.searchsorted(stamps, chunk_end_s(float(stamps[0]), float(stamps[first]), period_s)))
             yield run[first:last], restarted
             restarted = False
             first = last
@@ -228,6 +241,7 @@ __all__ = [
     "NS_PER_S",
     "Stamp",
     "StampGaps",
+    "chunk_end_s",
     "classify_stamp",
     "jumped_back",
     "stream_chunks",
