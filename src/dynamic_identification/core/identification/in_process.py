@@ -443,7 +443,7 @@ class SlidingWindowEstimator:
         self._q: list[np.ndarray] = []
         self._tau: list[np.ndarray] = []
         self._last_time = -np.inf
-        self._run_origin: float | None = None
+        self._chunk_origin: float | None = None
         self._chunk_end: float | None = None
         self._origin = 0.0
         self._dt = 0.0
@@ -511,11 +511,11 @@ class SlidingWindowEstimator:
             raise IdentificationError("samples of one call must be in time order")
         keep = np.concatenate([[time[0] > self._last_time], np.diff(time) > 0.0]) if time.size else np.zeros(0, bool)
         if keep.any():
-            if self._run_origin is None:
-                self._run_origin = float(time[keep][0])
+            if self._chunk_origin is None:
+                self._chunk_origin = float(time[keep][0])
             if self._chunk_end is None:
                 first = float(time[keep][0])
-                self._chunk_end = chunk_end_s(self._run_origin, first, self._settings.update_period_s)
+                self._chunk_end = chunk_end_s(self._chunk_origin, first, self._settings.update_period_s)
             self._time.append(time[keep])
             self._q.append(positions[keep])
             self._tau.append(efforts[keep])
