@@ -183,6 +183,13 @@ _NEWTON_ITERATIONS = 300
 (a window whose reduction changed its kept set) the damped phase can take more than a hundred; an iteration costs a
 fraction of a millisecond, the conic solver tens of them and, the first time, cvxpy's import and compilation."""
 
+_PATH_FACTOR = 2.0
+"""Ratio of the prior weights of consecutive solves on the path of the prior problem's minimum
+(:meth:`ConsistentEstimator._newton_path`). Each solve starts from the last one's minimum; a smaller ratio keeps
+it within a few Newton steps of its own. With 10, the last solve of a 7-axis arm whose window keeps 50 base
+parameters started more than a hundred steps away, and stalled into the conic solver in a third of the updates
+(``bench/HISTORY.md``)."""
+
 _NEWTON_TOLERANCE = 1e-14
 """Newton decrement, relative to the objective, at which the prior problem is solved."""
 
@@ -1324,7 +1331,7 @@ class ConsistentEstimator:
         alternates between a few sets; should it stall (the
         barrier cuts every step when the start is far from the minimum in the fit's metric: a
         weak prior, or noise-free data), it follows the path of the minimum from a prior as
-        strong as the fit at the start down to ``γ`` by factors of 10, each solve starting from
+        strong as the fit at the start down to ``γ`` by factors of :data:`_PATH_FACTOR`, each solve starting from
         the last. When Newton stalls anyway, or its optimum breaks a margin or the box, the
         conic problem with the same objective decides (when it keeps every constraint it is the
         constrained optimum: the problem is convex).
@@ -1363,10 +1370,10 @@ class ConsistentEstimator:
 
     def _newton_path(self, objective: _PriorObjective, start: np.ndarray) -> np.ndarray | None:
         """:meth:`_newton` of ``objective`` reached through stronger priors, from one as strong as the fit at
-        ``start`` down by factors of 10."""
-        strongest = max(10.0 * objective.weight, objective.fit_value(start))
-        steps = int(np.ceil(np.log10(strongest / objective.weight)))
-        for weight in objective.weight * 10.0 ** np.arange(steps, 0, -1):
+        ``start`` down by factors of :data:`_PATH_FACTOR`."""
+        strongest = max(_PATH_FACTOR * objective.weight, objective.fit_value(start))
+        steps = int(np.ceil(np.log(strongest / objective.weight) / np.log(_PATH_FACTOR)))
+        for weight in objective.weight * _PATH_FACTOR ** np.arange(steps, 0, -1):
             point = self._newton(replace(objective, weight=float(weight)), start)
             if point is None:
                 return None
