@@ -166,12 +166,13 @@ def test_publishes_latched_parameters_and_writes_the_file(
 
 def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callable[..., _Graph]) -> None:
     g = graph()
-    stamps, q, effort = synthesize(6.0, moving=False)
+    stamps, q, effort = synthesize(7.0, moving=False)
     g.publish(stamps, q, effort)
-    g.spin(20.0, until=lambda: int(g.values()["updates"]) >= 5 and float(g.values()["window_fill"]) > 0.2)
+    g.spin(20.0, until=lambda: int(g.values()["updates"]) >= 6 and float(g.values()["window_fill"]) > 0.2)
     values = g.values()
-    # One update per second of data (the last sample is 5.996 s after the first), however the worker batched them.
-    assert values["updates"] == "5" and values["published"] == "0"
+    # One update per second of data (the last sample is 6.996 s after the first, and starts no chunk), however the
+    # worker batched them; the automatic cut-off is chosen at the sixth, the first with 5 s between its samples.
+    assert values["updates"] == "6" and values["published"] == "0"
     assert "standstill" in values["reason"] and float(values["window_fill"]) > 0.2
     g.spin(20.0, until=lambda: any("standstill" in s.message for s in g.diagnostics))
     assert any(s.level == DiagnosticStatus.WARN and "standstill" in s.message for s in g.diagnostics)

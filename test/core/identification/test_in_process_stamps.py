@@ -24,7 +24,6 @@ from dynamic_identification.core.identification.in_process import (
 )
 from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
 
 RATE_HZ = 500.0
@@ -143,19 +142,3 @@ def test_recovered_instants_never_bridge_a_gap(run: Run) -> None:
 def test_stamps_recorded_is_honoured(run: Run) -> None:
     window, _ = run.stream(run.late_stamps(seed=1), stamps_settings("recorded"))
     assert not window.recovers_stamps
-
-
-@pytest.mark.parametrize("seed", [5, 6, 7])
-def test_the_automatic_cut_off_is_chosen_at_the_update_that_completes_5_s_of_samples_whatever_the_jitter(
-    run: Run, seed: int
-) -> None:
-    # Updates fall on a grid of update_period_s (as in the node and `dynid stream`): the fifth holds 5 s of samples,
-    # its first and last 4.998 s apart at 500 Hz, give or take the jitter. It decides, for every draw of the jitter.
-    stamps = 1.7e9 + run.instants + np.random.default_rng(seed).uniform(-0.4e-3, 0.4e-3, run.instants.size)
-    settings = stamps_settings("auto")
-    estimator = SlidingWindowEstimator(DynamicModel.create(run.robot, ARM6_UNCOUPLED_CHAIN, DriveTerms()), settings)
-    cutoffs = []
-    for chunk, _ in stream_chunks(stamps[:3500], settings.update_period_s):
-        estimator.add_samples(stamps[chunk], run.measured[chunk], run.torques[chunk])
-        cutoffs.append(estimator.update().position_cutoff_hz)
-    assert np.isnan(cutoffs[:4]).all() and np.isfinite(cutoffs[4:]).all(), cutoffs

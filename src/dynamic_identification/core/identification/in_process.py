@@ -652,10 +652,8 @@ class SlidingWindowEstimator:
             return False
         scattered = settings.signal.stamps == "auto" and candidate is not None
         waiting = settings.position_cutoff_hz == AUTO_CUTOFF_HZ or scattered
-        # Each sample stands for one period, and the data suffice to half a period: a first update at a multiple of
-        # update_period_s (5 s of samples, their first and last 4.999 s apart at 1 kHz) decides whatever the jitter.
-        data_s = float(np.sum(marks[stops - 1] - marks[starts])) + step_s * starts.size
-        if waiting and data_s < min(AUTO_CUTOFF_DATA_S, settings.window_s) - 0.5 * step_s:
+        data_s = float(np.sum(marks[stops - 1] - marks[starts]))
+        if waiting and data_s < min(AUTO_CUTOFF_DATA_S, settings.window_s):
             return False
         piece = slice(int(starts[longest]), int(stops[longest]))
         self._create_builder(time[piece], q[piece])
