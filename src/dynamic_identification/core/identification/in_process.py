@@ -511,15 +511,16 @@ class SlidingWindowEstimator:
             raise IdentificationError("samples of one call must be in time order")
         keep = np.concatenate([[time[0] > self._last_time], np.diff(time) > 0.0]) if time.size else np.zeros(0, bool)
         if keep.any():
+            kept = time[keep]
+            first = float(kept[0])
             if self._chunk_origin is None:
-                self._chunk_origin = float(time[keep][0])
+                self._chunk_origin = first
             if self._chunk_end is None:
-                first = float(time[keep][0])
                 self._chunk_end = chunk_end_s(self._chunk_origin, first, self._settings.update_period_s)
-            self._time.append(time[keep])
+            self._time.append(kept)
             self._q.append(positions[keep])
             self._tau.append(efforts[keep])
-            self._last_time = float(time[keep][-1])
+            self._last_time = float(kept[-1])
         return jumped
 
     def update(self) -> WindowUpdate:
