@@ -33,8 +33,9 @@ clears the window and resumes.
 The subscription callback only converts a message and appends it to a locked
 buffer; a worker thread drains the buffer every :data:`WORKER_POLL_S` into
 :class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`
-and updates whenever ``window.update_period_s`` of data is pending, so a slow update
-delays the estimate but never drops a sample. Samples with NaN, a missing joint or
+and updates before each sample that ends a chunk of ``window.update_period_s`` of data (the chunks
+``dynid stream`` cuts, :func:`~dynamic_identification.core.signal.stamps.chunk_end_s`), so a slow
+update delays the estimate but never drops a sample. Samples with NaN, a missing joint or
 no effort are refused, as are stamps not later than the last accepted one; a stamp
 earlier than the last by more than :data:`~dynamic_identification.core.signal.stamps.BACKWARD_JUMP_S`
 (a bag loop, a simulation reset) clears the window and starts a new one; forward, a
