@@ -1,7 +1,8 @@
 """Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
 the realistic recordings of a robot preset, the print-out of an excitation's limit usage, the files of
 example-robot-data (:func:`example_robot_file`, the tests' own finder) and the speed benchmarks' measure of the
-machine (:func:`bare_regressor_s`) and the load beside them (:func:`busy_loops`).
+machine (:func:`bare_regressor_s`), the load beside them (:func:`busy_loops`) and the shipped arm's process recording
+that the window's and the node's benchmarks stream (:func:`process_recording`).
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
@@ -18,13 +19,18 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
+from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.safety import LimitUsage
-from dynamic_identification.core.mechanism.robot import RobotModel
+from dynamic_identification.core.excitation.settings import ExcitationSettings
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.simulation import synthesize_measurements
+from dynamic_identification.io.config import SimulatedRobot
 from dynamic_identification.testing.realistic import (
     RealisticRecording,
     RobotPreset,
@@ -146,3 +152,50 @@ def busy_loops(count: int) -> Iterator[list[int]]:
         for process in processes:
             process.kill()
             process.wait()
+
+
+PROCESS_RATE_HZ = 1000.0
+"""Sample rate of :func:`process_recording`, Hz."""
+
+
+@dataclass(frozen=True)
+class ProcessRecording:
+    """:func:`process_recording`: what the plan was, the stamps (s), the true velocities and accelerations (rad/s,
+    rad/s², for the bare regressor loop) and the measured positions (rad) and joint torques (N·m)."""
+
+    description: str
+    cycle_s: float
+    closure_rad: float
+    stamps: np.ndarray
+    dq: np.ndarray
+    ddq: np.ndarray
+    q_measured: np.ndarray
+    torques: np.ndarray
+
+
+def process_recording(
+    robot: RobotModel, chain: DriveChain, terms: DriveTerms, simulated: SimulatedRobot, *, minutes: float, seed: int
+) -> ProcessRecording:
+    """``minutes`` of the arm's planned pick-and-place process at :data:`PROCESS_RATE_HZ`, repeated back to back (it
+    starts and ends at rest at the same pose), stamps jittered by ±0.2 ms, measured through ``simulated``'s drive
+    and sensor (quantised encoders, noisy motor currents) and converted to joint torques by ``chain``."""
+    plan = plan_excitation(robot, chain, terms, ExcitationSettings(mode="process", cycles=3, rate_hz=PROCESS_RATE_HZ))
+    cycle = plan.trajectory
+    samples = int(minutes * 60.0 * PROCESS_RATE_HZ)
+    index = np.arange(samples) % (cycle.time.shape[0] - 1)
+    q, dq, ddq = cycle.q[index], cycle.dq[index], cycle.ddq[index]
+    rng = np.random.default_rng(seed)
+    stamps = np.arange(samples) / PROCESS_RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
+    q_measured, currents = synthesize_measurements(
+        robot, chain, simulated.drive, stamps, q, dq, ddq, simulated.sensor, seed=seed
+    )
+    return ProcessRecording(
+        description=plan.description,
+        cycle_s=cycle.duration_s,
+        closure_rad=float(np.abs(cycle.q[-1] - cycle.q[0]).max()),
+        stamps=stamps,
+        dq=dq,
+        ddq=ddq,
+        q_measured=q_measured,
+        torques=chain.joint_torques(currents),
+    )

@@ -52,7 +52,7 @@ os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited)
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from _common import busy_loops, fourier_recording  # noqa: E402
+from _common import PROCESS_RATE_HZ, busy_loops, fourier_recording, process_recording  # noqa: E402
 from bench_realistic import robot_preset  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -60,16 +60,12 @@ from rclpy.parameter import Parameter  # noqa: E402
 import dynamic_identification.nodes.estimator as estimator_module  # noqa: E402
 from dynamic_identification.blas import use_one_blas_thread  # noqa: E402
 from dynamic_identification.collector import freeze_startup_objects  # noqa: E402
-from dynamic_identification.core.excitation.plan import plan_excitation  # noqa: E402
-from dynamic_identification.core.excitation.settings import ExcitationSettings  # noqa: E402
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowUpdate  # noqa: E402
 from dynamic_identification.core.mechanism.robot import load_robot  # noqa: E402
-from dynamic_identification.core.simulation import synthesize_measurements  # noqa: E402
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot  # noqa: E402
 from dynamic_identification.nodes.runner import stream_executor  # noqa: E402
 from dynamic_identification.resources import shipped_path  # noqa: E402
 
-RATE_HZ = 1000.0
 ORIGIN_NS = 1_700_000_000 * 10**9
 """The stamp of the recording's start, ns: fixed, so that every run gives the node the same stamps (their float
 seconds round alike) and the same updates."""
@@ -169,32 +165,19 @@ class Scenario:
 
 
 def arm6_scenario(folder: str, minutes: float, seed: int) -> Scenario:
-    """``bench_stream.py``'s recording of ``minutes`` at ``RATE_HZ``; the shipped configuration's ``estimator``."""
+    """``bench_stream.py``'s recording of ``minutes`` (:func:`_common.process_recording`); the shipped configuration's
+    ``estimator``."""
     urdf, config_path = shipped_path("urdf", "dynid_arm6.urdf"), shipped_path("config", "dynid_arm6.yaml")
     robot, config = load_robot(urdf), load_config(str(config_path))
-    chain, terms = config.drive_chain(robot.n_joints), config.drive_terms
     simulated = simulated_robot(config_path, robot.n_joints)
-    settings = ExcitationSettings(mode="process", cycles=3, rate_hz=RATE_HZ)
-    cycle = plan_excitation(robot, chain, terms, settings).trajectory
-    samples = int(minutes * 60.0 * RATE_HZ)
-    index = np.arange(samples) % (cycle.time.shape[0] - 1)
-    rng = np.random.default_rng(seed)
-    stamps = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
-    q, currents = synthesize_measurements(
-        robot,
-        chain,
-        simulated.drive,
-        stamps,
-        cycle.q[index],
-        cycle.dq[index],
-        cycle.ddq[index],
-        simulated.sensor,
-        seed=seed,
+    recording = process_recording(
+        robot, config.drive_chain(robot.n_joints), config.drive_terms, simulated, minutes=minutes, seed=seed
     )
+    stamps = recording.stamps
     path = str(Path(folder) / "recording.npz")
-    np.savez(path, names=np.array(robot.joint_names), stamps=stamps, q=q, tau=chain.joint_torques(currents))
+    np.savez(path, names=np.array(robot.joint_names), stamps=stamps, q=recording.q_measured, tau=recording.torques)
     overrides = [Parameter(name, value=value) for name, value in ros_parameters(config_path, "estimator").items()]
-    description = f"the shipped arm's pick-and-place process at {RATE_HZ:g} Hz (bench_stream.py's recording)"
+    description = f"the shipped arm's pick-and-place process at {PROCESS_RATE_HZ:g} Hz (bench_stream.py's recording)"
     return Scenario(path, description, float(stamps[-1] - stamps[0]), overrides)
 
 

@@ -60,26 +60,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import bare_regressor_s
+from _common import PROCESS_RATE_HZ, bare_regressor_s, process_recording
 from threadpoolctl import threadpool_limits
 
 from dynamic_identification.collector import freeze_startup_objects
 from dynamic_identification.core.estimation.least_squares import rank_deficient_columns, weighted_least_squares
-from dynamic_identification.core.excitation.plan import plan_excitation
-from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, prepare_observations
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator
 from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.outcome import configured_consistency
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, parse_parameters
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from dynamic_identification.resources import shipped_path
-
-RATE_HZ = 1000.0
 
 
 def _load_average() -> str:
@@ -120,27 +115,18 @@ def main() -> None:
     chain = config.drive_chain(robot.n_joints)
     terms = config.drive_terms
     simulated = simulated_robot(config_path, robot.n_joints)
-    drive, sensor = simulated.drive, simulated.sensor
     threads = {name: os.environ.get(name, "unset") for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     print(f"{os.cpu_count()} CPUs, {threads}, load average {_load_average()}")
 
-    # The process trajectory at 1 kHz, repeated back to back (it starts and ends at rest at the same pose).
     start = time.perf_counter()
-    plan = plan_excitation(robot, chain, terms, ExcitationSettings(mode="process", cycles=3, rate_hz=RATE_HZ))
-    cycle = plan.trajectory
-    closure = float(np.abs(cycle.q[-1] - cycle.q[0]).max())
-    samples = int(arguments.minutes * 60.0 * RATE_HZ)
-    period = cycle.time.shape[0] - 1
-    index = np.arange(samples) % period
-    q, dq, ddq = cycle.q[index], cycle.dq[index], cycle.ddq[index]
-    rng = np.random.default_rng(arguments.seed)
-    stamps = np.arange(samples) / RATE_HZ + rng.uniform(-2e-4, 2e-4, samples)
-    q_measured, currents = synthesize_measurements(robot, chain, drive, stamps, q, dq, ddq, sensor, seed=arguments.seed)
-    torques = chain.joint_torques(currents)
+    recording = process_recording(robot, chain, terms, simulated, minutes=arguments.minutes, seed=arguments.seed)
+    stamps, dq, ddq = recording.stamps, recording.dq, recording.ddq
+    q_measured, torques = recording.q_measured, recording.torques
+    samples = stamps.size
     duration = float(stamps[-1] - stamps[0])
     print(
-        f"{plan.description}: {cycle.duration_s:.3f} s per repetition (closure {closure:.1e} rad),"
-        f" repeated to {samples} samples ({duration:.0f} s at {RATE_HZ:g} Hz, 6 joints);"
+        f"{recording.description}: {recording.cycle_s:.3f} s per repetition (closure {recording.closure_rad:.1e} rad),"
+        f" repeated to {samples} samples ({duration:.0f} s at {PROCESS_RATE_HZ:g} Hz, 6 joints);"
         f" synthesised in {time.perf_counter() - start:.1f} s"
     )
 
@@ -157,7 +143,7 @@ def main() -> None:
     # As the estimator node and `dynid stream` do once built: the updates do not visit the start-up's objects.
     frozen = 0 if arguments.collect_startup_objects else freeze_startup_objects()
     print(f"start-up objects left out of the garbage collector's full collections: {frozen}")
-    chunk = int(round(settings.update_period_s * RATE_HZ))
+    chunk = int(round(settings.update_period_s * PROCESS_RATE_HZ))
     latencies, update_cpu, publishable, kept, conditions, shifts = [], [], 0, [], [], []
     estimates: list[list[object]] = []
     published = []
@@ -230,7 +216,7 @@ def main() -> None:
         Path(arguments.estimates_out).write_text(json.dumps(estimates), encoding="utf-8")
 
     # Naive baseline: rebuild W from the window's raw samples and solve WLS from scratch at each update.
-    window = int(round(settings.window_s * RATE_HZ))
+    window = int(round(settings.window_s * PROCESS_RATE_HZ))
     identification = IdentificationSettings(
         signal=SignalSettings(
             position_cutoff_hz=config.position_cutoff_hz,
