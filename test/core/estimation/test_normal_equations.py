@@ -44,6 +44,20 @@ def test_blocks_add_and_subtract_to_the_statistics_of_the_union() -> None:
         assert_allclose(rest, expected, rtol=1e-9, atol=1e-8)
 
 
+def test_a_joint_whose_equations_all_left_the_window_has_zero_sums_not_round_off_below_zero() -> None:
+    # A joint at rest after large torques: 1e9² swallows 0.3² in the sum, and taking both out again left -0.09.
+    w, _, _ = _rows(1, samples=2)
+    small = NormalEquations.from_rows(w[:1], np.array([[0.3, 0.3, 0.3]]))
+    large = NormalEquations.from_rows(w[1:], np.array([[1e9, 1.0, 1.0]]))
+    window = (small + large).without(large)
+    assert np.all(window.c >= 0.0) and np.all(window.abs_y >= 0.0)
+    empty = window.without(small)
+    for field in empty._fields():
+        assert np.all(field == 0.0)
+    with np.errstate(invalid="raise"):
+        np.sqrt(empty.c)
+
+
 def test_the_statistics_from_each_joints_qr_equal_those_summed_over_the_rows() -> None:
     # Offline WLS has each joint's R factor already; its RᵀR gives the same normal equations without the products.
     w, y, valid = _rows(2, samples=20_000)

@@ -161,6 +161,28 @@ class NormalEquations:
     def __sub__(self, other: NormalEquations) -> NormalEquations:
         return NormalEquations(*(x - y for x, y in zip(self._fields(), other._fields(), strict=True)))
 
+    def without(self, part: NormalEquations) -> NormalEquations:
+        """``self − part`` for ``part`` a share of these rows (a sliding window's expired block).
+
+        The subtraction's round-off may leave a sum of squares or magnitudes slightly below zero, whose square root
+        is NaN (a joint whose equations all left the window: the robot at rest, its stops masked); they are kept at
+        zero or above, a joint left without equations has exactly zero sums, and so have the columns once no joint
+        has any.
+        """
+        difference = self - part
+        count = np.maximum(difference.count, 0.0)
+        left = count > 0.0
+        return NormalEquations(
+            a=np.where(left[:, None, None], difference.a, 0.0),
+            b=np.where(left[:, None], difference.b, 0.0),
+            c=np.where(left, np.maximum(difference.c, 0.0), 0.0),
+            count=count,
+            abs_y=np.where(left, np.maximum(difference.abs_y, 0.0), 0.0),
+            abs_columns=np.maximum(difference.abs_columns, 0.0)
+            if left.any()
+            else np.zeros_like(difference.abs_columns),
+        )
+
     def _fields(self) -> tuple[np.ndarray, ...]:
         return (self.a, self.b, self.c, self.count, self.abs_y, self.abs_columns)
 

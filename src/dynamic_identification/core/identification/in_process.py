@@ -803,7 +803,7 @@ class SlidingWindowEstimator:
             expired = self._blocks.popleft()
             self._store.expire(expired)
             self._held = None
-            self._equations = self._equations - expired.equations
+            self._equations = self._equations.without(expired.equations)
 
     def _add_block(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray) -> None:
         held = np.flatnonzero(rows.valid.any(axis=1))
