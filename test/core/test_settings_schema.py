@@ -89,6 +89,13 @@ def test_window_settings_take_the_shared_signal_settings() -> None:
         WindowSettings(signal=SignalSettings(position_cutoff_hz=None))
 
 
+def test_a_string_for_nested_settings_is_refused_when_the_settings_are_made_not_at_their_first_use() -> None:
+    with pytest.raises(IdentificationError, match=r"reduction must be a ReductionSettings .*got 'sensitivity'"):
+        WindowSettings(window_s=10.0, reduction="sensitivity")  # type: ignore[arg-type]
+    with pytest.raises(IdentificationError, match="signal must be a SignalSettings"):
+        WindowSettings(signal={"position_cutoff_hz": 8.0})  # type: ignore[arg-type]
+
+
 def test_check_fields_checks_the_choices_of_a_string() -> None:
     with pytest.raises(IdentificationError, match="velocity must be one of auto, measured, differentiated"):
         SignalSettings(velocity="fused")

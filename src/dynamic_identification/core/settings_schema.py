@@ -633,7 +633,15 @@ def field_settings(cls: type) -> dict[str, Setting]:
 
 def check_fields(instance: object) -> None:
     """``IdentificationError`` naming the first field made with :func:`setting_field` whose number is out of bounds
-    or whose string is not one of its choices."""
+    or whose string is not one of its choices, or made with :func:`nested_field` that does not hold its settings
+    class (``reduction="sensitivity"`` for ``ReductionSettings(method="sensitivity")``: refused where it is made,
+    not at the first use)."""
+    for name, nested in nested_fields(type(instance)).items():
+        value = getattr(instance, name)
+        if not isinstance(value, nested):
+            raise IdentificationError(
+                f"{name} must be a {nested.__name__} (e.g. {nested.__name__}(...)), got {value!r}"
+            )
     for name, item in field_settings(type(instance)).items():
         value = getattr(instance, name)
         if item.choices and value not in item.choices:
