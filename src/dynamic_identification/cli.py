@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
@@ -60,6 +61,28 @@ def _output(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("empty path: give the file to write")
     return Path(text)
+
+
+def _positive(text: str) -> float:
+    """A finite number > 0 (a duration, a period); refused on the command line, in one line, like a wrong type."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number >= 1 (a number of harmonics)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
 
 
 def _add_unit_checks(parser: argparse.ArgumentParser) -> None:
@@ -297,11 +320,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     payload.add_argument(
         "--period",
-        type=float,
+        type=_positive,
         help="the recording is a periodic excitation of this period (s, e.g. 'dynid excite --mode payload'):"
         " averaged over its periods, noise from their scatter ([Swevers2002] §4.3)",
     )
-    payload.add_argument("--harmonics", type=int, default=5, help="with --period: Fourier lines kept (default 5)")
+    payload.add_argument("--harmonics", type=_count, default=5, help="with --period: Fourier lines kept (default 5)")
     _add_unit_checks(payload)
 
     demo = _add_verb(
@@ -313,7 +336,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out-dir", type=Path, default=Path("demo_output"), help="folder for the outputs")
     demo.add_argument(
         "--duration",
-        type=float,
+        type=_positive,
         help="process duration of each phase in s (default 45); --offline: excitation duration (default 60)",
     )
     demo.add_argument("--seed", type=int, default=1, help="random seed")

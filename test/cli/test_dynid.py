@@ -382,6 +382,26 @@ def test_identify_model_from_the_config_and_an_unknown_model_refused(
     assert "invalid choice: 'kinetic'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["payload", "--period", "0"], "argument --period: must be finite and > 0, got '0'"),
+        (["payload", "--period", "nan"], "argument --period: must be finite and > 0, got 'nan'"),
+        (["payload", "--period", "10", "--harmonics", "-2"], "argument --harmonics: must be >= 1, got '-2'"),
+        (["demo", "--duration", "-5"], "argument --duration: must be finite and > 0, got '-5'"),
+    ],
+)
+def test_a_period_harmonics_or_duration_out_of_range_is_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    payload_inputs = ["--params", "robot.yaml", "--data", "loaded.csv", "--frame", "tool0", "--out", "load.yaml"]
+    with pytest.raises(SystemExit) as caught:
+        cli.main(argv + (payload_inputs if argv[0] == "payload" else []))
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
 def test_identify_does_not_depend_on_the_csv_column_order(
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:

@@ -390,7 +390,7 @@ def fourier_filter(
     Raises
     ------
     DataError
-        If ``values`` is a scalar or not finite.
+        If ``values`` is a scalar or not finite, or has too few samples per period for ``harmonics``.
     ValueError
         If ``period_s`` or ``harmonics`` is invalid, or ``axis`` is out of range.
 
@@ -412,7 +412,7 @@ def fourier_filter(
         raise DataError("values contain NaN or infinite entries")
     m = x.shape[axis]
     if 2 * n_h >= m:
-        raise ValueError(f"harmonics={harmonics!r} must be below half the {m} samples per period (< {m / 2})")
+        raise DataError(f"harmonics={harmonics!r} must be below half the {m} samples per period (< {m / 2})")
     spectrum = np.fft.rfft(np.moveaxis(x, axis, 0), axis=0)
     spectrum[n_h + 1 :] = 0.0
     shape = (-1,) + (1,) * (spectrum.ndim - 1)
