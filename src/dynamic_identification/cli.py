@@ -63,6 +63,25 @@ def _output(text: str) -> Path:
     return Path(text)
 
 
+class _OneConfig(argparse.Action):
+    """``--config`` given once: a second one would silently replace the first (``dynid`` reads one configuration;
+    the nodes merge their ``--params-file`` files, ``dynid`` does not)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(
+                f"{option_string} given twice: dynid reads one configuration file; put the second one's keys (e.g."
+                " the drive_chain.drive_gains of 'dynid gains') into the first"
+            )
+        setattr(namespace, self.dest, values)
+
+
 def _positive(text: str) -> float:
     """A finite number > 0 (a duration, a period); refused on the command line, in one line, like a wrong type."""
     try:
@@ -153,7 +172,9 @@ def _parser() -> argparse.ArgumentParser:
     identify = _add_verb(verbs, "identify", _identify, summary="identify base parameters from a recording")
     _add_urdf(identify)
     _add_recording_source(identify)
-    identify.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, filters, method)")
+    identify.add_argument(
+        "--config", type=Path, action=_OneConfig, help="ROS 2 parameter YAML (joints, drive chain, filters, method)"
+    )
     _add_output(
         identify,
         "parameter YAML to write: self-contained (every setting used, the URDF named relative to it or as"
@@ -235,6 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument(
         "--config",
         type=Path,
+        action=_OneConfig,
         help="ROS 2 parameter YAML whose signal.* settings replace those stored in --params (default: the stored ones)",
     )
     predict.add_argument(
@@ -248,7 +270,9 @@ def _parser() -> argparse.ArgumentParser:
 
     excite = _add_verb(verbs, "excite", _excite, summary="plan an excitation trajectory within the joint limits")
     _add_urdf(excite)
-    excite.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, excitation.* settings)")
+    excite.add_argument(
+        "--config", type=Path, action=_OneConfig, help="ROS 2 parameter YAML (joints, excitation.* settings)"
+    )
     excite.add_argument(
         "--mode",
         required=True,
@@ -267,7 +291,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_urdf(stream)
     _add_recording_source(stream)
-    stream.add_argument("--config", type=Path, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)")
+    stream.add_argument(
+        "--config", type=Path, action=_OneConfig, help="ROS 2 parameter YAML (joints, drive chain, signal, window.*)"
+    )
     _add_output(stream, "JSON-lines file of updates to write")
     stream.add_argument("--params-out", type=_output, help="also write the last publishable estimate as parameter YAML")
     _add_unit_checks(stream)
@@ -281,7 +307,10 @@ def _parser() -> argparse.ArgumentParser:
     gains.add_argument("--payload", required=True, type=Path, help="payload YAML of the known load")
     gains.add_argument("--frame", help="frame the payload is attached to (default: the payload file's frame)")
     gains.add_argument(
-        "--config", type=Path, help="ROS 2 parameter YAML (joints, gear ratios, coupling, nominal gains, filters)"
+        "--config",
+        type=Path,
+        action=_OneConfig,
+        help="ROS 2 parameter YAML (joints, gear ratios, coupling, nominal gains, filters)",
     )
     _add_output(gains, "drive-gains parameter YAML to write")
     gains.add_argument(
@@ -304,6 +333,7 @@ def _parser() -> argparse.ArgumentParser:
     payload.add_argument(
         "--config",
         type=Path,
+        action=_OneConfig,
         help="ROS 2 parameter YAML: filters, drive gains, recorder.current_polynomial ([Swevers2002] eq. (4))",
     )
     _add_output(payload, "payload YAML to write")

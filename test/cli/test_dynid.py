@@ -402,6 +402,17 @@ def test_a_period_harmonics_or_duration_out_of_range_is_refused_before_any_work(
     assert err.count("\n") == 1 and message in err, err
 
 
+def test_a_second_config_is_refused_not_silently_read_instead_of_the_first(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path
+) -> None:
+    gains = config_with(tmp_path / "gains.yaml", "/**", "drive_chain.drive_gains", [0.45] * 6)
+    with pytest.raises(SystemExit) as caught:
+        cli.main([*identify_argv(small, tmp_path / "out.yaml"), "--config", str(gains)])
+    assert caught.value.code == 2
+    assert "--config given twice" in capsys.readouterr().err
+    assert not (tmp_path / "out.yaml").exists()
+
+
 def test_identify_does_not_depend_on_the_csv_column_order(
     capsys: pytest.CaptureFixture[str], identified: tuple[Run, Path], good: Synthetic, tmp_path: Path
 ) -> None:
