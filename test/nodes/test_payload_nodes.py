@@ -322,7 +322,22 @@ def test_a_motion_of_the_wrist_alone_is_refused_with_the_reason_on_diagnostics(
         for array in diagnostics
         for s in array.status  # type: ignore[attr-defined]
     )
+    # The node's own status says so until the next request, not only while the refusal is recent.
+    status = estimator.diagnostic_status()
+    assert status.level == DiagnosticStatus.WARN and "payload refused: " in status.message, status.message
     assert payloads == []
+
+
+def test_a_second_request_while_collecting_restarts_the_collection_and_says_so(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    prior = _true_parameters(arm6, tmp_path / "robot.yaml")
+    p = probe(_estimator(context, [Parameter("payload.prior_file", value=str(prior))]))
+    first = p.call("estimator/identify_payload", Trigger)
+    second = p.call("estimator/identify_payload", Trigger)
+    assert isinstance(first, Trigger.Response) and isinstance(second, Trigger.Response)
+    assert first.success and "restarted" not in first.message
+    assert second.success and second.message.startswith("restarted: the collection from "), second.message
 
 
 def test_refuses_a_payload_frame_the_robot_does_not_have(context: Context) -> None:

@@ -517,6 +517,11 @@ class EstimatorNode(GuardedNode):
             f" the result comes on {self.config.payload_topic} and /diagnostics"
         )
         with self._status_lock:
+            earlier = self._payload_status
+            if earlier.state == "collecting":
+                # A second request restarts the collection, and says so: the samples since the first are dropped.
+                dropped = f"t = {earlier.started_s:.3f} s" if math.isfinite(earlier.started_s) else "the first sample"
+                message = f"restarted: the collection from {dropped} is dropped; {message}"
             self._payload_status = _PayloadStatus(state="collecting", message=message, started_s=last)
         self.get_logger().info(f"~/identify_payload: {message}")
         self._wake.set()
@@ -781,6 +786,10 @@ class EstimatorNode(GuardedNode):
         if counters.missing and time.monotonic() - missing_since_s <= RECENT_S:
             level = max(level, DiagnosticStatus.WARN)
             message += f"; lost {counters.missing} samples on the way (gaps in their stamps), the last recently"
+        if payload_status.state == "refused":
+            # Until the next ~/identify_payload: the load the user asked for was not identified.
+            level = max(level, DiagnosticStatus.WARN)
+            message += f"; payload refused: {payload_status.outcome.reason if payload_status.outcome else ''}"
         return status_message(level, "estimator", message, values)
 
 
