@@ -136,8 +136,8 @@ def excite(config: Path, out: Path) -> list[str | Path]:
     return ["excite", "--urdf", ARM6_URDF, "--config", config, "--mode", "fourier", "--out", out]
 
 
-def stream(data: Path, out: Path, *extra: str | Path) -> list[str | Path]:
-    return ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", ARM6_CONFIG, "--out", out, *extra]
+def stream(data: Path, out: Path, *extra: str | Path, config: Path = ARM6_CONFIG) -> list[str | Path]:
+    return ["stream", "--urdf", ARM6_URDF, "--data", data, "--config", config, "--out", out, *extra]
 
 
 def billion_laughs(levels: int = 9) -> str:
@@ -237,7 +237,7 @@ CASES: dict[str, tuple[Case, str]] = {
         lambda i, o: ["excite", "--urdf", ARM6_URDF, "--mode", "sine", "--out", o],
         "invalid choice",
     ),
-    "demo-duration-not-a-number": (lambda i, o: ["demo", "--duration", "long"], "invalid float"),
+    "demo-duration-not-a-number": (lambda i, o: ["demo", "--duration", "long"], "not a number"),
     "out-empty": (lambda i, o: identify(i.recording, Path("")), "is a directory"),
     "out-empty-string": (
         lambda i, o: ["identify", "--urdf", ARM6_URDF, "--data", i.recording, "--out", ""],
@@ -418,7 +418,7 @@ CASES: dict[str, tuple[Case, str]] = {
         "at most 100000",
     ),
     "config-window-nan": (
-        lambda i, o: stream(i.recording, o, "--config", i.write("w.yaml", "window: {window_s: .nan}\n")),
+        lambda i, o: stream(i.recording, o, config=i.write("w.yaml", "window: {window_s: .nan}\n")),
         "finite",
     ),
     "config-window-1e400": (
@@ -549,7 +549,7 @@ CASES: dict[str, tuple[Case, str]] = {
         "cannot read rosbag2",
     ),
     "stream-update-longer-than-window": (
-        lambda i, o: stream(i.recording, o, "--config", i.write("s.yaml", "window: {update_period_s: 20.0}\n")),
+        lambda i, o: stream(i.recording, o, config=i.write("s.yaml", "window: {update_period_s: 20.0}\n")),
         "update_period_s",
     ),
 }
