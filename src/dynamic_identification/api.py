@@ -298,6 +298,7 @@ def check_units(mechanism: RobotModel | Mechanism, recording: Recording, source:
         upper=tree.upper_position_limits[index],
         velocity_limits=tree.velocity_limits[index],
         source=source,
+        velocities=recording.velocity,
     )
 
 

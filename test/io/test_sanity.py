@@ -1,11 +1,17 @@
-"""Unit checks of recordings: time in seconds and positions in radians, judged against the URDF."""
+"""Unit checks of recordings: time in seconds, positions in radians and velocities in rad/s, judged against the
+URDF."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dynamic_identification.io.sanity import position_problem, speed_problem, time_unit_problem
+from dynamic_identification.io.sanity import (
+    position_problem,
+    recorded_speed_problem,
+    speed_problem,
+    time_unit_problem,
+)
 
 NAMES = ("j1", "j2")
 LOWER = np.array([-2.0, -np.inf])
@@ -35,6 +41,14 @@ def test_subnormal_time_steps_are_not_seconds() -> None:
 
 def test_positions_in_degrees_leave_the_limits() -> None:
     assert "degrees" in (position_problem(NAMES, np.degrees(MOTION), LOWER, UPPER) or "")
+
+
+def test_recorded_velocities_in_degrees_per_second_are_caught_and_in_rad_s_pass() -> None:
+    """``J/velocity`` is used as recorded by ``predict`` of a model identified with measured velocities."""
+    velocities = np.gradient(MOTION, TIME, axis=0)
+    assert recorded_speed_problem(NAMES, velocities, VELOCITY) is None
+    problem = recorded_speed_problem(NAMES, np.degrees(velocities), VELOCITY) or ""
+    assert "j1/velocity" in problem and "degrees per second" in problem
 
 
 def test_a_continuous_joint_in_degrees_is_caught_by_its_speed() -> None:

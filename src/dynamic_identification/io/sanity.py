@@ -1,4 +1,4 @@
-"""Unit checks of recordings: time in seconds, positions in radians, before any identification.
+"""Unit checks of recordings: time in seconds, positions in radians, velocities in rad/s, before any identification.
 
 A recording in the wrong unit is not refused by the numbers alone: positions in
 degrees identify a model 57 times too stiff with no error; time in nanoseconds gives
@@ -12,7 +12,7 @@ such a recording with one line naming the likely unit:
   :data:`POSITION_TOLERANCE_RAD` (or within ±:data:`MAX_ABS_POSITION_RAD` for a joint
   without limits), and its speed (99th percentile over 10 ms differences) below
   :data:`SPEED_FACTOR` times its URDF velocity limit: otherwise positions look like
-  degrees.
+  degrees; recorded velocities (``J/velocity``) likewise, or they look like degrees per second.
 
 ``dynid … --no-unit-checks`` skips these checks for a robot whose URDF limits are wrong.
 """
@@ -141,6 +141,26 @@ def speed_problem(
     )
 
 
+def recorded_speed_problem(names: Sequence[str], velocities: np.ndarray, velocity_limits: np.ndarray) -> str | None:
+    """Why recorded velocities ``(K, n)`` cannot be the robot's in rad/s (their 99th percentile over
+    :data:`SPEED_FACTOR` × the URDF limit: degrees per second give 57×), or ``None``. ``predict`` and a parameter
+    file made with ``signal.velocity: measured`` use them as they are."""
+    speeds = np.abs(np.asarray(velocities, dtype=float))
+    limits = np.asarray(velocity_limits, dtype=float)
+    limited = limits > 0.0
+    if speeds.shape[0] == 0 or not limited.any():
+        return None
+    typical = np.nanpercentile(speeds, 99.0, axis=0)
+    excess = np.where(limited & np.isfinite(typical), typical / np.where(limited, limits, 1.0), 0.0)
+    j = int(np.argmax(excess))
+    if excess[j] <= SPEED_FACTOR:
+        return None
+    return (
+        f"{names[j]}/velocity reaches {typical[j]:.4g} (99th percentile), {excess[j]:.3g} times its URDF velocity"
+        f" limit {limits[j]:.4g} rad/s: velocities in degrees per second?"
+    )
+
+
 def check_recording_units(
     names: Sequence[str],
     time_s: np.ndarray,
@@ -150,12 +170,15 @@ def check_recording_units(
     upper: np.ndarray,
     velocity_limits: np.ndarray,
     source: str,
+    velocities: np.ndarray | None = None,
 ) -> None:
-    """``DataError`` when the stamps are not in s or the positions not in rad (module docstring)."""
+    """``DataError`` when the stamps are not in s, the positions not in rad or the recorded ``velocities`` (if any)
+    not in rad/s (module docstring)."""
     problem = (
         time_unit_problem(time_s)
         or position_problem(names, positions, lower, upper)
         or speed_problem(names, time_s, positions, velocity_limits)
+        or (None if velocities is None else recorded_speed_problem(names, velocities, velocity_limits))
     )
     if problem is not None:
         raise DataError(f"{source}: {problem} (--no-unit-checks skips this check)")
