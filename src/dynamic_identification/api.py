@@ -58,7 +58,7 @@ from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanis
 from dynamic_identification.core.progress import ProgressCallback, ignore_progress
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.alignment import current_polynomial
-from dynamic_identification.core.signal.stamps import stream_chunks
+from dynamic_identification.core.signal.stamps import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.io.atomic import atomic_output, check_output_path
 from dynamic_identification.io.config import (
     IdentificationConfig,
@@ -954,9 +954,11 @@ def stream_file(
     best: WindowUpdate | None = None
     duration = 0.0
     previous = np.nan
+    fed = 0
     started = wall_clock.perf_counter()
     with atomic_output(out) as stream:
         for chunk, restart in stream_chunks(recording.time, settings.update_period_s):
+            fed += chunk.size
             if restart:
                 estimator.reset()
             stamps = recording.time[chunk]
@@ -971,6 +973,13 @@ def stream_file(
                 publishable += 1
                 best = update
     wall = wall_clock.perf_counter() - started
+    stale = recording.time.size - fed
+    if stale:
+        LOGGER.warning(
+            f"{stale} of {recording.time.size} rows left out: stamped no later than the row before them, and less"
+            f" than {BACKWARD_JUMP_S:g} s earlier (stale, as the estimator node drops them; a stamp"
+            f" {BACKWARD_JUMP_S:g} s or more earlier restarts the window)"
+        )
     if params_out is not None and best is not None:
         write_parameters_atomic(
             params_out,

@@ -209,6 +209,21 @@ def test_stamps_jumping_back_restart_the_window(moving: tuple[Any, ...], folder:
     assert len(updates) == pytest.approx(20, abs=1)
 
 
+def test_rows_stamped_slightly_back_are_left_out_and_the_stream_says_how_many(
+    moving: tuple[Any, ...], folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stamps, q, currents, joints = moving
+    rows = int(6 * RATE_HZ)
+    back = stamps[:rows].copy()
+    back[3000:] -= 0.3  # the driver's clock steps back by 0.3 s: 0.3 s of rows repeat stamps already fed
+    data = write_csv(folder / "back.csv", back, q[:rows], currents[:rows], joints)
+    assert stream(data, folder / "back.jsonl") == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    stale = int(np.count_nonzero(back[3000:] <= back[2999]))
+    assert len(warnings) == 1 and warnings[0].startswith(f"dynid stream: warning: {stale} of {rows} rows left out: ")
+    assert "stale" in warnings[0] and not any(update["restarted"] for update in lines(folder / "back.jsonl"))
+
+
 def test_chunks_follow_the_node_rule_for_stamps() -> None:
     stamps = np.array([0.0, 0.4, 0.4, 0.3, 0.9, 1.2, 2.5, 0.5, 0.6, 1.7])
     chunks = list(stream_chunks(stamps, 1.0))
