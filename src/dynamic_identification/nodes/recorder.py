@@ -390,6 +390,12 @@ class RecorderNode(GuardedNode):
         except IdentificationError as error:
             self._refuse(source, str(error))
             return None
+        for kind, values in (("position", q), ("velocity", dq), ("effort", effort)):
+            if values is not None and not np.all(np.isfinite(values)):
+                # Refused here, said and counted as every bad message is, not only dropped by the alignment.
+                k = int(np.flatnonzero(~np.isfinite(values))[0])
+                self._refuse(source, f"non-finite {kind} of {joints[k]} ({float(values[k])!r})")
+                return None
         return q, dq, effort
 
     def _on_joint_state(self, message: JointState) -> None:
