@@ -436,9 +436,9 @@ def _identify(arguments: argparse.Namespace) -> str:
 
 def _predict(arguments: argparse.Namespace) -> str:
     """Write the torques (J/effort, N·m) the identified model predicts for a recording's motion:
-    one row per recorded row (time, J/position, J/effort), nan where the model has no prediction (the
-    filter's edges of each segment, gaps longer than signal.gap_factor periods, a joint identified without
-    equations). Filters with the signal settings stored in the parameter file unless --config is given.
+    one row per recorded row (time, J/position, J/effort), every segment between gaps to its ends; nan only
+    where the model has no prediction (a stretch of fewer than 4 samples between two gaps, a joint identified
+    without equations). Filters with the signal settings stored in the parameter file unless --config is given.
     A trajectory of 'dynid excite' gives the torques its planned motion needs, at every row.
     """
     predicted = _forward(
