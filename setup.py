@@ -28,11 +28,11 @@ setup(
     extras_require={"test": ["pytest", "hypothesis"]},
     entry_points={
         "console_scripts": [
-            "recorder = dynamic_identification.nodes.scripts:recorder",
-            "sim_robot = dynamic_identification.nodes.scripts:sim_robot",
-            "excitation = dynamic_identification.nodes.scripts:excitation",
-            "estimator = dynamic_identification.nodes.scripts:estimator",
-            "feedforward = dynamic_identification.nodes.scripts:feedforward",
+            "recorder = dynamic_identification.nodes.recorder:main",
+            "sim_robot = dynamic_identification.nodes.sim_robot:main",
+            "excitation = dynamic_identification.nodes.excitation:main",
+            "estimator = dynamic_identification.nodes.estimator:main",
+            "feedforward = dynamic_identification.nodes.feedforward:main",
             "dynid = dynamic_identification.cli:main",
         ],
     },
