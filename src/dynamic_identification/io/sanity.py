@@ -158,7 +158,8 @@ def recorded_speed_problem(names: Sequence[str], velocities: np.ndarray, velocit
     typical = float(np.nanpercentile(np.abs(velocity[:, j]), 99.0))
     return (
         f"{names[j]}/velocity reaches {typical:.4g} (99th percentile), {typical / limits[j]:.3g} times its URDF"
-        f" velocity limit {limits[j]:.4g} rad/s: velocities in degrees per second?"
+        f" velocity limit {limits[j]:.4g} rad/s: velocities in degrees per second, or the motors' rather than"
+        " the joints'?"
     )
 
 
