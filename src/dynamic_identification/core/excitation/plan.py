@@ -289,7 +289,7 @@ def _fourier(
     route the design was checked along, choosing the assembly mode); should the motion, completed to the tree
     from there, bring two links closer than the self-collision margin, it is scaled toward its offset pose
     (:func:`scaled_until_safe`) until it keeps it, else refused. The description names the condition number of
-    an optimised design, and of any design scaled (on its published points before scaling, for a random one).
+    a design scaled, on its published points before scaling; the plan's own is reported beside the description.
     """
     mechanism = dynamic_model.mechanism
     condition: float | None = None
@@ -351,8 +351,9 @@ def _fourier(
     if scale < 1.0 and condition is None:
         unscaled = sample(fourier, time, mechanism.actuated_joint_names)
         condition = sampled_condition_number(dynamic_model, subsampled(unscaled, factor), q_guess=start_of(unscaled))
-    if condition is not None:
-        description += f", condition number {condition:.3g}" + (" before scaling" if scale < 1.0 else "")
+    if condition is not None and scale < 1.0:
+        # The plan's own condition number (of the scaled motion) is reported beside the description, once.
+        description += f", condition number {condition:.3g} before scaling"
     if scale < 1.0:
         description += f", amplitudes scaled to {scale:.0%} to keep the self-collision margin"
         condition = None  # recomputed on the scaled motion
