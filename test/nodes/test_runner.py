@@ -72,3 +72,20 @@ def test_a_spinning_node_left_its_start_up_objects_out_of_the_full_collections()
     assert done.returncode == 0, done.stderr
     frozen = int(done.stdout.split()[0])
     assert frozen > 10_000  # rclpy, NumPy and the package's modules
+
+
+@pytest.mark.parametrize("argv", [["sim_robot", "--help"], ["sim_robot", "-h", "--ros-args", "-p", "rate_hz:=500.0"]])
+def test_asking_a_node_for_help_prints_its_usage_and_starts_nothing(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dynamic_identification.nodes.runner import run_node
+
+    def create() -> rclpy.node.Node:
+        raise AssertionError("the node was built")
+
+    with pytest.raises(SystemExit) as caught:
+        run_node("sim_robot", create, args=argv)
+    assert caught.value.code == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("usage: sim_robot [--ros-args") and "ros2 param list /sim_robot" in printed
+    assert not rclpy.ok()

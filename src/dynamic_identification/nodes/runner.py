@@ -161,6 +161,16 @@ def _shutdown_keeping_handlers() -> None:
         rclpy.try_shutdown()
 
 
+def node_usage(name: str) -> str:
+    """What ``NODE --help`` prints: a node takes ROS arguments only, and is not started by asking for help."""
+    return (
+        f"usage: {name} [--ros-args [--params-file CONFIG.yaml] [-p NAME:=VALUE] [-r __ns:=/NAMESPACE]]\n"
+        f"The dynamic_identification {name} node. Its parameters are the README's configuration table"
+        f" (every node's, with units and bounds); once it runs, `ros2 param list /{name}` and `ros2 param describe`"
+        " name them too."
+    )
+
+
 def run_node(
     name: str,
     create: Callable[[], Node],
@@ -182,6 +192,11 @@ def run_node(
     node, an unknown parameter key) are logged as fatal and end the process with
     exit code 1; SIGINT and SIGTERM end it with exit code 0 (module docstring).
     """
+    arguments = list(sys.argv if args is None else args)
+    own = arguments[: arguments.index("--ros-args")] if "--ros-args" in arguments else arguments
+    if "-h" in own or "--help" in own:
+        print(node_usage(name))
+        raise SystemExit(0)
     use_one_blas_thread()
     try:
         rclpy.init(args=None if args is None else list(args), signal_handler_options=SignalHandlerOptions.NO)
