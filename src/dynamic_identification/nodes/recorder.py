@@ -77,6 +77,7 @@ from dynamic_identification.io.recording import RecordingWriter
 from dynamic_identification.nodes.conversions import (
     arrays_from_joint_state,
     joint_state_message,
+    non_finite_field,
     stamp_to_ns,
 )
 from dynamic_identification.nodes.guarded import DIAGNOSTICS_PERIOD_S, GuardedNode, status_message
@@ -390,12 +391,11 @@ class RecorderNode(GuardedNode):
         except IdentificationError as error:
             self._refuse(source, str(error))
             return None
-        for kind, values in (("position", q), ("velocity", dq), ("effort", effort)):
-            if values is not None and not np.all(np.isfinite(values)):
-                # Refused here, said and counted as every bad message is, not only dropped by the alignment.
-                k = int(np.flatnonzero(~np.isfinite(values))[0])
-                self._refuse(source, f"non-finite {kind} of {joints[k]} ({float(values[k])!r})")
-                return None
+        # Refused here, said and counted as every bad message is, not only dropped by the alignment.
+        non_finite = non_finite_field(joints, position=q, velocity=dq, effort=effort)
+        if non_finite is not None:
+            self._refuse(source, non_finite)
+            return None
         return q, dq, effort
 
     def _on_joint_state(self, message: JointState) -> None:
