@@ -99,9 +99,7 @@ def speed_problem(
 ) -> str | None:
     """Why the speeds of ``positions`` cannot be the robot's (over :data:`SPEED_FACTOR` × the limits), or ``None``.
 
-    A joint's speed is its 99th percentile over :data:`SPEED_BASELINE_S` differences. Most recordings move far
-    below the limit: when no more than 1 % of every joint's speeds exceed half of :data:`SPEED_FACTOR` × its limit,
-    its percentile cannot exceed the whole, and the percentiles (a partition of every joint's speeds) are skipped.
+    A joint's speed is its 99th percentile over :data:`SPEED_BASELINE_S` differences (:func:`_too_fast`).
     """
     time = np.asarray(time_s, dtype=float)
     q = np.asarray(positions, dtype=float)
@@ -121,46 +119,59 @@ def speed_problem(
     np.abs(moved, out=moved)
     if not valid.all():
         moved, span = moved[:, valid], span[valid]
-    limits = np.asarray(velocity_limits, dtype=float)
-    limited = limits > 0.0
-    screen = np.where(limited, 0.5 * SPEED_FACTOR * limits, np.inf)
-    samples = moved.shape[1]
-    # The 99th percentile interpolates the order statistics k and k + 1: at most the screen when no more than
-    # samples - k - 2 speeds exceed it.
-    below = samples - int(np.floor(0.99 * (samples - 1))) - 2
-    if np.all(np.count_nonzero(moved > screen[:, None] * span, axis=1) <= below):
+    fastest = _too_fast(moved, span, velocity_limits)
+    if fastest is None:
         return None
-    typical = np.percentile(moved / span, 99.0, axis=1)
-    excess = np.where(limited, typical / np.where(limited, limits, 1.0), 0.0)
-    j = int(np.argmax(excess))
-    if excess[j] <= SPEED_FACTOR:
-        return None
+    j, typical, excess = fastest
     return (
-        f"{names[j]} moves at {typical[j]:.4g} rad/s (99th percentile), {excess[j]:.3g} times its URDF velocity limit"
-        f" {limits[j]:.4g} rad/s: positions in degrees, or time not in seconds?"
+        f"{names[j]} moves at {typical:.4g} rad/s (99th percentile), {excess:.3g} times its URDF velocity limit"
+        f" {float(velocity_limits[j]):.4g} rad/s: positions in degrees, or time not in seconds?"
     )
 
 
 def recorded_speed_problem(names: Sequence[str], velocities: np.ndarray, velocity_limits: np.ndarray) -> str | None:
-    """Why recorded velocities ``(K, n)`` cannot be the robot's in rad/s (more than 1 % of a joint's over
-    :data:`SPEED_FACTOR` × its URDF limit, as :func:`speed_problem`'s 99th percentile: degrees per second give 57×),
-    or ``None``. ``predict`` and a parameter file made with ``signal.velocity: measured`` use them as they are.
-    Only the joint found too fast is sorted for its percentile: a recording of 600 k samples costs a comparison."""
-    velocity = np.asarray(velocities, dtype=float)
-    limits = np.asarray(velocity_limits, dtype=float)
-    if velocity.shape[0] == 0:
+    """Why recorded velocities ``(K, n)`` cannot be the robot's in rad/s (their 99th percentile over
+    :data:`SPEED_FACTOR` × the URDF limit, :func:`_too_fast`: degrees per second give 57×), or ``None``. ``predict``
+    and a parameter file made with ``signal.velocity: measured`` use them as they are."""
+    speeds = np.abs(np.asarray(velocities, dtype=float).T, order="C")
+    if speeds.shape[1] == 0:
         return None
-    bound = np.where(limits > 0.0, SPEED_FACTOR * limits, np.inf)
-    over = np.count_nonzero((velocity > bound) | (velocity < -bound), axis=0)
-    j = int(np.argmax(over))
-    if over[j] <= 0.01 * velocity.shape[0]:
+    fastest = _too_fast(speeds, 1.0, velocity_limits)
+    if fastest is None:
         return None
-    typical = float(np.nanpercentile(np.abs(velocity[:, j]), 99.0))
+    j, typical, excess = fastest
     return (
-        f"{names[j]}/velocity reaches {typical:.4g} (99th percentile), {typical / limits[j]:.3g} times its URDF"
-        f" velocity limit {limits[j]:.4g} rad/s: velocities in degrees per second, or the motors' rather than"
-        " the joints'?"
+        f"{names[j]}/velocity reaches {typical:.4g} (99th percentile), {excess:.3g} times its URDF"
+        f" velocity limit {float(velocity_limits[j]):.4g} rad/s: velocities in degrees per second, or the motors'"
+        " rather than the joints'?"
     )
+
+
+def _too_fast(
+    distance: np.ndarray, span: np.ndarray | float, velocity_limits: np.ndarray
+) -> tuple[int, float, float] | None:
+    """``(joint, its 99th-percentile speed, that over its URDF limit)`` for the joint most over :data:`SPEED_FACTOR`
+    × its limit, or ``None``; each joint's speeds are ``distance / span``, its row of ``distance`` ``(n, M)``.
+
+    Most recordings move far below the limit: when no more than 1 % of every joint's speeds exceed half of
+    :data:`SPEED_FACTOR` × its limit, its percentile cannot exceed the whole, and the percentiles (a partition of
+    every joint's speeds) are skipped.
+    """
+    limits = np.asarray(velocity_limits, dtype=float)
+    limited = limits > 0.0
+    screen = np.where(limited, 0.5 * SPEED_FACTOR * limits, np.inf)
+    samples = distance.shape[1]
+    # The 99th percentile interpolates the order statistics k and k + 1: at most the screen when no more than
+    # samples - k - 2 speeds exceed it.
+    below = samples - int(np.floor(0.99 * (samples - 1))) - 2
+    if np.all(np.count_nonzero(distance > screen[:, None] * span, axis=1) <= below):
+        return None
+    typical = np.percentile(distance / span, 99.0, axis=1)
+    excess = np.where(limited, typical / np.where(limited, limits, 1.0), 0.0)
+    j = int(np.argmax(excess))
+    if excess[j] <= SPEED_FACTOR:
+        return None
+    return j, float(typical[j]), float(excess[j])
 
 
 def check_recording_units(
