@@ -68,6 +68,7 @@ from dynamic_identification.io.parameter_files import finite_or_none
 if TYPE_CHECKING:
     from dynamic_identification.core.identification.payload import PayloadEstimate
     from dynamic_identification.core.identification.payload_in_process import PayloadOutcome
+    from dynamic_identification.core.signal.periodic import PeriodicStretch
 
 FORMAT = "dynamic_identification/payload/v1"
 """Value of the optional ``format`` key of a payload file."""
@@ -251,6 +252,17 @@ def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[st
         "efficiency_std": per_joint(estimate.efficiency_std),
         "viscous_friction": per_joint(estimate.viscous),
         "coulomb_friction": per_joint(estimate.coulomb),
+        **({} if estimate.stretch is None else {"periodic_stretch": periodic_stretch_record(estimate.stretch)}),
+    }
+
+
+def periodic_stretch_record(stretch: PeriodicStretch) -> dict[str, Any]:
+    """The ``identification.periodic_stretch`` section: which stretch of the recording was averaged as periods."""
+    return {
+        "start_s": stretch.start_s,
+        "stop_s": stretch.stop_s,
+        "periods": stretch.periods,
+        "mismatch": stretch.mismatch,
     }
 
 
@@ -310,6 +322,13 @@ def format_payload_estimate(estimate: PayloadEstimate, joints: Sequence[str], *,
         f"fit: {estimate.equations} equations of the moving joints {moving}, weighted residual σ"
         f" {estimate.residual_std:.4g}, relative error {estimate.relative_error:.4g}"
     )
+    if estimate.stretch is not None:
+        stretch = estimate.stretch
+        lines.append(
+            f"periods: {stretch.periods} averaged, from {stretch.start_s:.6g} s to {stretch.stop_s:.6g} s of the"
+            f" recording (positions one period apart within {100.0 * stretch.mismatch:.2g} % of their travel beyond"
+            " the noise)"
+        )
     if np.any(np.isfinite(estimate.efficiency_std)):
         lines.append(
             "transmission efficiency R_z ([Swevers2002] eq. (8)): "

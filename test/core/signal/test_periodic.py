@@ -10,12 +10,14 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.estimation import weighted_least_squares
+from dynamic_identification.core.excitation.safety import JointLimits, ramp, stop_ramp
 from dynamic_identification.core.signal.periodic import (
     PeriodicData,
     average_periods,
     fourier_filter,
     mean_noise_variance,
     period_variance,
+    periodic_stretch,
     sample_weights_from_variance,
     split_periods,
 )
@@ -326,3 +328,64 @@ def test_fourier_filter_is_exact_for_any_coefficients_up_to_the_kept_harmonic(
     assert_allclose(q_f, q, rtol=0, atol=1e-10)
     assert_allclose(dq_f, dq, rtol=0, atol=1e-8 * max(1.0, np.abs(dq).max()))
     assert_allclose(ddq_f, ddq, rtol=0, atol=1e-8 * max(1.0, np.abs(ddq).max()))
+
+
+def played_recording(seed: int, *, sigma: float, periods: int = 4) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """What a recorder holds of a played periodic excitation: 3 s at rest, the excitation node's C² ramp in from
+    rest, ``periods`` periods, its ramp out to rest, 3 s at rest; 1 kHz, jittered stamps, position noise ``sigma``.
+    Also the first and last instant of the periods, s."""
+    rate = 1000.0
+    limits = JointLimits(("a", "b"), np.full(2, -4.0), np.full(2, 4.0), np.full(2, 8.0), np.full(2, 40.0))
+    k = np.arange(periods * int(PERIOD_S * rate))
+    q, dq, ddq = harmonic_signal(k / rate)
+    ramp_in = ramp((OFFSETS + 0.5, np.zeros(2), np.zeros(2)), (q[0], dq[0], ddq[0]), limits, rate_hz=rate)
+    end = harmonic_signal(np.array([periods * PERIOD_S]))
+    ramp_out = stop_ramp((end[0][0], end[1][0], end[2][0]), limits, rate_hz=rate)
+    rest = int(3.0 * rate)
+    motion = np.concatenate(
+        [np.repeat(ramp_in.q[:1], rest, 0), ramp_in.q[:-1], q, ramp_out.q, np.repeat(ramp_out.q[-1:], rest, 0)]
+    )
+    rng = np.random.default_rng(seed)
+    instants = np.arange(motion.shape[0]) / rate
+    first = (rest + ramp_in.q.shape[0] - 1) / rate
+    return (
+        instants + rng.uniform(-0.1, 0.1, instants.size) / rate,
+        motion + sigma * rng.standard_normal(motion.shape),
+        first,
+        first + periods * PERIOD_S,
+    )
+
+
+@pytest.mark.parametrize(("seed", "sigma"), [(0, 0.0), (1, 1e-4), (2, 1e-3)])
+def test_the_periodic_stretch_leaves_out_the_rest_and_the_ramps_around_the_periods(seed: int, sigma: float) -> None:
+    # [Swevers2002] §4.3 averages periods of the steady excitation; a recording holds rest and ramps around them.
+    time, q, first, last = played_recording(seed, sigma=sigma)
+    stretch = periodic_stretch(time, q, period_s=PERIOD_S)
+    assert stretch.periods == 4
+    assert first - 0.1 < stretch.start_s and stretch.stop_s < last + 0.1
+    inside = (time >= stretch.start_s - 0.01) & (time <= stretch.stop_s + 0.01)
+    data = split_periods(time[inside], q[inside], period_s=PERIOD_S, start_s=stretch.start_s)
+    assert data.periods == 4
+    clean = harmonic_signal(stretch.start_s - first + data.time)[0]
+    assert np.max(np.abs(average_periods(data) - clean)) < 1e-3 + 3.0 * sigma
+
+
+def test_the_whole_recording_is_the_stretch_of_a_recording_of_periods_only() -> None:
+    time, q = jittered_recording(0, sigma=SIGMA)
+    stretch = periodic_stretch(time, q, period_s=PERIOD_S)
+    assert stretch.periods == P and stretch.start_s == time[0]
+
+
+@pytest.mark.parametrize("period_s", [1.4, 2.6, 4.0 / 3.0])
+def test_a_wrong_period_is_a_one_line_error_that_asks_for_the_excitation_s(period_s: float) -> None:
+    time, q, _, _ = played_recording(3, sigma=1e-4)
+    with pytest.raises(DataError, match="do not repeat every .* is the period the excitation's") as error:
+        periodic_stretch(time, q, period_s=period_s)
+    assert "\n" not in str(error.value)
+
+
+def test_a_robot_at_rest_has_no_periodic_stretch() -> None:
+    time = np.arange(0.0, 10.0, 0.001)
+    q = 1e-5 * np.random.default_rng(0).standard_normal((time.size, 2))
+    with pytest.raises(DataError, match="barely move"):
+        periodic_stretch(time, q, period_s=PERIOD_S)

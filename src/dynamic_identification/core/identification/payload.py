@@ -100,9 +100,11 @@ from dynamic_identification.core.regressors.idim import inertial_observation_mat
 from dynamic_identification.core.signal.alignment import current_polynomial, motor_torques
 from dynamic_identification.core.signal.filters import ParallelDecimator, default_decimation
 from dynamic_identification.core.signal.periodic import (
+    PeriodicStretch,
     average_periods,
     fourier_filter,
     mean_noise_variance,
+    periodic_stretch,
     split_periods,
 )
 
@@ -299,6 +301,8 @@ class PayloadObservations:
         ``(M, n)``: equations to use (the motor is fast enough for ``sign(v)``).
     periods
         Periods averaged (0: not a periodic excitation).
+    stretch
+        Of a periodic excitation: the stretch of the recording whose periods were averaged.
     """
 
     q: np.ndarray
@@ -308,6 +312,7 @@ class PayloadObservations:
     noise_std: np.ndarray | None
     valid: np.ndarray
     periods: int = 0
+    stretch: PeriodicStretch | None = None
 
 
 def measured_motor_torques(
@@ -367,16 +372,31 @@ def periodic_observations(
     eq. (17)). Equations of a motor slower than ``min_speed_rad_s`` (rad/s, joint side)
     are left out: ``sign(v)`` does not describe friction at a velocity reversal.
 
+    Only the stretch of the recording that repeats with the period is averaged
+    (:func:`~dynamic_identification.core.signal.periodic.periodic_stretch`, from ``start_s`` when given): the rest
+    before and after the excitation and its ramps are left out.
+
     Raises
     ------
     DataError
-        No currents, shapes disagree, fewer than 2 whole periods.
+        No currents, shapes disagree, no 2 whole periods that repeat.
     """
     t, positions, amps = _recording_arrays(robot, time, q, currents)
     torques = measured_motor_torques(drive_chain, amps, polynomial=polynomial)
-    motion = split_periods(t, positions, period_s=period_s, start_s=start_s, kind="cubic")
+    after = slice(None) if start_s is None else t >= start_s
+    stretch = periodic_stretch(t[after], positions[after], period_s=period_s)
+    # The stretch and a sample more at either end: its first instant is on a grid, and its last period must count
+    # whole whatever the stamps' jitter.
+    first = max(int(np.searchsorted(t, stretch.start_s, side="right")) - 1, 0)
+    inside = slice(first, int(np.searchsorted(t, stretch.stop_s, side="right")) + 1)
+    motion = split_periods(t[inside], positions[inside], period_s=period_s, start_s=stretch.start_s, kind="cubic")
     measured = split_periods(
-        t, torques, period_s=period_s, start_s=start_s, samples_per_period=motion.samples_per_period, kind="linear"
+        t[inside],
+        torques[inside],
+        period_s=period_s,
+        start_s=stretch.start_s,
+        samples_per_period=motion.samples_per_period,
+        kind="linear",
     )
     q_f, dq_f, ddq_f = fourier_filter(average_periods(motion), period_s=period_s, harmonics=harmonics)
     averaged = average_periods(measured)
@@ -391,6 +411,7 @@ def periodic_observations(
         noise_std=np.maximum(noise, np.maximum(floor, 1e-300)),
         valid=np.abs(velocity) >= min_speed_rad_s,
         periods=motion.periods,
+        stretch=stretch,
     )
 
 
@@ -539,6 +560,9 @@ class PayloadEstimate:
     inertia_fixed
         The inertia about the centre of mass was not estimated but fixed a priori
         (:func:`identify_payload_mass_and_centre`); its σ is then its own size.
+    stretch
+        Of a periodic excitation (:func:`identify_payload` with ``period_s``): the stretch of the recording whose
+        periods were averaged.
     """
 
     payload: Payload
@@ -563,6 +587,7 @@ class PayloadEstimate:
     projected: bool
     at_bound: bool = False
     inertia_fixed: bool = False
+    stretch: PeriodicStretch | None = None
 
 
 @dataclass(frozen=True)
@@ -1207,14 +1232,15 @@ def identify_payload(
     """Identify a payload from a recording with it (``dynid payload``, the estimator's re-identification).
 
     With ``period_s`` the recording is a periodic excitation of ``harmonics`` lines
-    (:func:`periodic_observations`, noise from the periods, [Swevers2002] §4.3);
+    (:func:`periodic_observations`, noise from the periods, [Swevers2002] §4.3; only the stretch that repeats with
+    the period, :attr:`PayloadEstimate.stretch`);
     without, any motion (:func:`recording_observations`, with ``stick_periods``). ``method`` chooses
     :func:`identify_payload_linear` or :func:`identify_payload_ml`.
 
     Raises
     ------
     DataError
-        No currents, bad shapes, too few periods or samples.
+        No currents, bad shapes, too few periods or samples, no 2 periods that repeat with ``period_s``.
     ModelError
         Unknown frame.
     InsufficientExcitationError, RankDeficientError
@@ -1238,7 +1264,9 @@ def identify_payload(
             robot, chain, time, q, currents, settings=settings, polynomial=polynomial, stick_periods=stick_periods
         )
     if method == "linear":
-        return identify_payload_linear(prior, frame, observations)
-    if method != "ml":
+        estimate = identify_payload_linear(prior, frame, observations)
+    elif method == "ml":
+        estimate = identify_payload_ml(prior, frame, observations, efficiency=efficiency)
+    else:
         raise ModelError(f"method must be 'linear' or 'ml', got {method!r}")
-    return identify_payload_ml(prior, frame, observations, efficiency=efficiency)
+    return replace(estimate, stretch=observations.stretch)

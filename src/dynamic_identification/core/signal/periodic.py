@@ -32,8 +32,11 @@ __all__ = [
     "PeriodicData",
     "average_periods",
     "fourier_filter",
+    "PERIODIC_TOLERANCE",
+    "PeriodicStretch",
     "mean_noise_variance",
     "period_variance",
+    "periodic_stretch",
     "sample_weights_from_variance",
     "split_periods",
 ]
@@ -42,6 +45,27 @@ _INTERPOLATION_KINDS = ("cubic", "linear")
 
 #: Default std floor of :func:`sample_weights_from_variance`, as a fraction of the median std.
 DEFAULT_FLOOR_FRACTION = 0.1
+
+#: How far positions one period apart may differ in a stretch that :func:`periodic_stretch` calls periodic, as a
+#: fraction of each joint's travel over the recording (beyond the position noise). Averaging periods that differ by
+#: ``δ`` moves the averaged motion by up to ``δ``; 1 % keeps that well below the excitation while a robot's tracking
+#: repeats to far less between the periods of a steady excitation.
+PERIODIC_TOLERANCE = 0.01
+
+#: Position noise allowed on top of :data:`PERIODIC_TOLERANCE`, in σ of the difference of two noisy samples: 5σ is
+#: exceeded by chance about once in two million samples.
+_NOISE_SIGMAS = 5.0
+
+#: A window of one period whose joints all travel less than this many times their tolerance (beyond the noise) is a
+#: rest, not a period of an excitation (a robot at rest repeats itself trivially).
+_REST_FACTOR = 10.0
+
+#: The ends of a repeating stretch are trimmed where positions one period apart differ by more than this many times
+#: the stretch's median difference (:func:`periodic_stretch`): a transient's tail, not the robot's repeatability.
+_REPEATABILITY_FACTOR = 10.0
+
+#: ... but never below this fraction of the travel: the differences of an exact simulation are round-off.
+_TRIM_FLOOR = 1e-4
 
 
 def _mean_step(t: np.ndarray, segments: tuple[tuple[int, int], ...], fallback: float) -> float:
@@ -215,6 +239,134 @@ def split_periods(
         values=resampled.reshape((periods, m) + v.shape[1:]),
         period_s=period,
     )
+
+
+@dataclass(frozen=True)
+class PeriodicStretch:
+    """The stretch of a recording that repeats with the excitation's period (:func:`periodic_stretch`).
+
+    Attributes
+    ----------
+    start_s, stop_s : float
+        First instant of the first period and end of the last, s, on the recording's clock.
+    periods : int
+        Whole periods in it (>= 2).
+    mismatch : float
+        Largest difference of positions one period apart inside it beyond the position noise, as a fraction of the
+        joint's travel (:func:`periodic_stretch`).
+    """
+
+    start_s: float
+    stop_s: float
+    periods: int
+    mismatch: float
+
+
+def periodic_stretch(
+    time: np.ndarray, q: np.ndarray, *, period_s: float, tolerance: float = PERIODIC_TOLERANCE
+) -> PeriodicStretch:
+    """The longest stretch of whole periods over which the positions ``q`` repeat every ``period_s`` s.
+
+    A recording of a periodic excitation also holds what the robot did before and after it: rest, the ramp in
+    from rest and the ramp out ([Swevers2002] §4.3: start after the transient). Averaging those as periods
+    biases every estimate; a wrong period does worse. Here the positions are compared with themselves one period
+    later, sample by sample (on a grid of the recording's rate that divides the period):
+
+    1. a sample repeats when every joint differs from one period later by at most ``tolerance`` of its travel
+       (of a tenth of the largest travel for a joint that barely moves) beyond the position noise
+       (:data:`_NOISE_SIGMAS` σ of a difference, σ from the samples' third differences), and its period is not
+       a rest; the longest run of such samples, the earliest of equally long ones, must hold 2 periods;
+    2. its ends are trimmed to where the positions repeat as well as in the run's middle
+       (:data:`_REPEATABILITY_FACTOR` times its median difference, at least :data:`_TRIM_FLOOR` of the travel):
+       a ramp joins the excitation with the same position, velocity and acceleration, so its tail passes the
+       first test; if the trimmed run no longer holds 2 periods it is kept whole.
+
+    Parameters
+    ----------
+    time : numpy.ndarray
+        Stamps, ``(N,)``, s, non-decreasing (repeated stamps are dropped as :func:`split_periods` does).
+    q : numpy.ndarray
+        Positions, ``(N, n)``, rad (or m).
+    period_s : float
+        Period of the excitation, s.
+    tolerance : float
+        Fraction of each joint's travel (default :data:`PERIODIC_TOLERANCE`).
+
+    Raises
+    ------
+    DataError
+        Bad stamps or positions, no motion, or no two consecutive periods that repeat: the one line says by how
+        much the closest ones differ.
+    """
+    period = positive_finite("period_s", period_s)
+    report = clean_time_stamps(time)
+    t = np.asarray(time, dtype=float)[report.keep]
+    positions = np.asarray(q, dtype=float)
+    if positions.ndim != 2 or positions.shape[0] != np.asarray(time).shape[0]:
+        raise DataError(f"q must have shape ({np.asarray(time).shape[0]}, n) to match time, got {positions.shape}")
+    positions = positions[report.keep]
+    if not np.all(np.isfinite(positions)):
+        raise DataError("q contains NaN or infinite entries")
+    m = max(2, int(round(period / _mean_step(t, report.segments, report.nominal_dt))))
+    step = period / m
+    grid = t[0] + np.arange(int(np.floor((t[-1] - t[0]) / step + 1e-9)) + 1) * step
+    if grid.size < 2 * m:
+        raise DataError(
+            f"the recording lasts {float(t[-1] - t[0]):.6g} s: it cannot hold 2 periods of period_s={period:g} s"
+        )
+    from scipy.interpolate import CubicSpline
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+    sampled = CubicSpline(t, positions, axis=0)(np.minimum(grid, t[-1]))
+    travel = np.ptp(sampled, axis=0)
+    if not np.any(travel > 0.0):
+        raise DataError("the positions do not move: no period to find")
+    scale = np.maximum(travel, 0.1 * travel.max())
+    # σ of white noise from the third differences (variance 20 σ²), robust to the few steps of a non-smooth motion;
+    # those of a smooth motion are ω³ dt³ of it, negligible at a robot's rates.
+    third = np.diff(sampled, n=3, axis=0)
+    sigma = 1.4826 * np.median(np.abs(third - np.median(third, axis=0)), axis=0) / np.sqrt(20.0)
+    noise = _NOISE_SIGMAS * np.sqrt(2.0) * sigma
+    # Beyond the noise, as a fraction of the joint's scale; the largest over the joints, per sample.
+    excess = (np.maximum(np.abs(sampled[m:] - sampled[:-m]) - noise, 0.0) / scale).max(axis=1)
+    origin = -((m + 1) // 2)  # the window of sample k is [k, k + m]: one period from it
+    window_travel = (
+        maximum_filter1d(sampled, m + 1, axis=0, origin=origin)
+        - minimum_filter1d(sampled, m + 1, axis=0, origin=origin)
+    )[:-m]
+    # Twice the noise allowance: more than any window of white noise spans (10.5 σ for a million samples).
+    moving = np.any(window_travel > _REST_FACTOR * tolerance * scale + 2.0 * noise, axis=1)
+    if not moving.any():
+        raise DataError(f"the positions barely move in any {period:g} s: no period of an excitation to find")
+    runs = [run for run in _runs((excess <= tolerance) & moving) if run[1] - run[0] >= m]
+    if not runs:
+        # The two consecutive periods that come closest: the smallest over windows of a period of the largest excess.
+        worst = maximum_filter1d(excess, m, origin=-(m // 2))[: excess.size - m + 1][moving[: excess.size - m + 1]]
+        closest = 100.0 * float(np.min(worst, initial=np.inf))
+        raise DataError(
+            f"the positions do not repeat every {period:g} s: the two consecutive periods that come closest differ"
+            f" by {closest:.3g} % of a joint's travel ({100.0 * tolerance:g} % allowed beyond the noise); is the"
+            " period the excitation's?"
+        )
+    start, stop = max(runs, key=lambda run: (run[1] - run[0], -run[0]))
+    trim = max(_REPEATABILITY_FACTOR * float(np.median(excess[start:stop])), _TRIM_FLOOR)
+    repeats = np.flatnonzero(excess[start:stop] <= trim)
+    if repeats.size and repeats[-1] - repeats[0] + 1 >= m:
+        start, stop = start + int(repeats[0]), start + int(repeats[-1]) + 1
+    periods = (stop - start) // m + 1
+    first = float(grid[start])
+    return PeriodicStretch(
+        start_s=first,
+        stop_s=first + periods * period,
+        periods=int(periods),
+        mismatch=float(np.max(excess[start : start + (periods - 1) * m])),
+    )
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each run of true ``flags``."""
+    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
 
 
 def average_periods(data: PeriodicData) -> np.ndarray:
