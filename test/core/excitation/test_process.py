@@ -12,6 +12,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification.core.errors import IdentificationError
+from dynamic_identification.core.excitation.plan import plan_excitation
 from dynamic_identification.core.excitation.process import (
     default_process_areas,
     frame_placement,
@@ -24,8 +25,9 @@ from dynamic_identification.core.excitation.process import (
     tool_tilts,
 )
 from dynamic_identification.core.excitation.safety import JointLimits, check_trajectory
+from dynamic_identification.core.excitation.settings import ExcitationSettings
 from dynamic_identification.core.excitation.trajectory import SampledTrajectory
-from dynamic_identification.core.mechanism.robot import RobotModel, load_robot
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
 
 RATE_HZ = 250.0
 MM = 1e-3
@@ -230,3 +232,20 @@ def test_panda_processes_keep_limits(example_urdf: Callable[[str], Path]) -> Non
     tracing = square(panda, limits, centre=layout["centre"], side_m=layout["side_m"], laps=1, **common)
     for trajectory in (picking, tracing):
         check_trajectory(trajectory, limits)
+
+
+@pytest.mark.parametrize(("tool_tilt", "warned"), [(0.0, True), (0.4, False)])
+def test_a_plan_that_keeps_a_joint_still_says_so(arm6: RobotModel, tool_tilt: float, warned: bool) -> None:
+    # The pick and place with the tool pointing down keeps the forearm roll still: its parameters are not
+    # identifiable from the plan, which the report said only as a 0.000 in its table.
+    settings = ExcitationSettings(mode="process", cycles=1, rate_hz=100.0, tool_tilt=tool_tilt)
+    plan = plan_excitation(arm6, DriveChain.create(arm6.n_joints), DriveTerms(), settings)
+    still = [warning for warning in plan.warnings if "does not move" in warning]
+    assert still == (
+        [
+            "joint_4 does not move in this plan: the parameters only its motion excites cannot be identified from it"
+            " (the estimator's reduction leaves them out); tool_tilt > 0 turns the wrist at the pick and place points"
+        ]
+        if warned
+        else []
+    )

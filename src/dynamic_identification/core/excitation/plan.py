@@ -232,16 +232,39 @@ def plan_excitation(
         description += (
             f", closure σ_min/σ_max >= {checked.singularity_ratio:.2f} of its reference value (margin {margin:g})"
         )
+    usage = limit_usage(points, limits.actuated, cancellation=cancellation)
     return ExcitationPlan(
         trajectory=points,
         limits=limits.actuated,
-        usage=limit_usage(points, limits.actuated, cancellation=cancellation),
+        usage=usage,
         condition_number=condition,
         description=description,
         torque_usage=checked.torque_usage,
         torque_source=model.source,
         self_collision=self_collision_summary(collision, enabled=settings.self_collision),
-        warnings=warnings,
+        warnings=warnings + _still_joints(limits.actuated.joint_names, usage, settings),
+    )
+
+
+#: A joint whose motion spans less than this fraction of its range does not move, for :func:`_still_joints`.
+STILL_RANGE_FRACTION = 1e-3
+
+
+def _still_joints(names: tuple[str, ...], usage: LimitUsage, settings: ExcitationSettings) -> tuple[str, ...]:
+    """The warning that joints of a plan do not move: the parameters only their motion excites are not identifiable
+    from it. A payload plan holds the shoulder joints on purpose ([Swevers2002] §4.2): no warning."""
+    still = [name for name, used in zip(names, usage.position, strict=True) if used < STILL_RANGE_FRACTION]
+    if not still or settings.mode == "payload":
+        return ()
+    hint = (
+        "; tool_tilt > 0 turns the wrist at the pick and place points"
+        if settings.mode == "process" and settings.process == "pick_and_place" and settings.tool_tilt == 0.0
+        else ""
+    )
+    return (
+        f"{', '.join(still)} {'does' if len(still) == 1 else 'do'} not move in this plan: the parameters only"
+        f" {'its' if len(still) == 1 else 'their'} motion excites cannot be identified from it (the estimator's"
+        f" reduction leaves them out){hint}",
     )
 
 
