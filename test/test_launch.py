@@ -11,11 +11,13 @@ from __future__ import annotations
 import ast
 import pathlib
 import re
+import sys
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import yaml
 
-from dynamic_identification.launch_support import config_problem, resolve_config
+from dynamic_identification.launch_support import config_problem, resolve_config, stop_on_exit
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((REPO_ROOT / "launch").glob("*.launch.py"))
@@ -121,3 +123,30 @@ def test_a_config_that_is_neither_a_file_nor_shipped_is_refused_naming_it(tmp_pa
 
 def test_on_a_robot_the_excitation_waits_for_its_start_service() -> None:
     assert _defaults(REPO_ROOT / "launch" / "identification.launch.py")["autostart"] == "false"
+
+
+def test_a_node_that_fails_makes_the_launch_fail_on_one_line_naming_it() -> None:
+    # launch's Shutdown alone exits 0 (the ros2 launch user run: a node refusing its parameters, `ros2 launch`
+    # exit code 0); an exception of an on_exit handler is what LaunchService.run returns 1 for.
+    failed = SimpleNamespace(returncode=1)
+    running = SimpleNamespace(is_shutdown=False)
+    with pytest.raises(RuntimeError, match=r"^estimator failed \(exit code 1\): the launch stops") as error:
+        stop_on_exit("estimator")(failed, running)  # type: ignore[arg-type]
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("returncode", "stopping"), [(0, False), (-15, True), (1, True)])
+def test_a_node_that_ends_or_is_stopped_only_stops_the_launch(
+    monkeypatch: pytest.MonkeyPatch, returncode: int, stopping: bool
+) -> None:
+    # A node that ends (exit 0), or whose end the launch's own shutdown caused (Ctrl-C, SIGTERM of its escalation),
+    # stops the launch without failing it.
+    actions = ModuleType("launch.actions")
+    actions.Shutdown = lambda reason: ("Shutdown", reason)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "launch", ModuleType("launch"))
+    monkeypatch.setitem(sys.modules, "launch.actions", actions)
+    ended = stop_on_exit("recorder")(
+        SimpleNamespace(returncode=returncode),  # type: ignore[arg-type]
+        SimpleNamespace(is_shutdown=stopping),  # type: ignore[arg-type]
+    )
+    assert ended == [("Shutdown", "recorder exited")]

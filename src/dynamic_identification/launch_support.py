@@ -10,6 +10,8 @@ neither the library nor its tests. The checks themselves (:func:`resolve_config`
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,7 @@ from dynamic_identification.resources import shipped_path
 if TYPE_CHECKING:
     from launch.action import Action
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.events.process import ProcessExited
     from launch.launch_context import LaunchContext
     from launch.substitutions import PathJoinSubstitution
 
@@ -138,9 +141,22 @@ def _check_config(context: LaunchContext) -> list[Action]:
     return [SetLaunchConfiguration("config", str(path))]
 
 
-def stop_on_exit(node: str) -> list[Action]:
+def stop_on_exit(node: str) -> Callable[[ProcessExited, LaunchContext], list[Action]]:
     """``on_exit`` of every node of a launch file: the launch stops with the node (a node that refused its
-    parameters would otherwise leave the others running without it)."""
+    parameters would otherwise leave the others running without it).
+
+    A node that fails — exits with a code other than 0 while the launch is not stopping: it refused its
+    parameters, it crashed — also makes ``ros2 launch`` exit with code 1, on one line naming the node and its
+    code: an exception in an event handler is what launch counts as a failed launch (``LaunchService.run``),
+    while its ``Shutdown`` alone exits 0, and a script or CI could not tell. Exits during the launch's own
+    shutdown (Ctrl-C, another node's end) only stop it.
+    """
+    return functools.partial(_node_exited, node)
+
+
+def _node_exited(node: str, event: ProcessExited, context: LaunchContext) -> list[Action]:
+    if event.returncode != 0 and not context.is_shutdown:
+        raise RuntimeError(f"{node} failed (exit code {event.returncode}): the launch stops; the node's lines say why")
     from launch.actions import Shutdown
 
     return [Shutdown(reason=f"{node} exited")]
