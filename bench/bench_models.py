@@ -174,7 +174,8 @@ def main() -> None:
             limits,
             **fourier,
             seed=arguments.seed,
-            time_budget_s=60.0,
+            time_budget_s=float("inf"),
+            max_evaluations=5000,  # max_evaluations' default: the same design at any load
         )
         single_motion = design.trajectory
     else:
