@@ -146,7 +146,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="sample rate, Hz")
     parser.add_argument("--fundamental", type=float, default=0.1, help="Fourier fundamental, Hz")
     parser.add_argument("--harmonics", type=int, default=5)
-    parser.add_argument("--optimise", action="store_true", help="Case 1 trajectory optimised for cond (60 s budget)")
+    parser.add_argument(
+        "--optimise", action="store_true", help="Case 1 trajectory optimised for cond (5000 cost evaluations)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--reduction",
