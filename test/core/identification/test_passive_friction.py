@@ -218,6 +218,26 @@ def test_the_default_takes_passive_friction_the_data_show(bearings: Identified) 
     assert choice.chosen(bearings.without, bearings.with_friction) is bearings.with_friction
 
 
+def test_both_fits_are_compared_on_the_same_rows_with_the_same_weights(frictionless: Identified) -> None:
+    """The figures of the choice are ``‖(Y − Wχ̂)/σ‖ / ‖Y/σ‖`` of each fit on the rows of the recording, weighted by
+    the ``σ_j`` of the model with bearing friction, which its least squares minimised: the fit with more columns
+    cannot come out worse (each model's own ``‖ρ‖/‖Y‖`` weighs its equations by its own ``σ_j``)."""
+    choice, std = frictionless.choice, frictionless.with_friction.joint_std
+    assert std is not None
+
+    def weighted_error(result: IdentificationResult) -> float:
+        rows = result.observations
+        fitted = rows.observation_matrix[..., result.base.subset(result.names)] @ result.estimate.parameters
+        residual = np.where(rows.valid, (rows.torques - fitted) / std, 0.0)
+        return float(np.linalg.norm(residual) / np.linalg.norm(np.where(rows.valid, rows.torques / std, 0.0)))
+
+    # Without physical consistency the published estimates are the least-squares fits.
+    expected = [weighted_error(frictionless.without), weighted_error(frictionless.with_friction)]
+    assert_allclose([choice.relative_error_without, choice.relative_error_with], expected, rtol=1e-9)
+    assert_allclose([choice.published_error_without, choice.published_error_with], expected, rtol=1e-9)
+    assert choice.relative_error_with <= choice.relative_error_without
+
+
 def test_frictionless_passive_joints_fall_back_in_one_line(frictionless: Identified) -> None:
     choice = frictionless.choice
     assert not choice.passive_friction

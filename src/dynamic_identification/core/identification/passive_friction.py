@@ -11,6 +11,13 @@ bearing-friction parameter is determined (an excited base parameter of its own),
 its equations better than the one without (a lower relative error); otherwise the model without it
 is published, and :class:`PassiveFrictionChoice` says why in one line.
 
+Both models' fits are compared on one scale (:func:`weighted_relative_error`): the same rows, each equation
+column weighted by the same ``1/σ_j`` (the model with the bearing friction's, which its weighted least squares
+minimised), in the weighted norm. On that scale the least-squares fit with the bearing-friction columns is never
+worse than the one without (its columns span the other's); the published estimates can be, as reduction and the
+physically consistent estimate nearest to the data and the URDF ([Lee2020]) are not least squares. Each model's
+own unweighted ``‖ρ‖/‖Y‖`` is no such scale: its WLS weights are its own, and it minimised another norm.
+
 :func:`choose_passive_friction` is the one place the decision is made: given the identification of the
 same recording with and without the bearing-friction columns, it returns which to publish;
 :func:`identify_choosing_passive_friction` runs both identifications and applies it (the setting
@@ -24,9 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from dynamic_identification.core.errors import RankDeficientError
+import numpy as np
+
+from dynamic_identification.core.errors import DataError, RankDeficientError
 from dynamic_identification.core.estimation.model_selection import WaldTest, unit_restrictions, wald_test
+from dynamic_identification.core.estimation.normal_equations import residual_norms_squared
+from dynamic_identification.core.estimation.quality import relative_norm
 from dynamic_identification.core.identification import IdentificationResult
+from dynamic_identification.core.identification.drive_term_choice import least_squares_values
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.robot import DriveTerms
 from dynamic_identification.core.mechanism.seam import Mechanism
@@ -45,7 +57,10 @@ class PassiveFrictionChoice:
     test
         The Wald test of "frictionless bearings" (``None`` when not tested).
     relative_error_without, relative_error_with
-        ``‖Y − Wχ̂‖ / ‖Y‖`` of each model on its equations (NaN for a model not fitted).
+        :func:`weighted_relative_error` of each model's least-squares fit, on the same rows and weights (NaN for a
+        model not fitted).
+    published_error_without, published_error_with
+        The same of each model's published estimate (reduced, physically consistent).
     """
 
     passive_friction: bool
@@ -53,10 +68,51 @@ class PassiveFrictionChoice:
     test: WaldTest | None = None
     relative_error_without: float = math.nan
     relative_error_with: float = math.nan
+    published_error_without: float = math.nan
+    published_error_with: float = math.nan
 
     def chosen(self, without: IdentificationResult, with_friction: IdentificationResult) -> IdentificationResult:
         """The identification of the chosen model among the two given to :func:`choose_passive_friction`."""
         return with_friction if self.passive_friction else without
+
+
+def weighted_relative_error(result: IdentificationResult, values: np.ndarray, joint_std: np.ndarray) -> float:
+    """``‖(Y − Wθ) / σ‖ / ‖Y / σ‖`` of ``values`` ``θ`` of ``result``'s kept base parameters on its valid rows.
+
+    Equation column ``j`` is weighted by ``1 / joint_std[j]`` (``σ_j``, N·m for the IDIM): with ones, the plain
+    ``‖ρ‖ / ‖Y‖``. Computed from ``result.equations`` (:func:`residual_norms_squared`), so two results of the
+    same rows weighted alike are on one scale whatever their columns.
+    """
+    if result.equations is None:
+        raise DataError("this identification result has no normal equations: identify through the identification seam")
+    equations, weights = result.equations, np.asarray(joint_std, dtype=float) ** -2
+    squares = residual_norms_squared(equations, result.base.subset(result.names), values)
+    return relative_norm(float(np.sqrt(squares @ weights)), float(np.sqrt(equations.c @ weights)))
+
+
+def _fit_errors(
+    without: IdentificationResult, with_friction: IdentificationResult
+) -> tuple[float, float, float, float]:
+    """:func:`weighted_relative_error` of the least-squares fits and of the published estimates of both models,
+    weighted by the model with bearing friction's ``σ_j``; both must hold the same rows."""
+    if without.equations is None or with_friction.equations is None or with_friction.joint_std is None:
+        raise DataError("identification results without normal equations: identify through the identification seam")
+    if not (
+        np.array_equal(without.equations.count, with_friction.equations.count)
+        and np.allclose(without.equations.c, with_friction.equations.c, rtol=1e-9, atol=0.0)
+    ):
+        raise DataError(
+            "the identifications with and without bearing friction hold different rows"
+            f" ({without.equations.count.tolist()} and {with_friction.equations.count.tolist()} equations per"
+            " column): their fits cannot be compared"
+        )
+    std = with_friction.joint_std
+    return (
+        weighted_relative_error(without, least_squares_values(without), std),
+        weighted_relative_error(with_friction, least_squares_values(with_friction), std),
+        weighted_relative_error(without, without.estimate.parameters, std),
+        weighted_relative_error(with_friction, with_friction.estimate.parameters, std),
+    )
 
 
 def choose_passive_friction(
@@ -84,8 +140,14 @@ def choose_passive_friction(
         The decision (module docstring) and its one-line reason.
     """
     names = model.with_passive_friction().passive_friction_names(terms)
-    without_error, with_error = without.estimate.relative_error, with_friction.estimate.relative_error
-    choice = partial(PassiveFrictionChoice, relative_error_without=without_error, relative_error_with=with_error)
+    without_error, with_error, published_without, published_with = _fit_errors(without, with_friction)
+    choice = partial(
+        PassiveFrictionChoice,
+        relative_error_without=without_error,
+        relative_error_with=with_error,
+        published_error_without=published_without,
+        published_error_with=published_with,
+    )
     if not names:
         reason = (
             "no passive-joint friction: the mechanism has no passive joint"
@@ -106,17 +168,23 @@ def choose_passive_friction(
     except RankDeficientError as error:
         return choice(False, f"no passive-joint friction: not determined by the data ({error})")
     summary = (
-        f"{test.describe('frictionless passive joints')}; relative error {without_error:.4g} without,"
-        f" {with_error:.4g} with"
+        f"{test.describe('frictionless passive joints')}; weighted relative error of the least-squares fits"
+        f" {without_error:.4g} without, {with_error:.4g} with"
     )
     if not test.significant:
         return choice(
             False, f"no passive-joint friction: it does not explain the data significantly better ({summary})", test
         )
-    if not with_error < without_error:
-        # Both are the published estimates (reduced, physically consistent): a Wald test on nearly collinear
-        # columns can reject while the published model with them fits worse, which is no better model.
-        return choice(False, f"no passive-joint friction: the model with it fits its equations worse ({summary})", test)
+    if not published_with < published_without:
+        # A Wald test on nearly collinear columns can reject while the published model with them (reduced,
+        # physically consistent) fits worse, which is no better model.
+        return choice(
+            False,
+            "no passive-joint friction: the published model with it fits its equations worse (weighted relative"
+            f" error of the published estimates {published_without:.4g} without, {published_with:.4g} with;"
+            f" {summary})",
+            test,
+        )
     return choice(
         True,
         f"passive-joint friction {', '.join(names)}: it explains the data significantly better ({summary})",
