@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from dynamic_identification.core.estimation.consistency import mechanism_estimator
 from dynamic_identification.core.estimation.model_selection import SIGNIFICANCE
 from dynamic_identification.core.identification import (
     IdentificationResult,
@@ -65,23 +66,31 @@ class Identified:
     choice: PassiveFrictionChoice
 
 
-def _fits(model: ClosedLoopModel, run: TrackingRun, regression: str = "dynamic") -> list[IdentificationResult]:
-    """The identification of ``run`` with ``regression`` without and with the passive joints' friction columns."""
+def _fits(
+    model: ClosedLoopModel, run: TrackingRun, regression: str = "dynamic", *, consistency: bool = False
+) -> list[IdentificationResult]:
+    """The identification of ``run`` with ``regression`` without and with the passive joints' friction columns;
+    ``consistency``: publishing the physically consistent estimates ([Wensing2018])."""
+    models = [
+        DynamicModel.create(candidate, CHAIN, TERMS, base_parameters(candidate, CHAIN, TERMS))
+        for candidate in (model, model.with_passive_friction())
+    ]
     return [
         identify_model(
-            DynamicModel.create(candidate, CHAIN, TERMS, base_parameters(candidate, CHAIN, TERMS)),
+            dynamic_model,
             run.time_s,
             run.q,
             run.joint_torques_nm,
             model=regression,
             settings=SETTINGS,
+            consistency=mechanism_estimator(dynamic_model) if consistency else None,
         )
-        for candidate in (model, model.with_passive_friction())
+        for dynamic_model in models
     ]
 
 
-def _identified(model: ClosedLoopModel, run: TrackingRun) -> Identified:
-    results = _fits(model, run)
+def _identified(model: ClosedLoopModel, run: TrackingRun, *, consistency: bool = False) -> Identified:
+    results = _fits(model, run, consistency=consistency)
     choice = choose_passive_friction(model, TERMS, without=results[0], with_friction=results[1])
     return Identified(run, results[0], results[1], choice)
 
@@ -98,6 +107,12 @@ def frictionless(three_rrr: ClosedLoopModel) -> Identified:
     to show the fallback (measured: p = 0.87 of frictionless bearings, 0.38 on 30 s)."""
     run = track(three_rrr, platform_motion(3, FRICTIONLESS_S), seed=13, passive_viscous=None, passive_coulomb=None)
     return _identified(three_rrr, run)
+
+
+@pytest.fixture(scope="module")
+def frictionless_consistent(three_rrr: ClosedLoopModel, frictionless: Identified) -> Identified:
+    """The frictionless recording identified publishing the physically consistent estimates."""
+    return _identified(three_rrr, frictionless.run, consistency=True)
 
 
 @dataclass(frozen=True)
@@ -236,6 +251,18 @@ def test_both_fits_are_compared_on_the_same_rows_with_the_same_weights(frictionl
     assert_allclose([choice.relative_error_without, choice.relative_error_with], expected, rtol=1e-9)
     assert_allclose([choice.published_error_without, choice.published_error_with], expected, rtol=1e-9)
     assert choice.relative_error_with <= choice.relative_error_without
+
+
+def test_the_wald_test_is_of_the_least_squares_estimate_when_the_consistent_one_is_published(
+    frictionless: Identified, frictionless_consistent: Identified
+) -> None:
+    """The physically consistent estimate is pulled toward the URDF's frictionless bearings: testing it would find
+    the bearings frictionless whatever the data say."""
+    with_friction = frictionless_consistent.with_friction
+    assert with_friction.consistency is not None and with_friction.consistency.applied
+    test, unconstrained = frictionless_consistent.choice.test, frictionless.choice.test
+    assert test is not None and unconstrained is not None
+    assert_allclose(test.statistic, unconstrained.statistic, rtol=1e-6)
 
 
 def test_frictionless_passive_joints_fall_back_in_one_line(frictionless: Identified) -> None:

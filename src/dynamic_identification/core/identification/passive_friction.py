@@ -6,7 +6,8 @@ through ``J_tᵀ`` ([Briot2012] eq. (6);
 The term is on by default, and the data choose it by the house rule of
 :mod:`~dynamic_identification.core.estimation.model_selection`: it is published only when every
 bearing-friction parameter is determined (an excited base parameter of its own), the Wald test of
-"frictionless bearings" with the estimate's covariance (autocorrelation-consistent by default) rejects at
+"frictionless bearings" of the least-squares estimate (not its physically consistent projection) with its
+covariance (autocorrelation-consistent by default) rejects at
 :data:`~dynamic_identification.core.estimation.model_selection.SIGNIFICANCE` and the published model with it fits
 its equations better than the one without (a lower relative error); otherwise the model without it
 is published, and :class:`PassiveFrictionChoice` says why in one line.
@@ -161,10 +162,12 @@ def choose_passive_friction(
             False,
             f"no passive-joint friction: {', '.join(missing)} not determined by the data (regrouped or not excited)",
         )
-    estimate = with_friction.estimate
-    restrictions = unit_restrictions(estimate.parameters.size, [with_friction.names.index(name) for name in names])
+    # The test is of the data's estimate (the least-squares one), not of its physically consistent projection,
+    # whose prior pulls undetermined directions toward the URDF: the drive terms' test (drive_term_choice) alike.
+    values = least_squares_values(with_friction)
+    restrictions = unit_restrictions(values.size, [with_friction.names.index(name) for name in names])
     try:
-        test = wald_test(estimate.parameters, estimate.covariance, restrictions)
+        test = wald_test(values, with_friction.estimate.covariance, restrictions)
     except RankDeficientError as error:
         return choice(False, f"no passive-joint friction: not determined by the data ({error})")
     summary = (
