@@ -89,7 +89,9 @@ def _validation_line(validation: Validation, joints: tuple[str, ...]) -> str:
     return (
         f"validation {validation.name}: e*_j [%] on its equations (as above):"
         f" {percent(entry['joint_relative_errors'])};"
-        f" against the recorded torques at {entry['predicted']} of {entry['samples']} rows: e*_j [%]"
+        f" against the recorded torques where the joint moves ({entry['moving']} of"
+        f" {entry['predicted'] * int(validation.identified.sum())} joint samples of the {entry['predicted']} of"
+        f" {entry['samples']} rows predicted): e*_j [%]"
         f" {percent(entry['recorded_joint_relative_errors'])}, ||predicted - recorded|| / ||recorded|| {total}"
     )
 

@@ -332,6 +332,19 @@ def test_each_validate_file_is_judged_into_quality_validation(identified: Identi
     assert f"validation {identified.held_out}: e*_j [%] on its equations" in identified.run.out
 
 
+def test_the_validation_line_counts_the_joint_samples_its_figures_are_over(identified: Identified) -> None:
+    """Against the recorded torques the figures leave out the joint samples at rest (``signal.min_speed_rad_s``):
+    the line said "at 10000 of 10000 rows" for them."""
+    first = load_parameters(identified.params).quality["validation"][0]
+    assert 0 < first["moving"] < 6 * first["predicted"]
+    prefix = f"validation {identified.held_out}:"
+    line = next(line for line in identified.run.out.splitlines() if line.startswith(prefix))
+    assert (
+        f"against the recorded torques where the joint moves ({first['moving']} of 60000 joint samples of the"
+        " 10000 of 10000 rows predicted): e*_j [%]"
+    ) in line
+
+
 def test_the_cost_of_physical_consistency_is_the_relative_torque_error_before_and_after_on_every_data_set(
     identified: Identified,
 ) -> None:

@@ -269,11 +269,18 @@ class Validation:
         return torques
 
     @property
-    def recorded_relative_error(self) -> float | None:
-        """``‖τ − τ̂‖/‖τ‖`` against the recorded torques at the stamps where the joint moves (the headline figure of a
-        held-out recording); ``None`` when no joint moves there."""
+    def moving(self) -> np.ndarray:
+        """``(N, n)`` booleans: the joint samples the figures against the recorded torques are over, those of a
+        predicted joint at a predicted row where it moves at least :attr:`min_speed_rad_s` (at rest its torque is
+        stiction, which no model of the speed predicts)."""
         covered = self.prediction.covered
-        moving = (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
+        return (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
+
+    @property
+    def recorded_relative_error(self) -> float | None:
+        """``‖τ − τ̂‖/‖τ‖`` against the recorded torques over the joint samples :attr:`moving` (the headline figure
+        of a held-out recording); ``None`` when no joint moves there."""
+        moving = self.moving
         norm = float(np.linalg.norm(np.where(moving, self.torques, 0.0)))
         if norm <= 0.0:
             return None
@@ -285,7 +292,8 @@ class Validation:
         ``file``; ``samples`` and ``predicted`` rows; ``joint_errors`` ``e_j`` (N·m) and
         ``joint_relative_errors`` ``e*_j`` on the equations (the identification's scale);
         ``recorded_relative_error`` ``‖τ − τ̂‖/‖τ‖`` and ``recorded_joint_relative_errors``
-        ``e*_j`` against the recorded torques at the stamps where the joint moves.
+        ``e*_j`` against the recorded torques where the joint moves: over ``moving`` joint samples (:attr:`moving`,
+        a joint at a row), not over every predicted row.
         """
         covered = self.prediction.covered
         names = tuple(joints)
@@ -293,6 +301,7 @@ class Validation:
             "file": self.name,
             "samples": int(covered.shape[0]),
             "predicted": int(covered.sum()),
+            "moving": int(self.moving.sum()),
             "joint_errors": per_joint(names, np.where(self.identified, self.equation_errors.errors, np.nan)),
             "joint_relative_errors": per_joint(
                 names, np.where(self.identified, self.equation_errors.relative_errors, np.nan)
