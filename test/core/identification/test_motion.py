@@ -207,6 +207,17 @@ def test_automatic_cutoff_is_twenty_times_the_motion_bandwidth_within_its_range(
     assert automatic_cutoff_hz(5.0, 100.0) == pytest.approx(10.0)  # a tenth of a 100 Hz rate
 
 
+def test_the_automatic_cutoff_is_stored_as_decided_without_the_rates_float_noise() -> None:
+    """A 1 Hz Welch bin of a rate measured from the stamps' median period came out 0.9999999999999991 Hz: 20 times
+    it was stored and printed as 19.999999999999982 Hz."""
+    assert automatic_cutoff_hz(0.9999999999999991, RATE_HZ) == 20.0
+    assert automatic_cutoff_hz(5.0, 124.99999999999989) == 12.5  # a tenth of a 125 Hz rate from its stamps
+    assert automatic_cutoff_hz(0.13333333333333333, RATE_HZ) == 2.666666667  # every digit the decision made
+    time = np.arange(3750) / 125.0
+    choice = resolve_signal(time, motion(time, fundamental_hz=0.2)[0], SignalSettings())
+    assert choice.rate_hz != 125.0 and choice.signal.position_cutoff_hz == 12.5
+
+
 @pytest.mark.parametrize(("fundamental_hz", "fastest_hz"), [(0.1, 0.5), (0.2, 1.0)])
 def test_motion_bandwidth_is_near_the_fastest_harmonic_despite_encoder_noise(
     fundamental_hz: float, fastest_hz: float

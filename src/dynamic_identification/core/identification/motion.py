@@ -86,6 +86,15 @@ CUTOFF_PER_BANDWIDTH = 20.0
 AUTO_CUTOFF_RANGE_HZ = (2.0, 20.0)
 """Bounds of the automatic position cut-off, Hz (and at most a tenth of the sample rate)."""
 
+AUTO_CUTOFF_DECIMALS = 9
+"""The automatic position cut-off is rounded to this many decimals of a Hz (1e-9 Hz, correctly rounded by ``round``).
+
+It is decided from a Welch bin of the positions' spectrum (a multiple of rate / segment length: 1 Hz steps of
+cut-off on 20 s or more) or a tenth of the sample rate, both carrying the float noise of a rate measured from the
+stamps' median period (1e-13 relative): 20 Hz came out 19.999999999999982, stored and printed so. Rounding to 1e-9 Hz
+drops that noise, so the decision is stored, printed and read back as made, and changes the filter by at most 5e-10
+of the lowest cut-off (round-off to the estimates; no digit the decision made is below it)."""
+
 MIN_SEGMENT_SAMPLES = 4
 """A segment between two gaps needs this many samples for its motion to be estimated to its ends (a cubic)."""
 
@@ -458,9 +467,10 @@ def _stamp_reason(stamps: _Stamps) -> str:
 
 def automatic_cutoff_hz(bandwidth_hz: float, rate_hz: float) -> float:
     """The position cut-off for a motion of ``bandwidth_hz``: :data:`CUTOFF_PER_BANDWIDTH` times it, within
-    :data:`AUTO_CUTOFF_RANGE_HZ` and at most a tenth of ``rate_hz``, Hz."""
+    :data:`AUTO_CUTOFF_RANGE_HZ` and at most a tenth of ``rate_hz``, Hz, to :data:`AUTO_CUTOFF_DECIMALS`."""
     low, high = AUTO_CUTOFF_RANGE_HZ
-    return float(np.clip(CUTOFF_PER_BANDWIDTH * bandwidth_hz, low, min(high, 0.1 * rate_hz)))
+    cutoff = float(np.clip(CUTOFF_PER_BANDWIDTH * bandwidth_hz, low, min(high, 0.1 * rate_hz)))
+    return round(cutoff, AUTO_CUTOFF_DECIMALS)
 
 
 def motion_bandwidth_hz(q_uniform: np.ndarray, rate_hz: float) -> float:
