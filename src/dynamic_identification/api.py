@@ -120,11 +120,12 @@ LOGGER = logging.getLogger(__name__)
 """Warnings about the inputs (``dynid`` prints them as ``dynid VERB: warning: …``)."""
 
 
-def warn_unread_keys(config: Path | None, verb: str) -> None:
+def warn_unread_keys(config: Path | None, verb: str, *, urdf: Path | None = None) -> None:
     """Warn about each key of the configuration file ``config`` set where ``dynid verb`` does not read it
-    (:func:`~dynamic_identification.io.config.unread_keys`): never silently ignored."""
+    (:func:`~dynamic_identification.io.config.unread_keys`; ``urdf``: the URDF of its command line): never
+    silently ignored."""
     if config is not None:
-        for warning in unread_keys(config, verb=verb):
+        for warning in unread_keys(config, verb=verb, urdf=urdf):
             LOGGER.warning(warning)
 
 
@@ -453,7 +454,7 @@ def identify_file(
         _check_output(urdf_out, urdf, data, config, bag, out, *validate_data, option="--urdf-out")
     if report is not None and report.exists() and not report.is_dir():
         raise DataError(f"--report {report} exists and is not a directory")
-    warn_unread_keys(config, "identify")
+    warn_unread_keys(config, "identify", urdf=urdf)
     monitor = Cancellation(progress=progress)
     monitor.report(f"reading {data or bag}")
     mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
@@ -717,7 +718,7 @@ def predict_file(
     excite``'s trajectory CSV, :func:`_predict_plan_file`): the torques it needs.
     """
     _check_output(out, params, data, config, urdf)
-    warn_unread_keys(config, "predict")
+    warn_unread_keys(config, "predict", urdf=urdf)
     parameters = load_parameters(params)
     if is_trajectory_csv(data):
         return _predict_plan_file(parameters, data=data, out=out, urdf=urdf, unit_checks=unit_checks)
@@ -857,7 +858,7 @@ def excite_file(
     from dynamic_identification.core.excitation.plan import plan_excitation
 
     _check_output(out, urdf, config)
-    warn_unread_keys(config, "excite")
+    warn_unread_keys(config, "excite", urdf=urdf)
     monitor = Cancellation(progress=progress)
     identification = load_config(str(config) if config else None)
     settings = load_excitation_settings(str(config) if config else None, mode=mode)
@@ -937,7 +938,7 @@ def stream_file(
     _check_output(out, urdf, data, config, bag, params_out)
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
-    warn_unread_keys(config, "stream")
+    warn_unread_keys(config, "stream", urdf=urdf)
     mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
@@ -1118,7 +1119,7 @@ def gains_file(
     when the data choose that model.
     """
     _check_output(out, urdf, data, data_loaded, payload, config)
-    warn_unread_keys(config, "gains")
+    warn_unread_keys(config, "gains", urdf=urdf)
     parsed = load_config(str(config) if config else None)
     if efficiency is not None:
         parsed = replace(parsed, efficiency=efficiency)

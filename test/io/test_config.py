@@ -401,5 +401,28 @@ def test_a_recording_setting_the_estimator_and_recorder_blocks_disagree_on_is_na
 
 @pytest.mark.parametrize("name", ["dynid_arm6.yaml", "five_bar.yaml"])
 def test_the_shipped_configurations_set_nothing_dynid_ignores(name: str) -> None:
-    path = Path(__file__).resolve().parents[2] / "config" / name
-    assert unread_keys(path, verb="identify") == unread_keys(path, verb="excite") == []
+    """Run as documented (``--urdf urdf/<robot>.urdf``): the five-bar's ``/**`` ``urdf`` names that very file."""
+    root = Path(__file__).resolve().parents[2]
+    path, urdf = root / "config" / name, root / "urdf" / name.replace(".yaml", ".urdf")
+    assert unread_keys(path, verb="identify", urdf=urdf) == unread_keys(path, verb="excite", urdf=urdf) == []
+
+
+def test_a_urdf_for_the_nodes_is_said_like_any_key_dynid_does_not_read(tmp_path: Path) -> None:
+    """``urdf`` in ``/**`` is the nodes' robot; ``dynid`` takes its URDF from ``--urdf`` (or the parameter file), so
+    one naming another file has no effect on it, as ``current_polynomial`` there has none on ``dynid identify``."""
+    root = Path(__file__).resolve().parents[2]
+    path = _write(
+        tmp_path,
+        "/**:\n  ros__parameters:\n    urdf: package://dynamic_identification/urdf/five_bar.urdf\n"
+        "    current_polynomial: [0.0, 0.4, 0.0, 0.0]\n",
+    )
+    arm = root / "urdf" / "dynid_arm6.urdf"
+    readers = "the estimator, excitation, feedforward and sim_robot nodes"
+    assert unread_keys(path, verb="identify", urdf=arm) == [
+        f"urdf in block '/**' of {path} has no effect on dynid identify: it is read by {readers} only (dynid identify"
+        f" uses {arm})",
+        f"current_polynomial in block '/**' of {path} has no effect on dynid identify: it is read by the recorder"
+        " node only",
+    ]
+    assert unread_keys(path, verb="predict")[0].endswith("(dynid predict uses the URDF its parameter file names)")
+    assert unread_keys(path, verb="identify", urdf=root / "urdf" / "five_bar.urdf")[0].startswith("current_")

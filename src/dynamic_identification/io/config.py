@@ -88,6 +88,7 @@ from dynamic_identification.core.settings_schema import (
 from dynamic_identification.core.simulation import SimulatedArm, SimulatedRobot
 from dynamic_identification.io.documents import parse_yaml
 from dynamic_identification.io.settings import SettingsReader, describe
+from dynamic_identification.io.urdf_location import resolve_urdf
 
 CONFIG_KEYS: dict[str, str] = {item.key: describe(item) for item in settings_of(DYNID)}
 """Dotted parameter names understood by :func:`load_config`, with their meaning, units and range
@@ -652,18 +653,27 @@ def _readers_text(key: str) -> str:
     return " and ".join(parts)
 
 
-COMMAND_LINE_KEYS = frozenset({"urdf"})
-"""Keys the nodes read from a configuration and ``dynid`` from its command line (``--urdf``): set in ``/**`` for
-the nodes of a launch, they tell ``dynid`` nothing it should have read."""
+def _names_urdf(value: object, urdf: str | os.PathLike[str] | None) -> bool:
+    """Whether a configuration's ``urdf`` (a path, relative to the working directory as the nodes read it, or a
+    ``package://`` URI) names the file ``urdf`` (``None``: no file given)."""
+    if urdf is None or not isinstance(value, str) or not value:
+        return False
+    try:
+        named = resolve_urdf(value, source="the configuration's urdf")
+        return named.resolve() == Path(urdf).resolve()
+    except (DataError, OSError):
+        return False
 
 
-def unread_keys(path: str | os.PathLike[str], *, verb: str) -> list[str]:
+def unread_keys(path: str | os.PathLike[str], *, verb: str, urdf: str | os.PathLike[str] | None = None) -> list[str]:
     """One sentence for each key of a configuration file set where it has no effect on ``dynid verb``.
 
     A configuration file serves the nodes and ``dynid`` alike, so a key that ``dynid`` does not
     read where it is set must be said, not silently ignored (a ``/**`` ``tolerance_s`` once was):
 
-    * a key of the ``/**`` block that only nodes (or another verb) read, naming them;
+    * a key of the ``/**`` block that only nodes (or another verb) read, naming them — among them the nodes'
+      ``urdf``: ``dynid`` takes its URDF from the command line (``urdf``, its ``--urdf``) or the parameter file,
+      so a ``urdf`` is said unless it names that very file (then its value is the one used);
     * a key ``dynid`` reads, set only in a block of a node from which ``dynid`` does not read it
       (``drive_chain.drive_gains`` in the recorder's block): ``dynid`` takes its default;
     * a key in a node's block that neither that node nor ``dynid`` reads there (it has no
@@ -672,8 +682,7 @@ def unread_keys(path: str | os.PathLike[str], *, verb: str) -> list[str]:
       give different values: ``dynid`` reads the recorder's.
 
     rclpy's own parameters (``use_sim_time``, ``qos_overrides.*``) and the blocks of other
-    packages' nodes are not this package's to judge, nor is a ``urdf`` for the nodes
-    (:data:`COMMAND_LINE_KEYS`: ``dynid`` is given the URDF by ``--urdf``).
+    packages' nodes are not this package's to judge.
 
     Raises
     ------
@@ -702,14 +711,17 @@ def unread_keys(path: str | os.PathLike[str], *, verb: str) -> list[str]:
         for key in block:
             member = group_member(key)
             setting_key = member.key if member is not None else key
-            if key in ROS_PARAMETERS or key.startswith(ROS_PARAMETER_PREFIXES) or key in COMMAND_LINE_KEYS:
+            if key in ROS_PARAMETERS or key.startswith(ROS_PARAMETER_PREFIXES):
                 continue
             if owner in reads and setting_key in reads[owner]:
                 continue
             where = f"{key} in block {name!r} of {file}"
             readers = _readers_text(setting_key)
             if owner == "/**":
-                warnings.append(f"{where} has no effect on {subject}: it is read by {readers} only")
+                if key == "urdf" and _names_urdf(block[key], urdf):
+                    continue
+                uses = "" if key != "urdf" else f" ({subject} uses {urdf or 'the URDF its parameter file names'})"
+                warnings.append(f"{where} has no effect on {subject}: it is read by {readers} only{uses}")
             elif setting_key in NODE_PARAMETERS[owner]:
                 # A plain key may be another setting for the node (rate_hz): only the same setting is dynid's too.
                 shared = any(consumer in setting(setting_key, owner).nodes for consumer in consumers)
