@@ -106,10 +106,10 @@ from dynamic_identification.core.estimation.quality import JointErrors, relative
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance_of_scores
 from dynamic_identification.core.identification.motion import (
-    AUTO_CUTOFF_RANGE_HZ,
     STAMP_JITTER_LIMIT,
     automatic_cutoff_hz,
     edge_samples,
+    highest_automatic_cutoff_hz,
     longest_step_s,
     motion_bandwidth_hz,
     sample_instants,
@@ -722,7 +722,7 @@ class SlidingWindowEstimator:
             self._cutoff = settings.position_cutoff_hz
         if self._cutoff >= 0.5 * rate:
             # Samples slower than the configured filter allows (a lossy stream): the automatic rule's ceiling.
-            adapted = min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate)
+            adapted = highest_automatic_cutoff_hz(rate)
             self._notes.append(
                 f"position_cutoff_hz={self._cutoff:g} is not below the Nyquist frequency {0.5 * rate:.6g} Hz of the"
                 f" {rate:.6g} Hz samples: filtering at {adapted:.3g} Hz"

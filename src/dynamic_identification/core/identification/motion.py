@@ -187,7 +187,7 @@ def bridging_cutoff_hz(settings: SignalSettings, rate_hz: float) -> float | None
     the configured one, or, while it is still to be chosen from the data, the highest the automatic rule can
     choose at ``rate_hz`` (the shortest bridge: nothing is bridged that the final cut-off would not bridge)."""
     if settings.position_cutoff_hz == AUTO_CUTOFF_HZ:
-        return min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate_hz)
+        return highest_automatic_cutoff_hz(rate_hz)
     return settings.position_cutoff_hz
 
 
@@ -249,7 +249,7 @@ def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray,
     stop = min(stop, start + ROUGHNESS_SAMPLES)
     period = float(np.median(np.diff(recovered[start:stop])))
     rate = 1.0 / period
-    cutoff = min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate)
+    cutoff = highest_automatic_cutoff_hz(rate)
     try:
         against_recorded = roughness(recorded[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
         against_recovered = roughness(recovered[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
@@ -397,10 +397,9 @@ def resolve_signal(
     if cutoff == AUTO_CUTOFF_HZ:
         bandwidth = motion_bandwidth_hz(q_uniform, rate)
         cutoff = automatic_cutoff_hz(bandwidth, rate)
-        low, high = AUTO_CUTOFF_RANGE_HZ
         reasons.append(
             f"position cut-off: {cutoff:.3g} Hz ({CUTOFF_PER_BANDWIDTH:g} × the motion's {bandwidth:.3g} Hz bandwidth,"
-            f" within {low:g}-{min(high, 0.1 * rate):.3g} Hz)"
+            f" within {AUTO_CUTOFF_RANGE_HZ[0]:g}-{highest_automatic_cutoff_hz(rate):.3g} Hz)"
         )
     _check_cutoff(cutoff, rate)
     if not settings.decimation:
@@ -467,10 +466,18 @@ def _stamp_reason(stamps: _Stamps) -> str:
 
 def automatic_cutoff_hz(bandwidth_hz: float, rate_hz: float) -> float:
     """The position cut-off for a motion of ``bandwidth_hz``: :data:`CUTOFF_PER_BANDWIDTH` times it, within
-    :data:`AUTO_CUTOFF_RANGE_HZ` and at most a tenth of ``rate_hz``, Hz, to :data:`AUTO_CUTOFF_DECIMALS`."""
-    low, high = AUTO_CUTOFF_RANGE_HZ
-    cutoff = float(np.clip(CUTOFF_PER_BANDWIDTH * bandwidth_hz, low, min(high, 0.1 * rate_hz)))
+    :data:`AUTO_CUTOFF_RANGE_HZ` and at most a tenth of ``rate_hz`` (:func:`highest_automatic_cutoff_hz`), Hz, to
+    :data:`AUTO_CUTOFF_DECIMALS`."""
+    cutoff = float(
+        np.clip(CUTOFF_PER_BANDWIDTH * bandwidth_hz, AUTO_CUTOFF_RANGE_HZ[0], highest_automatic_cutoff_hz(rate_hz))
+    )
     return round(cutoff, AUTO_CUTOFF_DECIMALS)
+
+
+def highest_automatic_cutoff_hz(rate_hz: float) -> float:
+    """The highest position cut-off the automatic rule chooses for samples at ``rate_hz``: the top of
+    :data:`AUTO_CUTOFF_RANGE_HZ`, at most a tenth of the rate, Hz."""
+    return min(AUTO_CUTOFF_RANGE_HZ[1], 0.1 * rate_hz)
 
 
 def motion_bandwidth_hz(q_uniform: np.ndarray, rate_hz: float) -> float:
