@@ -107,7 +107,7 @@ from dynamic_identification.io.recording import (
     recording_from_arrays,
 )
 from dynamic_identification.io.rosbag import read_recording_bag
-from dynamic_identification.io.sanity import check_recording_units
+from dynamic_identification.io.sanity import check_recording_torques, check_recording_units
 from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
 from dynamic_identification.io.urdf_export import UrdfExport, write_urdf
@@ -1011,21 +1011,38 @@ def load_mechanism_inputs(
     joint, or the actuated joints only.
     """
     config = load_config(str(config_path) if config_path else None)
+    source = str(data or bag)
+    mechanism: Mechanism
     if not config.closed_loop:
         robot, config, drive_chain, recording = load_identification_inputs(
             urdf, data, config_path, bag=bag, unit_checks=unit_checks
         )
-        return SerialMechanism(robot), config, drive_chain, recording
-    recording = read_recording_input(data, bag, config)
-    model = config.closed_loop_model(urdf)
-    source = str(data or bag)
-    recording = _mechanism_recording(model, recording, source, unit_checks=unit_checks)
-    if recording.effort is None and config.drive_gains is None:
-        raise DataError(
-            f"{source} has motor currents but no drive gains are configured:"
-            " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
-        )
-    return model, config, config.drive_chain(model.n_actuated, model.actuated_joint_names), recording
+        mechanism = SerialMechanism(robot)
+    else:
+        recording = read_recording_input(data, bag, config)
+        mechanism = config.closed_loop_model(urdf)
+        recording = _mechanism_recording(mechanism, recording, source, unit_checks=unit_checks)
+        if recording.effort is None and config.drive_gains is None:
+            raise DataError(
+                f"{source} has motor currents but no drive gains are configured:"
+                " give drive_chain.drive_gains (N·m/A) and gear_ratios of the actuated joints in --config"
+            )
+        drive_chain = config.drive_chain(mechanism.n_actuated, mechanism.actuated_joint_names)
+    if unit_checks:
+        check_torques(mechanism, config, drive_chain, recording, source)
+    return mechanism, config, drive_chain, recording
+
+
+def check_torques(
+    mechanism: Mechanism, config: IdentificationConfig, drive_chain: DriveChain, recording: Recording, source: str
+) -> None:
+    """Refuse a recording of ``mechanism`` with a joint torque (measured, or its currents through ``drive_chain``)
+    that no drive produces: beyond :data:`~dynamic_identification.io.sanity.MEASURED_TORQUE_FACTOR` times the
+    controlled joint's effort limit, the configuration's ``limits.effort`` or the URDF's
+    (:func:`~dynamic_identification.io.sanity.torque_problem`)."""
+    effort = config.plausibility_bounds(mechanism).equation_effort
+    actuated = controlled(mechanism, recording)
+    check_recording_torques(actuated.joint_names, actuated.joint_torques(drive_chain), effort, source)
 
 
 def _opened_tree_note(mechanism: Mechanism, config: Path | None) -> str:

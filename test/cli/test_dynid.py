@@ -752,12 +752,45 @@ def test_identify_refuses_torques_in_the_wrong_unit_unless_accepted(
     )
     data, out = tmp_path / "milli.csv", tmp_path / "milli.yaml"
     write_recording_csv(data, scaled)
+    # The recording's torques are refused first: no drive produces 10 effort limits.
     refused = run_dynid(capsys, *identify_argv(data, out))
-    message = assert_one_line_error(refused, "identify", "implausible model", "--accept-implausible")
+    assert_one_line_error(refused, "identify", "beyond 10 × its effort limit", "not in N·m?", "--no-unit-checks")
+    # Past the unit checks, the model they give is refused by the plausibility gates.
+    unchecked = [*identify_argv(data, out), "--no-unit-checks"]
+    message = assert_one_line_error(
+        run_dynid(capsys, *unchecked), "identify", "implausible model", "--accept-implausible"
+    )
     assert "Fc1" in message and not out.exists()
-    accepted = run_dynid(capsys, *identify_argv(data, out), "--accept-implausible")
+    accepted = run_dynid(capsys, *unchecked, "--accept-implausible")
     assert accepted.code == 0 and "WARNING: implausible model written" in accepted.out
     assert load_parameters(out).quality["plausibility"]["ok"] is False
+
+
+@pytest.mark.parametrize("verb", ["identify", "stream"])
+def test_one_corrupt_torque_sample_is_a_one_line_error_naming_it(
+    capsys: pytest.CaptureFixture[str], small: Path, tmp_path: Path, verb: str
+) -> None:
+    # The user-acceptance run: one cell of 1e300 (finite) ended identify with "unexpected error: LinAlgError" and
+    # stream with "unexpected error: ValueError", exit 1, "please report it".
+    cells = csv_cells(small)
+    column = cells[0].index("joint_2/effort")
+    cells[101][column] = "1e300"
+    data = write_cells(tmp_path / "spike.csv", cells)
+    out = tmp_path / ("spike.yaml" if verb == "identify" else "spike.jsonl")
+    argv = (
+        identify_argv(data, out)
+        if verb == "identify"
+        else ["stream", "--urdf", str(ARM6_URDF), "--data", str(data), "--config", str(ARM6_CONFIG), "--out", str(out)]
+    )
+    run = run_dynid(capsys, *argv)
+    assert run.code == 2
+    assert_one_line_error(
+        run,
+        verb,
+        str(data),
+        "torque of joint_2 is 1e+300 N·m at sample 100, beyond 10 × its effort limit",
+        "(1 sample of ",
+    )
 
 
 def test_identify_publishes_the_supplied_energy_model_of_one_trajectory_only_physically_consistent(

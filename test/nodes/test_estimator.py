@@ -186,6 +186,32 @@ def test_standstill_publishes_nothing_and_reset_clears_the_window(graph: Callabl
     assert g.parameters == []
 
 
+def test_a_torque_no_drive_produces_or_a_position_beyond_the_limits_is_refused_and_the_window_goes_on(
+    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    # The user-acceptance run: one sample of 1e300 N·m (finite) overflowed the window's sums and no estimate was
+    # published for the remaining 48 s of data; a position of 100 rad went in unnoticed.
+    g = graph()
+    stamps, q, effort = moving
+    corrupt_effort, corrupt_q = effort.copy(), q.copy()
+    corrupt_effort[400, 1] = 1e300
+    corrupt_q[600, 2] = 100.0
+    g.publish(stamps[:401], q[:401], corrupt_effort[:401])
+    status = g.estimator.diagnostic_status()
+    assert status.level == DiagnosticStatus.ERROR and "torque of joint_2 is 1e+300 N·m" in status.message
+    g.publish(stamps[401:601], q[401:601], effort[401:601])
+    g.publish(stamps[600:601], corrupt_q[600:601], effort[600:601])
+    assert "position of joint_3 is 100 rad" in g.estimator.diagnostic_status().message
+    g.publish(stamps[601:], q[601:], effort[601:])
+    end_s = START_S + stamps[-1]
+    g.spin(20.0, until=lambda: end_s - float(g.values().get("data_time_s", 0.0)) < 1.5)
+    values = g.values()
+    assert values["samples_refused_invalid"] == "2" and int(values["published"]) >= 3
+    document = load_parameters(g.parameters[-1].data)
+    assert all(math.isfinite(value) for value in document.values().values())
+    assert document.quality["relative_error"] < 0.05
+
+
 def test_refuses_bad_samples_and_restarts_on_a_jump_back(
     graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray]
 ) -> None:

@@ -12,7 +12,9 @@ such a recording with one line naming the likely unit:
   :data:`POSITION_TOLERANCE_RAD` (or within ±:data:`MAX_ABS_POSITION_RAD` for a joint
   without limits), and its speed (99th percentile over 10 ms differences) below
   :data:`SPEED_FACTOR` times its URDF velocity limit: otherwise positions look like
-  degrees; recorded velocities (``J/velocity``) likewise, or they look like degrees per second.
+  degrees; recorded velocities (``J/velocity``) likewise, or they look like degrees per second;
+* the joint torques (measured, or the currents through the drive chain) within :data:`MEASURED_TORQUE_FACTOR`
+  times the effort limits (:func:`torque_problem`): a corrupt sample, or torques not in N·m.
 
 ``dynid … --no-unit-checks`` skips these checks for a robot whose URDF limits are wrong.
 """
@@ -35,6 +37,11 @@ SPEED_FACTOR = 5.0
 """Speeds above this multiple of the URDF velocity limit are refused (degrees give 57×)."""
 SPEED_BASELINE_S = 0.01
 """Speeds are position differences over this span (s), so encoder quantisation does not count."""
+MEASURED_TORQUE_FACTOR = 10.0
+"""A measured joint torque beyond this many effort limits is refused: no drive produces it (a corrupt sample, or
+torques not in N·m); a collision's peak stays within a few."""
+MAX_ABS_TORQUE_NM = 1e6
+"""Largest plausible measured torque of a joint without an effort limit, N·m."""
 
 
 def time_unit_problem(time_s: np.ndarray) -> str | None:
@@ -91,6 +98,36 @@ def position_problem(
     return (
         f"{what} of {names[j]} is {value:.6g} rad, outside its limits [{float(lower[j]):.6g}, {float(upper[j]):.6g}]"
         f" rad by more than {tolerance:g} rad: degrees instead of radians?"
+    )
+
+
+def torque_problem(names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray) -> str | None:
+    """Why measured joint torques ``(n,)`` or ``(K, n)`` (N·m) cannot be the robot's, or ``None``: a value beyond
+    :data:`MEASURED_TORQUE_FACTOR` times the joint's effort limit (``effort_limits``, N·m; beyond
+    :data:`MAX_ABS_TORQUE_NM` where it is unknown: ``∞`` or not > 0) or not finite.
+
+    One such sample in a recording is enough: its square dominates every sum of the normal equations (1e300 N·m
+    overflows them), so it is never averaged away."""
+    values = np.atleast_2d(np.asarray(torques, dtype=float))
+    limits = np.asarray(effort_limits, dtype=float)
+    limited = np.isfinite(limits) & (limits > 0.0)
+    bound = np.where(limited, MEASURED_TORQUE_FACTOR * np.where(limited, limits, 0.0), MAX_ABS_TORQUE_NM)
+    outside = ~(np.abs(values) <= bound)
+    if not outside.any():
+        return None
+    k, j = (int(i) for i in np.argwhere(outside)[0])
+    over = (
+        f"{MEASURED_TORQUE_FACTOR:g} × its effort limit {float(limits[j]):.4g} N·m"
+        if limited[j]
+        else f"{MAX_ABS_TORQUE_NM:g} N·m (its effort limit is unknown)"
+    )
+    count = int(np.count_nonzero(outside.any(axis=1)))
+    where, share = "", ""
+    if values.shape[0] > 1:
+        where, share = f" at sample {k}", f" ({count} sample{'s' if count > 1 else ''} of {values.shape[0]})"
+    return (
+        f"torque of {names[j]} is {float(values[k, j]):.4g} N·m{where}, beyond {over}{share}: a corrupt sample, or"
+        " not in N·m?"
     )
 
 
@@ -193,5 +230,15 @@ def check_recording_units(
         or speed_problem(names, time_s, positions, velocity_limits)
         or (None if velocities is None else recorded_speed_problem(names, velocities, velocity_limits))
     )
+    _refuse(source, problem)
+
+
+def check_recording_torques(names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray, source: str) -> None:
+    """``DataError`` when a joint torque ``(K, n)`` (N·m) of the recording ``source`` is one no drive produces
+    (:func:`torque_problem`)."""
+    _refuse(source, torque_problem(names, torques, effort_limits))
+
+
+def _refuse(source: str, problem: str | None) -> None:
     if problem is not None:
         raise DataError(f"{source}: {problem} (--no-unit-checks skips this check)")

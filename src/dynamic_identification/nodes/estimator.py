@@ -35,8 +35,10 @@ buffer; a worker thread drains the buffer every :data:`WORKER_POLL_S` into
 :class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`
 and updates before each sample that ends a chunk of ``window.update_period_s`` of data (the chunks
 ``dynid stream`` cuts, :func:`~dynamic_identification.core.signal.stamps.chunk_end_s`), so a slow
-update delays the estimate but never drops a sample. Samples with NaN, a missing joint or
-no effort are refused, as are stamps not later than the last accepted one; a stamp
+update delays the estimate but never drops a sample. Samples with NaN, a missing joint,
+no effort, a position outside the URDF limits or a torque no drive produces
+(:func:`~dynamic_identification.io.sanity.torque_problem`: one 1e300 N·m overflowed the window's sums) are
+refused, as are stamps not later than the last accepted one; a stamp
 earlier than the last by more than :data:`~dynamic_identification.core.signal.stamps.BACKWARD_JUMP_S`
 (a bag loop, a simulation reset) clears the window and starts a new one; forward, a
 driver's hiccup is bridged and a longer gap restarts the window's grid, never its rows
@@ -111,6 +113,7 @@ from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
+from dynamic_identification.io.sanity import position_problem, torque_problem
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
 from dynamic_identification.nodes.guarded import RECENT_S, GuardedNode, status_message
 from dynamic_identification.nodes.lockstep import Acknowledger
@@ -326,7 +329,13 @@ class EstimatorNode(GuardedNode):
         self.settings = setup.settings
         self.closed_loop = setup.closed_loop
         # One window for every mechanism: its samples are the controlled joints'.
-        self._names = list(self.dynamic_model.mechanism.actuated_joint_names)
+        mechanism = self.dynamic_model.mechanism
+        self._names = list(mechanism.actuated_joint_names)
+        # What a sample of them can hold: positions within the URDF limits, torques a drive produces.
+        actuated = list(mechanism.actuated)
+        self._lower = mechanism.robot.lower_position_limits[actuated]
+        self._upper = mechanism.robot.upper_position_limits[actuated]
+        self._effort = setup.bounds.equation_effort
         self._estimator = SlidingWindowEstimator(
             self.dynamic_model, self.settings, bounds=setup.bounds, consistency=setup.consistency
         )
@@ -440,6 +449,11 @@ class EstimatorNode(GuardedNode):
                 raise IdentificationError("the sample needs position and effort (joint torque, N·m) for every joint")
             if not (math.isfinite(stamp) and np.all(np.isfinite(q)) and np.all(np.isfinite(effort))):
                 raise IdentificationError("the sample holds NaN or inf")
+            problem = position_problem(self._names, q, self._lower, self._upper) or torque_problem(
+                self._names, effort, self._effort
+            )
+            if problem is not None:
+                raise IdentificationError(problem)
         except IdentificationError as error:
             with self._buffer_lock:
                 self._counters.received += 1

@@ -97,6 +97,17 @@ class PlausibilityBounds:
     effort_factor: float = DEFAULT_EFFORT_FACTOR
     equations: tuple[int, ...] | None = None
 
+    @property
+    def equation_joints(self) -> tuple[int, ...]:
+        """Index in :attr:`joint_names` of the joint of each equation column (:attr:`equations`, or every joint)."""
+        return tuple(range(len(self.joint_names))) if self.equations is None else self.equations
+
+    @property
+    def equation_effort(self) -> np.ndarray:
+        """The effort limit of each equation column's joint, N·m (``∞`` where unknown): what a measured torque of
+        that column is judged against."""
+        return self.effort[list(self.equation_joints)]
+
     @classmethod
     def from_robot(
         cls,
@@ -217,8 +228,7 @@ def model_problems(
                 )
     if predicted_peak is not None:
         peak = np.asarray(predicted_peak, dtype=float)
-        columns = range(len(bounds.joint_names)) if bounds.equations is None else bounds.equations
-        for column, j in enumerate(columns):
+        for column, j in enumerate(bounds.equation_joints):
             joint = bounds.joint_names[j]
             if not np.isfinite(peak[column]):
                 problems.append(f"the predicted torque of {joint} is not finite")
