@@ -45,6 +45,15 @@ def test_backwards_stamp_raises_naming_the_row_and_both_times() -> None:
         clean_time_stamps(time)
 
 
+def test_a_recording_that_starts_again_says_so_and_how_to_go_on() -> None:
+    # A bag played twice: its stamps jump back by the run's length (the user run: "out-of-order stamps" named
+    # neither the cause nor a way round it).
+    time = np.concatenate([np.arange(0.0, 5.0, 0.001), np.arange(0.0, 5.0, 0.001)])
+    with pytest.raises(DataError, match=r"the recording restarts there \(a bag played twice.*dynid stream") as error:
+        clean_time_stamps(time)
+    assert "\n" not in str(error.value)
+
+
 def test_nan_stamp_raises_naming_its_index() -> None:
     time = np.array([0.0, 0.001, np.nan, 0.003])
     with pytest.raises(DataError, match=r"time\[2\]"):
