@@ -50,6 +50,7 @@ def repeated(series: DataSeries, times: int) -> DataSeries:
         predicted=np.tile(series.predicted, (times, 1)),
         q=np.tile(series.q, (times, 1)),
         dq=np.tile(series.dq, (times, 1)),
+        moving=np.tile(series.moving, (times, 1)),
     )
 
 

@@ -36,6 +36,8 @@ LOWER = np.array([-2.0, -1.0, -np.inf])
 UPPER = np.array([2.0, 1.0, np.inf])
 VELOCITY = np.array([2.0, 4.0, 5.0])
 GAP = slice(600, 900)
+MIN_SPEED_RAD_S = 0.05
+"""The stick-phase speed of the report's data sets, rad/s."""
 
 
 def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0, *, baseline: bool = False) -> DataSeries:
@@ -51,7 +53,10 @@ def _series(name: str, seed: int, samples: int = 3000, rate_hz: float = 500.0, *
     predicted[:, 2] = np.nan
     # The URDF's own model: 30 % too much torque on every joint.
     urdf = 1.3 * measured if baseline else None
-    return DataSeries(name=name, time=time, measured=measured, predicted=predicted, q=q, dq=dq, baseline=urdf)
+    moving = np.abs(dq) >= MIN_SPEED_RAD_S
+    return DataSeries(
+        name=name, time=time, measured=measured, predicted=predicted, q=q, dq=dq, moving=moving, baseline=urdf
+    )
 
 
 def _body(index: int, *, at_bound: bool) -> LinkComparison:
@@ -113,7 +118,7 @@ def _data(**changes: Any) -> ReportData:
         "lower_limits": LOWER,
         "upper_limits": UPPER,
         "velocity_limits": VELOCITY,
-        "min_speed_rad_s": 0.05,
+        "min_speed_rad_s": MIN_SPEED_RAD_S,
         "stamp": "2025-01-02 03:04:05",
     }
     values.update(changes)
@@ -278,7 +283,7 @@ def test_the_summary_gives_one_torque_error_per_data_set_beside_the_urdf_model_s
     the error table and as a third curve)."""
     page = _parse(written[0])
     text = "".join(page.text)
-    training = report.joint_errors(_data().datasets[0], min_speed_rad_s=_data().min_speed_rad_s)
+    training = report.joint_errors(_data().datasets[0])
     assert f"torque error ‖τ − τ̂‖/‖τ‖, training{100 * training.overall:.3g} %" in text.replace("\n", "")
     assert "(the URDF's model: 30 %)" in text
     assert "e*_j of the URDF's model" in text
@@ -292,7 +297,7 @@ def test_coverage_fractions_of_the_limits() -> None:
     dq = np.column_stack([np.full(time.size, 0.15), np.zeros(time.size), np.full(time.size, -3.0)])
     dq[500, 0] = -1.0
     zeros = np.zeros_like(q)
-    series = DataSeries(name="synthetic", time=time, measured=zeros, predicted=zeros, q=q, dq=dq)
+    series = DataSeries(name="synthetic", time=time, measured=zeros, predicted=zeros, q=q, dq=dq, moving=dq != 0.0)
     result = coverage(series, LOWER, UPPER, VELOCITY)
     assert_allclose(result.q_min, [-1.0, 0.2, 0.0])
     assert_allclose(result.q_max, [0.5, 0.2, 30.0])
@@ -319,8 +324,8 @@ def test_joint_errors_of_known_residuals() -> None:
     measured = np.array([[2.0, 1.0], [-2.0, 1.0], [4.0, 1.0], [4.0, 1.0]])
     predicted = np.array([[1.0, np.nan], [-1.0, np.nan], [np.nan, np.nan], [4.0, np.nan]])
     dq = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
-    series = DataSeries(name="x", time=time, measured=measured, predicted=predicted, q=dq, dq=dq)
-    errors = joint_errors(series, min_speed_rad_s=0.5)
+    series = DataSeries(name="x", time=time, measured=measured, predicted=predicted, q=dq, dq=dq, moving=dq >= 0.5)
+    errors = joint_errors(series)
     assert errors.counted.tolist() == [2, 0]
     assert_allclose(errors.e[0], 1.0)
     assert_allclose(errors.rms[0], 1.0)
@@ -391,6 +396,7 @@ def test_refuses_mismatched_joints() -> None:
             predicted=np.zeros((2, 2)),
             q=np.zeros((3, 2)),
             dq=np.zeros((3, 2)),
+            moving=np.ones((3, 2), dtype=bool),
         )
 
 
@@ -403,6 +409,7 @@ def test_same_data_same_files(tmp_path: Path) -> None:
         predicted=series.predicted[:, :1],
         q=series.q[:, :1],
         dq=series.dq[:, :1],
+        moving=series.moving[:, :1],
     )
     data = _data(
         joints=("shoulder",),

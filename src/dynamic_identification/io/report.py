@@ -277,6 +277,10 @@ class DataSeries:
         Joint positions, rad, ``(N, n)``.
     dq
         Joint velocities, rad/s, ``(N, n)``.
+    moving
+        ``(N, n)`` booleans: the joint samples the errors count, where the joint moves as the identification
+        judges it (:attr:`~dynamic_identification.io.outcome.Validation.moving`): the report draws and scores these
+        and never decides motion itself, so its figures are the parameter file's.
     baseline
         The URDF's own model's torques, N·m, ``(N, n)`` (NaN where none): what the user had
         without identification; ``None``: not shown.
@@ -288,6 +292,7 @@ class DataSeries:
     predicted: np.ndarray
     q: np.ndarray
     dq: np.ndarray
+    moving: np.ndarray
     baseline: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -309,9 +314,15 @@ class DataSeries:
         if self.baseline is not None:
             baseline = np.asarray(self.baseline, dtype=float).reshape(self.measured.shape)
             object.__setattr__(self, "baseline", baseline)
-        shapes = {getattr(self, key).shape for key in ("measured", "predicted", "q", "dq")}
+        moving = np.asarray(self.moving)
+        if moving.dtype != bool:
+            raise DataError(f"moving of data set {self.name!r} must hold booleans, got {moving.dtype}")
+        object.__setattr__(self, "moving", moving[:, None] if moving.ndim == 1 else moving)
+        shapes = {getattr(self, key).shape for key in ("measured", "predicted", "q", "dq", "moving")}
         if len(shapes) != 1:
-            raise DataError(f"measured, predicted, q and dq of data set {self.name!r} differ in shape: {shapes}")
+            raise DataError(
+                f"measured, predicted, q, dq and moving of data set {self.name!r} differ in shape: {shapes}"
+            )
 
     @property
     def n_joints(self) -> int:
@@ -355,8 +366,8 @@ class ReportData:
     velocity_limits
         Velocity limits per joint, rad/s; empty, or ``inf``/0 when unknown.
     min_speed_rad_s
-        Per-data-set errors count only samples where ``|q̇_j|`` reaches this (rad/s),
-        like the identification's stick-phase rule; 0 counts every predicted sample.
+        The speed, rad/s, below which the identification's stick-phase rule leaves a joint sample out of
+        :attr:`DataSeries.moving`, for the page's text; 0: that rule counts every predicted sample.
     stamp
         Date of the identification as the caller wants it printed (the page reads no clock).
     body_joints
@@ -432,13 +443,11 @@ class JointErrors:
     overall: float = math.nan
 
 
-def joint_errors(
-    series: DataSeries, *, min_speed_rad_s: float = 0.0, predicted: np.ndarray | None = None
-) -> JointErrors:
+def joint_errors(series: DataSeries, *, predicted: np.ndarray | None = None) -> JointErrors:
     """Errors of ``series.predicted`` (or ``predicted``: another model's, the baseline) against ``series.measured``
-    where both are finite and ``|q̇| >= min_speed``."""
+    at the joint samples :attr:`DataSeries.moving` where both are finite."""
     residual = series.measured - (series.predicted if predicted is None else predicted)
-    counted = np.isfinite(residual) & (np.abs(series.dq) >= min_speed_rad_s)
+    counted = np.isfinite(residual) & series.moving
     counts = counted.sum(axis=0)
     error = np.where(counted, residual, 0.0)
     measured = np.where(counted, series.measured, 0.0)
@@ -680,7 +689,7 @@ def _torque_figure(
         measured = series.measured[:, j]
         predicted = series.predicted[:, j]
         residual = measured - predicted
-        slow = np.abs(series.dq[:, j]) < data.min_speed_rad_s
+        slow = ~series.moving[:, j]
         if speed_rule and slow.any():
             top.plot(*envelope(time, np.where(slow, predicted, np.nan)), color=_PREDICTED, alpha=0.3, linewidth=0.8)
             bottom.plot(*envelope(time, np.where(slow, residual, np.nan)), color=_SLOW_RESIDUAL, linewidth=0.7)
@@ -745,15 +754,12 @@ def _robust_range(values: list[np.ndarray]) -> tuple[float, float] | None:
 def _residual_range(data: ReportData, joint: int) -> tuple[float, float] | None:
     """Symmetric residual axis of a joint: ±1.3 × the 99.9th percentile of ``|residual|`` over every data set.
 
-    Counted samples (``|q̇| >= min_speed_rad_s``) only, when there are any: the stick
+    Counted samples (:attr:`DataSeries.moving`) only, when there are any: the stick
     phases' friction jumps would otherwise set the scale and hide the error where the
     model applies; larger values run off the axis.
     """
     residuals = [s.measured[:, joint] - s.predicted[:, joint] for s in data.datasets]
-    counted = [
-        r[np.isfinite(r) & (np.abs(s.dq[:, joint]) >= data.min_speed_rad_s)]
-        for r, s in zip(residuals, data.datasets, strict=True)
-    ]
+    counted = [r[np.isfinite(r) & s.moving[:, joint]] for r, s in zip(residuals, data.datasets, strict=True)]
     values = np.concatenate(counted)
     if values.size == 0:
         values = np.concatenate([r[np.isfinite(r)] for r in residuals])
@@ -1037,11 +1043,11 @@ def _spread(relative: np.ndarray) -> str:
     return f"{low:.3g} – {high:.3g} % over the joints{joints}"
 
 
-def _headline(series: DataSeries, errors: JointErrors, min_speed_rad_s: float) -> str:
+def _headline(series: DataSeries, errors: JointErrors) -> str:
     """The one figure of a data set, ``‖τ − τ̂‖/‖τ‖`` over its joints, beside the URDF's own model's."""
     text = f"<strong>{_e(_number(errors.overall, '.3g', scale=100.0, unit=' %'))}</strong>"
     if series.baseline is not None:
-        urdf = joint_errors(series, min_speed_rad_s=min_speed_rad_s, predicted=series.baseline).overall
+        urdf = joint_errors(series, predicted=series.baseline).overall
         text += f" (the URDF's model: {_e(_number(urdf, '.3g', scale=100.0, unit=' %'))})"
     return text
 
@@ -1072,7 +1078,7 @@ def _summary(data: ReportData, errors: list[JointErrors]) -> str:
         ("equations per joint", _e(_number(quality.equations, "d"))),
         ("data length", _e(_number(quality.window_s, ".6g", unit=" s"))),
         *(
-            (f"torque error ‖τ − τ̂‖/‖τ‖, {_e(series.name)}", _headline(series, error, data.min_speed_rad_s))
+            (f"torque error ‖τ − τ̂‖/‖τ‖, {_e(series.name)}", _headline(series, error))
             for series, error in zip(data.datasets, errors, strict=True)
         ),
         *(
@@ -1103,10 +1109,7 @@ def _error_table(data: ReportData, errors: list[JointErrors], covered: list[Cove
     header = ["joint", "e_j (N·m)", "e*_j"]
     groups = [("", 1), ("identification", 2)]
     baselines = [
-        None
-        if series.baseline is None
-        else joint_errors(series, min_speed_rad_s=data.min_speed_rad_s, predicted=series.baseline)
-        for series in data.datasets
+        None if series.baseline is None else joint_errors(series, predicted=series.baseline) for series in data.datasets
     ]
     for series, baseline in zip(data.datasets, baselines, strict=True):
         extra = [] if baseline is None else ["e*_j of the URDF's model"]
@@ -1360,7 +1363,7 @@ def write_report(directory: str | Path, data: ReportData) -> Path:
     except OSError as error:
         raise DataError(f"cannot create report directory {target}: {error.strerror or error}") from error
 
-    errors = [joint_errors(series, min_speed_rad_s=data.min_speed_rad_s) for series in data.datasets]
+    errors = [joint_errors(series) for series in data.datasets]
     covered = [
         coverage(series, np.asarray(data.lower_limits), np.asarray(data.upper_limits), np.asarray(data.velocity_limits))
         for series in data.datasets

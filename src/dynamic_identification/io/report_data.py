@@ -49,8 +49,9 @@ def stamp_text(stamp: float) -> str:
 
 
 def data_series(validation: Validation, baseline: Validation | None = None) -> DataSeries:
-    """Measured and predicted torques of one recording, with its motion (and the URDF's own model's torques,
-    ``baseline``'s prediction of the same recording)."""
+    """Measured and predicted torques of one recording, with its motion, the joint samples its errors count
+    (:attr:`Validation.moving`, so the page's figures are ``quality.validation``'s) and the URDF's own model's
+    torques (``baseline``'s prediction of the same recording)."""
     recording = validation.recording
     velocity = recording.velocity
     if velocity is None:
@@ -62,6 +63,7 @@ def data_series(validation: Validation, baseline: Validation | None = None) -> D
         predicted=validation.predicted,
         q=recording.position,
         dq=velocity,
+        moving=validation.moving,
         baseline=None if baseline is None else baseline.predicted,
     )
 
