@@ -78,7 +78,9 @@ from dynamic_identification.io.outcome import (
     identification_warnings,
     link_comparisons,
     link_text,
+    moving_samples,
     physical_consistency_section,
+    relative_error_over,
     urdf_result,
     validate,
     validation_names,
@@ -624,10 +626,18 @@ def predicted_torques(
     the feedforward gives no torque either.
     """
     prediction = _stamp_prediction(mechanism, params, recording, signal)
-    torques = np.where(prediction.covered[:, None], prediction.torques, np.nan)
+    return _predicted(prediction, _identified(mechanism, params))
+
+
+def _identified(mechanism: RobotModel | Mechanism, params: ParameterFile) -> np.ndarray:
+    """``(n_a,)`` booleans: the controlled joints the identification had equations for."""
     identified = params.identified_joints()
-    torques[:, [joint not in identified for joint in mechanism_of(mechanism).actuated_joint_names]] = np.nan
-    return torques
+    return np.array([joint in identified for joint in mechanism_of(mechanism).actuated_joint_names], dtype=bool)
+
+
+def _predicted(prediction: StampPrediction, identified: np.ndarray) -> np.ndarray:
+    """The prediction's torques, NaN at rows it does not cover and at joints not ``identified``."""
+    return np.where(prediction.covered[:, None] & identified[None, :], prediction.torques, np.nan)
 
 
 def _prediction_signal(
@@ -664,7 +674,14 @@ class PredictFileResult:
     unidentified
         Joints the identification had no equation for (no prediction).
     relative_error
-        ``‖predicted − recorded‖ / ‖recorded‖`` on the predicted rows (``None``: no torques recorded).
+        ``‖predicted − recorded‖ / ‖recorded‖`` on every predicted row (``None``: no torques recorded). Rows at rest
+        count the model's ``±Fc`` (``sign(q̇)`` of the velocity's noise) against the stiction recorded there.
+    moving_relative_error
+        The same where the joint moves (:func:`~dynamic_identification.io.outcome.moving_samples`, the joint samples
+        ``--validate`` judges; ``None``: no torques recorded, or no joint moves).
+    moving, joint_samples
+        The joint samples counted in :attr:`moving_relative_error`, and those of the identified joints on the
+        predicted rows.
     """
 
     mechanism: Mechanism
@@ -677,6 +694,9 @@ class PredictFileResult:
     params: Path
     unidentified: tuple[str, ...]
     relative_error: float | None
+    moving_relative_error: float | None
+    moving: int
+    joint_samples: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -726,7 +746,9 @@ def predict_file(
     joints = mechanism.actuated_joint_names
     recording = _mechanism_recording_csv(mechanism, data, require_torque=False, unit_checks=unit_checks)
     settings, origin = _prediction_signal(parameters, params, config)
-    torques = predicted_torques(mechanism, parameters, recording, settings)
+    prediction = _stamp_prediction(mechanism, parameters, recording, settings)
+    identified = _identified(mechanism, parameters)
+    torques = _predicted(prediction, identified)
     judged = controlled(mechanism, recording)
     rows = recording.time.shape[0]
     predicted = np.isfinite(torques).any(axis=1)
@@ -736,13 +758,12 @@ def predict_file(
     table[:, 1::2] = judged.position
     table[:, 2::2] = torques
     write_table(out, header, table)
-    error = None
+    error = moving_error = None
+    moving = moving_samples(prediction, identified, settings.min_speed_rad_s)
     if judged.effort is not None or judged.current is not None:
         measured = judged.joint_torques(parameters.drive_chain())
-        usable = np.isfinite(torques)
-        error = float(
-            np.linalg.norm(np.where(usable, torques - measured, 0.0)) / np.linalg.norm(np.where(usable, measured, 0.0))
-        )
+        error = relative_error_over(measured, torques, np.isfinite(torques))
+        moving_error = relative_error_over(measured, torques, moving)
     return PredictFileResult(
         mechanism=mechanism,
         passive_recorded=recording.n_joints == mechanism.n_tree,
@@ -754,6 +775,9 @@ def predict_file(
         params=params,
         unidentified=tuple(joint for joint in joints if joint not in parameters.identified_joints()),
         relative_error=error,
+        moving_relative_error=moving_error,
+        moving=int(np.count_nonzero(moving)),
+        joint_samples=int(np.count_nonzero(np.isfinite(torques))),
     )
 
 

@@ -115,11 +115,20 @@ def predict_text(predicted: PredictFileResult | PlanPredictionResult) -> str:
     if predicted.unidentified:
         lines.append(_unidentified_line(predicted.unidentified))
     if predicted.relative_error is not None:
-        lines.append(
-            "relative error ||predicted - recorded|| / ||recorded|| on the predicted rows:"
-            f" {predicted.relative_error:.4g}"
-        )
+        lines.append(_prediction_error_line(predicted))
     return "\n".join(lines)
+
+
+def _prediction_error_line(predicted: PredictFileResult) -> str:
+    """The error against the recorded torques where the joints move (``--validate``'s figure) first, then on every
+    predicted row, saying why the two differ."""
+    moving = "-" if predicted.moving_relative_error is None else f"{predicted.moving_relative_error:.4g}"
+    return (
+        f"relative error ||predicted - recorded|| / ||recorded||: {moving} where the joint moves ({predicted.moving}"
+        f" of {predicted.joint_samples} joint samples at |q̇| >= {predicted.signal.min_speed_rad_s:g} rad/s, as"
+        f" --validate counts); {predicted.relative_error:.4g} on every predicted row (at rest the model gives"
+        " ±Fc by the sign of the velocity's noise, not the recorded stiction)"
+    )
 
 
 def _plan_prediction_text(predicted: PlanPredictionResult) -> str:

@@ -156,6 +156,20 @@ def test_predict_without_config_uses_the_stored_settings(identified: Identified,
     assert shipped.read_bytes() != without.read_bytes()
 
 
+def test_predict_gives_the_error_where_the_joints_move_as_validate_does_beside_every_row_s(
+    identified: Identified, folder: Path
+) -> None:
+    """``dynid predict`` judged every row, the rows at rest too, where the model gives gravity ± Fc by the sign of
+    the velocity's noise: 0.3493 against 0.0407 where the joints move, the figure ``--validate`` gives."""
+    entry = load_parameters(identified.params).quality["validation"][0]
+    run = dynid("predict", "--params", identified.params, "--data", identified.held_out, "--out", folder / "p.csv")
+    assert run.code == 0, run.err
+    line = next(line for line in run.out.splitlines() if line.startswith("relative error"))
+    moving = f"{entry['recorded_relative_error']:.4g} where the joint moves ({entry['moving']} of 60000 joint samples"
+    assert line.startswith(f"relative error ||predicted - recorded|| / ||recorded||: {moving}")
+    assert re.search(r"; [\d.]+ on every predicted row \(at rest", line), line
+
+
 def test_the_stamp_is_the_data_time_of_the_last_sample(identified: Identified) -> None:
     assert load_parameters(identified.params).stamp == identified.training.time[-1]
 

@@ -227,6 +227,28 @@ def physical_consistency_section(
     }
 
 
+def moving_samples(prediction: StampPrediction, identified: np.ndarray, min_speed_rad_s: float) -> np.ndarray:
+    """``(N, n)`` booleans: the joint samples a prediction is judged at against recorded torques.
+
+    Those of an ``identified`` joint (``(n,)`` booleans) at a row the prediction covers where it moves at least
+    ``min_speed_rad_s`` (rad/s, the filtered speed of the prediction, ``signal.min_speed_rad_s``): at rest its
+    torque is stiction, which no model of the speed predicts (the IDIM's ``Fc sign(q̇)`` takes the sign of the
+    velocity's noise there), and the identification leaves those equations out as well. The one rule of
+    ``--validate``, the report and ``dynid predict``.
+    """
+    covered = prediction.covered
+    return (prediction.speed >= min_speed_rad_s) & covered[:, None] & np.asarray(identified, dtype=bool)[None, :]
+
+
+def relative_error_over(torques: np.ndarray, predicted: np.ndarray, counted: np.ndarray) -> float | None:
+    """``‖τ − τ̂‖/‖τ‖`` over the ``counted`` joint samples (``(N, n)`` booleans; torques in N·m, ``(N, n)``, NaN
+    allowed outside ``counted``); ``None`` when the counted torques are all zero or none is counted."""
+    norm = float(np.linalg.norm(np.where(counted, torques, 0.0)))
+    if norm <= 0.0:
+        return None
+    return float(np.linalg.norm(np.where(counted, torques - predicted, 0.0))) / norm
+
+
 @dataclass(frozen=True)
 class Validation:
     """The identified model on one held-out recording.
@@ -270,21 +292,15 @@ class Validation:
 
     @property
     def moving(self) -> np.ndarray:
-        """``(N, n)`` booleans: the joint samples the figures against the recorded torques are over, those of a
-        predicted joint at a predicted row where it moves at least :attr:`min_speed_rad_s` (at rest its torque is
-        stiction, which no model of the speed predicts)."""
-        covered = self.prediction.covered
-        return (self.prediction.speed >= self.min_speed_rad_s) & covered[:, None] & self.identified[None, :]
+        """``(N, n)`` booleans: the joint samples the figures against the recorded torques are over
+        (:func:`moving_samples`)."""
+        return moving_samples(self.prediction, self.identified, self.min_speed_rad_s)
 
     @property
     def recorded_relative_error(self) -> float | None:
         """``‖τ − τ̂‖/‖τ‖`` against the recorded torques over the joint samples :attr:`moving` (the headline figure
-        of a held-out recording); ``None`` when no joint moves there."""
-        moving = self.moving
-        norm = float(np.linalg.norm(np.where(moving, self.torques, 0.0)))
-        if norm <= 0.0:
-            return None
-        return float(np.linalg.norm(np.where(moving, self.torques - self.prediction.torques, 0.0))) / norm
+        of a held-out recording, :func:`relative_error_over`); ``None`` when no joint moves there."""
+        return relative_error_over(self.torques, self.prediction.torques, self.moving)
 
     def entry(self, joints: Sequence[str]) -> dict[str, Any]:
         """The ``quality.validation`` entry.
@@ -646,7 +662,9 @@ __all__ = [
     "link_comparisons",
     "link_lines",
     "link_text",
+    "moving_samples",
     "physical_consistency_section",
+    "relative_error_over",
     "unconstrained_result",
     "urdf_result",
     "validate",
