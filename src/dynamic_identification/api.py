@@ -108,7 +108,7 @@ from dynamic_identification.io.recording import (
     read_recording_csv,
     recording_from_arrays,
 )
-from dynamic_identification.io.rosbag import read_recording_bag
+from dynamic_identification.io.rosbag import read_bag
 from dynamic_identification.io.sanity import check_recording_torques, check_recording_units
 from dynamic_identification.io.table import write_table
 from dynamic_identification.io.trajectory import is_trajectory_csv, read_trajectory_csv, write_trajectory_csv
@@ -131,12 +131,13 @@ def warn_unread_keys(config: Path | None, verb: str, *, urdf: Path | None = None
             LOGGER.warning(warning)
 
 
-def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> Recording:
-    """The recording of a CSV file (``data``) or of a rosbag2 directory (``bag``: topics from ``config``)."""
+def read_recording_input(data: Path | None, bag: Path | None, config: IdentificationConfig) -> tuple[Recording, str]:
+    """The recording of a CSV file (``data``) or of a rosbag2 directory (``bag``: topics from ``config``), and what
+    reading it dropped (a bag's joint states the alignment left out, counted by cause; empty: nothing)."""
     if data is not None and bag is None:
-        return read_recording_csv(data)
+        return read_recording_csv(data), ""
     if bag is not None and data is None:
-        return read_recording_bag(
+        reading = read_bag(
             bag,
             joint_states_topic=config.joint_states_topic,
             currents_topic=config.currents_topic,
@@ -145,19 +146,21 @@ def read_recording_input(data: Path | None, bag: Path | None, config: Identifica
             tolerance_s=config.tolerance_s,
             max_delay_s=config.max_delay_s,
         )
+        return reading.recording, reading.dropped_text
     raise DataError(f"give exactly one of a recording CSV or a rosbag2 directory, got data={data}, bag={bag}")
 
 
 def load_identification_inputs(
     urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
-) -> tuple[RobotModel, IdentificationConfig, DriveChain, Recording]:
-    """Robot model restricted to the recorded (or configured) joints, and the recording in model order.
+) -> tuple[RobotModel, IdentificationConfig, DriveChain, Recording, str]:
+    """Robot model restricted to the recorded (or configured) joints, the recording in model order, and what
+    reading it dropped (:func:`read_recording_input`).
 
     The recording comes from the CSV ``data`` or from the rosbag2 directory ``bag`` (one of the two);
     with ``unit_checks`` it must be in s and rad (:func:`check_units`).
     """
     config = load_config(str(config_path) if config_path else None)
-    recording = read_recording_input(data, bag, config)
+    recording, dropped = read_recording_input(data, bag, config)
     source = str(data or bag)
     in_urdf = load_robot(urdf).joint_names
     robot = load_robot(
@@ -179,7 +182,7 @@ def load_identification_inputs(
             f"{data or bag} has motor currents but no drive gains are configured:"
             " give drive_chain.drive_gains (N·m/A) and gear_ratios in --config"
         )
-    return robot, config, config.drive_chain(robot.n_joints, robot.joint_names), recording
+    return robot, config, config.drive_chain(robot.n_joints, robot.joint_names), recording, dropped
 
 
 def _known_joints(
@@ -377,6 +380,9 @@ class IdentifyFileResult:
         The parameter file written.
     report
         The HTML report page written (``None``: none).
+    dropped
+        What reading the recording dropped, one phrase: a bag's joint states the alignment left out, counted by
+        cause (:attr:`~dynamic_identification.io.rosbag.BagReading.dropped_text`); empty: nothing.
     """
 
     mechanism: Mechanism
@@ -393,6 +399,7 @@ class IdentifyFileResult:
     urdf_export: UrdfExport | None
     out: Path
     report: Path | None
+    dropped: str
 
 
 def model_choice_lines(
@@ -459,7 +466,7 @@ def identify_file(
     warn_unread_keys(config, "identify", urdf=urdf)
     monitor = Cancellation(progress=progress)
     monitor.report(f"reading {data or bag}")
-    mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
+    mechanism, parsed, drive_chain, recording, dropped = load_mechanism_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     recording = with_joint_torques(mechanism, recording, drive_chain)
@@ -579,6 +586,7 @@ def identify_file(
         urdf_export=exported,
         out=out,
         report=page,
+        dropped=dropped,
     )
 
 
@@ -963,7 +971,7 @@ def stream_file(
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
     warn_unread_keys(config, "stream", urdf=urdf)
-    mechanism, parsed, drive_chain, recording = load_mechanism_inputs(
+    mechanism, parsed, drive_chain, recording, _ = load_mechanism_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     # The window is fed the controlled joints' samples, whatever else the recording holds.
@@ -1025,8 +1033,9 @@ def stream_file(
 # --------------------------------------------------------------------------- mechanisms
 def load_mechanism_inputs(
     urdf: Path, data: Path | None, config_path: Path | None, *, bag: Path | None = None, unit_checks: bool = True
-) -> tuple[Mechanism, IdentificationConfig, DriveChain, Recording]:
-    """The mechanism of a configuration and its recording, in the mechanism's joint order.
+) -> tuple[Mechanism, IdentificationConfig, DriveChain, Recording, str]:
+    """The mechanism of a configuration, its recording in the mechanism's joint order, and what reading it dropped
+    (:func:`read_recording_input`).
 
     A serial robot (:func:`load_identification_inputs`), or a closed-loop robot when the configuration has
     ``robot.loop_closures`` ([Briot2012] §2): its recording must hold the actuated joints (positions, torques or
@@ -1038,12 +1047,12 @@ def load_mechanism_inputs(
     source = str(data or bag)
     mechanism: Mechanism
     if not config.closed_loop:
-        robot, config, drive_chain, recording = load_identification_inputs(
+        robot, config, drive_chain, recording, dropped = load_identification_inputs(
             urdf, data, config_path, bag=bag, unit_checks=unit_checks
         )
         mechanism = SerialMechanism(robot)
     else:
-        recording = read_recording_input(data, bag, config)
+        recording, dropped = read_recording_input(data, bag, config)
         mechanism = config.closed_loop_model(urdf)
         recording = _mechanism_recording(mechanism, recording, source, unit_checks=unit_checks)
         if recording.effort is None and config.drive_gains is None:
@@ -1054,7 +1063,7 @@ def load_mechanism_inputs(
         drive_chain = config.drive_chain(mechanism.n_actuated, mechanism.actuated_joint_names)
     if unit_checks:
         check_torques(mechanism, config, drive_chain, recording, source)
-    return mechanism, config, drive_chain, recording
+    return mechanism, config, drive_chain, recording, dropped
 
 
 def check_torques(
@@ -1202,7 +1211,7 @@ def _gain_recordings(
     """The mechanism, its drive chain, the current recordings of ``paths`` (unloaded, loaded) in its controlled
     joints' order, and whether the first recording holds every tree joint (a closed-loop robot's passive joints)."""
     if parsed.closed_loop and config is not None:
-        model, _, chain, first = load_mechanism_inputs(urdf, paths[0], config, unit_checks=unit_checks)
+        model, _, chain, first, _ = load_mechanism_inputs(urdf, paths[0], config, unit_checks=unit_checks)
         second = load_mechanism_inputs(urdf, paths[1], config, unit_checks=unit_checks)[3]
         pairs = ((paths[0], first), (paths[1], second))
         recordings = []

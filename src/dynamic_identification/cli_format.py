@@ -51,7 +51,7 @@ def identify_text(identified: IdentifyFileResult) -> str:
     joints = mechanism.actuated_joint_names
     lines = mechanism_summary(mechanism, passive_recorded=identified.passive_recorded)
     lines += [f"model: {reason}" for reason in identified.model_choices]
-    lines += [format_result(result, joints), _plausibility_line(result)]
+    lines += [format_result(result, joints, dropped=identified.dropped), _plausibility_line(result)]
     lines += [_validation_line(v, joints) for v in identified.validations]
     lines += [consistency_cost_line(identified.costs)] if identified.costs else []
     lines += link_lines(mechanism.robot.joint_names, identified.links)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from dynamic_identification.core.signal.alignment import (
     DEFAULT_MAX_DELAY_S,
     DEFAULT_TOLERANCE_S,
     AlignedSample,
+    AlignmentStats,
     StreamAligner,
 )
 from dynamic_identification.core.signal.stamps import NS_PER_S, jumped_back
@@ -51,6 +53,37 @@ _Message = tuple[str, int, Any]
 """``(topic, receive time in ns, deserialised message)``."""
 
 
+@dataclass(frozen=True)
+class BagReading:
+    """A bag's recording and what aligning its joint states dropped.
+
+    Attributes
+    ----------
+    recording
+        The recording (:func:`read_recording_bag`).
+    stats
+        The aligner's counts: joint states offered, aligned and dropped by cause.
+    tolerance_s
+        The alignment tolerance, s.
+    what
+        The joint states as the messages name them: ``"joint states on TOPIC in BAG"``.
+    """
+
+    recording: Recording
+    stats: AlignmentStats
+    tolerance_s: float
+    what: str
+
+    @property
+    def dropped_text(self) -> str:
+        """``"D of N joint states on … were dropped: causes"``; empty when none was (a user reads every drop)."""
+        stats = self.stats
+        if stats.dropped == 0:
+            return ""
+        total = stats.joint_states.received
+        return f"{stats.dropped} of {total} {self.what} were dropped: {stats.drop_causes(self.tolerance_s)}"
+
+
 def read_recording_bag(
     path: str | os.PathLike[str],
     *,
@@ -61,7 +94,29 @@ def read_recording_bag(
     tolerance_s: float = DEFAULT_TOLERANCE_S,
     max_delay_s: float = DEFAULT_MAX_DELAY_S,
 ) -> Recording:
-    """The recording a rosbag2 bag holds: what the recorder node would have recorded.
+    """The recording a rosbag2 bag holds: :func:`read_bag`'s, without what aligning it dropped."""
+    return read_bag(
+        path,
+        joint_states_topic=joint_states_topic,
+        currents_topic=currents_topic,
+        effort_is_torque=effort_is_torque,
+        joint_names=joint_names,
+        tolerance_s=tolerance_s,
+        max_delay_s=max_delay_s,
+    ).recording
+
+
+def read_bag(
+    path: str | os.PathLike[str],
+    *,
+    joint_states_topic: str = "/joint_states",
+    currents_topic: str = "/motor_currents",
+    effort_is_torque: bool = False,
+    joint_names: Sequence[str] | None = None,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    max_delay_s: float = DEFAULT_MAX_DELAY_S,
+) -> BagReading:
+    """The recording a rosbag2 bag holds, what the recorder node would have recorded, and what aligning it dropped.
 
     Parameters
     ----------
@@ -89,14 +144,15 @@ def read_recording_bag(
 
     Returns
     -------
-    Recording
-        ``time`` in s from each joint state's ``header.stamp``; where a header stamp is
+    BagReading
+        The recording: ``time`` in s from each joint state's ``header.stamp``; where a header stamp is
         zero (a driver that does not stamp) the bag's receive time of that message is
         used instead. Rows in stamp order as the aligner emits them. ``velocity`` when
         every joint-state message has velocities, else ``None``; ``effort`` (N·m) with
         ``effort_is_torque``, otherwise ``current`` (A; the recorder also writes their
         drive-chain torques as ``effort``, which ``dynid`` computes from the same
-        configuration).
+        configuration). And the aligner's counts: every joint state dropped, by cause
+        (:attr:`BagReading.dropped_text`), for the output to say.
 
     Raises
     ------
@@ -161,11 +217,12 @@ def read_recording_bag(
         else:
             currents = _required_field(message, "effort", index, where, "motor currents (A)")
             samples += aligner.add_currents(stamp_s, currents)
-    _check_dropped(aligner, counts[joint_states_topic], f"joint states on {joint_states_topic} in {bag}")
+    what = f"joint states on {joint_states_topic} in {bag}"
+    _check_dropped(aligner, what)
     if base_ns is None or not samples:
         raise DataError(f"no joint state on {joint_states_topic} in {bag} could be aligned")
     time = [(base_ns + round(sample.stamp_s * NS_PER_S)) / NS_PER_S for sample in samples]
-    return recording_from_arrays(
+    recording = recording_from_arrays(
         time,
         names,
         np.array([sample.position for sample in samples]),
@@ -173,6 +230,7 @@ def read_recording_bag(
         effort=np.array([sample.effort for sample in samples]) if effort_is_torque else None,
         current=None if effort_is_torque else np.array([sample.current for sample in samples]),
     )
+    return BagReading(recording, aligner.stats, aligner.tolerance_s, what)
 
 
 def _absolute(topic: str) -> str:
@@ -180,19 +238,15 @@ def _absolute(topic: str) -> str:
     return topic if topic.startswith("/") else "/" + topic
 
 
-def _check_dropped(aligner: StreamAligner, total: int, what: str) -> None:
-    """Refuse a bag whose alignment dropped more than :data:`MAX_DROPPED_FRACTION` of the joint states."""
+def _check_dropped(aligner: StreamAligner, what: str) -> None:
+    """Refuse a bag whose alignment dropped more than :data:`MAX_DROPPED_FRACTION` of the joint states (``what``)."""
     stats = aligner.stats
-    dropped = total - stats.aligned
-    if dropped <= MAX_DROPPED_FRACTION * total:
+    total = stats.joint_states.received
+    if stats.dropped <= MAX_DROPPED_FRACTION * total:
         return
-    rejected = stats.joint_states.rejected
     raise DataError(
-        f"{dropped} of {total} {what} were dropped (at most {MAX_DROPPED_FRACTION:.0%} may be):"
-        f" {stats.unaligned} without motor currents within tolerance_s={aligner.tolerance_s:g} s on either side,"
-        f" {stats.before_currents} before the first current, {stats.pending} after the last current, {rejected} with"
-        " a repeated, out-of-order or non-finite stamp or value; do the two topics cover the same time, with matching"
-        " stamps?"
+        f"{stats.dropped} of {total} {what} were dropped (at most {MAX_DROPPED_FRACTION:.0%} may be):"
+        f" {stats.drop_causes(aligner.tolerance_s)}; do the two topics cover the same time, with matching stamps?"
     )
 
 

@@ -41,11 +41,12 @@ def _ratio(after: float, before: float) -> str:
     return f" (x{after / before:.3f})" if before > 0.0 else ""
 
 
-def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
+def format_result(result: IdentificationResult, joints: tuple[str, ...], *, dropped: str = "") -> str:
     """Human-readable table of the identified parameters and the quality figures.
 
     One row per kept base parameter (name, value, ``%σ``, the standard parameters it
-    regroups), then what was removed and why, the data used, the condition number and
+    regroups), then what was removed and why, the data used (with ``dropped``: what reading
+    the recording dropped, one phrase, on the samples line), the condition number and
     ``‖ρ‖/‖Y‖`` of the model's own equations, and the per-joint errors ``e_j``, ``e*_j`` of
     the joint torques ([Volkmann2020] eq. (11)-(12)).
     """
@@ -67,7 +68,8 @@ def format_result(result: IdentificationResult, joints: tuple[str, ...]) -> str:
         f"kept {len(result.names)} of {result.base.count} base parameters; removed: "
         + (", ".join(f"{name} ({why})" for name, why in result.removed) or "none"),
         *(f"signal: {reason}" for reason in observations.signal_reasons),
-        f"samples {observations.input_samples} (duplicates dropped {observations.duplicates_dropped},"
+        f"samples {observations.input_samples} ({f'read: {dropped}; ' if dropped else ''}duplicates dropped"
+        f" {observations.duplicates_dropped},"
         f" segments {observations.segments}), rate {observations.rate_hz:.6g} Hz,"
         f" decimation {observations.decimation} -> {observations.observation_matrix.shape[0]} equations per"
         " equation column",

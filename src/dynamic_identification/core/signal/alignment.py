@@ -174,6 +174,25 @@ class AlignmentStats:
     pending: int
     before_currents: int = 0
 
+    @property
+    def dropped(self) -> int:
+        """Joint states offered and not emitted: refused, unaligned, before the first current or still pending."""
+        return self.joint_states.received - self.aligned
+
+    def drop_causes(self, tolerance_s: float) -> str:
+        """Why :attr:`dropped` joint states were dropped: each cause that dropped any, with its count, comma-separated
+        (``tolerance_s``: the aligner's, s, named in the cause it sets)."""
+        states = self.joint_states
+        causes = (
+            (self.unaligned, f"without motor currents within tolerance_s={tolerance_s:g} s on either side"),
+            (self.before_currents, "before the first current"),
+            (self.pending, "after the last current"),
+            (states.rejected_duplicate, "with a repeated stamp"),
+            (states.rejected_out_of_order, "with an out-of-order stamp"),
+            (states.rejected_nan, "with a non-finite stamp or value"),
+        )
+        return ", ".join(f"{count} {cause}" for count, cause in causes if count)
+
 
 @dataclass(frozen=True)
 class AlignedSample:
