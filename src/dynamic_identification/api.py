@@ -933,7 +933,10 @@ class StreamFileResult:
     last
         The last update (``None``: the recording gave none).
     data_s, wall_s
-        The data time (s) fed, and the wall time (s) it took.
+        The data time (s) fed, and the wall time (s) feeding it took: the window's updates and writing their lines,
+        not reading the recording, building the model or starting Python.
+    start_s
+        The recording's first stamp, s (data time).
     params_out
         Where the last publishable estimate was asked for (``None``: not asked for).
     published
@@ -946,6 +949,7 @@ class StreamFileResult:
     last: WindowUpdate | None
     data_s: float
     wall_s: float
+    start_s: float
     params_out: Path | None
     published: WindowUpdate | None
 
@@ -1025,6 +1029,7 @@ def stream_file(
         last=last,
         data_s=duration,
         wall_s=wall,
+        start_s=float(recording.time[0]),
         params_out=params_out,
         published=best if params_out is not None else None,
     )

@@ -27,6 +27,7 @@ from dynamic_identification.core.identification.report import format_result
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
 from dynamic_identification.io.payload import format_payload_estimate
+from dynamic_identification.io.report_data import data_time_text
 
 
 def mechanism_summary(mechanism: Mechanism, *, passive_recorded: bool) -> list[str]:
@@ -205,15 +206,19 @@ def stream_text(streamed: StreamFileResult) -> str:
         )
         lines.append(
             f"per update: mean {1e3 * statistics.fmean(seconds):.1f} ms, max {1e3 * max(seconds):.1f} ms;"
-            f" {streamed.data_s:.6g} s of data in {streamed.wall_s:.3g} s wall time"
-            f" = {streamed.data_s / streamed.wall_s:.3g}x real time"
+            f" {streamed.data_s:.6g} s of data through the window in {streamed.wall_s:.3g} s wall time"
+            f" = {streamed.data_s / streamed.wall_s:.3g}x real time (the window's updates and their lines; reading"
+            " the recording and building the model not counted)"
         )
     if streamed.params_out is not None:
         if streamed.published is None:
             lines.append(f"no publishable estimate: {streamed.params_out} not written")
         else:
+            stamp = streamed.published.time_s
             lines.append(
-                f"last publishable estimate (at {streamed.published.time_s:.6g} s) written to {streamed.params_out}"
+                f"last publishable estimate (data time {data_time_text(stamp)},"
+                f" {stamp - streamed.start_s:.6g} s after the recording's first sample)"
+                f" written to {streamed.params_out}"
             )
     return "\n".join(lines)
 

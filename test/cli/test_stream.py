@@ -209,6 +209,26 @@ def test_stamps_jumping_back_restart_the_window(moving: tuple[Any, ...], folder:
     assert len(updates) == pytest.approx(20, abs=1)
 
 
+def test_the_output_prints_a_unix_stamp_as_a_date_and_says_what_its_wall_time_counts(
+    moving: tuple[Any, ...], folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A robot's Unix stamps printed as "at 1.79606e+09 s", and "97.3 s of data in 0.62 s wall time" of a command
+    that took 10 s did not say it counts the window's updates only."""
+    stamps, q, currents, joints = moving
+    start = 1_796_060_000.0  # 2026-11-30 17:33:20 UTC
+    data = write_csv(folder / "unix.csv", start + stamps, q, currents, joints)
+    out, params = folder / "unix.jsonl", folder / "unix.yaml"
+    capsys.readouterr()
+    assert stream(data, out, "--params-out", params) == 0
+    printed = capsys.readouterr().out
+    last = [update for update in lines(out) if update["publishable"]][-1]
+    after = last["time"] - (start + stamps[0])
+    assert 24.0 < after < 25.0  # the last update, at the recording's end: 17:33:44.99…
+    expected = f"last publishable estimate (data time 2026-11-30 17:33:44 UTC, {after:.6g} s after the recording's"
+    assert f"{expected} first sample) written to {params}" in printed
+    assert "(the window's updates and their lines; reading the recording and building the model not counted)" in printed
+
+
 def test_rows_stamped_slightly_back_are_left_out_and_the_stream_says_how_many(
     moving: tuple[Any, ...], folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

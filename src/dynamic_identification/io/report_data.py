@@ -40,12 +40,18 @@ EPOCH_AFTER_S = 1e8
 """A stamp later than this (s, about 1973) is read as Unix time and printed as a UTC date."""
 
 
-def stamp_text(stamp: float) -> str:
-    """How the report prints a data-time stamp: a UTC date for Unix time, else seconds of the recording's clock."""
+def data_time_text(stamp: float) -> str:
+    """How ``dynid`` prints a data-time stamp (s): a UTC date for Unix time, else seconds of the recording's clock
+    (a simulation's)."""
     if stamp > EPOCH_AFTER_S:
         moment = datetime.datetime.fromtimestamp(stamp, tz=datetime.timezone.utc)
-        return f"{moment:%Y-%m-%d %H:%M:%S} UTC (data time of the last sample)"
-    return f"{stamp:.6g} s of the recording's clock (data time of the last sample)"
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+    return f"{stamp:.6g} s of the recording's clock"
+
+
+def stamp_text(stamp: float) -> str:
+    """How the report prints the parameter file's stamp (:func:`data_time_text`)."""
+    return f"{data_time_text(stamp)} (data time of the last sample)"
 
 
 def data_series(validation: Validation, baseline: Validation | None = None) -> DataSeries:
@@ -190,4 +196,4 @@ def _mechanism_title(mechanism: Mechanism) -> str:
     return f" (closed loop, closures {closures} from the configuration)"
 
 
-__all__ = ["EPOCH_AFTER_S", "data_series", "identification_report", "stamp_text"]
+__all__ = ["EPOCH_AFTER_S", "data_series", "data_time_text", "identification_report", "stamp_text"]
