@@ -291,12 +291,22 @@ CASES: dict[str, tuple[Case, str]] = {
     "recording-nan-cell": (lambda i, o: identify(i.write("nan.csv", rows_with(i, 5, 2, "nan")), o), "not finite"),
     "recording-inf-cell": (lambda i, o: identify(i.write("inf.csv", rows_with(i, 5, 2, "inf")), o), "not finite"),
     "recording-1e400-cell": (lambda i, o: identify(i.write("big.csv", rows_with(i, 5, 2, "1e400")), o), "finite"),
+    "recording-1e300-torque": (
+        lambda i, o: identify(
+            i.write("spike.csv", rows_with(i, 5, i.header.split(",").index("joint_2/effort"), "1e300")), o
+        ),
+        "beyond 10 × its effort limit",
+    ),
     "recording-ragged-row": (
         lambda i, o: identify(i.write("ragged.csv", "\n".join([i.header, i.rows[0], "1,2", i.rows[2]]) + "\n"), o),
         "cells",
     ),
     "recording-time-backwards": (
         lambda i, o: identify(i.csv("back.csv", time=np.concatenate([i.time[:1000], i.time[1000:] - 1.5])), o),
+        "the recording restarts there",
+    ),
+    "recording-stamp-out-of-order": (
+        lambda i, o: identify(i.csv("swap.csv", time=np.concatenate([i.time[:1000], i.time[1000:] - 0.003])), o),
         "out-of-order",
     ),
     "recording-in-degrees": (_degrees, "degrees"),
