@@ -107,6 +107,10 @@ _REFERENCES = (
 )
 
 
+_SPEED = r"$|\dot{q}|$"
+"""``|q̇|`` in the figures' text: matplotlib's fonts drop the combining dot of ``q̇``, mathtext draws it."""
+
+
 def parameter_unit(name: str) -> str:
     """SI unit of a (base or standard) parameter named like ``ZZ1``, ``MX2``, ``Fv3``, ``off4`` ('' if unknown).
 
@@ -705,7 +709,7 @@ def _torque_figure(
             for axis in (top, bottom):
                 axis.text(0.5, 0.5, "no prediction", transform=axis.transAxes, ha="center", va="center", color="C3")
         elif errors.counted[j] == 0:
-            title = f"{name}: did not move (|q̇| < {slowest} throughout)"
+            title = f"{name}: did not move ({_SPEED} < {slowest} throughout)"
         else:
             title = f"{name}: e*_j {100 * errors.relative[j]:.2f} %, RMS error {errors.rms[j]:.3g} N·m"
         top.set_title(title, fontsize=10, loc="left")
@@ -727,13 +731,13 @@ def _torque_figure(
         handles.insert(2, Line2D([], [], color=_BASELINE, linewidth=1.2, linestyle="--", label="the URDF's model"))
     if speed_rule:
         handles += [
-            Line2D([], [], color=_PREDICTED, alpha=0.3, linewidth=1.2, label=f"predicted where |q̇| < {slowest}"),
+            Line2D([], [], color=_PREDICTED, alpha=0.3, linewidth=1.2, label=f"predicted where {_SPEED} < {slowest}"),
             Line2D(
                 [],
                 [],
                 color=_SLOW_RESIDUAL,
                 linewidth=1.2,
-                label=f"residual where |q̇| < {slowest} (stick: not counted)",
+                label=f"residual where {_SPEED} < {slowest} (stick: not counted)",
             ),
         ]
     figure.legend(
