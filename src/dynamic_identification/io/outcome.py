@@ -228,16 +228,11 @@ def physical_consistency_section(
 
 
 def moving_samples(prediction: StampPrediction, identified: np.ndarray, min_speed_rad_s: float) -> np.ndarray:
-    """``(N, n)`` booleans: the joint samples a prediction is judged at against recorded torques.
-
-    Those of an ``identified`` joint (``(n,)`` booleans) at a row the prediction covers where it moves at least
-    ``min_speed_rad_s`` (rad/s, the filtered speed of the prediction, ``signal.min_speed_rad_s``): at rest its
-    torque is stiction, which no model of the speed predicts (the IDIM's ``Fc sign(q̇)`` takes the sign of the
-    velocity's noise there), and the identification leaves those equations out as well. The one rule of
+    """``(N, n)`` booleans: the joint samples a prediction is judged at against recorded torques, those of an
+    ``identified`` joint (``(n,)`` booleans) that move (:meth:`StampPrediction.moving`, rad/s). The one rule of
     ``--validate``, the report and ``dynid predict``.
     """
-    covered = prediction.covered
-    return (prediction.speed >= min_speed_rad_s) & covered[:, None] & np.asarray(identified, dtype=bool)[None, :]
+    return prediction.moving(min_speed_rad_s) & np.asarray(identified, dtype=bool)[None, :]
 
 
 def relative_error_over(torques: np.ndarray, predicted: np.ndarray, counted: np.ndarray) -> float | None:

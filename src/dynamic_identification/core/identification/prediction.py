@@ -60,6 +60,13 @@ class StampPrediction:
     speed: np.ndarray
     covered: np.ndarray
 
+    def moving(self, min_speed_rad_s: float) -> np.ndarray:
+        """``(N, n)`` booleans: the joint samples of covered rows that move at least ``min_speed_rad_s`` (rad/s,
+        ``signal.min_speed_rad_s``), those a prediction is judged at. At rest a joint's torque is stiction, which no
+        model of the speed predicts (the IDIM's ``Fc sign(q̇)`` takes the sign of the velocity's noise there), and
+        the identification leaves those equations out as well."""
+        return (self.speed >= min_speed_rad_s) & self.covered[:, None]
+
 
 def parameter_columns(
     parameters: Mapping[str, float], names: Sequence[str]
@@ -220,7 +227,7 @@ def torque_errors(prediction: StampPrediction, torques: np.ndarray, *, min_speed
     """[Volkmann2020] eq. (11)-(12) of a prediction against the recorded torques (N·m, ``(N, n)``) where
     ``|q̇| >= min_speed_rad_s`` (rad/s); the peak is the largest predicted ``|τ̂_j|`` on every covered stamp."""
     covered = prediction.covered
-    moving = prediction.speed[covered] >= min_speed_rad_s
+    moving = prediction.moving(min_speed_rad_s)[covered]
     measured = np.asarray(torques, dtype=float)[covered]
     return JointErrors.of(measured, prediction.torques[covered], moving, judged=np.ones_like(moving))
 
