@@ -24,7 +24,8 @@ A closed-loop robot's file (``robot.loop_closures``, [Briot2012] §2) gives the 
 :meth:`FeedforwardModel.from_parameters` as functions.
 
 Every constructor here takes the core model's tuning keywords, :class:`FeedforwardOptions`
-(``friction_smoothing``, ``effort_limits``, ``acceleration_limits``), and hands them on unchanged.
+(``friction_smoothing``, ``effort_limits``, ``acceleration_limits``, and the ``effort_factor`` and
+``mass_factor`` of the plausibility gates a model must pass), and hands them on unchanged.
 """
 
 from __future__ import annotations
@@ -71,11 +72,17 @@ class FeedforwardOptions(TypedDict, total=False):
         at it) per joint (actuated joint of a closed-loop robot); default the URDF's effort
         limits and ``10 /s`` times its velocity limits
         (:data:`~dynamic_identification.core.feedforward.FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ`).
+        The plausibility gates take them as the estimator does (``limits.effort``, ``limits.acceleration``).
+    effort_factor, mass_factor
+        ``plausibility.effort_factor`` and ``plausibility.mass_factor``: a model that fails the gates
+        is refused (:func:`~dynamic_identification.core.feedforward.check_plausible`).
     """
 
     friction_smoothing: float
     effort_limits: Sequence[float] | None
     acceleration_limits: Sequence[float] | None
+    effort_factor: float
+    mass_factor: float
 
 
 def _file_terms(parameters: ParameterFile) -> tuple[DriveChain, DriveTerms, tuple[str, ...], tuple[float, ...]]:
@@ -162,15 +169,16 @@ class FeedforwardModel(core.FeedforwardModel):
         payload
             A carried load (``io.payload.load_payload``) whose torques are added.
         **options
-            ``friction_smoothing`` (``k`` of ``tanh(k q̇)``, s/rad), ``effort_limits`` and
-            ``acceleration_limits`` (:class:`FeedforwardOptions`).
+            ``friction_smoothing`` (``k`` of ``tanh(k q̇)``, s/rad), ``effort_limits``,
+            ``acceleration_limits``, ``effort_factor`` and ``mass_factor`` (:class:`FeedforwardOptions`).
 
         Raises
         ------
         dynamic_identification.core.errors.IdentificationError
             If the URDF cannot be loaded, changed since the identification, lacks a
-            joint of the file, does not fit the closures, or a parameter is not a standard
-            parameter of the model.
+            joint of the file, does not fit the closures, a parameter is not a standard
+            parameter of the model, or the model fails the plausibility gates
+            (:class:`~dynamic_identification.core.mechanism.plausibility.ImplausibleModelError`).
         """
         if robot is None:
             robot = parameter_file_mechanism(parameters, urdf)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 import shutil
 
 import numpy as np
@@ -24,6 +25,7 @@ from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING, 
 from dynamic_identification.core.feedforward import FeedforwardModel as CoreFeedforwardModel
 from dynamic_identification.core.identification import IdentificationSettings, identify, predict_torques
 from dynamic_identification.core.mechanism.payload import Payload, attach_payload
+from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError, mechanism_bounds, model_problems
 from dynamic_identification.core.mechanism.robot import (
     DriveChain,
     DriveParameters,
@@ -341,13 +343,52 @@ def test_the_default_acceleration_limit_is_generous_and_a_configured_one_is_kept
 def test_torques_beyond_the_effort_limits_are_clamped_and_flagged(arm6_model) -> None:
     robot, chain, terms, base, values = arm6_model
     values = values.copy()
-    values[base.names.index("Fc2")] = 1e6  # finite, below the overflow bound, far beyond any effort
+    values[base.names.index("Fc2")] = 200.0  # N·m: within the gates' 1.5 × 150 N·m, beyond the limit when moving
     model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
     output = model.evaluate(np.zeros(6), np.full(6, 0.5), np.zeros(6))
     assert output.torques[1] == pytest.approx(robot.effort_limits[1])
     assert output.clamped.tolist() == [False, True, False, False, False, False]
-    limited = CoreFeedforwardModel(robot, chain, terms, base.names, values, effort_limits=[10.0] * 6)
-    assert np.all(np.abs(limited.torques(np.zeros(6), np.full(6, 0.5), np.zeros(6))) <= 10.0)
+    configured = [120.0, 140.0, 60.0, 20.0, 15.0, 8.0]
+    limited = CoreFeedforwardModel(robot, chain, terms, base.names, values, effort_limits=configured)
+    assert np.all(np.abs(limited.torques(np.zeros(6), np.full(6, 0.5), np.zeros(6))) <= configured)
+
+
+@pytest.mark.parametrize(
+    ("changes", "problems"),
+    [
+        ({"Fc2": 5e6}, [r"Fc2 = 5e\+06 N·m exceeds 1\.5 × the effort limit 150 N·m of joint_2"]),
+        ({"Fv3": -300.0}, [r"Fv3 = -300 N·m·s/rad needs 1650 N·m at the velocity limit"]),
+        ({"Fc2": 5e6, "Fv3": -300.0}, [r"Fc2 = 5e\+06", r"Fv3 = -300"]),
+    ],
+    ids=["coulomb", "negative-viscous", "both"],
+)
+def test_a_model_that_fails_the_plausibility_gates_is_refused_naming_every_problem(
+    arm6_model, changes: dict[str, float], problems: list[str]
+) -> None:
+    robot, chain, terms, base, values = arm6_model
+    values = values.copy()
+    for name, value in changes.items():
+        values[base.names.index(name)] = value
+    with pytest.raises(ImplausibleModelError) as refused:
+        CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    assert len(refused.value.problems) == len(problems)
+    for pattern, problem in zip(problems, refused.value.problems, strict=True):
+        assert re.search(pattern, problem), problem
+    assert "\n" not in str(refused.value)
+
+
+def test_the_gates_are_those_of_the_estimator_with_the_same_limits_and_factors(arm6_model) -> None:
+    robot, chain, terms, base, values = arm6_model
+    values = values.copy()
+    # 3 kg·m² needs 66 N·m at the estimator's default 22 rad/s² (within 1.5 × 60 N·m) but 165 N·m at the
+    # feedforward's own, more generous, clamp of 55 rad/s²: a model the estimator publishes is accepted.
+    values[base.names.index("Ia3")] = 3.0
+    assert model_problems(mechanism_bounds(robot), base.names, values) == ()
+    accepted = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    assert accepted.acceleration_limits[2] == pytest.approx(55.0)
+    # plausibility.effort_factor and limits.effort are the estimator's settings, and tighten the gates as there.
+    with pytest.raises(ImplausibleModelError, match=r"Ia3 = 3 kg·m² needs 66 N·m .* more than 1\.2 ×"):
+        CoreFeedforwardModel(robot, chain, terms, base.names, values, effort_factor=1.2, effort_limits=[50.0] * 6)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -362,7 +403,10 @@ def test_the_output_is_finite_and_within_the_effort_limits_for_any_accepted_mode
     robot, chain, terms, base, values = arm6_model
     values = values.copy()
     values[index % base.count] = scale
-    model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    try:
+        model = CoreFeedforwardModel(robot, chain, terms, base.names, values)
+    except ImplausibleModelError:
+        return  # refused: nothing is fed forward
     f = np.reshape(fractions, (3, 6))
     q = 0.5 * (robot.lower_position_limits + robot.upper_position_limits) + 0.5 * f[0] * np.ptp(
         [robot.lower_position_limits, robot.upper_position_limits], axis=0

@@ -278,13 +278,9 @@ def test_a_desired_state_beyond_the_velocity_limit_publishes_the_torques_at_the_
 def test_torques_beyond_the_effort_limits_are_clamped_and_reported_at_warn(
     graph: _Graph, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    parameters = _parameter_file(arm6_urdf)
-    entries = tuple(
-        dataclasses.replace(entry, value=1e4) if entry.name == "off2" else entry  # N·m, far beyond 150
-        for entry in parameters.parameters
-    )
+    # 200 N·m: within the plausibility gates' 1.5 × 150 N·m, so the model is used, and beyond the limit of 150.
     path = tmp_path / "heavy.yaml"
-    write_parameters_atomic(path, dataclasses.replace(parameters, parameters=entries))
+    write_parameters_atomic(path, _edited(_parameter_file(arm6_urdf), {"off2": 200.0}))
     node = graph.start([Parameter("parameters_file", value=str(path)), Parameter("use_sim_time", value=True)])
     graph.spin(20.0, until=lambda: graph.clock.get_subscription_count() > 0)
     times, q, dq, ddq = _trajectory()
@@ -296,6 +292,51 @@ def test_torques_beyond_the_effort_limits_are_clamped_and_reported_at_warn(
     status = node.diagnostic_status()
     assert status.level == DiagnosticStatus.WARN and "clamped" in status.message
     assert int({kv.key: kv.value for kv in status.values}["clamped"]) >= 1
+
+
+def _edited(parameters: ParameterFile, values: dict[str, float]) -> ParameterFile:
+    """``parameters`` with the values of the parameters ``values`` names replaced."""
+    entries = tuple(
+        dataclasses.replace(entry, value=values[entry.name]) if entry.name in values else entry
+        for entry in parameters.parameters
+    )
+    return dataclasses.replace(parameters, parameters=entries)
+
+
+IMPLAUSIBLE = {"Fc2": 5e6, "Fv3": -300.0}
+"""A Coulomb friction no drive overcomes and a negative viscous friction: every torque would sit at a limit."""
+
+
+def test_an_implausible_parameters_file_is_refused_at_start_naming_the_gates(
+    context: Context, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    path = tmp_path / "implausible.yaml"
+    write_parameters_atomic(path, _edited(_parameter_file(arm6_urdf), IMPLAUSIBLE))
+    with pytest.raises(ValueError, match="'parameters_file'.*implausible model") as refused:
+        FeedforwardNode(context=context, parameter_overrides=[Parameter("parameters_file", value=str(path))])
+    message = str(refused.value)
+    assert "\n" not in message and "Fc2 = 5e+06" in message and "Fv3 = -300" in message
+
+
+def test_an_implausible_model_on_the_topic_is_refused_counted_and_the_previous_one_kept(
+    graph: _Graph, parameters_path: pathlib.Path, arm6_urdf: pathlib.Path
+) -> None:
+    node = graph.start([Parameter("parameters_file", value=str(parameters_path))])
+    assert node.model is not None
+    before = node.model
+    latched = graph.probe.create_publisher(String, "estimator/parameters", LATCHED_QOS)
+    graph.spin(20.0, until=lambda: latched.get_subscription_count() > 0)
+    latched.publish(String(data=dump_parameters(_edited(_parameter_file(arm6_urdf, stamp=2.0), IMPLAUSIBLE))))
+
+    def refused() -> bool:
+        return bool(graph.diagnostics) and "refused parameters" in graph.diagnostics[-1].message
+
+    graph.spin(20.0, until=refused)
+    assert node.model is before  # the previous model stays in use
+    status = graph.diagnostics[-1]
+    assert "implausible model" in status.message and "Fc2 = 5e+06" in status.message
+    values = {kv.key: kv.value for kv in status.values}
+    assert values["refused/parameters"] == "1" and values["parameters_stamp"] == f"{1.0:.6f}"
 
 
 @pytest.mark.parametrize("edited", [False, True], ids=["same-content-elsewhere", "other-content"])

@@ -24,12 +24,17 @@ warm-started from the previous desired sample), and the opened tree's torques ar
 actuated joints, ``τ_a = J_tᵀ τ_tree`` plus the drive terms ([Briot2012] eq. (6)); the model then keeps
 the last completed configuration, one more reason for one instance per thread.
 
+A model is refused on construction when it fails the plausibility gates of ``dynid identify`` and the estimator
+(:func:`check_plausible`): a
+feedforward of a model no real robot could have would only push the drives to their effort limits.
+
 File loading lives one layer up, in :mod:`dynamic_identification.feedforward`
 (``FeedforwardModel.from_yaml(path)``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -40,6 +45,13 @@ import pinocchio as pin
 from dynamic_identification.core.errors import DataError, ModelError
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.payload import Payload, PayloadDynamics
+from dynamic_identification.core.mechanism.plausibility import (
+    DEFAULT_EFFORT_FACTOR,
+    DEFAULT_MASS_FACTOR,
+    PlausibilityBounds,
+    check_model,
+    mechanism_bounds,
+)
 from dynamic_identification.core.mechanism.robot import (
     INERTIAL_PARAMETER_NAMES,
     DriveChain,
@@ -87,6 +99,58 @@ def checked_parameters(
     if len(set(names)) != len(named):
         raise ModelError(f"parameter names repeat: {list(named)}")
     return named, values_array
+
+
+def check_plausible(
+    mechanism: RobotModel | Mechanism,
+    names: Sequence[str],
+    values: Sequence[float] | np.ndarray,
+    *,
+    effort_limits: Sequence[float] | np.ndarray | None = None,
+    acceleration_limits: Sequence[float] | np.ndarray | None = None,
+    effort_factor: float = DEFAULT_EFFORT_FACTOR,
+    mass_factor: float = DEFAULT_MASS_FACTOR,
+) -> PlausibilityBounds:
+    """The plausibility gates of ``dynid identify`` and the estimator, applied to a model a feedforward is given.
+
+    The bounds come from where the estimator takes them
+    (:func:`~dynamic_identification.core.mechanism.plausibility.mechanism_bounds`): the URDF, the configured
+    ``limits.effort`` and ``limits.acceleration`` (``None``: the URDF's effort limits and the estimator's
+    default acceleration limits, not the feedforward's more generous clamp) and ``plausibility.*``
+    (``effort_factor``, ``mass_factor``). Every parameter gate applies: ``|Fc|``, ``|off|``, ``|Fv| v_max``,
+    ``|Ia| a_max`` within ``effort_factor`` effort limits (a negative viscous friction that large, or a Coulomb
+    friction no drive can overcome, puts every torque at the limits) and the inertial parameters within what
+    ``mass_factor`` times the URDF's mass can produce at its reach.
+
+    The gate on the peak torque predicted on the identification data is not repeated: that data is not in the
+    file, and the writers (``dynid identify`` without ``--accept-implausible``, the estimator) applied it.
+    A peak over configurations of this function's choosing would judge a model where it was never identified
+    (a reduced model's offset absorbs the gravity of a joint that barely moved, right only near where it
+    moved) and refuse models that serve their trajectory well; the torques along the trajectory actually fed
+    forward are bounded sample by sample instead (clamped to the effort limits and reported,
+    :meth:`FeedforwardModel.evaluate`).
+
+    Returns
+    -------
+    PlausibilityBounds
+        The bounds the model passed.
+
+    Raises
+    ------
+    ImplausibleModelError
+        Listing every gate the model fails (an ``IdentificationError``).
+    IdentificationError
+        A limit list of another length, or a factor below 1.
+    """
+    bounds = mechanism_bounds(
+        mechanism,
+        effort_limits=effort_limits,
+        acceleration_limits=acceleration_limits,
+        effort_factor=effort_factor,
+        mass_factor=mass_factor,
+    )
+    check_model(bounds, names, values, hint="refused by the feedforward: plausibility.* and limits.effort")
+    return bounds
 
 
 DESIRED_STATE_TOLERANCE = 0.01
@@ -179,6 +243,9 @@ class FeedforwardModel:
         the estimator's ``~/identify_payload``, [Swevers2002]; a closed-loop robot's
         platform): its rigid-body torques ``J_tᵀ Y_p(q_t, q̇_t, q̈_t) φ_p`` are added to every
         joint the identification covers ([Briot2012] eq. (11)).
+    effort_factor, mass_factor
+        ``plausibility.effort_factor`` and ``plausibility.mass_factor`` of the gates the model must
+        pass (:func:`check_plausible`, with ``effort_limits`` and ``acceleration_limits``).
 
     Raises
     ------
@@ -187,6 +254,8 @@ class FeedforwardModel:
         sizes disagree, a value is beyond :data:`MAX_PARAMETER_MAGNITUDE`,
         ``friction_smoothing`` is not finite and positive, or a limit or the ``identified``
         mask has another size.
+    ImplausibleModelError
+        If the model fails a plausibility gate (:func:`check_plausible`), listing every one.
     """
 
     _last: np.ndarray | None = None
@@ -205,6 +274,8 @@ class FeedforwardModel:
         effort_limits: Sequence[float] | np.ndarray | None = None,
         acceleration_limits: Sequence[float] | np.ndarray | None = None,
         payload: Payload | None = None,
+        effort_factor: float = DEFAULT_EFFORT_FACTOR,
+        mass_factor: float = DEFAULT_MASS_FACTOR,
     ) -> None:
         mechanism = mechanism_of(robot)
         self._mechanism = mechanism
@@ -221,6 +292,23 @@ class FeedforwardModel:
         checked_names, values_array = checked_parameters(names, values)
         inertial, drive, bearing = _standard_values(mechanism, terms, checked_names, values_array)
         tree = mechanism.robot
+        effort = tree_values(mechanism, "effort_limits", effort_limits, tree.effort_limits)
+        acceleration = tree_values(
+            mechanism,
+            "acceleration_limits",
+            acceleration_limits,
+            FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * tree.velocity_limits,
+        )
+        # The gates take the limits as configured: unset acceleration limits are the estimator's default there.
+        self._plausibility = check_plausible(
+            mechanism,
+            checked_names,
+            values_array,
+            effort_limits=effort_limits,
+            acceleration_limits=acceleration_limits,
+            effort_factor=effort_factor,
+            mass_factor=mass_factor,
+        )
         self._drive_chain = drive_chain
         self._terms = terms
         self._names = checked_names
@@ -239,17 +327,9 @@ class FeedforwardModel:
         self._identified = mask
         self._identified.setflags(write=False)
         actuated = mechanism.actuated
-        effort = tree_values(mechanism, "effort_limits", effort_limits, tree.effort_limits)
         self._effort = limit_bounds(effort[actuated])
         self._velocity = limit_bounds(tree.velocity_limits[actuated])
-        self._acceleration = limit_bounds(
-            tree_values(
-                mechanism,
-                "acceleration_limits",
-                acceleration_limits,
-                FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ * tree.velocity_limits,
-            )[actuated]
-        )
+        self._acceleration = limit_bounds(acceleration[actuated])
         self._payload = payload
         self._payload_dynamics = None if payload is None else PayloadDynamics(tree, payload.frame)
         self._payload_parameters = None if payload is None else payload.dynamic_parameters()
@@ -323,20 +403,26 @@ class FeedforwardModel:
         """Desired accelerations are limited to these, rad/s² (``∞``: none), with :data:`DESIRED_STATE_TOLERANCE`."""
         return self._acceleration.copy()
 
+    @property
+    def plausibility(self) -> PlausibilityBounds:
+        """The bounds of the plausibility gates the model passed (:func:`check_plausible`)."""
+        return self._plausibility
+
     def with_payload(self: _Model, payload: Payload | None) -> _Model:
-        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part."""
-        return type(self)(
-            self._mechanism,
-            self._drive_chain,
-            self._terms,
-            self._names,
-            self._values,
-            friction_smoothing=self._k,
-            identified=self._identified,
-            effort_limits=self._effort,
-            acceleration_limits=self._acceleration,
-            payload=payload,
-        )
+        """The same model carrying ``payload`` (``None``: no load), e.g. after the gripper took a part.
+
+        Raises
+        ------
+        ModelError
+            If the payload's frame is not a frame of the model's tree.
+        """
+        loaded = copy.copy(self)
+        # Its own Pinocchio Data: the two models may be evaluated on two threads.
+        loaded._data = self._mechanism.robot.model.createData()
+        loaded._payload = payload
+        loaded._payload_dynamics = None if payload is None else PayloadDynamics(self._mechanism.robot, payload.frame)
+        loaded._payload_parameters = None if payload is None else payload.dynamic_parameters()
+        return loaded
 
     def evaluate(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> FeedforwardTorques:
         """Feedforward torques of the controlled joints, N·m, sample by sample: clamped to the effort limits,

@@ -224,6 +224,8 @@ _CHAIN = ("recorder", "excitation", "estimator", DYNID)
 _TERMS = ("excitation", "estimator", DYNID)
 _ESTIMATION = ("estimator", DYNID)
 _EXCITE = ("excitation", DYNID_EXCITE)
+_PLAUSIBILITY = ("estimator", "feedforward", DYNID)
+"""The plausibility gates judge a model where it is made and where it is used."""
 _CLOSED_LOOP = ("excitation", "estimator", "sim_robot", DYNID)
 _INT32 = 2**31 - 1
 
@@ -345,9 +347,9 @@ SETTINGS: tuple[Setting, ...] = (
             " support)", minimum=0, maximum=1000, nodes=_ESTIMATION),
     # -- plausibility gates --
     Setting("plausibility.effort_factor", _D, 1.5, "gate: predicted torques and drive terms within this many effort"
-            " limits", minimum=1.0, maximum=1e6, nodes=_ESTIMATION),
+            " limits", minimum=1.0, maximum=1e6, nodes=_PLAUSIBILITY),
     Setting("plausibility.mass_factor", _D, 10.0, "gate: inertial parameters within what this many URDF masses"
-            " produce", minimum=1.0, maximum=1e6, nodes=_ESTIMATION),
+            " produce", minimum=1.0, maximum=1e6, nodes=_PLAUSIBILITY),
     # -- where the data comes from --
     Setting("topics.joint_states", _S, "joint_states", "sensor_msgs/JointState of positions, velocities (and"
             " efforts); a rosbag's names are absolute", nonempty=True, nodes=("recorder", DYNID)),

@@ -95,6 +95,8 @@ class FeedforwardConfig:
     urdf: str = setting_field("urdf", NODE)
     effort_limits: tuple[float, ...] | None = setting_field("limits.effort")
     acceleration_limits: tuple[float, ...] | None = setting_field("limits.acceleration")
+    effort_factor: float = setting_field("plausibility.effort_factor")
+    mass_factor: float = setting_field("plausibility.mass_factor")
     payload_file: str = setting_field("payload_file", NODE)
     payload_topic: str = setting_field("payload_topic", NODE)
 
@@ -186,6 +188,8 @@ class FeedforwardNode(GuardedNode):
             friction_smoothing=self.config.friction_smoothing,
             effort_limits=self.config.effort_limits,
             acceleration_limits=self.config.acceleration_limits,
+            effort_factor=self.config.effort_factor,
+            mass_factor=self.config.mass_factor,
         )
         # The same robot's mechanism is reused for new parameters (loading a URDF takes milliseconds).
         described = repr((parameters.joints, parameters.loop_closures, parameters.actuated_joints))
