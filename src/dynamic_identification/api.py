@@ -92,6 +92,7 @@ from dynamic_identification.io.parameter_files import (
 )
 from dynamic_identification.io.parameters import (
     ParameterFile,
+    file_mechanism,
     identified_torque_model,
     load_parameters,
     parameter_file_mechanism,
@@ -593,6 +594,9 @@ def identify_file(
 def _stamp_prediction(
     mechanism: RobotModel | Mechanism, params: ParameterFile, recording: Recording, signal: SignalSettings
 ) -> StampPrediction:
+    """The model's torques at the recording's stamps; the file checked to give every base parameter of ``mechanism``
+    (:func:`~dynamic_identification.io.parameters.file_mechanism`)."""
+    mechanism = file_mechanism(mechanism_of(mechanism), params)
     samples = Samples(
         time=recording.time,
         q=recording.position,
@@ -1240,11 +1244,15 @@ def _gain_recordings(
 
 
 def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:
-    """The robot model a parameter file names; a relative URDF path is also looked up beside the file."""
+    """The robot model a parameter file names, the file checked to give every base parameter of it
+    (:func:`~dynamic_identification.io.parameters.file_mechanism`); a relative URDF path is also looked up beside
+    the file."""
     urdf = Path(parameters.urdf)
     if not urdf.is_absolute() and not urdf.exists() and (params.parent / urdf).exists():
         urdf = params.parent / urdf
-    return load_robot(urdf, parameters.joints)
+    robot = load_robot(urdf, parameters.joints)
+    file_mechanism(SerialMechanism(robot), parameters)
+    return robot
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,9 +42,9 @@ from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, 
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.io.parameters import (
     ParameterFile,
+    file_mechanism,
     load_parameters,
     parameter_file_mechanism,
-    with_file_bearings,
 )
 from dynamic_identification.io.payload import load_payload
 
@@ -177,14 +177,15 @@ class FeedforwardModel(core.FeedforwardModel):
         dynamic_identification.core.errors.IdentificationError
             If the URDF cannot be loaded, changed since the identification, lacks a
             joint of the file, does not fit the closures, a parameter is not a standard
-            parameter of the model, or the model fails the plausibility gates
+            parameter of the model, a base parameter is neither in the file's ``parameters`` nor in
+            its ``removed``, or the model fails the plausibility gates
             (:class:`~dynamic_identification.core.mechanism.plausibility.ImplausibleModelError`).
         """
         if robot is None:
             robot = parameter_file_mechanism(parameters, urdf)
         else:
             _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
-            robot = with_file_bearings(mechanism_of(robot), parameters)
+            robot = file_mechanism(mechanism_of(robot), parameters)
         return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
 
 

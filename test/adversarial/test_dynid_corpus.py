@@ -27,12 +27,13 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot, standard_parameter_names
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import ParameterFile, dump_parameters, write_parameters_atomic
 from dynamic_identification.io.recording import recording_from_arrays, write_recording_csv
 from repo_paths import ARM6_CONFIG, ARM6_URDF, REPO_ROOT
+from true_parameters import true_parameter_file
 
 MAX_LINE = 500
 """Longest stderr line accepted, characters (the messages are cut at 400)."""
@@ -99,15 +100,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
         recording_path, recording_from_arrays(time=time_s, joint_names=robot.joint_names, position=q, effort=effort)
     )
     lines = recording_path.read_text(encoding="utf-8").splitlines()
-    names = standard_parameter_names(robot.n_joints, DriveTerms())[:12]
-    params = ParameterFile.create(
-        urdf=str(ARM6_URDF),
-        joints=robot.joint_names,
-        drive_terms=DriveTerms(),
-        drive_chain=chain,
-        names=names,
-        values=np.linspace(0.1, 1.2, len(names)),
-    )
+    params = true_parameter_file(robot, chain, DriveTerms(), drive, urdf=str(ARM6_URDF))
     params_path = folder / "params.yaml"
     write_parameters_atomic(params_path, params)
     return Inputs(

@@ -27,9 +27,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot, standard_parameter_names
+from arm6_drives import ARM6_DRIVE
+from dynamic_identification.core.mechanism.robot import DriveTerms, load_robot
 from dynamic_identification.io.config import load_config
-from dynamic_identification.io.parameters import ParameterFile, dump_parameters
+from dynamic_identification.io.parameters import dump_parameters
 from dynamic_identification.nodes.conversions import joint_trajectory_message
 from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
 from dynamic_identification.nodes.excitation import ExcitationNode
@@ -40,6 +41,7 @@ from dynamic_identification.nodes.recorder import STREAM_QOS, RecorderNode
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from repo_paths import ARM6_CONFIG, ARM6_URDF
 from ros_graph import RosGraph
+from true_parameters import true_parameter_file
 
 JOINTS = [f"joint_{k}" for k in range(1, 7)]
 ZERO = [0.0] * 6
@@ -259,16 +261,8 @@ def test_estimator_counts_the_refusal_and_goes_on(estimator: Harness, name: str)
 @pytest.fixture(scope="module")
 def parameters_yaml() -> str:
     robot = load_robot(ARM6_URDF)
-    names = standard_parameter_names(robot.n_joints, DriveTerms())[:12]
-    document = ParameterFile.create(
-        urdf=str(ARM6_URDF),
-        joints=robot.joint_names,
-        drive_terms=DriveTerms(),
-        drive_chain=load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints),
-        names=names,
-        values=np.linspace(0.1, 1.2, len(names)),
-    )
-    return dump_parameters(document)
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    return dump_parameters(true_parameter_file(robot, chain, DriveTerms(), ARM6_DRIVE, urdf=str(ARM6_URDF)))
 
 
 def feedforward_taken(node: FeedforwardNode, topic: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,18 +13,24 @@ import pytest
 import yaml
 from numpy.testing import assert_array_equal
 
+from arm6_drives import ARM6_DRIVE, ARM6_UNCOUPLED_CHAIN
+from dynamic_identification import api
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.identification import SignalSettings
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, load_robot
+from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.parameters import (
     FORMAT,
     ParameterEntry,
     ParameterFile,
     dump_parameters,
+    identified_torque_model,
     load_parameters,
+    parameter_file_mechanism,
     parse_parameters,
     write_parameters_atomic,
 )
+from true_parameters import true_parameter_file
 
 SHA = "0123456789abcdef" * 4
 """A well-formed SHA-256 for files whose URDF is not read."""
@@ -267,3 +274,81 @@ def test_a_urdf_given_instead_of_the_named_one_must_hold_the_identified_content(
     assert hashlib.sha256(elsewhere.read_bytes()).hexdigest()[:16] in message
     with pytest.raises(DataError, match="URDF file not found"):
         document.urdf_path(tmp_path / "missing.urdf")
+
+
+def _arm6_file(arm6_urdf: Path, *, without: str = "", removed: tuple[str, ...] = ()) -> ParameterFile:
+    """The shipped arm's true base parameters as an identified file, ``without`` one of them, ``removed`` listed."""
+    complete = true_parameter_file(
+        load_robot(arm6_urdf), ARM6_UNCOUPLED_CHAIN, DriveTerms(), ARM6_DRIVE, urdf=arm6_urdf, removed=removed
+    )
+    return replace(complete, parameters=tuple(entry for entry in complete.parameters if entry.name != without))
+
+
+def test_a_base_parameter_neither_given_nor_removed_is_refused_naming_it(arm6_urdf: Path) -> None:
+    # Fc2 deleted by hand: taken as zero it would take 7.9 N·m of Coulomb friction out of joint 2's torques.
+    with pytest.raises(DataError, match=r"leaves out base parameters \['Fc2'\] of its model") as refused:
+        parameter_file_mechanism(_arm6_file(arm6_urdf, without="Fc2"))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_base_parameter_the_identification_removed_is_zero_by_right(arm6_urdf: Path) -> None:
+    mechanism = parameter_file_mechanism(_arm6_file(arm6_urdf, without="Fc2", removed=("Fc2",)))
+    assert mechanism.actuated_joint_names == ("joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "joint_6")
+
+
+def test_a_misspelt_base_parameter_is_refused_naming_both_names(arm6_urdf: Path) -> None:
+    complete = _arm6_file(arm6_urdf)
+    misspelt = replace(
+        complete,
+        parameters=tuple(replace(e, name="Fc22") if e.name == "Fc2" else e for e in complete.parameters),
+    )
+    with pytest.raises(DataError, match=r"\['Fc22'\] that are not of its model and leaves out .*\['Fc2'\]"):
+        parameter_file_mechanism(misspelt)
+
+
+def _csv(path: Path) -> Path:
+    """A short recording of the arm at rest: positions only."""
+    joints = [f"joint_{j}" for j in range(1, 7)]
+    rows = [",".join(["time", *(f"{joint}/position" for joint in joints)])]
+    rows += [",".join([f"{0.004 * k:.3f}", *["0.1"] * 6]) for k in range(50)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _feedforward(path: Path, tmp_path: Path) -> object:
+    return FeedforwardModel.from_yaml(path)
+
+
+def _feedforward_of_a_robot_model(path: Path, tmp_path: Path) -> object:
+    # The feedforward node's way: the robot model built once, new parameters for it.
+    parameters = load_parameters(path)
+    complete = parameter_file_mechanism(_arm6_file(Path(parameters.urdf)))
+    return FeedforwardModel.from_parameters(parameters, robot=complete)
+
+
+def _predict(path: Path, tmp_path: Path) -> object:
+    return api.predict_file(params=path, data=_csv(tmp_path / "rest.csv"), config=None, out=tmp_path / "out.csv")
+
+
+def _payload(path: Path, tmp_path: Path) -> object:
+    data = _csv(tmp_path / "rest.csv")
+    return api.payload_file(params=path, data=data, frame="tool0", config=None, out=tmp_path / "payload.yaml")
+
+
+def _torque_model(path: Path, tmp_path: Path) -> object:
+    return identified_torque_model(path, load_robot(load_parameters(path).urdf))
+
+
+@pytest.mark.parametrize(
+    "consumer",
+    [_feedforward, _feedforward_of_a_robot_model, _predict, _payload, _torque_model],
+    ids=["feedforward", "feedforward-node", "dynid-predict", "dynid-payload", "excitation-torque-check"],
+)
+def test_every_reader_of_a_file_refuses_one_that_leaves_out_a_base_parameter(
+    arm6_urdf: Path, tmp_path: Path, consumer: Callable[[Path, Path], object]
+) -> None:
+    path = tmp_path / "params.yaml"
+    write_parameters_atomic(path, _arm6_file(arm6_urdf, without="Fc2"))
+    with pytest.raises(DataError, match=r"leaves out base parameters \['Fc2'\]"):
+        consumer(path, tmp_path)
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "payload.yaml").exists()

@@ -61,13 +61,14 @@ reads back bit-identical. ``std_percent`` is ``null`` when unknown (or NaN) and
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -436,13 +437,85 @@ def closed_loop_section(pf: ParameterFile) -> dict[str, Any]:
     }
 
 
-def with_file_bearings(model: Mechanism, pf: ParameterFile) -> Mechanism:
-    """``model`` with the passive joints' bearing friction when the file has any of its parameters (a mechanism
-    without passive joints as it is)."""
-    if not isinstance(model, ClosedLoopModel):
-        return model
-    bearings = set(model.with_passive_friction().passive_friction_names(pf.drive_terms()))
-    return model.with_passive_friction(bool(bearings & set(pf.values())))
+def file_mechanism(model: Mechanism, pf: ParameterFile) -> Mechanism:
+    """``model`` as the file's model: with the passive joints' bearing friction when the file has any of its
+    parameters (a mechanism without passive joints as it is), checked to give every base parameter
+    (:func:`require_base_parameters`).
+
+    Every reader that meets a file with the robot it describes comes through here (the feedforward,
+    ``dynid predict``, ``dynid payload``, the estimator's payload prior, the excitation's torque check).
+
+    Raises
+    ------
+    DataError
+        When the file leaves out a base parameter of its model (:func:`require_base_parameters`).
+    """
+    if isinstance(model, ClosedLoopModel):
+        bearings = set(model.with_passive_friction().passive_friction_names(pf.drive_terms()))
+        model = model.with_passive_friction(bool(bearings & set(pf.values())))
+    require_base_parameters(pf, model)
+    return model
+
+
+def require_base_parameters(pf: ParameterFile, mechanism: Mechanism) -> None:
+    """Refuse a file in which a base parameter of its model is neither in ``parameters`` nor in ``removed``.
+
+    A base parameter left out is taken as zero by every consumer, which is right only when the
+    identification removed it (``removed``: reduction, essential parameters, not excited); a parameter
+    deleted from the file by hand, or lost on the way, would silently take that joint's friction or
+    inertia out of every predicted torque. The base parameters are those of the mechanism with the file's
+    drive terms and chain ([Gautier2013] ref. [11]; [Briot2012] eq. (7)), the set every writer
+    identifies from (``DynamicModel.create``).
+
+    Raises
+    ------
+    DataError
+        Naming the missing base parameters (and the file's names that are no parameter of the model,
+        a misspelling's other half), on one line.
+    """
+    chain = pf.drive_chain()
+    terms = pf.drive_terms()
+    given = set(pf.values())
+    base = _base_names(
+        # Mechanisms are dataclasses with eq=False: hashable by identity, so one robot model is one cache entry.
+        cast(Hashable, mechanism),
+        terms,
+        tuple(chain.gear_ratios.tolist()),
+        tuple(chain.drive_gains.tolist()),
+        tuple(map(tuple, chain.coupling.tolist())),
+    )
+    missing = [name for name in base if name not in given and name not in pf.removed]
+    if not missing:
+        return
+    standard = set(mechanism.standard_parameter_names(terms))
+    unknown = [name for name in pf.values() if name not in standard]
+    # The names that are not the model's first: a misspelling explains the missing name it stands for.
+    wrong = f"has parameters {_some(unknown)} that are not of its model and " if unknown else ""
+    raise DataError(
+        f"{pf.source} {wrong}leaves out base parameters {_some(missing)} of its model: each must be in parameters,"
+        " or in removed when the identification removed it"
+    )
+
+
+def _some(names: Sequence[str], shown: int = 8) -> str:
+    """``['a', 'b']``, or the first ``shown`` names and how many more: an error message stays one short line."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{list(names[:shown])}{more}"
+
+
+@functools.lru_cache(maxsize=4)
+def _base_names(
+    mechanism: Mechanism,
+    terms: DriveTerms,
+    gear_ratios: tuple[float, ...],
+    drive_gains: tuple[float, ...],
+    coupling: tuple[tuple[float, ...], ...],
+) -> tuple[str, ...]:
+    """The names of the base parameters of ``mechanism`` with ``terms`` and the drive chain given by its arrays,
+    computed once per mechanism (a third of a second for six joints; a node receives new values for the same
+    robot at every estimator update)."""
+    chain = DriveChain.create(len(gear_ratios), gear_ratios=gear_ratios, drive_gains=drive_gains, coupling=coupling)
+    return mechanism.base_parameters(chain, terms).names
 
 
 def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | None = None) -> Mechanism:
@@ -456,15 +529,16 @@ def parameter_file_mechanism(pf: ParameterFile, urdf: str | os.PathLike[str] | N
     Raises
     ------
     DataError
-        When the URDF is not found or changed, or a closed-loop file does not list its actuated joints in the
+        When the URDF is not found or changed, the file leaves out a base parameter of its model
+        (:func:`require_base_parameters`), or a closed-loop file does not list its actuated joints in the
         tree's kinematic order.
     ModelError
         When the URDF cannot be loaded or does not fit the closures (named).
     """
     if not pf.closed_loop:
-        return SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints))
+        return file_mechanism(SerialMechanism(load_robot(pf.urdf_path(urdf), pf.joints)), pf)
     closures = [{"frame_a": c.frame_a, "frame_b": c.frame_b, "type": c.type} for c in pf.loop_closures]
-    model = with_file_bearings(
+    model = file_mechanism(
         ClosedLoopModel.from_config(pf.urdf_path(urdf), loop_closures=closures, actuated_joints=pf.actuated_joints), pf
     )
     if model.actuated_joint_names != pf.joints:
@@ -602,7 +676,7 @@ def identified_torque_model(path: str | os.PathLike[str], robot: RobotModel | Me
         not a standard parameter of its model.
     """
     identified = load_parameters(path)
-    mechanism = with_file_bearings(mechanism_of(robot), identified)
+    mechanism = file_mechanism(mechanism_of(robot), identified)
     if identified.joints != mechanism.actuated_joint_names or identified.closed_loop != bool(mechanism.closures):
         kind = "closed-loop" if identified.closed_loop else "serial"
         raise DataError(

@@ -111,7 +111,12 @@ from dynamic_identification.io.config import (
 )
 from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.io.parameter_files import window_parameter_file
-from dynamic_identification.io.parameters import dump_parameters, load_parameters, write_parameters_atomic
+from dynamic_identification.io.parameters import (
+    dump_parameters,
+    file_mechanism,
+    load_parameters,
+    write_parameters_atomic,
+)
 from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
 from dynamic_identification.io.sanity import position_problem, torque_problem
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
@@ -274,6 +279,7 @@ def _payload_setup(
         prior = load_parameters(path)
         if list(prior.joints) != list(robot.joint_names):
             raise IdentificationError(f"it names joints {list(prior.joints)}, the node {list(robot.joint_names)}")
+        file_mechanism(SerialMechanism(robot), prior)
         values_by_name = prior.values()
         RobotPrior.from_parameters(robot, chain, terms, values_by_name)
     except IdentificationError as error:
