@@ -318,6 +318,17 @@ def test_an_implausible_parameters_file_is_refused_at_start_naming_the_gates(
     assert "\n" not in message and "Fc2 = 5e+06" in message and "Fv3 = -300" in message
 
 
+def test_a_parameters_file_that_leaves_out_a_base_parameter_is_refused_at_start_naming_it(
+    context: Context, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    complete = _parameter_file(arm6_urdf)
+    path = tmp_path / "missing.yaml"
+    entries = tuple(entry for entry in complete.parameters if entry.name != "Fc2")  # removed: [] says nothing
+    write_parameters_atomic(path, dataclasses.replace(complete, parameters=entries))
+    with pytest.raises(ValueError, match=r"'parameters_file'.*leaves out base parameters \['Fc2'\]"):
+        FeedforwardNode(context=context, parameter_overrides=[Parameter("parameters_file", value=str(path))])
+
+
 def test_an_implausible_model_on_the_topic_is_refused_counted_and_the_previous_one_kept(
     graph: _Graph, parameters_path: pathlib.Path, arm6_urdf: pathlib.Path
 ) -> None:

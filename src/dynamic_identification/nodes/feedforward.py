@@ -40,8 +40,14 @@ WARN), and a desired velocity or acceleration beyond its limit (the URDF's veloc
 :data:`~dynamic_identification.core.feedforward.FEEDFORWARD_ACCELERATION_PER_VELOCITY_HZ`)
 is taken at the limit, not extrapolated: the torques of that state are published, and the
 sample is counted and reported at WARN. A desired state the model cannot evaluate (a
-closed-loop robot at a singularity) publishes nothing and is counted. A parameter file whose
-values would overflow is refused on load.
+closed-loop robot at a singularity) publishes nothing and is counted.
+
+A model is refused on load when its file cannot be read, leaves out a base parameter without
+listing it under ``removed``, or fails the plausibility gates of ``dynid identify`` and the
+estimator (:func:`~dynamic_identification.core.feedforward.check_plausible`: ``limits.*`` and
+``plausibility.*`` as the estimator reads them): from ``parameters_file`` the node does not
+start (one FATAL line); from ``parameters_topic`` the message is refused on one line, counted
+(``refused/parameters`` on ``/diagnostics``) and the previous model stays.
 """
 
 from __future__ import annotations
