@@ -322,7 +322,7 @@ def _feedforward(path: Path, tmp_path: Path) -> object:
 def _feedforward_of_a_robot_model(path: Path, tmp_path: Path) -> object:
     # The feedforward node's way: the robot model built once, new parameters for it.
     parameters = load_parameters(path)
-    complete = parameter_file_mechanism(_arm6_file(Path(parameters.urdf)))
+    complete = parameter_file_mechanism(_arm6_file(parameters.urdf_path()))
     return FeedforwardModel.from_parameters(parameters, robot=complete)
 
 
@@ -336,7 +336,7 @@ def _payload(path: Path, tmp_path: Path) -> object:
 
 
 def _torque_model(path: Path, tmp_path: Path) -> object:
-    return identified_torque_model(path, load_robot(load_parameters(path).urdf))
+    return identified_torque_model(path, load_robot(load_parameters(path).urdf_path()))
 
 
 @pytest.mark.parametrize(
