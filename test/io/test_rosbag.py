@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, simulated_robot
 from dynamic_identification.io.parameters import load_parameters
 from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
-from dynamic_identification.io.rosbag import read_recording_bag
+from dynamic_identification.io.rosbag import read_bag
 from repo_paths import ARM6_CONFIG, ARM6_URDF
 
 RATE_HZ = 500.0
@@ -52,6 +53,11 @@ JointState = TYPESTORE.types["sensor_msgs/msg/JointState"]
 Header = TYPESTORE.types["std_msgs/msg/Header"]
 Time = TYPESTORE.types["builtin_interfaces/msg/Time"]
 String = TYPESTORE.types["std_msgs/msg/String"]
+
+
+def read_recording_bag(path: Path, **options: Any) -> Recording:
+    """The recording :func:`read_bag` reads, without what aligning it dropped."""
+    return read_bag(path, **options).recording
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ class IdentificationConfig:
     joint_states_topic, currents_topic, effort_is_torque
         Where a rosbag holds the joint states and the motor currents (absolute names); with
         ``effort_is_torque`` the joint torques come from ``JointState.effort``, and when the two
-        topics are one the currents do (:func:`~dynamic_identification.io.rosbag.read_recording_bag`).
+        topics are one the currents do (:func:`~dynamic_identification.io.rosbag.read_bag`).
     tolerance_s, max_delay_s
         How a rosbag's currents are aligned to its joint states, s
         (:class:`~dynamic_identification.core.signal.alignment.StreamAligner`, as the recorder aligns them).

@@ -60,7 +60,7 @@ class BagReading:
     Attributes
     ----------
     recording
-        The recording (:func:`read_recording_bag`).
+        The recording.
     stats
         The aligner's counts: joint states offered, aligned and dropped by cause.
     tolerance_s
@@ -82,28 +82,6 @@ class BagReading:
             return ""
         total = stats.joint_states.received
         return f"{stats.dropped} of {total} {self.what} were dropped: {stats.drop_causes(self.tolerance_s)}"
-
-
-def read_recording_bag(
-    path: str | os.PathLike[str],
-    *,
-    joint_states_topic: str = "/joint_states",
-    currents_topic: str = "/motor_currents",
-    effort_is_torque: bool = False,
-    joint_names: Sequence[str] | None = None,
-    tolerance_s: float = DEFAULT_TOLERANCE_S,
-    max_delay_s: float = DEFAULT_MAX_DELAY_S,
-) -> Recording:
-    """The recording a rosbag2 bag holds: :func:`read_bag`'s, without what aligning it dropped."""
-    return read_bag(
-        path,
-        joint_states_topic=joint_states_topic,
-        currents_topic=currents_topic,
-        effort_is_torque=effort_is_torque,
-        joint_names=joint_names,
-        tolerance_s=tolerance_s,
-        max_delay_s=max_delay_s,
-    ).recording
 
 
 def read_bag(
