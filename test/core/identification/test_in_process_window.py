@@ -209,6 +209,19 @@ def test_standstill_is_never_published(arm, dynamic_model: DynamicModel) -> None
     assert "standstill" in updates[-1].reason
 
 
+def test_a_creeping_robot_says_why_it_gives_no_equation(arm, dynamic_model: DynamicModel) -> None:
+    # Travel beyond min_motion_rad, speeds below signal.min_speed_rad_s throughout: every equation is a stick
+    # phase. The reason said "estimation failed: no equations to evaluate the empty model on".
+    estimator = SlidingWindowEstimator(dynamic_model, WindowSettings())
+    time = np.arange(0.0, 12.0, 1.0 / RATE_HZ)
+    rest = np.array([0.1, 0.3, -0.4, 0.2, 0.5, 0.0])
+    q = rest + 0.1 * np.sin(2.0 * np.pi * 0.04 * time)[:, None]  # 0.025 rad/s at most
+    tau = np.tile(np.array([1.0, 20.0, 5.0, 0.5, 1.0, 0.1]), (time.size, 1))
+    updates = _feed(estimator, time, q, tau)
+    assert not any(update.publishable for update in updates)
+    assert updates[-1].reason.startswith("no usable equation: every joint moved slower than signal.min_speed_rad_s")
+
+
 def test_rank_deficient_window_is_not_published_without_reduction(arm, dynamic_model: DynamicModel) -> None:
     robot, chain, _ = arm
     time, q, tau = _fourier_data(arm, seconds=15.0)

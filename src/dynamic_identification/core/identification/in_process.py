@@ -861,6 +861,12 @@ class SlidingWindowEstimator:
             )
         if travel.max() < settings.min_motion_rad:
             return replace(blank, reason=f"standstill: largest joint travel {travel.max():.3g} rad < min_motion_rad")
+        if float(self._equations.count.sum()) <= 0.0:
+            return replace(
+                blank,
+                reason="no usable equation: every joint moved slower than signal.min_speed_rad_s"
+                f" ({self._settings.signal.min_speed_rad_s:g} rad/s) throughout the window (stick phases are left out)",
+            )
         try:
             joint_std = joint_error_std_from_normal_equations(self._equations)
             reduction = self._rechecked_model(joint_std, travel)
