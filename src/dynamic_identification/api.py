@@ -1320,6 +1320,8 @@ def payload_file(
     chain = parameters.drive_chain()
     if parsed.drive_gains is not None:
         chain = parsed.drive_chain(robot.n_joints, robot.joint_names)
+    if unit_checks:
+        check_torques(SerialMechanism(robot), parsed, chain, recording, str(data))
     polynomial_values = ros_parameters(str(config), "recorder").get("current_polynomial") if config else None
     polynomial = None
     if recording.current is not None and polynomial_values:

@@ -432,6 +432,23 @@ def test_the_payload_excitation_moves_the_wrist_and_gives_the_load_from_its_peri
     assert mass < 0.01 and com < 0.003 and moments < 0.05
 
 
+def test_payload_refuses_a_current_no_drive_produces_in_one_line(tmp_path: Path) -> None:
+    # One corrupt current sample (1e300 A, finite) is refused like the identification's recordings are.
+    robot = load_robot(ARM6_URDF)
+    chain = arm6_chain(NOMINAL_GAINS)
+    recording = unknown_load_recording(robot, chain, fundamental_hz=0.1, duration_s=4.0, rate_hz=250.0, seed=5)
+    currents = recording.currents.copy()
+    currents[100, 3] = 1e300
+    loaded = _write_currents(tmp_path / "spike.csv", robot, recording.time, recording.q, currents)
+    params = tmp_path / "robot.yaml"
+    write_parameters_atomic(params, true_parameter_file(robot, chain, DriveTerms(), ARM6_DRIVE, urdf=ARM6_URDF))
+    config = _write_config(tmp_path / "c.yaml", NOMINAL_GAINS)
+    code, _, error = _run("payload", "--params", params, "--data", loaded, "--frame", "tool0",
+                          "--config", config, "--out", tmp_path / "p.yaml")  # fmt: skip
+    assert code == 2 and "at sample 100" in error and "a corrupt sample, or not in N·m?" in error
+    assert error.count("\n") == 1 and not (tmp_path / "p.yaml").exists()
+
+
 def test_payload_periods_are_found_between_the_rest_and_the_ramps_of_a_played_excitation(
     tmp_path: Path, payload_plan: tuple[SampledTrajectory, str]
 ) -> None:
