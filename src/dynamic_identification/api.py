@@ -945,6 +945,8 @@ class StreamFileResult:
         Where the last publishable estimate was asked for (``None``: not asked for).
     published
         The update written to ``params_out`` (``None``: none was publishable, nothing written).
+    dropped
+        What reading the recording dropped, one phrase (:func:`read_recording_input`); empty: nothing.
     """
 
     out: Path
@@ -956,6 +958,7 @@ class StreamFileResult:
     start_s: float
     params_out: Path | None
     published: WindowUpdate | None
+    dropped: str = ""
 
 
 def stream_file(
@@ -979,7 +982,7 @@ def stream_file(
     if params_out is not None:
         _check_output(params_out, urdf, data, config, bag, out, option="--params-out")
     warn_unread_keys(config, "stream", urdf=urdf)
-    mechanism, parsed, drive_chain, recording, _ = load_mechanism_inputs(
+    mechanism, parsed, drive_chain, recording, dropped = load_mechanism_inputs(
         urdf, data, config, bag=bag, unit_checks=unit_checks
     )
     # The window is fed the controlled joints' samples, whatever else the recording holds.
@@ -1036,6 +1039,7 @@ def stream_file(
         start_s=float(recording.time[0]),
         params_out=params_out,
         published=best if params_out is not None else None,
+        dropped=dropped,
     )
 
 

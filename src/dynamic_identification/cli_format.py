@@ -194,10 +194,12 @@ def excite_text(excited: ExciteFileResult) -> str:
 
 
 def stream_text(streamed: StreamFileResult) -> str:
-    """The report of ``dynid stream``: updates written, the last one's reduction, time per update against real
-    time, and the estimate written to ``--params-out``."""
+    """The report of ``dynid stream``: updates written, what reading the recording dropped, the last one's reduction,
+    time per update against real time, and the estimate written to ``--params-out``."""
     seconds = streamed.update_seconds
     lines = [f"{len(seconds)} updates ({streamed.publishable} publishable) written to {streamed.out}"]
+    if streamed.dropped:
+        lines.append(f"read: {streamed.dropped}")
     last = streamed.last
     if last is not None:
         lines.append(

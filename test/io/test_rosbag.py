@@ -320,7 +320,7 @@ def test_too_many_joint_states_without_currents_is_an_error_with_the_count(run: 
         read(bag, run)
 
 
-def test_identify_names_every_joint_state_the_bag_s_alignment_dropped_on_the_samples_line(
+def test_identify_and_stream_name_every_joint_state_the_bag_s_alignment_dropped(
     run: Run, folder: Path, currents_config: Path
 ) -> None:
     """Below the 5 % refusal the drops went unsaid: 89 of 97077 joint states (55 repeated stamps, 34 without a
@@ -350,6 +350,11 @@ def test_identify_names_every_joint_state_the_bag_s_alignment_dropped_on_the_sam
         f" {JOINT_STATES} in {bag} were dropped: {gapped} without motor currents within tolerance_s=0.005 s on"
         f" either side, {repeated.size} with a repeated stamp; duplicates dropped 0,"
     ), line
+    # dynid stream reads the bag alike and says the same.
+    code, out, err = dynid("stream", "--urdf", ARM6_URDF, "--bag", bag, "--config", currents_config, "--out",
+                           folder / "few_drops.jsonl")  # fmt: skip
+    assert code == 0, err
+    assert f"read: {gapped + repeated.size} of {offered} joint states on {JOINT_STATES} in {bag} were dropped" in out
 
 
 def test_zero_header_stamps_fall_back_to_the_receive_time(run: Run, folder: Path) -> None:
