@@ -1247,16 +1247,17 @@ def _gain_recordings(
     return SerialMechanism(robot), parsed.drive_chain(robot.n_joints, robot.joint_names), recordings, False
 
 
-def _parameter_file_robot(params: Path, parameters: ParameterFile) -> RobotModel:
-    """The robot model a parameter file names, the file checked to give every base parameter of it
-    (:func:`~dynamic_identification.io.parameters.file_mechanism`); a relative URDF path is also looked up beside
-    the file."""
-    urdf = Path(parameters.urdf)
-    if not urdf.is_absolute() and not urdf.exists() and (params.parent / urdf).exists():
-        urdf = params.parent / urdf
-    robot = load_robot(urdf, parameters.joints)
-    file_mechanism(SerialMechanism(robot), parameters)
-    return robot
+def _parameter_file_robot(parameters: ParameterFile) -> RobotModel:
+    """The serial robot a parameter file names, as every reader takes it
+    (:func:`~dynamic_identification.io.parameters.parameter_file_mechanism`: its URDF relative to the file,
+    ``package://`` or absolute, checked against ``robot.urdf_sha256``; the file giving every base parameter). A
+    closed-loop robot's file is refused: the load's model is a serial robot's ([Swevers2002])."""
+    if parameters.closed_loop:
+        raise DataError(
+            f"{parameters.source} describes a closed-loop robot (robot.loop_closures): dynid payload identifies a"
+            " load on a serial robot"
+        )
+    return parameter_file_mechanism(parameters).robot
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1315,7 +1316,7 @@ def payload_file(
     _check_output(out, params, data, config)
     warn_unread_keys(config, "payload")
     parameters = load_parameters(params)
-    robot = _parameter_file_robot(params, parameters)
+    robot = _parameter_file_robot(parameters)
     frame_id(robot, frame)  # an unknown frame is refused before any work
     parsed = load_config(str(config) if config else None)
     recording = read_recording_csv(data).select(robot.joint_names)

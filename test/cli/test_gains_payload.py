@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +49,7 @@ from dynamic_identification.io.parameters import write_parameters_atomic
 from dynamic_identification.io.payload import load_payload, write_payload_atomic
 from dynamic_identification.io.recording import read_recording_csv, recording_from_arrays, write_recording_csv
 from dynamic_identification.io.trajectory import read_trajectory_csv
+from dynamic_identification.io.urdf_location import urdf_sha256
 from dynamic_identification.testing.payload_simulation import (
     currents_from_motor_torques,
     motor_side_torques,
@@ -447,6 +448,29 @@ def test_payload_refuses_a_current_no_drive_produces_in_one_line(tmp_path: Path)
                           "--config", config, "--out", tmp_path / "p.yaml")  # fmt: skip
     assert code == 2 and "at sample 100" in error and "a corrupt sample, or not in N·m?" in error
     assert error.count("\n") == 1 and not (tmp_path / "p.yaml").exists()
+
+
+def test_payload_reads_the_robot_of_its_parameter_file_as_every_reader_does(tmp_path: Path) -> None:
+    # Its URDF beside the file, named relative to it, and checked against robot.urdf_sha256: dynid payload looked
+    # the name up from the working directory first and never checked the URDF was the one identified.
+    robot = load_robot(ARM6_URDF)
+    chain = arm6_chain(NOMINAL_GAINS)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    urdf = folder / "arm.urdf"
+    urdf.write_text(Path(ARM6_URDF).read_text(encoding="utf-8"), encoding="utf-8")
+    params = folder / "robot.yaml"
+    identified = true_parameter_file(robot, chain, DriveTerms(), ARM6_DRIVE, urdf="arm.urdf")
+    write_parameters_atomic(params, replace(identified, urdf_sha256=urdf_sha256(urdf)))
+    recording = unknown_load_recording(robot, chain, fundamental_hz=0.1, duration_s=4.0, rate_hz=250.0, seed=5)
+    loaded = _write_currents(tmp_path / "loaded.csv", robot, recording.time, recording.q, recording.currents)
+    config = _write_config(tmp_path / "c.yaml", NOMINAL_GAINS)
+    argv = ("payload", "--params", params, "--data", loaded, "--frame", "tool0", "--config", config)
+    code, _, error = _run(*argv, "--out", tmp_path / "p.yaml")
+    assert code == 0, error
+    urdf.write_text(urdf.read_text(encoding="utf-8") + "<!-- edited -->\n", encoding="utf-8")
+    code, _, error = _run(*argv, "--out", tmp_path / "q.yaml")
+    assert code == 2 and "is not the one" in error and error.count("\n") == 1
 
 
 def test_payload_periods_are_found_between_the_rest_and_the_ramps_of_a_played_excitation(
