@@ -38,6 +38,7 @@ from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.mechanism.payload import Payload
+from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.io.parameters import (
@@ -178,15 +179,29 @@ class FeedforwardModel(core.FeedforwardModel):
             If the URDF cannot be loaded, changed since the identification, lacks a
             joint of the file, does not fit the closures, a parameter is not a standard
             parameter of the model, a base parameter is neither in the file's ``parameters`` nor in
-            its ``removed``, or the model fails the plausibility gates
-            (:class:`~dynamic_identification.core.mechanism.plausibility.ImplausibleModelError`).
+            its ``removed``, or the model fails the plausibility gates, here or where it was identified
+            (``quality.plausibility``): :class:`~dynamic_identification.core.mechanism.plausibility.\
+ImplausibleModelError`.
         """
+        _require_plausible(parameters)
         if robot is None:
             robot = parameter_file_mechanism(parameters, urdf)
         else:
             _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
             robot = file_mechanism(mechanism_of(robot), parameters)
         return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
+
+
+def _require_plausible(parameters: ParameterFile) -> None:
+    """Refuse a file its writer judged implausible (``quality.plausibility.ok: false``: ``dynid identify
+    --accept-implausible`` wrote it for inspection): the gates on its identification data, the predicted peak
+    torque among them, are not repeated here (:func:`~dynamic_identification.core.feedforward.check_plausible`)."""
+    verdict = parameters.quality.get("plausibility")
+    if isinstance(verdict, dict) and verdict.get("ok") is False:
+        raise ImplausibleModelError(
+            [str(problem) for problem in verdict.get("problems") or ["no reason recorded"]],
+            hint=f"{parameters.source} says so in quality.plausibility (written with --accept-implausible)",
+        )
 
 
 def feedforward_from_parameters(

@@ -28,8 +28,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import FourierTrajectory, random_fourier_trajectory
+from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, RobotModel, load_robot
 from dynamic_identification.core.simulation import SensorModel, inverse_dynamics, synthesize_measurements
+from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
 from dynamic_identification.io.parameters import FORMAT, load_parameters
 from dynamic_identification.io.recording import (
@@ -764,6 +766,9 @@ def test_identify_refuses_torques_in_the_wrong_unit_unless_accepted(
     accepted = run_dynid(capsys, *unchecked, "--accept-implausible")
     assert accepted.code == 0 and "WARNING: implausible model written" in accepted.out
     assert load_parameters(out).quality["plausibility"]["ok"] is False
+    # Written for inspection, never fed forward: the feedforward refuses what its writer judged implausible.
+    with pytest.raises(ImplausibleModelError, match="written with --accept-implausible.*Fc1"):
+        FeedforwardModel.from_yaml(out)
 
 
 @pytest.mark.parametrize("verb", ["identify", "stream"])
