@@ -92,7 +92,6 @@ from dynamic_identification.io.parameter_files import (
 )
 from dynamic_identification.io.parameters import (
     ParameterFile,
-    file_mechanism,
     identified_torque_model,
     load_parameters,
     parameter_file_mechanism,
@@ -594,9 +593,7 @@ def identify_file(
 def _stamp_prediction(
     mechanism: RobotModel | Mechanism, params: ParameterFile, recording: Recording, signal: SignalSettings
 ) -> StampPrediction:
-    """The model's torques at the recording's stamps; the file checked to give every base parameter of ``mechanism``
-    (:func:`~dynamic_identification.io.parameters.file_mechanism`)."""
-    mechanism = file_mechanism(mechanism_of(mechanism), params)
+    """The model's torques at the recording's stamps."""
     samples = Samples(
         time=recording.time,
         q=recording.position,
@@ -612,8 +609,8 @@ def predicted_recording(
     """The model's predicted torques at the recording's stamps, and which rows they cover.
 
     Rows outside every usable segment (edges, gaps) are left out; the mask says
-    which rows of ``recording`` the prediction has. :func:`predicted_torques` keeps
-    every row instead (NaN where there is no prediction), as ``dynid predict`` writes.
+    which rows of ``recording`` the prediction has. ``dynid predict`` keeps every row instead
+    (NaN where there is no prediction, :func:`_predicted`).
     """
     prediction = _stamp_prediction(robot, params, recording, signal)
     covered = prediction.covered
@@ -626,21 +623,6 @@ def predicted_recording(
     return predicted, covered
 
 
-def predicted_torques(
-    mechanism: RobotModel | Mechanism, params: ParameterFile, recording: Recording, signal: SignalSettings
-) -> np.ndarray:
-    """The model's torques of the controlled joints (N·m) at every row of ``recording``, ``(N, n_a)``.
-
-    NaN where the model has no prediction: rows of a stretch too short to differentiate
-    between two gaps (:data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`;
-    every segment is predicted to its ends) and joints the identification had no equation for
-    (:meth:`~dynamic_identification.io.parameters.ParameterFile.identified_joints`), which
-    the feedforward gives no torque either.
-    """
-    prediction = _stamp_prediction(mechanism, params, recording, signal)
-    return _predicted(prediction, _identified(mechanism, params))
-
-
 def _identified(mechanism: RobotModel | Mechanism, params: ParameterFile) -> np.ndarray:
     """``(n_a,)`` booleans: the controlled joints the identification had equations for."""
     identified = params.identified_joints()
@@ -648,7 +630,12 @@ def _identified(mechanism: RobotModel | Mechanism, params: ParameterFile) -> np.
 
 
 def _predicted(prediction: StampPrediction, identified: np.ndarray) -> np.ndarray:
-    """The prediction's torques, NaN at rows it does not cover and at joints not ``identified``."""
+    """The prediction's torques of the controlled joints (N·m) at every row, ``(N, n_a)``.
+
+    NaN where the model has no prediction: rows of a stretch too short to differentiate between two gaps
+    (:data:`~dynamic_identification.core.identification.motion.MIN_SEGMENT_SAMPLES`; every segment is predicted to
+    its ends) and joints not ``identified`` (:func:`_identified`), which the feedforward gives no torque either.
+    """
     return np.where(prediction.covered[:, None] & identified[None, :], prediction.torques, np.nan)
 
 
@@ -744,7 +731,7 @@ def predict_file(
     file), or ``config``'s when given; a file without them (written before they were
     stored) takes the defaults and says so. Columns: ``time``, per joint ``J/position``
     (as recorded) and ``J/effort`` (predicted, N·m; ``nan`` where the model has no
-    prediction, see :func:`predicted_torques`). ``urdf`` replaces the URDF the file names
+    prediction, see :func:`_predicted`). ``urdf`` replaces the URDF the file names
     (a file identified where its URDF lay elsewhere); its content must be the one the file
     records (``robot.urdf_sha256``). ``data`` may also be a planned motion (``dynid
     excite``'s trajectory CSV, :func:`_predict_plan_file`): the torques it needs.
