@@ -39,7 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.settings_schema import default
-from dynamic_identification.core.signal.stamps import BACKWARD_JUMP_S
+from dynamic_identification.core.signal.stamps import Stamp, classify_stamp
 
 # scipy.signal and scipy.interpolate (half a second of imports with the scipy.stats and scipy.optimize they load)
 # are imported in the functions that use them: a node that never filters or resamples (the recorder) starts
@@ -181,7 +181,7 @@ def clean_time_stamps(
         restart = (
             ": the recording restarts there (a bag played twice, a simulation reset?); give each run as a recording of"
             " its own, or use dynid stream, whose window restarts"
-            if t[i - 1] - t[i] > BACKWARD_JUMP_S
+            if classify_stamp(float(t[i]), float(t[i - 1])) is Stamp.RESTART
             else " (out-of-order stamps)"
         )
         raise DataError(f"time[{i}]={float(t[i])!r} s is earlier than time[{i - 1}]={float(t[i - 1])!r} s{restart}")
