@@ -22,6 +22,7 @@ such a recording with one line naming the likely unit:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,8 +87,7 @@ def position_problem(
     values = np.atleast_2d(np.asarray(positions, dtype=float))
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
-    low = np.where(np.isfinite(lower), lower - tolerance, -MAX_ABS_POSITION_RAD)
-    high = np.where(np.isfinite(upper), upper + tolerance, MAX_ABS_POSITION_RAD)
+    low, high = _position_bounds(lower, upper, tolerance)
     outside = ~np.isfinite(values) | (values < low) | (values > high)
     if not outside.any():
         return None
@@ -110,9 +110,8 @@ def torque_problem(names: Sequence[str], torques: np.ndarray, effort_limits: np.
     overflows them), so it is never averaged away."""
     values = np.atleast_2d(np.asarray(torques, dtype=float))
     limits = np.asarray(effort_limits, dtype=float)
-    limited = np.isfinite(limits) & (limits > 0.0)
-    bound = np.where(limited, MEASURED_TORQUE_FACTOR * np.where(limited, limits, 0.0), MAX_ABS_TORQUE_NM)
-    outside = ~(np.abs(values) <= bound)
+    limited = _limited(limits)
+    outside = ~(np.abs(values) <= _torque_bound(limits))
     if not outside.any():
         return None
     k, j = (int(i) for i in np.argwhere(outside)[0])
@@ -129,6 +128,66 @@ def torque_problem(names: Sequence[str], torques: np.ndarray, effort_limits: np.
         f"torque of {names[j]} is {float(values[k, j]):.4g} N·m{where}, beyond {over}{share}: a corrupt sample, or"
         " not in N·m?"
     )
+
+
+def _position_bounds(lower: np.ndarray, upper: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """The positions (rad) :func:`position_problem` accepts: the limits widened by ``tolerance``, ±
+    :data:`MAX_ABS_POSITION_RAD` for a joint without limits."""
+    low = np.where(np.isfinite(lower), lower - tolerance, -MAX_ABS_POSITION_RAD)
+    high = np.where(np.isfinite(upper), upper + tolerance, MAX_ABS_POSITION_RAD)
+    return low, high
+
+
+def _limited(effort_limits: np.ndarray) -> np.ndarray:
+    """The joints whose effort limit is known (finite and > 0)."""
+    return np.isfinite(effort_limits) & (effort_limits > 0.0)
+
+
+def _torque_bound(effort_limits: np.ndarray) -> np.ndarray:
+    """The largest ``|τ|`` (N·m) :func:`torque_problem` accepts per joint."""
+    limited = _limited(effort_limits)
+    return np.where(limited, MEASURED_TORQUE_FACTOR * np.where(limited, effort_limits, 0.0), MAX_ABS_TORQUE_NM)
+
+
+@dataclass(frozen=True)
+class SampleLimits:
+    """What one sample of a robot's joints may hold, for a node that judges every message: positions as
+    :func:`position_problem` accepts them, torques as :func:`torque_problem` does, their bounds computed once (a
+    sample within them costs a few µs, where the two functions take some 25 µs at 1 kHz).
+
+    Attributes
+    ----------
+    names
+        The joints, in the order of the samples.
+    lower, upper
+        Position limits, rad (``±∞``: none).
+    effort
+        Effort limits, N·m (``∞`` or not > 0: unknown).
+    """
+
+    names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    effort: np.ndarray
+    _low: np.ndarray = field(init=False, repr=False)
+    _high: np.ndarray = field(init=False, repr=False)
+    _torque: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("lower", "upper", "effort"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
+        low, high = _position_bounds(self.lower, self.upper, POSITION_TOLERANCE_RAD)
+        object.__setattr__(self, "_low", low)
+        object.__setattr__(self, "_high", high)
+        object.__setattr__(self, "_torque", _torque_bound(self.effort))
+
+    def problem(self, positions: np.ndarray, torques: np.ndarray) -> str | None:
+        """Why one sample (``(n,)`` positions, rad; torques, N·m) cannot be the robot's, or ``None``."""
+        if np.all((positions >= self._low) & (positions <= self._high) & (np.abs(torques) <= self._torque)):
+            return None
+        return position_problem(self.names, positions, self.lower, self.upper) or torque_problem(
+            self.names, torques, self.effort
+        )
 
 
 def speed_problem(

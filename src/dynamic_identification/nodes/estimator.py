@@ -118,7 +118,7 @@ from dynamic_identification.io.parameters import (
     write_parameters_atomic,
 )
 from dynamic_identification.io.payload import dump_payload, payload_identification_record, prior_correction_record
-from dynamic_identification.io.sanity import position_problem, torque_problem
+from dynamic_identification.io.sanity import SampleLimits
 from dynamic_identification.nodes.conversions import NS_PER_S, arrays_from_joint_state, stamp_to_ns
 from dynamic_identification.nodes.guarded import RECENT_S, GuardedNode, status_message
 from dynamic_identification.nodes.lockstep import Acknowledger
@@ -339,9 +339,12 @@ class EstimatorNode(GuardedNode):
         self._names = list(mechanism.actuated_joint_names)
         # What a sample of them can hold: positions within the URDF limits, torques a drive produces.
         actuated = list(mechanism.actuated)
-        self._lower = mechanism.robot.lower_position_limits[actuated]
-        self._upper = mechanism.robot.upper_position_limits[actuated]
-        self._effort = setup.bounds.equation_effort
+        self._sample_limits = SampleLimits(
+            tuple(self._names),
+            mechanism.robot.lower_position_limits[actuated],
+            mechanism.robot.upper_position_limits[actuated],
+            setup.bounds.equation_effort,
+        )
         self._estimator = SlidingWindowEstimator(
             self.dynamic_model, self.settings, bounds=setup.bounds, consistency=setup.consistency
         )
@@ -455,9 +458,7 @@ class EstimatorNode(GuardedNode):
                 raise IdentificationError("the sample needs position and effort (joint torque, N·m) for every joint")
             if not (math.isfinite(stamp) and np.all(np.isfinite(q)) and np.all(np.isfinite(effort))):
                 raise IdentificationError("the sample holds NaN or inf")
-            problem = position_problem(self._names, q, self._lower, self._upper) or torque_problem(
-                self._names, effort, self._effort
-            )
+            problem = self._sample_limits.problem(q, effort)
             if problem is not None:
                 raise IdentificationError(problem)
         except IdentificationError as error:
