@@ -77,11 +77,12 @@ class BagReading:
     @property
     def dropped_text(self) -> str:
         """``"D of N joint states on … were dropped: causes"``; empty when none was (a user reads every drop)."""
-        stats = self.stats
-        if stats.dropped == 0:
-            return ""
-        total = stats.joint_states.received
-        return f"{stats.dropped} of {total} {self.what} were dropped: {stats.drop_causes(self.tolerance_s)}"
+        return _dropped_text(self.stats, self.tolerance_s, self.what) if self.stats.dropped else ""
+
+
+def _dropped_text(stats: AlignmentStats, tolerance_s: float, what: str) -> str:
+    """``"D of N what were dropped: causes"`` (:meth:`AlignmentStats.drop_causes`)."""
+    return f"{stats.dropped} of {stats.joint_states.received} {what} were dropped: {stats.drop_causes(tolerance_s)}"
 
 
 def read_bag(
@@ -223,8 +224,8 @@ def _check_dropped(aligner: StreamAligner, what: str) -> None:
     if stats.dropped <= MAX_DROPPED_FRACTION * total:
         return
     raise DataError(
-        f"{stats.dropped} of {total} {what} were dropped (at most {MAX_DROPPED_FRACTION:.0%} may be):"
-        f" {stats.drop_causes(aligner.tolerance_s)}; do the two topics cover the same time, with matching stamps?"
+        f"{_dropped_text(stats, aligner.tolerance_s, what)}; at most {MAX_DROPPED_FRACTION:.0%} may be: do the two"
+        " topics cover the same time, with matching stamps?"
     )
 
 
