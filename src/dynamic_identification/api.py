@@ -525,6 +525,7 @@ def identify_file(
             "physical_consistency": physical_consistency_section(consistent, robot, costs),
             "model_choices": list(choices),
             "warnings": warnings,
+            **_dropped_quality(dropped),
         },
     )
     links = link_comparisons(robot, terms, consistent)
@@ -588,6 +589,13 @@ def identify_file(
         report=page,
         dropped=dropped,
     )
+
+
+def _dropped_quality(dropped: str) -> dict[str, str]:
+    """The parameter file's record of what reading the recording dropped (:func:`read_recording_input`), one
+    ``quality.dropped_joint_states`` sentence, so the file says it after the output line is gone; none when nothing
+    was."""
+    return {"dropped_joint_states": dropped} if dropped else {}
 
 
 def _stamp_prediction(
@@ -1012,9 +1020,9 @@ def stream_file(
             f" {BACKWARD_JUMP_S:g} s or more earlier restarts the window)"
         )
     if params_out is not None and best is not None:
+        document = window_parameter_file(dynamic_model, best, settings=settings)
         write_parameters_atomic(
-            params_out,
-            window_parameter_file(dynamic_model, best, settings=settings),
+            params_out, dataclasses.replace(document, quality={**document.quality, **_dropped_quality(dropped)})
         )
     return StreamFileResult(
         out=out,

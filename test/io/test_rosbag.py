@@ -324,7 +324,8 @@ def test_identify_and_stream_name_every_joint_state_the_bag_s_alignment_dropped(
     run: Run, folder: Path, currents_config: Path
 ) -> None:
     """Below the 5 % refusal the drops went unsaid: 89 of 97077 joint states (55 repeated stamps, 34 without a
-    current within tolerance_s) and the output said "samples 96988 (duplicates dropped 0, …)"."""
+    current within tolerance_s) and the output said "samples 96988 (duplicates dropped 0, …)"; then the parameter
+    files did not keep what the output said."""
     gap = (run.time > 104.0) & (run.time < 104.2)
     thinned = replace(run, stamps_ns=run.stamps_ns[~gap], current=run.current[~gap])
     repeated = np.arange(500, 1000, 100)  # these joint states are published twice, with the same stamp
@@ -350,11 +351,15 @@ def test_identify_and_stream_name_every_joint_state_the_bag_s_alignment_dropped(
         f" {JOINT_STATES} in {bag} were dropped: {gapped} without motor currents within tolerance_s=0.005 s on"
         f" either side, {repeated.size} with a repeated stamp; duplicates dropped 0,"
     ), line
-    # dynid stream reads the bag alike and says the same.
+    # The parameter file keeps saying it once the output is gone.
+    sentence = f"{gapped + repeated.size} of {offered} joint states on {JOINT_STATES} in {bag} were dropped"
+    assert load_parameters(folder / "few_drops.yaml").quality["dropped_joint_states"].startswith(sentence)
+    # dynid stream reads the bag alike and says the same, on its output and in its parameter file.
     code, out, err = dynid("stream", "--urdf", ARM6_URDF, "--bag", bag, "--config", currents_config, "--out",
-                           folder / "few_drops.jsonl")  # fmt: skip
+                           folder / "few_drops.jsonl", "--params-out", folder / "few_drops_window.yaml")  # fmt: skip
     assert code == 0, err
-    assert f"read: {gapped + repeated.size} of {offered} joint states on {JOINT_STATES} in {bag} were dropped" in out
+    assert f"read: {sentence}" in out
+    assert load_parameters(folder / "few_drops_window.yaml").quality["dropped_joint_states"].startswith(sentence)
 
 
 def test_zero_header_stamps_fall_back_to_the_receive_time(run: Run, folder: Path) -> None:
