@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from numpy.testing import assert_allclose
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -36,10 +37,10 @@ from dynamic_identification.core.mechanism.robot import DriveTerms, RobotModel, 
 from dynamic_identification.core.regressors.idim import base_parameters
 from dynamic_identification.core.simulation import inverse_dynamics
 from dynamic_identification.io.config import load_config
-from dynamic_identification.io.parameters import ParameterFile, write_parameters_atomic
+from dynamic_identification.io.parameters import ParameterFile, load_parameters, write_parameters_atomic
 from dynamic_identification.io.payload import dump_payload, parse_payload, write_payload_atomic
 from dynamic_identification.nodes.conversions import NS_PER_S, joint_state_message, time_message
-from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode
+from dynamic_identification.nodes.estimator import SAMPLES_QOS, EstimatorNode, file_prior
 from dynamic_identification.nodes.feedforward import FeedforwardNode
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS
 from dynamic_identification.nodes.sim_robot import SimRobotNode
@@ -338,6 +339,23 @@ def test_a_second_request_while_collecting_restarts_the_collection_and_says_so(
     assert isinstance(first, Trigger.Response) and isinstance(second, Trigger.Response)
     assert first.success and "restarted" not in first.message
     assert second.success and second.message.startswith("restarted: the collection from "), second.message
+
+
+def test_a_prior_file_is_read_with_its_own_drive_terms(
+    context: Context, arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    """A robot model identified with offsets named terms the node's model (``drive_terms.offset: false``) has not:
+    the node refused to start ("parameters ['off1', …] are not standard parameters of this model")."""
+    prior = _true_parameters(arm6, tmp_path / "robot.yaml")
+    estimator = _estimator(
+        context, [Parameter("payload.prior_file", value=str(prior)), Parameter("drive_terms.offset", value=False)]
+    )
+    try:
+        assert estimator.payload_prior_known()
+    finally:
+        estimator.destroy_node()
+    robot_prior = file_prior(arm6, CONFIG.drive_chain(arm6.n_joints), load_parameters(prior))
+    assert_allclose(robot_prior.drive.offset, ARM6_DRIVE.offset)
 
 
 def test_refuses_a_payload_frame_the_robot_does_not_have(context: Context) -> None:

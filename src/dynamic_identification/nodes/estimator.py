@@ -99,7 +99,7 @@ from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.payload import frame_id
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import DriveChain, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, SerialMechanism
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.settings_schema import setting_field
@@ -112,6 +112,7 @@ from dynamic_identification.io.config import (
 from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.io.parameter_files import window_parameter_file
 from dynamic_identification.io.parameters import (
+    ParameterFile,
     dump_parameters,
     file_mechanism,
     load_parameters,
@@ -194,7 +195,7 @@ class EstimatorSetup:
     settings: WindowSettings
     bounds: PlausibilityBounds
     payload: PayloadReidentificationSettings
-    payload_prior: dict[str, float] | None
+    payload_prior: RobotPrior | None
     consistency: ConsistentEstimator | None
     closed_loop: ClosedLoopModel | None = None
     """The closed-loop model (``robot`` is then its opened tree), ``None`` for a serial robot."""
@@ -236,7 +237,7 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
         payload = replace(_PAYLOAD_DEFAULTS, frame=tree.model.frames[tree.model.nframes - 1].name, reference_s=0.0)
         prior = None
     else:
-        payload, prior = _payload_setup(dict(config.payload), robot, drive_chain, parsed.drive_terms)
+        payload, prior = _payload_setup(dict(config.payload), robot, drive_chain)
     return EstimatorSetup(
         robot=tree,
         dynamic_model=dynamic_model,
@@ -250,8 +251,8 @@ def build_setup(config: EstimatorConfig) -> EstimatorSetup:
 
 
 def _payload_setup(
-    values: Mapping[str, Any], robot: RobotModel, chain: DriveChain, terms: DriveTerms
-) -> tuple[PayloadReidentificationSettings, dict[str, float] | None]:
+    values: Mapping[str, Any], robot: RobotModel, chain: DriveChain
+) -> tuple[PayloadReidentificationSettings, RobotPrior | None]:
     """The payload re-identification settings and the robot prior of ``payload.prior_file``; ``ValueError`` names
     the bad parameter."""
     frame = str(values.get("payload.frame") or "") or robot.model.frames[robot.model.nframes - 1].name
@@ -280,11 +281,23 @@ def _payload_setup(
         if list(prior.joints) != list(robot.joint_names):
             raise IdentificationError(f"it names joints {list(prior.joints)}, the node {list(robot.joint_names)}")
         file_mechanism(SerialMechanism(robot), prior)
-        values_by_name = prior.values()
-        RobotPrior.from_parameters(robot, chain, terms, values_by_name)
+        robot_prior = file_prior(robot, chain, prior)
     except IdentificationError as error:
         raise ValueError(f"parameter 'payload.prior_file' {path}: {error}") from error
-    return settings, values_by_name
+    return settings, robot_prior
+
+
+def file_prior(robot: RobotModel, chain: DriveChain, parameters: ParameterFile) -> RobotPrior:
+    """The robot prior of a parameter file's values, read with the file's own drive terms (what its names mean: a
+    file identified with rotor inertias is read as one even when the node's configuration has none) and the node's
+    drive chain (the samples' transmissions, as the recorder converted them).
+
+    Raises
+    ------
+    ModelError
+        When a name of the file is not a standard parameter of ``robot`` with the file's terms.
+    """
+    return RobotPrior.from_parameters(robot, chain, parameters.drive_terms(), parameters.values())
 
 
 @dataclass
@@ -353,7 +366,7 @@ class EstimatorNode(GuardedNode):
         # once); the worker takes it, owns the collection and, from the trigger on, pauses the window.
         self._payload_lock = threading.Lock()
         self._payload_trigger: float | None = None
-        self._prior_values = setup.payload_prior
+        self._prior = setup.payload_prior
         self._prior_from_file = setup.payload_prior is not None
         self._reidentification: PayloadReidentification | None = None
         # The last payload.reference_s of motion the window took: the robot without the load (worker only).
@@ -408,8 +421,14 @@ class EstimatorNode(GuardedNode):
             self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
             return
         self._parameters_publisher.publish(String(data=dump_parameters(previous)))
-        if not self._prior_from_file:
-            self._prior_values = previous.values()
+        if not self._prior_from_file and self.closed_loop is None:
+            try:
+                prior = file_prior(self.robot, self.dynamic_model.drive_chain, previous)
+            except IdentificationError as error:
+                self.get_logger().warning(f"parameters_file {path} is not the payload's robot model: {error}")
+            else:
+                with self._payload_lock:
+                    self._prior = prior
         self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
 
     @property
@@ -429,7 +448,7 @@ class EstimatorNode(GuardedNode):
     def payload_prior_known(self) -> bool:
         """Whether ``~/identify_payload`` has a robot model to identify a load against."""
         with self._payload_lock:
-            return self._prior_values is not None
+            return self._prior is not None
 
     def payload_state(self) -> str:
         """The re-identification's state: ``idle``, ``collecting``, ``accepted`` or ``refused``."""
@@ -520,7 +539,7 @@ class EstimatorNode(GuardedNode):
         with self._buffer_lock:
             last = payload_trigger_stamp(self._last_stamp, now_s, self.payload_settings.duration_s)
         with self._payload_lock:
-            prior_known = self._prior_values is not None
+            prior_known = self._prior is not None
             if prior_known:
                 self._payload_trigger = last
                 self._window_paused = True
@@ -617,12 +636,9 @@ class EstimatorNode(GuardedNode):
         with self._payload_lock:
             trigger, self._payload_trigger = self._payload_trigger, None
             paused = self._window_paused
-        if trigger is not None and self._prior_values is not None:
-            prior = RobotPrior.from_parameters(
-                self.robot, self.dynamic_model.drive_chain, self.dynamic_model.terms, self._prior_values
-            )
+        if trigger is not None and self._prior is not None:
             self._reidentification = PayloadReidentification(
-                prior,
+                self._prior,
                 self.payload_settings,
                 signal=_signal_settings(self.settings),
                 reference=self._recent_motion,
@@ -738,9 +754,10 @@ class EstimatorNode(GuardedNode):
         if self._stop.is_set() or not self.context.ok():
             return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
-        if not self._prior_from_file:
+        if not self._prior_from_file and self.closed_loop is None:
+            prior = file_prior(self.robot, self.dynamic_model.drive_chain, parameter_file)
             with self._payload_lock:
-                self._prior_values = parameter_file.values()
+                self._prior = prior
         with self._buffer_lock:
             self._counters.published += 1
 
