@@ -38,7 +38,11 @@ from dynamic_identification.core import feedforward as core
 from dynamic_identification.core.errors import ModelError
 from dynamic_identification.core.feedforward import DEFAULT_FRICTION_SMOOTHING
 from dynamic_identification.core.mechanism.payload import Payload
-from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
+from dynamic_identification.core.mechanism.plausibility import (
+    DEFAULT_EFFORT_FACTOR,
+    DEFAULT_MASS_FACTOR,
+    ImplausibleModelError,
+)
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of
 from dynamic_identification.io.parameters import (
@@ -189,7 +193,35 @@ ImplausibleModelError`.
         else:
             _require_joints("the robot model controls joints", mechanism_of(robot).actuated_joint_names, parameters)
             robot = file_mechanism(mechanism_of(robot), parameters)
-        return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
+        try:
+            return cls(robot, *_file_terms(parameters), identified=_identified(parameters), payload=payload, **options)
+        except ImplausibleModelError as error:
+            differing = _writer_factors(parameters, options)
+            if not differing:
+                raise
+            raise ImplausibleModelError(
+                error.problems,
+                hint=f"{error.hint}; its writer gated it with {differing}: set plausibility.* under /** so that the"
+                " estimator and the feedforward read the same",
+            ) from error
+
+
+def _writer_factors(parameters: ParameterFile, options: FeedforwardOptions) -> str:
+    """The plausibility factors the estimator that wrote ``parameters`` gated them with (its ``settings.window``)
+    where they differ from the feedforward's, ``"plausibility.effort_factor 3 (the feedforward's: 1.5)"``; empty
+    when they agree or the file does not say (``dynid identify`` stores none)."""
+    window = parameters.settings.get("window")
+    if not isinstance(window, dict):
+        return ""
+    ours = {
+        "effort_factor": options.get("effort_factor", DEFAULT_EFFORT_FACTOR),
+        "mass_factor": options.get("mass_factor", DEFAULT_MASS_FACTOR),
+    }
+    return ", ".join(
+        f"plausibility.{key} {window[key]:g} (the feedforward's: {value:g})"
+        for key, value in ours.items()
+        if isinstance(window.get(key), int | float) and float(window[key]) != float(value)
+    )
 
 
 def _require_plausible(parameters: ParameterFile) -> None:

@@ -318,6 +318,22 @@ def test_an_implausible_parameters_file_is_refused_at_start_naming_the_gates(
     assert "\n" not in message and "Fc2 = 5e+06" in message and "Fv3 = -300" in message
 
 
+def test_a_model_the_estimator_gated_more_loosely_is_refused_naming_both_factors(
+    context: Context, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """plausibility.* set in the estimator's block only: the estimator published what the feedforward, at its
+    defaults, refuses; the refusal said "plausibility.* and limits.effort" and not that the two nodes disagree."""
+    path = tmp_path / "loose.yaml"
+    # 400 N·m: beyond the feedforward's 1.5 × 150 N·m, within the estimator's 3 × 150.
+    loose = _edited(_parameter_file(arm6_urdf), {"off2": 400.0})
+    write_parameters_atomic(path, dataclasses.replace(loose, settings={"window": {"effort_factor": 3.0}}))
+    with pytest.raises(ValueError, match="'parameters_file'.*implausible model") as refused:
+        FeedforwardNode(context=context, parameter_overrides=[Parameter("parameters_file", value=str(path))])
+    message = str(refused.value)
+    assert "\n" not in message and "off2 = 400" in message
+    assert "plausibility.effort_factor 3 (the feedforward's: 1.5)" in message and "under /**" in message
+
+
 def test_a_parameters_file_that_leaves_out_a_base_parameter_is_refused_at_start_naming_it(
     context: Context, arm6_urdf: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

@@ -55,6 +55,7 @@ class ImplausibleModelError(IdentificationError):
 
     def __init__(self, problems: Sequence[str], *, hint: str = "") -> None:
         self.problems = tuple(problems)
+        self.hint = hint
         shown = "; ".join(self.problems[:4]) + (
             f"; and {len(self.problems) - 4} more" if len(self.problems) > 4 else ""
         )
