@@ -48,7 +48,9 @@ joint torque with the gain ``g_d = η k`` while driving and ``g_b = k / η`` whi
 and the motor-side parameters ``θ`` of ``f`` appear as ``η θ`` and ``θ / η``. With
 ``efficiency`` (the default) each current column is split into its driving and its braking
 samples (:func:`driving_samples`, decided on low-passed currents, less ``f`` of the
-previous fit from the second of :data:`REGIME_PASSES` fits on), each drive-term column
+previous fit from the second of :data:`REGIME_PASSES` fits on; a drive term regrouped with link parameters, such
+as ``Ia1`` in ``ZZ1 + Ia1 + …``, from its braking copy, whose unknown is ``θ (1/η − η)``:
+:attr:`DriveGainsResult.regrouped_drive_terms`), each drive-term column
 gains a braking copy (unknown ``θ_b − θ_d``), and the same TLS identifies ``g_d`` and
 ``g_b``; the result reports ``k = sqrt(g_d g_b)`` and ``η = sqrt(g_d / g_b)`` with σ
 propagated from their covariance. Without losses ``η`` comes out 1 within its σ. Without
@@ -93,7 +95,7 @@ filtered motion and decimated with the same filter.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from statistics import NormalDist
 
@@ -286,6 +288,12 @@ class DriveGainsResult:
         Its standard deviation, ``(n,)``; NaN where it was not identified.
     model_choice
         Which model was published and why, when the efficiency model was asked for (``None`` otherwise).
+    regrouped_drive_terms
+        Motor-side values θ (SI, joint side) of the drive terms whose base column regroups them with link parameters
+        (``Ia1`` in ``ZZ1 + Ia1 + …``), by name: their braking copy identifies ``θ_b − θ_d = θ (1/η − η)``
+        ([Swevers2002] eq. (8)), so ``θ`` follows where the efficiency model is published and ``η`` is below 1 by
+        more than :data:`EFFICIENCY_BOUND_SIGMAS` σ of ``1/η − η``; empty otherwise. Used to tell driving from
+        braking samples (:func:`identify_drive_gains`), not a base parameter.
     """
 
     drive_gains: np.ndarray
@@ -305,6 +313,7 @@ class DriveGainsResult:
     efficiency: np.ndarray | None = None
     efficiency_std: np.ndarray | None = None
     model_choice: ModelChoice | None = None
+    regrouped_drive_terms: dict[str, float] = field(default_factory=dict)
 
     @property
     def efficiency_identified(self) -> np.ndarray:
@@ -657,7 +666,7 @@ def identify_drive_gains(
         )
         if result.efficiency is None:
             break
-        values = result.parameters
+        values = {**result.parameters, **result.regrouped_drive_terms}
         estimate = _DriveEstimate(
             gains=result.drive_gains,
             drive=np.array(
@@ -943,6 +952,8 @@ class _Fit:
     drive_split: tuple[int, ...]
     """Base index (−1: regrouped) of each braking drive column; their unknowns ``θ_b − θ_d``
     follow the kept base parameters."""
+    drive_terms: tuple[tuple[str, int], ...]
+    """Name (``"Ia1"``) and motor of each braking drive column."""
     kept: np.ndarray
     unexcited: np.ndarray
     base: BaseParameters
@@ -1023,7 +1034,23 @@ class _Fit:
             efficiency=efficiency if np.any(split) else None,
             efficiency_std=efficiency_std if np.any(split) else None,
             model_choice=choice,
+            regrouped_drive_terms=self.regrouped_drive_terms(efficiency, efficiency_std),
         )
+
+    def regrouped_drive_terms(self, efficiency: np.ndarray, efficiency_std: np.ndarray) -> dict[str, float]:
+        """Motor-side ``θ`` of each regrouped drive term from its braking copy (``θ_b − θ_d = θ (1/η − η)``,
+        [Swevers2002] eq. (8)) where ``1/η − η`` exceeds :data:`EFFICIENCY_BOUND_SIGMAS` of its σ
+        (:attr:`DriveGainsResult.regrouped_drive_terms`)."""
+        found = {}
+        for e, (index, (name, motor)) in enumerate(zip(self.drive_split, self.drive_terms, strict=True)):
+            eta, eta_std = efficiency[motor], efficiency_std[motor]
+            if index >= 0 or not np.isfinite(eta_std):
+                continue
+            # d(1/η − η)/dη = −(1/η² + 1).
+            loss, loss_std = 1.0 / eta - eta, (1.0 / eta**2 + 1.0) * eta_std
+            if loss > EFFICIENCY_BOUND_SIGMAS * loss_std:
+                found[name] = float(self.solution[self.kept.size + e] / loss)
+        return found
 
 
 def _fit(
@@ -1115,6 +1142,7 @@ def _fit(
     )
     return _Fit(
         drive_split=tuple(recordings[0].drive_columns_base[i] for i in drive_split),
+        drive_terms=tuple((recordings[0].drive_names[i], recordings[0].drive_motors[i]) for i in drive_split),
         kept=kept,
         unexcited=unexcited,
         base=base,
