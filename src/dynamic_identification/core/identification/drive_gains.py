@@ -133,7 +133,8 @@ _SCALE_TOLERANCE = 1e-9
 
 REGIME_PASSES = 3
 """Efficiency: fits of :func:`identify_drive_gains`, the first telling driving from braking samples by the
-motor torque, the next by the transmission torque of the previous fit (:func:`driving_samples`)."""
+motor torque, the next by the transmission torque of the previous fit (:func:`driving_samples`). A fit that publishes
+one gain per motor ends them, unless it is the first and split no motor (:attr:`ModelChoice.braking_found`)."""
 
 MIN_REGIME_SHARE = 0.01
 """Efficiency per motor: the driving and the braking current columns must each carry at least
@@ -170,6 +171,9 @@ class ModelChoice:
         ``‖ρ‖ / ‖V_τ k̂‖`` of each model on the same equations (NaN for a model not fitted).
     left_out
         Braking copies the data did not determine (``"Fc1 braking"``, ``"gain 3 braking"``).
+    braking_found
+        Some motor both drove and braked measurably, with a determined braking current; ``False``: the regime
+        decision split no motor, and the efficiency model was not fitted.
     """
 
     efficiency: bool
@@ -180,6 +184,7 @@ class ModelChoice:
     relative_error_one_gain: float = math.nan
     relative_error_efficiency: float = math.nan
     left_out: tuple[str, ...] = ()
+    braking_found: bool = True
 
     @property
     def model(self) -> str:
@@ -664,7 +669,11 @@ def identify_drive_gains(
             base=base,
             nominal_gains=dynamic_model.drive_chain.drive_gains,
         )
-        if result.efficiency is None:
+        choice = result.model_choice
+        if result.efficiency is None and (estimate is not None or choice is None or choice.braking_found):
+            # One gain per motor stands, unless the first pass (the motor torque alone, no fit yet) saw no braking:
+            # under heavy friction the motor torque has the velocity's sign nearly everywhere, and only the
+            # transmission torque less the fit's friction tells the braking samples.
             break
         values = {**result.parameters, **result.regrouped_drive_terms}
         estimate = _DriveEstimate(
@@ -762,7 +771,8 @@ def _efficiency_model(
     if not np.any(split):
         return one_line(
             "one gain per motor: no motor both drove and braked measurably (or its braking current"
-            " cannot be told from the other columns)"
+            " cannot be told from the other columns)",
+            braking_found=False,
         ), None
     try:
         while True:
