@@ -7,7 +7,8 @@ friction, coloured torque noise, offset drift, ripple, a PC driver's stamps), wi
 the last link, and the controller's feedforward knows it), ``--duration-s`` each along the preset's random Fourier
 excitations of seeds ``10 s`` and ``10 s + 1``, the noise drawn with the same seeds. The nominal gains are the
 preset's true ones off by 5-10 % (the tests' factors). Printed per seed: the published model, each motor's gain
-error (%) and the error in units of its reported σ.
+error (%), the error in units of its reported σ, and the result's warnings (a gain whose total and ordinary
+least-squares values differ by far more than σ: the currents' noise biases it).
 
 Run: ``.venv/bin/python bench/bench_gains_realistic.py [--seeds 3] [--duration-s 60]``
 """
@@ -70,6 +71,7 @@ def main() -> None:
         model_name = result.model_choice.model if result.model_choice is not None else "one gain"
         print(f"seed {seed} ({model_name}): gain error % {np.array2string(error, precision=3)}")
         print(f"  error / σ     {np.array2string((result.drive_gains - truth) / result.drive_gains_std, precision=1)}")
+        print(f"  warnings: {len(result.warnings)}" + "".join(f"\n    {line}" for line in result.warnings))
     print(f"largest |error| per motor, %: {np.array2string(np.max(np.abs(errors), axis=0), precision=3)}")
 
 

@@ -266,6 +266,7 @@ def gains_text(gains: GainsFileResult) -> str:
         )
     if result.model_choice is not None:
         lines.append(_model_choice_line(result.model_choice))
+    lines += [f"warning: {warning}" for warning in result.warnings]
     lines += [
         f"weighted residual σ {result.residual_std:.4g}, relative error {result.relative_error:.4g},"
         f" condition number {result.condition_number:.4g}",

@@ -133,6 +133,9 @@ def test_gains_are_within_one_percent_of_the_truth_with_one_percent_current_nois
     identified = np.array(document["/**"]["ros__parameters"]["drive_chain"]["drive_gains"])
     assert_allclose(identified, TRUE_GAINS, rtol=0.01)
     assert "IDIM-TLS" in gains.report and "joint_6" in gains.report
+    # No gain rests on a large errors-in-variables correction here: nothing to warn about.
+    assert "warnings" not in document["drive_gains_identification"]["ros__parameters"]
+    assert "warning:" not in gains.report
 
 
 def test_lossless_drives_get_one_gain_per_motor_and_one_line_saying_why(gains: Files) -> None:

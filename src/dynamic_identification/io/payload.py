@@ -411,6 +411,8 @@ def drive_gains_document(
         }
     if payload is not None:
         block["payload"] = {"frame": payload.frame, "mass_kg": payload.mass_kg}
+    if result.warnings:  # an empty list has no ROS parameter type
+        block["warnings"] = list(result.warnings)
     return {
         "/**": {
             "ros__parameters": {
