@@ -189,6 +189,11 @@ def test_recording_from_arrays_needs_two_samples() -> None:
             r"joint 'a' .* has \['effort', 'velocity'\] columns but no 'a/position'",
         ),
         ("time,a/position,a/velocity\n0,1,2\n1,1,2\n", "joint 'a' .* has neither 'a/effort' nor 'a/current'"),
+        (  # one column's joint name mistyped: said, not only that 'joint2' has no torque
+            "time,joint2/position,joint_2/velocity,joint_2/effort\n0,1,2,3\n1,1,2,3\n",
+            r"joint 'joint2' .* has neither 'joint2/effort' nor 'joint2/current'; 'joint_2' has \['effort',"
+            r" 'velocity'\]: is one of the two names mistyped\?",
+        ),
         (
             "time,a/position,a/effort,b/position,b/current\n0,1,2,3,4\n1,1,2,3,4\n",
             r"different columns: 'a' has \['effort', 'position'\], 'b' has \['current', 'position'\]",

@@ -21,6 +21,7 @@ binary64 value, so ``read_recording_csv(write_recording_csv(r)) == r`` bit for b
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 import os
@@ -506,6 +507,16 @@ def _check_format(header: list[str], file: Path) -> None:
         raise DataError(f"{file} is not a recording CSV: its first line {brief(first, 60)} looks like {kind}")
 
 
+def _mistyped_joint_hint(joint: str, layout: dict[str, dict[str, int]]) -> str:
+    """``"; 'joint_2' has ['effort', 'velocity']: is one of the two names mistyped?"`` when another joint of the header
+    is spelled nearly as ``joint`` and holds the kinds it lacks (``joint2/position`` beside ``joint_2/effort``), else
+    empty."""
+    close = difflib.get_close_matches(joint, [other for other in layout if other != joint], n=1, cutoff=0.8)
+    if not close or not set(layout[joint]).isdisjoint(layout[close[0]]):
+        return ""
+    return f"; {close[0]!r} has {sorted(layout[close[0]])}: is one of the two names mistyped?"
+
+
 def _parse_header(
     header: list[str], file: Path, *, require_torque: bool = True
 ) -> tuple[int, dict[str, dict[str, int]]]:
@@ -537,9 +548,15 @@ def _parse_header(
         raise DataError(f"{file} has no joint columns (header: {brief(header)})")
     for joint, kinds in layout.items():
         if "position" not in kinds:
-            raise DataError(f"joint {joint!r} in {file} has {sorted(kinds)} columns but no {joint + '/position'!r}")
+            raise DataError(
+                f"joint {joint!r} in {file} has {sorted(kinds)} columns but no {joint + '/position'!r}"
+                + _mistyped_joint_hint(joint, layout)
+            )
         if require_torque and "effort" not in kinds and "current" not in kinds:
-            raise DataError(f"joint {joint!r} in {file} has neither {joint + '/effort'!r} nor {joint + '/current'!r}")
+            raise DataError(
+                f"joint {joint!r} in {file} has neither {joint + '/effort'!r} nor {joint + '/current'!r}"
+                + _mistyped_joint_hint(joint, layout)
+            )
     first, reference = next(iter(layout.items()))
     for joint, kinds in layout.items():
         if set(kinds) != set(reference):
