@@ -189,8 +189,26 @@ def excite_text(excited: ExciteFileResult) -> str:
             f" {usage.jerk[j]:>9.3f}"
         )
     lines += [f"warning: {warning}" for warning in plan.warnings]
+    lines += _moving_ends(excited)
     lines.append(f"trajectory written to {excited.out}")
     return "\n".join(lines)
+
+
+def _moving_ends(excited: ExciteFileResult) -> list[str]:
+    """A note when the trajectory starts or ends moving (a Fourier excitation does both): the excitation node ramps
+    in from the robot's state and out to rest, a controller that plays the file itself must too."""
+    velocities = excited.plan.trajectory.dq
+    ends = []
+    for what, row in (("starts", velocities[0]), ("ends", velocities[-1])):
+        fastest = max(range(row.shape[0]), key=lambda j: abs(row[j]))
+        if abs(row[fastest]) > 1e-9:
+            ends.append(f"{what} moving ({excited.joints[fastest]} at {row[fastest]:.3g} rad/s)")
+    if not ends:
+        return []
+    return [
+        f"note: the trajectory {' and '.join(ends)}: the excitation node ramps in from the robot's state and out to"
+        " rest; a controller that plays this file itself must ramp too"
+    ]
 
 
 def stream_text(streamed: StreamFileResult) -> str:

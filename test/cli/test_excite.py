@@ -61,6 +61,11 @@ def test_every_mode_writes_a_trajectory_inside_the_configured_limits(
     assert trajectory.joint_names == robot.joint_names
     check_trajectory(trajectory, load_excitation_settings(config, mode=mode).limits(robot))
     assert np.ptp(trajectory.q, axis=0).max() > 0.1
+    # A Fourier file starts and ends moving: whoever plays it must ramp in, and the report says so; the
+    # rest-to-rest modes start and end at rest and say nothing.
+    moving = bool(np.abs(trajectory.dq[[0, -1]]).max() > 1e-9)
+    assert moving == (mode == "fourier")
+    assert ("note: the trajectory starts moving" in printed.out) == moving
 
 
 def test_optimised_fourier_is_better_conditioned_than_the_process(
