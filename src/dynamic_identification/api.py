@@ -1083,7 +1083,13 @@ def check_torques(
     (:func:`~dynamic_identification.io.sanity.torque_problem`)."""
     effort = config.plausibility_bounds(mechanism).equation_effort
     actuated = controlled(mechanism, recording)
-    check_recording_torques(actuated.joint_names, actuated.joint_torques(drive_chain), effort, source)
+    check_recording_torques(
+        actuated.joint_names,
+        actuated.joint_torques(drive_chain),
+        effort,
+        source,
+        from_currents=actuated.effort is None,
+    )
 
 
 def _opened_tree_note(mechanism: Mechanism, config: Path | None) -> str:

@@ -449,7 +449,7 @@ def test_payload_refuses_a_current_no_drive_produces_in_one_line(tmp_path: Path)
     config = _write_config(tmp_path / "c.yaml", NOMINAL_GAINS)
     code, _, error = _run("payload", "--params", params, "--data", loaded, "--frame", "tool0",
                           "--config", config, "--out", tmp_path / "p.yaml")  # fmt: skip
-    assert code == 2 and "at sample 100" in error and "a corrupt sample, or not in N·m?" in error
+    assert code == 2 and "at sample 100" in error and "a corrupt sample, or currents in mA rather than A" in error
     assert error.count("\n") == 1 and not (tmp_path / "p.yaml").exists()
 
 

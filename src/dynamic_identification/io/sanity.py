@@ -101,10 +101,13 @@ def position_problem(
     )
 
 
-def torque_problem(names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray) -> str | None:
+def torque_problem(
+    names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray, *, from_currents: bool = False
+) -> str | None:
     """Why measured joint torques ``(n,)`` or ``(K, n)`` (N·m) cannot be the robot's, or ``None``: a value beyond
     :data:`MEASURED_TORQUE_FACTOR` times the joint's effort limit (``effort_limits``, N·m; beyond
-    :data:`MAX_ABS_TORQUE_NM` where it is unknown: ``∞`` or not > 0) or not finite.
+    :data:`MAX_ABS_TORQUE_NM` where it is unknown: ``∞`` or not > 0) or not finite. ``from_currents``: the torques are
+    recorded currents through the drive chain, and the message asks about their unit and the drive gains instead.
 
     One such sample in a recording is enough: its square dominates every sum of the normal equations (1e300 N·m
     overflows them), so it is never averaged away."""
@@ -124,10 +127,14 @@ def torque_problem(names: Sequence[str], torques: np.ndarray, effort_limits: np.
     where, share = "", ""
     if values.shape[0] > 1:
         where, share = f" at sample {k}", f" ({count} sample{'s' if count > 1 else ''} of {values.shape[0]})"
-    return (
-        f"torque of {names[j]} is {float(values[k, j]):.4g} N·m{where}, beyond {over}{share}: a corrupt sample, or"
-        " not in N·m?"
+    unit = (
+        "currents in mA rather than A, or drive_chain.drive_gains (N·m/A) wrong? (the torque is J/current through the"
+        " drive chain)"
+        if from_currents
+        else "not in N·m?"
     )
+    value = float(values[k, j])
+    return f"torque of {names[j]} is {value:.4g} N·m{where}, beyond {over}{share}: a corrupt sample, or {unit}"
 
 
 def _position_bounds(lower: np.ndarray, upper: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
@@ -292,10 +299,12 @@ def check_recording_units(
     _refuse(source, problem)
 
 
-def check_recording_torques(names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray, source: str) -> None:
+def check_recording_torques(
+    names: Sequence[str], torques: np.ndarray, effort_limits: np.ndarray, source: str, *, from_currents: bool = False
+) -> None:
     """``DataError`` when a joint torque ``(K, n)`` (N·m) of the recording ``source`` is one no drive produces
-    (:func:`torque_problem`)."""
-    _refuse(source, torque_problem(names, torques, effort_limits))
+    (:func:`torque_problem`; ``from_currents`` as there)."""
+    _refuse(source, torque_problem(names, torques, effort_limits, from_currents=from_currents))
 
 
 def _refuse(source: str, problem: str | None) -> None:
