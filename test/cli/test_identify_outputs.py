@@ -462,6 +462,17 @@ def test_a_recording_that_leaves_parameters_unexcited_is_warned_about(
     _warned(run, quality, "joint_6 had no usable equation")
 
 
+def test_a_recording_too_short_to_tell_the_parameters_apart_is_warned_about(
+    identified: Identified, tmp_path: Path
+) -> None:
+    # An independent simulator's first 2 s: condition number 3983, held-out torques 15-20 % off, and no warning.
+    data = tmp_path / "short.csv"
+    write_recording_csv(data, identified.training.rows(slice(0, 2_000)))
+    run, quality = _identify(tmp_path, data, "short", "--config", ARM6_CONFIG)
+    _warned(run, quality, "too little to tell them apart")
+    assert not any("condition number" in w for w in load_parameters(identified.params).quality["warnings"])
+
+
 def test_a_joint_the_model_cannot_predict_is_warned_about_in_the_file_the_output_and_the_report(
     identified: Identified, tmp_path: Path
 ) -> None:
