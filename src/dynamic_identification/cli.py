@@ -219,9 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     identify.add_argument(
         "--velocity",
         choices=VELOCITY_SOURCES,
-        help="velocity source (default auto: the derivative of the filtered positions, unless the recorded velocities"
-        " are significantly better: no lag, no scale error, less than half its noise; overrides signal.velocity of"
-        " --config)",
+        help="velocity source (default auto: the recorded velocities when they agree with the differentiated"
+        " positions, else the derivative; overrides signal.velocity of --config)",
     )
     identify.add_argument(
         "--cutoff-hz",

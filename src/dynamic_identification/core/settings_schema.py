@@ -262,9 +262,8 @@ SETTINGS: tuple[Setting, ...] = (
             unit="Hz", minimum=0.0, maximum=10000.0, nodes=_ESTIMATION),
     Setting("signal.decimation", _I, 0, "parallel decimation factor; 0: automatic", minimum=0, maximum=1000,
             nodes=_ESTIMATION),
-    Setting("signal.velocity", _S, "auto", "velocity source; auto: the derivative of the filtered positions, unless"
-            " the recorded velocities are significantly better (no lag, no scale error, less than half its noise)",
-            choices=VELOCITY_SOURCES, nodes=(DYNID,)),
+    Setting("signal.velocity", _S, "auto", "velocity source; auto: the recorded velocities when they agree with the"
+            " differentiated positions, else the derivative", choices=VELOCITY_SOURCES, nodes=(DYNID,)),
     Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
             " jitter by more than 1 % of a period, else as recorded (the window: decided from its first seconds)",
             choices=STAMP_SOURCES, nodes=_ESTIMATION),

@@ -27,10 +27,8 @@ real robots and the parameter file records exactly what was done:
 * **position cut-off** — 20 times the motion's bandwidth (the frequency below which
   99 % of the joint-velocity power lies, the noise floor removed), within
   2 Hz … min(20 Hz, rate / 10): the band a rigid-body model needs, no more noise;
-* **velocities** — the derivative of the filtered positions, which is in time with the positions and the
-  torques by construction, unless the recorded ones are significantly better: within 5 % of it, no lag
-  (a driver's backward difference lags half a period, a filtered estimate its time constant) and no scale
-  error, and less than half its noise in the filter's band (:func:`compare_velocities`).
+* **velocities** — the recorded ones when they agree with the derivative of the
+  filtered positions within 5 % (same band, no lag or scale error), else the derivative.
 """
 
 from __future__ import annotations
@@ -101,21 +99,7 @@ MIN_SEGMENT_SAMPLES = 4
 """A segment between two gaps needs this many samples for its motion to be estimated to its ends (a cubic)."""
 
 VELOCITY_AGREEMENT = 0.05
-"""Recorded velocities are considered only within this relative RMS difference of the differentiated positions."""
-
-VELOCITY_PHASE_TOLERANCE = 0.01
-"""Recorded velocities are used only when their lag behind the differentiated positions is at most this phase (rad)
-at the position cut-off: ``|δ| ≤ 0.01 / (2π f_c)``, 0.14 ms at 11 Hz. Every frequency the filter passes reaches the
-regressor, so a lag shows where it is largest; a driver's backward difference lags half a period (0.5 ms at 1 kHz,
-3.5 % at 11 Hz): with it, an independent simulator's Panda (2¹⁷-count encoders, 1 kHz) predicted held-out torques
-2.2 times worse than with the differentiated positions."""
-
-VELOCITY_SCALE_TOLERANCE = 0.01
-"""Recorded velocities are used only when their scale agrees with the differentiated positions' to this fraction."""
-
-VELOCITY_NOISE_RATIO = 0.5
-"""Recorded velocities are used only when their noise variance in the filter's band is below this fraction of the
-differentiated positions' (:func:`compare_velocities`): significantly less noisy, or the positions win."""
+"""Recorded velocities within this relative RMS difference of the differentiated positions are used."""
 
 
 @dataclass(frozen=True)
@@ -429,9 +413,14 @@ def resolve_signal(
         else:
             dq_recorded = _kept_rows(dq_measured, stamps.keep)[longest]
             _, dq_uniform = resample_uniform(segment_time, dq_recorded, rate)
-            comparison = compare_velocities(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
-            velocity = "measured" if comparison.recorded_better else "differentiated"
-            reasons.append(f"velocities: {comparison.reason}")
+            difference = velocity_disagreement(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
+            velocity = "measured" if difference <= VELOCITY_AGREEMENT else "differentiated"
+            reasons.append(
+                f"velocities: recorded ones (within {100 * difference:.2g} % of the differentiated positions)"
+                if velocity == "measured"
+                else f"velocities: differentiated positions (the recorded ones differ by {100 * difference:.2g} %:"
+                " lag, scale or noise)"
+            )
     signal = replace(
         settings,
         position_cutoff_hz=cutoff,
@@ -524,126 +513,20 @@ def _kept_rows(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return array if keep.size == array.shape[0] else array[keep]
 
 
-@dataclass(frozen=True)
-class VelocityComparison:
-    """Recorded velocities against the derivative of the filtered positions, both low-passed alike
-    (:func:`compare_velocities`).
-
-    Attributes
-    ----------
-    disagreement
-        Relative RMS difference over the joints' samples faster than a tenth of their peak speed (``inf`` when no
-        joint moves).
-    lag_s
-        The recorded velocities' delay ``δ``, s: the difference's least-squares fit ``−δ q̈ + ε q̇`` over those
-        samples (positive: they lag).
-    scale_error
-        ``ε``, their relative scale error.
-    noise_ratio
-        The recorded velocities' noise variance in the filter's band over the differentiated positions' (``inf``
-        when the positions show no noise).
-    band_hz, band_name
-        The highest frequency the regressor sees, Hz, and its name: the position ``"cut-off"``, or the ``"Nyquist
-        frequency"`` unfiltered.
-    """
-
-    disagreement: float
-    lag_s: float
-    scale_error: float
-    noise_ratio: float
-    band_hz: float
-    band_name: str
-
-    @property
-    def lag_phase_rad(self) -> float:
-        """The lag's phase at the top of the band, rad."""
-        return 2.0 * np.pi * self.band_hz * abs(self.lag_s)
-
-    @property
-    def recorded_better(self) -> bool:
-        """Whether the recorded velocities are significantly better: they agree, without lag or scale error, and
-        carry less than :data:`VELOCITY_NOISE_RATIO` of the differentiated positions' noise."""
-        return (
-            self.disagreement <= VELOCITY_AGREEMENT
-            and self.lag_phase_rad <= VELOCITY_PHASE_TOLERANCE
-            and abs(self.scale_error) <= VELOCITY_SCALE_TOLERANCE
-            and self.noise_ratio < VELOCITY_NOISE_RATIO
-        )
-
-    @property
-    def reason(self) -> str:
-        """Which velocities and why, one phrase."""
-        if self.recorded_better:
-            return (
-                f"recorded ones (within {100 * self.disagreement:.2g} % of the differentiated positions, no lag,"
-                f" noise variance {self.noise_ratio:.2g} × theirs)"
-            )
-        if self.disagreement > VELOCITY_AGREEMENT:
-            why = f"the recorded ones differ by {100 * self.disagreement:.2g} %: lag, scale or noise"
-        elif self.lag_phase_rad > VELOCITY_PHASE_TOLERANCE:
-            why = (
-                f"the recorded ones lag them by {1e3 * self.lag_s:.2g} ms: {self.lag_phase_rad:.2g} rad of phase at"
-                f" the {self.band_hz:.3g} Hz {self.band_name}"
-            )
-        elif abs(self.scale_error) > VELOCITY_SCALE_TOLERANCE:
-            why = f"the recorded ones are {100 * self.scale_error:+.2g} % off in scale"
-        else:
-            why = (
-                f"the recorded ones are not significantly less noisy: noise variance {self.noise_ratio:.2g} × theirs,"
-                f" not below {VELOCITY_NOISE_RATIO:g}"
-            )
-        return f"differentiated positions ({why})"
-
-
-def compare_velocities(
+def velocity_disagreement(
     q_uniform: np.ndarray, dq_recorded: np.ndarray, *, rate_hz: float, cutoff_hz: float | None
-) -> VelocityComparison:
-    """Recorded velocities against the derivative of the filtered positions (:class:`VelocityComparison`).
-
-    The difference ``d`` of the two low-passed velocities is fitted as ``−δ q̈ + ε q̇`` (a lag and a scale error)
-    on the joints' moving samples; what remains is the two noises in the filter's band, independent, so its
-    variance less the differentiated positions' noise variance is the recorded velocities'. The positions' noise
-    is white noise of the variance their third differences show (``Var Δ³ = 20 σ²``; the motion's own third
-    differences are far below at the rates recorded), carried through :func:`~.signal.differentiate` exactly by
-    its response to an impulse (the sum of its squares).
-    """
-    band_hz, band_name = (cutoff_hz, "cut-off") if cutoff_hz is not None else (0.5 * rate_hz, "Nyquist frequency")
-    _, derivative, acceleration = differentiate(q_uniform, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
+) -> float:
+    """Relative RMS difference between recorded velocities and the derivative of the filtered positions,
+    both low-passed alike, over the joints' samples faster than a tenth of their peak speed."""
+    _, derivative, _ = differentiate(q_uniform, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
     recorded = (
         lowpass_zero_phase(dq_recorded, cutoff_hz=cutoff_hz, rate_hz=rate_hz) if cutoff_hz is not None else dq_recorded
     )
     moving = np.abs(derivative) > 0.1 * np.abs(derivative).max(axis=0, initial=0.0)
     reference = float(np.linalg.norm(np.where(moving, derivative, 0.0)))
     if reference <= 0.0:
-        return VelocityComparison(float("inf"), 0.0, 0.0, float("inf"), band_hz, band_name)
-    difference = np.where(moving, recorded - derivative, 0.0)
-    columns = np.column_stack([np.where(moving, -acceleration, 0.0).ravel(), np.where(moving, derivative, 0.0).ravel()])
-    (lag_s, scale_error), *_ = np.linalg.lstsq(columns, difference.ravel(), rcond=None)
-    residual = difference - (columns @ np.array([lag_s, scale_error])).reshape(difference.shape)
-    counts = np.maximum(moving.sum(axis=0), 1)
-    residual_variance = float(np.sum(np.einsum("ij,ij->j", residual, residual) / counts))
-    position_noise = np.mean(np.diff(q_uniform, n=3, axis=0) ** 2, axis=0) / 20.0
-    differentiated_variance = float(np.sum(position_noise)) * _derivative_noise_gain(rate_hz, cutoff_hz)
-    recorded_variance = max(residual_variance - differentiated_variance, 0.0)
-    return VelocityComparison(
-        disagreement=float(np.linalg.norm(difference)) / reference,
-        lag_s=float(lag_s),
-        scale_error=float(scale_error),
-        noise_ratio=recorded_variance / differentiated_variance if differentiated_variance > 0.0 else float("inf"),
-        band_hz=band_hz,
-        band_name=band_name,
-    )
-
-
-@functools.lru_cache(maxsize=16)
-def _derivative_noise_gain(rate_hz: float, cutoff_hz: float | None) -> float:
-    """The variance of :func:`~.signal.differentiate`'s velocity of unit white noise, (rad/s)² per rad²: the sum of
-    squares of its response to a unit impulse far from the ends."""
-    half = int(np.ceil(20.0 * rate_hz / (cutoff_hz or rate_hz))) + 8
-    impulse = np.zeros((2 * half + 1, 1))
-    impulse[half] = 1.0
-    _, response, _ = differentiate(impulse, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
-    return float(np.sum(response**2))
+        return float("inf")
+    return float(np.linalg.norm(np.where(moving, recorded - derivative, 0.0))) / reference
 
 
 def estimate_motion(
@@ -785,6 +668,5 @@ __all__ = [
     "motion_bandwidth_hz",
     "resolve_signal",
     "sample_instants",
-    "VelocityComparison",
-    "compare_velocities",
+    "velocity_disagreement",
 ]

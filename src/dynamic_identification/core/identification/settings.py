@@ -48,8 +48,8 @@ class SignalSettings:
     velocity
         ``"measured"``: the recorded velocities (filtered like positions);
         ``"differentiated"``: the derivative of the filtered positions; ``"auto"`` (the
-        default): the derivative, unless the recording has velocities that are significantly
-        better (:func:`~dynamic_identification.core.identification.motion.compare_velocities`).
+        default): the recorded ones when the recording has them and they agree with the
+        differentiated positions, else the derivative.
     stamps
         ``"recorded"``: the stamps as they are; ``"recovered"``: the sample instants
         recovered from the sample order (a median-filtered fit of stamp against sample
