@@ -115,6 +115,8 @@ def test_later_updates_are_publishable_with_a_reduced_well_conditioned_model(
     # The stamps jitter (a sampler that stamps exactly): the window judges whether to recover the sample instants
     # (signal.stamps: auto) from its first 5 s of data, and publishes nothing before.
     assert not updates[0]["publishable"] and "waiting for data" in updates[0]["reason"]
+    # It says what it waits for (it said "the window holds no rows yet" with 4.9 s of data).
+    assert "decided from the first 5 s of data between gaps (0.999 s so far)" in updates[0]["reason"]
 
 
 FREEZE_PROBE = textwrap.dedent(

@@ -451,6 +451,8 @@ class SlidingWindowEstimator:
         self._cutoff = float("nan")
         self._recover = False
         self._builder: RowBuilder | None = None
+        # Data (s) the decisions taken before the first rows have had so far; None: they do not wait for data.
+        self._deciding_s: float | None = None
         self._next_output: int | None = None
         self._blocks: deque[_Block] = deque()
         self._store = _RowStore(self._n, self._base.count)
@@ -655,6 +657,7 @@ class SlidingWindowEstimator:
         waiting = settings.position_cutoff_hz == AUTO_CUTOFF_HZ or scattered
         data_s = float(np.sum(marks[stops - 1] - marks[starts]))
         if waiting and data_s < min(AUTO_CUTOFF_DATA_S, settings.window_s):
+            self._deciding_s = data_s
             return False
         piece = slice(int(starts[longest]), int(stops[longest]))
         self._create_builder(time[piece], q[piece])
@@ -836,7 +839,13 @@ class SlidingWindowEstimator:
             return WindowUpdate(
                 time_s=now,
                 publishable=False,
-                reason=f"waiting for data: the window holds no rows yet (publishes from {needed_s:.3g} s of rows)",
+                reason=(
+                    f"waiting for data: the window holds no rows yet (publishes from {needed_s:.3g} s of rows)"
+                    if self._builder is not None or self._deciding_s is None
+                    else "waiting for data: the position cut-off and the sample instants are decided from the first"
+                    f" {min(AUTO_CUTOFF_DATA_S, settings.window_s):g} s of data between gaps ({self._deciding_s:.3g} s"
+                    f" so far), before the first row (the window publishes from {needed_s:.3g} s of rows)"
+                ),
                 position_cutoff_hz=self._cutoff,
             )
         span = float(self._blocks[-1].time[-1] - self._blocks[0].time[0])
