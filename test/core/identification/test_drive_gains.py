@@ -103,32 +103,40 @@ def test_tls_gains_are_within_one_percent_with_one_percent_current_noise(scenari
     assert_allclose(scenario.result.drive_gains, TRUE_GAINS, rtol=0.01)
 
 
-def test_a_gain_resting_on_a_large_errors_in_variables_correction_is_warned_about(scenario: Scenario) -> None:
-    # With 1 % current noise least squares and TLS agree within 0.08 %: no warning. With 10 % (white, 10 s a
-    # recording) motor 1's TLS gain is 7.4 % from least squares': said, as it must be on a robot whose currents
-    # are noisier than their column (bench_gains_realistic: motor 1 then 8-23 % off with σ 0.6-0.8 %).
-    assert scenario.result.warnings == ()
-    s = scenario
+def _ten_second_experiment(
+    s: Scenario,
+    drive: DriveParameters,
+    *,
+    noise_fraction: float = 0.01,
+    efficiency: np.ndarray | None = None,
+) -> DriveGainsResult:
+    """The scenario's gain experiment with 10 s recordings of ``drive``: the scenario's trajectories and noise seeds,
+    ``noise_fraction`` of current noise, transmission ``efficiency``."""
     unloaded, loaded = (
         simulate_current_recording(
             s.robot,
             s.truth,
-            s.drive,
+            drive,
             random_fourier_trajectory(s.robot, seed=seed, margin=0.2),
             duration_s=10.0,
             payload=load,
-            noise_fraction=0.1,
+            efficiency=efficiency,
+            noise_fraction=noise_fraction,
             seed=seed + 10,
             name=name,
         )
         for seed, load, name in ((1, None, "unloaded"), (2, s.payload, "loaded"))
     )
-    noisy = identify_drive_gains(
-        DynamicModel.create(s.robot, s.nominal, DriveTerms(), s.base),
-        unloaded=unloaded,
-        loaded=loaded,
-        payload=s.payload,
-    )
+    dynamic_model = DynamicModel.create(s.robot, s.nominal, DriveTerms(), s.base)
+    return identify_drive_gains(dynamic_model, unloaded=unloaded, loaded=loaded, payload=s.payload)
+
+
+def test_a_gain_resting_on_a_large_errors_in_variables_correction_is_warned_about(scenario: Scenario) -> None:
+    # With 1 % current noise least squares and TLS agree within 0.08 %: no warning. With 10 % (white, 10 s a
+    # recording) motor 1's TLS gain is 7.4 % from least squares': said, as it must be on a robot whose currents
+    # are noisier than their column (bench_gains_realistic: motor 1 then 8-23 % off with σ 0.6-0.8 %).
+    assert scenario.result.warnings == ()
+    noisy = _ten_second_experiment(scenario, scenario.drive, noise_fraction=0.1)
     assert len(noisy.warnings) == 1, noisy.warnings
     assert noisy.warnings[0].startswith("motor 1's drive gain rests on a large errors-in-variables correction")
     assert "\n" not in noisy.warnings[0]
@@ -241,7 +249,6 @@ def test_a_first_pass_that_sees_no_braking_does_not_end_the_regime_refinement(sc
     # seemed to brake, one gain per motor was published up to 10.4 % off (motor 2; 10.3-10.5 % over three noise
     # seeds) and the refinement stopped there. The next pass splits by the transmission torque less that one-gain
     # fit's friction ([Swevers2002] eq. (8)): the efficiency model, gains measured within 0.31 % (0.34-0.61 %).
-    s = scenario
     drive = DriveParameters.create(
         6,
         rotor_inertia=ARM6_DRIVE.rotor_inertia,
@@ -249,26 +256,7 @@ def test_a_first_pass_that_sees_no_braking_does_not_end_the_regime_refinement(sc
         coulomb=2.0 * ARM6_DRIVE.coulomb,
         offset=ARM6_DRIVE.offset,
     )
-    unloaded, loaded = (
-        simulate_current_recording(
-            s.robot,
-            s.truth,
-            drive,
-            random_fourier_trajectory(s.robot, seed=seed, margin=0.2),
-            duration_s=10.0,
-            payload=load,
-            efficiency=EFFICIENCY,
-            seed=seed + 10,
-            name=name,
-        )
-        for seed, load, name in ((1, None, "unloaded"), (2, s.payload, "loaded"))
-    )
-    result = identify_drive_gains(
-        DynamicModel.create(s.robot, s.nominal, DriveTerms(), s.base),
-        unloaded=unloaded,
-        loaded=loaded,
-        payload=s.payload,
-    )
+    result = _ten_second_experiment(scenario, drive, efficiency=EFFICIENCY)
     assert result.model_choice is not None and result.model_choice.efficiency
     assert_allclose(result.drive_gains, TRUE_GAINS, rtol=0.01)
 
