@@ -755,9 +755,13 @@ class EstimatorNode(GuardedNode):
             return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
         if not self._prior_from_file and self.closed_loop is None:
-            prior = file_prior(self.robot, self.dynamic_model.drive_chain, parameter_file)
-            with self._payload_lock:
-                self._prior = prior
+            try:
+                prior = file_prior(self.robot, self.dynamic_model.drive_chain, parameter_file)
+            except IdentificationError as error:  # the window's own names: not expected, never fatal
+                self.get_logger().warning(f"the published estimate is not the payload's robot model: {error}")
+            else:
+                with self._payload_lock:
+                    self._prior = prior
         with self._buffer_lock:
             self._counters.published += 1
 

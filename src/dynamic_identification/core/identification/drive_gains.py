@@ -307,8 +307,8 @@ class DriveGainsResult:
     least_squares_drive_gains
         The same fit by ordinary least squares, the currents taken as exact (``δ = 1``), ``(n,)`` N·m/A; ``None``
         when not computed. The TLS corrects the bias that the currents' noise puts on them (errors in variables);
-        where the two differ by much more than σ the correction is large, and σ, a first-order noise figure, does
-        not cover what it leaves (:attr:`warnings`).
+        where the two differ by much more than σ the correction is large, and right only as far as the TLS's noise
+        model holds (:attr:`warnings`).
     regrouped_drive_terms
         Motor-side values θ (SI, joint side) of the drive terms whose base column regroups them with link parameters
         (``Ia1`` in ``ZZ1 + Ia1 + …``), by name: their braking copy identifies ``θ_b − θ_d = θ (1/η − η)``
@@ -346,7 +346,6 @@ class DriveGainsResult:
         corrects the bias of least squares and σ covers the rest, whatever the correction's size; a current whose
         noise is large against its column (coloured noise in band, a joint the payload barely loads) is
         under-corrected, by as much as the correction itself.
-
         """
         if self.least_squares_drive_gains is None:
             return ()
