@@ -16,6 +16,7 @@ from dynamic_identification.core.identification.motion import (
     joint_travel,
     motion_bandwidth_hz,
     resolve_signal,
+    row_instants,
     sample_instants,
 )
 from dynamic_identification.core.signal.filters import (
@@ -118,6 +119,26 @@ def test_late_stamps_of_regular_samples_are_recovered_with_the_reason() -> None:
     assert "recovered from the sample order" in choice.reasons[0]
     assert "smoother" in choice.reasons[0]
     assert choice.rate_hz == pytest.approx(RATE_HZ, rel=1e-4)
+
+
+def test_each_row_is_predicted_at_its_recovered_instant_not_at_its_late_stamp() -> None:
+    """``dynid predict`` read its prediction at each row's stamp: up to 0.6 ms late here, tens of ms after a driver's
+    stall, and beyond the last grid point at the end (a Panda log's last row went without a torque)."""
+    instants, stamps = late_stamps(30_000, seed=3)
+    stamps[100] = stamps[99]  # a repeated stamp: its row is dropped and takes the instant of the row it repeats
+    q, _ = motion(instants)
+    choice = resolve_signal(stamps, q, SignalSettings())
+    rows = row_instants(stamps, choice)
+
+    def rms_s(times: np.ndarray) -> float:
+        """RMS distance from the true instants but for a constant (the recovered instants keep the stamps' clock)."""
+        off = np.delete(times - instants, 100)
+        return float(np.sqrt(np.mean((off - np.median(off)) ** 2)))
+
+    # Measured: 17.6 µs against the stamps' 144 µs.
+    assert rms_s(rows) < 0.05 * PERIOD_S and rms_s(rows) < 0.2 * rms_s(stamps)
+    assert rows[100] == rows[99]
+    assert_allclose(row_instants(instants, resolve_signal(instants, q, SignalSettings())), instants)
 
 
 def test_a_millisecond_counter_on_a_coarse_encoder_is_recovered() -> None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.core.identification.motion import Motion, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.motion import Motion, estimate_motion, resolve_signal, row_instants
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
@@ -162,6 +162,10 @@ class CompletedRecording:
     duplicates_dropped: int
     signal: SignalSettings
     signal_reasons: tuple[str, ...] = ()
+    instants: np.ndarray | None = None
+    """Each input row's instant on the segments' clock, s ``(N,)``: its stamp, or its recovered sample instant when
+    the stamps were recovered (a repeated stamp's row takes the instant of the row it repeats); ``None`` when not
+    known."""
 
     @property
     def rate_hz(self) -> float:
@@ -283,6 +287,7 @@ def complete_recording(
         duplicates_dropped=duplicates,
         signal=choice.signal,
         signal_reasons=choice.reasons,
+        instants=row_instants(t, choice),
     )
 
 

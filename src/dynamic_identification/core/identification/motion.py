@@ -529,6 +529,19 @@ def velocity_disagreement(
     return float(np.linalg.norm(np.where(moving, recorded - derivative, 0.0))) / reference
 
 
+def row_instants(time: np.ndarray, choice: SignalChoice) -> np.ndarray:
+    """Each row's instant on the clock of :func:`estimate_motion`'s grids, s ``(N,)``: its stamp ``time``, or, when
+    ``choice`` recovered the stamps, its recovered sample instant; a repeated stamp's row (dropped) takes the instant
+    of the row it repeats. What a prediction of every row is read at: a late stamp (a driver's stall) is not when its
+    sample was taken."""
+    stamps = np.asarray(time, dtype=float)
+    cleaned = choice.stamps
+    if cleaned is None or not cleaned.recovered:
+        return stamps
+    latest_kept = np.searchsorted(cleaned.keep, np.arange(stamps.shape[0]), side="right") - 1
+    return (cleaned.origin + cleaned.time)[np.maximum(latest_kept, 0)]
+
+
 def estimate_motion(
     time: np.ndarray,
     q: np.ndarray,
@@ -664,6 +677,7 @@ __all__ = [
     "edge_samples",
     "estimate_motion",
     "joint_travel",
+    "row_instants",
     "longest_step_s",
     "motion_bandwidth_hz",
     "resolve_signal",

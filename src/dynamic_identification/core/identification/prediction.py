@@ -210,7 +210,7 @@ def predict_at_stamps(
         edges=True,
     )
     return interpolate_at_stamps(
-        stamps,
+        stamps if completed.instants is None else completed.instants,
         mechanism.n_actuated,
         (
             (
