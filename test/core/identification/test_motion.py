@@ -263,6 +263,11 @@ def test_recorded_velocities_are_used_when_they_agree_and_not_when_they_lag() ->
     q, dq = motion(time)
     agreeing = resolve_signal(time, q, SignalSettings(), dq_measured=dq)
     assert agreeing.signal.velocity == "measured"
+    assert agreeing.reasons[-1].endswith("differentiated positions, in time with them)")
+    # A driver's backward difference agrees as well and lags half a period: said, with what to do about it.
+    backward = np.vstack([dq[:1], np.diff(q, axis=0) / PERIOD_S])
+    lagging = resolve_signal(time, q, SignalSettings(), dq_measured=backward)
+    assert "lagging them by 0.5 ms, 0.5 sample periods: signal.velocity differentiated" in lagging.reasons[-1]
     _, lagging = motion(time - 0.05)  # a 50 ms filter lag in the drive's velocity estimate
     lagged = resolve_signal(time, q, SignalSettings(), dq_measured=lagging)
     assert lagged.signal.velocity == "differentiated"

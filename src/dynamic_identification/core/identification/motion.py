@@ -413,10 +413,12 @@ def resolve_signal(
         else:
             dq_recorded = _kept_rows(dq_measured, stamps.keep)[longest]
             _, dq_uniform = resample_uniform(segment_time, dq_recorded, rate)
-            difference = velocity_disagreement(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
+            agreement = compare_velocities(q_uniform, dq_uniform, rate_hz=rate, cutoff_hz=cutoff)
+            difference = agreement.difference
             velocity = "measured" if difference <= VELOCITY_AGREEMENT else "differentiated"
             reasons.append(
-                f"velocities: recorded ones (within {100 * difference:.2g} % of the differentiated positions)"
+                f"velocities: recorded ones (within {100 * difference:.2g} % of the differentiated positions,"
+                f" {agreement.lag_text(rate)})"
                 if velocity == "measured"
                 else f"velocities: differentiated positions (the recorded ones differ by {100 * difference:.2g} %:"
                 " lag, scale or noise)"
@@ -513,20 +515,46 @@ def _kept_rows(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return array if keep.size == array.shape[0] else array[keep]
 
 
-def velocity_disagreement(
+@dataclass(frozen=True)
+class VelocityAgreement:
+    """Recorded velocities against the derivative of the filtered positions, both low-passed alike
+    (:func:`compare_velocities`): their relative RMS ``difference`` and the recorded ones' lag ``lag_s`` (s, positive
+    behind), the least-squares ``δ`` of the difference ``≈ −δ q̈`` (a driver's backward difference: half a period)."""
+
+    difference: float
+    lag_s: float
+
+    def lag_text(self, rate_hz: float) -> str:
+        """``"lagging them by 0.5 ms, 0.5 sample periods: …"``, or ``"in time with them"`` within a tenth of one; from
+        a quarter of a period on, which source fits depends on when the torques were taken (README, signal.velocity)."""
+        periods = self.lag_s * rate_hz
+        if abs(periods) < 0.1:
+            return "in time with them"
+        way = "lagging" if periods > 0 else "leading"
+        text = f"{way} them by {1e3 * abs(self.lag_s):.2g} ms, {abs(periods):.2g} sample periods"
+        if abs(periods) < 0.25:
+            return text
+        return f"{text}: signal.velocity differentiated if the torques are read at the samples (a torque sensor)"
+
+
+def compare_velocities(
     q_uniform: np.ndarray, dq_recorded: np.ndarray, *, rate_hz: float, cutoff_hz: float | None
-) -> float:
-    """Relative RMS difference between recorded velocities and the derivative of the filtered positions,
-    both low-passed alike, over the joints' samples faster than a tenth of their peak speed."""
-    _, derivative, _ = differentiate(q_uniform, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
+) -> VelocityAgreement:
+    """Recorded velocities against the derivative of the filtered positions, both low-passed alike, over the joints'
+    samples faster than a tenth of their peak speed (:class:`VelocityAgreement`)."""
+    _, derivative, acceleration = differentiate(q_uniform, rate_hz=rate_hz, cutoff_hz=cutoff_hz)
     recorded = (
         lowpass_zero_phase(dq_recorded, cutoff_hz=cutoff_hz, rate_hz=rate_hz) if cutoff_hz is not None else dq_recorded
     )
     moving = np.abs(derivative) > 0.1 * np.abs(derivative).max(axis=0, initial=0.0)
     reference = float(np.linalg.norm(np.where(moving, derivative, 0.0)))
     if reference <= 0.0:
-        return float("inf")
-    return float(np.linalg.norm(np.where(moving, recorded - derivative, 0.0))) / reference
+        return VelocityAgreement(float("inf"), 0.0)
+    difference = np.where(moving, recorded - derivative, 0.0)
+    moving_acceleration = np.where(moving, acceleration, 0.0)
+    power = float(np.vdot(moving_acceleration, moving_acceleration))
+    lag_s = -float(np.vdot(moving_acceleration, difference)) / power if power > 0.0 else 0.0
+    return VelocityAgreement(float(np.linalg.norm(difference)) / reference, lag_s)
 
 
 def row_instants(time: np.ndarray, choice: SignalChoice) -> np.ndarray:
@@ -682,5 +710,6 @@ __all__ = [
     "motion_bandwidth_hz",
     "resolve_signal",
     "sample_instants",
-    "velocity_disagreement",
+    "VelocityAgreement",
+    "compare_velocities",
 ]
