@@ -421,15 +421,22 @@ class EstimatorNode(GuardedNode):
             self.get_logger().warning(f"parameters_file {path} names joints {list(previous.joints)}; not republished")
             return
         self._parameters_publisher.publish(String(data=dump_parameters(previous)))
-        if not self._prior_from_file and self.closed_loop is None:
-            try:
-                prior = file_prior(self.robot, self.dynamic_model.drive_chain, previous)
-            except IdentificationError as error:
-                self.get_logger().warning(f"parameters_file {path} is not the payload's robot model: {error}")
-            else:
-                with self._payload_lock:
-                    self._prior = prior
+        self._take_prior(previous, f"parameters_file {path}")
         self.get_logger().info(f"republished the last parameters of {path} (stamp {previous.stamp:.3f})")
+
+    def _take_prior(self, parameter_file: ParameterFile, what: str) -> None:
+        """Make the estimate this node (re)publishes the robot model ``~/identify_payload`` identifies a load
+        against, unless ``payload.prior_file`` gives it or the robot is closed-loop; one WARN line, never an end of
+        the node, when its names are not the robot's (``what`` names it)."""
+        if self._prior_from_file or self.closed_loop is not None:
+            return
+        try:
+            prior = file_prior(self.robot, self.dynamic_model.drive_chain, parameter_file)
+        except IdentificationError as error:
+            self.get_logger().warning(f"{what} is not the payload's robot model: {error}")
+            return
+        with self._payload_lock:
+            self._prior = prior
 
     @property
     def joint_names(self) -> list[str]:
@@ -754,14 +761,7 @@ class EstimatorNode(GuardedNode):
         if self._stop.is_set() or not self.context.ok():
             return  # shutting down: the file holds the estimate, the publisher may be gone
         self._parameters_publisher.publish(String(data=dump_parameters(parameter_file)))
-        if not self._prior_from_file and self.closed_loop is None:
-            try:
-                prior = file_prior(self.robot, self.dynamic_model.drive_chain, parameter_file)
-            except IdentificationError as error:  # the window's own names: not expected, never fatal
-                self.get_logger().warning(f"the published estimate is not the payload's robot model: {error}")
-            else:
-                with self._payload_lock:
-                    self._prior = prior
+        self._take_prior(parameter_file, "the published estimate")
         with self._buffer_lock:
             self._counters.published += 1
 
