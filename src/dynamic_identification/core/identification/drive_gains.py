@@ -1049,19 +1049,19 @@ class _Fit:
         ``covariance`` of the unknowns before ``δ``; a motor with one gain has ``k = g``, ``η = 1`` and σ of ``η`` NaN.
         """
         offset, motors = self.kept.size, len(self.columns)
-        gains, gains_std = np.empty(motors), np.empty(motors)
+        gains, gains_std = self.motor_gains(self.solution), np.empty(motors)
         efficiency, efficiency_std = np.ones(motors), np.full(motors, np.nan)
         for m, (d, b) in enumerate(self.columns):
             g_d, g_b = self.solution[offset + d], self.solution[offset + b]
             block = covariance[np.ix_([offset + d, offset + b], [offset + d, offset + b])]
             if d == b:
-                gains[m], gains_std[m] = g_d, np.sqrt(block[0, 0])
+                gains_std[m] = np.sqrt(block[0, 0])
                 continue
-            gain, eta = np.sqrt(g_d * g_b), np.sqrt(g_d / g_b)
+            gain, eta = gains[m], np.sqrt(g_d / g_b)
             # ∂k/∂(g_d, g_b) = (k / 2g_d, k / 2g_b); ∂η/∂(g_d, g_b) = (η / 2g_d, −η / 2g_b).
             gain_jacobian = np.array([gain / (2.0 * g_d), gain / (2.0 * g_b)])
             eta_jacobian = np.array([eta / (2.0 * g_d), -eta / (2.0 * g_b)])
-            gains[m], gains_std[m] = gain, np.sqrt(gain_jacobian @ block @ gain_jacobian)
+            gains_std[m] = np.sqrt(gain_jacobian @ block @ gain_jacobian)
             efficiency[m], efficiency_std[m] = eta, np.sqrt(eta_jacobian @ block @ eta_jacobian)
         return gains, gains_std, efficiency, efficiency_std
 
