@@ -39,6 +39,17 @@ def test_duplicate_stamps_are_counted_and_dropped() -> None:
     assert report.nominal_dt == pytest.approx(0.001)
 
 
+def test_a_sample_stamped_again_is_kept_and_a_repeated_message_dropped() -> None:
+    time = np.array([0.0, 0.001, 0.001, 0.003, 0.003, 0.004])
+    q = np.array([[0.0, 1.0], [0.1, 1.0], [0.2, 1.0], [0.3, 1.0], [0.3, 1.0], [0.4, 1.0]])
+    report = clean_time_stamps(time, values=q)
+    # Row 2 holds new positions under row 1's stamp: a sample. Row 4 repeats row 3 whole: a message sent twice.
+    assert_array_equal(report.keep, [0, 1, 2, 3, 5])
+    assert (report.repeated_stamps, report.duplicates_dropped) == (1, 1)
+    assert report.segments == ((0, 5),)
+    assert_array_equal(clean_time_stamps(time).keep, [0, 1, 3, 5])
+
+
 def test_backwards_stamp_raises_naming_the_row_and_both_times() -> None:
     time = np.array([0.0, 0.001, 0.002, 0.0015, 0.003])
     with pytest.raises(DataError, match=r"time\[3\]=0\.0015 s is earlier than time\[2\]=0\.002 s"):

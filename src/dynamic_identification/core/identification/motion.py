@@ -213,8 +213,9 @@ class _Stamps:
     ``jitter`` is the stamps' scatter about a regular sequence (fraction of a period),
     ``recovered`` whether ``time`` holds the recovered instants, ``roughness_ratio`` the
     roughness of the positions against the recovered over the recorded stamps (``nan`` when
-    not compared) and ``smeared_steps`` the steps the recovery would have spread, when they
-    decided to keep the stamps (0 otherwise).
+    not compared), ``smeared_steps`` the steps the recovery would have spread, when they
+    decided to keep the stamps (0 otherwise), and ``repeated_stamps`` the samples kept though
+    stamped again with their predecessor's stamp, placed by the recovery (0 when not recovered).
     """
 
     keep: np.ndarray
@@ -227,6 +228,7 @@ class _Stamps:
     recovered: bool = False
     roughness_ratio: float = float("nan")
     smeared_steps: int = 0
+    repeated_stamps: int = 0
 
 
 @dataclass(frozen=True)
@@ -243,16 +245,19 @@ def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray,
     """Roughness of the positions against ``recovered`` over against ``recorded`` stamps, summed over joints.
 
     Measured on (at most :data:`ROUGHNESS_SAMPLES` of) the longest segment, above the
-    highest automatic cut-off; joints at rest add the same noise to both sides.
+    highest automatic cut-off; joints at rest add the same noise to both sides. A sample stamped
+    again with its predecessor's stamp has no place against the recorded stamps: both sides leave
+    it out.
     """
     start, stop = segment
     stop = min(stop, start + ROUGHNESS_SAMPLES)
     period = float(np.median(np.diff(recovered[start:stop])))
     rate = 1.0 / period
     cutoff = highest_automatic_cutoff_hz(rate)
+    stamped = np.arange(start, stop)[np.diff(recorded[start:stop], prepend=-np.inf) > 0.0]
     try:
-        against_recorded = roughness(recorded[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
-        against_recovered = roughness(recovered[start:stop], q[start:stop], rate_hz=rate, cutoff_hz=cutoff)
+        against_recorded = roughness(recorded[stamped], q[stamped], rate_hz=rate, cutoff_hz=cutoff)
+        against_recovered = roughness(recovered[stamped], q[stamped], rate_hz=rate, cutoff_hz=cutoff)
     except DataError:
         return 1.0  # too short to tell: keep the stamps
     total = float(np.sum(against_recorded**2))
@@ -286,7 +291,11 @@ def sample_instants(
     *,
     segment: tuple[int, int] | None = None,
 ) -> SampleInstants:
-    """The instants of ``settings.stamps`` for cleaned stamps (strictly increasing, s) and their positions (rad).
+    """The instants of ``settings.stamps`` for cleaned stamps (s) and their positions (rad).
+
+    The stamps increase strictly, or, for samples stamped again with their predecessor's stamp
+    (:func:`~.signal.clean_time_stamps` with ``values``), do not decrease: such samples have an
+    instant only when recovered, and a caller that keeps the recorded stamps drops them.
 
     ``recorded`` keeps the stamps; ``recovered`` recovers the instants; ``auto`` recovers
     them when the stamps scatter by more than :data:`STAMP_JITTER_LIMIT` of a period, the
@@ -332,18 +341,24 @@ def sample_instants(
 
 def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamps:
     """Drop repeated stamps, recover the instants when asked or when the data say so (:func:`sample_instants`,
-    judged on the longest gap-free segment), split at gaps (steps longer than :func:`longest_step_s`)."""
+    judged on the longest gap-free segment), split at gaps (steps longer than :func:`longest_step_s`).
+
+    The recovery sees every sample in its order, those stamped again with their predecessor's stamp included
+    (:func:`~.signal.clean_time_stamps` with the positions); the recorded stamps keep only the first of a repeated
+    stamp's rows."""
     stamps = np.asarray(time, dtype=float)
     report = clean_time_stamps(stamps, gap_factor=settings.gap_factor)
-    report = clean_time_stamps(
-        stamps, gap_factor=settings.gap_factor, bridge_s=longest_step_s(settings, report.nominal_dt)
-    )
+    bridge_s = longest_step_s(settings, report.nominal_dt)
+    report = clean_time_stamps(stamps, gap_factor=settings.gap_factor, bridge_s=bridge_s)
+    ordered = report
+    if settings.stamps != "recorded" and report.duplicates_dropped:
+        ordered = clean_time_stamps(stamps, gap_factor=settings.gap_factor, bridge_s=bridge_s, values=q)
     # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
     origin = float(stamps[0])
     kept = stamps[report.keep] - origin
     recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
-    longest = max(report.segments, key=lambda segment: segment[1] - segment[0], default=(0, kept.size))
-    instants = sample_instants(kept, _kept_rows(q, report.keep), settings, segment=longest)
+    longest = max(ordered.segments, key=lambda segment: segment[1] - segment[0], default=(0, ordered.keep.size))
+    instants = sample_instants(stamps[ordered.keep] - origin, _kept_rows(q, ordered.keep), settings, segment=longest)
     if not instants.recovered:
         return replace(
             recorded,
@@ -355,16 +370,17 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
         instants.time, gap_factor=settings.gap_factor, bridge_s=longest_step_s(settings, instants.period_s)
     )
     return _Stamps(
-        report.keep,
+        ordered.keep,
         instants.time,
         origin,
         split.segments,
-        report.duplicates_dropped,
+        ordered.duplicates_dropped,
         instants.period_s,
         instants.jitter,
         recovered=True,
         roughness_ratio=instants.roughness_ratio,
         smeared_steps=instants.smeared_steps,
+        repeated_stamps=ordered.repeated_stamps,
     )
 
 
@@ -449,9 +465,14 @@ def _stamp_reason(stamps: _Stamps) -> str:
     """Why ``stamps: auto`` kept or recovered the stamps, one line."""
     scatter = f"they scatter by {100 * stamps.jitter:.2g} % of a period"
     if stamps.recovered:
+        repeated = (
+            f"; {stamps.repeated_stamps} samples stamped again with their predecessor's stamp are placed by their order"
+            if stamps.repeated_stamps
+            else ""
+        )
         return (
             f"stamps: recovered from the sample order ({scatter}; the positions are"
-            f" {1.0 / stamps.roughness_ratio:.3g}× smoother against the recovered instants)"
+            f" {1.0 / stamps.roughness_ratio:.3g}× smoother against the recovered instants{repeated})"
         )
     if stamps.smeared_steps:
         return (
@@ -559,9 +580,9 @@ def compare_velocities(
 
 def row_instants(time: np.ndarray, choice: SignalChoice) -> np.ndarray:
     """Each row's instant on the clock of :func:`estimate_motion`'s grids, s ``(N,)``: its stamp ``time``, or, when
-    ``choice`` recovered the stamps, its recovered sample instant; a repeated stamp's row (dropped) takes the instant
-    of the row it repeats. What a prediction of every row is read at: a late stamp (a driver's stall) is not when its
-    sample was taken."""
+    ``choice`` recovered the stamps, its recovered sample instant (a sample stamped again with its predecessor's stamp
+    included); a repeated message's row (dropped) takes the instant of the row it repeats. What a prediction of
+    every row is read at: a late stamp (a driver's stall) is not when its sample was taken."""
     stamps = np.asarray(time, dtype=float)
     cleaned = choice.stamps
     if cleaned is None or not cleaned.recovered:

@@ -101,6 +101,9 @@ class StampReport:
         Increasing integer indices of the rows kept (repeated stamps removed).
     duplicates_dropped : int
         Number of rows whose stamp equals the previous kept stamp.
+    repeated_stamps : int
+        Number of rows kept though their stamp equals their predecessor's: samples of their own
+        (their values differ), stamped again with the last stamp (only with ``values``).
     segments : tuple of (int, int)
         ``[start, stop)`` ranges into the *kept* rows, split where the step between two
         kept stamps exceeds ``gap_factor * nominal_dt``. Each segment is a contiguous
@@ -113,6 +116,7 @@ class StampReport:
     duplicates_dropped: int
     segments: tuple[tuple[int, int], ...]
     nominal_dt: float
+    repeated_stamps: int = 0
 
 
 def longest_bridge_s(period_s: float, *, gap_factor: float, cutoff_hz: float | None) -> float:
@@ -136,13 +140,20 @@ def longest_bridge_s(period_s: float, *, gap_factor: float, cutoff_hz: float | N
 
 
 def clean_time_stamps(
-    time: np.ndarray, *, gap_factor: float = DEFAULT_GAP_FACTOR, bridge_s: float = 0.0
+    time: np.ndarray, *, gap_factor: float = DEFAULT_GAP_FACTOR, bridge_s: float = 0.0, values: np.ndarray | None = None
 ) -> StampReport:
     """Check time stamps, drop repeated ones and split the recording at gaps.
 
     Jitter is normal and accepted; a stamp equal to its predecessor is a repeated
     message (the first is kept, the rest counted); a stamp earlier than its
     predecessor is an error, because silently sorting would hide a broken recorder.
+
+    Given the rows' ``values`` (e.g. the positions), a repeated stamp is a repeated message only
+    when its values repeat too: a row of new values under its predecessor's stamp is a sample of
+    its own that the driver stamped again (a stall, a millisecond counter that two samples read
+    alike) and is kept, counted in ``repeated_stamps``. Its stamp says nothing of its instant,
+    but its place in the sample order does (:func:`recover_stamps`); dropping it would leave a
+    sample missing from that order, which the recovery spreads over a hundred samples.
 
     Parameters
     ----------
@@ -154,6 +165,9 @@ def clean_time_stamps(
     bridge_s : float, optional
         Steps up to this long, s, are bridged whatever ``gap_factor`` says
         (:func:`longest_bridge_s`).
+    values : numpy.ndarray, optional
+        The rows' values, shape ``(N,)`` or ``(N, n)``: rows under a repeated stamp whose values
+        differ from their predecessor's are kept (the kept stamps then only non-decreasing).
 
     Returns
     -------
@@ -188,10 +202,15 @@ def clean_time_stamps(
     forward = step > 0.0
     if not forward.any():
         raise DataError(f"time needs at least 2 distinct stamps, all {t.size} equal {float(t[0])!r} s")
-    keep = np.concatenate(([0], np.flatnonzero(forward) + 1))
     nominal_dt = float(np.median(step[forward]))
-    # Steps between kept rows are exactly the positive steps, in order.
-    breaks = np.flatnonzero(step[forward] > max(factor * nominal_dt, float(bridge_s))) + 1
+    repeated = np.zeros_like(forward)
+    if values is not None and not forward.all():
+        rows = np.asarray(values, dtype=float).reshape(t.size, -1)
+        repeated = ~forward & np.any(rows[1:] != rows[:-1], axis=1)
+    kept_step = forward | repeated
+    keep = np.concatenate(([0], np.flatnonzero(kept_step) + 1))
+    # Steps between kept rows are exactly the kept steps, in order.
+    breaks = np.flatnonzero(step[kept_step] > max(factor * nominal_dt, float(bridge_s))) + 1
     bounds = np.concatenate(([0], breaks, [keep.size]))
     segments = tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True))
     return StampReport(
@@ -199,6 +218,7 @@ def clean_time_stamps(
         duplicates_dropped=int(t.size - keep.size),
         segments=segments,
         nominal_dt=nominal_dt,
+        repeated_stamps=int(np.count_nonzero(repeated)),
     )
 
 
@@ -247,7 +267,9 @@ def recover_stamps(
     Parameters
     ----------
     time
-        Strictly increasing stamps of distinct samples, s, shape ``(N,)``.
+        Stamps of distinct samples in their order, s, shape ``(N,)``: increasing, but for a sample
+        stamped again with its predecessor's stamp (:func:`clean_time_stamps` with ``values``),
+        which its place in the order puts back where it was taken.
     window
         Odd number of samples of the running median.
     gap_factor
@@ -256,7 +278,7 @@ def recover_stamps(
     Raises
     ------
     DataError
-        When the stamps do not increase strictly or the recovered instants would not.
+        When a stamp is earlier than its predecessor, all are equal, or the recovered instants would not increase.
     """
     recovery = _recovery(time, window, gap_factor)
     period = recovery.period_s
@@ -296,8 +318,8 @@ class _Recovery:
 def _recovery(time: np.ndarray, window: int, gap_factor: float) -> _Recovery:
     """The instants of :func:`recover_stamps` and what its diagnostics need; raises its errors."""
     t = _time_vector(time)
-    if t.size < 2 or np.any(np.diff(t) <= 0.0):
-        raise DataError("recover_stamps needs strictly increasing stamps")
+    if t.size < 2 or np.any(np.diff(t) < 0.0) or t[-1] <= t[0]:
+        raise DataError("recover_stamps needs increasing stamps")
     lag = max(1, min(1000, t.size // 4))
     period = float(np.median((t[lag:] - t[:-lag]) / lag))
     index = np.arange(t.size)
