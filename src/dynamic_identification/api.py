@@ -996,7 +996,7 @@ def stream_file(
     fed = 0
     started = wall_clock.perf_counter()
     with atomic_output(out) as stream:
-        for chunk, restart in stream_chunks(recording.time, settings.update_period_s):
+        for chunk, restart in stream_chunks(recording.time, settings.update_period_s, positions):
             fed += chunk.size
             if restart:
                 estimator.reset()
@@ -1016,8 +1016,9 @@ def stream_file(
     if stale:
         LOGGER.warning(
             f"{stale} of {recording.time.size} rows left out: stamped no later than the row before them, and less"
-            f" than {BACKWARD_JUMP_S:g} s earlier (stale, as the estimator node drops them; a stamp"
-            f" {BACKWARD_JUMP_S:g} s or more earlier restarts the window)"
+            f" than {BACKWARD_JUMP_S:g} s earlier (stale or sent twice, as the estimator node drops them; a stamp"
+            f" {BACKWARD_JUMP_S:g} s or more earlier restarts the window, a repeated stamp with new positions is a"
+            " sample)"
         )
     if params_out is not None and best is not None:
         document = window_parameter_file(dynamic_model, best, settings=settings)

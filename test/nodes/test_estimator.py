@@ -224,12 +224,16 @@ def test_refuses_bad_samples_and_restarts_on_a_jump_back(
     assert float(before["window_s"]) > 1.0
 
     stamp_ns = round((START_S + stamps[749]) * NS_PER_S)
+    # A sample stamped again with the last stamp (a stall, a millisecond counter), its positions new: accepted;
+    # the same message again: refused.
+    again = joint_state_message(names, stamp_ns, q[749] + 1e-4, None, effort[749])
+    g.samples.publish(again)
+    g.samples.publish(again)
     bad_q = q[750].copy()
     bad_q[2] = np.nan
     g.samples.publish(joint_state_message(names, stamp_ns + 10**7, bad_q, None, effort[750]))
     g.samples.publish(joint_state_message(names[:-1], stamp_ns + 10**7, q[750, :-1], None, effort[750, :-1]))
-    g.samples.publish(joint_state_message(names, stamp_ns, q[749], None, effort[749]))  # duplicate stamp
-    g.spin(20.0, until=lambda: g.received() >= 753)
+    g.spin(20.0, until=lambda: g.received() >= 754)
     refused = g.values()
     assert refused["samples_refused_invalid"] == "2" and refused["samples_refused_out_of_order"] == "1"
     status = g.estimator.diagnostic_status()

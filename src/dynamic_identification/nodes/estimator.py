@@ -382,6 +382,7 @@ class EstimatorNode(GuardedNode):
         self._buffer_lock = threading.Lock()
         self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
         self._last_stamp = -math.inf
+        self._last_q: np.ndarray | None = None  # the latest accepted sample's positions: a repeated stamp's are new?
         self._gaps = StampGaps()
         self._missing_s = -math.inf  # when samples were last found missing (monotonic s)
         self._counters = InputCounts()
@@ -499,7 +500,8 @@ class EstimatorNode(GuardedNode):
         stamp_ns = stamp_to_ns(message.header.stamp)
         with self._buffer_lock:
             self._counters.received += 1
-            kind = classify_stamp(stamp, self._last_stamp)
+            new_values = self._last_q is None or bool(np.any(q != self._last_q))
+            kind = classify_stamp(stamp, self._last_stamp, new_values=new_values)
             if kind is Stamp.STALE:
                 self._counters.refused_order += 1
                 return
@@ -510,6 +512,7 @@ class EstimatorNode(GuardedNode):
                 self._counters.missing += missing
                 self._missing_s = time.monotonic()
             self._last_stamp = self._counters.latest_s = stamp
+            self._last_q = q
             self._counters.accepted += 1
             self._input_error = ""
             self._buffer.append((stamp, q, effort))
@@ -521,6 +524,7 @@ class EstimatorNode(GuardedNode):
             with self._buffer_lock:
                 self._buffer.clear()
                 self._last_stamp = -math.inf
+                self._last_q = None
             self._estimator.reset()
             with self._payload_lock:
                 self._payload_trigger = None

@@ -160,6 +160,21 @@ def test_nan_duplicate_and_out_of_order_samples_are_counted_per_stream_and_not_e
     assert (stats.aligned, stats.unaligned) == (1, 0)
 
 
+def test_a_joint_state_stamped_again_with_new_positions_is_a_sample_and_only_a_repeat_is_refused() -> None:
+    """A driver that stamps a sample with its predecessor's stamp (a stall, a millisecond counter): the recording
+    keeps it for offline identification to place by its order; the same message twice is still a duplicate."""
+    aligner = StreamAligner(N_JOINTS)
+    t, q, dq, effort = joint_state(0.001)
+    emitted = feed(aligner, [("cur", 0.0), ("cur", 0.002)]) + aligner.add_joint_state(t, q, dq, effort)
+    emitted += aligner.add_joint_state(t, q + 1e-3, dq, effort)
+    assert aligner.add_joint_state(t, q + 1e-3, dq, effort) == []
+    assert [sample.stamp_s for sample in emitted] == [0.001, 0.001]
+    assert_allclose(emitted[1].position, q + 1e-3)
+    assert_allclose(emitted[1].current, linear_currents(0.001), atol=1e-12)
+    states = aligner.stats.joint_states
+    assert (states.accepted, states.rejected_duplicate) == (2, 1)
+
+
 def test_effort_is_torque_passes_efforts_through_without_currents() -> None:
     aligner = StreamAligner(N_JOINTS, effort_is_torque=True)
     effort = np.array([1.5, -2.0, 0.25])

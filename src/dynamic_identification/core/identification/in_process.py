@@ -136,7 +136,7 @@ from dynamic_identification.core.signal.filters import (
     recover_stamps,
     recovered_instants,
 )
-from dynamic_identification.core.signal.stamps import chunk_end_s
+from dynamic_identification.core.signal.stamps import accepted_samples, chunk_end_s
 
 _Recovered = TypeVar("_Recovered")
 
@@ -443,6 +443,7 @@ class SlidingWindowEstimator:
         self._q: list[np.ndarray] = []
         self._tau: list[np.ndarray] = []
         self._last_time = -np.inf
+        self._last_q: np.ndarray | None = None
         self._chunk_origin: float | None = None
         self._chunk_end: float | None = None
         self._origin = 0.0
@@ -488,7 +489,9 @@ class SlidingWindowEstimator:
         """Append samples (rows in time order, joints in model order).
 
         Returns ``True`` when the stamps went backwards and the window was cleared
-        (the new samples then start a fresh window). Duplicated stamps are dropped.
+        (the new samples then start a fresh window). A repeated stamp is dropped unless its positions are new: a
+        sample stamped again (:func:`~dynamic_identification.core.signal.stamps.accepted_samples`), which recovered
+        sample instants put back in its place and stamps kept as recorded leave out.
 
         Raises
         ------
@@ -511,7 +514,7 @@ class SlidingWindowEstimator:
             jumped = True
         if time.size > 1 and np.any(np.diff(time) < 0.0):
             raise IdentificationError("samples of one call must be in time order")
-        keep = np.concatenate([[time[0] > self._last_time], np.diff(time) > 0.0]) if time.size else np.zeros(0, bool)
+        keep = accepted_samples(time, positions, latest_s=self._last_time, latest_values=self._last_q)
         if keep.any():
             kept = time[keep]
             first = float(kept[0])
@@ -523,6 +526,7 @@ class SlidingWindowEstimator:
             self._q.append(positions[keep])
             self._tau.append(efforts[keep])
             self._last_time = float(kept[-1])
+            self._last_q = positions[keep][-1]
         return jumped
 
     def update(self) -> WindowUpdate:
@@ -601,6 +605,10 @@ class SlidingWindowEstimator:
             time, q, tau = self._time[0], self._q[0], self._tau[0]
         # The recorded stamps stay pending; the grid, the gaps and the margins are of the sample instants.
         stamps, time = time, self._instants(time)
+        if time is stamps and not np.all(np.diff(stamps) > 0.0):
+            # Samples stamped again have no instant of their own without the recovery.
+            stamped = np.diff(stamps, prepend=-np.inf) > 0.0
+            stamps, time, q, tau = stamps[stamped], stamps[stamped], q[stamped], tau[stamped]
         bridge = longest_bridge_s(self._dt, gap_factor=self._settings.signal.gap_factor, cutoff_hz=self._cutoff)
         gaps = np.flatnonzero(np.diff(time) > bridge) + 1
         starts = np.concatenate([[0], gaps])
@@ -712,9 +720,12 @@ class SlidingWindowEstimator:
         except DataError:
             instants = sample_instants(time - time[0], q, replace(settings.signal, stamps="recorded"))
         self._recover = instants.recovered
-        period = float(np.median(np.diff(time)))
         if instants.recovered:
             period, time = instants.period_s, time[0] + instants.time
+        else:
+            stamped = np.diff(time, prepend=-np.inf) > 0.0
+            time, q = time[stamped], q[stamped]
+            period = float(np.median(np.diff(time)))
         self._origin = float(time[0])
         self._dt = 1.0 / settings.signal.rate_hz if settings.signal.rate_hz else period
         rate = 1.0 / self._dt

@@ -224,14 +224,17 @@ class AlignedSample:
 class _Counter:
     """Mutable counts behind a :class:`StreamStats` snapshot."""
 
-    __slots__ = ("received", "accepted", "nan", "duplicate", "out_of_order", "last")
+    __slots__ = ("received", "accepted", "nan", "duplicate", "out_of_order", "last", "last_values")
 
     def __init__(self) -> None:
         self.received = self.accepted = self.nan = self.duplicate = self.out_of_order = 0
         self.last = -math.inf
+        self.last_values: np.ndarray | None = None
 
-    def admit(self, stamp_s: float, *arrays: np.ndarray | None) -> bool:
-        """Count a sample; whether it is finite and later than the last accepted one."""
+    def admit(self, stamp_s: float, *arrays: np.ndarray | None, values: np.ndarray | None = None) -> bool:
+        """Count a sample; whether it is finite and later than the last accepted one, or, given its ``values``
+        (positions), stamped again with the last accepted stamp but with values of its own
+        (:func:`~dynamic_identification.core.signal.stamps.classify_stamp`)."""
         self.received += 1
         finite = math.isfinite(stamp_s)
         for array in arrays:
@@ -239,13 +242,14 @@ class _Counter:
         if not finite:
             self.nan += 1
             return False
-        if stamp_s == self.last:
+        new_values = values is not None and self.last_values is not None and bool(np.any(values != self.last_values))
+        if stamp_s == self.last and not new_values:
             self.duplicate += 1
             return False
         if stamp_s < self.last:
             self.out_of_order += 1
             return False
-        self.last = stamp_s
+        self.last, self.last_values = stamp_s, values
         self.accepted += 1
         return True
 
@@ -272,7 +276,9 @@ class StreamAligner:
     stamped before the first current (since the start or the last :meth:`reset`) is dropped and
     counted ``before_currents`` instead: the currents stream had not begun, nothing was lost.
     Per stream, samples with a non-finite stamp or value, a repeated stamp, or a
-    stamp earlier than the last accepted one are refused and counted.
+    stamp earlier than the last accepted one are refused and counted; a joint state under the
+    last one's stamp with positions of its own is a sample the driver stamped again, accepted
+    (offline identification places it by the sample order).
 
     With ``effort_is_torque`` (Gazebo's ``gz_ros2_control``: ``JointState.effort``
     already is the joint torque) no currents are needed: every accepted joint state
@@ -396,7 +402,7 @@ class StreamAligner:
         if self.effort_is_current and tau is None:
             raise DataError("effort (motor currents, A) is required with effort_is_current, got None")
         stamp = float(stamp_s)
-        if not self._joint_states.admit(stamp, q, dq, tau):
+        if not self._joint_states.admit(stamp, q, dq, tau, values=q):
             return []
         if self.effort_is_torque or self.effort_is_current:
             # The torques or the currents came with the joint state, at its stamp: nothing to align.

@@ -4,10 +4,15 @@ Streams (the recorder's inputs, a rosbag read offline, the estimator's samples, 
 stream``) judge each stamp against the latest one accepted so far:
 
 * later: a new sample, accepted;
+* equal, with values (positions) other than the latest sample's: a new sample that the driver
+  stamped again with the latest stamp (a stall, a millisecond counter that two samples read
+  alike), accepted: where the instants are recovered from the sample order it is put back where
+  it was taken, and dropping it would leave a sample missing from that order;
 * earlier by more than :data:`BACKWARD_JUMP_S`: the clock jumped back (a bag played in a
   loop, a simulation reset): accepted, and whatever the stream built so far (alignment,
   window) restarts there;
-* otherwise (equal, or slightly earlier): a duplicated or out-of-order sample, dropped.
+* otherwise (equal with the same values, or slightly earlier): a duplicated message or an
+  out-of-order sample, dropped.
 
 Time is float seconds, as everywhere in the core; :data:`NS_PER_S` converts the
 integer nanoseconds of the ROS boundary. Forward gaps are the concern of the
@@ -38,17 +43,54 @@ class Stamp(Enum):
     """What a stamp is for a stream, given the latest stamp it accepted."""
 
     NEW = "new"
+    AGAIN = "again"
     RESTART = "restart"
     STALE = "stale"
 
 
-def classify_stamp(stamp_s: float, latest_s: float) -> Stamp:
-    """The rule of the module docstring for one stamp; ``latest_s`` is ``-inf`` before the first."""
+def classify_stamp(stamp_s: float, latest_s: float, *, new_values: bool = False) -> Stamp:
+    """The rule of the module docstring for one stamp; ``latest_s`` is ``-inf`` before the first, ``new_values``
+    whether the sample's values differ from those of the latest sample accepted."""
     if stamp_s > latest_s:
         return Stamp.NEW
+    if stamp_s == latest_s and new_values:
+        return Stamp.AGAIN
     if stamp_s < latest_s - BACKWARD_JUMP_S:
         return Stamp.RESTART
     return Stamp.STALE
+
+
+def accepted_samples(
+    time_s: np.ndarray,
+    values: np.ndarray | None = None,
+    *,
+    latest_s: float = -np.inf,
+    latest_values: np.ndarray | None = None,
+) -> np.ndarray:
+    """Which rows of a run (no jump back) are samples by :func:`classify_stamp`, as a mask ``(N,)``.
+
+    ``values`` ``(N,)`` or ``(N, n)`` are the rows' values (positions), ``latest_s`` and ``latest_values`` the latest
+    sample accepted before these rows (none by default). A stamp later than every earlier one is new; one equal to
+    the latest is a sample stamped again if its values differ from the latest accepted sample's, which are those of
+    the last row under the latest stamp (a row there that was not accepted repeated them). Without ``values`` every
+    repeated stamp is dropped.
+    """
+    time = np.asarray(time_s, dtype=float)
+    latest = np.maximum.accumulate(np.concatenate([[latest_s], time]))
+    accepted = time > latest[:-1]
+    if values is None or accepted.all():
+        return accepted
+    rows = np.asarray(values, dtype=float).reshape(time.size, -1)
+    # The last row under the latest stamp before each row (-1: the sample accepted before these rows).
+    holds_latest = np.where(time == latest[1:], np.arange(time.size), -1)
+    previous = np.concatenate([[-1], np.maximum.accumulate(holds_latest)[:-1]])
+    known = previous >= 0
+    reference = rows[np.maximum(previous, 0)]
+    if latest_values is not None:
+        reference[~known] = np.asarray(latest_values, dtype=float).reshape(-1)
+        known[:] = True
+    again = (time == latest[:-1]) & known & np.any(rows != reference, axis=1)
+    return accepted | again
 
 
 def jumped_back(stamp_ns: int, latest_ns: int | None) -> bool:
@@ -72,11 +114,14 @@ def chunk_end_s(origin_s: float, first_s: float, period_s: float) -> float:
     return origin_s + period_s * periods
 
 
-def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndarray, bool]]:
+def stream_chunks(
+    time_s: np.ndarray, period_s: float, values: np.ndarray | None = None
+) -> Iterator[tuple[np.ndarray, bool]]:
     """Indices of consecutive chunks of ``period_s`` of data time, and whether a chunk restarts the stream.
 
-    Applies :func:`classify_stamp` to every stamp of a recording: new stamps are kept,
-    a jump back restarts (the chunk starting there says so), stale stamps are dropped.
+    Applies :func:`classify_stamp` to every stamp of a recording: new stamps are kept (and,
+    given the rows' ``values``, samples stamped again: :func:`accepted_samples`), a jump back
+    restarts (the chunk starting there says so), stale stamps are dropped.
     The chunks of one run of accepted stamps end as :func:`chunk_end_s` says; a run's
     last chunk may be shorter. Chunks are found one by one, so a gap of any length
     costs nothing.
@@ -86,7 +131,7 @@ def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndar
     restarted = False
     while start < time.size:
         stop = _next_jump(time, start)
-        run = start + np.flatnonzero(_increasing(time[start:stop]))
+        run = start + np.flatnonzero(accepted_samples(time[start:stop], None if values is None else values[start:stop]))
         stamps = time[run]
         first = 0
         while first < run.size:
@@ -95,12 +140,6 @@ def stream_chunks(time_s: np.ndarray, period_s: float) -> Iterator[tuple[np.ndar
             restarted = False
             first = last
         start, restarted = stop, True
-
-
-def _increasing(time: np.ndarray) -> np.ndarray:
-    """Which stamps are later than every earlier one (the first always is)."""
-    previous = np.maximum.accumulate(np.concatenate([[-np.inf], time[:-1]]))
-    return time > previous
 
 
 def _next_jump(time: np.ndarray, start: int) -> int:
@@ -241,6 +280,7 @@ __all__ = [
     "NS_PER_S",
     "Stamp",
     "StampGaps",
+    "accepted_samples",
     "chunk_end_s",
     "classify_stamp",
     "jumped_back",
