@@ -225,6 +225,10 @@ def clean_time_stamps(
 STAMP_RECOVERY_WINDOW = 101
 """Samples of the running median that recovers sample instants from the sample order (:func:`recover_stamps`)."""
 
+LOST_SAMPLES_STEP_PERIODS = 2.5
+"""A stamp step longer than this many periods, followed by regular steps, is samples lost (:func:`recover_stamps` at
+the ends of a piece): a millisecond counter's steps stay under 2 periods, a lost sample's is 2."""
+
 
 @dataclass(frozen=True)
 class RecoveredStamps:
@@ -262,7 +266,11 @@ def recover_stamps(
     noise and the short bursts of a stall and keeps steps: a few lost samples stay a
     step, a gap stays a gap, as long as the stamps scatter by well under a period (else
     the step is spread over the window and counted in ``smeared_steps``). Exact stamps
-    come back unchanged.
+    come back unchanged. Within half a window of a piece's end the running median sees too
+    few samples beyond a step to follow it; there, a step of more than
+    :data:`LOST_SAMPLES_STEP_PERIODS` periods followed by regular steps is lost samples and
+    moves the instants after it (before it, at a piece's start) by the whole periods lost
+    (a stall's late stamps are bunched, not regular, and stay outvoted).
 
     Parameters
     ----------
@@ -333,6 +341,8 @@ def _recovery(time: np.ndarray, window: int, gap_factor: float) -> _Recovery:
         size = min(window, piece.size - (1 - piece.size % 2))
         # Reflection, not repetition, at the ends: a repeated end stamp would outvote the others there.
         smooth[start:stop] = scipy.ndimage.median_filter(piece, size=max(size, 1), mode="reflect")
+        _follow_lost_samples_at_end(t[start:stop], piece, smooth[start:stop], period, size // 2)
+        _follow_lost_samples_at_end(-t[start:stop][::-1], piece[::-1], smooth[start:stop][::-1], period, size // 2)
         pieces.append((int(start), int(stop), size))
     recovered = origin + index * period + smooth
     if np.any(np.diff(recovered) <= 0.0):
@@ -340,6 +350,25 @@ def _recovery(time: np.ndarray, window: int, gap_factor: float) -> _Recovery:
     return _Recovery(
         instants=recovered, residual=residual, smooth=smooth, pieces=tuple(pieces), period_s=period, lag=lag
     )
+
+
+def _follow_lost_samples_at_end(
+    time: np.ndarray, residual: np.ndarray, smooth: np.ndarray, period_s: float, reach: int
+) -> None:
+    """Move ``smooth`` (s, in place) by the whole periods lost at a step within ``reach`` samples of the end of
+    ``time`` (increasing, s) that the running median of ``residual`` (s) did not follow (:func:`recover_stamps`);
+    a reversed view of a piece serves its start."""
+    steps = np.diff(time)
+    first = max(1, time.size - reach)
+    lost = first + np.flatnonzero(steps[first - 1 : -1] > LOST_SAMPLES_STEP_PERIODS * period_s)
+    if lost.size == 0:
+        return
+    after = int(lost[-1])  # the first sample after the last such step, with at least one more after it
+    regular = steps[after:]
+    if np.any(regular < 0.5 * period_s) or np.any(regular > 1.5 * period_s):
+        return  # bunched (a stall) or another step: nothing the samples' order tells
+    periods = round(float(np.median(residual[after:] - smooth[after:])) / period_s)
+    smooth[after:] += periods * period_s
 
 
 def _smeared_steps(smooth: np.ndarray, size: int, step_s: float) -> int:
