@@ -194,6 +194,10 @@ REGRESSOR_SAMPLES: tuple[str, ...] = ("decimated", "all")
 """Where offline identification evaluates the observation matrix: at the decimated instants only, on the low-passed
 motion, or at every sample, low-passed and decimated like the torques ([Gautier2013] eq. (13)-(14))."""
 
+TORQUE_DELAYS: tuple[str, ...] = ("auto", "none")
+"""Whether the torques' delay behind the positions is measured and the torques aligned when the data say so, or the
+torques are taken as recorded (:mod:`~dynamic_identification.core.identification.torque_delay`)."""
+
 STAMP_SOURCES: tuple[str, ...] = ("auto", "recorded", "recovered")
 """How sample instants are taken: decided from the data, the recorded stamps as they are, or recovered from the
 sample order (jittered, quantised or bunched stamps)."""
@@ -264,6 +268,9 @@ SETTINGS: tuple[Setting, ...] = (
             nodes=_ESTIMATION),
     Setting("signal.velocity", _S, "auto", "velocity source; auto: the recorded velocities when they agree with the"
             " differentiated positions, else the derivative", choices=VELOCITY_SOURCES, nodes=(DYNID,)),
+    Setting("signal.torque_delay", _S, "auto", "the torques' (currents') delay behind the positions; auto: measured by"
+            " the IDIM fit's residual over −3…10 sample periods, the torques aligned when it lies 3 σ from 0; none: as"
+            " recorded", choices=TORQUE_DELAYS, nodes=(DYNID,)),
     Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
             " jitter by more than 1 % of a period, else as recorded (the window: decided from its first seconds)",
             choices=STAMP_SOURCES, nodes=_ESTIMATION),
@@ -673,6 +680,7 @@ __all__ = [
     "SETTINGS",
     "STAMP_SOURCES",
     "UNCERTAINTIES",
+    "TORQUE_DELAYS",
     "VELOCITY_SOURCES",
     "Kind",
     "Setting",

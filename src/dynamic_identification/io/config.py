@@ -187,7 +187,8 @@ class IdentificationConfig:
         ``None`` means a direct drive (ones, identity).
     drive_terms
         Which drive-chain parameters are identified.
-    position_cutoff_hz, decimation, velocity, stamps, rate_hz, min_speed_rad_s, gap_factor, regressor_samples
+    position_cutoff_hz, decimation, velocity, torque_delay, stamps, rate_hz, min_speed_rad_s, gap_factor,
+    regressor_samples
         Signal processing (:class:`~dynamic_identification.core.identification.settings.SignalSettings`):
         a cut-off of 0 is chosen from the data, ``auto`` velocities and stamps are decided from it.
     model
@@ -244,6 +245,7 @@ class IdentificationConfig:
     position_cutoff_hz: float = setting_field("signal.position_cutoff_hz")
     decimation: int = setting_field("signal.decimation")
     velocity: str = setting_field("signal.velocity")
+    torque_delay: str = setting_field("signal.torque_delay")
     stamps: str = setting_field("signal.stamps")
     model: str = setting_field("estimation.model")
     method: str = setting_field("estimation.method")

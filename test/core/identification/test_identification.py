@@ -307,6 +307,7 @@ def test_a_watched_identification_reports_its_rows_sample_by_sample_and_returns_
     assert stages == [
         "signal decisions (stamps, cut-off, velocities)",
         ROWS_STAGE,
+        "torque delay",
         "normal equations, reduction (none)",
         "least squares (wls, σ hac)",
     ]

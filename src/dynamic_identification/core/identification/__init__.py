@@ -5,6 +5,7 @@
 * :mod:`.observations` — the IDIM's decimated rows (one builder per regression model; the
   others are in :mod:`~dynamic_identification.core.regressors.power` and
   :mod:`~dynamic_identification.core.identification.regression_models`);
+* :mod:`.torque_delay` — the torques' delay behind the positions, measured by the IDIM fit;
 * :mod:`.solve` — the seam every model goes through: estimate, reduce, quality;
 * :mod:`.prediction` — torques of an identified model and their errors against a recording;
 * :mod:`.in_process` — the sliding-window estimator, which runs the seam's reduction and

@@ -27,6 +27,7 @@ from dynamic_identification.core.identification.completion import (
 )
 from dynamic_identification.core.identification.motion import decimation_factor
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
+from dynamic_identification.core.identification.torque_delay import TorqueDelay, decimated_late, estimate_torque_delay
 from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -63,6 +64,10 @@ class PreparedObservations:
         The signal settings the recording was processed with, every ``auto`` decided
         (:func:`~dynamic_identification.core.identification.motion.resolve_signal`), and
         one line per decision saying why; ``None`` for observations assembled by hand.
+    torque_delay
+        The torques' delay behind the positions measured by the fit and whether the torques are aligned
+        (``signal.torque_delay: auto``, :mod:`~dynamic_identification.core.identification.torque_delay`); ``None``
+        when not measured.
     """
 
     observation_matrix: np.ndarray
@@ -76,6 +81,7 @@ class PreparedObservations:
     model: str = "dynamic"
     signal: SignalSettings | None = None
     signal_reasons: tuple[str, ...] = ()
+    torque_delay: TorqueDelay | None = None
 
 
 @dataclass(frozen=True)
@@ -450,6 +456,14 @@ def prepare_observations(
             row = end
         done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
+    reasons, delay = completed.signal_reasons, None
+    if settings.signal.torque_delay == "auto":
+        cancellation.report("torque delay")
+        read = decimated_late(builder.decimator, [segment.signals for segment in completed.segments])
+        delay = estimate_torque_delay(matrix, valid, read, rate_hz=rate)
+        reasons = (*reasons, delay.reason())
+        if delay.applied:
+            torque = read(delay.applied_delay_s * rate)
     return PreparedObservations(
         observation_matrix=matrix,
         torques=torque,
@@ -460,7 +474,8 @@ def prepare_observations(
         rate_hz=rate,
         decimation=factor,
         signal=completed.signal,
-        signal_reasons=completed.signal_reasons,
+        signal_reasons=reasons,
+        torque_delay=delay,
     )
 
 

@@ -50,6 +50,10 @@ class SignalSettings:
         ``"differentiated"``: the derivative of the filtered positions; ``"auto"`` (the
         default): the recorded ones when the recording has them and they agree with the
         differentiated positions, else the derivative.
+    torque_delay
+        ``"auto"`` (the default): the torques' delay behind the positions is measured by the IDIM fit and the
+        torques aligned when the data say so
+        (:mod:`~dynamic_identification.core.identification.torque_delay`); ``"none"``: as recorded.
     stamps
         ``"recorded"``: the stamps as they are; ``"recovered"``: the sample instants
         recovered from the sample order (a median-filtered fit of stamp against sample
@@ -80,6 +84,7 @@ class SignalSettings:
     decimation: int = setting_field("signal.decimation")
     rate_hz: float | None = setting_field("signal.rate_hz")
     velocity: str = setting_field("signal.velocity")
+    torque_delay: str = setting_field("signal.torque_delay")
     stamps: str = setting_field("signal.stamps")
     gap_factor: float = setting_field("signal.gap_factor")
     min_speed_rad_s: float = setting_field("signal.min_speed_rad_s")

@@ -1,0 +1,247 @@
+"""The delay of the torques (currents) behind the positions, measured by the IDIM fit ([Gautier2013] eq. (13)-(14)).
+
+A driver takes its torque or current at some instant relative to its positions: a torque sensor's reading at
+the sample, a current loop's average over the last period (half a period late), a command held for the next
+period (half a period early), a drive's current filter (a first-order lag of τ: τ late), a bus cycle, or a
+second topic whose stamps are late. Torques read ``δ`` late fit the motion's inverse dynamics at ``t − δ``, not at
+``t``: the residual of the least-squares fit of the decimated rows grows with ``|δ|``. Reading the torques ``δ``
+later (:func:`decimated_late`: the decimation filter's output between the samples) and fitting again, the
+residual as a function of the shift has its minimum at the delay (:func:`estimate_torque_delay`). The scan spans
+:data:`DELAY_RANGE_PERIODS` sample periods: half-period averaging and one-period commands, drive filters, bus
+cycles and late stamps of a few periods. The uncertainty is the jackknife of the minimum over :data:`BLOCKS`
+blocks of rows in time, which holds for the residuals of filtered, decimated rows, correlated in time (the
+white-noise curvature is several times too small there). The torques are aligned only when the delay lies
+:data:`SIGNIFICANCE` σ away from 0, inside the scanned range: otherwise they are taken as recorded, and the
+reason says so.
+
+Measured (``bench/HISTORY.md``, "the torques' delay behind the positions"): torques read 5 ms late are found
+4.4-5.4 ms late and, aligned, give back the held-out torque error they cost (the Panda's 1.44 / 1.41 % to
+1.09 / 1.13 %); torques in time with the positions stay as recorded or move by half a period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from dynamic_identification.core.signal.filters import ParallelDecimator
+
+DELAY_RANGE_PERIODS = (-3.0, 10.0)
+"""The delays scanned, in sample periods of the grid: from a command held for the next period or two to a drive's
+current filter, bus cycles or a second topic's late stamps of up to ten periods (10 ms at 1 kHz); the minimum is
+found half a period inside either end."""
+
+DELAY_STEP_PERIODS = 0.25
+"""The scan's step, sample periods; the minimum is the vertex of the parabola through the five nearest shifts."""
+
+SIGNIFICANCE = 3.0
+"""The torques are aligned only when the delay lies this many of its σ (jackknife) away from 0."""
+
+BLOCKS = 10
+"""Blocks of rows in time the jackknife leaves out one at a time."""
+
+MIN_ROWS_PER_BLOCK = 4
+"""Fewer decimated rows (equations per joint) than this in a block leave the delay unmeasured."""
+
+
+@dataclass(frozen=True)
+class TorqueDelay:
+    """The torques' delay behind the positions and whether they are aligned (:func:`estimate_torque_delay`).
+
+    ``delay_s`` (s, positive: the torques are late) is the minimum of the fit's residual over the shifts,
+    ``std_s`` (s) its jackknife σ (``nan`` when undetermined), ``residual_ratio`` the fit's residual at the delay
+    over that at 0, ``period_s`` the grid's sample period, ``applied`` whether the torques are aligned, ``note``
+    why not (empty when they are).
+    """
+
+    delay_s: float
+    std_s: float
+    residual_ratio: float
+    period_s: float
+    applied: bool
+    note: str = ""
+
+    @property
+    def applied_delay_s(self) -> float:
+        """The delay the torques are read with, s: :attr:`delay_s` when aligned, else 0."""
+        return self.delay_s if self.applied else 0.0
+
+    def reason(self) -> str:
+        """One line: the delay found and what was done with it."""
+        found = (
+            f"{1e3 * self.delay_s:.2g} ± {1e3 * self.std_s:.2g} ms ({self.delay_s / self.period_s:.2g} sample periods)"
+        )
+        if self.applied:
+            return (
+                f"torque delay: {found} behind the positions, the torques aligned (the fit's residual"
+                f" {100 * (self.residual_ratio - 1.0):+.2g} %)"
+            )
+        if np.isnan(self.std_s):
+            return f"torque delay: none ({self.note})"
+        return f"torque delay: none ({found}: {self.note})"
+
+
+def decimated_late(decimator: ParallelDecimator, segments: Sequence[np.ndarray]) -> Callable[[float], np.ndarray]:
+    """The decimated rows of signals on a uniform grid read late: ``read(delay_samples)`` ``(r, m)``.
+
+    ``segments`` are the signals ``(N_s, m)`` of each segment; the rows are the decimator's outputs of every
+    segment whole (:meth:`~.signal.ParallelDecimator.decimate`), in order. Read ``delay_samples`` (grid samples,
+    fractional, within :data:`DELAY_RANGE_PERIODS`) later, a row is the decimation filter's output at its index
+    plus the delay: the outputs at the four nearest whole samples (the signal's ends held), interpolated by the
+    cubic through them, which the filter's band-limited output allows (in the motion's band, below a tenth of the
+    rate, to 1e-5). A whole delay reads the decimator's own outputs. The outputs at the whole delays the range
+    needs are computed once (17 times the rows, a fraction of the recording), each read combines four.
+    """
+    lowest, highest = int(np.floor(DELAY_RANGE_PERIODS[0])) - 1, int(np.ceil(DELAY_RANGE_PERIODS[1])) + 2
+    pad = max(-lowest, highest)
+    shifted = []
+    for signals in segments:
+        values = np.asarray(signals, dtype=float)
+        padded = np.pad(values, ((pad, pad), (0, 0)), mode="edge")
+        length = values.shape[0]
+        shifted.append(
+            np.stack(
+                [
+                    decimator.decimate(padded[pad + whole : pad + whole + length])[0]
+                    for whole in range(lowest, highest + 1)
+                ]
+            )
+        )
+    outputs = np.concatenate(shifted, axis=1)  # (whole delays, r, m)
+
+    def read(delay_samples: float) -> np.ndarray:
+        whole = int(np.floor(delay_samples))
+        if whole - 1 < lowest or whole + 2 > highest:
+            raise ValueError(f"delay_samples must lie within {DELAY_RANGE_PERIODS}, got {delay_samples}")
+        u = float(delay_samples) - whole
+        if u == 0.0:
+            return outputs[whole - lowest]
+        weights = (
+            -u * (u - 1.0) * (u - 2.0) / 6.0,
+            (u + 1.0) * (u - 1.0) * (u - 2.0) / 2.0,
+            -(u + 1.0) * u * (u - 2.0) / 2.0,
+            (u + 1.0) * u * (u - 1.0) / 6.0,
+        )
+        first = whole - 1 - lowest
+        return np.tensordot(np.array(weights), outputs[first : first + 4], axes=1)
+
+    return read
+
+
+def estimate_torque_delay(
+    observation_matrix: np.ndarray,
+    valid: np.ndarray,
+    torques_read: Callable[[float], np.ndarray],
+    *,
+    rate_hz: float,
+) -> TorqueDelay:
+    """The delay of the torques behind the motion that minimises the residual of the IDIM's rows (module docstring).
+
+    Parameters
+    ----------
+    observation_matrix
+        ``W`` ``(r, n, b)`` of the decimated rows, in time order.
+    valid
+        ``(r, n)``: the equations used.
+    torques_read
+        The decimated torques ``(r, n)`` of the same rows read a given number of samples later
+        (:func:`decimated_late`).
+    rate_hz
+        The grid's sample rate, Hz.
+
+    The equations are weighted per joint by the root mean square of their residual at no delay (the weights of
+    the per-joint least squares, [Gautier2013] eq. (20)), the same at every shift, so the residuals compare.
+    """
+    period = 1.0 / float(rate_hz)
+    w = np.asarray(observation_matrix, dtype=float)
+    rows, joints = valid.shape
+    if rows < BLOCKS * MIN_ROWS_PER_BLOCK:
+        return TorqueDelay(0.0, float("nan"), 1.0, period, False, f"{rows} decimated rows are too few to measure it")
+    shifts = np.arange(DELAY_RANGE_PERIODS[0], DELAY_RANGE_PERIODS[1] + 0.5 * DELAY_STEP_PERIODS, DELAY_STEP_PERIODS)
+    # The equations joint by joint, their rows' blocks in time contiguous: (joint, row) pairs sorted by block.
+    joint, row = np.nonzero(np.asarray(valid, dtype=bool).T)
+    order = np.argsort(row * BLOCKS // rows, kind="stable")
+    joint, row = joint[order], row[order]
+    block = row * BLOCKS // rows
+    if np.bincount(block, minlength=BLOCKS).min() < MIN_ROWS_PER_BLOCK * joints:
+        return TorqueDelay(0.0, float("nan"), 1.0, period, False, "too few equations in a tenth of the rows")
+    starts = np.searchsorted(block, np.arange(BLOCKS))
+    stacked = w[row, joint]
+    target = torques_read(0.0)[row, joint]
+    solution = scipy.linalg.lstsq(stacked, target, lapack_driver="gelsy")[0]
+    residual = target - stacked @ solution
+    sizes = np.bincount(joint, minlength=joints)
+    scale = np.sqrt(np.bincount(joint, residual**2, minlength=joints) / np.maximum(sizes, 1))
+    weights = 1.0 / np.where(scale > 0.0, scale, 1.0)[joint]
+    a = stacked * weights[:, None]
+    ends = [*starts[1:], a.shape[0]]
+    grams = np.array([a[first:last].T @ a[first:last] for first, last in zip(starts, ends, strict=True)])
+    total = grams.sum(axis=0)
+    inverses = np.array([np.linalg.pinv(total - gram, hermitian=True) for gram in grams])
+    inverse = np.linalg.pinv(total, hermitian=True)
+    curves = np.empty((BLOCKS + 1, shifts.size))
+    for k, shift in enumerate(shifts):
+        b = torques_read(float(shift))[row, joint] * weights
+        projections = np.add.reduceat(a * b[:, None], starts, axis=0)
+        squares = np.add.reduceat(b**2, starts)
+        h = projections.sum(axis=0)
+        curves[BLOCKS, k] = squares.sum() - h @ inverse @ h
+        left = h[None, :] - projections
+        curves[:BLOCKS, k] = squares.sum() - squares - np.einsum("gi,gij,gj->g", left, inverses, left)
+    minimum = _vertex(shifts, curves[BLOCKS])
+    if minimum is None:
+        return TorqueDelay(
+            0.0,
+            float("nan"),
+            1.0,
+            period,
+            False,
+            f"the fit's residual has no minimum within {DELAY_RANGE_PERIODS[0]:g}…{DELAY_RANGE_PERIODS[1]:g} sample"
+            " periods",
+        )
+    left_out = [_vertex(shifts, curves[g]) for g in range(BLOCKS)]
+    zero = int(np.argmin(np.abs(shifts)))
+    ratio = float(np.interp(minimum, shifts, curves[BLOCKS]) / curves[BLOCKS, zero])
+    if any(value is None for value in left_out):
+        return TorqueDelay(
+            minimum * period,
+            float("nan"),
+            ratio,
+            period,
+            False,
+            f"undetermined: without one block of rows the fit's residual has no minimum within the range, found at"
+            f" {1e3 * minimum * period:.2g} ms with all",
+        )
+    values = np.array(left_out, dtype=float)
+    spread = float(np.sqrt((BLOCKS - 1) / BLOCKS * np.sum((values - values.mean()) ** 2)))
+    delay, std = minimum * period, spread * period
+    if abs(minimum) < SIGNIFICANCE * spread:
+        return TorqueDelay(delay, std, ratio, period, False, f"within {SIGNIFICANCE:g} σ of 0: in time with them")
+    return TorqueDelay(delay, std, ratio, period, True)
+
+
+def _vertex(shifts: np.ndarray, curve: np.ndarray) -> float | None:
+    """The minimum of ``curve`` over ``shifts``: the vertex of the parabola through the five samples around its
+    smallest; ``None`` when that lies at an end of the scan or the parabola opens downwards."""
+    smallest = int(np.argmin(curve))
+    if smallest < 2 or smallest > shifts.size - 3:
+        return None
+    near = slice(smallest - 2, smallest + 3)
+    curvature, slope, _ = np.polyfit(shifts[near], curve[near], 2)
+    if curvature <= 0.0:
+        return None
+    return float(np.clip(-slope / (2.0 * curvature), shifts[smallest - 2], shifts[smallest + 2]))
+
+
+__all__ = [
+    "BLOCKS",
+    "DELAY_RANGE_PERIODS",
+    "DELAY_STEP_PERIODS",
+    "SIGNIFICANCE",
+    "TorqueDelay",
+    "decimated_late",
+    "estimate_torque_delay",
+]

@@ -1,0 +1,120 @@
+"""The torques' delay behind the positions: measured by the IDIM fit, the torques aligned only when the data say so."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from numpy.testing import assert_allclose
+
+from arm6_drives import IDENTIFICATION_DRIVE
+from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, predict_torques
+from dynamic_identification.core.identification.observations import prepare_observations
+from dynamic_identification.core.identification.solve import identify
+from dynamic_identification.core.identification.torque_delay import decimated_late
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.regressors.dynamic_model import DynamicModel
+from dynamic_identification.core.signal.filters import ParallelDecimator
+
+RATE_HZ = 1000.0
+DURATION_S = 20.0
+GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
+DRIVE_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
+CURRENT_NOISE_A = 0.02
+ENCODER_COUNTS = 2**16
+DRIVE_DELAY_S = 0.003
+"""A drive's current filter and a bus cycle: the torques read 3 ms after the positions they belong to."""
+
+
+def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
+    """Ground truth from Pinocchio's RNEA plus the drive-chain terms, independent of the regressor."""
+    data = robot.model.createData()
+    rigid = np.array([pin.rnea(robot.model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    return rigid + drive.rotor_inertia * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq) + drive.offset
+
+
+@pytest.fixture(scope="module")
+def dynamic_model(arm6: RobotModel) -> DynamicModel:
+    return DynamicModel.create(
+        arm6, DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS), DriveTerms()
+    )
+
+
+def _recording(dynamic_model: DynamicModel, *, delay_s: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quantised positions at the stamps and noisy currents, converted to torques, of the motion ``delay_s`` earlier."""
+    robot, chain = dynamic_model.mechanism.robot, dynamic_model.drive_chain
+    rng = np.random.default_rng(seed)
+    trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=seed, margin=0.15)
+    time = np.arange(0.0, DURATION_S, 1.0 / RATE_HZ)
+    q, _, _ = trajectory.evaluate(time)
+    exact = _torques(robot, IDENTIFICATION_DRIVE, *trajectory.evaluate(time - delay_s))
+    currents = chain.motor_currents(exact) + rng.normal(0.0, CURRENT_NOISE_A, exact.shape)
+    step = 2.0 * np.pi / (ENCODER_COUNTS * chain.gear_ratios)
+    return time, np.round(q / step) * step, chain.joint_torques(currents)
+
+
+def _settings(torque_delay: str) -> IdentificationSettings:
+    return IdentificationSettings(signal=SignalSettings(position_cutoff_hz=20.0, torque_delay=torque_delay))
+
+
+def test_torques_read_late_are_found_late_by_the_fit(dynamic_model: DynamicModel) -> None:
+    time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
+    observations = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto"))
+    delay = observations.torque_delay
+    assert delay is not None and delay.applied, observations.signal_reasons
+    assert delay.std_s < 0.5e-3  # half a sample period
+    assert abs(delay.delay_s - DRIVE_DELAY_S) < 3.0 * delay.std_s, delay
+    assert any(reason.startswith("torque delay: 3 ± ") for reason in observations.signal_reasons), (
+        observations.signal_reasons
+    )
+
+
+def test_aligned_torques_identify_a_model_that_predicts_better(dynamic_model: DynamicModel) -> None:
+    time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
+    robot = dynamic_model.mechanism.robot
+    other = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=99, margin=0.2)
+    motion = other.evaluate(np.arange(0.0, 10.0, 1.0 / RATE_HZ))
+    exact = _torques(robot, IDENTIFICATION_DRIVE, *motion)
+
+    def error(torque_delay: str) -> float:
+        values = identify(dynamic_model, time, q, torques, settings=_settings(torque_delay)).values
+        predicted = predict_torques(robot, dynamic_model.drive_chain, dynamic_model.terms, values, *motion)
+        return float(np.linalg.norm(predicted - exact) / np.linalg.norm(exact))
+
+    aligned, as_recorded = error("auto"), error("none")
+    assert aligned < 0.5 * as_recorded, (aligned, as_recorded)
+
+
+def test_torques_in_time_with_the_positions_are_taken_as_recorded_and_it_says_so(
+    dynamic_model: DynamicModel,
+) -> None:
+    time, q, torques = _recording(dynamic_model, delay_s=0.0, seed=5)
+    auto = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto"))
+    assert auto.torque_delay is not None and not auto.torque_delay.applied
+    assert any(
+        reason.startswith("torque delay: none (") and "within 3 σ of 0" in reason for reason in auto.signal_reasons
+    ), auto.signal_reasons
+    recorded = prepare_observations(dynamic_model, time, q, torques, settings=_settings("none"))
+    assert recorded.torque_delay is None
+    assert_allclose(auto.torques, recorded.torques, rtol=0, atol=0)
+
+
+def test_rows_read_late_are_the_rows_of_the_signal_a_fraction_of_a_sample_later() -> None:
+    decimator = ParallelDecimator.create(10)
+    grid = np.arange(3000) / RATE_HZ
+    frequency = np.array([1.0, 7.0])
+
+    def signal(delay_s: float) -> np.ndarray:
+        return np.sin(2.0 * np.pi * (grid[:, None] + delay_s) * frequency)
+
+    read = decimated_late(decimator, [signal(0.0)])
+    assert_allclose(read(0.0), decimator.decimate(signal(0.0))[0], rtol=0, atol=1e-12)
+    assert_allclose(read(2.5), decimator.decimate(signal(2.5 / RATE_HZ))[0], rtol=0, atol=1e-6)
+
+
+def test_the_setting_refuses_an_unknown_choice() -> None:
+    with pytest.raises(ValueError, match="torque_delay"):
+        dataclasses.replace(SignalSettings(), torque_delay="late")
