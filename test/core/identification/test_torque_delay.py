@@ -11,7 +11,12 @@ from numpy.testing import assert_allclose
 
 from arm6_drives import IDENTIFICATION_DRIVE
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.identification import IdentificationSettings, SignalSettings, predict_torques
+from dynamic_identification.core.identification import (
+    IdentificationSettings,
+    SignalSettings,
+    predict_torques,
+    torque_delay,
+)
 from dynamic_identification.core.identification.observations import prepare_observations
 from dynamic_identification.core.identification.solve import identify
 from dynamic_identification.core.identification.torque_delay import decimated_late
@@ -100,6 +105,22 @@ def test_torques_in_time_with_the_positions_are_taken_as_recorded_and_it_says_so
     recorded = prepare_observations(dynamic_model, time, q, torques, settings=_settings("none"))
     assert recorded.torque_delay is None
     assert_allclose(auto.torques, recorded.torques, rtol=0, atol=0)
+
+
+def test_the_delay_measured_on_the_first_data_aligns_every_row(
+    dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long recording is measured on its first minute (here 8 s of 20) and its torques are read late whole."""
+    time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
+    whole = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto")).torques
+    as_recorded = prepare_observations(dynamic_model, time, q, torques, settings=_settings("none")).torques
+    monkeypatch.setattr(torque_delay, "MEASURED_DATA_S", 8.0)
+    observations = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto"))
+    delay = observations.torque_delay
+    assert delay is not None and delay.applied and abs(delay.delay_s - DRIVE_DELAY_S) < 3.0 * delay.std_s, delay
+    late = whole.shape[0] // 2  # rows from 10 s on, beyond the measured 8 s
+    moved = np.linalg.norm(observations.torques[late:] - whole[late:])
+    assert moved < 0.1 * np.linalg.norm(as_recorded[late:] - whole[late:])
 
 
 def test_rows_read_late_are_the_rows_of_the_signal_a_fraction_of_a_sample_later() -> None:

@@ -27,7 +27,7 @@ from dynamic_identification.core.identification.completion import (
 )
 from dynamic_identification.core.identification.motion import decimation_factor
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings
-from dynamic_identification.core.identification.torque_delay import TorqueDelay, decimated_late, estimate_torque_delay
+from dynamic_identification.core.identification.torque_delay import TorqueDelay, measured_and_aligned
 from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -459,11 +459,9 @@ def prepare_observations(
     reasons, delay = completed.signal_reasons, None
     if settings.signal.torque_delay == "auto":
         cancellation.report("torque delay")
-        read = decimated_late(builder.decimator, [segment.signals for segment in completed.segments])
-        delay = estimate_torque_delay(matrix, valid, read, rate_hz=rate)
+        signals = [segment.signals for segment in completed.segments]
+        delay, torque = measured_and_aligned(builder.decimator, signals, matrix, valid, torque, rate_hz=rate)
         reasons = (*reasons, delay.reason())
-        if delay.applied:
-            torque = read(delay.applied_delay_s * rate)
     return PreparedObservations(
         observation_matrix=matrix,
         torques=torque,

@@ -12,11 +12,8 @@ cycles and late stamps of a few periods. The uncertainty is the jackknife of the
 blocks of rows in time, which holds for the residuals of filtered, decimated rows, correlated in time (the
 white-noise curvature is several times too small there). The torques are aligned only when the delay lies
 :data:`SIGNIFICANCE` σ away from 0, inside the scanned range: otherwise they are taken as recorded, and the
-reason says so.
-
-Measured (``bench/HISTORY.md``, "the torques' delay behind the positions"): torques read 5 ms late are found
-4.4-5.4 ms late and, aligned, give back the held-out torque error they cost (the Panda's 1.44 / 1.41 % to
-1.09 / 1.13 %); torques in time with the positions stay as recorded or move by half a period.
+reason says so. The delay is measured on the first :data:`MEASURED_DATA_S` of data and applied to all of it
+(:func:`measured_and_aligned`). Figures: ``bench/HISTORY.md``, "The torques' delay behind the positions".
 """
 
 from __future__ import annotations
@@ -42,6 +39,11 @@ SIGNIFICANCE = 3.0
 
 BLOCKS = 10
 """Blocks of rows in time the jackknife leaves out one at a time."""
+
+MEASURED_DATA_S = 60.0
+"""The delay is measured on the rows of the first this many seconds of data (:func:`measured_and_aligned`): a
+minute measures a delay to a fraction of a sample period, and a long recording's torques are decimated once more
+instead of at every shift of the scan."""
 
 MIN_ROWS_PER_BLOCK = 4
 """Fewer decimated rows (equations per joint) than this in a block leave the delay unmeasured."""
@@ -92,25 +94,20 @@ def decimated_late(decimator: ParallelDecimator, segments: Sequence[np.ndarray])
     fractional, within :data:`DELAY_RANGE_PERIODS`) later, a row is the decimation filter's output at its index
     plus the delay: the outputs at the four nearest whole samples (the signal's ends held), interpolated by the
     cubic through them, which the filter's band-limited output allows (in the motion's band, below a tenth of the
-    rate, to 1e-5). A whole delay reads the decimator's own outputs. The outputs at the whole delays the range
-    needs are computed once (17 times the rows, a fraction of the recording), each read combines four.
+    rate, to 1e-5). A whole delay reads the decimator's own outputs. The outputs at a whole delay are computed when
+    a read first needs them and kept.
     """
     lowest, highest = int(np.floor(DELAY_RANGE_PERIODS[0])) - 1, int(np.ceil(DELAY_RANGE_PERIODS[1])) + 2
     pad = max(-lowest, highest)
-    shifted = []
-    for signals in segments:
-        values = np.asarray(signals, dtype=float)
-        padded = np.pad(values, ((pad, pad), (0, 0)), mode="edge")
-        length = values.shape[0]
-        shifted.append(
-            np.stack(
-                [
-                    decimator.decimate(padded[pad + whole : pad + whole + length])[0]
-                    for whole in range(lowest, highest + 1)
-                ]
+    padded = [np.pad(np.asarray(signals, dtype=float), ((pad, pad), (0, 0)), mode="edge") for signals in segments]
+    outputs: dict[int, np.ndarray] = {}
+
+    def at_whole(whole: int) -> np.ndarray:
+        if whole not in outputs:
+            outputs[whole] = np.concatenate(
+                [decimator.decimate(values[pad + whole : values.shape[0] - pad + whole])[0] for values in padded]
             )
-        )
-    outputs = np.concatenate(shifted, axis=1)  # (whole delays, r, m)
+        return outputs[whole]
 
     def read(delay_samples: float) -> np.ndarray:
         whole = int(np.floor(delay_samples))
@@ -118,17 +115,44 @@ def decimated_late(decimator: ParallelDecimator, segments: Sequence[np.ndarray])
             raise ValueError(f"delay_samples must lie within {DELAY_RANGE_PERIODS}, got {delay_samples}")
         u = float(delay_samples) - whole
         if u == 0.0:
-            return outputs[whole - lowest]
+            return at_whole(whole)
         weights = (
             -u * (u - 1.0) * (u - 2.0) / 6.0,
             (u + 1.0) * (u - 1.0) * (u - 2.0) / 2.0,
             -(u + 1.0) * u * (u - 2.0) / 2.0,
             (u + 1.0) * u * (u - 1.0) / 6.0,
         )
-        first = whole - 1 - lowest
-        return np.tensordot(np.array(weights), outputs[first : first + 4], axes=1)
+        nearest = np.stack([at_whole(whole - 1 + k) for k in range(4)])
+        return np.tensordot(np.array(weights), nearest, axes=1)
 
     return read
+
+
+def measured_and_aligned(
+    decimator: ParallelDecimator,
+    segments: Sequence[np.ndarray],
+    observation_matrix: np.ndarray,
+    valid: np.ndarray,
+    torques: np.ndarray,
+    *,
+    rate_hz: float,
+) -> tuple[TorqueDelay, np.ndarray]:
+    """The delay of :func:`estimate_torque_delay` on the rows of the first :data:`MEASURED_DATA_S` of the segments'
+    signals ``(N_s, m)``, and the decimated torques of every row read with it ``(r, m)`` (``torques`` themselves
+    when not aligned): a long recording costs one more decimation of its torques, not the scan's."""
+    budget = int(MEASURED_DATA_S * float(rate_hz))
+    measured = []
+    for signals in segments:
+        if budget <= 0:
+            break
+        measured.append(signals[:budget])
+        budget -= signals.shape[0]
+    read = decimated_late(decimator, measured)
+    rows = read(0.0).shape[0]
+    delay = estimate_torque_delay(observation_matrix[:rows], valid[:rows], read, rate_hz=rate_hz)
+    if not delay.applied:
+        return delay, torques
+    return delay, decimated_late(decimator, segments)(delay.applied_delay_s * float(rate_hz))
 
 
 def estimate_torque_delay(
@@ -240,8 +264,10 @@ __all__ = [
     "BLOCKS",
     "DELAY_RANGE_PERIODS",
     "DELAY_STEP_PERIODS",
+    "MEASURED_DATA_S",
     "SIGNIFICANCE",
     "TorqueDelay",
     "decimated_late",
     "estimate_torque_delay",
+    "measured_and_aligned",
 ]
