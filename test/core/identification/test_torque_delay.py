@@ -19,7 +19,7 @@ from dynamic_identification.core.identification import (
 )
 from dynamic_identification.core.identification.observations import prepare_observations
 from dynamic_identification.core.identification.solve import identify
-from dynamic_identification.core.identification.torque_delay import decimated_late
+from dynamic_identification.core.identification.torque_delay import LateRows
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
@@ -131,7 +131,7 @@ def test_rows_read_late_are_the_rows_of_the_signal_a_fraction_of_a_sample_later(
     def signal(delay_s: float) -> np.ndarray:
         return np.sin(2.0 * np.pi * (grid[:, None] + delay_s) * frequency)
 
-    read = decimated_late(decimator, [signal(0.0)])
+    read = LateRows(decimator, [signal(0.0)])
     assert_allclose(read(0.0), decimator.decimate(signal(0.0))[0], rtol=0, atol=1e-12)
     assert_allclose(read(2.5), decimator.decimate(signal(2.5 / RATE_HZ))[0], rtol=0, atol=1e-6)
 

@@ -5,7 +5,7 @@ the sample, a current loop's average over the last period (half a period late), 
 period (half a period early), a drive's current filter (a first-order lag of τ: τ late), a bus cycle, or a
 second topic whose stamps are late. Torques read ``δ`` late fit the motion's inverse dynamics at ``t − δ``, not at
 ``t``: the residual of the least-squares fit of the decimated rows grows with ``|δ|``. Reading the torques ``δ``
-later (:func:`decimated_late`: the decimation filter's output between the samples) and fitting again, the
+later (:class:`LateRows`: the decimation filter's output between the samples) and fitting again, the
 residual as a function of the shift has its minimum at the delay (:func:`estimate_torque_delay`). The scan spans
 :data:`DELAY_RANGE_PERIODS` sample periods: half-period averaging and one-period commands, drive filters, bus
 cycles and late stamps of a few periods. The uncertainty is the jackknife of the minimum over :data:`BLOCKS`
@@ -18,11 +18,10 @@ reason says so. The delay is measured on the first :data:`MEASURED_DATA_S` of da
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from dynamic_identification.core.signal.filters import ParallelDecimator
 
@@ -86,46 +85,64 @@ class TorqueDelay:
         return f"torque delay: none ({found}: {self.note})"
 
 
-def decimated_late(decimator: ParallelDecimator, segments: Sequence[np.ndarray]) -> Callable[[float], np.ndarray]:
-    """The decimated rows of signals on a uniform grid read late: ``read(delay_samples)`` ``(r, m)``.
+class LateRows:
+    """The decimated rows of signals on a uniform grid read late: ``rows(delay_samples)`` ``(r, m)``.
 
     ``segments`` are the signals ``(N_s, m)`` of each segment; the rows are the decimator's outputs of every
     segment whole (:meth:`~.signal.ParallelDecimator.decimate`), in order. Read ``delay_samples`` (grid samples,
     fractional, within :data:`DELAY_RANGE_PERIODS`) later, a row is the decimation filter's output at its index
     plus the delay: the outputs at the four nearest whole samples (the signal's ends held), interpolated by the
-    cubic through them, which the filter's band-limited output allows (in the motion's band, below a tenth of the
-    rate, to 1e-5). A whole delay reads the decimator's own outputs. The outputs at a whole delay are computed when
-    a read first needs them and kept.
+    cubic through them (:meth:`weights`), which the filter's band-limited output allows (in the motion's band, below
+    a tenth of the rate, to 1e-5). A whole delay reads the decimator's own outputs (:meth:`whole`), computed when
+    first needed and kept.
     """
-    lowest, highest = int(np.floor(DELAY_RANGE_PERIODS[0])) - 1, int(np.ceil(DELAY_RANGE_PERIODS[1])) + 2
-    pad = max(-lowest, highest)
-    padded = [np.pad(np.asarray(signals, dtype=float), ((pad, pad), (0, 0)), mode="edge") for signals in segments]
-    outputs: dict[int, np.ndarray] = {}
 
-    def at_whole(whole: int) -> np.ndarray:
-        if whole not in outputs:
-            outputs[whole] = np.concatenate(
-                [decimator.decimate(values[pad + whole : values.shape[0] - pad + whole])[0] for values in padded]
+    LOWEST = int(np.floor(DELAY_RANGE_PERIODS[0])) - 1
+    """The earliest whole shift a read within the range combines, samples."""
+    HIGHEST = int(np.ceil(DELAY_RANGE_PERIODS[1])) + 2
+    """The latest, samples."""
+
+    def __init__(self, decimator: ParallelDecimator, segments: Sequence[np.ndarray]) -> None:
+        self._decimator = decimator
+        self._pad = max(-self.LOWEST, self.HIGHEST)
+        self._padded = [
+            np.pad(np.asarray(signals, dtype=float), ((self._pad, self._pad), (0, 0)), mode="edge")
+            for signals in segments
+        ]
+        self._outputs: dict[int, np.ndarray] = {}
+
+    def whole(self, shift: int) -> np.ndarray:
+        """The rows read ``shift`` (whole) samples later, ``(r, m)``."""
+        if shift not in self._outputs:
+            pad = self._pad
+            self._outputs[shift] = np.concatenate(
+                [
+                    self._decimator.decimate(values[pad + shift : values.shape[0] - pad + shift])[0]
+                    for values in self._padded
+                ]
             )
-        return outputs[whole]
+        return self._outputs[shift]
 
-    def read(delay_samples: float) -> np.ndarray:
+    @classmethod
+    def weights(cls, delay_samples: float) -> tuple[int, np.ndarray]:
+        """The first of the four whole shifts a read ``delay_samples`` late combines, and their cubic weights."""
         whole = int(np.floor(delay_samples))
-        if whole - 1 < lowest or whole + 2 > highest:
+        if whole - 1 < cls.LOWEST or whole + 2 > cls.HIGHEST:
             raise ValueError(f"delay_samples must lie within {DELAY_RANGE_PERIODS}, got {delay_samples}")
         u = float(delay_samples) - whole
-        if u == 0.0:
-            return at_whole(whole)
         weights = (
             -u * (u - 1.0) * (u - 2.0) / 6.0,
             (u + 1.0) * (u - 1.0) * (u - 2.0) / 2.0,
             -(u + 1.0) * u * (u - 2.0) / 2.0,
             (u + 1.0) * u * (u - 1.0) / 6.0,
         )
-        nearest = np.stack([at_whole(whole - 1 + k) for k in range(4)])
-        return np.tensordot(np.array(weights), nearest, axes=1)
+        return whole - 1, np.array(weights)
 
-    return read
+    def __call__(self, delay_samples: float) -> np.ndarray:
+        first, weights = self.weights(delay_samples)
+        if weights[1] == 1.0:
+            return self.whole(first + 1)
+        return np.tensordot(weights, np.stack([self.whole(first + k) for k in range(4)]), axes=1)
 
 
 def measured_and_aligned(
@@ -147,18 +164,18 @@ def measured_and_aligned(
             break
         measured.append(signals[:budget])
         budget -= signals.shape[0]
-    read = decimated_late(decimator, measured)
-    rows = read(0.0).shape[0]
-    delay = estimate_torque_delay(observation_matrix[:rows], valid[:rows], read, rate_hz=rate_hz)
+    late = LateRows(decimator, measured)
+    rows = late(0.0).shape[0]
+    delay = estimate_torque_delay(observation_matrix[:rows], valid[:rows], late, rate_hz=rate_hz)
     if not delay.applied:
         return delay, torques
-    return delay, decimated_late(decimator, segments)(delay.applied_delay_s * float(rate_hz))
+    return delay, LateRows(decimator, segments)(delay.applied_delay_s * float(rate_hz))
 
 
 def estimate_torque_delay(
     observation_matrix: np.ndarray,
     valid: np.ndarray,
-    torques_read: Callable[[float], np.ndarray],
+    late: LateRows,
     *,
     rate_hz: float,
 ) -> TorqueDelay:
@@ -170,14 +187,16 @@ def estimate_torque_delay(
         ``W`` ``(r, n, b)`` of the decimated rows, in time order.
     valid
         ``(r, n)``: the equations used.
-    torques_read
-        The decimated torques ``(r, n)`` of the same rows read a given number of samples later
-        (:func:`decimated_late`).
+    late
+        The decimated torques ``(r, n)`` of the same rows read late (:class:`LateRows`).
     rate_hz
         The grid's sample rate, Hz.
 
     The equations are weighted per joint by the root mean square of their residual at no delay (the weights of
-    the per-joint least squares, [Gautier2013] eq. (20)), the same at every shift, so the residuals compare.
+    the per-joint least squares, [Gautier2013] eq. (20)), the same at every shift, so the residuals compare. A read
+    at any shift is a combination of reads at whole shifts (:meth:`LateRows.weights`), so every block of rows is
+    summed up once, beside the whole recording's rows without a copy of their size: its normal matrix, its
+    equations' products with the torques at each whole shift, and those torques' own products.
     """
     period = 1.0 / float(rate_hz)
     w = np.asarray(observation_matrix, dtype=float)
@@ -193,28 +212,42 @@ def estimate_torque_delay(
     if np.bincount(block, minlength=BLOCKS).min() < MIN_ROWS_PER_BLOCK * joints:
         return TorqueDelay(0.0, float("nan"), 1.0, period, False, "too few equations in a tenth of the rows")
     starts = np.searchsorted(block, np.arange(BLOCKS))
-    stacked = w[row, joint]
-    target = torques_read(0.0)[row, joint]
-    solution = scipy.linalg.lstsq(stacked, target, lapack_driver="gelsy")[0]
-    residual = target - stacked @ solution
-    sizes = np.bincount(joint, minlength=joints)
-    scale = np.sqrt(np.bincount(joint, residual**2, minlength=joints) / np.maximum(sizes, 1))
+    spans = [slice(first, last) for first, last in zip(starts, [*starts[1:], row.size], strict=True)]
+    # The unweighted fit at no delay only sets the joints' weights: its normal equations, columns scaled to unit norm.
+    target = late(0.0)[row, joint]
+    normal = sum(w[row[span], joint[span]].T @ w[row[span], joint[span]] for span in spans)
+    norms = np.sqrt(np.diag(normal))
+    norms[norms == 0.0] = 1.0
+    moments = sum(w[row[span], joint[span]].T @ target[span] for span in spans)
+    solution = np.linalg.lstsq(normal / np.outer(norms, norms), moments / norms, rcond=None)[0] / norms
+    squared = np.concatenate([(target[span] - w[row[span], joint[span]] @ solution) ** 2 for span in spans])
+    scale = np.sqrt(np.bincount(joint, squared, minlength=joints) / np.maximum(np.bincount(joint, minlength=joints), 1))
     weights = 1.0 / np.where(scale > 0.0, scale, 1.0)[joint]
-    a = stacked * weights[:, None]
-    ends = [*starts[1:], a.shape[0]]
-    grams = np.array([a[first:last].T @ a[first:last] for first, last in zip(starts, ends, strict=True)])
+    wholes = np.arange(LateRows.LOWEST, LateRows.HIGHEST + 1)
+    grams = np.empty((BLOCKS, w.shape[2], w.shape[2]))
+    products = np.empty((BLOCKS, wholes.size, w.shape[2]))
+    squares = np.empty((BLOCKS, wholes.size, wholes.size))
+    for g, span in enumerate(spans):
+        a = w[row[span], joint[span]] * weights[span, None]
+        read = np.stack([late.whole(int(shift))[row[span], joint[span]] for shift in wholes], axis=1)
+        read *= weights[span, None]
+        grams[g], products[g], squares[g] = a.T @ a, read.T @ a, read.T @ read
+    combination = np.zeros((shifts.size, wholes.size))
+    for k, shift in enumerate(shifts):
+        first, cubic = LateRows.weights(float(shift))
+        combination[k, first - LateRows.LOWEST : first - LateRows.LOWEST + 4] = cubic
+    projections = np.einsum("kw,gwp->kgp", combination, products)
+    block_squares = np.einsum("kw,gwv,kv->kg", combination, squares, combination)
     total = grams.sum(axis=0)
     inverses = np.array([np.linalg.pinv(total - gram, hermitian=True) for gram in grams])
     inverse = np.linalg.pinv(total, hermitian=True)
     curves = np.empty((BLOCKS + 1, shifts.size))
-    for k, shift in enumerate(shifts):
-        b = torques_read(float(shift))[row, joint] * weights
-        projections = np.add.reduceat(a * b[:, None], starts, axis=0)
-        squares = np.add.reduceat(b**2, starts)
-        h = projections.sum(axis=0)
-        curves[BLOCKS, k] = squares.sum() - h @ inverse @ h
-        left = h[None, :] - projections
-        curves[:BLOCKS, k] = squares.sum() - squares - np.einsum("gi,gij,gj->g", left, inverses, left)
+    for k in range(shifts.size):
+        h = projections[k].sum(axis=0)
+        all_squares = block_squares[k].sum()
+        curves[BLOCKS, k] = all_squares - h @ inverse @ h
+        left = h[None, :] - projections[k]
+        curves[:BLOCKS, k] = all_squares - block_squares[k] - np.einsum("gi,gij,gj->g", left, inverses, left)
     minimum = _vertex(shifts, curves[BLOCKS])
     if minimum is None:
         return TorqueDelay(
@@ -267,7 +300,7 @@ __all__ = [
     "MEASURED_DATA_S",
     "SIGNIFICANCE",
     "TorqueDelay",
-    "decimated_late",
+    "LateRows",
     "estimate_torque_delay",
     "measured_and_aligned",
 ]
