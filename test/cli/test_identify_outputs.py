@@ -141,6 +141,10 @@ def test_the_file_stores_every_signal_setting_the_identification_used(identified
     for key, value in SIGNAL.items():
         assert getattr(signal, key) == value
     assert stored.settings["method"] == "wls" and "e_tol" in stored.settings
+    # What signal.torque_delay: auto found is kept beside the setting (the simulator's torques are in time).
+    delay = stored.quality["torque_delay"]
+    assert delay["aligned"] is False and abs(delay["delay_s"]) < 3.0 * delay["std_s"], delay
+    assert delay["reason"].startswith("torque delay: none (")
 
 
 def test_predict_without_config_uses_the_stored_settings(identified: Identified, folder: Path) -> None:

@@ -28,6 +28,7 @@ from dynamic_identification.core.estimation.uncertainty import RobustCovariance
 from dynamic_identification.core.identification.in_process import WindowSettings, WindowUpdate
 from dynamic_identification.core.identification.settings import IdentificationSettings, SignalSettings, settings_record
 from dynamic_identification.core.identification.solve import IdentificationResult
+from dynamic_identification.core.identification.torque_delay import TorqueDelay
 from dynamic_identification.core.mechanism.robot import INERTIAL_PARAMETER_NAMES, DriveTerms, RobotModel
 from dynamic_identification.core.mechanism.seam import Mechanism, mechanism_of, tree_standard
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -112,6 +113,18 @@ def uncertainty_section(uncertainty: RobustCovariance | None, fallback: str = ""
         "bandwidth_rows": int(uncertainty.bandwidth),
         "hac_over_white_median": finite_or_none(np.median(ratio)) if ratio.size else None,
         "effective_steps_min": finite_or_none(np.min(steps)) if steps.size else None,
+    }
+
+
+def torque_delay_section(delay: TorqueDelay) -> dict[str, Any]:
+    """``quality.torque_delay``: the torques' delay behind the positions the fit found (``delay_s``, s, positive:
+    late; ``std_s`` its σ, ``None`` when undetermined), whether the torques were aligned with it (``aligned``), and
+    the reason line that said so (``signal.torque_delay: auto``)."""
+    return {
+        "delay_s": finite_or_none(delay.delay_s),
+        "std_s": finite_or_none(delay.std_s),
+        "aligned": bool(delay.applied),
+        "reason": delay.reason(),
     }
 
 
@@ -325,6 +338,11 @@ def identified_parameter_file(
             ),
             "uncertainty": uncertainty_section(result.uncertainty, result.uncertainty_fallback),
             "plausibility": {"ok": result.judged.plausible, "problems": list(result.judged.problems)},
+            **(
+                {}
+                if result.observations.torque_delay is None
+                else {"torque_delay": torque_delay_section(result.observations.torque_delay)}
+            ),
             **(quality or {}),
         },
         stamp=stamp,
