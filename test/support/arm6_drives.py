@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 from scipy.spatial.transform import Rotation
 
 from dynamic_identification.core.excitation import random_fourier_trajectory
@@ -49,6 +50,18 @@ IDENTIFICATION_DRIVE = DriveParameters.create(
 """The true drive terms the identification, physical-consistency and uncertainty tests recover: rotor inertia
 (kg·m², joint side), viscous (N·m·s/rad) and Coulomb (N·m) friction and offsets (N·m), of the order of
 ``ARM6_DRIVE`` but other values."""
+IDENTIFICATION_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
+"""The torque constants (N·m/A) of the identification tests' uncoupled chain on ``GEAR_RATIOS``."""
+
+
+def rnea_torques(
+    robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray
+) -> np.ndarray:
+    """Ground truth of the identification tests (N·m, ``(N, n)``): Pinocchio's RNEA plus the drive terms, independent
+    of the regressor."""
+    data = robot.model.createData()
+    rigid = np.array([pin.rnea(robot.model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
+    return rigid + drive.rotor_inertia * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq) + drive.offset
 
 
 def wrist_coupling() -> np.ndarray:

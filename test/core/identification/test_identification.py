@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
-from arm6_drives import IDENTIFICATION_DRIVE
+from arm6_drives import GEAR_RATIOS, IDENTIFICATION_DRIVE, IDENTIFICATION_GAINS, rnea_torques
 from dynamic_identification.core.cancellation import Cancellation
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError
 from dynamic_identification.core.excitation import random_fourier_trajectory
@@ -31,19 +30,10 @@ from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.regressors.idim import BaseParameters, base_parameters, observation_matrix
 
 RATE_HZ = 1000.0
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-DRIVE_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
 CURRENT_NOISE_A = 0.02
 ENCODER_COUNTS = 2**16
 SAME_ESTIMATE_SIGMA = 1.0
 """Largest distance, in σ, between the estimates with the regressor at the decimated instants and at every sample."""
-
-
-def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-    """Ground truth from Pinocchio's RNEA plus the drive-chain terms, independent of the regressor."""
-    data = robot.model.createData()
-    rigid = np.array([pin.rnea(robot.model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-    return rigid + drive.rotor_inertia * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq) + drive.offset
 
 
 def _recording(
@@ -56,7 +46,7 @@ def _recording(
     time = time + rng.uniform(-2e-4, 2e-4, time.shape)
     time[1:] = np.maximum(time[1:], time[:-1])
     q, dq, ddq = trajectory.evaluate(time)
-    exact = _torques(robot, drive, q, dq, ddq)
+    exact = rnea_torques(robot, drive, q, dq, ddq)
     currents = chain.motor_currents(exact) + rng.normal(0.0, CURRENT_NOISE_A, exact.shape)
     step = 2.0 * np.pi / (ENCODER_COUNTS * chain.gear_ratios)
     q_measured = np.round(q / step) * step
@@ -65,7 +55,7 @@ def _recording(
 
 @pytest.fixture(scope="module")
 def setup(arm6: RobotModel) -> tuple[RobotModel, DriveChain, DriveTerms, BaseParameters, DriveParameters]:
-    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS)
+    chain = DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=IDENTIFICATION_GAINS)
     terms = DriveTerms()
     return arm6, chain, terms, base_parameters(arm6, chain, terms), IDENTIFICATION_DRIVE
 
@@ -99,7 +89,7 @@ def test_prediction_on_a_different_trajectory_is_within_one_percent(setup, dynam
     other = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=99, margin=0.2)
     grid = np.arange(0.0, 10.0, 1.0 / RATE_HZ)
     q_val, dq_val, ddq_val = other.evaluate(grid)
-    exact = _torques(robot, drive, q_val, dq_val, ddq_val)
+    exact = rnea_torques(robot, drive, q_val, dq_val, ddq_val)
     predicted = predict_torques(robot, chain, terms, result.values, q_val, dq_val, ddq_val)
     assert np.linalg.norm(predicted - exact) / np.linalg.norm(exact) < 0.01
 
@@ -109,7 +99,7 @@ def _validation_error(setup, values: np.ndarray) -> float:
     robot, chain, terms, _, drive = setup
     other = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=99, margin=0.2)
     q_val, dq_val, ddq_val = other.evaluate(np.arange(0.0, 10.0, 1.0 / RATE_HZ))
-    exact = _torques(robot, drive, q_val, dq_val, ddq_val)
+    exact = rnea_torques(robot, drive, q_val, dq_val, ddq_val)
     predicted = predict_torques(robot, chain, terms, values, q_val, dq_val, ddq_val)
     return float(np.linalg.norm(predicted - exact) / np.linalg.norm(exact))
 

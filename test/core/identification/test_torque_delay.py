@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pinocchio as pin
 import pytest
 from numpy.testing import assert_allclose
 
-from arm6_drives import IDENTIFICATION_DRIVE
+from arm6_drives import GEAR_RATIOS, IDENTIFICATION_DRIVE, IDENTIFICATION_GAINS, rnea_torques
 from dynamic_identification.core.excitation import random_fourier_trajectory
 from dynamic_identification.core.identification import (
     IdentificationSettings,
@@ -20,31 +19,22 @@ from dynamic_identification.core.identification import (
 from dynamic_identification.core.identification.observations import prepare_observations
 from dynamic_identification.core.identification.solve import identify
 from dynamic_identification.core.identification.torque_delay import LateRows
-from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel
+from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
 
 RATE_HZ = 1000.0
 DURATION_S = 20.0
-GEAR_RATIOS = np.array([100.0, 100.0, 80.0, 60.0, 60.0, 50.0])
-DRIVE_GAINS = np.array([0.4, 0.4, 0.3, 0.15, 0.1, 0.08])
 CURRENT_NOISE_A = 0.02
 ENCODER_COUNTS = 2**16
 DRIVE_DELAY_S = 0.003
 """A drive's current filter and a bus cycle: the torques read 3 ms after the positions they belong to."""
 
 
-def _torques(robot: RobotModel, drive: DriveParameters, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
-    """Ground truth from Pinocchio's RNEA plus the drive-chain terms, independent of the regressor."""
-    data = robot.model.createData()
-    rigid = np.array([pin.rnea(robot.model, data, q[k], dq[k], ddq[k]) for k in range(q.shape[0])])
-    return rigid + drive.rotor_inertia * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq) + drive.offset
-
-
 @pytest.fixture(scope="module")
 def dynamic_model(arm6: RobotModel) -> DynamicModel:
     return DynamicModel.create(
-        arm6, DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=DRIVE_GAINS), DriveTerms()
+        arm6, DriveChain.create(6, gear_ratios=GEAR_RATIOS, drive_gains=IDENTIFICATION_GAINS), DriveTerms()
     )
 
 
@@ -55,7 +45,7 @@ def _recording(dynamic_model: DynamicModel, *, delay_s: float, seed: int) -> tup
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=seed, margin=0.15)
     time = np.arange(0.0, DURATION_S, 1.0 / RATE_HZ)
     q, _, _ = trajectory.evaluate(time)
-    exact = _torques(robot, IDENTIFICATION_DRIVE, *trajectory.evaluate(time - delay_s))
+    exact = rnea_torques(robot, IDENTIFICATION_DRIVE, *trajectory.evaluate(time - delay_s))
     currents = chain.motor_currents(exact) + rng.normal(0.0, CURRENT_NOISE_A, exact.shape)
     step = 2.0 * np.pi / (ENCODER_COUNTS * chain.gear_ratios)
     return time, np.round(q / step) * step, chain.joint_torques(currents)
@@ -82,7 +72,7 @@ def test_aligned_torques_identify_a_model_that_predicts_better(dynamic_model: Dy
     robot = dynamic_model.mechanism.robot
     other = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=99, margin=0.2)
     motion = other.evaluate(np.arange(0.0, 10.0, 1.0 / RATE_HZ))
-    exact = _torques(robot, IDENTIFICATION_DRIVE, *motion)
+    exact = rnea_torques(robot, IDENTIFICATION_DRIVE, *motion)
 
     def error(torque_delay: str) -> float:
         values = identify(dynamic_model, time, q, torques, settings=_settings(torque_delay)).values
