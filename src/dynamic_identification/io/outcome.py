@@ -54,6 +54,7 @@ from dynamic_identification.core.identification.prediction import (
 )
 from dynamic_identification.core.identification.settings import IdentificationSettings
 from dynamic_identification.core.identification.solve import NOT_EXCITED, IdentificationResult, joint_weights
+from dynamic_identification.core.identification.torque_delay import read_late
 from dynamic_identification.core.identification.urdf_agreement import urdf_agreement
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, standard_parameters
@@ -344,7 +345,10 @@ def validate(
 
     The equations are built with the identification's ``settings`` (filter, decimation,
     the stick rule ``signal.min_speed_rad_s``); the errors at the stamps count the samples
-    where the joint moves at least ``signal.min_speed_rad_s``.
+    where the joint moves at least ``signal.min_speed_rad_s``. When the identification aligned
+    its torques with the motion (``signal.torque_delay``), the held-out torques are read as late
+    (:func:`~dynamic_identification.core.identification.torque_delay.read_late`), and
+    ``torques`` are those.
 
     ``recording`` holds the controlled joints (torques or currents) and, for a closed-loop robot
     ([Briot2012] eq. (6)), optionally every passive joint of the opened tree, in the tree's
@@ -357,6 +361,11 @@ def validate(
     joints = mechanism.actuated_joint_names
     judged = recording if recording.joint_names == joints else recording.select(joints)
     torques = judged.joint_torques(drive_chain)
+    delay = result.observations.torque_delay
+    if delay is not None and delay.applied:
+        # The model predicts the torque of the motion at each row: its driver's torques come as late as the fit
+        # found the training's.
+        torques = read_late(recording.time, torques, delay.delay_s)
     samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
     prediction = predict_at_stamps(mechanism, drive_chain, dynamic_model.terms, result.values, samples, signal)
     errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)

@@ -17,11 +17,13 @@ from dynamic_identification.core.identification import (
     torque_delay,
 )
 from dynamic_identification.core.identification.observations import prepare_observations
-from dynamic_identification.core.identification.solve import identify
+from dynamic_identification.core.identification.solve import IdentificationResult, identify
 from dynamic_identification.core.identification.torque_delay import LateRows
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.filters import ParallelDecimator
+from dynamic_identification.io.outcome import validate
+from dynamic_identification.io.recording import recording_from_arrays
 
 RATE_HZ = 1000.0
 DURATION_S = 20.0
@@ -38,15 +40,18 @@ def dynamic_model(arm6: RobotModel) -> DynamicModel:
     )
 
 
-def _recording(dynamic_model: DynamicModel, *, delay_s: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Quantised positions at the stamps and noisy currents, converted to torques, of the motion ``delay_s`` earlier."""
+def _recording(
+    dynamic_model: DynamicModel, *, delay_s: float, seed: int, current_noise_a: float = CURRENT_NOISE_A
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quantised positions at the stamps and noisy currents (``current_noise_a`` RMS, A), converted to torques, of
+    the motion ``delay_s`` earlier."""
     robot, chain = dynamic_model.mechanism.robot, dynamic_model.drive_chain
     rng = np.random.default_rng(seed)
     trajectory = random_fourier_trajectory(robot, fundamental_hz=0.1, harmonics=5, seed=seed, margin=0.15)
     time = np.arange(0.0, DURATION_S, 1.0 / RATE_HZ)
     q, _, _ = trajectory.evaluate(time)
     exact = rnea_torques(robot, IDENTIFICATION_DRIVE, *trajectory.evaluate(time - delay_s))
-    currents = chain.motor_currents(exact) + rng.normal(0.0, CURRENT_NOISE_A, exact.shape)
+    currents = chain.motor_currents(exact) + rng.normal(0.0, current_noise_a, exact.shape)
     step = 2.0 * np.pi / (ENCODER_COUNTS * chain.gear_ratios)
     return time, np.round(q / step) * step, chain.joint_torques(currents)
 
@@ -81,6 +86,25 @@ def test_aligned_torques_identify_a_model_that_predicts_better(dynamic_model: Dy
 
     aligned, as_recorded = error("auto"), error("none")
     assert aligned < 0.5 * as_recorded, (aligned, as_recorded)
+
+
+def test_a_held_out_recording_is_judged_with_its_torques_as_late_as_the_trainings(dynamic_model: DynamicModel) -> None:
+    """`dynid identify --validate`: the aligned model predicts the torque of the motion at each row; against the
+    held-out file's torques as recorded (3 ms late; noise-free here, so that the timing shows) its error read
+    several times what it is."""
+    time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
+    result = identify(dynamic_model, time, q, torques, settings=_settings("auto"))
+    assert result.observations.torque_delay is not None and result.observations.torque_delay.applied
+    held_time, held_q, held_torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=6, current_noise_a=0.0)
+    joints = list(dynamic_model.mechanism.actuated_joint_names)
+    held = recording_from_arrays(time=held_time, joint_names=joints, position=held_q, effort=held_torques)
+
+    def error(judged: IdentificationResult) -> float:
+        errors = validate(dynamic_model, judged, held, _settings("auto"), name="held.csv").errors
+        return float(np.sum(errors.absolute) / np.sum(errors.measured))
+
+    as_recorded = dataclasses.replace(result, observations=dataclasses.replace(result.observations, torque_delay=None))
+    assert error(result) < 0.5 * error(as_recorded), (error(result), error(as_recorded))
 
 
 def test_torques_in_time_with_the_positions_are_taken_as_recorded_and_it_says_so(

@@ -145,6 +145,14 @@ class LateRows:
         return np.tensordot(weights, np.stack([self.whole(first + k) for k in range(4)]), axes=1)
 
 
+def read_late(time: np.ndarray, values: np.ndarray, delay_s: float) -> np.ndarray:
+    """``values`` ``(N, m)`` sampled at ``time`` (s, non-decreasing) read ``delay_s`` later, linearly between the
+    samples and held at the ends: recorded torques in time with the motion their model predicts at ``time``."""
+    stamps = np.asarray(time, dtype=float)
+    signals = np.asarray(values, dtype=float).reshape(stamps.size, -1)
+    return np.column_stack([np.interp(stamps + delay_s, stamps, column) for column in signals.T])
+
+
 def measured_and_aligned(
     decimator: ParallelDecimator,
     segments: Sequence[np.ndarray],
@@ -303,4 +311,5 @@ __all__ = [
     "LateRows",
     "estimate_torque_delay",
     "measured_and_aligned",
+    "read_late",
 ]
