@@ -150,6 +150,24 @@ def test_rows_read_late_are_the_rows_of_the_signal_a_fraction_of_a_sample_later(
     assert_allclose(read(2.5), decimator.decimate(signal(2.5 / RATE_HZ))[0], rtol=0, atol=1e-6)
 
 
+def test_rows_read_late_a_few_at_a_time_are_those_of_the_whole_segment_held_at_its_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decimator = ParallelDecimator.create(10)
+    segments = [np.random.default_rng(4).normal(size=(length, 2)) for length in (3000, 1234)]
+    whole = {shift: LateRows(decimator, segments).whole(shift) for shift in (-4, 0, 12)}
+    monkeypatch.setattr(torque_delay, "BLOCK_OUTPUTS", 7)
+    blocks = LateRows(decimator, segments)
+    for shift, rows in whole.items():
+        held = [
+            np.pad(segment, ((4, 12), (0, 0)), mode="edge")[4 + shift : 4 + shift + len(segment)]
+            for segment in segments
+        ]
+        expected = np.concatenate([decimator.decimate(signal)[0] for signal in held])
+        assert_allclose(rows, expected, rtol=0, atol=1e-12)
+        assert_allclose(blocks.whole(shift), rows, rtol=0, atol=1e-12)
+
+
 def test_the_setting_refuses_an_unknown_choice() -> None:
     with pytest.raises(ValueError, match="torque_delay"):
         dataclasses.replace(SignalSettings(), torque_delay="late")
