@@ -72,6 +72,15 @@ def test_torques_read_late_are_found_late_by_the_fit(dynamic_model: DynamicModel
     )
 
 
+def test_torques_ahead_of_the_positions_are_said_to_be_ahead(dynamic_model: DynamicModel) -> None:
+    """A command logged for the next period: the torques of the motion 2 ms later ("-2 ms behind" read as a riddle)."""
+    time, q, torques = _recording(dynamic_model, delay_s=-0.002, seed=5)
+    delay = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto")).torque_delay
+    assert delay is not None and delay.applied and abs(delay.delay_s + 0.002) < 3.0 * delay.std_s, delay
+    assert delay.reason().startswith(f"torque delay: {1e3 * abs(delay.delay_s):.2g} ± ")
+    assert "ahead of the positions, the torques aligned" in delay.reason()
+
+
 def test_aligned_torques_identify_a_model_that_predicts_better(dynamic_model: DynamicModel) -> None:
     time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
     robot = dynamic_model.mechanism.robot

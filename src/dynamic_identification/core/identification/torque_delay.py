@@ -75,12 +75,14 @@ class TorqueDelay:
 
     def reason(self) -> str:
         """One line: the delay found and what was done with it."""
+        side = "behind" if self.delay_s >= 0.0 else "ahead of"
         found = (
-            f"{1e3 * self.delay_s:.2g} ± {1e3 * self.std_s:.2g} ms ({self.delay_s / self.period_s:.2g} sample periods)"
+            f"{1e3 * abs(self.delay_s):.2g} ± {1e3 * self.std_s:.2g} ms ({abs(self.delay_s) / self.period_s:.2g} sample"
+            f" periods) {side} the positions"
         )
         if self.applied:
             return (
-                f"torque delay: {found} behind the positions, the torques aligned (the fit's residual"
+                f"torque delay: {found}, the torques aligned (the fit's residual"
                 f" {100 * (self.residual_ratio - 1.0):+.2g} %)"
             )
         if np.isnan(self.std_s):
