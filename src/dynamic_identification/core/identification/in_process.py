@@ -605,9 +605,9 @@ class SlidingWindowEstimator:
             time, q, tau = self._time[0], self._q[0], self._tau[0]
         # The recorded stamps stay pending; the grid, the gaps and the margins are of the sample instants.
         stamps, time = time, self._instants(time)
-        if time is stamps and not np.all(np.diff(stamps) > 0.0):
+        stamped = accepted_samples(stamps) if time is stamps else None
+        if stamped is not None and not stamped.all():
             # Samples stamped again have no instant of their own without the recovery.
-            stamped = np.diff(stamps, prepend=-np.inf) > 0.0
             stamps, time, q, tau = stamps[stamped], stamps[stamped], q[stamped], tau[stamped]
         bridge = longest_bridge_s(self._dt, gap_factor=self._settings.signal.gap_factor, cutoff_hz=self._cutoff)
         gaps = np.flatnonzero(np.diff(time) > bridge) + 1
@@ -723,7 +723,7 @@ class SlidingWindowEstimator:
         if instants.recovered:
             period, time = instants.period_s, time[0] + instants.time
         else:
-            stamped = np.diff(time, prepend=-np.inf) > 0.0
+            stamped = accepted_samples(time)
             time, q = time[stamped], q[stamped]
             period = float(np.median(np.diff(time)))
         self._origin = float(time[0])

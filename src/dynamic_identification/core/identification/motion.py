@@ -55,6 +55,7 @@ from dynamic_identification.core.signal.filters import (
     resample_uniform,
     roughness,
 )
+from dynamic_identification.core.signal.stamps import accepted_samples
 
 STAMP_JITTER_LIMIT = 0.01
 """Stamps scattering by more than this fraction of a period about a regular sequence are candidates for recovery."""
@@ -254,7 +255,7 @@ def _roughness_ratio(recorded: np.ndarray, recovered: np.ndarray, q: np.ndarray,
     period = float(np.median(np.diff(recovered[start:stop])))
     rate = 1.0 / period
     cutoff = highest_automatic_cutoff_hz(rate)
-    stamped = np.arange(start, stop)[np.diff(recorded[start:stop], prepend=-np.inf) > 0.0]
+    stamped = np.arange(start, stop)[accepted_samples(recorded[start:stop])]
     try:
         against_recorded = roughness(recorded[stamped], q[stamped], rate_hz=rate, cutoff_hz=cutoff)
         against_recovered = roughness(recovered[stamped], q[stamped], rate_hz=rate, cutoff_hz=cutoff)

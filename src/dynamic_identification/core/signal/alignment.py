@@ -27,6 +27,7 @@ import numpy as np
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.core.settings_schema import default
+from dynamic_identification.core.signal.stamps import Stamp, classify_stamp
 
 POLYNOMIAL_ORDER = 3
 """Order of the current → motor-torque polynomial of [Swevers2002] eq. (4)."""
@@ -243,11 +244,11 @@ class _Counter:
             self.nan += 1
             return False
         new_values = values is not None and self.last_values is not None and bool(np.any(values != self.last_values))
-        if stamp_s == self.last and not new_values:
-            self.duplicate += 1
-            return False
-        if stamp_s < self.last:
-            self.out_of_order += 1
+        if classify_stamp(stamp_s, self.last, new_values=new_values) not in (Stamp.NEW, Stamp.AGAIN):
+            if stamp_s == self.last:
+                self.duplicate += 1
+            else:
+                self.out_of_order += 1
             return False
         self.last, self.last_values = stamp_s, values
         self.accepted += 1

@@ -39,7 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 from dynamic_identification.core.checks import integer_at_least, positive_finite
 from dynamic_identification.core.errors import DataError
 from dynamic_identification.core.settings_schema import default
-from dynamic_identification.core.signal.stamps import Stamp, classify_stamp
+from dynamic_identification.core.signal.stamps import Stamp, accepted_samples, classify_stamp
 
 # scipy.signal and scipy.interpolate (half a second of imports with the scipy.stats and scipy.optimize they load)
 # are imported in the functions that use them: a node that never filters or resamples (the recorder) starts
@@ -203,11 +203,9 @@ def clean_time_stamps(
     if not forward.any():
         raise DataError(f"time needs at least 2 distinct stamps, all {t.size} equal {float(t[0])!r} s")
     nominal_dt = float(np.median(step[forward]))
-    repeated = np.zeros_like(forward)
-    if values is not None and not forward.all():
-        rows = np.asarray(values, dtype=float).reshape(t.size, -1)
-        repeated = ~forward & np.any(rows[1:] != rows[:-1], axis=1)
-    kept_step = forward | repeated
+    # The streams' rule (:func:`accepted_samples`): a later stamp, or the last one again with new values.
+    kept_step = accepted_samples(t, values)[1:]
+    repeated = kept_step & ~forward
     keep = np.concatenate(([0], np.flatnonzero(kept_step) + 1))
     # Steps between kept rows are exactly the kept steps, in order.
     breaks = np.flatnonzero(step[kept_step] > max(factor * nominal_dt, float(bridge_s))) + 1
