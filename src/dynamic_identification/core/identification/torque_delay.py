@@ -230,10 +230,13 @@ def estimate_torque_delay(
     spans = [slice(first, last) for first, last in zip(starts, [*starts[1:], row.size], strict=True)]
     # The unweighted fit at no delay only sets the joints' weights: its normal equations, columns scaled to unit norm.
     target = late(0.0)[row, joint]
-    normal = sum(w[row[span], joint[span]].T @ w[row[span], joint[span]] for span in spans)
+    normal, moments = np.zeros((w.shape[2], w.shape[2])), np.zeros(w.shape[2])
+    for span in spans:
+        equations = w[row[span], joint[span]]
+        normal += equations.T @ equations
+        moments += equations.T @ target[span]
     norms = np.sqrt(np.diag(normal))
     norms[norms == 0.0] = 1.0
-    moments = sum(w[row[span], joint[span]].T @ target[span] for span in spans)
     solution = np.linalg.lstsq(normal / np.outer(norms, norms), moments / norms, rcond=None)[0] / norms
     squared = np.concatenate([(target[span] - w[row[span], joint[span]] @ solution) ** 2 for span in spans])
     scale = np.sqrt(np.bincount(joint, squared, minlength=joints) / np.maximum(np.bincount(joint, minlength=joints), 1))

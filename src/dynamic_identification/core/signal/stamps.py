@@ -167,9 +167,10 @@ GRID_TOLERANCE = 0.05
 
 
 def _median_period(steps: list[int]) -> float:
-    """The median step without the gaps (steps over ``GAP_FACTOR`` times the plain median), ns."""
-    rough = statistics.median(steps)
-    return float(statistics.median([step for step in steps if step <= GAP_FACTOR * rough]))
+    """The median step without the gaps (steps over ``GAP_FACTOR`` times the plain median), ns: a step that occurred,
+    not the mean of two, since the median of steps of one and two periods is not a multiple of either."""
+    rough = statistics.median_low(steps)
+    return float(statistics.median_low([step for step in steps if step <= GAP_FACTOR * rough]))
 
 
 def _grid_period(steps: list[int]) -> float:
@@ -178,9 +179,7 @@ def _grid_period(steps: list[int]) -> float:
     of the best fit (mean distance to the nearest multiple, in periods). A stream losing half its messages or more
     (a subscriber of a 5 kHz stream on a loaded machine) steps by two periods or more half the time: its median step
     is a multiple of its period, and taking it would count the lost messages as none."""
-    # A step that occurred, not the mean of two: the median of steps of one and two periods is not a multiple of either.
-    rough = statistics.median_low(steps)
-    median = float(statistics.median_low([step for step in steps if step <= GAP_FACTOR * rough]))
+    median = _median_period(steps)
     fitted = np.asarray([step for step in steps if step <= 4 * GRID_DIVISORS * median], dtype=float)
     candidates = [_on_grid(fitted, median / divisor) for divisor in range(1, GRID_DIVISORS + 1)]
     misfits = [float(np.mean(np.abs(fitted / period - np.round(fitted / period)))) for period in candidates]
