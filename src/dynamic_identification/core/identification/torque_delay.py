@@ -124,9 +124,8 @@ class LateRows:
                 for first in range(0, outputs.size, BLOCK_OUTPUTS):
                     block = outputs[first : first + BLOCK_OUTPUTS]
                     start = int(block[0]) - half
-                    # The samples the block's outputs read, ``shift`` later, the segment's ends held.
-                    read = np.clip(np.arange(start, int(block[-1]) + half + 1) + shift, 0, values.shape[0] - 1)
-                    rows.append(decimator.decimate(values[read], start=start)[0])
+                    read = read_shifted(values, slice(start, int(block[-1]) + half + 1), shift)
+                    rows.append(decimator.decimate(read, start=start)[0])
             self._outputs[shift] = np.concatenate(rows) if rows else np.empty((0, self._width))
         return self._outputs[shift]
 
@@ -150,6 +149,27 @@ class LateRows:
         if weights[1] == 1.0:
             return self.whole(first + 1)
         return np.tensordot(weights, np.stack([self.whole(first + k) for k in range(4)]), axes=1)
+
+
+WHOLE_SHIFTS = np.arange(LateRows.LOWEST, LateRows.HIGHEST + 1)
+"""The whole shifts, samples, whose reads the scan combines (:class:`DelaySums`)."""
+
+
+def read_shifted(values: np.ndarray, block: slice, shift: int) -> np.ndarray:
+    """The samples ``values[block]`` (``(N, m)``, a block of grid samples) read ``shift`` (whole) samples later, the
+    ends of ``values`` held."""
+    read = np.clip(np.arange(block.start, block.stop) + shift, 0, values.shape[0] - 1)
+    return values[read]
+
+
+def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) -> np.ndarray:
+    """The samples ``values[block]`` read ``delay_samples`` (fractional) later: the cubic of :meth:`LateRows.weights`
+    through the four nearest whole shifts (:func:`read_shifted`). Decimated, these are :class:`LateRows`' rows (the
+    decimation is linear); a stream reads its grid's torques so before it decimates them (the sliding window)."""
+    first, cubic = LateRows.weights(delay_samples)
+    if cubic[1] == 1.0:
+        return read_shifted(values, block, first + 1)
+    return np.tensordot(cubic, np.stack([read_shifted(values, block, first + k) for k in range(4)]), axes=1)
 
 
 def read_late(time: np.ndarray, values: np.ndarray, delay_s: float) -> np.ndarray:
@@ -207,65 +227,109 @@ def estimate_torque_delay(
     rate_hz
         The grid's sample rate, Hz.
 
-    The equations are weighted per joint by the root mean square of their residual at no delay (the weights of
-    the per-joint least squares, [Gautier2013] eq. (20)), the same at every shift, so the residuals compare. A read
-    at any shift is a combination of reads at whole shifts (:meth:`LateRows.weights`), so every block of rows is
-    summed up once, beside the whole recording's rows without a copy of their size: its normal matrix, its
-    equations' products with the torques at each whole shift, and those torques' own products.
+    The rows are cut into :data:`BLOCKS` blocks of as many rows and summed (:class:`DelaySums`), each block's
+    torques read at every whole shift only while it is summed.
     """
-    period = 1.0 / float(rate_hz)
     w = np.asarray(observation_matrix, dtype=float)
-    rows, joints = valid.shape
+    mask = np.asarray(valid, dtype=bool)
+    rows, joints = mask.shape
     if rows < BLOCKS * MIN_ROWS_PER_BLOCK:
-        return TorqueDelay(0.0, float("nan"), 1.0, period, False, f"{rows} decimated rows are too few to measure it")
-    shifts = np.arange(DELAY_RANGE_PERIODS[0], DELAY_RANGE_PERIODS[1] + 0.5 * DELAY_STEP_PERIODS, DELAY_STEP_PERIODS)
-    # The equations joint by joint, their rows' blocks in time contiguous: (joint, row) pairs sorted by block.
-    joint, row = np.nonzero(np.asarray(valid, dtype=bool).T)
-    order = np.argsort(row * BLOCKS // rows, kind="stable")
-    joint, row = joint[order], row[order]
-    block = row * BLOCKS // rows
-    if np.bincount(block, minlength=BLOCKS).min() < MIN_ROWS_PER_BLOCK * joints:
-        return TorqueDelay(0.0, float("nan"), 1.0, period, False, "too few equations in a tenth of the rows")
-    starts = np.searchsorted(block, np.arange(BLOCKS))
-    spans = [slice(first, last) for first, last in zip(starts, [*starts[1:], row.size], strict=True)]
-    # The unweighted fit at no delay only sets the joints' weights: its normal equations, columns scaled to unit norm.
-    target = late(0.0)[row, joint]
-    normal, moments = np.zeros((w.shape[2], w.shape[2])), np.zeros(w.shape[2])
-    for span in spans:
-        equations = w[row[span], joint[span]]
-        normal += equations.T @ equations
-        moments += equations.T @ target[span]
-    norms = np.sqrt(np.diag(normal))
-    norms[norms == 0.0] = 1.0
-    solution = np.linalg.lstsq(normal / np.outer(norms, norms), moments / norms, rcond=None)[0] / norms
-    squared = np.concatenate([(target[span] - w[row[span], joint[span]] @ solution) ** 2 for span in spans])
-    scale = np.sqrt(np.bincount(joint, squared, minlength=joints) / np.maximum(np.bincount(joint, minlength=joints), 1))
-    weights = 1.0 / np.where(scale > 0.0, scale, 1.0)[joint]
-    wholes = np.arange(LateRows.LOWEST, LateRows.HIGHEST + 1)
-    grams = np.empty((BLOCKS, w.shape[2], w.shape[2]))
-    products = np.empty((BLOCKS, wholes.size, w.shape[2]))
-    squares = np.empty((BLOCKS, wholes.size, wholes.size))
-    for g, span in enumerate(spans):
-        a = w[row[span], joint[span]] * weights[span, None]
-        read = np.stack([late.whole(int(shift))[row[span], joint[span]] for shift in wholes], axis=1)
-        read *= weights[span, None]
-        grams[g], products[g], squares[g] = a.T @ a, read.T @ a, read.T @ read
-    combination = np.zeros((shifts.size, wholes.size))
-    for k, shift in enumerate(shifts):
-        first, cubic = LateRows.weights(float(shift))
-        combination[k, first - LateRows.LOWEST : first - LateRows.LOWEST + 4] = cubic
-    projections = np.einsum("kw,gwp->kgp", combination, products)
-    block_squares = np.einsum("kw,gwv,kv->kg", combination, squares, combination)
-    total = grams.sum(axis=0)
-    inverses = np.array([np.linalg.pinv(total - gram, hermitian=True) for gram in grams])
-    inverse = np.linalg.pinv(total, hermitian=True)
-    curves = np.empty((BLOCKS + 1, shifts.size))
-    for k in range(shifts.size):
-        h = projections[k].sum(axis=0)
-        all_squares = block_squares[k].sum()
-        curves[BLOCKS, k] = all_squares - h @ inverse @ h
-        left = h[None, :] - projections[k]
-        curves[:BLOCKS, k] = all_squares - block_squares[k] - np.einsum("gi,gij,gj->g", left, inverses, left)
+        return TorqueDelay(
+            0.0, float("nan"), 1.0, 1.0 / float(rate_hz), False, f"{rows} decimated rows are too few to measure it"
+        )
+    sums = DelaySums(joints, w.shape[2])
+    # Row k in block k·BLOCKS // rows.
+    bounds = (np.arange(BLOCKS + 1) * rows + BLOCKS - 1) // BLOCKS
+    for block in range(BLOCKS):
+        span = slice(int(bounds[block]), int(bounds[block + 1]))
+        reads = np.stack([late.whole(int(shift))[span] for shift in WHOLE_SHIFTS], axis=2)
+        sums.add(block, w[span], mask[span], reads)
+    return sums.delay(rate_hz=rate_hz)
+
+
+class DelaySums:
+    """What :func:`estimate_torque_delay` needs of the rows, summed per block of rows in time and per joint: each
+    block's normal matrix, its equations' products with the torques read at each of :data:`WHOLE_SHIFTS`, those
+    torques' own products, and its equations' count. A recording adds its blocks at once, a stream (the sliding
+    window) its rows as they come; :meth:`delay` decides.
+    """
+
+    def __init__(self, n_joints: int, n_parameters: int) -> None:
+        shifts = WHOLE_SHIFTS.size
+        self._grams = np.zeros((BLOCKS, n_joints, n_parameters, n_parameters))
+        self._products = np.zeros((BLOCKS, n_joints, shifts, n_parameters))
+        self._squares = np.zeros((BLOCKS, n_joints, shifts, shifts))
+        self._counts = np.zeros((BLOCKS, n_joints))
+
+    def add(self, block: int, observation_matrix: np.ndarray, valid: np.ndarray, reads: np.ndarray) -> None:
+        """Add rows ``W`` ``(r, n, b)``, their equations used ``valid`` ``(r, n)`` and their decimated torques read at
+        each of :data:`WHOLE_SHIFTS` ``(r, n, s)`` to block ``block`` (``0 … BLOCKS − 1``, in time order)."""
+        mask = np.asarray(valid, dtype=float)
+        # Per joint, (b, r) and (s, r): batched products, as NormalEquations.from_rows.
+        equations = (observation_matrix * mask[:, :, None]).transpose(1, 2, 0)
+        torques = (reads * mask[:, :, None]).transpose(1, 2, 0)
+        self._grams[block] += np.matmul(equations, equations.transpose(0, 2, 1))
+        self._products[block] += np.matmul(torques, equations.transpose(0, 2, 1))
+        self._squares[block] += np.matmul(torques, torques.transpose(0, 2, 1))
+        self._counts[block] += mask.sum(axis=0)
+
+    def delay(self, *, rate_hz: float) -> TorqueDelay:
+        """The delay of the sums' rows, ``rate_hz`` the grid's sample rate, Hz.
+
+        The equations are weighted per joint by the root mean square of their residual at no delay (the weights of
+        the per-joint least squares, [Gautier2013] eq. (20)), the same at every shift, so the residuals compare. A
+        read at any shift is a combination of reads at whole shifts (:meth:`LateRows.weights`): the residual at
+        every shift of the scan, with all blocks and without each, comes from the blocks' sums.
+        """
+        period = 1.0 / float(rate_hz)
+        joints = self._counts.shape[1]
+        if self._counts.sum(axis=1).min() < MIN_ROWS_PER_BLOCK * joints:
+            return TorqueDelay(0.0, float("nan"), 1.0, period, False, "too few equations in a tenth of the rows")
+        shifts = np.arange(
+            DELAY_RANGE_PERIODS[0], DELAY_RANGE_PERIODS[1] + 0.5 * DELAY_STEP_PERIODS, DELAY_STEP_PERIODS
+        )
+        zero = int(np.flatnonzero(WHOLE_SHIFTS == 0)[0])
+        # The unweighted fit at no delay only sets the joints' weights: its normal equations, columns scaled to unit
+        # norm, and each joint's residual from its sums.
+        joint_grams = self._grams.sum(axis=0)
+        joint_moments = self._products[:, :, zero].sum(axis=0)
+        normal = joint_grams.sum(axis=0)
+        norms = np.sqrt(np.diag(normal))
+        norms[norms == 0.0] = 1.0
+        solution = np.linalg.lstsq(normal / np.outer(norms, norms), joint_moments.sum(axis=0) / norms, rcond=None)[0]
+        solution /= norms
+        squared = (
+            self._squares[:, :, zero, zero].sum(axis=0)
+            - 2.0 * joint_moments @ solution
+            + np.einsum("jpq,p,q->j", joint_grams, solution, solution)
+        )
+        scale = np.sqrt(np.maximum(squared, 0.0) / np.maximum(self._counts.sum(axis=0), 1.0))
+        weights = 1.0 / np.where(scale > 0.0, scale, 1.0) ** 2
+        grams = np.einsum("j,gjpq->gpq", weights, self._grams)
+        products = np.einsum("j,gjwp->gwp", weights, self._products)
+        squares = np.einsum("j,gjwv->gwv", weights, self._squares)
+        combination = np.zeros((shifts.size, WHOLE_SHIFTS.size))
+        for k, shift in enumerate(shifts):
+            first, cubic = LateRows.weights(float(shift))
+            combination[k, first - LateRows.LOWEST : first - LateRows.LOWEST + 4] = cubic
+        projections = np.einsum("kw,gwp->kgp", combination, products)
+        block_squares = np.einsum("kw,gwv,kv->kg", combination, squares, combination)
+        total = grams.sum(axis=0)
+        inverses = np.array([np.linalg.pinv(total - gram, hermitian=True) for gram in grams])
+        inverse = np.linalg.pinv(total, hermitian=True)
+        curves = np.empty((BLOCKS + 1, shifts.size))
+        for k in range(shifts.size):
+            h = projections[k].sum(axis=0)
+            all_squares = block_squares[k].sum()
+            curves[BLOCKS, k] = all_squares - h @ inverse @ h
+            left = h[None, :] - projections[k]
+            curves[:BLOCKS, k] = all_squares - block_squares[k] - np.einsum("gi,gij,gj->g", left, inverses, left)
+        return _delay_of_curves(shifts, curves, period)
+
+
+def _delay_of_curves(shifts: np.ndarray, curves: np.ndarray, period: float) -> TorqueDelay:
+    """The delay at the minimum of the residual over ``shifts`` (sample periods of ``period`` s) with all blocks of
+    rows (``curves[BLOCKS]``), its jackknife σ from the minima without each (``curves[:BLOCKS]``), and the decision."""
     minimum = _vertex(shifts, curves[BLOCKS])
     if minimum is None:
         return TorqueDelay(
@@ -314,6 +378,8 @@ def _vertex(shifts: np.ndarray, curve: np.ndarray) -> float | None:
 __all__ = [
     "BLOCKS",
     "DELAY_RANGE_PERIODS",
+    "WHOLE_SHIFTS",
+    "DelaySums",
     "DELAY_STEP_PERIODS",
     "MEASURED_DATA_S",
     "SIGNIFICANCE",
@@ -322,4 +388,6 @@ __all__ = [
     "estimate_torque_delay",
     "measured_and_aligned",
     "read_late",
+    "read_late_on_grid",
+    "read_shifted",
 ]
