@@ -24,6 +24,7 @@ from dynamic_identification.core.identification import IdentificationResult, Sig
 from dynamic_identification.core.identification.drive_gains import DriveGainsResult, ModelChoice
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.report import format_result
+from dynamic_identification.core.identification.torque_delay import window_reason
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
 from dynamic_identification.io.payload import format_payload_estimate
@@ -224,6 +225,8 @@ def stream_text(streamed: StreamFileResult) -> str:
             f"last update: {last.reason}; condition number {last.condition_number_full:.4g} before reduction,"
             f" {last.condition_number:.4g} after; {len(last.names)} parameters kept, {len(last.removed)} removed"
         )
+        if last.torque_delay is not None:
+            lines.append(window_reason(last.torque_delay))
         lines.append(
             f"per update: mean {1e3 * statistics.fmean(seconds):.1f} ms, max {1e3 * max(seconds):.1f} ms;"
             f" {streamed.data_s:.6g} s of data through the window in {streamed.wall_s:.3g} s wall time"

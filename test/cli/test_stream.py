@@ -22,6 +22,7 @@ import yaml
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.identification import torque_delay
 from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.signal.stamps import BACKWARD_JUMP_S, stream_chunks
 from dynamic_identification.core.simulation import synthesize_measurements
@@ -229,6 +230,21 @@ def test_the_output_prints_a_unix_stamp_as_a_date_and_says_what_its_wall_time_co
     expected = f"last publishable estimate (data time 2026-11-30 17:33:44 UTC, {after:.6g} s after the recording's"
     assert f"{expected} first sample) written to {params}" in printed
     assert "(the window's updates and their lines; reading the recording and building the model not counted)" in printed
+
+
+def test_the_stream_measures_the_torques_delay_on_its_first_rows_and_says_what_it_found(
+    moving: tuple[Any, ...], folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torque_delay, "MEASURED_DATA_S", 15.0)  # a minute of rows in a real stream
+    data = write_csv(folder / "delay.csv", *moving)
+    out, params = folder / "delay.jsonl", folder / "delay.yaml"
+    capsys.readouterr()
+    assert stream(data, out, "--params-out", params) == 0
+    found = [update["torque_delay"] for update in lines(out)]
+    assert found[0] is None and found[-1] is not None  # measuring, then measured
+    assert not found[-1]["aligned"] and found[-1]["reason"].startswith("torque delay: none (")
+    assert f"{found[-1]['reason']}, measured on the window's first 15 s of rows\n" in capsys.readouterr().out
+    assert load_parameters(params.read_text(encoding="utf-8")).quality["torque_delay"] == found[-1]
 
 
 def test_rows_stamped_slightly_back_are_left_out_and_the_stream_says_how_many(

@@ -27,6 +27,7 @@ from std_msgs.msg import String
 
 from dynamic_identification import cli
 from dynamic_identification.core.excitation import random_fourier_trajectory
+from dynamic_identification.core.identification import torque_delay
 from dynamic_identification.core.mechanism.robot import load_robot
 from dynamic_identification.core.simulation import synthesize_measurements
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot
@@ -122,8 +123,12 @@ def graph(context: Context) -> Iterator[Callable[..., _Graph]]:
 
 
 def test_publishes_latched_parameters_and_writes_the_file(
-    graph: Callable[..., _Graph], moving: tuple[np.ndarray, np.ndarray, np.ndarray], tmp_path: pathlib.Path
+    graph: Callable[..., _Graph],
+    moving: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(torque_delay, "MEASURED_DATA_S", 2.0)  # the torques' delay on 2 s of rows, not a minute
     target = tmp_path / "estimated.yaml"
     g = graph([Parameter("parameters_file", value=str(target))])
     stamps, q, effort = moving
@@ -143,6 +148,9 @@ def test_publishes_latched_parameters_and_writes_the_file(
     assert document.quality["condition_number"] <= 100.0
     assert document.quality["relative_error"] < 0.05
     assert set(document.quality["joint_relative_errors"]) == set(document.joints)
+    # The simulated torques are in time with the positions: measured, and taken as recorded.
+    assert values["torque_delay_s"] == "0" and not document.quality["torque_delay"]["aligned"]
+    assert "within 3 σ of 0" in document.quality["torque_delay"]["reason"]
     assert START_S + 4.0 < document.stamp <= end_s  # the data time of the update
     assert g.parameters[-1].data.startswith(f"format: {FORMAT}")
 

@@ -422,6 +422,7 @@ def window_parameter_file(
                 window_s=update.window_s,
             ),
             "uncertainty": uncertainty_section(update.uncertainty, update.uncertainty_fallback),
+            **({} if update.torque_delay is None else {"torque_delay": torque_delay_section(update.torque_delay)}),
             "reason": update.reason,
         },
         stamp=update.time_s if stamp is None else stamp,
@@ -454,6 +455,7 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
         "position_cutoff_hz": finite_or_none(update.position_cutoff_hz),
         "consistency_shift_sigma": finite_or_none(update.consistency_shift_sigma),
         "consistency_cost": finite_or_none(update.consistency_cost),
+        "torque_delay": None if update.torque_delay is None else torque_delay_section(update.torque_delay),
         "restarted": bool(restarted),
         "note": update.note,
     }

@@ -96,6 +96,7 @@ from dynamic_identification.core.identification.payload_in_process import (
     RecentMotion,
 )
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ
+from dynamic_identification.core.identification.torque_delay import TorqueDelay, window_reason
 from dynamic_identification.core.mechanism.closed_loop import ClosedLoopModel
 from dynamic_identification.core.mechanism.payload import frame_id
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds
@@ -391,6 +392,7 @@ class EstimatorNode(GuardedNode):
         self._status_lock = threading.Lock()
         self._last_update: WindowUpdate | None = None
         self._cutoff_logged = False
+        self._logged_delay: TorqueDelay | None = None
         self._event = ""
         self._failure = ""
         self._parameters_publisher = self.create_publisher(String, self.config.parameters_topic, LATCHED_QOS)
@@ -744,6 +746,10 @@ class EstimatorNode(GuardedNode):
             self.get_logger().info(
                 f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen}); sample instants: {instants}"
             )
+        if update is not None and update.torque_delay is not None and update.torque_delay is not self._logged_delay:
+            # Decided once per window, on its first minute of rows.
+            self._logged_delay = update.torque_delay
+            self.get_logger().info(window_reason(update.torque_delay))
         with self._status_lock:
             self._last_update = update
             if event is not None:
@@ -817,6 +823,7 @@ class EstimatorNode(GuardedNode):
                 position_cutoff_hz=f"{update.position_cutoff_hz:.4g}",
                 consistency_shift_sigma=f"{update.consistency_shift_sigma:.4g}",
                 consistency_cost=f"{update.consistency_cost:.4g}",
+                torque_delay_s=_torque_delay_value(update, self.settings),
             )
             if update.joint_relative_errors.size == len(self._names):
                 for joint, value in zip(self._names, update.joint_relative_errors.tolist(), strict=True):
@@ -859,6 +866,16 @@ def payload_trigger_stamp(last_s: float, now_s: float, duration_s: float) -> flo
 def _signal_settings(settings: WindowSettings) -> SignalSettings:
     """The window's signal processing, for the payload re-identification of the same samples."""
     return settings.signal
+
+
+def _torque_delay_value(update: WindowUpdate, settings: WindowSettings) -> str:
+    """The diagnostics' ``torque_delay_s``: the delay the window reads its torques with, s (0 when in time with the
+    positions), or why there is none yet."""
+    if update.torque_delay is not None:
+        return f"{update.torque_delay.applied_delay_s:.6g}"
+    if settings.signal.torque_delay == "auto":
+        return "measuring"
+    return "0 (signal.torque_delay: none)"
 
 
 def _payload_values(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,13 @@ from dynamic_identification.core.estimation.normal_equations import (
 from dynamic_identification.core.estimation.reduction import reduce_parameters
 from dynamic_identification.core.estimation.uncertainty import hac_covariance
 from dynamic_identification.core.excitation import random_fourier_trajectory
-from dynamic_identification.core.identification import ReductionSettings, in_process
+from dynamic_identification.core.identification import ReductionSettings, in_process, torque_delay
 from dynamic_identification.core.identification.in_process import (
     SlidingWindowEstimator,
     WindowSettings,
     WindowUpdate,
 )
+from dynamic_identification.core.identification.torque_delay import window_reason
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveParameters, DriveTerms, RobotModel, load_robot
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
 from dynamic_identification.core.signal.stamps import stream_chunks
@@ -421,3 +423,65 @@ def test_without_keep_model_the_reduction_chooses_at_every_update(
 
     published = [i for i, update in enumerate(updates) if update.publishable]
     assert len(published) >= 8 and set(published) <= set(chosen)
+
+
+DRIVE_DELAY_S = 0.003
+"""A drive's current filter and a bus cycle: the torques of the motion 3 ms before their stamp."""
+
+
+def _late_torques(arm, time: np.ndarray, *, delay_s: float, seed: int = 3) -> np.ndarray:
+    """The torques of :func:`_fourier_data`'s motion ``delay_s`` before each stamp (the same noise)."""
+    robot, chain, drive = arm
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=seed)
+    q, dq, ddq = trajectory.evaluate(time - delay_s)
+    _, currents = synthesize_measurements(robot, chain, drive, time, q, dq, ddq, SensorModel(), seed=seed)
+    return chain.joint_torques(currents)
+
+
+def _window_run(dynamic_model: DynamicModel, time, q, tau, torque_delay: str) -> list[WindowUpdate]:
+    settings = WindowSettings(signal=dataclasses.replace(WindowSettings().signal, torque_delay=torque_delay))
+    return _feed(SlidingWindowEstimator(dynamic_model, settings), time, q, tau)
+
+
+def test_the_window_measures_the_torques_delay_on_its_first_rows_and_reads_them_late_from_then_on(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Measured on the first minute as offline (here 8 s, so that the test stays short); a window of rows that
+    all came after the decision fits the aligned torques as well as torques in time with the positions."""
+    monkeypatch.setattr(torque_delay, "MEASURED_DATA_S", 8.0)
+    time, q, in_time = _fourier_data(arm, seconds=22.0)
+    late = _late_torques(arm, time, delay_s=DRIVE_DELAY_S)
+    aligned = _window_run(dynamic_model, time, q, late, "auto")
+    measuring = [update for update in aligned if update.torque_delay is None]
+    assert 8 <= len(measuring) <= 10  # 8 s of rows, which trail the samples by the filter margins
+    delay = aligned[-1].torque_delay
+    assert delay is not None and delay.applied and delay.std_s < 1e-3, delay  # a sample period on 8 s of rows
+    assert abs(delay.delay_s - DRIVE_DELAY_S) < 3.0 * delay.std_s, delay
+    assert all(update.torque_delay is delay for update in aligned[len(measuring) :])
+    as_recorded = _window_run(dynamic_model, time, q, late, "none")[-1]
+    reference = _window_run(dynamic_model, time, q, in_time, "none")[-1]
+    assert aligned[-1].publishable and as_recorded.publishable and reference.publishable
+    assert as_recorded.torque_delay is None
+    excess = aligned[-1].relative_error - reference.relative_error
+    assert abs(excess) < 0.2 * (as_recorded.relative_error - reference.relative_error), (
+        aligned[-1].relative_error,
+        as_recorded.relative_error,
+        reference.relative_error,
+    )
+
+
+def test_a_window_of_torques_in_time_says_so_and_publishes_what_it_would_without_measuring(
+    arm, dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torque_delay, "MEASURED_DATA_S", 8.0)
+    time, q, tau = _fourier_data(arm, seconds=14.0)
+    measured, as_recorded = (
+        _window_run(dynamic_model, time, q, tau, "auto"),
+        _window_run(dynamic_model, time, q, tau, "none"),
+    )
+    delay = measured[-1].torque_delay
+    assert delay is not None and not delay.applied and "within 3 σ of 0" in delay.reason(), delay
+    assert window_reason(delay).endswith(", measured on the window's first 8 s of rows")
+    for auto, none in zip(measured, as_recorded, strict=True):
+        assert (auto.publishable, auto.names) == (none.publishable, none.names)
+        assert_allclose(auto.values, none.values, rtol=0.0, atol=0.0)

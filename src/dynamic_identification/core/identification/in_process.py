@@ -105,6 +105,7 @@ from dynamic_identification.core.estimation.normal_equations import (
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance_of_scores
+from dynamic_identification.core.identification import torque_delay
 from dynamic_identification.core.identification.motion import (
     STAMP_JITTER_LIMIT,
     automatic_cutoff_hz,
@@ -122,6 +123,15 @@ from dynamic_identification.core.identification.solve import (
     recheck_model,
     reduce_model,
     removed_reasons,
+)
+from dynamic_identification.core.identification.torque_delay import (
+    BLOCKS,
+    WHOLE_SHIFTS,
+    DelaySums,
+    LateRows,
+    TorqueDelay,
+    read_late_on_grid,
+    read_shifted,
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -261,7 +271,9 @@ class WindowUpdate:
     ``window_s`` is the stamp time from the window's first row to its last, ``data_s`` the
     data its rows cover (s; less after gaps), ``model_chosen_s`` the data time, s, of the update whose reduction
     chose the model (this one's, or an earlier one's whose model the window kept; NaN before a reduction ran),
-    ``note`` what this update had to leave out or
+    ``torque_delay`` the torques' delay behind the positions measured on the window's first
+    :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows (``signal.torque_delay:
+    auto``; ``None`` before and with ``none``), ``note`` what this update had to leave out or
     adapt (samples it could not use, a lowered cut-off), empty when nothing.
     """
 
@@ -287,6 +299,7 @@ class WindowUpdate:
     consistency_cost: float = float("nan")
     consistent_standard: np.ndarray = field(default_factory=lambda: np.zeros(0))
     model_chosen_s: float = float("nan")
+    torque_delay: TorqueDelay | None = None
     uncertainty: RobustCovariance | None = None
     uncertainty_fallback: str = ""
     note: str = ""
@@ -462,6 +475,10 @@ class SlidingWindowEstimator:
         self._updates = 0
         self._notes: list[str] = []
         self._model: _ChosenModel | None = None
+        # signal.torque_delay auto: the sums of the rows so far until the delay is decided, and the decision.
+        self._delay_sums: DelaySums | None = None
+        self._delay_rows = 0
+        self._torque_delay: TorqueDelay | None = None
 
     @property
     def chunk_end_s(self) -> float | None:
@@ -702,6 +719,13 @@ class SlidingWindowEstimator:
             return None
 
     @property
+    def torque_delay(self) -> TorqueDelay | None:
+        """The torques' delay behind the positions measured on the window's first
+        :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows
+        (``signal.torque_delay: auto``); ``None`` before, and with ``none``."""
+        return self._torque_delay
+
+    @property
     def recovers_stamps(self) -> bool:
         """Whether the window recovers the sample instants from the sample order (``signal.stamps``; with ``auto``
         decided from the first data, ``False`` before)."""
@@ -747,6 +771,10 @@ class SlidingWindowEstimator:
             decimation=factor, min_speed_rad_s=settings.signal.min_speed_rad_s, stick_periods=settings.stick_periods
         )
         self._edge = edge_samples(rate, self._cutoff)
+        if settings.signal.torque_delay == "auto":
+            self._delay_sums = DelaySums(self._n, self._base.count)
+            # The torques read up to LateRows.HIGHEST samples later stay within the samples kept pending.
+            self._edge = max(self._edge, LateRows.HIGHEST)
 
     def _absorb_segment(self, time: np.ndarray, q: np.ndarray, tau: np.ndarray) -> float:
         """Rows of one contiguous piece of pending samples on the current grid; the stamp from which samples
@@ -772,20 +800,47 @@ class SlidingWindowEstimator:
         if last_output < next_output:
             return float(time[0])
         block = slice(next_output - builder.reach - first_grid, last_output + builder.reach + 1 - first_grid)
+        delay = self._torque_delay
         rows = builder.sampled_rows(
             q_filtered[block],
             dq[block],
             ddq[block],
-            tau_grid[block],
+            tau_grid[block]
+            if delay is None or not delay.applied
+            else read_late_on_grid(tau_grid, block, delay.delay_s / dt),
             start=next_output - builder.reach,
             outputs=(next_output, last_output + 1),
         )
         self._next_output = int(rows.index[-1]) + factor if rows.index.size else next_output
         if rows.index.size:
+            if self._delay_sums is not None:
+                self._measure_delay(rows, tau_grid, block, start=next_output - builder.reach)
             q_block = q_filtered[block]
             q_times = origin + (next_output - builder.reach + np.arange(q_block.shape[0])) * dt
             self._add_rows(rows, origin + rows.index * dt, q_block, q_times)
         return origin + (self._next_output - builder.reach - self._edge - 2) * dt
+
+    def _measure_delay(self, rows: DecimatedRows, tau_grid: np.ndarray, block: slice, *, start: int) -> None:
+        """Sum ``rows`` for the torques' delay (:class:`~.torque_delay.DelaySums`), their torques read at every whole
+        shift from ``tau_grid[block]`` (the block starts at grid index ``start``), and decide it once the sums hold
+        :data:`~.torque_delay.MEASURED_DATA_S` of rows: the window's rows from then on read their torques with it
+        (the rows already in the window stay as they are, and leave it within ``window_s``)."""
+        sums, builder = self._delay_sums, self._builder
+        assert sums is not None and builder is not None  # measuring, after the builder was created
+        factor = builder.decimator.factor
+        needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (factor * self._dt)))
+        reads = np.stack([read_shifted(tau_grid, block, int(shift)) for shift in WHOLE_SHIFTS], axis=2)
+        decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
+        reads = decimated[np.isin(index, rows.index)].reshape(rows.index.size, self._n, WHOLE_SHIFTS.size)
+        # Row k of the measured ones in block k · BLOCKS // needed, as offline.
+        blocks = (self._delay_rows + np.arange(rows.index.size)) * BLOCKS // needed
+        for number in np.unique(blocks[blocks < BLOCKS]).tolist():
+            at = blocks == number
+            sums.add(number, rows.observation_matrix[at], rows.valid[at], reads[at])
+        self._delay_rows += rows.index.size
+        if self._delay_rows >= needed:
+            self._torque_delay = sums.delay(rate_hz=1.0 / self._dt)
+            self._delay_sums = None
 
     def _add_rows(self, rows: DecimatedRows, times: np.ndarray, q: np.ndarray, q_times: np.ndarray) -> None:
         """Add the rows as blocks of at most ``update_period_s`` of data each, so the window expires data in
@@ -872,6 +927,7 @@ class SlidingWindowEstimator:
             data_s=data_s,
             position_cutoff_hz=self._cutoff,
             recovered_stamps=self._recover,
+            torque_delay=self._torque_delay,
         )
         if data_s < needed_s * (1.0 - 1e-9):
             return replace(

@@ -53,7 +53,9 @@ class SignalSettings:
     torque_delay
         ``"auto"`` (the default): the torques' delay behind the positions is measured by the IDIM fit and the
         torques aligned when the data say so
-        (:mod:`~dynamic_identification.core.identification.torque_delay`); ``"none"``: as recorded.
+        (:mod:`~dynamic_identification.core.identification.torque_delay`; the sliding window measures it on its first
+        :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows); ``"none"``: as
+        recorded.
     stamps
         ``"recorded"``: the stamps as they are; ``"recovered"``: the sample instants
         recovered from the sample order (a median-filtered fit of stamp against sample

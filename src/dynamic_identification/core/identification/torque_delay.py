@@ -172,6 +172,13 @@ def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) ->
     return np.tensordot(cubic, np.stack([read_shifted(values, block, first + k) for k in range(4)]), axes=1)
 
 
+def window_reason(delay: TorqueDelay) -> str:
+    """One line: the delay a sliding window measured on its first :data:`MEASURED_DATA_S` of rows and what it did with
+    it (:class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`)."""
+    scope = f", measured on the window's first {MEASURED_DATA_S:g} s of rows"
+    return delay.reason() + scope + (": its rows read the torques so from then on" if delay.applied else "")
+
+
 def read_late(time: np.ndarray, values: np.ndarray, delay_s: float) -> np.ndarray:
     """``values`` ``(N, m)`` sampled at ``time`` (s, non-decreasing) read ``delay_s`` later, linearly between the
     samples and held at the ends: recorded torques in time with the motion their model predicts at ``time``."""
@@ -390,4 +397,5 @@ __all__ = [
     "read_late",
     "read_late_on_grid",
     "read_shifted",
+    "window_reason",
 ]
