@@ -243,7 +243,7 @@ def test_the_stream_measures_the_torques_delay_on_its_first_rows_and_says_what_i
     found = [update["torque_delay"] for update in lines(out)]
     assert found[0] is None and found[-1] is not None  # measuring, then measured
     assert not found[-1]["aligned"] and found[-1]["reason"].startswith("torque delay: none (")
-    assert f"{found[-1]['reason']}, measured on the window's first 15 s of rows\n" in capsys.readouterr().out
+    assert f"{found[-1]['reason']}, measured on the window's first 15 s of motion\n" in capsys.readouterr().out
     assert load_parameters(params.read_text(encoding="utf-8")).quality["torque_delay"] == found[-1]
 
 

@@ -270,7 +270,7 @@ SETTINGS: tuple[Setting, ...] = (
             " differentiated positions, else the derivative", choices=VELOCITY_SOURCES, nodes=(DYNID,)),
     Setting("signal.torque_delay", _S, "auto", "the torques' (currents') delay behind the positions; auto: measured by"
             " the IDIM fit's residual over −3…10 sample periods, the torques aligned when it lies 3 σ from 0; none: as"
-            " recorded (the window: measured on its first minute of rows)", choices=TORQUE_DELAYS, nodes=_ESTIMATION),
+            " recorded (the window: on its first minute of motion)", choices=TORQUE_DELAYS, nodes=_ESTIMATION),
     Setting("signal.stamps", _S, "auto", "sample instants; auto: recovered from the sample order when the stamps"
             " jitter by more than 1 % of a period, else as recorded (the window: decided from its first seconds)",
             choices=STAMP_SOURCES, nodes=_ESTIMATION),

@@ -481,7 +481,7 @@ def test_a_window_of_torques_in_time_says_so_and_publishes_what_it_would_without
     )
     delay = measured[-1].torque_delay
     assert delay is not None and not delay.applied and "within 3 σ of 0" in delay.reason(), delay
-    assert window_reason(delay).endswith(", measured on the window's first 8 s of rows")
+    assert window_reason(delay).endswith(", measured on the window's first 8 s of motion")
     for auto, none in zip(measured, as_recorded, strict=True):
         assert (auto.publishable, auto.names) == (none.publishable, none.names)
         assert_allclose(auto.values, none.values, rtol=0.0, atol=0.0)

@@ -272,8 +272,8 @@ class WindowUpdate:
     data its rows cover (s; less after gaps), ``model_chosen_s`` the data time, s, of the update whose reduction
     chose the model (this one's, or an earlier one's whose model the window kept; NaN before a reduction ran),
     ``torque_delay`` the torques' delay behind the positions measured on the window's first
-    :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows (``signal.torque_delay:
-    auto``; ``None`` before and with ``none``), ``note`` what this update had to leave out or
+    :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows with an equation
+    (``signal.torque_delay: auto``; ``None`` before and with ``none``), ``note`` what this update had to leave out or
     adapt (samples it could not use, a lowered cut-off), empty when nothing.
     """
 
@@ -721,7 +721,7 @@ class SlidingWindowEstimator:
     @property
     def torque_delay(self) -> TorqueDelay | None:
         """The torques' delay behind the positions measured on the window's first
-        :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows
+        :data:`~dynamic_identification.core.identification.torque_delay.MEASURED_DATA_S` of rows with an equation
         (``signal.torque_delay: auto``); ``None`` before, and with ``none``."""
         return self._torque_delay
 
@@ -823,21 +823,27 @@ class SlidingWindowEstimator:
     def _measure_delay(self, rows: DecimatedRows, tau_grid: np.ndarray, block: slice, *, start: int) -> None:
         """Sum ``rows`` for the torques' delay (:class:`~.torque_delay.DelaySums`), their torques read at every whole
         shift from ``tau_grid[block]`` (the block starts at grid index ``start``), and decide it once the sums hold
-        :data:`~.torque_delay.MEASURED_DATA_S` of rows: the window's rows from then on read their torques with it
-        (the rows already in the window stay as they are, and leave it within ``window_s``)."""
+        :data:`~.torque_delay.MEASURED_DATA_S` of rows with an equation: the window's rows from then on read their
+        torques with it (the rows already in the window stay as they are, and leave it within ``window_s``).
+
+        Only rows with an equation count, so a robot that waits before its job (or stops for long) still gives the
+        scan a minute of motion and each of its blocks equations; offline, a recording's first minute is what it is.
+        """
         sums, builder = self._delay_sums, self._builder
         assert sums is not None and builder is not None  # measuring, after the builder was created
-        factor = builder.decimator.factor
-        needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (factor * self._dt)))
+        held = np.flatnonzero(rows.valid.any(axis=1))
+        if not held.size:
+            return
+        needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (builder.decimator.factor * self._dt)))
         reads = np.stack([read_shifted(tau_grid, block, int(shift)) for shift in WHOLE_SHIFTS], axis=2)
         decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
-        reads = decimated[np.isin(index, rows.index)].reshape(rows.index.size, self._n, WHOLE_SHIFTS.size)
+        reads = decimated[np.searchsorted(index, rows.index[held])].reshape(held.size, self._n, WHOLE_SHIFTS.size)
         # Row k of the measured ones in block k · BLOCKS // needed, as offline.
-        blocks = (self._delay_rows + np.arange(rows.index.size)) * BLOCKS // needed
+        blocks = (self._delay_rows + np.arange(held.size)) * BLOCKS // needed
         for number in np.unique(blocks[blocks < BLOCKS]).tolist():
             at = blocks == number
-            sums.add(number, rows.observation_matrix[at], rows.valid[at], reads[at])
-        self._delay_rows += rows.index.size
+            sums.add(number, rows.observation_matrix[held[at]], rows.valid[held[at]], reads[at])
+        self._delay_rows += held.size
         if self._delay_rows >= needed:
             self._torque_delay = sums.delay(rate_hz=1.0 / self._dt)
             self._delay_sums = None

@@ -173,9 +173,10 @@ def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) ->
 
 
 def window_reason(delay: TorqueDelay) -> str:
-    """One line: the delay a sliding window measured on its first :data:`MEASURED_DATA_S` of rows and what it did with
-    it (:class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`)."""
-    scope = f", measured on the window's first {MEASURED_DATA_S:g} s of rows"
+    """One line: the delay a sliding window measured on its first :data:`MEASURED_DATA_S` of rows with an equation
+    (of motion) and what it did with it
+    (:class:`~dynamic_identification.core.identification.in_process.SlidingWindowEstimator`)."""
+    scope = f", measured on the window's first {MEASURED_DATA_S:g} s of motion"
     return delay.reason() + scope + (": its rows read the torques so from then on" if delay.applied else "")
 
 
