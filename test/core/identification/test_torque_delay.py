@@ -130,6 +130,18 @@ def test_torques_in_time_with_the_positions_are_taken_as_recorded_and_it_says_so
     assert_allclose(auto.torques, recorded.torques, rtol=0, atol=0)
 
 
+def test_a_recording_that_starts_at_rest_is_measured_on_its_motion(dynamic_model: DynamicModel) -> None:
+    """A log begins before the job: 5 s at the first pose, where no equation is kept, then the motion. Blocks of rows
+    in time held none there, and the delay went unmeasured ("too few equations in a tenth of the rows")."""
+    time, q, torques = _recording(dynamic_model, delay_s=DRIVE_DELAY_S, seed=5)
+    rest = int(5.0 * RATE_HZ)
+    q = np.concatenate([np.repeat(q[:1], rest, axis=0), q])
+    torques = np.concatenate([np.repeat(torques[:1], rest, axis=0), torques])
+    time = np.arange(q.shape[0]) / RATE_HZ
+    delay = prepare_observations(dynamic_model, time, q, torques, settings=_settings("auto")).torque_delay
+    assert delay is not None and delay.applied and abs(delay.delay_s - DRIVE_DELAY_S) < 3.0 * delay.std_s, delay
+
+
 def test_the_delay_measured_on_the_first_data_aligns_every_row(
     dynamic_model: DynamicModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,8 +12,9 @@ cycles and late stamps of a few periods. The uncertainty is the jackknife of the
 blocks of rows in time, which holds for the residuals of filtered, decimated rows, correlated in time (the
 white-noise curvature is several times too small there). The torques are aligned only when the delay lies
 :data:`SIGNIFICANCE` σ away from 0, inside the scanned range: otherwise they are taken as recorded, and the
-reason says so. The delay is measured on the first :data:`MEASURED_DATA_S` of data and applied to all of it
-(:func:`measured_and_aligned`). Figures: ``bench/HISTORY.md``, "The torques' delay behind the positions".
+reason says so. The delay is measured on the first :data:`MEASURED_DATA_S` of motion (rows with an equation) and
+applied to all of it (:func:`measured_and_aligned`; a sliding window: to its rows from then on). Figures:
+``bench/HISTORY.md``, "The torques' delay behind the positions".
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ BLOCKS = 10
 """Blocks of rows in time the jackknife leaves out one at a time."""
 
 MEASURED_DATA_S = 60.0
-"""The delay is measured on the rows of the first this many seconds of data (:func:`measured_and_aligned`): a
-minute measures a delay to a fraction of a sample period, and a long recording's torques are decimated once more
-instead of at every shift of the scan."""
+"""The delay is measured on the first this many seconds of rows with an equation (of motion;
+:func:`measured_and_aligned`, the sliding window): a minute measures a delay to a fraction of a sample period, and a
+long recording's torques are decimated once more instead of at every shift of the scan."""
 
 BLOCK_OUTPUTS = 4096
 """Rows :meth:`LateRows.whole` decimates at a time."""
@@ -197,16 +198,21 @@ def measured_and_aligned(
     *,
     rate_hz: float,
 ) -> tuple[TorqueDelay, np.ndarray]:
-    """The delay of :func:`estimate_torque_delay` on the rows of the first :data:`MEASURED_DATA_S` of the segments'
-    signals ``(N_s, m)``, and the decimated torques of every row read with it ``(r, m)`` (``torques`` themselves
-    when not aligned): a long recording costs one more decimation of its torques, not the scan's."""
-    budget = int(MEASURED_DATA_S * float(rate_hz))
+    """The delay of :func:`estimate_torque_delay` on the first :data:`MEASURED_DATA_S` of rows with an equation (of
+    motion: a recording that starts at rest is measured on its first minute of motion, as a sliding window is) of the
+    segments' signals ``(N_s, m)``, and the decimated torques of every row read with it ``(r, m)`` (``torques``
+    themselves when not aligned): a long recording costs one more decimation of its torques, not the scan's."""
+    moving = np.cumsum(np.asarray(valid, dtype=bool).any(axis=1))
+    needed = int(np.ceil(MEASURED_DATA_S * float(rate_hz) / decimator.factor))
+    left = min(int(np.searchsorted(moving, needed)) + 1, moving.size)
     measured = []
     for signals in segments:
-        if budget <= 0:
+        if left <= 0:
             break
-        measured.append(signals[:budget])
-        budget -= signals.shape[0]
+        outputs = decimator.output_indices(signals.shape[0])
+        # A segment cut a sample after its last measured row's support has those rows for its outputs.
+        measured.append(signals if outputs.size <= left else signals[: outputs[left - 1] + decimator.half_length + 1])
+        left -= outputs.size
     late = LateRows(decimator, measured)
     rows = late(0.0).shape[0]
     delay = estimate_torque_delay(observation_matrix[:rows], valid[:rows], late, rate_hz=rate_hz)
@@ -235,23 +241,28 @@ def estimate_torque_delay(
     rate_hz
         The grid's sample rate, Hz.
 
-    The rows are cut into :data:`BLOCKS` blocks of as many rows and summed (:class:`DelaySums`), each block's
-    torques read at every whole shift only while it is summed.
+    The rows with an equation are cut into :data:`BLOCKS` blocks of as many rows and summed (:class:`DelaySums`), each
+    block's torques read at every whole shift only while it is summed.
     """
     w = np.asarray(observation_matrix, dtype=float)
     mask = np.asarray(valid, dtype=bool)
-    rows, joints = mask.shape
-    if rows < BLOCKS * MIN_ROWS_PER_BLOCK:
+    held = np.flatnonzero(mask.any(axis=1))
+    if held.size < BLOCKS * MIN_ROWS_PER_BLOCK:
         return TorqueDelay(
-            0.0, float("nan"), 1.0, 1.0 / float(rate_hz), False, f"{rows} decimated rows are too few to measure it"
+            0.0,
+            float("nan"),
+            1.0,
+            1.0 / float(rate_hz),
+            False,
+            f"{held.size} decimated rows with an equation are too few to measure it",
         )
-    sums = DelaySums(joints, w.shape[2])
-    # Row k in block k·BLOCKS // rows.
-    bounds = (np.arange(BLOCKS + 1) * rows + BLOCKS - 1) // BLOCKS
+    sums = DelaySums(mask.shape[1], w.shape[2])
+    # Row k of those with an equation in block k·BLOCKS // count, as a sliding window counts them.
+    bounds = (np.arange(BLOCKS + 1) * held.size + BLOCKS - 1) // BLOCKS
     for block in range(BLOCKS):
-        span = slice(int(bounds[block]), int(bounds[block + 1]))
-        reads = np.stack([late.whole(int(shift))[span] for shift in WHOLE_SHIFTS], axis=2)
-        sums.add(block, w[span], mask[span], reads)
+        rows = held[int(bounds[block]) : int(bounds[block + 1])]
+        reads = np.stack([late.whole(int(shift))[rows] for shift in WHOLE_SHIFTS], axis=2)
+        sums.add(block, w[rows], mask[rows], reads)
     return sums.delay(rate_hz=rate_hz)
 
 
