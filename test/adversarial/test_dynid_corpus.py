@@ -298,10 +298,6 @@ CASES: dict[str, tuple[Case, str]] = {
         lambda i, o: identify(i.csv("back.csv", time=np.concatenate([i.time[:1000], i.time[1000:] - 1.5])), o),
         "the recording restarts there",
     ),
-    "recording-stamp-out-of-order": (
-        lambda i, o: identify(i.csv("swap.csv", time=np.concatenate([i.time[:1000], i.time[1000:] - 0.003])), o),
-        "out-of-order",
-    ),
     "recording-in-degrees": (_degrees, "degrees"),
     "recording-time-in-nanoseconds": (_nanoseconds, "nanoseconds"),
     "recording-time-in-milliseconds": (_milliseconds, "milliseconds"),

@@ -23,6 +23,7 @@ from dynamic_identification.core.signal.filters import (
     parallel_decimate,
     resample_uniform,
 )
+from dynamic_identification.core.signal.stamps import accepted_samples
 
 RATE_HZ = 1000.0
 
@@ -50,10 +51,13 @@ def test_a_sample_stamped_again_is_kept_and_a_repeated_message_dropped() -> None
     assert_array_equal(clean_time_stamps(time).keep, [0, 1, 3, 5])
 
 
-def test_backwards_stamp_raises_naming_the_row_and_both_times() -> None:
-    time = np.array([0.0, 0.001, 0.002, 0.0015, 0.003])
-    with pytest.raises(DataError, match=r"time\[3\]=0\.0015 s is earlier than time\[2\]=0\.002 s"):
-        clean_time_stamps(time)
+def test_a_stamp_slightly_earlier_than_one_before_it_is_left_out_and_counted_as_the_streams_do() -> None:
+    # Stale or out of order (a driver's late message, two stamps swapped): the streams drop it (accepted_samples).
+    time = np.array([0.0, 0.001, 0.002, 0.0015, 0.003, 0.0025, 0.004])
+    report = clean_time_stamps(time)
+    assert_array_equal(report.keep, np.flatnonzero(accepted_samples(time)))
+    assert_array_equal(report.keep, [0, 1, 2, 4, 6])
+    assert (report.stale_dropped, report.duplicates_dropped, report.segments) == (2, 0, ((0, 5),))
 
 
 def test_a_recording_that_starts_again_says_so_and_how_to_go_on() -> None:

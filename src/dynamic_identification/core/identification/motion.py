@@ -55,7 +55,7 @@ from dynamic_identification.core.signal.filters import (
     resample_uniform,
     roughness,
 )
-from dynamic_identification.core.signal.stamps import accepted_samples
+from dynamic_identification.core.signal.stamps import BACKWARD_JUMP_S, accepted_samples
 
 STAMP_JITTER_LIMIT = 0.01
 """Stamps scattering by more than this fraction of a period about a regular sequence are candidates for recovery."""
@@ -216,7 +216,8 @@ class _Stamps:
     roughness of the positions against the recovered over the recorded stamps (``nan`` when
     not compared), ``smeared_steps`` the steps the recovery would have spread, when they
     decided to keep the stamps (0 otherwise), and ``repeated_stamps`` the samples kept though
-    stamped again with their predecessor's stamp, placed by the recovery (0 when not recovered).
+    stamped again with their predecessor's stamp, placed by the recovery (0 when not recovered), ``stale`` the rows
+    dropped for a stamp earlier than one before them (:func:`~.signal.clean_time_stamps`).
     """
 
     keep: np.ndarray
@@ -230,6 +231,7 @@ class _Stamps:
     roughness_ratio: float = float("nan")
     smeared_steps: int = 0
     repeated_stamps: int = 0
+    stale: int = 0
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,15 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
     # Stamps relative to the first one keep full resolution for epoch-based clocks (~1.7e9 s).
     origin = float(stamps[0])
     kept = stamps[report.keep] - origin
-    recorded = _Stamps(report.keep, kept, origin, report.segments, report.duplicates_dropped, report.nominal_dt)
+    recorded = _Stamps(
+        report.keep,
+        kept,
+        origin,
+        report.segments,
+        report.duplicates_dropped,
+        report.nominal_dt,
+        stale=report.stale_dropped,
+    )
     longest = max(ordered.segments, key=lambda segment: segment[1] - segment[0], default=(0, ordered.keep.size))
     instants = sample_instants(stamps[ordered.keep] - origin, _kept_rows(q, ordered.keep), settings, segment=longest)
     if not instants.recovered:
@@ -382,6 +392,7 @@ def _stamps(time: np.ndarray, settings: SignalSettings, q: np.ndarray) -> _Stamp
         roughness_ratio=instants.roughness_ratio,
         smeared_steps=instants.smeared_steps,
         repeated_stamps=ordered.repeated_stamps,
+        stale=ordered.stale_dropped,
     )
 
 
@@ -399,6 +410,11 @@ def resolve_signal(
     """
     stamps = _stamps(time, settings, q)
     reasons = []
+    if stamps.stale:
+        reasons.append(
+            f"stamps: {stamps.stale} rows stamped earlier than a row before them (by less than {BACKWARD_JUMP_S:g} s:"
+            " stale or out of order) left out, as dynid stream and the nodes leave them out"
+        )
     stamp_choice = settings.stamps
     if settings.stamps == "auto":
         stamp_choice = "recovered" if stamps.recovered else "recorded"

@@ -104,6 +104,9 @@ class StampReport:
     repeated_stamps : int
         Number of rows kept though their stamp equals their predecessor's: samples of their own
         (their values differ), stamped again with the last stamp (only with ``values``).
+    stale_dropped : int
+        Number of rows dropped because their stamp is earlier than one before them (stale or out of
+        order, by less than :data:`~.stamps.BACKWARD_JUMP_S`).
     segments : tuple of (int, int)
         ``[start, stop)`` ranges into the *kept* rows, split where the step between two
         kept stamps exceeds ``gap_factor * nominal_dt``. Each segment is a contiguous
@@ -117,6 +120,7 @@ class StampReport:
     segments: tuple[tuple[int, int], ...]
     nominal_dt: float
     repeated_stamps: int = 0
+    stale_dropped: int = 0
 
 
 def longest_bridge_s(period_s: float, *, gap_factor: float, cutoff_hz: float | None) -> float:
@@ -142,11 +146,14 @@ def longest_bridge_s(period_s: float, *, gap_factor: float, cutoff_hz: float | N
 def clean_time_stamps(
     time: np.ndarray, *, gap_factor: float = DEFAULT_GAP_FACTOR, bridge_s: float = 0.0, values: np.ndarray | None = None
 ) -> StampReport:
-    """Check time stamps, drop repeated ones and split the recording at gaps.
+    """Check time stamps, drop repeated and stale ones and split the recording at gaps.
 
     Jitter is normal and accepted; a stamp equal to its predecessor is a repeated
-    message (the first is kept, the rest counted); a stamp earlier than its
-    predecessor is an error, because silently sorting would hide a broken recorder.
+    message (the first is kept, the rest counted); a stamp earlier than one before it, by less
+    than :data:`~.stamps.BACKWARD_JUMP_S`, is a stale or out-of-order row, dropped and counted
+    as every stream drops it (:func:`~.stamps.accepted_samples`: sorting would put a sample's
+    positions out of their order); a stamp earlier by more is a recording that starts again, an
+    error that says how to go on.
 
     Given the rows' ``values`` (e.g. the positions), a repeated stamp is a repeated message only
     when its values repeat too: a row of new values under its predecessor's stamp is a sample of
@@ -172,13 +179,13 @@ def clean_time_stamps(
     Returns
     -------
     StampReport
-        Kept rows, number of duplicates, segments and nominal period.
+        Kept rows, number of duplicates and stale rows, segments and nominal period.
 
     Raises
     ------
     DataError
         If a stamp is not finite, there are fewer than two distinct stamps, or a
-        stamp is earlier than its predecessor.
+        stamp is :data:`~.stamps.BACKWARD_JUMP_S` or more earlier than one before it.
     ValueError
         If ``gap_factor`` is not a finite number > 1.
     """
@@ -188,35 +195,33 @@ def clean_time_stamps(
     t = _time_vector(time)
     if t.size < 2:
         raise DataError(f"time needs at least 2 samples, got {t.size}")
-    step = np.diff(t)
-    backwards = np.flatnonzero(step < 0.0)
-    if backwards.size:
-        i = int(backwards[0]) + 1
-        restart = (
-            ": the recording restarts there (a bag played twice, a simulation reset?); give each run as a recording of"
-            " its own, or use dynid stream, whose window restarts"
-            if classify_stamp(float(t[i]), float(t[i - 1])) is Stamp.RESTART
-            else " (out-of-order stamps)"
+    latest = np.maximum.accumulate(t)
+    earlier = np.flatnonzero(t[1:] < latest[:-1]) + 1
+    restart = next((int(i) for i in earlier if classify_stamp(t[i], latest[i - 1]) is Stamp.RESTART), None)
+    if restart is not None:
+        i = restart
+        raise DataError(
+            f"time[{i}]={float(t[i])!r} s is earlier than time[{i - 1}]={float(t[i - 1])!r} s: the recording restarts"
+            " there (a bag played twice, a simulation reset?); give each run as a recording of its own, or use dynid"
+            " stream, whose window restarts"
         )
-        raise DataError(f"time[{i}]={float(t[i])!r} s is earlier than time[{i - 1}]={float(t[i - 1])!r} s{restart}")
-    forward = step > 0.0
+    # The streams' rule (:func:`accepted_samples`): a later stamp, or the last one again with new values.
+    keep = np.flatnonzero(accepted_samples(t, values))
+    kept_step = np.diff(t[keep])
+    forward = kept_step > 0.0
     if not forward.any():
         raise DataError(f"time needs at least 2 distinct stamps, all {t.size} equal {float(t[0])!r} s")
-    nominal_dt = float(np.median(step[forward]))
-    # The streams' rule (:func:`accepted_samples`): a later stamp, or the last one again with new values.
-    kept_step = accepted_samples(t, values)[1:]
-    repeated = kept_step & ~forward
-    keep = np.concatenate(([0], np.flatnonzero(kept_step) + 1))
-    # Steps between kept rows are exactly the kept steps, in order.
-    breaks = np.flatnonzero(step[kept_step] > max(factor * nominal_dt, float(bridge_s))) + 1
+    nominal_dt = float(np.median(kept_step[forward]))
+    breaks = np.flatnonzero(kept_step > max(factor * nominal_dt, float(bridge_s))) + 1
     bounds = np.concatenate(([0], breaks, [keep.size]))
     segments = tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True))
     return StampReport(
         keep=keep,
-        duplicates_dropped=int(t.size - keep.size),
+        duplicates_dropped=int(t.size - keep.size - earlier.size),
         segments=segments,
         nominal_dt=nominal_dt,
-        repeated_stamps=int(np.count_nonzero(repeated)),
+        repeated_stamps=int(np.count_nonzero(kept_step == 0.0)),
+        stale_dropped=int(earlier.size),
     )
 
 

@@ -163,7 +163,8 @@ def split_periods(
     Parameters
     ----------
     time : numpy.ndarray
-        Stamps, shape ``(N,)``, s, non-decreasing.
+        Stamps, shape ``(N,)``, s (rows repeated or stamped slightly earlier than one before them are dropped,
+        :func:`~.filters.clean_time_stamps`).
     values : numpy.ndarray
         Samples, shape ``(N, ...)``.
     period_s : float
@@ -186,7 +187,7 @@ def split_periods(
     Raises
     ------
     DataError
-        If stamps are not finite or go backwards, ``values`` does not match ``time`` or
+        If stamps are not finite or jump back (a restart), ``values`` does not match ``time`` or
         is not finite, ``start_s`` lies outside the recording, or the recording holds
         fewer than 2 whole periods after ``start_s``.
     ValueError
