@@ -51,6 +51,7 @@ from dynamic_identification.core.identification.passive_friction import (
 )
 from dynamic_identification.core.identification.prediction import StampPrediction
 from dynamic_identification.core.identification.regression_models import identify_model
+from dynamic_identification.core.identification.torque_delay import read_late
 from dynamic_identification.core.mechanism.payload import Payload, frame_id
 from dynamic_identification.core.mechanism.plausibility import ImplausibleModelError
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel, load_robot
@@ -86,6 +87,7 @@ from dynamic_identification.io.outcome import (
     validation_names,
 )
 from dynamic_identification.io.parameter_files import (
+    aligned_torque_delay_s,
     identified_parameter_file,
     update_record,
     window_parameter_file,
@@ -689,6 +691,10 @@ class PredictFileResult:
     moving, joint_samples
         The joint samples counted in :attr:`moving_relative_error`, and those of the identified joints on the
         predicted rows.
+    torque_delay_s
+        The delay, s, the recorded torques are read with for the errors: the one the parameter file's identification
+        aligned its torques with (:func:`~dynamic_identification.io.parameter_files.aligned_torque_delay_s`), 0 when
+        none.
     """
 
     mechanism: Mechanism
@@ -704,6 +710,7 @@ class PredictFileResult:
     moving_relative_error: float | None
     moving: int
     joint_samples: int
+    torque_delay_s: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -767,8 +774,11 @@ def predict_file(
     write_table(out, header, table)
     error = moving_error = None
     moving = moving_samples(prediction, identified, settings.min_speed_rad_s)
+    delay_s = aligned_torque_delay_s(parameters)
     if judged.effort is not None or judged.current is not None:
         measured = judged.joint_torques(parameters.drive_chain())
+        if delay_s:
+            measured = read_late(recording.time, measured, delay_s)
         error = relative_error_over(measured, torques, np.isfinite(torques))
         moving_error = relative_error_over(measured, torques, moving)
     return PredictFileResult(
@@ -785,6 +795,7 @@ def predict_file(
         moving_relative_error=moving_error,
         moving=int(np.count_nonzero(moving)),
         joint_samples=int(np.count_nonzero(np.isfinite(torques))),
+        torque_delay_s=delay_s,
     )
 
 

@@ -130,6 +130,13 @@ def _prediction_error_line(predicted: PredictFileResult) -> str:
         f" of {predicted.joint_samples} joint samples at |q̇| >= {predicted.signal.min_speed_rad_s:g} rad/s, as"
         f" --validate counts); {predicted.relative_error:.4g} on every predicted row (at rest the model gives"
         " ±Fc by the sign of the velocity's noise, not the recorded stiction)"
+        + (
+            f"; the recorded torques read {1e3 * abs(predicted.torque_delay_s):.2g} ms"
+            f" {'later' if predicted.torque_delay_s > 0 else 'earlier'}, as the identification aligned them"
+            " (quality.torque_delay)"
+            if predicted.torque_delay_s
+            else ""
+        )
     )
 
 

@@ -15,7 +15,7 @@ import hashlib
 import io
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -34,8 +34,12 @@ from dynamic_identification.core.mechanism.seam import mechanism_of
 from dynamic_identification.core.simulation import inverse_dynamics, synthesize_measurements
 from dynamic_identification.feedforward import FeedforwardModel
 from dynamic_identification.io.config import load_config, simulated_robot
-from dynamic_identification.io.parameters import load_parameters
-from dynamic_identification.io.recording import Recording, recording_from_arrays, write_recording_csv
+from dynamic_identification.io.parameters import load_parameters, write_parameters_atomic
+from dynamic_identification.io.recording import (
+    Recording,
+    recording_from_arrays,
+    write_recording_csv,
+)
 from repo_paths import ARM6_CONFIG, ARM6_URDF, example_robot_file
 
 RATE_HZ = 1000.0
@@ -172,6 +176,47 @@ def test_predict_gives_the_error_where_the_joints_move_as_validate_does_beside_e
     moving = f"{entry['recorded_relative_error']:.4g} where the joint moves ({entry['moving']} of 60000 joint samples"
     assert line.startswith(f"relative error ||predicted - recorded|| / ||recorded||: {moving}")
     assert re.search(r"; [\d.]+ on every predicted row \(at rest", line), line
+
+
+def test_predict_judges_a_driver_s_late_torques_read_as_late_as_its_identification_aligned_them(
+    identified: Identified, folder: Path
+) -> None:
+    """A file whose identification found the torques 3 ms late (``quality.torque_delay``) predicts the torque of the
+    motion at each row; the same driver's held-out torques come 3 ms late, and the error line compared them as
+    recorded. Noise-free torques, so that only the model and the timing count."""
+    robot = load_robot(ARM6_URDF)
+    chain = load_config(str(ARM6_CONFIG)).drive_chain(robot.n_joints)
+    drive = simulated_robot(ARM6_CONFIG, robot.n_joints).drive
+    trajectory = random_fourier_trajectory(robot, margin=0.2, velocity_fraction=0.5, seed=4)
+    time = np.arange(int(10.0 * RATE_HZ)) / RATE_HZ
+
+    def recorded(path: Path, delay_s: float) -> Path:
+        torques = inverse_dynamics(robot, chain, drive, *trajectory.evaluate(time - delay_s))
+        q = trajectory.evaluate(time)[0]
+        write_recording_csv(
+            path, recording_from_arrays(time=time, joint_names=robot.joint_names, position=q, effort=torques)
+        )
+        return path
+
+    in_time_data, late_data = recorded(folder / "in_time.csv", 0.0), recorded(folder / "late.csv", 0.003)
+    document = load_parameters(identified.params)
+    aligned = {"delay_s": 0.003, "std_s": 0.0002, "aligned": True, "reason": "torque delay: 3 ± 0.2 ms …"}
+    params = folder / "late.yaml"
+    write_parameters_atomic(params, replace(document, quality={**document.quality, "torque_delay": aligned}))
+
+    def predict(parameters: Path, data: Path) -> Run:
+        return dynid("predict", "--params", parameters, "--data", data, "--out", folder / "predicted.csv")
+
+    def moving_error(run: Run) -> float:
+        assert run.code == 0, run.err
+        line = next(line for line in run.out.splitlines() if line.startswith("relative error"))
+        return float(line.split(": ")[1].split()[0])
+
+    in_time = moving_error(predict(identified.params, in_time_data))
+    as_recorded = moving_error(predict(identified.params, late_data))
+    run = predict(params, late_data)
+    assert "the recorded torques read 3 ms later, as the identification aligned them (quality.torque_delay)" in run.out
+    assert abs(moving_error(run) - in_time) < 0.1 * (as_recorded - in_time), (moving_error(run), in_time, as_recorded)
 
 
 def test_the_stamp_is_the_data_time_of_the_last_sample(identified: Identified) -> None:

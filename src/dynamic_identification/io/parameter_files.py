@@ -128,6 +128,17 @@ def torque_delay_section(delay: TorqueDelay) -> dict[str, Any]:
     }
 
 
+def aligned_torque_delay_s(parameters: ParameterFile) -> float:
+    """The delay, s, the identification of a parameter file read its torques with (``quality.torque_delay`` aligned:
+    its ``delay_s``), 0 when they were taken as recorded or the file says nothing: a recording of the same driver
+    is judged against its torques read as late, since the model predicts the torque of the motion at each row."""
+    section = parameters.quality.get("torque_delay")
+    if not isinstance(section, dict) or not section.get("aligned"):
+        return 0.0
+    delay = section.get("delay_s")
+    return float(delay) if isinstance(delay, int | float) and math.isfinite(delay) else 0.0
+
+
 STANDARD_SOURCES: dict[str, str] = {
     "consistent": "the physically consistent standard parameters nearest to the data ([Wensing2018])",
     "base": "the base values on their independent standard columns, zeros elsewhere: reproduces the torques,"
@@ -463,6 +474,7 @@ def update_record(update: WindowUpdate, joints: tuple[str, ...], *, restarted: b
 
 __all__ = [
     "IDIM_REGRESSION",
+    "aligned_torque_delay_s",
     "STANDARD_SOURCES",
     "UNCERTAINTY_MEANINGS",
     "child_links",
