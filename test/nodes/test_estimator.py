@@ -148,9 +148,9 @@ def test_publishes_latched_parameters_and_writes_the_file(
     assert document.quality["condition_number"] <= 100.0
     assert document.quality["relative_error"] < 0.05
     assert set(document.quality["joint_relative_errors"]) == set(document.joints)
-    # The simulated torques are in time with the positions: measured, and taken as recorded.
+    # The simulated torques are in time with the positions: measured (on too few rows to tell here), taken as recorded.
     assert values["torque_delay_s"] == "0" and not document.quality["torque_delay"]["aligned"]
-    assert "within 3 σ of 0" in document.quality["torque_delay"]["reason"]
+    assert document.quality["torque_delay"]["reason"].startswith("torque delay: none (")
     assert START_S + 4.0 < document.stamp <= end_s  # the data time of the update
     assert g.parameters[-1].data.startswith(f"format: {FORMAT}")
 

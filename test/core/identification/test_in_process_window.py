@@ -455,7 +455,7 @@ def test_the_window_measures_the_torques_delay_on_its_first_rows_and_reads_them_
     measuring = [update for update in aligned if update.torque_delay is None]
     assert 8 <= len(measuring) <= 10  # 8 s of rows, which trail the samples by the filter margins
     delay = aligned[-1].torque_delay
-    assert delay is not None and delay.applied and delay.std_s < 1e-3, delay  # a sample period on 8 s of rows
+    assert delay is not None and delay.applied and delay.std_s < 1.5e-3, delay  # 8 s of rows: a minute's 2.5 times
     assert abs(delay.delay_s - DRIVE_DELAY_S) < 3.0 * delay.std_s, delay
     assert all(update.torque_delay is delay for update in aligned[len(measuring) :])
     as_recorded = _window_run(dynamic_model, time, q, late, "none")[-1]

@@ -130,6 +130,7 @@ from dynamic_identification.core.identification.torque_delay import (
     DelaySums,
     LateRows,
     TorqueDelay,
+    in_band,
     read_late_on_grid,
     read_shifted,
 )
@@ -835,7 +836,8 @@ class SlidingWindowEstimator:
         if not held.size:
             return
         needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (builder.decimator.factor * self._dt)))
-        reads = np.stack([read_shifted(tau_grid, block, int(shift)) for shift in WHOLE_SHIFTS], axis=2)
+        in_band_torques = in_band(tau_grid, cutoff_hz=self._cutoff, rate_hz=1.0 / self._dt)
+        reads = np.stack([read_shifted(in_band_torques, block, int(shift)) for shift in WHOLE_SHIFTS], axis=2)
         decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
         reads = decimated[np.searchsorted(index, rows.index[held])].reshape(held.size, self._n, WHOLE_SHIFTS.size)
         # Row k of the measured ones in block k · BLOCKS // needed, as offline.

@@ -460,7 +460,15 @@ def prepare_observations(
     if settings.signal.torque_delay == "auto":
         cancellation.report("torque delay")
         signals = [segment.signals for segment in completed.segments]
-        delay, torque = measured_and_aligned(builder.decimator, signals, matrix, valid, torque, rate_hz=rate)
+        delay, torque = measured_and_aligned(
+            builder.decimator,
+            signals,
+            matrix,
+            valid,
+            torque,
+            rate_hz=rate,
+            cutoff_hz=completed.signal.position_cutoff_hz,
+        )
         reasons = (*reasons, delay.reason())
     return PreparedObservations(
         observation_matrix=matrix,
