@@ -189,6 +189,15 @@ def test_rows_read_late_a_few_at_a_time_are_those_of_the_whole_segment_held_at_i
         assert_allclose(blocks.whole(shift), rows, rtol=0, atol=1e-12)
 
 
+def test_the_reads_at_every_whole_shift_are_the_shifted_reads_held_at_the_ends() -> None:
+    values = np.random.default_rng(3).normal(size=(40, 2))
+    block = slice(2, 35)
+    shifts = torque_delay.WHOLE_SHIFTS
+    expected = np.stack([torque_delay.read_shifted(values, block, int(shift)) for shift in shifts], axis=2)
+    assert_allclose(torque_delay.read_whole_shifts(values, block), expected, rtol=0, atol=0)
+    assert_allclose(torque_delay.read_shifted(values, block, 12)[-1], values[-1], rtol=0, atol=0)  # held
+
+
 def test_the_setting_refuses_an_unknown_choice() -> None:
     with pytest.raises(ValueError, match="torque_delay"):
         dataclasses.replace(SignalSettings(), torque_delay="late")

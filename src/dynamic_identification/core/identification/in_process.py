@@ -132,7 +132,7 @@ from dynamic_identification.core.identification.torque_delay import (
     TorqueDelay,
     in_band,
     read_late_on_grid,
-    read_shifted,
+    read_whole_shifts,
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -837,7 +837,7 @@ class SlidingWindowEstimator:
             return
         needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (builder.decimator.factor * self._dt)))
         in_band_torques = in_band(tau_grid, cutoff_hz=self._cutoff, rate_hz=1.0 / self._dt)
-        reads = np.stack([read_shifted(in_band_torques, block, int(shift)) for shift in WHOLE_SHIFTS], axis=2)
+        reads = read_whole_shifts(in_band_torques, block)
         decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
         reads = decimated[np.searchsorted(index, rows.index[held])].reshape(held.size, self._n, WHOLE_SHIFTS.size)
         # Row k of the measured ones in block k · BLOCKS // needed, as offline.

@@ -163,6 +163,12 @@ def read_shifted(values: np.ndarray, block: slice, shift: int) -> np.ndarray:
     return values[read]
 
 
+def read_whole_shifts(values: np.ndarray, block: slice) -> np.ndarray:
+    """:func:`read_shifted` of ``values[block]`` at each of :data:`WHOLE_SHIFTS`, in one gather: ``(N, m, s)``."""
+    read = np.clip(np.arange(block.start, block.stop)[:, None] + WHOLE_SHIFTS[None, :], 0, values.shape[0] - 1)
+    return values[read].transpose(0, 2, 1)
+
+
 def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) -> np.ndarray:
     """The samples ``values[block]`` read ``delay_samples`` (fractional) later: the cubic of :meth:`LateRows.weights`
     through the four nearest whole shifts (:func:`read_shifted`). Decimated, these are :class:`LateRows`' rows (the
@@ -425,5 +431,6 @@ __all__ = [
     "read_late",
     "read_late_on_grid",
     "read_shifted",
+    "read_whole_shifts",
     "window_reason",
 ]
