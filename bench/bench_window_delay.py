@@ -30,15 +30,14 @@ import argparse
 import dataclasses
 
 import numpy as np
-from _common import fourier_recording
 from bench_realistic import robot_preset
-from bench_window_stamps import Validation, validation
+from bench_window_stamps import Validation, preset_config, training_and_check
 
 from dynamic_identification.core.identification import SlidingWindowEstimator, WindowUpdate
 from dynamic_identification.core.identification.torque_delay import MEASURED_DATA_S, TorqueDelay
 from dynamic_identification.core.mechanism.robot import RobotModel
 from dynamic_identification.core.signal.stamps import stream_chunks
-from dynamic_identification.io.config import IdentificationConfig, load_config
+from dynamic_identification.io.config import IdentificationConfig
 from dynamic_identification.io.outcome import configured_window_parts
 from dynamic_identification.testing.realistic import RealisticRecording
 
@@ -85,17 +84,10 @@ def main() -> None:
     for name in arguments.robots:
         robot_settings = robot_preset(name)
         robot = robot_settings.robot()
-        config = dataclasses.replace(
-            load_config(None),
-            gear_ratios=tuple(robot_settings.drive_chain.gear_ratios.tolist()),
-            drive_gains=tuple(robot_settings.drive_chain.drive_gains.tolist()),
-        )
+        config = preset_config(robot_settings)
         for seed in range(1, arguments.seeds + 1):
-            train = fourier_recording(robot, robot_settings, seed=seed, duration_s=arguments.train_s)
-            check = validation(
-                robot,
-                config,
-                fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=arguments.validation_s),
+            train, check = training_and_check(
+                robot, robot_settings, config, seed=seed, train_s=arguments.train_s, validation_s=arguments.validation_s
             )
             measured = train.measured_torque_nm
             for delay_ms in arguments.delays_ms:

@@ -61,7 +61,7 @@ from dynamic_identification.core.regressors.idim import observation_matrix
 from dynamic_identification.core.signal.stamps import stream_chunks
 from dynamic_identification.io.config import IdentificationConfig, load_config
 from dynamic_identification.io.outcome import configured_window_parts
-from dynamic_identification.testing.realistic import RealisticRecording
+from dynamic_identification.testing.realistic import RealisticRecording, RobotPreset
 from dynamic_identification.testing.recordings import as_recording
 
 VALIDATION_ROWS = 6000
@@ -108,6 +108,32 @@ def validation(robot: RobotModel, config: IdentificationConfig, data: RealisticR
         truth=truth.torque_nm[rows],
         model=true_model_torques(robot, data)[rows],
     )
+
+
+def preset_config(robot_settings: RobotPreset) -> IdentificationConfig:
+    """The default configuration with a preset's drive chain, as a new user of that robot writes it."""
+    return dataclasses.replace(
+        load_config(None),
+        gear_ratios=tuple(robot_settings.drive_chain.gear_ratios.tolist()),
+        drive_gains=tuple(robot_settings.drive_chain.drive_gains.tolist()),
+    )
+
+
+def training_and_check(
+    robot: RobotModel,
+    robot_settings: RobotPreset,
+    config: IdentificationConfig,
+    *,
+    seed: int,
+    train_s: float,
+    validation_s: float,
+) -> tuple[RealisticRecording, Validation]:
+    """A training recording of ``seed`` and the judge of a validation recording of ``seed + 100`` (Fourier both)."""
+    train = fourier_recording(robot, robot_settings, seed=seed, duration_s=train_s)
+    check = validation(
+        robot, config, fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=validation_s)
+    )
+    return train, check
 
 
 def run_window(
@@ -195,11 +221,7 @@ def main() -> None:
         robot_settings = robot_preset(name)
         robot = robot_settings.robot()
         stamp_settings = robot_settings.stamps
-        config = dataclasses.replace(
-            load_config(None),
-            gear_ratios=tuple(robot_settings.drive_chain.gear_ratios.tolist()),
-            drive_gains=tuple(robot_settings.drive_chain.drive_gains.tolist()),
-        )
+        config = preset_config(robot_settings)
         jitter = stamp_settings.jitter_std_s
         print(
             f"\n== {name}: {robot.n_joints} joints at {stamp_settings.rate_hz:g} Hz, stamp jitter"
@@ -212,11 +234,8 @@ def main() -> None:
         print(header)
         ratios[name] = []
         for seed in range(1, arguments.seeds + 1):
-            train = fourier_recording(robot, robot_settings, seed=seed, duration_s=arguments.train_s)
-            check = validation(
-                robot,
-                config,
-                fourier_recording(robot, robot_settings, seed=seed + 100, duration_s=arguments.validation_s),
+            train, check = training_and_check(
+                robot, robot_settings, config, seed=seed, train_s=arguments.train_s, validation_s=arguments.validation_s
             )
             true_stamps = stamp_settings.origin_s + train.truth.true_time_s
             window, window_s = run_window(robot, config, train, train.time, check)
