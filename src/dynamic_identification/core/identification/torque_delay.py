@@ -226,15 +226,18 @@ def measured_and_aligned(
     moving = np.cumsum(np.asarray(valid, dtype=bool).any(axis=1))
     needed = int(np.ceil(MEASURED_DATA_S * float(rate_hz) / decimator.factor))
     left = min(int(np.searchsorted(moving, needed)) + 1, moving.size)
+    # Filtered a few cut-off periods beyond a cut, so that its end is not a filter's edge.
+    margin = int(np.ceil(4.0 * float(rate_hz) / cutoff_hz)) if cutoff_hz else 0
     measured = []
     for signals in segments:
         if left <= 0:
             break
         outputs = decimator.output_indices(signals.shape[0])
         # A segment cut a sample after its last measured row's support has those rows for its outputs.
-        measured.append(signals if outputs.size <= left else signals[: outputs[left - 1] + decimator.half_length + 1])
+        end = signals.shape[0] if outputs.size <= left else int(outputs[left - 1]) + decimator.half_length + 1
+        measured.append(in_band(signals[: end + margin], cutoff_hz=cutoff_hz, rate_hz=rate_hz)[:end])
         left -= outputs.size
-    late = LateRows(decimator, [in_band(signals, cutoff_hz=cutoff_hz, rate_hz=rate_hz) for signals in measured])
+    late = LateRows(decimator, measured)
     rows = late(0.0).shape[0]
     delay = estimate_torque_delay(observation_matrix[:rows], valid[:rows], late, rate_hz=rate_hz)
     if not delay.applied:
