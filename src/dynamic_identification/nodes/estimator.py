@@ -747,7 +747,7 @@ class EstimatorNode(GuardedNode):
                 f"position cut-off {update.position_cutoff_hz:.3g} Hz ({chosen}); sample instants: {instants}"
             )
         if update is not None and update.torque_delay is not None and update.torque_delay is not self._logged_delay:
-            # Decided once per window, on its first minute of rows.
+            # Decided once per window, on its first minute of motion.
             self._logged_delay = update.torque_delay
             self.get_logger().info(window_reason(update.torque_delay))
         with self._status_lock:
