@@ -105,7 +105,6 @@ from dynamic_identification.core.estimation.normal_equations import (
 from dynamic_identification.core.estimation.quality import JointErrors, relative_std_percent
 from dynamic_identification.core.estimation.reduction import NOT_IDENTIFIABLE, ReductionResult
 from dynamic_identification.core.estimation.uncertainty import RobustCovariance, hac_covariance_of_scores
-from dynamic_identification.core.identification import torque_delay
 from dynamic_identification.core.identification.motion import (
     STAMP_JITTER_LIMIT,
     automatic_cutoff_hz,
@@ -130,7 +129,9 @@ from dynamic_identification.core.identification.torque_delay import (
     DelaySums,
     LateRows,
     TorqueDelay,
+    delay_blocks,
     in_band,
+    measured_rows,
     read_late_on_grid,
     read_whole_shifts,
 )
@@ -835,13 +836,12 @@ class SlidingWindowEstimator:
         held = np.flatnonzero(rows.valid.any(axis=1))
         if not held.size:
             return
-        needed = int(np.ceil(torque_delay.MEASURED_DATA_S / (builder.decimator.factor * self._dt)))
+        needed = measured_rows(1.0 / self._dt, builder.decimator.factor)
         in_band_torques = in_band(tau_grid, cutoff_hz=self._cutoff, rate_hz=1.0 / self._dt)
         reads = read_whole_shifts(in_band_torques, block)
         decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
         reads = decimated[np.searchsorted(index, rows.index[held])].reshape(held.size, self._n, WHOLE_SHIFTS.size)
-        # Row k of the measured ones in block k · BLOCKS // needed, as offline.
-        blocks = (self._delay_rows + np.arange(held.size)) * BLOCKS // needed
+        blocks = delay_blocks(self._delay_rows + np.arange(held.size), needed)
         for number in np.unique(blocks[blocks < BLOCKS]).tolist():
             at = blocks == number
             sums.add(number, rows.observation_matrix[held[at]], rows.valid[held[at]], reads[at])

@@ -19,7 +19,7 @@ applied to all of it (:func:`measured_and_aligned`; a sliding window: to its row
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,10 +146,7 @@ class LateRows:
         return whole - 1, np.array(weights)
 
     def __call__(self, delay_samples: float) -> np.ndarray:
-        first, weights = self.weights(delay_samples)
-        if weights[1] == 1.0:
-            return self.whole(first + 1)
-        return np.tensordot(weights, np.stack([self.whole(first + k) for k in range(4)]), axes=1)
+        return read_between(delay_samples, self.whole)
 
 
 WHOLE_SHIFTS = np.arange(LateRows.LOWEST, LateRows.HIGHEST + 1)
@@ -169,14 +166,32 @@ def read_whole_shifts(values: np.ndarray, block: slice) -> np.ndarray:
     return values[read].transpose(0, 2, 1)
 
 
-def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) -> np.ndarray:
-    """The samples ``values[block]`` read ``delay_samples`` (fractional) later: the cubic of :meth:`LateRows.weights`
-    through the four nearest whole shifts (:func:`read_shifted`). Decimated, these are :class:`LateRows`' rows (the
-    decimation is linear); a stream reads its grid's torques so before it decimates them (the sliding window)."""
+def read_between(delay_samples: float, read_whole: Callable[[int], np.ndarray]) -> np.ndarray:
+    """A read ``delay_samples`` (fractional) late from the reads ``read_whole(shift)`` at whole shifts: the cubic of
+    :meth:`LateRows.weights` through the four nearest (the read itself at a whole delay)."""
     first, cubic = LateRows.weights(delay_samples)
     if cubic[1] == 1.0:
-        return read_shifted(values, block, first + 1)
-    return np.tensordot(cubic, np.stack([read_shifted(values, block, first + k) for k in range(4)]), axes=1)
+        return read_whole(first + 1)
+    return np.tensordot(cubic, np.stack([read_whole(first + k) for k in range(4)]), axes=1)
+
+
+def read_late_on_grid(values: np.ndarray, block: slice, delay_samples: float) -> np.ndarray:
+    """The samples ``values[block]`` read ``delay_samples`` (fractional) later (:func:`read_between` of
+    :func:`read_shifted`). Decimated, these are :class:`LateRows`' rows (the decimation is linear); a stream reads its
+    grid's torques so before it decimates them (the sliding window)."""
+    return read_between(delay_samples, lambda shift: read_shifted(values, block, shift))
+
+
+def measured_rows(rate_hz: float, decimation: int) -> int:
+    """The decimated rows with an equation the delay is measured on: :data:`MEASURED_DATA_S` of them at ``rate_hz``
+    (Hz, the grid's) decimated by ``decimation``."""
+    return int(np.ceil(MEASURED_DATA_S * float(rate_hz) / decimation))
+
+
+def delay_blocks(positions: np.ndarray, count: int) -> np.ndarray:
+    """The block (``0 … BLOCKS − 1``) of each of the measured rows with an equation at ``positions`` (``0 …
+    count − 1``, in time order) among ``count``: row ``k`` in block ``k · BLOCKS // count``."""
+    return np.asarray(positions) * BLOCKS // count
 
 
 def window_reason(delay: TorqueDelay) -> str:
@@ -224,7 +239,7 @@ def measured_and_aligned(
     With ``cutoff_hz`` (the positions' low-pass, Hz) the scan reads the torques low-passed alike (:func:`in_band`).
     """
     moving = np.cumsum(np.asarray(valid, dtype=bool).any(axis=1))
-    needed = int(np.ceil(MEASURED_DATA_S * float(rate_hz) / decimator.factor))
+    needed = measured_rows(rate_hz, decimator.factor)
     left = min(int(np.searchsorted(moving, needed)) + 1, moving.size)
     # Filtered a few cut-off periods beyond a cut, so that its end is not a filter's edge.
     margin = int(np.ceil(4.0 * float(rate_hz) / cutoff_hz)) if cutoff_hz else 0
@@ -281,10 +296,9 @@ def estimate_torque_delay(
             f"{held.size} decimated rows with an equation are too few to measure it",
         )
     sums = DelaySums(mask.shape[1], w.shape[2])
-    # Row k of those with an equation in block k·BLOCKS // count, as a sliding window counts them.
-    bounds = (np.arange(BLOCKS + 1) * held.size + BLOCKS - 1) // BLOCKS
+    blocks = delay_blocks(np.arange(held.size), held.size)
     for block in range(BLOCKS):
-        rows = held[int(bounds[block]) : int(bounds[block + 1])]
+        rows = held[blocks == block]
         reads = np.stack([late.whole(int(shift))[rows] for shift in WHOLE_SHIFTS], axis=2)
         sums.add(block, w[rows], mask[rows], reads)
     return sums.delay(rate_hz=rate_hz)
@@ -423,6 +437,9 @@ __all__ = [
     "DELAY_RANGE_PERIODS",
     "WHOLE_SHIFTS",
     "DelaySums",
+    "delay_blocks",
+    "measured_rows",
+    "read_between",
     "DELAY_STEP_PERIODS",
     "MEASURED_DATA_S",
     "SIGNIFICANCE",
