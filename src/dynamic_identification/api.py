@@ -1322,7 +1322,9 @@ def payload_file(
     mapped back to currents through the same drive chain. With ``period_s`` the
     recording is a periodic excitation (``dynid excite --mode payload``) of
     ``harmonics`` lines, averaged over its periods with the noise taken from their
-    scatter ([Swevers2002] §4.3). Writes the payload YAML (with ``std``) and returns the estimate.
+    scatter ([Swevers2002] §4.3). The torques are read with the delay the identification of ``params`` aligned its
+    own with (``quality.torque_delay``): the load and the robot's model see the driver in time alike. Writes the
+    payload YAML (with ``std``) and returns the estimate.
     """
     from dynamic_identification.core.identification.payload import RobotPrior, identify_payload
 
@@ -1360,6 +1362,7 @@ def payload_file(
         efficiency=efficiency,
         polynomial=polynomial,
         settings=parsed.identification_settings().signal,
+        torque_delay_s=aligned_torque_delay_s(parameters),
     )
     identification = payload_identification_record(estimate, robot.joint_names)
     identification["robot_parameters"] = str(params)

@@ -229,7 +229,7 @@ def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[st
     """The ``identification`` section of a payload file: method, fit quality and the drive terms estimated with it.
 
     Per-joint values are mappings by joint name; a value that was not estimated (a motor
-    that did not move) is ``null``.
+    that did not move) is ``null``. ``torque_delay_s`` (s) is the delay the torques were read with, when not 0.
     """
     names = list(joints)
 
@@ -253,6 +253,7 @@ def payload_identification_record(estimate: PayloadEstimate, joints: Sequence[st
         "viscous_friction": per_joint(estimate.viscous),
         "coulomb_friction": per_joint(estimate.coulomb),
         **({} if estimate.stretch is None else {"periodic_stretch": periodic_stretch_record(estimate.stretch)}),
+        **({"torque_delay_s": estimate.torque_delay_s} if estimate.torque_delay_s else {}),
     }
 
 
@@ -322,6 +323,12 @@ def format_payload_estimate(estimate: PayloadEstimate, joints: Sequence[str], *,
         f"fit: {estimate.equations} equations of the moving joints {moving}, weighted residual σ"
         f" {estimate.residual_std:.4g}, relative error {estimate.relative_error:.4g}"
     )
+    if estimate.torque_delay_s:
+        lines.append(
+            f"torques: read {1e3 * abs(estimate.torque_delay_s):.2g} ms"
+            f" {'later' if estimate.torque_delay_s > 0 else 'earlier'} than recorded, as the robot's identification"
+            " aligned them (quality.torque_delay)"
+        )
     if estimate.stretch is not None:
         stretch = estimate.stretch
         lines.append(

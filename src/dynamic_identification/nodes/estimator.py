@@ -19,7 +19,8 @@ In-process payload re-identification ([Swevers2002]): ``~/identify_payload``
 (``std_srvs/Trigger``, e.g. when the gripper has closed) answers at once and collects the
 next ``payload.duration_s`` of the robot's motion; the load on ``payload.frame`` is then
 identified with the robot's parameters fixed — the node's latest published estimate, or
-``payload.prior_file`` —
+``payload.prior_file`` —, its torques read with the delay the window aligns its own with
+(``signal.torque_delay``; as recorded until the window decided)
 (:class:`~dynamic_identification.core.identification.payload_in_process.PayloadReidentification`) and published
 as payload YAML (``frame, mass_kg, com_m, inertia_kg_m2, std`` and an
 ``identification`` section with the fit's quality) on ``payload_topic`` (default
@@ -650,11 +651,14 @@ class EstimatorNode(GuardedNode):
             trigger, self._payload_trigger = self._payload_trigger, None
             paused = self._window_paused
         if trigger is not None and self._prior is not None:
+            # The torques read with the delay the window aligns its own with (0 before it decided).
+            delay = self._estimator.torque_delay
             self._reidentification = PayloadReidentification(
                 self._prior,
                 self.payload_settings,
                 signal=_signal_settings(self.settings),
                 reference=self._recent_motion,
+                torque_delay_s=0.0 if delay is None else delay.applied_delay_s,
             )
             self._reidentification.trigger()
             self._payload_from = trigger

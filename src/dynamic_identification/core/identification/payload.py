@@ -77,6 +77,7 @@ import scipy.optimize
 from dynamic_identification.core.errors import DataError, InsufficientExcitationError, ModelError, RankDeficientError
 from dynamic_identification.core.estimation import weighted_least_squares
 from dynamic_identification.core.identification import SignalSettings, estimate_motion, resolve_signal
+from dynamic_identification.core.identification.torque_delay import read_late
 from dynamic_identification.core.mechanism.payload import (
     Payload,
     PayloadError,
@@ -349,6 +350,12 @@ def _recording_arrays(
     return t, robot.unwrap_positions(positions), amps
 
 
+def _in_time(time: np.ndarray, torques: np.ndarray, torque_delay_s: float) -> np.ndarray:
+    """Motor torques ``(N, n)`` sampled at ``time`` (s) in time with the motion: read ``torque_delay_s`` (s) later
+    (:func:`~.torque_delay.read_late`), as the robot's identification read them; themselves when 0."""
+    return read_late(time, torques, torque_delay_s) if torque_delay_s else torques
+
+
 def periodic_observations(
     robot: RobotModel,
     drive_chain: DriveChain,
@@ -361,6 +368,7 @@ def periodic_observations(
     start_s: float | None = None,
     polynomial: np.ndarray | None = None,
     min_speed_rad_s: float = 0.05,
+    torque_delay_s: float = 0.0,
 ) -> PayloadObservations:
     """Observations of a periodic excitation, averaged over its periods ([Swevers2002] §4.3).
 
@@ -374,7 +382,8 @@ def periodic_observations(
 
     Only the stretch of the recording that repeats with the period is averaged
     (:func:`~dynamic_identification.core.signal.periodic.periodic_stretch`, from ``start_s`` when given): the rest
-    before and after the excitation and its ramps are left out.
+    before and after the excitation and its ramps are left out. Torques ``torque_delay_s`` late (s; the delay the
+    robot's identification aligned them with) are read so.
 
     Raises
     ------
@@ -382,7 +391,7 @@ def periodic_observations(
         No currents, shapes disagree, no 2 whole periods that repeat.
     """
     t, positions, amps = _recording_arrays(robot, time, q, currents)
-    torques = measured_motor_torques(drive_chain, amps, polynomial=polynomial)
+    torques = _in_time(t, measured_motor_torques(drive_chain, amps, polynomial=polynomial), torque_delay_s)
     after = slice(None) if start_s is None else t >= start_s
     stretch = periodic_stretch(t[after], positions[after], period_s=period_s)
     # The stretch and a sample more at either end: its first instant is on a grid, and its last period must count
@@ -425,6 +434,7 @@ def recording_observations(
     settings: SignalSettings | None = None,
     polynomial: np.ndarray | None = None,
     stick_periods: int | None = None,
+    torque_delay_s: float = 0.0,
 ) -> PayloadObservations:
     """Observations of any motion (e.g. ~10 s of normal operation), filtered and decimated.
 
@@ -438,6 +448,7 @@ def recording_observations(
     decimation filter's support (or within ``stick_periods`` decimation periods, as the
     in-process estimator's ``window.stick_periods``: a job that stops often keeps the
     accelerations out of and into its stops) are left out. The noise σ is left unknown.
+    Torques ``torque_delay_s`` late (s; the delay the robot's identification aligned them with) are read so.
     """
     settings = settings or SignalSettings()
     t, positions, amps = _recording_arrays(robot, time, q, currents)
@@ -451,7 +462,7 @@ def recording_observations(
     for motion in motions:
         if motion.torques is None:
             raise DataError("the motor torques were lost in resampling")
-        decimated, index = decimator.decimate(motion.torques)
+        decimated, index = decimator.decimate(_in_time(motion.time, motion.torques, torque_delay_s))
         slow = np.abs(motion.dq @ drive_chain.coupling.T) < settings.min_speed_rad_s
         reach = (
             decimator.half_length
@@ -563,6 +574,9 @@ class PayloadEstimate:
     stretch
         Of a periodic excitation (:func:`identify_payload` with ``period_s``): the stretch of the recording whose
         periods were averaged.
+    torque_delay_s
+        The delay (s, positive: late) the recorded torques were read with, that of the robot's own identification
+        (0: as recorded).
     """
 
     payload: Payload
@@ -588,6 +602,7 @@ class PayloadEstimate:
     at_bound: bool = False
     inertia_fixed: bool = False
     stretch: PeriodicStretch | None = None
+    torque_delay_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -1228,6 +1243,7 @@ def identify_payload(
     polynomial: np.ndarray | None = None,
     settings: SignalSettings | None = None,
     stick_periods: int | None = None,
+    torque_delay_s: float = 0.0,
 ) -> PayloadEstimate:
     """Identify a payload from a recording with it (``dynid payload``, the estimator's re-identification).
 
@@ -1235,7 +1251,8 @@ def identify_payload(
     (:func:`periodic_observations`, noise from the periods, [Swevers2002] §4.3; only the stretch that repeats with
     the period, :attr:`PayloadEstimate.stretch`);
     without, any motion (:func:`recording_observations`, with ``stick_periods``). ``method`` chooses
-    :func:`identify_payload_linear` or :func:`identify_payload_ml`.
+    :func:`identify_payload_linear` or :func:`identify_payload_ml`. The torques are read ``torque_delay_s`` (s) late,
+    the delay the robot's own identification aligned them with (``quality.torque_delay`` of its parameter file).
 
     Raises
     ------
@@ -1258,10 +1275,19 @@ def identify_payload(
             harmonics=harmonics,
             polynomial=polynomial,
             min_speed_rad_s=(settings or SignalSettings()).min_speed_rad_s,
+            torque_delay_s=torque_delay_s,
         )
     else:
         observations = recording_observations(
-            robot, chain, time, q, currents, settings=settings, polynomial=polynomial, stick_periods=stick_periods
+            robot,
+            chain,
+            time,
+            q,
+            currents,
+            settings=settings,
+            polynomial=polynomial,
+            stick_periods=stick_periods,
+            torque_delay_s=torque_delay_s,
         )
     if method == "linear":
         estimate = identify_payload_linear(prior, frame, observations)
@@ -1269,4 +1295,4 @@ def identify_payload(
         estimate = identify_payload_ml(prior, frame, observations, efficiency=efficiency)
     else:
         raise ModelError(f"method must be 'linear' or 'ml', got {method!r}")
-    return replace(estimate, stretch=observations.stretch)
+    return replace(estimate, stretch=observations.stretch, torque_delay_s=torque_delay_s)

@@ -33,7 +33,7 @@ and ``reference_s`` + :data:`REFERENCE_MAX_REST_S` of samples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -236,6 +236,9 @@ class PayloadReidentification:
     correct ``prior`` (module docstring): the samples, or the :class:`RecentMotion` that keeps
     them, read when the payload is identified, so samples stamped before the trigger that are
     still on their way when it comes (a loaded machine) are part of it.
+    The torques of both are read ``torque_delay_s`` (s) late: the delay the sliding window measured and aligned its
+    own torques with (:attr:`~.in_process.SlidingWindowEstimator.torque_delay`), so the load and the robot's model
+    see the same driver in time.
     Not thread-safe: feed it from one thread (the estimator node's worker).
     """
 
@@ -246,11 +249,13 @@ class PayloadReidentification:
         *,
         signal: SignalSettings | None = None,
         reference: Motion | RecentMotion | None = None,
+        torque_delay_s: float = 0.0,
     ) -> None:
         self._prior = prior
         self._settings = settings
         self._signal = signal or SignalSettings()
         self._reference = reference
+        self._torque_delay_s = float(torque_delay_s)
         self._time: list[np.ndarray] = []
         self._q: list[np.ndarray] = []
         self._tau: list[np.ndarray] = []
@@ -317,6 +322,7 @@ class PayloadReidentification:
             chain.motor_currents(torques),
             settings=self._signal,
             stick_periods=self._settings.stick_periods,
+            torque_delay_s=self._torque_delay_s,
         )
 
     def _correction(self) -> tuple[PriorCorrection | None, str]:
@@ -378,6 +384,7 @@ class PayloadReidentification:
             )
         if correction is not None:
             estimate = add_correction_uncertainty(estimate, correction)
+        estimate = replace(estimate, torque_delay_s=self._torque_delay_s)
         reason = _quality_problem(estimate, self._settings)
         return PayloadOutcome(
             started,
