@@ -23,6 +23,13 @@ raise SystemExit(3)
 """
 
 
+def _default_signal_dispositions() -> None:
+    """As a program started from a terminal has them: a suite started in a shell's background (``make test &``)
+    ignores SIGINT, and a child inherits that (Python then leaves SIGINT ignored)."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def _run(script: pathlib.Path, number: signal.Signals) -> subprocess.CompletedProcess[str]:
     script.write_text(SIGNALLED_WHILE_IMPORTING.format(name=number.name), encoding="utf-8")
     return subprocess.run(
@@ -32,6 +39,7 @@ def _run(script: pathlib.Path, number: signal.Signals) -> subprocess.CompletedPr
         text=True,
         timeout=60,
         check=False,
+        preexec_fn=_default_signal_dispositions,
     )
 
 
