@@ -776,9 +776,7 @@ def predict_file(
     moving = moving_samples(prediction, identified, settings.min_speed_rad_s)
     delay_s = aligned_torque_delay_s(parameters)
     if judged.effort is not None or judged.current is not None:
-        measured = judged.joint_torques(parameters.drive_chain())
-        if delay_s:
-            measured = read_late(recording.time, measured, delay_s)
+        measured = read_late(recording.time, judged.joint_torques(parameters.drive_chain()), delay_s)
         error = relative_error_over(measured, torques, np.isfinite(torques))
         moving_error = relative_error_over(measured, torques, moving)
     return PredictFileResult(

@@ -24,7 +24,7 @@ from dynamic_identification.core.identification import IdentificationResult, Sig
 from dynamic_identification.core.identification.drive_gains import DriveGainsResult, ModelChoice
 from dynamic_identification.core.identification.motion import MIN_SEGMENT_SAMPLES
 from dynamic_identification.core.identification.report import format_result
-from dynamic_identification.core.identification.torque_delay import window_reason
+from dynamic_identification.core.identification.torque_delay import later_text, window_reason
 from dynamic_identification.core.mechanism.seam import Mechanism
 from dynamic_identification.io.outcome import Validation, consistency_cost_line, link_lines
 from dynamic_identification.io.payload import format_payload_estimate
@@ -131,8 +131,7 @@ def _prediction_error_line(predicted: PredictFileResult) -> str:
         f" --validate counts); {predicted.relative_error:.4g} on every predicted row (at rest the model gives"
         " ±Fc by the sign of the velocity's noise, not the recorded stiction)"
         + (
-            f"; the recorded torques read {1e3 * abs(predicted.torque_delay_s):.2g} ms"
-            f" {'later' if predicted.torque_delay_s > 0 else 'earlier'}, as the identification aligned them"
+            f"; the recorded torques read {later_text(predicted.torque_delay_s)}, as the identification aligned them"
             " (quality.torque_delay)"
             if predicted.torque_delay_s
             else ""

@@ -362,10 +362,10 @@ def validate(
     judged = recording if recording.joint_names == joints else recording.select(joints)
     torques = judged.joint_torques(drive_chain)
     delay = result.observations.torque_delay
-    if delay is not None and delay.applied:
+    if delay is not None:
         # The model predicts the torque of the motion at each row: its driver's torques come as late as the fit
         # found the training's.
-        torques = read_late(recording.time, torques, delay.delay_s)
+        torques = read_late(recording.time, torques, delay.applied_delay_s)
     samples = Samples(time=recording.time, q=recording.position, torques=torques, dq_measured=recording.velocity)
     prediction = predict_at_stamps(mechanism, drive_chain, dynamic_model.terms, result.values, samples, signal)
     errors = torque_errors(prediction, torques, min_speed_rad_s=signal.min_speed_rad_s)

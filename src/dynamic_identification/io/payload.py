@@ -324,10 +324,11 @@ def format_payload_estimate(estimate: PayloadEstimate, joints: Sequence[str], *,
         f" {estimate.residual_std:.4g}, relative error {estimate.relative_error:.4g}"
     )
     if estimate.torque_delay_s:
+        from dynamic_identification.core.identification.torque_delay import later_text
+
         lines.append(
-            f"torques: read {1e3 * abs(estimate.torque_delay_s):.2g} ms"
-            f" {'later' if estimate.torque_delay_s > 0 else 'earlier'} than recorded, as the robot's identification"
-            " aligned them (quality.torque_delay)"
+            f"torques: read {later_text(estimate.torque_delay_s)} than recorded, as the robot's identification aligned"
+            " them (quality.torque_delay)"
         )
     if estimate.stretch is not None:
         stretch = estimate.stretch

@@ -350,12 +350,6 @@ def _recording_arrays(
     return t, robot.unwrap_positions(positions), amps
 
 
-def _in_time(time: np.ndarray, torques: np.ndarray, torque_delay_s: float) -> np.ndarray:
-    """Motor torques ``(N, n)`` sampled at ``time`` (s) in time with the motion: read ``torque_delay_s`` (s) later
-    (:func:`~.torque_delay.read_late`), as the robot's identification read them; themselves when 0."""
-    return read_late(time, torques, torque_delay_s) if torque_delay_s else torques
-
-
 def periodic_observations(
     robot: RobotModel,
     drive_chain: DriveChain,
@@ -391,7 +385,7 @@ def periodic_observations(
         No currents, shapes disagree, no 2 whole periods that repeat.
     """
     t, positions, amps = _recording_arrays(robot, time, q, currents)
-    torques = _in_time(t, measured_motor_torques(drive_chain, amps, polynomial=polynomial), torque_delay_s)
+    torques = read_late(t, measured_motor_torques(drive_chain, amps, polynomial=polynomial), torque_delay_s)
     after = slice(None) if start_s is None else t >= start_s
     stretch = periodic_stretch(t[after], positions[after], period_s=period_s)
     # The stretch and a sample more at either end: its first instant is on a grid, and its last period must count
@@ -462,7 +456,7 @@ def recording_observations(
     for motion in motions:
         if motion.torques is None:
             raise DataError("the motor torques were lost in resampling")
-        decimated, index = decimator.decimate(_in_time(motion.time, motion.torques, torque_delay_s))
+        decimated, index = decimator.decimate(read_late(motion.time, motion.torques, torque_delay_s))
         slow = np.abs(motion.dq @ drive_chain.coupling.T) < settings.min_speed_rad_s
         reach = (
             decimator.half_length

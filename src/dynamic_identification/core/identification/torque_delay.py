@@ -215,10 +215,18 @@ def in_band(signals: np.ndarray, *, cutoff_hz: float | None, rate_hz: float) -> 
 
 def read_late(time: np.ndarray, values: np.ndarray, delay_s: float) -> np.ndarray:
     """``values`` ``(N, m)`` sampled at ``time`` (s, non-decreasing) read ``delay_s`` later, linearly between the
-    samples and held at the ends: recorded torques in time with the motion their model predicts at ``time``."""
+    samples and held at the ends: recorded torques in time with the motion their model predicts at ``time``. A delay
+    of 0 (torques taken as recorded) reads the values themselves."""
     stamps = np.asarray(time, dtype=float)
     signals = np.asarray(values, dtype=float).reshape(stamps.size, -1)
+    if not delay_s:
+        return signals
     return np.column_stack([np.interp(stamps + delay_s, stamps, column) for column in signals.T])
+
+
+def later_text(delay_s: float) -> str:
+    """How much later (or earlier) recorded torques are read with a delay of ``delay_s`` (s): "3 ms later"."""
+    return f"{1e3 * abs(delay_s):.2g} ms {'later' if delay_s > 0 else 'earlier'}"
 
 
 def measured_and_aligned(
@@ -448,6 +456,7 @@ __all__ = [
     "estimate_torque_delay",
     "in_band",
     "measured_and_aligned",
+    "later_text",
     "read_late",
     "read_late_on_grid",
     "read_shifted",
