@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
+import scipy.linalg
 
 from dynamic_identification.core.checks import motion_rows, motion_samples
 from dynamic_identification.core.errors import DataError, ModelError
@@ -327,6 +328,13 @@ def per_joint_values(name: str, value: float | tuple[float, ...] | np.ndarray, n
     if array.size not in (1, n) or not np.all(np.isfinite(array)) or np.any(array < 0.0):
         raise ModelError(f"{name} must be a scalar or {n} finite values >= 0, got {array.tolist()}")
     return np.broadcast_to(array.ravel(), (n,)).copy() if array.size == 1 else array.ravel().copy()
+
+
+def _one_sample(name: str, value: np.ndarray, n: int) -> np.ndarray:
+    """``value`` as one sample ``(n,)``: as it is when it has that shape, through :func:`motion_rows` (which
+    names a wrong shape) otherwise. Not checked finite: the caller checks what it computes from it."""
+    array = np.asarray(value, dtype=float)
+    return array if array.shape == (n,) else motion_rows(name, value, n)[0]
 
 
 _NEWTON_ITERATIONS = 30
@@ -696,6 +704,7 @@ class RobotSimulator(SimulatedJointState):
         self._robot = robot
         self._data = robot.model.createData()
         self._lower_triangle = np.tril_indices(robot.model.nv, -1)
+        self._diagonal = np.diag_indices(robot.model.nv)
         self._actuated = np.asarray(self._mechanism.actuated, dtype=int)
         self._passive = np.asarray(self._mechanism.passive, dtype=int)
         self._effort_limits = limit_bounds(robot.effort_limits[self._actuated])
@@ -845,18 +854,32 @@ class RobotSimulator(SimulatedJointState):
         """
         settings = self._settings
         n, dt = q.shape[0], settings.dt_s
-        qd = motion_rows("q_desired", q_desired, n)[0]
-        dqd = motion_rows("dq_desired", dq_desired, n)[0]
-        ddqd = np.zeros(n) if ddq_desired is None else motion_rows("ddq_desired", ddq_desired, n)[0]
-        ff = np.zeros(n) if feedforward_nm is None else motion_rows("feedforward_nm", feedforward_nm, n)[0]
-        q_target = qd + dt * dqd + 0.5 * dt**2 * ddqd
-        dq_target = dqd + dt * ddqd
-        command = self._kp * (q_target - q - dt * dq) + self._kd * (dq_target - dq) + ff
-        saturated = np.abs(command) > self._effort_limits if settings.saturate_effort else np.zeros(n, bool)
-        if np.any(saturated):
-            self.saturated_steps += 1
-            command = np.clip(command, -self._effort_limits, self._effort_limits)
-        return command, np.where(saturated, 0.0, dt * self._kd + dt**2 * self._kp)
+        qd = _one_sample("q_desired", q_desired, n)
+        dqd = _one_sample("dq_desired", dq_desired, n)
+        q_target, dq_target = qd + dt * dqd, dqd
+        if ddq_desired is not None:
+            ddqd = _one_sample("ddq_desired", ddq_desired, n)
+            q_target, dq_target = q_target + 0.5 * dt**2 * ddqd, dqd + dt * ddqd
+        command = self._kp * (q_target - q - dt * dq) + self._kd * (dq_target - dq)
+        if feedforward_nm is not None:
+            command = command + _one_sample("feedforward_nm", feedforward_nm, n)
+        if not np.isfinite(command).all():
+            for name, value in (
+                ("q_desired", q_desired),
+                ("dq_desired", dq_desired),
+                ("ddq_desired", ddq_desired),
+                ("feedforward_nm", feedforward_nm),
+            ):
+                if value is not None:
+                    motion_rows(name, value, n)
+        implicit_gains = dt * self._kd + dt**2 * self._kp
+        if settings.saturate_effort:
+            saturated = np.abs(command) > self._effort_limits
+            if saturated.any():
+                self.saturated_steps += 1
+                command = np.clip(command, -self._effort_limits, self._effort_limits)
+                implicit_gains = np.where(saturated, 0.0, implicit_gains)
+        return command, implicit_gains
 
     def step(
         self,
@@ -887,7 +910,9 @@ class RobotSimulator(SimulatedJointState):
         command, gains = self._pd_command(self._q, self._dq, q_desired, dq_desired, ddq_desired, feedforward_nm)
         configuration = self._robot.configuration(self._q)
         bias = pin.nonLinearEffects(self._robot.model, self._data, configuration, self._dq)
-        delta_dq = self._implicit_velocity_step(self.mass_matrix() + np.diag(gains), dt * (command - bias))
+        inertia = self.mass_matrix()
+        inertia[self._diagonal] += gains
+        delta_dq = self._implicit_velocity_step(inertia, dt * (command - bias))
         self._applied = command - gains / dt * delta_dq
         self._dq = self._dq + delta_dq
         self._q = self._q + dt * self._dq
@@ -934,7 +959,8 @@ class RobotSimulator(SimulatedJointState):
         self._q, self._dq = model.project_state(positions, velocity)
 
     def _friction(self, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Joint friction torques at ``dq`` and their derivative ``∂τ_f/∂q̇``."""
+        """Joint friction torques at ``dq`` and their derivative ``∂τ_f/∂q̇``: a matrix, or, when each motor
+        drives its own joint, the vector of its diagonal."""
         coupling = self._chain.coupling
         drive = self._drive
         eps = self._smoothing_rad_s
@@ -943,7 +969,7 @@ class RobotSimulator(SimulatedJointState):
         motor_torque = drive.viscous * velocity + drive.coulomb * tanh + drive.offset
         motor_slope = drive.viscous + drive.coulomb * (1.0 - tanh**2) / eps
         if self._uncoupled:
-            return motor_torque, np.diag(motor_slope)
+            return motor_torque, motor_slope
         return coupling.T @ motor_torque, coupling.T @ (motor_slope[:, None] * coupling)
 
     def _implicit_velocity_step(self, inertia: np.ndarray, impulse: np.ndarray) -> np.ndarray:
@@ -953,6 +979,8 @@ class RobotSimulator(SimulatedJointState):
         residual is the gradient of a strictly convex function and damped Newton
         converges; unlike a linearisation it cannot jump across the narrow ``tanh``
         band at a velocity reversal, so a joint at rest stays at rest (no chatter).
+        Each Newton direction is one LAPACK ``dgesv`` (NumPy's ``solve`` around the same call cost
+        several times its 6 × 6 arithmetic).
         """
         dt = self._settings.dt_s
         delta = np.zeros_like(impulse)
@@ -963,7 +991,14 @@ class RobotSimulator(SimulatedJointState):
             size = float(current @ current)
             if size <= tolerance:
                 break
-            direction = np.linalg.solve(inertia + dt * slope, -current)
+            if slope.ndim == 1:
+                jacobian = inertia.copy()
+                jacobian[self._diagonal] += dt * slope
+            else:
+                jacobian = inertia + dt * slope
+            _, _, direction, info = scipy.linalg.lapack.dgesv(jacobian, -current)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"the implicit step's matrix is singular (LAPACK dgesv info {info})")
             fraction = 1.0
             while True:
                 candidate = delta + fraction * direction
