@@ -189,12 +189,18 @@ def test_rows_read_late_a_few_at_a_time_are_those_of_the_whole_segment_held_at_i
         assert_allclose(blocks.whole(shift), rows, rtol=0, atol=1e-12)
 
 
-def test_the_reads_at_every_whole_shift_are_the_shifted_reads_held_at_the_ends() -> None:
-    values = np.random.default_rng(3).normal(size=(40, 2))
-    block = slice(2, 35)
-    shifts = torque_delay.WHOLE_SHIFTS
-    expected = np.stack([torque_delay.read_shifted(values, block, int(shift)) for shift in shifts], axis=2)
-    assert_allclose(torque_delay.read_whole_shifts(values, block), expected, rtol=0, atol=0)
+def test_the_filtered_reads_at_every_whole_shift_are_the_shifted_reads_decimated_held_at_the_ends() -> None:
+    # What the window sums for the delay: the decimator's outputs of the reads at every whole shift, at the outputs
+    # with an equation only; near the ends of the values the reads hold the end samples.
+    values = np.random.default_rng(3).normal(size=(90, 2))
+    decimator = ParallelDecimator(factor=3, taps=np.random.default_rng(4).normal(size=13))
+    block, start = slice(2, 85), 300  # the block's first sample is global index 300
+    reads = [torque_delay.read_shifted(values, block, int(shift)) for shift in torque_delay.WHOLE_SHIFTS]
+    expected = np.stack([decimator.decimate(read, start=start)[0] for read in reads], axis=2)
+    index = decimator.output_indices(block.stop - block.start, start=start)
+    chosen = np.array([0, 3, 4, index.size - 1])  # the first and last read beyond the values' ends (held)
+    found = torque_delay.filtered_whole_shifts(values, block.start + index[chosen] - start, decimator.taps)
+    assert_allclose(found, expected[chosen], rtol=0, atol=1e-12)
     assert_allclose(torque_delay.read_shifted(values, block, 12)[-1], values[-1], rtol=0, atol=0)  # held
 
 

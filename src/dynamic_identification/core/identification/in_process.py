@@ -125,15 +125,14 @@ from dynamic_identification.core.identification.solve import (
 )
 from dynamic_identification.core.identification.torque_delay import (
     BLOCKS,
-    WHOLE_SHIFTS,
     DelaySums,
     LateRows,
     TorqueDelay,
     delay_blocks,
+    filtered_whole_shifts,
     in_band,
     measured_rows,
     read_late_on_grid,
-    read_whole_shifts,
 )
 from dynamic_identification.core.mechanism.plausibility import PlausibilityBounds, mechanism_bounds
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
@@ -838,9 +837,10 @@ class SlidingWindowEstimator:
             return
         needed = measured_rows(1.0 / self._dt, builder.decimator.factor)
         in_band_torques = in_band(tau_grid, cutoff_hz=self._cutoff, rate_hz=1.0 / self._dt)
-        reads = read_whole_shifts(in_band_torques, block)
-        decimated, index = builder.decimator.decimate(reads.reshape(reads.shape[0], -1), start=start)
-        reads = decimated[np.searchsorted(index, rows.index[held])].reshape(held.size, self._n, WHOLE_SHIFTS.size)
+        # The decimator's output at global index g is read from the block's sample g - start (``start``: the block's
+        # first sample's global index), which is grid index block.start + g - start.
+        positions = block.start + rows.index[held] - start
+        reads = filtered_whole_shifts(in_band_torques, positions, builder.decimator.taps)
         blocks = delay_blocks(self._delay_rows + np.arange(held.size), needed)
         for number in np.unique(blocks[blocks < BLOCKS]).tolist():
             at = blocks == number

@@ -160,10 +160,23 @@ def read_shifted(values: np.ndarray, block: slice, shift: int) -> np.ndarray:
     return values[read]
 
 
-def read_whole_shifts(values: np.ndarray, block: slice) -> np.ndarray:
-    """:func:`read_shifted` of ``values[block]`` at each of :data:`WHOLE_SHIFTS`, in one gather: ``(N, m, s)``."""
-    read = np.clip(np.arange(block.start, block.stop)[:, None] + WHOLE_SHIFTS[None, :], 0, values.shape[0] - 1)
-    return values[read].transpose(0, 2, 1)
+def filtered_whole_shifts(values: np.ndarray, positions: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """The centred FIR ``taps`` (odd length ``2h + 1``, a decimator's) applied to ``values`` ``(N, m)`` read at each of
+    :data:`WHOLE_SHIFTS` later (the ends of ``values`` held), at the grid indices ``positions`` ``(R,)`` only:
+    ``(R, m, s)``, ``out[r, :, k] = Σ_j taps[j] · values[positions[r] + WHOLE_SHIFTS[k] + j − h]``, what decimating the
+    shifted reads of :func:`read_shifted` gives at those outputs.
+
+    Each output gathers its ``2h + s`` samples once and one product with the banded matrix of the taps at every shift
+    filters them: a sliding window's rows with an equation are a fraction of its block, and decimating the block
+    whole at every shift filtered and copied every sample seventeen times.
+    """
+    half, shifts = taps.size // 2, WHOLE_SHIFTS.size
+    banded = np.zeros((shifts, taps.size + shifts - 1))
+    for k in range(shifts):
+        banded[k, k : k + taps.size] = taps
+    span = np.arange(WHOLE_SHIFTS[0] - half, WHOLE_SHIFTS[-1] + half + 1)
+    read = np.clip(np.asarray(positions)[:, None] + span[None, :], 0, values.shape[0] - 1)
+    return np.matmul(banded, values[read]).transpose(0, 2, 1)
 
 
 def read_between(delay_samples: float, read_whole: Callable[[int], np.ndarray]) -> np.ndarray:
@@ -454,12 +467,12 @@ __all__ = [
     "TorqueDelay",
     "LateRows",
     "estimate_torque_delay",
+    "filtered_whole_shifts",
     "in_band",
     "measured_and_aligned",
     "later_text",
     "read_late",
     "read_late_on_grid",
     "read_shifted",
-    "read_whole_shifts",
     "window_reason",
 ]
