@@ -165,10 +165,12 @@ def _values(estimator: EstimatorNode) -> dict[str, str]:
     return {kv.key: kv.value for kv in estimator.diagnostic_status().values}
 
 
-def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
-    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
-) -> None:
-    # The estimator restarts with its last estimate (parameters_file, republished): that is the robot prior.
+def _collecting(
+    probe: Callable[[Node], _Probe], context: Context, arm6: RobotModel, tmp_path: pathlib.Path
+) -> tuple[_Probe, list[object], list[object], Trigger.Response]:
+    """An estimator that restarts with its last estimate (``parameters_file``, republished: the robot prior), asked
+    to identify the payload: the probe, what it records of ``estimator/payload`` and ``estimator/parameters``, and
+    the trigger's response."""
     estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
     p = probe(_estimator(context, [Parameter("parameters_file", value=str(estimate))]))
     payloads = p.record(String, "estimator/payload", LATCHED_QOS)
@@ -176,6 +178,13 @@ def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job
     p.spin(20.0, until=lambda: bool(parameters))
     response = p.call("estimator/identify_payload", Trigger)
     assert isinstance(response, Trigger.Response)
+    return p, payloads, parameters, response
+
+
+def test_identify_payload_publishes_the_load_latched_from_ten_seconds_of_the_job(
+    context: Context, probe: Callable[[Node], _Probe], arm6: RobotModel, tmp_path: pathlib.Path
+) -> None:
+    p, payloads, parameters, response = _collecting(probe, context, arm6, tmp_path)
     assert response.success and "collecting 10 s" in response.message and "tool0" in response.message
 
     _publish(p, _job(arm6, seconds=12.0, seed=2))
@@ -213,17 +222,11 @@ def test_the_payload_reads_the_torques_as_late_as_the_window_aligned_its_own(
 ) -> None:
     # A driver whose torques are 9 ms late. The window decides that delay from a minute of motion
     # (signal.torque_delay: auto); here the decision stands in for that minute, and the node must hand it to the
-    # re-identification. Read as recorded, 10 s of this job gave the load 2.0 % light and its centre 5.0 mm off
-    # (test/core/identification/test_payload_in_process.py).
+    # re-identification.
     decided = TorqueDelay(delay_s=0.009, std_s=0.0004, residual_ratio=0.95, period_s=1.0 / RATE_HZ, applied=True)
     monkeypatch.setattr(SlidingWindowEstimator, "torque_delay", property(lambda _: decided))
-    estimate = _true_parameters(arm6, tmp_path / "estimate.yaml")
-    p = probe(_estimator(context, [Parameter("parameters_file", value=str(estimate))]))
-    payloads = p.record(String, "estimator/payload", LATCHED_QOS)
-    parameters = p.record(String, "estimator/parameters", LATCHED_QOS)
-    p.spin(20.0, until=lambda: bool(parameters))
-    response = p.call("estimator/identify_payload", Trigger)
-    assert isinstance(response, Trigger.Response) and response.success, response
+    p, payloads, _, response = _collecting(probe, context, arm6, tmp_path)
+    assert response.success, response.message
 
     job = _job(arm6, seconds=12.0, seed=2)
     late = np.column_stack([np.interp(job.time - 0.009, job.time, column) for column in job.torques.T])
