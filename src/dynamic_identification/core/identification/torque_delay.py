@@ -167,8 +167,8 @@ def filtered_whole_shifts(values: np.ndarray, positions: np.ndarray, taps: np.nd
     shifted reads of :func:`read_shifted` gives at those outputs.
 
     Each output gathers its ``2h + s`` samples once and one product with the banded matrix of the taps at every shift
-    filters them: a sliding window's rows with an equation are a fraction of its block, and decimating the block
-    whole at every shift filtered and copied every sample seventeen times.
+    filters them: a sliding window's rows with an equation are a fraction of its block, which decimating the block
+    whole at every shift would copy and filter seventeen times.
     """
     half, shifts = taps.size // 2, WHOLE_SHIFTS.size
     banded = np.zeros((shifts, taps.size + shifts - 1))
