@@ -15,12 +15,11 @@ export ROS_LOCALHOST_ONLY := 1
 ROS_DOMAIN_ID ?= $(shell echo $$(( 1 + $$PPID % 101 )))
 export ROS_DOMAIN_ID
 
-# Byte code: pip installs without compiling (it compiled some 5,000 files of the dependencies, half of the
-# install's time, most of them never imported); each module is compiled on its first import instead, into
-# .pycache, where every later process of every target (the suite starts about a hundred: nodes, dynid)
-# reads it, also where PYTHONDONTWRITEBYTECODE is set (without the cache each start compiled the package
-# again, 0.5 s).
-export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
+# Byte code: pip installs without compiling (serially, half of the install's time); `make test` compiles the venv
+# and the package with compileall beside mypy (bytecode), into the usual __pycache__ folders, which every
+# Python process reads whatever its environment: also a shell that exports PYTHONDONTWRITEBYTECODE=1, where
+# each `dynid` or node started outside make would otherwise compile pandas, SciPy and the package again
+# (4-5 s of a 600 k-sample `dynid identify`). Processes started from here write what is still missing.
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: venv test lint bytecode pytest demo bench clean
@@ -55,13 +54,12 @@ test: venv
 	$(MAKE) --no-print-directory -j 2 lint bytecode
 	$(MAKE) --no-print-directory pytest
 
-# The byte code of every module the suite imports, compiled once into .pycache by collecting the tests and
-# importing what the package imports only when used (cvxpy, matplotlib); otherwise the PYTEST_WORKERS
-# processes would each compile the same modules at the same time (measured on a fresh clone: the collection
-# 9.4 s of CPU per process instead of 3.3 s, cvxpy and matplotlib 4.5 s instead of 1.3 s).
+# The byte code of the venv and the package (compileall, one process per core), then pytest's rewritten test
+# modules by collecting the tests: otherwise the PYTEST_WORKERS processes would each compile the same modules at
+# the same time (measured on a fresh clone: the collection 9.4 s of CPU per process instead of 3.3 s).
 bytecode: venv
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib src
 	$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider test > /dev/null
-	MPLBACKEND=Agg $(BIN)/python -c "import cvxpy, clarabel, matplotlib.pyplot"
 
 demo: venv
 	$(BIN)/dynid demo
@@ -70,4 +68,5 @@ bench: venv
 	@shopt -s nullglob; for f in bench/*.py; do echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
 
 clean:
-	rm -rf $(VENV) build install log .pytest_cache .ruff_cache .hypothesis .pycache
+	rm -rf $(VENV) build install log .pytest_cache .ruff_cache .hypothesis
+	find src test bench launch -name __pycache__ -type d -prune -exec rm -rf {} +
