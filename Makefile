@@ -15,11 +15,11 @@ export ROS_LOCALHOST_ONLY := 1
 ROS_DOMAIN_ID ?= $(shell echo $$(( 1 + $$PPID % 101 )))
 export ROS_DOMAIN_ID
 
-# Byte code: pip installs without compiling (serially, half of the install's time); `make test` compiles the venv
-# and the package with compileall beside mypy (bytecode), into the usual __pycache__ folders, which every
-# Python process reads whatever its environment: also a shell that exports PYTHONDONTWRITEBYTECODE=1, where
-# each `dynid` or node started outside make would otherwise compile pandas, SciPy and the package again
-# (4-5 s of a 600 k-sample `dynid identify`). Processes started from here write what is still missing.
+# Byte code: pip installs without compiling (serially: half of the install's time); compileall then compiles the
+# venv with a process per core, into the usual __pycache__ folders, which every Python process reads whatever its
+# environment: also a shell that exports PYTHONDONTWRITEBYTECODE=1, where each `dynid` or node started outside
+# make would otherwise compile pandas, SciPy and the package again (4-5 s of a 600 k-sample `dynid identify`).
+# Processes started from here write what is still missing (the package's own modules as they change).
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: venv test lint bytecode pytest demo bench clean
@@ -31,6 +31,7 @@ $(VENV)/.stamp: requirements.txt setup.py setup.cfg package.xml
 	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION)
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib
 	touch $@
 
 # mypy checks the package with the settings of pyproject.toml ([tool.mypy]).
@@ -54,11 +55,11 @@ test: venv
 	$(MAKE) --no-print-directory -j 2 lint bytecode
 	$(MAKE) --no-print-directory pytest
 
-# The byte code of the venv and the package (compileall, one process per core), then pytest's rewritten test
-# modules by collecting the tests: otherwise the PYTEST_WORKERS processes would each compile the same modules at
-# the same time (measured on a fresh clone: the collection 9.4 s of CPU per process instead of 3.3 s).
+# The package's byte code, and pytest's rewritten test modules by collecting the tests: otherwise the
+# PYTEST_WORKERS processes would each compile the same modules at the same time (measured on a fresh clone: the
+# collection 9.4 s of CPU per process instead of 3.3 s).
 bytecode: venv
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib src
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider test > /dev/null
 
 demo: venv
