@@ -69,5 +69,5 @@ bench: venv
 	@shopt -s nullglob; for f in bench/*.py; do echo "== $$f"; $(BIN)/python "$$f" || exit 1; done
 
 clean:
-	rm -rf $(VENV) build install log .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build install log .pytest_cache .ruff_cache .mypy_cache .hypothesis
 	find src test bench launch -name __pycache__ -type d -prune -exec rm -rf {} +
