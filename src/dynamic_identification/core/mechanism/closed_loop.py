@@ -278,6 +278,10 @@ class _PassiveBlock:
     condition_number: float
 
 
+_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+"""The frame of every closure Jacobian, velocity and acceleration: the frame's origin, the world's axes."""
+
+
 @dataclass(frozen=True)
 class _ClosureFrames:
     """The two frames of each closure at ``N`` configurations (``LOCAL_WORLD_ALIGNED``): Jacobians
@@ -294,7 +298,12 @@ class _ClosureFrames:
 
 
 class _Kinematics:
-    """Constraint residual, Jacobian and drift of a tree model, on one reusable ``pin.Data``."""
+    """Constraint residual, Jacobian and drift of a tree model, on one reusable ``pin.Data``.
+
+    ``poses`` are Pinocchio's references to the closure frames' placements in ``data.oMf``, not copies: they
+    follow every :meth:`place`, and a Newton iteration reads them without looking the frames up again (the
+    look-ups were a fifth of a loop-closure solve's time).
+    """
 
     def __init__(self, model: ClosedLoopModel) -> None:
         self.robot = model.robot
@@ -304,6 +313,8 @@ class _Kinematics:
         self.frames = model.frame_ids
         self.rows = model.n_constraints
         self.points_only = all(closure.type == "point" for closure in model.closures)
+        placements = self.data.oMf
+        self.poses = tuple((placements[a], placements[b]) for a, b in self.frames)
 
     def place(self, q: np.ndarray) -> None:
         """Kinematics and joint Jacobians at the positions ``q`` (rad, m)."""
@@ -313,12 +324,10 @@ class _Kinematics:
     def residual(self) -> np.ndarray:
         """``f_t(q_t)`` of [Briot2012] eq. (2), stacked over closures (m, rad)."""
         if self.points_only:  # the most common closures, in one expression: a residual is most of a Newton step
-            placements = self.data.oMf
-            return np.concatenate([placements[a].translation - placements[b].translation for a, b in self.frames])
+            return np.concatenate([pose_a.translation - pose_b.translation for pose_a, pose_b in self.poses])
         out = np.empty(self.rows)
         row = 0
-        for closure, (a, b) in zip(self.closures, self.frames, strict=True):
-            pose_a, pose_b = self.data.oMf[a], self.data.oMf[b]
+        for closure, (pose_a, pose_b) in zip(self.closures, self.poses, strict=True):
             difference = pose_a.translation - pose_b.translation
             if closure.type == "point":
                 out[row : row + 3] = difference
@@ -326,38 +335,35 @@ class _Kinematics:
                 out[row : row + 3] = difference
                 out[row + 3 : row + 6] = pose_a.rotation @ pin.log3(pose_b.rotation.T @ pose_a.rotation)
             else:
-                out[row : row + 2] = (pose_a.rotation.T @ difference)[:2]
-                out[row + 2] = pin.log3(pose_b.rotation.T @ pose_a.rotation)[2]
+                rotation_a = pose_a.rotation
+                out[row : row + 2] = (rotation_a.T @ difference)[:2]
+                out[row + 2] = pin.log3(pose_b.rotation.T @ rotation_a)[2]
             row += closure.rows
         return out
 
-    def _jacobians(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-        return (
-            pin.getFrameJacobian(self.model, self.data, a, frame),
-            pin.getFrameJacobian(self.model, self.data, b, frame),
-        )
+    def _jacobian(self, frame_id: int) -> np.ndarray:
+        """The frame's Jacobian ``(6, n_t)`` in ``LOCAL_WORLD_ALIGNED`` at the configuration placed last."""
+        return pin.getFrameJacobian(self.model, self.data, frame_id, _ALIGNED)
 
     def jacobian(self) -> np.ndarray:
         """``A_t`` (``m × n_t``): ``A_t q̇_t`` is the time derivative of the residual on consistent motion."""
         if self.points_only:
-            pairs = (self._jacobians(a, b) for a, b in self.frames)
-            return np.concatenate([(jacobian_a - jacobian_b)[:3] for jacobian_a, jacobian_b in pairs])
+            return np.concatenate([(self._jacobian(a) - self._jacobian(b))[:3] for a, b in self.frames])
         out = np.empty((self.rows, self.model.nv))
         row = 0
-        for closure, (a, b) in zip(self.closures, self.frames, strict=True):
-            jacobian_a, jacobian_b = self._jacobians(a, b)
+        for closure, (a, b), (pose_a, pose_b) in zip(self.closures, self.frames, self.poses, strict=True):
+            jacobian_a, jacobian_b = self._jacobian(a), self._jacobian(b)
             if closure.type == "point":
                 out[row : row + 3] = jacobian_a[:3] - jacobian_b[:3]
             elif closure.type == "6d":
                 out[row : row + 6] = jacobian_a - jacobian_b
             else:
-                pose_a, pose_b = self.data.oMf[a], self.data.oMf[b]
                 offset = pose_a.translation - pose_b.translation
                 # d/dt Rₐᵀδ = Rₐᵀ(δ̇ − ωₐ × δ) = Rₐᵀ(δ̇ + [δ]× ωₐ)
                 linear = jacobian_a[:3] - jacobian_b[:3] + pin.skew(offset) @ jacobian_a[3:]
-                out[row : row + 2] = (pose_a.rotation.T @ linear)[:2]
-                out[row + 2] = (pose_a.rotation.T @ (jacobian_a[3:] - jacobian_b[3:]))[2]
+                inverse_a = pose_a.rotation.T
+                out[row : row + 2] = (inverse_a @ linear)[:2]
+                out[row + 2] = (inverse_a @ (jacobian_a[3:] - jacobian_b[3:]))[2]
             row += closure.rows
         return out
 
@@ -372,13 +378,11 @@ class _Kinematics:
 
     def record(self, frames: _ClosureFrames, k: int) -> None:
         """Store the closure frames' Jacobians and placements of the configuration placed last as sample ``k``."""
-        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-        for c, pair in enumerate(self.frames):
-            for side, frame_id in enumerate(pair):
-                placement = self.data.oMf[frame_id]
-                frames.jacobians[k, c, side] = pin.getFrameJacobian(self.model, self.data, frame_id, frame)
-                frames.translations[k, c, side] = placement.translation
-                frames.rotations[k, c, side] = placement.rotation
+        for c, (pair, poses) in enumerate(zip(self.frames, self.poses, strict=True)):
+            for side in (0, 1):
+                frames.jacobians[k, c, side] = self._jacobian(pair[side])
+                frames.translations[k, c, side] = poses[side].translation
+                frames.rotations[k, c, side] = poses[side].rotation
 
     def stacked_jacobian(self, frames: _ClosureFrames) -> np.ndarray:
         """:meth:`jacobian` of every recorded sample at once, ``(N, m, n_t)``."""
@@ -408,7 +412,6 @@ class _Kinematics:
         and velocities come from one ``forwardKinematics`` a sample.
         """
         samples = dq.shape[0]
-        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
         rest = np.zeros(self.model.nv)
         accelerations = np.empty((samples, len(self.closures), 2, 6))
         velocities = np.empty_like(accelerations)
@@ -417,9 +420,9 @@ class _Kinematics:
             for c, pair in enumerate(self.frames):
                 for side, frame_id in enumerate(pair):
                     accelerations[k, c, side] = pin.getFrameClassicalAcceleration(
-                        self.model, self.data, frame_id, frame
+                        self.model, self.data, frame_id, _ALIGNED
                     ).vector
-                    velocities[k, c, side] = pin.getFrameVelocity(self.model, self.data, frame_id, frame).vector
+                    velocities[k, c, side] = pin.getFrameVelocity(self.model, self.data, frame_id, _ALIGNED).vector
         out = np.empty((samples, self.rows))
         row = 0
         for c, closure in enumerate(self.closures):
