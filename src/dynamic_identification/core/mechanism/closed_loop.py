@@ -301,8 +301,7 @@ class _Kinematics:
     """Constraint residual, Jacobian and drift of a tree model, on one reusable ``pin.Data``.
 
     ``poses`` are Pinocchio's references to the closure frames' placements in ``data.oMf``, not copies: they
-    follow every :meth:`place`, and a Newton iteration reads them without looking the frames up again (the
-    look-ups were a fifth of a loop-closure solve's time).
+    follow every :meth:`place`, so a Newton iteration reads them without looking the frames up again.
     """
 
     def __init__(self, model: ClosedLoopModel) -> None:
