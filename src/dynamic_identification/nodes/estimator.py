@@ -127,7 +127,7 @@ from dynamic_identification.nodes.guarded import RECENT_S, GuardedNode, status_m
 from dynamic_identification.nodes.lockstep import Acknowledger
 from dynamic_identification.nodes.parameters import node_parameters, node_robot, read_parameters, urdf_or_shipped
 from dynamic_identification.nodes.qos import LATCHED_QOS, sensor_qos
-from dynamic_identification.nodes.runner import run_node, stream_executor
+from dynamic_identification.nodes.runner import run_node
 
 WORKER_POLL_S = 0.05
 """How often (s) the worker wakes to take the buffered samples into the window, and to notice a stop.
@@ -910,7 +910,7 @@ def _payload_values(
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification estimator``."""
-    run_node("estimator", EstimatorNode, args, executor=stream_executor)
+    run_node("estimator", EstimatorNode, args)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ from dynamic_identification.nodes.guarded import DIAGNOSTICS_PERIOD_S, GuardedNo
 from dynamic_identification.nodes.lockstep import Acknowledger
 from dynamic_identification.nodes.parameters import node_parameters, read_parameters
 from dynamic_identification.nodes.qos import sensor_qos
-from dynamic_identification.nodes.runner import run_node, stream_executor
+from dynamic_identification.nodes.runner import run_node
 
 STREAM_QOS = sensor_qos(1000)
 """``SENSOR_QOS`` with a 1 s history at 1 kHz, for both inputs and the aligned output."""
@@ -715,7 +715,7 @@ def _resolved_topic(node: Node, topic: str) -> str:
 
 def main(args: Sequence[str] | None = None) -> None:
     """Entry point of ``ros2 run dynamic_identification recorder``."""
-    run_node("recorder", RecorderNode, args, executor=stream_executor)
+    run_node("recorder", RecorderNode, args)
 
 
 if __name__ == "__main__":
