@@ -8,7 +8,7 @@ currents through the drive chain), the node configured by the shipped configurat
 ``--robot panda``: the mission's 7-axis case, the recording of ``bench_window_7axis.py`` (a Franka Emika Panda
 along a Fourier excitation, its driver's 978 Hz stamps, link-side torques), the node with its default settings
 and the Panda's joints. This process runs the estimator node as its ``main`` does (one BLAS thread,
-``stream_executor``, the start-up's objects frozen out of the garbage collector's full collections) and prints,
+``node_executor``, the start-up's objects frozen out of the garbage collector's full collections) and prints,
 over the stream:
 
 - samples published, received, accepted and missing; updates and parameter messages published;
@@ -63,7 +63,7 @@ from dynamic_identification.collector import freeze_startup_objects  # noqa: E40
 from dynamic_identification.core.identification.in_process import SlidingWindowEstimator, WindowUpdate  # noqa: E402
 from dynamic_identification.core.mechanism.robot import load_robot  # noqa: E402
 from dynamic_identification.io.config import load_config, ros_parameters, simulated_robot  # noqa: E402
-from dynamic_identification.nodes.runner import stream_executor  # noqa: E402
+from dynamic_identification.nodes.runner import node_executor  # noqa: E402
 from dynamic_identification.resources import shipped_path  # noqa: E402
 
 ORIGIN_NS = 1_700_000_000 * 10**9
@@ -240,7 +240,7 @@ def main() -> None:
         # out of the garbage collector's full collections (else each visited them all, in the middle of an update).
         use_one_blas_thread()
         node = estimator_module.EstimatorNode(context=context, parameter_overrides=scenario.overrides)
-        executor = stream_executor(context)
+        executor = node_executor(context)
         executor.add_node(node)
         freeze_startup_objects()
         load = busy_loops(arguments.busy_loops) if arguments.busy_loops else nullcontext([])

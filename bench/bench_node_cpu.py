@@ -1,6 +1,6 @@
 """The nodes' CPU beside a 1 kHz simulator, on rclpy's events executor against the single-threaded one.
 
-Every node process spins its node on :func:`~dynamic_identification.nodes.runner.stream_executor` (the events
+Every node process spins its node on :func:`~dynamic_identification.nodes.runner.node_executor` (the events
 executor where the distribution has it). This bench starts, for each executor, the simulator (``sim_robot``,
 1 kHz joint states and currents) and an excitation node waiting to start (``autostart: false``, planning the
 configuration's trajectory, then only taking the joint states), each as its own process spun by
@@ -44,7 +44,7 @@ CHILD = (
     "name, choice = sys.argv[1], sys.argv[2]\n"
     "sys.argv = [name] + sys.argv[3:]\n"
     "create = {'sim_robot': SimRobotNode, 'excitation': ExcitationNode}[name]\n"
-    "executor = runner.stream_executor if choice == 'events' else SingleThreadedExecutor\n"
+    "executor = runner.node_executor if choice == 'events' else SingleThreadedExecutor\n"
     "runner.run_node(name, create, None, executor=executor)\n"
 )
 """A node process spun by ``run_node`` on the executor named by its second argument."""
@@ -54,14 +54,14 @@ PROBE = (
     "import rclpy\n"
     "from sensor_msgs.msg import JointState\n"
     "from dynamic_identification.nodes.qos import SENSOR_QOS\n"
-    "from dynamic_identification.nodes.runner import stream_executor\n"
+    "from dynamic_identification.nodes.runner import node_executor\n"
     "rclpy.init()\n"
     "node = rclpy.create_node('cpu_bench_probe')\n"
     "count = [0]\n"
     "def received(_message):\n"
     "    count[0] += 1\n"
     "node.create_subscription(JointState, 'joint_states', received, SENSOR_QOS)\n"
-    "executor = stream_executor()\n"
+    "executor = node_executor()\n"
     "executor.add_node(node)\n"
     "end = time.monotonic() + float(sys.argv[1])\n"
     "while time.monotonic() < end:\n"

@@ -46,7 +46,7 @@ from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from dynamic_identification.io.recording import read_recording_csv  # noqa: E402
-from dynamic_identification.nodes.runner import stream_executor  # noqa: E402
+from dynamic_identification.nodes.runner import node_executor  # noqa: E402
 
 JOINTS = [f"joint_{k}" for k in range(1, 8)]
 CURRENT_DELAY_NS = 300_000
@@ -142,7 +142,7 @@ def main() -> None:
                 Parameter("output_file", value="bench.csv"),
             ],
         )
-        executor = stream_executor(context)  # what the recorder's main() spins on
+        executor = node_executor(context)  # what the recorder's main() spins on
         executor.add_node(node)
         node._on_start(None, None)  # ~/start without a client in this process
         publisher.start()

@@ -2,7 +2,7 @@
 
 :func:`run_node_demo` (``dynid demo``, ``make demo``) runs ``sim_robot``,
 ``recorder``, ``excitation``, ``estimator`` and ``feedforward`` on one executor
-(:func:`~dynamic_identification.nodes.runner.stream_executor`) over real rclpy topics
+(:func:`~dynamic_identification.nodes.runner.node_executor`) over real rclpy topics
 on loopback, faster than real time as far as the nodes keep up, and tells [Volkmann2020]'s
 story: the arm runs a pick-and-place process while the estimator identifies it
 in-process with sensitivity reduction; then feedforward from the published
@@ -72,7 +72,7 @@ from dynamic_identification.nodes.follower import DesiredMotion, next_motion
 from dynamic_identification.nodes.lockstep import LEAD_S, Acknowledger
 from dynamic_identification.nodes.qos import COMMAND_QOS, LATCHED_QOS, SENSOR_QOS, latched_qos
 from dynamic_identification.nodes.recorder import RecorderNode
-from dynamic_identification.nodes.runner import stream_executor
+from dynamic_identification.nodes.runner import node_executor
 from dynamic_identification.nodes.sim_robot import SimRobotNode
 from dynamic_identification.resources import shipped_path
 
@@ -1112,7 +1112,7 @@ def run_node_demo(
     # One executor, the events executor where rclpy has it: the estimator and the excitation planner compute in
     # threads of their own, and rclpy's MultiThreadedExecutor delivered /joint_states at 30-40 Hz of 250-500 Hz
     # here (2 cores). spin_once in a loop: the Kilted wheels' EventsExecutor.spin() runs no callback (runner.py).
-    executor = stream_executor(context)
+    executor = node_executor(context)
     # No parameter services: every service is one more entity the executor polls at the simulation rate.
     common: dict[str, Any] = {"context": context, "start_parameter_services": False}
     nodes: list[Node] = []

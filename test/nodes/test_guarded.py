@@ -14,7 +14,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from dynamic_identification.nodes.guarded import GuardedNode, RecurringWarning
-from dynamic_identification.nodes.runner import stream_executor
+from dynamic_identification.nodes.runner import node_executor
 from ros_graph import spin_until
 
 NODES_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "dynamic_identification" / "nodes"
@@ -45,7 +45,7 @@ class Fragile(GuardedNode):
             raise ZeroDivisionError("float division by zero")
 
 
-@pytest.mark.parametrize("make_executor", [SingleThreadedExecutor, stream_executor], ids=["single", "events"])
+@pytest.mark.parametrize("make_executor", [SingleThreadedExecutor, node_executor], ids=["single", "events"])
 def test_failing_callbacks_are_counted_and_the_node_goes_on(context: Context, make_executor) -> None:  # type: ignore[no-untyped-def]
     node = Fragile(context)
     user = Node("user", context=context)

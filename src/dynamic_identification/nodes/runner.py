@@ -53,15 +53,15 @@ SPIN_TIMEOUT_S = 0.1
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def stream_executor(context: Context | None = None) -> Executor:
+def node_executor(context: Context | None = None) -> Executor:
     """The executor of every node (:func:`run_node`): ``rclpy.experimental.EventsExecutor`` where the distribution
     has it (Jazzy and later), else ``SingleThreadedExecutor``.
 
-    Every node meets a 1 kHz stream: the recorder and the estimator take joint states and currents, the
-    excitation node the joint states, the simulator and the feedforward node publish from a 1 kHz timer. The
+    Every node meets a stream of up to 1 kHz: the recorder and the estimator take joint states and currents, the
+    excitation node the joint states, the simulator and the feedforward node publish from timers that fast. The
     events executor dispatches callbacks without rebuilding a wait set each time: the recorder at 1 kHz on two
     topics (7 joints) takes 53 % of a core with it, 93 % with the single-threaded executor
-    (``bench/bench_recorder.py``); the other nodes save alike (``bench/HISTORY.md``, "The nodes' executor").
+    (``bench/bench_recorder.py``); the other nodes save alike (``bench/bench_node_cpu.py``).
     """
     try:
         from rclpy.experimental import EventsExecutor
@@ -178,7 +178,7 @@ def run_node(
     create: Callable[[], Node],
     args: Sequence[str] | None = None,
     *,
-    executor: Callable[[], Executor] = stream_executor,
+    executor: Callable[[], Executor] = node_executor,
 ) -> None:
     """Initialise rclpy, spin the node ``create`` builds on ``executor()``, shut down cleanly.
 
