@@ -49,26 +49,44 @@ CHILD = (
 )
 """A node process spun by ``run_node`` on the executor named by its second argument."""
 
-PROBE = (
-    "import sys, time\n"
-    "import rclpy\n"
-    "from sensor_msgs.msg import JointState\n"
-    "from dynamic_identification.nodes.qos import SENSOR_QOS\n"
-    "from dynamic_identification.nodes.runner import node_executor\n"
-    "rclpy.init()\n"
-    "node = rclpy.create_node('cpu_bench_probe')\n"
-    "count = [0]\n"
-    "def received(_message):\n"
-    "    count[0] += 1\n"
-    "node.create_subscription(JointState, 'joint_states', received, SENSOR_QOS)\n"
-    "executor = node_executor()\n"
-    "executor.add_node(node)\n"
-    "end = time.monotonic() + float(sys.argv[1])\n"
-    "while time.monotonic() < end:\n"
-    "    executor.spin_once(timeout_sec=0.1)\n"
-    "print(count[0])\n"
-)
-"""Counts the joint states received for ``argv[1]`` seconds (its own process: no GIL shared with the bench)."""
+PROBE = """
+import sys, time
+import rclpy
+from sensor_msgs.msg import JointState
+from dynamic_identification.nodes.qos import SENSOR_QOS
+from dynamic_identification.nodes.runner import node_executor
+
+rclpy.init()
+node = rclpy.create_node("cpu_bench_probe")
+count = [0]
+
+
+def received(_message):
+    count[0] += 1
+
+
+def spin_for(seconds, until=lambda: False):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not until():
+        executor.spin_once(timeout_sec=0.1)
+
+
+node.create_subscription(JointState, "joint_states", received, SENSOR_QOS)
+executor = node_executor()
+executor.add_node(node)
+spin_for(10.0, until=lambda: count[0] > 0)
+spin_for(1.0)
+count[0] = 0
+spin_for(float(sys.argv[1]))
+print(count[0])
+executor.shutdown()
+node.destroy_node()
+rclpy.shutdown()
+"""
+"""Counts the joint states received for ``argv[1]`` seconds, from a second after the first one (what the history held
+when it connected has arrived by then), in its own process (no GIL shared with the bench); then ends its executor, node
+and context in that order (:mod:`~dynamic_identification.nodes.runner`), so that no Fast DDS shared-memory segment is
+left behind."""
 
 READY = re.compile(r"ready: .*\((\d+) cost evaluations in ([0-9.]+) s\)")
 
