@@ -7,9 +7,10 @@ configuration's trajectory, then only taking the joint states), each as its own 
 :func:`~dynamic_identification.nodes.runner.run_node` on that executor, and prints:
 
 - the excitation node's planning time (its own ``ready:`` line: cost evaluations in wall seconds);
-- the CPU time (user + system, ``/proc/PID/stat``) of each process over ``--seconds`` once the plan is ready, in
-  ms of CPU per second of wall time;
-- the joint states a probe in this process received in that time (the simulator's rate).
+- the CPU time (user + system, ``/proc/PID/stat``) of each process while a probe runs, once the plan is ready (the
+  probe's start-up, a second of warm-up and ``--seconds``), in ms of CPU per second of wall time;
+- the joint states the probe (a process of its own) received in its ``--seconds``, which start a second after its
+  first one: the simulator's rate.
 
 ``--busy N`` runs the same beside N busy loops (``while True: pass``, started and ended by PID). Processes get the
 network rule (loopback discovery only) in domain ``--domain``.
@@ -97,11 +98,15 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start(name: str, choice: str, config: Path, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _log(folder: Path, name: str, choice: str) -> Path:
+    return folder / f"{name}_{choice}.log"
+
+
+def _start(name: str, choice: str, config: Path, folder: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     arguments = ["--ros-args", "--params-file", str(config)]
     if name == "excitation":
         arguments += ["-p", "autostart:=false"]
-    with log.open("wb") as out:
+    with _log(folder, name, choice).open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-c", CHILD, name, choice, *arguments], stdout=out, stderr=subprocess.STDOUT, env=env
         )
@@ -117,12 +122,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def run(choice: str, config: Path, seconds: float, env: dict[str, str], folder: Path) -> None:
-    sim = _start("sim_robot", choice, config, folder / f"sim_{choice}.log", env)
+    sim = _start("sim_robot", choice, config, folder, env)
     excitation = None
     try:
         time.sleep(3.0)
-        excitation = _start("excitation", choice, config, folder / f"excitation_{choice}.log", env)
-        log = folder / f"excitation_{choice}.log"
+        excitation = _start("excitation", choice, config, folder, env)
+        log = _log(folder, "excitation", choice)
         deadline = time.monotonic() + 600.0
         ready = None
         while ready is None and time.monotonic() < deadline and excitation.poll() is None:
