@@ -1,8 +1,9 @@
 """Set-up shared by the benchmarks: the closed-loop tests' five-bar, the drive-gain and payload tests' 6-axis arm,
 the realistic recordings of a robot preset, the print-out of an excitation's limit usage, the files of
 example-robot-data (:func:`example_robot_file`, the tests' own finder) and the speed benchmarks' measure of the
-machine (:func:`bare_regressor_s`), the load beside them (:func:`busy_loops`) and the shipped arm's process recording
-that the window's and the node's benchmarks stream (:func:`process_recording`).
+machine (:func:`bare_regressor_s`), the load beside them (:func:`busy_loops`), a process's CPU time
+(:func:`stat_cpu_s`) and the shipped arm's process recording that the window's and the node's benchmarks stream
+(:func:`process_recording`).
 
 The benchmarks run as scripts (``.venv/bin/python bench/NAME.py``), so this folder is on ``sys.path`` and
 ``import _common`` finds this module. The five-bar scenarios are the closed-loop tests' own
@@ -14,6 +15,7 @@ what the tests assert, from the same set-up rather than a copy of it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -137,6 +139,12 @@ def pick_and_place_recording(robot: RobotModel, preset: RobotPreset, *, seed: in
     :func:`~dynamic_identification.testing.realistic.process_trajectory` of seed ``seed``), as long as the cycles,
     the noise drawn with the same seed: the validation that extrapolates to the robot's job."""
     return generate_recording(robot, preset, process_trajectory(robot, preset, seed=seed), seed=seed)
+
+
+def stat_cpu_s(stat: Path) -> float:
+    """User + system CPU time, s, of the process or thread whose ``/proc/…/stat`` file is ``stat``."""
+    fields = stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

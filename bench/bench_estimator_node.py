@@ -52,7 +52,7 @@ os.environ.update(NETWORK_ENV)  # before rclpy is imported, here and (inherited)
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from _common import PROCESS_RATE_HZ, busy_loops, fourier_recording, process_recording  # noqa: E402
+from _common import PROCESS_RATE_HZ, busy_loops, fourier_recording, process_recording, stat_cpu_s  # noqa: E402
 from bench_realistic import robot_preset  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -142,15 +142,12 @@ class _ThreadCpu:
 
 def thread_cpu_s() -> dict[int, tuple[str, float]]:
     """Each thread of this process: its name and CPU time (user + system), s, from ``/proc/self/task``."""
-    tick = os.sysconf("SC_CLK_TCK")
     threads = {}
     for task in Path("/proc/self/task").iterdir():
         try:
-            name = (task / "comm").read_text(encoding="utf-8").strip()
-            fields = (task / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+            threads[int(task.name)] = ((task / "comm").read_text(encoding="utf-8").strip(), stat_cpu_s(task / "stat"))
         except OSError:  # the thread ended meanwhile
             continue
-        threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
     return threads
 
 

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import busy_loops
+from _common import busy_loops, stat_cpu_s
 
 from dynamic_identification.network import network_environment
 from dynamic_identification.resources import shipped_path
@@ -94,8 +94,7 @@ READY = re.compile(r"ready: .*\((\d+) cost evaluations in ([0-9.]+) s\)")
 
 def _cpu_s(pid: int) -> float:
     """User + system CPU time of process ``pid``, s."""
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu_s(Path(f"/proc/{pid}/stat"))
 
 
 def _log(folder: Path, name: str, choice: str) -> Path:
