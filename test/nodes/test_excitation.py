@@ -90,6 +90,15 @@ def _measured(states: list[JointState], names: list[str]) -> tuple[np.ndarray, n
     return np.array(stamps), np.array(positions), np.array(velocities)
 
 
+def _after_samples(g: _Graph, end_ns: int, seconds: float) -> int:
+    """Spin until the robot has sent ``seconds`` of samples (simulated steps) stamped after ``end_ns``, the end of
+    the played motion; how many states were received then. Counted in samples, not waited in wall time: a busy
+    machine delays the simulator's steps (and it drops a backlog), never the physics of the samples it sends."""
+    count = round(seconds * SIM_RATE_HZ)
+    g.spin(20.0, until=lambda: sum(stamp_to_ns(s.header.stamp) > end_ns for s in g.states[-count:]) >= count)
+    return len(g.states)
+
+
 def _ready(g: _Graph) -> None:
     assert g.excitation.wait_for_plan(10.0), "planning did not finish"
     g.spin(20.0, until=lambda: len(g.states) > 20 and g.excitation.state == "ready")
@@ -106,9 +115,8 @@ def test_start_plays_the_trajectory_that_the_robot_follows_within_limits(graph: 
     motion = playback.trajectory
     g.spin(motion.duration_s + 3.0, until=lambda: g.excitation.state == "idle")
     assert g.excitation.state == "idle"
-    g.spin(0.3)  # the position loop settles
-    finished_at = len(g.states)
-    g.spin(0.3)
+    finished_at = _after_samples(g, playback.start_ns + round(motion.duration_s * 1e9), 0.3)  # the loop settles
+    _after_samples(g, playback.start_ns + round(motion.duration_s * 1e9), 0.6)
 
     names = g.excitation.joint_names
     robot = g.excitation.robot
@@ -162,9 +170,8 @@ def test_stop_brings_the_robot_smoothly_to_rest(graph: Callable[..., _Graph]) ->
     assert_allclose(stop.trajectory.ddq[-1], 0.0, atol=1e-12)
     g.spin(stop.trajectory.duration_s + 2.0, until=lambda: g.excitation.state == "idle")
     assert g.excitation.state == "idle"
-    g.spin(0.3)  # the position loop settles
-    stopped_at = len(g.states)
-    g.spin(0.5)
+    stopped_at = _after_samples(g, stop.start_ns + round(stop.trajectory.duration_s * 1e9), 0.3)  # the loop settles
+    _after_samples(g, stop.start_ns + round(stop.trajectory.duration_s * 1e9), 0.8)
 
     robot = g.excitation.robot
     _, q, dq = _measured(g.states, g.excitation.joint_names)
