@@ -75,7 +75,7 @@ def prediction_errors(
     n = robot.n_joints
     chain, terms, values = document.drive_chain(), document.drive_terms(), document.values()
     predicted = np.vstack([predict_torques(robot, chain, terms, values, m.q, m.dq, m.ddq) for m in motions])
-    both = np.vstack([m.torques for m in motions])
+    both = np.vstack([m.torques.whole() for m in motions if m.torques is not None])
     moving = np.vstack([np.abs(m.dq) for m in motions]) > MIN_SPEED_RAD_S
 
     def relative(reference: np.ndarray) -> tuple[float, np.ndarray]:

@@ -417,6 +417,22 @@ def test_a_motion_differentiates_any_block_of_rows_as_the_whole_recording(edges:
     assert segment.projection is None
 
 
+def test_a_motions_torques_are_read_on_its_grid_from_the_recorded_ones_not_held_again() -> None:
+    # A 600 k-sample recording's torques on the grid are 29 MB at the peak of an identification's memory: the motion
+    # reads them from the recorded ones where it is asked, bit for bit the rows of the whole linear resampling.
+    rng = np.random.default_rng(8)
+    time = np.arange(3000) * PERIOD_S + np.concatenate([[0.0], rng.uniform(-1e-4, 1e-4, 2999)])
+    q, _ = motion(time)
+    torques = rng.normal(size=q.shape)
+    settings = SignalSettings(position_cutoff_hz=20.0, stamps="recorded", velocity="differentiated")
+    (segment,), _ = estimate_motion(time, q, settings, torques=torques)
+    assert segment.torques is not None
+    _, expected = resample_uniform(time, torques, segment.rate_hz, kind="linear")
+    assert_array_equal(segment.torques.whole(), expected[200:-200])
+    assert_array_equal(segment.torques[700:1300], expected[900:1500])
+    assert np.shares_memory(segment.torques.values, torques)
+
+
 def test_each_joints_travel_is_its_largest_position_less_its_smallest() -> None:
     rng = np.random.default_rng(4)
     q = np.cumsum(rng.normal(size=(5000, 6)), axis=0)

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 from arm6_drives import GEAR_RATIOS, IDENTIFICATION_DRIVE, IDENTIFICATION_GAINS, rnea_torques
 from dynamic_identification.core.excitation import random_fourier_trajectory
@@ -21,7 +21,7 @@ from dynamic_identification.core.identification.solve import IdentificationResul
 from dynamic_identification.core.identification.torque_delay import LateRows
 from dynamic_identification.core.mechanism.robot import DriveChain, DriveTerms, RobotModel
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.signal.filters import ParallelDecimator
+from dynamic_identification.core.signal.filters import ParallelDecimator, linear_resampling
 from dynamic_identification.io.outcome import validate
 from dynamic_identification.io.recording import recording_from_arrays
 
@@ -187,6 +187,22 @@ def test_rows_read_late_a_few_at_a_time_are_those_of_the_whole_segment_held_at_i
         expected = np.concatenate([decimator.decimate(signal)[0] for signal in held])
         assert_allclose(rows, expected, rtol=0, atol=1e-12)
         assert_allclose(blocks.whole(shift), rows, rtol=0, atol=1e-12)
+
+
+def test_rows_read_late_from_torques_resampled_where_they_are_read_are_those_of_the_resampled_array() -> None:
+    # An identification's segments hold their torques as recorded (LinearResampling): the delay's reads, the ends
+    # held, are those of the torques resampled whole, bit for bit.
+    rng = np.random.default_rng(6)
+    time = np.arange(3000) / RATE_HZ + rng.uniform(-2e-4, 2e-4, 3000)
+    values = rng.normal(size=(3000, 2))
+    resampling = linear_resampling(time, values, RATE_HZ)
+    whole = resampling.whole()
+    for block, shift in ((slice(0, 40), -4), (slice(100, 900), 3), (slice(2950, resampling.shape[0]), 12)):
+        assert_array_equal(
+            torque_delay.read_shifted(resampling, block, shift), torque_delay.read_shifted(whole, block, shift)
+        )
+    decimator = ParallelDecimator.create(10)
+    assert_array_equal(LateRows(decimator, [resampling])(2.5), LateRows(decimator, [whole])(2.5))
 
 
 def test_the_filtered_reads_at_every_whole_shift_are_the_shifted_reads_decimated_held_at_the_ends() -> None:

@@ -19,6 +19,7 @@ from dynamic_identification.core.signal.filters import (
     derivatives_at,
     differentiate,
     interpolate_at,
+    linear_resampling,
     lowpass_zero_phase,
     parallel_decimate,
     resample_uniform,
@@ -113,6 +114,31 @@ def test_linear_resample_is_exact_on_a_ramp_with_trailing_axes() -> None:
     grid, out = resample_uniform(time, values, 250.0, kind="linear")
     assert out.shape == (grid.size, 2, 3)
     assert_allclose(out, 1.0 + grid[:, None, None] * slopes, atol=1e-12)
+
+
+def test_a_linear_resampling_read_block_by_block_is_the_whole_resampling_bit_for_bit() -> None:
+    # What an identification reads its torques with: any slice of grid rows, the last grid instant (the last stamp
+    # when the span is a whole number of periods) included, without the recording held again on the grid.
+    rng = np.random.default_rng(3)
+    time = np.arange(5001) * 1e-3 + rng.uniform(-3e-4, 3e-4, 5001)
+    values = rng.standard_normal((5001, 3))
+    grid, expected = resample_uniform(time, values, RATE_HZ, kind="linear")
+    resampling = linear_resampling(time, values, RATE_HZ)
+    assert_array_equal(resampling.grid, grid)
+    assert resampling.shape == expected.shape
+    assert np.shares_memory(resampling.values, values)
+    assert_array_equal(resampling.whole(), expected)
+    bounds = [0, 1, 7, 1000, 2500, 4997, grid.size]
+    blocks = [resampling[start:stop] for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+    assert_array_equal(np.concatenate(blocks), expected)
+    assert resampling[3:3].shape == (0, 3)
+
+
+def test_a_linear_resampling_refuses_what_resample_uniform_refuses() -> None:
+    with pytest.raises(DataError, match="strictly increasing"):
+        linear_resampling(np.array([0.0, 0.002, 0.001]), np.zeros((3, 2)), RATE_HZ)
+    with pytest.raises(DataError, match="NaN"):
+        linear_resampling(np.arange(3) * 1e-3, np.array([[0.0], [np.nan], [1.0]]), RATE_HZ)
 
 
 def test_resample_rejects_unknown_kind() -> None:

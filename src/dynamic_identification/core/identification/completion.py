@@ -46,6 +46,7 @@ from dynamic_identification.core.identification.motion import Motion, estimate_m
 from dynamic_identification.core.identification.settings import SignalSettings
 from dynamic_identification.core.mechanism.closed_loop import LoopClosureError
 from dynamic_identification.core.mechanism.seam import Mechanism, TreeMotion
+from dynamic_identification.core.signal.filters import LinearResampling
 
 PASSIVE_TOLERANCE_RAD = 0.01
 """Default largest distance (rad, or m for a prismatic joint) of a recorded passive position
@@ -68,7 +69,8 @@ class CompletedSegment:
         :class:`~dynamic_identification.core.identification.motion.Motion`, whose derivatives are computed for the
         rows asked of :meth:`~.TreeMotion.rows`).
     signals
-        The recording's other signals (torques in N·m, or currents in A) resampled on the grid, ``(N, m)``.
+        The recording's other signals (torques in N·m, or currents in A) on the grid, ``(N, m)``, read where they
+        are used (:class:`~dynamic_identification.core.signal.filters.LinearResampling`: by a slice of rows, or whole).
     rate_hz
         Grid rate, Hz.
     loops
@@ -77,7 +79,7 @@ class CompletedSegment:
 
     time: np.ndarray
     motion: TreeMotion | Motion
-    signals: np.ndarray
+    signals: LinearResampling
     rate_hz: float
     loops: OpenLoops | None = None
 

@@ -487,7 +487,7 @@ complete_recording`, :class:`~dynamic_identification.core.identification.observa
     width = 2 * n if efficiency else n
     drive = _drive_columns(dynamic_model.base, terms, actuated) if efficiency else []
     for segment in completed.segments:
-        motion, amps_measured = segment.motion, segment.signals
+        motion, amps_measured = segment.motion, segment.signals.whole()
         length = segment.time.shape[0]
         dq, ddq = motion.dq[:, actuated], motion.ddq[:, actuated]
         payload_torques = np.zeros((length, n))

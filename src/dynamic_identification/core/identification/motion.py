@@ -43,11 +43,13 @@ from dynamic_identification.core.errors import DataError, InsufficientExcitation
 from dynamic_identification.core.identification.settings import AUTO_CUTOFF_HZ, SignalSettings
 from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.signal.filters import (
+    LinearResampling,
     clean_time_stamps,
     default_decimation,
     derivatives_at,
     differentiate,
     filter_positions,
+    linear_resampling,
     longest_bridge_s,
     lowpass_to_edges,
     lowpass_zero_phase,
@@ -126,8 +128,9 @@ class SignalChoice:
 class Motion:
     """Uniformly sampled, filtered motion of one contiguous segment.
 
-    ``time`` (s) ``(N,)``; ``torques`` (N·m, ``None`` when not given) ``(N, n)``; ``rate_hz`` the
-    grid's rate. ``positions`` (rad) are the low-passed positions the motion's ``q`` are rows
+    ``time`` (s) ``(N,)``; ``torques`` (N·m, ``None`` when not given) ``(N, n)``, read where they are used
+    (:class:`~.signal.LinearResampling`: indexed by a slice of rows, or :meth:`~.signal.LinearResampling.whole`);
+    ``rate_hz`` the grid's rate. ``positions`` (rad) are the low-passed positions the motion's ``q`` are rows
     ``[first, first + N)`` of (:func:`~.signal.filter_positions`: with the filter's edge samples,
     which the derivatives of the first and last rows reach into); ``velocities`` (rad/s, the same
     rows) the low-passed measured velocities, ``None`` when the velocities are differentiated
@@ -141,7 +144,7 @@ class Motion:
     time: np.ndarray
     positions: np.ndarray
     first: int
-    torques: np.ndarray | None
+    torques: LinearResampling | None
     rate_hz: float
     velocities: np.ndarray | None = None
     projection: ClassVar[None] = None
@@ -651,6 +654,7 @@ def estimate_motion(
     kept_time = stamps.time
     report_keep = stamps.keep
     kept_q = _kept_rows(q, report_keep)
+    kept_torques = None if torques is None else _kept_rows(torques, report_keep)
     edge = 0 if edges else edge_samples(rate, signal.position_cutoff_hz)
     shortest = MIN_SEGMENT_SAMPLES if edges else 16
     padding = "extrapolated" if edges else "odd"
@@ -676,16 +680,17 @@ def estimate_motion(
                 else dq_uniform
             )
             positions, pad = positions[pad : positions.shape[0] - pad], 0  # the rows of the measured velocities
-        tau = None
-        if torques is not None:
-            _, tau = resample_uniform(t, _kept_rows(torques, report_keep)[start:stop], rate, kind="linear")
         inner = slice(edge, grid.shape[0] - edge)
+        tau = None
+        if kept_torques is not None:
+            resampled_torques = linear_resampling(t, kept_torques[start:stop], rate)
+            tau = replace(resampled_torques, grid=resampled_torques.grid[inner])
         motions.append(
             Motion(
                 time=grid[inner] + origin,
                 positions=positions,
                 first=pad + edge,
-                torques=None if tau is None else tau[inner],
+                torques=tau,
                 rate_hz=rate,
                 velocities=velocities,
             )

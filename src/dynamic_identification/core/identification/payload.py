@@ -456,7 +456,7 @@ def recording_observations(
     for motion in motions:
         if motion.torques is None:
             raise DataError("the motor torques were lost in resampling")
-        decimated, index = decimator.decimate(read_late(motion.time, motion.torques, torque_delay_s))
+        decimated, index = decimator.decimate(read_late(motion.time, motion.torques.whole(), torque_delay_s))
         slow = np.abs(motion.dq @ drive_chain.coupling.T) < settings.min_speed_rad_s
         reach = (
             decimator.half_length

@@ -188,7 +188,7 @@ def filtered_dynamic_rows(
     coefficients = first_order_filter(filter_lambda, segment.rate_hz)
     w = filter_lambda * (p - _filtered(p, coefficients, ramp=True, **options))
     w += _filtered(beta, coefficients, ramp=False, **options)
-    y = _filtered(segment.signals, coefficients, ramp=False, **options)
+    y = _filtered(segment.signals.whole(), coefficients, ramp=False, **options)
     return w[::step], y[::step]
 
 
@@ -205,7 +205,7 @@ def _energy_signals(
     independent = dynamic_model.base.independent
     energy = mechanism_energy_matrix(dynamic_model, motion.q, motion.dq)[:, independent]
     friction = mechanism_friction_power(dynamic_model, motion.dq)[:, independent]
-    return energy, friction, np.sum(controlled * segment.signals, axis=1)
+    return energy, friction, np.sum(controlled * segment.signals.whole(), axis=1)
 
 
 def supplied_energy_rows(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamic_identification.core.signal.filters import ParallelDecimator, lowpass_zero_phase
+from dynamic_identification.core.signal.filters import LinearResampling, ParallelDecimator, lowpass_zero_phase
 
 DELAY_RANGE_PERIODS = (-3.0, 10.0)
 """The delays scanned, in sample periods of the grid: from a command held for the next period or two to a drive's
@@ -108,9 +108,12 @@ class LateRows:
     HIGHEST = int(np.ceil(DELAY_RANGE_PERIODS[1])) + 2
     """The latest, samples."""
 
-    def __init__(self, decimator: ParallelDecimator, segments: Sequence[np.ndarray]) -> None:
+    def __init__(self, decimator: ParallelDecimator, segments: Sequence[np.ndarray | LinearResampling]) -> None:
         self._decimator = decimator
-        self._segments = [np.asarray(signals, dtype=float) for signals in segments]
+        self._segments = [
+            signals if isinstance(signals, LinearResampling) else np.asarray(signals, dtype=float)
+            for signals in segments
+        ]
         self._width = self._segments[0].shape[1] if self._segments else 0
         self._outputs: dict[int, np.ndarray] = {}
 
@@ -153,11 +156,15 @@ WHOLE_SHIFTS = np.arange(LateRows.LOWEST, LateRows.HIGHEST + 1)
 """The whole shifts, samples, whose reads the scan combines (:class:`DelaySums`)."""
 
 
-def read_shifted(values: np.ndarray, block: slice, shift: int) -> np.ndarray:
+def read_shifted(values: np.ndarray | LinearResampling, block: slice, shift: int) -> np.ndarray:
     """The samples ``values[block]`` (``(N, m)``, a block of grid samples) read ``shift`` (whole) samples later, the
-    ends of ``values`` held."""
+    ends of ``values`` held; of ``values`` only the rows read are taken (a recording's torques read on the grid
+    where they are used, :class:`~dynamic_identification.core.signal.filters.LinearResampling`)."""
     read = np.clip(np.arange(block.start, block.stop) + shift, 0, values.shape[0] - 1)
-    return values[read]
+    if not read.size:
+        return values[0:0]
+    first = int(read[0])
+    return values[first : int(read[-1]) + 1][read - first]
 
 
 def filtered_whole_shifts(values: np.ndarray, positions: np.ndarray, taps: np.ndarray) -> np.ndarray:
@@ -244,7 +251,7 @@ def later_text(delay_s: float) -> str:
 
 def measured_and_aligned(
     decimator: ParallelDecimator,
-    segments: Sequence[np.ndarray],
+    segments: Sequence[np.ndarray | LinearResampling],
     observation_matrix: np.ndarray,
     valid: np.ndarray,
     torques: np.ndarray,
