@@ -117,8 +117,8 @@ def test_linear_resample_is_exact_on_a_ramp_with_trailing_axes() -> None:
 
 
 def test_a_linear_resampling_read_block_by_block_is_the_whole_resampling_bit_for_bit() -> None:
-    # What an identification reads its torques with: any slice of grid rows, the last grid instant (the last stamp
-    # when the span is a whole number of periods) included, without the recording held again on the grid.
+    # What an identification reads its torques with: any slice of grid rows, the first and the last included,
+    # from the recorded samples themselves (not a copy of them, nor the recording held again on the grid).
     rng = np.random.default_rng(3)
     time = np.arange(5001) * 1e-3 + rng.uniform(-3e-4, 3e-4, 5001)
     values = rng.standard_normal((5001, 3))
