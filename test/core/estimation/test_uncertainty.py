@@ -50,10 +50,10 @@ def test_hac_std_of_a_mean_in_ar1_noise_is_the_long_run_std() -> None:
 
 
 @pytest.mark.parametrize("rows", [300, 9_000])
-@pytest.mark.parametrize("bandwidth", [0, 1, 7, 150])
+@pytest.mark.parametrize("bandwidth", [0, 1, 7, 150, 5_000])
 def test_bartlett_long_run_covariance_equals_the_sum_of_weighted_lagged_products(bandwidth: int, rows: int) -> None:
     """``BᵀB / (L+1)`` of the moving sums is Newey & West's ``Γ_0 + Σ_l (1 − l/(L+1)) (Γ_l + Γ_lᵀ)``; 9 000 rows
-    take the moving sums' differences in more than two blocks."""
+    form the moving sums in more than two blocks, and a bandwidth of 5 000 reaches back further than a block."""
     scores = _ar1(np.random.default_rng(4), rows, 0.9, columns=3) @ np.array(
         [[1.0, 0.5, 0.0], [0.0, 2.0, 0.1], [0, 0, 3]]
     )
