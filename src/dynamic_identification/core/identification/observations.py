@@ -11,7 +11,7 @@ estimate, reduction and quality steps (:mod:`~dynamic_identification.core.identi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pinocchio as pin
@@ -31,7 +31,7 @@ from dynamic_identification.core.identification.torque_delay import TorqueDelay,
 from dynamic_identification.core.mechanism.robot import DriveChain
 from dynamic_identification.core.mechanism.seam import TreeMotion
 from dynamic_identification.core.regressors.dynamic_model import DynamicModel
-from dynamic_identification.core.signal.filters import ParallelDecimator
+from dynamic_identification.core.signal.filters import LinearResampling, ParallelDecimator
 
 ROWS_STAGE = "observation matrix rows"
 """The stage of an identification that builds its rows (:mod:`~dynamic_identification.core.progress`)."""
@@ -395,8 +395,60 @@ def prepare_observations(
     LoopClosureError
         The recording reaches a singularity or leaves the workspace (names the sample).
     """
-    mechanism = dynamic_model.mechanism
     settings = settings or IdentificationSettings()
+    # The rows come from a helper whose completed recording (the segments' filtered positions on the grid, 29 MB at
+    # 600 k samples of 6 joints) is released on its return: the delay scan reads the rows and the torques only.
+    rows = _recording_rows(
+        dynamic_model,
+        time,
+        q,
+        torques,
+        dq_measured=dq_measured,
+        settings=settings,
+        passive_tolerance_rad=passive_tolerance_rad,
+        cancellation=cancellation,
+    )
+    prepared = rows.prepared
+    if settings.signal.torque_delay != "auto" or prepared.signal is None:
+        return prepared
+    cancellation.report("torque delay")
+    delay, aligned = measured_and_aligned(
+        rows.decimator,
+        rows.signals,
+        prepared.observation_matrix,
+        prepared.valid,
+        prepared.torques,
+        rate_hz=prepared.rate_hz,
+        cutoff_hz=prepared.signal.position_cutoff_hz,
+    )
+    return replace(
+        prepared, torques=aligned, signal_reasons=(*prepared.signal_reasons, delay.reason()), torque_delay=delay
+    )
+
+
+@dataclass(frozen=True)
+class _RecordingRows:
+    """The rows of a recording before the torques' delay is measured (:func:`_recording_rows`), with what the scan
+    reads of its completion: the segments' torques on the grid and the decimator."""
+
+    prepared: PreparedObservations
+    signals: tuple[LinearResampling, ...]
+    decimator: ParallelDecimator
+
+
+def _recording_rows(
+    dynamic_model: DynamicModel,
+    time: np.ndarray,
+    q: np.ndarray,
+    torques: np.ndarray,
+    *,
+    dq_measured: np.ndarray | None,
+    settings: IdentificationSettings,
+    passive_tolerance_rad: float,
+    cancellation: Cancellation,
+) -> _RecordingRows:
+    """The rows of :func:`prepare_observations` with the torques as recorded (the same arguments and errors)."""
+    mechanism = dynamic_model.mechanism
     if np.ndim(torques) != 2 or np.shape(torques)[1] != mechanism.n_actuated:
         raise DataError(
             f"torques must have shape (N, {mechanism.n_actuated}), one column per controlled joint,"
@@ -456,21 +508,7 @@ def prepare_observations(
             row = end
         done += segment.time.shape[0]
     cancellation.report(ROWS_STAGE, done, total, "samples")
-    reasons, delay = completed.signal_reasons, None
-    if settings.signal.torque_delay == "auto":
-        cancellation.report("torque delay")
-        signals = [segment.signals for segment in completed.segments]
-        delay, torque = measured_and_aligned(
-            builder.decimator,
-            signals,
-            matrix,
-            valid,
-            torque,
-            rate_hz=rate,
-            cutoff_hz=completed.signal.position_cutoff_hz,
-        )
-        reasons = (*reasons, delay.reason())
-    return PreparedObservations(
+    prepared = PreparedObservations(
         observation_matrix=matrix,
         torques=torque,
         valid=valid,
@@ -480,8 +518,10 @@ def prepare_observations(
         rate_hz=rate,
         decimation=factor,
         signal=completed.signal,
-        signal_reasons=reasons,
-        torque_delay=delay,
+        signal_reasons=completed.signal_reasons,
+    )
+    return _RecordingRows(
+        prepared, signals=tuple(segment.signals for segment in completed.segments), decimator=builder.decimator
     )
 
 
