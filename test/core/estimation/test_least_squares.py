@@ -17,7 +17,7 @@ from dynamic_identification.core.estimation import (
     rank_deficient_columns,
     weighted_least_squares,
 )
-from dynamic_identification.core.estimation.least_squares import sparse_column_triangle, stacked_triangle
+from dynamic_identification.core.estimation.least_squares import sparse_joint_triangle, stacked_triangle
 
 TRUE_PARAMETERS = np.array([1.5, -0.7, 3.0, 0.25])
 
@@ -352,14 +352,18 @@ def test_the_triangle_of_stacked_blocks_is_the_r_of_all_rows(block_rows: int) ->
 
 
 def test_the_triangle_without_the_zero_columns_is_an_r_of_the_rows() -> None:
-    """Columns zero in every row (an IDIM joint's, of the links before it) left out of the QR: the R still gives the
-    rows' normal equations and every least-squares residual, zero in the rows and columns of those columns."""
+    """Columns zero in every row (an IDIM joint's, of the links before it) left out of the QR, the rows factorised a
+    block at a time: the R still gives the rows' normal equations and every least-squares residual, zero in the rows
+    and columns of those columns."""
     rng = np.random.default_rng(6)
-    a = rng.normal(size=(500, 7)) * np.logspace(-2, 3, 7)
+    a = rng.normal(size=(5000, 7)) * np.logspace(-2, 3, 7)
     a[:, [0, 3]] = 0.0
-    b = a @ rng.normal(size=7) + rng.normal(scale=0.1, size=500)
+    b = a @ rng.normal(size=7) + rng.normal(scale=0.1, size=5000)
     rows = np.vstack([a.T, b])
-    triangle = sparse_column_triangle(rows.copy())
+    # Joint 1 of two, its rows every other one of the 10 000: more than two blocks of GATHER_ROWS.
+    observation_matrix, torques = np.zeros((10_000, 2, 7)), np.zeros((10_000, 2))
+    observation_matrix[1::2, 1], torques[1::2, 1] = a, b
+    triangle = sparse_joint_triangle(observation_matrix, torques, np.arange(1, 10_000, 2), 1)
     assert_array_equal(triangle[[0, 3]], 0.0)
     assert_array_equal(triangle[:, [0, 3]], 0.0)
     assert_allclose(triangle.T @ triangle, rows @ rows.T, rtol=1e-12, atol=1e-12 * np.abs(rows @ rows.T).max())
