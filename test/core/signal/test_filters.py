@@ -118,13 +118,13 @@ def test_linear_resample_is_exact_on_a_ramp_with_trailing_axes() -> None:
 
 def test_a_linear_resampling_read_block_by_block_is_the_whole_resampling_bit_for_bit() -> None:
     # What an identification reads its torques with: any slice of grid rows, the first and the last included,
-    # from the recorded samples themselves (not a copy of them, nor the recording held again on the grid).
+    # from the recorded samples themselves (not a copy of them, nor the recording held again on the grid), and of a
+    # resampling kept within the rows a segment's filter margins leave.
     rng = np.random.default_rng(3)
     time = np.arange(5001) * 1e-3 + rng.uniform(-3e-4, 3e-4, 5001)
     values = rng.standard_normal((5001, 3))
     grid, expected = resample_uniform(time, values, RATE_HZ, kind="linear")
     resampling = linear_resampling(time, values, RATE_HZ)
-    assert_array_equal(resampling.grid, grid)
     assert resampling.shape == expected.shape
     assert np.shares_memory(resampling.values, values)
     assert_array_equal(resampling.whole(), expected)
@@ -132,6 +132,10 @@ def test_a_linear_resampling_read_block_by_block_is_the_whole_resampling_bit_for
     blocks = [resampling[start:stop] for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
     assert_array_equal(np.concatenate(blocks), expected)
     assert resampling[3:3].shape == (0, 3)
+    inner = resampling.within(slice(200, grid.size - 200))
+    assert inner.shape == (grid.size - 400, 3)
+    assert_array_equal(inner[10:1010], expected[210:1210])
+    assert_array_equal(inner.whole(), expected[200 : grid.size - 200])
 
 
 def test_a_linear_resampling_refuses_what_resample_uniform_refuses() -> None:

@@ -683,8 +683,7 @@ def estimate_motion(
         inner = slice(edge, grid.shape[0] - edge)
         tau = None
         if kept_torques is not None:
-            resampled_torques = linear_resampling(t, kept_torques[start:stop], rate)
-            tau = replace(resampled_torques, grid=resampled_torques.grid[inner])
+            tau = linear_resampling(t, kept_torques[start:stop], rate).within(inner)
         motions.append(
             Motion(
                 time=grid[inner] + origin,

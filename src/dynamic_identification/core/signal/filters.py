@@ -30,7 +30,7 @@ so decimated ``Y`` and ``W`` stay aligned in time with the original samples.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.ndimage
@@ -427,37 +427,44 @@ def resample_uniform(
     """
     if kind not in _INTERPOLATION_KINDS:
         raise ValueError(f"kind must be one of {_INTERPOLATION_KINDS}, got {kind!r}")
-    t, v, grid = _uniform_grid(time, values, rate_hz)
+    t, v, rate, count = _uniform_grid(time, values, rate_hz)
+    grid = _grid_instants(t, rate, range(count))
     return grid, _interpolate(t, v, grid, kind)
 
 
 @dataclass(frozen=True, eq=False)
 class LinearResampling:
     """Samples ``values`` ``(N, ...)`` taken at the strictly increasing stamps ``time`` ``(N,)`` (s), read at the
-    instants ``grid`` ``(M,)`` (s, within the stamps) by piecewise-linear interpolation, a block of rows at a time
-    where they are used (:func:`linear_resampling`).
+    ``rows`` of the uniform grid of ``rate_hz`` (Hz) from ``time[0]`` (:func:`resample_uniform`'s) by piecewise-linear
+    interpolation, a block of rows at a time where they are used (:func:`linear_resampling`).
 
-    Indexed by a slice of grid rows, it gives those rows of ``resample_uniform(..., kind="linear")`` bit for bit: an
+    Indexed by a slice of its rows, it gives those rows of ``resample_uniform(..., kind="linear")`` bit for bit: an
     identification reads a long recording's torques block by block from the samples it holds anyway, instead of
-    holding them again on the grid (29 MB for 600 k samples of 6 joints, at the peak of its memory).
+    holding them again on the grid (29 MB for 600 k samples of 6 joints, at the peak of its memory), and the grid's
+    instants are computed for the rows read, not held (5 MB).
     """
 
     time: np.ndarray
     values: np.ndarray
-    grid: np.ndarray
+    rate_hz: float
+    rows: range
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape of the values on the grid, ``(M, ...)``."""
-        return (self.grid.shape[0], *self.values.shape[1:])
+        return (len(self.rows), *self.values.shape[1:])
 
     def __getitem__(self, rows: slice) -> np.ndarray:
         """The values at the grid rows ``rows`` (a slice), a new array."""
-        return _interpolate(self.time, self.values, self.grid[rows], "linear")
+        return _interpolate(self.time, self.values, _grid_instants(self.time, self.rate_hz, self.rows[rows]), "linear")
 
     def whole(self) -> np.ndarray:
         """The values at every grid instant, ``(M, ...)``."""
         return self[:]
+
+    def within(self, rows: slice) -> LinearResampling:
+        """The resampling of the grid rows ``rows`` (a slice) only."""
+        return replace(self, rows=self.rows[rows])
 
 
 def linear_resampling(time: np.ndarray, values: np.ndarray, rate_hz: float) -> LinearResampling:
@@ -469,11 +476,13 @@ def linear_resampling(time: np.ndarray, values: np.ndarray, rate_hz: float) -> L
     DataError, ValueError
         As :func:`resample_uniform`.
     """
-    return LinearResampling(*_uniform_grid(time, values, rate_hz))
+    t, v, rate, count = _uniform_grid(time, values, rate_hz)
+    return LinearResampling(t, v, rate, range(count))
 
 
-def _uniform_grid(time: np.ndarray, values: np.ndarray, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checked stamps and values of :func:`resample_uniform` and its uniform grid (s); raises its errors."""
+def _uniform_grid(time: np.ndarray, values: np.ndarray, rate_hz: float) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """The checked stamps and values of :func:`resample_uniform`, its rate (Hz) and the number of instants of its
+    uniform grid (:func:`_grid_instants`); raises its errors."""
     rate = positive_finite("rate_hz", rate_hz)
     t = _time_vector(time)
     v = np.asarray(values, dtype=float)
@@ -491,7 +500,13 @@ def _uniform_grid(time: np.ndarray, values: np.ndarray, rate_hz: float) -> tuple
         raise DataError("values contain NaN or infinite entries")
     # The tiny slack keeps the last grid point when time[-1] - time[0] is a whole number of periods.
     count = int(np.floor((t[-1] - t[0]) * rate * (1.0 + 1e-12))) + 1
-    return t, v, np.minimum(t[0] + np.arange(count) / rate, t[-1])
+    return t, v, rate, count
+
+
+def _grid_instants(time: np.ndarray, rate_hz: float, rows: range) -> np.ndarray:
+    """The instants (s) of the ``rows`` of the uniform grid of ``rate_hz`` (Hz) from ``time[0]``, within the stamps
+    ``time``: each the same number whichever rows are asked for."""
+    return np.minimum(time[0] + np.arange(rows.start, rows.stop, rows.step) / rate_hz, time[-1])
 
 
 def interpolate_at(time: np.ndarray, values: np.ndarray, grid: np.ndarray, *, kind: str = "cubic") -> np.ndarray:
