@@ -292,9 +292,9 @@ def _inverse_of_normal(normal: np.ndarray) -> np.ndarray:
 
 
 _MOVING_SUM_BLOCK_ROWS = 4096
-"""Moving sums of :func:`bartlett_long_run_covariance` formed and multiplied at a time: its temporaries are a block
-of them and the cumulative sums they read, not arrays of the scores' size (23 MB each for a 600 k-sample
-recording's, at the peak of ``dynid identify``'s memory)."""
+"""Moving sums of :func:`bartlett_long_run_covariance` formed, differenced and multiplied at a time: its temporaries
+are a block of them, not arrays of the scores' size (23 MB each for a 600 k-sample recording's, at the peak of
+``dynid identify``'s memory); NumPy copies the overlapping rows a difference reads, so its temporary is a block too."""
 
 
 def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarray:
@@ -302,41 +302,41 @@ def bartlett_long_run_covariance(scores: np.ndarray, bandwidth: int) -> np.ndarr
 
     The Bartlett weights are a box of ``m = L + 1`` ones convolved with itself, divided
     by ``m``: with ``B_u = Σ_{s=u−m+1}^{u} g_s`` the moving sums of the zero-padded
-    scores (``r + L`` of them, from one cumulative sum),
+    scores (``r + L`` of them, from cumulative sums),
     ``Σ_u B_u B_uᵀ = Σ_{s,s'} (m − |s − s'|)₊ g_s g_s'ᵀ = m S``. So ``S = BᵀB / m``: one
     product instead of ``L`` lagged ones, and positive semi-definite by construction
-    (Newey & West 1987). Exact, not an approximation.
-
-    ``B`` is formed :data:`_MOVING_SUM_BLOCK_ROWS` rows at a time, from the cumulative sums those rows read
-    (continued from the last block's, the same additions in the same order as one cumulative sum of all).
+    (Newey & West 1987). Exact, not an approximation. ``BᵀB`` is summed over blocks of
+    :data:`_MOVING_SUM_BLOCK_ROWS` moving sums (:func:`_moving_sums`).
     """
     g = np.asarray(scores, dtype=float)
     width = int(bandwidth) + 1
     if width == 1:
         return g.T @ g
-    rows, columns = g.shape
-    # B_u = C_{min(u+1, r)} − C_{max(u+1−m, 0)}, u = 0 … r + L − 1, with C_j = Σ_{s<j} g_s; `cumulative[i]` holds
-    # C_{first + i}.
-    first, cumulative = 0, np.zeros((1, columns))
-    long_run = np.zeros((columns, columns))
-    count = rows + width - 1
+    count = g.shape[0] + width - 1
+    long_run = np.zeros((g.shape[1], g.shape[1]))
     for start in range(0, count, _MOVING_SUM_BLOCK_ROWS):
-        stop = min(start + _MOVING_SUM_BLOCK_ROWS, count)
-        lowest, highest = max(start + 1 - width, 0), min(stop, rows)
-        known = first + cumulative.shape[0] - 1
-        if highest > known:
-            more = g[known:highest].copy()
-            more[0] += cumulative[-1]
-            np.cumsum(more, axis=0, out=more)
-            cumulative = np.concatenate([cumulative[lowest - first :], more])
-        else:
-            cumulative = cumulative[lowest - first :]
-        first = lowest
-        steps = np.arange(start, stop)
-        sums = cumulative[np.minimum(steps + 1, rows) - first]
-        sums -= cumulative[np.maximum(steps + 1 - width, 0) - first]
+        sums = _moving_sums(g, width, start, min(start + _MOVING_SUM_BLOCK_ROWS, count))
         long_run += sums.T @ sums
     return long_run / width
+
+
+def _moving_sums(g: np.ndarray, width: int, start: int, stop: int) -> np.ndarray:
+    """``B_u = Σ_{s=u−m+1}^{u} g_s`` (``m`` = ``width``; scores outside the ``r`` rows of ``g`` zero) for ``u`` from
+    ``start`` to ``stop``, from the cumulative sums of the scores they read, which start at ``first = max(start − m +
+    1, 0)``: ``B_u = C_{min(u+1, r)} − C_{u+1−m}`` with ``C_j = Σ_{first ≤ s < j} g_s`` (zero for ``j ≤ first``).
+    """
+    rows = g.shape[0]
+    first = max(start - width + 1, 0)
+    # sums[i] holds C_{min(first + i + 1, r)}, then less C_{first + i + 1 − m} from the last row backwards, each block
+    # reading rows that no earlier block changed.
+    sums = np.empty((stop - first, g.shape[1]))
+    filled = min(stop, rows) - first
+    np.cumsum(g[first : first + filled], axis=0, out=sums[:filled])
+    sums[filled:] = sums[filled - 1]
+    for end in range(sums.shape[0], width, -_MOVING_SUM_BLOCK_ROWS):
+        begin = max(end - _MOVING_SUM_BLOCK_ROWS, width)
+        sums[begin:end] -= sums[begin - width : end - width]
+    return sums[start - first :]
 
 
 def _weighted_normal_matrix(w: np.ndarray, weights: np.ndarray, *, block_rows: int = 4096) -> np.ndarray:
