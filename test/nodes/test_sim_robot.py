@@ -181,14 +181,15 @@ def test_in_lockstep_simulated_time_waits_for_the_next_chunk_of_a_moving_traject
     dq = np.full((2, len(names)), 0.0)
     dq[:, 0] = 0.1  # the chunk ends moving: more must follow
     publisher.publish(joint_trajectory_message(names, np.array([0.0, 0.2]), q, dq, np.zeros_like(q), stamp_ns=start))
-    graph.spin(0.6)  # three times the chunk's length in wall time
+    graph.spin(20.0, until=lambda: sim._now_ns() - start >= 0.19e9)
+    graph.spin(0.4)  # twice the chunk's length more in wall time, however slowly the simulator got there
     waited_at = sim._now_ns()
     assert 0.19e9 <= waited_at - start <= 0.25e9  # simulated time stopped at the end of the chunk
     q[:, 0] += 0.02
     publisher.publish(
         joint_trajectory_message(names, np.array([0.0, 0.2]), q, np.zeros_like(q), np.zeros_like(q), stamp_ns=waited_at)
     )
-    graph.spin(0.6)
+    graph.spin(20.0, until=lambda: sim._now_ns() - waited_at > 0.3e9)
     graph.executor.shutdown()
     assert sim._now_ns() - waited_at > 0.3e9  # it runs again once the next chunk (ending at rest) arrived
     graph.close()
