@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -71,6 +72,11 @@ def overrides(node: str, **extra: object) -> list[Parameter]:
 def five_bar_node(node_type: Callable[..., _N], context: Context, block: str, **extra: object) -> _N:
     """A node of ``node_type`` in this process's namespace with the :func:`overrides` of ``block`` and ``extra``."""
     return node_type(context=context, namespace=NAMESPACE, parameter_overrides=overrides(block, **extra))
+
+
+def _holds_state_stamped(node: ExcitationNode, stamp_ns: int) -> bool:
+    """Whether the joint state ``node`` received last is the one stamped ``stamp_ns``."""
+    return node._joint_state is not None and node._joint_state[1] == stamp_ns
 
 
 def quick_excitation(context: Context) -> ExcitationNode:
@@ -141,11 +147,14 @@ def test_a_closed_loop_start_refuses_a_ramp_from_a_pose_near_the_singularity(
     g = graph(excitation)
     states = g.probe.create_publisher(JointState, "joint_states", SENSOR_QOS)
     assert excitation.wait_for_plan(60.0)
-    g.spin(1.0)
-    now = excitation.get_clock().now().nanoseconds
-    for _ in range(5):
-        states.publish(joint_state_message(ACTUATED, now, [0.59, -0.59], [0.0, 0.0]))
-        g.spin(0.05)
+    g.spin(20.0, until=lambda: states.get_subscription_count() > 0)
+    # Stamped by the node's clock when sent, and sent again until one arrived: the start finds it fresh
+    # (stale_timeout_s) however slowly a loaded machine delivered it.
+    for _ in range(20):
+        stamp = excitation.get_clock().now().nanoseconds
+        states.publish(joint_state_message(ACTUATED, stamp, [0.59, -0.59], [0.0, 0.0]))
+        if g.spin_until(partial(_holds_state_stamped, excitation, stamp), 0.25):
+            break
     response = g.call(f"/{NAMESPACE}/excitation/start")
     assert not response.success
     assert "singularity margin" in response.message or "closure at t =" in response.message, response.message
