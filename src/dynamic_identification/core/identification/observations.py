@@ -409,8 +409,9 @@ def prepare_observations(
         cancellation=cancellation,
     )
     prepared = rows.prepared
-    if settings.signal.torque_delay != "auto" or prepared.signal is None:
+    if settings.signal.torque_delay != "auto":
         return prepared
+    assert prepared.signal is not None  # the settings the recording was completed with
     cancellation.report("torque delay")
     delay, aligned = measured_and_aligned(
         rows.decimator,
