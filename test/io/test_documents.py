@@ -3,13 +3,17 @@ broken document refused in one line that names it."""
 
 from __future__ import annotations
 
+import datetime
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 from dynamic_identification.core.errors import DataError
-from dynamic_identification.io.documents import parse_yaml, yaml_text
+from dynamic_identification.io.documents import parse_yaml, plain_values, yaml_text
 
 REFERENCE_OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "reference" / "outputs"
 
@@ -49,6 +53,85 @@ def test_numpy_values_and_tuples_are_written_as_plain_yaml() -> None:
     text = yaml_text({"values": np.array([1.0, 2.5]), "count": np.int64(3), "pair": (1, 2), "flag": np.bool_(True)})
     assert text == "values: [1.0, 2.5]\ncount: 3\npair: [1, 2]\nflag: true\n"
     assert parse_yaml(text, "written") == {"values": [1.0, 2.5], "count": 3, "pair": [1, 2], "flag": True}
+
+
+def _representer_text(document: Any) -> str:
+    """``document`` written by PyYAML's own representer with ``yaml_text``'s options."""
+    return yaml.dump(
+        plain_values(document),
+        Dumper=yaml.SafeDumper,
+        sort_keys=False,
+        default_flow_style=None,
+        allow_unicode=True,
+        width=120,
+    )
+
+
+_FLOATS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e17, 1e-300, 5e-324, 1e300, 0.1, -2.5, 123456789012345678.0]
+_STRINGS = [
+    "",
+    "joint_1",
+    "yes",
+    "null",
+    "1.0",
+    "1e3",
+    "~",
+    "- x",
+    "a: b",
+    "x # y",
+    "'q'",
+    '"d"',
+    "ünï",
+    "line\nbreak",
+    " lead",
+    "*star",
+    "&amp",
+    "!bang",
+    "[",
+    "{",
+    "true",
+    "0x1F",
+    "1_000",
+    "12:30",
+    "2026-12-02",
+    "MZ2 + 0.225 M3 + 0.225 M4 " * 6,
+]
+
+
+def _random_value(rng: np.random.Generator, depth: int) -> Any:
+    choice = rng.integers(10) if depth < 4 else rng.integers(6)
+    scalars = [
+        lambda: _FLOATS[rng.integers(len(_FLOATS))],
+        lambda: float(rng.normal() * 10.0 ** rng.integers(-20, 20)),
+        lambda: _STRINGS[rng.integers(len(_STRINGS))],
+        lambda: int(rng.integers(-(10**12), 10**12)),
+        lambda: bool(rng.integers(2)) if rng.integers(2) else None,
+        lambda: [np.float32(rng.normal()), np.int64(rng.integers(9)), np.bool_(rng.integers(2))][rng.integers(3)],
+    ]
+    if choice < 6:
+        return scalars[choice]()
+    if choice < 8:
+        items = [_random_value(rng, depth + 1) for _ in range(rng.integers(0, 8))]
+        return items if choice == 6 else tuple(items)
+    if choice == 8:
+        return rng.normal(size=rng.integers(0, 7))
+    return {
+        f"{_STRINGS[rng.integers(len(_STRINGS))]}{i}": _random_value(rng, depth + 1) for i in range(rng.integers(7))
+    }
+
+
+def test_documents_are_written_as_pyyaml_s_representer_writes_them() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        document = {f"key{i}": _random_value(rng, 0) for i in range(rng.integers(1, 6))}
+        assert yaml_text(document) == _representer_text(document)
+
+
+def test_a_value_of_another_type_is_written_by_pyyaml_s_representer() -> None:
+    document = {"day": datetime.date(2026, 12, 2), "tags": {"a"}, "values": [1.0]}
+    assert (
+        yaml_text(document) == _representer_text(document) == "day: 2026-12-02\ntags: !!set {a: null}\nvalues: [1.0]\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ estimator node emits a parameter document at every update and the feedforward no
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -91,15 +92,77 @@ def parse_yaml(text: str, source: str) -> Any:
 
 def yaml_text(document: Mapping[str, Any]) -> str:
     """``document`` as the YAML text of the package's files: keys in their order, short lists inline, numpy values
-    and tuples as plain YAML, lines up to 120 characters."""
-    return yaml.dump(
-        plain_values(document),
-        Dumper=_SafeDumper,
-        sort_keys=False,
-        default_flow_style=None,
-        allow_unicode=True,
-        width=120,
-    )
+    and tuples as plain YAML, lines up to 120 characters.
+
+    The text is ``yaml.dump`` of :func:`plain_values` with those options, to the byte. Its nodes are made by
+    :func:`_node` rather than by PyYAML's representer, a Python object per value that checks each for aliases
+    and looks its type up: most of the time of a parameter document that the estimator node emits at every update.
+    A value of another type (a date, a set) takes PyYAML's representer.
+    """
+    try:
+        node = _node(document)
+    except _NotPlain:
+        return yaml.dump(
+            plain_values(document),
+            Dumper=_SafeDumper,
+            sort_keys=False,
+            default_flow_style=None,
+            allow_unicode=True,
+            width=120,
+        )
+    return yaml.serialize(node, Dumper=_SafeDumper, allow_unicode=True, width=120)
+
+
+class _NotPlain(Exception):
+    """A value :func:`_node` leaves to PyYAML's representer."""
+
+
+_TAG = "tag:yaml.org,2002:"
+
+
+def _node(value: Any) -> yaml.Node:
+    """The node PyYAML's ``SafeRepresenter`` makes of :func:`plain_values` of ``value`` with
+    ``default_flow_style=None``: a mapping or sequence in flow style when it holds scalars only (``{}`` and ``[]``
+    when empty), no aliases (each mapping and list of :func:`plain_values` is a new object), floats as
+    ``represent_float`` writes them."""
+    kind = type(value)
+    # The types of nearly every value first, by identity: an isinstance check of Mapping costs more than the node.
+    if kind is float:
+        return yaml.ScalarNode(_TAG + "float", _float_text(value))
+    if kind is str:
+        return yaml.ScalarNode(_TAG + "str", value)
+    if isinstance(value, Mapping):
+        pairs = [(yaml.ScalarNode(_TAG + "str", str(key)), _node(item)) for key, item in value.items()]
+        return yaml.MappingNode(_TAG + "map", pairs, flow_style=all(type(item) is yaml.ScalarNode for _, item in pairs))
+    if isinstance(value, np.ndarray):
+        return _node(value.tolist())
+    if isinstance(value, list | tuple):
+        items = [_node(item) for item in value]
+        return yaml.SequenceNode(_TAG + "seq", items, flow_style=all(type(item) is yaml.ScalarNode for item in items))
+    if isinstance(value, bool | np.bool_):
+        return yaml.ScalarNode(_TAG + "bool", "true" if value else "false")
+    if isinstance(value, int | np.integer):
+        return yaml.ScalarNode(_TAG + "int", str(int(value)))
+    if isinstance(value, float | np.floating):
+        return yaml.ScalarNode(_TAG + "float", _float_text(float(value)))
+    if value is None:
+        return yaml.ScalarNode(_TAG + "null", "null")
+    if type(value) is str:
+        return yaml.ScalarNode(_TAG + "str", value)
+    raise _NotPlain
+
+
+def _float_text(value: float) -> str:
+    """``SafeRepresenter.represent_float``'s text of ``value``: ``.nan``, ``.inf``, ``-.inf``, or its ``repr`` in
+    lower case with ``.0`` before an exponent that has no decimal point (``1e17`` reads as a string in YAML 1.1)."""
+    if value != value:
+        return ".nan"
+    if value == math.inf:
+        return ".inf"
+    if value == -math.inf:
+        return "-.inf"
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
 
 
 def plain_values(value: Any) -> Any:
