@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,44 @@ def test_scalars_are_read_as_ros_reads_them() -> None:
         ("s: |\n  line1\n  line2\n", {"s": "line1\nline2\n"}),
         ("k: !!python/tuple [1, 2]\n", {"k": [1, 2]}),
         ("", None),
+        ("b: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n", {"b": {"x": 1}, "d": {"x": 1, "y": 2}}),
+        ("d: 2026-12-02\ns: !!set {a}\n", {"d": datetime.date(2026, 12, 2), "s": {"a"}}),
+        ("n: [0x1F, 1_000, 1:30, .inf, !!float 3, !!str 12]\n", {"n": [31, 1000, 90, math.inf, 3.0, "12"]}),
+        ("{7: a, 2.5: b, true: c, null: d}\n", {7: "a", 2.5: "b", True: "c", None: "d"}),
     ],
-    ids=["byte-order-mark", "crlf", "alias", "unicode", "yaml-1.1-booleans", "block-scalar", "tuple", "empty"],
+    ids=[
+        "byte-order-mark",
+        "crlf",
+        "alias",
+        "unicode",
+        "yaml-1.1-booleans",
+        "block-scalar",
+        "tuple",
+        "empty",
+        "merge-key",
+        "date-and-set",
+        "yaml-1.1-numbers",
+        "scalar-keys",
+    ],
 )
 def test_documents_read_as_pyyaml_always_read_them(text: str, expected: object) -> None:
-    assert parse_yaml(text, "doc") == expected
+    document = parse_yaml(text, "doc")
+    assert document == expected
+    assert _typed(document) == _typed(expected)
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with each scalar paired with its type: ``1``, ``1.0`` and ``True`` compare equal otherwise."""
+    if isinstance(value, dict):
+        return {_typed(key): _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def test_an_alias_reads_as_the_object_it_names() -> None:
+    document = parse_yaml("a: &x [1, 2]\nb: *x\n", "doc")
+    assert document["a"] is document["b"]
 
 
 def test_numpy_values_and_tuples_are_written_as_plain_yaml() -> None:
@@ -120,11 +154,25 @@ def _random_value(rng: np.random.Generator, depth: int) -> Any:
     }
 
 
-def test_documents_are_written_as_pyyaml_s_representer_writes_them() -> None:
+def test_documents_are_written_as_pyyaml_s_representer_writes_them_and_read_as_its_loader_reads_them() -> None:
     rng = np.random.default_rng(11)
     for _ in range(400):
         document = {f"key{i}": _random_value(rng, 0) for i in range(rng.integers(1, 6))}
-        assert yaml_text(document) == _representer_text(document)
+        text = yaml_text(document)
+        assert text == _representer_text(document)
+        read = parse_yaml(text, "doc")
+        # NaN is not equal to itself: compared as text.
+        assert repr(_typed(read)) == repr(_typed(yaml.load(text, Loader=_PYYAML_LOADER)))  # noqa: S506
+
+
+class _PythonRosLoader(yaml.SafeLoader):
+    """PyYAML's own loader with the ROS float resolver of ``parse_yaml``'s."""
+
+
+_PythonRosLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
+_PYYAML_LOADER = _PythonRosLoader
 
 
 def test_a_value_of_another_type_is_written_by_pyyaml_s_representer() -> None:

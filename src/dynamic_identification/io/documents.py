@@ -9,7 +9,9 @@ Documents are parsed and emitted by libyaml through PyYAML's C classes (``CSafeL
 ``CSafeDumper``; the pure-Python ones where PyYAML was built without libyaml), which read the same
 documents and write the same text as the Python classes, in a fraction of their time: the
 estimator node emits a parameter document at every update and the feedforward node parses it
-(``bench/bench_documents.py`` compares the two).
+(``bench/bench_documents.py`` compares the two). Between libyaml's nodes and a plain document (mappings, lists and
+scalars) the objects are made here, without PyYAML's representer and constructor (:func:`yaml_text`,
+:func:`parse_yaml`), which spend most of the rest; any other document goes through them.
 """
 
 from __future__ import annotations
@@ -53,6 +55,15 @@ def document_text(path_or_text: str | os.PathLike[str], kind: str) -> tuple[str,
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
+_TAG = "tag:yaml.org,2002:"
+"""The prefix of YAML's standard tags."""
+
+
+class _NotPlain(Exception):
+    """A value or document that :func:`_node` or :func:`_plain_document` leaves to PyYAML's representer or
+    constructor."""
+
+
 _NESTING = "maximum nesting depth"
 """What libyaml says of a document nested deeper than it parses (1000 levels); PyYAML's Python parser runs out of
 Python's recursion limit instead."""
@@ -80,14 +91,59 @@ _RosLoader.add_constructor("tag:yaml.org,2002:python/tuple", _sequence)
 
 def parse_yaml(text: str, source: str) -> Any:
     """The YAML document of ``text`` (safe: no Python objects), scalars resolved as ROS resolves them."""
+    loader = _RosLoader(text)
     try:
-        return yaml.load(text, Loader=_RosLoader)  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return _plain_document(node, loader, set())
+        except _NotPlain:
+            return loader.construct_document(node)
     except yaml.YAMLError as error:
         if _NESTING in str(error):
             raise DataError(f"{source} nests too deeply to read") from None
         raise DataError(f"{source} is not valid YAML: {shorten_yaml_error(error)}") from None
     except RecursionError:
         raise DataError(f"{source} nests too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
+_CONSTRUCTED_SCALARS = {
+    _TAG + "str": lambda loader, node: node.value,
+    _TAG + "float": _RosLoader.construct_yaml_float,
+    _TAG + "int": _RosLoader.construct_yaml_int,
+    _TAG + "bool": _RosLoader.construct_yaml_bool,
+    _TAG + "null": lambda loader, node: None,
+}
+"""The scalars :func:`_plain_document` constructs, as the loader constructs them."""
+
+
+def _plain_document(node: yaml.Node, loader: Any, seen: set[int]) -> Any:
+    """What ``loader.construct_document(node)`` returns for a document of plain mappings, sequences and scalars,
+    built without the constructor's bookkeeping (an object per node, the generators that let a structure refer to
+    itself): most of the time of reading a parameter document, which the feedforward node does at every update.
+    :class:`_NotPlain` for any other document: another tag, a merge key, a key that is not a scalar, or a node
+    reached twice (an alias)."""
+    if type(node) is yaml.ScalarNode:
+        construct = _CONSTRUCTED_SCALARS.get(node.tag)
+        if construct is None:
+            raise _NotPlain
+        return construct(loader, node)
+    if id(node) in seen:
+        raise _NotPlain
+    seen.add(id(node))
+    if type(node) is yaml.SequenceNode and node.tag == _TAG + "seq":
+        return [_plain_document(item, loader, seen) for item in node.value]
+    if type(node) is yaml.MappingNode and node.tag == _TAG + "map":
+        mapping = {}
+        for key, item in node.value:
+            if type(key) is not yaml.ScalarNode or key.tag not in _CONSTRUCTED_SCALARS:
+                raise _NotPlain
+            mapping[_CONSTRUCTED_SCALARS[key.tag](loader, key)] = _plain_document(item, loader, seen)
+        return mapping
+    raise _NotPlain
 
 
 def yaml_text(document: Mapping[str, Any]) -> str:
@@ -111,13 +167,6 @@ def yaml_text(document: Mapping[str, Any]) -> str:
             width=120,
         )
     return yaml.serialize(node, Dumper=_SafeDumper, allow_unicode=True, width=120)
-
-
-class _NotPlain(Exception):
-    """A value :func:`_node` leaves to PyYAML's representer."""
-
-
-_TAG = "tag:yaml.org,2002:"
 
 
 def _node(value: Any) -> yaml.Node:
@@ -165,8 +214,15 @@ def _float_text(value: float) -> str:
     return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
 
 
+_PLAIN_SCALARS = frozenset({float, str, int, bool, type(None)})
+"""The types :func:`plain_values` returns as they are."""
+
+
 def plain_values(value: Any) -> Any:
     """``value`` with numpy scalars and arrays and tuples turned into plain Python for YAML."""
+    if type(value) in _PLAIN_SCALARS:
+        # Nearly every value: returned as it is, before the isinstance checks (a Mapping one is slow).
+        return value
     if isinstance(value, Mapping):
         return {str(key): plain_values(item) for key, item in value.items()}
     if isinstance(value, np.ndarray):
