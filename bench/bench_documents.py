@@ -1,4 +1,5 @@
-"""Reading and writing the package's YAML documents: libyaml (PyYAML's C classes) against PyYAML's Python classes.
+"""Reading and writing the package's YAML documents: libyaml (PyYAML's C classes, a plain document's objects made
+directly from its nodes) against PyYAML's Python classes.
 
 :mod:`dynamic_identification.io.documents` parses every configuration, parameter and payload document and emits
 every parameter and payload file; the estimator node emits a parameter document at each update and the
