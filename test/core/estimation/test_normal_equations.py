@@ -82,6 +82,20 @@ def test_weighted_solution_equals_the_row_based_wls() -> None:
     assert solution.rank == 6
 
 
+def test_a_solution_carries_the_weighted_normal_matrix_of_its_columns_and_its_inverse_is_the_covariance_s() -> None:
+    # The consistent estimate's metric is this matrix: it is taken from the solution, not formed again.
+    w, y, valid = _rows(3)
+    equations = NormalEquations.from_rows(w, y, valid)
+    sigma = joint_error_std(w, y, valid=valid)
+    columns = np.array([0, 2, 3, 5])
+    matrix, vector = weighted_normal_matrix(equations, sigma, np.arange(6))
+    solution, inverse = weighted_solution(equations, sigma, columns, matrix, vector)
+    assert np.array_equal(solution.normal_matrix, weighted_normal_matrix(equations, sigma, columns)[0])
+    rows = (w[..., columns] / sigma[None, :, None])[valid]
+    assert_allclose(solution.normal_matrix, rows.T @ rows, rtol=1e-12)
+    assert_allclose(solution.normal_matrix @ inverse, np.eye(4), atol=1e-10)
+
+
 def test_rank_deficiency_names_the_dependent_parameter() -> None:
     w, y, _ = _rows(2)
     w[..., 4] = 2.0 * w[..., 1]

@@ -135,7 +135,6 @@ from dynamic_identification.core.estimation.normal_equations import (
     NormalSolution,
     residual_norms_squared,
     solve_weighted,
-    weighted_normal_matrix,
 )
 from dynamic_identification.core.mechanism.robot import (
     INERTIAL_PARAMETER_NAMES,
@@ -1102,7 +1101,7 @@ class ConsistentEstimator:
                 f"unconstrained is the WLS of columns {unconstrained.columns.tolist()}, not of {columns.tolist()}"
             )
         estimate = solution.parameters
-        matrix, _ = weighted_normal_matrix(equations, sigma, columns)
+        matrix = solution.normal_matrix
         weights = 1.0 / sigma**2
         ssr = float(weights @ solution.residual_norms**2)
         dof = float(equations.count.sum()) - columns.size

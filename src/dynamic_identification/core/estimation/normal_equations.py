@@ -213,6 +213,9 @@ class NormalSolution:
         Of the weighted observation matrix with unit-norm columns.
     rank
         Numerical rank of the weighted normal matrix (= ``k`` when solved).
+    normal_matrix
+        ``Wᵀ Σ⁻¹ W = Σ_j A_j / σ_j²`` ``(k, k)`` on the columns solved for: what a caller that goes on from the
+        solution (the consistent estimate's metric) would otherwise form again.
     """
 
     columns: np.ndarray
@@ -223,6 +226,7 @@ class NormalSolution:
     relative_error: float
     condition_number: float
     rank: int
+    normal_matrix: np.ndarray
 
     @property
     def std(self) -> np.ndarray:
@@ -356,6 +360,7 @@ def weighted_solution(
         relative_error=float(np.sqrt(residual_squares.sum()) / total_measured) if total_measured > 0 else 0.0,
         condition_number=condition,
         rank=rank,
+        normal_matrix=matrix,
     )
     return solution, inverse
 

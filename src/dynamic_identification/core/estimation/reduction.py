@@ -629,5 +629,6 @@ def _solve(
         relative_error=1.0 if equations.c.sum() > 0.0 else 0.0,
         condition_number=1.0,
         rank=0,
+        normal_matrix=np.zeros((0, 0)),
     )
     return empty, np.zeros((0, 0))

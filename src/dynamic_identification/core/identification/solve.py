@@ -61,7 +61,6 @@ from dynamic_identification.core.estimation.least_squares import (
 from dynamic_identification.core.estimation.normal_equations import (
     NormalEquations,
     NormalSolution,
-    weighted_normal_matrix,
 )
 from dynamic_identification.core.estimation.quality import JointErrors, relative_norm, relative_std_percent
 from dynamic_identification.core.estimation.recursive import RecursiveHistory, recursive_estimate
@@ -440,7 +439,7 @@ def identify_observations(
         else:
             try:
                 # The bread from the normal equations, as the sliding window's: the rows are read for the scores only.
-                normal = weighted_normal_matrix(equations, joint_std, kept)[0]
+                normal = reduction.solution.normal_matrix
                 estimate, uncertainty = robust_estimate(estimate, kept_matrix, target, valid, joint_std, normal)
             except (DataError, RankDeficientError) as error:
                 fallback = f"HAC σ not computable: {error}"
