@@ -139,9 +139,9 @@ def _plain_document(node: yaml.Node, loader: Any, seen: set[int]) -> Any:
     if type(node) is yaml.MappingNode and node.tag == _TAG + "map":
         mapping = {}
         for key, item in node.value:
-            if type(key) is not yaml.ScalarNode or key.tag not in _CONSTRUCTED_SCALARS:
+            if type(key) is not yaml.ScalarNode:
                 raise _NotPlain
-            mapping[_CONSTRUCTED_SCALARS[key.tag](loader, key)] = _plain_document(item, loader, seen)
+            mapping[_plain_document(key, loader, seen)] = _plain_document(item, loader, seen)
         return mapping
     raise _NotPlain
 
@@ -188,16 +188,17 @@ def _node(value: Any) -> yaml.Node:
     if isinstance(value, list | tuple):
         items = [_node(item) for item in value]
         return yaml.SequenceNode(_TAG + "seq", items, flow_style=all(type(item) is yaml.ScalarNode for item in items))
-    if isinstance(value, bool | np.bool_):
-        return yaml.ScalarNode(_TAG + "bool", "true" if value else "false")
-    if isinstance(value, int | np.integer):
-        return yaml.ScalarNode(_TAG + "int", str(int(value)))
-    if isinstance(value, float | np.floating):
-        return yaml.ScalarNode(_TAG + "float", _float_text(float(value)))
-    if value is None:
+    # Any other scalar as plain_values makes it plain (a numpy bool, integer or float as Python's).
+    scalar = plain_values(value)
+    kind = type(scalar)
+    if kind is bool:
+        return yaml.ScalarNode(_TAG + "bool", "true" if scalar else "false")
+    if kind is int:
+        return yaml.ScalarNode(_TAG + "int", str(scalar))
+    if kind is float:
+        return yaml.ScalarNode(_TAG + "float", _float_text(scalar))
+    if scalar is None:
         return yaml.ScalarNode(_TAG + "null", "null")
-    if type(value) is str:
-        return yaml.ScalarNode(_TAG + "str", value)
     raise _NotPlain
 
 
