@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from dynamic_identification.core.errors import DataError
+from dynamic_identification.io import documents
 from dynamic_identification.io.documents import parse_yaml, plain_values, yaml_text
 
 REFERENCE_OUTPUTS = Path(__file__).resolve().parents[1] / "data" / "reference" / "outputs"
@@ -162,17 +162,15 @@ def test_documents_are_written_as_pyyaml_s_representer_writes_them_and_read_as_i
         assert text == _representer_text(document)
         read = parse_yaml(text, "doc")
         # NaN is not equal to itself: compared as text.
-        assert repr(_typed(read)) == repr(_typed(yaml.load(text, Loader=_PYYAML_LOADER)))  # noqa: S506
+        assert repr(_typed(read)) == repr(_typed(yaml.load(text, Loader=_PythonRosLoader)))  # noqa: S506
 
 
 class _PythonRosLoader(yaml.SafeLoader):
-    """PyYAML's own loader with the ROS float resolver of ``parse_yaml``'s."""
+    """PyYAML's own loader and constructor with the scalar resolvers and constructors of ``parse_yaml``'s loader."""
 
 
-_PythonRosLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
-)
-_PYYAML_LOADER = _PythonRosLoader
+_PythonRosLoader.yaml_implicit_resolvers = documents._RosLoader.yaml_implicit_resolvers
+_PythonRosLoader.yaml_constructors = documents._RosLoader.yaml_constructors
 
 
 def test_a_value_of_another_type_is_written_by_pyyaml_s_representer() -> None:
